@@ -1,0 +1,183 @@
+"""Node configuration: every broker setting with Kafka's name, type and default.
+
+A node reads a Kafka-style ``server.properties`` (``key=value`` lines, ``#``
+comments).  ``NodeConfig`` validates every known key, keeps unknown keys (Kafka
+warns about those; so do we, see ``NodeConfig.unknown``) and exposes typed
+accessors.  Broker-level ``log.*`` settings are the defaults of the topic-level
+settings; ``topic_defaults()`` maps them onto topic config names
+(``log.segment.bytes`` -> ``segment.bytes``), so one topic config table
+(``tierlog.storage``) stays the single source of topic defaults.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["ConfigError", "ConfigDef", "BROKER_CONFIGS", "NodeConfig", "Listener",
+           "parse_properties", "parse_listeners"]
+
+LONG_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing or invalid; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    type: str            # "int", "long", "string", "boolean", "list", "double"
+    default: object      # None = no default (required or optional-null)
+    doc: str
+    topic_synonym: str | None = None   # the topic-level config this broker key defaults
+
+
+def _d(name, type_, default, doc, topic=None) -> ConfigDef:
+    return ConfigDef(name, type_, default, doc, topic)
+
+
+_DEFS = [
+    _d("node.id", "int", None, "This node's id, unique in the cluster."),
+    _d("process.roles", "list", "broker,controller", "Roles this process runs: broker, controller or both."),
+    _d("cluster.id", "string", None, "Cluster id; generated and stored in meta.properties when absent."),
+    _d("listeners", "list", "PLAINTEXT://127.0.0.1:9092", "Comma-separated listener URIs to bind."),
+    _d("advertised.listeners", "list", None, "Listeners told to clients; defaults to listeners."),
+    _d("log.dirs", "list", "./tierlog-data/node-1", "Directories holding partition logs."),
+    _d("broker.rack", "string", None, "Rack of this broker, for rack-aware placement."),
+    _d("num.partitions", "int", 1, "Default partition count of auto-created and created topics."),
+    _d("default.replication.factor", "int", 1, "Default replication factor of new topics."),
+    _d("auto.create.topics.enable", "boolean", True, "Create a topic when a client asks Metadata for it."),
+    _d("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
+    _d("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted; larger closes the connection."),
+    _d("queued.max.requests", "int", 500, "Requests read ahead per connection before reading pauses."),
+    _d("max.connections", "int", 2147483647, "Open client connections accepted by the node."),
+    _d("message.max.bytes", "int", 1048588, "Largest record batch accepted.", "max.message.bytes"),
+    _d("fetch.max.bytes", "int", 57671680, "Upper bound on the bytes of one fetch response."),
+    _d("replica.fetch.wait.max.ms", "int", 500, "Longest a fetch may wait."),
+    _d("max.incremental.fetch.session.cache.slots", "int", 1000, "Fetch sessions (KIP-227) kept per node."),
+    _d("request.timeout.ms", "int", 30000, "Longest a request may be held (acks=all, long polls)."),
+    _d("min.insync.replicas", "int", 1, "Replicas that must acknowledge an acks=all write.", "min.insync.replicas"),
+    _d("unclean.leader.election.enable", "boolean", False, "Allow an out-of-sync replica to lead.",
+       "unclean.leader.election.enable"),
+    _d("log.segment.bytes", "int", 1073741824, "Segment size before roll.", "segment.bytes"),
+    _d("log.roll.ms", "long", 604800000, "Segment age before roll.", "segment.ms"),
+    _d("log.retention.ms", "long", 604800000, "Age after which segments are deleted; -1 keeps forever.",
+       "retention.ms"),
+    _d("log.retention.bytes", "long", -1, "Partition size above which old segments go; -1 no limit.",
+       "retention.bytes"),
+    _d("log.retention.check.interval.ms", "long", 300000, "How often retention runs."),
+    _d("log.index.interval.bytes", "int", 4096, "Bytes between offset index entries.", "index.interval.bytes"),
+    _d("log.index.size.max.bytes", "int", 10485760, "Largest index file.", "segment.index.bytes"),
+    _d("log.flush.interval.messages", "long", LONG_MAX, "Messages between forced fsyncs.", "flush.messages"),
+    _d("log.flush.interval.ms", "long", LONG_MAX, "Longest time data stays unflushed.", "flush.ms"),
+    _d("log.flush.scheduler.interval.ms", "long", 1000, "How often the flush policy is checked."),
+    _d("log.segment.delete.delay.ms", "long", 60000, "Delay before a deleted segment's file goes.",
+       "file.delete.delay.ms"),
+    _d("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime.",
+       "message.timestamp.type"),
+    _d("log.cleanup.policy", "list", "delete", "Cleanup policy of new topics.", "cleanup.policy"),
+    _d("compression.type", "string", "producer", "Topic compression; tierlog keeps the producer's.",
+       "compression.type"),
+]
+
+BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
+_PARSERS: dict[str, Callable[[str], object]] = {
+    "int": int, "long": int, "double": float, "string": str,
+    "list": lambda s: [x.strip() for x in s.split(",") if x.strip()],
+    "boolean": lambda s: {"true": True, "false": False}[s.strip().lower()],
+}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java-properties style ``key=value`` lines (``#``/``!`` comments, ``:`` separators)."""
+    props: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            raise ConfigError(f"line without '=': {raw!r}")
+        props[line[:sep].strip()] = line[sep + 1:].strip()
+    return props
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+def parse_listeners(values: list[str]) -> list[Listener]:
+    """``PLAINTEXT://host:port`` entries; an empty host means all interfaces."""
+    out = []
+    for v in values:
+        name, sep, rest = v.partition("://")
+        host, colon, port = rest.rpartition(":")
+        if not sep or not colon or not port.isdigit():
+            raise ConfigError(f"listeners: bad listener {v!r} (want NAME://HOST:PORT)")
+        out.append(Listener(name.upper(), host.strip("[]"), int(port)))
+    return out
+
+
+class NodeConfig:
+    """Validated node settings; ``cfg["log.dirs"]`` returns the typed value."""
+
+    def __init__(self, props: dict[str, str]):
+        self.raw = dict(props)
+        self.values: dict[str, object] = {}
+        for name, d in BROKER_CONFIGS.items():
+            self.values[name] = self._parse(d, props.get(name))
+        self.unknown = sorted(k for k in props if k not in BROKER_CONFIGS)
+        if self.values["node.id"] is None:
+            raise ConfigError("node.id: required")
+        self.listeners = parse_listeners(self.values["listeners"])
+        if not self.listeners:
+            raise ConfigError("listeners: at least one listener is required")
+        adv = self.values["advertised.listeners"]
+        self.advertised = parse_listeners(adv) if adv else self.listeners
+
+    @staticmethod
+    def _parse(d: ConfigDef, text: str | None) -> object:
+        if text is None:
+            return d.default
+        try:
+            return _PARSERS[d.type](text)
+        except (ValueError, KeyError):
+            raise ConfigError(f"{d.name}: invalid {d.type} value {text!r}") from None
+
+    @classmethod
+    def from_file(cls, path: str | Path, overrides: dict[str, str] | None = None) -> "NodeConfig":
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+        props = parse_properties(text)
+        props.update(overrides or {})
+        return cls(props)
+
+    def __getitem__(self, name: str):
+        return self.values[name]
+
+    @property
+    def node_id(self) -> int:
+        return self.values["node.id"]
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [Path(p) for p in self.values["log.dirs"]]
+
+    def topic_defaults(self) -> dict[str, str]:
+        """Broker ``log.*`` settings expressed as topic config values (strings)."""
+        out = {}
+        for d in BROKER_CONFIGS.values():
+            if d.topic_synonym:
+                v = self.values[d.name]
+                out[d.topic_synonym] = ",".join(v) if isinstance(v, list) else str(v).lower() \
+                    if isinstance(v, bool) else str(v)
+        return out
+
+    def is_explicit(self, name: str) -> bool:
+        return name in self.raw
