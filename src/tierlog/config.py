@@ -142,6 +142,8 @@ class NodeConfig:
     @staticmethod
     def _parse(d: ConfigDef, text: str | None) -> object:
         if text is None:
+            if d.type == "list" and isinstance(d.default, str):
+                return _PARSERS["list"](d.default)
             return d.default
         try:
             return _PARSERS[d.type](text)

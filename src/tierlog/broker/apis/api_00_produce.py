@@ -1,0 +1,65 @@
+"""Produce (0), v3-10: validate each batch (header, CRC), stamp offsets in place, append.
+
+Batches stay bytes: the records are never decoded.  acks must be -1, 0 or 1
+(else INVALID_REQUIRED_ACKS); acks=0 gets no response.  With one replica,
+acks=-1 is answered once the batch is in the log, durable per the flush policy
+(``flush.messages``/``flush.ms``).  v10 errors carry KIP-951's CurrentLeader and
+NodeEndpoints.  Transactions and idempotent sequence checks are not supported
+yet (InitProducerId is not advertised, so clients never send such batches).
+"""
+from tierlog.protocol.errors import ErrorCode
+from tierlog.storage import InvalidRecordError, KafkaStorageError
+
+from ..leader_hint import HINTED_ERRORS, LeaderHints
+
+API_KEY, MIN_VERSION, MAX_VERSION = 0, 3, 10
+
+
+def handle(broker, header, request):
+    acks = request["Acks"]
+    hints = LeaderHints(broker)
+    now = broker.clock_ms()
+    topics = []
+    for t in request["TopicData"]:
+        parts = [_produce_one(broker, t["Name"], p, acks, now, hints) for p in t["PartitionData"]]
+        topics.append({"Name": t["Name"], "PartitionResponses": parts})
+    if acks == 0:
+        return None
+    return {"Responses": topics, "ThrottleTimeMs": 0, "NodeEndpoints": hints.node_endpoints()}
+
+
+def _produce_one(broker, topic, pdata, acks, now, hints) -> dict:
+    index = pdata["Index"]
+    resp = {"Index": index, "ErrorCode": 0, "BaseOffset": -1, "LogAppendTimeMs": -1,
+            "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
+    error, message = _append(broker, topic, index, pdata["Records"], acks, now, resp)
+    if error:
+        resp["ErrorCode"], resp["ErrorMessage"] = error, message
+        if error in HINTED_ERRORS:
+            resp["CurrentLeader"] = hints.current_leader(topic, index)
+    return resp
+
+
+def _append(broker, topic, index, records, acks, now, resp):
+    if acks not in (-1, 0, 1):
+        return ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of -1, 0, 1"
+    part = broker.replicas.get(topic, index)
+    if part is None:
+        if topic in broker.image.topics and index < len(broker.image.topics[topic].partitions):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+    if part.leader_id != broker.node_id:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+    if not records:
+        return ErrorCode.INVALID_RECORD, "the produce request has no records"
+    try:
+        result = part.log.append(records, part.leader_epoch, now)
+    except InvalidRecordError as e:
+        return e.error_code, str(e)
+    except KafkaStorageError as e:
+        return ErrorCode.KAFKA_STORAGE_ERROR, str(e)
+    broker.replicas.notify_append(part.key)
+    resp["BaseOffset"] = result.base_offset
+    resp["LogAppendTimeMs"] = result.log_append_time_ms
+    resp["LogStartOffset"] = result.log_start_offset
+    return 0, None

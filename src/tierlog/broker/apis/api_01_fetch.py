@@ -1,0 +1,160 @@
+"""Fetch (1), v4-16: read whole batches from file ranges, long-poll, fetch sessions.
+
+- Topic names up to v12, topic ids from v13 (unknown id -> UNKNOWN_TOPIC_ID).
+- Fetch sessions (KIP-227, v7+) through ``FetchSessionCache``; incremental
+  responses carry only partitions with news.
+- Long poll: when fewer than MinBytes are ready, wait up to MaxWaitMs (capped
+  by ``request.timeout.ms``) for an append to any fetched partition.
+- Limits: PartitionMaxBytes per partition and MaxBytes (capped by the broker's
+  ``fetch.max.bytes``) per response; the first partition with data returns at
+  least one whole batch even when larger (Kafka's "min one message").
+- Consumers read up to the high watermark (READ_UNCOMMITTED) or the last stable
+  offset (READ_COMMITTED); replicas (ReplicaId >= 0) up to the log end.
+- LastFetchedEpoch (v12+) is checked against the leader epoch cache and a
+  mismatch answered with DivergingEpoch (KIP-595 / KIP-320).
+- v12+ errors carry KIP-951's CurrentLeader; v16 adds NodeEndpoints.
+Records are file regions: the transport sends them with os.sendfile.
+"""
+from __future__ import annotations
+
+from tierlog.protocol.errors import ErrorCode
+from tierlog.storage import KafkaStorageError, OffsetOutOfRangeError
+
+from ..fetch_session import FetchSessionError, SessionPartition
+from ..leader_hint import HINTED_ERRORS, LeaderHints
+
+API_KEY, MIN_VERSION, MAX_VERSION = 1, 4, 16
+TOPIC_IDS_FROM = 13
+READ_COMMITTED = 1
+
+
+async def handle(broker, header, request):
+    version = header.api_version
+    requested, forgotten = _session_inputs(request, version)
+    try:
+        view = broker.fetch_sessions.open(request.get("SessionId", 0), request.get("SessionEpoch", -1),
+                                          requested, forgotten)
+    except FetchSessionError as e:
+        return {"ThrottleTimeMs": 0, "ErrorCode": e.error_code, "SessionId": 0, "Responses": []}
+    replica_id = _replica_id(request, version)
+    max_bytes = min(request.get("MaxBytes", broker.fetch_max_bytes), broker.fetch_max_bytes)
+    reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0), max_bytes)
+    wait_ms = min(request["MaxWaitMs"], broker.fetch_wait_max_ms)
+    if wait_ms > 0 and not _satisfied(reads, request["MinBytes"]):
+        keys = [r.key for r in reads if r.key is not None]
+        await broker.replicas.wait_for_data(keys, wait_ms / 1000)
+        reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0),
+                          max_bytes)
+    return _response(broker, view, reads, version)
+
+
+def _session_inputs(request, version):
+    by_id = version >= TOPIC_IDS_FROM
+    requested = []
+    for t in request["Topics"]:
+        topic_key = t["TopicId"] if by_id else t["Topic"]
+        for p in t["Partitions"]:
+            requested.append(SessionPartition(
+                topic_key, p["Partition"], p["FetchOffset"], p["PartitionMaxBytes"],
+                p.get("CurrentLeaderEpoch", -1), p.get("LastFetchedEpoch", -1)))
+    forgotten = [(t["TopicId"] if by_id else t["Topic"], p)
+                 for t in request.get("ForgottenTopicsData", ()) for p in t["Partitions"]]
+    return requested, forgotten
+
+
+def _replica_id(request, version) -> int:
+    if version >= 15:
+        return request.get("ReplicaState", {}).get("ReplicaId", -1)
+    return request.get("ReplicaId", -1)
+
+
+class _Read:
+    __slots__ = ("sp", "key", "error", "parts", "size", "hw", "lso", "log_start", "diverging")
+
+    def __init__(self, sp, key=None, error=0):
+        self.sp, self.key, self.error = sp, key, error
+        self.parts, self.size = [], 0
+        self.hw = self.lso = self.log_start = -1
+        self.diverging = None
+
+
+def _satisfied(reads, min_bytes) -> bool:
+    return any(r.error for r in reads) or sum(r.size for r in reads) >= min_bytes
+
+
+def _read_all(broker, partitions, version, replica_id, isolation, max_bytes) -> list[_Read]:
+    reads, budget = [], max_bytes
+    for sp in partitions:
+        r = _read_one(broker, sp, version, replica_id, isolation, budget, first=not any(x.size for x in reads))
+        budget -= r.size
+        reads.append(r)
+    return reads
+
+
+def _read_one(broker, sp, version, replica_id, isolation, budget, first) -> _Read:
+    name = sp.topic_key
+    if version >= TOPIC_IDS_FROM:
+        info = broker.image.topic_by_id(sp.topic_key)
+        if info is None:
+            return _Read(sp, error=ErrorCode.UNKNOWN_TOPIC_ID)
+        name = info.name
+    part = broker.replicas.get(name, sp.partition)
+    if part is None:
+        if name in broker.image.topics:
+            return _Read(sp, (name, sp.partition), ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return _Read(sp, error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    r = _Read(sp, part.key, part.check_epoch(sp.current_leader_epoch))
+    if not r.error and part.leader_id != broker.node_id:
+        r.error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    r.hw, r.lso, r.log_start = part.high_watermark, part.last_stable_offset, part.log.log_start_offset
+    if r.error:
+        return r
+    if sp.last_fetched_epoch >= 0 and _diverges(part, sp, r):
+        return r
+    upper = part.log.log_end_offset if replica_id >= 0 else (r.lso if isolation == READ_COMMITTED else r.hw)
+    limit = min(sp.max_bytes, max(budget, 0))
+    try:
+        result = part.log.read(sp.fetch_offset, limit, upper_bound=upper, min_one_batch=first)
+    except OffsetOutOfRangeError:
+        r.error = ErrorCode.OFFSET_OUT_OF_RANGE
+    except KafkaStorageError:
+        r.error = ErrorCode.KAFKA_STORAGE_ERROR
+    else:
+        r.parts, r.size = result.parts, result.size
+    return r
+
+
+def _diverges(part, sp, r) -> bool:
+    """KIP-595 "Fetch": the follower's last fetched epoch ends earlier on the leader."""
+    epoch, end_offset = part.log.end_offset_for_epoch(sp.last_fetched_epoch)
+    if epoch < sp.last_fetched_epoch or end_offset < sp.fetch_offset:
+        r.diverging = {"Epoch": epoch, "EndOffset": end_offset}
+        return True
+    return False
+
+
+def _response(broker, view, reads, version) -> dict:
+    hints = LeaderHints(broker)
+    topics: dict[object, dict] = {}
+    for r in reads:
+        if not view.should_return(r.sp, r.size > 0, r.error, r.hw, r.lso, r.log_start):
+            continue
+        topic = topics.get(r.sp.topic_key)
+        if topic is None:
+            field = "TopicId" if version >= TOPIC_IDS_FROM else "Topic"
+            topic = topics[r.sp.topic_key] = {field: r.sp.topic_key, "Partitions": []}
+        topic["Partitions"].append(_partition(r, hints))
+    return {"ThrottleTimeMs": 0, "ErrorCode": 0, "SessionId": view.session_id,
+            "Responses": list(topics.values()), "NodeEndpoints": hints.node_endpoints()}
+
+
+def _partition(r: _Read, hints: LeaderHints) -> dict:
+    out = {"PartitionIndex": r.sp.partition, "ErrorCode": r.error, "HighWatermark": r.hw,
+           "LastStableOffset": r.lso, "LogStartOffset": r.log_start, "AbortedTransactions": None,
+           "PreferredReadReplica": -1, "Records": r.parts or b""}
+    if r.diverging is not None:
+        out["DivergingEpoch"] = r.diverging
+    if r.error in HINTED_ERRORS and r.key is not None:
+        out["CurrentLeader"] = hints.current_leader(*r.key)
+    return out
+

@@ -1,0 +1,69 @@
+"""ListOffsets (2), v1-11: offsets by timestamp and by Kafka's special targets.
+
+Targets: -1 latest (high watermark, or last stable offset for READ_COMMITTED),
+-2 earliest (log start), -3 max timestamp (v7+), -4 earliest local (v8+),
+-5 latest tiered (v9+), -6 earliest pending upload (v11+, KIP-1023); a target
+below its minimum version gets UNSUPPORTED_VERSION.  Until tiered storage
+exists nothing is uploaded: -5 answers -1 and -6 answers the log start offset,
+which is KIP-1023's "nothing uploaded and log start == local log start" case.
+A timestamp with no record at or after it answers offset -1.
+"""
+from tierlog.protocol.errors import ErrorCode
+
+API_KEY, MIN_VERSION, MAX_VERSION = 2, 1, 11
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+MIN_VERSION_OF_TARGET = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+                         EARLIEST_PENDING_UPLOAD: 11}
+READ_COMMITTED = 1
+
+
+def handle(broker, header, request):
+    isolation = request.get("IsolationLevel", 0)
+    topics = []
+    for t in request["Topics"]:
+        parts = [_one(broker, header.api_version, isolation, t["Name"], p) for p in t["Partitions"]]
+        topics.append({"Name": t["Name"], "Partitions": parts})
+    return {"ThrottleTimeMs": 0, "Topics": topics}
+
+
+def _one(broker, version, isolation, topic, p) -> dict:
+    out = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": 0, "Timestamp": -1, "Offset": -1,
+           "LeaderEpoch": -1}
+    target = p["Timestamp"]
+    part = broker.replicas.get(topic, p["PartitionIndex"])
+    if target < 0 and version < MIN_VERSION_OF_TARGET.get(target, 10**6):
+        out["ErrorCode"] = ErrorCode.UNSUPPORTED_VERSION
+    elif part is None:
+        out["ErrorCode"] = ErrorCode.NOT_LEADER_OR_FOLLOWER if topic in broker.image.topics \
+            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    elif part.leader_id != broker.node_id:
+        out["ErrorCode"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    else:
+        out["ErrorCode"] = part.check_epoch(p.get("CurrentLeaderEpoch", -1))
+        if not out["ErrorCode"]:
+            found = _lookup(part, target, isolation)
+            if found is not None:
+                out["Offset"], out["Timestamp"], out["LeaderEpoch"] = found
+    return out
+
+
+def _lookup(part, target, isolation):
+    log = part.log
+    epoch = log.latest_epoch if log.latest_epoch is not None else -1
+    if target == LATEST:
+        return (part.last_stable_offset if isolation == READ_COMMITTED else part.high_watermark), -1, epoch
+    if target in (EARLIEST, EARLIEST_PENDING_UPLOAD):
+        return log.log_start_offset, -1, _epoch_at(log, log.log_start_offset)
+    if target == EARLIEST_LOCAL:
+        return log.local_log_start_offset, -1, _epoch_at(log, log.local_log_start_offset)
+    if target == LATEST_TIERED:
+        return -1, -1, -1
+    if target == MAX_TIMESTAMP:
+        return log.max_timestamp_offset()
+    if target < 0:
+        return None
+    return log.offset_for_timestamp(target)
+
+
+def _epoch_at(log, offset) -> int:
+    return log.epoch_for_offset(offset) if log.log_end_offset > offset else -1

@@ -1,0 +1,71 @@
+"""Metadata (3), v1-12: brokers, controller, topics with ids, partitions with leaders.
+
+A request for an unknown topic creates it when ``auto.create.topics.enable`` is
+on and the client allows it (AllowAutoTopicCreation, v4+; always for older
+versions).  Offline replicas are always empty; authorized operations are not
+computed (-2147483648).
+"""
+from tierlog.protocol.errors import ErrorCode
+
+from ..topic_admin import TopicAdminError, create_topic
+
+API_KEY, MIN_VERSION, MAX_VERSION = 3, 1, 12
+NO_TOPIC_ID = bytes(16)
+OPS_NOT_REQUESTED = -2147483648
+
+
+def handle(broker, header, request):
+    names = _requested_names(broker, request)
+    allow_create = request.get("AllowAutoTopicCreation", True) if header.api_version >= 4 else True
+    topics = [_topic(broker, name, allow_create) for name in names]
+    image = broker.image
+    return {
+        "ThrottleTimeMs": 0,
+        "Brokers": [{"NodeId": b.node_id, "Host": b.host, "Port": b.port, "Rack": b.rack}
+                    for b in image.brokers.values()],
+        "ClusterId": image.cluster_id,
+        "ControllerId": image.controller_id,
+        "Topics": topics,
+        "ClusterAuthorizedOperations": OPS_NOT_REQUESTED,
+    }
+
+
+def _requested_names(broker, request) -> list:
+    wanted = request.get("Topics")
+    if wanted is None:
+        return sorted(broker.image.topics)
+    names = []
+    for t in wanted:
+        name = t.get("Name")
+        if name is None and t.get("TopicId", NO_TOPIC_ID) != NO_TOPIC_ID:
+            found = broker.image.topic_by_id(t["TopicId"])
+            name = found.name if found else ("", t["TopicId"])
+        names.append(name)
+    return names
+
+
+def _topic(broker, name, allow_create) -> dict:
+    if isinstance(name, tuple):                   # asked by an id we do not know
+        return _error(ErrorCode.UNKNOWN_TOPIC_ID, None, name[1])
+    topic = broker.image.topics.get(name)
+    if topic is None:
+        if not (allow_create and broker.config["auto.create.topics.enable"]):
+            return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+        try:
+            topic = create_topic(broker, name, -1, -1, {})
+        except TopicAdminError as e:
+            if e.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                return _error(e.error_code, name)
+            topic = broker.image.topics[name]
+    return {
+        "ErrorCode": 0, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
+        "Partitions": [{"ErrorCode": 0, "PartitionIndex": p.partition, "LeaderId": p.leader,
+                        "LeaderEpoch": p.leader_epoch, "ReplicaNodes": list(p.replicas),
+                        "IsrNodes": list(p.isr), "OfflineReplicas": []} for p in topic.partitions],
+        "TopicAuthorizedOperations": OPS_NOT_REQUESTED,
+    }
+
+
+def _error(code, name, topic_id=NO_TOPIC_ID) -> dict:
+    return {"ErrorCode": code, "Name": name, "TopicId": topic_id, "IsInternal": False, "Partitions": [],
+            "TopicAuthorizedOperations": OPS_NOT_REQUESTED}

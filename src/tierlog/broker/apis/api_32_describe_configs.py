@@ -1,0 +1,96 @@
+"""DescribeConfigs (32), v1-4: topic configs (override, broker default, built-in default) and this broker's.
+
+ConfigSource follows Kafka: TOPIC_CONFIG for a topic override,
+STATIC_BROKER_CONFIG for a value from server.properties, DEFAULT_CONFIG
+otherwise; synonyms (v1+) list the chain; ConfigType and Documentation (v3+).
+Broker resources answer only for this node's id (clients send them to that node).
+"""
+from tierlog.config import BROKER_CONFIGS
+from tierlog.protocol.errors import ErrorCode
+from tierlog.storage import TOPIC_CONFIGS
+
+API_KEY, MIN_VERSION, MAX_VERSION = 32, 1, 4
+TOPIC, BROKER = 2, 4
+TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
+                "class": 8, "password": 9}
+_BROKER_SYNONYM = {d.topic_synonym: d.name for d in BROKER_CONFIGS.values() if d.topic_synonym}
+
+
+def handle(broker, header, request):
+    results = [_resource(broker, r, request.get("IncludeSynonyms", False),
+                         request.get("IncludeDocumentation", False)) for r in request["Resources"]]
+    return {"ThrottleTimeMs": 0, "Results": results}
+
+
+def _resource(broker, r, synonyms, docs) -> dict:
+    out = {"ErrorCode": 0, "ErrorMessage": None, "ResourceType": r["ResourceType"],
+           "ResourceName": r["ResourceName"], "Configs": []}
+    if r["ResourceType"] == TOPIC:
+        topic = broker.image.topics.get(r["ResourceName"])
+        if topic is None:
+            out["ErrorCode"], out["ErrorMessage"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "Unknown topic."
+            return out
+        entries = topic_config_entries(broker, topic)
+    elif r["ResourceType"] == BROKER:
+        if r["ResourceName"] not in ("", str(broker.node_id)):
+            out["ErrorCode"] = ErrorCode.INVALID_REQUEST
+            out["ErrorMessage"] = f"This is broker {broker.node_id}; ask broker {r['ResourceName']} itself."
+            return out
+        entries = broker_config_entries(broker) if r["ResourceName"] else []
+    else:
+        out["ErrorCode"], out["ErrorMessage"] = ErrorCode.INVALID_REQUEST, "Unsupported resource type."
+        return out
+    keys = r.get("ConfigurationKeys")
+    out["Configs"] = [_render(e, synonyms, docs) for e in entries if keys is None or e["Name"] in keys]
+    return out
+
+
+def _render(e, synonyms, docs) -> dict:
+    out = dict(e)
+    if not synonyms:
+        out["Synonyms"] = []
+    if not docs:
+        out["Documentation"] = None
+    return out
+
+
+def topic_config_entries(broker, topic) -> list[dict]:
+    entries = []
+    for name, spec in sorted(TOPIC_CONFIGS.items()):
+        chain = []
+        if name in topic.configs:
+            chain.append({"Name": name, "Value": topic.configs[name], "Source": TOPIC_CONFIG})
+        broker_key = _BROKER_SYNONYM.get(name)
+        if broker_key and broker.config.is_explicit(broker_key):
+            chain.append({"Name": broker_key, "Value": broker.replicas.topic_defaults[name],
+                          "Source": STATIC_BROKER_CONFIG})
+        chain.append({"Name": broker_key or name, "Value": _text(spec.default), "Source": DEFAULT_CONFIG})
+        entries.append({"Name": name, "Value": chain[0]["Value"], "ReadOnly": False,
+                        "IsDefault": chain[0]["Source"] == DEFAULT_CONFIG, "ConfigSource": chain[0]["Source"],
+                        "IsSensitive": False, "Synonyms": chain, "ConfigType": CONFIG_TYPES.get(spec.type, 0),
+                        "Documentation": getattr(spec, "doc", None)})
+    return entries
+
+
+def broker_config_entries(broker) -> list[dict]:
+    entries = []
+    for name, d in sorted(BROKER_CONFIGS.items()):
+        explicit = broker.config.is_explicit(name)
+        source = STATIC_BROKER_CONFIG if explicit else DEFAULT_CONFIG
+        value = _text(broker.config[name])
+        entries.append({"Name": name, "Value": value, "ReadOnly": True, "IsDefault": not explicit,
+                        "ConfigSource": source, "IsSensitive": False,
+                        "Synonyms": [{"Name": name, "Value": value, "Source": source}],
+                        "ConfigType": CONFIG_TYPES.get(d.type, 0), "Documentation": d.doc})
+    return entries
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)

@@ -1,0 +1,44 @@
+"""The broker role: what request handlers may use, composed in one place.
+
+Handlers get a ``Broker`` and reach the metadata (``image``, ``metadata`` for
+changes), the hosted partitions (``replicas``), fetch sessions and settings
+through it.  It holds no request logic of its own.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+from tierlog.config import NodeConfig
+from tierlog.metadata import BrokerInfo, LocalMetadataStore, MetadataImage
+
+from .fetch_session import FetchSessionCache
+from .replica_manager import ReplicaManager
+
+__all__ = ["Broker"]
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Broker:
+    def __init__(self, config: NodeConfig, metadata: LocalMetadataStore, replicas: ReplicaManager,
+                 api_versions: list[dict], clock_ms=wall_clock_ms):
+        self.config = config
+        self.node_id = config.node_id
+        self.metadata = metadata
+        self.replicas = replicas
+        self.api_versions = api_versions
+        self.clock_ms = clock_ms
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"],
+                                                random.Random())
+        self.fetch_max_bytes = config["fetch.max.bytes"]
+        self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.metadata.image
+
+    def endpoint(self, node_id: int) -> BrokerInfo | None:
+        return self.image.brokers.get(node_id)

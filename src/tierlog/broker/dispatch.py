@@ -1,0 +1,65 @@
+"""Turns one request frame into one response: header, version check, handler, encoding.
+
+Kafka's rules: an unknown API key, a version we do not support (but for
+ApiVersions) or a body that does not decode is a protocol violation that closes
+the connection; an ApiVersions request at an unsupported version is answered at
+v0 with UNSUPPORTED_VERSION and our list, so the client can retry.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+
+from tierlog.net.server import CloseConnection
+from tierlog.protocol import ProtocolError, decode_request, decode_request_header, encode_response
+from tierlog.protocol.errors import ErrorCode
+
+from .apis import REGISTRY
+
+__all__ = ["RequestDispatcher", "api_versions_list"]
+
+log = logging.getLogger(__name__)
+API_VERSIONS_KEY = 18
+
+
+def api_versions_list() -> list[dict]:
+    return [{"ApiKey": k, "MinVersion": m.MIN_VERSION, "MaxVersion": m.MAX_VERSION}
+            for k, m in sorted(REGISTRY.items())]
+
+
+class RequestDispatcher:
+    def __init__(self, broker):
+        self.broker = broker
+
+    def __call__(self, frame: bytearray):
+        try:
+            header, offset = decode_request_header(frame)
+        except ProtocolError as e:
+            raise CloseConnection(f"bad request header: {e}") from None
+        api = REGISTRY.get(header.api_key)
+        if api is None:
+            raise CloseConnection(f"unknown api key {header.api_key}")
+        if not api.MIN_VERSION <= header.api_version <= api.MAX_VERSION:
+            if header.api_key == API_VERSIONS_KEY:
+                return encode_response(API_VERSIONS_KEY, 0, header.correlation_id,
+                                       {"ErrorCode": ErrorCode.UNSUPPORTED_VERSION,
+                                        "ApiKeys": self.broker.api_versions})
+            raise CloseConnection(f"api key {header.api_key} version {header.api_version} is not supported")
+        try:
+            body = decode_request(header.api_key, header.api_version, frame, offset)
+        except ProtocolError as e:
+            raise CloseConnection(f"malformed api key {header.api_key} v{header.api_version} request: {e}") \
+                from None
+        result = api.handle(self.broker, header, body)
+        if inspect.isawaitable(result):
+            return self._finish(header, result)
+        return self._encode(header, result)
+
+    async def _finish(self, header, pending):
+        return self._encode(header, await pending)
+
+    @staticmethod
+    def _encode(header, body):
+        if body is None:
+            return None
+        return encode_response(header.api_key, header.api_version, header.correlation_id, body)

@@ -1,0 +1,46 @@
+"""KIP-951 leader discovery: the CurrentLeader and NodeEndpoints that ride on errors.
+
+KIP-951 "Broker": on NOT_LEADER_OR_FOLLOWER (Produce, Fetch) and
+FENCED_LEADER_EPOCH (Fetch) the response names the partition's current leader
+and epoch, from the partition state or else the metadata image, and the
+top-level NodeEndpoints lists that leader's endpoint, so the client redirects
+without waiting for a metadata refresh.
+"""
+from __future__ import annotations
+
+__all__ = ["LeaderHints", "HINTED_ERRORS"]
+
+NOT_LEADER_OR_FOLLOWER = 6
+FENCED_LEADER_EPOCH = 74
+HINTED_ERRORS = frozenset({NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH})
+NO_LEADER = {"LeaderId": -1, "LeaderEpoch": -1}
+
+
+class LeaderHints:
+    """Collects the leaders named in one response and renders NodeEndpoints."""
+
+    def __init__(self, broker):
+        self._broker = broker
+        self._nodes: set[int] = set()
+
+    def current_leader(self, topic: str, partition: int) -> dict:
+        part = self._broker.replicas.get(topic, partition)
+        if part is not None:
+            leader, epoch = part.leader_id, part.leader_epoch
+        else:
+            info = self._broker.image.topics.get(topic)
+            if info is None or partition >= len(info.partitions):
+                return dict(NO_LEADER)
+            p = info.partitions[partition]
+            leader, epoch = p.leader, p.leader_epoch
+        if leader >= 0:
+            self._nodes.add(leader)
+        return {"LeaderId": leader, "LeaderEpoch": epoch}
+
+    def node_endpoints(self) -> list[dict]:
+        out = []
+        for node_id in sorted(self._nodes):
+            b = self._broker.endpoint(node_id)
+            if b is not None:
+                out.append({"NodeId": b.node_id, "Host": b.host, "Port": b.port, "Rack": b.rack})
+        return out

@@ -1,0 +1,60 @@
+"""``tierlog node --config server.properties``: run one node in the foreground."""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from tierlog.config import ConfigError, NodeConfig
+
+from .errors import CliError
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "node", help="run one node from a server.properties file",
+        description="Run one tierlog node in the foreground until Ctrl-C or SIGTERM. "
+                    "Prints 'node <id> roles=<roles> pid=<pid> listen=<host:port>' once it accepts clients.")
+    p.add_argument("--config", required=True, metavar="FILE", help="Kafka-style server.properties")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key (repeatable)")
+    p.add_argument("--log-level", default=os.environ.get("TIERLOG_LOG_LEVEL", "INFO"),
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (default INFO)")
+    p.set_defaults(func=run)
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--set expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def run(args) -> int:
+    from tierlog.node import run_node
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s [%(name)s] %(message)s")
+    try:
+        config = NodeConfig.from_file(args.config, parse_overrides(args.set))
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    for key in config.unknown:
+        logging.getLogger("tierlog.config").warning("unknown config %s ignored", key)
+
+    def ready(node) -> None:
+        host, port = node.bound[0]
+        print(f"node {config.node_id} roles={','.join(config['process.roles'])} pid={os.getpid()} "
+              f"listen={host}:{port}", flush=True)
+
+    try:
+        run_node(config, ready)
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    except OSError as e:
+        raise CliError(f"node {config.node_id}: {e.strerror or e}") from None
+    return 0

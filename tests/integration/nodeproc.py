@@ -1,0 +1,77 @@
+"""Start, stop, kill and restart real tierlog node processes for integration tests."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+READY_TIMEOUT_S = 30
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class NodeProcess:
+    """One node: ``start()``, ``stop()`` (SIGTERM), ``kill9()``, ``restart()``."""
+
+    def __init__(self, root: Path, node_id: int = 1, port: int | None = None, props: dict | None = None):
+        self.root = Path(root)
+        self.node_id = node_id
+        self.port = port or free_port()
+        self.data_dir = self.root / "data"
+        self.config_path = self.root / "server.properties"
+        self.log_path = self.root / "node.log"
+        self.proc: subprocess.Popen | None = None
+        self.props = {"node.id": str(node_id), "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                      "log.dirs": str(self.data_dir), **(props or {})}
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> "NodeProcess":
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "node", "--config",
+                                      str(self.config_path)], stdout=subprocess.PIPE, stderr=log, text=True)
+        log.close()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if line.startswith("node "):
+                return self
+            if not line and self.proc.poll() is not None:
+                break
+        raise RuntimeError(f"node {self.node_id} did not start; log:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 30) -> int:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout)
+        return self.proc.returncode if self.proc else 0
+
+    def kill9(self) -> None:
+        if self.alive():
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def restart(self) -> "NodeProcess":
+        self.stop()
+        return self.start()

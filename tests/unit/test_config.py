@@ -1,0 +1,47 @@
+import pytest
+
+from tierlog.config import ConfigError, NodeConfig, parse_listeners, parse_properties
+
+
+def test_properties_parsing_handles_comments_and_separators():
+    props = parse_properties("# c\n! c\nnode.id=3\nlisteners : PLAINTEXT://h:1\n\n log.dirs= /a,/b \n")
+    assert props == {"node.id": "3", "listeners": "PLAINTEXT://h:1", "log.dirs": "/a,/b"}
+
+
+def test_defaults_and_types():
+    cfg = NodeConfig({"node.id": "2", "auto.create.topics.enable": "false", "log.dirs": "/x,/y"})
+    assert cfg.node_id == 2
+    assert cfg["auto.create.topics.enable"] is False
+    assert cfg["num.partitions"] == 1 and cfg["message.max.bytes"] == 1048588
+    assert [str(p) for p in cfg.log_dirs] == ["/x", "/y"]
+    assert cfg.advertised == cfg.listeners
+
+
+def test_topic_defaults_map_broker_keys_to_topic_keys():
+    cfg = NodeConfig({"node.id": "1", "log.segment.bytes": "1000", "log.message.timestamp.type": "LogAppendTime"})
+    d = cfg.topic_defaults()
+    assert d["segment.bytes"] == "1000" and d["message.timestamp.type"] == "LogAppendTime"
+    assert d["retention.ms"] == "604800000"
+
+
+@pytest.mark.parametrize("props, key", [
+    ({}, "node.id"),
+    ({"node.id": "x"}, "node.id"),
+    ({"node.id": "1", "num.partitions": "many"}, "num.partitions"),
+    ({"node.id": "1", "auto.create.topics.enable": "maybe"}, "auto.create.topics.enable"),
+    ({"node.id": "1", "listeners": "localhost:9092"}, "listeners"),
+])
+def test_bad_values_name_the_key(props, key):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        NodeConfig(props)
+
+
+def test_listener_parsing():
+    (l1, l2) = parse_listeners(["PLAINTEXT://:9092", "internal://[::1]:9093"])
+    assert (l1.name, l1.host, l1.port) == ("PLAINTEXT", "", 9092)
+    assert (l2.name, l2.host, l2.port) == ("INTERNAL", "::1", 9093)
+
+
+def test_unknown_keys_are_kept_aside():
+    cfg = NodeConfig({"node.id": "1", "some.plugin.setting": "x"})
+    assert cfg.unknown == ["some.plugin.setting"]
