@@ -1,0 +1,173 @@
+"""`tierlog configs describe|alter`, modelled on kafka-configs.sh.
+
+``describe`` shows, like kafka-configs.sh, only the dynamic overrides of the
+resource (source DYNAMIC_TOPIC_CONFIG for a topic, DYNAMIC_BROKER_CONFIG for
+a broker) unless ``--all`` is given. ``alter`` uses IncrementalAlterConfigs,
+so configs not named are left as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    ResourceType,
+)
+
+from tierlog.cli.connection import Connection
+from tierlog.cli.errors import CliError, describe_exception
+from tierlog.cli.options import connection_options, key_value, non_negative_int
+from tierlog.cli.render import make_table, note, print_json, print_table
+
+__all__ = ["register"]
+
+_DYNAMIC_SOURCE = {
+    ResourceType.TOPIC: ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    ResourceType.BROKER: ConfigSource.DYNAMIC_BROKER_CONFIG,
+}
+
+_EPILOG = """\
+examples:
+  tierlog configs describe --topic orders
+  tierlog configs describe --broker 1 --all --json
+  tierlog configs alter --topic orders --set retention.ms=3600000 --delete cleanup.policy
+"""
+
+
+def _resource(args: argparse.Namespace) -> tuple[ResourceType, str]:
+    if args.topic is not None:
+        return ResourceType.TOPIC, args.topic
+    return ResourceType.BROKER, str(args.broker)
+
+
+def _label(kind: ResourceType, name: str) -> str:
+    return f"{'topic' if kind == ResourceType.TOPIC else 'broker'} {name}"
+
+
+def _check_exists(conn: Connection, kind: ResourceType, name: str) -> None:
+    """Fail clearly instead of letting librdkafka wait for an unknown broker."""
+    metadata = conn.metadata()
+    if kind == ResourceType.BROKER and int(name) not in metadata.brokers:
+        known = ", ".join(str(b) for b in sorted(metadata.brokers)) or "none"
+        raise CliError(f"broker {name} is not in the cluster (brokers: {known})")
+    if kind == ResourceType.TOPIC and name not in metadata.topics:
+        raise CliError(f"topic {name!r} does not exist")
+
+
+def _source_name(source) -> str:
+    try:
+        return ConfigSource(source).name
+    except ValueError:
+        return f"SOURCE_{int(source)}"
+
+
+def _entry_dict(entry: ConfigEntry) -> dict:
+    return {
+        "name": entry.name,
+        "value": None if entry.is_sensitive else entry.value,
+        "source": _source_name(entry.source),
+        "is_default": bool(entry.is_default),
+        "is_read_only": bool(entry.is_read_only),
+        "is_sensitive": bool(entry.is_sensitive),
+    }
+
+
+def _fetch_configs(conn: Connection, kind: ResourceType, name: str) -> list[dict]:
+    resource = ConfigResource(kind, name)
+    future = conn.client.describe_configs([resource], request_timeout=conn.timeout_s)[resource]
+    conn.wait([future], f"configs of {_label(kind, name)}")
+    if future.exception() is not None:
+        raise CliError(f"cannot describe {_label(kind, name)}: {describe_exception(future.exception())}")
+    return sorted((_entry_dict(e) for e in future.result().values()), key=lambda e: e["name"])
+
+
+def _show(entries: list[dict], label: str, all_configs: bool) -> None:
+    if not entries:
+        hint = "" if all_configs else " (use --all to see every config)"
+        note(f"no {'' if all_configs else 'dynamic '}configs for {label}{hint}")
+        return
+    title = f"{'All' if all_configs else 'Dynamic'} configs for {label}"
+    table = make_table("Name", "Value", "Source", "ReadOnly", title=title)
+    for e in entries:
+        value = "(sensitive)" if e["is_sensitive"] else ("" if e["value"] is None else e["value"])
+        table.add_row(e["name"], value, e["source"], "yes" if e["is_read_only"] else "no")
+    print_table(table)
+
+
+def run_describe(args: argparse.Namespace) -> int:
+    kind, name = _resource(args)
+    conn = Connection(AdminClient, args)
+    _check_exists(conn, kind, name)
+    entries = _fetch_configs(conn, kind, name)
+    if not args.all:
+        dynamic = _DYNAMIC_SOURCE[kind].name
+        entries = [e for e in entries if e["source"] == dynamic]
+    if args.json:
+        kind_name = "topic" if kind == ResourceType.TOPIC else "broker"
+        print_json({"resource": kind_name, "name": name, "configs": entries})
+    else:
+        _show(entries, _label(kind, name), args.all)
+    return 0
+
+
+def _alterations(args: argparse.Namespace) -> list[ConfigEntry]:
+    sets = dict(args.set)
+    both = sorted(set(sets) & set(args.delete))
+    if both:
+        raise CliError(f"config {both[0]!r} is both set and deleted")
+    if not sets and not args.delete:
+        raise CliError("nothing to alter: give --set KEY=VALUE and/or --delete KEY")
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in sets.items()]
+    entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
+                for k in dict.fromkeys(args.delete)]
+    return entries
+
+
+def run_alter(args: argparse.Namespace) -> int:
+    kind, name = _resource(args)
+    entries = _alterations(args)
+    conn = Connection(AdminClient, args)
+    _check_exists(conn, kind, name)
+    resource = ConfigResource(kind, name, incremental_configs=entries)
+    future = conn.client.incremental_alter_configs([resource], request_timeout=conn.timeout_s)[resource]
+    conn.wait([future], f"config change of {_label(kind, name)}")
+    if future.exception() is not None:
+        raise CliError(f"cannot alter {_label(kind, name)}: {describe_exception(future.exception())}")
+    print(f"altered configs of {_label(kind, name)}")
+    return 0
+
+
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--topic", metavar="NAME", help="a topic's configs")
+    target.add_argument("--broker", type=non_negative_int, metavar="ID", help="a broker's configs")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "configs", help="describe and alter topic and broker configs",
+        description="Describe and alter configs (like kafka-configs.sh).", epilog=_EPILOG,
+    )
+    actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
+    common = connection_options()
+
+    describe = actions.add_parser("describe", parents=[common], help="show configs",
+                                  description="Show a topic's or broker's configs.")
+    _add_target(describe)
+    describe.add_argument("--all", action="store_true", help="every config, not only dynamic overrides")
+    describe.add_argument("--json", action="store_true", help="print one JSON object")
+    describe.set_defaults(func=run_describe)
+
+    alter = actions.add_parser("alter", parents=[common], help="set or delete config overrides",
+                               description="Set or delete config overrides (IncrementalAlterConfigs).")
+    _add_target(alter)
+    alter.add_argument("--set", "--add-config", type=key_value, action="append", default=[],
+                       metavar="K=V", help="set a config; repeatable")
+    alter.add_argument("--delete", "--delete-config", action="append", default=[], metavar="K",
+                       help="remove an override (back to the default); repeatable")
+    alter.set_defaults(func=run_alter)

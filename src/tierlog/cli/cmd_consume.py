@@ -1,0 +1,115 @@
+"""`tierlog consume`: print a topic's records, like kafka-console-consumer.
+
+The consumer assign()s partitions itself: no consumer group is joined and no
+offset is committed (librdkafka insists on a group.id, so a fixed one is set
+and never used). Runs until ``--max-messages`` records were printed, until
+no record arrived for ``--timeout-ms``, or until Ctrl-C. Record formats are
+described in `tierlog.cli.record_format`. Prints ``consumed N records`` on
+stderr at the end. An offset outside the log is an error, not a silent
+jump (``auto.offset.reset=error``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaError
+
+from tierlog.cli.connection import Connection
+from tierlog.cli.errors import CliError, describe_kafka_error
+from tierlog.cli.options import connection_options, non_negative_int, positive_int
+from tierlog.cli.record_format import FORMATS, formatter
+from tierlog.cli.render import note
+from tierlog.cli.start_position import StartPosition, assignments, start_position
+
+__all__ = ["CONSUMER_SETTINGS", "register"]
+
+CONSUMER_SETTINGS = {
+    "group.id": "tierlog-cli",  # required by librdkafka; unused with assign()
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "enable.partition.eof": False,
+    "allow.auto.create.topics": False,
+}
+_BATCH_MAX = 500
+_POLL_S = 0.1
+
+_EPILOG = """\
+examples:
+  tierlog consume greetings --timeout-ms 2000
+  tierlog consume orders --from @1700000000000 --format json --max-messages 10
+  tierlog consume orders --partition 2 --from 1000 --format kv --print-headers
+"""
+
+
+def _wanted(args: argparse.Namespace, printed: int) -> int:
+    if args.max_messages is None:
+        return _BATCH_MAX
+    return min(_BATCH_MAX, args.max_messages - printed)
+
+
+def _check(message) -> bool:
+    """True for a record; raises for an error other than end-of-partition."""
+    error = message.error()
+    if error is None:
+        return True
+    if error.code() == KafkaError._PARTITION_EOF:
+        return False
+    raise CliError(f"partition {message.partition()}: {describe_kafka_error(error)}")
+
+
+def _print_records(conn: Connection, args: argparse.Namespace) -> int:
+    line_of = formatter(args.format, args.print_headers)
+    out = sys.stdout.buffer
+    printed, idle_since = 0, time.monotonic()
+    idle_limit_s = None if args.timeout_ms is None else args.timeout_ms / 1000
+    while args.max_messages is None or printed < args.max_messages:
+        batch = conn.client.consume(num_messages=_wanted(args, printed), timeout=_POLL_S)
+        conn.health.check()
+        records = [m for m in batch if _check(m)]
+        if records:
+            out.write(b"".join(line_of(m) + b"\n" for m in records))
+            out.flush()
+            printed += len(records)
+            idle_since = time.monotonic()
+        elif idle_limit_s is not None and time.monotonic() - idle_since >= idle_limit_s:
+            break
+    return printed
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = dict(CONSUMER_SETTINGS, **{"auto.offset.reset": "error"})
+    conn = Connection(Consumer, args, **settings)
+    try:
+        conn.client.assign(assignments(conn, args.topic, args.partition, args.start))
+        printed = _print_records(conn, args)
+    finally:
+        conn.client.close()
+    note(f"consumed {printed} records")
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "consume", parents=[connection_options()],
+        help="print a topic's records, one per line",
+        description="Print records of a topic, one per line (no consumer group).",
+        epilog=_EPILOG,
+    )
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("--from", dest="start", type=start_position, default=StartPosition("earliest"),
+                        metavar="earliest|latest|OFFSET|@TIMESTAMP_MS",
+                        help="where to start in each partition")
+    parser.add_argument("--partition", type=non_negative_int, metavar="N",
+                        help="read only this partition (default: all)")
+    parser.add_argument("--max-messages", type=positive_int, metavar="N",
+                        help="stop after N records")
+    parser.add_argument("--timeout-ms", type=positive_int, metavar="N",
+                        help="stop when no record arrived for N ms (default: run until Ctrl-C)")
+    parser.add_argument("--format", choices=FORMATS, default="value",
+                        help="value, kv (KEY<TAB>VALUE) or json (one object per line)")
+    parser.add_argument("--print-headers", action="store_true",
+                        help="start value/kv lines with h1:v1,h2:v2<TAB>")
+    parser.set_defaults(func=run)

@@ -1,0 +1,136 @@
+"""`tierlog topics create|list|describe|delete`, modelled on kafka-topics.sh."""
+
+from __future__ import annotations
+
+import argparse
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tierlog.cli.connection import Connection
+from tierlog.cli.errors import CliError, describe_exception
+from tierlog.cli.options import connection_options, key_value, positive_int
+from tierlog.cli.render import note, print_json
+from tierlog.cli.topics_describe import run_describe
+
+__all__ = ["register"]
+
+_BROKER_DEFAULT = -1  # CreateTopics v4+: let the broker pick
+
+_EPILOG = """\
+examples:
+  tierlog topics create orders --partitions 3 --replication-factor 3 --config retention.ms=86400000
+  tierlog topics list
+  tierlog topics describe orders --json
+  tierlog topics delete orders --if-exists
+"""
+
+
+def _error_code(error: BaseException | None) -> int | None:
+    if isinstance(error, KafkaException) and isinstance(error.args[0], KafkaError):
+        return error.args[0].code()
+    return None
+
+
+def run_create(args: argparse.Namespace) -> int:
+    conn = Connection(AdminClient, args)
+    topic = NewTopic(
+        args.name,
+        num_partitions=args.partitions or _BROKER_DEFAULT,
+        replication_factor=args.replication_factor or _BROKER_DEFAULT,
+        config=dict(args.config),
+    )
+    future = conn.client.create_topics([topic], request_timeout=conn.timeout_s)[args.name]
+    conn.wait([future], f"creation of topic {args.name!r}")
+    error = future.exception()
+    if _error_code(error) == KafkaError.TOPIC_ALREADY_EXISTS:
+        if args.if_not_exists:
+            return 0
+        raise CliError(f"topic {args.name!r} already exists")
+    if error is not None:
+        raise CliError(f"cannot create topic {args.name!r}: {describe_exception(error)}")
+    print(f"created topic {args.name}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    names = sorted(Connection(AdminClient, args).metadata().topics)
+    if args.json:
+        print_json(names)
+    else:
+        for name in names:
+            print(name)
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    conn = Connection(AdminClient, args)
+    names = list(dict.fromkeys(args.names))
+    futures = conn.client.delete_topics(names, request_timeout=conn.timeout_s)
+    conn.wait(futures.values(), "topic deletion")
+    failures = []
+    for name in names:
+        error = futures[name].exception()
+        if error is None:
+            print(f"deleted topic {name}")
+        elif _error_code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            if not args.if_exists:
+                failures.append(f"topic {name!r} does not exist")
+        else:
+            failures.append(f"cannot delete topic {name!r}: {describe_exception(error)}")
+    for extra in failures[1:]:
+        note(f"tierlog: {extra}")
+    if failures:
+        raise CliError(failures[0])
+    return 0
+
+
+def _add_create(actions, common) -> None:
+    parser = actions.add_parser("create", parents=[common], help="create a topic",
+                                description="Create a topic.")
+    parser.add_argument("name", metavar="NAME", help="topic name")
+    parser.add_argument("--partitions", type=positive_int, metavar="N",
+                        help="partition count (default: the broker's num.partitions)")
+    parser.add_argument("--replication-factor", type=positive_int, metavar="N",
+                        help="replicas per partition (default: the broker's default.replication.factor)")
+    parser.add_argument("--config", type=key_value, action="append", default=[], metavar="K=V",
+                        help="topic config override, e.g. retention.ms=60000; repeatable")
+    parser.add_argument("--if-not-exists", action="store_true",
+                        help="succeed quietly if the topic already exists")
+    parser.set_defaults(func=run_create)
+
+
+def _add_list(actions, common) -> None:
+    parser = actions.add_parser("list", parents=[common], help="list topic names",
+                                description="List the names of all topics, one per line.")
+    parser.add_argument("--json", action="store_true", help="print a JSON array of names")
+    parser.set_defaults(func=run_list)
+
+
+def _add_describe(actions, common) -> None:
+    parser = actions.add_parser("describe", parents=[common],
+                                help="show partitions, leaders, replicas and ISR",
+                                description="Describe topics (all topics when none is named).")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="topics to describe")
+    parser.add_argument("--json", action="store_true", help="print a JSON array of descriptions")
+    parser.set_defaults(func=run_describe)
+
+
+def _add_delete(actions, common) -> None:
+    parser = actions.add_parser("delete", parents=[common], help="delete topics",
+                                description="Delete topics and all their records.")
+    parser.add_argument("names", nargs="+", metavar="NAME", help="topics to delete")
+    parser.add_argument("--if-exists", action="store_true",
+                        help="succeed quietly for topics that do not exist")
+    parser.set_defaults(func=run_delete)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "topics", help="create, list, describe and delete topics",
+        description="Manage topics (like kafka-topics.sh).", epilog=_EPILOG,
+    )
+    actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
+    common = connection_options()
+    for add in (_add_create, _add_list, _add_describe, _add_delete):
+        add(actions, common)

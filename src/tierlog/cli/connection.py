@@ -1,0 +1,110 @@
+"""One librdkafka client bound to the user's bootstrap server and --timeout.
+
+Every wait on the cluster goes through `Connection`: it polls the client in
+short slices so librdkafka's error callback runs, fails fast with
+``cannot reach bootstrap server X`` once every broker is down, and gives up
+with a clear message at the deadline instead of hanging.
+
+librdkafka's own log lines are silenced (``log_level=0``); its errors reach
+the user through `BrokerHealth`. ``--command-config debug=...`` turns its
+logging back on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+from tierlog.cli.errors import CliError
+from tierlog.cli.health import BrokerHealth
+
+__all__ = ["Connection"]
+
+_SLICE_FIRST_S = 0.25  # first metadata attempt; later ones double
+_FUTURE_SLICE_S = 0.1
+_RETRIABLE_METADATA = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
+
+
+def _client_config(args: argparse.Namespace, health: BrokerHealth, settings: dict) -> dict:
+    timeout_ms = max(1000, int(args.timeout * 1000))
+    config: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap_server,
+        "error_cb": health,
+        "log_level": 0,
+        "socket.connection.setup.timeout.ms": timeout_ms,
+    }
+    config.update(settings)
+    user = dict(args.command_config)
+    if "debug" in user and "log_level" not in user:
+        config["log_level"] = 7
+    config.update(user)
+    return config
+
+
+class Connection:
+    """A client (AdminClient, Producer or Consumer) with deadline-bound waits."""
+
+    def __init__(self, client_class: type, args: argparse.Namespace, **settings: Any) -> None:
+        self.bootstrap = args.bootstrap_server
+        self.timeout_s: float = args.timeout
+        self.health = BrokerHealth(self.bootstrap)
+        self.client = client_class(_client_config(args, self.health, settings))
+
+    def deadline(self) -> float:
+        """A monotonic deadline --timeout seconds from now."""
+        return time.monotonic() + self.timeout_s
+
+    def timed_out(self, what: str) -> CliError:
+        detail = f"; last error: {self.health.reason}" if self.health.reason else ""
+        return CliError(
+            f"timed out after {self.timeout_s:g}s waiting for {what} "
+            f"from bootstrap server {self.bootstrap}{detail}"
+        )
+
+    def metadata(self):
+        """Metadata of the cluster and all its topics; fails fast if unreachable."""
+        deadline = self.deadline()
+        slice_s = _SLICE_FIRST_S
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                metadata = self.client.list_topics(timeout=max(0.05, min(slice_s, remaining)))
+                self.health.mark_connected()
+                return metadata
+            except KafkaException as exc:
+                if exc.args[0].code() not in _RETRIABLE_METADATA:
+                    raise
+            self.client.poll(0)
+            self.health.check()
+            if time.monotonic() >= deadline:
+                raise self.timed_out("metadata")
+            slice_s *= 2
+
+    def topic_metadata(self, topic: str):
+        """One topic's metadata; `CliError` if the topic does not exist.
+
+        Asks for every topic: a Metadata request naming the topic would let
+        a broker with auto.create.topics.enable create it as a side effect.
+        """
+        found = self.metadata().topics.get(topic)
+        if found is None:
+            raise CliError(f"topic {topic!r} does not exist")
+        if found.error is not None:
+            raise KafkaException(found.error)
+        return found
+
+    def wait(self, futures: Iterable[concurrent.futures.Future], what: str) -> None:
+        """Wait until every future is done (not necessarily successful)."""
+        pending = set(futures)
+        deadline = self.deadline()
+        while pending:
+            _, pending = concurrent.futures.wait(pending, timeout=_FUTURE_SLICE_S)
+            self.client.poll(0)
+            self.health.check()
+            if pending and time.monotonic() >= deadline:
+                raise self.timed_out(what)

@@ -1,0 +1,101 @@
+"""The `tierlog` command: entry point, subcommand table and error handling.
+
+Each subcommand lives in its own ``cmd_*`` module exposing
+``register(subparsers)``, which adds a parser with ``set_defaults(func=run)``
+where ``run(args) -> int`` is the exit status. Every handled error ends as
+one line on stderr, ``tierlog: error: <message>``, exit status 1 (2 for a
+command line that does not parse); Ctrl-C exits 130 quietly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from confluent_kafka import KafkaException
+
+from tierlog.cli.errors import CliError, describe_exception
+from tierlog.cli.parser import CliArgumentParser
+
+__all__ = ["build_parser", "main"]
+
+# Order is the order of `tierlog --help`. cmd_up and cmd_node are optional so
+# the client commands work in an install (or checkout) that lacks them.
+_COMMANDS = ("cmd_up", "cmd_node", "cmd_topics", "cmd_configs", "cmd_produce",
+             "cmd_consume", "cmd_perf")
+_OPTIONAL = frozenset({"cmd_up", "cmd_node"})
+_SIGINT_EXIT = 130
+_SIGPIPE_EXIT = 141
+
+_DESCRIPTION = """\
+tierlog: a Kafka-compatible, replicated, tiered log.
+
+The client commands speak the Kafka protocol, so they work against tierlog and
+any Kafka-compatible broker. Run 'tierlog COMMAND --help' for a command's options.
+"""
+
+_EPILOG = """\
+a first session:
+  tierlog up                                      # start a local cluster
+  tierlog topics create greetings --partitions 3
+  printf 'alice:hello\\nbob:hi\\n' | tierlog produce greetings --key-separator :
+  tierlog consume greetings --format kv --timeout-ms 2000
+  tierlog perf produce --topic greetings --num-records 100000 --record-size 100
+
+connection options (on every client command):
+  --bootstrap-server HOST:PORT   default: $TIERLOG_BOOTSTRAP, else 127.0.0.1:9092
+  --command-config KEY=VALUE     raw librdkafka setting (or a properties file)
+  --timeout SECONDS              give up waiting for the cluster after this long
+"""
+
+
+def _register_all(subparsers) -> None:
+    for name in _COMMANDS:
+        try:
+            module = importlib.import_module(f"tierlog.cli.{name}")
+        except ImportError as exc:
+            if name in _OPTIONAL and exc.name == f"tierlog.cli.{name}":
+                continue
+            raise
+        module.register(subparsers)
+
+
+def build_parser() -> CliArgumentParser:
+    parser = CliArgumentParser(prog="tierlog", description=_DESCRIPTION, epilog=_EPILOG)
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    _register_all(subparsers)
+    return parser
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"tierlog: error: {' '.join(message.split())}\n")
+    sys.stderr.flush()
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader of stdout went away (``| head``): stop without a message."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return _SIGPIPE_EXIT
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except CliError as exc:
+        _error(exc.message)
+        return exc.exit_code
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+    except (KafkaException, OSError, ValueError) as exc:
+        _error(describe_exception(exc))
+        return 1
+    except KeyboardInterrupt:
+        return _SIGINT_EXIT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

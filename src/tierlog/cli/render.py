@@ -1,0 +1,48 @@
+"""Output helpers: rich tables for people, JSON for scripts, notes on stderr.
+
+Results go to stdout; progress and confirmations ("produced 3 records") go to
+stderr so that stdout can be piped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["make_table", "note", "print_json", "print_table", "stdout_console"]
+
+_PIPE_WIDTH = 200  # rich uses 80 columns when stdout is not a terminal
+
+
+def stdout_console() -> Console:
+    """A console on stdout; wide and colourless when piped."""
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, width=_PIPE_WIDTH, no_color=True)
+
+
+def make_table(*columns: str, title: str | None = None) -> Table:
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def print_table(table: Table) -> None:
+    stdout_console().print(table)
+
+
+def print_json(value: Any) -> None:
+    """One JSON document on one line of stdout."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def note(message: str) -> None:
+    """A one-line message for the person at the terminal, on stderr."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
