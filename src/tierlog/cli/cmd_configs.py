@@ -92,10 +92,11 @@ def _show(entries: list[dict], label: str, all_configs: bool) -> None:
         note(f"no {'' if all_configs else 'dynamic '}configs for {label}{hint}")
         return
     title = f"{'All' if all_configs else 'Dynamic'} configs for {label}"
-    table = make_table("Name", "Value", "Source", "ReadOnly", title=title)
+    table = make_table("Name", "Value", "Source", "ReadOnly")
     for e in entries:
         value = "(sensitive)" if e["is_sensitive"] else ("" if e["value"] is None else e["value"])
         table.add_row(e["name"], value, e["source"], "yes" if e["is_read_only"] else "no")
+    print(title)
     print_table(table)
 
 

@@ -34,6 +34,7 @@ def _error_code(error: BaseException | None) -> int | None:
 
 def run_create(args: argparse.Namespace) -> int:
     conn = Connection(AdminClient, args)
+    conn.metadata()  # fails fast, and clearly, when the cluster is unreachable
     topic = NewTopic(
         args.name,
         num_partitions=args.partitions or _BROKER_DEFAULT,
@@ -65,6 +66,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_delete(args: argparse.Namespace) -> int:
     conn = Connection(AdminClient, args)
+    conn.metadata()  # fails fast, and clearly, when the cluster is unreachable
     names = list(dict.fromkeys(args.names))
     futures = conn.client.delete_topics(names, request_timeout=conn.timeout_s)
     conn.wait(futures.values(), "topic deletion")

@@ -27,6 +27,7 @@ __all__ = ["Connection"]
 
 _SLICE_FIRST_S = 0.25  # first metadata attempt; later ones double
 _FUTURE_SLICE_S = 0.1
+_FUTURE_GRACE_S = 1.0
 _RETRIABLE_METADATA = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
 
 
@@ -60,6 +61,8 @@ class Connection:
         return time.monotonic() + self.timeout_s
 
     def timed_out(self, what: str) -> CliError:
+        if not self.health.connected:
+            return CliError(self.health.unreachable_message(f"no answer within {self.timeout_s:g}s"))
         detail = f"; last error: {self.health.reason}" if self.health.reason else ""
         return CliError(
             f"timed out after {self.timeout_s:g}s waiting for {what} "
@@ -99,9 +102,14 @@ class Connection:
         return found
 
     def wait(self, futures: Iterable[concurrent.futures.Future], what: str) -> None:
-        """Wait until every future is done (not necessarily successful)."""
+        """Wait until every future is done (not necessarily successful).
+
+        The deadline has a grace period over --timeout, which admin calls
+        also get as their request timeout, so librdkafka's own, more
+        specific, timeout error normally comes first.
+        """
         pending = set(futures)
-        deadline = self.deadline()
+        deadline = self.deadline() + _FUTURE_GRACE_S
         while pending:
             _, pending = concurrent.futures.wait(pending, timeout=_FUTURE_SLICE_S)
             self.client.poll(0)

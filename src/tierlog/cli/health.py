@@ -62,9 +62,13 @@ class BrokerHealth:
         """The last connection failure librdkafka reported, or ''."""
         return self._reason
 
-    def unreachable_message(self) -> str:
-        detail = f" ({self._reason})" if self._reason else ""
-        return f"cannot reach bootstrap server {self.bootstrap}{detail}"
+    @property
+    def connected(self) -> bool:
+        return self._connected
+
+    def unreachable_message(self, fallback: str = "") -> str:
+        detail = self._reason or fallback
+        return f"cannot reach bootstrap server {self.bootstrap}" + (f" ({detail})" if detail else "")
 
     def check(self) -> None:
         """Raise `CliError` if the client hit a fatal error or lost every broker."""

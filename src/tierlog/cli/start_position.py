@@ -2,6 +2,8 @@
 
 ``OFFSET`` is a partition offset (inclusive: that record is the first one
 read), so it needs ``--partition`` unless the topic has a single partition.
+It must lie between the log start offset and the high watermark (which
+waits for the next record); anything else is an error, checked up front.
 ``@TIMESTAMP_MS`` starts each partition at its first record whose timestamp
 is at or after the given time (ListOffsets through ``offsets_for_times``);
 a partition with no such record starts at its end.
@@ -53,11 +55,17 @@ def _by_timestamp(conn: Connection, topic: str, partitions: list[int], ms: int) 
             for tp in found]
 
 
-def _by_offset(topic: str, partitions: list[int], offset: int, explicit: bool) -> list[TopicPartition]:
+def _by_offset(conn: Connection, topic: str, partitions: list[int], offset: int,
+               explicit: bool) -> list[TopicPartition]:
     if len(partitions) > 1 and not explicit:
         raise CliError(f"--from {offset} needs --partition: topic {topic!r} "
                        f"has {len(partitions)} partitions")
-    return [TopicPartition(topic, partitions[0], offset)]
+    start = TopicPartition(topic, partitions[0], offset)
+    low, high = conn.client.get_watermark_offsets(start, timeout=conn.timeout_s)
+    if not low <= offset <= high:
+        raise CliError(f"offset {offset} is outside partition {partitions[0]} of {topic!r}, "
+                       f"which holds offsets {low} to {high} (exclusive)")
+    return [start]
 
 
 def assignments(conn: Connection, topic: str, partition: int | None,
@@ -68,7 +76,7 @@ def assignments(conn: Connection, topic: str, partition: int | None,
         raise CliError(f"topic {topic!r} has no partition {partition} (it has {len(existing)})")
     partitions = existing if partition is None else [partition]
     if start.kind == "offset":
-        return _by_offset(topic, partitions, start.value, partition is not None)
+        return _by_offset(conn, topic, partitions, start.value, partition is not None)
     if start.kind == "timestamp":
         return _by_timestamp(conn, topic, partitions, start.value)
     logical = OFFSET_BEGINNING if start.kind == "earliest" else OFFSET_END

