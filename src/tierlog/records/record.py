@@ -1,0 +1,93 @@
+"""One v2 record: encode and decode (tools path; the broker keeps batches as bytes).
+
+Record layout::
+
+    length varint (bytes after it), attributes int8 (unused, 0),
+    timestampDelta varlong, offsetDelta varint,
+    keyLength varint (-1 = null), key, valueLength varint (-1 = null), value,
+    headerCount varint, then per header: keyLength varint, key (UTF-8),
+    valueLength varint (-1 = null), value
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from tierlog.records.errors import CORRUPT_MESSAGE, InvalidRecordError
+from tierlog.records.varint import read_varint, write_varint
+
+__all__ = ["Record", "encode_record", "decode_record"]
+
+
+class Record(NamedTuple):
+    """A record with its absolute offset and timestamp."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = ()  # type: ignore[assignment]
+
+
+def encode_record(out: bytearray, record: Record, offset_delta: int, timestamp_delta: int) -> None:
+    """Append ``record`` (length-prefixed) to ``out``."""
+    body = bytearray(b"\x00")  # attributes
+    write_varint(body, timestamp_delta)
+    write_varint(body, offset_delta)
+    _write_bytes(body, record.key)
+    _write_bytes(body, record.value)
+    write_varint(body, len(record.headers))
+    for name, value in record.headers:
+        _write_bytes(body, name.encode("utf-8"))
+        _write_bytes(body, value)
+    write_varint(out, len(body))
+    out += body
+
+
+def decode_record(buf, pos: int, base_offset: int, base_timestamp: int) -> tuple[Record, int, int]:
+    """Decode the record at ``pos``; returns (record, offset delta, position after it)."""
+    length, pos = read_varint(buf, pos)
+    end = pos + length
+    if length < 1 or end > len(buf):
+        raise InvalidRecordError(CORRUPT_MESSAGE, f"record length {length} runs past the batch")
+    pos += 1  # attributes
+    timestamp_delta, pos = read_varint(buf, pos)
+    offset_delta, pos = read_varint(buf, pos)
+    key, pos = _read_bytes(buf, pos, end)
+    value, pos = _read_bytes(buf, pos, end)
+    headers, pos = _read_headers(buf, pos, end)
+    if pos != end:
+        raise InvalidRecordError(CORRUPT_MESSAGE, "record length does not match its fields")
+    record = Record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, headers)
+    return record, offset_delta, end
+
+
+def _read_headers(buf, pos: int, end: int) -> tuple[list[tuple[str, bytes | None]], int]:
+    count, pos = read_varint(buf, pos)
+    if count < 0 or count > end - pos:
+        raise InvalidRecordError(CORRUPT_MESSAGE, f"invalid header count {count}")
+    headers = []
+    for _ in range(count):
+        name, pos = _read_bytes(buf, pos, end)
+        if name is None:
+            raise InvalidRecordError(CORRUPT_MESSAGE, "null header key")
+        value, pos = _read_bytes(buf, pos, end)
+        headers.append((name.decode("utf-8", errors="replace"), value))
+    return headers, pos
+
+
+def _write_bytes(out: bytearray, data: bytes | None) -> None:
+    if data is None:
+        write_varint(out, -1)
+        return
+    write_varint(out, len(data))
+    out += data
+
+
+def _read_bytes(buf, pos: int, end: int) -> tuple[bytes | None, int]:
+    length, pos = read_varint(buf, pos)
+    if length == -1:
+        return None, pos
+    if length < -1 or pos + length > end:
+        raise InvalidRecordError(CORRUPT_MESSAGE, f"invalid field length {length}")
+    return bytes(buf[pos:pos + length]), pos + length

@@ -1,0 +1,307 @@
+"""Topic-level log configs: Kafka's names, types, defaults (Kafka 4.x) and validation.
+
+``TOPIC_CONFIGS`` lists every topic config Kafka 4.x defines (DescribeConfigs lists
+them, with the broker property each one defaults from as its synonym).
+``internal.segment.bytes`` is Kafka's internal test override for segment.bytes
+(whose minimum is 1 MiB since 4.0); it is accepted but not listed.
+
+Known but not acted on by this storage layer: the compaction settings
+(cleanup.policy=compact keeps data forever: no cleaner yet), preallocate (segment
+files are always plain append-only), compression.type other than ``producer`` (no
+broker-side recompression), the replication throttles and min.insync.replicas /
+unclean.leader.election.enable (those belong to the replication layer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+__all__ = [
+    "LONG_MAX",
+    "ConfigType",
+    "TopicConfigDef",
+    "TOPIC_CONFIGS",
+    "INTERNAL_SEGMENT_BYTES",
+    "LogConfig",
+]
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"
+
+
+class ConfigType:
+    """Kafka ConfigDef type names, as DescribeConfigs reports them."""
+
+    INT = "INT"
+    LONG = "LONG"
+    DOUBLE = "DOUBLE"
+    BOOLEAN = "BOOLEAN"
+    STRING = "STRING"
+    LIST = "LIST"
+
+
+@dataclass(frozen=True)
+class TopicConfigDef:
+    """One topic config: Kafka name, type, default, validator, broker synonym."""
+
+    name: str
+    type: str
+    default: Any
+    synonym: str  # the broker property supplying the default
+    check: Callable[[Any], str | None] | None = None  # returns a problem, or None
+    doc: str = ""
+
+
+def _at_least(low: int | float) -> Callable[[Any], str | None]:
+    return lambda v: None if v >= low else f"must be at least {low}"
+
+
+def _between(low: int | float, high: int | float) -> Callable[[Any], str | None]:
+    return lambda v: None if low <= v <= high else f"must be in [{low}, {high}]"
+
+
+def _one_of(*allowed: str) -> Callable[[Any], str | None]:
+    return lambda v: None if v in allowed else f"must be one of {', '.join(allowed)}"
+
+
+def _all_in(*allowed: str) -> Callable[[Any], str | None]:
+    def check(values: tuple[str, ...]) -> str | None:
+        bad = [v for v in values if v not in allowed]
+        return f"unknown value(s) {bad}; allowed {', '.join(allowed)}" if bad else None
+
+    return check
+
+
+def _gzip_level(value: int) -> str | None:
+    return None if value == -1 or 1 <= value <= 9 else "must be -1 or in [1, 9]"
+
+
+def _replica_list(values: tuple[str, ...]) -> str | None:
+    if values == ("*",):
+        return None
+    for item in values:
+        parts = item.split(":")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            return "must be '*' or a list of <partition>:<broker id>"
+    return None
+
+
+_I, _L, _D, _B, _S, _LI = (
+    ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE, ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.LIST,
+)
+_DAY_MS = 24 * 60 * 60 * 1000
+
+_DEFS = [
+    TopicConfigDef("cleanup.policy", _LI, ("delete",), "log.cleanup.policy", _all_in("compact", "delete")),
+    TopicConfigDef("compression.gzip.level", _I, -1, "compression.gzip.level", _gzip_level),
+    TopicConfigDef("compression.lz4.level", _I, 9, "compression.lz4.level", _between(1, 17)),
+    TopicConfigDef(
+        "compression.type", _S, "producer", "compression.type",
+        _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    ),
+    TopicConfigDef("compression.zstd.level", _I, 3, "compression.zstd.level", _between(-131072, 22)),
+    TopicConfigDef("delete.retention.ms", _L, _DAY_MS, "log.cleaner.delete.retention.ms", _at_least(0)),
+    TopicConfigDef("file.delete.delay.ms", _L, 60000, "log.segment.delete.delay.ms", _at_least(0)),
+    TopicConfigDef("flush.messages", _L, LONG_MAX, "log.flush.interval.messages", _at_least(1)),
+    TopicConfigDef("flush.ms", _L, LONG_MAX, "log.flush.interval.ms", _at_least(0)),
+    TopicConfigDef(
+        "follower.replication.throttled.replicas", _LI, (), "follower.replication.throttled.replicas", _replica_list
+    ),
+    TopicConfigDef("index.interval.bytes", _I, 4096, "log.index.interval.bytes", _at_least(0)),
+    TopicConfigDef(
+        "leader.replication.throttled.replicas", _LI, (), "leader.replication.throttled.replicas", _replica_list
+    ),
+    TopicConfigDef("local.retention.bytes", _L, -2, "log.local.retention.bytes", _at_least(-2)),
+    TopicConfigDef("local.retention.ms", _L, -2, "log.local.retention.ms", _at_least(-2)),
+    TopicConfigDef("max.compaction.lag.ms", _L, LONG_MAX, "log.cleaner.max.compaction.lag.ms", _at_least(1)),
+    TopicConfigDef("max.message.bytes", _I, 1048588, "message.max.bytes", _at_least(0)),
+    TopicConfigDef(
+        "message.timestamp.after.max.ms", _L, 3600000, "log.message.timestamp.after.max.ms", _at_least(0)
+    ),
+    TopicConfigDef(
+        "message.timestamp.before.max.ms", _L, LONG_MAX, "log.message.timestamp.before.max.ms", _at_least(0)
+    ),
+    TopicConfigDef(
+        "message.timestamp.type", _S, "CreateTime", "log.message.timestamp.type", _one_of("CreateTime", "LogAppendTime")
+    ),
+    TopicConfigDef("min.cleanable.dirty.ratio", _D, 0.5, "log.cleaner.min.cleanable.ratio", _between(0, 1)),
+    TopicConfigDef("min.compaction.lag.ms", _L, 0, "log.cleaner.min.compaction.lag.ms", _at_least(0)),
+    TopicConfigDef("min.insync.replicas", _I, 1, "min.insync.replicas", _at_least(1)),
+    TopicConfigDef("preallocate", _B, False, "log.preallocate"),
+    TopicConfigDef("remote.log.copy.disable", _B, False, "remote.log.copy.disable"),
+    TopicConfigDef("remote.log.delete.on.disable", _B, False, "remote.log.delete.on.disable"),
+    TopicConfigDef("remote.storage.enable", _B, False, "remote.storage.enable"),
+    TopicConfigDef("retention.bytes", _L, -1, "log.retention.bytes"),
+    TopicConfigDef("retention.ms", _L, 7 * _DAY_MS, "log.retention.ms", _at_least(-1)),
+    TopicConfigDef("segment.bytes", _I, 1024 * 1024 * 1024, "log.segment.bytes", _at_least(1024 * 1024)),
+    TopicConfigDef("segment.index.bytes", _I, 10 * 1024 * 1024, "log.index.size.max.bytes", _at_least(4)),
+    TopicConfigDef("segment.jitter.ms", _L, 0, "log.roll.jitter.ms", _at_least(0)),
+    TopicConfigDef("segment.ms", _L, 7 * _DAY_MS, "log.roll.ms", _at_least(1)),
+    TopicConfigDef("unclean.leader.election.enable", _B, False, "unclean.leader.election.enable"),
+]
+
+TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = MappingProxyType({d.name: d for d in _DEFS})
+_INTERNAL = TopicConfigDef(INTERNAL_SEGMENT_BYTES, _I, None, "", _at_least(1))
+_ALL_DEFS = {**TOPIC_CONFIGS, INTERNAL_SEGMENT_BYTES: _INTERNAL}
+
+
+def _parse(definition: TopicConfigDef, raw: Any) -> Any:
+    """Convert a string (or already-typed) value to the config's Python type."""
+    kind = definition.type
+    if kind in (ConfigType.INT, ConfigType.LONG):
+        value = raw if isinstance(raw, int) and not isinstance(raw, bool) else int(str(raw).strip())
+        limit = INT_MAX if kind == ConfigType.INT else LONG_MAX
+        if not -limit - 1 <= value <= limit:
+            raise ValueError(f"{value} does not fit in {kind}")
+        return value
+    if kind == ConfigType.DOUBLE:
+        return float(raw)
+    if kind == ConfigType.BOOLEAN:
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text not in ("true", "false"):
+            raise ValueError("expected true or false")
+        return text == "true"
+    if kind == ConfigType.LIST:
+        items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+        return tuple(s.strip() for s in items if str(s).strip())
+    return str(raw).strip()
+
+
+def _render(definition: TopicConfigDef, value: Any) -> str:
+    if definition.type == ConfigType.BOOLEAN:
+        return "true" if value else "false"
+    if definition.type == ConfigType.LIST:
+        return ",".join(value)
+    return str(value)
+
+
+class LogConfig:
+    """Resolved topic config. Attributes carry the values the log acts on."""
+
+    __slots__ = ("values", "overrides")
+
+    def __init__(self, values: Mapping[str, Any] | None = None, overrides: frozenset[str] = frozenset()) -> None:
+        resolved = {name: d.default for name, d in _ALL_DEFS.items()}
+        resolved.update(values or {})
+        object.__setattr__(self, "values", MappingProxyType(resolved))
+        object.__setattr__(self, "overrides", frozenset(overrides))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("LogConfig is immutable; build a new one with with_overrides")
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> "LogConfig":
+        """Parse and validate ``props`` (over ``defaults``); ValueError names the bad key."""
+        values: dict[str, Any] = {}
+        for source in (defaults or {}, props):
+            for key, raw in source.items():
+                values[key] = _parse_checked(key, raw)
+        config = cls(values, frozenset(props))
+        config._check_combinations()
+        return config
+
+    def with_overrides(self, props: Mapping[str, Any]) -> "LogConfig":
+        """A new config with ``props`` applied over this one's values."""
+        merged = {k: self.values[k] for k in self.overrides}
+        merged.update(props)
+        defaults = {k: v for k, v in self.values.items() if k not in self.overrides and v is not None}
+        return LogConfig.from_props(merged, defaults)
+
+    def to_props(self) -> dict[str, str]:
+        """Every listed topic config rendered the way Kafka reports it."""
+        return {name: _render(d, self.values[name]) for name, d in TOPIC_CONFIGS.items()}
+
+    def _check_combinations(self) -> None:
+        if self.values["min.compaction.lag.ms"] > self.values["max.compaction.lag.ms"]:
+            raise ValueError("min.compaction.lag.ms: must not exceed max.compaction.lag.ms")
+        if self.remote_storage_enable:
+            _check_local_retention("local.retention.ms", self.values["local.retention.ms"], self.retention_ms)
+            _check_local_retention("local.retention.bytes", self.values["local.retention.bytes"], self.retention_bytes)
+
+    # --- values the storage layer acts on -------------------------------------------------
+
+    @property
+    def segment_bytes(self) -> int:
+        internal = self.values[INTERNAL_SEGMENT_BYTES]
+        return self.values["segment.bytes"] if internal is None else internal
+
+    segment_ms = property(lambda self: self.values["segment.ms"])
+    segment_jitter_ms = property(lambda self: self.values["segment.jitter.ms"])
+    segment_index_bytes = property(lambda self: self.values["segment.index.bytes"])
+    retention_ms = property(lambda self: self.values["retention.ms"])
+    retention_bytes = property(lambda self: self.values["retention.bytes"])
+    index_interval_bytes = property(lambda self: self.values["index.interval.bytes"])
+    flush_messages = property(lambda self: self.values["flush.messages"])
+    flush_ms = property(lambda self: self.values["flush.ms"])
+    max_message_bytes = property(lambda self: self.values["max.message.bytes"])
+    file_delete_delay_ms = property(lambda self: self.values["file.delete.delay.ms"])
+    cleanup_policy = property(lambda self: self.values["cleanup.policy"])
+    message_timestamp_type = property(lambda self: self.values["message.timestamp.type"])
+    message_timestamp_before_max_ms = property(lambda self: self.values["message.timestamp.before.max.ms"])
+    message_timestamp_after_max_ms = property(lambda self: self.values["message.timestamp.after.max.ms"])
+    compression_type = property(lambda self: self.values["compression.type"])
+    min_insync_replicas = property(lambda self: self.values["min.insync.replicas"])
+    unclean_leader_election_enable = property(lambda self: self.values["unclean.leader.election.enable"])
+    remote_storage_enable = property(lambda self: self.values["remote.storage.enable"])
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def delete_enabled(self) -> bool:
+        """cleanup.policy contains delete: time and size retention apply."""
+        return "delete" in self.cleanup_policy
+
+    @property
+    def compact_enabled(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def local_retention_ms(self) -> int:
+        """local.retention.ms, -2 meaning retention.ms (Kafka's localRetentionMs())."""
+        value = self.values["local.retention.ms"]
+        return self.retention_ms if value == -2 else value
+
+    @property
+    def local_retention_bytes(self) -> int:
+        value = self.values["local.retention.bytes"]
+        return self.retention_bytes if value == -2 else value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LogConfig) and dict(self.values) == dict(other.values)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted((k, repr(v)) for k, v in self.values.items())))
+
+    def __repr__(self) -> str:
+        changed = {k: self.values[k] for k in sorted(self.overrides)}
+        return f"LogConfig({changed})"
+
+
+def _parse_checked(key: str, raw: Any) -> Any:
+    definition = _ALL_DEFS.get(key)
+    if definition is None:
+        raise ValueError(f"{key}: unknown topic config")
+    try:
+        value = _parse(definition, raw)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{key}: invalid value {raw!r} ({exc})") from None
+    problem = definition.check(value) if definition.check else None
+    if problem:
+        raise ValueError(f"{key}: invalid value {raw!r}: {problem}")
+    return value
+
+
+def _check_local_retention(key: str, local: int, total: int) -> None:
+    if local == -2:
+        return
+    if total == -1 and local == -1:
+        return
+    if total != -1 and (local == -1 or local > total):
+        raise ValueError(f"{key}: must not exceed its total retention ({total})")

@@ -1,0 +1,146 @@
+"""Leader epoch cache: (epoch -> start offset), persisted as ``leader-epoch-checkpoint``.
+
+Semantics follow Kafka's LeaderEpochFileCache:
+
+- ``assign(epoch, start)`` adds an entry when the epoch differs from the latest or
+  the start offset is lower; entries with epoch >= or start >= the new one are
+  dropped first, so both columns stay strictly increasing.
+- ``end_offset_for(epoch, log_end)`` answers OffsetForLeaderEpoch.
+- ``truncate_from_end(end)`` drops entries starting at or after ``end``;
+  ``truncate_from_start(start)`` drops entries before ``start`` but keeps the latest
+  of them, moved to ``start``.
+
+Every change is written through immediately (tmp + fsync + rename).
+"""
+
+from __future__ import annotations
+
+import bisect
+from pathlib import Path
+
+from tierlog.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, read_epoch_entries, write_epoch_entries
+
+__all__ = ["LeaderEpochCache", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET"]
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+
+class LeaderEpochCache:
+    """In-memory list of (epoch, start offset), both strictly increasing."""
+
+    def __init__(self, directory: Path, entries: list[tuple[int, int]] | None = None) -> None:
+        self.path = directory / LEADER_EPOCH_CHECKPOINT
+        self._epochs: list[int] = []
+        self._starts: list[int] = []
+        for epoch, start in entries or []:
+            self._add(epoch, start)
+
+    @classmethod
+    def load(cls, directory: Path) -> "LeaderEpochCache":
+        """Read the checkpoint (absent = empty); CorruptCheckpointError if malformed."""
+        return cls(directory, read_epoch_entries(directory / LEADER_EPOCH_CHECKPOINT) or [])
+
+    # --- queries ----------------------------------------------------------------------------
+
+    def entries(self) -> list[tuple[int, int]]:
+        return list(zip(self._epochs, self._starts))
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._epochs[-1] if self._epochs else None
+
+    @property
+    def latest_entry(self) -> tuple[int, int] | None:
+        return (self._epochs[-1], self._starts[-1]) if self._epochs else None
+
+    @property
+    def earliest_entry(self) -> tuple[int, int] | None:
+        return (self._epochs[0], self._starts[0]) if self._epochs else None
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(largest epoch <= ``epoch``, its end offset), or (-1, -1) when unknown."""
+        if epoch == UNDEFINED_EPOCH or not self._epochs:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if epoch == self._epochs[-1]:
+            return epoch, log_end_offset
+        higher = bisect.bisect_right(self._epochs, epoch)
+        if higher == len(self._epochs):
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if higher == 0:
+            return epoch, self._starts[0]
+        return self._epochs[higher - 1], self._starts[higher]
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """Epoch of the entry covering ``offset``, None before the first entry."""
+        index = bisect.bisect_right(self._starts, offset) - 1
+        return self._epochs[index] if index >= 0 else None
+
+    def entries_in_range(self, start_offset: int, end_offset: int) -> list[tuple[int, int]]:
+        """Entries covering [start_offset, end_offset), the first moved up to start_offset."""
+        copy = LeaderEpochCache(self.path.parent, self.entries())
+        if start_offset >= 0:
+            copy._truncate_from_start(start_offset)
+        copy._truncate_from_end(end_offset)
+        return copy.entries()
+
+    # --- changes (each persisted) ------------------------------------------------------------
+
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record that ``epoch`` starts at ``start_offset``; True if the cache changed."""
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
+        if self._epochs and self._epochs[-1] == epoch and start_offset >= self._starts[-1]:
+            return False
+        while self._epochs and (self._epochs[-1] >= epoch or self._starts[-1] >= start_offset):
+            self._epochs.pop()
+            self._starts.pop()
+        self._add(epoch, start_offset)
+        self.flush()
+        return True
+
+    def truncate_from_end(self, end_offset: int) -> bool:
+        if self._truncate_from_end(end_offset):
+            self.flush()
+            return True
+        return False
+
+    def truncate_from_start(self, start_offset: int) -> bool:
+        if self._truncate_from_start(start_offset):
+            self.flush()
+            return True
+        return False
+
+    def clear(self) -> None:
+        self._epochs.clear()
+        self._starts.clear()
+        self.flush()
+
+    def flush(self) -> None:
+        write_epoch_entries(self.path, self.entries())
+
+    def _add(self, epoch: int, start: int) -> None:
+        if self._epochs and (epoch <= self._epochs[-1] or start <= self._starts[-1]):
+            raise ValueError(f"epoch entries must increase: ({epoch}, {start}) after {self.latest_entry}")
+        self._epochs.append(epoch)
+        self._starts.append(start)
+
+    def _truncate_from_end(self, end_offset: int) -> bool:
+        keep = bisect.bisect_left(self._starts, end_offset)
+        if end_offset < 0 or keep == len(self._starts):
+            return False
+        del self._epochs[keep:]
+        del self._starts[keep:]
+        return True
+
+    def _truncate_from_start(self, start_offset: int) -> bool:
+        covered = bisect.bisect_right(self._starts, start_offset)
+        if covered == 0:
+            return False
+        latest_before = self._epochs[covered - 1]
+        unchanged = covered == 1 and self._starts[0] == start_offset
+        del self._epochs[:covered]
+        del self._starts[:covered]
+        self._epochs.insert(0, latest_before)
+        self._starts.insert(0, start_offset)
+        return not unchanged

@@ -1,0 +1,95 @@
+"""Kafka's file and directory names, and crash-safe small-file writes.
+
+Partition directory: ``<topic>-<partition>``; while being deleted
+``<topic>-<partition>.<32 hex>-delete``. Segment files: 20-digit zero-padded base
+offset + ``.log`` / ``.index`` / ``.timeindex``; a deleted segment's files get the
+extra suffix ``.deleted`` until removed. Small files (checkpoints,
+partition.metadata) are written to ``<name>.tmp``, fsynced, renamed over the
+target and the directory fsynced, so a crash leaves the old or the new content.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+__all__ = [
+    "LOG_SUFFIX",
+    "INDEX_SUFFIX",
+    "TIME_INDEX_SUFFIX",
+    "DELETED_SUFFIX",
+    "TMP_SUFFIX",
+    "DELETE_DIR_SUFFIX",
+    "FUTURE_DIR_SUFFIX",
+    "STRAY_DIR_SUFFIX",
+    "segment_file",
+    "parse_segment_base",
+    "partition_dir_name",
+    "parse_partition_dir",
+    "atomic_write",
+    "fsync_dir",
+]
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+TMP_SUFFIX = ".tmp"
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+STRAY_DIR_SUFFIX = "-stray"
+
+_SEGMENT_NAME = re.compile(r"^(\d{20})(\.[a-z]+)$")
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+
+
+def segment_file(directory: Path, base_offset: int, suffix: str) -> Path:
+    """``<directory>/<20-digit base offset><suffix>``."""
+    return directory / f"{base_offset:020d}{suffix}"
+
+
+def parse_segment_base(name: str, suffix: str) -> int | None:
+    """Base offset of a segment file name with exactly ``suffix``, else None."""
+    match = _SEGMENT_NAME.match(name)
+    if match is None or match.group(2) != suffix:
+        return None
+    return int(match.group(1))
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """(topic, partition) of a live partition directory name, else None."""
+    if name.endswith((DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+        return None
+    match = _PARTITION_DIR.match(name)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2))
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` crash-safely (tmp file, fsync, rename, dir fsync)."""
+    tmp = path.with_name(path.name + TMP_SUFFIX)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    """fsync a directory so renames and new files in it are durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,661 @@
+"""One partition's durable, segmented log (Kafka's UnifiedLog + LocalLog, local part).
+
+Offsets: ``log_start_offset`` (inclusive, may be below the local data when older
+data is in remote storage), ``local_log_start_offset`` (first local offset),
+``log_end_offset`` (exclusive), ``recovery_point`` (exclusive: everything below it
+is fsynced).
+
+Append path (leader): validate headers + CRC (``records.validate``), stamp base
+offset and leader epoch in place (plus LogAppendTime when configured), update the
+epoch cache, roll if needed, one ``pwrite``, index bookkeeping per batch. No
+per-record work. Read path: index lookup + a few header reads, answered as
+``FileRegion``s of whole batches.
+
+Durability: data is fsynced by ``flush`` (called by flush.messages after appends,
+by ``tick`` for flush.ms, by ``tick`` after a roll for the rolled segment, and on
+close). Deleted segments (retention, truncation) are renamed ``.deleted``; their
+descriptors close and files go only after file.delete.delay.ms, in ``tick``.
+
+Any OSError takes the log offline: the operation and every later one raise
+``KafkaStorageError`` (the broker answers KAFKA_STORAGE_ERROR).
+
+Thread safety: every public method holds the log's lock.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import random
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from tierlog.records.decoder import decode_records
+from tierlog.records.errors import (
+    INVALID_RECORD,
+    INVALID_TIMESTAMP,
+    RECORD_LIST_TOO_LARGE,
+    InvalidRecordError,
+)
+from tierlog.records.header import NO_TIMESTAMP, BatchHeader, TimestampType, TIMESTAMP_TYPE_BIT
+from tierlog.records.stamp import set_base_offset, set_log_append_time, set_partition_leader_epoch
+from tierlog.records.validate import ValidatedRecords, validate
+from tierlog.storage import retention
+from tierlog.storage.config import LogConfig
+from tierlog.storage.epoch_cache import LeaderEpochCache
+from tierlog.storage.errors import (
+    InconsistentTopicIdError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    UnexpectedAppendOffsetError,
+)
+from tierlog.storage.files import fsync_dir, segment_file, INDEX_SUFFIX, TIME_INDEX_SUFFIX
+from tierlog.storage.loader import load_log
+from tierlog.storage.partition_metadata import read_topic_id, write_topic_id
+from tierlog.storage.results import AppendResult, FileRegion, ReadResult
+from tierlog.storage.segment import LogSegment
+
+__all__ = ["Log", "SegmentInfo"]
+
+_EMPTY = ReadResult([], 0)
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """A segment as the tiered-storage uploader sees it."""
+
+    base_offset: int
+    next_offset: int  # exclusive
+    size: int
+    max_timestamp: int
+    log_path: Path
+    index_path: Path
+    time_index_path: Path
+    active: bool
+
+
+class Log:
+    """A partition's log. Build with ``Log.open``."""
+
+    def __init__(self, directory: Path, config: LogConfig, topic_id: bytes | None, segments: list[LogSegment],
+                 epoch_cache: LeaderEpochCache, log_start_offset: int, recovery_point: int, now_ms: int,
+                 rng: random.Random) -> None:
+        self.directory = directory
+        self.config = config
+        self.topic_id = topic_id
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self.highest_offset_in_remote_storage = -1  # set by tiered storage
+        self._segments = segments
+        self._bases = [segment.base_offset for segment in segments]
+        self._epochs = epoch_cache
+        self._local_start_floor = segments[0].base_offset
+        self._rng = rng
+        self._lock = threading.RLock()
+        self._offline = False
+        self._dir_dirty = False
+        self._last_flush_ms = now_ms
+        self._clock_ms = now_ms  # the latest now_ms seen, for calls that take none
+        self._roll_flush_offset: int | None = None
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._jitter_active()
+
+    # --- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        now_ms: int,
+        topic_id: bytes | None = None,
+        *,
+        recovery_point: int | None = None,
+        log_start_offset: int | None = None,
+        clean_shutdown: bool = False,
+        rng: random.Random | None = None,
+    ) -> "Log":
+        """Create or recover the log in ``directory``.
+
+        ``recovery_point`` / ``log_start_offset`` come from the log directory's
+        checkpoints (LogManager passes them); unknown recovery point means every
+        segment is scanned. ``clean_shutdown`` skips recovery entirely.
+        """
+        directory = Path(directory)
+        loaded = load_log(directory, config, now_ms, recovery_point, log_start_offset, clean_shutdown)
+        topic_id = _reconcile_topic_id(directory, topic_id)
+        return cls(directory, config, topic_id, loaded.segments, loaded.epoch_cache, loaded.log_start_offset,
+                   loaded.recovery_point, now_ms, rng or random.Random(str(directory)))
+
+    # --- offsets -----------------------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        """Offset the next append gets (exclusive end of the log)."""
+        return self._segments[-1].next_offset
+
+    @property
+    def local_log_start_offset(self) -> int:
+        return max(self._segments[0].base_offset, self._local_start_floor)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._epochs.latest_epoch
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    # --- appends -----------------------------------------------------------------------------
+
+    def append(self, records: bytearray, leader_epoch: int, now_ms: int) -> AppendResult:
+        """Append one producer batch as leader: validate, assign offsets, stamp, write."""
+        with self._lock, self._io():
+            self._clock_ms = now_ms
+            validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=True)
+            self._check_produced(validated, now_ms)
+            base = self.log_end_offset
+            append_time = now_ms if self.config.log_append_time else NO_TIMESTAMP
+            headers = _stamp(records, validated, base, leader_epoch, append_time)
+            self._assign_leader_epoch(leader_epoch, base)
+            self._append_batches(records, headers, now_ms)
+            self._maybe_flush_by_messages(now_ms)
+            max_timestamp = append_time if append_time != NO_TIMESTAMP else validated.max_timestamp
+            return AppendResult(base, base + validated.record_count - 1, append_time, self.log_start_offset,
+                                max_timestamp, validated.record_count)
+
+    def append_as_follower(self, records: bytearray, now_ms: int) -> AppendResult:
+        """Append replicated batches as they are (offsets and epochs already set)."""
+        with self._lock, self._io():
+            self._clock_ms = now_ms
+            validated = validate(records)
+            if not validated.headers:
+                return AppendResult(-1, -1, NO_TIMESTAMP, self.log_start_offset, NO_TIMESTAMP, 0)
+            self._check_follower_offsets(validated.headers)
+            for header in validated.headers:
+                self._assign_replicated_epoch(header)
+            self._append_batches(records, validated.headers, now_ms)
+            self._maybe_flush_by_messages(now_ms)
+            first, last = validated.headers[0], validated.headers[-1]
+            append_time = last.max_timestamp if last.timestamp_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+            return AppendResult(first.base_offset, last.last_offset, append_time, self.log_start_offset,
+                                validated.max_timestamp, validated.record_count)
+
+    def _check_produced(self, validated: ValidatedRecords, now_ms: int) -> None:
+        if len(validated.headers) != 1:
+            raise InvalidRecordError(
+                INVALID_RECORD, f"a produce request must carry exactly one v2 batch, got {len(validated.headers)}"
+            )
+        if validated.size > self.config.segment_bytes:
+            raise InvalidRecordError(
+                RECORD_LIST_TOO_LARGE, f"{validated.size} bytes exceed segment.bytes {self.config.segment_bytes}"
+            )
+        for header in validated.headers:
+            self._check_timestamps(header, now_ms)
+
+    def _check_timestamps(self, header: BatchHeader, now_ms: int) -> None:
+        if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
+            raise InvalidRecordError(INVALID_TIMESTAMP, "producers must not set the LogAppendTime timestamp type")
+        if self.config.log_append_time:
+            return
+        before, after = self.config.message_timestamp_before_max_ms, self.config.message_timestamp_after_max_ms
+        for timestamp in (header.base_timestamp, header.max_timestamp):
+            if timestamp != NO_TIMESTAMP and (now_ms - timestamp > before or timestamp - now_ms > after):
+                raise InvalidRecordError(
+                    INVALID_TIMESTAMP,
+                    f"timestamp {timestamp} is out of range [{now_ms - before}, {now_ms + after}]",
+                )
+
+    def _check_follower_offsets(self, headers: list[BatchHeader]) -> None:
+        first, last = headers[0].base_offset, headers[-1].last_offset
+        if first < self.log_end_offset:
+            raise UnexpectedAppendOffsetError(
+                f"first offset {first} is below the log end offset {self.log_end_offset}", first, last
+            )
+        for previous, header in zip(headers, headers[1:]):
+            if header.base_offset < previous.next_offset:
+                raise UnexpectedAppendOffsetError(f"offsets out of order at {header.base_offset}", first, last)
+
+    def _assign_leader_epoch(self, leader_epoch: int, base_offset: int) -> None:
+        if leader_epoch < 0:
+            return
+        latest = self._epochs.latest_epoch
+        if latest is not None and leader_epoch < latest:
+            raise AssertionError(f"append with leader epoch {leader_epoch} below the latest epoch {latest}")
+        if latest is None or leader_epoch > latest:
+            self._epochs.assign(leader_epoch, base_offset)
+
+    def _assign_replicated_epoch(self, header: BatchHeader) -> None:
+        latest = self._epochs.latest_epoch
+        if header.partition_leader_epoch >= 0 and (latest is None or header.partition_leader_epoch > latest):
+            self._epochs.assign(header.partition_leader_epoch, header.base_offset)
+
+    def _append_batches(self, records, headers: list[BatchHeader], now_ms: int) -> None:
+        """Write batches, rolling between groups that would overflow segment.bytes."""
+        view = memoryview(records)
+        position, i = 0, 0
+        while i < len(headers):
+            j, size, max_timestamp = i, 0, NO_TIMESTAMP
+            while j < len(headers) and (j == i or size + headers[j].size <= self.config.segment_bytes):
+                size += headers[j].size
+                max_timestamp = max(max_timestamp, headers[j].max_timestamp)
+                j += 1
+            segment = self._maybe_roll(size, max_timestamp, headers[i].base_offset, headers[j - 1].last_offset, now_ms)
+            segment.append(view[position:position + size], headers[i:j])
+            position, i = position + size, j
+
+    # --- rolling -------------------------------------------------------------------------------
+
+    def _maybe_roll(self, size: int, max_timestamp: int, first_offset: int, last_offset: int,
+                    now_ms: int) -> LogSegment:
+        active = self._segments[-1]
+        if self._should_roll(active, size, max_timestamp, last_offset, now_ms):
+            self._roll(max(first_offset, active.next_offset), now_ms)
+        return self._segments[-1]
+
+    def _should_roll(self, active: LogSegment, size: int, max_timestamp: int, last_offset: int, now_ms: int) -> bool:
+        if not active.can_hold(last_offset):
+            return True
+        if active.size == 0:
+            return False
+        config = self.config
+        if active.size + size > config.segment_bytes:
+            return True
+        if active.offset_index.is_full or active.time_index.is_full:
+            return True
+        rolling = active.rolling_timestamp
+        waited = max_timestamp - rolling if rolling >= 0 else now_ms - active.created_ms
+        return waited > config.segment_ms - self._roll_jitter_ms
+
+    def _roll(self, new_base: int, now_ms: int) -> None:
+        old = self._segments[-1]
+        if old.size == 0:
+            self._segments.pop()
+            self._bases.pop()
+            old.delete_files()
+        else:
+            old.write_out_indexes()
+            self._roll_flush_offset = new_base
+        config = self.config
+        segment = LogSegment.create(self.directory, new_base, config.index_interval_bytes, config.segment_index_bytes,
+                                    now_ms)
+        self._segments.append(segment)
+        self._bases.append(new_base)
+        self._dir_dirty = True
+        self._jitter_active()
+
+    def _jitter_active(self) -> None:
+        jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
+        self._roll_jitter_ms = self._rng.randrange(jitter) if jitter > 0 else 0
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, upper_bound: int | None = None,
+             min_one_batch: bool = True) -> ReadResult:
+        """Whole batches from the one holding ``offset``, at most ``max_bytes`` unless
+        ``min_one_batch`` lets the first batch exceed it; ``upper_bound`` is exclusive."""
+        with self._lock, self._io():
+            end = self.log_end_offset
+            first = max(self.log_start_offset, self.local_log_start_offset)
+            if offset < first or offset > end:
+                raise OffsetOutOfRangeError(offset, first, end)
+            stop = end if upper_bound is None else min(upper_bound, end)
+            if offset >= stop:
+                return _EMPTY
+            return self._read_from(offset, max(max_bytes, 0), stop, min_one_batch)
+
+    def _read_from(self, offset: int, max_bytes: int, stop: int, min_one_batch: bool) -> ReadResult:
+        parts: list[FileRegion] = []
+        total = 0
+        for index in range(self._segment_index(offset), len(self._segments)):
+            segment = self._segments[index]
+            region, done = _read_segment(segment, max(offset, segment.base_offset), max_bytes - total, stop,
+                                         min_one_batch and not parts)
+            if region is not None:
+                parts.append(region)
+                total += region.length
+            if done:
+                break
+        return ReadResult(parts, total)
+
+    def _segment_index(self, offset: int) -> int:
+        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+
+    # --- offset lookups ------------------------------------------------------------------------
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first record with timestamp >= ``timestamp``.
+
+        Record-level like Kafka: the time index narrows the search to one batch, whose
+        records are decoded (falls back to the batch's base offset if it cannot be).
+        """
+        with self._lock, self._io():
+            start = max(self.log_start_offset, self.local_log_start_offset)
+            for segment in self._segments:
+                if segment.size == 0 or segment.max_timestamp < timestamp:
+                    continue
+                found = _search_timestamp(segment, timestamp, start)
+                if found is not None:
+                    return found
+            return None
+
+    def max_timestamp_offset(self) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the record with the largest timestamp."""
+        with self._lock, self._io():
+            best = None
+            for segment in self._segments:
+                if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
+                    best = segment
+            if best is None or best.max_timestamp == NO_TIMESTAMP:
+                return None
+            return _max_timestamp_in(best)
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, its end offset), or (-1, -1)."""
+        with self._lock:
+            return self._epochs.end_offset_for(epoch, self.log_end_offset)
+
+    def epoch_entries(self) -> list[tuple[int, int]]:
+        with self._lock:
+            return self._epochs.entries()
+
+    def epoch_entries_in_range(self, start_offset: int, end_offset: int) -> list[tuple[int, int]]:
+        with self._lock:
+            return self._epochs.entries_in_range(start_offset, end_offset)
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        with self._lock:
+            return self._epochs.epoch_for_offset(offset)
+
+    def segment_infos(self) -> list[SegmentInfo]:
+        with self._lock, self._io():
+            last = len(self._segments) - 1
+            return [
+                SegmentInfo(s.base_offset, s.next_offset if i == last else self._segments[i + 1].base_offset, s.size,
+                            s.max_timestamp, s.log_path, segment_file(s.directory, s.base_offset, INDEX_SUFFIX),
+                            segment_file(s.directory, s.base_offset, TIME_INDEX_SUFFIX), i == last)
+                for i, s in enumerate(self._segments)
+            ]
+
+    # --- durability ----------------------------------------------------------------------------
+
+    def flush(self, now_ms: int, offset: int | None = None) -> None:
+        """fsync segments holding data below ``offset`` (default: all); advance the recovery point."""
+        with self._lock, self._io():
+            self._clock_ms = max(self._clock_ms, now_ms)
+            target = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
+            for segment in self._segments[self._segment_index(self.recovery_point):]:
+                if segment.base_offset > target:
+                    break
+                segment.flush()
+            if self._dir_dirty:
+                fsync_dir(self.directory)
+                self._dir_dirty = False
+            self.recovery_point = max(self.recovery_point, target)
+            self._last_flush_ms = now_ms
+
+    def _maybe_flush_by_messages(self, now_ms: int) -> None:
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush(now_ms)
+
+    def tick(self, now_ms: int) -> None:
+        """Time-driven work: flush after a roll, flush.ms, delayed file deletion."""
+        with self._lock:
+            if self._offline:
+                return
+            self._clock_ms = max(self._clock_ms, now_ms)
+            if self._roll_flush_offset is not None:
+                offset, self._roll_flush_offset = self._roll_flush_offset, None
+                self.flush(now_ms, offset)
+            if self.log_end_offset > self.recovery_point and now_ms - self._last_flush_ms >= self.config.flush_ms:
+                self.flush(now_ms)
+            self._delete_expired(now_ms)
+
+    # --- retention and truncation ------------------------------------------------------------------
+
+    def enforce_retention(self, now_ms: int, high_watermark: int | None = None) -> int:
+        """Delete old segments per retention.ms / retention.bytes / log start; returns how many."""
+        with self._lock, self._io():
+            self._clock_ms = max(self._clock_ms, now_ms)
+            config = self.config
+            tiered = config.remote_storage_enable
+            remote = self.highest_offset_in_remote_storage if tiered else None
+            deleted = 0
+            if config.delete_enabled:
+                ms = config.local_retention_ms if tiered else config.retention_ms
+                size = config.local_retention_bytes if tiered else config.retention_bytes
+                if ms >= 0:
+                    deleted += self._delete_prefix(retention.by_time(now_ms, ms), high_watermark, remote, now_ms)
+                if size >= 0:
+                    predicate = retention.by_size(self._segments, size)
+                    deleted += self._delete_prefix(predicate, high_watermark, remote, now_ms)
+            by_start = retention.by_log_start(self.log_start_offset)
+            deleted += self._delete_prefix(by_start, high_watermark, None, now_ms)
+            return deleted
+
+    def _delete_prefix(self, predicate, upper_bound: int | None, remote: int | None, now_ms: int) -> int:
+        count = retention.deletable_prefix(self._segments, predicate, upper_bound, remote)
+        if count:
+            self._remove_segments(self._segments[:count], now_ms)
+            del self._segments[:count]
+            del self._bases[:count]
+            self._after_start_moved()
+        return count
+
+    def _after_start_moved(self) -> None:
+        if not self.config.remote_storage_enable:
+            self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+            self._epochs.truncate_from_start(self.log_start_offset)
+
+    def increment_log_start_offset(self, offset: int) -> bool:
+        """Move the log start offset up (DeleteRecords, remote retention, follower sync)."""
+        with self._lock, self._io():
+            if offset > self.log_end_offset:
+                raise OffsetOutOfRangeError(offset, self.log_start_offset, self.log_end_offset)
+            if offset <= self.log_start_offset:
+                return False
+            self.log_start_offset = offset
+            self._local_start_floor = max(self._local_start_floor, offset)
+            self._epochs.truncate_from_start(offset)
+            return True
+
+    def truncate_to(self, offset: int) -> bool:
+        """Drop every batch holding an offset >= ``offset``; True if anything was removed."""
+        with self._lock, self._io():
+            if offset < 0:
+                raise ValueError(f"cannot truncate to negative offset {offset}")
+            if offset >= self.log_end_offset:
+                return False
+            if offset < self._segments[0].base_offset:
+                self._truncate_fully(offset, None)
+                return True
+            keep = bisect.bisect_right(self._bases, offset)
+            self._remove_segments(self._segments[keep:], None)
+            del self._segments[keep:]
+            del self._bases[keep:]
+            self._segments[-1].truncate_to(offset)
+            end = self.log_end_offset
+            self._epochs.truncate_from_end(end)
+            self.log_start_offset = min(self.log_start_offset, end)
+            self.recovery_point = min(self.recovery_point, end)
+            self._jitter_active()
+            return True
+
+    def truncate_fully_and_start_at(self, offset: int, log_start_offset: int | None = None) -> None:
+        """Replace the whole log by an empty one starting at ``offset`` (Kafka's truncateFullyAndStartAt)."""
+        with self._lock, self._io():
+            self._truncate_fully(offset, log_start_offset)
+
+    def _truncate_fully(self, offset: int, log_start_offset: int | None) -> None:
+        self._remove_segments(self._segments, None)
+        config = self.config
+        segment = LogSegment.create(self.directory, offset, config.index_interval_bytes, config.segment_index_bytes,
+                                    self._clock_ms)
+        self._segments = [segment]
+        self._bases = [offset]
+        self._epochs.clear()
+        self.log_start_offset = offset if log_start_offset is None else log_start_offset
+        self._local_start_floor = offset
+        self.recovery_point = offset
+        self._dir_dirty = True
+        self._jitter_active()
+
+    def _remove_segments(self, segments: list[LogSegment], now_ms: int | None) -> None:
+        """Rename to ``.deleted`` now; close and remove after file.delete.delay.ms."""
+        when = (self._clock_ms if now_ms is None else now_ms) + self.config.file_delete_delay_ms
+        for segment in segments:
+            segment.mark_deleted()
+            self._pending_deletes.append((when, segment))
+        self._dir_dirty = self._dir_dirty or bool(segments)
+
+    def _delete_expired(self, now_ms: int) -> None:
+        due = [segment for when, segment in self._pending_deletes if when <= now_ms]
+        if due:
+            self._pending_deletes = [(w, s) for w, s in self._pending_deletes if w > now_ms]
+            with self._io():
+                for segment in due:
+                    segment.delete_files()
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+            for segment in self._segments:
+                segment.index_interval_bytes = config.index_interval_bytes
+            active = self._segments[-1]
+            active.offset_index.resize(config.segment_index_bytes)
+            active.time_index.resize(config.segment_index_bytes)
+            self._jitter_active()
+
+    def rename_dir(self, directory: Path) -> None:
+        """Move the partition directory (descriptors stay valid); used for async deletion."""
+        with self._lock, self._io():
+            self.directory.rename(directory)
+            self.directory = directory
+            self._epochs.path = directory / self._epochs.path.name
+            for segment in self._segments + [s for _w, s in self._pending_deletes]:
+                segment.move_to(directory)
+
+    def close(self) -> None:
+        """Flush, write out indexes, close descriptors, drop pending deletions."""
+        with self._lock:
+            if not self._offline:
+                self.flush(self._clock_ms)
+            self._close_all()
+
+    def delete(self) -> None:
+        """Close and remove the whole partition directory now."""
+        with self._lock:
+            self._close_all()
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _close_all(self) -> None:
+        with contextlib.suppress(OSError):
+            for segment in self._segments:
+                segment.close()
+        for _when, segment in self._pending_deletes:
+            with contextlib.suppress(OSError):
+                segment.delete_files()
+        self._pending_deletes = []
+        self._offline = True
+
+    @contextlib.contextmanager
+    def _io(self) -> Iterator[None]:
+        if self._offline:
+            raise KafkaStorageError(f"log {self.directory} is offline or closed")
+        try:
+            yield
+        except OSError as exc:
+            self._offline = True
+            raise KafkaStorageError(f"I/O error in {self.directory}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return (f"Log({self.directory.name}, start={self.log_start_offset}, end={self.log_end_offset}, "
+                f"segments={len(self._segments)})")
+
+
+def _reconcile_topic_id(directory: Path, topic_id: bytes | None) -> bytes | None:
+    recorded = read_topic_id(directory)
+    if topic_id is None:
+        return recorded
+    if recorded is not None and recorded != topic_id:
+        raise InconsistentTopicIdError(f"{directory} belongs to another topic id than the one given")
+    if recorded is None:
+        write_topic_id(directory, topic_id)
+    return topic_id
+
+
+def _stamp(records: bytearray, validated: ValidatedRecords, base_offset: int, leader_epoch: int,
+           append_time: int) -> list[BatchHeader]:
+    """Assign offsets and the epoch in place; returns the headers as now written."""
+    stamped = []
+    next_offset = base_offset
+    for position, header in zip(validated.positions, validated.headers):
+        set_base_offset(records, position, next_offset)
+        set_partition_leader_epoch(records, position, leader_epoch)
+        changes = {"base_offset": next_offset, "partition_leader_epoch": leader_epoch}
+        if append_time != NO_TIMESTAMP:
+            set_log_append_time(records, position, append_time)
+            changes.update(max_timestamp=append_time, attributes=header.attributes | TIMESTAMP_TYPE_BIT)
+        stamped.append(header._replace(**changes))
+        next_offset += header.last_offset_delta + 1
+    return stamped
+
+
+def _read_segment(segment: LogSegment, offset: int, budget: int, stop: int,
+                  allow_oversize: bool) -> tuple[FileRegion | None, bool]:
+    """(region of whole batches from ``offset``, whether the read is complete)."""
+    found = segment.locate(offset)
+    if found is None:
+        return None, False
+    start, header = found
+    if header.base_offset >= stop:
+        return None, True
+    stop_found = segment.locate(stop) if stop < segment.next_offset else None
+    bound = stop_found[0] if stop_found else segment.size
+    end = segment.boundary_at_or_before(start, min(bound, start + budget))
+    if end == start:
+        if not (allow_oversize and start < bound):
+            return None, True
+        end = start + header.size
+    return FileRegion(segment.fd, start, end - start), end < segment.size
+
+
+def _search_timestamp(segment: LogSegment, timestamp: int, start_offset: int) -> tuple[int, int, int] | None:
+    _, indexed_offset = segment.time_index.lookup(timestamp)
+    _, position = segment.offset_index.lookup(max(indexed_offset, start_offset))
+    for pos, header in segment.batches_from(position):
+        if header.max_timestamp >= timestamp and header.last_offset >= start_offset:
+            for offset, record_ts in _record_timestamps(segment, pos, header):
+                if record_ts >= timestamp and offset >= start_offset:
+                    return offset, record_ts, header.partition_leader_epoch
+    return None
+
+
+def _max_timestamp_in(segment: LogSegment) -> tuple[int, int, int] | None:
+    target = segment.max_timestamp
+    _, position = segment.offset_index.lookup(segment.offset_of_max_timestamp)
+    for pos, header in segment.batches_from(position):
+        if header.max_timestamp == target:
+            for offset, record_ts in _record_timestamps(segment, pos, header):
+                if record_ts == target:
+                    return offset, target, header.partition_leader_epoch
+            return header.last_offset, target, header.partition_leader_epoch
+    return None
+
+
+def _record_timestamps(segment: LogSegment, position: int, header: BatchHeader) -> list[tuple[int, int]]:
+    """(offset, timestamp) of each record; batch level (base offset, max) if undecodable."""
+    try:
+        records = decode_records(memoryview(segment.read_batch(position, header)), header)
+    except InvalidRecordError:
+        return [(header.base_offset, header.max_timestamp)]
+    return [(record.offset, record.timestamp) for record in records]

@@ -1,0 +1,259 @@
+"""All partition logs of a node, across its log directories (Kafka's LogManager).
+
+Per log directory, as Kafka keeps them:
+
+- ``<topic>-<partition>/`` one directory per partition log;
+- ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint``
+  (version 0, count, ``topic partition offset`` lines), written every
+  ``checkpoint_interval_ms`` by ``tick``, by ``flush_all`` and on close;
+- ``.kafka_cleanshutdown`` written last on close and removed at start: when present
+  at start the logs skip recovery.
+
+Deleting a partition renames its directory to
+``<topic>-<partition>.<32 hex>-delete``; its descriptors close and the directory
+is removed after file.delete.delay.ms (in ``tick``), so fetch regions already
+handed out stay readable. Leftover ``-delete`` directories are removed at start.
+
+An I/O error while loading a log directory takes that directory offline (listed
+in ``offline_dirs``); the other directories keep working.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import uuid
+from pathlib import Path
+from typing import Callable
+
+from tierlog.storage.checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    read_offsets,
+    write_offsets,
+)
+from tierlog.storage.config import LogConfig
+from tierlog.storage.errors import CorruptCheckpointError, KafkaStorageError
+from tierlog.storage.files import (
+    DELETE_DIR_SUFFIX,
+    atomic_write,
+    fsync_dir,
+    parse_partition_dir,
+    partition_dir_name,
+)
+from tierlog.storage.log import Log
+
+__all__ = ["LogManager", "CLEAN_SHUTDOWN_FILE"]
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+_log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+class LogManager:
+    """Opens, creates, deletes and services the logs of every log directory."""
+
+    def __init__(
+        self,
+        log_dirs: list[Path],
+        now_ms: int,
+        retention_check_interval_ms: int = 300000,
+        *,
+        checkpoint_interval_ms: int = 60000,
+        config_for: Callable[[str], LogConfig] | None = None,
+        high_watermark_of: Callable[[TopicPartition], int | None] | None = None,
+    ) -> None:
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.checkpoint_interval_ms = checkpoint_interval_ms
+        self.offline_dirs: set[Path] = set()
+        self._config_for = config_for or (lambda _topic: LogConfig())
+        self._high_watermark_of = high_watermark_of or (lambda _tp: None)
+        self._logs: dict[TopicPartition, Log] = {}
+        self._home: dict[TopicPartition, Path] = {}
+        self._pending_dir_deletes: list[tuple[int, Log]] = []
+        self._lock = threading.RLock()
+        self._now_ms = now_ms
+        self._last_retention_ms = now_ms
+        self._last_checkpoint_ms = now_ms
+        for log_dir in self.log_dirs:
+            self._load_dir(log_dir, now_ms)
+        self._write_checkpoints()
+
+    # --- startup -------------------------------------------------------------------------------
+
+    def _load_dir(self, log_dir: Path, now_ms: int) -> None:
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            clean, recovery_points, start_offsets = _read_dir_state(log_dir)
+            for entry in sorted(os.scandir(log_dir), key=lambda e: e.name):
+                self._load_entry(log_dir, entry, now_ms, clean, recovery_points, start_offsets)
+            (log_dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+            fsync_dir(log_dir)
+        except (OSError, KafkaStorageError) as exc:
+            _log.error("log directory %s is offline: %s", log_dir, exc)
+            self._take_offline(log_dir)
+
+    def _load_entry(self, log_dir: Path, entry: os.DirEntry, now_ms: int, clean: bool,
+                    recovery_points: dict[TopicPartition, int], start_offsets: dict[TopicPartition, int]) -> None:
+        if not entry.is_dir():
+            return
+        if entry.name.endswith(DELETE_DIR_SUFFIX):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            return
+        key = parse_partition_dir(entry.name)
+        if key is None:
+            return
+        if key in self._logs:
+            raise KafkaStorageError(f"duplicate log directories for {key}: {self._home[key]} and {log_dir}")
+        log = Log.open(
+            Path(entry.path), self._config_for(key[0]), now_ms,
+            recovery_point=recovery_points.get(key), log_start_offset=start_offsets.get(key),
+            clean_shutdown=clean and key in recovery_points,
+        )
+        self._logs[key] = log
+        self._home[key] = log_dir
+
+    def _take_offline(self, log_dir: Path) -> None:
+        self.offline_dirs.add(log_dir)
+        for key in [k for k, home in self._home.items() if home == log_dir]:
+            log = self._logs.pop(key)
+            del self._home[key]
+            log.close()
+
+    # --- lookup and lifecycle -----------------------------------------------------------------
+
+    def get(self, topic: str, partition: int) -> Log | None:
+        with self._lock:
+            return self._logs.get((topic, partition))
+
+    def logs(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._logs)
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        with self._lock:
+            return self._home.get((topic, partition))
+
+    def create(self, topic: str, partition: int, topic_id: bytes | None, config: LogConfig, now_ms: int) -> Log:
+        """The partition's log, created in the least loaded online log directory if new."""
+        with self._lock:
+            key = (topic, partition)
+            existing = self._logs.get(key)
+            if existing is not None:
+                return existing
+            log_dir = self._least_loaded_dir()
+            log = Log.open(log_dir / partition_dir_name(topic, partition), config, now_ms, topic_id)
+            fsync_dir(log_dir)
+            self._logs[key] = log
+            self._home[key] = log_dir
+            return log
+
+    def _least_loaded_dir(self) -> Path:
+        online = [d for d in self.log_dirs if d not in self.offline_dirs]
+        if not online:
+            raise KafkaStorageError("no online log directory")
+        counts = {d: 0 for d in online}
+        for home in self._home.values():
+            if home in counts:
+                counts[home] += 1
+        return min(online, key=lambda d: counts[d])
+
+    def delete(self, topic: str, partition: int, now_ms: int | None = None) -> bool:
+        """Rename the log's directory for deletion; removed after file.delete.delay.ms."""
+        with self._lock:
+            key = (topic, partition)
+            log = self._logs.pop(key, None)
+            if log is None:
+                return False
+            log_dir = self._home.pop(key)
+            now = self._now_ms if now_ms is None else now_ms
+            target = log_dir / f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            log.rename_dir(target)
+            fsync_dir(log_dir)
+            self._pending_dir_deletes.append((now + log.config.file_delete_delay_ms, log))
+            return True
+
+    # --- periodic work --------------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> None:
+        """Per-log time policies, retention every interval, checkpoints, delayed deletes."""
+        with self._lock:
+            self._now_ms = now_ms
+            for key, log in list(self._logs.items()):
+                self._guarded(key, log.tick, now_ms)
+            if now_ms - self._last_retention_ms >= self.retention_check_interval_ms:
+                self._last_retention_ms = now_ms
+                for key, log in list(self._logs.items()):
+                    self._guarded(key, log.enforce_retention, now_ms, self._high_watermark_of(key))
+            if now_ms - self._last_checkpoint_ms >= self.checkpoint_interval_ms:
+                self._write_checkpoints()
+            self._delete_due_dirs(now_ms)
+
+    def flush_all(self, now_ms: int) -> None:
+        with self._lock:
+            self._now_ms = now_ms
+            for key, log in list(self._logs.items()):
+                self._guarded(key, log.flush, now_ms)
+            self._write_checkpoints()
+
+    def close(self) -> None:
+        """Flush, checkpoint, close every log, then mark each log directory cleanly shut down."""
+        with self._lock:
+            self.flush_all(self._now_ms)
+            for key, log in list(self._logs.items()):
+                self._guarded(key, log.close)
+            for _when, log in self._pending_dir_deletes:
+                log.delete()
+            self._pending_dir_deletes = []
+            for log_dir in self.log_dirs:
+                if log_dir not in self.offline_dirs:
+                    atomic_write(log_dir / CLEAN_SHUTDOWN_FILE, b'{"version":0,"brokerEpoch":-1}')
+            self._logs.clear()
+            self._home.clear()
+
+    def _guarded(self, key: TopicPartition, action: Callable, *args) -> None:
+        try:
+            action(*args)
+        except KafkaStorageError as exc:
+            _log.error("log %s-%s failed: %s", key[0], key[1], exc)
+
+    def _write_checkpoints(self) -> None:
+        self._last_checkpoint_ms = self._now_ms
+        for log_dir in self.log_dirs:
+            if log_dir in self.offline_dirs:
+                continue
+            logs = {key: log for key, log in self._logs.items() if self._home[key] == log_dir}
+            try:
+                write_offsets(log_dir / RECOVERY_POINT_CHECKPOINT, {k: log.recovery_point for k, log in logs.items()})
+                write_offsets(log_dir / LOG_START_OFFSET_CHECKPOINT,
+                              {k: log.log_start_offset for k, log in logs.items()})
+            except OSError as exc:
+                _log.error("cannot checkpoint %s: %s", log_dir, exc)
+                self._take_offline(log_dir)
+
+    def _delete_due_dirs(self, now_ms: int) -> None:
+        due = [log for when, log in self._pending_dir_deletes if when <= now_ms]
+        if due:
+            self._pending_dir_deletes = [(w, log) for w, log in self._pending_dir_deletes if w > now_ms]
+            for log in due:
+                log.delete()
+
+
+def _read_dir_state(log_dir: Path) -> tuple[bool, dict[TopicPartition, int], dict[TopicPartition, int]]:
+    """(clean shutdown?, recovery points, log start offsets); bad checkpoints mean full recovery."""
+    clean = (log_dir / CLEAN_SHUTDOWN_FILE).exists()
+    try:
+        recovery_points = read_offsets(log_dir / RECOVERY_POINT_CHECKPOINT)
+    except CorruptCheckpointError as exc:
+        _log.warning("%s: ignoring %s, recovering every log", log_dir, exc)
+        return False, {}, {}
+    try:
+        start_offsets = read_offsets(log_dir / LOG_START_OFFSET_CHECKPOINT)
+    except CorruptCheckpointError as exc:
+        _log.warning("%s: ignoring %s", log_dir, exc)
+        start_offsets = {}
+    return clean, recovery_points, start_offsets

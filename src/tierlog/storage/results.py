@@ -1,0 +1,62 @@
+"""What ``Log`` hands back: file regions for fetches, and append/read results."""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+__all__ = ["FileRegion", "ReadResult", "AppendResult"]
+
+
+class FileRegion:
+    """``length`` bytes at ``offset`` of the open segment file descriptor ``fd``.
+
+    Send it with ``os.sendfile(sock, region.fd, region.offset, len(region))`` or read
+    it with ``read()``. The descriptor stays open at least file.delete.delay.ms
+    after the segment is deleted, so use a region promptly after the read.
+    """
+
+    __slots__ = ("fd", "offset", "length")
+
+    def __init__(self, fd: int, offset: int, length: int) -> None:
+        self.fd = fd
+        self.offset = offset
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def read(self) -> bytes:
+        """The region's bytes (fewer only if the file was truncated meanwhile)."""
+        parts = []
+        position, remaining = self.offset, self.length
+        while remaining > 0:
+            chunk = os.pread(self.fd, remaining, position)
+            if not chunk:
+                break
+            parts.append(chunk)
+            position += len(chunk)
+            remaining -= len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def __repr__(self) -> str:
+        return f"FileRegion(fd={self.fd}, offset={self.offset}, length={self.length})"
+
+
+class ReadResult(NamedTuple):
+    """Whole batches, as regions in log order; ``size`` is their total length."""
+
+    parts: list[FileRegion]
+    size: int
+
+    def to_bytes(self) -> bytes:
+        return b"".join(part.read() for part in self.parts)
+
+
+class AppendResult(NamedTuple):
+    base_offset: int
+    last_offset: int  # inclusive
+    log_append_time_ms: int  # -1 for CreateTime
+    log_start_offset: int
+    max_timestamp: int
+    record_count: int
