@@ -62,7 +62,7 @@ class _Tally:
 
 
 def _record(line: bytes, number: int, args: argparse.Namespace, headers: list) -> dict:
-    value = line.rstrip(b"\n").rstrip(b"\r")
+    value = line.removesuffix(b"\n").removesuffix(b"\r")
     record: dict = {"value": value, "headers": headers or None, "timestamp": args.timestamp or 0}
     if args.partition is not None:
         record["partition"] = args.partition

@@ -28,6 +28,7 @@ __all__ = ["Connection"]
 _SLICE_FIRST_S = 0.25  # first metadata attempt; later ones double
 _FUTURE_SLICE_S = 0.1
 _FUTURE_GRACE_S = 1.0
+_TOPIC_RETRY_BACKOFF_S = 0.1
 _RETRIABLE_METADATA = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
 
 
@@ -70,7 +71,11 @@ class Connection:
         )
 
     def metadata(self):
-        """Metadata of the cluster and all its topics; fails fast if unreachable."""
+        """Metadata of the cluster and all its topics; fails fast if unreachable.
+
+        Polls the client between attempts, so on a Consumer call it only
+        before assign() (a poll could otherwise swallow a record).
+        """
         deadline = self.deadline()
         slice_s = _SLICE_FIRST_S
         while True:
@@ -93,13 +98,19 @@ class Connection:
 
         Asks for every topic: a Metadata request naming the topic would let
         a broker with auto.create.topics.enable create it as a side effect.
+        A retriable topic error (a new topic without a leader yet) is asked
+        again until the deadline.
         """
-        found = self.metadata().topics.get(topic)
-        if found is None:
-            raise CliError(f"topic {topic!r} does not exist")
-        if found.error is not None:
-            raise KafkaException(found.error)
-        return found
+        deadline = self.deadline()
+        while True:
+            found = self.metadata().topics.get(topic)
+            if found is None:
+                raise CliError(f"topic {topic!r} does not exist")
+            if found.error is None:
+                return found
+            if not found.error.retriable() or time.monotonic() >= deadline:
+                raise KafkaException(found.error)
+            time.sleep(_TOPIC_RETRY_BACKOFF_S)  # backoff between two metadata requests
 
     def wait(self, futures: Iterable[concurrent.futures.Future], what: str) -> None:
         """Wait until every future is done (not necessarily successful).

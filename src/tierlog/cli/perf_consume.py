@@ -31,13 +31,15 @@ _POLL_S = 0.1
 class _Goal:
     """When to stop: a record count, or every partition's end offset (exclusive)."""
 
-    def __init__(self, messages: int | None, end_offsets: dict[int, int]) -> None:
+    def __init__(self, messages: int | None, ranges: dict[int, tuple[int, int]]) -> None:
         self.messages = messages
-        self.unfinished = {p: end for p, end in end_offsets.items() if messages is None}
+        self.unfinished = {p: end for p, (_, end) in ranges.items() if messages is None}
+        self._available = sum(end - start for start, end in ranges.values())
 
     @property
-    def total(self) -> int | None:
-        return self.messages
+    def total(self) -> int:
+        """Records expected (for the progress bar)."""
+        return self._available if self.messages is None else self.messages
 
     def reached(self, records: int) -> bool:
         if self.messages is not None:
@@ -57,15 +59,15 @@ class _Counts:
         self.last_record_at = time.monotonic()
 
 
-def _end_offsets(conn: Connection, topic: str, partitions: list[int]) -> dict[int, int]:
-    """High watermark (exclusive) of each non-empty partition."""
-    ends = {}
+def _offset_ranges(conn: Connection, topic: str, partitions: list[int]) -> dict[int, tuple[int, int]]:
+    """(log start, high watermark (exclusive)) of each non-empty partition."""
+    ranges = {}
     for partition in partitions:
         low, high = conn.client.get_watermark_offsets(
             TopicPartition(topic, partition), timeout=conn.timeout_s)
         if high > low:
-            ends[partition] = high
-    return ends
+            ranges[partition] = (low, high)
+    return ranges
 
 
 def _take(batch: list, goal: _Goal, counts: _Counts) -> None:
@@ -102,7 +104,7 @@ def run_perf_consume(args: argparse.Namespace) -> int:
     conn = Connection(Consumer, args, **CONSUMER_SETTINGS)
     try:
         partitions = sorted(conn.topic_metadata(args.topic).partitions)
-        goal = _Goal(args.messages, _end_offsets(conn, args.topic, partitions))
+        goal = _Goal(args.messages, _offset_ranges(conn, args.topic, partitions))
         conn.client.assign([TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in partitions])
         with LiveProgress("consuming", goal.total, enabled=not args.json) as progress:
             start = time.monotonic()
