@@ -439,7 +439,7 @@ def test_silent_server_times_out_with_one_line():
     with socket.socket() as silent:  # accepts connections (backlog), never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)
-        address = "127.0.0.1:%d" % silent.getsockname()[1]
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
         result = tierlog("consume", "t", "--bootstrap-server", address, "--timeout", "1")
     # librdkafka's connection-setup timeout and --timeout race: either may report it
     assert one_error_line(result).startswith(f"cannot reach bootstrap server {address}")

@@ -98,7 +98,7 @@ def register(subparsers) -> None:
         description="Print records of a topic, one per line (no consumer group).",
         epilog=_EPILOG,
     )
-    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("topic", metavar="TOPIC", help="topic to read")
     parser.add_argument("--from", dest="start", type=start_position, default=StartPosition("earliest"),
                         metavar="earliest|latest|OFFSET|@TIMESTAMP_MS",
                         help="where to start in each partition")

@@ -37,20 +37,23 @@ def _throughput(text: str) -> int:
 def _add_produce(actions, common) -> None:
     parser = actions.add_parser(
         "produce", parents=[common], help="measure producer throughput and latency",
-        description="Produce fixed-size records and report records/s, MB/s and latency "
+        description="Produce fixed-size records and report records/s, MB/s and latency\n"
                     "percentiles (like kafka-producer-perf-test).",
     )
-    parser.add_argument("--topic", required=True, metavar="TOPIC")
-    parser.add_argument("--num-records", type=positive_int, required=True, metavar="N")
-    parser.add_argument("--record-size", type=positive_int, required=True, metavar="BYTES")
+    parser.add_argument("--topic", required=True, metavar="TOPIC", help="an existing topic")
+    parser.add_argument("--num-records", type=positive_int, required=True, metavar="N",
+                        help="records to send")
+    parser.add_argument("--record-size", type=positive_int, required=True, metavar="BYTES",
+                        help="value size of each record")
     parser.add_argument("--throughput", type=_throughput, default=-1, metavar="RPS",
                         help="records/s to aim for; -1 for as fast as possible")
-    parser.add_argument("--acks", choices=ACKS, default="all")
+    parser.add_argument("--acks", choices=ACKS, default="all", help="acknowledgements to wait for")
     parser.add_argument("--linger-ms", type=non_negative_int, metavar="MS",
                         help="librdkafka linger.ms (default: librdkafka's)")
     parser.add_argument("--batch-size", type=positive_int, metavar="BYTES",
                         help="librdkafka batch.size (default: librdkafka's)")
-    parser.add_argument("--compression", choices=COMPRESSIONS, default="none")
+    parser.add_argument("--compression", choices=COMPRESSIONS, default="none",
+                        help="batch compression codec")
     parser.add_argument("--json", action="store_true", help="print one JSON object with every figure")
     parser.set_defaults(func=run_perf_produce)
 
@@ -58,11 +61,11 @@ def _add_produce(actions, common) -> None:
 def _add_consume(actions, common) -> None:
     parser = actions.add_parser(
         "consume", parents=[common], help="measure consumer throughput",
-        description="Read a topic from the beginning and report records/s and MB/s "
-                    "(like kafka-consumer-perf-test). --timeout is the longest wait "
+        description="Read a topic from the beginning and report records/s and MB/s\n"
+                    "(like kafka-consumer-perf-test). --timeout is the longest wait\n"
                     "for the next record.",
     )
-    parser.add_argument("--topic", required=True, metavar="TOPIC")
+    parser.add_argument("--topic", required=True, metavar="TOPIC", help="an existing topic")
     parser.add_argument("--messages", type=positive_int, metavar="N",
                         help="records to read (default: up to the end offsets at the start)")
     parser.add_argument("--json", action="store_true", help="print one JSON object with every figure")

@@ -131,7 +131,7 @@ def register(subparsers) -> None:
         help="write records to a topic, one per input line",
         description="Produce one record per line of a file or stdin.", epilog=_EPILOG,
     )
-    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("topic", metavar="TOPIC", help="an existing topic")
     parser.add_argument("--file", metavar="PATH", help="read lines from PATH instead of stdin")
     parser.add_argument("--key-separator", metavar="SEP", help="split each line into KEY SEP VALUE")
     parser.add_argument("--header", type=key_value, action="append", default=[], metavar="K=V",
