@@ -268,7 +268,7 @@ class Log:
         config = self.config
         if active.size + size > config.segment_bytes:
             return True
-        if active.offset_index.is_full or active.time_index.is_full:
+        if active.indexes_full:
             return True
         rolling = active.rolling_timestamp
         waited = max_timestamp - rolling if rolling >= 0 else now_ms - active.created_ms
@@ -531,8 +531,7 @@ class Log:
             for segment in self._segments:
                 segment.index_interval_bytes = config.index_interval_bytes
             active = self._segments[-1]
-            active.offset_index.resize(config.segment_index_bytes)
-            active.time_index.resize(config.segment_index_bytes)
+            active.resize_indexes(config.segment_index_bytes)
             self._jitter_active()
 
     def rename_dir(self, directory: Path) -> None:
@@ -630,8 +629,7 @@ def _read_segment(segment: LogSegment, offset: int, budget: int, stop: int,
 
 
 def _search_timestamp(segment: LogSegment, timestamp: int, start_offset: int) -> tuple[int, int, int] | None:
-    _, indexed_offset = segment.time_index.lookup(timestamp)
-    _, position = segment.offset_index.lookup(max(indexed_offset, start_offset))
+    position = segment.find_by_timestamp_floor(timestamp, start_offset)
     for pos, header in segment.batches_from(position):
         if header.max_timestamp >= timestamp and header.last_offset >= start_offset:
             for offset, record_ts in _record_timestamps(segment, pos, header):
@@ -642,7 +640,7 @@ def _search_timestamp(segment: LogSegment, timestamp: int, start_offset: int) ->
 
 def _max_timestamp_in(segment: LogSegment) -> tuple[int, int, int] | None:
     target = segment.max_timestamp
-    _, position = segment.offset_index.lookup(segment.offset_of_max_timestamp)
+    position = segment.position_floor(segment.offset_of_max_timestamp)
     for pos, header in segment.batches_from(position):
         if header.max_timestamp == target:
             for offset, record_ts in _record_timestamps(segment, pos, header):

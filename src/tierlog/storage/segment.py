@@ -122,11 +122,32 @@ class LogSegment:
             self._rolling_timestamp = first[1].max_timestamp if first else NO_TIMESTAMP
         return self._rolling_timestamp
 
+    def find_by_timestamp_floor(self, timestamp: int, start_offset: int) -> int:
+        """Position to scan from for the first record with timestamp >= ``timestamp``."""
+        self.ensure_loaded()
+        _, indexed_offset = self.time_index.lookup(timestamp)
+        return self.offset_index.lookup(max(indexed_offset, start_offset))[1]
+
+    def position_floor(self, offset: int) -> int:
+        """Position of the indexed batch at or before the one holding ``offset``."""
+        self.ensure_loaded()
+        return self.offset_index.lookup(offset)[1]
+
     def largest_timestamp_or_mtime(self) -> int:
         """What retention.ms compares: the largest timestamp, else the file's mtime (ms)."""
         if self.max_timestamp > 0:
             return self.max_timestamp
         return os.fstat(self.fd).st_mtime_ns // 1_000_000
+
+    def ensure_loaded(self) -> None:
+        """Load (or rebuild) the indexes and derived facts of a trusted segment."""
+        if self._next_offset is _UNKNOWN:
+            self._load()
+
+    @property
+    def indexes_full(self) -> bool:
+        self.ensure_loaded()
+        return self.offset_index.is_full or self.time_index.is_full
 
     def _load(self) -> None:
         try:
@@ -170,6 +191,10 @@ class LogSegment:
             self.bytes_since_index = 0
         self.bytes_since_index += header.batch_length + 12
 
+    def resize_indexes(self, max_index_size: int) -> None:
+        self.offset_index.resize(max_index_size)
+        self.time_index.resize(max_index_size)
+
     def can_hold(self, last_offset: int) -> bool:
         """Whether ``last_offset`` fits the indexes' int32 relative offsets."""
         return 0 <= last_offset - self.base_offset <= INT32_MAX
@@ -184,6 +209,7 @@ class LogSegment:
 
     def truncate_to(self, offset: int) -> int:
         """Drop the batch holding ``offset`` and everything after; returns bytes removed."""
+        self.ensure_loaded()
         found = self.locate(offset)
         if found is None:
             return 0
@@ -251,6 +277,7 @@ class LogSegment:
 
     def locate(self, offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset is >= ``offset``."""
+        self.ensure_loaded()
         _, position = self.offset_index.lookup(offset)
         for pos, header in scan_headers(self.fd, position, self.size):
             if header.base_offset + header.last_offset_delta >= offset:
@@ -261,6 +288,7 @@ class LogSegment:
         """The last batch end reachable from ``start`` that is <= ``limit`` (``start`` if none)."""
         if limit >= self.size:
             return self.size
+        self.ensure_loaded()
         position = max(start, self.offset_index.floor_position(limit))
         end = position
         for pos, header in scan_headers(self.fd, position, self.size):

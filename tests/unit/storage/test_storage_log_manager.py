@@ -1,0 +1,128 @@
+"""LogManager: create / get / delete, checkpoints, clean shutdown, periodic work."""
+
+import os
+
+from storage_helpers import NOW, batch, config, offsets_in, read_all
+
+from tierlog.storage import CLEAN_SHUTDOWN_FILE, LogManager
+from tierlog.storage.checkpoint import read_offsets
+
+TOPIC_ID = bytes(range(16))
+
+
+def test_create_get_spread_over_dirs(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs, NOW)
+    logs = [manager.create("orders", p, TOPIC_ID, config(), NOW) for p in range(4)]
+    assert manager.get("orders", 2) is logs[2] and manager.get("orders", 9) is None
+    assert manager.create("orders", 1, TOPIC_ID, config(), NOW) is logs[1]
+    homes = [manager.log_dir_of("orders", p) for p in range(4)]
+    assert sorted(homes) == sorted(dirs * 2)
+    assert (homes[0] / "orders-0" / "partition.metadata").exists()
+    assert set(manager.logs()) == {("orders", p) for p in range(4)}
+    manager.close()
+
+
+def test_restart_after_clean_shutdown_reads_checkpoints(tmp_path):
+    manager = LogManager([tmp_path], NOW)
+    log = manager.create("t", 0, TOPIC_ID, config(), NOW)
+    for _ in range(10):
+        log.append(batch(3), 0, NOW)
+    log.increment_log_start_offset(6)
+    manager.close()
+    assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_text() == "0\n1\nt 0 30\n"
+    assert read_offsets(tmp_path / "log-start-offset-checkpoint") == {("t", 0): 6}
+    again = LogManager([tmp_path], NOW)
+    assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+    log = again.get("t", 0)
+    assert (log.log_start_offset, log.log_end_offset, log.recovery_point) == (6, 30, 30)
+    assert log.topic_id == TOPIC_ID
+    assert offsets_in(read_all(log)) == list(range(6, 30))
+    again.close()
+
+
+def test_delete_renames_then_removes_after_the_delay(tmp_path):
+    manager = LogManager([tmp_path], NOW)
+    log = manager.create("gone", 3, TOPIC_ID, config(file_delete_delay_ms=1000), NOW)
+    log.append(batch(2), 0, NOW)
+    region = log.read(0, 1000).parts[0]
+    content = region.read()
+    assert manager.delete("gone", 3, NOW)
+    assert not manager.delete("gone", 3, NOW)
+    assert manager.get("gone", 3) is None
+    (renamed,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert renamed.name.startswith("gone-3.") and renamed.name.endswith("-delete")
+    assert len(renamed.name) == len("gone-3.") + 32 + len("-delete")
+    manager.tick(NOW + 999)
+    assert renamed.exists() and region.read() == content
+    manager.tick(NOW + 1000)
+    assert not renamed.exists()
+    manager.close()
+
+
+def test_startup_removes_leftover_delete_dirs_and_skips_foreign_entries(tmp_path):
+    (tmp_path / "x-0.0123456789abcdef0123456789abcdef-delete").mkdir()
+    (tmp_path / "not a partition").mkdir()
+    (tmp_path / "meta.properties").write_text("node.id=1\n")
+    manager = LogManager([tmp_path], NOW)
+    assert manager.logs() == {}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "log-start-offset-checkpoint", "meta.properties", "not a partition", "recovery-point-offset-checkpoint"]
+    manager.close()
+
+
+def test_tick_runs_retention_per_interval_and_checkpoints(tmp_path):
+    manager = LogManager([tmp_path], NOW, retention_check_interval_ms=1000, checkpoint_interval_ms=500,
+                         config_for=lambda topic: config(retention_ms=10))
+    log = manager.create("r", 0, None, config(retention_ms=10), NOW)
+    while log.segment_count < 3:
+        log.append(batch(3, value_size=300), 0, NOW)
+    log.flush(NOW)
+    manager.tick(NOW + 999)
+    assert log.segment_count == 3
+    assert read_offsets(tmp_path / "recovery-point-offset-checkpoint") == {("r", 0): log.log_end_offset}
+    manager.tick(NOW + 1000)
+    assert log.segment_count == 1 and log.log_start_offset > 0
+    manager.close()
+    again = LogManager([tmp_path], NOW, config_for=lambda topic: config(retention_ms=10))
+    assert again.get("r", 0).log_start_offset == log.log_start_offset
+    again.close()
+
+
+def test_unclean_restart_recovers_from_the_checkpointed_recovery_point(tmp_path):
+    manager = LogManager([tmp_path], NOW)
+    log = manager.create("u", 0, None, config(), NOW)
+    for _ in range(30):
+        log.append(batch(3, value_size=200), 0, NOW)
+    manager.flush_all(NOW)
+    flushed = log.recovery_point
+    for _ in range(3):
+        log.append(batch(3, value_size=200), 0, NOW)
+    for segment in log._segments:  # crash: nothing more reaches the disk
+        segment.close_fd()
+    active = log.segment_infos()[-1].log_path
+    os.truncate(active, os.path.getsize(active) - 7)
+    again = LogManager([tmp_path], NOW)
+    recovered = again.get("u", 0)
+    assert recovered.log_end_offset == flushed + 6
+    assert offsets_in(read_all(recovered)) == list(range(flushed + 6))
+    again.close()
+
+
+def test_an_unreadable_log_dir_goes_offline_alone(tmp_path):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    manager = LogManager([good, bad], NOW)
+    manager.create("t", 0, None, config(), NOW)
+    manager.create("t", 1, None, config(), NOW)
+    manager.close()
+    bad_partition = next(p for p in bad.iterdir() if p.is_dir())
+    (bad_partition / "00000000000000000000.log").chmod(0)
+    (bad_partition / "00000000000000000000.log").unlink()
+    os.mkdir(bad_partition / "00000000000000000000.log")  # a directory where a segment file belongs
+    again = LogManager([good, bad], NOW)
+    assert again.offline_dirs == {bad}
+    assert len(again.logs()) == 1
+    assert again.create("t", 7, None, config(), NOW) is again.get("t", 7)
+    assert again.log_dir_of("t", 7) == good
+    again.close()
