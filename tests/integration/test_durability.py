@@ -34,7 +34,7 @@ def crc_scan(data_dir: Path) -> int:
     for log_file in sorted(data_dir.glob("*/*.log")):
         buf = log_file.read_bytes()
         if buf:
-            batches += len(validate(buf).batches)
+            batches += len(validate(buf).headers)
     return batches
 
 

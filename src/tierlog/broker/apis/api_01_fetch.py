@@ -64,7 +64,7 @@ def _session_inputs(request, version):
 
 def _replica_id(request, version) -> int:
     if version >= 15:
-        return request.get("ReplicaState", {}).get("ReplicaId", -1)
+        return (request.get("ReplicaState") or {}).get("ReplicaId", -1)
     return request.get("ReplicaId", -1)
 
 
