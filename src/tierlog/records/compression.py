@@ -33,11 +33,11 @@ from tierlog.records.errors import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "XERIAL_HEADER",
     "CompressionType",
     "compress",
     "decompress",
-    "DEFAULT_MAX_DECOMPRESSED_SIZE",
-    "XERIAL_HEADER",
 ]
 
 DEFAULT_MAX_DECOMPRESSED_SIZE = 256 * 1024 * 1024
@@ -58,7 +58,7 @@ class CompressionType(IntEnum):
     ZSTD = 4
 
     @classmethod
-    def for_name(cls, name: str) -> "CompressionType":
+    def for_name(cls, name: str) -> CompressionType:
         """Accept a producer/topic spelling: none, uncompressed, gzip, snappy, lz4, zstd."""
         key = name.strip().lower()
         if key == "uncompressed":

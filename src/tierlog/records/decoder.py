@@ -6,11 +6,17 @@ Kafka's ``DefaultRecordBatch`` reports it.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from tierlog.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 from tierlog.records.errors import CORRUPT_MESSAGE, InvalidRecordError
-from tierlog.records.header import HEADER_SIZE, LOG_OVERHEAD, LENGTH_OFFSET, BatchHeader, TimestampType
+from tierlog.records.header import (
+    HEADER_SIZE,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    BatchHeader,
+    TimestampType,
+)
 from tierlog.records.record import Record, decode_record
 from tierlog.records.validate import validate_batch
 

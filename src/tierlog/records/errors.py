@@ -7,16 +7,16 @@ so this layer does not depend on ``tierlog.protocol``.
 from __future__ import annotations
 
 __all__ = [
-    "OFFSET_OUT_OF_RANGE",
     "CORRUPT_MESSAGE",
-    "MESSAGE_TOO_LARGE",
-    "RECORD_LIST_TOO_LARGE",
-    "INVALID_TIMESTAMP",
-    "UNSUPPORTED_FOR_MESSAGE_FORMAT",
-    "KAFKA_STORAGE_ERROR",
-    "UNSUPPORTED_COMPRESSION_TYPE",
-    "INVALID_RECORD",
     "INCONSISTENT_TOPIC_ID",
+    "INVALID_RECORD",
+    "INVALID_TIMESTAMP",
+    "KAFKA_STORAGE_ERROR",
+    "MESSAGE_TOO_LARGE",
+    "OFFSET_OUT_OF_RANGE",
+    "RECORD_LIST_TOO_LARGE",
+    "UNSUPPORTED_COMPRESSION_TYPE",
+    "UNSUPPORTED_FOR_MESSAGE_FORMAT",
     "InvalidRecordError",
 ]
 

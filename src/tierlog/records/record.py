@@ -16,7 +16,7 @@ from typing import NamedTuple
 from tierlog.records.errors import CORRUPT_MESSAGE, InvalidRecordError
 from tierlog.records.varint import read_varint, write_varint
 
-__all__ = ["Record", "encode_record", "decode_record"]
+__all__ = ["Record", "decode_record", "encode_record"]
 
 
 class Record(NamedTuple):

@@ -26,8 +26,8 @@ from tierlog.records.header import (
 __all__ = [
     "compute_crc",
     "set_base_offset",
-    "set_partition_leader_epoch",
     "set_log_append_time",
+    "set_partition_leader_epoch",
 ]
 
 _INT64 = struct.Struct(">q")

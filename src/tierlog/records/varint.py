@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tierlog.records.errors import CORRUPT_MESSAGE, InvalidRecordError
 
-__all__ = ["write_varint", "read_varint", "varint_size"]
+__all__ = ["read_varint", "varint_size", "write_varint"]
 
 _MAX_VARLONG_BYTES = 10
 

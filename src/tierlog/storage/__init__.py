@@ -5,8 +5,19 @@ cache / recovery); ``LogManager`` owns every log of a node across its log
 directories; ``LogConfig`` resolves topic configs (``TOPIC_CONFIGS`` lists them).
 """
 
-from tierlog.storage.config import INTERNAL_SEGMENT_BYTES, LONG_MAX, TOPIC_CONFIGS, ConfigType, LogConfig, TopicConfigDef
-from tierlog.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
+from tierlog.storage.config import (
+    INTERNAL_SEGMENT_BYTES,
+    LONG_MAX,
+    TOPIC_CONFIGS,
+    ConfigType,
+    LogConfig,
+    TopicConfigDef,
+)
+from tierlog.storage.epoch_cache import (
+    UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET,
+    LeaderEpochCache,
+)
 from tierlog.storage.errors import (
     CorruptCheckpointError,
     CorruptIndexError,
@@ -22,17 +33,20 @@ from tierlog.storage.partition_metadata import topic_id_from_str, topic_id_to_st
 from tierlog.storage.results import AppendResult, FileRegion, ReadResult
 
 __all__ = [
-    "AppendResult",
     "CLEAN_SHUTDOWN_FILE",
+    "INTERNAL_SEGMENT_BYTES",
+    "LONG_MAX",
+    "TOPIC_CONFIGS",
+    "UNDEFINED_EPOCH",
+    "UNDEFINED_EPOCH_OFFSET",
+    "AppendResult",
     "ConfigType",
     "CorruptCheckpointError",
     "CorruptIndexError",
     "FileRegion",
-    "INTERNAL_SEGMENT_BYTES",
     "InconsistentTopicIdError",
     "InvalidRecordError",
     "KafkaStorageError",
-    "LONG_MAX",
     "LeaderEpochCache",
     "Log",
     "LogConfig",
@@ -40,10 +54,7 @@ __all__ = [
     "OffsetOutOfRangeError",
     "ReadResult",
     "SegmentInfo",
-    "TOPIC_CONFIGS",
     "TopicConfigDef",
-    "UNDEFINED_EPOCH",
-    "UNDEFINED_EPOCH_OFFSET",
     "UnexpectedAppendOffsetError",
     "topic_id_from_str",
     "topic_id_to_str",

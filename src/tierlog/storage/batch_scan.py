@@ -9,13 +9,13 @@ the data: the read path uses it on bytes that were validated when appended.
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 from tierlog.records.errors import InvalidRecordError
 from tierlog.records.header import HEADER, HEADER_SIZE, BatchHeader
 from tierlog.records.validate import validate_batch
 
-__all__ = ["scan_headers", "scan_valid_batches", "read_exact", "ScanStop"]
+__all__ = ["ScanStop", "read_exact", "scan_headers", "scan_valid_batches"]
 
 _HEADER_CHUNK = 8 * 1024
 _RECOVERY_CHUNK = 1024 * 1024
@@ -58,7 +58,7 @@ def scan_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHead
 class ScanStop:
     """Where and why ``scan_valid_batches`` stopped (``error`` None at a clean end)."""
 
-    __slots__ = ("position", "error")
+    __slots__ = ("error", "position")
 
     def __init__(self) -> None:
         self.position = 0

@@ -16,14 +16,14 @@ from tierlog.storage.files import atomic_write
 
 __all__ = [
     "LEADER_EPOCH_CHECKPOINT",
-    "RECOVERY_POINT_CHECKPOINT",
     "LOG_START_OFFSET_CHECKPOINT",
-    "write_checkpoint",
+    "RECOVERY_POINT_CHECKPOINT",
     "read_checkpoint",
-    "write_epoch_entries",
     "read_epoch_entries",
-    "write_offsets",
     "read_offsets",
+    "write_checkpoint",
+    "write_epoch_entries",
+    "write_offsets",
 ]
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"

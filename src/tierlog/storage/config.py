@@ -14,17 +14,18 @@ unclean.leader.election.enable (those belong to the replication layer).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 __all__ = [
-    "LONG_MAX",
-    "ConfigType",
-    "TopicConfigDef",
-    "TOPIC_CONFIGS",
     "INTERNAL_SEGMENT_BYTES",
+    "LONG_MAX",
+    "TOPIC_CONFIGS",
+    "ConfigType",
     "LogConfig",
+    "TopicConfigDef",
 ]
 
 LONG_MAX = 2**63 - 1
@@ -33,14 +34,14 @@ INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"
 
 
 class ConfigType:
-    """Kafka ConfigDef type names, as DescribeConfigs reports them."""
+    """Kafka ConfigDef types, spelled in lower case like ``tierlog.config``."""
 
-    INT = "INT"
-    LONG = "LONG"
-    DOUBLE = "DOUBLE"
-    BOOLEAN = "BOOLEAN"
-    STRING = "STRING"
-    LIST = "LIST"
+    INT = "int"
+    LONG = "long"
+    DOUBLE = "double"
+    BOOLEAN = "boolean"
+    STRING = "string"
+    LIST = "list"
 
 
 @dataclass(frozen=True)
@@ -55,11 +56,11 @@ class TopicConfigDef:
     doc: str = ""
 
 
-def _at_least(low: int | float) -> Callable[[Any], str | None]:
+def _at_least(low: float) -> Callable[[Any], str | None]:
     return lambda v: None if v >= low else f"must be at least {low}"
 
 
-def _between(low: int | float, high: int | float) -> Callable[[Any], str | None]:
+def _between(low: float, high: float) -> Callable[[Any], str | None]:
     return lambda v: None if low <= v <= high else f"must be in [{low}, {high}]"
 
 
@@ -143,7 +144,43 @@ _DEFS = [
     TopicConfigDef("unclean.leader.election.enable", _B, False, "unclean.leader.election.enable"),
 ]
 
-TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = MappingProxyType({d.name: d for d in _DEFS})
+_DOCS = {
+    "cleanup.policy": "delete: drop old segments by retention; compact: keep the latest value per key.",
+    "compression.gzip.level": "Compression level when compression.type is gzip.",
+    "compression.lz4.level": "Compression level when compression.type is lz4.",
+    "compression.type": "Final compression of the topic's data; producer keeps what the producer sent.",
+    "compression.zstd.level": "Compression level when compression.type is zstd.",
+    "delete.retention.ms": "How long delete markers are kept on compacted topics.",
+    "file.delete.delay.ms": "Wait before a deleted segment's files are removed from disk.",
+    "flush.messages": "Force an fsync after this many messages are appended.",
+    "flush.ms": "Force an fsync when unflushed data is older than this.",
+    "follower.replication.throttled.replicas": "Replicas whose follower-side replication is throttled.",
+    "index.interval.bytes": "Bytes between offset index entries.",
+    "leader.replication.throttled.replicas": "Replicas whose leader-side replication is throttled.",
+    "local.retention.bytes": "Local bytes kept for tiered topics (-2: use retention.bytes).",
+    "local.retention.ms": "Local time kept for tiered topics (-2: use retention.ms).",
+    "max.compaction.lag.ms": "Longest a message stays ineligible for compaction.",
+    "max.message.bytes": "Largest record batch accepted.",
+    "message.timestamp.after.max.ms": "How far in the future a CreateTime timestamp may be.",
+    "message.timestamp.before.max.ms": "How far in the past a CreateTime timestamp may be.",
+    "message.timestamp.type": "CreateTime (the producer's clock) or LogAppendTime (the broker's).",
+    "min.cleanable.dirty.ratio": "Dirty ratio above which the log is compacted.",
+    "min.compaction.lag.ms": "Shortest time a message stays uncompacted.",
+    "min.insync.replicas": "In-sync replicas needed to acknowledge acks=all writes.",
+    "preallocate": "Preallocate segment files (tierlog writes plain append-only files).",
+    "remote.log.copy.disable": "Stop copying segments to remote storage.",
+    "remote.log.delete.on.disable": "Delete remote data when remote storage is disabled.",
+    "remote.storage.enable": "Tier this topic's segments to remote storage.",
+    "retention.bytes": "Largest size of a partition before old segments are deleted (-1: no limit).",
+    "retention.ms": "Longest time a segment is kept (-1: forever).",
+    "segment.bytes": "Segment file size limit.",
+    "segment.index.bytes": "Size limit of each segment's offset and time index.",
+    "segment.jitter.ms": "Largest random jitter subtracted from segment.ms.",
+    "segment.ms": "Roll a new segment after this much time.",
+    "unclean.leader.election.enable": "Allow an out-of-sync replica to become leader.",
+}
+
+TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = MappingProxyType({d.name: replace(d, doc=_DOCS[d.name]) for d in _DEFS})
 _INTERNAL = TopicConfigDef(INTERNAL_SEGMENT_BYTES, _I, None, "", _at_least(1))
 _ALL_DEFS = {**TOPIC_CONFIGS, INTERNAL_SEGMENT_BYTES: _INTERNAL}
 
@@ -183,7 +220,7 @@ def _render(definition: TopicConfigDef, value: Any) -> str:
 class LogConfig:
     """Resolved topic config. Attributes carry the values the log acts on."""
 
-    __slots__ = ("values", "overrides")
+    __slots__ = ("overrides", "values")
 
     def __init__(self, values: Mapping[str, Any] | None = None, overrides: frozenset[str] = frozenset()) -> None:
         resolved = {name: d.default for name, d in _ALL_DEFS.items()}
@@ -195,7 +232,7 @@ class LogConfig:
         raise AttributeError("LogConfig is immutable; build a new one with with_overrides")
 
     @classmethod
-    def from_props(cls, props: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> "LogConfig":
+    def from_props(cls, props: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> LogConfig:
         """Parse and validate ``props`` (over ``defaults``); ValueError names the bad key."""
         values: dict[str, Any] = {}
         for source in (defaults or {}, props):
@@ -205,7 +242,7 @@ class LogConfig:
         config._check_combinations()
         return config
 
-    def with_overrides(self, props: Mapping[str, Any]) -> "LogConfig":
+    def with_overrides(self, props: Mapping[str, Any]) -> LogConfig:
         """A new config with ``props`` applied over this one's values."""
         merged = {k: self.values[k] for k in self.overrides}
         merged.update(props)

@@ -18,9 +18,13 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
-from tierlog.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, read_epoch_entries, write_epoch_entries
+from tierlog.storage.checkpoint import (
+    LEADER_EPOCH_CHECKPOINT,
+    read_epoch_entries,
+    write_epoch_entries,
+)
 
-__all__ = ["LeaderEpochCache", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET"]
+__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "LeaderEpochCache"]
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -37,7 +41,7 @@ class LeaderEpochCache:
             self._add(epoch, start)
 
     @classmethod
-    def load(cls, directory: Path) -> "LeaderEpochCache":
+    def load(cls, directory: Path) -> LeaderEpochCache:
         """Read the checkpoint (absent = empty); CorruptCheckpointError if malformed."""
         return cls(directory, read_epoch_entries(directory / LEADER_EPOCH_CHECKPOINT) or [])
 

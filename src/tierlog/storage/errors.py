@@ -10,13 +10,13 @@ from tierlog.records.errors import (
 )
 
 __all__ = [
-    "InvalidRecordError",
-    "OffsetOutOfRangeError",
-    "KafkaStorageError",
-    "InconsistentTopicIdError",
-    "UnexpectedAppendOffsetError",
-    "CorruptIndexError",
     "CorruptCheckpointError",
+    "CorruptIndexError",
+    "InconsistentTopicIdError",
+    "InvalidRecordError",
+    "KafkaStorageError",
+    "OffsetOutOfRangeError",
+    "UnexpectedAppendOffsetError",
 ]
 
 

@@ -15,20 +15,20 @@ import re
 from pathlib import Path
 
 __all__ = [
-    "LOG_SUFFIX",
-    "INDEX_SUFFIX",
-    "TIME_INDEX_SUFFIX",
     "DELETED_SUFFIX",
-    "TMP_SUFFIX",
     "DELETE_DIR_SUFFIX",
     "FUTURE_DIR_SUFFIX",
+    "INDEX_SUFFIX",
+    "LOG_SUFFIX",
     "STRAY_DIR_SUFFIX",
-    "segment_file",
-    "parse_segment_base",
-    "partition_dir_name",
-    "parse_partition_dir",
+    "TIME_INDEX_SUFFIX",
+    "TMP_SUFFIX",
     "atomic_write",
     "fsync_dir",
+    "parse_partition_dir",
+    "parse_segment_base",
+    "partition_dir_name",
+    "segment_file",
 ]
 
 LOG_SUFFIX = ".log"

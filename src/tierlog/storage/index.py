@@ -19,16 +19,16 @@ below the base) raises ``CorruptIndexError`` and the segment rebuilds it.
 from __future__ import annotations
 
 import os
-from abc import ABC, abstractmethod
 import struct
 import sys
+from abc import ABC, abstractmethod
 from array import array
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 from tierlog.storage.errors import CorruptIndexError
 
-__all__ = ["OffsetIndex", "TimeIndex", "OFFSET_ENTRY_SIZE", "TIME_ENTRY_SIZE"]
+__all__ = ["OFFSET_ENTRY_SIZE", "TIME_ENTRY_SIZE", "OffsetIndex", "TimeIndex"]
 
 OFFSET_ENTRY_SIZE = 8
 TIME_ENTRY_SIZE = 12

@@ -29,31 +29,29 @@ import contextlib
 import random
 import shutil
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
-from tierlog.records.decoder import decode_records
-from tierlog.records.errors import (
-    INVALID_RECORD,
-    INVALID_TIMESTAMP,
-    RECORD_LIST_TOO_LARGE,
-    InvalidRecordError,
-)
-from tierlog.records.header import NO_TIMESTAMP, BatchHeader, TimestampType, TIMESTAMP_TYPE_BIT
-from tierlog.records.stamp import set_base_offset, set_log_append_time, set_partition_leader_epoch
-from tierlog.records.validate import ValidatedRecords, validate
+from tierlog.records.header import NO_TIMESTAMP, BatchHeader, TimestampType
+from tierlog.records.validate import validate
 from tierlog.storage import retention
+from tierlog.storage.append_checks import check_follower_offsets, check_produced, stamp
 from tierlog.storage.config import LogConfig
 from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.storage.errors import (
     InconsistentTopicIdError,
     KafkaStorageError,
     OffsetOutOfRangeError,
-    UnexpectedAppendOffsetError,
 )
-from tierlog.storage.files import fsync_dir, segment_file, INDEX_SUFFIX, TIME_INDEX_SUFFIX
+from tierlog.storage.files import (
+    INDEX_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    fsync_dir,
+    segment_file,
+)
 from tierlog.storage.loader import load_log
+from tierlog.storage.lookup import max_timestamp_in, read_segment, search_timestamp
 from tierlog.storage.partition_metadata import read_topic_id, write_topic_id
 from tierlog.storage.results import AppendResult, FileRegion, ReadResult
 from tierlog.storage.segment import LogSegment
@@ -117,7 +115,7 @@ class Log:
         log_start_offset: int | None = None,
         clean_shutdown: bool = False,
         rng: random.Random | None = None,
-    ) -> "Log":
+    ) -> Log:
         """Create or recover the log in ``directory``.
 
         ``recovery_point`` / ``log_start_offset`` come from the log directory's
@@ -160,10 +158,10 @@ class Log:
         with self._lock, self._io():
             self._clock_ms = now_ms
             validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=True)
-            self._check_produced(validated, now_ms)
+            check_produced(validated, self.config, now_ms)
             base = self.log_end_offset
             append_time = now_ms if self.config.log_append_time else NO_TIMESTAMP
-            headers = _stamp(records, validated, base, leader_epoch, append_time)
+            headers = stamp(records, validated, base, leader_epoch, append_time)
             self._assign_leader_epoch(leader_epoch, base)
             self._append_batches(records, headers, now_ms)
             self._maybe_flush_by_messages(now_ms)
@@ -178,7 +176,7 @@ class Log:
             validated = validate(records)
             if not validated.headers:
                 return AppendResult(-1, -1, NO_TIMESTAMP, self.log_start_offset, NO_TIMESTAMP, 0)
-            self._check_follower_offsets(validated.headers)
+            check_follower_offsets(validated.headers, self.log_end_offset)
             for header in validated.headers:
                 self._assign_replicated_epoch(header)
             self._append_batches(records, validated.headers, now_ms)
@@ -187,41 +185,6 @@ class Log:
             append_time = last.max_timestamp if last.timestamp_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
             return AppendResult(first.base_offset, last.last_offset, append_time, self.log_start_offset,
                                 validated.max_timestamp, validated.record_count)
-
-    def _check_produced(self, validated: ValidatedRecords, now_ms: int) -> None:
-        if len(validated.headers) != 1:
-            raise InvalidRecordError(
-                INVALID_RECORD, f"a produce request must carry exactly one v2 batch, got {len(validated.headers)}"
-            )
-        if validated.size > self.config.segment_bytes:
-            raise InvalidRecordError(
-                RECORD_LIST_TOO_LARGE, f"{validated.size} bytes exceed segment.bytes {self.config.segment_bytes}"
-            )
-        for header in validated.headers:
-            self._check_timestamps(header, now_ms)
-
-    def _check_timestamps(self, header: BatchHeader, now_ms: int) -> None:
-        if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
-            raise InvalidRecordError(INVALID_TIMESTAMP, "producers must not set the LogAppendTime timestamp type")
-        if self.config.log_append_time:
-            return
-        before, after = self.config.message_timestamp_before_max_ms, self.config.message_timestamp_after_max_ms
-        for timestamp in (header.base_timestamp, header.max_timestamp):
-            if timestamp != NO_TIMESTAMP and (now_ms - timestamp > before or timestamp - now_ms > after):
-                raise InvalidRecordError(
-                    INVALID_TIMESTAMP,
-                    f"timestamp {timestamp} is out of range [{now_ms - before}, {now_ms + after}]",
-                )
-
-    def _check_follower_offsets(self, headers: list[BatchHeader]) -> None:
-        first, last = headers[0].base_offset, headers[-1].last_offset
-        if first < self.log_end_offset:
-            raise UnexpectedAppendOffsetError(
-                f"first offset {first} is below the log end offset {self.log_end_offset}", first, last
-            )
-        for previous, header in zip(headers, headers[1:]):
-            if header.base_offset < previous.next_offset:
-                raise UnexpectedAppendOffsetError(f"offsets out of order at {header.base_offset}", first, last)
 
     def _assign_leader_epoch(self, leader_epoch: int, base_offset: int) -> None:
         if leader_epoch < 0:
@@ -316,7 +279,7 @@ class Log:
         total = 0
         for index in range(self._segment_index(offset), len(self._segments)):
             segment = self._segments[index]
-            region, done = _read_segment(segment, max(offset, segment.base_offset), max_bytes - total, stop,
+            region, done = read_segment(segment, max(offset, segment.base_offset), max_bytes - total, stop,
                                          min_one_batch and not parts)
             if region is not None:
                 parts.append(region)
@@ -341,7 +304,7 @@ class Log:
             for segment in self._segments:
                 if segment.size == 0 or segment.max_timestamp < timestamp:
                     continue
-                found = _search_timestamp(segment, timestamp, start)
+                found = search_timestamp(segment, timestamp, start)
                 if found is not None:
                     return found
             return None
@@ -355,7 +318,7 @@ class Log:
                     best = segment
             if best is None or best.max_timestamp == NO_TIMESTAMP:
                 return None
-            return _max_timestamp_in(best)
+            return max_timestamp_in(best)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, its end offset), or (-1, -1)."""
@@ -544,9 +507,12 @@ class Log:
                 segment.move_to(directory)
 
     def close(self) -> None:
-        """Flush, write out indexes, close descriptors, drop pending deletions."""
+        """Write out indexes, flush, close descriptors, drop pending deletions."""
         with self._lock:
             if not self._offline:
+                with self._io():
+                    for segment in self._segments[self._segment_index(self.recovery_point):]:
+                        segment.write_out_indexes()
                 self.flush(self._clock_ms)
             self._close_all()
 
@@ -590,70 +556,3 @@ def _reconcile_topic_id(directory: Path, topic_id: bytes | None) -> bytes | None
     if recorded is None:
         write_topic_id(directory, topic_id)
     return topic_id
-
-
-def _stamp(records: bytearray, validated: ValidatedRecords, base_offset: int, leader_epoch: int,
-           append_time: int) -> list[BatchHeader]:
-    """Assign offsets and the epoch in place; returns the headers as now written."""
-    stamped = []
-    next_offset = base_offset
-    for position, header in zip(validated.positions, validated.headers):
-        set_base_offset(records, position, next_offset)
-        set_partition_leader_epoch(records, position, leader_epoch)
-        changes = {"base_offset": next_offset, "partition_leader_epoch": leader_epoch}
-        if append_time != NO_TIMESTAMP:
-            set_log_append_time(records, position, append_time)
-            changes.update(max_timestamp=append_time, attributes=header.attributes | TIMESTAMP_TYPE_BIT)
-        stamped.append(header._replace(**changes))
-        next_offset += header.last_offset_delta + 1
-    return stamped
-
-
-def _read_segment(segment: LogSegment, offset: int, budget: int, stop: int,
-                  allow_oversize: bool) -> tuple[FileRegion | None, bool]:
-    """(region of whole batches from ``offset``, whether the read is complete)."""
-    found = segment.locate(offset)
-    if found is None:
-        return None, False
-    start, header = found
-    if header.base_offset >= stop:
-        return None, True
-    stop_found = segment.locate(stop) if stop < segment.next_offset else None
-    bound = stop_found[0] if stop_found else segment.size
-    end = segment.boundary_at_or_before(start, min(bound, start + budget))
-    if end == start:
-        if not (allow_oversize and start < bound):
-            return None, True
-        end = start + header.size
-    return FileRegion(segment.fd, start, end - start), end < segment.size
-
-
-def _search_timestamp(segment: LogSegment, timestamp: int, start_offset: int) -> tuple[int, int, int] | None:
-    position = segment.find_by_timestamp_floor(timestamp, start_offset)
-    for pos, header in segment.batches_from(position):
-        if header.max_timestamp >= timestamp and header.last_offset >= start_offset:
-            for offset, record_ts in _record_timestamps(segment, pos, header):
-                if record_ts >= timestamp and offset >= start_offset:
-                    return offset, record_ts, header.partition_leader_epoch
-    return None
-
-
-def _max_timestamp_in(segment: LogSegment) -> tuple[int, int, int] | None:
-    target = segment.max_timestamp
-    position = segment.position_floor(segment.offset_of_max_timestamp)
-    for pos, header in segment.batches_from(position):
-        if header.max_timestamp == target:
-            for offset, record_ts in _record_timestamps(segment, pos, header):
-                if record_ts == target:
-                    return offset, target, header.partition_leader_epoch
-            return header.last_offset, target, header.partition_leader_epoch
-    return None
-
-
-def _record_timestamps(segment: LogSegment, position: int, header: BatchHeader) -> list[tuple[int, int]]:
-    """(offset, timestamp) of each record; batch level (base offset, max) if undecodable."""
-    try:
-        records = decode_records(memoryview(segment.read_batch(position, header)), header)
-    except InvalidRecordError:
-        return [(header.base_offset, header.max_timestamp)]
-    return [(record.offset, record.timestamp) for record in records]

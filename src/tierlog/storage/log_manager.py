@@ -25,8 +25,8 @@ import os
 import shutil
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from tierlog.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -45,7 +45,7 @@ from tierlog.storage.files import (
 )
 from tierlog.storage.log import Log
 
-__all__ = ["LogManager", "CLEAN_SHUTDOWN_FILE"]
+__all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 _log = logging.getLogger(__name__)
@@ -216,10 +216,14 @@ class LogManager:
             self._home.clear()
 
     def _guarded(self, key: TopicPartition, action: Callable, *args) -> None:
+        """Run ``action``; a storage error takes the log's whole directory offline (like Kafka)."""
+        if key not in self._home:
+            return
         try:
             action(*args)
         except KafkaStorageError as exc:
-            _log.error("log %s-%s failed: %s", key[0], key[1], exc)
+            _log.error("log %s-%s failed, taking %s offline: %s", key[0], key[1], self._home[key], exc)
+            self._take_offline(self._home[key])
 
     def _write_checkpoints(self) -> None:
         self._last_checkpoint_ms = self._now_ms

@@ -16,9 +16,9 @@ from tierlog.storage.files import atomic_write
 
 __all__ = [
     "PARTITION_METADATA_FILE",
-    "topic_id_to_str",
-    "topic_id_from_str",
     "read_topic_id",
+    "topic_id_from_str",
+    "topic_id_to_str",
     "write_topic_id",
 ]
 

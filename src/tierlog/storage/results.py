@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-__all__ = ["FileRegion", "ReadResult", "AppendResult"]
+__all__ = ["AppendResult", "FileRegion", "ReadResult"]
 
 
 class FileRegion:
@@ -16,7 +16,7 @@ class FileRegion:
     after the segment is deleted, so use a region promptly after the read.
     """
 
-    __slots__ = ("fd", "offset", "length")
+    __slots__ = ("fd", "length", "offset")
 
     def __init__(self, fd: int, offset: int, length: int) -> None:
         self.fd = fd

@@ -17,11 +17,11 @@ Tiered topics use local.retention.ms / local.retention.bytes for the first two.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from tierlog.storage.segment import LogSegment
 
-__all__ = ["deletable_prefix", "by_time", "by_size", "by_log_start"]
+__all__ = ["by_log_start", "by_size", "by_time", "deletable_prefix"]
 
 Predicate = Callable[[LogSegment, int], bool]  # (segment, its exclusive end offset)
 

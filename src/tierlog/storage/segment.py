@@ -24,13 +24,24 @@ import os
 from pathlib import Path
 
 from tierlog.records.header import NO_TIMESTAMP, BatchHeader
-from tierlog.storage.batch_scan import ScanStop, read_exact, scan_headers, scan_valid_batches
+from tierlog.storage.batch_scan import (
+    ScanStop,
+    read_exact,
+    scan_headers,
+    scan_valid_batches,
+)
 from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.storage.errors import CorruptIndexError
-from tierlog.storage.files import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
+from tierlog.storage.files import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    segment_file,
+)
 from tierlog.storage.index import OffsetIndex, TimeIndex
 
-__all__ = ["LogSegment", "INT32_MAX"]
+__all__ = ["INT32_MAX", "LogSegment"]
 
 INT32_MAX = 2**31 - 1
 _UNKNOWN = None
@@ -72,7 +83,7 @@ class LogSegment:
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, index_interval_bytes: int, max_index_size: int,
-               now_ms: int) -> "LogSegment":
+               now_ms: int) -> LogSegment:
         """A new empty segment (any leftover files at that base offset are emptied)."""
         fd = os.open(segment_file(directory, base_offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
@@ -82,7 +93,7 @@ class LogSegment:
 
     @classmethod
     def open(cls, directory: Path, base_offset: int, index_interval_bytes: int, max_index_size: int,
-             now_ms: int) -> "LogSegment":
+             now_ms: int) -> LogSegment:
         """An existing segment; call ``recover`` or rely on lazy loading."""
         fd = os.open(segment_file(directory, base_offset, LOG_SUFFIX), os.O_RDWR)
         size = os.fstat(fd).st_size
@@ -185,11 +196,15 @@ class LogSegment:
         if header.max_timestamp > self._max_timestamp:
             self._max_timestamp = header.max_timestamp
             self._offset_of_max_timestamp = last_offset
-        if self.bytes_since_index > self.index_interval_bytes:
+        if self.bytes_since_index > self.index_interval_bytes and not self._indexes_at_capacity():
             self.offset_index.append(last_offset, position)
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
             self.bytes_since_index = 0
         self.bytes_since_index += header.batch_length + 12
+
+    def _indexes_at_capacity(self) -> bool:
+        """Full indexes stay sparser until the next roll rather than overflow."""
+        return self.offset_index.is_full or self.time_index.is_full
 
     def resize_indexes(self, max_index_size: int) -> None:
         self.offset_index.resize(max_index_size)

@@ -11,7 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kafka_codec
 
-from tierlog.records import CORRUPT_MESSAGE, UNSUPPORTED_COMPRESSION_TYPE, CompressionType, InvalidRecordError
+from tierlog.records import (
+    CORRUPT_MESSAGE,
+    UNSUPPORTED_COMPRESSION_TYPE,
+    CompressionType,
+    InvalidRecordError,
+)
 from tierlog.records.compression import XERIAL_HEADER, compress, decompress
 from tierlog.records.varint import read_varint, varint_size, write_varint
 

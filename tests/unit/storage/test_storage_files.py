@@ -7,11 +7,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tierlog.storage import TOPIC_CONFIGS, CorruptCheckpointError, CorruptIndexError, LeaderEpochCache, LogConfig
-from tierlog.storage.checkpoint import read_epoch_entries, read_offsets, write_epoch_entries, write_offsets
+from tierlog.storage import (
+    TOPIC_CONFIGS,
+    CorruptCheckpointError,
+    CorruptIndexError,
+    LeaderEpochCache,
+    LogConfig,
+)
+from tierlog.storage.checkpoint import (
+    read_epoch_entries,
+    read_offsets,
+    write_epoch_entries,
+    write_offsets,
+)
 from tierlog.storage.config import LONG_MAX
 from tierlog.storage.index import OffsetIndex, TimeIndex
-from tierlog.storage.partition_metadata import read_topic_id, topic_id_from_str, topic_id_to_str, write_topic_id
+from tierlog.storage.partition_metadata import (
+    read_topic_id,
+    topic_id_from_str,
+    topic_id_to_str,
+    write_topic_id,
+)
 
 # --- LogConfig -----------------------------------------------------------------------------------
 
@@ -59,7 +75,7 @@ def test_overrides_render_and_table():
     assert props["cleanup.policy"] == "delete" and props["preallocate"] == "false"
     assert LogConfig.from_props(props) == changed
     assert TOPIC_CONFIGS["retention.ms"].synonym == "log.retention.ms"
-    assert TOPIC_CONFIGS["segment.bytes"].type == "INT" and TOPIC_CONFIGS["retention.ms"].type == "LONG"
+    assert TOPIC_CONFIGS["segment.bytes"].type == "int" and TOPIC_CONFIGS["retention.ms"].type == "long"
     assert LogConfig.from_props({"internal.segment.bytes": "4096"}).segment_bytes == 4096
 
 

@@ -19,8 +19,13 @@ from tierlog.records import (
     parse_header,
     validate,
 )
-from tierlog.storage import InconsistentTopicIdError, KafkaStorageError, Log, OffsetOutOfRangeError
-from tierlog.storage import UnexpectedAppendOffsetError
+from tierlog.storage import (
+    InconsistentTopicIdError,
+    KafkaStorageError,
+    Log,
+    OffsetOutOfRangeError,
+    UnexpectedAppendOffsetError,
+)
 
 
 def _open(path: Path, **props) -> Log:

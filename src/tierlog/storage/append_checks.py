@@ -1,0 +1,91 @@
+"""Checks and in-place stamping for appends (Kafka's LogValidator, header level).
+
+Leader appends (from producers) must carry exactly one batch (Kafka's rule for
+v2), fit in a segment, and have CreateTime timestamps within
+[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms].
+The timestamps checked are the header's baseTimestamp and maxTimestamp, not each
+record's: records are not decoded on the append path. Follower appends must
+continue the log with increasing offsets.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from tierlog.records.errors import (
+    INVALID_RECORD,
+    INVALID_TIMESTAMP,
+    RECORD_LIST_TOO_LARGE,
+    InvalidRecordError,
+)
+from tierlog.records.header import (
+    NO_TIMESTAMP,
+    TIMESTAMP_TYPE_BIT,
+    BatchHeader,
+    TimestampType,
+)
+from tierlog.records.stamp import (
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from tierlog.records.validate import ValidatedRecords
+from tierlog.storage.config import LogConfig
+from tierlog.storage.errors import UnexpectedAppendOffsetError
+
+__all__ = ["check_follower_offsets", "check_produced", "stamp"]
+
+
+def check_produced(validated: ValidatedRecords, config: LogConfig, now_ms: int) -> None:
+    """Raise ``InvalidRecordError`` unless this is an acceptable producer append."""
+    if len(validated.headers) != 1:
+        raise InvalidRecordError(
+            INVALID_RECORD, f"a produce request must carry exactly one v2 batch, got {len(validated.headers)}"
+        )
+    if validated.size > config.segment_bytes:
+        raise InvalidRecordError(
+            RECORD_LIST_TOO_LARGE, f"{validated.size} bytes exceed segment.bytes {config.segment_bytes}"
+        )
+    for header in validated.headers:
+        _check_timestamps(header, config, now_ms)
+
+
+def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int) -> None:
+    if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
+        raise InvalidRecordError(INVALID_TIMESTAMP, "producers must not set the LogAppendTime timestamp type")
+    if config.log_append_time:
+        return
+    before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+    for timestamp in (header.base_timestamp, header.max_timestamp):
+        if timestamp != NO_TIMESTAMP and (now_ms - timestamp > before or timestamp - now_ms > after):
+            raise InvalidRecordError(
+                INVALID_TIMESTAMP, f"timestamp {timestamp} is out of range [{now_ms - before}, {now_ms + after}]"
+            )
+
+
+def check_follower_offsets(headers: list[BatchHeader], log_end_offset: int) -> None:
+    """Replicated batches must start at or after the log end, offsets increasing."""
+    first, last = headers[0].base_offset, headers[-1].last_offset
+    if first < log_end_offset:
+        raise UnexpectedAppendOffsetError(f"first offset {first} is below the log end offset {log_end_offset}",
+                                          first, last)
+    for previous, header in pairwise(headers):
+        if header.base_offset < previous.next_offset:
+            raise UnexpectedAppendOffsetError(f"offsets out of order at {header.base_offset}", first, last)
+
+
+def stamp(records: bytearray, validated: ValidatedRecords, base_offset: int, leader_epoch: int,
+           append_time: int) -> list[BatchHeader]:
+    """Assign offsets and the epoch in place; returns the headers as now written."""
+    stamped = []
+    next_offset = base_offset
+    for position, header in zip(validated.positions, validated.headers):
+        set_base_offset(records, position, next_offset)
+        set_partition_leader_epoch(records, position, leader_epoch)
+        changes = {"base_offset": next_offset, "partition_leader_epoch": leader_epoch}
+        if append_time != NO_TIMESTAMP:
+            set_log_append_time(records, position, append_time)
+            changes.update(max_timestamp=append_time, attributes=header.attributes | TIMESTAMP_TYPE_BIT)
+        stamped.append(header._replace(**changes))
+        next_offset += header.last_offset_delta + 1
+    return stamped
