@@ -1,0 +1,83 @@
+"""Request and response headers.
+
+Request header v1: RequestApiKey int16, RequestApiVersion int16, CorrelationId
+int32, ClientId nullable string (int16 length). v2 adds a tagged-field section
+but keeps ClientId's int16 length. A request uses v2 when its API version is
+flexible, else v1.
+
+Response header v0: CorrelationId int32; v1 adds a tagged-field section. A
+response uses v1 when flexible, except ApiVersions responses (always v0).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from tierlog.protocol.api import ApiSpec
+from tierlog.protocol.messages import APIS
+from tierlog.protocol.primitives import (
+    EMPTY_TAGGED_FIELDS, INT32, ProtocolError, decode_nullable_string,
+    encode_string, skip_tagged_fields,
+)
+
+__all__ = [
+    "RequestHeader", "encode_request_header", "decode_request_header",
+    "encode_response_header", "decode_response_header",
+]
+
+_REQUEST_PREFIX = struct.Struct(">hhi")
+
+
+class RequestHeader(NamedTuple):
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def encode_request_header(api_key: int, api_version: int, correlation_id: int,
+                          client_id: str | None, header_version: int) -> bytes:
+    """Request header v1 or v2 (v2 = v1 + an empty tagged-field section)."""
+    head = _REQUEST_PREFIX.pack(api_key, api_version, correlation_id) + encode_string(client_id)
+    return head + EMPTY_TAGGED_FIELDS if header_version >= 2 else head
+
+
+def _known_spec(api_key: int, api_version: int) -> ApiSpec | None:
+    spec = APIS.get(api_key)
+    return spec if spec is not None and spec.supports(api_version) else None
+
+
+def decode_request_header(buf) -> tuple[RequestHeader, int]:
+    """Decode the header of one request frame (without its size prefix).
+
+    Returns the header and the offset of the body. For an API key or version
+    without a schema only the v1 fields are read (the caller answers
+    UNSUPPORTED_VERSION or closes); the offset is then past those fields.
+    """
+    try:
+        api_key, api_version, correlation_id = _REQUEST_PREFIX.unpack_from(buf, 0)
+        client_id, pos = decode_nullable_string(buf, _REQUEST_PREFIX.size)
+        spec = _known_spec(api_key, api_version)
+        if spec is not None and spec.request_header_version(api_version) >= 2:
+            pos = skip_tagged_fields(buf, pos)
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"truncated or malformed request header: {exc}") from exc
+    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
+
+
+def encode_response_header(correlation_id: int, header_version: int) -> bytes:
+    head = INT32.pack(correlation_id)
+    return head + EMPTY_TAGGED_FIELDS if header_version >= 1 else head
+
+
+def decode_response_header(buf, header_version: int) -> tuple[int, int]:
+    """(correlation id, offset of the body) of one response frame."""
+    try:
+        (correlation_id,) = INT32.unpack_from(buf, 0)
+        pos = 4
+        if header_version >= 1:
+            pos = skip_tagged_fields(buf, pos)
+    except (struct.error, IndexError) as exc:
+        raise ProtocolError(f"truncated response header: {exc}") from exc
+    return correlation_id, pos
