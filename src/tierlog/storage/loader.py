@@ -77,6 +77,8 @@ def load_log(
     start = _log_start(segments, log_start_offset, log_end, config)
     epoch_cache.truncate_from_end(log_end)
     epoch_cache.truncate_from_start(start)
+    if not epochs_trusted:
+        epoch_cache.flush()  # like Kafka, the checkpoint exists from the start
     return LoadedLog(segments, epoch_cache, start, log_end)
 
 

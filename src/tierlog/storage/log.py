@@ -128,6 +128,11 @@ class Log:
         return cls(directory, config, topic_id, loaded.segments, loaded.epoch_cache, loaded.log_start_offset,
                    loaded.recovery_point, now_ms, rng or random.Random(str(directory)))
 
+    def assign_topic_id(self, topic_id: bytes) -> None:
+        """Record the topic id of a log created without one; a different id is an error."""
+        with self._lock, self._io():
+            self.topic_id = _reconcile_topic_id(self.directory, topic_id)
+
     # --- offsets -----------------------------------------------------------------------------
 
     @property
@@ -154,7 +159,12 @@ class Log:
     # --- appends -----------------------------------------------------------------------------
 
     def append(self, records: bytearray, leader_epoch: int, now_ms: int) -> AppendResult:
-        """Append one producer batch as leader: validate, assign offsets, stamp, write."""
+        """Append one producer batch as leader: validate, assign offsets, stamp, write.
+
+        ``records`` is stamped in place: pass a bytearray or a writable memoryview
+        (a read-only buffer is copied first).
+        """
+        records = _writable(records)
         with self._lock, self._io():
             self._clock_ms = now_ms
             validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=True)
@@ -545,6 +555,13 @@ class Log:
     def __repr__(self) -> str:
         return (f"Log({self.directory.name}, start={self.log_start_offset}, end={self.log_end_offset}, "
                 f"segments={len(self._segments)})")
+
+
+def _writable(records):
+    if isinstance(records, bytearray):
+        return records
+    with memoryview(records) as view:
+        return bytearray(view) if view.readonly else records
 
 
 def _reconcile_topic_id(directory: Path, topic_id: bytes | None) -> bytes | None:

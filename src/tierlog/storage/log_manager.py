@@ -139,11 +139,16 @@ class LogManager:
             return self._home.get((topic, partition))
 
     def create(self, topic: str, partition: int, topic_id: bytes | None, config: LogConfig, now_ms: int) -> Log:
-        """The partition's log, created in the least loaded online log directory if new."""
+        """The partition's log, created in the least loaded online log directory if new.
+
+        An existing log recorded under another topic id raises InconsistentTopicIdError.
+        """
         with self._lock:
             key = (topic, partition)
             existing = self._logs.get(key)
             if existing is not None:
+                if topic_id is not None:
+                    existing.assign_topic_id(topic_id)
                 return existing
             log_dir = self._least_loaded_dir()
             log = Log.open(log_dir / partition_dir_name(topic, partition), config, now_ms, topic_id)

@@ -228,6 +228,17 @@ def test_topic_id_is_recorded_and_checked(tmp_path):
         Log.open(tmp_path / "t-0", config(), NOW, b"\x22" * 16)
 
 
+def test_read_only_buffers_are_copied_before_stamping(tmp_path):
+    log = _open(tmp_path)
+    log.append(batch(2), 0, NOW)
+    frame = bytes(b"header" + batch(3))
+    result = log.append(memoryview(frame)[6:], 0, NOW)
+    assert result.base_offset == 2 and offsets_in(read_all(log)) == list(range(5))
+    writable = bytearray(b"xx" + batch(1))
+    log.append(memoryview(writable)[2:], 4, NOW)
+    assert parse_header(writable, 2).base_offset == 5  # stamped in place
+
+
 def test_closed_log_raises_storage_error(tmp_path):
     log = _open(tmp_path)
     log.close()

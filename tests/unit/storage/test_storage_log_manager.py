@@ -2,9 +2,10 @@
 
 import os
 
+import pytest
 from storage_helpers import NOW, batch, config, offsets_in, read_all
 
-from tierlog.storage import CLEAN_SHUTDOWN_FILE, LogManager
+from tierlog.storage import CLEAN_SHUTDOWN_FILE, InconsistentTopicIdError, LogManager
 from tierlog.storage.checkpoint import read_offsets
 
 TOPIC_ID = bytes(range(16))
@@ -20,6 +21,8 @@ def test_create_get_spread_over_dirs(tmp_path):
     assert sorted(homes) == sorted(dirs * 2)
     assert (homes[0] / "orders-0" / "partition.metadata").exists()
     assert set(manager.logs()) == {("orders", p) for p in range(4)}
+    with pytest.raises(InconsistentTopicIdError):
+        manager.create("orders", 0, b"\x07" * 16, config(), NOW)
     manager.close()
 
 
