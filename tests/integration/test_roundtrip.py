@@ -103,3 +103,12 @@ def test_restart_keeps_data(node):
     assert sorted(m.value() for m in got) == sorted(f"x{i}".encode() for i in range(5000))
     produce_all(node.bootstrap, topic, [(0, None, b"after", None, None)])
     assert len(consume_all(node.bootstrap, topic, 2, 5001)) == 5001
+
+
+def test_idempotent_producer(shared_node):
+    topic = "rt-idempotent"
+    create_topic(shared_node.bootstrap, topic, 2)
+    recs = [(i % 2, None, f"i{i}".encode(), None, None) for i in range(10_000)]
+    produce_all(shared_node.bootstrap, topic, recs, **{"enable.idempotence": True})
+    got = consume_all(shared_node.bootstrap, topic, 2, 10_000)
+    assert sorted(m.value() for m in got) == sorted(r[2] for r in recs)

@@ -13,6 +13,7 @@ from tierlog.config import NodeConfig
 from tierlog.metadata import BrokerInfo, LocalMetadataStore, MetadataImage
 
 from .fetch_session import FetchSessionCache
+from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 
 __all__ = ["Broker"]
@@ -33,6 +34,7 @@ class Broker:
         self.clock_ms = clock_ms
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"],
                                                 random.Random())
+        self.producer_ids = ProducerIdManager(metadata.allocate_producer_ids)
         self.fetch_max_bytes = config["fetch.max.bytes"]
         self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
 

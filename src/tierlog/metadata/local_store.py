@@ -35,6 +35,7 @@ class LocalMetadataStore:
         self._path = Path(directory) / STATE_FILE
         self._listeners: list[Callable[[MetadataImage], None]] = []
         self.image = MetadataImage.empty(cluster_id, broker.node_id, [broker])
+        self.next_producer_id = 0           # first producer id not yet handed out in a block
         if self._path.exists():
             self.image = self._load(self.image)
 
@@ -69,6 +70,13 @@ class LocalMetadataStore:
         self._publish(self.image.with_topic(topic))
         return topic
 
+    def allocate_producer_ids(self, block_size: int) -> range:
+        """A block of producer ids no one has had, durable before it is handed out."""
+        block = range(self.next_producer_id, self.next_producer_id + block_size)
+        self.next_producer_id = block.stop
+        self._write(self.image)
+        return block
+
     def _publish(self, image: MetadataImage) -> None:
         self._write(image)          # durable before anyone sees it
         self.image = image
@@ -76,7 +84,8 @@ class LocalMetadataStore:
             listener(image)
 
     def _write(self, image: MetadataImage) -> None:
-        doc = {"cluster_id": image.cluster_id, "topics": [_topic_to_json(t) for t in image.topics.values()]}
+        doc = {"cluster_id": image.cluster_id, "next_producer_id": self.next_producer_id,
+               "topics": [_topic_to_json(t) for t in image.topics.values()]}
         tmp = self._path.with_suffix(".tmp")
         with open(tmp, "w") as f:
             json.dump(doc, f)
@@ -91,6 +100,7 @@ class LocalMetadataStore:
 
     def _load(self, image: MetadataImage) -> MetadataImage:
         doc = json.loads(self._path.read_text())
+        self.next_producer_id = doc.get("next_producer_id", 0)
         for t in doc["topics"]:
             image = image.with_topic(_topic_from_json(t))
         return image

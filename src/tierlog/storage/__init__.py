@@ -30,6 +30,7 @@ from tierlog.storage.errors import (
 from tierlog.storage.log import Log, SegmentInfo
 from tierlog.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 from tierlog.storage.partition_metadata import topic_id_from_str, topic_id_to_str
+from tierlog.storage.producer_state import ProducerStateError
 from tierlog.storage.results import AppendResult, FileRegion, ReadResult
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "LogConfig",
     "LogManager",
     "OffsetOutOfRangeError",
+    "ProducerStateError",
     "ReadResult",
     "SegmentInfo",
     "TopicConfigDef",

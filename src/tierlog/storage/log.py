@@ -52,7 +52,9 @@ from tierlog.storage.files import (
 )
 from tierlog.storage.loader import load_log
 from tierlog.storage.lookup import max_timestamp_in, read_segment, search_timestamp
+from tierlog.storage.batch_scan import scan_headers
 from tierlog.storage.partition_metadata import read_topic_id, write_topic_id
+from tierlog.storage.producer_state import ProducerStateManager
 from tierlog.storage.results import AppendResult, FileRegion, ReadResult
 from tierlog.storage.segment import LogSegment
 
@@ -99,6 +101,8 @@ class Log:
         self._clock_ms = now_ms  # the latest now_ms seen, for calls that take none
         self._roll_flush_offset: int | None = None
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._producers = ProducerStateManager()
+        self._rebuild_producers()
         self._jitter_active()
 
     # --- opening -----------------------------------------------------------------------------
@@ -169,9 +173,14 @@ class Log:
             self._clock_ms = now_ms
             validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=True)
             check_produced(validated, self.config, now_ms)
+            duplicate = self._producers.check(validated.headers)
+            if duplicate is not None:       # a producer's retry of a batch already in the log
+                return AppendResult(duplicate.base_offset, duplicate.last_offset, NO_TIMESTAMP,
+                                    self.log_start_offset, NO_TIMESTAMP, 0)
             base = self.log_end_offset
             append_time = now_ms if self.config.log_append_time else NO_TIMESTAMP
             headers = stamp(records, validated, base, leader_epoch, append_time)
+            self._producers.update(headers)
             self._assign_leader_epoch(leader_epoch, base)
             self._append_batches(records, headers, now_ms)
             self._maybe_flush_by_messages(now_ms)
@@ -189,6 +198,7 @@ class Log:
             check_follower_offsets(validated.headers, self.log_end_offset)
             for header in validated.headers:
                 self._assign_replicated_epoch(header)
+            self._producers.update(validated.headers)
             self._append_batches(records, validated.headers, now_ms)
             self._maybe_flush_by_messages(now_ms)
             first, last = validated.headers[0], validated.headers[-1]
@@ -209,6 +219,10 @@ class Log:
         latest = self._epochs.latest_epoch
         if header.partition_leader_epoch >= 0 and (latest is None or header.partition_leader_epoch > latest):
             self._epochs.assign(header.partition_leader_epoch, header.base_offset)
+
+    def _rebuild_producers(self) -> None:
+        """Idempotent producer state from the batch headers of the last two segments."""
+        self._producers.rebuild(h for seg in self._segments[-2:] for _pos, h in scan_headers(seg.fd, 0, seg.size))
 
     def _append_batches(self, records, headers: list[BatchHeader], now_ms: int) -> None:
         """Write batches, rolling between groups that would overflow segment.bytes."""
@@ -458,6 +472,7 @@ class Log:
             self._epochs.truncate_from_end(end)
             self.log_start_offset = min(self.log_start_offset, end)
             self.recovery_point = min(self.recovery_point, end)
+            self._rebuild_producers()
             self._jitter_active()
             return True
 
@@ -474,6 +489,7 @@ class Log:
         self._segments = [segment]
         self._bases = [offset]
         self._epochs.clear()
+        self._producers.rebuild(())
         self.log_start_offset = offset if log_start_offset is None else log_start_offset
         self._local_start_floor = offset
         self.recovery_point = offset

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-__all__ = ["ProducerStateManager", "ProducerStateError", "Duplicate", "MAX_CACHED_BATCHES"]
+__all__ = ["MAX_CACHED_BATCHES", "Duplicate", "ProducerStateError", "ProducerStateManager"]
 
 MAX_CACHED_BATCHES = 5          # Kafka keeps the last five batches per producer
 INT32_MAX = 2**31 - 1

@@ -8,7 +8,7 @@ NodeEndpoints.  Transactions and idempotent sequence checks are not supported
 yet (InitProducerId is not advertised, so clients never send such batches).
 """
 from tierlog.protocol.errors import ErrorCode
-from tierlog.storage import InvalidRecordError, KafkaStorageError
+from tierlog.storage import InvalidRecordError, KafkaStorageError, ProducerStateError
 
 from ..leader_hint import HINTED_ERRORS, LeaderHints
 
@@ -54,7 +54,7 @@ def _append(broker, topic, index, records, acks, now, resp):
         return ErrorCode.INVALID_RECORD, "the produce request has no records"
     try:
         result = part.log.append(records, part.leader_epoch, now)
-    except InvalidRecordError as e:
+    except (InvalidRecordError, ProducerStateError) as e:
         return e.error_code, str(e)
     except KafkaStorageError as e:
         return ErrorCode.KAFKA_STORAGE_ERROR, str(e)

@@ -1,0 +1,18 @@
+"""InitProducerId (22), v0-5: producer ids and epochs for idempotent producers.
+
+Idempotence only: there is no transaction coordinator yet, so a request with a
+TransactionalId answers INVALID_REQUEST and transactional clients fail fast.
+A producer that re-initialises with its id and epoch (v3+, KIP-360) keeps its
+id with the next epoch.  Duplicate and sequence checks live in the log
+(``storage.producer_state``).
+"""
+from tierlog.protocol.errors import ErrorCode
+
+API_KEY, MIN_VERSION, MAX_VERSION = 22, 0, 5
+
+
+def handle(broker, header, request):
+    if request.get("TransactionalId") is not None:
+        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.INVALID_REQUEST, "ProducerId": -1, "ProducerEpoch": -1}
+    pid, epoch = broker.producer_ids.init(request.get("ProducerId", -1), request.get("ProducerEpoch", -1))
+    return {"ThrottleTimeMs": 0, "ErrorCode": 0, "ProducerId": pid, "ProducerEpoch": epoch}
