@@ -207,3 +207,31 @@ def test_update_config_changes_rolling(tmp_path):
     log.append(batch(3, NOW + 10), 0, NOW + 10)
     assert log.segment_count == 2
     assert os.path.exists(log.segment_infos()[1].log_path)
+
+
+def test_a_rolled_segment_is_flushed_by_the_next_tick(tmp_path):
+    log = _log(tmp_path)
+    _fill_segments(log, 2)
+    rolled_at = _segments(log)[1][0]
+    assert log.recovery_point == 0
+    log.tick(NOW)
+    assert log.recovery_point == rolled_at
+    log.tick(NOW)
+    assert log.recovery_point == rolled_at  # the active segment waits for flush.ms / flush()
+
+
+def test_segment_jitter_is_deterministic_per_directory_and_bounded(tmp_path):
+    rolls = []
+    for name in ("a-0", "a-0", "b-0"):
+        log = Log.open(tmp_path / name, config(segment_ms=1000, segment_jitter_ms=900), NOW)
+        log.truncate_fully_and_start_at(0)
+        times = []
+        for step in range(0, 1100, 50):
+            before = log.segment_count
+            log.append(batch(1, NOW + step), 0, NOW + step)
+            if log.segment_count > before:
+                times.append(step)
+                break
+        rolls.append(times)
+        log.close()
+    assert rolls[0] == rolls[1] and rolls[0] and 100 <= rolls[0][0] <= 1050
