@@ -172,12 +172,15 @@ class LogSegment:
         next_offset = self.base_offset
         for _pos, header in scan_headers(self.fd, self.offset_index.last_position, self.size):
             next_offset = header.next_offset
+            if header.max_timestamp > self._max_timestamp:
+                self._max_timestamp, self._offset_of_max_timestamp = header.max_timestamp, header.last_offset
         self._next_offset = next_offset
 
     # --- writes ----------------------------------------------------------------------------------
 
     def append(self, data, headers: list[BatchHeader]) -> None:
         """Write contiguous batches ``data`` (described by ``headers``) at the end."""
+        self.ensure_loaded()
         start = self.size
         _write_at(self.fd, data, start)
         if start == 0:
