@@ -28,10 +28,10 @@ def register(subparsers) -> None:
         "up", help="start a local cluster (data under ./tierlog-data)",
         description="Start a local tierlog cluster with the embedded defaults and keep it running "
                     "until Ctrl-C. Prints one line 'bootstrap.servers=HOST:PORT[,...]' when ready.")
-    p.add_argument("--data-dir", default="./tierlog-data", help="where nodes keep data (default ./tierlog-data)")
+    p.add_argument("--data-dir", default="./tierlog-data", help="where nodes keep data")
     p.add_argument("--listen", default="127.0.0.1:9092", metavar="HOST:PORT",
                    help="first node's listener; later nodes take the following ports")
-    p.add_argument("--brokers", type=int, default=1, help="number of broker nodes (1 until the metadata quorum lands)")
+    p.add_argument("--brokers", type=int, default=1, help="number of broker nodes (only 1 until the metadata quorum lands)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config on every node (repeatable)")
     p.set_defaults(func=run)
