@@ -37,6 +37,7 @@ from tierlog.records.header import NO_TIMESTAMP, BatchHeader, TimestampType
 from tierlog.records.validate import validate
 from tierlog.storage import retention
 from tierlog.storage.append_checks import check_follower_offsets, check_produced, stamp
+from tierlog.storage.batch_scan import scan_headers
 from tierlog.storage.config import LogConfig
 from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.storage.errors import (
@@ -52,7 +53,6 @@ from tierlog.storage.files import (
 )
 from tierlog.storage.loader import load_log
 from tierlog.storage.lookup import max_timestamp_in, read_segment, search_timestamp
-from tierlog.storage.batch_scan import scan_headers
 from tierlog.storage.partition_metadata import read_topic_id, write_topic_id
 from tierlog.storage.producer_state import ProducerStateManager
 from tierlog.storage.results import AppendResult, FileRegion, ReadResult
