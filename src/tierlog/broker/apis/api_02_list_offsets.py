@@ -66,4 +66,7 @@ def _lookup(part, target, isolation):
 
 
 def _epoch_at(log, offset) -> int:
-    return log.epoch_for_offset(offset) if log.log_end_offset > offset else -1
+    if log.log_end_offset <= offset:
+        return -1
+    epoch = log.epoch_for_offset(offset)
+    return -1 if epoch is None else epoch
