@@ -19,6 +19,9 @@ from .replica_manager import ReplicaManager
 __all__ = ["Broker"]
 
 
+UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER = 3, 6
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -44,3 +47,14 @@ class Broker:
 
     def endpoint(self, node_id: int) -> BrokerInfo | None:
         return self.image.brokers.get(node_id)
+
+    def led_partition(self, topic: str, index: int):
+        """(partition, 0) when this node leads it, else (partition or None, Kafka error code)."""
+        part = self.replicas.get(topic, index)
+        if part is None:
+            info = self.image.topics.get(topic)
+            known = info is not None and 0 <= index < len(info.partitions)
+            return None, NOT_LEADER_OR_FOLLOWER if known else UNKNOWN_TOPIC_OR_PARTITION
+        if part.leader_id != self.node_id:
+            return part, NOT_LEADER_OR_FOLLOWER
+        return part, 0

@@ -43,13 +43,9 @@ def _produce_one(broker, topic, pdata, acks, now, hints) -> dict:
 def _append(broker, topic, index, records, acks, now, resp):
     if acks not in (-1, 0, 1):
         return ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of -1, 0, 1"
-    part = broker.replicas.get(topic, index)
-    if part is None:
-        if topic in broker.image.topics and index < len(broker.image.topics[topic].partitions):
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-    if part.leader_id != broker.node_id:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+    part, error = broker.led_partition(topic, index)
+    if error:
+        return error, None
     if not records:
         return ErrorCode.INVALID_RECORD, "the produce request has no records"
     try:

@@ -98,14 +98,10 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first) -> _Rea
         if info is None:
             return _Read(sp, error=ErrorCode.UNKNOWN_TOPIC_ID)
         name = info.name
-    part = broker.replicas.get(name, sp.partition)
+    part, error = broker.led_partition(name, sp.partition)
     if part is None:
-        if name in broker.image.topics:
-            return _Read(sp, (name, sp.partition), ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        return _Read(sp, error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    r = _Read(sp, part.key, part.check_epoch(sp.current_leader_epoch))
-    if not r.error and part.leader_id != broker.node_id:
-        r.error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return _Read(sp, (name, sp.partition) if error == ErrorCode.NOT_LEADER_OR_FOLLOWER else None, error)
+    r = _Read(sp, part.key, part.check_epoch(sp.current_leader_epoch) or error)
     r.hw, r.lso, r.log_start = part.high_watermark, part.last_stable_offset, part.log.log_start_offset
     if r.error:
         return r

@@ -30,14 +30,11 @@ def _one(broker, version, isolation, topic, p) -> dict:
     out = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": 0, "Timestamp": -1, "Offset": -1,
            "LeaderEpoch": -1}
     target = p["Timestamp"]
-    part = broker.replicas.get(topic, p["PartitionIndex"])
+    part, error = broker.led_partition(topic, p["PartitionIndex"])
     if target < 0 and version < MIN_VERSION_OF_TARGET.get(target, 10**6):
         out["ErrorCode"] = ErrorCode.UNSUPPORTED_VERSION
-    elif part is None:
-        out["ErrorCode"] = ErrorCode.NOT_LEADER_OR_FOLLOWER if topic in broker.image.topics \
-            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    elif part.leader_id != broker.node_id:
-        out["ErrorCode"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    elif error:
+        out["ErrorCode"] = error
     else:
         out["ErrorCode"] = part.check_epoch(p.get("CurrentLeaderEpoch", -1))
         if not out["ErrorCode"]:

@@ -3,8 +3,6 @@
 Used by consumers to detect log truncation (KIP-320) and by followers to find
 where their log diverges.  CurrentLeaderEpoch is fenced like Fetch's.
 """
-from tierlog.protocol.errors import ErrorCode
-
 API_KEY, MIN_VERSION, MAX_VERSION = 23, 2, 4
 
 
@@ -18,12 +16,10 @@ def handle(broker, header, request):
 
 def _one(broker, topic, p) -> dict:
     out = {"ErrorCode": 0, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
-    part = broker.replicas.get(topic, p["Partition"])
+    part, out["ErrorCode"] = broker.led_partition(topic, p["Partition"])
     if part is None:
-        out["ErrorCode"] = ErrorCode.NOT_LEADER_OR_FOLLOWER if topic in broker.image.topics \
-            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return out
-    out["ErrorCode"] = part.check_epoch(p.get("CurrentLeaderEpoch", -1))
+    out["ErrorCode"] = out["ErrorCode"] or part.check_epoch(p.get("CurrentLeaderEpoch", -1))
     if not out["ErrorCode"]:
         out["LeaderEpoch"], out["EndOffset"] = part.log.end_offset_for_epoch(p["LeaderEpoch"])
     return out
