@@ -124,6 +124,9 @@ class _StructBuilder:
         self.runs = 0
 
     def add(self, field: Field, i: int) -> None:
+        if not self.flexible and self.version in field.tagged_versions:
+            raise ValueError(f"{self.struct.name}.{field.name} is tagged in "
+                             f"non-flexible version {self.version}")
         var = f"v{i}"
         self.result.append((field.name, var))
         if field.tagged_in(self.version, self.flexible):

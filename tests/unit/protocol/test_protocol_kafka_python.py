@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tierlog.protocol import APIS, encode_request, encode_response
+from tierlog.protocol import APIS, ApiKey, encode_request, encode_response
 from tierlog.protocol.codec import encode_struct
 from protocol_strategies import all_versions, body_values
 
@@ -89,3 +89,31 @@ def test_body_bytes_match_kafka_python(key, kind, version, data):
     cls = _CLASSES[(key, kind)]
     theirs = _to_kafka_python(cls, body, version).encode(version=version)
     assert ours == bytes(theirs)
+
+
+_HEADER_CASES = [(ApiKey.PRODUCE, 8), (ApiKey.PRODUCE, 9), (ApiKey.METADATA, 12),
+                 (ApiKey.API_VERSIONS, 3), (ApiKey.FETCH, 4), (ApiKey.JOIN_GROUP, 6)]
+
+
+@pytest.mark.parametrize("key,version", _HEADER_CASES)
+@pytest.mark.parametrize("client_id", ["tierlog-test", ""])
+def test_request_frames_match_kafka_python(key, version, client_id):
+    body = APIS[key].request.defaults(version)
+    cls = _CLASSES[(key, "request")]
+    message = _to_kafka_python(cls, body, version)
+    message.with_header(correlation_id=12345, client_id=client_id)
+    theirs = message.encode(version=version, header=True)
+    assert encode_request(key, version, 12345, client_id, body) == bytes(theirs)
+
+
+@pytest.mark.parametrize("key,version", _HEADER_CASES)
+def test_kafka_python_decodes_our_response_frames(key, version):
+    spec = APIS[key]
+    body = spec.response.defaults(version)
+    frame = b"".join(bytes(p) for p in encode_response(key, version, 777, body))
+    body_bytes = bytes(encode_struct(spec.response, version, spec.is_flexible(version), body))
+    assert frame.endswith(body_bytes)
+    cls = _CLASSES[(key, "response")]
+    with_header = cls.decode(frame, version=version, header=True)
+    assert with_header.header.correlation_id == 777
+    assert with_header == cls.decode(body_bytes, version=version)
