@@ -210,7 +210,7 @@ def _make_tag_encoder(fields: list[Field], version: int, flexible: bool):
         present = []
         for name, tag, enc, is_default, default in entries:
             value = d.get(name, default)
-            if is_default(value):
+            if value is default or is_default(value):
                 continue
             data = Output()
             enc(data, value)
@@ -228,15 +228,15 @@ def _make_tag_encoder(fields: list[Field], version: int, flexible: bool):
 
 def _make_tag_decoder(fields: list[Field], version: int, flexible: bool):
     defaults = [f.default_in(version) for f in fields]
-    mutable = [i for i, v in enumerate(defaults) if isinstance(v, (list, dict))]
+    fresh = [(i, _copier(v)) for i, v in enumerate(defaults) if isinstance(v, (list, dict))]
     by_tag = {}
     for i, f in enumerate(fields):
         by_tag[f.tag] = (i, _type_codec(f.type, version, flexible, f.nullable_in(version))[1])
 
     def dec_tags(buf, pos: int):
         values = defaults.copy()
-        for i in mutable:
-            values[i] = fields[i].default_in(version)
+        for i, copy in fresh:
+            values[i] = copy()
         if buf[pos] == 0:
             return values, pos + 1
         count, pos = decode_uvarint(buf, pos)
@@ -253,6 +253,23 @@ def _make_tag_decoder(fields: list[Field], version: int, flexible: bool):
         return values, pos
 
     return dec_tags
+
+
+def _copier(value) -> Callable[[], object]:
+    """A fast factory of fresh copies of a mutable default value."""
+    if isinstance(value, dict) and not any(isinstance(v, (list, dict)) for v in value.values()):
+        return value.copy
+    if isinstance(value, list) and not value:
+        return list
+    return lambda: _deep_copy(value)
+
+
+def _deep_copy(value):
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    return value
 
 
 def _default_test(type_, version: int, flexible: bool, default) -> Callable[[object], bool]:
