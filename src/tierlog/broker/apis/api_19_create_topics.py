@@ -14,7 +14,7 @@ API_KEY, MIN_VERSION, MAX_VERSION = 19, 2, 7
 
 
 def handle(broker, header, request):
-    validate_only = request.get("ValidateOnly", False)
+    validate_only = request.get("validateOnly", False)      # Kafka spells this one lower camel case
     seen, results = set(), []
     for t in request["Topics"]:
         results.append(_one(broker, t, validate_only, duplicate=t["Name"] in seen))
