@@ -64,19 +64,10 @@ class Broker:
     def log_tail(self) -> str:
         return _tail(self.stderr_path) + _tail(self.stdout_path)
 
-    def target_pid(self) -> int:
-        """The broker's own pid: the process itself, or its one child when the
-        command was wrapped (``start_broker(wrap=...)``, e.g. a profiler)."""
-        if not self.extra.get("wrapped"):
-            return self.pid
-        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
-        return int(children[0]) if children else self.pid
-
     def stop(self) -> int:
-        """SIGTERM to the broker (not to a wrapper, so a profiler sees it exit and
-        writes its output), wait, SIGKILL if no clean exit comes; returns the exit code."""
+        """SIGTERM, wait for a clean exit, SIGKILL if it does not come; returns the exit code."""
         if self.alive():
-            os.kill(self.target_pid(), signal.SIGTERM)
+            self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
@@ -85,15 +76,13 @@ class Broker:
         return self.process.returncode
 
 
-def start_broker(name: str, workdir: Path, wrap: list[str] | None = None) -> Broker:
-    """Start broker ``name`` with its files under ``workdir``; ``wrap`` prefixes the
-    command (e.g. a profiler).  Returns once it serves Metadata."""
+def start_broker(name: str, workdir: Path) -> Broker:
+    """Start broker ``name`` with its files under ``workdir``; returns once it serves Metadata."""
     starters = {"tierlog": _start_tierlog, "tansu": _start_tansu}
     if name not in starters:
         raise ValueError(f"unknown broker {name!r}; known: {', '.join(BROKERS)}")
     workdir.mkdir(parents=True, exist_ok=True)
-    broker = starters[name](workdir, free_port(), wrap or [])
-    broker.extra["wrapped"] = bool(wrap)
+    broker = starters[name](workdir, free_port())
     try:
         _wait_ready(broker)
     except BaseException:
@@ -109,19 +98,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_tierlog(workdir: Path, port: int, wrap: list[str]) -> Broker:
+def _start_tierlog(workdir: Path, port: int) -> Broker:
     config = workdir / "server.properties"
     config.write_text(
         "node.id=1\n"
         f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
         f"log.dirs={workdir / 'data'}\n")
-    cmd = [*wrap, sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(config)]
+    cmd = [sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(config)]
     return _spawn("tierlog", cmd, workdir, port, ready_line="node ")
 
 
-def _start_tansu(workdir: Path, port: int, wrap: list[str]) -> Broker:
+def _start_tansu(workdir: Path, port: int) -> Broker:
     url = f"tcp://127.0.0.1:{port}"
-    cmd = [*wrap, tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+    cmd = [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
            "--storage-engine", "memory://tansu/"]
     return _spawn("tansu", cmd, workdir, port, ready_line=None)
 

@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/profile.py [--records N]
 
-Runs the node under ``py-spy record`` (sampling, 100 Hz, on-CPU samples only;
-``.venv/bin/pip install py-spy``) while bench/workload.py produces N records
-(acks=1) and then consumes them, and writes under bench/results/:
+Starts a node, attaches ``py-spy record`` to it once it serves (sampling at
+200 Hz, on-CPU samples only; ``.venv/bin/pip install py-spy``), lets
+bench/workload.py produce N records (acks=1) and then consume them, and writes
+under bench/results/:
 
 * ``profile-tierlog.folded``: the raw samples, one collapsed stack per line
   (the input format of flamegraph.pl, inferno and speedscope);
@@ -14,8 +15,12 @@ Runs the node under ``py-spy record`` (sampling, 100 Hz, on-CPU samples only;
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
+import signal
+import subprocess
 import sys
+import time
 import zlib
 import tempfile
 from collections import Counter
@@ -27,7 +32,9 @@ sys.path.insert(0, str(HERE))
 import brokers  # noqa: E402
 import run  # noqa: E402
 
-SAMPLE_HZ = 100
+SAMPLE_HZ = 200
+ATTACH_S = 1.0
+DEFAULT_RECORDS = 1_000_000
 TOP_N = 25
 FLAME_MIN_FRACTION = 0.004  # frames narrower than this share of samples are not drawn
 FLAME_LABEL_FRACTION = 0.03
@@ -42,22 +49,42 @@ def py_spy() -> str:
 
 
 def profile_node(records: int, folded: Path) -> dict:
-    """Run the workload against a node under py-spy; returns the phases' figures."""
-    wrap = [py_spy(), "record", "--format", "raw", "--rate", str(SAMPLE_HZ), "-o", str(folded), "--"]
-    workroot = Path(tempfile.mkdtemp(prefix="tierlog-profile-"))
+    """Run the workload against a node with py-spy attached once it serves (so
+    start-up is not in the profile); returns the phases' figures."""
     phases = [
         run.Phase("produce_acks1", ("produce", "--topic", "profile", "--acks", "1",
                                     "--records", str(records), "--create")),
         run.Phase("consume", ("consume", "--topic", "profile", "--expect", str(records))),
     ]
+    workroot = Path(tempfile.mkdtemp(prefix="tierlog-profile-"))
     try:
-        broker = brokers.start_broker("tierlog", workroot / "tierlog", wrap=wrap)
+        broker = brokers.start_broker("tierlog", workroot / "tierlog")
         try:
-            return {p.name: run.run_phase(broker, p) for p in phases}
+            with _sampling(broker.pid, folded):
+                return {p.name: run.run_phase(broker, p) for p in phases}
         finally:
             broker.stop()
     finally:
         shutil.rmtree(workroot, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _sampling(pid: int, folded: Path):
+    """py-spy attached to ``pid`` for the duration of the block; Ctrl-C (SIGINT)
+    makes it stop and write the samples."""
+    cmd = [py_spy(), "record", "--pid", str(pid), "--format", "raw", "--rate", str(SAMPLE_HZ),
+           "-o", str(folded)]
+    spy = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(ATTACH_S)
+        if spy.poll() is not None:
+            raise SystemExit(f"py-spy could not attach to {pid}:\n{spy.stdout.read()}")
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        out, _ = spy.communicate(timeout=60)
+    if not folded.exists():
+        raise SystemExit(f"py-spy wrote no samples:\n{out}")
 
 
 def read_folded(path: Path) -> list[tuple[list[str], int]]:
@@ -160,7 +187,7 @@ def _clip(name: str, width: float) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--records", type=int, default=run.DEFAULT_RECORDS)
+    p.add_argument("--records", type=int, default=DEFAULT_RECORDS)
     p.add_argument("--out", type=Path, default=run.RESULTS)
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)

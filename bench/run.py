@@ -29,6 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import aggregate  # noqa: E402
 import brokers  # noqa: E402
 import machine  # noqa: E402
 import report  # noqa: E402
@@ -38,7 +39,8 @@ WORKLOAD = HERE / "workload.py"
 PHASE_TIMEOUT_S = 900
 QUICK_RECORDS = 20_000
 QUICK_RATE_SECONDS = 3.0
-DEFAULT_RECORDS = 300_000
+DEFAULT_RECORDS = 3_000_000
+DEFAULT_REPEAT = 3
 DEFAULT_PARTITIONS = 1
 
 
@@ -77,6 +79,23 @@ def proc_rss_mib(pid: int) -> float:
     return 0.0
 
 
+def machine_cpu_s() -> dict:
+    """Seconds of all CPUs since boot by state, from the first line of /proc/stat."""
+    names = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+    values = Path("/proc/stat").read_text().splitlines()[0].split()[1:1 + len(names)]
+    return {n: int(v) / os.sysconf("SC_CLK_TCK") for n, v in zip(names, values)}
+
+
+def _machine_delta(before: dict, broker_cpu: float | None, client_cpu: float) -> dict:
+    """What the whole machine did during a phase; ``other_cpu_s`` is CPU used by
+    neither the broker nor the client (other people's work on a shared machine)."""
+    after = machine_cpu_s()
+    d = {k: after[k] - before[k] for k in after}
+    busy = sum(v for k, v in d.items() if k not in ("idle", "iowait"))
+    return {"busy_cpu_s": busy, "iowait_s": d["iowait"], "steal_s": d["steal"],
+            "other_cpu_s": busy - client_cpu - (broker_cpu or 0.0)}
+
+
 def _children_cpu_s() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -86,8 +105,8 @@ def run_phase(broker: brokers.Broker, phase: Phase) -> dict:
     """Run one workload process; returns its figures plus broker and client CPU."""
     cmd = [sys.executable, str(WORKLOAD), phase.argv[0], "--bootstrap", broker.bootstrap,
            *phase.argv[1:]]
-    pid = broker.target_pid()
-    cpu0, client0, t0 = proc_cpu_s(pid), _children_cpu_s(), time.monotonic()
+    pid = broker.pid
+    cpu0, client0, t0, box0 = proc_cpu_s(pid), _children_cpu_s(), time.monotonic(), machine_cpu_s()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PHASE_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
@@ -97,6 +116,7 @@ def run_phase(broker: brokers.Broker, phase: Phase) -> dict:
     if broker.alive():
         out["broker_cpu_s"] = proc_cpu_s(pid) - cpu0
         out["broker_rss_mib"] = proc_rss_mib(pid)
+    out["machine"] = _machine_delta(box0, out.get("broker_cpu_s"), out["client_cpu_s"])
     if proc.returncode != 0:
         return {**out, "failed": True, "stderr_tail": proc.stderr[-3000:]}
     return {**out, **json.loads(proc.stdout.strip().splitlines()[-1])}
@@ -133,6 +153,7 @@ def run_session(name: str, session: list[Phase], workdir: Path) -> dict:
         out["data_dir_mib"] = _dir_mib(broker.workdir / "data")
         out["exit_code"] = broker.stop()
         out["log_problems"] = _log_problems(broker)
+        shutil.rmtree(workdir, ignore_errors=True)
     return out
 
 
@@ -158,10 +179,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--partitions", type=int, default=DEFAULT_PARTITIONS)
     p.add_argument("--rate-mib", type=float, default=50.0, help="MiB/s of the fixed-rate run")
     p.add_argument("--rate-seconds", type=float, default=10.0)
+    p.add_argument("--repeat", type=int, default=None,
+                   help=f"runs per broker, interleaved; the table shows medians (min-max); "
+                        f"default {DEFAULT_REPEAT}, 1 with --quick")
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     if args.quick:
         args.records, args.rate_seconds = QUICK_RECORDS, QUICK_RATE_SECONDS
+    args.repeat = args.repeat or (1 if args.quick else DEFAULT_REPEAT)
     return args
 
 
@@ -169,22 +194,31 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     names = [n.strip() for n in args.brokers.split(",") if n.strip()]
     doc = {"kind": "single-node", "settings": _settings(args), "machine": machine.facts(),
-           "brokers": {}}
+           "brokers": {}, "runs": {n: [] for n in names}}
     workroot = Path(tempfile.mkdtemp(prefix="tierlog-bench-"))
     try:
-        for name in names:
-            doc["brokers"][name] = bench_broker(name, args, workroot)
+        for r in range(args.repeat):  # interleaved, so load from others hits both alike
+            for name in names:
+                print(f"== run {r + 1}/{args.repeat}: {name}", file=sys.stderr, flush=True)
+                doc["runs"][name].append(bench_broker(name, args, workroot / f"run-{r}"))
     finally:
         shutil.rmtree(workroot, ignore_errors=True)
+    for name, runs in doc["runs"].items():
+        doc["brokers"][name] = {**aggregate.combine(runs), **_start_error(runs)}
     doc["machine"]["loadavg_end"] = machine.loadavg()
     _write(doc, args.out)
     return 0 if not any("start_error" in b for b in doc["brokers"].values()) else 1
 
 
+def _start_error(runs: list[dict]) -> dict:
+    errors = [r["start_error"] for r in runs if "start_error" in r]
+    return {"start_error": errors[0]} if errors else {}
+
+
 def _settings(args) -> dict:
     return {"records": args.records, "record_size": 1024, "partitions": args.partitions,
             "linger_ms": 5, "rate_mib_per_s": args.rate_mib, "rate_seconds": args.rate_seconds,
-            "rate_acks": "all", "quick": args.quick}
+            "rate_acks": "all", "repeat": args.repeat, "quick": args.quick}
 
 
 def _write(doc: dict, out: Path) -> None:
