@@ -28,6 +28,9 @@ ROWS = [
     ("fixed rate: latency max ms", "rate", ("latency_ms", "max"), 1),
     ("fixed rate: broker round trip avg ms", "rate", ("broker_rtt_ms", "avg"), 2),
     ("fixed rate: broker CPU s per GiB", "rate", ("broker_cpu_s_per_gib",), 1),
+    ("fixed rate: broker blocked in disk waits (D state), %", "rate", ("disk_wait_pct",), 1),
+    ("produce acks=1: broker blocked in disk waits, %", "produce_acks1", ("disk_wait_pct",), 1),
+    ("produce acks=all: broker blocked in disk waits, %", "produce_acksall", ("disk_wait_pct",), 1),
     ("produce acks=1: broker CPU s per GiB", "produce_acks1", ("broker_cpu_s_per_gib",), 1),
     ("consume: broker CPU s per GiB", "consume", ("broker_cpu_s_per_gib",), 1),
     ("other work on the machine during produce acks=1, cores", "produce_acks1", ("other_cores",), 2),
@@ -64,7 +67,13 @@ def _other_cores(figures: dict):
     return max(0.0, other) / wall if other is not None and wall else None
 
 
-DERIVED = {"broker_cpu_s_per_gib": _cpu_per_gib, "other_cores": _other_cores}
+def _disk_wait_pct(figures: dict):
+    share = figures.get("broker_states", {}).get("disk_wait_share")
+    return None if share is None else 100 * share
+
+
+DERIVED = {"broker_cpu_s_per_gib": _cpu_per_gib, "other_cores": _other_cores,
+           "disk_wait_pct": _disk_wait_pct}
 
 
 def _fmt(v, decimals: int) -> str:

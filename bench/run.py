@@ -9,7 +9,7 @@ a table with tierlog/Tansu ratios and draw bench/results/single-node.png.
 
 Phases: produce N records with acks=1, produce N with acks=all (another topic),
 consume the acks=1 topic from the beginning, then produce at a fixed rate
-(default 50 MiB/s for 10 s, acks=all) for the latency at that rate.  Around
+(default 50 MiB/s for 60 s, acks=all) for the latency at that rate.  Around
 each phase the broker's CPU time is read from /proc, the client's from rusage.
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 import aggregate  # noqa: E402
 import brokers  # noqa: E402
 import machine  # noqa: E402
+import procstate  # noqa: E402
 import report  # noqa: E402
 
 RESULTS = HERE / "results"
@@ -41,6 +42,7 @@ QUICK_RECORDS = 20_000
 QUICK_RATE_SECONDS = 3.0
 DEFAULT_RECORDS = 3_000_000
 DEFAULT_REPEAT = 3
+DEFAULT_RATE_SECONDS = 60.0
 DEFAULT_PARTITIONS = 1
 
 
@@ -108,11 +110,13 @@ def run_phase(broker: brokers.Broker, phase: Phase) -> dict:
     pid = broker.pid
     cpu0, client0, t0, box0 = proc_cpu_s(pid), _children_cpu_s(), time.monotonic(), machine_cpu_s()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PHASE_TIMEOUT_S)
+        with procstate.StateSampler(pid) as states:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PHASE_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         return {"failed": True, "stderr_tail": f"timed out after {e.timeout}s"}
     wall = time.monotonic() - t0
-    out = {"wall_s": wall, "client_cpu_s": _children_cpu_s() - client0}
+    out = {"wall_s": wall, "client_cpu_s": _children_cpu_s() - client0,
+           "broker_states": states.summary()}
     if broker.alive():
         out["broker_cpu_s"] = proc_cpu_s(pid) - cpu0
         out["broker_rss_mib"] = proc_rss_mib(pid)
@@ -178,7 +182,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--brokers", default=",".join(brokers.BROKERS))
     p.add_argument("--partitions", type=int, default=DEFAULT_PARTITIONS)
     p.add_argument("--rate-mib", type=float, default=50.0, help="MiB/s of the fixed-rate run")
-    p.add_argument("--rate-seconds", type=float, default=10.0)
+    p.add_argument("--rate-seconds", type=float, default=DEFAULT_RATE_SECONDS,
+                   help="longer than vm.dirty_expire_centisecs (30 s), so page-cache "
+                        "writeback happens during the run")
     p.add_argument("--repeat", type=int, default=None,
                    help=f"runs per broker, interleaved; the table shows medians (min-max); "
                         f"default {DEFAULT_REPEAT}, 1 with --quick")
