@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 __all__ = ["BROKERS", "Broker", "BrokerStartError", "start_broker", "tansu_binary", "tansu_version"]
@@ -127,7 +128,8 @@ def tansu_binary() -> str:
 
 
 def tansu_version() -> str:
-    out = subprocess.run([tansu_binary(), "--version"], capture_output=True, text=True, timeout=30)
+    out = subprocess.run([tansu_binary(), "--version"], capture_output=True, text=True, timeout=30,
+                         check=False)
     return out.stdout.strip()
 
 
@@ -183,7 +185,7 @@ def _metadata_ok(bootstrap: str) -> bool:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     try:
         md = admin.list_topics(timeout=2.0)
-    except Exception:
+    except KafkaException:
         return False
     return bool(md.brokers)
 

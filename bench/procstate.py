@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from pathlib import Path
+from typing import Self
 
 __all__ = ["StateSampler"]
 
@@ -26,7 +27,7 @@ class StateSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self) -> "StateSampler":
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

@@ -20,17 +20,17 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
-import tempfile
 from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import brokers  # noqa: E402
-import run  # noqa: E402
+import brokers
+import run
 
 SAMPLE_HZ = 200
 ATTACH_S = 1.0

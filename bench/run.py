@@ -29,11 +29,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import aggregate  # noqa: E402
-import brokers  # noqa: E402
-import machine  # noqa: E402
-import procstate  # noqa: E402
-import report  # noqa: E402
+import aggregate
+import brokers
+import machine
+import procstate
+import report
 
 RESULTS = HERE / "results"
 WORKLOAD = HERE / "workload.py"
@@ -111,7 +111,8 @@ def run_phase(broker: brokers.Broker, phase: Phase) -> dict:
     cpu0, client0, t0, box0 = proc_cpu_s(pid), _children_cpu_s(), time.monotonic(), machine_cpu_s()
     try:
         with procstate.StateSampler(pid) as states:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PHASE_TIMEOUT_S)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PHASE_TIMEOUT_S,
+                                  check=False)
     except subprocess.TimeoutExpired as e:
         return {"failed": True, "stderr_tail": f"timed out after {e.timeout}s"}
     wall = time.monotonic() - t0

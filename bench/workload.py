@@ -29,10 +29,16 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
-__all__ = ["ProduceResult", "ConsumeResult", "latency_summary", "main"]
+__all__ = ["ConsumeResult", "ProduceResult", "latency_summary", "main"]
 
 MIB = 1 << 20
 TOPIC_READY_TIMEOUT_S = 30.0
