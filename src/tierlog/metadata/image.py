@@ -70,7 +70,3 @@ class MetadataImage:
     def without_topic(self, name: str) -> "MetadataImage":
         topics = {k: v for k, v in self.topics.items() if k != name}
         return replace(self, topics=MappingProxyType(topics), epoch=self.epoch + 1)
-
-    def with_brokers(self, brokers: list[BrokerInfo]) -> "MetadataImage":
-        return replace(self, brokers=MappingProxyType({b.node_id: b for b in brokers}),
-                       epoch=self.epoch + 1)

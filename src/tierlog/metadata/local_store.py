@@ -13,8 +13,6 @@ import os
 import uuid
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable
-
 from .image import BrokerInfo, MetadataImage, PartitionInfo, TopicInfo
 
 __all__ = ["LocalMetadataStore", "MetadataError"]
@@ -33,14 +31,10 @@ class MetadataError(Exception):
 class LocalMetadataStore:
     def __init__(self, directory: Path, cluster_id: str, broker: BrokerInfo):
         self._path = Path(directory) / STATE_FILE
-        self._listeners: list[Callable[[MetadataImage], None]] = []
         self.image = MetadataImage.empty(cluster_id, broker.node_id, [broker])
         self.next_producer_id = 0           # first producer id not yet handed out in a block
         if self._path.exists():
             self.image = self._load(self.image)
-
-    def subscribe(self, listener: Callable[[MetadataImage], None]) -> None:
-        self._listeners.append(listener)
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      configs: dict[str, str]) -> TopicInfo:
@@ -80,8 +74,6 @@ class LocalMetadataStore:
     def _publish(self, image: MetadataImage) -> None:
         self._write(image)          # durable before anyone sees it
         self.image = image
-        for listener in self._listeners:
-            listener(image)
 
     def _write(self, image: MetadataImage) -> None:
         doc = {"cluster_id": image.cluster_id, "next_producer_id": self.next_producer_id,
