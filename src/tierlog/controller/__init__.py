@@ -1,0 +1,1 @@
+"""The quorum controller, sans-IO: requests in, metadata records and responses out."""
