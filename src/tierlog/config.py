@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 __all__ = ["ConfigError", "ConfigDef", "BROKER_CONFIGS", "NodeConfig", "Listener",
-           "parse_properties", "parse_listeners"]
+           "parse_properties", "parse_listeners", "parse_voters"]
 
 LONG_MAX = 2**63 - 1
 
@@ -44,6 +44,41 @@ _DEFS = [
     _d("listeners", "list", "PLAINTEXT://127.0.0.1:9092", "Comma-separated listener URIs to bind."),
     _d("advertised.listeners", "list", None, "Listeners told to clients; defaults to listeners."),
     _d("log.dirs", "list", "./tierlog-data/node-1", "Directories holding partition logs."),
+    _d("controller.listener.names", "list", "CONTROLLER", "Listeners the controller role serves (Raft, registration)."),
+    _d("controller.quorum.voters", "list", None,
+       "Metadata quorum voters as id@host:port; unset on a lone combined node (it is its own quorum)."),
+    _d("controller.quorum.bootstrap.servers", "list", None, "Alias of the voters' endpoints (host:port)."),
+    _d("controller.quorum.election.timeout.ms", "int", 1000, "Base election timeout of the quorum."),
+    _d("controller.quorum.election.backoff.max.ms", "int", 1000, "Longest backoff after a failed election."),
+    _d("controller.quorum.fetch.timeout.ms", "int", 2000, "Time without a leader after which a voter elects."),
+    _d("controller.quorum.request.timeout.ms", "int", 2000, "Timeout of one quorum request."),
+    _d("controller.quorum.append.linger.ms", "int", 25, "How long the leader batches metadata records."),
+    _d("metadata.log.dir", "string", None, "Directory of __cluster_metadata-0; defaults to the first log dir."),
+    _d("metadata.log.segment.bytes", "int", 8388608, "Segment size of the metadata log."),
+    _d("metadata.log.max.record.bytes.between.snapshots", "long", 20971520,
+       "Metadata bytes appended after the latest snapshot that trigger a new one (KIP-630)."),
+    _d("metadata.log.max.snapshot.interval.ms", "long", 3600000,
+       "Longest time between metadata snapshots; 0 disables the time trigger (KIP-630)."),
+    _d("controller.snapshot.minimum.records", "long", 0,
+       "KIP-630's name: committed records after the latest snapshot that trigger one; 0 = unused."),
+    _d("metadata.max.retention.bytes", "long", 104857600, "Metadata log bytes kept beyond the latest snapshot."),
+    _d("metadata.max.retention.ms", "long", 604800000, "Age of metadata log data kept beyond the latest snapshot."),
+    _d("metadata.max.idle.interval.ms", "int", 500, "An idle active controller appends a NoOpRecord this often."),
+    _d("max.replication.lag.ms", "long", 30000,
+       "KIP-630: a replica silent this long does not hold back the metadata log begin offset."),
+    _d("broker.heartbeat.interval.ms", "int", 2000, "How often a broker heartbeats to the controller."),
+    _d("broker.session.timeout.ms", "int", 9000, "Heartbeat silence after which the controller fences a broker."),
+    _d("replica.lag.time.max.ms", "long", 30000, "A follower not caught up this long leaves the ISR."),
+    _d("replica.fetch.max.bytes", "int", 1048576, "Bytes per partition in a follower fetch."),
+    _d("replica.fetch.response.max.bytes", "int", 10485760, "Bytes of one follower fetch response."),
+    _d("replica.fetch.backoff.ms", "int", 1000, "Backoff of a follower fetch after an error."),
+    _d("leader.election.eligible.local.log.ms", "long", -1,
+       "KIP-1303: local log time a replica must cover to be preferred as leader; -1 off."),
+    _d("leader.election.eligible.local.log.bytes", "long", -1,
+       "KIP-1303: local log bytes a replica must hold to be preferred as leader; -1 off."),
+    _d("auto.leader.rebalance.enable", "boolean", True, "Move leadership back to preferred replicas."),
+    _d("leader.imbalance.per.broker.percentage", "int", 10, "Imbalance above which leaders are rebalanced."),
+    _d("leader.imbalance.check.interval.seconds", "long", 300, "How often leader imbalance is checked."),
     _d("broker.rack", "string", None, "Rack of this broker, for rack-aware placement."),
     _d("num.partitions", "int", 1, "Default partition count of auto-created and created topics."),
     _d("default.replication.factor", "int", 1, "Default replication factor of new topics."),
@@ -122,6 +157,18 @@ def parse_listeners(values: list[str]) -> list[Listener]:
     return out
 
 
+def parse_voters(values: list[str]) -> dict[int, tuple[str, int]]:
+    """``controller.quorum.voters``: ``id@host:port`` entries."""
+    out = {}
+    for v in values:
+        node, at, addr = v.partition("@")
+        host, colon, port = addr.rpartition(":")
+        if not at or not node.strip().isdigit() or not colon or not port.isdigit():
+            raise ConfigError(f"controller.quorum.voters: bad voter {v!r} (want ID@HOST:PORT)")
+        out[int(node)] = (host.strip("[]"), int(port))
+    return out
+
+
 class NodeConfig:
     """Validated node settings; ``cfg["log.dirs"]`` returns the typed value."""
 
@@ -138,6 +185,32 @@ class NodeConfig:
             raise ConfigError("listeners: at least one listener is required")
         adv = self.values["advertised.listeners"]
         self.advertised = parse_listeners(adv) if adv else self.listeners
+        self.roles = frozenset(self.values["process.roles"])
+        if not self.roles or not self.roles <= {"broker", "controller"}:
+            raise ConfigError(f"process.roles: want broker, controller or both, got {','.join(self.roles)!r}")
+        self.voters = parse_voters(self.values["controller.quorum.voters"] or [])
+        self._check_quorum()
+
+    def _check_quorum(self) -> None:
+        if not self.voters:
+            if self.roles != {"broker", "controller"}:
+                raise ConfigError("controller.quorum.voters: required unless the node runs both roles alone")
+            return
+        if "controller" in self.roles and self.node_id not in self.voters:
+            raise ConfigError(f"controller.quorum.voters: node {self.node_id} has the controller role "
+                              "but is not a voter")
+        if "controller" in self.roles and not self.controller_listeners:
+            raise ConfigError("listeners: a controller needs a listener named in controller.listener.names")
+
+    @property
+    def controller_listeners(self) -> list[Listener]:
+        names = {n.upper() for n in self.values["controller.listener.names"]}
+        return [lst for lst in self.listeners if lst.name in names]
+
+    @property
+    def broker_listeners(self) -> list[Listener]:
+        names = {n.upper() for n in self.values["controller.listener.names"]}
+        return [lst for lst in self.listeners if lst.name not in names]
 
     @staticmethod
     def _parse(d: ConfigDef, text: str | None) -> object:

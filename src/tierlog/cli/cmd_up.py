@@ -2,16 +2,21 @@
 
 Each node gets ``<data-dir>/node-<id>/server.properties`` (so it can be
 restarted by hand with ``tierlog node --config``) and its log dir beside it.
+All nodes share one cluster id (kept across runs of the same data dir) and the
+``controller.quorum.voters`` list.
 The command prints ``bootstrap.servers=...`` once every node accepts clients
 and stops the nodes cleanly (SIGTERM, then waits) on Ctrl-C or SIGTERM.
 """
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from .cmd_node import parse_overrides
@@ -23,25 +28,67 @@ READY_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 30
 
 
+CONTROLLER_PORT_OFFSET = 100     # controller listeners sit 100 ports above the broker listeners
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "up", help="start a local cluster (data under ./tierlog-data)",
-        description="Start a local tierlog cluster with the embedded defaults and keep it running "
-                    "until Ctrl-C. Prints one line 'bootstrap.servers=HOST:PORT[,...]' when ready.")
+        description="Start a local tierlog cluster with the embedded defaults and keep it running until "
+                    "Ctrl-C: by default 3 controllers (the metadata quorum) and 3 brokers, each its own "
+                    "process. Prints 'node <id> roles=... pid=... listen=...' per node, then "
+                    "'bootstrap.servers=HOST:PORT[,...]' once every broker accepts clients.")
     p.add_argument("--data-dir", default="./tierlog-data", help="where nodes keep data")
     p.add_argument("--listen", default="127.0.0.1:9092", metavar="HOST:PORT",
-                   help="first node's listener; later nodes take the following ports")
-    p.add_argument("--brokers", type=int, default=1, help="number of broker nodes (only 1 until the metadata quorum lands)")
+                   help="first broker's listener; later brokers take the following ports and "
+                        f"controllers the ports {CONTROLLER_PORT_OFFSET} above")
+    p.add_argument("--controllers", type=int, default=3, help="metadata quorum voters")
+    p.add_argument("--brokers", type=int, default=3, help="broker nodes")
+    p.add_argument("--combined", action="store_true",
+                   help="run the controllers inside broker processes (nodes 1..N have both roles); "
+                        "--controllers 1 --brokers 1 --combined is the single-process development mode")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config on every node (repeatable)")
     p.set_defaults(func=run)
 
 
-def node_properties(node_id: int, host: str, port: int, log_dir: Path, overrides: dict[str, str]) -> str:
+@dataclass(frozen=True)
+class NodePlan:
+    node_id: int
+    roles: tuple[str, ...]
+    broker_port: int | None
+    controller_port: int | None
+
+
+def plan_cluster(controllers: int, brokers: int, combined: bool, port: int) -> list[NodePlan]:
+    """Node ids, roles and ports: combined nodes 1..M (the first N also vote), else
+    controllers 1..N then brokers N+1..N+M."""
+    if controllers < 1 or brokers < 1:
+        raise CliError("--controllers and --brokers must be at least 1")
+    if combined and controllers > brokers:
+        raise CliError("--combined: --controllers must not exceed --brokers")
+    cport = port + CONTROLLER_PORT_OFFSET
+    if combined:
+        return [NodePlan(i + 1, ("broker", "controller") if i < controllers else ("broker",),
+                         port + i, cport + i if i < controllers else None) for i in range(brokers)]
+    return ([NodePlan(i + 1, ("controller",), None, cport + i) for i in range(controllers)]
+            + [NodePlan(controllers + i + 1, ("broker",), port + i, None) for i in range(brokers)])
+
+
+def node_properties(plan: NodePlan, host: str, voters: str, cluster_id: str, log_dir: Path,
+                    overrides: dict[str, str]) -> str:
+    listeners = []
+    if plan.broker_port is not None:
+        listeners.append(f"PLAINTEXT://{host}:{plan.broker_port}")
+    if plan.controller_port is not None:
+        listeners.append(f"CONTROLLER://{host}:{plan.controller_port}")
     props = {
-        "node.id": str(node_id),
-        "process.roles": "broker,controller",
-        "listeners": f"PLAINTEXT://{host}:{port}",
+        "node.id": str(plan.node_id),
+        "process.roles": ",".join(plan.roles),
+        "cluster.id": cluster_id,
+        "listeners": ",".join(listeners),
+        "controller.listener.names": "CONTROLLER",
+        "controller.quorum.voters": voters,
         "log.dirs": str(log_dir),
     }
     props.update(overrides)
@@ -58,11 +105,12 @@ def _parse_listen(text: str) -> tuple[str, int]:
 
 
 def run(args) -> int:
-    if args.brokers != 1:
-        raise CliError("--brokers: only 1 is supported until the metadata quorum lands")
     host, port = _parse_listen(args.listen)
+    plans = plan_cluster(args.controllers, args.brokers, args.combined, port)
     overrides = parse_overrides(args.set)
     data_dir = Path(args.data_dir).resolve()
+    cluster_id = _cluster_id(data_dir)
+    voters = ",".join(f"{p.node_id}@{host}:{p.controller_port}" for p in plans if "controller" in p.roles)
     procs = []
     stopping = False
 
@@ -72,15 +120,18 @@ def run(args) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     try:
-        for i in range(args.brokers):
-            procs.append(_start_node(i + 1, host, port + i, data_dir, overrides))
+        for plan in plans:
+            text = node_properties(plan, host, voters, cluster_id, data_dir / f"node-{plan.node_id}" / "data",
+                                   overrides)
+            procs.append(_start_node(plan.node_id, data_dir, text))
         for proc in procs:
             _wait_ready(proc)
-        print(f"bootstrap.servers={','.join(f'{host}:{port + i}' for i in range(args.brokers))}", flush=True)
+        brokers = [f"{host}:{p.broker_port}" for p in plans if p.broker_port is not None]
+        print(f"bootstrap.servers={','.join(brokers)}", flush=True)
         while not stopping:
             for proc in procs:
                 if proc.poll() is not None:
-                    raise CliError(f"node exited with code {proc.returncode}; see {data_dir}/node-*/node.log")
+                    raise CliError(f"node exited with code {proc.returncode}; see {proc.node_dir}/node.log")
             time.sleep(0.2)
     except KeyboardInterrupt:
         pass
@@ -89,15 +140,25 @@ def run(args) -> int:
     return 0
 
 
-def _start_node(node_id: int, host: str, port: int, data_dir: Path, overrides) -> subprocess.Popen:
+def _cluster_id(data_dir: Path) -> str:
+    """The id already written in a node's properties, else a new one (Kafka's base64 uuid)."""
+    for conf in sorted(data_dir.glob("node-*/server.properties")):
+        for line in conf.read_text().splitlines():
+            if line.startswith("cluster.id="):
+                return line.split("=", 1)[1].strip()
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _start_node(node_id: int, data_dir: Path, properties: str) -> subprocess.Popen:
     node_dir = data_dir / f"node-{node_id}"
     node_dir.mkdir(parents=True, exist_ok=True)
     conf = node_dir / "server.properties"
-    conf.write_text(node_properties(node_id, host, port, node_dir / "data", overrides))
+    conf.write_text(properties)
     log_file = open(node_dir / "node.log", "ab")
     cmd = [sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(conf)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, text=True,
                             start_new_session=True)
+    log_file.close()
     proc.node_dir = node_dir
     return proc
 
@@ -107,7 +168,7 @@ def _wait_ready(proc: subprocess.Popen) -> None:
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if line.startswith("node "):
-            print(line.rstrip(), file=sys.stderr, flush=True)
+            print(line.rstrip(), flush=True)
             return
         if not line and proc.poll() is not None:
             tail = _tail(proc.node_dir / "node.log")

@@ -1,0 +1,164 @@
+"""Outbound Kafka-protocol connections between nodes (Raft, heartbeats, forwarding).
+
+``PeerConnection`` keeps one TCP connection to one peer, pipelines requests
+(at most ``inflight_max`` outstanding, Kafka's
+``max.in.flight.requests.per.connection``) and matches responses by
+correlation id.  A lost connection fails every outstanding request with
+``PeerUnavailable``; the next request reconnects.  ``Peers`` maps node ids to
+addresses and hands out one connection per node.
+
+Bounds: a response frame larger than ``response_max_bytes`` closes the
+connection; every request has a timeout.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+
+from tierlog.protocol import APIS, ProtocolError, decode_response, encode_request
+
+__all__ = ["PeerConnection", "PeerUnavailable", "Peers"]
+
+log = logging.getLogger(__name__)
+RESPONSE_MAX_BYTES = 128 * 1024 * 1024
+INFLIGHT_MAX = 64
+CONNECT_TIMEOUT_S = 2.0
+
+
+class PeerUnavailable(Exception):
+    """The peer could not be reached, dropped the connection or timed out."""
+
+
+class _ClientProtocol(asyncio.Protocol):
+    def __init__(self, owner: "PeerConnection"):
+        self.owner = owner
+        self.buf = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while len(self.buf) >= 4:
+            (size,) = struct.unpack_from(">i", self.buf)
+            if size < 0 or size > self.owner.response_max_bytes:
+                self.owner._fail_all(PeerUnavailable(f"bad response size {size}"))
+                return
+            if len(self.buf) < 4 + size:
+                return
+            frame = bytes(self.buf[4:4 + size])
+            del self.buf[:4 + size]
+            self.owner._on_frame(frame)
+
+    def connection_lost(self, exc) -> None:
+        self.owner._fail_all(PeerUnavailable(f"connection to {self.owner.address} lost"))
+
+
+class PeerConnection:
+    """One pipelined connection to ``host:port``."""
+
+    def __init__(self, host: str, port: int, client_id: str,
+                 inflight_max: int = INFLIGHT_MAX, response_max_bytes: int = RESPONSE_MAX_BYTES):
+        self.host, self.port = host, port
+        self.client_id = client_id
+        self.response_max_bytes = response_max_bytes
+        self._slots = asyncio.Semaphore(inflight_max)
+        self._transport: asyncio.Transport | None = None
+        self._connecting: asyncio.Future | None = None
+        self._pending: dict[int, tuple[int, int, asyncio.Future]] = {}
+        self._next_id = 0
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def request(self, api_key: int, version: int, body: dict, timeout_s: float) -> dict:
+        """Send one request and return the decoded response body."""
+        async with self._slots:
+            await asyncio.wait_for(self._connect(), CONNECT_TIMEOUT_S)
+            cid = self._next_id = (self._next_id + 1) & 0x7FFFFFFF
+            fut = asyncio.get_running_loop().create_future()
+            self._pending[cid] = (api_key, version, fut)
+            frame = encode_request(api_key, version, cid, self.client_id, body)
+            self._transport.write(struct.pack(">i", len(frame)) + frame)
+            try:
+                return await asyncio.wait_for(fut, timeout_s)
+            except asyncio.TimeoutError:
+                raise PeerUnavailable(f"{self.address}: api {api_key} timed out after {timeout_s:g}s") \
+                    from None
+            finally:
+                self._pending.pop(cid, None)
+
+    async def _connect(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            return
+        if self._connecting is None:
+            self._connecting = asyncio.ensure_future(self._open())
+        try:
+            await asyncio.shield(self._connecting)
+        finally:
+            if self._connecting is not None and self._connecting.done():
+                self._connecting = None
+
+    async def _open(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            transport, _ = await loop.create_connection(lambda: _ClientProtocol(self), self.host, self.port)
+        except OSError as e:
+            raise PeerUnavailable(f"cannot connect to {self.address}: {e.strerror or e}") from None
+        self._transport = transport
+
+    def _on_frame(self, frame: bytes) -> None:
+        (cid,) = struct.unpack_from(">i", frame)
+        entry = self._pending.get(cid)
+        if entry is None:
+            return   # timed out already
+        api_key, version, fut = entry
+        try:
+            _, body = decode_response(api_key, version, frame)
+        except ProtocolError as e:
+            self._fail_all(PeerUnavailable(f"{self.address}: undecodable response: {e}"))
+            return
+        if not fut.done():
+            fut.set_result(body)
+
+    def _fail_all(self, exc: Exception) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+            self._transport = None
+        for _, _, fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(exc)
+        self._pending.clear()
+
+    def close(self) -> None:
+        self._fail_all(PeerUnavailable(f"connection to {self.address} closed"))
+
+
+class Peers:
+    """Node id -> address, with one lazily opened connection per node."""
+
+    def __init__(self, client_id: str, addresses: dict[int, tuple[str, int]] | None = None):
+        self.client_id = client_id
+        self.addresses: dict[int, tuple[str, int]] = dict(addresses or {})
+        self._conns: dict[int, PeerConnection] = {}
+
+    def set_address(self, node_id: int, host: str, port: int) -> None:
+        if self.addresses.get(node_id) != (host, port):
+            self.addresses[node_id] = (host, port)
+            old = self._conns.pop(node_id, None)
+            if old is not None:
+                old.close()
+
+    async def request(self, node_id: int, api_key: int, body: dict, timeout_s: float,
+                      version: int | None = None) -> dict:
+        conn = self._conns.get(node_id)
+        if conn is None:
+            if node_id not in self.addresses:
+                raise PeerUnavailable(f"no address for node {node_id}")
+            conn = self._conns[node_id] = PeerConnection(*self.addresses[node_id], self.client_id)
+        v = APIS[api_key].max_version if version is None else version
+        return await conn.request(api_key, v, body, timeout_s)
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
