@@ -1,0 +1,135 @@
+import pytest
+
+from tierlog.broker.lifecycle import (BROKER_HEARTBEAT, BROKER_REGISTRATION, FAST_HEARTBEAT_MS,
+                                      BrokerLifecycleManager, BrokerState, Endpoint)
+from tierlog.protocol.errors import ErrorCode
+
+INC = bytes(range(16))
+
+
+def _mgr(**config):
+    return BrokerLifecycleManager(1, INC, [Endpoint("PLAINTEXT", "127.0.0.1", 9092)], "r1",
+                                  config, cluster_id="c1")
+
+
+def _hb(fenced=True, caught_up=False, shut=False, error=0):
+    return {"ErrorCode": error, "IsFenced": fenced, "IsCaughtUp": caught_up, "ShouldShutDown": shut,
+            "ThrottleTimeMs": 0}
+
+
+def _registered(m, now=0, epoch=42):
+    req = m.next_request(now, -1)
+    assert req.api_key == BROKER_REGISTRATION
+    m.handle_response({"ErrorCode": 0, "BrokerEpoch": epoch, "ThrottleTimeMs": 0}, now)
+    return req
+
+
+def test_registration_request_fields():
+    m = _mgr()
+    req = _registered(m)
+    r = req.request
+    assert r["BrokerId"] == 1 and r["ClusterId"] == "c1" and r["IncarnationId"] == INC and r["Rack"] == "r1"
+    assert r["Listeners"] == [{"Name": "PLAINTEXT", "Host": "127.0.0.1", "Port": 9092, "SecurityProtocol": 0}]
+    assert r["PreviousBrokerEpoch"] == -1
+    assert m.state is BrokerState.RECOVERY and m.broker_epoch == 42
+
+
+def test_one_request_in_flight():
+    m = _mgr()
+    assert m.next_request(0, -1) is not None
+    assert m.next_request(0, -1) is None
+    assert m.next_deadline_ms() is None
+
+
+def test_recovery_to_running_then_slow_heartbeats():
+    m = _mgr()
+    _registered(m)
+    hb = m.next_request(0, 5)
+    assert hb.api_key == BROKER_HEARTBEAT
+    assert hb.request == {"BrokerId": 1, "BrokerEpoch": 42, "CurrentMetadataOffset": 5, "WantFence": False,
+                          "WantShutDown": False, "OfflineLogDirs": []}
+    m.handle_response(_hb(fenced=True, caught_up=False), 0)
+    assert m.state is BrokerState.RECOVERY
+    assert m.next_request(FAST_HEARTBEAT_MS - 1, 5) is None
+    m.next_request(FAST_HEARTBEAT_MS, 50)
+    m.handle_response(_hb(fenced=False, caught_up=True), FAST_HEARTBEAT_MS)
+    assert m.state is BrokerState.RUNNING and not m.is_fenced and m.is_caught_up
+    assert m.next_request(FAST_HEARTBEAT_MS + 1999, 50) is None
+    assert m.next_request(FAST_HEARTBEAT_MS + 2000, 50) is not None
+
+
+def test_fenced_again_while_running():
+    m = _mgr()
+    _registered(m)
+    m.next_request(0, 5)
+    m.handle_response(_hb(fenced=False), 0)
+    m.next_request(2000, 5)
+    m.handle_response(_hb(fenced=True), 2000)
+    assert m.state is BrokerState.RECOVERY
+
+
+def test_controlled_shutdown():
+    m = _mgr()
+    _registered(m)
+    m.next_request(0, 5)
+    m.handle_response(_hb(fenced=False), 0)
+    m.begin_controlled_shutdown()
+    assert m.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN
+    req = m.next_request(1, 6)
+    assert req.request["WantShutDown"] is True
+    m.handle_response(_hb(fenced=False, shut=False), 1)
+    assert m.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN
+    req = m.next_request(1 + FAST_HEARTBEAT_MS, 7)
+    m.handle_response(_hb(fenced=True, shut=True), 20)
+    assert m.state is BrokerState.SHUTTING_DOWN
+    assert m.next_request(10_000, 7) is None
+
+
+def test_shutdown_before_registration():
+    m = _mgr()
+    m.begin_controlled_shutdown()
+    assert m.state is BrokerState.SHUTTING_DOWN
+    assert m.next_request(0, -1) is None
+
+
+def test_failure_backoff_is_exponential_and_capped():
+    m = _mgr()
+    now, delays = 0, []
+    for _ in range(6):
+        assert m.next_request(now, -1) is not None
+        m.handle_failure(now)
+        delays.append(m.next_deadline_ms() - now)
+        now = m.next_deadline_ms()
+    assert delays == [100, 200, 400, 800, 1000, 1000]
+    m.next_request(now, -1)
+    m.handle_response({"ErrorCode": 0, "BrokerEpoch": 7}, now)
+    assert m.next_deadline_ms() == now
+
+
+def test_not_controller_and_duplicate_registration_retry():
+    m = _mgr()
+    m.next_request(0, -1)
+    m.handle_response({"ErrorCode": ErrorCode.NOT_CONTROLLER, "BrokerEpoch": -1}, 0)
+    assert m.state is BrokerState.STARTING and m.next_deadline_ms() == 100
+    m.next_request(100, -1)
+    m.handle_response({"ErrorCode": ErrorCode.DUPLICATE_BROKER_REGISTRATION, "BrokerEpoch": -1}, 100)
+    assert m.state is BrokerState.STARTING and m.next_deadline_ms() == 300
+
+
+@pytest.mark.parametrize("error", [ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED])
+def test_forgotten_broker_registers_again(error):
+    m = _mgr()
+    _registered(m)
+    m.next_request(0, 5)
+    m.handle_response(_hb(fenced=False), 0)
+    m.next_request(2000, 5)
+    m.handle_response(_hb(error=error), 2000)
+    assert m.state is BrokerState.STARTING and m.broker_epoch == -1
+    req = m.next_request(2000, 5)
+    assert req.api_key == BROKER_REGISTRATION and req.request["PreviousBrokerEpoch"] == 42
+
+
+def test_illegal_transition_asserts():
+    m = _mgr()
+    with pytest.raises(AssertionError):
+        m._transition(BrokerState.RUNNING)
