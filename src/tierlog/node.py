@@ -17,10 +17,11 @@ import uuid
 from pathlib import Path
 
 from tierlog.broker.broker import Broker, wall_clock_ms
-from tierlog.broker.dispatch import RequestDispatcher, api_versions_list
+from tierlog.broker.apis import REGISTRY as BROKER_APIS
 from tierlog.broker.replica_manager import ReplicaManager
 from tierlog.config import ConfigError, NodeConfig, parse_properties
 from tierlog.metadata import BrokerInfo, LocalMetadataStore
+from tierlog.net.dispatch import RequestDispatcher, api_versions_list
 from tierlog.net.server import Limits, Server
 from tierlog.storage import LogManager
 
@@ -52,9 +53,9 @@ class Node:
         metadata = LocalMetadataStore(cfg.log_dirs[0], cluster_id, me)
         replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms)
         replicas.apply_image(metadata.image)
-        broker = Broker(cfg, metadata, replicas, api_versions_list())
+        broker = Broker(cfg, metadata, replicas, api_versions_list(BROKER_APIS))
         limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], cfg["max.connections"])
-        dispatcher = RequestDispatcher(broker)
+        dispatcher = RequestDispatcher(broker, BROKER_APIS)
         for listener in cfg.listeners:
             server = Server(dispatcher, limits)
             port = await server.start(listener.host, listener.port)

@@ -1,5 +1,9 @@
 """Turns one request frame into one response: header, version check, handler, encoding.
 
+A dispatcher serves one registry of API modules (``API_KEY``, ``MIN_VERSION``,
+``MAX_VERSION``, ``handle(context, header, request)``): the broker listeners
+serve ``tierlog.broker.apis``, the controller listeners the controller's.
+
 Kafka's rules: an unknown API key, a version we do not support (but for
 ApiVersions) or a body that does not decode is a protocol violation that closes
 the connection; an ApiVersions request at an unsupported version is answered at
@@ -10,11 +14,10 @@ from __future__ import annotations
 import inspect
 import logging
 
-from tierlog.net.server import CloseConnection
 from tierlog.protocol import ProtocolError, decode_request, decode_request_header, encode_response
 from tierlog.protocol.errors import ErrorCode
 
-from .apis import REGISTRY
+from .server import CloseConnection
 
 __all__ = ["RequestDispatcher", "api_versions_list"]
 
@@ -22,35 +25,38 @@ log = logging.getLogger(__name__)
 API_VERSIONS_KEY = 18
 
 
-def api_versions_list() -> list[dict]:
+def api_versions_list(registry: dict) -> list[dict]:
     return [{"ApiKey": k, "MinVersion": m.MIN_VERSION, "MaxVersion": m.MAX_VERSION}
-            for k, m in sorted(REGISTRY.items())]
+            for k, m in sorted(registry.items())]
 
 
 class RequestDispatcher:
-    def __init__(self, broker):
-        self.broker = broker
+    """``context`` is what handlers get (a Broker or a controller server); it has ``api_versions``."""
+
+    def __init__(self, context, registry: dict):
+        self.context = context
+        self.registry = registry
 
     def __call__(self, frame: bytearray):
         try:
             header, offset = decode_request_header(frame)
         except ProtocolError as e:
             raise CloseConnection(f"bad request header: {e}") from None
-        api = REGISTRY.get(header.api_key)
+        api = self.registry.get(header.api_key)
         if api is None:
             raise CloseConnection(f"unknown api key {header.api_key}")
         if not api.MIN_VERSION <= header.api_version <= api.MAX_VERSION:
             if header.api_key == API_VERSIONS_KEY:
                 return encode_response(API_VERSIONS_KEY, 0, header.correlation_id,
                                        {"ErrorCode": ErrorCode.UNSUPPORTED_VERSION,
-                                        "ApiKeys": self.broker.api_versions})
+                                        "ApiKeys": self.context.api_versions})
             raise CloseConnection(f"api key {header.api_key} version {header.api_version} is not supported")
         try:
             body = decode_request(header.api_key, header.api_version, frame, offset)
         except ProtocolError as e:
             raise CloseConnection(f"malformed api key {header.api_key} v{header.api_version} request: {e}") \
                 from None
-        result = api.handle(self.broker, header, body)
+        result = api.handle(self.context, header, body)
         if inspect.isawaitable(result):
             return self._finish(header, result)
         return self._encode(header, result)
