@@ -1,15 +1,16 @@
-"""Metadata (3), v1-12: brokers, controller, topics with ids, partitions with leaders.
+"""Metadata (3), v1-13: brokers, controller, topics with ids, partitions with leaders.
 
 A request for an unknown topic creates it when ``auto.create.topics.enable`` is
 on and the client allows it (AllowAutoTopicCreation, v4+; always for older
 versions).  Offline replicas are always empty; authorized operations are not
-computed (-2147483648).
+computed (-2147483648). The v13 top-level ErrorCode is always 0 (this
+broker never asks a client to rebootstrap).
 """
 from tierlog.protocol.errors import ErrorCode
 
 from ..topic_admin import TopicAdminError, create_topic
 
-API_KEY, MIN_VERSION, MAX_VERSION = 3, 1, 12
+API_KEY, MIN_VERSION, MAX_VERSION = 3, 1, 13
 NO_TOPIC_ID = bytes(16)
 OPS_NOT_REQUESTED = -2147483648
 
@@ -27,6 +28,7 @@ def handle(broker, header, request):
         "ControllerId": image.controller_id,
         "Topics": topics,
         "ClusterAuthorizedOperations": OPS_NOT_REQUESTED,
+        "ErrorCode": 0,
     }
 
 

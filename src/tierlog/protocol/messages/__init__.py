@@ -1,12 +1,20 @@
-"""Message schemas, one module per Kafka API, and the registry ``APIS``."""
+"""Message schemas, one module per Kafka API, and the registry ``APIS``.
+
+A schema here is not an advertised API: the broker advertises what its
+handlers in ``broker/apis`` register. The KRaft control-record payloads
+(``control_records``) are not APIs and are not in ``APIS``.
+"""
 
 from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.messages import (
-    api_versions, create_topics, delete_topics, describe_cluster,
-    describe_configs, describe_groups, fetch, find_coordinator, heartbeat,
-    incremental_alter_configs, init_producer_id, join_group, leave_group,
-    list_groups, list_offsets, metadata, offset_commit, offset_fetch,
-    offset_for_leader_epoch, produce, sync_group,
+    allocate_producer_ids, alter_partition, alter_partition_reassignments,
+    api_versions, begin_quorum_epoch, broker_heartbeat, broker_registration,
+    create_topics, delete_topics, describe_cluster, describe_configs,
+    describe_groups, describe_quorum, elect_leaders, end_quorum_epoch, fetch,
+    fetch_snapshot, find_coordinator, heartbeat, incremental_alter_configs,
+    init_producer_id, join_group, leave_group, list_groups, list_offsets,
+    list_partition_reassignments, metadata, offset_commit, offset_fetch,
+    offset_for_leader_epoch, produce, sync_group, unregister_broker, vote,
 )
 
 __all__ = ["APIS"]
@@ -16,7 +24,11 @@ _MODULES = (
     find_coordinator, join_group, heartbeat, leave_group, sync_group,
     describe_groups, list_groups, api_versions, create_topics, delete_topics,
     init_producer_id, offset_for_leader_epoch, describe_configs,
-    incremental_alter_configs, describe_cluster,
+    elect_leaders, incremental_alter_configs, alter_partition_reassignments,
+    list_partition_reassignments, vote, begin_quorum_epoch, end_quorum_epoch,
+    describe_quorum, alter_partition, fetch_snapshot, describe_cluster,
+    broker_registration, broker_heartbeat, unregister_broker,
+    allocate_producer_ids,
 )
 
 #: every API with schemas, by key

@@ -1,4 +1,4 @@
-"""Fetch (key 1), versions 0-16, flexible from 12.
+"""Fetch (key 1), versions 0-19, flexible from 12.
 
 v1 ThrottleTimeMs; v3 MaxBytes; v4 IsolationLevel, LastStableOffset and
 AbortedTransactions; v5 LogStartOffset; v7 fetch sessions (SessionId,
@@ -7,13 +7,31 @@ CurrentLeaderEpoch; v11 RackId and PreferredReadReplica; v12 LastFetchedEpoch,
 request tag ClusterId 0 and response partition tags DivergingEpoch 0,
 CurrentLeader 1, SnapshotId 2; v13 topic ids replace topic names; v15
 ReplicaId moves into the ReplicaState tag 1; v16 (KIP-951) adds the top-level
-NodeEndpoints tag 0 of the response.
+NodeEndpoints tag 0 of the response; v17 (KIP-853) the partition's
+ReplicaDirectoryId tag 0; v18 (KIP-1166) the partition's HighWatermark tag 1
+(the follower's known high watermark, -1 unknown, int64 max when the sender
+does not support it). The responses of v17 and v18 are the same as v16.
+
+Version 19 is ours, from the KIP-1303 draft (local-log leader eligibility):
+a follower reports its local log coverage in each FetchPartition, as the
+regular (untagged) int64 fields LocalLogStartTimestamp (timestamp of the
+earliest record in its local log) and LocalLogSizeBytes (total size of its
+local segments), both -1 when unknown or sent by a consumer. The KIP asks
+for "a new FetchRequest version" without a number; we take 19, the first
+one Kafka (through 4.3, whose last is 18) has not used. The v19 response is
+the same as v16. Which versions the broker accepts is decided in
+broker/apis/api_01_fetch.py, not here.
 """
 
 from tierlog.protocol.api import ApiKey, ApiSpec
 from tierlog.protocol.schema import Field, Struct
 
-__all__ = ["REQUEST", "RESPONSE", "SPEC"]
+__all__ = ["REQUEST", "RESPONSE", "SPEC", "LOCAL_LOG_STATE_VERSION"]
+
+#: the first version whose partitions carry the KIP-1303 local-log fields
+LOCAL_LOG_STATE_VERSION = 19
+
+_HIGH_WATERMARK_UNSUPPORTED = 0x7FFFFFFFFFFFFFFF
 
 _REPLICA_STATE = Struct([
     Field("ReplicaId", "int32", versions="15+", default=-1),
@@ -27,6 +45,11 @@ _FETCH_PARTITION = Struct([
     Field("LastFetchedEpoch", "int32", versions="12+", default=-1),
     Field("LogStartOffset", "int64", versions="5+", default=-1),
     Field("PartitionMaxBytes", "int32"),
+    Field("ReplicaDirectoryId", "uuid", versions="17+", tag=0),
+    Field("HighWatermark", "int64", versions="18+", tag=1,
+          default=_HIGH_WATERMARK_UNSUPPORTED),
+    Field("LocalLogStartTimestamp", "int64", versions="19+", default=-1),
+    Field("LocalLogSizeBytes", "int64", versions="19+", default=-1),
 ], name="FetchPartition")
 
 _FETCH_TOPIC = Struct([
@@ -111,4 +134,4 @@ RESPONSE = Struct([
     Field("NodeEndpoints", [_NODE_ENDPOINT], versions="16+", tag=0),
 ], name="FetchResponse")
 
-SPEC = ApiSpec(ApiKey.FETCH, "Fetch", 0, 16, 12, REQUEST, RESPONSE)
+SPEC = ApiSpec(ApiKey.FETCH, "Fetch", 0, 19, 12, REQUEST, RESPONSE)

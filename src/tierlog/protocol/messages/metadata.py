@@ -1,9 +1,11 @@
-"""Metadata (key 3), versions 0-12, flexible from 9.
+"""Metadata (key 3), versions 0-13, flexible from 9.
 
 v1 nullable Topics (null = all), Rack, ControllerId, IsInternal; v2 ClusterId;
 v3 ThrottleTimeMs; v4 AllowAutoTopicCreation; v5 OfflineReplicas; v7
 LeaderEpoch; v8-10 cluster authorized operations; v8+ topic authorized
-operations; v10 topic ids; v12 nullable topic names in the response.
+operations; v10 topic ids; v12 nullable topic names in the response; v13 (KIP-1102) a top-level
+ErrorCode in the response, after everything else (the request is the same
+as v12).
 """
 
 from tierlog.protocol.api import ApiKey, ApiSpec
@@ -60,6 +62,7 @@ RESPONSE = Struct([
     Field("Topics", [_TOPIC]),
     Field("ClusterAuthorizedOperations", "int32", versions="8-10",
           default=_AUTHORIZED_OPERATIONS_UNKNOWN),
+    Field("ErrorCode", "int16", versions="13+"),
 ], name="MetadataResponse")
 
-SPEC = ApiSpec(ApiKey.METADATA, "Metadata", 0, 12, 9, REQUEST, RESPONSE)
+SPEC = ApiSpec(ApiKey.METADATA, "Metadata", 0, 13, 9, REQUEST, RESPONSE)
