@@ -1,6 +1,17 @@
-"""Cluster metadata: the immutable image brokers read, and the store that changes it."""
-from .image import BrokerInfo, MetadataImage, PartitionInfo, TopicInfo
+"""Cluster metadata: records, the immutable image, deltas, elections, snapshots.
+
+``records`` (Kafka's metadata records and framing), ``image`` (MetadataImage),
+``delta`` (MetadataDelta: replay records, apply -> next image), ``election``
+(pure leader election, KIP-966 / KIP-1303), ``snapshot`` / ``loader`` /
+``snapshot_generator`` (the Raft side). ``LocalMetadataStore`` is the
+single-node store the quorum replaces.
+"""
+from .delta import MetadataDelta, MetadataReplayError
+from .image import (
+    BrokerInfo, MetadataImage, MetadataProvenance, PartitionInfo, TopicInfo,
+)
 from .local_store import LocalMetadataStore, MetadataError
 
-__all__ = ["BrokerInfo", "MetadataImage", "PartitionInfo", "TopicInfo",
+__all__ = ["BrokerInfo", "MetadataImage", "MetadataProvenance", "PartitionInfo",
+           "TopicInfo", "MetadataDelta", "MetadataReplayError",
            "LocalMetadataStore", "MetadataError"]

@@ -1,17 +1,44 @@
 """The immutable cluster metadata image: brokers, topics, partitions, configs.
 
 Brokers answer Metadata, DescribeCluster and DescribeConfigs from an image and
-decide leadership from it.  An image is never mutated: a change produces a new
-image (``with_topic``/``without_topic``), so a request handler always sees one
-consistent view.  Today ``LocalMetadataStore`` produces images for a single
-combined-mode node; the metadata quorum will produce them from its log.
+decide leadership from it; the controller validates requests against it. An
+image is never mutated: a change produces a new image (``MetadataDelta.apply``,
+or ``with_topic``/``without_topic`` for the single-node store), so a request
+handler always sees one consistent view.
+
+Scale (1M partitions): ``topics``, ``topic_ids``, ``brokers`` and the
+broker -> topics index are :class:`~tierlog.metadata.pmap.PMap` s, so a new
+image shares every untouched topic and every untouched bucket with the old one.
+
+Derived indexes (rebuilt by ``__post_init__`` when not given):
+
+* ``topic_ids``: topic id (16 bytes) -> topic name.
+* ``broker_topics``: broker id -> PMap(topic name -> how many of that topic's
+  partitions list the broker in ``replicas``). A fence walks only these topics.
+
+``provenance`` says which metadata log prefix the image reflects:
+``last_contained_offset`` (inclusive) and its epoch; ``high_watermark_offset``
+is the exclusive end (``last_contained_offset + 1``), which is also the end
+offset a snapshot of this image carries.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "MetadataImage"]
+from .pmap import PMap, REMOVE
+from .records import BrokerEndpoint, BrokerFeature, ProducerIdsRecord, ReplicaLogCoverage
+
+__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "MetadataImage",
+           "MetadataProvenance", "ReplicaLogCoverage", "BrokerEndpoint",
+           "LEADER_RECOVERED", "LEADER_RECOVERING"]
+
+ZERO_UUID = bytes(16)
+_EMPTY_CONFIGS = MappingProxyType({})
+
+LEADER_RECOVERED = 0
+LEADER_RECOVERING = 1      # elected uncleanly and still recovering
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +47,17 @@ class BrokerInfo:
     host: str
     port: int
     rack: str | None = None
+    epoch: int = 0
+    fenced: bool = False
+    in_controlled_shutdown: bool = False
+    incarnation_id: bytes = ZERO_UUID
+    endpoints: tuple[BrokerEndpoint, ...] = ()
+    features: tuple[BrokerFeature, ...] = ()
+
+    @property
+    def usable(self) -> bool:
+        """Registered, unfenced and not shutting down: may lead and be in the ISR."""
+        return not self.fenced and not self.in_controlled_shutdown
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +68,15 @@ class PartitionInfo:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     partition_epoch: int = 0
+    elr: tuple[int, ...] = ()                   # KIP-966 eligible leader replicas
+    last_known_elr: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    leader_recovery_state: int = LEADER_RECOVERED
+    local_log: tuple[ReplicaLogCoverage, ...] = ()   # KIP-1303, sorted by broker id
+
+    def coverage(self) -> dict[int, ReplicaLogCoverage]:
+        return {c.broker_id: c for c in self.local_log}
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,29 +91,153 @@ class TopicInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class MetadataProvenance:
+    last_contained_offset: int = -1      # inclusive
+    last_contained_epoch: int = -1
+    last_contained_log_time_ms: int = -1
+
+    @property
+    def end_offset(self) -> int:         # exclusive
+        return self.last_contained_offset + 1
+
+
+_NO_PROVENANCE = MetadataProvenance()
+
+
+@dataclass(frozen=True, slots=True)
 class MetadataImage:
     cluster_id: str
     controller_id: int
-    brokers: MappingProxyType            # node_id -> BrokerInfo
-    topics: MappingProxyType             # name -> TopicInfo
-    epoch: int = 0                       # bumps on every change
+    brokers: Mapping                     # node_id -> BrokerInfo
+    topics: Mapping                      # name -> TopicInfo
+    epoch: int = field(default=0, compare=False)   # bumps on every change
+    topic_ids: Mapping | None = None     # topic id -> name (derived)
+    broker_topics: Mapping | None = None  # broker id -> PMap(topic name -> count) (derived)
+    configs: Mapping = field(default_factory=PMap)  # broker resource name ("" = cluster) -> MappingProxyType
+    producer_ids: ProducerIdsRecord | None = None
+    provenance: MetadataProvenance = _NO_PROVENANCE
+
+    def __post_init__(self):
+        s = object.__setattr__
+        if not isinstance(self.brokers, PMap):
+            s(self, "brokers", PMap(self.brokers))
+        if not isinstance(self.topics, PMap):
+            s(self, "topics", PMap(self.topics))
+        if not isinstance(self.configs, PMap):
+            s(self, "configs", PMap(self.configs))
+        if self.topic_ids is None:
+            s(self, "topic_ids", PMap((t.topic_id, t.name) for t in self.topics.values()))
+        if self.broker_topics is None:
+            s(self, "broker_topics", reindex(PMap(), [(None, t) for t in self.topics.values()]))
 
     @classmethod
-    def empty(cls, cluster_id: str, controller_id: int, brokers: list[BrokerInfo]) -> "MetadataImage":
-        return cls(cluster_id, controller_id, MappingProxyType({b.node_id: b for b in brokers}),
-                   MappingProxyType({}))
+    def empty(cls, cluster_id: str = "", controller_id: int = -1,
+              brokers: list[BrokerInfo] = ()) -> "MetadataImage":
+        return cls(cluster_id, controller_id, PMap({b.node_id: b for b in brokers}), PMap())
+
+    # -- lookups -------------------------------------------------------------
+    @property
+    def high_watermark_offset(self) -> int:
+        """Exclusive end offset of the metadata log this image reflects."""
+        return self.provenance.end_offset
+
+    @property
+    def next_producer_id(self) -> int:
+        return self.producer_ids.next_producer_id if self.producer_ids else 0
 
     def topic_by_id(self, topic_id: bytes) -> TopicInfo | None:
-        for t in self.topics.values():
-            if t.topic_id == topic_id:
-                return t
-        return None
+        name = self.topic_ids.get(bytes(topic_id))
+        return None if name is None else self.topics.get(name)
 
+    def partition(self, topic: str, partition: int) -> PartitionInfo | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= partition < len(t.partitions):
+            return None
+        return t.partitions[partition]
+
+    def usable_brokers(self) -> frozenset[int]:
+        """Registered, unfenced, not in controlled shutdown."""
+        return frozenset(b.node_id for b in self.brokers.values() if b.usable)
+
+    def topics_on(self, broker_id: int) -> Iterator[TopicInfo]:
+        for name in self.broker_topics.get(broker_id, ()):
+            yield self.topics[name]
+
+    def partitions_on(self, broker_id: int) -> Iterator[tuple[TopicInfo, PartitionInfo]]:
+        """(topic, partition) of every partition listing ``broker_id`` as a replica."""
+        for t in self.topics_on(broker_id):
+            for p in t.partitions:
+                if broker_id in p.replicas:
+                    yield t, p
+
+    def partitions_led_by(self, broker_id: int) -> Iterator[tuple[TopicInfo, PartitionInfo]]:
+        for t, p in self.partitions_on(broker_id):
+            if p.leader == broker_id:
+                yield t, p
+
+    def cluster_configs(self) -> Mapping:
+        """Cluster-wide broker configs (ConfigRecords with resource name "")."""
+        return self.configs.get("", _EMPTY_CONFIGS)
+
+    def broker_configs(self, node_id: int) -> Mapping:
+        return self.configs.get(str(node_id), _EMPTY_CONFIGS)
+
+    def config(self, name: str, topic: TopicInfo | None = None, default=None):
+        """A topic override, else the cluster-wide broker config, else ``default``."""
+        if topic is not None and name in topic.configs:
+            return topic.configs[name]
+        return self.cluster_configs().get(name, default)
+
+    # -- single-node store helpers (LocalMetadataStore) ------------------------
     def with_topic(self, topic: TopicInfo) -> "MetadataImage":
-        topics = dict(self.topics)
-        topics[topic.name] = topic
-        return replace(self, topics=MappingProxyType(topics), epoch=self.epoch + 1)
+        old = self.topics.get(topic.name)
+        ids = self.topic_ids
+        if old is not None and old.topic_id != topic.topic_id:
+            ids = ids.remove(old.topic_id)
+        return replace(self, topics=self.topics.set(topic.name, topic),
+                       topic_ids=ids.set(topic.topic_id, topic.name),
+                       broker_topics=reindex(self.broker_topics, [(old, topic)]),
+                       epoch=self.epoch + 1)
 
     def without_topic(self, name: str) -> "MetadataImage":
-        topics = {k: v for k, v in self.topics.items() if k != name}
-        return replace(self, topics=MappingProxyType(topics), epoch=self.epoch + 1)
+        old = self.topics.get(name)
+        if old is None:
+            return replace(self, epoch=self.epoch + 1)
+        return replace(self, topics=self.topics.remove(name),
+                       topic_ids=self.topic_ids.remove(old.topic_id),
+                       broker_topics=reindex(self.broker_topics, [(old, None)]),
+                       epoch=self.epoch + 1)
+
+
+def _counts(topic: TopicInfo | None) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    if topic is not None:
+        for p in topic.partitions:
+            for b in p.replicas:
+                counts[b] = counts.get(b, 0) + 1
+    return counts
+
+
+def reindex(broker_topics: PMap, changes) -> PMap:
+    """``broker_topics`` updated for ``changes``: pairs (old TopicInfo|None, new|None)."""
+    per_broker: dict[int, dict] = {}
+    for old, new in changes:
+        before, after = _counts(old), _counts(new)
+        if before == after and (old is None or new is None or old.name == new.name):
+            continue
+        for b in before.keys() | after.keys():
+            n = after.get(b, 0)
+            if old is not None and (n == 0 or new is None or new.name != old.name):
+                per_broker.setdefault(b, {})[old.name] = REMOVE
+            if new is not None and n:
+                per_broker.setdefault(b, {})[new.name] = n
+    if not per_broker:
+        return broker_topics
+    out = {}
+    for b, ch in per_broker.items():
+        m = broker_topics.get(b, _EMPTY_PMAP).evolve(ch)
+        out[b] = m if len(m) else REMOVE
+    return broker_topics.evolve(out)
+
+
+_EMPTY_PMAP = PMap()
