@@ -1,0 +1,287 @@
+"""The leader side of one partition: follower states, ISR changes and the high watermark.
+
+A ``LeaderState`` lives for one leader epoch of one partition on its leader.
+The shell builds it on becoming leader (high watermark = the value the log
+had, epoch start offset = the log end offset then) and drops it on losing
+leadership or on a new leader epoch (then builds a fresh one).
+
+Rules (Kafka's ``Partition``; KIP-1303 draft "Tracking Local Log State"):
+
+- High watermark = the smallest log end offset over the *maximal ISR* (see
+  ``isr_state``) and over caught-up, eligible followers outside it (Kafka's
+  "wait for a replica about to join"), capped by the leader's LEO.  It never
+  decreases, and it does not move while the committed ISR is smaller than the
+  effective min.insync.replicas (min(min.insync.replicas, replicas); KIP-966:
+  what is committed must be on min ISR replicas).
+- Shrink: an ISR follower that is not caught up (``ReplicaState.is_caught_up``)
+  for replica.lag.time.max.ms is proposed out (checked by ``tick``).
+- Expand: a follower outside the ISR, in the assignment, not fenced, whose LEO
+  has reached both the high watermark and the leader-epoch start offset is
+  proposed in (checked on its fetch).  The start offset condition keeps a
+  follower that only has the previous leader's records out.
+- Report (KIP-1303): when an ISR member's LocalLogStartTimestamp /
+  LocalLogSizeBytes changed materially (``local_log_report``) a report-only
+  AlterPartition with the unchanged ISR is proposed, rate limited.
+- At most one proposal at a time; a new one waits until the previous one is
+  answered or a metadata update supersedes it.
+
+Entry points, each returning what to send:
+
+- ``on_follower_fetch`` after a valid follower fetch (no DivergingEpoch);
+- ``on_leader_append`` after appending a produce batch;
+- ``tick`` periodically (shrink checks, retries, reports);
+- ``on_alter_partition_response`` / ``on_alter_partition_failure``;
+- ``on_partition_metadata`` when the metadata image changes this partition
+  within the same leader epoch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tierlog.protocol.errors import ErrorCode
+
+from .alter_partition import AlterPartitionItem, IsrMember
+from .backoff import ExponentialBackoff
+from .isr_state import IsrState, ProposalKind
+from .local_log_report import LOCAL_LOG_REPORT_INTERVAL_MS, UNKNOWN_LOCAL_LOG, LocalLog, changed_materially
+from .replica_state import UNKNOWN, ReplicaState
+
+__all__ = ["LeaderConfig", "LeaderUpdate", "LeaderState"]
+
+# errors after which the proposal is certainly not applied: drop it
+_REJECTED = frozenset({ErrorCode.INELIGIBLE_REPLICA, ErrorCode.OPERATION_NOT_ATTEMPTED})
+# errors saying our view is stale: wait for the metadata update
+_STALE = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+                    ErrorCode.NEW_LEADER_ELECTED, ErrorCode.INVALID_REQUEST})
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderConfig:
+    replica_lag_time_max_ms: int = 30_000          # replica.lag.time.max.ms
+    min_insync_replicas: int = 1                   # min.insync.replicas
+    eligible_local_log_bytes: int = -1             # leader.election.eligible.local.log.bytes
+    report_interval_ms: int = LOCAL_LOG_REPORT_INTERVAL_MS
+    alter_partition_backoff: ExponentialBackoff = field(
+        default_factory=lambda: ExponentialBackoff(initial_ms=100, max_ms=10_000))
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderUpdate:
+    """What an entry point changed: the high watermark and an AlterPartition to send, if any."""
+    high_watermark: int
+    hw_advanced: bool = False
+    alter_partition: AlterPartitionItem | None = None
+    error: int = 0                                 # NOT_LEADER_OR_FOLLOWER for an unknown follower
+
+
+class LeaderState:
+    def __init__(self, *, topic_id: bytes, partition: int, leader_id: int, leader_epoch: int,
+                 partition_epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...],
+                 high_watermark: int, log_end_offset: int, now_ms: int,
+                 config: LeaderConfig = LeaderConfig(), leader_broker_epoch: int = UNKNOWN,
+                 fenced: frozenset[int] = frozenset(),
+                 committed_local_logs: dict[int, LocalLog] | None = None) -> None:
+        assert leader_id in replicas and leader_id in isr, (leader_id, replicas, isr)
+        assert 0 <= high_watermark <= log_end_offset, (high_watermark, log_end_offset)
+        self.topic_id, self.partition = topic_id, partition
+        self.leader_id, self.leader_epoch = leader_id, leader_epoch
+        self.leader_broker_epoch = leader_broker_epoch
+        self.config = config
+        self.replicas = tuple(replicas)
+        self.fenced = frozenset(fenced)
+        self.epoch_start_offset = log_end_offset   # first offset of this leader epoch
+        self.isr_state = IsrState(tuple(isr), partition_epoch)
+        self.followers: dict[int, ReplicaState] = {}
+        self._sync_followers(now_ms)
+        self.leader_local_log = UNKNOWN_LOCAL_LOG
+        self.committed_local_logs: dict[int, LocalLog] = dict(committed_local_logs or {})
+        self._last_report_ms: int | None = None
+        self._hw = high_watermark
+
+    # --- queries -----------------------------------------------------------------------------
+    @property
+    def high_watermark(self) -> int:
+        return self._hw
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        """The committed ISR (the controller's)."""
+        return self.isr_state.isr
+
+    @property
+    def partition_epoch(self) -> int:
+        return self.isr_state.partition_epoch
+
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        return self.isr_state.maximal_isr
+
+    @property
+    def effective_min_isr(self) -> int:
+        return max(1, min(self.config.min_insync_replicas, len(self.replicas)))
+
+    @property
+    def under_min_isr(self) -> bool:
+        return len(self.isr) < self.effective_min_isr
+
+    def local_log_of(self, replica_id: int) -> LocalLog:
+        if replica_id == self.leader_id:
+            return self.leader_local_log
+        r = self.followers.get(replica_id)
+        return LocalLog(r.local_log_start_timestamp, r.local_log_size_bytes) if r else UNKNOWN_LOCAL_LOG
+
+    # --- entry points ------------------------------------------------------------------------
+    def on_follower_fetch(self, replica_id: int, fetch_offset: int, *, now_ms: int, leader_leo: int,
+                          log_start_offset: int = UNKNOWN, broker_epoch: int = UNKNOWN,
+                          local_log_start_timestamp: int = UNKNOWN,
+                          local_log_size_bytes: int = UNKNOWN) -> LeaderUpdate:
+        """A follower fetched at ``fetch_offset`` (already checked: no DivergingEpoch, in range)."""
+        r = self.followers.get(replica_id)
+        if r is None:
+            return LeaderUpdate(self._hw, error=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        assert fetch_offset <= leader_leo, (fetch_offset, leader_leo)
+        r.update_fetch(fetch_offset, log_start_offset, now_ms, leader_leo, broker_epoch,
+                       local_log_start_timestamp, local_log_size_bytes)
+        self._maybe_expand(r)
+        advanced = self._maybe_increment_hw(leader_leo, now_ms)
+        return LeaderUpdate(self._hw, advanced, self._maybe_send(now_ms))
+
+    def on_leader_append(self, leader_leo: int, now_ms: int) -> LeaderUpdate:
+        return LeaderUpdate(self._hw, self._maybe_increment_hw(leader_leo, now_ms))
+
+    def tick(self, now_ms: int, leader_leo: int, leader_local_log: LocalLog | None = None) -> LeaderUpdate:
+        if leader_local_log is not None:
+            self.leader_local_log = leader_local_log
+        self._maybe_shrink(now_ms, leader_leo)
+        self._maybe_report(now_ms)
+        advanced = self._maybe_increment_hw(leader_leo, now_ms)
+        return LeaderUpdate(self._hw, advanced, self._maybe_send(now_ms))
+
+    def on_alter_partition_response(self, error_code: int, *, now_ms: int, leader_leo: int,
+                                    leader_epoch: int = -1, partition_epoch: int = -1,
+                                    isr: tuple[int, ...] = ()) -> LeaderUpdate:
+        """The controller's answer for our partition (top-level errors are passed here too)."""
+        p = self.isr_state.proposal
+        if p is None or not p.in_flight:
+            return LeaderUpdate(self._hw)            # superseded by a metadata update
+        if error_code == 0:
+            self._apply_success(p.sent, leader_epoch, partition_epoch, tuple(isr))
+        elif error_code in _REJECTED:
+            self.isr_state.drop()
+        elif error_code in _STALE:
+            self.isr_state.get_stuck()
+        else:
+            self._retry_later(now_ms)
+        advanced = self._maybe_increment_hw(leader_leo, now_ms)
+        return LeaderUpdate(self._hw, advanced, self._maybe_send(now_ms))
+
+    def on_alter_partition_failure(self, now_ms: int) -> None:
+        """The request got no answer (connection lost, timeout): retry after a backoff."""
+        p = self.isr_state.proposal
+        if p is not None and p.in_flight:
+            self._retry_later(now_ms)
+
+    def on_partition_metadata(self, *, leader_epoch: int, partition_epoch: int, isr: tuple[int, ...],
+                              replicas: tuple[int, ...], now_ms: int, leader_leo: int,
+                              fenced: frozenset[int] = frozenset()) -> LeaderUpdate:
+        """A metadata image for this partition within our leader epoch."""
+        assert leader_epoch == self.leader_epoch, "a new leader epoch needs a new LeaderState"
+        self.fenced = frozenset(fenced)
+        if partition_epoch > self.partition_epoch:
+            assert self.leader_id in isr, (self.leader_id, isr)
+            self.replicas = tuple(replicas)
+            self.isr_state.commit(tuple(isr), partition_epoch)
+            self._sync_followers(now_ms)
+        advanced = self._maybe_increment_hw(leader_leo, now_ms)
+        return LeaderUpdate(self._hw, advanced, self._maybe_send(now_ms))
+
+    # --- rules -------------------------------------------------------------------------------
+    def _sync_followers(self, now_ms: int) -> None:
+        wanted = [r for r in self.replicas if r != self.leader_id]
+        for rid in list(self.followers):
+            if rid not in wanted:
+                del self.followers[rid]
+        for rid in wanted:
+            if rid not in self.followers:
+                state = ReplicaState(rid)
+                state.reset(now_ms, in_isr=rid in self.isr)
+                self.followers[rid] = state
+
+    def _eligible(self, replica_id: int) -> bool:
+        return replica_id in self.replicas and replica_id not in self.fenced
+
+    def _maybe_increment_hw(self, leader_leo: int, now_ms: int) -> bool:
+        if self.under_min_isr:
+            return False
+        maximal = self.maximal_isr
+        lag = self.config.replica_lag_time_max_ms
+        new_hw = leader_leo
+        for rid, r in self.followers.items():
+            if r.log_end_offset >= new_hw:
+                continue
+            waits = rid in maximal or (r.is_caught_up(leader_leo, now_ms, lag) and self._eligible(rid))
+            if waits:
+                new_hw = r.log_end_offset
+        if new_hw > self._hw:
+            self._hw = new_hw
+            return True
+        return False
+
+    def _maybe_expand(self, r: ReplicaState) -> None:
+        if self.isr_state.proposal is not None or r.replica_id in self.isr or not self._eligible(r.replica_id):
+            return
+        if r.log_end_offset >= self._hw and r.log_end_offset >= self.epoch_start_offset:
+            self.isr_state.propose(ProposalKind.EXPAND, self.isr + (r.replica_id,))
+
+    def out_of_sync_replicas(self, now_ms: int, leader_leo: int) -> list[int]:
+        lag = self.config.replica_lag_time_max_ms
+        return [rid for rid in self.isr if rid != self.leader_id
+                and not self.followers[rid].is_caught_up(leader_leo, now_ms, lag)]
+
+    def _maybe_shrink(self, now_ms: int, leader_leo: int) -> None:
+        if self.isr_state.proposal is not None:
+            return
+        out = self.out_of_sync_replicas(now_ms, leader_leo)
+        if out:
+            self.isr_state.propose(ProposalKind.SHRINK, tuple(r for r in self.isr if r not in out))
+
+    def _maybe_report(self, now_ms: int) -> None:
+        if self.isr_state.proposal is not None:
+            return
+        if self._last_report_ms is not None and now_ms - self._last_report_ms < self.config.report_interval_ms:
+            return
+        threshold = self.config.eligible_local_log_bytes
+        if any(changed_materially(self.committed_local_logs.get(rid, UNKNOWN_LOCAL_LOG),
+                                  self.local_log_of(rid), threshold) for rid in self.isr):
+            self.isr_state.propose(ProposalKind.REPORT, self.isr)
+
+    def _maybe_send(self, now_ms: int) -> AlterPartitionItem | None:
+        if not self.isr_state.ready_to_send(now_ms):
+            return None
+        p = self.isr_state.proposal
+        members = tuple(IsrMember(rid, self._broker_epoch(rid), self.local_log_of(rid)) for rid in p.new_isr)
+        item = AlterPartitionItem(self.topic_id, self.partition, self.leader_epoch, self.partition_epoch,
+                                  members, p.kind.value)
+        self.isr_state.mark_sent(item)
+        self._last_report_ms = now_ms
+        return item
+
+    def _broker_epoch(self, rid: int) -> int:
+        if rid == self.leader_id:
+            return self.leader_broker_epoch
+        return self.followers[rid].broker_epoch
+
+    def _apply_success(self, sent: AlterPartitionItem, leader_epoch: int, partition_epoch: int,
+                       isr: tuple[int, ...]) -> None:
+        if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
+            self.isr_state.drop()                  # stale answer; the metadata update will follow
+            return
+        self.isr_state.commit(isr, partition_epoch)
+        for m in sent.new_isr:
+            if m.broker_id in isr:
+                self.committed_local_logs[m.broker_id] = m.local_log
+
+    def _retry_later(self, now_ms: int) -> None:
+        attempts = self.isr_state.proposal.attempts
+        self.isr_state.retry_later(now_ms + self.config.alter_partition_backoff.delay_ms(attempts))
