@@ -1,0 +1,200 @@
+"""Bootstrap servers + Metadata: who leads which partition, and their offsets.
+
+Only the bootstrap list and Metadata answers are used to find partition
+leaders, so the same code works against one node or a replicated cluster.
+Requests go to the current leader; a retriable error (leader moved, election
+under way) refreshes metadata and retries until ``retry_timeout_s`` passes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from tierlog.client.connection import BrokerConnection, ConnectionError_
+from tierlog.protocol import ApiKey, describe, is_retriable
+
+__all__ = ["EARLIEST", "LATEST", "Cluster", "KafkaError", "TopicPartition", "parse_bootstrap"]
+
+METADATA_VERSION = 12       # Kafka 2.8+; topic names (v13 only adds a top-level error code)
+LIST_OFFSETS_VERSION = 7    # Kafka 2.8+: timestamps, -1 latest, -2 earliest
+LATEST = -1                 # ListOffsets timestamp: the high watermark (exclusive end)
+EARLIEST = -2               # ListOffsets timestamp: the log start offset
+_NO_TOPIC_ID = bytes(16)
+
+TopicPartition = tuple[str, int]
+
+
+class KafkaError(Exception):
+    """A Kafka error code that did not go away within the retry budget."""
+
+    def __init__(self, code: int, what: str):
+        super().__init__(f"{what}: {describe(code)} (error code {code})")
+        self.code = code
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    leader: int
+    leader_epoch: int
+
+
+def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
+    """``host:port,host:port`` as a list; raises ValueError naming the bad entry."""
+    out = []
+    for entry in servers.split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        host, sep, port = entry.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"bootstrap server {entry!r} is not host:port")
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise ValueError("no bootstrap servers given")
+    return out
+
+
+class Cluster:
+    """Connections by node id, the latest Metadata answer, ListOffsets by leader."""
+
+    def __init__(self, bootstrap_servers: str, *, client_id: str = "tierlog-spark",
+                 timeout_s: float = 30.0, retry_timeout_s: float = 30.0):
+        self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self.retry_timeout_s = retry_timeout_s
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.partitions: dict[str, dict[int, PartitionInfo]] = {}
+        self._conns: dict[int, BrokerConnection] = {}
+        self._any: BrokerConnection | None = None
+
+    # -- connections ------------------------------------------------------------
+
+    def _any_connection(self) -> BrokerConnection:
+        if self._any is not None:
+            return self._any
+        errors = []
+        for host, port in self.bootstrap + list(self.brokers.values()):
+            try:
+                self._any = BrokerConnection(host, port, client_id=self.client_id, timeout_s=self.timeout_s)
+                return self._any
+            except OSError as e:
+                errors.append(f"{host}:{port}: {e}")
+        raise ConnectionError_("cannot reach any bootstrap server (" + "; ".join(errors) + ")")
+
+    def connection(self, node_id: int) -> BrokerConnection:
+        conn = self._conns.get(node_id)
+        if conn is None:
+            if node_id not in self.brokers:
+                self.refresh()
+            host, port = self.brokers[node_id]
+            conn = self._conns[node_id] = BrokerConnection(host, port, client_id=self.client_id,
+                                                           timeout_s=self.timeout_s)
+        return conn
+
+    def drop_connection(self, node_id: int) -> None:
+        conn = self._conns.pop(node_id, None)
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+        if self._any is not None:
+            self._any.close()
+            self._any = None
+
+    # -- metadata ---------------------------------------------------------------
+
+    def refresh(self, topics: list[str] | None = None) -> None:
+        """Fetch metadata for ``topics`` (None: every topic) and remember leaders."""
+        body = {"Topics": None if topics is None else [{"TopicId": _NO_TOPIC_ID, "Name": t} for t in topics],
+                "AllowAutoTopicCreation": False, "IncludeTopicAuthorizedOperations": False}
+        try:
+            resp = self._any_connection().request(ApiKey.METADATA, METADATA_VERSION, body)
+        except ConnectionError_:
+            if self._any is not None:
+                self._any.close()
+            self._any = None
+            resp = self._any_connection().request(ApiKey.METADATA, METADATA_VERSION, body)
+        self.brokers = {b["NodeId"]: (b["Host"], b["Port"]) for b in resp["Brokers"]}
+        for t in resp["Topics"]:
+            if t["ErrorCode"]:
+                self.partitions.pop(t["Name"], None)
+                continue
+            self.partitions[t["Name"]] = {p["PartitionIndex"]: PartitionInfo(p["LeaderId"], p["LeaderEpoch"])
+                                          for p in t["Partitions"]}
+
+    def topics_matching(self, pattern: str) -> list[str]:
+        self.refresh(None)
+        rx = re.compile(pattern)
+        return sorted(t for t in self.partitions if rx.fullmatch(t))
+
+    def partitions_of(self, topics: list[str]) -> list[TopicPartition]:
+        """Every partition of ``topics`` that exist (missing topics are left out)."""
+        self.refresh(list(topics))
+        return sorted((t, p) for t in topics for p in self.partitions.get(t, {}))
+
+    def leader(self, tp: TopicPartition) -> int:
+        info = self.partitions.get(tp[0], {}).get(tp[1])
+        if info is None or info.leader < 0:
+            self.refresh([tp[0]])
+            info = self.partitions.get(tp[0], {}).get(tp[1])
+        if info is None:
+            raise KafkaError(3, f"partition {tp[0]}-{tp[1]}")
+        return info.leader
+
+    # -- offsets ----------------------------------------------------------------
+
+    def list_offsets(self, tps: list[TopicPartition], timestamp: int | dict) -> dict[TopicPartition, int]:
+        """Offset for each partition at ``timestamp`` (or per-partition timestamps).
+
+        -1 LATEST gives the high watermark, -2 EARLIEST the log start; a real
+        timestamp gives the first offset with a timestamp >= it, or -1 when none.
+        """
+        ts_of = timestamp if isinstance(timestamp, dict) else dict.fromkeys(tps, timestamp)
+        out: dict[TopicPartition, int] = {}
+        pending = list(tps)
+        deadline = time.monotonic() + self.retry_timeout_s
+        while pending:
+            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+            for tp in pending:
+                by_leader[self.leader(tp)].append(tp)
+            retry, last_error = [], (0, "")
+            for node, group in by_leader.items():
+                for tp, code, offset in self._list_offsets_on(node, group, ts_of):
+                    if code == 0:
+                        out[tp] = offset
+                    elif is_retriable(code):
+                        retry.append(tp)
+                        last_error = (code, f"ListOffsets {tp[0]}-{tp[1]}")
+                    else:
+                        raise KafkaError(code, f"ListOffsets {tp[0]}-{tp[1]}")
+            pending = retry
+            if pending:
+                if time.monotonic() > deadline:
+                    raise KafkaError(*last_error)
+                time.sleep(0.2)
+                self.refresh(sorted({t for t, _ in pending}))
+        return out
+
+    def _list_offsets_on(self, node: int, group: list[TopicPartition], ts_of: dict):
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for t, p in group:
+            by_topic[t].append(p)
+        body = {"ReplicaId": -1, "IsolationLevel": 0, "Topics": [
+            {"Name": t, "Partitions": [{"PartitionIndex": p, "CurrentLeaderEpoch": -1, "Timestamp": ts_of[(t, p)]}
+                                       for p in ps]} for t, ps in by_topic.items()]}
+        try:
+            resp = self.connection(node).request(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body)
+        except ConnectionError_:
+            self.drop_connection(node)
+            yield from ((tp, 6, -1) for tp in group)   # NOT_LEADER_OR_FOLLOWER: retry after a refresh
+            return
+        for t in resp["Topics"]:
+            for p in t["Partitions"]:
+                yield (t["Name"], p["PartitionIndex"]), p["ErrorCode"], p["Offset"]
