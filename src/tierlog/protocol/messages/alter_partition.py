@@ -19,7 +19,7 @@ fields. The v4 response is the same as v3.
 from tierlog.protocol.api import ApiKey, ApiSpec
 from tierlog.protocol.schema import Field, Struct
 
-__all__ = ["REQUEST", "RESPONSE", "SPEC", "LOCAL_LOG_STATE_VERSION"]
+__all__ = ["LOCAL_LOG_STATE_VERSION", "REQUEST", "RESPONSE", "SPEC"]
 
 #: the first version whose ISR entries carry the KIP-1303 local-log fields
 LOCAL_LOG_STATE_VERSION = 4

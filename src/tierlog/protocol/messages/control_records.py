@@ -26,13 +26,24 @@ from tierlog.protocol.primitives import ProtocolError
 from tierlog.protocol.schema import Field, Struct
 
 __all__ = [
-    "LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "CONTROL_RECORDS",
-    "ControlRecordSchema", "LEADER_CHANGE_MESSAGE", "SNAPSHOT_HEADER_RECORD",
-    "SNAPSHOT_FOOTER_RECORD", "encode_control_key", "decode_control_key",
-    "encode_control_value", "decode_control_value",
-    "encode_leader_change", "decode_leader_change",
-    "encode_snapshot_header", "decode_snapshot_header",
-    "encode_snapshot_footer", "decode_snapshot_footer",
+    "CONTROL_RECORDS",
+    "LEADER_CHANGE",
+    "LEADER_CHANGE_MESSAGE",
+    "SNAPSHOT_FOOTER",
+    "SNAPSHOT_FOOTER_RECORD",
+    "SNAPSHOT_HEADER",
+    "SNAPSHOT_HEADER_RECORD",
+    "ControlRecordSchema",
+    "decode_control_key",
+    "decode_control_value",
+    "decode_leader_change",
+    "decode_snapshot_footer",
+    "decode_snapshot_header",
+    "encode_control_key",
+    "encode_control_value",
+    "encode_leader_change",
+    "encode_snapshot_footer",
+    "encode_snapshot_header",
 ]
 
 #: control record types (the key's Type field)

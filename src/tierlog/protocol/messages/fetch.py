@@ -26,7 +26,7 @@ broker/apis/api_01_fetch.py, not here.
 from tierlog.protocol.api import ApiKey, ApiSpec
 from tierlog.protocol.schema import Field, Struct
 
-__all__ = ["REQUEST", "RESPONSE", "SPEC", "LOCAL_LOG_STATE_VERSION"]
+__all__ = ["LOCAL_LOG_STATE_VERSION", "REQUEST", "RESPONSE", "SPEC"]
 
 #: the first version whose partitions carry the KIP-1303 local-log fields
 LOCAL_LOG_STATE_VERSION = 19
