@@ -1,0 +1,105 @@
+"""MetadataLoader: the Raft listener that turns the committed metadata log into images.
+
+Used by brokers and controllers alike::
+
+    loader = MetadataLoader(cluster_id=..., image=None)
+    loader.subscribe(lambda image, delta: ...)
+    raft.register(loader)              # calls the three handle_* methods
+
+* ``handle_commit(batch)``: ``batch.records`` (framed record bytes),
+  ``batch.last_offset`` (inclusive), ``batch.epoch``, ``batch.append_timestamp``.
+  The records are decoded and replayed onto one :class:`MetadataDelta` (its
+  ``now_ms`` is the batch's append timestamp, so every node derives broker
+  events identically), one new image per batch is built and published to every
+  subscriber as ``(image, delta)``. Batches at or below the image's last
+  contained offset are skipped (already in a loaded snapshot).
+* ``handle_load_snapshot(reader)``: iterates the reader (record bytes, or
+  batches with ``.records``), rebuilds the image from scratch, provenance
+  ``reader.snapshot_id.end_offset - 1`` / ``.epoch``, and publishes it.
+* ``handle_leader_change(leader_and_epoch)``: the image's ``controller_id``
+  becomes the quorum leader (``leader_id``, -1 when unknown); published too.
+
+A record that cannot be decoded or replayed is reported in ``errors`` (offset
+range, message) and skipped; the rest of the batch still applies.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from .delta import MetadataDelta, MetadataReplayError
+from .image import MetadataImage, MetadataProvenance
+from .records import decode
+from tierlog.protocol.primitives import ProtocolError
+
+__all__ = ["MetadataLoader"]
+
+_log = logging.getLogger(__name__)
+ERRORS_MAX = 100
+
+
+class MetadataLoader:
+    def __init__(self, image: MetadataImage | None = None, *, cluster_id: str = "",
+                 controller_id: int = -1):
+        self.image = image or MetadataImage.empty(cluster_id, controller_id)
+        self._subscribers: list = []
+        self.errors: list[tuple[int, str]] = []     # (batch last offset, message), bounded
+        self.leader_epoch = -1
+
+    def subscribe(self, callback) -> None:
+        """``callback(image, delta)`` after every new image; gets the current one now."""
+        self._subscribers.append(callback)
+
+    def unsubscribe(self, callback) -> None:
+        self._subscribers.remove(callback)
+
+    def _publish(self, image: MetadataImage, delta: MetadataDelta) -> None:
+        self.image = image
+        for cb in list(self._subscribers):
+            cb(image, delta)
+
+    def _error(self, offset: int, msg: str) -> None:
+        _log.error("metadata record at batch ending %d skipped: %s", offset, msg)
+        if len(self.errors) < ERRORS_MAX:
+            self.errors.append((offset, msg))
+
+    def _replay(self, delta: MetadataDelta, data, offset: int) -> None:
+        try:
+            record = decode(data)
+            delta.replay(record)
+        except (ProtocolError, MetadataReplayError) as exc:
+            self._error(offset, str(exc))
+            return
+        delta.bytes_replayed += len(data)
+
+    def handle_commit(self, batch) -> None:
+        if batch.last_offset <= self.image.provenance.last_contained_offset:
+            return
+        delta = MetadataDelta(self.image, now_ms=batch.append_timestamp)
+        for data in batch.records:
+            self._replay(delta, data, batch.last_offset)
+        prov = MetadataProvenance(batch.last_offset, batch.epoch, batch.append_timestamp)
+        self._publish(delta.apply(prov), delta)
+
+    def handle_load_snapshot(self, reader) -> None:
+        sid = reader.snapshot_id
+        ts = getattr(reader, "last_contained_log_timestamp", -1)
+        base = MetadataImage.empty(self.image.cluster_id, self.image.controller_id)
+        delta = MetadataDelta(base, now_ms=ts)
+        for item in reader:
+            records = getattr(item, "records", None)
+            for data in (records if records is not None else (item,)):
+                self._replay(delta, data, sid.end_offset - 1)
+        prov = MetadataProvenance(sid.end_offset - 1, sid.epoch, ts)
+        self._publish(delta.apply(prov), delta)
+
+    def handle_leader_change(self, leader_and_epoch) -> None:
+        leader = getattr(leader_and_epoch, "leader_id", None)
+        if leader is None:
+            leader = getattr(leader_and_epoch, "leader", -1)
+        self.leader_epoch = getattr(leader_and_epoch, "epoch", self.leader_epoch)
+        leader = -1 if leader is None else leader
+        if leader == self.image.controller_id:
+            return
+        delta = MetadataDelta(self.image)
+        self._publish(replace(self.image, controller_id=leader, epoch=self.image.epoch + 1), delta)
