@@ -1,0 +1,79 @@
+"""What the replica fetcher core asks its shell to do, in order.
+
+Each action names a partition by ``PartitionKey`` = (topic id, partition).
+The shell applies them in the order returned, before building the next
+Fetch for the same leader (the fetch offset is read back from the log).
+
+- ``Append``: append ``records`` (whole batches, leader-stamped) as follower.
+- ``TruncateTo``: drop the log from ``offset`` (exclusive end kept); also
+  truncates the leader-epoch cache (leader-epoch-checkpoint).
+- ``TruncateFullyAndStartAt``: empty the log and restart it at ``offset``.
+- ``UpdateHighWatermark``: set the follower's high watermark to
+  min(``high_watermark``, its log end offset) and raise its log start offset to
+  ``leader_log_start_offset`` when that is higher (Kafka's follower rule).
+- ``Backoff``: informational; the partition is not fetched before ``until_ms``.
+- ``ResolveOutOfRange``: the leader answered OFFSET_OUT_OF_RANGE; ask it for its
+  log start / end (ListOffsets earliest/latest, or KIP-1023's bootstrap) and
+  call ``FetcherState.resolve_out_of_range``.  Not fetched until then.
+- ``AwaitMetadata``: the leader fenced our epoch; the partition is not fetched
+  until ``become_follower`` brings a newer leader epoch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PartitionKey", "Append", "TruncateTo", "TruncateFullyAndStartAt", "UpdateHighWatermark",
+           "Backoff", "ResolveOutOfRange", "AwaitMetadata", "FetchAction"]
+
+PartitionKey = tuple[bytes, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    key: PartitionKey
+    records: Any                    # bytes / memoryview of record batches (opaque here)
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateTo:
+    key: PartitionKey
+    offset: int                     # new log end offset (exclusive)
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateFullyAndStartAt:
+    key: PartitionKey
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateHighWatermark:
+    key: PartitionKey
+    high_watermark: int
+    leader_log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    key: PartitionKey
+    until_ms: int
+    error: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResolveOutOfRange:
+    key: PartitionKey
+    fetch_offset: int
+    error: int
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitMetadata:
+    key: PartitionKey
+    leader_epoch: int
+    error: int
+
+
+FetchAction = (Append | TruncateTo | TruncateFullyAndStartAt | UpdateHighWatermark | Backoff
+               | ResolveOutOfRange | AwaitMetadata)

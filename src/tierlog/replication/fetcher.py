@@ -1,0 +1,191 @@
+"""The replica fetcher core for one source broker (Kafka's ReplicaFetcherThread, sans IO).
+
+A ``FetcherState`` multiplexes every partition this broker follows from one
+leader into one Fetch request at a time: ``build_fetch_request`` returns the
+request dict (Fetch v19: ReplicaState{ReplicaId, ReplicaEpoch}, topic ids,
+CurrentLeaderEpoch, FetchOffset, LastFetchedEpoch, LogStartOffset,
+PartitionMaxBytes and the KIP-1303 LocalLogStartTimestamp / LocalLogSizeBytes)
+or None; the shell sends it and hands the answer to ``handle_fetch_response``
+(or reports ``handle_fetch_failure``), which returns actions to apply.
+
+Fetch sessions are not used (SessionId 0, SessionEpoch -1: full fetches).
+
+Per-partition answers (Kafka's AbstractFetcherThread.processFetchRequest):
+
+- NONE with DivergingEpoch: TruncateTo(``divergence.truncation_offset``), then
+  fetch again from the new end with the new last epoch;
+- NONE: Append (when there are records), UpdateHighWatermark;
+- OFFSET_OUT_OF_RANGE / OFFSET_MOVED_TO_TIERED_STORAGE: ResolveOutOfRange;
+  the shell asks the leader's log start and end and calls
+  ``resolve_out_of_range`` (Kafka's fetchOffsetAndTruncate rule);
+- FENCED_LEADER_EPOCH: our epoch is old; AwaitMetadata, not fetched until
+  ``set_leader_epoch`` brings a newer one (Kafka removes the partition);
+- anything else (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH,
+  UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, KAFKA_STORAGE_ERROR, ...):
+  Backoff, then retry.
+
+A partition answer is used only if the partition is still in flight at the
+same leader epoch and its log end is still the offset we asked for;
+otherwise it is stale and ignored.  A top-level error or a lost request backs
+off every partition that was in flight.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tierlog.protocol.errors import ErrorCode
+
+from .backoff import ExponentialBackoff
+from .divergence import truncation_offset
+from .fetch_actions import (Append, AwaitMetadata, Backoff, FetchAction, PartitionKey, ResolveOutOfRange,
+                            TruncateFullyAndStartAt, TruncateTo, UpdateHighWatermark)
+from .follower import FETCH_BACKOFF_MAX_MS, FetchStatus, FollowerLog, PartitionFetchState
+
+__all__ = ["FETCH_VERSION", "FetcherConfig", "FetcherState"]
+
+FETCH_VERSION = 19          # KIP-1303's local-log fields (protocol/messages/fetch.py)
+
+_OUT_OF_RANGE = frozenset({ErrorCode.OFFSET_OUT_OF_RANGE, ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE})
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherConfig:
+    max_wait_ms: int = 500                     # replica.fetch.wait.max.ms
+    min_bytes: int = 1                         # replica.fetch.min.bytes
+    max_bytes: int = 10 * 1024 * 1024          # replica.fetch.response.max.bytes
+    partition_max_bytes: int = 1024 * 1024     # replica.fetch.max.bytes
+    backoff_ms: int = 1000                     # replica.fetch.backoff.ms
+    backoff_max_ms: int = FETCH_BACKOFF_MAX_MS
+
+    @property
+    def backoff(self) -> ExponentialBackoff:
+        return ExponentialBackoff(self.backoff_ms, max(self.backoff_ms, self.backoff_max_ms))
+
+
+class FetcherState:
+    def __init__(self, source_broker_id: int, replica_id: int, replica_epoch: int = -1,
+                 config: FetcherConfig = FetcherConfig()) -> None:
+        self.source_broker_id = source_broker_id
+        self.replica_id = replica_id
+        self.replica_epoch = replica_epoch
+        self.config = config
+        self._backoff = config.backoff
+        self.partitions: dict[PartitionKey, PartitionFetchState] = {}
+        self.in_flight = False
+
+    # --- membership (driven by metadata) ---------------------------------------------------
+    def add_partition(self, key: PartitionKey, leader_epoch: int, log: FollowerLog) -> None:
+        assert key not in self.partitions, key
+        self.partitions[key] = PartitionFetchState(key, log, self.source_broker_id, leader_epoch)
+
+    def set_leader_epoch(self, key: PartitionKey, leader_epoch: int) -> None:
+        """A newer leader epoch with the same leader: fetch again from scratch."""
+        p = self.partitions[key]
+        assert leader_epoch >= p.leader_epoch, (leader_epoch, p.leader_epoch)
+        if leader_epoch == p.leader_epoch:
+            return
+        self.partitions[key] = PartitionFetchState(key, p.log, self.source_broker_id, leader_epoch)
+
+    def remove_partition(self, key: PartitionKey) -> PartitionFetchState | None:
+        return self.partitions.pop(key, None)
+
+    # --- requests ----------------------------------------------------------------------------
+    def build_fetch_request(self, now_ms: int) -> dict | None:
+        """The next Fetch (v19 field names) for partitions ready now, or None."""
+        if self.in_flight:
+            return None
+        ready = [p for p in self.partitions.values() if p.ready(now_ms)]
+        if not ready:
+            return None
+        topics: dict[bytes, list[dict]] = {}
+        for p in ready:
+            topics.setdefault(p.key[0], []).append(p.fetch_partition(self.config.partition_max_bytes))
+        self.in_flight = True
+        c = self.config
+        return {"ReplicaState": {"ReplicaId": self.replica_id, "ReplicaEpoch": self.replica_epoch},
+                "MaxWaitMs": c.max_wait_ms, "MinBytes": c.min_bytes, "MaxBytes": c.max_bytes,
+                "IsolationLevel": 0, "SessionId": 0, "SessionEpoch": -1,
+                "Topics": [{"TopicId": tid, "Partitions": parts} for tid, parts in topics.items()],
+                "ForgottenTopicsData": [], "RackId": ""}
+
+    def next_wakeup_ms(self) -> int | None:
+        """When a delayed partition becomes ready (None if none is delayed)."""
+        times = [p.delay_until_ms for p in self.partitions.values() if p.status is FetchStatus.FETCHING]
+        return min(times) if times else None
+
+    # --- responses ---------------------------------------------------------------------------
+    def handle_fetch_failure(self, now_ms: int, error: int = ErrorCode.REQUEST_TIMED_OUT) -> list[FetchAction]:
+        """The request got no answer (connection lost, timeout)."""
+        self.in_flight = False
+        return [self._back_off(p, now_ms, error) for p in self.partitions.values()
+                if p.status is FetchStatus.IN_FLIGHT]
+
+    def handle_fetch_response(self, response: dict, now_ms: int) -> list[FetchAction]:
+        self.in_flight = False
+        top = response.get("ErrorCode", 0)
+        if top:
+            return self.handle_fetch_failure(now_ms, top)
+        actions: list[FetchAction] = []
+        answered: set[PartitionKey] = set()
+        for topic in response.get("Responses", ()):
+            for data in topic["Partitions"]:
+                key = (topic["TopicId"], data["PartitionIndex"])
+                p = self.partitions.get(key)
+                if p is None or p.status is not FetchStatus.IN_FLIGHT or key in answered:
+                    continue
+                answered.add(key)
+                actions.extend(self._handle_partition(p, data, now_ms))
+        for p in self.partitions.values():          # asked but not answered: ask again
+            if p.status is FetchStatus.IN_FLIGHT and p.key not in answered:
+                p.move(FetchStatus.FETCHING)
+        return actions
+
+    def _handle_partition(self, p: PartitionFetchState, data: dict, now_ms: int) -> list[FetchAction]:
+        error = data.get("ErrorCode", 0)
+        if error == 0 and p.log.log_end_offset != p.inflight_offset:
+            p.move(FetchStatus.FETCHING)            # our log changed meanwhile: stale answer
+            return []
+        if error == 0:
+            p.move(FetchStatus.FETCHING)
+            p.errors, p.delay_until_ms = 0, 0
+            return self._handle_data(p, data)
+        if error in _OUT_OF_RANGE:
+            p.move(FetchStatus.OUT_OF_RANGE)
+            return [ResolveOutOfRange(p.key, p.inflight_offset, error)]
+        if error == ErrorCode.FENCED_LEADER_EPOCH:
+            p.move(FetchStatus.FENCED)
+            return [AwaitMetadata(p.key, p.leader_epoch, error)]
+        return [self._back_off(p, now_ms, error)]
+
+    def _handle_data(self, p: PartitionFetchState, data: dict) -> list[FetchAction]:
+        diverging = data.get("DivergingEpoch") or {}
+        epoch, end = diverging.get("Epoch", -1), diverging.get("EndOffset", -1)
+        if epoch >= 0 and end >= 0:
+            local = p.log.end_offset_for_epoch(epoch)
+            return [TruncateTo(p.key, truncation_offset(epoch, end, local, p.log.log_end_offset))]
+        actions: list[FetchAction] = []
+        records = data.get("Records")
+        if records is not None and len(records) > 0:
+            actions.append(Append(p.key, records))
+        actions.append(UpdateHighWatermark(p.key, data.get("HighWatermark", -1), data.get("LogStartOffset", -1)))
+        return actions
+
+    def _back_off(self, p: PartitionFetchState, now_ms: int, error: int) -> Backoff:
+        p.move(FetchStatus.FETCHING)
+        p.errors += 1
+        p.delay_until_ms = now_ms + self._backoff.delay_ms(p.errors)
+        return Backoff(p.key, p.delay_until_ms, int(error))
+
+    def resolve_out_of_range(self, key: PartitionKey, leader_log_start: int, leader_log_end: int,
+                             now_ms: int) -> list[FetchAction]:
+        """Kafka's rule once the leader's log start and end are known."""
+        p = self.partitions.get(key)
+        if p is None or p.status is not FetchStatus.OUT_OF_RANGE:
+            return []
+        p.move(FetchStatus.FETCHING)
+        local_end = p.log.log_end_offset
+        if leader_log_end < local_end:
+            return [TruncateTo(key, leader_log_end)]
+        if leader_log_start > local_end:
+            return [TruncateFullyAndStartAt(key, leader_log_start)]
+        return []

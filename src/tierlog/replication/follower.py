@@ -1,0 +1,95 @@
+"""One partition followed from one leader: its fetch state machine (Kafka's PartitionFetchState).
+
+The follower's log is read (never written) through ``FollowerLog``; every
+write goes back to the shell as an action (``fetch_actions``).  The fetch
+offset is the log end offset at request time and LastFetchedEpoch the log's
+latest epoch, so applying an Append or a truncation needs no confirmation.
+
+States and transitions:
+
+    FETCHING      -include in a request->          IN_FLIGHT
+    IN_FLIGHT     -data / DivergingEpoch->         FETCHING
+    IN_FLIGHT     -retriable error, lost request-> FETCHING, delayed by backoff
+    IN_FLIGHT     -OFFSET_OUT_OF_RANGE->           OUT_OF_RANGE
+    OUT_OF_RANGE  -resolve_out_of_range->          FETCHING
+    IN_FLIGHT     -FENCED_LEADER_EPOCH->           FENCED
+    any           -new leader epoch (metadata)->   FETCHING (a late response is ignored)
+
+Backoff after errors is exponential from replica.fetch.backoff.ms up to
+``FETCH_BACKOFF_MAX_MS`` (Kafka waits a fixed replica.fetch.backoff.ms); a
+successful response resets it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from .fetch_actions import PartitionKey
+
+__all__ = ["FETCH_BACKOFF_MAX_MS", "FollowerLog", "FetchStatus", "PartitionFetchState"]
+
+FETCH_BACKOFF_MAX_MS = 30_000
+
+
+class FollowerLog(Protocol):
+    """Read-only view of the follower's local log the fetcher needs."""
+
+    @property
+    def log_end_offset(self) -> int: ...            # exclusive
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def latest_epoch(self) -> int | None: ...
+    @property
+    def local_log_start_timestamp(self) -> int: ...  # KIP-1303, -1 unknown
+    @property
+    def local_log_size_bytes(self) -> int: ...       # KIP-1303, -1 unknown
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]: ...
+
+
+class FetchStatus(Enum):
+    FETCHING = "fetching"
+    IN_FLIGHT = "in_flight"
+    OUT_OF_RANGE = "out_of_range"
+    FENCED = "fenced"
+
+
+_LEGAL = {
+    FetchStatus.FETCHING: {FetchStatus.IN_FLIGHT, FetchStatus.FETCHING},
+    FetchStatus.IN_FLIGHT: {FetchStatus.FETCHING, FetchStatus.OUT_OF_RANGE, FetchStatus.FENCED},
+    FetchStatus.OUT_OF_RANGE: {FetchStatus.FETCHING},
+    FetchStatus.FENCED: {FetchStatus.FETCHING},
+}
+
+
+@dataclass(slots=True)
+class PartitionFetchState:
+    key: PartitionKey
+    log: FollowerLog
+    leader_id: int
+    leader_epoch: int                       # our CurrentLeaderEpoch
+    status: FetchStatus = FetchStatus.FETCHING
+    delay_until_ms: int = 0
+    errors: int = 0                         # consecutive errors, for the backoff
+    inflight_offset: int = -1
+
+    def move(self, status: FetchStatus) -> None:
+        assert status in _LEGAL[self.status], f"{self.key}: {self.status} -> {status}"
+        self.status = status
+
+    def ready(self, now_ms: int) -> bool:
+        return self.status is FetchStatus.FETCHING and now_ms >= self.delay_until_ms
+
+    def fetch_partition(self, partition_max_bytes: int) -> dict:
+        """This partition's entry of a Fetch v19 request; marks it in flight."""
+        log = self.log
+        offset = log.log_end_offset
+        epoch = log.latest_epoch
+        self.move(FetchStatus.IN_FLIGHT)
+        self.inflight_offset = offset
+        return {"Partition": self.key[1], "CurrentLeaderEpoch": self.leader_epoch,
+                "FetchOffset": offset, "LastFetchedEpoch": -1 if epoch is None else epoch,
+                "LogStartOffset": log.log_start_offset, "PartitionMaxBytes": partition_max_bytes,
+                "LocalLogStartTimestamp": log.local_log_start_timestamp,
+                "LocalLogSizeBytes": log.local_log_size_bytes}
