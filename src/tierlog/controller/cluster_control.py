@@ -1,0 +1,199 @@
+"""Broker registration, heartbeats, fencing and controlled shutdown (keys 62, 63, 64).
+
+Kafka's ClusterControlManager and BrokerHeartbeatManager behaviours, our code:
+
+* BrokerRegistration: a broker's epoch is the offset its RegisterBrokerRecord
+  will have in the metadata log.  A registration with another incarnation id
+  while the old one's session is alive answers DUPLICATE_BROKER_REGISTRATION; a
+  new incarnation after the session ran out, or the same incarnation again (a
+  retry), registers anew with a new epoch.  New registrations are fenced.
+* BrokerHeartbeat: unknown broker -> BROKER_ID_NOT_REGISTERED, other epoch ->
+  STALE_BROKER_EPOCH.  Each broker is in one of FENCED, UNFENCED,
+  CONTROLLED_SHUTDOWN, SHUTDOWN_NOW (the next state is chosen from the request):
+
+  - FENCED -> SHUTDOWN_NOW on WantShutDown; -> UNFENCED once the reported
+    CurrentMetadataOffset reaches the broker's registration offset (its epoch)
+    and it does not WantFence (UnfenceBrokerRecord).
+  - UNFENCED -> FENCED on WantFence (FenceBrokerRecord); -> CONTROLLED_SHUTDOWN
+    on WantShutDown (BrokerRegistrationChangeRecord in_controlled_shutdown=1).
+  - CONTROLLED_SHUTDOWN -> SHUTDOWN_NOW (FenceBrokerRecord) once the broker
+    leads no partition and every active broker has reported a metadata offset at
+    or past the controlled-shutdown record, so they all know the new leaders.
+
+  Moving leaders away from a fenced or shutting-down broker is *derived* by
+  the metadata image from these event records (KIP-630's small records): the
+  controller writes no PartitionChangeRecord for it.
+* A session expires ``broker.session.timeout.ms`` after the last heartbeat;
+  ``tick`` fences every active broker whose session expired.
+* UnregisterBroker: UnregisterBrokerRecord, or BROKER_ID_NOT_REGISTERED.
+
+Methods take the current (pending) image and ``next_offset``, the offset the
+first record returned will get; they return ``(records, response)``.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from tierlog.metadata.records import (BrokerEndpoint, BrokerFeature, BrokerRegistrationChangeRecord,
+                                      FenceBrokerRecord, RegisterBrokerRecord, UnfenceBrokerRecord,
+                                      UnregisterBrokerRecord)
+from tierlog.protocol.errors import ErrorCode
+
+from .heartbeats import HeartbeatTracker
+
+__all__ = ["ClusterControlManager", "FENCED", "UNFENCED", "CONTROLLED_SHUTDOWN", "SHUTDOWN_NOW"]
+
+FENCED, UNFENCED, CONTROLLED_SHUTDOWN, SHUTDOWN_NOW = "FENCED", "UNFENCED", "CONTROLLED_SHUTDOWN", "SHUTDOWN_NOW"
+
+
+class ClusterControlManager:
+    def __init__(self, cluster_id: str | None, session_timeout_ms: int):
+        self.cluster_id = cluster_id
+        self.sessions = HeartbeatTracker(session_timeout_ms)
+        self._shutdown_offsets: dict[int, int] = {}   # broker -> offset of its controlled-shutdown record
+
+    # -- leadership of the controller ---------------------------------------
+
+    def deactivate(self) -> None:
+        """Sessions are the active controller's memory only; a new term starts them afresh."""
+        self.sessions.clear()
+        self._shutdown_offsets.clear()
+
+    def start_missing_sessions(self, image, now_ms: int) -> None:
+        """Every registered broker without a session gets one starting now (after activation)."""
+        for b in image.brokers:
+            if not self.sessions.has_session(b):
+                self.sessions.touch(b, now_ms)
+
+    # -- BrokerRegistration (62) --------------------------------------------
+
+    def register(self, request: dict, image, now_ms: int, next_offset: int) -> tuple[list, dict]:
+        broker_id = request["BrokerId"]
+        error = self._registration_error(request, image, now_ms)
+        if error is not None:
+            return [], {"ThrottleTimeMs": 0, "ErrorCode": error, "BrokerEpoch": -1}
+        record = RegisterBrokerRecord(
+            broker_id=broker_id, incarnation_id=request["IncarnationId"], broker_epoch=next_offset,
+            endpoints=tuple(BrokerEndpoint(e["Name"], e["Host"], e["Port"], e["SecurityProtocol"])
+                            for e in request["Listeners"]),
+            features=tuple(BrokerFeature(f["Name"], f["MinSupportedVersion"], f["MaxSupportedVersion"])
+                           for f in request.get("Features", [])),
+            rack=request.get("Rack"), fenced=True, in_controlled_shutdown=False,
+            log_dirs=tuple(request.get("LogDirs", [])))
+        self.sessions.reset(broker_id, now_ms)
+        self._shutdown_offsets.pop(broker_id, None)
+        return [record], {"ThrottleTimeMs": 0, "ErrorCode": 0, "BrokerEpoch": next_offset}
+
+    def _registration_error(self, request: dict, image, now_ms: int) -> int | None:
+        if self.cluster_id is not None and request["ClusterId"] != self.cluster_id:
+            return ErrorCode.INCONSISTENT_CLUSTER_ID
+        if request["BrokerId"] < 0 or not request["Listeners"]:
+            return ErrorCode.INVALID_REGISTRATION
+        existing = image.brokers.get(request["BrokerId"])
+        if (existing is not None and existing.incarnation_id != request["IncarnationId"]
+                and self.sessions.is_alive(request["BrokerId"], now_ms)):
+            return ErrorCode.DUPLICATE_BROKER_REGISTRATION
+        return None
+
+    # -- BrokerHeartbeat (63) -----------------------------------------------
+
+    def heartbeat(self, request: dict, image, now_ms: int, next_offset: int,
+                  leads_partitions: Callable[[int], bool]) -> tuple[list, dict]:
+        broker_id = request["BrokerId"]
+        reg = image.brokers.get(broker_id)
+        if reg is None:
+            return [], _hb_response(ErrorCode.BROKER_ID_NOT_REGISTERED)
+        if reg.epoch != request["BrokerEpoch"]:
+            return [], _hb_response(ErrorCode.STALE_BROKER_EPOCH)
+        offset = request["CurrentMetadataOffset"]
+        self.sessions.touch(broker_id, now_ms, offset)
+        caught_up = offset >= reg.epoch
+        current = self._state(reg)
+        nxt = self._next_state(current, request, broker_id, caught_up, image, leads_partitions)
+        records = self._records_for(current, nxt, reg, next_offset)
+        fenced = nxt in (FENCED, SHUTDOWN_NOW)
+        return records, {"ThrottleTimeMs": 0, "ErrorCode": 0, "IsCaughtUp": caught_up,
+                         "IsFenced": fenced, "ShouldShutDown": nxt == SHUTDOWN_NOW}
+
+    @staticmethod
+    def _state(reg) -> str:
+        if reg.fenced:
+            return FENCED
+        return CONTROLLED_SHUTDOWN if reg.in_controlled_shutdown else UNFENCED
+
+    def _next_state(self, current: str, request: dict, broker_id: int, caught_up: bool, image,
+                    leads_partitions: Callable[[int], bool]) -> str:
+        want_fence, want_shutdown = request["WantFence"], request["WantShutDown"]
+        if current == FENCED:
+            if want_shutdown:
+                return SHUTDOWN_NOW
+            return UNFENCED if caught_up and not want_fence else FENCED
+        if want_fence:
+            return SHUTDOWN_NOW if want_shutdown else FENCED
+        if current == UNFENCED:
+            return CONTROLLED_SHUTDOWN if want_shutdown else UNFENCED
+        # CONTROLLED_SHUTDOWN: it stays there until its leadership has moved and everyone knows.
+        if leads_partitions(broker_id):
+            return CONTROLLED_SHUTDOWN
+        needed = self._shutdown_offsets.get(broker_id, 0)
+        return SHUTDOWN_NOW if self._lowest_active_offset(image) >= needed else CONTROLLED_SHUTDOWN
+
+    def _lowest_active_offset(self, image) -> int:
+        active = [b.node_id for b in image.brokers.values() if self._state(b) == UNFENCED]
+        offsets = [self.sessions.metadata_offset(b) for b in active]
+        return min(offsets) if offsets else 2**63 - 1
+
+    def _records_for(self, current: str, nxt: str, reg, next_offset: int) -> list:
+        if nxt == current or (current == FENCED and nxt == SHUTDOWN_NOW):
+            return []
+        if nxt in (FENCED, SHUTDOWN_NOW):
+            self._shutdown_offsets.pop(reg.node_id, None)
+            return [FenceBrokerRecord(id=reg.node_id, epoch=reg.epoch)]
+        if nxt == UNFENCED:
+            return [UnfenceBrokerRecord(id=reg.node_id, epoch=reg.epoch)]
+        assert nxt == CONTROLLED_SHUTDOWN, (current, nxt)
+        self._shutdown_offsets[reg.node_id] = next_offset
+        return [BrokerRegistrationChangeRecord(broker_id=reg.node_id, broker_epoch=reg.epoch,
+                                               in_controlled_shutdown=1)]
+
+    # -- UnregisterBroker (64) ----------------------------------------------
+
+    def unregister(self, request: dict, image) -> tuple[list, dict]:
+        reg = image.brokers.get(request["BrokerId"])
+        if reg is None:
+            return [], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.BROKER_ID_NOT_REGISTERED,
+                        "ErrorMessage": f"Broker {request['BrokerId']} is not registered."}
+        self.sessions.remove(reg.node_id)
+        self._shutdown_offsets.pop(reg.node_id, None)
+        return ([UnregisterBrokerRecord(broker_id=reg.node_id, broker_epoch=reg.epoch)],
+                {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None})
+
+    # -- periodic -----------------------------------------------------------
+
+    def fence_expired(self, image, now_ms: int) -> list:
+        """FenceBrokerRecords for active brokers whose session ran out."""
+        live = [b.node_id for b in image.brokers.values() if not b.fenced]
+        out = []
+        for b in self.sessions.expired(live, now_ms):
+            reg = image.brokers.get(b)
+            self._shutdown_offsets.pop(b, None)
+            out.append(FenceBrokerRecord(id=b, epoch=reg.epoch))
+        return out
+
+    def next_deadline_ms(self, image) -> int | None:
+        live = [b.node_id for b in image.brokers.values() if not b.fenced]
+        return self.sessions.next_expiry_ms(live)
+
+    def check_broker_epoch(self, image, broker_id: int, broker_epoch: int) -> int:
+        """0 if ``broker_id`` is registered with ``broker_epoch`` (-1 skips the epoch check)."""
+        reg = image.brokers.get(broker_id)
+        if reg is None:
+            return ErrorCode.BROKER_ID_NOT_REGISTERED
+        if broker_epoch != -1 and reg.epoch != broker_epoch:
+            return ErrorCode.STALE_BROKER_EPOCH
+        return 0
+
+
+def _hb_response(error: int) -> dict:
+    return {"ThrottleTimeMs": 0, "ErrorCode": error, "IsCaughtUp": False, "IsFenced": True,
+            "ShouldShutDown": False}

@@ -1,0 +1,53 @@
+"""ControllerConfig: the settings the quorum controller acts on, by Kafka's names."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+__all__ = ["ControllerConfig", "PRODUCER_ID_BLOCK_SIZE"]
+
+PRODUCER_ID_BLOCK_SIZE = 1000       # Kafka's block size for AllocateProducerIds
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    cluster_id: str | None = None                   # None: accept any ClusterId in registrations
+    broker_session_timeout_ms: int = 9000           # broker.session.timeout.ms
+    num_partitions: int = 1                         # num.partitions
+    default_replication_factor: int = 1             # default.replication.factor
+    min_insync_replicas: int = 1                    # min.insync.replicas (cluster default)
+    delete_topic_enable: bool = True                # delete.topic.enable
+    unclean_leader_election_enable: bool = False    # unclean.leader.election.enable
+    eligible_local_log_ms: int = -1                 # leader.election.eligible.local.log.ms (KIP-1303)
+    eligible_local_log_bytes: int = -1              # leader.election.eligible.local.log.bytes (KIP-1303)
+    max_idle_interval_ms: int = 500                 # metadata.max.idle.interval.ms (NoOpRecord); 0 = off
+    topic_defaults: Mapping[str, object] = field(default_factory=dict)  # topic config name -> broker-level default
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, object], topic_defaults: Mapping[str, object] | None = None,
+                   cluster_id: str | None = None) -> "ControllerConfig":
+        """From a mapping of Kafka config names (a NodeConfig or a plain dict)."""
+        def get(name, default):
+            try:
+                value = props[name]
+            except KeyError:
+                return default
+            return default if value is None else value
+
+        return cls(
+            cluster_id=cluster_id if cluster_id is not None else get("cluster.id", None),
+            broker_session_timeout_ms=int(get("broker.session.timeout.ms", 9000)),
+            num_partitions=int(get("num.partitions", 1)),
+            default_replication_factor=int(get("default.replication.factor", 1)),
+            min_insync_replicas=int(get("min.insync.replicas", 1)),
+            delete_topic_enable=_bool(get("delete.topic.enable", True)),
+            unclean_leader_election_enable=_bool(get("unclean.leader.election.enable", False)),
+            eligible_local_log_ms=int(get("leader.election.eligible.local.log.ms", -1)),
+            eligible_local_log_bytes=int(get("leader.election.eligible.local.log.bytes", -1)),
+            max_idle_interval_ms=int(get("metadata.max.idle.interval.ms", 500)),
+            topic_defaults=dict(topic_defaults or {}),
+        )
+
+
+def _bool(v) -> bool:
+    return v if isinstance(v, bool) else str(v).strip().lower() == "true"

@@ -1,0 +1,76 @@
+"""IncrementalAlterConfigs (44) on the controller: topic and broker resources.
+
+Topic resources (type 2): the topic must exist (UNKNOWN_TOPIC_OR_PARTITION);
+SET / DELETE / APPEND / SUBTRACT apply to its overrides with the rules of
+``topic_rules`` (INVALID_CONFIG for unknown names, bad values, list operations
+on non-lists); the result must still validate as a whole.  Broker resources
+(type 4): name "" is the cluster-wide default, otherwise a broker id
+(registered or not, as Kafka allows); any key is stored as a string (dynamic
+broker configs are read by whoever needs them from the image).  A resource
+named twice -> INVALID_REQUEST; other types -> INVALID_REQUEST.
+
+One ConfigRecord per key that changes (value None deletes it); ``ValidateOnly``
+writes nothing.
+"""
+from __future__ import annotations
+
+from tierlog.metadata.records import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, ConfigRecord
+from tierlog.protocol.errors import ErrorCode
+
+from .config import ControllerConfig
+from .topic_rules import RuleError, apply_config_op, validate_topic_configs
+
+__all__ = ["ConfigControlManager"]
+
+
+class ConfigControlManager:
+    def __init__(self, config: ControllerConfig):
+        self.config = config
+
+    def incremental_alter_configs(self, request: dict, version: int, image) -> tuple[list, dict]:
+        validate_only = request.get("ValidateOnly", False)
+        records, responses, seen = [], [], set()
+        for r in request["Resources"]:
+            out = {"ErrorCode": 0, "ErrorMessage": None, "ResourceType": r["ResourceType"],
+                   "ResourceName": r["ResourceName"]}
+            key = (r["ResourceType"], r["ResourceName"])
+            try:
+                if key in seen:
+                    raise RuleError(ErrorCode.INVALID_REQUEST, "The resource appears twice in the request.")
+                seen.add(key)
+                changes = self._one(r, image)
+            except RuleError as e:
+                out["ErrorCode"], out["ErrorMessage"] = e.error_code, str(e)
+            else:
+                if not validate_only:
+                    records.extend(changes)
+            responses.append(out)
+        return records, {"ThrottleTimeMs": 0, "Responses": responses}
+
+    def _one(self, r: dict, image) -> list[ConfigRecord]:
+        kind, name = r["ResourceType"], r["ResourceName"]
+        if kind == CONFIG_RESOURCE_TOPIC:
+            topic = image.topics.get(name)
+            if topic is None:
+                raise RuleError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+            before = dict(topic.configs)
+            after = dict(before)
+            for c in r["Configs"]:
+                apply_config_op(after, c["Name"], c["ConfigOperation"], c["Value"])
+            validate_topic_configs(after, self.config.topic_defaults)
+        elif kind == CONFIG_RESOURCE_BROKER:
+            if name != "" and not name.lstrip("-").isdigit():
+                raise RuleError(ErrorCode.INVALID_REQUEST, f"Broker resource name {name!r} is not a broker id.")
+            before = dict(image.configs.get(name, {}))
+            after = dict(before)
+            for c in r["Configs"]:
+                apply_config_op(after, c["Name"], c["ConfigOperation"], c["Value"], known=None)
+        else:
+            raise RuleError(ErrorCode.INVALID_REQUEST, f"Resource type {kind} cannot be altered here.")
+        return _diff(kind, name, before, after)
+
+
+def _diff(kind: int, name: str, before: dict, after: dict) -> list[ConfigRecord]:
+    out = [ConfigRecord(kind, name, k, v) for k, v in sorted(after.items()) if before.get(k) != v]
+    out += [ConfigRecord(kind, name, k, None) for k in sorted(before) if k not in after]
+    return out

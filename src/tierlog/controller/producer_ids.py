@@ -1,0 +1,36 @@
+"""AllocateProducerIds (67): blocks of producer ids, one ProducerIdsRecord each.
+
+A registered, unfenced broker with its current epoch gets the next block of
+``PRODUCER_ID_BLOCK_SIZE`` (1000) ids; the record stores the first id no one
+has had yet, so a new active controller continues after every committed block.
+Errors: BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH (other epoch, or fenced).
+"""
+from __future__ import annotations
+
+from tierlog.metadata.records import ProducerIdsRecord
+from tierlog.protocol.errors import ErrorCode
+
+from .config import PRODUCER_ID_BLOCK_SIZE
+
+__all__ = ["allocate_producer_ids"]
+
+_MAX_PRODUCER_ID = 2**63 - 1
+
+
+def allocate_producer_ids(request: dict, image) -> tuple[list, dict]:
+    reg = image.brokers.get(request["BrokerId"])
+    if reg is None:
+        return [], _response(ErrorCode.BROKER_ID_NOT_REGISTERED)
+    if reg.epoch != request["BrokerEpoch"] or reg.fenced:
+        return [], _response(ErrorCode.STALE_BROKER_EPOCH)
+    start = image.next_producer_id
+    if start > _MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
+        return [], _response(ErrorCode.UNKNOWN_SERVER_ERROR)      # exhausted: Kafka fails the same way
+    record = ProducerIdsRecord(broker_id=reg.node_id, broker_epoch=reg.epoch,
+                               next_producer_id=start + PRODUCER_ID_BLOCK_SIZE)
+    return [record], {"ThrottleTimeMs": 0, "ErrorCode": 0, "ProducerIdStart": start,
+                      "ProducerIdLen": PRODUCER_ID_BLOCK_SIZE}
+
+
+def _response(code: int) -> dict:
+    return {"ThrottleTimeMs": 0, "ErrorCode": code, "ProducerIdStart": -1, "ProducerIdLen": 0}

@@ -1,0 +1,254 @@
+"""QuorumController: the controller's logic, sans-IO.
+
+A shell wires it to the Raft metadata log and to sockets::
+
+    qc = QuorumController(node_id, ControllerConfig(...), random.Random(seed), now_ms)
+    qc.on_leader_change(True, committed_image, next_offset=raft_log_end)   # became active
+    result = qc.handle(api_key, version, request, now_ms)
+    # append result.records (in order, one offset each, result.base_offset first,
+    # batch append timestamp result.timestamp_ms); send result.response once
+    # they are committed (at once when there are none)
+    qc.on_commit(last_committed_offset)
+    records = qc.tick(now_ms)       # append like a result's records, timestamp now_ms
+    qc.next_deadline_ms()           # when to tick next (None: nothing scheduled)
+
+Active controller: every request is checked against the *pending* image (the
+committed image plus this controller's uncommitted records, applied at once,
+as Kafka's active controller does), so the next request sees them.
+``on_commit(offset)`` moves the committed image forward.
+``on_leader_change(is_active, committed_image)`` throws every uncommitted
+change away (the new term starts from the committed image) and clears the
+heartbeat sessions.  While not active, ``handle`` answers NOT_CONTROLLER and
+``replay`` / ``load_image`` keep the committed image up to date from the log.
+
+Records must land in the log exactly as returned (no gaps, one offset per
+record, starting at ``base_offset``): a broker's epoch *is* the offset of its
+RegisterBrokerRecord.  ``timestamp_ms`` must be the batch's append timestamp,
+because replaying a fence event runs KIP-1303 eligibility at that time; every
+replica must derive what this controller derived.
+
+``handle`` accepts (api key: versions):
+  19 CreateTopics 0-7, 20 DeleteTopics 0-6, 43 ElectLeaders 0-2,
+  44 IncrementalAlterConfigs 0-1, 56 AlterPartition 0-4,
+  62 BrokerRegistration 0-4, 63 BrokerHeartbeat 0-1, 64 UnregisterBroker 0,
+  67 AllocateProducerIds 0.
+"""
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+from tierlog.metadata.delta import MetadataDelta
+from tierlog.metadata.image import MetadataImage, MetadataProvenance
+from tierlog.metadata.records import NoOpRecord
+from tierlog.protocol.errors import ErrorCode
+
+from .cluster_control import ClusterControlManager
+from .config import ControllerConfig
+from .config_control import ConfigControlManager
+from .partition_control import PartitionControlManager
+from .producer_ids import allocate_producer_ids
+from .replication_control import ReplicationControlManager
+
+__all__ = ["QuorumController", "ControllerResult", "SUPPORTED_APIS"]
+
+CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 43, 44
+ALTER_PARTITION, BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER = 56, 62, 63, 64
+ALLOCATE_PRODUCER_IDS = 67
+
+#: api key -> (min version, max version) that ``handle`` accepts
+SUPPORTED_APIS = {
+    CREATE_TOPICS: (0, 7), DELETE_TOPICS: (0, 6), ELECT_LEADERS: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ALTER_PARTITION: (0, 4), BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0),
+    ALLOCATE_PRODUCER_IDS: (0, 0),
+}
+
+
+@dataclass(slots=True)
+class ControllerResult:
+    records: list = field(default_factory=list)   # to append, in order
+    response: dict | None = None                  # to send once ``records`` are committed
+    base_offset: int = -1                         # offset records[0] must get (-1: no records)
+    timestamp_ms: int = 0                         # append timestamp for the batch
+
+    @property
+    def last_offset(self) -> int:                 # inclusive; -1 when there are no records
+        return self.base_offset + len(self.records) - 1 if self.records else -1
+
+
+class QuorumController:
+    def __init__(self, node_id: int, config: ControllerConfig, rng: random.Random, now_ms: int = 0,
+                 image: MetadataImage | None = None):
+        self.node_id = node_id
+        self.config = config
+        self.rng = rng
+        self.cluster = ClusterControlManager(config.cluster_id, config.broker_session_timeout_ms)
+        self.replication = ReplicationControlManager(config, rng)
+        self.partitions = PartitionControlManager(config)
+        self.configs = ConfigControlManager(config)
+        self.active = False
+        self.committed_image = image or MetadataImage.empty(config.cluster_id or "", -1)
+        self._image = self.committed_image                  # pending (active) == committed (standby)
+        self._uncommitted: deque[tuple[int, MetadataImage]] = deque()   # (last offset, image after it)
+        self._next_offset = self.committed_image.high_watermark_offset
+        self._last_write_ms = now_ms
+        self._handlers = {
+            CREATE_TOPICS: lambda r, v, n: self.replication.create_topics(r, v, self._image),
+            DELETE_TOPICS: lambda r, v, n: self.replication.delete_topics(r, v, self._image),
+            ELECT_LEADERS: lambda r, v, n: self.partitions.elect_leaders(r, v, self._image, n),
+            INCREMENTAL_ALTER_CONFIGS: lambda r, v, n: self.configs.incremental_alter_configs(r, v, self._image),
+            ALTER_PARTITION: self._alter_partition,
+            BROKER_REGISTRATION: lambda r, v, n: self.cluster.register(r, self._image, n, self._next_offset),
+            BROKER_HEARTBEAT: self._heartbeat,
+            UNREGISTER_BROKER: lambda r, v, n: self.cluster.unregister(r, self._image),
+            ALLOCATE_PRODUCER_IDS: lambda r, v, n: allocate_producer_ids(r, self._image),
+        }
+
+    # -- state ----------------------------------------------------------------
+
+    @property
+    def image(self) -> MetadataImage:
+        """The pending image on the active controller, the committed one otherwise."""
+        return self._image
+
+    @property
+    def next_offset(self) -> int:
+        return self._next_offset
+
+    # -- requests -------------------------------------------------------------
+
+    def handle(self, api_key: int, version: int, request: dict, now_ms: int) -> ControllerResult:
+        lo, hi = SUPPORTED_APIS.get(api_key, (0, -1))
+        assert lo <= version <= hi, f"api {api_key} v{version} is not handled by the controller"
+        if not self.active:
+            return ControllerResult([], not_controller_response(api_key, version, request))
+        self.cluster.start_missing_sessions(self._image, now_ms)
+        records, response = self._handlers[api_key](request, version, now_ms)
+        result = self._write(records, now_ms, response)
+        if api_key == ALTER_PARTITION and records:
+            _refresh_alter_partition(result.response, version, self._image)
+        return result
+
+    def _heartbeat(self, request: dict, version: int, now_ms: int):
+        image = self._image
+        return self.cluster.heartbeat(request, image, now_ms, self._next_offset,
+                                      lambda b: next(image.partitions_led_by(b), None) is not None)
+
+    def _alter_partition(self, request: dict, version: int, now_ms: int):
+        return self.partitions.alter_partition(request, version, self._image, now_ms)
+
+    def _write(self, records: list, now_ms: int, response: dict | None) -> ControllerResult:
+        if not records:
+            return ControllerResult([], response, -1, now_ms)
+        base = self._next_offset
+        delta = MetadataDelta(self._image, now_ms)
+        for r in records:
+            delta.replay(r)          # a replay error here is a controller bug: let it fail loudly
+        last = base + len(records) - 1
+        self._image = delta.apply(MetadataProvenance(last, self._image.provenance.last_contained_epoch, now_ms))
+        self._uncommitted.append((last, self._image))
+        self._next_offset = last + 1
+        self._last_write_ms = now_ms
+        return ControllerResult(list(records), response, base, now_ms)
+
+    # -- the log --------------------------------------------------------------
+
+    def on_commit(self, last_offset: int) -> None:
+        """Everything up to ``last_offset`` (inclusive) is committed."""
+        while self._uncommitted and self._uncommitted[0][0] <= last_offset:
+            _, self.committed_image = self._uncommitted.popleft()
+
+    def on_leader_change(self, is_active: bool, committed_image: MetadataImage,
+                         next_offset: int | None = None) -> None:
+        """A new term: drop uncommitted changes and sessions; become active or standby.
+
+        ``next_offset``: the offset the next appended record will get (after any
+        control records the new leader wrote); defaults to the image's end.
+        """
+        self.active = is_active
+        self.committed_image = self._image = committed_image
+        self._uncommitted.clear()
+        self.cluster.deactivate()
+        self._next_offset = committed_image.high_watermark_offset if next_offset is None else next_offset
+
+    def replay(self, record, offset: int, timestamp_ms: int = 0, epoch: int = -1) -> None:
+        """A standby follows the committed log one record at a time."""
+        assert not self.active, "the active controller writes the log; it does not replay it"
+        delta = MetadataDelta(self.committed_image, timestamp_ms)
+        delta.replay(record)
+        self.load_image(delta.apply(MetadataProvenance(offset, epoch, timestamp_ms)))
+
+    def load_image(self, image: MetadataImage) -> None:
+        """A standby takes a newer committed image (from the loader or a snapshot)."""
+        assert not self.active, "the active controller's image comes from its own writes"
+        self.committed_image = self._image = image
+        self._next_offset = image.high_watermark_offset
+
+    # -- time -----------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> list:
+        """Records of periodic work: fence expired sessions; a NoOpRecord when idle."""
+        if not self.active:
+            return []
+        self.cluster.start_missing_sessions(self._image, now_ms)
+        records = self.cluster.fence_expired(self._image, now_ms)
+        idle = self.config.max_idle_interval_ms
+        if not records and idle > 0 and now_ms - self._last_write_ms >= idle:
+            records = [NoOpRecord()]
+        return self._write(records, now_ms, None).records
+
+    def next_deadline_ms(self) -> int | None:
+        if not self.active:
+            return None
+        deadlines = [d for d in (self.cluster.next_deadline_ms(self._image),) if d is not None]
+        if self.config.max_idle_interval_ms > 0:
+            deadlines.append(self._last_write_ms + self.config.max_idle_interval_ms)
+        return min(deadlines) if deadlines else None
+
+
+def _refresh_alter_partition(response: dict, version: int, image: MetadataImage) -> None:
+    """Answer accepted AlterPartition changes with the state the image now holds."""
+    for t in response["Topics"]:
+        topic = image.topic_by_id(t["TopicId"]) if version >= 2 else image.topics.get(t["TopicName"])
+        if topic is None:
+            continue
+        for p in t["Partitions"]:
+            if p["ErrorCode"] == 0:
+                part = topic.partitions[p["PartitionIndex"]]
+                p.update(LeaderId=part.leader, LeaderEpoch=part.leader_epoch, Isr=list(part.isr),
+                         LeaderRecoveryState=part.leader_recovery_state, PartitionEpoch=part.partition_epoch)
+
+
+def not_controller_response(api_key: int, version: int, request: dict) -> dict:
+    """The answer of a controller that is not active: NOT_CONTROLLER, shaped per API."""
+    nc = ErrorCode.NOT_CONTROLLER
+    if api_key == CREATE_TOPICS:
+        return {"ThrottleTimeMs": 0, "Topics": [
+            {"Name": t["Name"], "TopicId": bytes(16), "ErrorCode": nc, "ErrorMessage": None, "NumPartitions": -1,
+             "ReplicationFactor": -1, "Configs": None} for t in request["Topics"]]}
+    if api_key == DELETE_TOPICS:
+        wanted = ([(t.get("Name"), t.get("TopicId", bytes(16))) for t in request["Topics"]] if version >= 6
+                  else [(n, bytes(16)) for n in request["TopicNames"]])
+        return {"ThrottleTimeMs": 0, "Responses": [
+            {"Name": n, "TopicId": i, "ErrorCode": nc, "ErrorMessage": None} for n, i in wanted]}
+    if api_key == INCREMENTAL_ALTER_CONFIGS:
+        return {"ThrottleTimeMs": 0, "Responses": [
+            {"ErrorCode": nc, "ErrorMessage": None, "ResourceType": r["ResourceType"],
+             "ResourceName": r["ResourceName"]} for r in request["Resources"]]}
+    if api_key == ELECT_LEADERS:
+        return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ReplicaElectionResults": [
+            {"Topic": t["Topic"], "PartitionResult": [{"PartitionId": p, "ErrorCode": nc, "ErrorMessage": None}
+                                                      for p in t["Partitions"]]}
+            for t in (request.get("TopicPartitions") or [])]}
+    if api_key == ALTER_PARTITION:
+        return {"ThrottleTimeMs": 0, "ErrorCode": nc, "Topics": []}
+    if api_key == BROKER_REGISTRATION:
+        return {"ThrottleTimeMs": 0, "ErrorCode": nc, "BrokerEpoch": -1}
+    if api_key == BROKER_HEARTBEAT:
+        return {"ThrottleTimeMs": 0, "ErrorCode": nc, "IsCaughtUp": False, "IsFenced": True, "ShouldShutDown": False}
+    if api_key == UNREGISTER_BROKER:
+        return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ErrorMessage": None}
+    if api_key == ALLOCATE_PRODUCER_IDS:
+        return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ProducerIdStart": -1, "ProducerIdLen": 0}
+    raise AssertionError(f"no NOT_CONTROLLER answer for api {api_key}")

@@ -1,0 +1,85 @@
+"""Topic names, topic configs and config operations, as the controller checks them.
+
+The same rules (and error codes) as ``tierlog.broker.topic_admin`` and
+IncrementalAlterConfigs on a single node: the controller sits below the broker
+layer, so the rules live here and the broker may import them.  Every refusal is
+``RuleError(error_code, message)``.
+"""
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+from tierlog.protocol.errors import ErrorCode
+from tierlog.storage import TOPIC_CONFIGS, LogConfig
+
+__all__ = ["RuleError", "validate_topic_name", "validate_topic_configs", "apply_config_op",
+           "MAX_TOPIC_NAME_LENGTH", "MAX_PARTITIONS", "SET", "DELETE", "APPEND", "SUBTRACT"]
+
+MAX_TOPIC_NAME_LENGTH = 249
+MAX_PARTITIONS = 10000          # per topic; a bound of ours, Kafka has none
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+class RuleError(Exception):
+    def __init__(self, error_code: int, message: str):
+        super().__init__(message)
+        self.error_code = error_code
+
+
+def validate_topic_name(name: str | None) -> None:
+    if not name or name in (".", ".."):
+        raise RuleError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name {name!r} is illegal.")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise RuleError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                        f"Topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters.")
+    if not _LEGAL.match(name):
+        raise RuleError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                        f"Topic name {name!r} has characters other than ASCII letters, digits, '.', '_' and '-'.")
+
+
+def validate_topic_configs(configs: Mapping[str, str | None], topic_defaults: Mapping[str, object]) -> None:
+    """Known topic config names with values that parse and agree with each other."""
+    unknown = [k for k in configs if k not in TOPIC_CONFIGS]
+    if unknown:
+        raise RuleError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
+    missing = [k for k, v in configs.items() if v is None]
+    if missing:
+        raise RuleError(ErrorCode.INVALID_CONFIG, f"Null value for topic config {missing[0]}")
+    try:
+        LogConfig.from_props({**topic_defaults, **configs})
+    except ValueError as e:
+        raise RuleError(ErrorCode.INVALID_CONFIG, str(e)) from None
+
+
+def apply_config_op(configs: dict[str, str], name: str, op: int, value: str | None,
+                    known: Mapping[str, object] | None = TOPIC_CONFIGS) -> None:
+    """One IncrementalAlterConfigs operation on ``configs`` (in place).
+
+    ``known``: the config definitions (with ``type`` and ``default``) the
+    resource accepts; None accepts any name as a plain string (broker configs).
+    """
+    spec = None if known is None else known.get(name)
+    if known is not None and spec is None:
+        raise RuleError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+    if op == SET:
+        if value is None:
+            raise RuleError(ErrorCode.INVALID_CONFIG, f"{name}: SET needs a value")
+        configs[name] = value
+    elif op == DELETE:
+        configs.pop(name, None)
+    elif op in (APPEND, SUBTRACT):
+        if spec is None or spec.type != "list":
+            raise RuleError(ErrorCode.INVALID_CONFIG, f"{name} is not a list; APPEND/SUBTRACT do not apply")
+        current = [v for v in configs.get(name, _text(spec.default) or "").split(",") if v]
+        items = [v for v in (value or "").split(",") if v]
+        current = current + [v for v in items if v not in current] if op == APPEND \
+            else [v for v in current if v not in items]
+        configs[name] = ",".join(current)
+    else:
+        raise RuleError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
+
+
+def _text(value) -> str:
+    return ",".join(value) if isinstance(value, (list, tuple)) else ("" if value is None else str(value))
