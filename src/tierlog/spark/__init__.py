@@ -1,0 +1,24 @@
+"""The ``tierlog`` PySpark data source (Spark 4 Python Data Source API).
+
+    import tierlog.spark
+    tierlog.spark.register(spark)
+    df = (spark.read.format("tierlog")
+          .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+          .option("subscribe", "events").load())
+
+Options, schema and semantics follow Spark's Kafka source and sink; no JVM
+connector jar is needed. Spark's Python workers must run an interpreter with
+tierlog installed (set PYSPARK_PYTHON, e.g. to ``sys.executable``).
+"""
+
+from __future__ import annotations
+
+from tierlog.spark.options import OptionError
+from tierlog.spark.source import SCHEMA, SCHEMA_WITH_HEADERS, TierlogDataSource
+
+__all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "OptionError", "TierlogDataSource", "register"]
+
+
+def register(spark) -> None:
+    """Make ``format("tierlog")`` available in ``spark`` (a SparkSession)."""
+    spark.dataSource.register(TierlogDataSource)

@@ -1,0 +1,286 @@
+"""The options of the ``tierlog`` source and sink: Spark's Kafka option names and meanings.
+
+Parsing is pure (no network), so every bad option fails at once, on the driver,
+with a message that names it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["OffsetSpec", "OptionError", "SinkOptions", "SourceOptions", "parse_sink_options",
+           "parse_source_options", "tp_key"]
+
+EARLIEST, LATEST = -2, -1        # Spark's Kafka JSON: -2 earliest, -1 latest
+
+# kafka.* options the Kafka source refuses too, with the reason it gives
+_UNSUPPORTED_KAFKA = {
+    "auto.offset.reset": "use startingOffsets instead",
+    "key.deserializer": "keys are always read as bytes (cast the column)",
+    "value.deserializer": "values are always read as bytes (cast the column)",
+    "enable.auto.commit": "the source keeps offsets in Spark's checkpoint, not in Kafka",
+    "interceptor.classes": "interceptors do not apply to this source",
+}
+_UNSUPPORTED_KAFKA_SINK = {
+    "key.serializer": "keys are written as bytes (string columns are UTF-8 encoded)",
+    "value.serializer": "values are written as bytes (string columns are UTF-8 encoded)",
+}
+
+
+class OptionError(ValueError):
+    """A bad option; the message starts with the option's name."""
+
+
+def tp_key(topic: str, partition: int) -> tuple[str, int]:
+    return (topic, partition)
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """Where a read starts or ends: earliest, latest, per-partition offsets or timestamps."""
+
+    kind: str                                   # earliest | latest | offsets | timestamp | timestamps
+    offsets: dict = field(default_factory=dict)  # (topic, partition) -> offset or timestamp
+    timestamp: int = 0                           # kind == "timestamp": one for every partition
+    option: str = ""                             # the option it came from, for messages
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    bootstrap_servers: str
+    subscribe: tuple[str, ...] | None
+    subscribe_pattern: str | None
+    assign: tuple[tuple[str, int], ...] | None
+    starting: OffsetSpec
+    ending: OffsetSpec | None                    # None in streaming
+    timestamp_strategy: str                      # error | latest (no offset at or after a timestamp)
+    include_headers: bool
+    fail_on_data_loss: bool
+    min_partitions: int | None
+    max_records_per_partition: int | None
+    max_offsets_per_trigger: int | None
+    min_offsets_per_trigger: int | None
+    max_trigger_delay_ms: int
+    fetch_max_bytes: int
+    retry_timeout_s: float
+    client_id: str
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    bootstrap_servers: str
+    topic: str | None
+    producer_config: dict
+    flush_timeout_s: float
+
+
+def _get(options: Mapping, name: str):
+    """Case-insensitive lookup (Spark passes a case-insensitive dict, tests pass plain dicts)."""
+    if name in options:
+        return options[name]
+    lowered = name.lower()
+    for k, v in options.items():
+        if k.lower() == lowered:
+            return v
+    return None
+
+
+def _bootstrap(options: Mapping) -> str:
+    servers = _get(options, "kafka.bootstrap.servers") or _get(options, "bootstrap.servers")
+    if not servers or not str(servers).strip():
+        raise OptionError("kafka.bootstrap.servers: option must be specified for the tierlog source and sink "
+                          "(bootstrap.servers is accepted too), e.g. .option('kafka.bootstrap.servers', "
+                          "'127.0.0.1:9092')")
+    for entry in str(servers).split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise OptionError(f"kafka.bootstrap.servers: {entry.strip()!r} is not host:port")
+    return str(servers)
+
+
+def _bool(options: Mapping, name: str, default: bool) -> bool:
+    value = _get(options, name)
+    if value is None:
+        return default
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise OptionError(f"{name}: {value!r} is not true or false")
+    return text == "true"
+
+
+def _int(options: Mapping, name: str, minimum: int = 1) -> int | None:
+    value = _get(options, name)
+    if value is None:
+        return None
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise OptionError(f"{name}: {value!r} is not an integer") from None
+    if number < minimum:
+        raise OptionError(f"{name}: {number} must be at least {minimum}")
+    return number
+
+
+def _duration_ms(options: Mapping, name: str, default_ms: int) -> int:
+    """``15m``, ``30s``, ``500ms`` or a plain number of milliseconds."""
+    value = _get(options, name)
+    if value is None:
+        return default_ms
+    m = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|min|h)?\s*", str(value).lower())
+    if not m:
+        raise OptionError(f"{name}: {value!r} is not a duration like 500ms, 30s or 15m")
+    scale = {"ms": 1, None: 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}[m.group(2)]
+    return int(m.group(1)) * scale
+
+
+def _json_object(name: str, text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise OptionError(f"{name}: {text!r} is not valid JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise OptionError(f"{name}: expected a JSON object like {{\"topicA\":{{\"0\":23,\"1\":-1}}}}, got {text!r}")
+    return value
+
+
+def _partition_map(name: str, text: str) -> dict[tuple[str, int], int]:
+    out = {}
+    for topic, parts in _json_object(name, text).items():
+        if not isinstance(parts, dict):
+            raise OptionError(f"{name}: topic {topic!r} must map partition numbers to values, got {parts!r}")
+        for p, value in parts.items():
+            try:
+                out[(topic, int(p))] = int(value)
+            except (TypeError, ValueError):
+                raise OptionError(f"{name}: {topic} partition {p!r} -> {value!r} is not a partition number "
+                                  "and an integer") from None
+    return out
+
+
+def _offset_spec(options: Mapping, prefix: str, streaming: bool) -> OffsetSpec | None:
+    """startingX / endingX, with Spark's precedence: global timestamp, then by-timestamp, then offsets."""
+    ts = _get(options, f"{prefix}Timestamp")
+    if ts is not None:
+        try:
+            return OffsetSpec("timestamp", timestamp=int(str(ts).strip()), option=f"{prefix}Timestamp")
+        except ValueError:
+            raise OptionError(f"{prefix}Timestamp: {ts!r} is not a timestamp in milliseconds") from None
+    by_ts = _get(options, f"{prefix}OffsetsByTimestamp")
+    if by_ts is not None:
+        return OffsetSpec("timestamps", offsets=_partition_map(f"{prefix}OffsetsByTimestamp", str(by_ts)),
+                          option=f"{prefix}OffsetsByTimestamp")
+    name = f"{prefix}Offsets"
+    value = _get(options, name)
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text.lower() in ("earliest", "latest"):
+        return OffsetSpec(text.lower(), option=name)
+    if text.startswith("{"):
+        offsets = _partition_map(name, text)
+        for (t, p), off in offsets.items():
+            if off < EARLIEST:
+                raise OptionError(f"{name}: {t} partition {p} offset {off} is not an offset, -1 (latest) "
+                                  "or -2 (earliest)")
+        return OffsetSpec("offsets", offsets=offsets, option=name)
+    raise OptionError(f"{name}: {text!r} is not 'earliest', 'latest' or a JSON object like "
+                      "{\"topicA\":{\"0\":23,\"1\":-2}} (-2 earliest, -1 latest)")
+
+
+def _subscription(options: Mapping):
+    given = {k: _get(options, k) for k in ("subscribe", "subscribePattern", "assign")}
+    given = {k: v for k, v in given.items() if v is not None}
+    if len(given) != 1:
+        which = ", ".join(sorted(given)) or "none of them"
+        raise OptionError(f"subscribe: exactly one of the options 'subscribe', 'subscribePattern' or 'assign' "
+                          f"must be specified (got {which})")
+    subscribe = pattern = assign = None
+    if "subscribe" in given:
+        subscribe = tuple(t.strip() for t in str(given["subscribe"]).split(",") if t.strip())
+        if not subscribe:
+            raise OptionError("subscribe: no topic to subscribe to (a comma-separated list of topics)")
+    elif "subscribePattern" in given:
+        pattern = str(given["subscribePattern"]).strip()
+        if not pattern:
+            raise OptionError("subscribePattern: an empty pattern")
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise OptionError(f"subscribePattern: {pattern!r} is not a regular expression ({e})") from None
+    else:
+        obj = _json_object("assign", str(given["assign"]))
+        pairs = []
+        for topic, parts in obj.items():
+            if not isinstance(parts, list) or not all(isinstance(p, int) for p in parts):
+                raise OptionError(f"assign: topic {topic!r} must map to a list of partition numbers, "
+                                  "like {\"topicA\":[0,1]}")
+            pairs += [(topic, p) for p in parts]
+        if not pairs:
+            raise OptionError("assign: no partition assigned")
+        assign = tuple(sorted(pairs))
+    return subscribe, pattern, assign
+
+
+def _check_kafka_options(options: Mapping, refused: dict) -> None:
+    for key in options:
+        k = key.lower()
+        if k.startswith("kafka.") and k[6:] in refused:
+            raise OptionError(f"{key}: not supported by the tierlog source and sink, {refused[k[6:]]}")
+
+
+def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
+    bootstrap = _bootstrap(options)
+    _check_kafka_options(options, _UNSUPPORTED_KAFKA)
+    subscribe, pattern, assign = _subscription(options)
+    starting = _offset_spec(options, "starting", streaming) or OffsetSpec(
+        "latest" if streaming else "earliest", option="startingOffsets")
+    ending = _offset_spec(options, "ending", streaming)
+    if streaming:
+        if ending is not None:
+            raise OptionError(f"{ending.option}: ending offsets are not valid in streaming queries")
+    else:
+        ending = ending or OffsetSpec("latest", option="endingOffsets")
+        if starting.kind == "latest":
+            raise OptionError("startingOffsets: 'latest' is not valid for batch queries (use earliest, "
+                              "JSON offsets or a timestamp)")
+        if starting.kind == "offsets" and LATEST in starting.offsets.values():
+            raise OptionError("startingOffsets: -1 (latest) is not valid for batch queries")
+        if ending.kind == "earliest":
+            raise OptionError("endingOffsets: 'earliest' is not valid for batch queries")
+        if ending.kind == "offsets" and EARLIEST in ending.offsets.values():
+            raise OptionError("endingOffsets: -2 (earliest) is not valid for batch queries")
+    strategy = str(_get(options, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise OptionError(f"startingOffsetsByTimestampStrategy: {strategy!r} is not 'error' or 'latest'")
+    return SourceOptions(
+        bootstrap_servers=bootstrap, subscribe=subscribe, subscribe_pattern=pattern, assign=assign,
+        starting=starting, ending=ending, timestamp_strategy=strategy,
+        include_headers=_bool(options, "includeHeaders", False),
+        fail_on_data_loss=_bool(options, "failOnDataLoss", True),
+        min_partitions=_int(options, "minPartitions"),
+        max_records_per_partition=_int(options, "maxRecordsPerPartition"),
+        max_offsets_per_trigger=_int(options, "maxOffsetsPerTrigger"),
+        min_offsets_per_trigger=_int(options, "minOffsetsPerTrigger"),
+        max_trigger_delay_ms=_duration_ms(options, "maxTriggerDelay", 15 * 60_000),
+        fetch_max_bytes=_int(options, "kafka.fetch.max.bytes", 1024) or 8 * 1024 * 1024,
+        retry_timeout_s=(_int(options, "kafka.request.timeout.ms", 1) or 30_000) / 1000,
+        client_id=str(_get(options, "kafka.client.id") or "tierlog-spark"),
+    )
+
+
+def parse_sink_options(options: Mapping) -> SinkOptions:
+    bootstrap = _bootstrap(options)
+    _check_kafka_options(options, _UNSUPPORTED_KAFKA_SINK)
+    config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+              "partitioner": "murmur2_random",          # Kafka's Java default: same key, same partition
+              "message.timeout.ms": 120_000}
+    for key, value in options.items():
+        k = key.lower()
+        if k.startswith("kafka.") and k != "kafka.bootstrap.servers":
+            config[key[6:]] = str(value)
+    flush_timeout_ms = int(config.get("message.timeout.ms", 120_000)) + 30_000
+    topic = _get(options, "topic")
+    return SinkOptions(bootstrap, str(topic) if topic else None, config, flush_timeout_ms / 1000)

@@ -1,0 +1,326 @@
+"""The ``tierlog`` PySpark data source: batch and streaming, read and write.
+
+Reads plan offset ranges on the driver (Metadata + ListOffsets through our own
+client) and fetch them in tasks, yielding Arrow record batches decoded straight
+from whole fetched record batches. Writes take Arrow batches and hand them to a
+confluent-kafka producer (acks=all by default) that is flushed before the task
+reports success. Clients are always opened inside the method that uses them:
+readers and writers are pickled to the executors with options only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamArrowWriter,
+    DataSourceStreamReader, InputPartition, WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from tierlog.client import EARLIEST, LATEST, Cluster, read_range
+from tierlog.spark.options import OptionError, SourceOptions, parse_sink_options, parse_source_options
+from tierlog.spark.planning import (
+    OffsetRange, TriggerClock, discover, from_json, rate_limit, resolve, split_ranges, to_json,
+)
+
+__all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "TierlogDataSource", "TierlogPartition"]
+
+log = logging.getLogger(__name__)
+
+SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
+          "timestamp timestamp, timestampType int")
+SCHEMA_WITH_HEADERS = SCHEMA + ", headers array<struct<key: string, value: binary>>"
+
+
+class TierlogPartition(InputPartition):
+    """One task's work: ``[start, end)`` of one topic partition."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int):
+        super().__init__((topic, partition, start, end))
+        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+
+    def __repr__(self) -> str:
+        return f"TierlogPartition({self.topic}-{self.partition} [{self.start}, {self.end}))"
+
+
+class TierlogDataSource(DataSource):
+    """``spark.read.format("tierlog")``: Spark's Kafka source options, no JVM connector."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "tierlog"
+
+    def schema(self) -> str:
+        include = str(self.options.get("includeHeaders", "false")).strip().lower() == "true"
+        return SCHEMA_WITH_HEADERS if include else SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return TierlogBatchReader(parse_source_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return TierlogStreamReader(parse_source_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        return TierlogBatchWriter(self.options, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
+        return TierlogStreamWriter(self.options, schema)
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+def _read_partition(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:
+    cluster = Cluster(opts.bootstrap_servers, client_id=opts.client_id, retry_timeout_s=opts.retry_timeout_s)
+    try:
+        yield from read_range(cluster, part.topic, part.partition, part.start, part.end,
+                              include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss,
+                              max_bytes=opts.fetch_max_bytes, retry_timeout_s=opts.retry_timeout_s)
+    finally:
+        cluster.close()
+
+
+def _to_partitions(opts: SourceOptions, ranges: list[OffsetRange]) -> list[TierlogPartition]:
+    ranges = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
+    return [TierlogPartition(r.topic, r.partition, r.start, r.end) for r in ranges]
+
+
+class _ClusterOnDriver:
+    """A driver-side client opened on first use and never pickled."""
+
+    _cluster: Cluster | None = None
+
+    def _client(self) -> Cluster:
+        if self._cluster is None:
+            self._cluster = Cluster(self.opts.bootstrap_servers, client_id=self.opts.client_id,
+                                    retry_timeout_s=self.opts.retry_timeout_s)
+        return self._cluster
+
+    def _close(self) -> None:
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_cluster", None)
+        return state
+
+
+class TierlogBatchReader(_ClusterOnDriver, DataSourceReader):
+    def __init__(self, opts: SourceOptions):
+        self.opts = opts
+
+    def partitions(self) -> list[TierlogPartition]:
+        cluster = self._client()
+        try:
+            tps = discover(cluster, self.opts)
+            starts = resolve(cluster, self.opts.starting, tps, self.opts.timestamp_strategy)
+            ends = resolve(cluster, self.opts.ending, tps, "latest")
+            ranges = []
+            for tp in tps:
+                if starts[tp] > ends[tp]:
+                    raise OptionError(f"{self.opts.starting.option}: starting offset {starts[tp]} of "
+                                      f"{tp[0]}-{tp[1]} is after its ending offset {ends[tp]}")
+                ranges.append(OffsetRange(tp[0], tp[1], starts[tp], ends[tp]))
+            return _to_partitions(self.opts, ranges)
+        finally:
+            self._close()
+
+    def read(self, partition: TierlogPartition) -> Iterator[pa.RecordBatch]:
+        return _read_partition(self.opts, partition)
+
+
+class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets per partition in the checkpoint (the Kafka source's JSON form)."""
+
+    def __init__(self, opts: SourceOptions):
+        self.opts = opts
+        self._target: dict | None = None       # Trigger.AvailableNow: do not read past these
+        self._latest: dict | None = None
+        self._clock = TriggerClock()
+
+    def initialOffset(self) -> dict:
+        cluster = self._client()
+        tps = discover(cluster, self.opts)
+        return to_json(resolve(cluster, self.opts.starting, tps, self.opts.timestamp_strategy))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_offsets_per_trigger:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.min_offsets_per_trigger:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        cluster = self._client()
+        self._target = cluster.list_offsets(discover(cluster, self.opts), LATEST)
+
+    def reportLatestOffset(self) -> dict | None:
+        return to_json(self._latest) if self._latest is not None else None
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        cluster = self._client()
+        begin = from_json(start)
+        tps = discover(cluster, self.opts)
+        latest = cluster.list_offsets(tps, LATEST)
+        self._latest = dict(latest)
+        if self._target is not None:
+            latest = {tp: min(off, self._target[tp]) for tp, off in latest.items() if tp in self._target}
+        new = [tp for tp in latest if tp not in begin]
+        if new:        # new partitions are read from their beginning, as the Kafka source does
+            log.info("tierlog: new partitions %s", new)
+            begin.update(cluster.list_offsets(new, EARLIEST))
+        if isinstance(limit, ReadMaxRows):
+            latest = rate_limit(begin, latest, limit.max_rows)
+        elif self.opts.max_offsets_per_trigger and not isinstance(limit, ReadAllAvailable):
+            latest = rate_limit(begin, latest, self.opts.max_offsets_per_trigger)
+        if isinstance(limit, ReadMinRows) and self._target is None:
+            available = sum(max(0, off - begin.get(tp, off)) for tp, off in latest.items())
+            if available < limit.min_rows and not self._clock.due(self.opts.max_trigger_delay_ms):
+                return start
+        self._clock.reset()
+        end = dict(begin)              # partitions that disappeared keep their offsets
+        end.update(latest)
+        return to_json(end)
+
+    def partitions(self, start: dict, end: dict) -> list[TierlogPartition]:
+        begin, stop = from_json(start), from_json(end)
+        new = [tp for tp in stop if tp not in begin]
+        if new:
+            begin.update(self._client().list_offsets(new, EARLIEST))
+        ranges = []
+        for tp, end_offset in stop.items():
+            start_offset = begin[tp]
+            if end_offset < start_offset:
+                message = (f"{tp[0]}-{tp[1]}: offset went back from {start_offset} to {end_offset} "
+                           "(topic deleted and recreated, or data lost)")
+                if self.opts.fail_on_data_loss:
+                    raise RuntimeError(message + "; set failOnDataLoss=false to go on")
+                log.warning("tierlog: %s; reading from %s", message, end_offset)
+                continue
+            ranges.append(OffsetRange(tp[0], tp[1], start_offset, end_offset))
+        return _to_partitions(self.opts, ranges)
+
+    def read(self, partition: TierlogPartition) -> Iterator[pa.RecordBatch]:
+        return _read_partition(self.opts, partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: the offsets live in Spark's checkpoint."""
+
+    def stop(self) -> None:
+        self._close()
+
+
+# -- writing -------------------------------------------------------------------------
+
+
+class TierlogCommit(WriterCommitMessage):
+    def __init__(self, records: int):
+        self.records = records
+
+
+def _check_write_schema(schema: StructType, topic_option: str | None) -> None:
+    names = {f.name.lower(): f for f in schema.fields}
+    if "value" not in names:
+        raise OptionError("value: the DataFrame written to tierlog needs a 'value' column (binary or string)")
+    if topic_option is None and "topic" not in names:
+        raise OptionError("topic: set the 'topic' option or give the DataFrame a 'topic' column")
+    for col in ("key", "value"):
+        if col in names and names[col].dataType.typeName() not in ("binary", "string"):
+            raise OptionError(f"{col}: column type {names[col].dataType.simpleString()} is not binary or string")
+
+
+def _write_batches(config: dict, default_topic: str | None, flush_timeout_s: float,
+                   batches: Iterator[pa.RecordBatch]) -> TierlogCommit:
+    """Produce every row, flush, and fail the task if anything was not delivered."""
+    from confluent_kafka import KafkaException, Producer
+
+    producer = Producer(config)
+    failures: list[str] = []
+    failed = 0
+
+    def on_delivery(err, msg):
+        nonlocal failed
+        if err is not None:
+            failed += 1
+            if len(failures) < 5:
+                failures.append(f"{msg.topic()}[{msg.partition()}]: {err.str()}")
+
+    produce, poll = producer.produce, producer.poll
+    count = 0
+    for batch in batches:
+        names = batch.schema.names
+        n = batch.num_rows
+        values = batch.column(names.index("value")).to_pylist()
+        keys = batch.column(names.index("key")).to_pylist() if "key" in names else [None] * n
+        if default_topic is not None:
+            topics = [default_topic] * n
+        else:
+            topics = batch.column(names.index("topic")).to_pylist()
+        parts = batch.column(names.index("partition")).to_pylist() if "partition" in names else [None] * n
+        headers = batch.column(names.index("headers")).to_pylist() if "headers" in names else [None] * n
+        for topic, key, value, part, hdrs in zip(topics, keys, values, parts, headers):
+            if topic is None:
+                raise ValueError("topic: a row has a null topic and no 'topic' option is set")
+            kwargs = {}
+            if part is not None:
+                kwargs["partition"] = part
+            if hdrs:
+                kwargs["headers"] = [(h["key"], h["value"]) for h in hdrs]
+            while True:
+                try:
+                    produce(topic, value, key, on_delivery=on_delivery, **kwargs)
+                    break
+                except BufferError:
+                    poll(0.05)
+                except KafkaException as e:
+                    raise RuntimeError(f"tierlog write to {topic} failed: {e}") from e
+            count += 1
+        poll(0)
+    remaining = producer.flush(flush_timeout_s)
+    if remaining:
+        raise RuntimeError(f"tierlog write: {remaining} records still undelivered after {flush_timeout_s:.0f} s "
+                           f"(bootstrap.servers={config['bootstrap.servers']})")
+    if failed:
+        raise RuntimeError(f"tierlog write: {failed} of {count} records were not delivered: "
+                           + "; ".join(failures))
+    return TierlogCommit(count)
+
+
+class TierlogBatchWriter(DataSourceArrowWriter):
+    def __init__(self, options, schema: StructType):
+        sink = parse_sink_options(options)
+        _check_write_schema(schema, sink.topic)
+        self.config, self.topic, self.flush_timeout_s = sink.producer_config, sink.topic, sink.flush_timeout_s
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TierlogCommit:
+        return _write_batches(self.config, self.topic, self.flush_timeout_s, iterator)
+
+    def commit(self, messages) -> None:
+        """Each task flushed before it reported success: nothing left to do."""
+
+    def abort(self, messages) -> None:
+        """Records already acknowledged stay (at-least-once, as with the Kafka sink)."""
+
+
+class TierlogStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, options, schema: StructType):
+        sink = parse_sink_options(options)
+        _check_write_schema(schema, sink.topic)
+        self.config, self.topic, self.flush_timeout_s = sink.producer_config, sink.topic, sink.flush_timeout_s
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TierlogCommit:
+        return _write_batches(self.config, self.topic, self.flush_timeout_s, iterator)
+
+    def commit(self, messages, batchId: int) -> None:
+        """Each task flushed before it reported success."""
+
+    def abort(self, messages, batchId: int) -> None:
+        """Records already acknowledged stay (at-least-once)."""
