@@ -4,9 +4,11 @@ Kafka's ClusterControlManager and BrokerHeartbeatManager behaviours, our code:
 
 * BrokerRegistration: a broker's epoch is the offset its RegisterBrokerRecord
   will have in the metadata log.  A registration with another incarnation id
-  while the old one's session is alive answers DUPLICATE_BROKER_REGISTRATION; a
-  new incarnation after the session ran out, or the same incarnation again (a
-  retry), registers anew with a new epoch.  New registrations are fenced.
+  while the old one is unfenced with a live session answers
+  DUPLICATE_BROKER_REGISTRATION (a fenced broker has no live session, so a
+  broker restarted after a clean shutdown registers at once); otherwise, and for
+  the same incarnation again (a retry), it registers anew with a new epoch.
+  New registrations are fenced.
 * BrokerHeartbeat: unknown broker -> BROKER_ID_NOT_REGISTERED, other epoch ->
   STALE_BROKER_EPOCH.  Each broker is in one of FENCED, UNFENCED,
   CONTROLLED_SHUTDOWN, SHUTDOWN_NOW (the next state is chosen from the request):
@@ -91,7 +93,7 @@ class ClusterControlManager:
             return ErrorCode.INVALID_REGISTRATION
         existing = image.brokers.get(request["BrokerId"])
         if (existing is not None and existing.incarnation_id != request["IncarnationId"]
-                and self.sessions.is_alive(request["BrokerId"], now_ms)):
+                and not existing.fenced and self.sessions.is_alive(request["BrokerId"], now_ms)):
             return ErrorCode.DUPLICATE_BROKER_REGISTRATION
         return None
 

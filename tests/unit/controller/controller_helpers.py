@@ -29,9 +29,11 @@ class Harness:
         self.qc = QuorumController(3000, ControllerConfig(**config), random.Random(42), self.now)
         self.qc.on_leader_change(True, MetadataImage.empty("c1"), next_offset=0)
         self.epochs = {}
+        self.written = []           # every record the controller wrote, in log order
 
     def call(self, api_key, version, request, commit=True):
         result = self.qc.handle(api_key, version, request, self.now)
+        self.written.extend(result.records)
         if commit and result.records:
             self.qc.on_commit(result.last_offset)
         return result
