@@ -148,7 +148,8 @@ class LeaderState:
         return LeaderUpdate(self._hw, advanced, self._maybe_send(now_ms))
 
     def on_leader_append(self, leader_leo: int, now_ms: int) -> LeaderUpdate:
-        return LeaderUpdate(self._hw, self._maybe_increment_hw(leader_leo, now_ms))
+        advanced = self._maybe_increment_hw(leader_leo, now_ms)
+        return LeaderUpdate(self._hw, advanced)
 
     def tick(self, now_ms: int, leader_leo: int, leader_local_log: LocalLog | None = None) -> LeaderUpdate:
         if leader_local_log is not None:
