@@ -1,0 +1,112 @@
+"""The quorum's requests and responses as frozen dataclasses (wire.py maps them to Kafka dicts).
+
+Every response carries the responder's view of the leader (``leader_id`` -1 when
+unknown, ``leader_epoch``), as Kafka's do, so any exchange can teach a replica a
+newer epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tierlog.raft.types import LogBatch, OffsetAndEpoch
+
+__all__ = [
+    "BeginQuorumEpochRequest", "BeginQuorumEpochResponse", "EndQuorumEpochRequest",
+    "EndQuorumEpochResponse", "FetchRequest", "FetchResponse", "FetchSnapshotRequest",
+    "FetchSnapshotResponse", "VoteRequest", "VoteResponse",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class VoteRequest:  # api key 52
+    cluster_id: str
+    candidate_epoch: int
+    candidate_id: int
+    last_offset_epoch: int
+    last_offset: int  # the candidate's log end offset (exclusive)
+
+
+@dataclass(frozen=True, eq=False)
+class VoteResponse:
+    error: int
+    leader_id: int
+    leader_epoch: int
+    vote_granted: bool
+
+
+@dataclass(frozen=True, eq=False)
+class BeginQuorumEpochRequest:  # api key 53
+    cluster_id: str
+    leader_id: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, eq=False)
+class BeginQuorumEpochResponse:
+    error: int
+    leader_id: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, eq=False)
+class EndQuorumEpochRequest:  # api key 54
+    cluster_id: str
+    leader_id: int
+    leader_epoch: int
+    preferred_successors: tuple[int, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class EndQuorumEpochResponse:
+    error: int
+    leader_id: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, eq=False)
+class FetchRequest:  # api key 1, version 15+ shape
+    cluster_id: str
+    replica_id: int
+    current_leader_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    log_start_offset: int
+    max_wait_ms: int
+    max_bytes: int
+
+
+@dataclass(frozen=True, eq=False)
+class FetchResponse:
+    """One partition's answer. ``diverging_epoch`` (end offset, epoch) asks the follower to
+    truncate; ``snapshot_id`` asks it to fetch that snapshot first."""
+
+    error: int
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    batches: tuple[LogBatch, ...] = ()
+    diverging_epoch: OffsetAndEpoch | None = None
+    snapshot_id: OffsetAndEpoch | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class FetchSnapshotRequest:  # api key 59
+    cluster_id: str
+    replica_id: int
+    current_leader_epoch: int
+    snapshot_id: OffsetAndEpoch
+    position: int
+    max_bytes: int
+
+
+@dataclass(frozen=True, eq=False)
+class FetchSnapshotResponse:
+    error: int
+    leader_id: int
+    leader_epoch: int
+    snapshot_id: OffsetAndEpoch | None = None
+    size: int = -1
+    position: int = -1
+    data: bytes = b""

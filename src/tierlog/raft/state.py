@@ -1,0 +1,235 @@
+"""Election states and the only code allowed to change them (Kafka's QuorumState).
+
+States (one class each):
+
+- ``Unattached(epoch, voted_id)``: no known leader in ``epoch``; a voter may have voted.
+- ``Candidate(epoch)``: a voter asking for votes in ``epoch`` (voted for itself).
+- ``Leader(epoch)``: this node leads ``epoch``.
+- ``Follower(epoch, leader_id)``: replicating from ``leader_id``.
+- ``Resigned(epoch)``: was leader of ``epoch``; shutting down gracefully or lost the
+  quorum; tells the voters with EndQuorumEpoch and waits to stand again.
+
+Legal transitions (anything else is an AssertionError). "higher" means the new epoch
+is larger than the current one, "same" equal, "next" exactly one more:
+
+    Unattached -> Unattached   higher; or same, to record a vote when none was cast
+    Unattached -> Candidate    next (voters only: election timeout)
+    Unattached -> Follower     same or higher (leader discovered)
+    Candidate  -> Candidate    next (election lost or timed out, after backoff)
+    Candidate  -> Leader       same (majority granted)
+    Candidate  -> Follower     same or higher
+    Candidate  -> Unattached   higher
+    Leader     -> Resigned     same (graceful shutdown, or check-quorum failed)
+    Leader     -> Unattached   higher
+    Leader     -> Follower     higher
+    Follower   -> Candidate    next (voters only: fetch timeout or EndQuorumEpoch)
+    Follower   -> Follower     higher
+    Follower   -> Unattached   higher; or same for an observer that lost its leader
+    Resigned   -> Candidate    next (election timeout)
+    Resigned   -> Unattached   higher
+    Resigned   -> Follower     higher
+
+Observers (not in the voter set) are only ever Unattached or Follower.
+Persistence: each transition writes the new ElectionState through the
+QuorumStateStore (durable on return) before the in-memory state changes.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from tierlog.raft.quorum_store import ElectionState, QuorumStateStore
+from tierlog.raft.types import LeaderAndEpoch, RaftConfig
+
+__all__ = ["Candidate", "Follower", "Leader", "QuorumState", "Resigned", "Unattached"]
+
+
+@dataclass
+class Unattached:
+    epoch: int
+    voted_id: int | None
+    election_deadline_ms: int | None  # None for observers
+
+    name = "unattached"
+
+
+@dataclass
+class Candidate:
+    epoch: int
+    granted: set[int]
+    rejected: set[int]
+    retries: int
+    election_deadline_ms: int
+    backoff_until_ms: int | None = None
+
+    name = "candidate"
+
+
+@dataclass
+class Leader:
+    epoch: int
+    epoch_start_offset: int
+    progress: object = None  # tierlog.raft.leader.LeaderProgress, set by the node
+    acked_begin: set[int] = field(default_factory=set)
+
+    name = "leader"
+
+
+@dataclass
+class Follower:
+    epoch: int
+    leader_id: int
+    fetch_deadline_ms: int
+
+    name = "follower"
+
+
+@dataclass
+class Resigned:
+    epoch: int
+    election_deadline_ms: int
+    preferred_successors: tuple[int, ...]
+    acked_end: set[int] = field(default_factory=set)
+
+    name = "resigned"
+
+
+State = Unattached | Candidate | Leader | Follower | Resigned
+
+_LEGAL = {
+    ("unattached", "unattached"): "higher_or_vote",
+    ("unattached", "candidate"): "next",
+    ("unattached", "follower"): "same_or_higher",
+    ("candidate", "candidate"): "next",
+    ("candidate", "leader"): "same",
+    ("candidate", "follower"): "same_or_higher",
+    ("candidate", "unattached"): "higher",
+    ("leader", "resigned"): "same",
+    ("leader", "unattached"): "higher",
+    ("leader", "follower"): "higher",
+    ("follower", "candidate"): "next",
+    ("follower", "follower"): "higher",
+    ("follower", "unattached"): "higher_or_observer_same",
+    ("resigned", "candidate"): "next",
+    ("resigned", "unattached"): "higher",
+    ("resigned", "follower"): "higher",
+}
+
+
+class QuorumState:
+    """Current election state of one node; every change goes through ``_transition``."""
+
+    def __init__(self, node_id: int, voters: frozenset[int], store: QuorumStateStore,
+                 config: RaftConfig, rng: random.Random, now_ms: int):
+        self.node_id = node_id
+        self.voters = frozenset(voters)
+        self.store = store
+        self.config = config
+        self.rng = rng
+        self.state: State = self._initial(store.read(), now_ms)
+
+    # ---- queries
+
+    @property
+    def is_voter(self) -> bool:
+        return self.node_id in self.voters
+
+    @property
+    def epoch(self) -> int:
+        return self.state.epoch
+
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+    def leader_and_epoch(self) -> LeaderAndEpoch:
+        s = self.state
+        if isinstance(s, Leader):
+            return LeaderAndEpoch(self.node_id, s.epoch)
+        if isinstance(s, Follower):
+            return LeaderAndEpoch(s.leader_id, s.epoch)
+        return LeaderAndEpoch(None, s.epoch)
+
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    def election_timeout(self) -> int:
+        t = self.config.election_timeout_ms
+        return t + self.rng.randrange(t) if t > 0 else 0
+
+    # ---- start-up
+
+    def _initial(self, persisted: ElectionState | None, now_ms: int) -> State:
+        if persisted is None:
+            return self._unattached(0, None, now_ms)
+        e = persisted
+        if e.leader_id is not None and e.leader_id == self.node_id and self.is_voter:
+            # we led this epoch before the restart: resign it, as Kafka does
+            return Resigned(e.epoch, now_ms + self.election_timeout(), ())
+        if e.leader_id is not None:
+            return Follower(e.epoch, e.leader_id, now_ms + self.config.fetch_timeout_ms)
+        if e.voted_id is not None and e.voted_id == self.node_id and self.is_voter:
+            return Candidate(e.epoch, {self.node_id}, set(), 1, now_ms + self.election_timeout())
+        return self._unattached(e.epoch, e.voted_id, now_ms)
+
+    def _unattached(self, epoch: int, voted_id: int | None, now_ms: int) -> Unattached:
+        deadline = now_ms + self.election_timeout() if self.is_voter else None
+        return Unattached(epoch, voted_id, deadline)
+
+    # ---- transitions
+
+    def _check(self, new: State) -> None:
+        old = self.state
+        rule = _LEGAL.get((old.name, new.name))
+        assert rule is not None, f"node {self.node_id}: illegal transition {old} -> {new}"
+        if not self.is_voter:
+            assert new.name in ("unattached", "follower"), f"observer {self.node_id} cannot become {new.name}"
+        d = new.epoch - old.epoch
+        if rule == "higher_or_vote":
+            ok = d > 0 or (d == 0 and old.voted_id is None and new.voted_id is not None)
+        elif rule == "higher_or_observer_same":
+            ok = d > 0 or (d == 0 and not self.is_voter)
+        else:
+            ok = {"higher": d > 0, "same": d == 0, "next": d == 1, "same_or_higher": d >= 0}[rule]
+        assert ok, f"node {self.node_id}: illegal epoch change {old} -> {new}"
+
+    def _transition(self, new: State, persisted: ElectionState) -> State:
+        self._check(new)
+        self.store.write(persisted)  # durable before it takes effect
+        self.state = new
+        return new
+
+    def to_unattached(self, epoch: int, now_ms: int) -> Unattached:
+        return self._transition(self._unattached(epoch, None, now_ms), ElectionState(epoch))
+
+    def to_voted(self, candidate_id: int, now_ms: int) -> Unattached:
+        s = self.state
+        assert isinstance(s, Unattached) and s.voted_id is None
+        new = Unattached(s.epoch, candidate_id, now_ms + self.election_timeout())
+        return self._transition(new, ElectionState(s.epoch, voted_id=candidate_id))
+
+    def to_candidate(self, now_ms: int) -> Candidate:
+        s = self.state
+        retries = s.retries + 1 if isinstance(s, Candidate) else 1
+        epoch = s.epoch + 1
+        new = Candidate(epoch, {self.node_id}, set(), retries, now_ms + self.election_timeout())
+        return self._transition(new, ElectionState(epoch, voted_id=self.node_id))
+
+    def to_leader(self, epoch_start_offset: int) -> Leader:
+        s = self.state
+        assert isinstance(s, Candidate) and len(s.granted) >= self.majority()
+        return self._transition(Leader(s.epoch, epoch_start_offset), ElectionState(s.epoch, leader_id=self.node_id))
+
+    def to_follower(self, epoch: int, leader_id: int, now_ms: int) -> Follower:
+        assert leader_id != self.node_id
+        assert leader_id in self.voters, f"leader {leader_id} is not a voter"
+        new = Follower(epoch, leader_id, now_ms + self.config.fetch_timeout_ms)
+        voted = self.state.voted_id if isinstance(self.state, Unattached) and epoch == self.epoch else None
+        return self._transition(new, ElectionState(epoch, leader_id=leader_id, voted_id=voted))
+
+    def to_resigned(self, preferred_successors: tuple[int, ...], now_ms: int) -> Resigned:
+        s = self.state
+        assert isinstance(s, Leader)
+        new = Resigned(s.epoch, now_ms + self.election_timeout(), preferred_successors)
+        return self._transition(new, ElectionState(s.epoch, leader_id=self.node_id))
