@@ -13,7 +13,6 @@ def _setup(n=3, rf=3):
 
 def _ap(h, topic, isr, sender=None, leader_epoch=None, partition_epoch=None, version=3, epochs=None,
         coverage=None, recovery=0):
-    p = topic.partitions[0] if not hasattr(topic, "partitions_now") else None
     part = h.qc.image.topics["t"].partitions[0]
     sender = part.leader if sender is None else sender
     members = []
@@ -125,18 +124,47 @@ def test_elect_preferred_leader():
     assert h.qc.image.topics["t"].partitions[0].leader == preferred
 
 
+def _manual(h, replicas):
+    h.call(19, 7, {"Topics": [{"Name": "t", "NumPartitions": -1, "ReplicationFactor": -1, "Configs": [],
+                               "Assignments": [{"PartitionIndex": 0, "BrokerIds": list(replicas)}]}],
+                   "timeoutMs": 1, "validateOnly": False})
+    return h.qc.image.topics["t"]
+
+
 def test_elect_preferred_not_available_and_unclean_not_needed():
-    h, topic = _setup(n=2, rf=2)
-    part = topic.partitions[0]
-    follower = [b for b in part.replicas if b != part.leader][0]
-    _ap(h, topic, [part.leader])                      # follower out of the ISR
+    h = Harness()
+    h.start_brokers(2)
+    _manual(h, [1, 2])
+    h.heartbeat(1, want_shutdown=True)                # leadership moves to 2; 1 is not usable
+    assert h.qc.image.topics["t"].partitions[0].leader == 2
     req = {"ElectionType": 0, "TopicPartitions": [{"Topic": "t", "Partitions": [0, 5]}], "TimeoutMs": 100}
-    if part.replicas[0] == follower:
-        r = h.call(43, 2, req)
-        codes = [x["ErrorCode"] for x in r.response["ReplicaElectionResults"][0]["PartitionResult"]]
-        assert codes == [ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    r = h.call(43, 2, req)
+    codes = [x["ErrorCode"] for x in r.response["ReplicaElectionResults"][0]["PartitionResult"]]
+    assert codes == [ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert r.records == []
     r = h.call(43, 2, {"ElectionType": 1, "TopicPartitions": [{"Topic": "t", "Partitions": [0]}], "TimeoutMs": 1})
     assert r.response["ReplicaElectionResults"][0]["PartitionResult"][0]["ErrorCode"] == ErrorCode.ELECTION_NOT_NEEDED
+
+
+def test_preferred_election_prefers_replicas_with_enough_local_log():
+    h = Harness()
+    h.start_brokers(3)
+    h.call(44, 1, {"Resources": [{"ResourceType": 4, "ResourceName": "", "Configs": [
+        {"Name": "leader.election.eligible.local.log.bytes", "ConfigOperation": 0, "Value": "1000"}]}],
+        "ValidateOnly": False})
+    topic = _manual(h, [1, 2, 3])
+    assert topic.partitions[0].leader == 1
+    # broker 1 bootstrapped from the tiered offset: a tiny local log; 2 and 3 hold plenty (KIP-1303)
+    r = _ap(h, topic, (1, 2, 3), version=4, coverage={1: (h.now, 10), 2: (0, 5000), 3: (0, 5000)})
+    assert _code(r) == 0
+    r = h.call(43, 2, {"ElectionType": 0, "TopicPartitions": [{"Topic": "t", "Partitions": [0]}], "TimeoutMs": 1})
+    assert r.response["ReplicaElectionResults"][0]["PartitionResult"][0]["ErrorCode"] == 0
+    assert h.qc.image.topics["t"].partitions[0].leader == 2
+    # once broker 1 has enough local data, it is the preferred leader again
+    _ap(h, topic, (2, 1, 3), version=4, coverage={1: (0, 2000)})
+    r = h.call(43, 2, {"ElectionType": 0, "TopicPartitions": None, "TimeoutMs": 1})
+    assert r.response["ReplicaElectionResults"][0]["PartitionResult"][0]["ErrorCode"] == 0
+    assert h.qc.image.topics["t"].partitions[0].leader == 1
 
 
 def test_unclean_election_of_a_leaderless_partition():
