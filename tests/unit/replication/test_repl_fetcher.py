@@ -1,0 +1,186 @@
+"""FetcherState / ReplicaFetchers: request building, response actions, backoff, leader changes."""
+from dataclasses import dataclass, field
+
+from tierlog.protocol.errors import ErrorCode
+from tierlog.replication import (Append, AwaitMetadata, Backoff, FetcherConfig, FetcherState, FetchStatus,
+                                 ReplicaFetchers, ResolveOutOfRange, TruncateFullyAndStartAt, TruncateTo,
+                                 UpdateHighWatermark)
+
+T1, T2 = b"\x01" * 16, b"\x02" * 16
+
+
+@dataclass
+class FakeLog:
+    log_end_offset: int = 0
+    log_start_offset: int = 0
+    latest_epoch: int | None = None
+    local_log_start_timestamp: int = 1234
+    local_log_size_bytes: int = 5678
+    epoch_ends: dict = field(default_factory=dict)
+
+    def end_offset_for_epoch(self, epoch):
+        return self.epoch_ends.get(epoch, (-1, -1))
+
+
+def fetcher(**kw):
+    return FetcherState(source_broker_id=1, replica_id=2, replica_epoch=42,
+                        config=FetcherConfig(backoff_ms=100, backoff_max_ms=1000, **kw))
+
+
+def response(topic, partition, **data):
+    data.setdefault("ErrorCode", 0)
+    return {"ErrorCode": 0, "Responses": [{"TopicId": topic, "Partitions": [{"PartitionIndex": partition, **data}]}]}
+
+
+def test_request_shape_with_kip1303_fields_and_multiplexing():
+    f = fetcher()
+    f.add_partition((T1, 0), 5, FakeLog(log_end_offset=10, latest_epoch=4))
+    f.add_partition((T1, 1), 5, FakeLog())
+    f.add_partition((T2, 0), 3, FakeLog(log_end_offset=7, log_start_offset=2, latest_epoch=3))
+    req = f.build_fetch_request(0)
+    assert req["ReplicaState"] == {"ReplicaId": 2, "ReplicaEpoch": 42}
+    assert req["SessionId"] == 0 and req["SessionEpoch"] == -1
+    by_topic = {t["TopicId"]: t["Partitions"] for t in req["Topics"]}
+    assert [p["Partition"] for p in by_topic[T1]] == [0, 1]
+    p0 = by_topic[T1][0]
+    assert p0 == {"Partition": 0, "CurrentLeaderEpoch": 5, "FetchOffset": 10, "LastFetchedEpoch": 4,
+                  "LogStartOffset": 0, "PartitionMaxBytes": 1024 * 1024,
+                  "LocalLogStartTimestamp": 1234, "LocalLogSizeBytes": 5678}
+    assert by_topic[T1][1]["LastFetchedEpoch"] == -1
+    assert by_topic[T2][0]["LogStartOffset"] == 2
+    assert f.build_fetch_request(0) is None                 # one request in flight per fetcher
+
+
+def test_data_gives_append_then_high_watermark():
+    f = fetcher()
+    log = FakeLog(log_end_offset=10, latest_epoch=4)
+    f.add_partition((T1, 0), 5, log)
+    f.build_fetch_request(0)
+    acts = f.handle_fetch_response(response(T1, 0, HighWatermark=12, LogStartOffset=3, Records=b"xyz"), 1)
+    assert acts == [Append((T1, 0), b"xyz"), UpdateHighWatermark((T1, 0), 12, 3)]
+    assert f.partitions[(T1, 0)].status is FetchStatus.FETCHING
+    assert f.build_fetch_request(2) is not None
+
+
+def test_empty_records_only_update_high_watermark():
+    f = fetcher()
+    f.add_partition((T1, 0), 5, FakeLog(log_end_offset=10))
+    f.build_fetch_request(0)
+    acts = f.handle_fetch_response(response(T1, 0, HighWatermark=10, LogStartOffset=0, Records=None), 1)
+    assert acts == [UpdateHighWatermark((T1, 0), 10, 0)]
+
+
+def test_diverging_epoch_truncates_to_min_of_leader_and_local_end():
+    f = fetcher()
+    log = FakeLog(log_end_offset=20, latest_epoch=4, epoch_ends={3: (3, 15)})
+    f.add_partition((T1, 0), 5, log)
+    f.build_fetch_request(0)
+    acts = f.handle_fetch_response(response(T1, 0, HighWatermark=12, DivergingEpoch={"Epoch": 3, "EndOffset": 12},
+                                            Records=b""), 1)
+    assert acts == [TruncateTo((T1, 0), 12)]
+    log.epoch_ends = {3: (3, 9)}
+    f.build_fetch_request(2)
+    acts = f.handle_fetch_response(response(T1, 0, DivergingEpoch={"Epoch": 3, "EndOffset": 12}), 3)
+    assert acts == [TruncateTo((T1, 0), 9)]
+
+
+def test_retriable_errors_back_off_exponentially_up_to_max():
+    f = fetcher()
+    f.add_partition((T1, 0), 5, FakeLog())
+    delays = []
+    now = 0
+    for error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH,
+                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.UNKNOWN_TOPIC_ID):
+        assert f.build_fetch_request(now) is not None
+        [act] = f.handle_fetch_response(response(T1, 0, ErrorCode=error), now)
+        assert isinstance(act, Backoff) and act.error == error
+        delays.append(act.until_ms - now)
+        assert f.build_fetch_request(act.until_ms - 1) is None
+        assert f.next_wakeup_ms() == act.until_ms
+        now = act.until_ms
+    assert delays == [100, 200, 400, 800, 1000]
+    f.build_fetch_request(now)
+    f.handle_fetch_response(response(T1, 0, HighWatermark=0), now)     # success resets
+    f.build_fetch_request(now)
+    [act] = f.handle_fetch_failure(now)
+    assert act.until_ms == now + 100
+
+
+def test_top_level_error_backs_off_everything_in_flight():
+    f = fetcher()
+    f.add_partition((T1, 0), 5, FakeLog())
+    f.add_partition((T1, 1), 5, FakeLog())
+    f.build_fetch_request(0)
+    acts = f.handle_fetch_response({"ErrorCode": ErrorCode.UNKNOWN_SERVER_ERROR, "Responses": []}, 0)
+    assert {a.key for a in acts} == {(T1, 0), (T1, 1)} and all(isinstance(a, Backoff) for a in acts)
+
+
+def test_fenced_leader_epoch_waits_for_metadata():
+    fs = ReplicaFetchers(replica_id=2)
+    log = FakeLog()
+    fs.become_follower((T1, 0), 1, 5, log)
+    f = fs.fetcher_for((T1, 0))
+    f.build_fetch_request(0)
+    assert f.handle_fetch_response(response(T1, 0, ErrorCode=ErrorCode.FENCED_LEADER_EPOCH), 0) == [
+        AwaitMetadata((T1, 0), 5, ErrorCode.FENCED_LEADER_EPOCH)]
+    assert f.build_fetch_request(10**9) is None
+    assert not fs.become_follower((T1, 0), 1, 5, log)        # same epoch: still waiting
+    assert fs.become_follower((T1, 0), 1, 6, log)
+    req = f.build_fetch_request(0)
+    assert req["Topics"][0]["Partitions"][0]["CurrentLeaderEpoch"] == 6
+
+
+def test_out_of_range_resolution_follows_kafka():
+    f = fetcher()
+    log = FakeLog(log_end_offset=50)
+    f.add_partition((T1, 0), 5, log)
+    f.build_fetch_request(0)
+    assert f.handle_fetch_response(response(T1, 0, ErrorCode=ErrorCode.OFFSET_OUT_OF_RANGE), 0) == [
+        ResolveOutOfRange((T1, 0), 50, ErrorCode.OFFSET_OUT_OF_RANGE)]
+    assert f.build_fetch_request(0) is None
+    assert f.resolve_out_of_range((T1, 0), 0, 40, 1) == [TruncateTo((T1, 0), 40)]      # leader end below ours
+    f.build_fetch_request(1)
+    f.handle_fetch_response(response(T1, 0, ErrorCode=ErrorCode.OFFSET_OUT_OF_RANGE), 1)
+    assert f.resolve_out_of_range((T1, 0), 80, 100, 2) == [TruncateFullyAndStartAt((T1, 0), 80)]
+    f.build_fetch_request(2)
+    f.handle_fetch_response(response(T1, 0, ErrorCode=ErrorCode.OFFSET_OUT_OF_RANGE), 2)
+    assert f.resolve_out_of_range((T1, 0), 10, 100, 3) == []
+    assert f.partitions[(T1, 0)].status is FetchStatus.FETCHING
+
+
+def test_stale_answer_ignored_when_log_moved():
+    f = fetcher()
+    log = FakeLog(log_end_offset=10)
+    f.add_partition((T1, 0), 5, log)
+    f.build_fetch_request(0)
+    log.log_end_offset = 8                                   # truncated meanwhile
+    assert f.handle_fetch_response(response(T1, 0, HighWatermark=12, Records=b"x"), 1) == []
+    assert f.build_fetch_request(1)["Topics"][0]["Partitions"][0]["FetchOffset"] == 8
+
+
+def test_unanswered_partition_is_asked_again():
+    f = fetcher()
+    f.add_partition((T1, 0), 5, FakeLog())
+    f.add_partition((T1, 1), 5, FakeLog())
+    f.build_fetch_request(0)
+    f.handle_fetch_response(response(T1, 0, HighWatermark=0), 0)
+    req = f.build_fetch_request(0)
+    assert sorted(p["Partition"] for p in req["Topics"][0]["Partitions"]) == [0, 1]
+
+
+def test_leader_change_moves_partition_between_fetchers():
+    fs = ReplicaFetchers(replica_id=2)
+    log = FakeLog()
+    fs.become_follower((T1, 0), 1, 5, log)
+    fs.become_follower((T1, 1), 1, 5, FakeLog())
+    f1 = fs.fetchers[1]
+    f1.build_fetch_request(0)
+    fs.become_follower((T1, 0), 3, 6, log)
+    assert set(fs.fetchers) == {1, 3} and (T1, 0) not in f1.partitions
+    # the late answer from the old leader is ignored
+    assert f1.handle_fetch_response(response(T1, 0, HighWatermark=5, Records=b"x"), 1) == []
+    assert fs.fetchers[3].build_fetch_request(1)["Topics"][0]["Partitions"][0]["CurrentLeaderEpoch"] == 6
+    fs.stop_following((T1, 1))
+    assert set(fs.fetchers) == {3}
+    fs.stop_following((T1, 0))
+    assert fs.fetchers == {}
