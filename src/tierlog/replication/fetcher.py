@@ -9,6 +9,9 @@ or None; the shell sends it and hands the answer to ``handle_fetch_response``
 (or reports ``handle_fetch_failure``), which returns actions to apply.
 
 Fetch sessions are not used (SessionId 0, SessionEpoch -1: full fetches).
+The shell hands over only the answer of the request in flight: after
+``handle_fetch_failure`` (timeout) it closes the connection, so a late answer
+is never taken for the next request's.
 
 Per-partition answers (Kafka's AbstractFetcherThread.processFetchRequest):
 

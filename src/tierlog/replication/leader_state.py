@@ -2,8 +2,13 @@
 
 A ``LeaderState`` lives for one leader epoch of one partition on its leader.
 The shell builds it on becoming leader (high watermark = the value the log
-had, epoch start offset = the log end offset then) and drops it on losing
-leadership or on a new leader epoch (then builds a fresh one).
+had, epoch start offset = the log end offset then; the shell also records
+(leader epoch, log end offset) in the leader-epoch cache, Kafka's
+maybeAssignEpochStartOffset, so DivergingEpoch answers know the new epoch) and
+drops it on losing leadership or on a new leader epoch (then builds a fresh
+one: unlike Kafka, which keeps follower offsets when the same broker stays
+leader, every follower's LEO is unknown again until its next fetch, so the
+high watermark waits one fetch round; conservative, never unsafe).
 
 Rules (Kafka's ``Partition``; KIP-1303 draft "Tracking Local Log State"):
 
