@@ -8,10 +8,22 @@ single-node store the quorum replaces.
 """
 from .delta import MetadataDelta, MetadataReplayError
 from .image import (
-    BrokerInfo, MetadataImage, MetadataProvenance, PartitionInfo, TopicInfo,
+    BrokerInfo,
+    MetadataImage,
+    MetadataProvenance,
+    PartitionInfo,
+    TopicInfo,
 )
 from .local_store import LocalMetadataStore, MetadataError
 
-__all__ = ["BrokerInfo", "MetadataImage", "MetadataProvenance", "PartitionInfo",
-           "TopicInfo", "MetadataDelta", "MetadataReplayError",
-           "LocalMetadataStore", "MetadataError"]
+__all__ = [
+    "BrokerInfo",
+    "LocalMetadataStore",
+    "MetadataDelta",
+    "MetadataError",
+    "MetadataImage",
+    "MetadataProvenance",
+    "MetadataReplayError",
+    "PartitionInfo",
+    "TopicInfo",
+]

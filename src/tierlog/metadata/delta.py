@@ -48,22 +48,44 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
-from .election import EligibilityThresholds, Election, elect_leader, remove_from_isr
+from .election import EligibilityThresholds, elect_leader, remove_from_isr
 from .image import (
-    BrokerInfo, LEADER_RECOVERING, MetadataImage, MetadataProvenance,
-    PartitionInfo, TopicInfo, reindex,
+    LEADER_RECOVERING,
+    BrokerInfo,
+    MetadataImage,
+    MetadataProvenance,
+    PartitionInfo,
+    TopicInfo,
+    reindex,
 )
 from .pmap import REMOVE
 from .records import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, NO_LEADER, NO_LEADER_CHANGE,
-    BrokerRegistrationChangeRecord, ConfigRecord, FenceBrokerRecord, NoOpRecord,
-    PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
-    RemoveTopicRecord, ReplicaLogCoverage, TopicRecord, UnfenceBrokerRecord,
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_TOPIC,
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    FenceBrokerRecord,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    ReplicaLogCoverage,
+    TopicRecord,
+    UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
 
-__all__ = ["MetadataDelta", "MetadataReplayError", "partition_from_record",
-           "ELIGIBLE_LOCAL_LOG_MS", "ELIGIBLE_LOCAL_LOG_BYTES"]
+__all__ = [
+    "ELIGIBLE_LOCAL_LOG_BYTES",
+    "ELIGIBLE_LOCAL_LOG_MS",
+    "MetadataDelta",
+    "MetadataReplayError",
+    "partition_from_record",
+]
 
 ELIGIBLE_LOCAL_LOG_MS = "leader.election.eligible.local.log.ms"
 ELIGIBLE_LOCAL_LOG_BYTES = "leader.election.eligible.local.log.bytes"
@@ -76,7 +98,7 @@ class MetadataReplayError(ValueError):
 
 
 class _TopicWork:
-    __slots__ = ("name", "topic_id", "partitions", "configs")
+    __slots__ = ("configs", "name", "partitions", "topic_id")
 
     def __init__(self, name: str, topic_id: bytes, partitions: list, configs: dict):
         self.name, self.topic_id = name, topic_id

@@ -51,8 +51,16 @@ from dataclasses import dataclass
 
 from .records import NO_LEADER, ReplicaLogCoverage
 
-__all__ = ["Election", "EligibilityThresholds", "ElectionResult", "is_eligible",
-           "eligibility_sort", "elect_leader", "remove_from_isr", "NO_LEADER"]
+__all__ = [
+    "NO_LEADER",
+    "Election",
+    "ElectionResult",
+    "EligibilityThresholds",
+    "elect_leader",
+    "eligibility_sort",
+    "is_eligible",
+    "remove_from_isr",
+]
 
 
 class Election(enum.Enum):
@@ -99,9 +107,7 @@ def is_eligible(coverage: ReplicaLogCoverage | None, thresholds: EligibilityThre
     # KIP-1303 "a replica becomes eligible when EITHER condition is met"
     if thresholds.local_log_ms > 0 and ts >= 0 and now_ms - ts >= thresholds.local_log_ms:
         return True
-    if thresholds.local_log_bytes > 0 and size >= 0 and size >= thresholds.local_log_bytes:
-        return True
-    return False
+    return bool(thresholds.local_log_bytes > 0 and size >= 0 and size >= thresholds.local_log_bytes)
 
 
 def eligibility_sort(replicas: Sequence[int], coverage: Mapping[int, ReplicaLogCoverage],

@@ -27,12 +27,25 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from .pmap import PMap, REMOVE
-from .records import BrokerEndpoint, BrokerFeature, ProducerIdsRecord, ReplicaLogCoverage
+from .pmap import REMOVE, PMap
+from .records import (
+    BrokerEndpoint,
+    BrokerFeature,
+    ProducerIdsRecord,
+    ReplicaLogCoverage,
+)
 
-__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "MetadataImage",
-           "MetadataProvenance", "ReplicaLogCoverage", "BrokerEndpoint",
-           "LEADER_RECOVERED", "LEADER_RECOVERING"]
+__all__ = [
+    "LEADER_RECOVERED",
+    "LEADER_RECOVERING",
+    "BrokerEndpoint",
+    "BrokerInfo",
+    "MetadataImage",
+    "MetadataProvenance",
+    "PartitionInfo",
+    "ReplicaLogCoverage",
+    "TopicInfo",
+]
 
 ZERO_UUID = bytes(16)
 _EMPTY_CONFIGS = MappingProxyType({})
@@ -86,7 +99,7 @@ class TopicInfo:
     partitions: tuple[PartitionInfo, ...]
     configs: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
 
-    def with_configs(self, configs: dict[str, str]) -> "TopicInfo":
+    def with_configs(self, configs: dict[str, str]) -> TopicInfo:
         return replace(self, configs=MappingProxyType(dict(configs)))
 
 
@@ -132,7 +145,7 @@ class MetadataImage:
 
     @classmethod
     def empty(cls, cluster_id: str = "", controller_id: int = -1,
-              brokers: list[BrokerInfo] = ()) -> "MetadataImage":
+              brokers: list[BrokerInfo] = ()) -> MetadataImage:
         return cls(cluster_id, controller_id, PMap({b.node_id: b for b in brokers}), PMap())
 
     # -- lookups -------------------------------------------------------------
@@ -189,7 +202,7 @@ class MetadataImage:
         return self.cluster_configs().get(name, default)
 
     # -- single-node store helpers (LocalMetadataStore) ------------------------
-    def with_topic(self, topic: TopicInfo) -> "MetadataImage":
+    def with_topic(self, topic: TopicInfo) -> MetadataImage:
         old = self.topics.get(topic.name)
         ids = self.topic_ids
         if old is not None and old.topic_id != topic.topic_id:
@@ -199,7 +212,7 @@ class MetadataImage:
                        broker_topics=reindex(self.broker_topics, [(old, topic)]),
                        epoch=self.epoch + 1)
 
-    def without_topic(self, name: str) -> "MetadataImage":
+    def without_topic(self, name: str) -> MetadataImage:
         old = self.topics.get(name)
         if old is None:
             return replace(self, epoch=self.epoch + 1)

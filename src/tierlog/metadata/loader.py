@@ -27,10 +27,11 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from tierlog.protocol.primitives import ProtocolError
+
 from .delta import MetadataDelta, MetadataReplayError
 from .image import MetadataImage, MetadataProvenance
 from .records import decode
-from tierlog.protocol.primitives import ProtocolError
 
 __all__ = ["MetadataLoader"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import ItemsView, Mapping, ValuesView
 from zlib import crc32
 
-__all__ = ["PMap", "REMOVE"]
+__all__ = ["REMOVE", "PMap"]
 
 _MAX_LOAD = 64          # rehash once the mean bucket holds more than this
 _TARGET_LOAD = 16       # mean bucket size right after a rehash
@@ -50,7 +50,7 @@ def _nbuckets(n: int) -> int:
 
 
 class PMap(Mapping):
-    __slots__ = ("_buckets", "_mask", "_len")
+    __slots__ = ("_buckets", "_len", "_mask")
 
     def __init__(self, items=None):
         data = dict(items.items() if isinstance(items, Mapping) else (items or ()))
@@ -96,13 +96,13 @@ class PMap(Mapping):
         return (PMap, (dict(self.items()),))
 
     # -- updates -----------------------------------------------------------------
-    def set(self, key, value) -> "PMap":
+    def set(self, key, value) -> PMap:
         return self.evolve({key: value})
 
-    def remove(self, key) -> "PMap":
+    def remove(self, key) -> PMap:
         return self.evolve({key: REMOVE}) if key in self else self
 
-    def evolve(self, changes) -> "PMap":
+    def evolve(self, changes) -> PMap:
         """A new PMap with ``changes`` (key -> value or REMOVE) applied.
 
         Only the touched buckets are copied; the others are shared."""
@@ -137,7 +137,7 @@ class PMap(Mapping):
         new._buckets, new._mask, new._len = tuple(buckets), mask, n
         return new
 
-    def shares_bucket_with(self, other: "PMap", key) -> bool:
+    def shares_bucket_with(self, other: PMap, key) -> bool:
         """True if ``key``'s bucket is the same object in both maps (tests)."""
         return (self._mask == other._mask
                 and self._buckets[_h(key) & self._mask] is other._buckets[_h(key) & other._mask])

@@ -34,24 +34,46 @@ API::
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields as dc_fields
+from dataclasses import dataclass
+from dataclasses import fields as dc_fields
 from typing import ClassVar
 
 from tierlog.protocol.codec import Output, decode_struct, encode_struct
 from tierlog.protocol.primitives import (
-    ProtocolError, ZERO_UUID, decode_uvarint, encode_uvarint,
+    ZERO_UUID,
+    ProtocolError,
+    decode_uvarint,
+    encode_uvarint,
 )
 from tierlog.protocol.schema import Field, Struct
 
 __all__ = [
-    "FRAME_VERSION", "LOCAL_LOG_COVERAGE_TAG", "UnknownRecordError",
-    "BrokerEndpoint", "BrokerFeature", "ReplicaLogCoverage",
-    "RegisterBrokerRecord", "UnregisterBrokerRecord", "TopicRecord",
-    "PartitionRecord", "ConfigRecord", "PartitionChangeRecord",
-    "FenceBrokerRecord", "UnfenceBrokerRecord", "RemoveTopicRecord",
-    "ProducerIdsRecord", "BrokerRegistrationChangeRecord", "NoOpRecord",
-    "RECORD_TYPES", "MetadataRecord", "encode", "decode",
-    "NO_LEADER", "NO_LEADER_CHANGE", "CONFIG_RESOURCE_TOPIC", "CONFIG_RESOURCE_BROKER",
+    "CONFIG_RESOURCE_BROKER",
+    "CONFIG_RESOURCE_TOPIC",
+    "FRAME_VERSION",
+    "LOCAL_LOG_COVERAGE_TAG",
+    "NO_LEADER",
+    "NO_LEADER_CHANGE",
+    "RECORD_TYPES",
+    "BrokerEndpoint",
+    "BrokerFeature",
+    "BrokerRegistrationChangeRecord",
+    "ConfigRecord",
+    "FenceBrokerRecord",
+    "MetadataRecord",
+    "NoOpRecord",
+    "PartitionChangeRecord",
+    "PartitionRecord",
+    "ProducerIdsRecord",
+    "RegisterBrokerRecord",
+    "RemoveTopicRecord",
+    "ReplicaLogCoverage",
+    "TopicRecord",
+    "UnfenceBrokerRecord",
+    "UnknownRecordError",
+    "UnregisterBrokerRecord",
+    "decode",
+    "encode",
 ]
 
 FRAME_VERSION = 1
@@ -244,7 +266,7 @@ MetadataRecord = (RegisterBrokerRecord | UnregisterBrokerRecord | TopicRecord
 
 # -- schemas (Kafka's wire layouts; all flexible from version 0) ----------------
 
-_COVERAGE_FIELD = dict(tag=LOCAL_LOG_COVERAGE_TAG)
+_COVERAGE_FIELD = {"tag": LOCAL_LOG_COVERAGE_TAG}
 
 _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max version)
     RegisterBrokerRecord: (Struct([
@@ -334,7 +356,7 @@ def _snake(name: str) -> str:
 class _Binding:
     """How one dataclass maps onto one Struct: (attr, kafka name, nested class)."""
 
-    __slots__ = ("cls", "struct", "items")
+    __slots__ = ("cls", "items", "struct")
 
     def __init__(self, cls, struct: Struct):
         self.cls, self.struct = cls, struct

@@ -16,21 +16,44 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from .delta import MetadataDelta
-from .image import MetadataImage, MetadataProvenance
+from .image import BrokerInfo, MetadataImage, MetadataProvenance, PartitionInfo
 from .records import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, ConfigRecord, PartitionRecord,
-    RegisterBrokerRecord, TopicRecord, decode, encode,
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_TOPIC,
+    ConfigRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+    decode,
+    encode,
 )
 
-__all__ = ["snapshot_records", "snapshot_record_bytes", "load_snapshot"]
+__all__ = [
+    "broker_record",
+    "load_snapshot",
+    "partition_record",
+    "snapshot_record_bytes",
+    "snapshot_records",
+]
+
+
+def broker_record(b: BrokerInfo) -> RegisterBrokerRecord:
+    """The RegisterBrokerRecord that rebuilds ``b`` exactly."""
+    return RegisterBrokerRecord(b.node_id, b.incarnation_id, b.epoch, b.endpoints, b.features,
+                                b.rack, b.fenced, b.in_controlled_shutdown)
+
+
+def partition_record(topic_id: bytes, p: PartitionInfo) -> PartitionRecord:
+    """The PartitionRecord that rebuilds ``p`` exactly (derived state included)."""
+    return PartitionRecord(
+        p.partition, topic_id, p.replicas, p.isr, p.removing_replicas, p.adding_replicas,
+        p.leader, p.leader_recovery_state, p.leader_epoch, p.partition_epoch, (),
+        p.elr or None, p.last_known_elr or None, p.local_log)
 
 
 def snapshot_records(image: MetadataImage) -> Iterator:
     for node_id in sorted(image.brokers):
-        b = image.brokers[node_id]
-        yield RegisterBrokerRecord(
-            b.node_id, b.incarnation_id, b.epoch, b.endpoints, b.features, b.rack,
-            b.fenced, b.in_controlled_shutdown)
+        yield broker_record(image.brokers[node_id])
     for resource in sorted(image.configs):
         for name, value in image.configs[resource].items():
             yield ConfigRecord(CONFIG_RESOURCE_BROKER, resource, name, value)
@@ -39,10 +62,7 @@ def snapshot_records(image: MetadataImage) -> Iterator:
         for name, value in t.configs.items():
             yield ConfigRecord(CONFIG_RESOURCE_TOPIC, t.name, name, value)
         for p in t.partitions:
-            yield PartitionRecord(
-                p.partition, t.topic_id, p.replicas, p.isr, p.removing_replicas,
-                p.adding_replicas, p.leader, p.leader_recovery_state, p.leader_epoch,
-                p.partition_epoch, (), p.elr or None, p.last_known_elr or None, p.local_log)
+            yield partition_record(t.topic_id, p)
     if image.producer_ids is not None:
         yield image.producer_ids
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from .image import MetadataImage
 from .snapshot import snapshot_record_bytes
 
-__all__ = ["SnapshotGenerator", "MAX_BYTES_BETWEEN_SNAPSHOTS", "MAX_SNAPSHOT_INTERVAL_MS"]
+__all__ = ["MAX_BYTES_BETWEEN_SNAPSHOTS", "MAX_SNAPSHOT_INTERVAL_MS", "SnapshotGenerator"]
 
 MAX_BYTES_BETWEEN_SNAPSHOTS = 20 * 1024 * 1024
 MAX_SNAPSHOT_INTERVAL_MS = 60 * 60 * 1000
@@ -51,7 +51,7 @@ class SnapshotGenerator:
         self.snapshots_written = 0
 
     @classmethod
-    def from_config(cls, create_snapshot, config: dict, now_ms: int = 0) -> "SnapshotGenerator":
+    def from_config(cls, create_snapshot, config: dict, now_ms: int = 0) -> SnapshotGenerator:
         """From Kafka config names (missing keys take the defaults)."""
         mr = config.get("controller.snapshot.minimum.records")
         return cls(create_snapshot,

@@ -1,7 +1,10 @@
 from tierlog.metadata.delta import MetadataDelta
 from tierlog.metadata.image import MetadataImage
 from tierlog.metadata.records import (
-    BrokerEndpoint, PartitionRecord, RegisterBrokerRecord, TopicRecord,
+    BrokerEndpoint,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
 )
 
 

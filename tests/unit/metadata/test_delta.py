@@ -3,9 +3,16 @@ import pytest
 from tierlog.metadata.delta import MetadataDelta, MetadataReplayError
 from tierlog.metadata.image import MetadataImage, MetadataProvenance
 from tierlog.metadata.records import (
-    BrokerRegistrationChangeRecord, ConfigRecord, FenceBrokerRecord, NoOpRecord,
-    PartitionChangeRecord, ProducerIdsRecord, RemoveTopicRecord, ReplicaLogCoverage,
-    UnfenceBrokerRecord, UnregisterBrokerRecord,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    FenceBrokerRecord,
+    NoOpRecord,
+    PartitionChangeRecord,
+    ProducerIdsRecord,
+    RemoveTopicRecord,
+    ReplicaLogCoverage,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
 )
 
 from .helpers import apply, cluster, create_topic, register, tid

@@ -1,5 +1,9 @@
 from tierlog.metadata.election import (
-    Election, EligibilityThresholds, eligibility_sort, elect_leader, is_eligible,
+    Election,
+    EligibilityThresholds,
+    elect_leader,
+    eligibility_sort,
+    is_eligible,
     remove_from_isr,
 )
 from tierlog.metadata.records import ReplicaLogCoverage as Cov

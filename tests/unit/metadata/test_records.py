@@ -1,11 +1,25 @@
 import pytest
 
 from tierlog.metadata.records import (
-    RECORD_TYPES, BrokerEndpoint, BrokerFeature, BrokerRegistrationChangeRecord,
-    ConfigRecord, FenceBrokerRecord, NoOpRecord, PartitionChangeRecord, PartitionRecord,
-    ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, ReplicaLogCoverage,
-    TopicRecord, UnfenceBrokerRecord, UnknownRecordError, UnregisterBrokerRecord,
-    decode, encode,
+    RECORD_TYPES,
+    BrokerEndpoint,
+    BrokerFeature,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    FenceBrokerRecord,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    ReplicaLogCoverage,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnknownRecordError,
+    UnregisterBrokerRecord,
+    decode,
+    encode,
 )
 from tierlog.protocol.primitives import ProtocolError
 

@@ -1,13 +1,26 @@
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tierlog.metadata.delta import MetadataDelta, MetadataReplayError
 from tierlog.metadata.image import MetadataImage, MetadataProvenance
 from tierlog.metadata.records import (
-    BrokerRegistrationChangeRecord, ConfigRecord, FenceBrokerRecord, PartitionChangeRecord,
-    ProducerIdsRecord, RemoveTopicRecord, ReplicaLogCoverage, UnfenceBrokerRecord,
-    UnregisterBrokerRecord, decode, encode,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    FenceBrokerRecord,
+    PartitionChangeRecord,
+    ProducerIdsRecord,
+    RemoveTopicRecord,
+    ReplicaLogCoverage,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+    decode,
+    encode,
 )
-from tierlog.metadata.snapshot import load_snapshot, snapshot_record_bytes, snapshot_records
+from tierlog.metadata.snapshot import (
+    load_snapshot,
+    snapshot_record_bytes,
+    snapshot_records,
+)
 
 from .helpers import cluster, create_topic, register, tid
 
@@ -96,6 +109,6 @@ def test_snapshot_writes_derived_state():
     recs = list(snapshot_records(img))
     kinds = [type(r).__name__ for r in recs]
     assert kinds[:2] == ["RegisterBrokerRecord"] * 2 and "FenceBrokerRecord" not in kinds
-    part = [r for r in recs if type(r).__name__ == "PartitionRecord"][0]
+    part = next(r for r in recs if type(r).__name__ == "PartitionRecord")
     assert part.leader == -1 and part.eligible_leader_replicas == (1,)
     assert load_snapshot(recs, cluster_id="c1", controller_id=1) == img
