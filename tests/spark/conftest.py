@@ -1,0 +1,45 @@
+"""One SparkSession (local[2]) and one tierlog node for all the Spark tests."""
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))
+from nodeproc import NodeProcess  # noqa: E402
+
+
+def _java_found() -> bool:
+    home = os.environ.get("JAVA_HOME")
+    return bool(home and Path(home, "bin", "java").exists()) or shutil.which("java") is not None
+
+
+@pytest.fixture(scope="session")
+def spark():
+    if not _java_found():
+        pytest.skip("no Java runtime: java is not on PATH and JAVA_HOME is unset (./dev setup installs one)")
+    os.environ["PYSPARK_PYTHON"] = sys.executable          # Spark's workers use this environment
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    import tierlog.spark
+    session = (SparkSession.builder.master("local[2]").appName("tierlog-tests")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.python.worker.reuse", "true")
+               .config("spark.sql.streaming.stopTimeout", "30s")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    tierlog.spark.register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_node(tmp_path_factory):
+    n = NodeProcess(tmp_path_factory.mktemp("spark") / "node-1").start()
+    yield n
+    if n.alive():
+        n.stop()

@@ -1,0 +1,95 @@
+"""Batch reads through the tierlog data source, checked against what confluent-kafka wrote."""
+import json
+import time
+
+import pytest
+from clients import create_topic, produce_all
+
+
+def _reader(spark, node, **options):
+    r = spark.read.format("tierlog").option("kafka.bootstrap.servers", node.bootstrap)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+@pytest.fixture(scope="module")
+def written(spark_node):
+    """Two partitions: null and empty keys, null values, headers (null header values too), zstd batches."""
+    create_topic(spark_node.bootstrap, "read-a", 2)
+    records = []
+    for i in range(3000):
+        key = None if i % 7 == 0 else (b"" if i % 11 == 0 else b"key-%d" % i)
+        value = None if i % 13 == 0 else b"value-%d-" % i + b"x" * (i % 40)
+        headers = [("trace", b"t%d" % i), ("empty", None)] if i % 5 == 0 else None
+        records.append((i % 2, key, value, headers, 1_700_000_000_000 + i))
+    produce_all(spark_node.bootstrap, "read-a", records[:1500])
+    produce_all(spark_node.bootstrap, "read-a", records[1500:], **{"compression.type": "zstd"})
+    return records
+
+
+def test_batch_read_equals_what_was_produced(spark, spark_node, written):
+    df = _reader(spark, spark_node, subscribe="read-a", includeHeaders="true")
+    assert [f.name for f in df.schema.fields] == ["key", "value", "topic", "partition", "offset", "timestamp",
+                                                  "timestampType", "headers"]
+    assert df.schema.simpleString() == (
+        "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,timestamp:timestamp,"
+        "timestampType:int,headers:array<struct<key:string,value:binary>>>")
+    rows = df.collect()
+    assert len(rows) == len(written)
+    got = {}
+    for r in rows:
+        assert r.topic == "read-a" and r.timestampType == 0
+        got.setdefault(r.partition, []).append(r)
+    for part in (0, 1):
+        want = [rec for rec in written if rec[0] == part]
+        have = sorted(got[part], key=lambda r: r.offset)
+        assert [r.offset for r in have] == list(range(len(want)))
+        for r, (_, key, value, headers, ts) in zip(have, want):
+            assert (None if r.key is None else bytes(r.key)) == key
+            assert (None if r.value is None else bytes(r.value)) == value
+            assert int(r.timestamp.timestamp() * 1000) == ts
+            hs = [(h.key, None if h.value is None else bytes(h.value)) for h in (r.headers or [])]
+            assert hs == (headers or [])
+
+
+def test_offsets_options_and_min_partitions(spark, spark_node, written):
+    start = json.dumps({"read-a": {"0": 100, "1": -2}})
+    end = json.dumps({"read-a": {"0": 200, "1": 50}})
+    df = _reader(spark, spark_node, subscribe="read-a", startingOffsets=start, endingOffsets=end, minPartitions="6")
+    assert df.rdd.getNumPartitions() >= 6
+    rows = df.select("partition", "offset").collect()
+    assert sorted((r.partition, r.offset) for r in rows) == [(0, o) for o in range(100, 200)] + [(1, o) for o in range(50)]
+    df = _reader(spark, spark_node, assign=json.dumps({"read-a": [1]}), endingOffsets=json.dumps({"read-a": {"1": 10}}))
+    assert sorted(r.offset for r in df.collect()) == list(range(10)) and {r.partition for r in df.collect()} == {1}
+    assert _reader(spark, spark_node, subscribePattern="read-[a]").count() == len(written)
+
+
+def test_starting_timestamp(spark, spark_node, written):
+    # record i has timestamp 1_700_000_000_000 + i and lands in partition i % 2 at offset i // 2
+    df = _reader(spark, spark_node, subscribe="read-a", startingTimestamp=str(1_700_000_000_000 + 2000))
+    assert df.count() == 1000
+    by_part = json.dumps({"read-a": {"0": 1_700_000_000_000 + 2990, "1": 1_700_000_000_000}})
+    df = _reader(spark, spark_node, subscribe="read-a", startingOffsetsByTimestamp=by_part)
+    assert df.count() == 5 + 1500
+    with pytest.raises(Exception, match="startingTimestamp"):
+        _reader(spark, spark_node, subscribe="read-a", startingTimestamp=str(int(time.time() * 1000) + 10**9)).count()
+
+
+@pytest.mark.parametrize("options, named", [
+    ({"subscribe": "read-a", "startingOffsets": "beginning"}, "startingOffsets"),
+    ({"subscribe": "read-a", "startingOffsets": "latest"}, "startingOffsets"),
+    ({"subscribe": "read-a", "endingOffsets": '{"read-a": {"0": "x"}}'}, "endingOffsets"),
+    ({"subscribe": "read-a", "startingOffsets": json.dumps({"read-a": {"0": 1}})}, "startingOffsets"),
+    ({"subscribe": "read-a", "kafka.auto.offset.reset": "earliest"}, "kafka.auto.offset.reset"),
+    ({"subscribe": "read-a", "assign": '{"read-a": [0]}'}, "subscribe"),
+    ({"subscribe": "read-a", "minPartitions": "zero"}, "minPartitions"),
+])
+def test_bad_option_names_the_option(spark, spark_node, written, options, named):
+    with pytest.raises(Exception, match=named):
+        _reader(spark, spark_node, **options).count()
+
+
+def test_missing_bootstrap_names_the_option(spark):
+    with pytest.raises(Exception, match="kafka.bootstrap.servers"):
+        spark.read.format("tierlog").option("subscribe", "read-a").load().count()
