@@ -220,8 +220,8 @@ class MetadataDelta:
         return c.get(name, default)
 
     def _thresholds(self) -> EligibilityThresholds:
-        return EligibilityThresholds(int(self._cluster_config(ELIGIBLE_LOCAL_LOG_MS, -1)),
-                                     int(self._cluster_config(ELIGIBLE_LOCAL_LOG_BYTES, -1)))
+        return EligibilityThresholds(_as_int(self._cluster_config(ELIGIBLE_LOCAL_LOG_MS), -1),
+                                     _as_int(self._cluster_config(ELIGIBLE_LOCAL_LOG_BYTES), -1))
 
     def _topic_config(self, configs, name: str, default):
         if name in configs:
@@ -289,7 +289,7 @@ class MetadataDelta:
             if view is None:
                 continue
             _, parts, configs = view
-            min_isr = int(self._topic_config(configs, MIN_INSYNC_REPLICAS, 1))
+            min_isr = _as_int(self._topic_config(configs, MIN_INSYNC_REPLICAS, 1), 1)
             unclean = str(self._topic_config(configs, UNCLEAN_ELECTION, "false")).lower() == "true"
             work = None
             for i, p in enumerate(parts):
@@ -449,6 +449,15 @@ class MetadataDelta:
             configs,
             self._producer_ids or img.producer_ids,
             provenance or img.provenance)
+
+
+def _as_int(value, default: int) -> int:
+    """A config value as an int; a malformed value (the controller validates configs,
+    replay must never fail on one) counts as the default."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
 
 
 def _next_state(p: PartitionInfo, leader: int, isr, elr, lke, unclean: bool) -> PartitionInfo:
