@@ -194,6 +194,7 @@ class Simulation:
         self.apply_output(i, node.tick(self.now))
 
     def crash(self, i: int) -> None:
+        self._collect(self.nodes[i])
         self.nodes[i] = None
         self.tokens[i] = {}
         self.tick_at.pop(i, None)
@@ -374,11 +375,17 @@ class Simulation:
             self.fail(f"no progress after healing: target={target} "
                       f"states={[(i, n.state_name, n.epoch, n.high_watermark) for i, n in self.nodes.items()]} "
                       f"applied={[m.applied for m in self.machines.values()]}")
+        for n in self.nodes.values():
+            self._collect(n)
         self.stats["elections"] = len(self.leaders)
         self.stats["snapshot_loads"] = sum(m.loads for m in self.machines.values())
         self.stats["events"] = self.events
         self.stats["committed"] = self.truth.max_committed
         return self.stats
+
+    def _collect(self, node: RaftNode) -> None:
+        for k in ("snapshots-fetched", "diverging-truncations", "log-start-advances", "invalid-log-resets"):
+            self.stats[k] = self.stats.get(k, 0) + node.metrics[k]
 
     def _committed_everywhere(self, target) -> bool:
         _leader, epoch, end = target
@@ -392,7 +399,7 @@ class Simulation:
 
 
 def run_seed(seed: int, params: SimParams | None = None) -> dict:
-    params = params or SimParams()
+    params = params or params_for(seed)
     sim = Simulation(seed, params)
     try:
         return sim.run()
@@ -400,3 +407,12 @@ def run_seed(seed: int, params: SimParams | None = None) -> dict:
         raise
     except AssertionError as e:
         raise SimFailure(f"SEED={seed} t={sim.now} event={sim.events}: {e}") from e
+
+
+def params_for(seed: int, long: bool = False) -> SimParams:
+    """The shape a seed runs with: 3 voters + 1 observer, or 5 voters + 2 observers."""
+    five = seed % 5 >= 3
+    base = SimParams(voters=5 if five else 3, observers=2 if five else 1)
+    if long:
+        return SimParams(base.voters, base.observers, chaos_ms=15_000, liveness_ms=30_000)
+    return base

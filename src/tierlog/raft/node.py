@@ -105,6 +105,7 @@ class RaftNode:
             "GenSnapshotLatencyMs": 0.0, "LoadSnapshotLatencyMs": 0.0, "SnapshotSizeBytes": 0,
             "snapshots-generated": 0, "snapshots-loaded": 0, "snapshots-fetched": 0,
             "invalid-log-resets": 0, "elections-started": 0, "elections-won": 0,
+            "diverging-truncations": 0, "log-start-advances": 0,
         }
         self._out = Output()
         self._inflight: dict[int, tuple[object, int]] = {}
@@ -529,11 +530,9 @@ class RaftNode:
         return token
 
     def _complete_parked(self, now_ms: int, only_expired: bool) -> None:
-        for token in list(self._parked):
-            p = self._parked[token]
-            if only_expired and p.deadline_ms > now_ms:
-                continue
-            del self._parked[token]
+        due = [t for t, p in self._parked.items() if not only_expired or p.deadline_ms <= now_ms]
+        parked = [(t, self._parked.pop(t)) for t in due]
+        for token, p in parked:
             self._out.responses.append((token, self._on_fetch(p.sender_id, p.request, now_ms, may_park=False)))
 
     def _on_fetch_snapshot(self, req: FetchSnapshotRequest, now_ms: int) -> FetchSnapshotResponse:
@@ -586,6 +585,7 @@ class RaftNode:
     def _advance_lbo(self, target: OffsetAndEpoch, now_ms: int) -> None:
         assert target.offset <= self._hw and target.offset <= self._applied
         self.log.delete_before(target.offset, target.epoch)
+        self.metrics["log-start-advances"] += 1
         self._lbo_since_ms = now_ms
         self._delete_snapshots_below(target.offset)
 
@@ -625,6 +625,7 @@ class RaftNode:
             offset = truncation_offset(self.log, resp.diverging_epoch)
             assert offset >= self._hw, f"node {self.node_id}: truncation to {offset} below high watermark {self._hw}"
             self.log.truncate_to(offset)
+            self.metrics["diverging-truncations"] += 1
             return
         if resp.snapshot_id is not None:
             self._start_snapshot_fetch(resp.snapshot_id)
@@ -651,6 +652,7 @@ class RaftNode:
         if ids:
             target = ids[-1]
             self.log.delete_before(target.offset, target.epoch)
+            self.metrics["log-start-advances"] += 1
             self._delete_snapshots_below(target.offset)
 
     def _start_snapshot_fetch(self, sid: OffsetAndEpoch) -> None:
