@@ -209,3 +209,21 @@ def test_local_store_image_helpers_still_work():
     assert img.topic_by_id(tid(9)) is t and dict(img.broker_topics[1]) == {"x": 1}
     img = img.without_topic("x")
     assert not img.topics and not img.topic_ids and not img.broker_topics
+
+
+def test_malformed_config_values_never_fail_replay():
+    img = cluster(topics={"a": [(1, 2)]})
+    img = apply(img, [ConfigRecord(2, "a", "min.insync.replicas", "true"),
+                      ConfigRecord(4, "", "leader.election.eligible.local.log.ms", "soon"),
+                      FenceBrokerRecord(1, 11)])
+    p = img.topics["a"].partitions[0]
+    assert (p.leader, p.isr) == (2, (2,))
+
+
+def test_fence_touches_only_the_brokers_topics():
+    topics = {f"t{i}": [(1 + i % 4, 1 + (i + 1) % 4)] for i in range(400)}
+    img = cluster(brokers=(1, 2, 3, 4), topics=topics)
+    d = MetadataDelta(img)
+    d.replay(FenceBrokerRecord(1, 11))
+    assert d.changed_topics == set(img.broker_topics[1])
+    assert len(d.changed_topics) == 200
