@@ -381,13 +381,20 @@ class _Binding:
     def from_dict(self, d: dict):
         kw = {}
         for attr, name, nested, is_array in self.items:
-            if name not in d:
+            v = d.get(name, _MISSING)
+            if v is _MISSING:
                 continue
-            v = d[name]
             if is_array and v is not None:
-                v = tuple(_binding(nested).from_dict(x) for x in v) if nested else tuple(v)
+                if nested is None:
+                    v = tuple(v)
+                else:
+                    nb = _binding(nested)
+                    v = tuple([nb.from_dict(x) for x in v])
             kw[attr] = v
         return self.cls(**kw)
+
+
+_MISSING = object()
 
 
 _BINDINGS: dict[type, _Binding] = {}
@@ -432,19 +439,25 @@ def encode(record, version: int | None = None) -> bytes:
 
 def decode(data) -> MetadataRecord:
     """The record framed in ``data``; UnknownRecordError / ProtocolError if not one."""
-    buf = memoryview(data) if not isinstance(data, (bytes, bytearray, memoryview)) else data
-    frame, pos = decode_uvarint(buf, 0)
-    if frame != FRAME_VERSION:
-        raise UnknownRecordError(f"unsupported metadata record frame version {frame}")
-    api_key, pos = decode_uvarint(buf, pos)
-    version, pos = decode_uvarint(buf, pos)
-    cls = RECORD_TYPES.get(api_key)
-    if cls is None:
+    buf = data if isinstance(data, (bytes, bytearray, memoryview)) else memoryview(data)
+    if len(buf) >= 3 and buf[0] == FRAME_VERSION and buf[1] < 0x80 and buf[2] < 0x80:
+        api_key, version, pos = buf[1], buf[2], 3          # one-byte varints: the usual case
+    else:
+        frame, pos = decode_uvarint(buf, 0)
+        if frame != FRAME_VERSION:
+            raise UnknownRecordError(f"unsupported metadata record frame version {frame}")
+        api_key, pos = decode_uvarint(buf, pos)
+        version, pos = decode_uvarint(buf, pos)
+    spec = _DECODERS.get(api_key)
+    if spec is None:
         raise UnknownRecordError(f"unknown metadata record api key {api_key}")
-    struct, lo, hi = _SCHEMAS[cls]
+    struct, lo, hi, binding = spec
     if not lo <= version <= hi:
-        raise UnknownRecordError(f"{cls.__name__} version {version} not in {lo}-{hi}")
+        raise UnknownRecordError(f"{binding.cls.__name__} version {version} not in {lo}-{hi}")
     d, end = decode_struct(struct, version, True, buf, pos)
     if end != len(buf):
-        raise ProtocolError(f"{cls.__name__}: {len(buf) - end} trailing bytes")
-    return _binding(cls).from_dict(d)
+        raise ProtocolError(f"{binding.cls.__name__}: {len(buf) - end} trailing bytes")
+    return binding.from_dict(d)
+
+
+_DECODERS = {cls.API_KEY: (*spec, _binding(cls)) for cls, spec in _SCHEMAS.items()}
