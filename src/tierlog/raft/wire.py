@@ -1,0 +1,221 @@
+"""The quorum's dataclasses <-> tierlog protocol dicts (Kafka's field names).
+
+Versions we speak (``VERSIONS``): Vote 52 v0, BeginQuorumEpoch 53 v0,
+EndQuorumEpoch 54 v0, Fetch 1 v15 (ReplicaState tag, topic ids), FetchSnapshot 59
+v0, DescribeQuorum 55 v1. The partition is ``__cluster_metadata``-0; Fetch uses
+its topic id (Kafka's METADATA_TOPIC_ID, 0...01). A peer answering with a
+top-level error (e.g. INCONSISTENT_CLUSTER_ID, no partitions) decodes to a
+response with that error and leader -1 / epoch -1.
+
+Usage by the shell::
+
+    api_key, body = request_to_dict(request)          # send with VERSIONS[api_key]
+    request = request_from_dict(api_key, body)        # on the receiving side
+    api_key, body = response_to_dict(response)
+    response = response_from_dict(api_key, body)
+"""
+
+from __future__ import annotations
+
+from tierlog.raft.codec import decode_log_batches, encode_log_batches
+from tierlog.raft.listener import QuorumInfo, ReplicaInfo
+from tierlog.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    VoteRequest,
+    VoteResponse,
+)
+from tierlog.raft.types import OffsetAndEpoch
+
+__all__ = [
+    "API_KEYS", "METADATA_TOPIC", "METADATA_TOPIC_ID", "VERSIONS", "describe_quorum_to_dict",
+    "request_from_dict", "request_to_dict", "response_from_dict", "response_to_dict",
+]
+
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC_ID = bytes(15) + b"\x01"
+FETCH, VOTE, BEGIN, END, DESCRIBE, FETCH_SNAPSHOT = 1, 52, 53, 54, 55, 59
+VERSIONS = {FETCH: 15, VOTE: 0, BEGIN: 0, END: 0, DESCRIBE: 1, FETCH_SNAPSHOT: 0}
+API_KEYS = {
+    FetchRequest: FETCH, FetchResponse: FETCH, VoteRequest: VOTE, VoteResponse: VOTE,
+    BeginQuorumEpochRequest: BEGIN, BeginQuorumEpochResponse: BEGIN,
+    EndQuorumEpochRequest: END, EndQuorumEpochResponse: END,
+    FetchSnapshotRequest: FETCH_SNAPSHOT, FetchSnapshotResponse: FETCH_SNAPSHOT,
+}
+
+
+def _topic(partition: dict, name_field: str = "TopicName", name: str = METADATA_TOPIC) -> list[dict]:
+    return [{name_field: name, "Partitions": [partition]}]
+
+
+def _partition(body: dict, topics_field: str = "Topics") -> dict | None:
+    topics = body.get(topics_field) or []
+    for t in topics:
+        for p in t.get("Partitions") or []:
+            return p
+    return None
+
+
+# ---------------------------------------------------------------------------- requests
+
+def request_to_dict(req) -> tuple[int, dict]:
+    if isinstance(req, VoteRequest):
+        return VOTE, {"ClusterId": req.cluster_id, "Topics": _topic({
+            "PartitionIndex": 0, "ReplicaEpoch": req.candidate_epoch, "ReplicaId": req.candidate_id,
+            "LastOffsetEpoch": req.last_offset_epoch, "LastOffset": req.last_offset})}
+    if isinstance(req, BeginQuorumEpochRequest):
+        return BEGIN, {"ClusterId": req.cluster_id, "Topics": _topic({
+            "PartitionIndex": 0, "LeaderId": req.leader_id, "LeaderEpoch": req.leader_epoch})}
+    if isinstance(req, EndQuorumEpochRequest):
+        return END, {"ClusterId": req.cluster_id, "Topics": _topic({
+            "PartitionIndex": 0, "LeaderId": req.leader_id, "LeaderEpoch": req.leader_epoch,
+            "PreferredSuccessors": list(req.preferred_successors)})}
+    if isinstance(req, FetchRequest):
+        return FETCH, {
+            "ClusterId": req.cluster_id, "ReplicaState": {"ReplicaId": req.replica_id, "ReplicaEpoch": -1},
+            "MaxWaitMs": req.max_wait_ms, "MinBytes": 0, "MaxBytes": req.max_bytes, "IsolationLevel": 0,
+            "SessionId": 0, "SessionEpoch": -1, "ForgottenTopicsData": [], "RackId": "",
+            "Topics": _topic({
+                "Partition": 0, "CurrentLeaderEpoch": req.current_leader_epoch, "FetchOffset": req.fetch_offset,
+                "LastFetchedEpoch": req.last_fetched_epoch, "LogStartOffset": req.log_start_offset,
+                "PartitionMaxBytes": req.max_bytes}, "TopicId", METADATA_TOPIC_ID)}
+    if isinstance(req, FetchSnapshotRequest):
+        return FETCH_SNAPSHOT, {
+            "ClusterId": req.cluster_id, "ReplicaId": req.replica_id, "MaxBytes": req.max_bytes,
+            "Topics": _topic({
+                "Partition": 0, "CurrentLeaderEpoch": req.current_leader_epoch,
+                "SnapshotId": {"EndOffset": req.snapshot_id.offset, "Epoch": req.snapshot_id.epoch},
+                "Position": req.position}, "Name")}
+    raise TypeError(f"not a quorum request: {req!r}")
+
+
+def request_from_dict(api_key: int, body: dict):
+    """The dataclass for a decoded request body; ValueError if it names no partition."""
+    p = _partition(body)
+    if p is None:
+        raise ValueError(f"api {api_key} request without a partition")
+    cluster = body.get("ClusterId") or ""
+    if api_key == VOTE:
+        return VoteRequest(cluster, p["ReplicaEpoch"], p["ReplicaId"], p["LastOffsetEpoch"], p["LastOffset"])
+    if api_key == BEGIN:
+        return BeginQuorumEpochRequest(cluster, p["LeaderId"], p["LeaderEpoch"])
+    if api_key == END:
+        return EndQuorumEpochRequest(cluster, p["LeaderId"], p["LeaderEpoch"],
+                                     tuple(p.get("PreferredSuccessors") or ()))
+    if api_key == FETCH:
+        state = body.get("ReplicaState") or {}
+        replica = state.get("ReplicaId", body.get("ReplicaId", -1))
+        return FetchRequest(cluster, replica, p.get("CurrentLeaderEpoch", -1), p["FetchOffset"],
+                            p.get("LastFetchedEpoch", -1), p.get("LogStartOffset", -1), body.get("MaxWaitMs", 0),
+                            min(body.get("MaxBytes", 0x7FFFFFFF), p.get("PartitionMaxBytes", 0x7FFFFFFF)))
+    if api_key == FETCH_SNAPSHOT:
+        sid = p["SnapshotId"]
+        return FetchSnapshotRequest(cluster, body.get("ReplicaId", -1), p["CurrentLeaderEpoch"],
+                                    OffsetAndEpoch(sid["EndOffset"], sid["Epoch"]), p["Position"],
+                                    body.get("MaxBytes", 0x7FFFFFFF))
+    raise ValueError(f"not a quorum api: {api_key}")
+
+
+# ---------------------------------------------------------------------------- responses
+
+_CLUSTER_ID_ERROR = 104
+
+
+def response_to_dict(resp) -> tuple[int, dict]:
+    if isinstance(resp, VoteResponse):
+        if resp.error == _CLUSTER_ID_ERROR:
+            return VOTE, {"ErrorCode": resp.error, "Topics": []}
+        return VOTE, {"ErrorCode": 0, "Topics": _topic({
+            "PartitionIndex": 0, "ErrorCode": resp.error, "LeaderId": resp.leader_id,
+            "LeaderEpoch": resp.leader_epoch, "VoteGranted": resp.vote_granted})}
+    if isinstance(resp, (BeginQuorumEpochResponse, EndQuorumEpochResponse)):
+        key = BEGIN if isinstance(resp, BeginQuorumEpochResponse) else END
+        if resp.error == _CLUSTER_ID_ERROR:
+            return key, {"ErrorCode": resp.error, "Topics": []}
+        return key, {"ErrorCode": 0, "Topics": _topic({
+            "PartitionIndex": 0, "ErrorCode": resp.error, "LeaderId": resp.leader_id,
+            "LeaderEpoch": resp.leader_epoch})}
+    if isinstance(resp, FetchResponse):
+        return FETCH, _fetch_response_to_dict(resp)
+    if isinstance(resp, FetchSnapshotResponse):
+        if resp.error == _CLUSTER_ID_ERROR:
+            return FETCH_SNAPSHOT, {"ThrottleTimeMs": 0, "ErrorCode": resp.error, "Topics": []}
+        sid = resp.snapshot_id or OffsetAndEpoch(-1, -1)
+        return FETCH_SNAPSHOT, {"ThrottleTimeMs": 0, "ErrorCode": 0, "Topics": _topic({
+            "Index": 0, "ErrorCode": resp.error, "SnapshotId": {"EndOffset": sid.offset, "Epoch": sid.epoch},
+            "CurrentLeader": {"LeaderId": resp.leader_id, "LeaderEpoch": resp.leader_epoch},
+            "Size": resp.size, "Position": resp.position, "UnalignedRecords": resp.data}, "Name")}
+    raise TypeError(f"not a quorum response: {resp!r}")
+
+
+def _fetch_response_to_dict(resp: FetchResponse) -> dict:
+    if resp.error == _CLUSTER_ID_ERROR:
+        return {"ThrottleTimeMs": 0, "ErrorCode": resp.error, "SessionId": 0, "Responses": []}
+    part = {
+        "PartitionIndex": 0, "ErrorCode": resp.error, "HighWatermark": resp.high_watermark,
+        "LastStableOffset": -1, "LogStartOffset": resp.log_start_offset,
+        "CurrentLeader": {"LeaderId": resp.leader_id, "LeaderEpoch": resp.leader_epoch},
+        "AbortedTransactions": None, "PreferredReadReplica": -1,
+        "Records": encode_log_batches(resp.batches),
+    }
+    if resp.diverging_epoch is not None:
+        part["DivergingEpoch"] = {"Epoch": resp.diverging_epoch.epoch, "EndOffset": resp.diverging_epoch.offset}
+    if resp.snapshot_id is not None:
+        part["SnapshotId"] = {"EndOffset": resp.snapshot_id.offset, "Epoch": resp.snapshot_id.epoch}
+    return {"ThrottleTimeMs": 0, "ErrorCode": 0, "SessionId": 0,
+            "Responses": _topic(part, "TopicId", METADATA_TOPIC_ID)}
+
+
+def response_from_dict(api_key: int, body: dict):
+    """The dataclass for a decoded response body (record batches CRC-checked)."""
+    p = _partition(body, "Responses" if api_key == FETCH else "Topics")
+    top = body.get("ErrorCode", 0)
+    if api_key == VOTE:
+        if p is None:
+            return VoteResponse(top or 42, -1, -1, False)
+        return VoteResponse(p["ErrorCode"], p["LeaderId"], p["LeaderEpoch"], bool(p["VoteGranted"]))
+    if api_key in (BEGIN, END):
+        cls = BeginQuorumEpochResponse if api_key == BEGIN else EndQuorumEpochResponse
+        if p is None:
+            return cls(top or 42, -1, -1)
+        return cls(p["ErrorCode"], p["LeaderId"], p["LeaderEpoch"])
+    if api_key == FETCH:
+        if p is None:
+            return FetchResponse(top or 42, -1, -1)
+        leader = p.get("CurrentLeader") or {}
+        div = p.get("DivergingEpoch")
+        snap = p.get("SnapshotId")
+        records = p.get("Records")
+        return FetchResponse(
+            p["ErrorCode"], leader.get("LeaderId", -1), leader.get("LeaderEpoch", -1), p["HighWatermark"],
+            p.get("LogStartOffset", -1), tuple(decode_log_batches(records)) if records else (),
+            OffsetAndEpoch(div["EndOffset"], div["Epoch"]) if div and div.get("EndOffset", -1) >= 0 else None,
+            OffsetAndEpoch(snap["EndOffset"], snap["Epoch"]) if snap and snap.get("EndOffset", -1) >= 0 else None)
+    if api_key == FETCH_SNAPSHOT:
+        if p is None:
+            return FetchSnapshotResponse(top or 42, -1, -1)
+        leader = p.get("CurrentLeader") or {}
+        sid = p["SnapshotId"]
+        return FetchSnapshotResponse(p["ErrorCode"], leader.get("LeaderId", -1), leader.get("LeaderEpoch", -1),
+                                     OffsetAndEpoch(sid["EndOffset"], sid["Epoch"]), p["Size"], p["Position"],
+                                     bytes(p.get("UnalignedRecords") or b""))
+    raise ValueError(f"not a quorum api: {api_key}")
+
+
+def describe_quorum_to_dict(info: QuorumInfo) -> dict:
+    """DescribeQuorum v1 response body from ``RaftNode.describe(now_ms)``."""
+
+    def replica(r: ReplicaInfo) -> dict:
+        return {"ReplicaId": r.replica_id, "LogEndOffset": r.log_end_offset,
+                "LastFetchTimestamp": r.last_fetch_timestamp, "LastCaughtUpTimestamp": r.last_caught_up_timestamp}
+
+    return {"ErrorCode": 0, "Topics": _topic({
+        "PartitionIndex": 0, "ErrorCode": info.error, "LeaderId": info.leader_id, "LeaderEpoch": info.leader_epoch,
+        "HighWatermark": info.high_watermark, "CurrentVoters": [replica(r) for r in info.voters],
+        "Observers": [replica(r) for r in info.observers]})}
