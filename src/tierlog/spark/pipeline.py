@@ -1,0 +1,345 @@
+"""The example pipeline: generated events -> tierlog -> Structured Streaming -> results.
+
+    ./dev pipeline                      # local cluster in a temp dir, runs until Ctrl-C
+    ./dev pipeline --duration 60        # stop by itself after a minute
+    ./dev pipeline --bootstrap HOST:PORT
+
+1. A generator thread produces JSON click-stream events (user, action, amount)
+   to the topic ``events`` (3 partitions, keyed by user) at ``--rate`` events/s.
+2. A Spark Structured Streaming job reads ``events`` with the ``tierlog``
+   source, parses the JSON, and counts events and sums amounts per action in
+   10-second event-time windows (``--window``, late events up to ``--watermark``).
+3. The running aggregates go to the topic ``event-counts`` (update mode, JSON
+   values keyed by action) through foreachBatch and the ``tierlog`` sink, and
+   the closed windows to Parquet files under ``--out`` (append mode).
+
+Progress (events produced, each query's batches and rates, the latest windows)
+is shown with rich while it runs. Ctrl-C or ``--duration`` stops everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+EVENTS_TOPIC = "events"
+RESULTS_TOPIC = "event-counts"
+ACTIONS = ("view", "click", "add_to_cart", "purchase")
+
+
+def _parse_args(argv):
+    p = argparse.ArgumentParser(prog="./dev pipeline", description=__doc__.split("\n\n")[0])
+    p.add_argument("--bootstrap", metavar="HOST:PORT", help="an existing cluster (default: start one in a temp dir)")
+    p.add_argument("--duration", type=float, default=0, metavar="SECONDS", help="stop after this long (0: Ctrl-C)")
+    p.add_argument("--rate", type=int, default=2000, metavar="N", help="generated events per second")
+    p.add_argument("--window", default="10 seconds", help="event-time window of the aggregation")
+    p.add_argument("--watermark", default="5 seconds", help="how late events may arrive")
+    p.add_argument("--trigger", default="2 seconds", help="micro-batch interval")
+    p.add_argument("--out", default="./pipeline-out", help="Parquet output and checkpoints")
+    return p.parse_args(argv)
+
+
+# -- the local cluster ---------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalCluster:
+    """``tierlog up`` in a temp dir, until stop()."""
+
+    def __init__(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="tierlog-pipeline-"))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(self.dir / "data"),
+             "--listen", f"127.0.0.1:{_free_port()}"],
+            stdout=subprocess.PIPE, stderr=open(self.dir / "cluster.log", "wb"), text=True,
+            start_new_session=True)       # Ctrl-C reaches us only; we stop the cluster ourselves
+        self.bootstrap = self._wait_ready()
+
+    def _wait_ready(self, timeout_s: float = 60) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if line.startswith("bootstrap.servers="):
+                threading.Thread(target=self.proc.stdout.read, daemon=True).start()   # keep the pipe drained
+                return line.strip().split("=", 1)[1]
+            if not line and self.proc.poll() is not None:
+                break
+        log = (self.dir / "cluster.log").read_text(errors="replace")[-2000:]
+        self.stop()
+        raise SystemExit(f"pipeline: the local cluster did not start; its log ends with:\n{log}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _create_topics(bootstrap: str) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(EVENTS_TOPIC, 3, 1), NewTopic(RESULTS_TOPIC, 1, 1)], request_timeout=15)
+    for name, fut in futures.items():
+        try:
+            fut.result(30)
+        except KafkaException as e:
+            if "TOPIC_ALREADY_EXISTS" not in str(e) and "already exists" not in str(e):
+                raise SystemExit(f"pipeline: cannot create topic {name}: {e}") from None
+
+
+# -- the event generator -------------------------------------------------------------
+
+
+class Generator(threading.Thread):
+    """Click-stream events at a fixed rate, JSON values keyed by user."""
+
+    def __init__(self, bootstrap: str, rate: int):
+        super().__init__(daemon=True, name="event-generator")
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20})
+        self.rate = rate
+        self.sent = 0
+        self.errors = 0
+        self._halt = threading.Event()
+
+    def _delivered(self, err, _msg):
+        if err is not None:
+            self.errors += 1
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        start = time.monotonic()
+        while not self._halt.is_set():
+            due = int((time.monotonic() - start) * self.rate)
+            for _ in range(min(due - self.sent, self.rate)):
+                user = f"user-{rng.randrange(1000)}"
+                event = {"user": user, "action": rng.choices(ACTIONS, weights=(60, 30, 8, 2))[0],
+                         "amount": round(rng.uniform(1, 200), 2)}
+                try:
+                    self.producer.produce(EVENTS_TOPIC, json.dumps(event).encode(), user.encode(),
+                                          on_delivery=self._delivered)
+                except BufferError:
+                    break
+                self.sent += 1
+            self.producer.poll(0.02)
+        self.producer.flush(30)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(60)
+
+
+# -- the Spark job -------------------------------------------------------------------
+
+
+def _spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import tierlog.spark
+
+    spark = (SparkSession.builder.master("local[2]").appName("tierlog-pipeline")
+             .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    tierlog.spark.register(spark)
+    return spark
+
+
+def start_queries(spark, bootstrap: str, args, out: Path):
+    from pyspark.sql import functions as F
+
+    events = (spark.readStream.format("tierlog")
+              .option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", EVENTS_TOPIC)
+              .option("startingOffsets", "earliest")
+              .option("maxOffsetsPerTrigger", str(max(1000, args.rate * 10)))
+              .load()
+              .select(F.from_json(F.col("value").cast("string"),
+                                  "user string, action string, amount double").alias("e"), "timestamp")
+              .select("e.*", "timestamp"))
+    windows = (events.withWatermark("timestamp", args.watermark)
+               .groupBy(F.window("timestamp", args.window).alias("window"), "action")
+               .agg(F.count("*").alias("events"), F.round(F.sum("amount"), 2).alias("amount"))
+               .select(F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
+                       "action", "events", "amount"))
+    counts = windows.select(F.col("action").cast("binary").alias("key"),
+                            F.to_json(F.struct("*")).cast("binary").alias("value"))
+
+    def write_counts(batch_df, _batch_id):
+        # Spark's Python streaming sinks take append mode only; update mode goes through foreachBatch
+        # and the batch sink (each task flushes with acks=all before the batch commits).
+        (batch_df.write.format("tierlog").option("kafka.bootstrap.servers", bootstrap)
+         .option("topic", RESULTS_TOPIC).mode("append").save())
+
+    to_topic = (counts.writeStream.queryName("counts-to-topic").outputMode("update")
+                .foreachBatch(write_counts)
+                .option("checkpointLocation", str(out / "checkpoints" / "topic"))
+                .trigger(processingTime=args.trigger).start())
+    to_parquet = (windows.writeStream.queryName("windows-to-parquet").outputMode("append")
+                  .format("parquet").option("path", str(out / "parquet"))
+                  .option("checkpointLocation", str(out / "checkpoints" / "parquet"))
+                  .trigger(processingTime=args.trigger).start())
+    return [to_topic, to_parquet]
+
+
+# -- progress ------------------------------------------------------------------------
+
+
+class LatestResults(threading.Thread):
+    """Follows the results topic so the progress view can show the latest windows."""
+
+    def __init__(self, bootstrap: str):
+        super().__init__(daemon=True, name="results-follower")
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tierlog-pipeline-view",
+                                  "enable.auto.commit": False})
+        self.consumer.assign([TopicPartition(RESULTS_TOPIC, 0, -2)])
+        self.latest: dict[tuple, dict] = {}
+        self.received = 0
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            for msg in self.consumer.consume(500, 0.5):
+                if msg.error() is None and msg.value():
+                    row = json.loads(msg.value())
+                    self.latest[(row["window_start"], row["action"])] = row
+                    self.received += 1
+        self.consumer.close()
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(10)
+
+
+def _progress(query) -> dict:
+    """The last progress report as a plain dict (None before the first batch)."""
+    p = query.lastProgress
+    if p is None:
+        return {}
+    if isinstance(p, dict):
+        return p
+    return json.loads(p.json) if hasattr(p, "json") else dict(p)
+
+
+def _view(gen: Generator, queries, results: LatestResults, out: Path, started: float):
+    from rich.console import Group
+    from rich.table import Table
+
+    head = Table.grid(padding=(0, 2))
+    files = len(list((out / "parquet").glob("*.parquet"))) if (out / "parquet").exists() else 0
+    head.add_row("running", f"{time.monotonic() - started:,.0f} s",
+                 "events produced", f"{gen.sent:,}", "delivery errors", f"{gen.errors:,}",
+                 "result records", f"{results.received:,}", "parquet files", f"{files:,}")
+    qt = Table(title="streaming queries", expand=False)
+    for col in ("query", "batch", "input rows", "input rows/s", "processed rows/s", "events read"):
+        qt.add_column(col, justify="right" if col != "query" else "left")
+    for q in queries:
+        p = _progress(q)
+        src = (p.get("sources") or [{}])[0]
+        end = src.get("endOffset")
+        if isinstance(end, str):
+            end = json.loads(end)
+        offsets = sum((end or {}).get(EVENTS_TOPIC, {}).values()) if isinstance(end, dict) else 0
+        qt.add_row(q.name, str(p.get("batchId", "-")), f"{p.get('numInputRows', 0):,}",
+                   f"{p.get('inputRowsPerSecond', 0) or 0:,.0f}", f"{p.get('processedRowsPerSecond', 0) or 0:,.0f}",
+                   f"{offsets:,}")
+    wt = Table(title=f"latest windows (topic {RESULTS_TOPIC})")
+    for col in ("window start", "action", "events", "amount"):
+        wt.add_column(col, justify="right" if col in ("events", "amount") else "left")
+    for (start, action), row in sorted(results.latest.items(), reverse=True)[:8]:
+        wt.add_row(str(start), action, f"{row['events']:,}", f"{row['amount']:,.2f}")
+    return Group(head, qt, wt)
+
+
+def main(argv=None) -> int:
+    args = _parse_args(argv)
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console()
+    out = Path(args.out).resolve()
+    cluster = None
+    if args.bootstrap:
+        bootstrap = args.bootstrap
+    else:
+        console.print("[bold]starting a local tierlog cluster[/] (tierlog up, in a temp dir)")
+        cluster = LocalCluster()
+        bootstrap = cluster.bootstrap
+        shutil.rmtree(out / "checkpoints", ignore_errors=True)   # offsets of an earlier cluster mean nothing here
+        shutil.rmtree(out / "parquet", ignore_errors=True)
+    console.print(f"bootstrap.servers={bootstrap}; output under {out}")
+    gen = results = spark = None
+    queries = []
+    stopping = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    try:
+        _create_topics(bootstrap)
+        gen = Generator(bootstrap, args.rate)
+        gen.start()
+        console.print("[bold]starting Spark[/] (local[2]) and the streaming queries")
+        spark = _spark()
+        queries = start_queries(spark, bootstrap, args, out)
+        results = LatestResults(bootstrap)
+        results.start()
+        started = time.monotonic()
+        with Live(_view(gen, queries, results, out, started), console=console, refresh_per_second=2) as live:
+            while not stopping.is_set():
+                if args.duration and time.monotonic() - started >= args.duration:
+                    break
+                failed = [q for q in queries if not q.isActive]
+                if failed:
+                    raise SystemExit(f"pipeline: query {failed[0].name} stopped: {failed[0].exception()}")
+                live.update(_view(gen, queries, results, out, started))
+                stopping.wait(1)
+            live.update(_view(gen, queries, results, out, started))
+        console.print("[bold]stopping[/]")
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for q in queries:
+            try:
+                q.stop()
+            except Exception as e:          # noqa: BLE001 - report and go on stopping the rest
+                console.print(f"stopping {q.name}: {e}")
+        if gen is not None:
+            gen.stop()
+        if results is not None:
+            results.stop()
+        if spark is not None:
+            spark.stop()
+        if cluster is not None:
+            cluster.stop()
+    console.print(f"done: {gen.sent:,} events produced, {results.received:,} window results in topic "
+                  f"{RESULTS_TOPIC}, Parquet under {out / 'parquet'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
