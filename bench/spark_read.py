@@ -1,0 +1,166 @@
+"""Spark batch read and topic-to-topic copy through the tierlog data source.
+
+    .venv/bin/python bench/spark_read.py                # 1 GiB topic, 4 partitions, local[2]
+    .venv/bin/python bench/spark_read.py --size-mib 128  # quicker
+
+Phases, all against one tierlog node started here, in the same run:
+
+1. fill: a topic of ``--size-mib`` MiB of 1 KiB values (4 partitions) with confluent-kafka.
+2. consumer: one confluent-kafka Consumer in this process, ``assign()`` at the
+   beginning, ``consume(num_messages=10000)`` until every record is seen.
+3. client: tierlog's own Fetch client (what a Spark task runs), one partition
+   after another in this process, Arrow batches out.
+4. spark read: ``spark.read.format("tierlog")...load()`` written to the ``noop``
+   sink (every row reaches the JVM), local[2], after a warm-up read.
+5. spark copy: the same read written with ``format("tierlog")`` to a second
+   topic (acks=all), i.e. read + write.
+
+MB/s counts record value bytes (MiB = 2^20). Results go to
+``bench/results/spark_<timestamp>.json`` and ``bench/results/spark_latest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]   # bench/profile.py shadows profile
+sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
+
+from nodeproc import NodeProcess  # noqa: E402
+
+RECORD = 1024
+
+
+def fill(bootstrap: str, topic: str, partitions: int, n: int) -> float:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 20, "batch.size": 1_000_000,
+                  "queue.buffering.max.kbytes": 512 * 1024})
+    value = os.urandom(RECORD)
+    t = time.perf_counter()
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, value, partition=i % partitions)
+                break
+            except BufferError:
+                p.poll(0.01)
+    assert p.flush(300) == 0
+    return time.perf_counter() - t
+
+
+def consumer_read(bootstrap: str, topic: str, partitions: int, n: int) -> float:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                  "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024})
+    c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
+    seen, nbytes = 0, 0
+    t = time.perf_counter()
+    while seen < n:
+        for m in c.consume(num_messages=10000, timeout=1.0):
+            if m.error() is None:
+                seen += 1
+                nbytes += len(m.value())
+    dt = time.perf_counter() - t
+    c.close()
+    assert nbytes == n * RECORD
+    return dt
+
+
+def client_read(bootstrap: str, topic: str, partitions: int, n: int) -> float:
+    from tierlog.client import LATEST, Cluster, read_range
+
+    cluster = Cluster(bootstrap)
+    t = time.perf_counter()
+    rows = 0
+    tps = cluster.partitions_of([topic])
+    ends = cluster.list_offsets(tps, LATEST)
+    for tp in tps:
+        for batch in read_range(cluster, tp[0], tp[1], 0, ends[tp]):
+            rows += batch.num_rows
+    dt = time.perf_counter() - t
+    cluster.close()
+    assert rows == n
+    return dt
+
+
+def spark_session():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    import tierlog.spark
+    s = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g").getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    tierlog.spark.register(s)
+    return s
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--no-copy", action="store_true", help="skip the topic-to-topic copy")
+    args = ap.parse_args()
+    n = args.size_mib * 1024 * 1024 // RECORD
+    mib = n * RECORD / 2**20
+    node = NodeProcess(Path(tempfile.mkdtemp(prefix="bench-spark-")) / "node-1").start()
+    out: dict = {"size_mib": mib, "records": n, "record_bytes": RECORD, "partitions": args.partitions,
+                 "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                             "load_avg_start": os.getloadavg()}}
+    try:
+        b = node.bootstrap
+        out["fill_s"] = fill(b, "bench-src", args.partitions, n)
+        print(f"filled {mib:.0f} MiB in {out['fill_s']:.1f} s")
+        dt = consumer_read(b, "bench-src", args.partitions, n)
+        out["confluent_consumer"] = {"seconds": dt, "mib_s": mib / dt}
+        print(f"confluent-kafka consumer: {mib / dt:.0f} MiB/s")
+        dt = client_read(b, "bench-src", args.partitions, n)
+        out["tierlog_client"] = {"seconds": dt, "mib_s": mib / dt}
+        print(f"tierlog client (1 process, Arrow): {mib / dt:.0f} MiB/s")
+        spark = spark_session()
+        reader = (spark.read.format("tierlog").option("kafka.bootstrap.servers", b).option("subscribe", "bench-src"))
+        reader.option("endingOffsets", json.dumps({"bench-src": {str(p): 100 for p in range(args.partitions)}})) \
+            .load().write.format("noop").mode("overwrite").save()                     # warm-up
+        t = time.perf_counter()
+        reader.load().write.format("noop").mode("overwrite").save()
+        dt = time.perf_counter() - t
+        out["spark_read"] = {"seconds": dt, "mib_s": mib / dt, "master": "local[2]"}
+        print(f"spark read (local[2], noop sink): {mib / dt:.0f} MiB/s")
+        if not args.no_copy:
+            from confluent_kafka.admin import AdminClient, NewTopic
+            admin = AdminClient({"bootstrap.servers": b})
+            admin.create_topics([NewTopic("bench-dst", args.partitions, 1)])["bench-dst"].result(30)
+            t = time.perf_counter()
+            (reader.load().select("key", "value", "partition").write.format("tierlog")
+             .option("kafka.bootstrap.servers", b).option("topic", "bench-dst").mode("append").save())
+            dt = time.perf_counter() - t
+            out["spark_copy"] = {"seconds": dt, "mib_s": mib / dt}
+            print(f"spark topic-to-topic copy (read + write, acks=all): {mib / dt:.0f} MiB/s")
+        spark.stop()
+    finally:
+        node.stop()
+    out["machine"]["load_avg_end"] = os.getloadavg()
+    out["spark_vs_consumer"] = out["spark_read"]["mib_s"] / out["confluent_consumer"]["mib_s"]
+    results = HERE / "results"
+    results.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for name in (f"spark_{stamp}.json", "spark_latest.json"):
+        (results / name).write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
