@@ -236,6 +236,11 @@ class NodeConfig:
     def __getitem__(self, name: str):
         return self.values[name]
 
+    def get(self, name: str, default=None):
+        """Mapping-style access: the typed value, or ``default`` for unknown or unset keys."""
+        value = self.values.get(name)
+        return default if value is None else value
+
     @property
     def node_id(self) -> int:
         return self.values["node.id"]

@@ -1,10 +1,19 @@
-"""One tierlog process: loads its config, opens its logs and serves its listeners.
+"""One tierlog process: composes the broker and/or controller roles from its config.
 
-Start-up order: log dirs and ``meta.properties`` (cluster id, node id), the log
-manager (recovering every partition), the metadata store, the partitions the
-image assigns here, then the listeners.  ``stop()`` closes the listeners,
-flushes and closes every log.  Until the metadata quorum lands a node runs the
-broker and controller roles combined, with ``LocalMetadataStore`` as its truth.
+Every process holds a replica of the metadata log (``__cluster_metadata-0`` in
+``metadata.log.dir``): a voter when it has the controller role, an observer
+otherwise.  ``MetadataLoader`` turns committed records into images; the
+broker role serves clients from them, the controller role (``QuorumController``)
+writes new records as the quorum leader.
+
+Start-up order: meta.properties, the Raft replica (loading the latest snapshot
+and the log), the controller role, the broker role (logs, registration), the
+listeners; a broker reports ready (the ``node ...`` line) once the controller
+has unfenced it.  ``stop()`` runs the broker's controlled shutdown, resigns
+quorum leadership, closes listeners, flushes logs.
+
+A node with both roles and no ``controller.quorum.voters`` is a quorum of one
+(development mode): it needs no controller listener.
 """
 from __future__ import annotations
 
@@ -12,17 +21,30 @@ import asyncio
 import base64
 import logging
 import os
+import random
 import signal
 import uuid
 from pathlib import Path
 
-from tierlog.broker.broker import Broker, wall_clock_ms
 from tierlog.broker.apis import REGISTRY as BROKER_APIS
+from tierlog.broker.broker import Broker, wall_clock_ms
+from tierlog.broker.lifecycle import BrokerLifecycleManager, Endpoint
 from tierlog.broker.replica_manager import ReplicaManager
 from tierlog.config import ConfigError, NodeConfig, parse_properties
-from tierlog.metadata import BrokerInfo, LocalMetadataStore
+from tierlog.controller.quorum_controller import QuorumController
+from tierlog.controller.config import ControllerConfig
+from tierlog.metadata.loader import MetadataLoader
+from tierlog.metadata.snapshot_generator import SnapshotGenerator
+from tierlog.net.client import Peers
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
 from tierlog.net.server import Limits, Server
+from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
+from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
+from tierlog.raft.file_snapshots import FileSnapshotStore
+from tierlog.server.broker_role import LifecycleLoop, MetadataView
+from tierlog.server.controller_channel import ControllerChannel
+from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
+from tierlog.server.raft_driver import RaftDriver
 from tierlog.storage import LogManager
 
 __all__ = ["Node", "run_node"]
@@ -30,6 +52,33 @@ __all__ = ["Node", "run_node"]
 log = logging.getLogger(__name__)
 META_PROPERTIES = "meta.properties"
 TICK_MIN_MS = 50
+READY_TIMEOUT_S = 120
+
+
+class _Listener:
+    """Raft listener fan-out: the loader first, then the controller role."""
+
+    def __init__(self, loader: MetadataLoader):
+        self.loader = loader
+        self.controller: ControllerServer | None = None
+        self.generator: SnapshotGenerator | None = None
+
+    def handle_commit(self, batch) -> None:
+        self.loader.handle_commit(batch)
+        if self.controller is not None:
+            self.controller.on_committed_image(self.loader.image, batch.last_offset)
+
+    def handle_load_snapshot(self, reader) -> None:
+        self.loader.handle_load_snapshot(reader)
+        if self.generator is not None:
+            self.generator.on_snapshot_loaded(reader.snapshot_id.offset, wall_clock_ms())
+        if self.controller is not None and not self.controller.controller.active:
+            self.controller.controller.load_image(self.loader.image)
+
+    def handle_leader_change(self, leader) -> None:
+        self.loader.handle_leader_change(leader)
+        if self.controller is not None:
+            self.controller.on_leader_change(leader, self.loader.image)
 
 
 class Node:
@@ -38,41 +87,119 @@ class Node:
         self.servers: list[Server] = []
         self.bound: list[tuple[str, int]] = []
         self.logs: LogManager | None = None
-        self._tick_task: asyncio.Task | None = None
+        self.driver: RaftDriver | None = None
+        self.controller_server: ControllerServer | None = None
+        self.lifecycle: LifecycleLoop | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._ports: dict[str, int] = {}            # listener name -> bound port
+        self.peers: Peers | None = None
         self._stopped = asyncio.Event()
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.config.roles
 
     async def start(self) -> None:
         cfg = self.config
         for d in cfg.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
         cluster_id = _ensure_meta_properties(cfg)
-        now = wall_clock_ms()
-        self.logs = LogManager(cfg.log_dirs, now, cfg["log.retention.check.interval.ms"])
-        adv = cfg.advertised[0]
-        me = BrokerInfo(cfg.node_id, adv.host or "127.0.0.1", adv.port, cfg["broker.rack"])
-        metadata = LocalMetadataStore(cfg.log_dirs[0], cluster_id, me)
-        replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms)
-        replicas.apply_image(metadata.image)
-        broker = Broker(cfg, metadata, replicas, api_versions_list(BROKER_APIS))
-        limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], cfg["max.connections"])
-        dispatcher = RequestDispatcher(broker, BROKER_APIS)
-        for listener in cfg.listeners:
-            server = Server(dispatcher, limits)
-            port = await server.start(listener.host, listener.port)
-            self.servers.append(server)
-            self.bound.append((listener.host or "0.0.0.0", port))
-        self._tick_task = asyncio.get_running_loop().create_task(self._ticker())
-        log.info("node %d serving %s (cluster %s)", cfg.node_id,
+        voters = cfg.voters or {cfg.node_id: None}
+        self.peers = Peers(f"tierlog-node-{cfg.node_id}",
+                           {n: a for n, a in voters.items() if a is not None and n != cfg.node_id})
+        loader = MetadataLoader(cluster_id=cluster_id)
+        listener = _Listener(loader)
+        self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000)
+        if "controller" in cfg.roles:
+            controller = QuorumController(cfg.node_id, ControllerConfig.from_props(cfg, cfg.topic_defaults(),
+                                                                                 cluster_id),
+                                          random.Random(), wall_clock_ms())
+            self.controller_server = listener.controller = ControllerServer(cfg.node_id, self.driver, controller)
+        raft = self._open_raft(cluster_id, frozenset(voters), listener)
+        listener.generator = SnapshotGenerator.from_config(raft.create_snapshot, _snapshot_settings(cfg),
+                                                           wall_clock_ms())
+        loader.subscribe(listener.generator.publish)
+        self.driver.start(raft)
+        if self.controller_server is not None:
+            self.controller_server.start_ticker()
+        for listener_cfg in cfg.controller_listeners:
+            await self._serve(listener_cfg, RequestDispatcher(self.controller_server, CONTROLLER_APIS))
+        if self.is_broker:
+            await self._start_broker(cluster_id, loader, list(voters))
+        self._tasks.append(asyncio.get_running_loop().create_task(self._ticker(listener, loader)))
+        log.info("node %d (%s) serving %s (cluster %s)", cfg.node_id, ",".join(sorted(cfg.roles)),
                  ", ".join(f"{h}:{p}" for h, p in self.bound), cluster_id)
 
-    async def _ticker(self) -> None:
+    def _open_raft(self, cluster_id: str, voters: frozenset[int], listener) -> RaftNode:
+        cfg = self.config
+        meta_dir = Path(cfg["metadata.log.dir"] or cfg.log_dirs[0]) / METADATA_PARTITION_DIR
+        log_ = FileLog.open(meta_dir, segment_bytes=cfg["metadata.log.segment.bytes"])
+        raft_config = RaftConfig(
+            cluster_id=cluster_id,
+            election_timeout_ms=cfg["controller.quorum.election.timeout.ms"],
+            election_backoff_max_ms=cfg["controller.quorum.election.backoff.max.ms"],
+            fetch_timeout_ms=cfg["controller.quorum.fetch.timeout.ms"],
+            request_timeout_ms=cfg["controller.quorum.request.timeout.ms"],
+            append_linger_ms=0,     # the controller's records land at once, at the offsets it expects
+            max_replication_lag_ms=cfg["max.replication.lag.ms"])
+        return RaftNode(cfg.node_id, voters, log_, FileSnapshotStore(meta_dir), FileQuorumStateStore(meta_dir, voters),
+                        raft_config, random.Random(), listener, wall_clock_ms())
+
+    async def _start_broker(self, cluster_id: str, loader: MetadataLoader, voters: list[int]) -> None:
+        cfg = self.config
+        self.logs = LogManager(cfg.log_dirs, wall_clock_ms(), cfg["log.retention.check.interval.ms"])
+        replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms)
+        view = MetadataView(loader)
+        channel = ControllerChannel(self.peers, voters, lambda: loader.image.controller_id if
+                                    loader.image.controller_id >= 0 else None,
+                                    cfg["controller.quorum.request.timeout.ms"] / 1000,
+                                    cfg.node_id, self.controller_server)
+        broker = Broker(cfg, view, channel, replicas, api_versions_list(BROKER_APIS))
+        for listener_cfg in cfg.broker_listeners:
+            await self._serve(listener_cfg, RequestDispatcher(broker, BROKER_APIS))
+        endpoints = [self._endpoint(lst) for lst in cfg.broker_listeners]
+        manager = BrokerLifecycleManager(cfg.node_id, uuid.uuid4().bytes, endpoints, cfg["broker.rack"], cfg,
+                                         cluster_id=cluster_id)
+        self.lifecycle = broker.lifecycle = LifecycleLoop(
+            manager, channel, lambda: loader.image.provenance.last_contained_offset,
+            cfg["controller.quorum.request.timeout.ms"] / 1000)
+        self.lifecycle.start()
+        try:
+            await asyncio.wait_for(self.lifecycle.wait_running(), READY_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            raise ConfigError(f"broker {cfg.node_id} was not unfenced within {READY_TIMEOUT_S}s: "
+                              "is the controller quorum reachable?") from None
+        # Only an image caught up with the metadata log (unfenced) may decide which local
+        # logs to keep: an image replayed halfway would look like deleted topics.
+        replicas.apply_image(loader.image)
+        loader.subscribe(lambda image, delta: replicas.apply_image(image))
+
+    def _endpoint(self, listener_cfg) -> Endpoint:
+        """What this broker registers: the advertised host of the listener and its bound port."""
+        adv = next((a for a in self.config.advertised if a.name == listener_cfg.name), listener_cfg)
+        port = adv.port if adv is not listener_cfg and adv.port else self._ports[listener_cfg.name]
+        return Endpoint(listener_cfg.name, adv.host or "127.0.0.1", port)
+
+    async def _serve(self, listener_cfg, dispatcher) -> None:
+        cfg = self.config
+        limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], cfg["max.connections"])
+        server = Server(dispatcher, limits)
+        port = await server.start(listener_cfg.host, listener_cfg.port)
+        self.servers.append(server)
+        self.bound.append((listener_cfg.host or "0.0.0.0", port))
+        self._ports[listener_cfg.name] = port
+
+    async def _ticker(self, listener: _Listener, loader: MetadataLoader) -> None:
         interval = max(TICK_MIN_MS, min(self.config["log.flush.scheduler.interval.ms"], 1000)) / 1000
         while True:
             await asyncio.sleep(interval)
+            now = wall_clock_ms()
             try:
-                self.logs.tick(wall_clock_ms())
+                if self.logs is not None:
+                    self.logs.tick(now)
+                listener.generator.tick(loader.image, now)
             except Exception:
-                log.exception("log maintenance failed; retrying next tick")
+                log.exception("periodic maintenance failed; retrying next tick")
 
     def request_stop(self) -> None:
         self._stopped.set()
@@ -81,14 +208,30 @@ class Node:
         await self._stopped.wait()
 
     async def stop(self) -> None:
-        if self._tick_task is not None:
-            self._tick_task.cancel()
+        if self.lifecycle is not None:
+            await self.lifecycle.shutdown()
+        for task in self._tasks:
+            task.cancel()
+        if self.controller_server is not None:
+            self.controller_server.stop()
+        if self.driver is not None and self.driver.raft is not None:
+            await self.driver.stop()
         for server in self.servers:
             await server.stop()
+        if self.peers is not None:
+            self.peers.close()
         if self.logs is not None:
             self.logs.flush_all(wall_clock_ms())
             self.logs.close()
         log.info("node %d stopped", self.config.node_id)
+
+
+def _snapshot_settings(cfg: NodeConfig) -> dict:
+    keys = ("metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms")
+    out = {k: cfg[k] for k in keys}
+    if cfg["controller.snapshot.minimum.records"] > 0:
+        out["controller.snapshot.minimum.records"] = cfg["controller.snapshot.minimum.records"]
+    return out
 
 
 def _ensure_meta_properties(cfg: NodeConfig) -> str:

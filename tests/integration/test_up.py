@@ -1,4 +1,5 @@
-"""`tierlog up`: prints the bootstrap line, serves clients, stops cleanly on SIGTERM."""
+"""`tierlog up`: one line per node, the bootstrap line, clients served, a clean stop on SIGTERM."""
+import re
 import signal
 import subprocess
 import sys
@@ -6,28 +7,60 @@ import sys
 from clients import consume_all, create_topic, produce_all
 from nodeproc import free_port
 
+NODE_LINE = re.compile(r"^node (\d+) roles=([a-z,]+) pid=(\d+) listen=127\.0\.0\.1:(\d+)$")
 
-def test_up_serves_and_stops_cleanly(tmp_path):
+
+def _up(tmp_path, *args):
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(tmp_path / "d"),
-                             "--listen", f"127.0.0.1:{port}", "--set", "log.segment.bytes=1048576"],
+                             "--listen", f"127.0.0.1:{port}", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    nodes = []
+    while True:
         line = proc.stdout.readline().strip()
-        assert line == f"bootstrap.servers=127.0.0.1:{port}", proc.stderr.read() if not line else line
-        create_topic(line.split("=", 1)[1], "up-topic", 2)
-        produce_all(f"127.0.0.1:{port}", "up-topic", [(i % 2, None, b"x" * 100, None, None) for i in range(20_000)])
-        assert len(consume_all(f"127.0.0.1:{port}", "up-topic", 2, 20_000)) == 20_000
-        props = (tmp_path / "d" / "node-1" / "server.properties").read_text()
+        assert line, proc.stderr.read()
+        if line.startswith("bootstrap.servers="):
+            return proc, port, nodes, line.split("=", 1)[1]
+        m = NODE_LINE.match(line)
+        assert m, line
+        nodes.append((int(m[1]), m[2]))
+
+
+def _stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 0
+
+
+def test_up_runs_three_controllers_and_three_brokers(tmp_path):
+    proc, port, nodes, bootstrap = _up(tmp_path, "--set", "log.segment.bytes=1048576")
+    try:
+        assert nodes == [(1, "controller"), (2, "controller"), (3, "controller"),
+                         (4, "broker"), (5, "broker"), (6, "broker")]
+        assert bootstrap == ",".join(f"127.0.0.1:{port + i}" for i in range(3))
+        create_topic(bootstrap, "up-topic", 3)
+        produce_all(bootstrap, "up-topic", [(i % 3, None, b"x" * 100, None, None) for i in range(9000)])
+        assert len(consume_all(bootstrap, "up-topic", 3, 9000)) == 9000
+        props = (tmp_path / "d" / "node-4" / "server.properties").read_text()
         assert "log.segment.bytes=1048576" in props and f"listeners=PLAINTEXT://127.0.0.1:{port}" in props
-        assert len(list((tmp_path / "d" / "node-1" / "data" / "up-topic-0").glob("*.log"))) >= 1
+        assert "process.roles=broker" in props and "controller.quorum.voters=1@127.0.0.1:" in props
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
+        _stop(proc)
 
 
-def test_up_refuses_more_brokers_with_one_line(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "tierlog.cli.main", "up", "--brokers", "3",
-                        "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=30)
+def test_up_combined_single_process(tmp_path):
+    proc, port, nodes, bootstrap = _up(tmp_path, "--controllers", "1", "--brokers", "1", "--combined")
+    try:
+        assert nodes == [(1, "broker,controller")]
+        assert bootstrap == f"127.0.0.1:{port}"
+        create_topic(bootstrap, "one", 1)
+        produce_all(bootstrap, "one", [(0, None, b"v", None, None)] * 100)
+        assert len(consume_all(bootstrap, "one", 1, 100)) == 100
+    finally:
+        _stop(proc)
+
+
+def test_up_refuses_a_bad_plan_with_one_line(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "tierlog.cli.main", "up", "--controllers", "3", "--brokers", "1",
+                        "--combined", "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1
-    assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("tierlog: error: --brokers")
+    assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("tierlog: error: --combined")

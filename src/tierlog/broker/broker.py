@@ -1,8 +1,9 @@
 """The broker role: what request handlers may use, composed in one place.
 
-Handlers get a ``Broker`` and reach the metadata (``image``, ``metadata`` for
-changes), the hosted partitions (``replicas``), fetch sessions and settings
-through it.  It holds no request logic of its own.
+Handlers get a ``Broker`` and reach the metadata image (``image``; ``metadata``
+to wait for a change), the active controller (``controller``, a channel that
+forwards admin requests), the hosted partitions (``replicas``), fetch sessions
+and settings through it.  It holds no request logic of its own.
 """
 from __future__ import annotations
 
@@ -10,16 +11,20 @@ import random
 import time
 
 from tierlog.config import NodeConfig
-from tierlog.metadata import BrokerInfo, LocalMetadataStore, MetadataImage
+from tierlog.metadata import BrokerInfo, MetadataImage
 
 from .fetch_session import FetchSessionCache
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 
-__all__ = ["Broker"]
+__all__ = ["Broker", "ProducerIdsUnavailable"]
 
 
 UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER = 3, 6
+
+
+class ProducerIdsUnavailable(Exception):
+    """The controller refused a producer id block; ``args[0]`` is its error code."""
 
 
 def wall_clock_ms() -> int:
@@ -27,19 +32,32 @@ def wall_clock_ms() -> int:
 
 
 class Broker:
-    def __init__(self, config: NodeConfig, metadata: LocalMetadataStore, replicas: ReplicaManager,
+    def __init__(self, config: NodeConfig, metadata, controller, replicas: ReplicaManager,
                  api_versions: list[dict], clock_ms=wall_clock_ms):
         self.config = config
         self.node_id = config.node_id
-        self.metadata = metadata
+        self.metadata = metadata            # .image, async .wait_for(predicate, timeout_s)
+        self.controller = controller        # async .send(api_key, body, timeout_s, version)
         self.replicas = replicas
         self.api_versions = api_versions
         self.clock_ms = clock_ms
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"],
                                                 random.Random())
-        self.producer_ids = ProducerIdManager(metadata.allocate_producer_ids)
+        self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
+        self.lifecycle = None               # set by the node: the registration/heartbeat loop
         self.fetch_max_bytes = config["fetch.max.bytes"]
         self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
+
+    async def _allocate_producer_ids(self) -> range:
+        """A block from the controller (AllocateProducerIds, 67); ``broker_epoch`` fences stale brokers."""
+        resp = await self.controller.send(67, {"BrokerId": self.node_id, "BrokerEpoch": self.broker_epoch()},
+                                          10.0, 0)
+        if resp["ErrorCode"] != 0:
+            raise ProducerIdsUnavailable(resp["ErrorCode"])
+        return range(resp["ProducerIdStart"], resp["ProducerIdStart"] + resp["ProducerIdLen"])
+
+    def broker_epoch(self) -> int:
+        return self.lifecycle.manager.broker_epoch if self.lifecycle is not None else -1
 
     @property
     def image(self) -> MetadataImage:

@@ -512,10 +512,11 @@ class RaftNode:
             return self._fetch_answer(Err.NONE, snapshot_id=self.snapshots.latest(), **common)
         if kind == DIVERGING:
             return self._fetch_answer(Err.NONE, diverging_epoch=diverging, **common)
-        if req.replica_id in self.voters:
-            s.acked_begin.add(req.replica_id)
-        moved = s.progress.update_replica(req.replica_id, req.fetch_offset, log.end_offset, now_ms)
-        self._leader_progress_changed(moved, now_ms)
+        if may_park:  # first receipt (not the completion of a parked fetch): record progress
+            if req.replica_id in self.voters:
+                s.acked_begin.add(req.replica_id)
+            moved = s.progress.update_replica(req.replica_id, req.fetch_offset, log.end_offset, now_ms)
+            self._leader_progress_changed(moved, now_ms)
         common["high_watermark"] = self._hw
         batches = log.read(req.fetch_offset, min(req.max_bytes, self.config.fetch_max_bytes))
         if not batches and may_park and req.max_wait_ms > 0:
@@ -634,6 +635,8 @@ class RaftNode:
         if batches and batches[0].base_offset == self.log.end_offset:
             self.log.append_as_follower(batches)
             self.log.flush()  # durable before the next Fetch reports it to the leader
+        elif resp.batches:  # nothing usable (a stale or misaligned answer): do not spin
+            self._retry_at[sender_id] = now_ms + self.config.retry_backoff_ms
         self._leader_lbo = max(self._leader_lbo, resp.log_start_offset)
         self._follower_hw(resp.high_watermark)
 

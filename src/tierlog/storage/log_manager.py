@@ -48,6 +48,7 @@ from tierlog.storage.log import Log
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+METADATA_LOG_DIR = "__cluster_metadata-0"   # Kafka's name; see tierlog.raft.file_log
 _log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
@@ -105,7 +106,7 @@ class LogManager:
             shutil.rmtree(entry.path, ignore_errors=True)
             return
         key = parse_partition_dir(entry.name)
-        if key is None:
+        if key is None or entry.name == METADATA_LOG_DIR:    # the Raft replica owns the metadata log
             return
         if key in self._logs:
             raise KafkaStorageError(f"duplicate log directories for {key}: {self._home[key]} and {log_dir}")

@@ -8,7 +8,6 @@ broker never asks a client to rebootstrap).
 """
 from tierlog.protocol.errors import ErrorCode
 
-from ..topic_admin import TopicAdminError, create_topic
 
 API_KEY, MIN_VERSION, MAX_VERSION = 3, 1, 13
 NO_TOPIC_ID = bytes(16)
@@ -23,9 +22,9 @@ def handle(broker, header, request):
     return {
         "ThrottleTimeMs": 0,
         "Brokers": [{"NodeId": b.node_id, "Host": b.host, "Port": b.port, "Rack": b.rack}
-                    for b in image.brokers.values()],
+                    for b in image.brokers.values() if not b.fenced],
         "ClusterId": image.cluster_id,
-        "ControllerId": image.controller_id,
+        "ControllerId": broker.node_id,     # KRaft: clients reach the controller through a broker
         "Topics": topics,
         "ClusterAuthorizedOperations": OPS_NOT_REQUESTED,
         "ErrorCode": 0,
@@ -53,12 +52,8 @@ def _topic(broker, name, allow_create) -> dict:
     if topic is None:
         if not (allow_create and broker.config["auto.create.topics.enable"]):
             return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
-        try:
-            topic = create_topic(broker, name, -1, -1, {})
-        except TopicAdminError as e:
-            if e.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                return _error(e.error_code, name)
-            topic = broker.image.topics[name]
+        auto_create(broker, name)
+        return _error(ErrorCode.LEADER_NOT_AVAILABLE, name)     # Kafka's answer while it is being created
     return {
         "ErrorCode": 0, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
         "Partitions": [{"ErrorCode": 0, "PartitionIndex": p.partition, "LeaderId": p.leader,
@@ -66,6 +61,16 @@ def _topic(broker, name, allow_create) -> dict:
                         "IsrNodes": list(p.isr), "OfflineReplicas": []} for p in topic.partitions],
         "TopicAuthorizedOperations": OPS_NOT_REQUESTED,
     }
+
+
+def auto_create(broker, name: str) -> None:
+    """Ask the controller to create ``name`` with the defaults, in the background (Kafka's
+    auto.create.topics.enable); the client's next Metadata request finds it."""
+    import asyncio
+    body = {"Topics": [{"Name": name, "NumPartitions": -1, "ReplicationFactor": -1, "Assignments": [],
+                        "Configs": []}], "timeoutMs": 10000, "validateOnly": False}
+    task = asyncio.get_running_loop().create_task(broker.controller.send(19, body, 10.0, 7))
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 
 def _error(code, name, topic_id=NO_TOPIC_ID) -> dict:

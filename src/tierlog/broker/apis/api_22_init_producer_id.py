@@ -13,6 +13,19 @@ API_KEY, MIN_VERSION, MAX_VERSION = 22, 0, 5
 
 def handle(broker, header, request):
     if request.get("TransactionalId") is not None:
-        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.INVALID_REQUEST, "ProducerId": -1, "ProducerEpoch": -1}
-    pid, epoch = broker.producer_ids.init(request.get("ProducerId", -1), request.get("ProducerEpoch", -1))
+        return _error(ErrorCode.INVALID_REQUEST)
+    return _init(broker, request)
+
+
+async def _init(broker, request) -> dict:
+    from tierlog.broker.broker import ProducerIdsUnavailable
+    from tierlog.server.controller_channel import ControllerUnavailable
+    try:
+        pid, epoch = await broker.producer_ids.init(request.get("ProducerId", -1), request.get("ProducerEpoch", -1))
+    except (ControllerUnavailable, ProducerIdsUnavailable):
+        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)      # retriable: the client tries again
     return {"ThrottleTimeMs": 0, "ErrorCode": 0, "ProducerId": pid, "ProducerEpoch": epoch}
+
+
+def _error(code: int) -> dict:
+    return {"ThrottleTimeMs": 0, "ErrorCode": code, "ProducerId": -1, "ProducerEpoch": -1}

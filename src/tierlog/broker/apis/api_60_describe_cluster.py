@@ -9,8 +9,8 @@ def handle(broker, header, request):
     image = broker.image
     return {
         "ErrorCode": 0, "ErrorMessage": None, "EndpointType": 1,
-        "ClusterId": image.cluster_id, "ControllerId": image.controller_id,
+        "ClusterId": image.cluster_id, "ControllerId": broker.node_id,     # KRaft: clients reach the controller through a broker
         "Brokers": [{"BrokerId": b.node_id, "Host": b.host, "Port": b.port, "Rack": b.rack}
-                    for b in image.brokers.values()],
+                    for b in image.brokers.values() if not b.fenced],
         "ClusterAuthorizedOperations": -2147483648,
     }

@@ -1,0 +1,122 @@
+"""The broker role's shell: registration and heartbeats with the active controller,
+and the broker's view of the metadata image.
+
+``LifecycleLoop`` drives the sans-IO ``BrokerLifecycleManager``: it sends the
+request the manager wants through the controller channel (at most one in
+flight), feeds back the answer or the failure, and sleeps until the manager's
+next deadline.  ``wait_running`` resolves once the controller has unfenced the
+broker (it registered and caught up with the metadata log).  ``shutdown``
+runs Kafka's controlled shutdown: WantShutDown heartbeats until the controller
+has moved leadership away and answers ShouldShutDown (bounded by a deadline).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from tierlog.broker.lifecycle import BrokerLifecycleManager, BrokerState
+
+from .controller_channel import ControllerChannel, ControllerUnavailable
+from .raft_driver import wall_clock_ms
+
+__all__ = ["LifecycleLoop", "MetadataView"]
+
+log = logging.getLogger(__name__)
+IDLE_WAKE_S = 0.5
+CONTROLLED_SHUTDOWN_MAX_S = 10.0
+
+
+class MetadataView:
+    """The latest committed image this node has, with waiters for a condition on it."""
+
+    def __init__(self, loader):
+        self.loader = loader
+        self._changed = asyncio.Event()
+        loader.subscribe(self._on_image)
+
+    @property
+    def image(self):
+        return self.loader.image
+
+    def _on_image(self, image, delta) -> None:
+        self._changed.set()
+
+    async def wait_for(self, predicate, timeout_s: float) -> bool:
+        """True once ``predicate(image)`` holds, False at the deadline."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not predicate(self.image):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                return predicate(self.image)
+        return True
+
+
+class LifecycleLoop:
+    def __init__(self, manager: BrokerLifecycleManager, channel: ControllerChannel, metadata_offset,
+                 request_timeout_s: float):
+        self.manager = manager
+        self.channel = channel
+        self.metadata_offset = metadata_offset      # () -> last metadata offset this broker applied
+        self.request_timeout_s = request_timeout_s
+        self._wake = asyncio.Event()
+        self._running = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def wait_running(self) -> None:
+        await self._running.wait()
+
+    async def _run(self) -> None:
+        while self.manager.state is not BrokerState.SHUTTING_DOWN:
+            now = wall_clock_ms()
+            req = self.manager.next_request(now, self.metadata_offset())
+            if req is not None:
+                await self._exchange(req)
+                continue
+            deadline = self.manager.next_deadline_ms()
+            delay = IDLE_WAKE_S if deadline is None else max(0.0, min(IDLE_WAKE_S, (deadline - now) / 1000))
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), delay)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _exchange(self, req) -> None:
+        try:
+            resp = await self.channel.send(req.api_key, req.request, self.request_timeout_s, req.version)
+        except ControllerUnavailable as e:
+            log.debug("lifecycle request failed: %s", e)
+            self.manager.handle_failure(wall_clock_ms())
+            return
+        before = self.manager.state
+        self.manager.handle_response(resp, wall_clock_ms())
+        after = self.manager.state
+        if after is not before:
+            log.info("broker state %s -> %s (broker epoch %d)", before.name, after.name, self.manager.broker_epoch)
+        if after is BrokerState.RUNNING:
+            self._running.set()
+        else:
+            self._running.clear()
+
+    async def shutdown(self) -> None:
+        """Controlled shutdown, bounded; then stop heartbeating."""
+        if self._task is None:
+            return
+        if self.manager.state in (BrokerState.RUNNING, BrokerState.RECOVERY):
+            self.manager.begin_controlled_shutdown()
+            self._wake.set()
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), CONTROLLED_SHUTDOWN_MAX_S)
+            except asyncio.TimeoutError:
+                log.warning("controlled shutdown did not finish within %ss", CONTROLLED_SHUTDOWN_MAX_S)
+        if self.manager.state is not BrokerState.SHUTTING_DOWN:
+            self.manager.shutdown_now()
+        self._task.cancel()

@@ -1,0 +1,82 @@
+"""The broker's line to the active controller (Kafka's NodeToControllerChannelManager).
+
+Brokers forward admin requests (CreateTopics, DeleteTopics,
+IncrementalAlterConfigs, ...), and send registration, heartbeats,
+AllocateProducerIds and AlterPartition to whichever voter leads the metadata
+quorum.  The leader comes from the local Raft replica (``leader_id()``); when
+it is unknown, or a voter answers NOT_CONTROLLER or cannot be reached, the
+channel tries the voters in turn until the request's deadline.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+
+from tierlog.net.client import Peers, PeerUnavailable
+from tierlog.protocol import APIS
+from tierlog.protocol.errors import ErrorCode
+
+__all__ = ["ControllerChannel", "ControllerUnavailable"]
+
+log = logging.getLogger(__name__)
+RETRY_BACKOFF_S = 0.1
+
+
+class ControllerUnavailable(Exception):
+    """No active controller answered before the deadline."""
+
+
+class ControllerChannel:
+    def __init__(self, peers: Peers, voters: list[int], leader_id, attempt_timeout_s: float,
+                 node_id: int = -1, local=None):
+        self.peers = peers
+        self.node_id = node_id
+        self.local = local                  # this process's ControllerServer, if it has the role
+        self.voters = sorted(voters)
+        self.leader_id = leader_id          # () -> int | None
+        self.attempt_timeout_s = attempt_timeout_s
+        self._round_robin = itertools.cycle(self.voters)
+
+    async def send(self, api_key: int, body: dict, timeout_s: float, version: int | None = None) -> dict:
+        """The controller's response; NOT_CONTROLLER answers and dead voters are retried."""
+        deadline = time.monotonic() + timeout_s
+        last, prefer_leader = "no attempt", True
+        while time.monotonic() < deadline:
+            target = self._target(prefer_leader)
+            prefer_leader = False
+            remaining = max(0.05, min(self.attempt_timeout_s, deadline - time.monotonic()))
+            try:
+                resp = await self._request(target, api_key, body, remaining, version)
+            except (PeerUnavailable, asyncio.TimeoutError) as e:
+                last = str(e) or type(e).__name__
+            else:
+                if not _not_controller(resp):
+                    return resp
+                last = f"node {target} is not the active controller"
+            await asyncio.sleep(RETRY_BACKOFF_S)
+        raise ControllerUnavailable(f"no active controller answered api {api_key} within {timeout_s:g}s: {last}")
+
+    async def _request(self, target: int, api_key: int, body: dict, timeout_s: float, version: int | None):
+        if target == self.node_id and self.local is not None:
+            v = APIS[api_key].max_version if version is None else version
+            return await asyncio.wait_for(self.local.request(api_key, v, body), timeout_s)
+        return await self.peers.request(target, api_key, body, timeout_s, version)
+
+    def _target(self, prefer_leader: bool) -> int:
+        leader = self.leader_id()
+        if prefer_leader and leader is not None and (leader in self.peers.addresses or leader == self.node_id):
+            return leader
+        return next(self._round_robin)
+
+
+def _not_controller(resp: dict) -> bool:
+    """NOT_CONTROLLER at the top level or in the first level of per-item results."""
+    if resp.get("ErrorCode") == ErrorCode.NOT_CONTROLLER:
+        return True
+    for value in resp.values():
+        if isinstance(value, list) and value and isinstance(value[0], dict) \
+                and all(item.get("ErrorCode") == ErrorCode.NOT_CONTROLLER for item in value):
+            return True
+    return False

@@ -1,0 +1,172 @@
+"""The controller role of a process: the controller listener's APIs and the glue
+between the Raft replica, the metadata loader and the sans-IO QuorumController.
+
+Requests that change metadata go to ``QuorumController.handle``; its records are
+proposed to Raft at the offsets the controller expects, and the response leaves
+once they are committed (or NOT_CONTROLLER if leadership moved meanwhile).
+Quorum RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot) go
+to the Raft driver; DescribeQuorum is answered from the replica's view.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import NamedTuple
+
+from tierlog.controller.quorum_controller import QuorumController
+from tierlog.controller.quorum_controller import SUPPORTED_APIS, not_controller_response
+from tierlog.metadata import records as metadata_records
+from tierlog.protocol import APIS
+from tierlog.raft import wire
+from tierlog.raft.types import LeaderAndEpoch, NotLeaderError
+
+from .raft_driver import NotLeaderAnymore, RaftDriver, wall_clock_ms
+
+__all__ = ["ControllerServer", "CONTROLLER_APIS", "describe_quorum_response"]
+
+log = logging.getLogger(__name__)
+COMMIT_TIMEOUT_S = 15.0
+API_VERSIONS, FETCH, VOTE, BEGIN_EPOCH, END_EPOCH, DESCRIBE_QUORUM, FETCH_SNAPSHOT = 18, 1, 52, 53, 54, 55, 59
+RAFT_APIS = (VOTE, BEGIN_EPOCH, END_EPOCH, FETCH, FETCH_SNAPSHOT)
+METADATA_TOPIC = "__cluster_metadata"
+
+
+class ControllerServer:
+    """Context of the controller listener's handlers (``api_versions`` for ApiVersions)."""
+
+    def __init__(self, node_id: int, driver: RaftDriver, controller: QuorumController):
+        self.node_id = node_id
+        self.driver = driver
+        self.controller = controller
+        self.api_versions = [{"ApiKey": k, "MinVersion": m.MIN_VERSION, "MaxVersion": m.MAX_VERSION}
+                             for k, m in sorted(CONTROLLER_APIS.items())]
+        self._tick_task: asyncio.Task | None = None
+
+    # -- Raft listener hooks (called by the node's listener fan-out) ---------------------
+
+    def on_committed_image(self, image, last_offset: int) -> None:
+        if self.controller.active:
+            self.controller.on_commit(last_offset)
+        else:
+            self.controller.load_image(image)
+
+    def on_leader_change(self, leader: LeaderAndEpoch, image) -> None:
+        active = leader.leader_id == self.node_id
+        raft = self.driver.raft
+        next_offset = raft.log.end_offset if active else None
+        self.controller.on_leader_change(active, image, next_offset)
+        self.driver.fail_waiters_on_leader_change()
+        log.info("metadata quorum leader is %s (epoch %d)%s", leader.leader_id, leader.epoch,
+                 "; this node is the active controller" if active else "")
+
+    # -- requests -----------------------------------------------------------------------
+
+    async def request(self, api_key: int, version: int, body: dict) -> dict:
+        """A request from this process's own broker role, served without a socket."""
+        result = CONTROLLER_APIS[api_key].handle(self, _Header(api_key, version), body)
+        return await result if inspect.isawaitable(result) else result
+
+    async def submit(self, api_key: int, version: int, request: dict) -> dict:
+        result = self.controller.handle(api_key, version, request, wall_clock_ms())
+        if not result.records:
+            return result.response
+        try:
+            await self._append(result.records, result.base_offset)
+        except (NotLeaderError, NotLeaderAnymore, asyncio.TimeoutError) as e:
+            log.info("api %d not committed (%s); answering NOT_CONTROLLER", api_key, type(e).__name__)
+            return not_controller_response(api_key, version, request)
+        return result.response
+
+    async def _append(self, records: list, base_offset: int) -> None:
+        last = self.driver.propose([metadata_records.encode(r) for r in records])
+        assert last == base_offset + len(records) - 1, \
+            f"metadata records landed at {last - len(records) + 1}, the controller expected {base_offset}"
+        await self.driver.wait_committed(last, COMMIT_TIMEOUT_S)
+
+    def start_ticker(self) -> None:
+        self._tick_task = asyncio.get_running_loop().create_task(self._ticker())
+
+    async def _ticker(self) -> None:
+        while True:
+            deadline = self.controller.next_deadline_ms()
+            now = wall_clock_ms()
+            delay = 0.1 if deadline is None else max(0.01, min(0.5, (deadline - now) / 1000))
+            await asyncio.sleep(delay)
+            try:
+                self._tick()
+            except Exception:
+                log.exception("controller tick failed")
+
+    def _tick(self) -> None:
+        now = wall_clock_ms()
+        base = self.controller.next_offset
+        records = self.controller.tick(now)
+        if records:
+            task = asyncio.get_running_loop().create_task(self._append_quietly(records, base))
+            task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+
+    async def _append_quietly(self, records, base):
+        try:
+            await self._append(records, base)
+        except (NotLeaderError, NotLeaderAnymore, asyncio.TimeoutError):
+            pass
+
+    def stop(self) -> None:
+        if self._tick_task is not None:
+            self._tick_task.cancel()
+
+
+def describe_quorum_response(server, request: dict) -> dict:
+    """DescribeQuorum (55) from this replica's view; non-leaders answer NOT_LEADER_OR_FOLLOWER."""
+    info = server.driver.raft.describe(wall_clock_ms())
+
+    def replica(r):
+        return {"ReplicaId": r.replica_id, "ReplicaDirectoryId": bytes(16), "LogEndOffset": r.log_end_offset,
+                "LastFetchTimestamp": r.last_fetch_timestamp, "LastCaughtUpTimestamp": r.last_caught_up_timestamp}
+
+    part = {"PartitionIndex": 0, "ErrorCode": info.error, "ErrorMessage": None, "LeaderId": info.leader_id,
+            "LeaderEpoch": info.leader_epoch, "HighWatermark": info.high_watermark,
+            "CurrentVoters": [replica(r) for r in info.voters], "Observers": [replica(r) for r in info.observers]}
+    return {"ErrorCode": 0, "ErrorMessage": None,
+            "Topics": [{"TopicName": METADATA_TOPIC, "Partitions": [part]}], "Nodes": []}
+
+
+class _Header(NamedTuple):
+    api_key: int
+    api_version: int
+
+
+class _Api:
+    """One controller-listener API: key, version range and handler (the module shape
+    RequestDispatcher expects)."""
+
+    def __init__(self, key: int, lo: int, hi: int, handle):
+        self.API_KEY, self.MIN_VERSION, self.MAX_VERSION = key, lo, hi
+        self.handle = handle
+
+
+def _raft_handler(server, header, request):
+    return server.driver.handle(header.api_key, request)
+
+
+def _controller_handler(server, header, request):
+    return server.submit(header.api_key, header.api_version, request)
+
+
+def _api_versions(server, header, request):
+    return {"ErrorCode": 0, "ApiKeys": server.api_versions, "ThrottleTimeMs": 0}
+
+
+def _registry() -> dict:
+    reg = {API_VERSIONS: _Api(API_VERSIONS, 0, 4, _api_versions),
+           DESCRIBE_QUORUM: _Api(DESCRIBE_QUORUM, 0, APIS[DESCRIBE_QUORUM].max_version,
+                                 lambda s, h, r: describe_quorum_response(s, r))}
+    for key in RAFT_APIS:      # we speak one version of each (tierlog.raft.wire.VERSIONS)
+        reg[key] = _Api(key, wire.VERSIONS[key], wire.VERSIONS[key], _raft_handler)
+    for key, (lo, hi) in SUPPORTED_APIS.items():
+        reg[key] = _Api(key, lo, hi, _controller_handler)
+    return reg
+
+
+CONTROLLER_APIS = _registry()

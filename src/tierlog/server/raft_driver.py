@@ -1,0 +1,151 @@
+"""The asyncio shell of one Raft replica (tierlog.raft.RaftNode is sans-IO).
+
+It calls ``tick`` at the node's deadline, sends the node's requests to peers
+(one task per request, the answer or failure fed back), answers inbound quorum
+requests (parking Fetches the node holds until data or timeout) and resolves
+``wait_committed`` futures as the high watermark passes them.  Time is the
+wall clock in milliseconds.  The node persists before it returns an Output
+(its durability contract), so everything here may be sent at once.
+"""
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import time
+
+from tierlog.net.client import Peers, PeerUnavailable
+from tierlog.raft import wire
+from tierlog.raft.node import Output, RaftNode
+
+__all__ = ["RaftDriver", "wall_clock_ms"]
+
+log = logging.getLogger(__name__)
+TICK_MAX_S = 1.0
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class RaftDriver:
+    def __init__(self, peers: Peers, request_timeout_s: float):
+        self.peers = peers
+        self.request_timeout_s = request_timeout_s
+        self.raft: RaftNode | None = None
+        self._parked: dict[int, asyncio.Future] = {}
+        self._waiters: list[tuple[int, int, asyncio.Future]] = []     # heap of (offset, seq, future)
+        self._seq = 0
+        self._wake = asyncio.Event()
+        self._deadline_ms = 0
+        self._task: asyncio.Task | None = None
+        self._sends: set[asyncio.Task] = set()
+
+    def start(self, raft: RaftNode) -> None:
+        self.raft = raft
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        """Resign leadership (EndQuorumEpoch) and stop the timer loop."""
+        if self.raft is not None and self._task is not None:
+            self._apply(self.raft.resign(wall_clock_ms()))
+            await asyncio.sleep(0.05)     # let the EndQuorumEpoch requests leave
+            self._task.cancel()
+        for t in list(self._sends):
+            t.cancel()
+        self._fail_waiters(ConnectionError("quorum replica stopped"))
+
+    async def _run(self) -> None:
+        while True:
+            self._apply(self.raft.tick(wall_clock_ms()))
+            delay = max(0.0, min(TICK_MAX_S, (self._deadline_ms - wall_clock_ms()) / 1000))
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), delay)
+            except asyncio.TimeoutError:
+                pass
+
+    def _apply(self, out: Output) -> None:
+        loop = asyncio.get_running_loop()
+        for dest, request in out.sends:
+            task = loop.create_task(self._send(dest, request))
+            self._sends.add(task)
+            task.add_done_callback(self._sends.discard)
+        for token, response in out.responses:
+            fut = self._parked.pop(token, None)
+            if fut is not None and not fut.done():
+                fut.set_result(response)
+        self._deadline_ms = out.next_deadline_ms
+        if out.next_deadline_ms <= wall_clock_ms() + 1:
+            self._wake.set()
+        self._release_waiters()
+
+    async def _send(self, dest: int, request) -> None:
+        api_key, body = wire.request_to_dict(request)
+        try:
+            resp = await self.peers.request(dest, api_key, body, self.request_timeout_s, wire.VERSIONS[api_key])
+            response = wire.response_from_dict(api_key, resp)
+        except (PeerUnavailable, asyncio.TimeoutError) as e:
+            log.debug("quorum request %s to node %d failed: %s", type(request).__name__, dest, e)
+            self._apply(self.raft.handle_send_failure(dest, request, wall_clock_ms()))
+            return
+        self._apply(self.raft.handle_response(dest, request, response, wall_clock_ms()))
+
+    async def handle(self, api_key: int, body: dict) -> dict:
+        """Answer one inbound quorum request (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
+        FetchSnapshot) with the response dict."""
+        request = wire.request_from_dict(api_key, body)
+        outcome = self.raft.handle_request(_sender(request), request, wall_clock_ms())
+        response = outcome.response
+        if response is None:
+            fut = asyncio.get_running_loop().create_future()
+            self._parked[outcome.token] = fut
+            self._apply(outcome.output)
+            response = await fut
+        else:
+            self._apply(outcome.output)
+        return wire.response_to_dict(response)[1]
+
+    def propose(self, records: list[bytes]) -> int:
+        """Append records (as leader) now; returns the offset of the last one."""
+        now = wall_clock_ms()
+        last = self.raft.propose(records, now)
+        self._apply(self.raft.tick(now))
+        return last
+
+    async def wait_committed(self, offset: int, timeout_s: float) -> None:
+        """Until the high watermark passes ``offset`` (inclusive); TimeoutError otherwise."""
+        if self.raft.high_watermark > offset:
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self._seq += 1
+        heapq.heappush(self._waiters, (offset, self._seq, fut))
+        await asyncio.wait_for(fut, timeout_s)
+
+    def _release_waiters(self) -> None:
+        hw = self.raft.high_watermark
+        while self._waiters and self._waiters[0][0] < hw:
+            _, _, fut = heapq.heappop(self._waiters)
+            if not fut.done():
+                fut.set_result(None)
+
+    def fail_waiters_on_leader_change(self) -> None:
+        self._fail_waiters(NotLeaderAnymore("leadership of the metadata quorum moved"))
+
+    def _fail_waiters(self, exc: Exception) -> None:
+        waiters, self._waiters = self._waiters, []
+        for _, _, fut in waiters:
+            if not fut.done():
+                fut.set_exception(exc)
+
+
+def _sender(request) -> int:
+    for name in ("replica_id", "candidate_id", "leader_id"):
+        value = getattr(request, name, None)
+        if value is not None:
+            return value
+    return -1
+
+
+class NotLeaderAnymore(Exception):
+    """Records proposed by this replica may not commit: it lost the leadership."""

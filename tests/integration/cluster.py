@@ -1,0 +1,124 @@
+"""A multi-process tierlog cluster for integration tests: N controllers + M brokers.
+
+Controllers are nodes 1..N (listener CONTROLLER), brokers N+1..N+M (listener
+PLAINTEXT), all with the same cluster id and ``controller.quorum.voters``.
+``request()`` speaks the Kafka protocol to any node with tierlog's own codec.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from pathlib import Path
+
+from nodeproc import NodeProcess, free_port
+
+from tierlog.protocol import APIS, decode_response, encode_request
+
+DESCRIBE_QUORUM, METADATA = 55, 3
+METADATA_TOPIC = "__cluster_metadata"
+
+
+def request(host: str, port: int, api_key: int, body: dict, version: int | None = None,
+            timeout_s: float = 5.0) -> dict:
+    """One request/response on a fresh connection."""
+    v = APIS[api_key].max_version if version is None else version
+    frame = encode_request(api_key, v, 1, "tierlog-tests", body)
+    with socket.create_connection((host, port), timeout=timeout_s) as s:
+        s.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", _read(s, 4))[0]
+        _, resp = decode_response(api_key, v, _read(s, size))
+    return resp
+
+
+def _read(s: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def wait_for(predicate, timeout_s: float = 30, what: str = "condition", interval_s: float = 0.1):
+    """Poll ``predicate`` until it returns a truthy value (returned) or the deadline passes."""
+    deadline, last_error = time.monotonic() + timeout_s, None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except (OSError, ConnectionError) as e:
+            last_error = e
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}"
+                         + (f" (last error: {last_error})" if last_error else ""))
+
+
+class Cluster:
+    def __init__(self, root: Path, controllers: int = 3, brokers: int = 3, props: dict | None = None):
+        self.root = Path(root)
+        cports = [free_port() for _ in range(controllers)]
+        voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(cports))
+        common = {"cluster.id": "tierlog-test-cluster", "controller.quorum.voters": voters,
+                  "controller.listener.names": "CONTROLLER", **(props or {})}
+        self.controllers = [
+            NodeProcess(self.root / f"node-{i + 1}", i + 1, p,
+                        {**common, "process.roles": "controller",
+                         "listeners": f"CONTROLLER://127.0.0.1:{p}"})
+            for i, p in enumerate(cports)]
+        self.brokers = []
+        for j in range(brokers):
+            node_id, p = controllers + j + 1, free_port()
+            self.brokers.append(NodeProcess(self.root / f"node-{node_id}", node_id, p,
+                                            {**common, "process.roles": "broker",
+                                             "listeners": f"PLAINTEXT://127.0.0.1:{p}"}))
+
+    @property
+    def nodes(self) -> list[NodeProcess]:
+        return self.controllers + self.brokers
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers if b.alive())
+
+    def start(self) -> "Cluster":
+        for c in self.controllers:
+            c.start()
+        for b in self.brokers:
+            b.start()
+        return self
+
+    def stop(self) -> None:
+        for n in reversed(self.nodes):
+            if n.alive():
+                n.stop()
+
+    def controller(self, node_id: int) -> NodeProcess:
+        return next(c for c in self.controllers if c.node_id == node_id)
+
+    def quorum(self, via: NodeProcess | None = None) -> dict:
+        """DescribeQuorum's partition entry, asked of a live controller."""
+        for c in ([via] if via else self.controllers):
+            if not c.alive():
+                continue
+            resp = request("127.0.0.1", c.port, DESCRIBE_QUORUM,
+                           {"Topics": [{"TopicName": METADATA_TOPIC, "Partitions": [{"PartitionIndex": 0}]}]})
+            return resp["Topics"][0]["Partitions"][0]
+        raise ConnectionError("no live controller")
+
+    def leader_id(self) -> int | None:
+        part = self.quorum()
+        return part["LeaderId"] if part["ErrorCode"] == 0 and part["LeaderId"] >= 0 else None
+
+    def wait_leader(self, timeout_s: float = 20, not_id: int | None = None) -> int:
+        def elected():
+            leader = self.leader_id()
+            return leader if leader is not None and leader != not_id else None
+        return wait_for(elected, timeout_s, "a metadata quorum leader")
+
+    def metadata(self, broker: NodeProcess, topics: list[str] | None = None) -> dict:
+        body = {"Topics": None if topics is None else [{"Name": t, "TopicId": bytes(16)} for t in topics],
+                "AllowAutoTopicCreation": False, "IncludeTopicAuthorizedOperations": False}
+        return request("127.0.0.1", broker.port, METADATA, body, version=12)
