@@ -1,0 +1,72 @@
+"""Forwarding of admin requests to the active controller (Kafka's KIP-590 path).
+
+Our brokers send the client's request, at the client's version, straight to
+the active controller over the controller listener and relay its answer.  If
+no controller answers in time the client gets REQUEST_TIMED_OUT per item.
+"""
+from __future__ import annotations
+
+from tierlog.protocol.errors import ErrorCode
+
+__all__ = ["forward_and_wait", "forward_and_catch_up", "FORWARD_TIMEOUT_S"]
+
+FORWARD_TIMEOUT_S = 30.0
+IMAGE_WAIT_MAX_S = 10.0
+DESCRIBE_QUORUM = 55
+
+
+async def _forward(broker, header, request) -> dict | None:
+    from tierlog.server.controller_channel import ControllerUnavailable
+    try:
+        return await broker.controller.send(header.api_key, request, FORWARD_TIMEOUT_S, header.api_version)
+    except ControllerUnavailable:
+        return None
+
+
+def _wait_s(timeout_ms: int) -> float:
+    return min(IMAGE_WAIT_MAX_S, timeout_ms / 1000) if timeout_ms > 0 else IMAGE_WAIT_MAX_S
+
+
+async def forward_and_wait(broker, header, request, condition, timeout_ms: int) -> dict:
+    """Forward; then wait until ``condition(response)(image)`` holds on this broker."""
+    response = await _forward(broker, header, request)
+    if response is None:
+        return _timed_out(header.api_key, request)
+    if condition is not None:
+        await broker.metadata.wait_for(condition(response), _wait_s(timeout_ms))
+    return response
+
+
+async def forward_and_catch_up(broker, header, request) -> dict:
+    """Forward; then wait until this broker's image reaches the quorum's high watermark."""
+    response = await _forward(broker, header, request)
+    if response is None:
+        return _timed_out(header.api_key, request)
+    await catch_up(broker)
+    return response
+
+
+async def catch_up(broker) -> None:
+    from tierlog.server.controller_channel import ControllerUnavailable
+    body = {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]}
+    try:
+        quorum = await broker.controller.send(DESCRIBE_QUORUM, body, 5.0, 0)
+    except ControllerUnavailable:
+        return
+    hw = quorum["Topics"][0]["Partitions"][0]["HighWatermark"]
+    await broker.metadata.wait_for(lambda image: image.provenance.end_offset >= hw, IMAGE_WAIT_MAX_S)
+
+
+def _timed_out(api_key: int, request: dict) -> dict:
+    code, msg = ErrorCode.REQUEST_TIMED_OUT, "No active controller answered in time."
+    if api_key == 19:
+        return {"ThrottleTimeMs": 0, "Topics": [
+            {"Name": t["Name"], "TopicId": bytes(16), "ErrorCode": code, "ErrorMessage": msg, "NumPartitions": -1,
+             "ReplicationFactor": -1, "Configs": None} for t in request["Topics"]]}
+    if api_key == 20:
+        names = [t.get("Name") for t in request.get("Topics") or []] or request.get("TopicNames") or []
+        return {"ThrottleTimeMs": 0, "Responses": [
+            {"Name": n, "TopicId": bytes(16), "ErrorCode": code, "ErrorMessage": msg} for n in names]}
+    return {"ThrottleTimeMs": 0, "Responses": [
+        {"ErrorCode": code, "ErrorMessage": msg, "ResourceType": r["ResourceType"],
+         "ResourceName": r["ResourceName"]} for r in request["Resources"]]}
