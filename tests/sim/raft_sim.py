@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from tierlog.raft import (
     CommittedBatch,
-    FetchRequest,
     LeaderAndEpoch,
     MemoryLog,
     MemoryQuorumStateStore,

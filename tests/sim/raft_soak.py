@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from raft_sim import SimFailure, params_for, run_seed  # noqa: E402
+from raft_sim import SimFailure, params_for, run_seed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,9 +21,26 @@ from tierlog.raft.messages import (
     VoteResponse,
 )
 from tierlog.raft.node import Output, RaftNode, RequestOutcome
-from tierlog.raft.quorum_store import ElectionState, FileQuorumStateStore, MemoryQuorumStateStore, QuorumStateStore
-from tierlog.raft.snapshots import MemorySnapshotStore, SnapshotReader, SnapshotStore, SnapshotWriter
-from tierlog.raft.types import Err, LeaderAndEpoch, LogBatch, NotLeaderError, OffsetAndEpoch, RaftConfig
+from tierlog.raft.quorum_store import (
+    ElectionState,
+    FileQuorumStateStore,
+    MemoryQuorumStateStore,
+    QuorumStateStore,
+)
+from tierlog.raft.snapshots import (
+    MemorySnapshotStore,
+    SnapshotReader,
+    SnapshotStore,
+    SnapshotWriter,
+)
+from tierlog.raft.types import (
+    Err,
+    LeaderAndEpoch,
+    LogBatch,
+    NotLeaderError,
+    OffsetAndEpoch,
+    RaftConfig,
+)
 
 __all__ = [
     "BeginQuorumEpochRequest", "BeginQuorumEpochResponse", "CommittedBatch", "ElectionState",

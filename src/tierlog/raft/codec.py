@@ -13,13 +13,21 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
-from tierlog.records import Record, build_batch, decode_batches
 from tierlog.raft.types import LogBatch
+from tierlog.records import Record, build_batch, decode_batches
 
 __all__ = [
-    "LEADER_CHANGE", "SNAPSHOT_FOOTER", "SNAPSHOT_HEADER", "decode_log_batches", "encode_log_batch",
-    "encode_log_batches", "leader_change_value", "parse_leader_change", "snapshot_footer_value",
-    "snapshot_header_value", "parse_snapshot_header",
+    "LEADER_CHANGE",
+    "SNAPSHOT_FOOTER",
+    "SNAPSHOT_HEADER",
+    "decode_log_batches",
+    "encode_log_batch",
+    "encode_log_batches",
+    "leader_change_value",
+    "parse_leader_change",
+    "parse_snapshot_header",
+    "snapshot_footer_value",
+    "snapshot_header_value",
 ]
 
 LEADER_CHANGE = 2

@@ -39,10 +39,34 @@ from tierlog.raft.messages import (
     VoteResponse,
 )
 from tierlog.raft.quorum_store import QuorumStateStore
-from tierlog.raft.snapshots import InvalidSnapshotError, RawSnapshotWriter, SnapshotReader, SnapshotStore, SnapshotWriter
-from tierlog.raft.state import Candidate, Follower, Leader, QuorumState, Resigned, Unattached
-from tierlog.raft.types import Err, LeaderAndEpoch, NotLeaderError, OffsetAndEpoch, RaftConfig
-from tierlog.raft.vote import EMPTY_LOG, election_backoff_ms, end_epoch_backoff_ms, may_grant
+from tierlog.raft.snapshots import (
+    InvalidSnapshotError,
+    RawSnapshotWriter,
+    SnapshotReader,
+    SnapshotStore,
+    SnapshotWriter,
+)
+from tierlog.raft.state import (
+    Candidate,
+    Follower,
+    Leader,
+    QuorumState,
+    Resigned,
+    Unattached,
+)
+from tierlog.raft.types import (
+    Err,
+    LeaderAndEpoch,
+    NotLeaderError,
+    OffsetAndEpoch,
+    RaftConfig,
+)
+from tierlog.raft.vote import (
+    EMPTY_LOG,
+    election_backoff_ms,
+    end_epoch_backoff_ms,
+    may_grant,
+)
 
 __all__ = ["Output", "RaftNode", "RequestOutcome"]
 
@@ -189,10 +213,11 @@ class RaftNode:
         """
         log, ids = self.log, self.snapshots.list()
         latest = ids[-1] if ids else None
-        if latest is not None and (latest.offset > log.end_offset or not log.is_batch_boundary(latest.offset)
-                                   or log.epoch_of(latest.offset - 1) != latest.epoch):
-            if latest.offset >= log.start_offset:
-                log.truncate_fully_and_start_at(latest.offset, latest.epoch)
+        disagrees = latest is not None and latest.offset >= log.start_offset and (
+            latest.offset > log.end_offset or not log.is_batch_boundary(latest.offset)
+            or log.epoch_of(latest.offset - 1) != latest.epoch)
+        if disagrees:  # the snapshot is committed state: the log restarts at it
+            log.truncate_fully_and_start_at(latest.offset, latest.epoch)
         start = log.start_offset
         if start > 0 and not any(start <= s.offset <= log.end_offset for s in ids):
             self.metrics["invalid-log-resets"] += 1
@@ -754,8 +779,7 @@ class RaftNode:
             self.listener.handle_leader_change(le)
 
     def _wake(self, t: int) -> None:
-        if t < self._deadline:
-            self._deadline = t
+        self._deadline = min(self._deadline, t)
 
     def _send(self, dest: int, request: object, now_ms: int) -> None:
         self._inflight[dest] = (request, now_ms + self.config.request_timeout_ms)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from typing import Self
 
 from tierlog.raft.codec import (
     SNAPSHOT_FOOTER,
@@ -29,8 +30,12 @@ from tierlog.raft.codec import (
 from tierlog.raft.types import LogBatch, OffsetAndEpoch
 
 __all__ = [
-    "MemorySnapshotStore", "RawSnapshotWriter", "SnapshotReader", "SnapshotStore", "SnapshotWriter",
     "InvalidSnapshotError",
+    "MemorySnapshotStore",
+    "RawSnapshotWriter",
+    "SnapshotReader",
+    "SnapshotStore",
+    "SnapshotWriter",
 ]
 
 
@@ -199,7 +204,7 @@ class SnapshotWriter:
         if not self.frozen:
             self._raw.close()
 
-    def __enter__(self) -> SnapshotWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

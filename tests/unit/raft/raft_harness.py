@@ -58,6 +58,7 @@ class Cluster:
             self.start(i)
 
     def start(self, i):
+        self.open_stores(i)
         self.listeners[i] = Recorder()
         self.nodes[i] = RaftNode(i, self.voters, self.logs[i], self.snaps[i], self.stores[i], self.config,
                                  random.Random(self.rng.random()), self.listeners[i], self.now)
@@ -65,6 +66,9 @@ class Cluster:
         self.down.discard(i)
         self.tokens[i] = {}
         self.apply(i, self.nodes[i].tick(self.now))
+
+    def open_stores(self, i):
+        """Hook for file-backed stores (re-opened on every start)."""
 
     def stop(self, i):
         self.down.add(i)

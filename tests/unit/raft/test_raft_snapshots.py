@@ -16,7 +16,13 @@ from tierlog.raft import (
     OffsetAndEpoch,
     RaftNode,
 )
-from tierlog.raft.fetch import DIVERGING, SNAPSHOT, VALID, truncation_offset, validate_fetch
+from tierlog.raft.fetch import (
+    DIVERGING,
+    SNAPSHOT,
+    VALID,
+    truncation_offset,
+    validate_fetch,
+)
 from tierlog.raft.leader import LeaderProgress
 from tierlog.raft.snapshots import SnapshotWriter
 
@@ -226,7 +232,7 @@ def test_startup_moves_the_log_start_to_a_snapshot_and_drops_older_ones():
     snaps = MemorySnapshotStore()
     _write(snaps, OffsetAndEpoch(1, 1))     # below the log start: deleted
     _write(snaps, OffsetAndEpoch(4, 1))     # the first one inside the log: the new start
-    node, rec = _node(log, snaps)
+    _, rec = _node(log, snaps)
     assert log.start_offset == 4 and snaps.list() == [OffsetAndEpoch(4, 1)]
     assert rec.loads[0][0] == OffsetAndEpoch(4, 1)
 
@@ -235,5 +241,5 @@ def test_startup_snapshot_disagreeing_with_the_log_epoch_wins():
     log = _log((1, 4), (2, 6))              # offset 5 has epoch 2 locally
     snaps = MemorySnapshotStore()
     _write(snaps, OffsetAndEpoch(6, 3))     # but the committed snapshot says epoch 3
-    node, _ = _node(log, snaps)
+    _node(log, snaps)
     assert (log.start_offset, log.end_offset, log.start_epoch) == (6, 6, 3)

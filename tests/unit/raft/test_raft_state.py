@@ -5,7 +5,14 @@ import random
 import pytest
 
 from tierlog.raft.quorum_store import ElectionState, MemoryQuorumStateStore
-from tierlog.raft.state import Candidate, Follower, Leader, QuorumState, Resigned, Unattached
+from tierlog.raft.state import (
+    Candidate,
+    Follower,
+    Leader,
+    QuorumState,
+    Resigned,
+    Unattached,
+)
 from tierlog.raft.types import RaftConfig
 
 VOTERS = frozenset({1, 2, 3})

@@ -3,7 +3,12 @@
 import pytest
 
 from tierlog.protocol.header import decode_request_header
-from tierlog.protocol.wire import decode_request, decode_response, encode_request, encode_response
+from tierlog.protocol.wire import (
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+)
 from tierlog.raft import wire
 from tierlog.raft.listener import QuorumInfo, ReplicaInfo
 from tierlog.raft.messages import (
