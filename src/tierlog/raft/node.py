@@ -151,7 +151,8 @@ class RaftNode:
         if latest is not None:
             self._load_snapshot(latest)
         self._hw = max(self._hw, self._applied)
-        self._finish(now_ms)
+        self._notify_leader_change()
+        self._out.next_deadline_ms = now_ms  # the shell calls tick(now_ms) right after construction
 
     # ------------------------------------------------------------------ queries
 

@@ -30,11 +30,12 @@ def test_file_backed_quorum_survives_restart_and_bootstraps_a_wiped_node(tmp_pat
     leader = c.elect()
     c.commit([b"1", b"2"])
     end = leader.high_watermark
-    w = leader.create_snapshot(end, leader.log.epoch_of(end - 1), 0)
-    w.append([b"state"])
-    w.freeze()
+    for node in c.nodes.values():  # every replica snapshots its own state machine
+        w = node.create_snapshot(end, node.log.epoch_of(end - 1), 0)
+        w.append([b"state"])
+        w.freeze()
     c.commit([b"3"])
-    c.run_until(lambda: leader.log_start_offset == end, max_ms=500)
+    c.run_until(lambda: all(n.log_start_offset == end for n in c.nodes.values()), max_ms=500)
     files = sorted(p.name for p in (tmp_path / f"node{leader.node_id}" / METADATA_PARTITION_DIR).iterdir())
     assert f"{end:020d}-{leader.log.epoch_of(end - 1):010d}.checkpoint" in files
     assert (tmp_path / f"node{leader.node_id}" / "quorum-state").exists()
