@@ -15,7 +15,9 @@ Used by brokers and controllers alike::
   contained offset are skipped (already in a loaded snapshot).
 * ``handle_load_snapshot(reader)``: iterates the reader (record bytes, or
   batches with ``.records``), rebuilds the image from scratch, provenance
-  ``reader.snapshot_id.end_offset - 1`` / ``.epoch``, and publishes it.
+  ``reader.snapshot_id.offset`` (or ``.end_offset``; exclusive) ``- 1`` and
+  ``.epoch``, log time ``reader.last_contained_ts_ms``, and publishes it.
+* a control batch (``batch.control``) only advances the image's provenance.
 * ``handle_leader_change(leader_and_epoch)``: the image's ``controller_id``
   becomes the quorum leader (``leader_id``, -1 when unknown); published too.
 
@@ -76,22 +78,30 @@ class MetadataLoader:
     def handle_commit(self, batch) -> None:
         if batch.last_offset <= self.image.provenance.last_contained_offset:
             return
+        prov = MetadataProvenance(batch.last_offset, batch.epoch, batch.append_timestamp)
+        if getattr(batch, "control", False):
+            # Raft control records are not metadata: only the position advances
+            self.image = replace(self.image, provenance=prov)
+            return
         delta = MetadataDelta(self.image, now_ms=batch.append_timestamp)
         for data in batch.records:
             self._replay(delta, data, batch.last_offset)
-        prov = MetadataProvenance(batch.last_offset, batch.epoch, batch.append_timestamp)
         self._publish(delta.apply(prov), delta)
 
     def handle_load_snapshot(self, reader) -> None:
         sid = reader.snapshot_id
-        ts = getattr(reader, "last_contained_log_timestamp", -1)
+        end = getattr(sid, "end_offset", None)
+        if end is None:
+            end = sid.offset                      # raft.types.OffsetAndEpoch
+        ts = getattr(reader, "last_contained_ts_ms",
+                     getattr(reader, "last_contained_log_timestamp", -1))
         base = MetadataImage.empty(self.image.cluster_id, self.image.controller_id)
         delta = MetadataDelta(base, now_ms=ts)
         for item in reader:
             records = getattr(item, "records", None)
             for data in (records if records is not None else (item,)):
-                self._replay(delta, data, sid.end_offset - 1)
-        prov = MetadataProvenance(sid.end_offset - 1, sid.epoch, ts)
+                self._replay(delta, data, end - 1)
+        prov = MetadataProvenance(end - 1, sid.epoch, ts)
         self._publish(delta.apply(prov), delta)
 
     def handle_leader_change(self, leader_and_epoch) -> None:

@@ -185,3 +185,30 @@ def test_generator_from_config_and_existing_snapshot():
     assert gen.snapshots_written == 0 and len(raft.writers) == 1
     _feed(loader, 1)
     assert gen.snapshots_written == 1
+
+
+def test_with_the_raft_types():
+    from tierlog.raft.types import LeaderAndEpoch as RaftLeader
+    from tierlog.raft.types import LogBatch, OffsetAndEpoch
+
+    img = cluster(topics={"a": [(1, 2)]})
+    data = tuple(snapshot_record_bytes(img))
+
+    class RaftReader:
+        snapshot_id = OffsetAndEpoch(7, 2)
+        last_contained_ts_ms = 99
+
+        def __iter__(self):
+            return iter(data)
+
+    loader = MetadataLoader()
+    loader.handle_load_snapshot(RaftReader())
+    assert loader.image.provenance == type(loader.image.provenance)(6, 2, 99)
+    loader.handle_commit(LogBatch(7, 2, 100, (b"\x00\x01",), control=True))
+    assert loader.image.provenance.last_contained_offset == 7 and not loader.errors
+    loader.handle_commit(LogBatch(8, 2, 101, (encode(FenceBrokerRecord(1, 11)),)))
+    assert loader.image.topics["a"].partitions[0].leader == 2
+    loader.handle_leader_change(RaftLeader(None, 3))
+    assert loader.image.controller_id == -1
+    loader.handle_leader_change(RaftLeader(2, 4))
+    assert loader.image.controller_id == 2
