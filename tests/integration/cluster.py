@@ -98,15 +98,23 @@ class Cluster:
     def controller(self, node_id: int) -> NodeProcess:
         return next(c for c in self.controllers if c.node_id == node_id)
 
-    def quorum(self, via: NodeProcess | None = None) -> dict:
-        """DescribeQuorum's partition entry, asked of a live controller."""
-        for c in ([via] if via else self.controllers):
+    def quorum(self) -> dict:
+        """DescribeQuorum's partition entry from the leader (only it answers without error)."""
+        last = None
+        for c in self.controllers:
             if not c.alive():
                 continue
-            resp = request("127.0.0.1", c.port, DESCRIBE_QUORUM,
-                           {"Topics": [{"TopicName": METADATA_TOPIC, "Partitions": [{"PartitionIndex": 0}]}]})
-            return resp["Topics"][0]["Partitions"][0]
-        raise ConnectionError("no live controller")
+            try:
+                resp = request("127.0.0.1", c.port, DESCRIBE_QUORUM,
+                               {"Topics": [{"TopicName": METADATA_TOPIC, "Partitions": [{"PartitionIndex": 0}]}]})
+            except OSError:
+                continue
+            last = resp["Topics"][0]["Partitions"][0]
+            if last["ErrorCode"] == 0:
+                return last
+        if last is None:
+            raise ConnectionError("no live controller answered")
+        return last
 
     def leader_id(self) -> int | None:
         part = self.quorum()

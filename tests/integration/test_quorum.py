@@ -4,6 +4,7 @@ Issue 3 item 5: election after kill -9 of the active controller with no
 committed metadata lost, a wiped controller rejoining through FetchSnapshot,
 and a broker that was down catching up and being unfenced.
 """
+import json
 import shutil
 
 import pytest
@@ -71,17 +72,21 @@ def test_wiped_controller_rejoins_through_fetch_snapshot(tmp_path):
         for i in range(40):
             create_topic(cluster.bootstrap, f"t-{i}", 1)
         victim = next(c for c in cluster.controllers if c.node_id != leader)
-        wait_for(lambda: cluster.quorum()["LogStartOffset"] > 0 if "LogStartOffset" in cluster.quorum()
-                 else list(_metadata_dir(cluster.controller(leader)).glob("*.checkpoint")),
-                 20, "a snapshot on the leader")
+        wait_for(lambda: _log_start(cluster.controller(leader)) > 0, 20, "the leader's log start past a snapshot")
         victim.stop()
         shutil.rmtree(victim.data_dir)
         victim.start()
         wait_for(lambda: _caught_up(cluster, victim.node_id), 30, "wiped controller caught up")
         assert list(_metadata_dir(victim).glob("*.checkpoint")), "the wiped voter loaded a fetched snapshot"
+        assert _log_start(victim) > 0, "the wiped voter started its log at the snapshot, not at 0"
         assert "t-0" in _topics(cluster, cluster.brokers[0])
     finally:
         cluster.stop()
+
+
+def _log_start(node) -> int:
+    path = _metadata_dir(node) / "raft-log-start"
+    return json.loads(path.read_text())["offset"] if path.exists() else 0
 
 
 def _metadata_dir(node):

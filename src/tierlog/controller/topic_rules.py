@@ -1,6 +1,6 @@
 """Topic names, topic configs and config operations, as the controller checks them.
 
-The same rules (and error codes) as ``tierlog.broker.topic_admin`` and
+The rules (and error codes) Kafka applies and
 IncrementalAlterConfigs on a single node: the controller sits below the broker
 layer, so the rules live here and the broker may import them.  Every refusal is
 ``RuleError(error_code, message)``.

@@ -3,8 +3,7 @@
 ``records`` (Kafka's metadata records and framing), ``image`` (MetadataImage),
 ``delta`` (MetadataDelta: replay records, apply -> next image), ``election``
 (pure leader election, KIP-966 / KIP-1303), ``snapshot`` / ``loader`` /
-``snapshot_generator`` (the Raft side). ``LocalMetadataStore`` is the
-single-node store the quorum replaces.
+``snapshot_generator`` (the Raft side).
 """
 from .delta import MetadataDelta, MetadataReplayError
 from .image import (
@@ -14,13 +13,10 @@ from .image import (
     PartitionInfo,
     TopicInfo,
 )
-from .local_store import LocalMetadataStore, MetadataError
 
 __all__ = [
     "BrokerInfo",
-    "LocalMetadataStore",
     "MetadataDelta",
-    "MetadataError",
     "MetadataImage",
     "MetadataProvenance",
     "MetadataReplayError",

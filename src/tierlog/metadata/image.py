@@ -201,7 +201,7 @@ class MetadataImage:
             return topic.configs[name]
         return self.cluster_configs().get(name, default)
 
-    # -- single-node store helpers (LocalMetadataStore) ------------------------
+    # -- direct edits (tests and tools; the cluster changes images through deltas) --
     def with_topic(self, topic: TopicInfo) -> MetadataImage:
         old = self.topics.get(topic.name)
         ids = self.topic_ids

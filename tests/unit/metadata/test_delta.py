@@ -201,7 +201,7 @@ def test_fence_of_fenced_broker_is_noop():
     assert again.topics is img.topics
 
 
-def test_local_store_image_helpers_still_work():
+def test_direct_image_edits_keep_the_indexes():
     from tierlog.metadata.image import BrokerInfo, PartitionInfo, TopicInfo
     img = MetadataImage.empty("c", 1, [BrokerInfo(1, "h", 1)])
     t = TopicInfo("x", tid(9), (PartitionInfo(0, 1, 0, (1,), (1,)),))

@@ -557,7 +557,7 @@ def test_metadata_handler_answers_v13_with_error_code_zero():
     from tierlog.broker.apis import api_03_metadata
     image = types.SimpleNamespace(brokers={}, topics={}, cluster_id="c", controller_id=1,
                                   topic_by_id=lambda _id: None)
-    broker = types.SimpleNamespace(image=image, config={"auto.create.topics.enable": False})
+    broker = types.SimpleNamespace(node_id=1, image=image, config={"auto.create.topics.enable": False})
     header = types.SimpleNamespace(api_key=3, api_version=13, correlation_id=1, client_id="x")
     answer = api_03_metadata.handle(broker, header, {"Topics": [], "AllowAutoTopicCreation": False})
     assert answer["ErrorCode"] == 0
