@@ -1,0 +1,39 @@
+"""DescribeQuorum (55), v0-2: forwarded to the active controller (as Kafka's brokers do).
+
+Only the quorum leader describes the quorum; another voter answers
+NOT_LEADER_OR_FOLLOWER at partition level, which the controller channel does
+not see as NOT_CONTROLLER.  So while the broker's idea of the leader is stale
+(a leader change in flight), the request is re-sent for up to
+``RETRY_FOR_S``; then the last answer is relayed as it is.  No controller at
+all: REQUEST_TIMED_OUT at top level.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tierlog.protocol.errors import ErrorCode
+
+API_KEY, MIN_VERSION, MAX_VERSION = 55, 0, 2
+
+ATTEMPT_TIMEOUT_S = 5.0
+RETRY_FOR_S = 2.0
+RETRY_BACKOFF_S = 0.2
+
+
+def _not_leader(response: dict) -> bool:
+    return any(p.get("ErrorCode") == ErrorCode.NOT_LEADER_OR_FOLLOWER
+               for t in response.get("Topics") or [] for p in t.get("Partitions") or [])
+
+
+async def handle(broker, header, request):
+    from tierlog.server.controller_channel import ControllerUnavailable
+    deadline = time.monotonic() + RETRY_FOR_S
+    while True:
+        try:
+            response = await broker.controller.send(API_KEY, request, ATTEMPT_TIMEOUT_S, header.api_version)
+        except ControllerUnavailable as e:
+            return {"ErrorCode": ErrorCode.REQUEST_TIMED_OUT, "ErrorMessage": str(e), "Topics": [], "Nodes": []}
+        if not _not_leader(response) or time.monotonic() >= deadline:
+            return response
+        await asyncio.sleep(RETRY_BACKOFF_S)
