@@ -8,6 +8,13 @@ A description is a plain dict, the same one ``--json`` prints::
      "partitions": [{"partition": 0, "leader": 1, "replicas": [1], "isr": [1]}]}
 
 ``leader`` is null when the partition has none.
+
+Not shown, because no source the CLI can use carries them: the partition's
+LeaderEpoch (confluent-kafka's ``TopicPartitionInfo`` from describe_topics has
+only id, leader, replicas and isr, and its plain metadata has no epoch either)
+and the eligible leader replicas (ELR, KIP-966: only DescribeTopicPartitions,
+API 75, returns them, and brokers do not serve it yet; Metadata has no ELR).
+Add them here when one of those changes.
 """
 
 from __future__ import annotations

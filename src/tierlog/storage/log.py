@@ -160,6 +160,43 @@ class Log:
     def segment_count(self) -> int:
         return len(self._segments)
 
+    # --- KIP-1303 local log state (read by the follower fetcher for Fetch v19) ------------------
+
+    @property
+    def local_log_start_timestamp(self) -> int:
+        """KIP-1303 LocalLogStartTimestamp; -1 when the local log holds no record.
+
+        KIP-1303, "Tracking Local Log State" / "Broker Side Changes": the timestamp of
+        the earliest record in the local log, "derived from the time index for the local
+        log start offset". Read from the header of the batch holding the local log start
+        offset (one index lookup and one header read, no record decoding): its base
+        timestamp (the first record's, CreateTime) or, for LogAppendTime batches, its max
+        timestamp (the append time every record of the batch carries). Retention that
+        deletes the first local segments moves it forward ("Handling Log Retention
+        Changes").
+        """
+        with self._lock, self._io():
+            start = self.local_log_start_offset
+            if start >= self.log_end_offset:
+                return NO_TIMESTAMP
+            for segment in self._segments[self._segment_index(start):]:
+                if segment.size == 0:
+                    continue
+                found = segment.locate(max(start, segment.base_offset))
+                if found is not None:
+                    header = found[1]
+                    if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
+                        return header.max_timestamp
+                    return header.base_timestamp
+            return NO_TIMESTAMP
+
+    @property
+    def local_log_size_bytes(self) -> int:
+        """KIP-1303 LocalLogSizeBytes: "the sum of local log segment sizes" ("Broker Side
+        Changes"), i.e. ``size_in_bytes``; remote-only data is not counted."""
+        with self._lock:
+            return self.size_in_bytes
+
     # --- appends -----------------------------------------------------------------------------
 
     def append(self, records: bytearray, leader_epoch: int, now_ms: int) -> AppendResult:
@@ -205,6 +242,17 @@ class Log:
             append_time = last.max_timestamp if last.timestamp_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
             return AppendResult(first.base_offset, last.last_offset, append_time, self.log_start_offset,
                                 validated.max_timestamp, validated.record_count)
+
+    def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """Record that ``leader_epoch`` starts at ``start_offset`` (Kafka's
+        maybeAssignEpochStartOffset, called when this replica becomes leader).
+
+        A new epoch is added to the leader-epoch cache and leader-epoch-checkpoint is
+        written through; an epoch already the latest is left alone; an epoch below the
+        latest raises AssertionError; a negative epoch is ignored.
+        """
+        with self._lock, self._io():
+            self._assign_leader_epoch(leader_epoch, start_offset)
 
     def _assign_leader_epoch(self, leader_epoch: int, base_offset: int) -> None:
         if leader_epoch < 0:
