@@ -124,6 +124,7 @@ def run(args) -> int:
             text = node_properties(plan, host, voters, cluster_id, data_dir / f"node-{plan.node_id}" / "data",
                                    overrides)
             procs.append(_start_node(plan.node_id, data_dir, text))
+            procs[-1].is_controller_only = plan.roles == ("controller",)
         for proc in procs:
             _wait_ready(proc)
         brokers = [f"{host}:{p.broker_port}" for p in plans if p.broker_port is not None]
@@ -136,7 +137,9 @@ def run(args) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        _stop_all(procs)
+        # brokers first, while the quorum is there to move their leadership away
+        _stop_all([p for p in procs if not p.is_controller_only])
+        _stop_all([p for p in procs if p.is_controller_only])
     return 0
 
 
