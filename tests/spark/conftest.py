@@ -27,6 +27,7 @@ def spark():
     session = (SparkSession.builder.master("local[2]").appName("tierlog-tests")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.python.worker.reuse", "true")
                .config("spark.sql.streaming.stopTimeout", "30s")

@@ -18,6 +18,8 @@ from tierlog.protocol import ApiKey, describe, is_retriable
 
 __all__ = ["EARLIEST", "LATEST", "Cluster", "KafkaError", "TopicPartition", "parse_bootstrap"]
 
+LEADER_NOT_AVAILABLE = 5    # topic being created, or a partition between leaders
+UNKNOWN_TOPIC_OR_PARTITION = 3
 METADATA_VERSION = 12       # Kafka 2.8+; topic names (v13 only adds a top-level error code)
 LIST_OFFSETS_VERSION = 7    # Kafka 2.8+: timestamps, -1 latest, -2 earliest
 LATEST = -1                 # ListOffsets timestamp: the high watermark (exclusive end)
@@ -68,6 +70,7 @@ class Cluster:
         self.retry_timeout_s = retry_timeout_s
         self.brokers: dict[int, tuple[str, int]] = {}
         self.partitions: dict[str, dict[int, PartitionInfo]] = {}
+        self.topic_errors: dict[str, int] = {}     # topics whose last Metadata answer was an error
         self._conns: dict[int, BrokerConnection] = {}
         self._any: BrokerConnection | None = None
 
@@ -90,6 +93,8 @@ class Cluster:
         if conn is None:
             if node_id not in self.brokers:
                 self.refresh()
+            if node_id not in self.brokers:       # no leader (-1), or a leader not (yet) registered
+                raise KafkaError(LEADER_NOT_AVAILABLE, f"broker {node_id}")
             host, port = self.brokers[node_id]
             conn = self._conns[node_id] = BrokerConnection(host, port, client_id=self.client_id,
                                                            timeout_s=self.timeout_s)
@@ -125,7 +130,9 @@ class Cluster:
         for t in resp["Topics"]:
             if t["ErrorCode"]:
                 self.partitions.pop(t["Name"], None)
+                self.topic_errors[t["Name"]] = t["ErrorCode"]
                 continue
+            self.topic_errors.pop(t["Name"], None)
             self.partitions[t["Name"]] = {p["PartitionIndex"]: PartitionInfo(p["LeaderId"], p["LeaderEpoch"])
                                           for p in t["Partitions"]}
 
@@ -135,18 +142,59 @@ class Cluster:
         return sorted(t for t in self.partitions if rx.fullmatch(t))
 
     def partitions_of(self, topics: list[str]) -> list[TopicPartition]:
-        """Every partition of ``topics`` that exist (missing topics are left out)."""
+        """Every partition of ``topics`` that exist (missing topics are left out).
+
+        A topic answered with LEADER_NOT_AVAILABLE is being created (auto-creation, or a
+        CreateTopics the broker has not applied yet): its partitions are waited for, up to
+        ``retry_timeout_s``, rather than read as "no partitions". Partitions without a
+        leader are listed; ListOffsets and Fetch wait for their leaders.
+        """
         self.refresh(list(topics))
+        deadline = time.monotonic() + self.retry_timeout_s
+        while True:
+            creating = [t for t in topics if self.topic_errors.get(t) == LEADER_NOT_AVAILABLE]
+            if not creating or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+            self.refresh(creating)
         return sorted((t, p) for t in topics for p in self.partitions.get(t, {}))
 
-    def leader(self, tp: TopicPartition) -> int:
+    def _known_leader(self, tp: TopicPartition) -> int | None:
         info = self.partitions.get(tp[0], {}).get(tp[1])
-        if info is None or info.leader < 0:
-            self.refresh([tp[0]])
-            info = self.partitions.get(tp[0], {}).get(tp[1])
-        if info is None:
-            raise KafkaError(3, f"partition {tp[0]}-{tp[1]}")
+        if info is None or info.leader < 0 or info.leader not in self.brokers:
+            return None
         return info.leader
+
+    def leader(self, tp: TopicPartition) -> int:
+        """The partition's leader; KafkaError (retriable) when it has none right now."""
+        node = self._known_leader(tp)
+        if node is None:
+            self.refresh([tp[0]])
+            node = self._known_leader(tp)
+        if node is None:
+            known = tp[0] in self.partitions and tp[1] in self.partitions[tp[0]]
+            raise KafkaError(LEADER_NOT_AVAILABLE if known else UNKNOWN_TOPIC_OR_PARTITION,
+                             f"partition {tp[0]}-{tp[1]}")
+        return node
+
+    def wait_for_leaders(self, topics: dict[str, int], timeout_s: float = 30.0) -> None:
+        """Until Metadata shows each topic with (at least) its partition count, every one
+        with a live leader; KafkaError naming what is missing after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.refresh(sorted(topics))
+            missing = []
+            for t, count in topics.items():
+                parts = self.partitions.get(t, {})
+                if len(parts) < count:
+                    missing.append(f"{t}: {len(parts)} of {count} partitions")
+                missing += [f"{t}-{p}: no leader" for p in sorted(parts)
+                            if self._known_leader((t, p)) is None]
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise KafkaError(LEADER_NOT_AVAILABLE, "waiting for " + ", ".join(missing[:6]))
+            time.sleep(0.2)
 
     # -- offsets ----------------------------------------------------------------
 
@@ -162,9 +210,13 @@ class Cluster:
         deadline = time.monotonic() + self.retry_timeout_s
         while pending:
             by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
-            for tp in pending:
-                by_leader[self.leader(tp)].append(tp)
             retry, last_error = [], (0, "")
+            for tp in pending:
+                try:
+                    by_leader[self.leader(tp)].append(tp)
+                except KafkaError as e:       # no leader yet (topic being created, election)
+                    retry.append(tp)
+                    last_error = (e.code, f"ListOffsets {tp[0]}-{tp[1]}: no leader")
             for node, group in by_leader.items():
                 for tp, code, offset in self._list_offsets_on(node, group, ts_of):
                     if code == 0:

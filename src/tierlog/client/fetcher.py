@@ -90,6 +90,12 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
             resp = conn.receive()
             state["inflight"] = False
             inflight = None
+        except KafkaError as e:                 # no leader right now: wait for one
+            if not is_retriable(e.code) or time.monotonic() > deadline:
+                raise
+            conn = None
+            time.sleep(0.2)
+            continue
         except (ConnectionError_, OSError) as e:
             if node is not None:
                 cluster.drop_connection(node)

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 EVENTS_TOPIC = "events"
@@ -95,18 +96,33 @@ class LocalCluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _create_topics(bootstrap: str) -> None:
+TOPICS = {EVENTS_TOPIC: 3, RESULTS_TOPIC: 1}      # partitions of each topic the pipeline uses
+
+
+def create_topics(bootstrap: str, timeout_s: float = 60) -> None:
+    """Create the pipeline's topics (if missing) and wait until Metadata shows every
+    partition with a leader, so the streaming query starts with all of them."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    from tierlog.client import Cluster, KafkaError
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(EVENTS_TOPIC, 3, 1), NewTopic(RESULTS_TOPIC, 1, 1)], request_timeout=15)
+    futures = admin.create_topics([NewTopic(name, parts, 1) for name, parts in TOPICS.items()],
+                                  operation_timeout=timeout_s / 2, request_timeout=timeout_s / 2)
     for name, fut in futures.items():
         try:
-            fut.result(30)
+            fut.result(timeout_s)
         except KafkaException as e:
             if "TOPIC_ALREADY_EXISTS" not in str(e) and "already exists" not in str(e):
                 raise SystemExit(f"pipeline: cannot create topic {name}: {e}") from None
+    cluster = Cluster(bootstrap, client_id="tierlog-pipeline", retry_timeout_s=timeout_s)
+    try:
+        cluster.wait_for_leaders(TOPICS, timeout_s)
+    except KafkaError as e:
+        raise SystemExit(f"pipeline: the topics did not get leaders in {timeout_s:.0f} s: {e}") from None
+    finally:
+        cluster.close()
 
 
 # -- the event generator -------------------------------------------------------------
@@ -164,7 +180,9 @@ def _spark():
 
     spark = (SparkSession.builder.master("local[2]").appName("tierlog-pipeline")
              .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.ui.showConsoleProgress", "false")      # the rich view shows progress
+             .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     tierlog.spark.register(spark)
     return spark
@@ -222,6 +240,7 @@ class LatestResults(threading.Thread):
         self.consumer.assign([TopicPartition(RESULTS_TOPIC, 0, -2)])
         self.latest: dict[tuple, dict] = {}
         self.received = 0
+        self.first_at: float | None = None         # time.monotonic() of the first result record
         self._halt = threading.Event()
 
     def run(self) -> None:
@@ -231,6 +250,8 @@ class LatestResults(threading.Thread):
                     row = json.loads(msg.value())
                     self.latest[(row["window_start"], row["action"])] = row
                     self.received += 1
+                    if self.first_at is None:
+                        self.first_at = time.monotonic()
         self.consumer.close()
 
     def stop(self) -> None:
@@ -248,6 +269,28 @@ def _progress(query) -> dict:
     return json.loads(p.json) if hasattr(p, "json") else dict(p)
 
 
+def _events_read(query) -> int:
+    src = (_progress(query).get("sources") or [{}])[0]
+    end = src.get("endOffset")
+    if isinstance(end, str):
+        end = json.loads(end)
+    return sum((end or {}).get(EVENTS_TOPIC, {}).values()) if isinstance(end, dict) else 0
+
+
+def parquet_rows(path: Path) -> tuple[int, int]:
+    """(files, rows) of the Parquet output written so far."""
+    import pyarrow.parquet as pq
+
+    files = sorted(path.glob("*.parquet")) if path.exists() else []
+    rows = 0
+    for f in files:
+        try:
+            rows += pq.ParquetFile(f).metadata.num_rows
+        except Exception:        # noqa: BLE001, S110 - a file being written right now: counted next time
+            pass
+    return len(files), rows
+
+
 def _view(gen: Generator, queries, results: LatestResults, out: Path, started: float):
     from rich.console import Group
     from rich.table import Table
@@ -262,14 +305,9 @@ def _view(gen: Generator, queries, results: LatestResults, out: Path, started: f
         qt.add_column(col, justify="right" if col != "query" else "left")
     for q in queries:
         p = _progress(q)
-        src = (p.get("sources") or [{}])[0]
-        end = src.get("endOffset")
-        if isinstance(end, str):
-            end = json.loads(end)
-        offsets = sum((end or {}).get(EVENTS_TOPIC, {}).values()) if isinstance(end, dict) else 0
         qt.add_row(q.name, str(p.get("batchId", "-")), f"{p.get('numInputRows', 0):,}",
                    f"{p.get('inputRowsPerSecond', 0) or 0:,.0f}", f"{p.get('processedRowsPerSecond', 0) or 0:,.0f}",
-                   f"{offsets:,}")
+                   f"{_events_read(q):,}")
     wt = Table(title=f"latest windows (topic {RESULTS_TOPIC})")
     for col in ("window start", "action", "events", "amount"):
         wt.add_column(col, justify="right" if col in ("events", "amount") else "left")
@@ -278,10 +316,141 @@ def _view(gen: Generator, queries, results: LatestResults, out: Path, started: f
     return Group(head, qt, wt)
 
 
+def _status_line(gen: Generator, queries, results: LatestResults, out: Path, started: float) -> str:
+    """One plain line of progress, for output that is not a terminal (logs, CI)."""
+    files = len(list((out / "parquet").glob("*.parquet"))) if (out / "parquet").exists() else 0
+    batches = ", ".join(f"{q.name} batch {_progress(q).get('batchId', '-')}" for q in queries)
+    return (f"{time.monotonic() - started:4.0f} s: {gen.sent:,} events produced, {batches}, "
+            f"{results.received:,} result records, {files} parquet files")
+
+
+def _stop_between_batches(query, timeout_s: float = 15) -> None:
+    """stop() once no micro-batch is running: stopping one mid-batch interrupts its tasks and
+    Python workers, which Spark reports with long stack traces that mean nothing here."""
+    deadline = time.monotonic() + timeout_s
+    while query.isActive and time.monotonic() < deadline:
+        try:
+            if not query.status.get("isTriggerActive"):
+                break
+        except Exception:        # noqa: BLE001 - the query ended meanwhile
+            break
+        time.sleep(0.05)
+    query.stop()
+
+
+@dataclass
+class Summary:
+    seconds: float
+    events_produced: int
+    delivery_errors: int
+    events_read: int
+    result_records: int          # running counts written to the results topic (update mode)
+    windows_in_topic: int        # distinct (window, action) among them
+    parquet_files: int
+    parquet_rows: int            # closed windows (one row per window and action)
+    first_result_s: float | None  # after the streaming queries started
+    first_parquet_s: float | None
+    parquet_path: Path
+
+    def text(self) -> str:
+        def at(t):
+            return f"{t:.0f} s after the queries started" if t is not None else "never"
+        return (f"done after {self.seconds:.0f} s: {self.events_produced:,} events produced "
+                f"({self.delivery_errors:,} delivery errors), {self.events_read:,} read by Spark\n"
+                f"  topic {RESULTS_TOPIC}: {self.result_records:,} window results "
+                f"({self.windows_in_topic:,} windows x actions), first one {at(self.first_result_s)}\n"
+                f"  Parquet: {self.parquet_rows:,} closed windows x actions in {self.parquet_files:,} files under "
+                f"{self.parquet_path}, first one {at(self.first_parquet_s)}")
+
+
+def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: threading.Event | None = None
+        ) -> Summary:
+    """Create the topics, generate events and run the queries until ``args.duration`` or ``stopping``.
+
+    ``spark``: a session to use (and leave running); by default one is started and stopped.
+    """
+    from rich.console import Console
+    from rich.live import Live
+
+    console = console or Console()
+    stopping = stopping or threading.Event()
+    gen = results = None
+    own_spark = spark is None
+    queries = []
+    started = time.monotonic()
+    first_parquet = None
+    events_read = 0
+    try:
+        console.print(f"creating topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())} "
+                      "and waiting for their leaders")
+        create_topics(bootstrap)
+        console.print("[bold]starting Spark[/] (local[2]) and the streaming queries")
+        if spark is None:
+            spark = _spark()
+        else:
+            import tierlog.spark
+            tierlog.spark.register(spark)
+        gen = Generator(bootstrap, args.rate)     # once Spark is up: no backlog for the first batch
+        gen.start()
+        queries = start_queries(spark, bootstrap, args, out)
+        results = LatestResults(bootstrap)
+        results.start()
+        started = time.monotonic()
+        console.print(f"queries running: {args.window} windows, watermark {args.watermark}, "
+                      f"a micro-batch every {args.trigger}")
+        live = Live(_view(gen, queries, results, out, started), console=console, refresh_per_second=2,
+                    auto_refresh=console.is_terminal)
+        last_line = 0.0
+        with live:
+            while not stopping.is_set():
+                now = time.monotonic()
+                if args.duration and now - started >= args.duration:
+                    break
+                failed = [q for q in queries if not q.isActive]
+                if failed:
+                    raise SystemExit(f"pipeline: query {failed[0].name} stopped: {failed[0].exception()}")
+                if first_parquet is None and parquet_rows(out / "parquet")[1]:
+                    first_parquet = now - started
+                if console.is_terminal:
+                    live.update(_view(gen, queries, results, out, started))
+                elif now - last_line >= 5:
+                    console.print(_status_line(gen, queries, results, out, started))
+                    last_line = now
+                stopping.wait(1)
+            live.update(_view(gen, queries, results, out, started))
+        console.print("[bold]stopping[/]")
+        events_read = max((_events_read(q) for q in queries), default=0)
+    finally:
+        if queries:
+            # a batch interrupted by stop() logs its InterruptedException: nothing is wrong
+            spark.sparkContext.setLogLevel("OFF")
+        for q in queries:
+            try:
+                _stop_between_batches(q)
+            except Exception as e:          # noqa: BLE001 - report and go on stopping the rest
+                console.print(f"stopping {q.name}: {e}")
+        if gen is not None:
+            gen.stop()
+        if results is not None:
+            results.stop()
+        if spark is not None and own_spark:
+            spark.stop()
+        elif queries:
+            spark.sparkContext.setLogLevel("ERROR")
+    files, rows = parquet_rows(out / "parquet")
+    if first_parquet is None and rows:
+        first_parquet = time.monotonic() - started
+    return Summary(
+        seconds=time.monotonic() - started, events_produced=gen.sent, delivery_errors=gen.errors,
+        events_read=events_read, result_records=results.received, windows_in_topic=len(results.latest),
+        parquet_files=files, parquet_rows=rows,
+        first_result_s=None if results.first_at is None else results.first_at - started,
+        first_parquet_s=first_parquet, parquet_path=out / "parquet")
+
+
 def main(argv=None) -> int:
     args = _parse_args(argv)
     from rich.console import Console
-    from rich.live import Live
 
     console = Console()
     out = Path(args.out).resolve()
@@ -289,56 +458,24 @@ def main(argv=None) -> int:
     if args.bootstrap:
         bootstrap = args.bootstrap
     else:
-        console.print("[bold]starting a local tierlog cluster[/] (tierlog up, in a temp dir)")
+        console.print("[bold]starting a local tierlog cluster[/] (tierlog up: 3 controllers + 3 brokers, "
+                      "in a temp dir)")
         cluster = LocalCluster()
         bootstrap = cluster.bootstrap
         shutil.rmtree(out / "checkpoints", ignore_errors=True)   # offsets of an earlier cluster mean nothing here
         shutil.rmtree(out / "parquet", ignore_errors=True)
     console.print(f"bootstrap.servers={bootstrap}; output under {out}")
-    gen = results = spark = None
-    queries = []
     stopping = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     try:
-        _create_topics(bootstrap)
-        gen = Generator(bootstrap, args.rate)
-        gen.start()
-        console.print("[bold]starting Spark[/] (local[2]) and the streaming queries")
-        spark = _spark()
-        queries = start_queries(spark, bootstrap, args, out)
-        results = LatestResults(bootstrap)
-        results.start()
-        started = time.monotonic()
-        with Live(_view(gen, queries, results, out, started), console=console, refresh_per_second=2) as live:
-            while not stopping.is_set():
-                if args.duration and time.monotonic() - started >= args.duration:
-                    break
-                failed = [q for q in queries if not q.isActive]
-                if failed:
-                    raise SystemExit(f"pipeline: query {failed[0].name} stopped: {failed[0].exception()}")
-                live.update(_view(gen, queries, results, out, started))
-                stopping.wait(1)
-            live.update(_view(gen, queries, results, out, started))
-        console.print("[bold]stopping[/]")
+        summary = run(bootstrap, args, out, console=console, stopping=stopping)
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        for q in queries:
-            try:
-                q.stop()
-            except Exception as e:          # noqa: BLE001 - report and go on stopping the rest
-                console.print(f"stopping {q.name}: {e}")
-        if gen is not None:
-            gen.stop()
-        if results is not None:
-            results.stop()
-        if spark is not None:
-            spark.stop()
         if cluster is not None:
             cluster.stop()
-    console.print(f"done: {gen.sent:,} events produced, {results.received:,} window results in topic "
-                  f"{RESULTS_TOPIC}, Parquet under {out / 'parquet'}")
-    return 0
+    console.print(summary.text(), highlight=False)
+    return 0 if summary.parquet_rows or summary.result_records else 1
 
 
 if __name__ == "__main__":
