@@ -50,6 +50,8 @@ from tierlog.storage import LogManager
 __all__ = ["Node", "run_node"]
 
 log = logging.getLogger(__name__)
+REPLICATION_SETTINGS = ("replica.lag.time.max.ms", "request.timeout.ms", "replica.fetch.wait.max.ms",
+                        "replica.fetch.response.max.bytes", "replica.fetch.max.bytes", "replica.fetch.backoff.ms")
 META_PROPERTIES = "meta.properties"
 TICK_MIN_MS = 50
 READY_TIMEOUT_S = 120
@@ -93,6 +95,7 @@ class Node:
         self._tasks: list[asyncio.Task] = []
         self._ports: dict[str, int] = {}            # listener name -> bound port
         self.peers: Peers | None = None
+        self.replicas: ReplicaManager | None = None
         self._stopped = asyncio.Event()
 
     @property
@@ -171,6 +174,9 @@ class Node:
                               "is the controller quorum reachable?") from None
         # Only an image caught up with the metadata log (unfenced) may decide which local
         # logs to keep: an image replayed halfway would look like deleted topics.
+        self.replicas = replicas
+        replicas.start_replication(channel, broker.broker_epoch, lambda: loader.image,
+                                   {k: cfg[k] for k in REPLICATION_SETTINGS})
         replicas.apply_image(loader.image)
         loader.subscribe(lambda image, delta: replicas.apply_image(image))
 
@@ -212,6 +218,8 @@ class Node:
             await self.lifecycle.shutdown()
         for task in self._tasks:
             task.cancel()
+        if self.replicas is not None:
+            self.replicas.stop_replication()
         if self.controller_server is not None:
             self.controller_server.stop()
         if self.driver is not None and self.driver.raft is not None:

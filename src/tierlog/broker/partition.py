@@ -1,13 +1,22 @@
 """One partition replica hosted by this broker: its log plus its leadership state.
 
-With a single replica the high watermark is the log end offset: every appended
-batch is already on the whole ISR (this node).  Replication will move the high
-watermark to the smallest log end offset in the ISR.
+The metadata image decides the mode (``ReplicaManager``):
+
+- leader: ``leader_state`` (a ``replication.LeaderState``) owns the high
+  watermark, the smallest log end offset over the ISR; ``purgatory`` parks
+  acks=all produces until the high watermark covers them;
+- follower: the replica fetcher appends the leader's batches and sets
+  ``follower_hw`` to min(leader's high watermark, local log end offset).
+
+The high watermark is not checkpointed: a replica opened from disk starts with
+its log end offset (what a single replica always had), and a follower's value
+is replaced by the leader's on the first fetch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from tierlog.replication import AcksPurgatory, LeaderState
 from tierlog.storage import Log
 
 __all__ = ["Partition"]
@@ -21,6 +30,9 @@ class Partition:
     log: Log
     leader_id: int
     leader_epoch: int
+    leader_state: LeaderState | None = None
+    purgatory: AcksPurgatory = field(default_factory=AcksPurgatory)
+    follower_hw: int = -1                 # -1: not set yet, the log end offset is used
 
     @property
     def key(self) -> tuple[str, int]:
@@ -28,7 +40,10 @@ class Partition:
 
     @property
     def high_watermark(self) -> int:
-        return self.log.log_end_offset
+        leo = self.log.log_end_offset
+        if self.leader_state is not None:
+            return min(self.leader_state.high_watermark, leo)
+        return leo if self.follower_hw < 0 else min(self.follower_hw, leo)
 
     @property
     def last_stable_offset(self) -> int:

@@ -11,6 +11,8 @@ import logging
 from typing import Callable, Iterable
 
 from tierlog.metadata import MetadataImage, TopicInfo
+from tierlog.replication import (ALTER_PARTITION_VERSION, FetcherConfig, LeaderConfig, LeaderState, LocalLog,
+                                 ReplicaFetchers, build_alter_partition_request)
 from tierlog.storage import LogConfig, LogManager
 
 from .partition import Partition
@@ -18,6 +20,7 @@ from .partition import Partition
 __all__ = ["ReplicaManager"]
 
 log = logging.getLogger(__name__)
+TICK_S = 0.2
 
 
 class ReplicaManager:
@@ -29,6 +32,13 @@ class ReplicaManager:
         self._clock_ms = clock_ms
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._watchers: dict[tuple[str, int], set[asyncio.Future]] = {}
+        self._by_id: dict[tuple[bytes, int], Partition] = {}
+        self.fetchers: ReplicaFetchers | None = None        # set by start_replication
+        self.fetcher_shell = None
+        self._tick_task: asyncio.Task | None = None
+        self._controller = None
+        self._broker_epoch: Callable[[], int] = lambda: -1
+        self._lag_ms, self._request_timeout_ms = 30_000, 30_000
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
@@ -49,27 +59,204 @@ class ReplicaManager:
             log.info("deleting log of %s-%d: not in the metadata image", *key)
             self.logs.delete(*key)
         for key, (topic, p) in wanted.items():
-            self._ensure(topic, p)
+            part = self._ensure(topic, p)
+            try:
+                self._transition(image, part, p)
+            except Exception:       # noqa: BLE001 - one partition must not stop the others
+                log.exception("%s-%d: leader/follower transition failed", *key)
+        if self.fetcher_shell is not None:
+            self.fetcher_shell.sync()
 
-    def _ensure(self, topic: TopicInfo, p) -> None:
+    def _ensure(self, topic: TopicInfo, p) -> Partition:
         key = (topic.name, p.partition)
         config = self.log_config(topic)
         part = self.partitions.get(key)
         if part is None:
             plog = self.logs.get(*key) or self.logs.create(topic.name, p.partition, topic.topic_id,
                                                            config, self._clock_ms())
-            self.partitions[key] = Partition(topic.name, p.partition, topic.topic_id, plog,
-                                             p.leader, p.leader_epoch)
-            return
+            part = self.partitions[key] = Partition(topic.name, p.partition, topic.topic_id, plog,
+                                                    p.leader, p.leader_epoch)
+            self._by_id[(topic.topic_id, p.partition)] = part
+            return part
         part.leader_id, part.leader_epoch = p.leader, p.leader_epoch
         if part.log.config != config:
             part.log.update_config(config)
+        return part
 
     def _drop(self, key) -> None:
-        self.partitions.pop(key, None)
+        part = self.partitions.pop(key, None)
+        if part is not None:
+            self._by_id.pop((part.topic_id, part.index), None)
+            if self.fetchers is not None:
+                self.fetchers.stop_following((part.topic_id, part.index))
+            part.leader_state = None
+            self._complete(part.purgatory.fail_all())
         for fut in self._watchers.pop(key, ()):
             if not fut.done():
                 fut.set_result(None)
+
+    # -- replication ------------------------------------------------------------
+    def start_replication(self, controller, broker_epoch: Callable[[], int], image_fn,
+                          config: dict | None = None) -> None:
+        """Wire the shell: ``controller`` (AlterPartition), the broker epoch, the image; start the ticker."""
+        from .fetcher_shell import FetcherShell
+        cfg = config or {}
+        self._controller = controller
+        self._broker_epoch = broker_epoch
+        self._lag_ms = int(cfg.get("replica.lag.time.max.ms", 30_000))
+        self._request_timeout_ms = int(cfg.get("request.timeout.ms", 30_000))
+        fetcher_config = FetcherConfig(
+            max_wait_ms=int(cfg.get("replica.fetch.wait.max.ms", 500)),
+            max_bytes=int(cfg.get("replica.fetch.response.max.bytes", 10 * 1024 * 1024)),
+            partition_max_bytes=int(cfg.get("replica.fetch.max.bytes", 1024 * 1024)),
+            backoff_ms=int(cfg.get("replica.fetch.backoff.ms", 1000)))
+        self.fetchers = ReplicaFetchers(self.node_id, broker_epoch(), fetcher_config)
+        self.fetcher_shell = FetcherShell(self, image_fn, self._clock_ms)
+        self._tick_task = asyncio.get_running_loop().create_task(self._tick_loop())
+
+    def stop_replication(self) -> None:
+        if self._tick_task is not None:
+            self._tick_task.cancel()
+        if self.fetcher_shell is not None:
+            self.fetcher_shell.stop_all()
+
+    def by_id(self, key) -> Partition | None:
+        return self._by_id.get(key)
+
+    def _transition(self, image: MetadataImage, part: Partition, p) -> None:
+        """Leader or follower per the image (only once replication is started)."""
+        if self.fetchers is None:
+            return
+        now = self._clock_ms()
+        id_key = (part.topic_id, part.index)
+        if p.leader == self.node_id:
+            ls = part.leader_state
+            fenced = frozenset(r for r in p.replicas
+                               if r not in image.brokers or not image.brokers[r].usable) - {self.node_id}
+            if ls is None or ls.leader_epoch != p.leader_epoch:
+                self.fetchers.stop_following(id_key)
+                self._complete(part.purgatory.fail_all())
+                leo = part.log.log_end_offset
+                hw = min(part.high_watermark, leo)
+                part.log.assign_epoch_start_offset(p.leader_epoch, leo)
+                config = LeaderConfig(replica_lag_time_max_ms=self._lag_ms,
+                                      min_insync_replicas=part.log.config.min_insync_replicas)
+                part.leader_state = LeaderState(
+                    topic_id=part.topic_id, partition=part.index, leader_id=self.node_id,
+                    leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, replicas=tuple(p.replicas),
+                    isr=tuple(p.isr), high_watermark=hw, log_end_offset=leo, now_ms=now, config=config,
+                    leader_broker_epoch=self._broker_epoch(), fenced=fenced)
+                log.info("%s-%d: leader at epoch %d (isr %s, hw %d, leo %d)", part.topic, part.index,
+                         p.leader_epoch, list(p.isr), hw, leo)
+                self._on_update(part, part.leader_state.on_leader_append(leo, now))
+            else:
+                self._on_update(part, ls.on_partition_metadata(
+                    leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, isr=tuple(p.isr),
+                    replicas=tuple(p.replicas), now_ms=now, leader_leo=part.log.log_end_offset, fenced=fenced))
+            return
+        if part.leader_state is not None:
+            part.follower_hw = part.high_watermark
+            part.leader_state = None
+            self._complete(part.purgatory.fail_all())
+        if p.leader >= 0:
+            if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.log):
+                log.info("%s-%d: following %d at epoch %d", part.topic, part.index, p.leader, p.leader_epoch)
+        else:
+            self.fetchers.stop_following(id_key)
+
+    # leader side ---------------------------------------------------------------
+    def check_acks_all(self, part: Partition) -> int:
+        ls = part.leader_state
+        if ls is None:
+            return 0
+        return part.purgatory.check_before_append(len(ls.isr), ls.effective_min_isr)
+
+    def on_leader_append(self, part: Partition, required_offset: int, acks: int,
+                         timeout_ms: int) -> asyncio.Future | None:
+        """After a leader append: move the HW; for acks=all a future of the error code (None: done)."""
+        ls = part.leader_state
+        now = self._clock_ms()
+        fut = None
+        if ls is not None and acks == -1 and ls.high_watermark < required_offset:
+            fut = asyncio.get_running_loop().create_future()
+            part.purgatory.add(fut, required_offset, now, timeout_ms)
+        if ls is not None:
+            self._on_update(part, ls.on_leader_append(part.log.log_end_offset, now))
+        self.notify_append(part.key)
+        return fut
+
+    def on_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int, replica_epoch: int,
+                          fields: dict) -> int:
+        ls = part.leader_state
+        if ls is None:
+            return 0
+        leo = part.log.log_end_offset
+        if fetch_offset > leo:
+            return 0
+        upd = ls.on_follower_fetch(replica_id, fetch_offset, now_ms=self._clock_ms(), leader_leo=leo,
+                                   log_start_offset=fields.get("LogStartOffset", -1), broker_epoch=replica_epoch,
+                                   local_log_start_timestamp=fields.get("LocalLogStartTimestamp", -1),
+                                   local_log_size_bytes=fields.get("LocalLogSizeBytes", -1))
+        self._on_update(part, upd)
+        return upd.error
+
+    def _on_update(self, part: Partition, upd) -> None:
+        ls = part.leader_state
+        if ls is None:
+            return
+        self._complete(part.purgatory.on_high_watermark(ls.high_watermark, len(ls.isr), ls.effective_min_isr))
+        if upd.hw_advanced:
+            self.notify_append(part.key)
+        if upd.alter_partition is not None:
+            asyncio.get_running_loop().create_task(self._alter_partition(part, ls, upd.alter_partition))
+
+    @staticmethod
+    def _complete(completions) -> None:
+        for c in completions:
+            if not c.token.done():
+                c.token.set_result(c.error)
+
+    async def _alter_partition(self, part: Partition, ls: LeaderState, item) -> None:
+        body = build_alter_partition_request(self.node_id, self._broker_epoch(), [item])
+        log.info("%s-%d: AlterPartition %s isr %s", part.topic, part.index, item.reason, list(item.isr_ids))
+        try:
+            resp = await self._controller.send(56, body, self._request_timeout_ms / 1000, ALTER_PARTITION_VERSION)
+        except Exception as e:     # noqa: BLE001 - any failure: retry after a backoff
+            log.info("%s-%d: AlterPartition failed: %s", part.topic, part.index, e)
+            if part.leader_state is ls:
+                ls.on_alter_partition_failure(self._clock_ms())
+            return
+        if part.leader_state is not ls:
+            return
+        error, answer = resp.get("ErrorCode", 0), {}
+        if not error:
+            for t in resp.get("Topics", ()):
+                for pr in t.get("Partitions", ()):
+                    if pr["PartitionIndex"] == part.index:
+                        answer = pr
+            error = answer.get("ErrorCode", 0) if answer else 3
+        now = self._clock_ms()
+        self._on_update(part, ls.on_alter_partition_response(
+            error, now_ms=now, leader_leo=part.log.log_end_offset, leader_epoch=answer.get("LeaderEpoch", -1),
+            partition_epoch=answer.get("PartitionEpoch", -1), isr=tuple(answer.get("Isr", ()))))
+
+    async def _tick_loop(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_S)
+            try:
+                self.tick(self._clock_ms())
+            except Exception:       # noqa: BLE001
+                log.exception("replication tick failed")
+
+    def tick(self, now: int) -> None:
+        for part in list(self.partitions.values()):
+            ls = part.leader_state
+            if ls is None:
+                continue
+            self._complete(part.purgatory.expire(now))
+            plog = part.log
+            self._on_update(part, ls.tick(now, plog.log_end_offset,
+                                          LocalLog(plog.local_log_start_timestamp, plog.local_log_size_bytes)))
 
     # -- appends and long polls -------------------------------------------------
     def notify_append(self, key: tuple[str, int]) -> None:

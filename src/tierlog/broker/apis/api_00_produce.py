@@ -1,12 +1,16 @@
 """Produce (0), v3-10: validate each batch (header, CRC), stamp offsets in place, append.
 
 Batches stay bytes: the records are never decoded.  acks must be -1, 0 or 1
-(else INVALID_REQUIRED_ACKS); acks=0 gets no response.  With one replica,
-acks=-1 is answered once the batch is in the log, durable per the flush policy
-(``flush.messages``/``flush.ms``).  v10 errors carry KIP-951's CurrentLeader and
+(else INVALID_REQUIRED_ACKS); acks=0 gets no response.  acks=1 is answered
+after the leader's append; acks=-1 waits in the partition's purgatory until the
+high watermark covers the batch (every ISR member has it) or TimeoutMs passes
+(REQUEST_TIMED_OUT), and is refused with NOT_ENOUGH_REPLICAS before the append
+when the ISR is under min.insync.replicas.  v10 errors carry KIP-951's CurrentLeader and
 NodeEndpoints.  Transactions and idempotent sequence checks are not supported
 yet (InitProducerId is not advertised, so clients never send such batches).
 """
+import asyncio
+
 from tierlog.protocol.errors import ErrorCode
 from tierlog.storage import InvalidRecordError, KafkaStorageError, ProducerStateError
 
@@ -15,24 +19,32 @@ from ..leader_hint import HINTED_ERRORS, LeaderHints
 API_KEY, MIN_VERSION, MAX_VERSION = 0, 3, 10
 
 
-def handle(broker, header, request):
+async def handle(broker, header, request):
     acks = request["Acks"]
     hints = LeaderHints(broker)
     now = broker.clock_ms()
-    topics = []
+    topics, waits = [], []
     for t in request["TopicData"]:
-        parts = [_produce_one(broker, t["Name"], p, acks, now, hints) for p in t["PartitionData"]]
+        parts = [_produce_one(broker, t["Name"], p, acks, now, hints, request.get("TimeoutMs", 30000), waits)
+                 for p in t["PartitionData"]]
         topics.append({"Name": t["Name"], "PartitionResponses": parts})
+    if waits:
+        errors = await asyncio.gather(*(fut for _, _, fut in waits))
+        for (topic, resp, _), error in zip(waits, errors):
+            if error:
+                resp["ErrorCode"] = error
+                if error in HINTED_ERRORS:
+                    resp["CurrentLeader"] = hints.current_leader(topic, resp["Index"])
     if acks == 0:
         return None
     return {"Responses": topics, "ThrottleTimeMs": 0, "NodeEndpoints": hints.node_endpoints()}
 
 
-def _produce_one(broker, topic, pdata, acks, now, hints) -> dict:
+def _produce_one(broker, topic, pdata, acks, now, hints, timeout_ms, waits) -> dict:
     index = pdata["Index"]
     resp = {"Index": index, "ErrorCode": 0, "BaseOffset": -1, "LogAppendTimeMs": -1,
             "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
-    error, message = _append(broker, topic, index, pdata["Records"], acks, now, resp)
+    error, message = _append(broker, topic, index, pdata["Records"], acks, now, resp, timeout_ms, waits)
     if error:
         resp["ErrorCode"], resp["ErrorMessage"] = error, message
         if error in HINTED_ERRORS:
@@ -40,7 +52,7 @@ def _produce_one(broker, topic, pdata, acks, now, hints) -> dict:
     return resp
 
 
-def _append(broker, topic, index, records, acks, now, resp):
+def _append(broker, topic, index, records, acks, now, resp, timeout_ms, waits):
     if acks not in (-1, 0, 1):
         return ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of -1, 0, 1"
     part, error = broker.led_partition(topic, index)
@@ -48,13 +60,19 @@ def _append(broker, topic, index, records, acks, now, resp):
         return error, None
     if not records:
         return ErrorCode.INVALID_RECORD, "the produce request has no records"
+    if acks == -1:
+        error = broker.replicas.check_acks_all(part)
+        if error:
+            return error, None
     try:
         result = part.log.append(records, part.leader_epoch, now)
     except (InvalidRecordError, ProducerStateError) as e:
         return e.error_code, str(e)
     except KafkaStorageError as e:
         return ErrorCode.KAFKA_STORAGE_ERROR, str(e)
-    broker.replicas.notify_append(part.key)
+    fut = broker.replicas.on_leader_append(part, result.last_offset + 1, acks, timeout_ms)
+    if fut is not None:
+        waits.append((topic, resp, fut))
     resp["BaseOffset"] = result.base_offset
     resp["LogAppendTimeMs"] = result.log_append_time_ms
     resp["LogStartOffset"] = result.log_start_offset

@@ -1,4 +1,4 @@
-"""Fetch (1), v4-16: read whole batches from file ranges, long-poll, fetch sessions.
+"""Fetch (1), v4-19: read whole batches from file ranges, long-poll, fetch sessions.
 
 - Topic names up to v12, topic ids from v13 (unknown id -> UNKNOWN_TOPIC_ID).
 - Fetch sessions (KIP-227, v7+) through ``FetchSessionCache``; incremental
@@ -13,6 +13,10 @@
 - LastFetchedEpoch (v12+) is checked against the leader epoch cache and a
   mismatch answered with DivergingEpoch (KIP-595 / KIP-320).
 - v12+ errors carry KIP-951's CurrentLeader; v16 adds NodeEndpoints.
+- A follower's fetch (ReplicaId >= 0) on the leader updates the leader's view
+  of that follower (``ReplicaManager.on_follower_fetch``: ISR, high watermark)
+  with its FetchOffset, ReplicaEpoch and the v19 KIP-1303 LocalLogStartTimestamp
+  / LocalLogSizeBytes; a diverging or out-of-range fetch does not.
 Records are file regions: the transport sends them with os.sendfile.
 """
 from __future__ import annotations
@@ -23,7 +27,7 @@ from tierlog.storage import KafkaStorageError, OffsetOutOfRangeError
 from ..fetch_session import FetchSessionError, SessionPartition
 from ..leader_hint import HINTED_ERRORS, LeaderHints
 
-API_KEY, MIN_VERSION, MAX_VERSION = 1, 4, 16
+API_KEY, MIN_VERSION, MAX_VERSION = 1, 4, 19
 TOPIC_IDS_FROM = 13
 READ_COMMITTED = 1
 
@@ -38,7 +42,9 @@ async def handle(broker, header, request):
         return {"ThrottleTimeMs": 0, "ErrorCode": e.error_code, "SessionId": 0, "Responses": []}
     replica_id = _replica_id(request, version)
     max_bytes = min(request.get("MaxBytes", broker.fetch_max_bytes), broker.fetch_max_bytes)
-    reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0), max_bytes)
+    follower = _follower_fields(request, version) if replica_id >= 0 else None
+    reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0), max_bytes,
+                      follower)
     wait_ms = min(request["MaxWaitMs"], broker.fetch_wait_max_ms)
     if wait_ms > 0 and not _satisfied(reads, request["MinBytes"]):
         keys = [r.key for r in reads if r.key is not None]
@@ -62,6 +68,15 @@ def _session_inputs(request, version):
     return requested, forgotten
 
 
+def _follower_fields(request, version):
+    """(ReplicaEpoch, {(topic key, partition): raw partition dict}) of a follower's fetch."""
+    epoch = (request.get("ReplicaState") or {}).get("ReplicaEpoch", -1) if version >= 15 else -1
+    by_id = version >= TOPIC_IDS_FROM
+    raw = {((t["TopicId"] if by_id else t["Topic"]), p["Partition"]): p
+           for t in request["Topics"] for p in t["Partitions"]}
+    return epoch, raw
+
+
 def _replica_id(request, version) -> int:
     if version >= 15:
         return (request.get("ReplicaState") or {}).get("ReplicaId", -1)
@@ -82,16 +97,17 @@ def _satisfied(reads, min_bytes) -> bool:
     return any(r.error for r in reads) or sum(r.size for r in reads) >= min_bytes
 
 
-def _read_all(broker, partitions, version, replica_id, isolation, max_bytes) -> list[_Read]:
+def _read_all(broker, partitions, version, replica_id, isolation, max_bytes, follower=None) -> list[_Read]:
     reads, budget = [], max_bytes
     for sp in partitions:
-        r = _read_one(broker, sp, version, replica_id, isolation, budget, first=not any(x.size for x in reads))
+        r = _read_one(broker, sp, version, replica_id, isolation, budget, first=not any(x.size for x in reads),
+                      follower=follower)
         budget -= r.size
         reads.append(r)
     return reads
 
 
-def _read_one(broker, sp, version, replica_id, isolation, budget, first) -> _Read:
+def _read_one(broker, sp, version, replica_id, isolation, budget, first, follower=None) -> _Read:
     name = sp.topic_key
     if version >= TOPIC_IDS_FROM:
         info = broker.image.topic_by_id(sp.topic_key)
@@ -117,6 +133,13 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first) -> _Rea
         r.error = ErrorCode.KAFKA_STORAGE_ERROR
     else:
         r.parts, r.size = result.parts, result.size
+        if follower is not None:
+            epoch, raw = follower
+            fields = raw.get((sp.topic_key, sp.partition), {})
+            r.error = broker.replicas.on_follower_fetch(part, replica_id, sp.fetch_offset, epoch, fields)
+            r.hw = r.lso = part.high_watermark
+            if r.error:
+                r.parts, r.size = [], 0
     return r
 
 

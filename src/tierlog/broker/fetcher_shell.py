@@ -1,0 +1,131 @@
+"""The replica fetchers' IO: one asyncio task per source (leader) broker.
+
+``ReplicaManager`` keeps a ``replication.ReplicaFetchers`` in line with the
+metadata image; ``FetcherShell.sync`` then starts a task for every leader we
+follow and stops the tasks of leaders we no longer follow.  A task loops:
+``build_fetch_request`` -> Fetch v19 to the leader over its own connection ->
+``handle_fetch_response`` (or ``handle_fetch_failure``, closing the
+connection) -> apply the actions to the local logs, in order.
+
+ResolveOutOfRange asks the leader's log start and end with ListOffsets
+(earliest / latest, as a replica so the latest is the log end offset).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from tierlog.net.client import PeerConnection, PeerUnavailable
+from tierlog.replication import (FETCH_VERSION, Append, ResolveOutOfRange, TruncateFullyAndStartAt, TruncateTo,
+                                 UpdateHighWatermark)
+
+__all__ = ["FetcherShell"]
+
+log = logging.getLogger(__name__)
+IDLE_S = 0.05
+LIST_OFFSETS_VERSION = 7
+
+
+class FetcherShell:
+    def __init__(self, replicas, image_fn, clock_ms):
+        self.replicas = replicas            # ReplicaManager: .fetchers, .by_id, .node_id
+        self.image_fn = image_fn
+        self.clock_ms = clock_ms
+        self.tasks: dict[int, asyncio.Task] = {}
+
+    def sync(self) -> None:
+        wanted = set(self.replicas.fetchers.fetchers)
+        for leader in [b for b in self.tasks if b not in wanted or self.tasks[b].done()]:
+            self.tasks.pop(leader).cancel()
+        loop = asyncio.get_running_loop()
+        for leader in wanted - set(self.tasks):
+            self.tasks[leader] = loop.create_task(self._run(leader), name=f"replica-fetcher-{leader}")
+
+    def stop_all(self) -> None:
+        for task in self.tasks.values():
+            task.cancel()
+        self.tasks.clear()
+
+    async def _run(self, leader: int) -> None:
+        conn: PeerConnection | None = None
+        try:
+            while True:
+                state = self.replicas.fetchers.fetchers.get(leader)
+                if state is None:
+                    return
+                info = self.image_fn().brokers.get(leader)
+                if info is None:
+                    await asyncio.sleep(0.5)
+                    continue
+                if conn is None or (conn.host, conn.port) != (info.host, info.port):
+                    if conn is not None:
+                        conn.close()
+                    conn = PeerConnection(info.host, info.port, f"replica-fetcher-{self.replicas.node_id}")
+                now = self.clock_ms()
+                request = state.build_fetch_request(now)
+                if request is None:
+                    wake = state.next_wakeup_ms()
+                    delay = IDLE_S if wake is None else min(max((wake - now) / 1000, 0.0), 0.5)
+                    await asyncio.sleep(max(delay, 0.01))
+                    continue
+                timeout = state.config.max_wait_ms / 1000 + 10.0
+                try:
+                    response = await conn.request(1, FETCH_VERSION, request, timeout)
+                except (PeerUnavailable, asyncio.TimeoutError, OSError) as e:
+                    log.debug("fetch from %d failed: %s", leader, e)
+                    conn.close()
+                    conn = None
+                    actions = state.handle_fetch_failure(self.clock_ms())
+                    await asyncio.sleep(0.1)
+                else:
+                    if self.replicas.fetchers.fetchers.get(leader) is not state:
+                        continue            # the fetcher was rebuilt meanwhile: a stale answer
+                    actions = state.handle_fetch_response(response, self.clock_ms())
+                for action in actions:
+                    await self._apply(state, conn, leader, action)
+        except asyncio.CancelledError:
+            raise
+        except Exception:       # noqa: BLE001
+            log.exception("replica fetcher for leader %d failed", leader)
+        finally:
+            if conn is not None:
+                conn.close()
+
+    async def _apply(self, state, conn, leader, action) -> None:
+        part = self.replicas.by_id(action.key)
+        if part is None:
+            return
+        plog = part.log
+        now = self.clock_ms()
+        try:
+            if isinstance(action, Append):
+                plog.append_as_follower(bytearray(action.records), now)
+            elif isinstance(action, UpdateHighWatermark):
+                if action.high_watermark >= 0:
+                    part.follower_hw = min(action.high_watermark, plog.log_end_offset)
+                if action.leader_log_start_offset > plog.log_start_offset:
+                    plog.increment_log_start_offset(min(action.leader_log_start_offset, part.high_watermark))
+            elif isinstance(action, TruncateTo):
+                log.info("%s-%d: truncating to %d", part.topic, part.index, action.offset)
+                plog.truncate_to(action.offset)
+                part.follower_hw = min(part.follower_hw, plog.log_end_offset)
+            elif isinstance(action, TruncateFullyAndStartAt):
+                log.info("%s-%d: restarting the log at %d", part.topic, part.index, action.offset)
+                plog.truncate_fully_and_start_at(action.offset)
+                part.follower_hw = action.offset
+            elif isinstance(action, ResolveOutOfRange):
+                start, end = await self._leader_offsets(conn, part)
+                for follow_up in state.resolve_out_of_range(action.key, start, end, self.clock_ms()):
+                    await self._apply(state, conn, leader, follow_up)
+        except Exception as e:      # noqa: BLE001 - the next fetch starts again from the log end
+            log.warning("%s-%d: cannot apply %s: %s", part.topic, part.index, type(action).__name__, e)
+
+    async def _leader_offsets(self, conn, part) -> tuple[int, int]:
+        out = []
+        for ts in (-2, -1):
+            body = {"ReplicaId": self.replicas.node_id, "IsolationLevel": 0,
+                    "Topics": [{"Name": part.topic, "Partitions": [
+                        {"PartitionIndex": part.index, "CurrentLeaderEpoch": -1, "Timestamp": ts}]}]}
+            resp = await conn.request(2, LIST_OFFSETS_VERSION, body, 10.0)
+            out.append(resp["Topics"][0]["Partitions"][0]["Offset"])
+        return out[0], out[1]
