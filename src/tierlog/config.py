@@ -72,6 +72,8 @@ _DEFS = [
     _d("replica.fetch.max.bytes", "int", 1048576, "Bytes per partition in a follower fetch."),
     _d("replica.fetch.response.max.bytes", "int", 10485760, "Bytes of one follower fetch response."),
     _d("replica.fetch.backoff.ms", "int", 1000, "Backoff of a follower fetch after an error."),
+    _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000,
+       "How often high watermarks are written to replication-offset-checkpoint."),
     _d("leader.election.eligible.local.log.ms", "long", -1,
        "KIP-1303: local log time a replica must cover to be preferred as leader; -1 off."),
     _d("leader.election.eligible.local.log.bytes", "long", -1,

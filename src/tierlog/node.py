@@ -51,7 +51,8 @@ __all__ = ["Node", "run_node"]
 
 log = logging.getLogger(__name__)
 REPLICATION_SETTINGS = ("replica.lag.time.max.ms", "request.timeout.ms", "replica.fetch.wait.max.ms",
-                        "replica.fetch.response.max.bytes", "replica.fetch.max.bytes", "replica.fetch.backoff.ms")
+                        "replica.fetch.response.max.bytes", "replica.fetch.max.bytes", "replica.fetch.backoff.ms",
+                        "replica.high.watermark.checkpoint.interval.ms")
 META_PROPERTIES = "meta.properties"
 TICK_MIN_MS = 50
 READY_TIMEOUT_S = 120

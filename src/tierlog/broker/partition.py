@@ -8,9 +8,12 @@ The metadata image decides the mode (``ReplicaManager``):
 - follower: the replica fetcher appends the leader's batches and sets
   ``follower_hw`` to min(leader's high watermark, local log end offset).
 
-The high watermark is not checkpointed: a replica opened from disk starts with
-its log end offset (what a single replica always had), and a follower's value
-is replaced by the leader's on the first fetch.
+The high watermark is checkpointed (``replication-offset-checkpoint``, written by
+``ReplicaManager``): a replica opened from disk once replication is running
+starts with min(checkpointed HW, log end offset), 0 if none (``follower_hw``;
+a new leader's ``LeaderState`` starts from it), and a follower's value is
+replaced by the leader's on the first fetch.  ``follower_hw`` = -1 (replication
+not started) means the log end offset.
 """
 from __future__ import annotations
 

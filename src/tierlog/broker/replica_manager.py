@@ -39,6 +39,8 @@ class ReplicaManager:
         self._controller = None
         self._broker_epoch: Callable[[], int] = lambda: -1
         self._lag_ms, self._request_timeout_ms = 30_000, 30_000
+        self._hw_checkpoint_interval_ms = 5_000      # replica.high.watermark.checkpoint.interval.ms
+        self._last_hw_checkpoint_ms = clock_ms()
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
@@ -72,10 +74,15 @@ class ReplicaManager:
         config = self.log_config(topic)
         part = self.partitions.get(key)
         if part is None:
-            plog = self.logs.get(*key) or self.logs.create(topic.name, p.partition, topic.topic_id,
-                                                           config, self._clock_ms())
+            existing = self.logs.get(*key)
+            plog = existing or self.logs.create(topic.name, p.partition, topic.topic_id,
+                                                config, self._clock_ms())
             part = self.partitions[key] = Partition(topic.name, p.partition, topic.topic_id, plog,
                                                     p.leader, p.leader_epoch)
+            if self.fetchers is not None:
+                # Kafka's replication-offset-checkpoint: never start above what was
+                # known committed (a restarted replica must not expose unreplicated records)
+                part.follower_hw = self.logs.checkpointed_high_watermark(*key) if existing is not None else 0
             self._by_id[(topic.topic_id, p.partition)] = part
             return part
         part.leader_id, part.leader_epoch = p.leader, p.leader_epoch
@@ -105,6 +112,8 @@ class ReplicaManager:
         self._broker_epoch = broker_epoch
         self._lag_ms = int(cfg.get("replica.lag.time.max.ms", 30_000))
         self._request_timeout_ms = int(cfg.get("request.timeout.ms", 30_000))
+        self._hw_checkpoint_interval_ms = int(cfg.get("replica.high.watermark.checkpoint.interval.ms", 5_000))
+        self._last_hw_checkpoint_ms = self._clock_ms()
         fetcher_config = FetcherConfig(
             max_wait_ms=int(cfg.get("replica.fetch.wait.max.ms", 500)),
             max_bytes=int(cfg.get("replica.fetch.response.max.bytes", 10 * 1024 * 1024)),
@@ -115,10 +124,21 @@ class ReplicaManager:
         self._tick_task = asyncio.get_running_loop().create_task(self._tick_loop())
 
     def stop_replication(self) -> None:
+        """Stop the ticker and the fetchers, then checkpoint the high watermarks (clean shutdown)."""
         if self._tick_task is not None:
             self._tick_task.cancel()
         if self.fetcher_shell is not None:
             self.fetcher_shell.stop_all()
+        if self.fetchers is not None:
+            self.checkpoint_high_watermarks()
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write every partition's high watermark to its log dir's replication-offset-checkpoint."""
+        self._last_hw_checkpoint_ms = self._clock_ms()
+        try:
+            self.logs.write_high_watermarks({key: part.high_watermark for key, part in self.partitions.items()})
+        except Exception:       # noqa: BLE001 - an unwritable dir is taken offline by the log manager
+            log.exception("cannot checkpoint high watermarks")
 
     def by_id(self, key) -> Partition | None:
         return self._by_id.get(key)
@@ -249,6 +269,8 @@ class ReplicaManager:
                 log.exception("replication tick failed")
 
     def tick(self, now: int) -> None:
+        if now - self._last_hw_checkpoint_ms >= self._hw_checkpoint_interval_ms:
+            self.checkpoint_high_watermarks()
         for part in list(self.partitions.values()):
             ls = part.leader_state
             if ls is None:

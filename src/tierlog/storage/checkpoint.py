@@ -1,8 +1,9 @@
 """Kafka's text checkpoint files: a version line, a count line, then one entry a line.
 
 - ``leader-epoch-checkpoint`` (per partition): entries ``<epoch> <startOffset>``.
-- ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` (per log
-  directory): entries ``<topic> <partition> <offset>``.
+- ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint`` and
+  ``replication-offset-checkpoint`` (high watermarks) (per log directory):
+  entries ``<topic> <partition> <offset>``.
 
 Version 0 for all. Writes go through ``atomic_write`` (tmp + fsync + rename).
 """
@@ -18,6 +19,7 @@ __all__ = [
     "LEADER_EPOCH_CHECKPOINT",
     "LOG_START_OFFSET_CHECKPOINT",
     "RECOVERY_POINT_CHECKPOINT",
+    "REPLICATION_OFFSET_CHECKPOINT",
     "read_checkpoint",
     "read_epoch_entries",
     "read_offsets",
@@ -29,6 +31,7 @@ __all__ = [
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"   # high watermarks
 _VERSION = 0
 
 

@@ -6,6 +6,9 @@ Per log directory, as Kafka keeps them:
 - ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint``
   (version 0, count, ``topic partition offset`` lines), written every
   ``checkpoint_interval_ms`` by ``tick``, by ``flush_all`` and on close;
+- ``replication-offset-checkpoint`` (same format): the high watermarks, written by
+  the replica manager through ``write_high_watermarks`` (read once at start,
+  ``checkpointed_high_watermark``);
 - ``.kafka_cleanshutdown`` written last on close and removed at start: when present
   at start the logs skip recovery.
 
@@ -31,6 +34,7 @@ from pathlib import Path
 from tierlog.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
     read_offsets,
     write_offsets,
 )
@@ -75,6 +79,7 @@ class LogManager:
         self._high_watermark_of = high_watermark_of or (lambda _tp: None)
         self._logs: dict[TopicPartition, Log] = {}
         self._home: dict[TopicPartition, Path] = {}
+        self._checkpointed_hw: dict[TopicPartition, int] = {}
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self._lock = threading.RLock()
         self._now_ms = now_ms
@@ -90,8 +95,11 @@ class LogManager:
         try:
             log_dir.mkdir(parents=True, exist_ok=True)
             clean, recovery_points, start_offsets = _read_dir_state(log_dir)
+            high_watermarks = _read_high_watermarks(log_dir)
             for entry in sorted(os.scandir(log_dir), key=lambda e: e.name):
                 self._load_entry(log_dir, entry, now_ms, clean, recovery_points, start_offsets)
+            self._checkpointed_hw.update(
+                (key, hw) for key, hw in high_watermarks.items() if self._home.get(key) == log_dir)
             (log_dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
             fsync_dir(log_dir)
         except (OSError, KafkaStorageError) as exc:
@@ -173,6 +181,7 @@ class LogManager:
         with self._lock:
             key = (topic, partition)
             log = self._logs.pop(key, None)
+            self._checkpointed_hw.pop(key, None)
             if log is None:
                 return False
             log_dir = self._home.pop(key)
@@ -182,6 +191,38 @@ class LogManager:
             fsync_dir(log_dir)
             self._pending_dir_deletes.append((now + log.config.file_delete_delay_ms, log))
             return True
+
+    # --- high watermarks (replication-offset-checkpoint) -----------------------------------------
+
+    def checkpointed_high_watermark(self, topic: str, partition: int) -> int:
+        """The last checkpointed high watermark of an open log, capped at its log end offset; 0 if none."""
+        with self._lock:
+            key = (topic, partition)
+            log = self._logs.get(key)
+            if log is None:
+                return 0
+            return max(0, min(self._checkpointed_hw.get(key, 0), log.log_end_offset))
+
+    def write_high_watermarks(self, high_watermarks: dict[TopicPartition, int]) -> None:
+        """Write ``replication-offset-checkpoint`` in every online log directory (tmp + fsync + rename).
+
+        Each file lists the open logs of its directory; a log missing from
+        ``high_watermarks`` keeps its previously checkpointed value.
+        """
+        with self._lock:
+            for key, hw in high_watermarks.items():
+                if key in self._logs:
+                    self._checkpointed_hw[key] = hw
+            for log_dir in self.log_dirs:
+                if log_dir in self.offline_dirs:
+                    continue
+                hws = {key: self._checkpointed_hw[key] for key, home in self._home.items()
+                       if home == log_dir and key in self._checkpointed_hw}
+                try:
+                    write_offsets(log_dir / REPLICATION_OFFSET_CHECKPOINT, hws)
+                except OSError as exc:
+                    _log.error("cannot checkpoint high watermarks in %s: %s", log_dir, exc)
+                    self._take_offline(log_dir)
 
     # --- periodic work --------------------------------------------------------------------------
 
@@ -251,6 +292,15 @@ class LogManager:
             self._pending_dir_deletes = [(w, log) for w, log in self._pending_dir_deletes if w > now_ms]
             for log in due:
                 log.delete()
+
+
+def _read_high_watermarks(log_dir: Path) -> dict[TopicPartition, int]:
+    """The checkpointed high watermarks; absent or malformed reads as empty (every HW starts at 0)."""
+    try:
+        return read_offsets(log_dir / REPLICATION_OFFSET_CHECKPOINT)
+    except CorruptCheckpointError as exc:
+        _log.warning("%s: ignoring %s", log_dir, exc)
+        return {}
 
 
 def _read_dir_state(log_dir: Path) -> tuple[bool, dict[TopicPartition, int], dict[TopicPartition, int]]:
