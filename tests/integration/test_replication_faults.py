@@ -1,0 +1,241 @@
+"""Replication under faults in real processes (issue 4): 1 controller + 3 brokers.
+
+1. An idempotent acks=all producer streams keyed records while the leader of
+   each partition in turn is killed with SIGKILL, a new leader is elected, and
+   the old one restarts and rejoins the ISR: every acknowledged record is read
+   back at its acknowledged offset (same set, same order per partition).
+2. A follower killed while the leader takes more writes restarts, catches up,
+   rejoins the ISR and ends with the leader's log end offset.
+"""
+import struct
+import threading
+import time
+
+import pytest
+from cluster import Cluster, wait_for
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+FAST = {"controller.quorum.election.timeout.ms": "500", "controller.quorum.fetch.timeout.ms": "1000",
+        "broker.heartbeat.interval.ms": "300", "broker.session.timeout.ms": "2000",
+        "replica.lag.time.max.ms": "3000"}
+PARTITIONS = 3
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(tmp_path, 1, 3, FAST).start()
+    yield c
+    c.stop()
+
+
+def _log_end_offset(partition_dir) -> int:
+    """The log end offset from the segment files: last batch base offset + last offset delta + 1."""
+    end = 0
+    for seg in sorted(partition_dir.glob("*.log")):
+        data = seg.read_bytes()
+        pos = 0
+        while pos + 27 <= len(data):
+            base, length = struct.unpack_from(">qi", data, pos)
+            if length <= 0 or pos + 12 + length > len(data):
+                break
+            (delta,) = struct.unpack_from(">i", data, pos + 23)
+            end = base + delta + 1
+            pos += 12 + length
+    return end
+
+
+def _partitions(cluster, broker, topic) -> list[dict]:
+    topics = cluster.metadata(broker, [topic])["Topics"]
+    if not topics or topics[0]["ErrorCode"] != 0:
+        return []
+    return sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"])
+
+
+def _live_partitions(cluster, topic) -> list[dict]:
+    """Partition metadata from the first live broker that answers with the whole topic."""
+    for b in cluster.brokers:
+        if not b.alive():
+            continue
+        try:
+            ps = _partitions(cluster, b, topic)
+        except OSError:
+            continue
+        if len(ps) == PARTITIONS:
+            return ps
+    return []
+
+
+def _create_topic(cluster, topic, configs=None):
+    cluster.wait_leader()
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 3, config=configs or {})],
+                        request_timeout=15)[topic].result(timeout=20)
+
+    def everywhere():
+        return all(len(ps) == PARTITIONS and all(p["LeaderId"] >= 0 and len(p["IsrNodes"]) == 3 for p in ps)
+                   for ps in (_partitions(cluster, b, topic) for b in cluster.brokers))
+    wait_for(everywhere, 20, f"{topic} with a leader and a full ISR on every broker")
+
+
+def _broker(cluster, node_id):
+    return next(b for b in cluster.brokers if b.node_id == node_id)
+
+
+def _dump_logs(cluster, lines=40) -> str:
+    return "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(lines)}" for n in cluster.nodes)
+
+
+class _Streamer(threading.Thread):
+    """Produces keyed records until stopped; keeps (partition, offset, value) of every acknowledged one."""
+
+    def __init__(self, bootstrap, topic):
+        super().__init__(daemon=True)
+        self.topic, self.acked, self.errors, self.sent = topic, [], [], 0
+        self.stopping = threading.Event()
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                  "linger.ms": 5, "retries": 1_000_000, "message.timeout.ms": 60000,
+                                  "retry.backoff.ms": 100})
+        self.fatal = None
+
+    def _on_delivery(self, err, msg):
+        if err:
+            self.errors.append(err)
+        else:
+            self.acked.append((msg.partition(), msg.offset(), msg.value()))
+
+    def run(self):
+        i = 0
+        while not self.stopping.is_set():
+            try:
+                self.producer.produce(self.topic, key=f"k{i % 97}".encode(), value=f"v{i}".encode(),
+                                      on_delivery=self._on_delivery)
+                i += 1
+                self.sent = i
+            except BufferError:
+                pass
+            self.producer.poll(0.003)            # paces the stream at a few hundred records a second
+
+    def finish(self, timeout_s=90) -> int:
+        self.stopping.set()
+        self.join(10)
+        return self.producer.flush(timeout_s)
+
+
+def _read_everything(bootstrap, topic, timeout_s=60) -> dict[int, list[tuple[int, bytes]]]:
+    """Every record of every partition up to its high watermark, as (offset, value) per partition."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults", "enable.auto.commit": False,
+                  "enable.partition.eof": False})
+    try:
+        highs = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)}
+        c.assign([TopicPartition(topic, p, -2) for p in range(PARTITIONS)])
+        out = {p: [] for p in range(PARTITIONS)}
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and any(
+                (out[p][-1][0] + 1 if out[p] else 0) < highs[p] for p in range(PARTITIONS)):
+            for m in c.consume(1000, 0.5):
+                assert m.error() is None, m.error()
+                out[m.partition()].append((m.offset(), m.value()))
+        return out, highs
+    finally:
+        c.close()
+
+
+def test_acked_records_survive_kill9_of_each_partition_leader_in_turn(cluster):
+    topic = "faults-leaders"
+    _create_topic(cluster, topic, {"min.insync.replicas": "2"})
+    streamer = _Streamer(",".join(b.bootstrap for b in cluster.brokers), topic)
+    streamer.start()
+    try:
+        wait_for(lambda: len(streamer.acked) >= 200, 30, "the first acknowledged records")
+        for p in range(PARTITIONS):
+            victim_id = _live_partitions(cluster, topic)[p]["LeaderId"]
+            assert victim_id >= 0
+            before = len(streamer.acked)
+            victim = _broker(cluster, victim_id)
+            victim.kill9()
+
+            def new_leader():
+                ps = _live_partitions(cluster, topic)
+                return ps and ps[p]["LeaderId"] not in (victim_id, -1)
+            wait_for(new_leader, 30, f"a new leader of partition {p} without broker {victim_id}")
+            victim.start()
+
+            def back_in_isr():
+                ps = _live_partitions(cluster, topic)
+                return ps and all(victim_id in q["IsrNodes"] and q["LeaderId"] >= 0 for q in ps)
+            wait_for(back_in_isr, 40, f"broker {victim_id} back in every ISR")
+            wait_for(lambda: len(streamer.acked) > before + 50, 40,
+                     f"acknowledgements going on after the kill of broker {victim_id}")
+    finally:
+        left = streamer.finish()
+    assert left == 0, f"{left} records still undelivered after flush\n{_dump_logs(cluster)}"
+
+    acked = streamer.acked
+    assert len(acked) > 500, len(acked)
+    got, highs = _read_everything(cluster.bootstrap, topic)
+    for p in range(PARTITIONS):
+        mine = sorted((off, v) for q, off, v in acked if q == p)
+        assert mine, f"nothing acknowledged on partition {p}"
+        offsets = [off for off, _ in mine]
+        assert len(set(offsets)) == len(offsets), f"partition {p}: one offset acknowledged twice"
+        read = dict(got[p])
+        missing = [(off, v) for off, v in mine if read.get(off) != v]
+        assert not missing, (f"partition {p}: {len(missing)} of {len(mine)} acknowledged records not read back "
+                             f"at their offsets (high watermark {highs[p]}, read {len(got[p])}), "
+                             f"first: {missing[:5]} read there: {[read.get(o) for o, _ in missing[:5]]}")
+        acked_values = [v for _, v in mine]
+        read_values = [v for _, v in got[p] if v in set(acked_values)]
+        assert read_values == acked_values, f"partition {p}: acknowledged records read back out of order"
+        all_values = [v for _, v in got[p]]
+        assert len(all_values) == len(set(all_values)), f"partition {p}: duplicates despite idempotence"
+    assert not streamer.errors, streamer.errors[:5]
+
+
+def test_follower_down_while_leader_takes_writes_catches_up_and_rejoins_isr(cluster):
+    topic = "faults-follower"
+    _create_topic(cluster, topic)
+    boot = ",".join(b.bootstrap for b in cluster.brokers)
+
+    def produce(n, start):
+        done = []
+        p = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 5, "message.timeout.ms": 60000})
+        for i in range(start, start + n):
+            p.produce(topic, value=f"v{i}".encode(), partition=i % PARTITIONS,
+                      on_delivery=lambda err, m: done.append(err))
+            if i % 500 == 0:
+                p.poll(0)
+        assert p.flush(60) == 0
+        assert done.count(None) == n, [e for e in done if e][:3]
+
+    produce(1500, 0)
+    parts = _live_partitions(cluster, topic)
+    leader_id = parts[0]["LeaderId"]
+    follower = next(b for b in cluster.brokers if b.node_id != leader_id)
+    follower.kill9()
+
+    def shrunk():
+        ps = _live_partitions(cluster, topic)
+        return ps and all(follower.node_id not in q["IsrNodes"] and q["LeaderId"] >= 0 for q in ps)
+    wait_for(shrunk, 30, f"ISRs without the killed follower {follower.node_id}")
+    produce(3000, 1500)                         # the follower is now 1000 records a partition behind
+
+    def ends():
+        return {b.node_id: [_log_end_offset(b.data_dir / f"{topic}-{p}") for p in range(PARTITIONS)]
+                for b in cluster.brokers}
+    assert all(e < 1500 for e in ends()[follower.node_id]), ends()
+
+    follower.start()
+
+    def rejoined():
+        ps = _live_partitions(cluster, topic)
+        return ps and all(follower.node_id in q["IsrNodes"] for q in ps)
+    wait_for(rejoined, 40, f"follower {follower.node_id} back in every ISR")
+
+    def same_ends():
+        e = ends()
+        return e if all(v == [1500] * PARTITIONS for v in e.values()) else None
+    try:
+        wait_for(same_ends, 30, "every broker's log end offset at 1500 on each partition")
+    except AssertionError as err:
+        raise AssertionError(f"{err}: {ends()}\n{_dump_logs(cluster)}") from None
