@@ -155,17 +155,17 @@ def test_acked_records_survive_kill9_of_each_partition_leader_in_turn(cluster):
             victim = _broker(cluster, victim_id)
             victim.kill9()
 
-            def new_leader():
+            def new_leader(p=p, victim_id=victim_id):
                 ps = _live_partitions(cluster, topic)
                 return ps and ps[p]["LeaderId"] not in (victim_id, -1)
             wait_for(new_leader, 30, f"a new leader of partition {p} without broker {victim_id}")
             victim.start()
 
-            def back_in_isr():
+            def back_in_isr(victim_id=victim_id):
                 ps = _live_partitions(cluster, topic)
                 return ps and all(victim_id in q["IsrNodes"] and q["LeaderId"] >= 0 for q in ps)
             wait_for(back_in_isr, 40, f"broker {victim_id} back in every ISR")
-            wait_for(lambda: len(streamer.acked) > before + 50, 40,
+            wait_for(lambda before=before: len(streamer.acked) > before + 50, 40,
                      f"acknowledgements going on after the kill of broker {victim_id}")
     finally:
         left = streamer.finish()
