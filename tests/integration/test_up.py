@@ -1,10 +1,12 @@
 """`tierlog up`: one line per node, the bootstrap line, clients served, a clean stop on SIGTERM."""
+import os
 import re
 import signal
 import subprocess
 import sys
 
 from clients import consume_all, create_topic, produce_all
+from confluent_kafka.admin import AdminClient, NewTopic
 from nodeproc import free_port
 
 NODE_LINE = re.compile(r"^node (\d+) roles=([a-z,]+) pid=(\d+) listen=127\.0\.0\.1:(\d+)$")
@@ -24,6 +26,7 @@ def _up(tmp_path, *args):
         m = NODE_LINE.match(line)
         assert m, line
         nodes.append((int(m[1]), m[2]))
+        proc.pids = getattr(proc, "pids", {}) | {int(m[1]): int(m[3])}
 
 
 def _stop(proc):
@@ -43,8 +46,20 @@ def test_up_runs_three_controllers_and_three_brokers(tmp_path):
         props = (tmp_path / "d" / "node-4" / "server.properties").read_text()
         assert "log.segment.bytes=1048576" in props and f"listeners=PLAINTEXT://127.0.0.1:{port}" in props
         assert "process.roles=broker" in props and "controller.quorum.voters=1@127.0.0.1:" in props
+        _kill9_one_broker_loses_nothing(proc, bootstrap)
     finally:
         _stop(proc)
+
+
+def _kill9_one_broker_loses_nothing(proc, bootstrap):
+    """The issue's "done when": a kill -9 of any one broker loses no acknowledged record."""
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    a.create_topics([NewTopic("up-rf3", 3, 3)])["up-rf3"].result(20)
+    produce_all(bootstrap, "up-rf3", [(i % 3, None, str(i).encode(), None, None) for i in range(3000)])
+    os.kill(proc.pids[5], signal.SIGKILL)
+    got = consume_all(bootstrap, "up-rf3", 3, 3000, timeout_s=90)
+    assert sorted(int(m.value()) for m in got) == list(range(3000))
+    assert proc.poll() is None, "tierlog up keeps the other nodes running"
 
 
 def test_up_combined_single_process(tmp_path):

@@ -129,11 +129,7 @@ def run(args) -> int:
             _wait_ready(proc)
         brokers = [f"{host}:{p.broker_port}" for p in plans if p.broker_port is not None]
         print(f"bootstrap.servers={','.join(brokers)}", flush=True)
-        while not stopping:
-            for proc in procs:
-                if proc.poll() is not None:
-                    raise CliError(f"node exited with code {proc.returncode}; see {proc.node_dir}/node.log")
-            time.sleep(0.2)
+        _watch(procs, lambda: stopping)
     except KeyboardInterrupt:
         pass
     finally:
@@ -141,6 +137,22 @@ def run(args) -> int:
         _stop_all([p for p in procs if not p.is_controller_only])
         _stop_all([p for p in procs if p.is_controller_only])
     return 0
+
+
+def _watch(procs, stopping) -> None:
+    """Until told to stop: report a node that exits (the others keep running, so a
+    kill -9 of one node can be tried); give up only when every node is gone."""
+    reported = set()
+    while not stopping():
+        for proc in procs:
+            if proc.poll() is not None and proc.pid not in reported:
+                reported.add(proc.pid)
+                print(f"{proc.node_dir.name} exited with code {proc.returncode} (see {proc.node_dir}/node.log); "
+                      f"restart it with: tierlog node --config {proc.node_dir}/server.properties",
+                      file=sys.stderr, flush=True)
+        if len(reported) == len(procs):
+            raise CliError("every node has exited")
+        time.sleep(0.2)
 
 
 def _cluster_id(data_dir: Path) -> str:
