@@ -16,6 +16,10 @@ from nodeproc import NodeProcess, free_port
 from tierlog.protocol import APIS, decode_response, encode_request
 
 DESCRIBE_QUORUM, METADATA = 55, 3
+# Short timeouts so elections, fencing and ISR changes happen within a test's patience.
+FAST_REPLICATION = {"controller.quorum.election.timeout.ms": "500", "controller.quorum.fetch.timeout.ms": "1000",
+                    "broker.heartbeat.interval.ms": "300", "broker.session.timeout.ms": "2000",
+                    "replica.lag.time.max.ms": "3000"}
 METADATA_TOPIC = "__cluster_metadata"
 
 
@@ -39,6 +43,22 @@ def _read(s: socket.socket, n: int) -> bytes:
             raise ConnectionError("connection closed")
         buf += chunk
     return bytes(buf)
+
+
+def log_end_offset(partition_dir: Path) -> int:
+    """The log end offset from the segment files: last batch base offset + last offset delta + 1."""
+    end = 0
+    for seg in sorted(partition_dir.glob("*.log")):
+        data = seg.read_bytes()
+        pos = 0
+        while pos + 27 <= len(data):
+            base, length = struct.unpack_from(">qi", data, pos)
+            if length <= 0 or pos + 12 + length > len(data):
+                break
+            (delta,) = struct.unpack_from(">i", data, pos + 23)
+            end = base + delta + 1
+            pos += 12 + length
+    return end
 
 
 def wait_for(predicate, timeout_s: float = 30, what: str = "condition", interval_s: float = 0.1):
@@ -83,7 +103,7 @@ class Cluster:
     def bootstrap(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers if b.alive())
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         for c in self.controllers:
             c.start()
         for b in self.brokers:

@@ -4,17 +4,14 @@ A topic with replication factor 3 gets 20k acks=all records; every broker ends
 up with the same three logs; kill -9 of a partition leader elects another and
 every acked record stays readable, and producing goes on.
 """
-import struct
 import time
 
 import pytest
 from clients import consume_all, produce_all
-from cluster import Cluster, wait_for
+from cluster import FAST_REPLICATION, Cluster, log_end_offset, wait_for
 from confluent_kafka.admin import AdminClient, NewTopic
 
-FAST = {"controller.quorum.election.timeout.ms": "500", "controller.quorum.fetch.timeout.ms": "1000",
-        "broker.heartbeat.interval.ms": "300", "broker.session.timeout.ms": "2000",
-        "replica.lag.time.max.ms": "3000"}
+FAST = FAST_REPLICATION
 TOPIC, PARTITIONS, RECORDS = "replicated", 3, 20_000
 
 
@@ -25,27 +22,11 @@ def cluster(tmp_path):
     c.stop()
 
 
-def _log_end_offset(partition_dir) -> int:
-    """The log end offset from the segment files: last batch base offset + last offset delta + 1."""
-    end = 0
-    for seg in sorted(partition_dir.glob("*.log")):
-        data = seg.read_bytes()
-        pos = 0
-        while pos + 27 <= len(data):
-            base, length = struct.unpack_from(">qi", data, pos)
-            if length <= 0 or pos + 12 + length > len(data):
-                break
-            (delta,) = struct.unpack_from(">i", data, pos + 23)
-            end = base + delta + 1
-            pos += 12 + length
-    return end
-
-
 def _ends(cluster) -> dict[int, list[int]]:
     out = {}
     for b in cluster.brokers:
         dirs = [b.data_dir / f"{TOPIC}-{p}" for p in range(PARTITIONS)]
-        out[b.node_id] = [_log_end_offset(d) if d.is_dir() else -1 for d in dirs]
+        out[b.node_id] = [log_end_offset(d) if d.is_dir() else -1 for d in dirs]
     return out
 
 

@@ -7,18 +7,15 @@
 2. A follower killed while the leader takes more writes restarts, catches up,
    rejoins the ISR and ends with the leader's log end offset.
 """
-import struct
 import threading
 import time
 
 import pytest
-from cluster import Cluster, wait_for
+from cluster import FAST_REPLICATION, Cluster, log_end_offset, wait_for
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-FAST = {"controller.quorum.election.timeout.ms": "500", "controller.quorum.fetch.timeout.ms": "1000",
-        "broker.heartbeat.interval.ms": "300", "broker.session.timeout.ms": "2000",
-        "replica.lag.time.max.ms": "3000"}
+FAST = FAST_REPLICATION
 PARTITIONS = 3
 
 
@@ -27,22 +24,6 @@ def cluster(tmp_path):
     c = Cluster(tmp_path, 1, 3, FAST).start()
     yield c
     c.stop()
-
-
-def _log_end_offset(partition_dir) -> int:
-    """The log end offset from the segment files: last batch base offset + last offset delta + 1."""
-    end = 0
-    for seg in sorted(partition_dir.glob("*.log")):
-        data = seg.read_bytes()
-        pos = 0
-        while pos + 27 <= len(data):
-            base, length = struct.unpack_from(">qi", data, pos)
-            if length <= 0 or pos + 12 + length > len(data):
-                break
-            (delta,) = struct.unpack_from(">i", data, pos + 23)
-            end = base + delta + 1
-            pos += 12 + length
-    return end
 
 
 def _partitions(cluster, broker, topic) -> list[dict]:
@@ -221,7 +202,7 @@ def test_follower_down_while_leader_takes_writes_catches_up_and_rejoins_isr(clus
     produce(3000, 1500)                         # the follower is now 1000 records a partition behind
 
     def ends():
-        return {b.node_id: [_log_end_offset(b.data_dir / f"{topic}-{p}") for p in range(PARTITIONS)]
+        return {b.node_id: [log_end_offset(b.data_dir / f"{topic}-{p}") for p in range(PARTITIONS)]
                 for b in cluster.brokers}
     assert all(e < 1500 for e in ends()[follower.node_id]), ends()
 
