@@ -31,8 +31,8 @@ from tierlog.broker.broker import Broker, wall_clock_ms
 from tierlog.broker.lifecycle import BrokerLifecycleManager, Endpoint
 from tierlog.broker.replica_manager import ReplicaManager
 from tierlog.config import ConfigError, NodeConfig, parse_properties
-from tierlog.controller.quorum_controller import QuorumController
 from tierlog.controller.config import ControllerConfig
+from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
 from tierlog.net.client import Peers
@@ -170,7 +170,7 @@ class Node:
         self.lifecycle.start()
         try:
             await asyncio.wait_for(self.lifecycle.wait_running(), READY_TIMEOUT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ConfigError(f"broker {cfg.node_id} was not unfenced within {READY_TIMEOUT_S}s: "
                               "is the controller quorum reachable?") from None
         # Only an image caught up with the metadata log (unfenced) may decide which local

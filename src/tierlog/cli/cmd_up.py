@@ -169,11 +169,10 @@ def _start_node(node_id: int, data_dir: Path, properties: str) -> subprocess.Pop
     node_dir.mkdir(parents=True, exist_ok=True)
     conf = node_dir / "server.properties"
     conf.write_text(properties)
-    log_file = open(node_dir / "node.log", "ab")
     cmd = [sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(conf)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, text=True,
-                            start_new_session=True)
-    log_file.close()
+    with open(node_dir / "node.log", "ab") as log_file:      # the child keeps its own handle
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, text=True,
+                                start_new_session=True)
     proc.node_dir = node_dir
     return proc
 

@@ -31,7 +31,7 @@ class PeerUnavailable(Exception):
 
 
 class _ClientProtocol(asyncio.Protocol):
-    def __init__(self, owner: "PeerConnection"):
+    def __init__(self, owner: PeerConnection):
         self.owner = owner
         self.buf = bytearray()
 
@@ -81,7 +81,7 @@ class PeerConnection:
             self._transport.write(struct.pack(">i", len(frame)) + frame)
             try:
                 return await asyncio.wait_for(fut, timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise PeerUnavailable(f"{self.address}: api {api_key} timed out after {timeout_s:g}s") \
                     from None
             finally:

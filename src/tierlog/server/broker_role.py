@@ -52,7 +52,7 @@ class MetadataView:
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return predicate(self.image)
         return True
 
@@ -86,7 +86,7 @@ class LifecycleLoop:
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), delay)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def _exchange(self, req) -> None:
@@ -115,7 +115,7 @@ class LifecycleLoop:
             self._wake.set()
             try:
                 await asyncio.wait_for(asyncio.shield(self._task), CONTROLLED_SHUTDOWN_MAX_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("controlled shutdown did not finish within %ss", CONTROLLED_SHUTDOWN_MAX_S)
         if self.manager.state is not BrokerState.SHUTTING_DOWN:
             self.manager.shutdown_now()

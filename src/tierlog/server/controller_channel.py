@@ -49,7 +49,7 @@ class ControllerChannel:
             remaining = max(0.05, min(self.attempt_timeout_s, deadline - time.monotonic()))
             try:
                 resp = await self._request(target, api_key, body, remaining, version)
-            except (PeerUnavailable, asyncio.TimeoutError) as e:
+            except (TimeoutError, PeerUnavailable) as e:
                 last = str(e) or type(e).__name__
             else:
                 if not _not_controller(resp):

@@ -14,8 +14,11 @@ import inspect
 import logging
 from typing import NamedTuple
 
-from tierlog.controller.quorum_controller import QuorumController
-from tierlog.controller.quorum_controller import SUPPORTED_APIS, not_controller_response
+from tierlog.controller.quorum_controller import (
+    SUPPORTED_APIS,
+    QuorumController,
+    not_controller_response,
+)
 from tierlog.metadata import records as metadata_records
 from tierlog.protocol import APIS
 from tierlog.raft import wire
@@ -23,13 +26,12 @@ from tierlog.raft.types import LeaderAndEpoch, NotLeaderError
 
 from .raft_driver import NotLeaderAnymore, RaftDriver, wall_clock_ms
 
-__all__ = ["ControllerServer", "CONTROLLER_APIS", "describe_quorum_response"]
+__all__ = ["CONTROLLER_APIS", "ControllerServer", "describe_quorum_response"]
 
 log = logging.getLogger(__name__)
 COMMIT_TIMEOUT_S = 15.0
 API_VERSIONS, FETCH, VOTE, BEGIN_EPOCH, END_EPOCH, DESCRIBE_QUORUM, FETCH_SNAPSHOT = 18, 1, 52, 53, 54, 55, 59
 RAFT_APIS = (VOTE, BEGIN_EPOCH, END_EPOCH, FETCH, FETCH_SNAPSHOT)
-METADATA_TOPIC = "__cluster_metadata"
 
 
 class ControllerServer:
@@ -73,7 +75,7 @@ class ControllerServer:
             return result.response
         try:
             await self._append(result.records, result.base_offset)
-        except (NotLeaderError, NotLeaderAnymore, asyncio.TimeoutError) as e:
+        except (TimeoutError, NotLeaderError, NotLeaderAnymore) as e:
             log.info("api %d not committed (%s); answering NOT_CONTROLLER", api_key, type(e).__name__)
             return not_controller_response(api_key, version, request)
         return result.response
@@ -109,7 +111,7 @@ class ControllerServer:
     async def _append_quietly(self, records, base):
         try:
             await self._append(records, base)
-        except (NotLeaderError, NotLeaderAnymore, asyncio.TimeoutError):
+        except (TimeoutError, NotLeaderError, NotLeaderAnymore):
             pass
 
     def stop(self) -> None:
@@ -119,17 +121,7 @@ class ControllerServer:
 
 def describe_quorum_response(server, request: dict) -> dict:
     """DescribeQuorum (55) from this replica's view; non-leaders answer NOT_LEADER_OR_FOLLOWER."""
-    info = server.driver.raft.describe(wall_clock_ms())
-
-    def replica(r):
-        return {"ReplicaId": r.replica_id, "ReplicaDirectoryId": bytes(16), "LogEndOffset": r.log_end_offset,
-                "LastFetchTimestamp": r.last_fetch_timestamp, "LastCaughtUpTimestamp": r.last_caught_up_timestamp}
-
-    part = {"PartitionIndex": 0, "ErrorCode": info.error, "ErrorMessage": None, "LeaderId": info.leader_id,
-            "LeaderEpoch": info.leader_epoch, "HighWatermark": info.high_watermark,
-            "CurrentVoters": [replica(r) for r in info.voters], "Observers": [replica(r) for r in info.observers]}
-    return {"ErrorCode": 0, "ErrorMessage": None,
-            "Topics": [{"TopicName": METADATA_TOPIC, "Partitions": [part]}], "Nodes": []}
+    return wire.describe_quorum_to_dict(server.driver.raft.describe(wall_clock_ms()))
 
 
 class _Header(NamedTuple):

@@ -62,7 +62,7 @@ class RaftDriver:
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), delay)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     def _apply(self, out: Output) -> None:
@@ -85,7 +85,7 @@ class RaftDriver:
         try:
             resp = await self.peers.request(dest, api_key, body, self.request_timeout_s, wire.VERSIONS[api_key])
             response = wire.response_from_dict(api_key, resp)
-        except (PeerUnavailable, asyncio.TimeoutError) as e:
+        except (TimeoutError, PeerUnavailable) as e:
             log.debug("quorum request %s to node %d failed: %s", type(request).__name__, dest, e)
             self._apply(self.raft.handle_send_failure(dest, request, wall_clock_ms()))
             return

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tierlog.protocol.errors import ErrorCode
 
-__all__ = ["forward_and_wait", "forward_and_catch_up", "FORWARD_TIMEOUT_S"]
+__all__ = ["FORWARD_TIMEOUT_S", "forward_and_catch_up", "forward_and_wait"]
 
 FORWARD_TIMEOUT_S = 30.0
 IMAGE_WAIT_MAX_S = 10.0
