@@ -1,15 +1,25 @@
 """One module per Kafka API (``api_<key>_<name>``); each declares its version range.
 
 ``REGISTRY`` maps API key -> module; the ApiVersions answer is built from it.
+Every ``api_*`` module of this package is registered: adding an API is adding
+its module.
 """
-from . import (api_00_produce, api_01_fetch, api_02_list_offsets, api_03_metadata,
-               api_18_api_versions, api_19_create_topics, api_20_delete_topics,
-               api_22_init_producer_id, api_23_offset_for_leader_epoch, api_32_describe_configs,
-               api_44_incremental_alter_configs, api_55_describe_quorum, api_60_describe_cluster)
+from __future__ import annotations
 
-REGISTRY = {m.API_KEY: m for m in (
-    api_00_produce, api_01_fetch, api_02_list_offsets, api_03_metadata, api_18_api_versions,
-    api_19_create_topics, api_20_delete_topics, api_22_init_producer_id, api_23_offset_for_leader_epoch,
-    api_32_describe_configs, api_44_incremental_alter_configs, api_55_describe_quorum, api_60_describe_cluster)}
+import importlib
+import pkgutil
+
+
+def _discover() -> dict:
+    registry = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name.startswith("api_"):
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            assert module.API_KEY not in registry, f"two modules serve api {module.API_KEY}"
+            registry[module.API_KEY] = module
+    return registry
+
+
+REGISTRY = _discover()
 
 __all__ = ["REGISTRY"]

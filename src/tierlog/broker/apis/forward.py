@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from tierlog.protocol.errors import ErrorCode
 
-__all__ = ["FORWARD_TIMEOUT_S", "forward_and_catch_up", "forward_and_wait"]
+__all__ = ["FORWARD_TIMEOUT_S", "TIMED_OUT_MESSAGE", "forward_and_catch_up", "forward_and_wait"]
 
 FORWARD_TIMEOUT_S = 30.0
 IMAGE_WAIT_MAX_S = 10.0
 DESCRIBE_QUORUM = 55
+TIMED_OUT_MESSAGE = "No active controller answered in time."
 
 
 async def _forward(broker, header, request) -> dict | None:
@@ -27,21 +28,25 @@ def _wait_s(timeout_ms: int) -> float:
     return min(IMAGE_WAIT_MAX_S, timeout_ms / 1000) if timeout_ms > 0 else IMAGE_WAIT_MAX_S
 
 
-async def forward_and_wait(broker, header, request, condition, timeout_ms: int) -> dict:
-    """Forward; then wait until ``condition(response)(image)`` holds on this broker."""
+async def forward_and_wait(broker, header, request, condition, timeout_ms: int, timed_out=None) -> dict:
+    """Forward; then wait until ``condition(response)(image)`` holds on this broker.
+
+    ``timed_out(request)``: the answer when no controller answers (default: the
+    shapes of CreateTopics, DeleteTopics and IncrementalAlterConfigs).
+    """
     response = await _forward(broker, header, request)
     if response is None:
-        return _timed_out(header.api_key, request)
+        return (timed_out or (lambda r: _timed_out(header.api_key, r)))(request)
     if condition is not None:
         await broker.metadata.wait_for(condition(response), _wait_s(timeout_ms))
     return response
 
 
-async def forward_and_catch_up(broker, header, request) -> dict:
+async def forward_and_catch_up(broker, header, request, timed_out=None) -> dict:
     """Forward; then wait until this broker's image reaches the quorum's high watermark."""
     response = await _forward(broker, header, request)
     if response is None:
-        return _timed_out(header.api_key, request)
+        return (timed_out or (lambda r: _timed_out(header.api_key, r)))(request)
     await catch_up(broker)
     return response
 
@@ -58,7 +63,7 @@ async def catch_up(broker) -> None:
 
 
 def _timed_out(api_key: int, request: dict) -> dict:
-    code, msg = ErrorCode.REQUEST_TIMED_OUT, "No active controller answered in time."
+    code, msg = ErrorCode.REQUEST_TIMED_OUT, TIMED_OUT_MESSAGE
     if api_key == 19:
         return {"ThrottleTimeMs": 0, "Topics": [
             {"Name": t["Name"], "TopicId": bytes(16), "ErrorCode": code, "ErrorMessage": msg, "NumPartitions": -1,
