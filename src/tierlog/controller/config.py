@@ -1,10 +1,10 @@
 """ControllerConfig: the settings the quorum controller acts on, by Kafka's names."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
-__all__ = ["ControllerConfig", "PRODUCER_ID_BLOCK_SIZE"]
+__all__ = ["PRODUCER_ID_BLOCK_SIZE", "ControllerConfig"]
 
 PRODUCER_ID_BLOCK_SIZE = 1000       # Kafka's block size for AllocateProducerIds
 
@@ -21,11 +21,14 @@ class ControllerConfig:
     eligible_local_log_ms: int = -1                 # leader.election.eligible.local.log.ms (KIP-1303)
     eligible_local_log_bytes: int = -1              # leader.election.eligible.local.log.bytes (KIP-1303)
     max_idle_interval_ms: int = 500                 # metadata.max.idle.interval.ms (NoOpRecord); 0 = off
+    auto_leader_rebalance_enable: bool = True       # auto.leader.rebalance.enable
+    leader_imbalance_per_broker_percentage: int = 10    # leader.imbalance.per.broker.percentage
+    leader_imbalance_check_interval_ms: int = 300_000   # leader.imbalance.check.interval.seconds, in ms
     topic_defaults: Mapping[str, object] = field(default_factory=dict)  # topic config name -> broker-level default
 
     @classmethod
     def from_props(cls, props: Mapping[str, object], topic_defaults: Mapping[str, object] | None = None,
-                   cluster_id: str | None = None) -> "ControllerConfig":
+                   cluster_id: str | None = None) -> ControllerConfig:
         """From a mapping of Kafka config names (a NodeConfig or a plain dict)."""
         def get(name, default):
             try:
@@ -45,8 +48,19 @@ class ControllerConfig:
             eligible_local_log_ms=int(get("leader.election.eligible.local.log.ms", -1)),
             eligible_local_log_bytes=int(get("leader.election.eligible.local.log.bytes", -1)),
             max_idle_interval_ms=int(get("metadata.max.idle.interval.ms", 500)),
+            auto_leader_rebalance_enable=_bool(get("auto.leader.rebalance.enable", True)),
+            leader_imbalance_per_broker_percentage=int(get("leader.imbalance.per.broker.percentage", 10)),
+            leader_imbalance_check_interval_ms=_check_interval_ms(get("leader.imbalance.check.interval.seconds", 300)),
             topic_defaults=dict(topic_defaults or {}),
         )
+
+
+def _check_interval_ms(seconds) -> int:
+    """``leader.imbalance.check.interval.seconds`` in ms; Kafka requires at least 1."""
+    value = int(seconds)
+    if value < 1:
+        raise ValueError(f"leader.imbalance.check.interval.seconds must be at least 1, got {value}")
+    return value * 1000
 
 
 def _bool(v) -> bool:

@@ -47,6 +47,7 @@ from tierlog.protocol.errors import ErrorCode
 from .cluster_control import ClusterControlManager
 from .config import ControllerConfig
 from .config_control import ConfigControlManager
+from .leader_balance import BalanceSchedule, partitions_to_balance
 from .partition_control import PartitionControlManager
 from .producer_ids import allocate_producer_ids
 from .replication_control import ReplicationControlManager
@@ -87,6 +88,7 @@ class QuorumController:
         self.replication = ReplicationControlManager(config, rng)
         self.partitions = PartitionControlManager(config)
         self.configs = ConfigControlManager(config)
+        self.balance = BalanceSchedule(config.auto_leader_rebalance_enable, config.leader_imbalance_check_interval_ms)
         self.active = False
         self.committed_image = image or MetadataImage.empty(config.cluster_id or "", -1)
         self._image = self.committed_image                  # pending (active) == committed (standby)
@@ -170,6 +172,7 @@ class QuorumController:
         self.committed_image = self._image = committed_image
         self._uncommitted.clear()
         self.cluster.deactivate()
+        self.balance.stop()                 # restarted by the first tick of an active term
         self._next_offset = committed_image.high_watermark_offset if next_offset is None else next_offset
 
     def replay(self, record, offset: int, timestamp_ms: int = 0, epoch: int = -1) -> None:
@@ -193,15 +196,32 @@ class QuorumController:
             return []
         self.cluster.start_missing_sessions(self._image, now_ms)
         records = self.cluster.fence_expired(self._image, now_ms)
+        if not records:                     # a fence first; a due balance check runs at the next tick
+            records = self._balance_leaders(now_ms)
         idle = self.config.max_idle_interval_ms
         if not records and idle > 0 and now_ms - self._last_write_ms >= idle:
             records = [NoOpRecord()]
         return self._write(records, now_ms, None).records
 
+    def _balance_leaders(self, now_ms: int) -> list:
+        """Preferred elections of ``auto.leader.rebalance.enable`` when the check is due (leader_balance)."""
+        if self.balance.next_ms is None:
+            self.balance.start(now_ms)
+        if not self.balance.due(now_ms):
+            return []
+        plan, truncated = partitions_to_balance(self._image, self.config.leader_imbalance_per_broker_percentage,
+                                                lambda t: self.partitions.thresholds(t, self._image), now_ms)
+        self.balance.checked(now_ms, truncated)
+        if not plan:
+            return []
+        request = {"ElectionType": 0, "TimeoutMs": 0,
+                   "TopicPartitions": [{"Topic": t, "Partitions": ps} for t, ps in plan.items()]}
+        return self.partitions.elect_leaders(request, 2, self._image, now_ms)[0]
+
     def next_deadline_ms(self) -> int | None:
         if not self.active:
             return None
-        deadlines = [d for d in (self.cluster.next_deadline_ms(self._image),) if d is not None]
+        deadlines = [d for d in (self.cluster.next_deadline_ms(self._image), self.balance.next_ms) if d is not None]
         if self.config.max_idle_interval_ms > 0:
             deadlines.append(self._last_write_ms + self.config.max_idle_interval_ms)
         return min(deadlines) if deadlines else None

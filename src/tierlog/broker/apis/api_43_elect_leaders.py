@@ -1,0 +1,33 @@
+"""ElectLeaders (43), v0-2: forwarded to the active controller, as a KRaft broker does.
+
+The controller runs the elections (``controller.partition_control``): PREFERRED
+moves leadership to the KIP-1303 eligibility-sorted first replica, UNCLEAN
+elects a replica of a leaderless partition even outside the ISR.  Once it
+answers, the broker waits until its own image has caught up with the
+metadata quorum's high watermark, so Metadata asked of this broker right after
+names the new leaders.
+
+When no controller answers in time, every named partition gets
+REQUEST_TIMED_OUT; a request for every partition (null TopicPartitions) gets
+it as the top-level ErrorCode (v1+; v0 has no such field and answers an empty
+result list).
+"""
+from tierlog.protocol.errors import ErrorCode
+
+from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
+
+API_KEY, MIN_VERSION, MAX_VERSION = 43, 0, 2
+
+
+def handle(broker, header, request):
+    return forward_and_catch_up(broker, header, request, timed_out=timed_out)
+
+
+def timed_out(request: dict) -> dict:
+    """The answer when no controller answered: REQUEST_TIMED_OUT per partition asked for."""
+    code = ErrorCode.REQUEST_TIMED_OUT
+    wanted = request.get("TopicPartitions")
+    results = [{"Topic": t["Topic"], "PartitionResult": [
+        {"PartitionId": p, "ErrorCode": code, "ErrorMessage": TIMED_OUT_MESSAGE} for p in t["Partitions"]]}
+        for t in wanted or []]
+    return {"ThrottleTimeMs": 0, "ErrorCode": code if wanted is None else 0, "ReplicaElectionResults": results}
