@@ -65,6 +65,7 @@ class ProduceResult:
     first_error: str | None
     target_mib_per_s: float | None = None
     produce_lag_max_ms: float | None = None
+    timeline: list | None = None
 
 
 @dataclass
@@ -86,6 +87,7 @@ class ConsumeResult:
 class _Deliveries:
     """Collects delivery reports: latency per successful record, errors counted."""
     latencies_s: list = field(default_factory=list)
+    sent_at_s: list = field(default_factory=list)     # parallel to latencies_s, for the timeline
     errors: int = 0
     first_error: str | None = None
 
@@ -93,6 +95,7 @@ class _Deliveries:
         def on_delivery(err, _msg):
             if err is None:
                 self.latencies_s.append(time.perf_counter() - sent_at)
+                self.sent_at_s.append(sent_at)
             else:
                 self._error(str(err))
         return on_delivery
@@ -137,14 +140,29 @@ def latency_summary(latencies_s: list[float]) -> dict:
     return out
 
 
+def timeline(d: _Deliveries, start: float, bucket_s: float = 1.0) -> list[dict]:
+    """Latency over time: per ``bucket_s`` of send time, records, p50, p99 and max (ms)."""
+    buckets: dict[int, list[float]] = {}
+    for sent, lat in zip(d.sent_at_s, d.latencies_s):
+        buckets.setdefault(int((sent - start) / bucket_s), []).append(lat)
+    out = []
+    for k in sorted(buckets):
+        s = latency_summary(buckets[k])
+        out.append({"t_s": k * bucket_s, "records": len(buckets[k]), "p50": s["p50"], "p99": s["p99"],
+                    "max": s["max"]})
+    return out
+
+
 def _client_base(bootstrap: str) -> dict:
     return {"bootstrap.servers": bootstrap, "client.id": "tierlog-bench"}
 
 
-def ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def ensure_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = 1,
+                 config: dict | None = None) -> None:
     """Create ``topic`` and wait until metadata shows every partition with a leader."""
     admin = AdminClient(_client_base(bootstrap))
-    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
+    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor,
+                                            config=config or {})])
     futures[topic].result(TOPIC_READY_TIMEOUT_S)
     deadline = time.monotonic() + TOPIC_READY_TIMEOUT_S
     while not _topic_ready(admin, topic, partitions):
@@ -213,6 +231,8 @@ def run_rate(args) -> ProduceResult:
     _finish(producer)
     result = _produce_result("rate", args, time.perf_counter() - start, deliveries, rtt, total)
     result.target_mib_per_s, result.produce_lag_max_ms = args.mib_per_s, 1000 * lag_max
+    if args.timeline:
+        result.timeline = timeline(deliveries, start)
     return result
 
 
@@ -274,6 +294,8 @@ def _parser() -> argparse.ArgumentParser:
                                         help="records to read (default: the high watermarks at start)")
     sub.choices["rate"].add_argument("--mib-per-s", type=float, default=50.0)
     sub.choices["rate"].add_argument("--seconds", type=float, default=10.0)
+    sub.choices["rate"].add_argument("--timeline", action="store_true",
+                                     help="add per-second latency percentiles (by send time)")
     return p
 
 
@@ -282,13 +304,16 @@ def _producer_args(s: argparse.ArgumentParser) -> None:
     s.add_argument("--record-size", type=int, default=1024)
     s.add_argument("--linger-ms", type=float, default=5.0)
     s.add_argument("--partitions", type=int, default=1)
+    s.add_argument("--replication-factor", type=int, default=1)
+    s.add_argument("--topic-config", action="append", default=[], metavar="KEY=VALUE")
     s.add_argument("--create", action="store_true", help="create the topic first")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "create", False):
-        ensure_topic(args.bootstrap, args.topic, args.partitions)
+        config = dict(kv.split("=", 1) for kv in args.topic_config)
+        ensure_topic(args.bootstrap, args.topic, args.partitions, args.replication_factor, config)
     run = {"produce": run_produce, "rate": run_rate, "consume": run_consume}[args.phase]
     print(json.dumps(asdict(run(args))), flush=True)
     return 0
