@@ -88,6 +88,8 @@ _DEFS = [
     _d("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
     _d("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted; larger closes the connection."),
     _d("queued.max.requests", "int", 500, "Requests read ahead per connection before reading pauses."),
+    _d("max.request.partition.size.limit", "int", 2000,
+       "Most partitions one DescribeTopicPartitions response carries (KIP-966)."),
     _d("max.connections", "int", 2147483647, "Open client connections accepted by the node."),
     _d("message.max.bytes", "int", 1048588, "Largest record batch accepted.", "max.message.bytes"),
     _d("fetch.max.bytes", "int", 57671680, "Upper bound on the bytes of one fetch response."),

@@ -20,6 +20,7 @@ from tierlog.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_quorum,
+    describe_topic_partitions,
     elect_leaders,
     end_quorum_epoch,
     fetch,
@@ -54,7 +55,7 @@ _MODULES = (
     list_partition_reassignments, vote, begin_quorum_epoch, end_quorum_epoch,
     describe_quorum, alter_partition, fetch_snapshot, describe_cluster,
     broker_registration, broker_heartbeat, unregister_broker,
-    allocate_producer_ids,
+    allocate_producer_ids, describe_topic_partitions,
 )
 
 #: every API with schemas, by key

@@ -1,0 +1,122 @@
+"""DescribeTopicPartitions (75), v0 (KIP-966): topics, partitions, leader epochs, ISR and ELR.
+
+Answered from this broker's metadata image, with Kafka's paging rules
+(:func:`describe`, pure):
+
+- an empty Topics asks for every topic; topics are answered sorted by name,
+  each from partition 0 except the Cursor's topic, which starts at the
+  Cursor's partition; topics named before the Cursor's topic are skipped;
+- at most ``min(ResponsePartitionLimit, max.request.partition.size.limit)``
+  partitions (at least 1) are answered; when a topic is cut short, NextCursor
+  names it and its first partition left out; when the limit is used up
+  exactly at the end of a topic and another topic follows, NextCursor names
+  that topic at partition 0 (whether or not it exists);
+- a named topic that does not exist answers UNKNOWN_TOPIC_OR_PARTITION (an
+  illegal name INVALID_TOPIC_EXCEPTION) and takes none of the limit; with
+  an empty Topics nothing is answered for it;
+- a Cursor whose topic is not among the named topics, or whose partition is
+  negative, answers INVALID_REQUEST for every named topic (Kafka's error
+  response for the request).
+
+Per partition: the leader if it is a registered broker (else -1), the leader
+epoch, replicas and ISR as in the image, the ELR and last known ELR (KIP-966,
+null when empty) and, as offline replicas, those on brokers that are not
+registered or are fenced. Left out: authorization (no ACLs:
+TopicAuthorizedOperations is -2147483648) and internal topics (tierlog has
+none; IsInternal is false).
+"""
+from __future__ import annotations
+
+from tierlog.controller.topic_rules import RuleError, validate_topic_name
+from tierlog.metadata.image import MetadataImage, PartitionInfo, TopicInfo
+from tierlog.protocol.errors import ErrorCode
+
+__all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "describe", "handle"]
+
+API_KEY, MIN_VERSION, MAX_VERSION = 75, 0, 0
+PARTITION_LIMIT_CONFIG = "max.request.partition.size.limit"
+NO_LEADER = -1
+NO_TOPIC_ID = bytes(16)
+OPS_NOT_COMPUTED = -2147483648
+
+
+def handle(broker, header, request):
+    return describe(broker.image, request, broker.config[PARTITION_LIMIT_CONFIG])
+
+
+def describe(image: MetadataImage, request: dict, limit_max: int) -> dict:
+    """The response to ``request`` from ``image``, answering at most ``limit_max`` partitions."""
+    named = [t["Name"] for t in request.get("Topics") or []]
+    cursor = request.get("Cursor")
+    if _bad_cursor(named, cursor):
+        return _response([_topic_error(ErrorCode.INVALID_REQUEST, name) for name in named])
+    start_name = cursor["TopicName"] if cursor else ""
+    names = sorted(n for n in set(named or image.topics) if n >= start_name)
+    budget = max(min(limit_max, request.get("ResponsePartitionLimit", limit_max)), 1)
+    topics, next_cursor = [], None
+    for name in names:
+        if budget <= 0:
+            next_cursor = {"TopicName": name, "PartitionIndex": 0}
+            break
+        topic = image.topics.get(name)
+        if topic is None:
+            if named:
+                topics.append(_unknown(name))
+            continue
+        first = cursor["PartitionIndex"] if cursor and name == start_name else 0
+        answered, next_index = _partitions(image, topic, first, budget)
+        topics.append(_topic(topic, answered))
+        if next_index is not None:
+            next_cursor = {"TopicName": name, "PartitionIndex": next_index}
+            break
+        budget -= len(answered)
+    return _response(topics, next_cursor)
+
+
+def _bad_cursor(named: list, cursor: dict | None) -> bool:
+    """Kafka's INVALID_REQUEST cases: a negative cursor partition, or a cursor topic not named."""
+    if cursor is None:
+        return False
+    return cursor["PartitionIndex"] < 0 or bool(named) and cursor["TopicName"] not in named
+
+
+def _partitions(image: MetadataImage, topic: TopicInfo, first: int, budget: int) -> tuple[list, int | None]:
+    """Partitions [first, first + budget) of ``topic``, and the first one left out (None if none)."""
+    end = min(len(topic.partitions), first + budget)
+    answered = [_partition(image, p) for p in topic.partitions[first:end]]
+    return answered, (end if end < len(topic.partitions) else None)
+
+
+def _partition(image: MetadataImage, p: PartitionInfo) -> dict:
+    brokers = image.brokers
+    return {
+        "ErrorCode": 0, "PartitionIndex": p.partition,
+        "LeaderId": p.leader if p.leader in brokers else NO_LEADER,
+        "LeaderEpoch": p.leader_epoch,
+        "ReplicaNodes": list(p.replicas), "IsrNodes": list(p.isr),
+        "EligibleLeaderReplicas": list(p.elr) or None,
+        "LastKnownElr": list(p.last_known_elr) or None,
+        "OfflineReplicas": [r for r in p.replicas if r not in brokers or brokers[r].fenced],
+    }
+
+
+def _topic(topic: TopicInfo, partitions: list) -> dict:
+    return {"ErrorCode": 0, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
+            "Partitions": partitions, "TopicAuthorizedOperations": OPS_NOT_COMPUTED}
+
+
+def _unknown(name: str) -> dict:
+    try:
+        validate_topic_name(name)
+    except RuleError as e:
+        return _topic_error(e.error_code, name)
+    return _topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+
+
+def _topic_error(code: int, name: str) -> dict:
+    return {"ErrorCode": code, "Name": name, "TopicId": NO_TOPIC_ID, "IsInternal": False,
+            "Partitions": [], "TopicAuthorizedOperations": OPS_NOT_COMPUTED}
+
+
+def _response(topics: list, next_cursor: dict | None = None) -> dict:
+    return {"ThrottleTimeMs": 0, "Topics": topics, "NextCursor": next_cursor}
