@@ -17,7 +17,12 @@ when KIP-966 moves members), plus, from v4 (the KIP-1303 version), each ISR
 member's LocalLogStartTimestamp / LocalLogSizeBytes ("Tracking Local Log
 State": the leader reports them for every ISR member and the controller stores
 them).  A request that changes nothing writes nothing and answers the current
-state.  The answer carries the state after the change.
+state.  The answer carries the state after the change.  An ISR change that
+completes an ongoing reassignment (every target replica in the ISR, see
+``reassignment``) writes the completion in the same record; if that moves the
+leadership away from the sender, the sender gets NEW_LEADER_ELECTED
+(FENCED_LEADER_EPOCH before v2) while the record is still written, as Kafka
+does.
 
 ElectLeaders: PREFERRED (0) moves leadership to the first replica of the
 KIP-1303 eligibility-sorted assignment (ELECTION_NOT_NEEDED if it already
@@ -29,11 +34,14 @@ needed an election.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tierlog.metadata.election import Election, EligibilityThresholds, elect_leader, eligibility_sort, remove_from_isr
 from tierlog.metadata.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord, ReplicaLogCoverage
 from tierlog.protocol.errors import ErrorCode
 
 from .config import ControllerConfig
+from .reassignment import ElectionContext, Target, build_change, is_reassigning, maybe_complete
 
 __all__ = ["PartitionControlManager", "LOCAL_LOG_STATE_VERSION"]
 
@@ -70,7 +78,7 @@ class PartitionControlManager:
                     parts.append(_ap_error(p["PartitionIndex"], code))
                     continue
                 try:
-                    record, result = self._alter_one(sender, topic, p, version, image)
+                    record, result = self._alter_one(sender, topic, p, version, image, now_ms)
                 except _Reject as e:
                     parts.append(_ap_error(p["PartitionIndex"], e.error_code))
                     continue
@@ -80,7 +88,7 @@ class PartitionControlManager:
             topics.append({**key, "Partitions": parts})
         return records, {"ThrottleTimeMs": 0, "ErrorCode": 0, "Topics": topics}
 
-    def _alter_one(self, sender: int, topic, p: dict, version: int, image):
+    def _alter_one(self, sender: int, topic, p: dict, version: int, image, now_ms: int):
         index = p["PartitionIndex"]
         if not 0 <= index < len(topic.partitions):
             raise _Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -92,10 +100,14 @@ class PartitionControlManager:
         if any(not _eligible(image, m) for m in members):
             raise _Reject(ErrorCode.INELIGIBLE_REPLICA if version > 1 else ErrorCode.OPERATION_NOT_ATTEMPTED)
         coverage = _coverage(members) if version >= LOCAL_LOG_STATE_VERSION else None
-        record = self._change(topic, part, new_isr, recovery, coverage, image)
+        record = self._change(topic, part, new_isr, recovery, coverage, image, now_ms)
         if record is None:
             return None, _ap_result(index, part.leader, part.leader_epoch, part.isr, part.leader_recovery_state,
                                     part.partition_epoch)
+        if record.leader not in (NO_LEADER_CHANGE, sender):
+            # a completed reassignment moved the leader: the sender must learn the new metadata
+            code = ErrorCode.NEW_LEADER_ELECTED if version > 1 else ErrorCode.FENCED_LEADER_EPOCH
+            return record, _ap_error(index, code)
         return record, _ap_result(index, part.leader, part.leader_epoch, new_isr, recovery, part.partition_epoch + 1)
 
     @staticmethod
@@ -116,13 +128,21 @@ class PartitionControlManager:
         if part.leader_recovery_state == RECOVERED and recovery == RECOVERING:
             raise _Reject(ErrorCode.INVALID_REQUEST)
 
-    def _change(self, topic, part, new_isr: tuple, recovery: int, coverage, image) -> PartitionChangeRecord | None:
+    def _change(self, topic, part, new_isr: tuple, recovery: int, coverage, image,
+                now_ms: int) -> PartitionChangeRecord | None:
         isr_changed = set(new_isr) != set(part.isr) or new_isr != part.isr
         elr = self._elr_after(topic, part, new_isr, image) if isr_changed else part.elr
         known = part.coverage()
         if coverage is not None:
             coverage = tuple(c for c in coverage if known.get(c.broker_id) != c) or None
         recovery_changed = recovery != part.leader_recovery_state
+        if is_reassigning(part):
+            done = maybe_complete(Target(part.replicas, new_isr, part.adding_replicas, part.removing_replicas))
+            if not done.adding and not done.removing:
+                ctx = ElectionContext(image.usable_brokers(), self.thresholds(topic, image), now_ms)
+                record = build_change(topic.topic_id, part, done, ctx, elr)
+                return replace(record, local_log_coverage=coverage,
+                               leader_recovery_state=recovery if recovery_changed else -1)
         if not isr_changed and coverage is None and not recovery_changed:
             return None
         return PartitionChangeRecord(

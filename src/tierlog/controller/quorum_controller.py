@@ -29,7 +29,8 @@ replica must derive what this controller derived.
 
 ``handle`` accepts (api key: versions):
   19 CreateTopics 0-7, 20 DeleteTopics 0-6, 43 ElectLeaders 0-2,
-  44 IncrementalAlterConfigs 0-1, 56 AlterPartition 0-4,
+  44 IncrementalAlterConfigs 0-1, 45 AlterPartitionReassignments 0-1,
+  46 ListPartitionReassignments 0, 56 AlterPartition 0-4,
   62 BrokerRegistration 0-4, 63 BrokerHeartbeat 0-1, 64 UnregisterBroker 0,
   67 AllocateProducerIds 0.
 """
@@ -50,6 +51,7 @@ from .config_control import ConfigControlManager
 from .leader_balance import BalanceSchedule, partitions_to_balance
 from .partition_control import PartitionControlManager
 from .producer_ids import allocate_producer_ids
+from .reassignment import ReassignmentControlManager
 from .replication_control import ReplicationControlManager
 
 __all__ = ["QuorumController", "ControllerResult", "SUPPORTED_APIS"]
@@ -57,12 +59,13 @@ __all__ = ["QuorumController", "ControllerResult", "SUPPORTED_APIS"]
 CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 43, 44
 ALTER_PARTITION, BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER = 56, 62, 63, 64
 ALLOCATE_PRODUCER_IDS = 67
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 
 #: api key -> (min version, max version) that ``handle`` accepts
 SUPPORTED_APIS = {
     CREATE_TOPICS: (0, 7), DELETE_TOPICS: (0, 6), ELECT_LEADERS: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ALTER_PARTITION: (0, 4), BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0),
-    ALLOCATE_PRODUCER_IDS: (0, 0),
+    ALLOCATE_PRODUCER_IDS: (0, 0), ALTER_PARTITION_REASSIGNMENTS: (0, 1), LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
 
 
@@ -88,6 +91,8 @@ class QuorumController:
         self.replication = ReplicationControlManager(config, rng)
         self.partitions = PartitionControlManager(config)
         self.configs = ConfigControlManager(config)
+        self.reassignments = ReassignmentControlManager(config.unclean_leader_election_enable,
+                                                        self.partitions.thresholds)
         self.balance = BalanceSchedule(config.auto_leader_rebalance_enable, config.leader_imbalance_check_interval_ms)
         self.active = False
         self.committed_image = image or MetadataImage.empty(config.cluster_id or "", -1)
@@ -105,6 +110,9 @@ class QuorumController:
             BROKER_HEARTBEAT: self._heartbeat,
             UNREGISTER_BROKER: lambda r, v, n: self.cluster.unregister(r, self._image),
             ALLOCATE_PRODUCER_IDS: lambda r, v, n: allocate_producer_ids(r, self._image),
+            ALTER_PARTITION_REASSIGNMENTS: lambda r, v, n: self.reassignments.alter(r, v, self._image, n),
+            # read at the committed offset, as Kafka does: an uncommitted start is not listed
+            LIST_PARTITION_REASSIGNMENTS: lambda r, v, n: ([], self.reassignments.list(r, self.committed_image)),
         }
 
     # -- state ----------------------------------------------------------------
@@ -269,6 +277,11 @@ def not_controller_response(api_key: int, version: int, request: dict) -> dict:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "IsCaughtUp": False, "IsFenced": True, "ShouldShutDown": False}
     if api_key == UNREGISTER_BROKER:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ErrorMessage": None}
+    if api_key == ALTER_PARTITION_REASSIGNMENTS:
+        return {"ThrottleTimeMs": 0, "AllowReplicationFactorChange": request.get("AllowReplicationFactorChange", True),
+                "ErrorCode": nc, "ErrorMessage": None, "Responses": []}
+    if api_key == LIST_PARTITION_REASSIGNMENTS:
+        return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ErrorMessage": None, "Topics": []}
     if api_key == ALLOCATE_PRODUCER_IDS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ProducerIdStart": -1, "ProducerIdLen": 0}
     raise AssertionError(f"no NOT_CONTROLLER answer for api {api_key}")
