@@ -7,8 +7,11 @@ follow and stops the tasks of leaders we no longer follow.  A task loops:
 ``handle_fetch_response`` (or ``handle_fetch_failure``, closing the
 connection) -> apply the actions to the local logs, in order.
 
-ResolveOutOfRange asks the leader's log start and end with ListOffsets
-(earliest / latest, as a replica so the latest is the log end offset).
+ListLeaderOffset sends ListOffsets v7 to the leader as a replica (our
+ReplicaId, the partition's CurrentLeaderEpoch): LATEST then answers the
+leader's log end offset, EARLIEST its log start offset.  The answer, an error
+code or a lost request (REQUEST_TIMED_OUT) goes back to the core's
+``on_leader_offset``, so a partition never stays stuck resolving.
 """
 from __future__ import annotations
 
@@ -16,14 +19,22 @@ import asyncio
 import logging
 
 from tierlog.net.client import PeerConnection, PeerUnavailable
-from tierlog.replication import (FETCH_VERSION, Append, ResolveOutOfRange, TruncateFullyAndStartAt, TruncateTo,
-                                 UpdateHighWatermark)
+from tierlog.protocol.errors import ErrorCode
+from tierlog.replication import (
+    FETCH_VERSION,
+    Append,
+    ListLeaderOffset,
+    TruncateFullyAndStartAt,
+    TruncateTo,
+    UpdateHighWatermark,
+)
 
 __all__ = ["FetcherShell"]
 
 log = logging.getLogger(__name__)
 IDLE_S = 0.05
 LIST_OFFSETS_VERSION = 7
+LIST_OFFSETS_TIMEOUT_S = 10.0
 
 
 class FetcherShell:
@@ -71,7 +82,7 @@ class FetcherShell:
                 timeout = state.config.max_wait_ms / 1000 + 10.0
                 try:
                     response = await conn.request(1, FETCH_VERSION, request, timeout)
-                except (PeerUnavailable, asyncio.TimeoutError, OSError) as e:
+                except (TimeoutError, PeerUnavailable, OSError) as e:
                     log.debug("fetch from %d failed: %s", leader, e)
                     conn.close()
                     conn = None
@@ -85,7 +96,7 @@ class FetcherShell:
                     await self._apply(state, conn, leader, action)
         except asyncio.CancelledError:
             raise
-        except Exception:       # noqa: BLE001
+        except Exception:
             log.exception("replica fetcher for leader %d failed", leader)
         finally:
             if conn is not None:
@@ -113,19 +124,31 @@ class FetcherShell:
                 log.info("%s-%d: restarting the log at %d", part.topic, part.index, action.offset)
                 plog.truncate_fully_and_start_at(action.offset)
                 part.follower_hw = action.offset
-            elif isinstance(action, ResolveOutOfRange):
-                start, end = await self._leader_offsets(conn, part)
-                for follow_up in state.resolve_out_of_range(action.key, start, end, self.clock_ms()):
+            elif isinstance(action, ListLeaderOffset):
+                error, offset = await self._leader_offset(conn, part, action)
+                log.info("%s-%d: out of range at %d; leader %d answered %s offset %d (error %d)", part.topic,
+                         part.index, plog.log_end_offset, leader, "latest" if action.timestamp == -1 else "earliest",
+                         offset, error)
+                follow_ups = state.on_leader_offset(action.key, action.leader_epoch, action.timestamp, error, offset,
+                                                    self.clock_ms())
+                for follow_up in follow_ups:
                     await self._apply(state, conn, leader, follow_up)
         except Exception as e:      # noqa: BLE001 - the next fetch starts again from the log end
             log.warning("%s-%d: cannot apply %s: %s", part.topic, part.index, type(action).__name__, e)
 
-    async def _leader_offsets(self, conn, part) -> tuple[int, int]:
-        out = []
-        for ts in (-2, -1):
-            body = {"ReplicaId": self.replicas.node_id, "IsolationLevel": 0,
-                    "Topics": [{"Name": part.topic, "Partitions": [
-                        {"PartitionIndex": part.index, "CurrentLeaderEpoch": -1, "Timestamp": ts}]}]}
-            resp = await conn.request(2, LIST_OFFSETS_VERSION, body, 10.0)
-            out.append(resp["Topics"][0]["Partitions"][0]["Offset"])
-        return out[0], out[1]
+    async def _leader_offset(self, conn, part, action: ListLeaderOffset) -> tuple[int, int]:
+        """(error code, offset) of one ListOffsets to the leader, asked as replica ``node_id``."""
+        body = {"ReplicaId": self.replicas.node_id, "IsolationLevel": 0,
+                "Topics": [{"Name": part.topic, "Partitions": [
+                    {"PartitionIndex": part.index, "CurrentLeaderEpoch": action.leader_epoch,
+                     "Timestamp": action.timestamp}]}]}
+        try:
+            resp = await conn.request(2, LIST_OFFSETS_VERSION, body, LIST_OFFSETS_TIMEOUT_S)
+        except (TimeoutError, PeerUnavailable, OSError) as e:
+            log.debug("%s-%d: ListOffsets to the leader failed: %s", part.topic, part.index, e)
+            return ErrorCode.REQUEST_TIMED_OUT, -1
+        answers = [q for t in resp.get("Topics", ()) for q in t.get("Partitions", ())
+                   if q.get("PartitionIndex") == part.index]
+        if not answers:
+            return ErrorCode.UNKNOWN_SERVER_ERROR, -1
+        return answers[0].get("ErrorCode", 0), answers[0].get("Offset", -1)

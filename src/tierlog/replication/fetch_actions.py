@@ -12,9 +12,10 @@ Fetch for the same leader (the fetch offset is read back from the log).
   min(``high_watermark``, its log end offset) and raise its log start offset to
   ``leader_log_start_offset`` when that is higher (Kafka's follower rule).
 - ``Backoff``: informational; the partition is not fetched before ``until_ms``.
-- ``ResolveOutOfRange``: the leader answered OFFSET_OUT_OF_RANGE; ask it for its
-  log start / end (ListOffsets earliest/latest, or KIP-1023's bootstrap) and
-  call ``FetcherState.resolve_out_of_range``.  Not fetched until then.
+- ``ListLeaderOffset``: the leader answered OFFSET_OUT_OF_RANGE; ask it with
+  ListOffsets, as replica ``ReplicaId`` at ``leader_epoch``, for ``timestamp``
+  (LATEST = its log end offset, then maybe EARLIEST = its log start offset) and
+  hand the answer to ``FetcherState.on_leader_offset``.  Not fetched until then.
 - ``AwaitMetadata``: the leader fenced our epoch; the partition is not fetched
   until ``become_follower`` brings a newer leader epoch.
 """
@@ -23,10 +24,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PartitionKey", "Append", "TruncateTo", "TruncateFullyAndStartAt", "UpdateHighWatermark",
-           "Backoff", "ResolveOutOfRange", "AwaitMetadata", "FetchAction"]
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "Append",
+    "AwaitMetadata",
+    "Backoff",
+    "FetchAction",
+    "ListLeaderOffset",
+    "PartitionKey",
+    "TruncateFullyAndStartAt",
+    "TruncateTo",
+    "UpdateHighWatermark",
+]
 
 PartitionKey = tuple[bytes, int]
+LATEST, EARLIEST = -1, -2          # ListOffsets targets: log end offset (asked as a replica), log start
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +75,10 @@ class Backoff:
 
 
 @dataclass(frozen=True, slots=True)
-class ResolveOutOfRange:
+class ListLeaderOffset:
     key: PartitionKey
-    fetch_offset: int
-    error: int
+    leader_epoch: int               # CurrentLeaderEpoch of the ListOffsets request
+    timestamp: int                  # LATEST or EARLIEST
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,4 +89,4 @@ class AwaitMetadata:
 
 
 FetchAction = (Append | TruncateTo | TruncateFullyAndStartAt | UpdateHighWatermark | Backoff
-               | ResolveOutOfRange | AwaitMetadata)
+               | ListLeaderOffset | AwaitMetadata)

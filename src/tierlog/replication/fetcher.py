@@ -18,9 +18,21 @@ Per-partition answers (Kafka's AbstractFetcherThread.processFetchRequest):
 - NONE with DivergingEpoch: TruncateTo(``divergence.truncation_offset``), then
   fetch again from the new end with the new last epoch;
 - NONE: Append (when there are records), UpdateHighWatermark;
-- OFFSET_OUT_OF_RANGE / OFFSET_MOVED_TO_TIERED_STORAGE: ResolveOutOfRange;
-  the shell asks the leader's log start and end and calls
-  ``resolve_out_of_range`` (Kafka's fetchOffsetAndTruncate rule);
+- OFFSET_OUT_OF_RANGE / OFFSET_MOVED_TO_TIERED_STORAGE: ListLeaderOffset(LATEST);
+  the shell asks the leader with ListOffsets as a replica and hands the answer
+  to ``on_leader_offset``, which applies Kafka's fetchOffsetAndTruncate rule:
+
+  1. leader log end (LATEST asked with our ReplicaId: the leader's log end
+     offset, not its high watermark) < our log end: TruncateTo(leader end);
+  2. else ask EARLIEST (the leader's log start); leader start > our log end:
+     TruncateFullyAndStartAt(leader start) (we were down while it deleted
+     segments);
+  3. else fetch again from our log end (= max(leader start, our end)).
+
+  A ListOffsets error backs the partition off (it is fetched again and the
+  resolution starts over), FENCED_LEADER_EPOCH waits for metadata like a
+  fenced fetch.  OFFSET_MOVED_TO_TIERED_STORAGE takes the same path: KIP-405's
+  building of remote log auxiliary state is not done here.
 - FENCED_LEADER_EPOCH: our epoch is old; AwaitMetadata, not fetched until
   ``set_leader_epoch`` brings a newer one (Kafka removes the partition);
 - anything else (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH,
@@ -40,9 +52,25 @@ from tierlog.protocol.errors import ErrorCode
 
 from .backoff import ExponentialBackoff
 from .divergence import truncation_offset
-from .fetch_actions import (Append, AwaitMetadata, Backoff, FetchAction, PartitionKey, ResolveOutOfRange,
-                            TruncateFullyAndStartAt, TruncateTo, UpdateHighWatermark)
-from .follower import FETCH_BACKOFF_MAX_MS, FetchStatus, FollowerLog, PartitionFetchState
+from .fetch_actions import (
+    EARLIEST,
+    LATEST,
+    Append,
+    AwaitMetadata,
+    Backoff,
+    FetchAction,
+    ListLeaderOffset,
+    PartitionKey,
+    TruncateFullyAndStartAt,
+    TruncateTo,
+    UpdateHighWatermark,
+)
+from .follower import (
+    FETCH_BACKOFF_MAX_MS,
+    FetchStatus,
+    FollowerLog,
+    PartitionFetchState,
+)
 
 __all__ = ["FETCH_VERSION", "FetcherConfig", "FetcherState"]
 
@@ -154,7 +182,7 @@ class FetcherState:
             return self._handle_data(p, data)
         if error in _OUT_OF_RANGE:
             p.move(FetchStatus.OUT_OF_RANGE)
-            return [ResolveOutOfRange(p.key, p.inflight_offset, error)]
+            return [ListLeaderOffset(p.key, p.leader_epoch, LATEST)]
         if error == ErrorCode.FENCED_LEADER_EPOCH:
             p.move(FetchStatus.FENCED)
             return [AwaitMetadata(p.key, p.leader_epoch, error)]
@@ -179,16 +207,29 @@ class FetcherState:
         p.delay_until_ms = now_ms + self._backoff.delay_ms(p.errors)
         return Backoff(p.key, p.delay_until_ms, int(error))
 
-    def resolve_out_of_range(self, key: PartitionKey, leader_log_start: int, leader_log_end: int,
-                             now_ms: int) -> list[FetchAction]:
-        """Kafka's rule once the leader's log start and end are known."""
+    # --- OFFSET_OUT_OF_RANGE resolution (Kafka's fetchOffsetAndTruncate) -------------------
+    def on_leader_offset(self, key: PartitionKey, leader_epoch: int, timestamp: int, error: int, offset: int,
+                         now_ms: int) -> list[FetchAction]:
+        """The leader's ListOffsets answer (``error``, ``offset``) to a ``ListLeaderOffset``.
+
+        Ignored unless the partition is still resolving at ``leader_epoch``.
+        """
         p = self.partitions.get(key)
-        if p is None or p.status is not FetchStatus.OUT_OF_RANGE:
+        if p is None or p.status is not FetchStatus.OUT_OF_RANGE or p.leader_epoch != leader_epoch:
             return []
-        p.move(FetchStatus.FETCHING)
+        if error == ErrorCode.FENCED_LEADER_EPOCH:
+            p.move(FetchStatus.FENCED)
+            return [AwaitMetadata(key, leader_epoch, error)]
+        if error or offset < 0:
+            return [self._back_off(p, now_ms, error or ErrorCode.UNKNOWN_SERVER_ERROR)]
         local_end = p.log.log_end_offset
-        if leader_log_end < local_end:
-            return [TruncateTo(key, leader_log_end)]
-        if leader_log_start > local_end:
-            return [TruncateFullyAndStartAt(key, leader_log_start)]
+        if timestamp == LATEST:
+            if offset < local_end:
+                p.move(FetchStatus.FETCHING)
+                return [TruncateTo(key, offset)]
+            return [ListLeaderOffset(key, leader_epoch, EARLIEST)]
+        assert timestamp == EARLIEST, timestamp
+        p.move(FetchStatus.FETCHING)
+        if offset > local_end:
+            return [TruncateFullyAndStartAt(key, offset)]
         return []

@@ -20,10 +20,10 @@ __all__ = ["ReplicaFetchers"]
 
 
 class ReplicaFetchers:
-    def __init__(self, replica_id: int, replica_epoch: int = -1, config: FetcherConfig = FetcherConfig()) -> None:
+    def __init__(self, replica_id: int, replica_epoch: int = -1, config: FetcherConfig | None = None) -> None:
         self.replica_id = replica_id
         self.replica_epoch = replica_epoch
-        self.config = config
+        self.config = config or FetcherConfig()
         self.fetchers: dict[int, FetcherState] = {}
         self._leader_of: dict[PartitionKey, int] = {}
 

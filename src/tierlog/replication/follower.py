@@ -11,7 +11,9 @@ States and transitions:
     IN_FLIGHT     -data / DivergingEpoch->         FETCHING
     IN_FLIGHT     -retriable error, lost request-> FETCHING, delayed by backoff
     IN_FLIGHT     -OFFSET_OUT_OF_RANGE->           OUT_OF_RANGE
-    OUT_OF_RANGE  -resolve_out_of_range->          FETCHING
+    OUT_OF_RANGE  -leader offset resolves it->     FETCHING (maybe truncated)
+    OUT_OF_RANGE  -ListOffsets error->             FETCHING, delayed by backoff
+    OUT_OF_RANGE  -ListOffsets FENCED_LEADER_EPOCH-> FENCED
     IN_FLIGHT     -FENCED_LEADER_EPOCH->           FENCED
     any           -new leader epoch (metadata)->   FETCHING (a late response is ignored)
 
@@ -27,7 +29,7 @@ from typing import Protocol
 
 from .fetch_actions import PartitionKey
 
-__all__ = ["FETCH_BACKOFF_MAX_MS", "FollowerLog", "FetchStatus", "PartitionFetchState"]
+__all__ = ["FETCH_BACKOFF_MAX_MS", "FetchStatus", "FollowerLog", "PartitionFetchState"]
 
 FETCH_BACKOFF_MAX_MS = 30_000
 
@@ -58,7 +60,7 @@ class FetchStatus(Enum):
 _LEGAL = {
     FetchStatus.FETCHING: {FetchStatus.IN_FLIGHT, FetchStatus.FETCHING},
     FetchStatus.IN_FLIGHT: {FetchStatus.FETCHING, FetchStatus.OUT_OF_RANGE, FetchStatus.FENCED},
-    FetchStatus.OUT_OF_RANGE: {FetchStatus.FETCHING},
+    FetchStatus.OUT_OF_RANGE: {FetchStatus.FETCHING, FetchStatus.FENCED},
     FetchStatus.FENCED: {FetchStatus.FETCHING},
 }
 

@@ -2,9 +2,21 @@
 from dataclasses import dataclass, field
 
 from tierlog.protocol.errors import ErrorCode
-from tierlog.replication import (Append, AwaitMetadata, Backoff, FetcherConfig, FetcherState, FetchStatus,
-                                 ReplicaFetchers, ResolveOutOfRange, TruncateFullyAndStartAt, TruncateTo,
-                                 UpdateHighWatermark)
+from tierlog.replication import (
+    EARLIEST,
+    LATEST,
+    Append,
+    AwaitMetadata,
+    Backoff,
+    FetcherConfig,
+    FetcherState,
+    FetchStatus,
+    ListLeaderOffset,
+    ReplicaFetchers,
+    TruncateFullyAndStartAt,
+    TruncateTo,
+    UpdateHighWatermark,
+)
 
 T1, T2 = b"\x01" * 16, b"\x02" * 16
 
@@ -130,22 +142,97 @@ def test_fenced_leader_epoch_waits_for_metadata():
     assert req["Topics"][0]["Partitions"][0]["CurrentLeaderEpoch"] == 6
 
 
-def test_out_of_range_resolution_follows_kafka():
+def _out_of_range(f, key=(T1, 0), now=0, error=ErrorCode.OFFSET_OUT_OF_RANGE):
+    f.build_fetch_request(now)
+    return f.handle_fetch_response(response(*key, ErrorCode=error), now)
+
+
+def _resolving(log_end_offset=50, epoch=5):
     f = fetcher()
-    log = FakeLog(log_end_offset=50)
-    f.add_partition((T1, 0), 5, log)
-    f.build_fetch_request(0)
-    assert f.handle_fetch_response(response(T1, 0, ErrorCode=ErrorCode.OFFSET_OUT_OF_RANGE), 0) == [
-        ResolveOutOfRange((T1, 0), 50, ErrorCode.OFFSET_OUT_OF_RANGE)]
-    assert f.build_fetch_request(0) is None
-    assert f.resolve_out_of_range((T1, 0), 0, 40, 1) == [TruncateTo((T1, 0), 40)]      # leader end below ours
-    f.build_fetch_request(1)
-    f.handle_fetch_response(response(T1, 0, ErrorCode=ErrorCode.OFFSET_OUT_OF_RANGE), 1)
-    assert f.resolve_out_of_range((T1, 0), 80, 100, 2) == [TruncateFullyAndStartAt((T1, 0), 80)]
-    f.build_fetch_request(2)
-    f.handle_fetch_response(response(T1, 0, ErrorCode=ErrorCode.OFFSET_OUT_OF_RANGE), 2)
-    assert f.resolve_out_of_range((T1, 0), 10, 100, 3) == []
+    f.add_partition((T1, 0), epoch, FakeLog(log_end_offset=log_end_offset))
+    assert _out_of_range(f) == [ListLeaderOffset((T1, 0), epoch, LATEST)]
+    assert f.build_fetch_request(0) is None                 # not fetched while resolving
+    return f
+
+
+def test_out_of_range_asks_the_leader_log_end_first():
+    for error in (ErrorCode.OFFSET_OUT_OF_RANGE, ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE):
+        f = fetcher()
+        f.add_partition((T1, 0), 5, FakeLog(log_end_offset=50))
+        assert _out_of_range(f, error=error) == [ListLeaderOffset((T1, 0), 5, LATEST)]
+        assert f.partitions[(T1, 0)].status is FetchStatus.OUT_OF_RANGE
+
+
+def test_leader_log_end_below_ours_truncates_to_it_without_asking_the_start():
+    f = _resolving(log_end_offset=50)
+    assert f.on_leader_offset((T1, 0), 5, LATEST, 0, 40, 1) == [TruncateTo((T1, 0), 40)]
     assert f.partitions[(T1, 0)].status is FetchStatus.FETCHING
+    assert f.build_fetch_request(1) is not None
+
+
+def test_leader_log_end_at_or_above_ours_asks_the_leader_log_start():
+    for leader_end in (50, 100):
+        f = _resolving(log_end_offset=50)
+        assert f.on_leader_offset((T1, 0), 5, LATEST, 0, leader_end, 1) == [ListLeaderOffset((T1, 0), 5, EARLIEST)]
+        assert f.partitions[(T1, 0)].status is FetchStatus.OUT_OF_RANGE
+
+
+def test_leader_log_start_above_our_end_truncates_fully_and_starts_there():
+    f = _resolving(log_end_offset=50)
+    f.on_leader_offset((T1, 0), 5, LATEST, 0, 100, 1)
+    assert f.on_leader_offset((T1, 0), 5, EARLIEST, 0, 80, 2) == [TruncateFullyAndStartAt((T1, 0), 80)]
+    assert f.partitions[(T1, 0)].status is FetchStatus.FETCHING
+
+
+def test_leader_log_start_at_or_below_our_end_fetches_from_our_end():
+    for leader_start in (0, 50):
+        f = _resolving(log_end_offset=50)
+        f.on_leader_offset((T1, 0), 5, LATEST, 0, 100, 1)
+        assert f.on_leader_offset((T1, 0), 5, EARLIEST, 0, leader_start, 2) == []
+        req = f.build_fetch_request(2)
+        assert req["Topics"][0]["Partitions"][0]["FetchOffset"] == 50     # max(leader start, our end)
+
+
+def test_list_offsets_errors_back_off_and_start_over():
+    for error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.REQUEST_TIMED_OUT):
+        f = _resolving()
+        [act] = f.on_leader_offset((T1, 0), 5, LATEST, error, -1, 10)
+        assert act == Backoff((T1, 0), 110, error)
+        assert f.build_fetch_request(109) is None
+        assert f.build_fetch_request(110) is not None       # fetched again: a new out of range starts over
+        assert f.handle_fetch_response(response(T1, 0, ErrorCode=ErrorCode.OFFSET_OUT_OF_RANGE), 110) == [
+            ListLeaderOffset((T1, 0), 5, LATEST)]
+
+
+def test_list_offsets_without_an_offset_backs_off():
+    f = _resolving()
+    [act] = f.on_leader_offset((T1, 0), 5, EARLIEST, 0, -1, 0)
+    assert isinstance(act, Backoff) and act.error == ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def test_list_offsets_fenced_waits_for_metadata():
+    fs = ReplicaFetchers(replica_id=2, config=FetcherConfig(backoff_ms=100))
+    log = FakeLog(log_end_offset=50)
+    fs.become_follower((T1, 0), 1, 5, log)
+    f = fs.fetcher_for((T1, 0))
+    _out_of_range(f)
+    assert f.on_leader_offset((T1, 0), 5, LATEST, ErrorCode.FENCED_LEADER_EPOCH, -1, 0) == [
+        AwaitMetadata((T1, 0), 5, ErrorCode.FENCED_LEADER_EPOCH)]
+    assert f.build_fetch_request(10**9) is None
+    assert fs.become_follower((T1, 0), 1, 6, log)
+    assert f.build_fetch_request(0)["Topics"][0]["Partitions"][0]["CurrentLeaderEpoch"] == 6
+
+
+def test_stale_leader_offsets_are_ignored():
+    f = _resolving(log_end_offset=50, epoch=5)
+    assert f.on_leader_offset((T1, 0), 4, LATEST, 0, 10, 1) == []       # asked at another epoch
+    assert f.on_leader_offset((T2, 0), 5, LATEST, 0, 10, 1) == []       # not followed
+    f.set_leader_epoch((T1, 0), 6)                                      # metadata moved on meanwhile
+    assert f.on_leader_offset((T1, 0), 5, LATEST, 0, 10, 1) == []
+    assert f.partitions[(T1, 0)].status is FetchStatus.FETCHING
+    g = _resolving()
+    g.on_leader_offset((T1, 0), 5, LATEST, 0, 10, 1)                    # resolved: a repeat does nothing
+    assert g.on_leader_offset((T1, 0), 5, LATEST, 0, 10, 1) == []
 
 
 def test_stale_answer_ignored_when_log_moved():

@@ -1,0 +1,69 @@
+"""ListOffsets LATEST by who asks: a consumer gets the high watermark, a replica the log end offset."""
+from types import SimpleNamespace
+
+from tierlog.broker.apis import api_02_list_offsets as list_offsets
+from tierlog.broker.partition import Partition
+from tierlog.protocol.errors import ErrorCode
+from tierlog.records import Record, build_batch
+from tierlog.storage import Log, LogConfig
+
+NOW = 1_700_000_000_000
+LATEST, EARLIEST = -1, -2
+
+
+class FakeBroker:
+    """``led_partition`` as the broker answers it: the leader's replica, else NOT_LEADER_OR_FOLLOWER."""
+
+    def __init__(self, part: Partition, node_id: int):
+        self.part, self.node_id = part, node_id
+
+    def led_partition(self, topic, index):
+        if (topic, index) != self.part.key:
+            return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return self.part, 0 if self.part.leader_id == self.node_id else ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def _partition(tmp_path, records=10, high_watermark=6, leader_id=1) -> Partition:
+    log = Log.open(tmp_path / "t-0", LogConfig.from_props({}), NOW)
+    batch = build_batch([Record(i, NOW, None, b"v") for i in range(records)])
+    log.append(bytearray(batch), 3, NOW)
+    part = Partition("t", 0, b"\x01" * 16, log, leader_id=leader_id, leader_epoch=3)
+    part.follower_hw = high_watermark
+    return part
+
+
+def _ask(broker, replica_id, timestamp, isolation=0, version=7, epoch=-1) -> dict:
+    request = {"ReplicaId": replica_id, "IsolationLevel": isolation, "Topics": [
+        {"Name": "t", "Partitions": [{"PartitionIndex": 0, "CurrentLeaderEpoch": epoch, "Timestamp": timestamp}]}]}
+    resp = list_offsets.handle(broker, SimpleNamespace(api_version=version), request)
+    return resp["Topics"][0]["Partitions"][0]
+
+
+def test_consumer_latest_is_the_high_watermark(tmp_path):
+    broker = FakeBroker(_partition(tmp_path), node_id=1)
+    for isolation in (0, 1):                # READ_UNCOMMITTED: HW; READ_COMMITTED: LSO (= HW, no transactions)
+        answer = _ask(broker, -1, LATEST, isolation)
+        assert (answer["ErrorCode"], answer["Offset"], answer["LeaderEpoch"]) == (0, 6, 3)
+
+
+def test_replica_latest_is_the_log_end_offset(tmp_path):
+    broker = FakeBroker(_partition(tmp_path), node_id=1)
+    for isolation in (0, 1):                # a replica's IsolationLevel is ignored
+        answer = _ask(broker, 2, LATEST, isolation, epoch=3)
+        assert (answer["ErrorCode"], answer["Offset"]) == (0, 10)
+    assert _ask(broker, 2, EARLIEST, epoch=3)["Offset"] == 0
+
+
+def test_replica_request_is_fenced_by_current_leader_epoch(tmp_path):
+    broker = FakeBroker(_partition(tmp_path), node_id=1)
+    assert _ask(broker, 2, LATEST, epoch=2)["ErrorCode"] == ErrorCode.FENCED_LEADER_EPOCH
+    assert _ask(broker, 2, LATEST, epoch=4)["ErrorCode"] == ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def test_only_the_debugging_replica_may_ask_a_follower(tmp_path):
+    follower = FakeBroker(_partition(tmp_path, leader_id=1), node_id=2)
+    assert _ask(follower, -1, LATEST)["ErrorCode"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert _ask(follower, 3, LATEST)["ErrorCode"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    answer = _ask(follower, -2, LATEST)
+    assert (answer["ErrorCode"], answer["Offset"]) == (0, 10)
+    assert _ask(follower, -2, EARLIEST)["Offset"] == 0
