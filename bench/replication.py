@@ -37,6 +37,8 @@ sys.path.insert(0, str(HERE))
 from brokers import free_port
 from machine import facts as machine_facts
 
+from tierlog.cli.parent_watch import child_env
+
 RECORD_SIZE = 1024
 MIB = 1 << 20
 UP_TIMEOUT_S = 90.0
@@ -56,7 +58,8 @@ class Cluster:
         cmd = [sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(data_dir / "data"),
                "--listen", f"127.0.0.1:{port}", "--controllers", str(controllers), "--brokers", str(brokers)]
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+                                         env=child_env())
         self.bootstrap = self._wait_bootstrap()
 
     def _wait_bootstrap(self) -> str:

@@ -4,8 +4,10 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from clients import consume_all, create_topic, produce_all
+from cluster import wait_for
 from confluent_kafka.admin import AdminClient, NewTopic
 from nodeproc import free_port
 
@@ -76,6 +78,29 @@ def test_up_combined_single_process(tmp_path):
 
 def test_up_refuses_a_bad_plan_with_one_line(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tierlog.cli.main", "up", "--controllers", "3", "--brokers", "1",
-                        "--combined", "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=30)
+                        "--combined", "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=30, check=False)
     assert r.returncode == 1
     assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("tierlog: error: --combined")
+
+
+def test_nodes_stop_when_up_is_killed(tmp_path):
+    """A `tierlog up` killed with SIGKILL (no chance to stop its nodes) leaves no node running."""
+    proc, _, _, _ = _up(tmp_path, "--controllers", "1", "--brokers", "2")
+    pids = list(proc.pids.values())
+    assert len(pids) == 3
+    proc.kill()
+    proc.wait(10)
+    try:
+        wait_for(lambda: not any(_alive(p) for p in pids), 60, "every node of the killed `tierlog up` to exit")
+    finally:
+        for pid in filter(_alive, pids):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return state != "Z"

@@ -8,6 +8,7 @@ import sys
 from tierlog.config import ConfigError, NodeConfig
 
 from .errors import CliError
+from .parent_watch import exit_with_parent
 
 __all__ = ["register", "run"]
 
@@ -37,6 +38,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 def run(args) -> int:
     from tierlog.node import run_node
+    exit_with_parent()
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s [%(name)s] %(message)s")
     try:

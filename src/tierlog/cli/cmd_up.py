@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .cmd_node import parse_overrides
 from .errors import CliError
+from .parent_watch import child_env, exit_with_parent
 
 __all__ = ["register", "run"]
 
@@ -105,6 +106,7 @@ def _parse_listen(text: str) -> tuple[str, int]:
 
 
 def run(args) -> int:
+    exit_with_parent()
     host, port = _parse_listen(args.listen)
     plans = plan_cluster(args.controllers, args.brokers, args.combined, port)
     overrides = parse_overrides(args.set)
@@ -172,7 +174,7 @@ def _start_node(node_id: int, data_dir: Path, properties: str) -> subprocess.Pop
     cmd = [sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(conf)]
     with open(node_dir / "node.log", "ab") as log_file:      # the child keeps its own handle
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, text=True,
-                                start_new_session=True)
+                                start_new_session=True, env=child_env())
     proc.node_dir = node_dir
     return proc
 

@@ -34,6 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tierlog.cli.parent_watch import child_env
+
 EVENTS_TOPIC = "events"
 RESULTS_TOPIC = "event-counts"
 ACTIONS = ("view", "click", "add_to_cart", "purchase")
@@ -65,11 +67,13 @@ class LocalCluster:
 
     def __init__(self):
         self.dir = Path(tempfile.mkdtemp(prefix="tierlog-pipeline-"))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(self.dir / "data"),
-             "--listen", f"127.0.0.1:{_free_port()}"],
-            stdout=subprocess.PIPE, stderr=open(self.dir / "cluster.log", "wb"), text=True,
-            start_new_session=True)       # Ctrl-C reaches us only; we stop the cluster ourselves
+        with open(self.dir / "cluster.log", "wb") as log:      # the child keeps its own handle
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(self.dir / "data"),
+                 "--listen", f"127.0.0.1:{_free_port()}"],
+                stdout=subprocess.PIPE, stderr=log, text=True,
+                start_new_session=True,       # Ctrl-C reaches us only; we stop the cluster ourselves
+                env=child_env())              # ... and it stops by itself if we are killed
         self.bootstrap = self._wait_ready()
 
     def _wait_ready(self, timeout_s: float = 60) -> str:
