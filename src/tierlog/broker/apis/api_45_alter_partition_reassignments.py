@@ -1,0 +1,27 @@
+"""AlterPartitionReassignments (45), v0-1: forwarded to the active controller.
+
+The controller validates each partition's target, writes one
+PartitionChangeRecord per accepted partition (``controller.reassignment``) and
+answers per partition.  The broker then waits until its own image has caught
+up with the controller's high watermark, so Metadata on this broker already
+shows the merged replica list.  No controller answers in time:
+REQUEST_TIMED_OUT at top level and for every partition.  Nothing is left out.
+"""
+from tierlog.protocol.errors import ErrorCode
+
+from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
+
+API_KEY, MIN_VERSION, MAX_VERSION = 45, 0, 1
+
+
+def _timed_out(request: dict) -> dict:
+    code = ErrorCode.REQUEST_TIMED_OUT
+    return {"ThrottleTimeMs": 0, "AllowReplicationFactorChange": request.get("AllowReplicationFactorChange", True),
+            "ErrorCode": code, "ErrorMessage": TIMED_OUT_MESSAGE,
+            "Responses": [{"Name": t["Name"], "Partitions": [
+                {"PartitionIndex": p["PartitionIndex"], "ErrorCode": code, "ErrorMessage": TIMED_OUT_MESSAGE}
+                for p in t["Partitions"]]} for t in request["Topics"]]}
+
+
+def handle(broker, header, request):
+    return forward_and_catch_up(broker, header, request, timed_out=_timed_out)

@@ -1,0 +1,20 @@
+"""ListPartitionReassignments (46), v0: forwarded to the active controller.
+
+The controller answers from its committed image (Topics null: every
+reassigning partition).  No controller answers in time: REQUEST_TIMED_OUT at
+top level.  Nothing is left out.
+"""
+from tierlog.protocol.errors import ErrorCode
+
+from .forward import TIMED_OUT_MESSAGE, forward_and_wait
+
+API_KEY, MIN_VERSION, MAX_VERSION = 46, 0, 0
+
+
+def _timed_out(request: dict) -> dict:
+    return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.REQUEST_TIMED_OUT, "ErrorMessage": TIMED_OUT_MESSAGE,
+            "Topics": []}
+
+
+def handle(broker, header, request):
+    return forward_and_wait(broker, header, request, None, 0, timed_out=_timed_out)

@@ -1,0 +1,213 @@
+"""Partition reassignment in real processes (issue 4): 1 controller + 4 brokers (nodes 2-5).
+
+1. Two RF 2 partitions on brokers 2 and 3 move to brokers 4 and 5 (kafka-python's
+   KafkaAdminClient) while an idempotent acks=all librdkafka producer streams:
+   the reassignment completes (nothing listed, replicas == target everywhere),
+   every acknowledged record reads back at its acknowledged offset, and the old
+   brokers delete their logs.
+2. A reassignment that cannot complete (its new broker is down) is listed and
+   cancelled: the partition is back on its original replicas.
+3. Bad input over the wire: an unregistered broker -> INVALID_REPLICA_ASSIGNMENT,
+   an unknown partition -> UNKNOWN_TOPIC_OR_PARTITION, a cancel with nothing to
+   cancel -> NO_REASSIGNMENT_IN_PROGRESS.
+"""
+import threading
+import time
+
+import pytest
+from cluster import FAST_REPLICATION, Cluster, request, wait_for
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaAdminClient, TopicPartition
+
+from tierlog.protocol.errors import ErrorCode
+
+ALTER, LIST = 45, 46
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(tmp_path, controllers=1, brokers=4, props=FAST_REPLICATION).start()
+    yield c
+    c.stop()
+
+
+def _broker(cluster, node_id):
+    return next(b for b in cluster.brokers if b.node_id == node_id)
+
+
+def _partitions(cluster, topic, brokers=None) -> dict[int, list[dict]]:
+    """Per live broker: the topic's partitions as that broker's Metadata shows them."""
+    out = {}
+    for b in brokers or cluster.brokers:
+        if b.alive():
+            topics = cluster.metadata(b, [topic])["Topics"]
+            out[b.node_id] = sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"]) \
+                if topics and topics[0]["ErrorCode"] == 0 else []
+    return out
+
+
+def _create(cluster, topic, assignment):
+    cluster.wait_leader()
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, len(assignment), replica_assignment=assignment)],
+                        request_timeout=15)[topic].result(timeout=20)
+
+    def placed():
+        return all(len(ps) == len(assignment) and all(
+            p["LeaderId"] >= 0 and sorted(p["IsrNodes"]) == sorted(want) for p, want in zip(ps, assignment))
+            for ps in _partitions(cluster, topic).values())
+    wait_for(placed, 30, f"{topic} placed on {assignment} with full ISRs on every broker")
+
+
+def _kafka_admin(cluster):
+    return KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
+
+
+def _dump_logs(cluster, lines=40) -> str:
+    return "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(lines)}" for n in cluster.nodes)
+
+
+class _Stream(threading.Thread):
+    """An idempotent acks=all producer; keeps (partition, offset, value) of every acknowledged record."""
+
+    def __init__(self, bootstrap, topic):
+        super().__init__(daemon=True)
+        self.topic, self.acked, self.errors = topic, [], []
+        self.stopping = threading.Event()
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                  "linger.ms": 5, "message.timeout.ms": 60000, "retry.backoff.ms": 100})
+
+    def _done(self, err, msg):
+        if err:
+            self.errors.append(err)
+        else:
+            self.acked.append((msg.partition(), msg.offset(), msg.value()))
+
+    def run(self):
+        i = 0
+        while not self.stopping.is_set():
+            try:
+                self.producer.produce(self.topic, key=f"k{i % 31}".encode(), value=f"v{i}".encode(),
+                                      on_delivery=self._done)
+                i += 1
+            except BufferError:
+                pass
+            self.producer.poll(0.003)
+
+    def finish(self) -> int:
+        self.stopping.set()
+        self.join(10)
+        return self.producer.flush(90)
+
+
+def _read_back(bootstrap, topic, partitions) -> dict[int, dict[int, bytes]]:
+    """offset -> value of every record up to the high watermark, per partition."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reassign", "enable.auto.commit": False})
+    try:
+        highs = {p: c.get_watermark_offsets(CkTopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+        c.assign([CkTopicPartition(topic, p, -2) for p in range(partitions)])
+        out = {p: {} for p in range(partitions)}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(len(out[p]) < highs[p] for p in range(partitions)):
+            for m in c.consume(1000, 0.5):
+                assert m.error() is None, m.error()
+                out[m.partition()][m.offset()] = m.value()
+        return out
+    finally:
+        c.close()
+
+
+def test_reassignment_of_a_partition_to_new_brokers_while_producing_no_loss(cluster):
+    topic, old, target = "moving", [[2, 3], [3, 2]], [[4, 5], [5, 4]]
+    _create(cluster, topic, old)
+    stream = _Stream(cluster.bootstrap, topic)
+    stream.start()
+    admin = _kafka_admin(cluster)
+    try:
+        wait_for(lambda: len(stream.acked) >= 300, 30, "the first acknowledged records")
+        result = admin.alter_partition_reassignments(
+            {TopicPartition(topic, p): replicas for p, replicas in enumerate(target)})
+        assert result == {TopicPartition(topic, 0): None, TopicPartition(topic, 1): None}, result
+
+        def completed():
+            if admin.list_partition_reassignments():
+                return False
+            return all(len(ps) == 2 and all(p["ReplicaNodes"] == want and sorted(p["IsrNodes"]) == sorted(want)
+                                            and p["LeaderId"] in want for p, want in zip(ps, target))
+                       for ps in _partitions(cluster, topic).values())
+        try:
+            wait_for(completed, 60, "the reassignment to complete on every broker")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {_partitions(cluster, topic)}\n{_dump_logs(cluster)}") from None
+        done_at = len(stream.acked)
+        wait_for(lambda: len(stream.acked) > done_at + 200, 40, "acknowledgements from the new leaders")
+    finally:
+        left = stream.finish()
+        admin.close()
+    assert left == 0, f"{left} records undelivered\n{_dump_logs(cluster)}"
+    assert not stream.errors, stream.errors[:5]
+
+    got = _read_back(cluster.bootstrap, topic, 2)
+    for p in range(2):
+        mine = [(off, v) for q, off, v in stream.acked if q == p]
+        assert len(mine) > 100, f"partition {p}: only {len(mine)} acknowledged"
+        missing = [(off, v) for off, v in mine if got[p].get(off) != v]
+        assert not missing, f"partition {p}: {len(missing)} of {len(mine)} acknowledged records lost: {missing[:5]}"
+        values = list(got[p].values())
+        assert len(values) == len(set(values)), f"partition {p}: duplicates despite idempotence"
+
+    def old_logs_deleted():
+        return not any((_broker(cluster, b).data_dir / f"{topic}-{p}").exists() for b in (2, 3) for p in range(2))
+    wait_for(old_logs_deleted, 30, "brokers 2 and 3 to delete their logs of the moved partitions")
+    assert all((_broker(cluster, b).data_dir / f"{topic}-{p}").is_dir() for b in (4, 5) for p in range(2))
+
+
+def test_a_stuck_reassignment_is_listed_and_cancelled(cluster):
+    topic = "stuck"
+    _create(cluster, topic, [[2, 3]])
+    down = _broker(cluster, 5)
+    down.stop()                                   # registered but fenced: it can never catch up
+    admin = _kafka_admin(cluster)
+    try:
+        assert admin.alter_partition_reassignments({TopicPartition(topic, 0): [2, 5]}) == \
+            {TopicPartition(topic, 0): None}
+        ongoing = wait_for(admin.list_partition_reassignments, 20, "the reassignment to be listed")
+        assert ongoing == {TopicPartition(topic, 0): {"replicas": [2, 5, 3], "adding_replicas": [5],
+                                                      "removing_replicas": [3]}}, ongoing
+        assert admin.alter_partition_reassignments({TopicPartition(topic, 0): None}) == \
+            {TopicPartition(topic, 0): None}
+        assert admin.list_partition_reassignments() == {}
+        again = admin.alter_partition_reassignments({TopicPartition(topic, 0): None})
+        assert again[TopicPartition(topic, 0)].errno == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    finally:
+        admin.close()
+
+    def reverted():
+        return all(ps and ps[0]["ReplicaNodes"] == [2, 3] and ps[0]["LeaderId"] == 2
+                   for ps in _partitions(cluster, topic).values())
+    wait_for(reverted, 30, "the partition back on brokers 2 and 3 on every live broker")
+
+
+def test_bad_reassignments_get_kafka_error_codes_over_the_wire(cluster):
+    topic = "guarded"
+    _create(cluster, topic, [[2, 3]])
+    broker = cluster.brokers[0]
+    body = {"TimeoutMs": 10000, "AllowReplicationFactorChange": True, "Topics": [{"Name": topic, "Partitions": [
+        {"PartitionIndex": 0, "Replicas": [4, 99]},
+        {"PartitionIndex": 7, "Replicas": [4, 5]},
+        {"PartitionIndex": 0, "Replicas": None}]}, {"Name": "nope", "Partitions": [
+            {"PartitionIndex": 0, "Replicas": [4]}]}]}
+    resp = request("127.0.0.1", broker.port, ALTER, body, timeout_s=30)
+    assert resp["ErrorCode"] == 0, resp
+    codes = [[p["ErrorCode"] for p in t["Partitions"]] for t in resp["Responses"]]
+    assert codes == [[ErrorCode.INVALID_REPLICA_ASSIGNMENT, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                      ErrorCode.INVALID_REQUEST], [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]], resp
+    body = {"TimeoutMs": 10000, "AllowReplicationFactorChange": False, "Topics": [{"Name": topic, "Partitions": [
+        {"PartitionIndex": 0, "Replicas": [4, 5, 2]}]}]}
+    resp = request("127.0.0.1", broker.port, ALTER, body, timeout_s=30)
+    assert resp["Responses"][0]["Partitions"][0]["ErrorCode"] == ErrorCode.INVALID_REPLICATION_FACTOR, resp
+    listed = request("127.0.0.1", broker.port, LIST, {"TimeoutMs": 10000, "Topics": None}, timeout_s=30)
+    assert listed["ErrorCode"] == 0 and listed["Topics"] == [], listed
+    assert all(ps and ps[0]["ReplicaNodes"] == [2, 3] for ps in _partitions(cluster, topic).values())
