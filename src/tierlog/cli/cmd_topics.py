@@ -21,6 +21,7 @@ _EPILOG = """\
 examples:
   tierlog topics create orders --partitions 3 --replication-factor 3 --config retention.ms=86400000
   tierlog topics list
+  tierlog topics describe orders              # Leader, LeaderEpoch, Replicas, Isr, Elr per partition
   tierlog topics describe orders --json
   tierlog topics delete orders --if-exists
 """
@@ -110,9 +111,13 @@ def _add_list(actions, common) -> None:
 
 
 def _add_describe(actions, common) -> None:
-    parser = actions.add_parser("describe", parents=[common],
-                                help="show partitions, leaders, replicas and ISR",
-                                description="Describe topics (all topics when none is named).")
+    parser = actions.add_parser(
+        "describe", parents=[common], help="show partitions, leaders, leader epochs, replicas, ISR and ELR",
+        description="Describe topics (all topics when none is named): per partition its leader, "
+                    "leader epoch, replicas, in-sync replicas (Isr) and eligible leader replicas "
+                    "(Elr, KIP-966), with LastKnownElr, Offline, Adding and Removing replicas when "
+                    "there are any. Leader epochs and ELR come from DescribeTopicPartitions (API 75); "
+                    "against a broker without it (or over TLS/SASL) those columns are left out.")
     parser.add_argument("names", nargs="*", metavar="NAME", help="topics to describe")
     parser.add_argument("--json", action="store_true", help="print a JSON array of descriptions")
     parser.set_defaults(func=run_describe)

@@ -1,20 +1,29 @@
-"""`tierlog topics describe`: partitions, leader, replicas, ISR, topic id.
+"""`tierlog topics describe`: partitions, leader, leader epoch, replicas, ISR, ELR, topic id.
 
-Uses the DescribeTopics admin call (Metadata v10+, which carries topic ids);
-against a broker too old for it, falls back to plain metadata, without ids.
+Sources, best first:
+
+1. DescribeTopicPartitions (API 75, KIP-966) when the broker's ApiVersions
+   lists it (`topic_partitions`): the only one with each partition's leader
+   epoch, eligible leader replicas (ELR) and last known ELR; plus ongoing
+   reassignments when the broker also serves ListPartitionReassignments (46).
+   Spoken over tierlog's own plaintext connection (confluent-kafka has no
+   such call), so not used when --command-config asks for TLS or SASL.
+2. The DescribeTopics admin call (Metadata v10+, which carries topic ids).
+3. Plain metadata, without ids, against a broker too old for 2.
+
 A description is a plain dict, the same one ``--json`` prints::
 
     {"topic": "t", "topic_id": "AaIBHe7pdeO3iyC3TwqcqQ" | null, "internal": false,
-     "partitions": [{"partition": 0, "leader": 1, "replicas": [1], "isr": [1]}]}
+     "partitions": [{"partition": 0, "leader": 1, "leader_epoch": 4, "replicas": [1, 2, 3],
+                     "isr": [1], "elr": [2], "last_known_elr": [], "offline": [3],
+                     "adding": [], "removing": []}]}
 
-``leader`` is null when the partition has none.
-
-Not shown, because no source the CLI can use carries them: the partition's
-LeaderEpoch (confluent-kafka's ``TopicPartitionInfo`` from describe_topics has
-only id, leader, replicas and isr, and its plain metadata has no epoch either)
-and the eligible leader replicas (ELR, KIP-966: only DescribeTopicPartitions,
-API 75, returns them, and brokers do not serve it yet; Metadata has no ELR).
-Add them here when one of those changes.
+``leader`` is null when the partition has none. ``leader_epoch``, ``elr``,
+``last_known_elr`` and ``offline`` are null when the source (2 or 3) does not
+carry them; ``adding`` and ``removing`` are null unless the broker serves
+ListPartitionReassignments. The table shows a column only when its source
+carries it (LastKnownElr, Offline, Adding and Removing only when some
+partition has one); an empty list is shown as ``-``.
 """
 
 from __future__ import annotations
@@ -25,14 +34,21 @@ import base64
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
+from tierlog.cli import broker_wire
 from tierlog.cli.connection import Connection
-from tierlog.cli.errors import CliError
 from tierlog.cli.render import make_table, note, print_json, print_table
+from tierlog.cli.topic_partitions import (
+    DESCRIBE_TOPIC_PARTITIONS,
+    describe_partitions,
+    missing_error,
+)
 
-__all__ = ["run_describe"]
+__all__ = ["describe", "run_describe"]
 
 _NO_LEADER = -1
 _FALLBACK_CODES = frozenset({KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION})
+_NOT_CARRIED = {"leader_epoch": None, "elr": None, "last_known_elr": None, "offline": None,
+                "adding": None, "removing": None}
 
 
 def _kafka_uuid(uuid) -> str | None:
@@ -57,6 +73,7 @@ def _from_admin(topic) -> dict:
                 "leader": p.leader.id if p.leader is not None else None,
                 "replicas": [node.id for node in p.replicas],
                 "isr": [node.id for node in p.isr],
+                **_NOT_CARRIED,
             }
             for p in sorted(topic.partitions, key=lambda p: p.id)
         ],
@@ -74,16 +91,11 @@ def _from_metadata(topic) -> dict:
                 "leader": p.leader if p.leader != _NO_LEADER else None,
                 "replicas": list(p.replicas),
                 "isr": list(p.isrs),
+                **_NOT_CARRIED,
             }
             for p in sorted(topic.partitions.values(), key=lambda p: p.id)
         ],
     }
-
-
-def _missing_error(missing: list[str]) -> CliError:
-    if len(missing) == 1:
-        return CliError(f"topic {missing[0]!r} does not exist")
-    return CliError("topics do not exist: " + ", ".join(missing))
 
 
 def _describe_with_admin(conn: Connection, names: list[str]) -> list[dict]:
@@ -99,7 +111,7 @@ def _describe_with_admin(conn: Connection, names: list[str]) -> list[dict]:
         else:
             raise error
     if missing:
-        raise _missing_error(missing)
+        raise missing_error(missing)
     return described
 
 
@@ -107,12 +119,12 @@ def _describe_with_metadata(conn: Connection, names: list[str]) -> list[dict]:
     topics = conn.metadata().topics
     missing = [name for name in names if name not in topics]
     if missing:
-        raise _missing_error(missing)
+        raise missing_error(missing)
     return [_from_metadata(topics[name]) for name in names]
 
 
-def describe(conn: Connection, names: list[str]) -> list[dict]:
-    """Descriptions of the named topics, or of every topic when none is named."""
+def _describe_with_librdkafka(args: argparse.Namespace, names: list[str]) -> list[dict]:
+    conn = Connection(AdminClient, args)
     existing = conn.metadata().topics
     if not names:
         names = sorted(existing)
@@ -126,29 +138,59 @@ def describe(conn: Connection, names: list[str]) -> list[dict]:
         return _describe_with_metadata(conn, names)
 
 
+def describe(args: argparse.Namespace, names: list[str]) -> list[dict]:
+    """Descriptions of the named topics, or of every topic when none is named."""
+    if broker_wire.usable(args):
+        with broker_wire.BrokerWire(args.bootstrap_server, args.timeout) as wire:
+            if wire.version(DESCRIBE_TOPIC_PARTITIONS) is not None:
+                return describe_partitions(wire, names)
+    return _describe_with_librdkafka(args, names)
+
+
+def _ids(ids: list[int]) -> str:
+    return ",".join(str(i) for i in ids) or "-"
+
+
+def _columns(partitions: list[dict]) -> list[tuple[str, object]]:
+    """(heading, cell of a partition) of the columns this topic's source carries."""
+    def carried(key):
+        return bool(partitions) and all(p.get(key) is not None for p in partitions)
+
+    def present(key):
+        return any(p.get(key) for p in partitions)
+
+    columns = [("Partition", lambda p: str(p["partition"])),
+               ("Leader", lambda p: "none" if p["leader"] is None else str(p["leader"]))]
+    if carried("leader_epoch"):
+        columns.append(("LeaderEpoch", lambda p: str(p["leader_epoch"])))
+    columns += [("Replicas", lambda p: _ids(p["replicas"])), ("Isr", lambda p: _ids(p["isr"]))]
+    if carried("elr"):
+        columns.append(("Elr", lambda p: _ids(p["elr"])))
+    optional = (("LastKnownElr", "last_known_elr"), ("Offline", "offline"),
+                ("Adding", "adding"), ("Removing", "removing"))
+    columns += [(heading, lambda p, k=key: _ids(p.get(k) or [])) for heading, key in optional if present(key)]
+    return columns
+
+
 def _show(description: dict) -> None:
     partitions = description["partitions"]
-    replication = len(partitions[0]["replicas"]) if partitions else 0
+    first = partitions[0] if partitions else None     # Kafka: a reassignment's added replicas do not count
+    replication = len(first["replicas"]) - len(first["adding"] or []) if first else 0
     topic_id = description["topic_id"] or "unknown"
     title = (
         f"Topic: {description['topic']}  TopicId: {topic_id}  "
         f"PartitionCount: {len(partitions)}  ReplicationFactor: {replication}"
     )
-    table = make_table("Partition", "Leader", "Replicas", "Isr")
+    columns = _columns(partitions)
+    table = make_table(*(heading for heading, _ in columns))
     for p in partitions:
-        leader = "none" if p["leader"] is None else str(p["leader"])
-        table.add_row(str(p["partition"]), leader, _ids(p["replicas"]), _ids(p["isr"]))
+        table.add_row(*(cell(p) for _, cell in columns))
     print(title)
     print_table(table)
 
 
-def _ids(ids: list[int]) -> str:
-    return ",".join(str(i) for i in ids)
-
-
 def run_describe(args: argparse.Namespace) -> int:
-    conn = Connection(AdminClient, args)
-    descriptions = describe(conn, list(dict.fromkeys(args.names)))
+    descriptions = describe(args, list(dict.fromkeys(args.names)))
     if args.json:
         print_json(descriptions)
     elif not descriptions:

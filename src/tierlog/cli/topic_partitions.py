@@ -1,0 +1,130 @@
+"""Topic descriptions from DescribeTopicPartitions (API 75, KIP-966), over `BrokerWire`.
+
+The one source that carries each partition's leader epoch and its eligible
+leader replicas (ELR) and last known ELR. Pages are followed through
+NextCursor until the broker has answered every partition (each page at most
+`PAGE_PARTITIONS`; a broker caps it further with
+max.request.partition.size.limit). When the broker also serves
+ListPartitionReassignments (API 46), ongoing reassignments fill ``adding``
+and ``removing``; otherwise they stay null (unknown).
+
+The descriptions have the shape `topics_describe` documents.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from tierlog.cli.broker_wire import BrokerWire
+from tierlog.cli.errors import CliError
+from tierlog.cli.render import note
+from tierlog.protocol.errors import ErrorCode
+
+__all__ = [
+    "DESCRIBE_TOPIC_PARTITIONS", "PAGE_PARTITIONS", "describe_partitions", "missing_error", "topic_id_text",
+]
+
+DESCRIBE_TOPIC_PARTITIONS, LIST_PARTITION_REASSIGNMENTS = 75, 46
+PAGE_PARTITIONS = 2000          # ResponsePartitionLimit of each page (Kafka's default)
+_NO_LEADER = -1
+_ZERO_UUID = bytes(16)
+
+
+def topic_id_text(raw: bytes) -> str | None:
+    """A topic id as Kafka prints it: url-safe base64 of the 16 bytes, unpadded."""
+    if raw == _ZERO_UUID:
+        return None
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def describe_partitions(wire: BrokerWire, names: list[str]) -> list[dict]:
+    """Descriptions of ``names`` (every topic when empty), in that order (sorted for all)."""
+    found, errors = _fetch_pages(wire, names)
+    missing = [n for n in names if n not in found and errors.get(n, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+               == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    if missing:
+        raise missing_error(missing)
+    for name in names:
+        if name not in found:
+            raise CliError(f"cannot describe topic {name!r}: {_error_name(errors[name])}")
+    descriptions = [found[n] for n in (names or sorted(found))]
+    _add_reassignments(wire, descriptions)
+    return descriptions
+
+
+def _fetch_pages(wire: BrokerWire, names: list[str]) -> tuple[dict, dict]:
+    """Topic name -> description, and topic name -> error code, over every page."""
+    version = wire.version(DESCRIBE_TOPIC_PARTITIONS)
+    body = {"Topics": [{"Name": n} for n in names], "ResponsePartitionLimit": PAGE_PARTITIONS, "Cursor": None}
+    found, errors = {}, {}
+    while True:
+        response = wire.call(DESCRIBE_TOPIC_PARTITIONS, body, version, "DescribeTopicPartitions")
+        for topic in response["Topics"]:
+            if topic["ErrorCode"]:
+                errors[topic["Name"]] = topic["ErrorCode"]
+            else:
+                _merge(found, topic)
+        cursor = response["NextCursor"]
+        if cursor is None:
+            return found, errors
+        if cursor == body["Cursor"]:
+            raise CliError(f"DescribeTopicPartitions from {wire.address} repeated its cursor {cursor}")
+        body["Cursor"] = cursor
+
+
+def _merge(found: dict, topic: dict) -> None:
+    """Add one answered topic (or the next page of one) to ``found``."""
+    described = found.setdefault(topic["Name"], {
+        "topic": topic["Name"], "topic_id": topic_id_text(bytes(topic["TopicId"])),
+        "internal": bool(topic["IsInternal"]), "partitions": []})
+    described["partitions"].extend(_partition(p) for p in topic["Partitions"])
+
+
+def _partition(p: dict) -> dict:
+    return {
+        "partition": p["PartitionIndex"],
+        "leader": None if p["LeaderId"] == _NO_LEADER else p["LeaderId"],
+        "leader_epoch": p["LeaderEpoch"],
+        "replicas": list(p["ReplicaNodes"]),
+        "isr": list(p["IsrNodes"]),
+        "elr": list(p["EligibleLeaderReplicas"] or []),
+        "last_known_elr": list(p["LastKnownElr"] or []),
+        "offline": list(p["OfflineReplicas"]),
+        "adding": None,
+        "removing": None,
+    }
+
+
+def _add_reassignments(wire: BrokerWire, descriptions: list[dict]) -> None:
+    """Fill ``adding`` / ``removing`` from ListPartitionReassignments, if the broker serves it."""
+    version = wire.version(LIST_PARTITION_REASSIGNMENTS)
+    if version is None or not descriptions:
+        return
+    try:
+        body = {"TimeoutMs": max(1, int(wire.remaining_s() * 1000)), "Topics": None}
+        response = wire.call(LIST_PARTITION_REASSIGNMENTS, body, version, "ListPartitionReassignments")
+    except (CliError, TimeoutError) as exc:
+        note(f"tierlog: ongoing reassignments unknown: {exc}")
+        return
+    if response["ErrorCode"]:
+        note(f"tierlog: ongoing reassignments unknown: {_error_name(response['ErrorCode'])}")
+        return
+    ongoing = {(t["Name"], p["PartitionIndex"]): p for t in response["Topics"] for p in t["Partitions"]}
+    for description in descriptions:
+        for p in description["partitions"]:
+            moving = ongoing.get((description["topic"], p["partition"]))
+            p["adding"] = list(moving["AddingReplicas"]) if moving else []
+            p["removing"] = list(moving["RemovingReplicas"]) if moving else []
+
+
+def missing_error(missing: list[str]) -> CliError:
+    if len(missing) == 1:
+        return CliError(f"topic {missing[0]!r} does not exist")
+    return CliError("topics do not exist: " + ", ".join(missing))
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
