@@ -199,7 +199,8 @@ class QuorumController:
     # -- time -----------------------------------------------------------------
 
     def tick(self, now_ms: int) -> list:
-        """Records of periodic work: fence expired sessions; a NoOpRecord when idle."""
+        """Records of periodic work: fence expired sessions, else a due leader balance check
+        (``leader_balance``); a NoOpRecord when idle."""
         if not self.active:
             return []
         self.cluster.start_missing_sessions(self._image, now_ms)
