@@ -15,6 +15,7 @@ import sys
 
 import pytest
 from cluster import FAST_REPLICATION, Cluster, wait_for
+from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaConnectionError
 
@@ -140,3 +141,41 @@ def test_elr_and_leader_epoch_after_the_isr_falls_below_min_isr(cluster):
     row = _cli_table_row(_tierlog("topics", "describe", topic, *b).stdout)
     assert (row["Leader"], row["LeaderEpoch"], row["Isr"], row["Elr"]) == (
         str(leader.node_id), str(part["leader_epoch"]), str(leader.node_id), str(follower.node_id))
+
+
+def test_a_stuck_reassignment_shows_its_adding_replica(tmp_path):
+    cluster = Cluster(tmp_path, 1, 2, FAST_REPLICATION).start()
+    try:
+        cluster.wait_leader()
+        up, down = cluster.brokers
+        admin = _admin(up.bootstrap)
+        try:
+            admin.create_topics([NewTopic("moving", replica_assignments={0: [up.node_id]})])
+        finally:
+            admin.close()
+        wait_for(lambda: (p := _partition(cluster, up, "moving")) and p["LeaderId"] == up.node_id,
+                 30, "the topic led by the first broker")
+        down.stop()                         # registered but fenced: the reassignment cannot finish
+        wait_for(lambda: down.node_id not in [b["NodeId"] for b in cluster.metadata(up)["Brokers"]],
+                 30, f"broker {down.node_id} fenced")
+        target = [up.node_id, down.node_id]
+        admin = _admin(up.bootstrap)        # a client that knows only the live broker
+        try:
+            assert admin.alter_partition_reassignments({TopicPartition("moving", 0): target}) == {
+                TopicPartition("moving", 0): None}
+        finally:
+            admin.close()
+        b = ["--bootstrap-server", up.bootstrap]
+
+        def described():    # the broker's image may trail the controller's answer by a moment
+            [p] = json.loads(_tierlog("topics", "describe", "moving", "--json", *b).stdout)[0]["partitions"]
+            return len(p["replicas"]) == 2 and p
+        p = wait_for(described, 30, "the new replica in the broker's image")
+        assert (p["adding"], p["removing"], p["offline"]) == ([down.node_id], [], [down.node_id])
+        assert sorted(p["replicas"]) == sorted(target)
+        text = _tierlog("topics", "describe", "moving", *b).stdout
+        assert "ReplicationFactor: 1" in text
+        row = _cli_table_row(text)
+        assert (row["Adding"], "Removing" in row) == (str(down.node_id), False)
+    finally:
+        cluster.stop()
