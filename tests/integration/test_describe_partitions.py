@@ -2,7 +2,8 @@
 
 1. One node: kafka-python's describe_topic_partitions pages through every
    partition with a small ResponsePartitionLimit by following NextCursor, and
-   an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION.
+   an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION, a cursor on a topic
+   not asked for INVALID_REQUEST.
 2. 1 controller + 3 brokers, RF 3, min.insync.replicas=2: the leader is killed
    (a new leader, a higher leader epoch), then one of the two followers left
    (the ISR falls below min ISR, so that follower becomes the ELR). kafka-python
@@ -21,7 +22,7 @@ from kafka.errors import KafkaConnectionError
 
 pytestmark = pytest.mark.integration
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 3, 42
 RUN_TIMEOUT_S = 90
 
 
@@ -61,6 +62,8 @@ def test_kafka_python_pages_through_every_partition(node):
         answer = admin.describe_topic_partitions(["pages-a", "no-such-topic"])
         assert [(t["name"], t["error_code"]) for t in answer["topics"]] == [
             ("no-such-topic", UNKNOWN_TOPIC_OR_PARTITION), ("pages-a", 0)]
+        bad = admin.describe_topic_partitions(["pages-a"], cursor={"topic_name": "pages-b", "partition_index": 0})
+        assert [(t["name"], t["error_code"]) for t in bad["topics"]] == [("pages-a", INVALID_REQUEST)]
         [part] = admin.describe_topic_partitions(["pages-b"], 1, {"topic_name": "pages-b", "partition_index": 2}
                                                  )["topics"][0]["partitions"]
         assert (part["partition_index"], part["leader_id"], part["leader_epoch"]) == (2, 1, 0)
