@@ -10,7 +10,12 @@
 3. Bad input over the wire: an unregistered broker -> INVALID_REPLICA_ASSIGNMENT,
    an unknown partition -> UNKNOWN_TOPIC_OR_PARTITION, a cancel with nothing to
    cancel -> NO_REASSIGNMENT_IN_PROGRESS.
+4. `tierlog reassign`: --generate, --execute (rollback plan), --verify until
+   complete, --list, a stuck reassignment cancelled, one-line errors.
 """
+import json
+import subprocess
+import sys
 import threading
 import time
 
@@ -211,3 +216,73 @@ def test_bad_reassignments_get_kafka_error_codes_over_the_wire(cluster):
     listed = request("127.0.0.1", broker.port, LIST, {"TimeoutMs": 10000, "Topics": None}, timeout_s=30)
     assert listed["ErrorCode"] == 0 and listed["Topics"] == [], listed
     assert all(ps and ps[0]["ReplicaNodes"] == [2, 3] for ps in _partitions(cluster, topic).values())
+
+
+def _tierlog(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tierlog.cli.main", "reassign", *args], capture_output=True,
+                          text=True, timeout=90, check=False)
+
+
+def _error_line(result) -> str:
+    lines = result.stderr.splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith("tierlog: error: "), result
+    return lines[0]
+
+
+def test_the_reassign_cli_generates_executes_verifies_lists_and_cancels(cluster, tmp_path):
+    _create(cluster, "cli", [[2, 3], [3, 2]])
+    boot = ("--bootstrap-server", _broker(cluster, 5).bootstrap, "--timeout", "30")   # stays up
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "cli"}]}))
+    out = _tierlog("--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "4,5", *boot)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    current, proposed = json.loads(lines[1]), json.loads(lines[4])
+    assert [p["replicas"] for p in current["partitions"]] == [[2, 3], [3, 2]]
+    assert all(sorted(p["replicas"]) == [4, 5] for p in proposed["partitions"])
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(proposed))
+    out = _tierlog("--execute", "--reassignment-json-file", str(plan), *boot)
+    assert out.returncode == 0 and "Successfully started partition reassignment(s) for cli-0,cli-1" in out.stdout, out
+    rollback = json.loads(out.stdout.splitlines()[2])
+    assert rollback == current
+
+    def verified():
+        result = _tierlog("--verify", "--reassignment-json-file", str(plan), *boot)
+        assert result.returncode in (0, 3), result
+        return result.returncode == 0 and result
+    done = wait_for(verified, 60, "tierlog reassign --verify to report completion")
+    assert "Reassignment of partition cli-0 is complete." in done.stdout
+    assert _tierlog("--list", *boot).stdout.strip() == "No partition reassignments found."
+
+    # a stuck one: broker 2 is down, so moving cli-0 back onto it cannot complete
+    _broker(cluster, 2).stop()
+    back = tmp_path / "back.json"
+    back.write_text(json.dumps({"version": 1, "partitions": [{"topic": "cli", "partition": 0, "replicas": [2, 3]}]}))
+    assert _tierlog("--execute", "--reassignment-json-file", str(back), *boot).returncode == 0
+    listed = _tierlog("--list", *boot).stdout
+    assert "cli-0: replicas: 2,3," in listed and "adding: 2,3." in listed, listed
+    assert _tierlog("--verify", "--reassignment-json-file", str(back), *boot).returncode == 3
+    out = _tierlog("--cancel", "--reassignment-json-file", str(back), *boot)
+    assert out.returncode == 0 and "Successfully cancelled partition reassignment(s) for: cli-0" in out.stdout, out
+    assert "No reassignment in progress for: cli-0" in _tierlog(
+        "--cancel", "--reassignment-json-file", str(back), *boot).stdout
+    assert "failed for cli-0" in _error_line(_tierlog("--verify", "--reassignment-json-file", str(back), *boot))
+
+    # bad input: one line each, nothing submitted
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert "not valid JSON" in _error_line(_tierlog("--execute", "--reassignment-json-file", str(bad), *boot))
+    bad.write_text(json.dumps({"version": 1, "partitions": [{"topic": "nope", "partition": 0, "replicas": [4]}]}))
+    assert "topic 'nope' does not exist" in _error_line(
+        _tierlog("--execute", "--reassignment-json-file", str(bad), *boot))
+    bad.write_text(json.dumps({"version": 1, "partitions": [{"topic": "cli", "partition": 1, "replicas": [4, 99]}]}))
+    refused = _tierlog("--execute", "--reassignment-json-file", str(bad), *boot)
+    assert "cli-1: The manual partition assignment includes unregistered broker(s) [99]." in refused.stdout
+    assert "(INVALID_REPLICA_ASSIGNMENT)" in refused.stdout and "refused: cli-1" in _error_line(refused)
+    bad.write_text(json.dumps({"version": 1, "partitions": [{"topic": "cli", "partition": 1, "replicas": [4]}]}))
+    refused = _tierlog("--execute", "--disallow-replication-factor-change", "--reassignment-json-file", str(bad),
+                       *boot)
+    assert "cli-1: The replication factor is changed from 2 to 1 (INVALID_REPLICATION_FACTOR)" in refused.stdout
+    assert "refused: cli-1" in _error_line(refused)

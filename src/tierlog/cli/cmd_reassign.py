@@ -1,0 +1,290 @@
+"""`tierlog reassign`, modelled on kafka-reassign-partitions.sh (KIP-455).
+
+Modes (one per run):
+
+``--generate --topics-to-move-json-file F --broker-list 1,2,3``
+    Prints the current assignment of those topics and a proposed one over the
+    listed brokers (rack-aware striping, each topic keeping its replication
+    factor).  Nothing is changed.
+``--execute --reassignment-json-file F [--disallow-replication-factor-change]``
+    Prints the current assignment of the plan's partitions (save it: it is
+    the rollback plan), then submits the plan (AlterPartitionReassignments).
+    A partition of the plan that does not exist is refused before anything is
+    submitted; the controller refuses unregistered brokers per partition.
+``--verify --reassignment-json-file F``
+    Per partition: complete, still in progress, or failed (no reassignment
+    in progress and the replicas differ from the plan).
+``--cancel --reassignment-json-file F``
+    Cancels the plan's ongoing reassignments: each goes back to its original
+    replicas.  Partitions without one are reported, not an error.
+``--list``
+    Every ongoing reassignment: replicas, adding and removing brokers.
+
+Exit status: 0 on success (``--verify``: every partition complete); 1 with one
+``tierlog: error:`` line on any error, a refused partition or (``--verify``) a
+failed partition; 3 from ``--verify`` while some reassignment is still in
+progress and none failed, so a script can wait with
+``while tierlog reassign --verify ...; [ $? -eq 3 ]; do sleep 5; done``.
+
+confluent-kafka offers neither AlterPartitionReassignments (45) nor
+ListPartitionReassignments (46), so this command speaks the protocol itself
+(`BrokerWire`, plaintext only); brokers forward both to the active controller.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+from tierlog.cli import broker_wire
+from tierlog.cli.broker_wire import BrokerWire
+from tierlog.cli.errors import CliError, UsageError
+from tierlog.cli.options import connection_options
+from tierlog.cli.reassign_plan import (
+    COMPLETE,
+    FAILED,
+    IN_PROGRESS,
+    Plan,
+    broker_list,
+    parse_plan,
+    parse_topics,
+    plan_text,
+    propose,
+    read_json,
+    status,
+)
+from tierlog.controller.placement import UsableBroker
+from tierlog.protocol.errors import ErrorCode
+
+__all__ = ["IN_PROGRESS_EXIT", "register"]
+
+METADATA, ALTER, LIST = 3, 45, 46
+IN_PROGRESS_EXIT = 3
+
+_EPILOG = """\
+examples:
+  tierlog reassign --generate --topics-to-move-json-file topics.json --broker-list 4,5,6
+  tierlog reassign --execute --reassignment-json-file plan.json
+  tierlog reassign --verify --reassignment-json-file plan.json    # exit 3 while in progress
+  tierlog reassign --cancel --reassignment-json-file plan.json
+  tierlog reassign --list
+
+topics.json:  {"version": 1, "topics": [{"topic": "orders"}]}
+plan.json:    {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [4, 5]}]}
+"""
+
+
+# -- the cluster ------------------------------------------------------------------
+
+def _version(wire: BrokerWire, api_key: int, name: str) -> int:
+    version = wire.version(api_key)
+    if version is None:
+        raise CliError(f"{wire.address} does not support {name} (API {api_key})")
+    return version
+
+
+def _cluster(wire: BrokerWire) -> tuple[list[UsableBroker], Plan]:
+    """The brokers and the current assignment of every partition (Metadata)."""
+    version = _version(wire, METADATA, "Metadata")
+    body = {"Topics": None, "AllowAutoTopicCreation": False, "IncludeClusterAuthorizedOperations": False,
+            "IncludeTopicAuthorizedOperations": False}
+    response = wire.call(METADATA, body, version, "Metadata")
+    brokers = [UsableBroker(b["NodeId"], b.get("Rack")) for b in response["Brokers"]]
+    current = {(t["Name"], p["PartitionIndex"]): tuple(p["ReplicaNodes"])
+               for t in response["Topics"] if t["ErrorCode"] == 0 for p in t["Partitions"]}
+    return brokers, current
+
+
+def _ongoing(wire: BrokerWire) -> dict[tuple[str, int], dict]:
+    version = _version(wire, LIST, "ListPartitionReassignments")
+    body = {"TimeoutMs": max(1, int(wire.remaining_s() * 1000)), "Topics": None}
+    response = wire.call(LIST, body, version, "ListPartitionReassignments")
+    if response["ErrorCode"]:
+        raise CliError(f"ListPartitionReassignments failed: {_describe(response['ErrorCode'], response)}")
+    return {(t["Name"], p["PartitionIndex"]): p for t in response["Topics"] for p in t["Partitions"]}
+
+
+def _alter(wire: BrokerWire, targets: dict, allow_rf_change: bool) -> dict[tuple[str, int], tuple[int, str]]:
+    """Submit ``targets`` ((topic, partition) -> replicas, or None to cancel); the failures."""
+    version = _version(wire, ALTER, "AlterPartitionReassignments")
+    if version < 1 and not allow_rf_change:
+        raise CliError(f"{wire.address} cannot refuse replication factor changes (AlterPartitionReassignments v0)")
+    topics: dict[str, list] = {}
+    for (t, p), replicas in targets.items():
+        topics.setdefault(t, []).append({"PartitionIndex": p, "Replicas": None if replicas is None else list(replicas)})
+    body = {"TimeoutMs": max(1, int(wire.remaining_s() * 1000)), "AllowReplicationFactorChange": allow_rf_change,
+            "Topics": [{"Name": t, "Partitions": ps} for t, ps in topics.items()]}
+    response = wire.call(ALTER, body, version, "AlterPartitionReassignments")
+    if response["ErrorCode"]:
+        raise CliError(f"AlterPartitionReassignments failed: {_describe(response['ErrorCode'], response)}")
+    return {(t["Name"], p["PartitionIndex"]): (p["ErrorCode"], _describe(p["ErrorCode"], p))
+            for t in response["Responses"] for p in t["Partitions"] if p["ErrorCode"]}
+
+
+def _describe(code: int, item: dict) -> str:
+    try:
+        name = ErrorCode(code).name
+    except ValueError:
+        name = f"error {code}"
+    message = item.get("ErrorMessage")
+    return f"{message} ({name})" if message else name
+
+
+def _name(key: tuple[str, int]) -> str:
+    return f"{key[0]}-{key[1]}"
+
+
+# -- the modes --------------------------------------------------------------------
+
+def _check_plan(plan: Plan, current: Plan) -> None:
+    """Refuse, before submitting anything, partitions that do not exist.
+
+    Brokers are left to the controller: a registered broker that is down (so
+    absent from Metadata) is a valid target.
+    """
+    topics = {t for t, _ in current}
+    for key in plan:
+        if key[0] not in topics:
+            raise CliError(f"topic {key[0]!r} does not exist")
+        if key not in current:
+            raise CliError(f"partition {_name(key)} does not exist")
+
+
+def _generate(args, wire: BrokerWire) -> int:
+    names = parse_topics(read_json(args.topics_to_move_json_file), str(args.topics_to_move_json_file))
+    brokers, current = _cluster(wire)
+    missing = [n for n in names if not any(t == n for t, _ in current)]
+    if missing:
+        raise CliError(f"topic {missing[0]!r} does not exist")
+    known = {b.node_id: b for b in brokers}
+    unknown = [i for i in args.broker_list if i not in known]
+    if unknown:
+        raise CliError(f"unknown broker(s) in --broker-list: {unknown}")
+    chosen = [known[i] if not args.disable_rack_aware else UsableBroker(i) for i in args.broker_list]
+    moving = {k: v for k, v in current.items() if k[0] in names}
+    print("Current partition replica assignment")
+    print(plan_text(moving))
+    print()
+    print("Proposed partition reassignment configuration")
+    print(plan_text(propose(moving, chosen, random.Random())))
+    return 0
+
+
+def _execute(args, wire: BrokerWire) -> int:
+    source = str(args.reassignment_json_file)
+    plan = parse_plan(read_json(args.reassignment_json_file), source)
+    _, current = _cluster(wire)
+    _check_plan(plan, current)
+    print("Current partition replica assignment")
+    print()
+    print(plan_text({k: current[k] for k in plan}))
+    print()
+    print("Save this to use as the --reassignment-json-file option during rollback")
+    failed = _alter(wire, plan, not args.disallow_replication_factor_change)
+    started = [_name(k) for k in plan if k not in failed]
+    if started:
+        print(f"Successfully started partition reassignment(s) for {','.join(started)}")
+    if failed:
+        for key, (_, text) in failed.items():
+            print(f"{_name(key)}: {text}")
+        raise CliError(f"reassignment of {len(failed)} partition(s) refused: "
+                       + ", ".join(_name(k) for k in failed))
+    return 0
+
+
+def _verify(args, wire: BrokerWire) -> int:
+    plan = parse_plan(read_json(args.reassignment_json_file), str(args.reassignment_json_file))
+    ongoing = _ongoing(wire)            # first: a reassignment ending in between is then seen as complete
+    _, current = _cluster(wire)
+    print("Status of partition reassignment:")
+    verdicts = {}
+    for key, target in plan.items():
+        verdicts[key] = status(target, current.get(key), key in ongoing)
+        if verdicts[key] == COMPLETE:
+            print(f"Reassignment of partition {_name(key)} is complete.")
+        elif verdicts[key] == IN_PROGRESS:
+            print(f"Reassignment of partition {_name(key)} is still in progress.")
+        elif key not in current:
+            print(f"Partition {_name(key)} does not exist.")
+        else:
+            print(f"There is no active reassignment of partition {_name(key)}, but its replicas are "
+                  f"{list(current[key])} rather than {list(target)}.")
+    failed = [_name(k) for k, v in verdicts.items() if v == FAILED]
+    if failed:
+        raise CliError(f"reassignment failed for {', '.join(failed)}")
+    return IN_PROGRESS_EXIT if IN_PROGRESS in verdicts.values() else 0
+
+
+def _cancel(args, wire: BrokerWire) -> int:
+    plan = parse_plan(read_json(args.reassignment_json_file), str(args.reassignment_json_file))
+    failed = _alter(wire, dict.fromkeys(plan), True)
+    idle = [k for k, (code, _) in failed.items() if code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS]
+    refused = {k: text for k, (code, text) in failed.items() if k not in idle}
+    cancelled = [_name(k) for k in plan if k not in failed]
+    if cancelled:
+        print(f"Successfully cancelled partition reassignment(s) for: {','.join(cancelled)}")
+    if idle:
+        print(f"No reassignment in progress for: {','.join(_name(k) for k in idle)}")
+    if refused:
+        for key, text in refused.items():
+            print(f"{_name(key)}: {text}")
+        raise CliError(f"cancel refused for {', '.join(_name(k) for k in refused)}")
+    return 0
+
+
+def _list(args, wire: BrokerWire) -> int:
+    ongoing = _ongoing(wire)
+    if not ongoing:
+        print("No partition reassignments found.")
+        return 0
+    print("Current partition reassignments:")
+    for key in sorted(ongoing):
+        p = ongoing[key]
+        print(f"{_name(key)}: replicas: {_ids(p['Replicas'])}. adding: {_ids(p['AddingReplicas'])}. "
+              f"removing: {_ids(p['RemovingReplicas'])}.")
+    return 0
+
+
+def _ids(ids: list[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
+_MODES = {"generate": _generate, "execute": _execute, "verify": _verify, "cancel": _cancel, "list": _list}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.mode in ("execute", "verify", "cancel") and args.reassignment_json_file is None:
+        raise UsageError(f"--{args.mode} needs --reassignment-json-file")
+    if args.mode == "generate" and (args.topics_to_move_json_file is None or args.broker_list is None):
+        raise UsageError("--generate needs --topics-to-move-json-file and --broker-list")
+    if not broker_wire.usable(args):
+        raise CliError("tierlog reassign speaks plaintext only; --command-config asks for TLS or SASL")
+    with BrokerWire(args.bootstrap_server, args.timeout) as wire:
+        return _MODES[args.mode](args, wire)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "reassign", parents=[connection_options()],
+        help="move partitions between brokers (generate, execute, verify, cancel, list)",
+        description="Move partition replicas between brokers, like kafka-reassign-partitions.sh.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    modes = parser.add_mutually_exclusive_group(required=True)
+    for mode, text in (("generate", "propose a plan moving whole topics onto --broker-list"),
+                       ("execute", "start the plan (prints the rollback plan first)"),
+                       ("verify", "complete / in progress / failed, per partition of the plan (exit 3: in progress)"),
+                       ("cancel", "cancel the plan's ongoing reassignments"),
+                       ("list", "list every ongoing reassignment")):
+        modes.add_argument(f"--{mode}", dest="mode", action="store_const", const=mode, help=text)
+    parser.add_argument("--reassignment-json-file", metavar="FILE", type=Path,
+                        help='the plan: {"version":1,"partitions":[{"topic":T,"partition":N,"replicas":[...]}]}')
+    parser.add_argument("--topics-to-move-json-file", metavar="FILE", type=Path,
+                        help='for --generate: {"version":1,"topics":[{"topic":T}]}')
+    parser.add_argument("--broker-list", metavar="ID,ID,...", type=broker_list,
+                        help="for --generate: the brokers to place the topics on")
+    parser.add_argument("--disable-rack-aware", action="store_true",
+                        help="for --generate: ignore broker.rack")
+    parser.add_argument("--disallow-replication-factor-change", action="store_true",
+                        help="for --execute: refuse plans that change a partition's replication factor (KIP-860)")
+    parser.set_defaults(func=run)
