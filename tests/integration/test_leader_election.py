@@ -147,7 +147,6 @@ def _assert_nothing_lost(streamer, bootstrap):
 
 def _sigterm_and_check_leaders_moved(cluster, victim):
     """SIGTERM ``victim``; right after it exits every partition is led by another live broker."""
-    started = time.monotonic()
     assert victim.stop(60) == 0, victim.log_tail()
     others = [b for b in cluster.brokers if b is not victim]
 
@@ -155,9 +154,9 @@ def _sigterm_and_check_leaders_moved(cluster, victim):
         views = [_partitions(cluster, b) for b in others]
         return all(len(ps) == PARTITIONS and all(p["LeaderId"] not in (victim.node_id, -1) for p in ps)
                    for ps in views)
-    # the session timeout is 60 s: leaders seen moved within 15 s of SIGTERM were moved by the controlled shutdown
+    # broker.session.timeout.ms is 60 s, counted from the last heartbeat (at most at the exit): leaders seen
+    # moved within 15 s of the exit were moved by the controlled shutdown, not by fencing
     wait_for(moved, 15, f"every leader away from broker {victim.node_id} on the other brokers")
-    assert time.monotonic() - started < 30
     assert "controlled shutdown did not finish" not in victim.log_path.read_text(errors="replace")
 
 

@@ -186,3 +186,31 @@ def test_controller_timer_restarts_with_each_term():
     h.qc.on_leader_change(True, h.qc.committed_image)     # a new term at t=900
     assert _tick(h, 900) == [] and h.qc.next_deadline_ms() == 1900
     assert _tick(h, 1000) == [] and len(_tick(h, 1900)) == 2
+
+
+def _report_coverage(h, coverage):
+    """The leader of t-0 reports its ISR's local log coverage (AlterPartition v4, KIP-1303)."""
+    p = h.qc.image.topics["t"].partitions[0]
+    members = [{"BrokerId": b, "BrokerEpoch": h.epochs[b], "LocalLogStartTimestamp": coverage.get(b, (-1, -1))[0],
+                "LocalLogSizeBytes": coverage.get(b, (-1, -1))[1]} for b in p.isr]
+    r = h.call(56, 4, {"BrokerId": p.leader, "BrokerEpoch": h.epochs[p.leader], "Topics": [
+        {"TopicId": h.qc.image.topics["t"].topic_id, "Partitions": [
+            {"PartitionIndex": 0, "LeaderEpoch": p.leader_epoch, "NewIsrWithEpochs": members,
+             "LeaderRecoveryState": 0, "PartitionEpoch": p.partition_epoch}]}]})
+    assert r.response["Topics"][0]["Partitions"][0]["ErrorCode"] == 0, r.response
+
+
+def test_balance_follows_kip_1303_eligibility():
+    """KIP-1303's example: a replica with too little local log is not preferred; once it has enough,
+    the auto leader rebalancer gives it leadership back."""
+    h = _harness(leader_imbalance_check_interval_ms=1000)
+    h.call(44, 1, {"Resources": [{"ResourceType": 4, "ResourceName": "", "Configs": [
+        {"Name": "leader.election.eligible.local.log.bytes", "ConfigOperation": 0, "Value": "1000"}]}],
+        "ValidateOnly": False})
+    _tick(h, 0)
+    assert _leaders(h)[0] == 1
+    _report_coverage(h, {1: (0, 10), 2: (0, 5000), 3: (0, 5000)})    # broker 1 bootstrapped from tiered storage
+    assert len(_tick(h, 1000)) == 1 and _leaders(h)[0] == 2
+    _report_coverage(h, {1: (0, 2000)})                               # broker 1 has enough local log now
+    assert _tick(h, 1500) == []                                       # not before the next check
+    assert len(_tick(h, 2000)) == 1 and _leaders(h)[0] == 1
