@@ -238,3 +238,25 @@ def test_standby_answers_not_controller():
     r = _reassign(h, (3, 4))
     assert r.response["ErrorCode"] == ErrorCode.NOT_CONTROLLER and r.records == []
     assert h.call(LIST, 0, {"TimeoutMs": 1000, "Topics": None}).response["ErrorCode"] == ErrorCode.NOT_CONTROLLER
+
+
+def test_the_log_and_a_snapshot_rebuild_the_same_reassignment_state():
+    from tierlog.metadata.delta import MetadataDelta
+    from tierlog.metadata.image import MetadataImage
+    from tierlog.metadata.records import decode, encode
+    from tierlog.metadata.snapshot import load_snapshot, snapshot_record_bytes
+
+    h = _setup()
+    _reassign(h, (3, 4))
+    _isr(h, (1, 2, 3))
+    want = _part(h)
+    delta = MetadataDelta(MetadataImage.empty("c1"))
+    for record in h.written:                      # every record through its wire encoding, as a standby replays
+        delta.replay(decode(encode(record)))
+    assert delta.apply().topics["t"].partitions[0] == want
+    assert load_snapshot(snapshot_record_bytes(h.qc.image)).topics["t"].partitions[0] == want
+    _isr(h, (1, 2, 3, 4))                         # completion, also through the wire encoding
+    delta = MetadataDelta(MetadataImage.empty("c1"))
+    for record in h.written:
+        delta.replay(decode(encode(record)))
+    assert delta.apply().topics["t"].partitions[0] == _part(h)

@@ -14,7 +14,7 @@ from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
 API_KEY, MIN_VERSION, MAX_VERSION = 45, 0, 1
 
 
-def _timed_out(request: dict) -> dict:
+def timed_out(request: dict) -> dict:
     code = ErrorCode.REQUEST_TIMED_OUT
     return {"ThrottleTimeMs": 0, "AllowReplicationFactorChange": request.get("AllowReplicationFactorChange", True),
             "ErrorCode": code, "ErrorMessage": TIMED_OUT_MESSAGE,
@@ -24,4 +24,4 @@ def _timed_out(request: dict) -> dict:
 
 
 def handle(broker, header, request):
-    return forward_and_catch_up(broker, header, request, timed_out=_timed_out)
+    return forward_and_catch_up(broker, header, request, timed_out=timed_out)

@@ -11,10 +11,10 @@ from .forward import TIMED_OUT_MESSAGE, forward_and_wait
 API_KEY, MIN_VERSION, MAX_VERSION = 46, 0, 0
 
 
-def _timed_out(request: dict) -> dict:
+def timed_out(request: dict) -> dict:
     return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.REQUEST_TIMED_OUT, "ErrorMessage": TIMED_OUT_MESSAGE,
             "Topics": []}
 
 
 def handle(broker, header, request):
-    return forward_and_wait(broker, header, request, None, 0, timed_out=_timed_out)
+    return forward_and_wait(broker, header, request, None, 0, timed_out=timed_out)
