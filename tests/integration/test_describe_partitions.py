@@ -8,6 +8,8 @@
    (a new leader, a higher leader epoch), then one of the two followers left
    (the ISR falls below min ISR, so that follower becomes the ELR). kafka-python
    and the CLI (JSON and table) both show the leader, its epoch, ISR and ELR.
+3. A reassignment stuck on a fenced broker: the CLI shows its adding replica
+   (from ListPartitionReassignments) and counts the replication factor without it.
 """
 import json
 import os
