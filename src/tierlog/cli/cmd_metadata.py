@@ -26,13 +26,12 @@ import dataclasses
 import json
 import os
 import re
-import socket
-import struct
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tierlog.cli.broker_wire import BrokerWire
 from tierlog.cli.errors import CliError
 from tierlog.cli.options import (
     BOOTSTRAP_ENV,
@@ -44,10 +43,9 @@ from tierlog.cli.render import make_table, note, print_json, print_table
 
 __all__ = ["register"]
 
-API_VERSIONS, METADATA, DESCRIBE_QUORUM = 18, 3, 55
+METADATA, DESCRIBE_QUORUM = 3, 55
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_DIR = "__cluster_metadata-0"
-_CLIENT_ID = "tierlog-cli"
 _NOT_LEADER_OR_FOLLOWER = 6
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _SNAPSHOT_ID = re.compile(r"^(\d+)-(\d+)(?:\.checkpoint)?$")
@@ -61,88 +59,28 @@ examples:
 """
 
 
-# -- the wire: one request per connection ---------------------------------------
+# -- the wire ------------------------------------------------------------------
 
-def _split_host_port(text: str) -> tuple[str, int]:
-    host, sep, port = text.strip().rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise CliError(f"bad bootstrap server {text!r}: expected HOST:PORT")
-    return host.strip("[]"), int(port)
-
-
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("the server closed the connection")
-        buf += chunk
-    return bytes(buf)
-
-
-class _Wire:
-    """Requests to one server, each on a fresh connection, all within one deadline."""
-
-    def __init__(self, address: str, deadline: float):
-        self.address = address
-        self.host, self.port = _split_host_port(address)
-        self.deadline = deadline
-        self._correlation = 0
-
-    def request(self, api_key: int, version: int, body: dict) -> dict:
-        from tierlog.protocol import decode_response, encode_request
-        self._correlation += 1
-        frame = encode_request(api_key, version, self._correlation, _CLIENT_ID, body)
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("timed out")
-        with socket.create_connection((self.host, self.port), timeout=remaining) as sock:
-            sock.sendall(struct.pack(">i", len(frame)) + frame)
-            size = struct.unpack(">i", _read_exactly(sock, 4))[0]
-            _, response = decode_response(api_key, version, _read_exactly(sock, size))
-        return response
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, (TimeoutError, socket.timeout)):
-        return "timed out"
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return str(exc) or type(exc).__name__
-
-
-def _supported(wire: _Wire) -> dict[int, int]:
-    """API key -> the highest version both the server and tierlog's codec speak."""
-    from tierlog.protocol import APIS
-    response = wire.request(API_VERSIONS, 0, {})
-    if response.get("ErrorCode"):
-        raise CliError(f"{wire.address} refused ApiVersions (error {response['ErrorCode']})")
-    ours = {key: spec.max_version for key, spec in APIS.items()}
-    return {k["ApiKey"]: min(k["MaxVersion"], ours[k["ApiKey"]])
-            for k in response["ApiKeys"] if k["ApiKey"] in ours and k["MinVersion"] <= ours[k["ApiKey"]]}
-
-
-def _cluster_id(wire: _Wire, versions: dict[int, int]) -> str | None:
-    version = versions.get(METADATA, -1)
-    if version < 2:     # ClusterId is in Metadata v2+; a controller listener has no Metadata
+def _cluster_id(wire: BrokerWire) -> str | None:
+    version = wire.version(METADATA)
+    if version is None or version < 2:     # ClusterId is in Metadata v2+; a controller listener has no Metadata
         return None
     body = {"Topics": [], "AllowAutoTopicCreation": False,
             "IncludeClusterAuthorizedOperations": False, "IncludeTopicAuthorizedOperations": False}
     try:
-        return wire.request(METADATA, version, body).get("ClusterId")
+        return wire.request(METADATA, body, version).get("ClusterId")
     except (OSError, ValueError):
         return None
 
 
-def _describe_quorum(wire: _Wire) -> tuple[dict, str | None]:
-    versions = _supported(wire)
-    version = versions.get(DESCRIBE_QUORUM)
+def _describe_quorum(wire: BrokerWire) -> tuple[dict, str | None]:
+    version = wire.version(DESCRIBE_QUORUM)
     if version is None:
         raise CliError(f"{wire.address} does not support DescribeQuorum (API 55)")
     body = {"Topics": [{"TopicName": METADATA_TOPIC, "Partitions": [{"PartitionIndex": 0}]}]}
-    response = wire.request(DESCRIBE_QUORUM, version, body)
+    response = wire.call(DESCRIBE_QUORUM, body, version, "DescribeQuorum")
     _check_errors(wire.address, response)
-    return response["Topics"][0]["Partitions"][0], _cluster_id(wire, versions)
+    return response["Topics"][0]["Partitions"][0], _cluster_id(wire)
 
 
 def _error_name(code: int) -> str:
@@ -171,17 +109,8 @@ def _check_errors(address: str, response: dict) -> None:
 
 
 def _query(args: argparse.Namespace) -> tuple[dict, str | None]:
-    deadline = time.monotonic() + args.timeout
-    failures = []
-    for address in [a for a in args.bootstrap_server.split(",") if a.strip()]:
-        wire = _Wire(address.strip(), deadline)
-        try:
-            return _describe_quorum(wire)
-        except (OSError, ConnectionError) as exc:
-            failures.append(f"{wire.address}: {_reason(exc)}")
-    if not failures:
-        raise CliError("no bootstrap server given")
-    raise CliError("cannot reach bootstrap server " + "; ".join(failures))
+    with BrokerWire(args.bootstrap_server, args.timeout) as wire:
+        return _describe_quorum(wire)
 
 
 # -- quorum: the description ----------------------------------------------------
