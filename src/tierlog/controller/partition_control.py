@@ -140,7 +140,9 @@ class PartitionControlManager:
             done = maybe_complete(Target(part.replicas, new_isr, part.adding_replicas, part.removing_replicas))
             if not done.adding and not done.removing:
                 ctx = ElectionContext(image.usable_brokers(), self.thresholds(topic, image), now_ms)
-                record = build_change(topic.topic_id, part, done, ctx, elr)
+                # KIP-1303: the coverage this very request reports counts in the election
+                fresh = {**known, **{c.broker_id: c for c in coverage or ()}}
+                record = build_change(topic.topic_id, part, done, ctx, elr, fresh)
                 return replace(record, local_log_coverage=coverage,
                                leader_recovery_state=recovery if recovery_changed else -1)
         if not isr_changed and coverage is None and not recovery_changed:

@@ -119,15 +119,19 @@ def maybe_complete(t: Target) -> Target:
 
 
 def build_change(topic_id: bytes, part, target: Target, ctx: ElectionContext,
-                 elr: tuple[int, ...] | None = None) -> PartitionChangeRecord | None:
-    """The record moving ``part`` to ``target`` (completed when it can be); None if nothing changes."""
+                 elr: tuple[int, ...] | None = None, coverage: dict | None = None) -> PartitionChangeRecord | None:
+    """The record moving ``part`` to ``target`` (completed when it can be); None if nothing changes.
+
+    ``coverage``: the KIP-1303 local log coverage to elect with (default: the partition's).
+    """
     t = maybe_complete(target)
     keep = set(t.replicas)
     elr = tuple(r for r in (part.elr if elr is None else elr) if r in keep)
     lke = tuple(r for r in part.last_known_elr if r in keep)
     res = elect_leader(replicas=t.replicas, isr=t.isr, leader=part.leader, usable=ctx.usable,
                        election=Election.UNCLEAN if ctx.unclean else Election.ANY, elr=elr,
-                       last_known_elr=lke, coverage=part.coverage(), thresholds=ctx.thresholds,
+                       last_known_elr=lke, coverage=part.coverage() if coverage is None else coverage,
+                       thresholds=ctx.thresholds,
                        now_ms=ctx.now_ms)
     if res.leader != part.leader:
         leader = res.leader

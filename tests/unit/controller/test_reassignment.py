@@ -9,8 +9,8 @@ from tierlog.protocol.errors import ErrorCode
 ALTER, LIST, ALTER_PARTITION, ELECT = 45, 46, 56, 43
 
 
-def _setup(brokers=5, replicas=(1, 2), configs=None):
-    h = Harness()
+def _setup(brokers=5, replicas=(1, 2), configs=None, **controller_config):
+    h = Harness(**controller_config)
     h.start_brokers(brokers)
     r = h.call(19, 7, {"Topics": [{"Name": "t", "NumPartitions": -1, "ReplicationFactor": -1,
                                    "Assignments": [{"PartitionIndex": 0, "BrokerIds": list(replicas)}],
@@ -35,13 +35,14 @@ def _code(r):
     return r.response["Responses"][0]["Partitions"][0]["ErrorCode"]
 
 
-def _isr(h, isr, version=3):
-    """The leader proposes ``isr`` (AlterPartition)."""
+def _isr(h, isr, version=3, sizes=None):
+    """The leader proposes ``isr`` (AlterPartition); ``sizes``: KIP-1303 LocalLogSizeBytes per broker (v4)."""
     part = _part(h)
     pd = {"PartitionIndex": 0, "LeaderEpoch": part.leader_epoch, "PartitionEpoch": part.partition_epoch,
           "LeaderRecoveryState": 0}
     if version >= 3:
-        pd["NewIsrWithEpochs"] = [{"BrokerId": b, "BrokerEpoch": h.epochs[b]} for b in isr]
+        pd["NewIsrWithEpochs"] = [{"BrokerId": b, "BrokerEpoch": h.epochs[b],
+                                   "LocalLogSizeBytes": (sizes or {}).get(b, -1)} for b in isr]
     else:
         pd["NewIsr"] = list(isr)
     t = {"TopicId": h.qc.image.topics["t"].topic_id} if version >= 2 else {"TopicName": "t"}
@@ -260,3 +261,15 @@ def test_the_log_and_a_snapshot_rebuild_the_same_reassignment_state():
     for record in h.written:
         delta.replay(decode(encode(record)))
     assert delta.apply().topics["t"].partitions[0] == _part(h)
+
+
+def test_completion_elects_the_new_leader_with_the_kip_1303_eligibility_sort():
+    sizes = {1: 10_000, 2: 10_000, 3: 10, 4: 10_000}         # 3's local log is too small to lead
+    for threshold, leader in ((-1, 3), (1000, 4)):
+        h = _setup(eligible_local_log_bytes=threshold)
+        _reassign(h, (3, 4))
+        _, res = _isr(h, (1, 2, 3, 4), version=4, sizes=sizes)
+        assert res["ErrorCode"] == ErrorCode.NEW_LEADER_ELECTED
+        p = _part(h)
+        assert p.replicas == (3, 4) and p.leader == leader, (threshold, p)
+        assert p.coverage()[3].local_log_size_bytes == 10    # the reported coverage is stored too
