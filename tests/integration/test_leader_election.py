@@ -7,8 +7,9 @@
    preferred --all-topic-partitions`` gives every partition back to its first
    replica; no acknowledged record is lost on the way.
 2. ``auto.leader.rebalance.enable`` with a 1 s check interval: leaders go back to
-   the preferred replica by themselves; with it false they stay where they are
-   until an ElectLeaders (confluent-kafka's AdminClient here) asks.
+   the preferred replica by themselves, under an acks=all producer that loses
+   nothing; with it false they stay where they are until an ElectLeaders
+   (confluent-kafka's AdminClient here) asks.
 3. Unclean election: the ISR of a partition is all down, its other replica is
    back but out of the ISR, so the partition stays leaderless under
    unclean.leader.election.enable=false until ``tierlog elect-leaders
@@ -229,27 +230,39 @@ def test_auto_leader_rebalance(tmp_path, enabled):
     props = {**LONG_SESSION, "auto.leader.rebalance.enable": str(enabled).lower(),
              "leader.imbalance.check.interval.seconds": "1"}
     cluster = Cluster(tmp_path, 1, 3, props).start()
+    streamer = None
     try:
         _create(cluster)
         original = _live(cluster)
         victim = _broker(cluster, original[1]["LeaderId"])
+        streamer = _Streamer(cluster.bootstrap, TOPIC)           # leadership moves under a producer
+        streamer.start()
+        wait_for(lambda: len(streamer.acked) >= 100, 30, "the first acknowledged records")
         _sigterm_and_check_leaders_moved(cluster, victim)
         _restart_and_rejoin(cluster, victim)
         if enabled:
             wait_for(lambda: _preferred_leaders(_live(cluster)), 30, "leaders back on their preferred replicas")
-            return
-        # 8 check intervals go by: no one moves them
-        deadline = time.monotonic() + 8
-        while time.monotonic() < deadline:
-            assert not _preferred_leaders(_live(cluster)), "leaders moved back with auto.leader.rebalance.enable=false"
-            time.sleep(0.5)
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        done = admin.elect_leaders(ElectionType.PREFERRED, None).result(30)
-        elected = sorted(tp.partition for tp, err in done.items() if err is None)
-        assert elected == [p["PartitionIndex"] for p in original if p["LeaderId"] == victim.node_id], done
-        wait_for(lambda: _preferred_leaders(_live(cluster)), 10, "leaders back after ElectLeaders")
+        else:
+            _stay_off_preferred(cluster, 8)                      # 8 check intervals go by: no one moves them
+            admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+            done = admin.elect_leaders(ElectionType.PREFERRED, None).result(30)
+            elected = sorted(tp.partition for tp, err in done.items() if err is None)
+            assert elected == [p["PartitionIndex"] for p in original if p["LeaderId"] == victim.node_id], done
+            wait_for(lambda: _preferred_leaders(_live(cluster)), 10, "leaders back after ElectLeaders")
+        before = len(streamer.acked)
+        wait_for(lambda: len(streamer.acked) > before + 200, 40, "acknowledgements after the leaders came back")
+        _assert_nothing_lost(streamer, cluster.bootstrap)
     finally:
+        if streamer is not None:
+            streamer.stopping.set()
         cluster.stop()
+
+
+def _stay_off_preferred(cluster, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert not _preferred_leaders(_live(cluster)), "leaders moved back with auto.leader.rebalance.enable=false"
+        time.sleep(0.5)
 
 
 # -- 3. unclean election --------------------------------------------------------------------------
