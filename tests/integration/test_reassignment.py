@@ -263,6 +263,10 @@ def test_the_reassign_cli_generates_executes_verifies_lists_and_cancels(cluster,
     assert _tierlog("--execute", "--reassignment-json-file", str(back), *boot).returncode == 0
     listed = _tierlog("--list", *boot).stdout
     assert "cli-0: replicas: 2,3," in listed and "adding: 2,3." in listed, listed
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"version": 1, "partitions": [{"topic": "cli", "partition": 1, "replicas": [5, 4]}]}))
+    assert "existing partition reassignment" in _error_line(
+        _tierlog("--execute", "--reassignment-json-file", str(other), *boot))
     assert _tierlog("--verify", "--reassignment-json-file", str(back), *boot).returncode == 3
     out = _tierlog("--cancel", "--reassignment-json-file", str(back), *boot)
     assert out.returncode == 0 and "Successfully cancelled partition reassignment(s) for: cli-0" in out.stdout, out

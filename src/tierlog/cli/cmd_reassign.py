@@ -6,9 +6,12 @@ Modes (one per run):
     Prints the current assignment of those topics and a proposed one over the
     listed brokers (rack-aware striping, each topic keeping its replication
     factor).  Nothing is changed.
-``--execute --reassignment-json-file F [--disallow-replication-factor-change]``
+``--execute --reassignment-json-file F [--additional] [--disallow-replication-factor-change]``
     Prints the current assignment of the plan's partitions (save it: it is
     the rollback plan), then submits the plan (AlterPartitionReassignments).
+    While any reassignment is in progress it refuses, unless ``--additional``
+    (as Kafka's tool); a new target for a moving partition replaces its
+    ongoing reassignment.
     A partition of the plan that does not exist is refused before anything is
     submitted; the controller refuses unregistered brokers per partition.
 ``--verify --reassignment-json-file F``
@@ -176,6 +179,9 @@ def _execute(args, wire: BrokerWire) -> int:
     plan = parse_plan(read_json(args.reassignment_json_file), source)
     _, current = _cluster(wire)
     _check_plan(plan, current)
+    if not args.additional and _ongoing(wire):
+        raise CliError("cannot execute because there is an existing partition reassignment; use --additional "
+                       "to start this one in addition (a partition in both moves to this plan's replicas)")
     print("Current partition replica assignment")
     print()
     print(plan_text({k: current[k] for k in plan}))
@@ -285,6 +291,8 @@ def register(subparsers) -> None:
                         help="for --generate: the brokers to place the topics on")
     parser.add_argument("--disable-rack-aware", action="store_true",
                         help="for --generate: ignore broker.rack")
+    parser.add_argument("--additional", action="store_true",
+                        help="for --execute: go ahead while other reassignments are in progress")
     parser.add_argument("--disallow-replication-factor-change", action="store_true",
                         help="for --execute: refuse plans that change a partition's replication factor (KIP-860)")
     parser.set_defaults(func=run)
