@@ -156,8 +156,9 @@ def test_metadata_and_fetch_ranges():
 
 def test_schemas_do_not_change_what_the_broker_advertises():
     from tierlog.broker.apis import REGISTRY
-    served_by_brokers = {ApiKey.DESCRIBE_QUORUM}    # forwarded to the controller (tierlog metadata quorum)
-    served_by_brokers |= {ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS}   # tierlog reassign
+    # admin APIs the brokers forward to the active controller
+    served_by_brokers = {ApiKey.DESCRIBE_QUORUM, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+                         ApiKey.LIST_PARTITION_REASSIGNMENTS}
     for key in set(NEW_APIS) - served_by_brokers:
         assert key not in REGISTRY, f"schema for {key!r} must not add a broker handler"
     assert REGISTRY[ApiKey.METADATA].MAX_VERSION == 13
