@@ -6,6 +6,13 @@ AllocateProducerIds and AlterPartition to whichever voter leads the metadata
 quorum.  The leader comes from the local Raft replica (``leader_id()``); when
 it is unknown, or a voter answers NOT_CONTROLLER or cannot be reached, the
 channel tries the voters in turn until the request's deadline.
+
+An attempt that times out may still have been carried out (the controller was
+only slow to commit).  Sending it again is harmless for most requests, but a
+repeated CreateTopics would answer TOPIC_ALREADY_EXISTS for the topic it just
+created.  So ``send(..., resend_after_timeout=False)`` gives each attempt the
+whole remaining deadline instead of ``attempt_timeout_s``: it moves on only
+when a voter refuses the connection or answers NOT_CONTROLLER.
 """
 from __future__ import annotations
 
@@ -39,14 +46,16 @@ class ControllerChannel:
         self.attempt_timeout_s = attempt_timeout_s
         self._round_robin = itertools.cycle(self.voters)
 
-    async def send(self, api_key: int, body: dict, timeout_s: float, version: int | None = None) -> dict:
+    async def send(self, api_key: int, body: dict, timeout_s: float, version: int | None = None,
+                   resend_after_timeout: bool = True) -> dict:
         """The controller's response; NOT_CONTROLLER answers and dead voters are retried."""
         deadline = time.monotonic() + timeout_s
         last, prefer_leader = "no attempt", True
+        attempt_s = self.attempt_timeout_s if resend_after_timeout else timeout_s
         while time.monotonic() < deadline:
             target = self._target(prefer_leader)
             prefer_leader = False
-            remaining = max(0.05, min(self.attempt_timeout_s, deadline - time.monotonic()))
+            remaining = max(0.05, min(attempt_s, deadline - time.monotonic()))
             try:
                 resp = await self._request(target, api_key, body, remaining, version)
             except (TimeoutError, PeerUnavailable) as e:

@@ -19,7 +19,9 @@ TIMED_OUT_MESSAGE = "No active controller answered in time."
 async def _forward(broker, header, request) -> dict | None:
     from tierlog.server.controller_channel import ControllerUnavailable
     try:
-        return await broker.controller.send(header.api_key, request, FORWARD_TIMEOUT_S, header.api_version)
+        # a client's admin request is sent once per controller: see ControllerChannel
+        return await broker.controller.send(header.api_key, request, FORWARD_TIMEOUT_S, header.api_version,
+                                            resend_after_timeout=False)
     except ControllerUnavailable:
         return None
 
