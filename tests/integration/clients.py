@@ -1,6 +1,7 @@
 """Small helpers around confluent-kafka for integration tests."""
 from __future__ import annotations
 
+import threading
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -48,3 +49,66 @@ def consume_all(bootstrap: str, topic: str, partitions: int, expected: int, time
     finally:
         c.close()
     return out
+
+
+class AckedStream(threading.Thread):
+    """An idempotent acks=all producer streaming until ``finish()``; keeps (partition, offset, value) of
+    every acknowledged record in ``acked`` and every delivery error in ``errors``.
+
+    Records are keyed ``k<i % keys>`` (the partitioner spreads them) or, with ``partitions``, sent
+    round-robin to partitions 0..partitions-1; ``pause_s`` paces the stream between produce() calls.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, *, partitions: int | None = None, keys: int = 97,
+                 message_timeout_ms: int = 60000, pause_s: float = 0.003):
+        super().__init__(daemon=True)
+        self.topic, self.partitions, self.keys, self.pause_s = topic, partitions, keys, pause_s
+        self.acked, self.errors, self.sent = [], [], 0
+        self.stopping = threading.Event()
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                  "linger.ms": 5, "retries": 1_000_000, "message.timeout.ms": message_timeout_ms,
+                                  "retry.backoff.ms": 100})
+
+    def _delivered(self, err, msg):
+        if err:
+            self.errors.append(err)
+        else:
+            self.acked.append((msg.partition(), msg.offset(), msg.value()))
+
+    def run(self):
+        while not self.stopping.is_set():
+            i = self.sent
+            where = {"partition": i % self.partitions} if self.partitions else {"key": f"k{i % self.keys}".encode()}
+            try:
+                self.producer.produce(self.topic, value=f"v{i}".encode(), on_delivery=self._delivered, **where)
+                self.sent = i + 1
+            except BufferError:
+                pass
+            self.producer.poll(self.pause_s)
+
+    def finish(self, timeout_s: float = 120) -> int:
+        """Stop producing and flush; returns the records still undelivered."""
+        self.stopping.set()
+        self.join(10)
+        return self.producer.flush(timeout_s)
+
+    def acked_on(self, partition: int) -> list[tuple[int, bytes]]:
+        return sorted((off, v) for p, off, v in self.acked if p == partition)
+
+
+def read_back(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60) -> dict[int, dict[int, bytes]]:
+    """Every record up to each partition's high watermark (taken first): partition -> {offset: value}."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "read-back", "enable.auto.commit": False})
+    try:
+        highs = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in range(partitions)}
+        c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
+        out = {p: {} for p in range(partitions)}
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and any(
+                (max(out[p]) + 1 if out[p] else 0) < highs[p] for p in range(partitions)):
+            for m in c.consume(1000, 0.5):
+                assert m.error() is None, m.error()
+                out[m.partition()][m.offset()] = m.value()
+        return out
+    finally:
+        c.close()

@@ -103,6 +103,10 @@ class Cluster:
     def bootstrap(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers if b.alive())
 
+    def logs_tail(self, lines: int = 40) -> str:
+        """The last lines of every node's log, for a failing assertion's message."""
+        return "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(lines)}" for n in self.nodes)
+
     def start(self) -> Cluster:
         for c in self.controllers:
             c.start()

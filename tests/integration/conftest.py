@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from nodeproc import NodeProcess  # noqa: E402
+from nodeproc import NodeProcess
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ class NodeProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> "NodeProcess":
+    def start(self) -> NodeProcess:
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
         log = open(self.log_path, "ab")
@@ -72,6 +72,6 @@ class NodeProcess:
             os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
-    def restart(self) -> "NodeProcess":
+    def restart(self) -> NodeProcess:
         self.stop()
         return self.start()

@@ -1,7 +1,13 @@
 """Admin APIs through confluent-kafka's AdminClient against a real node."""
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 
 
 def admin(node):

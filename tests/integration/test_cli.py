@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from nodeproc import free_port

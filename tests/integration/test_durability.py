@@ -3,9 +3,8 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Producer
-
 from clients import consume_all, create_topic
+from confluent_kafka import Producer
 
 
 def produce_until_stopped(bootstrap, topic, acked, stop):

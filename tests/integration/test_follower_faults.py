@@ -109,10 +109,6 @@ def _values(bootstrap, topic, expected) -> list[bytes]:
     return [m.value() for m in consume_all(bootstrap, topic, 1, expected)]
 
 
-def _dump_logs(cluster, lines=40) -> str:
-    return "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(lines)}" for n in cluster.nodes)
-
-
 # --- 1. divergent tail ----------------------------------------------------------------------------
 
 
@@ -181,7 +177,7 @@ def test_follower_with_a_divergent_tail_truncates_catches_up_and_rejoins_the_isr
         wait_for(lambda: _log_end(follower, topic) == _log_end(other, topic) == 500, 30,
                  "the follower's log end at the leader's, 500")
     except AssertionError as e:
-        raise AssertionError(f"{e}\n{_dump_logs(cluster)}") from None
+        raise AssertionError(f"{e}\n{cluster.logs_tail()}") from None
     assert f"{topic}-0: truncating to 300" in follower.log_path.read_text(errors="replace"), follower.log_tail()
 
     leader_log = _batches(other, topic, tmp_path)
@@ -231,7 +227,7 @@ def _follower_behind_log_start(cluster):
         wait_for(lambda: _log_end(follower, topic) == _log_end(leader, topic) == 4100, 30,
                  "the follower's log end at the leader's, 4100")
     except AssertionError as e:
-        raise AssertionError(f"{e}\n{_dump_logs(cluster)}") from None
+        raise AssertionError(f"{e}\n{cluster.logs_tail()}") from None
     assert _log_start(follower, topic) >= start > 100
     assert f"{topic}-0: restarting the log at {start}" in follower.log_path.read_text(errors="replace"), \
         follower.log_tail()

@@ -17,10 +17,10 @@
 """
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
+from clients import AckedStream, read_back
 from cluster import FAST_REPLICATION, Cluster, wait_for
 from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -83,65 +83,15 @@ def _elect_cli(cluster, *args) -> subprocess.CompletedProcess:
                           check=False, capture_output=True, text=True, timeout=90)
 
 
-def _logs(cluster, lines=30) -> str:
-    return "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(lines)}" for n in cluster.nodes)
-
-
-class _Streamer(threading.Thread):
-    """An idempotent acks=all producer streaming until stopped; keeps every acknowledged (partition, offset, value)."""
-
-    def __init__(self, bootstrap, topic):
-        super().__init__(daemon=True)
-        self.topic, self.acked, self.errors = topic, [], []
-        self.stopping = threading.Event()
-        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                                  "linger.ms": 5, "message.timeout.ms": 120000, "retry.backoff.ms": 100})
-
-    def _delivered(self, err, msg):
-        if err:
-            self.errors.append(err)
-        else:
-            self.acked.append((msg.partition(), msg.offset(), msg.value()))
-
-    def run(self):
-        i = 0
-        while not self.stopping.is_set():
-            try:
-                self.producer.produce(self.topic, value=f"v{i}".encode(), partition=i % PARTITIONS,
-                                      on_delivery=self._delivered)
-                i += 1
-            except BufferError:
-                pass
-            self.producer.poll(0.005)
-
-    def finish(self) -> int:
-        self.stopping.set()
-        self.join(10)
-        return self.producer.flush(120)
-
-
-def _read_back(bootstrap, topic) -> dict[int, dict[int, bytes]]:
-    """Every record up to each partition's high watermark: partition -> {offset: value}."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "elections", "enable.auto.commit": False})
-    try:
-        highs = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in range(PARTITIONS)}
-        c.assign([TopicPartition(topic, p, -2) for p in range(PARTITIONS)])
-        out = {p: {} for p in range(PARTITIONS)}
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and any(len(out[p]) < highs[p] for p in range(PARTITIONS)):
-            for m in c.consume(1000, 0.5):
-                assert m.error() is None, m.error()
-                out[m.partition()][m.offset()] = m.value()
-        return out
-    finally:
-        c.close()
+def _stream(cluster) -> AckedStream:
+    return AckedStream(cluster.bootstrap, TOPIC, partitions=PARTITIONS, message_timeout_ms=120000, pause_s=0.005)
 
 
 def _assert_nothing_lost(streamer, bootstrap):
     left = streamer.finish()
     assert left == 0, f"{left} records undelivered"
     assert not streamer.errors, streamer.errors[:5]
-    got = _read_back(bootstrap, TOPIC)
+    got = read_back(bootstrap, TOPIC, PARTITIONS)
     missing = [(p, off) for p, off, v in streamer.acked if got[p].get(off) != v]
     assert not missing, f"{len(missing)} of {len(streamer.acked)} acknowledged records lost, first: {missing[:5]}"
 
@@ -186,7 +136,7 @@ def test_controlled_shutdown_moves_leaders_and_preferred_election_restores_them(
     assert _preferred_leaders(original)
     assert {p["LeaderId"] for p in original} == {b.node_id for b in cluster.brokers}
 
-    streamer = _Streamer(cluster.bootstrap, TOPIC)
+    streamer = _stream(cluster)
     streamer.start()
     try:
         wait_for(lambda: len(streamer.acked) >= 300, 30, "the first acknowledged records")
@@ -235,7 +185,7 @@ def test_auto_leader_rebalance(tmp_path, enabled):
         _create(cluster)
         original = _live(cluster)
         victim = _broker(cluster, original[1]["LeaderId"])
-        streamer = _Streamer(cluster.bootstrap, TOPIC)           # leadership moves under a producer
+        streamer = _stream(cluster)           # leadership moves under a producer
         streamer.start()
         wait_for(lambda: len(streamer.acked) >= 100, 30, "the first acknowledged records")
         _sigterm_and_check_leaders_moved(cluster, victim)
@@ -321,5 +271,5 @@ def _produce(cluster, topic, start, n):
                   "message.timeout.ms": 30000})
     for i in range(start, start + n):
         p.produce(topic, value=f"v{i}".encode(), partition=0, on_delivery=lambda err, m: done.append(err))
-    assert p.flush(40) == 0, _logs(cluster)
+    assert p.flush(40) == 0, cluster.logs_tail(30)
     assert done == [None] * n, [e for e in done if e][:3]

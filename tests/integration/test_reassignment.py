@@ -16,13 +16,10 @@
 import json
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
+from clients import AckedStream, read_back
 from cluster import FAST_REPLICATION, Cluster, request, wait_for
-from confluent_kafka import Consumer, Producer
-from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, TopicPartition
 
@@ -70,64 +67,10 @@ def _kafka_admin(cluster):
     return KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
 
 
-def _dump_logs(cluster, lines=40) -> str:
-    return "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(lines)}" for n in cluster.nodes)
-
-
-class _Stream(threading.Thread):
-    """An idempotent acks=all producer; keeps (partition, offset, value) of every acknowledged record."""
-
-    def __init__(self, bootstrap, topic):
-        super().__init__(daemon=True)
-        self.topic, self.acked, self.errors = topic, [], []
-        self.stopping = threading.Event()
-        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                                  "linger.ms": 5, "message.timeout.ms": 60000, "retry.backoff.ms": 100})
-
-    def _done(self, err, msg):
-        if err:
-            self.errors.append(err)
-        else:
-            self.acked.append((msg.partition(), msg.offset(), msg.value()))
-
-    def run(self):
-        i = 0
-        while not self.stopping.is_set():
-            try:
-                self.producer.produce(self.topic, key=f"k{i % 31}".encode(), value=f"v{i}".encode(),
-                                      on_delivery=self._done)
-                i += 1
-            except BufferError:
-                pass
-            self.producer.poll(0.003)
-
-    def finish(self) -> int:
-        self.stopping.set()
-        self.join(10)
-        return self.producer.flush(90)
-
-
-def _read_back(bootstrap, topic, partitions) -> dict[int, dict[int, bytes]]:
-    """offset -> value of every record up to the high watermark, per partition."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reassign", "enable.auto.commit": False})
-    try:
-        highs = {p: c.get_watermark_offsets(CkTopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
-        c.assign([CkTopicPartition(topic, p, -2) for p in range(partitions)])
-        out = {p: {} for p in range(partitions)}
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and any(len(out[p]) < highs[p] for p in range(partitions)):
-            for m in c.consume(1000, 0.5):
-                assert m.error() is None, m.error()
-                out[m.partition()][m.offset()] = m.value()
-        return out
-    finally:
-        c.close()
-
-
 def test_reassignment_of_a_partition_to_new_brokers_while_producing_no_loss(cluster):
     topic, old, target = "moving", [[2, 3], [3, 2]], [[4, 5], [5, 4]]
     _create(cluster, topic, old)
-    stream = _Stream(cluster.bootstrap, topic)
+    stream = AckedStream(cluster.bootstrap, topic, keys=31)
     stream.start()
     admin = _kafka_admin(cluster)
     try:
@@ -145,16 +88,16 @@ def test_reassignment_of_a_partition_to_new_brokers_while_producing_no_loss(clus
         try:
             wait_for(completed, 60, "the reassignment to complete on every broker")
         except AssertionError as e:
-            raise AssertionError(f"{e}: {_partitions(cluster, topic)}\n{_dump_logs(cluster)}") from None
+            raise AssertionError(f"{e}: {_partitions(cluster, topic)}\n{cluster.logs_tail()}") from None
         done_at = len(stream.acked)
         wait_for(lambda: len(stream.acked) > done_at + 200, 40, "acknowledgements from the new leaders")
     finally:
         left = stream.finish()
         admin.close()
-    assert left == 0, f"{left} records undelivered\n{_dump_logs(cluster)}"
+    assert left == 0, f"{left} records undelivered\n{cluster.logs_tail()}"
     assert not stream.errors, stream.errors[:5]
 
-    got = _read_back(cluster.bootstrap, topic, 2)
+    got = read_back(cluster.bootstrap, topic, 2)
     for p in range(2):
         mine = [(off, v) for q, off, v in stream.acked if q == p]
         assert len(mine) > 100, f"partition {p}: only {len(mine)} acknowledged"

@@ -7,12 +7,11 @@
 2. A follower killed while the leader takes more writes restarts, catches up,
    rejoins the ISR and ends with the leader's log end offset.
 """
-import threading
-import time
 
 import pytest
+from clients import AckedStream, read_back
 from cluster import FAST_REPLICATION, Cluster, log_end_offset, wait_for
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 FAST = FAST_REPLICATION
@@ -63,69 +62,10 @@ def _broker(cluster, node_id):
     return next(b for b in cluster.brokers if b.node_id == node_id)
 
 
-def _dump_logs(cluster, lines=40) -> str:
-    return "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(lines)}" for n in cluster.nodes)
-
-
-class _Streamer(threading.Thread):
-    """Produces keyed records until stopped; keeps (partition, offset, value) of every acknowledged one."""
-
-    def __init__(self, bootstrap, topic):
-        super().__init__(daemon=True)
-        self.topic, self.acked, self.errors, self.sent = topic, [], [], 0
-        self.stopping = threading.Event()
-        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                                  "linger.ms": 5, "retries": 1_000_000, "message.timeout.ms": 60000,
-                                  "retry.backoff.ms": 100})
-        self.fatal = None
-
-    def _on_delivery(self, err, msg):
-        if err:
-            self.errors.append(err)
-        else:
-            self.acked.append((msg.partition(), msg.offset(), msg.value()))
-
-    def run(self):
-        i = 0
-        while not self.stopping.is_set():
-            try:
-                self.producer.produce(self.topic, key=f"k{i % 97}".encode(), value=f"v{i}".encode(),
-                                      on_delivery=self._on_delivery)
-                i += 1
-                self.sent = i
-            except BufferError:
-                pass
-            self.producer.poll(0.003)            # paces the stream at a few hundred records a second
-
-    def finish(self, timeout_s=90) -> int:
-        self.stopping.set()
-        self.join(10)
-        return self.producer.flush(timeout_s)
-
-
-def _read_everything(bootstrap, topic, timeout_s=60) -> dict[int, list[tuple[int, bytes]]]:
-    """Every record of every partition up to its high watermark, as (offset, value) per partition."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults", "enable.auto.commit": False,
-                  "enable.partition.eof": False})
-    try:
-        highs = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)}
-        c.assign([TopicPartition(topic, p, -2) for p in range(PARTITIONS)])
-        out = {p: [] for p in range(PARTITIONS)}
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and any(
-                (out[p][-1][0] + 1 if out[p] else 0) < highs[p] for p in range(PARTITIONS)):
-            for m in c.consume(1000, 0.5):
-                assert m.error() is None, m.error()
-                out[m.partition()].append((m.offset(), m.value()))
-        return out, highs
-    finally:
-        c.close()
-
-
 def test_acked_records_survive_kill9_of_each_partition_leader_in_turn(cluster):
     topic = "faults-leaders"
     _create_topic(cluster, topic, {"min.insync.replicas": "2"})
-    streamer = _Streamer(",".join(b.bootstrap for b in cluster.brokers), topic)
+    streamer = AckedStream(",".join(b.bootstrap for b in cluster.brokers), topic)
     streamer.start()
     try:
         wait_for(lambda: len(streamer.acked) >= 200, 30, "the first acknowledged records")
@@ -150,25 +90,25 @@ def test_acked_records_survive_kill9_of_each_partition_leader_in_turn(cluster):
                      f"acknowledgements going on after the kill of broker {victim_id}")
     finally:
         left = streamer.finish()
-    assert left == 0, f"{left} records still undelivered after flush\n{_dump_logs(cluster)}"
+    assert left == 0, f"{left} records still undelivered after flush\n{cluster.logs_tail()}"
 
-    acked = streamer.acked
-    assert len(acked) > 500, len(acked)
-    got, highs = _read_everything(cluster.bootstrap, topic)
+    assert len(streamer.acked) > 500, len(streamer.acked)
+    got = read_back(cluster.bootstrap, topic, PARTITIONS)
     for p in range(PARTITIONS):
-        mine = sorted((off, v) for q, off, v in acked if q == p)
+        mine = streamer.acked_on(p)
         assert mine, f"nothing acknowledged on partition {p}"
         offsets = [off for off, _ in mine]
         assert len(set(offsets)) == len(offsets), f"partition {p}: one offset acknowledged twice"
-        read = dict(got[p])
+        read = got[p]
         missing = [(off, v) for off, v in mine if read.get(off) != v]
         assert not missing, (f"partition {p}: {len(missing)} of {len(mine)} acknowledged records not read back "
-                             f"at their offsets (high watermark {highs[p]}, read {len(got[p])}), "
+                             f"at their offsets (read {len(read)}), "
                              f"first: {missing[:5]} read there: {[read.get(o) for o, _ in missing[:5]]}")
         acked_values = [v for _, v in mine]
-        read_values = [v for _, v in got[p] if v in set(acked_values)]
+        wanted = set(acked_values)
+        read_values = [v for _, v in sorted(read.items()) if v in wanted]
         assert read_values == acked_values, f"partition {p}: acknowledged records read back out of order"
-        all_values = [v for _, v in got[p]]
+        all_values = list(read.values())
         assert len(all_values) == len(set(all_values)), f"partition {p}: duplicates despite idempotence"
     assert not streamer.errors, streamer.errors[:5]
 
@@ -219,4 +159,4 @@ def test_follower_down_while_leader_takes_writes_catches_up_and_rejoins_isr(clus
     try:
         wait_for(same_ends, 30, "every broker's log end offset at 1500 on each partition")
     except AssertionError as err:
-        raise AssertionError(f"{err}: {ends()}\n{_dump_logs(cluster)}") from None
+        raise AssertionError(f"{err}: {ends()}\n{cluster.logs_tail()}") from None

@@ -2,9 +2,8 @@
 import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
-
 from clients import consume_all, create_topic, produce_all
+from confluent_kafka import Consumer, TopicPartition
 
 N = 50_000
 PARTITIONS = 3
@@ -42,7 +41,8 @@ def test_confluent_kafka_round_trip(shared_node, compression):
 
 
 def test_kafka_python_round_trip(shared_node):
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KTP
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KTP
     topic = "rt-kafka-python"
     create_topic(shared_node.bootstrap, topic, PARTITIONS)
     n = 20_000
