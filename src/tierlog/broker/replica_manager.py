@@ -21,6 +21,7 @@ __all__ = ["ReplicaManager"]
 
 log = logging.getLogger(__name__)
 TICK_S = 0.2
+RECOVERING = 1          # PartitionRecord LeaderRecoveryState (KIP-704)
 
 
 class ReplicaManager:
@@ -165,14 +166,16 @@ class ReplicaManager:
                     topic_id=part.topic_id, partition=part.index, leader_id=self.node_id,
                     leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, replicas=tuple(p.replicas),
                     isr=tuple(p.isr), high_watermark=hw, log_end_offset=leo, now_ms=now, config=config,
-                    leader_broker_epoch=self._broker_epoch(), fenced=fenced)
+                    leader_broker_epoch=self._broker_epoch(), fenced=fenced,
+                    recovering=p.leader_recovery_state == RECOVERING)
                 log.info("%s-%d: leader at epoch %d (isr %s, hw %d, leo %d)", part.topic, part.index,
                          p.leader_epoch, list(p.isr), hw, leo)
                 self._on_update(part, part.leader_state.on_leader_append(leo, now))
             else:
                 self._on_update(part, ls.on_partition_metadata(
                     leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, isr=tuple(p.isr),
-                    replicas=tuple(p.replicas), now_ms=now, leader_leo=part.log.log_end_offset, fenced=fenced))
+                    replicas=tuple(p.replicas), now_ms=now, leader_leo=part.log.log_end_offset, fenced=fenced,
+                    recovering=p.leader_recovery_state == RECOVERING))
             return
         if part.leader_state is not None:
             part.follower_hw = part.high_watermark

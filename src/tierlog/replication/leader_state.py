@@ -86,7 +86,7 @@ class LeaderState:
                  high_watermark: int, log_end_offset: int, now_ms: int,
                  config: LeaderConfig = LeaderConfig(), leader_broker_epoch: int = UNKNOWN,
                  fenced: frozenset[int] = frozenset(),
-                 committed_local_logs: dict[int, LocalLog] | None = None) -> None:
+                 committed_local_logs: dict[int, LocalLog] | None = None, recovering: bool = False) -> None:
         assert leader_id in replicas and leader_id in isr, (leader_id, replicas, isr)
         assert 0 <= high_watermark <= log_end_offset, (high_watermark, log_end_offset)
         self.topic_id, self.partition = topic_id, partition
@@ -103,6 +103,9 @@ class LeaderState:
         self.committed_local_logs: dict[int, LocalLog] = dict(committed_local_logs or {})
         self._last_report_ms: int | None = None
         self._hw = high_watermark
+        # LeaderRecoveryState RECOVERING (KIP-704: elected uncleanly): there is no transaction state to
+        # rebuild, so the leader is recovered at once and tells the controller (AlterPartition RECOVERED)
+        self.recovering = recovering
 
     # --- queries -----------------------------------------------------------------------------
     @property
@@ -190,10 +193,12 @@ class LeaderState:
 
     def on_partition_metadata(self, *, leader_epoch: int, partition_epoch: int, isr: tuple[int, ...],
                               replicas: tuple[int, ...], now_ms: int, leader_leo: int,
-                              fenced: frozenset[int] = frozenset()) -> LeaderUpdate:
+                              fenced: frozenset[int] = frozenset(), recovering: bool | None = None) -> LeaderUpdate:
         """A metadata image for this partition within our leader epoch."""
         assert leader_epoch == self.leader_epoch, "a new leader epoch needs a new LeaderState"
         self.fenced = frozenset(fenced)
+        if recovering is not None and partition_epoch >= self.partition_epoch:
+            self.recovering = recovering
         if partition_epoch > self.partition_epoch:
             assert self.leader_id in isr, (self.leader_id, isr)
             self.replicas = tuple(replicas)
@@ -255,6 +260,9 @@ class LeaderState:
     def _maybe_report(self, now_ms: int) -> None:
         if self.isr_state.proposal is not None:
             return
+        if self.recovering:
+            self.isr_state.propose(ProposalKind.REPORT, self.isr)     # sent with LeaderRecoveryState RECOVERED
+            return
         if self._last_report_ms is not None and now_ms - self._last_report_ms < self.config.report_interval_ms:
             return
         threshold = self.config.eligible_local_log_bytes
@@ -284,6 +292,7 @@ class LeaderState:
             self.isr_state.drop()                  # stale answer; the metadata update will follow
             return
         self.isr_state.commit(isr, partition_epoch)
+        self.recovering = False                    # every request we send says RECOVERED
         for m in sent.new_isr:
             if m.broker_id in isr:
                 self.committed_local_logs[m.broker_id] = m.local_log

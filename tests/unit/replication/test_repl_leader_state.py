@@ -234,3 +234,21 @@ def test_old_metadata_is_ignored():
     ls.on_partition_metadata(leader_epoch=7, partition_epoch=2, isr=(1,), replicas=(1, 2, 3), now_ms=T0,
                              leader_leo=10)
     assert ls.isr == (1, 2, 3)
+
+
+def test_an_uncleanly_elected_leader_reports_itself_recovered_once():
+    """KIP-704: a RECOVERING leader has nothing to rebuild; it sends AlterPartition (RECOVERED) with its ISR."""
+    cfg = LeaderConfig(replica_lag_time_max_ms=LAG, alter_partition_backoff=ExponentialBackoff(100, 1000))
+    ls = LeaderState(topic_id=TID, partition=0, leader_id=1, leader_epoch=7, partition_epoch=3, replicas=(1, 2, 3),
+                     isr=(1,), high_watermark=10, log_end_offset=10, now_ms=T0, config=cfg, recovering=True)
+    item = ls.tick(T0 + 1, 10).alter_partition
+    assert item is not None and [m.broker_id for m in item.new_isr] == [1]
+    assert item.as_partition_dict()["LeaderRecoveryState"] == 0
+    ls.on_alter_partition_response(0, now_ms=T0 + 2, leader_leo=10, leader_epoch=7, partition_epoch=4, isr=(1,))
+    assert not ls.recovering
+    assert ls.tick(T0 + 3, 10).alter_partition is None
+
+
+def test_a_recovered_leader_sends_nothing_for_recovery():
+    ls = leader(isr=(1,))
+    assert not ls.recovering and ls.tick(T0 + 1, 10).alter_partition is None
