@@ -81,10 +81,16 @@ class ControllerServer:
         return result.response
 
     async def _append(self, records: list, base_offset: int) -> None:
+        await self.driver.wait_committed(self._propose(records, base_offset), COMMIT_TIMEOUT_S)
+
+    def _propose(self, records: list, base_offset: int) -> int:
+        """Hand records to Raft at once: the controller already counted them at ``base_offset``, so
+        nothing may be proposed in between (a deferred propose would let the next request's records
+        take those offsets)."""
         last = self.driver.propose([metadata_records.encode(r) for r in records])
         assert last == base_offset + len(records) - 1, \
             f"metadata records landed at {last - len(records) + 1}, the controller expected {base_offset}"
-        await self.driver.wait_committed(last, COMMIT_TIMEOUT_S)
+        return last
 
     def start_ticker(self) -> None:
         self._tick_task = asyncio.get_running_loop().create_task(self._ticker())
@@ -105,14 +111,10 @@ class ControllerServer:
         base = self.controller.next_offset
         records = self.controller.tick(now)
         if records:
-            task = asyncio.get_running_loop().create_task(self._append_quietly(records, base))
-            task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
-
-    async def _append_quietly(self, records, base):
-        try:
-            await self._append(records, base)
-        except (TimeoutError, NotLeaderError, NotLeaderAnymore):
-            pass
+            try:
+                self._propose(records, base)     # now, not in a task: see _propose
+            except NotLeaderError:
+                pass                             # the leader change drops the pending image too
 
     def stop(self) -> None:
         if self._tick_task is not None:

@@ -1,0 +1,48 @@
+"""ControllerServer hands records to Raft in the order the controller counted them.
+
+The controller predicts each record's offset (a broker's epoch *is* an offset),
+so a tick's records must reach Raft before the next request's; a tick that
+proposed from a task let a request overtake it ("records landed at 11, the
+controller expected 12", seen under load in test_up).
+"""
+import asyncio
+import random
+
+from tierlog.controller.config import ControllerConfig
+from tierlog.controller.quorum_controller import QuorumController
+from tierlog.metadata.image import MetadataImage
+from tierlog.server.controller_server import ControllerServer
+
+BROKER_REGISTRATION = 62
+REGISTRATION = {"BrokerId": 4, "ClusterId": "c1", "IncarnationId": bytes(range(16)), "Listeners": [
+    {"Name": "PLAINTEXT", "Host": "127.0.0.1", "Port": 9092, "SecurityProtocol": 0}], "Features": [], "Rack": None,
+    "IsMigratingZkBroker": False, "LogDirs": [], "PreviousBrokerEpoch": -1}
+
+
+class FakeDriver:
+    """Raft as far as the server sees it: offsets given in propose order; everything commits at once."""
+
+    def __init__(self):
+        self.end = 0
+
+    def propose(self, records):
+        self.end += len(records)
+        return self.end - 1
+
+    async def wait_committed(self, offset, timeout_s):
+        return None
+
+
+def test_a_tick_and_a_request_land_at_the_offsets_the_controller_counted():
+    async def scenario():
+        qc = QuorumController(1, ControllerConfig(cluster_id="c1", max_idle_interval_ms=1), random.Random(1), 0)
+        qc.on_leader_change(True, MetadataImage.empty("c1"), next_offset=0)
+        driver = FakeDriver()
+        server = ControllerServer(1, driver, qc)
+        server._tick()                         # an idle controller writes a NoOpRecord
+        assert qc.next_offset == 1
+        response = await server.submit(BROKER_REGISTRATION, 3, REGISTRATION)
+        assert driver.end == qc.next_offset, "every record the controller counted reached Raft"
+        return response
+    response = asyncio.run(scenario())
+    assert response["ErrorCode"] == 0 and response["BrokerEpoch"] == 1, response   # the epoch is its offset
