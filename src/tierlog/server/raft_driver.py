@@ -130,7 +130,8 @@ class RaftDriver:
                 fut.set_result(None)
 
     def fail_waiters_on_leader_change(self) -> None:
-        self._release_waiters()          # what is committed stays a success
+        if self.raft is not None:
+            self._release_waiters()      # what is committed stays a success
         self._fail_waiters(NotLeaderAnymore("leadership of the metadata quorum moved"))
 
     def _fail_waiters(self, exc: Exception) -> None:
