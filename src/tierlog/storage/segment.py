@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 
 from tierlog.records.header import NO_TIMESTAMP, BatchHeader
+from tierlog.storage import writeback
 from tierlog.storage.batch_scan import (
     ScanStop,
     read_exact,
@@ -73,6 +74,7 @@ class LogSegment:
                                     max_index_size, loaded=new)
         self.bytes_since_index = 0
         self.dirty = False  # bytes written since the last fsync
+        self._writeback_from = size - size % writeback.PAGE   # early writeback started below this
         self.suffix = ""
         self._next_offset: int | None = base_offset if new else _UNKNOWN
         self._max_timestamp = NO_TIMESTAMP
@@ -194,6 +196,13 @@ class LogSegment:
         self.size = position
         self._next_offset = last + 1
         self.dirty = True
+        self._start_writeback()
+
+    def _start_writeback(self) -> None:
+        end = writeback.writeback_end(self._writeback_from, self.size)
+        if end is not None:
+            writeback.schedule(self.fd, self._writeback_from, end - self._writeback_from)
+            self._writeback_from = end
 
     def _index_batch(self, header: BatchHeader, last_offset: int, position: int) -> None:
         if header.max_timestamp > self._max_timestamp:
@@ -237,6 +246,7 @@ class LogSegment:
         os.ftruncate(self.fd, position)
         removed = self.size - position
         self.size = position
+        self._writeback_from = min(self._writeback_from, position - position % writeback.PAGE)
         self._next_offset = min(header.base_offset, offset) if position else self.base_offset
         self._recompute_max_timestamp()
         self.bytes_since_index = 0
@@ -272,6 +282,7 @@ class LogSegment:
             os.ftruncate(self.fd, valid_end)
             self.size = valid_end
             self.dirty = True
+            self._writeback_from = min(self._writeback_from, valid_end - valid_end % writeback.PAGE)
         self._next_offset = next_offset
         self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp, skip_full_check=True)
         self.offset_index.rewrite()
