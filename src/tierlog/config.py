@@ -10,12 +10,20 @@ settings; ``topic_defaults()`` maps them onto topic config names
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-__all__ = ["ConfigError", "ConfigDef", "BROKER_CONFIGS", "NodeConfig", "Listener",
-           "parse_properties", "parse_listeners", "parse_voters"]
+__all__ = [
+    "BROKER_CONFIGS",
+    "ConfigDef",
+    "ConfigError",
+    "Listener",
+    "NodeConfig",
+    "parse_listeners",
+    "parse_properties",
+    "parse_voters",
+]
 
 LONG_MAX = 2**63 - 1
 
@@ -228,7 +236,7 @@ class NodeConfig:
             raise ConfigError(f"{d.name}: invalid {d.type} value {text!r}") from None
 
     @classmethod
-    def from_file(cls, path: str | Path, overrides: dict[str, str] | None = None) -> "NodeConfig":
+    def from_file(cls, path: str | Path, overrides: dict[str, str] | None = None) -> NodeConfig:
         try:
             text = Path(path).read_text()
         except OSError as e:

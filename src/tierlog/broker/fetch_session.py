@@ -16,7 +16,7 @@ import random
 from collections import OrderedDict
 from dataclasses import dataclass
 
-__all__ = ["FetchSessionCache", "SessionPartition", "SessionView", "FetchSessionError"]
+__all__ = ["FetchSessionCache", "FetchSessionError", "SessionPartition", "SessionView"]
 
 FINAL_EPOCH = -1
 INITIAL_EPOCH = 0
@@ -59,7 +59,7 @@ class SessionView:
 
 
 class _Session:
-    __slots__ = ("id", "epoch", "partitions")
+    __slots__ = ("epoch", "id", "partitions")
 
     def __init__(self, session_id: int, partitions: list[SessionPartition]):
         self.id = session_id

@@ -8,7 +8,7 @@ without waiting for a metadata refresh.
 """
 from __future__ import annotations
 
-__all__ = ["LeaderHints", "HINTED_ERRORS"]
+__all__ = ["HINTED_ERRORS", "LeaderHints"]
 
 NOT_LEADER_OR_FOLLOWER = 6
 FENCED_LEADER_EPOCH = 74

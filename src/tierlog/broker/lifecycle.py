@@ -32,14 +32,22 @@ Failures back off exponentially from ``retry.backoff.ms`` (100) up to
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 
 from tierlog.protocol.errors import ErrorCode
 
-__all__ = ["BrokerState", "BrokerLifecycleManager", "LifecycleRequest", "Endpoint",
-           "BROKER_REGISTRATION", "BROKER_HEARTBEAT", "FAST_HEARTBEAT_MS"]
+__all__ = [
+    "BROKER_HEARTBEAT",
+    "BROKER_REGISTRATION",
+    "FAST_HEARTBEAT_MS",
+    "BrokerLifecycleManager",
+    "BrokerState",
+    "Endpoint",
+    "LifecycleRequest",
+]
 
 BROKER_REGISTRATION, BROKER_HEARTBEAT = 62, 63
 FAST_HEARTBEAT_MS = 10

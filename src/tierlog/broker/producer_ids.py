@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-__all__ = ["ProducerIdManager", "BLOCK_SIZE", "MAX_EPOCH"]
+__all__ = ["BLOCK_SIZE", "MAX_EPOCH", "ProducerIdManager"]
 
 BLOCK_SIZE = 1000
 MAX_EPOCH = 32767

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from tierlog.metadata import MetadataImage, TopicInfo
-from tierlog.replication import (ALTER_PARTITION_VERSION, FetcherConfig, LeaderConfig, LeaderState, LocalLog,
-                                 ReplicaFetchers, build_alter_partition_request)
+from tierlog.replication import (
+    ALTER_PARTITION_VERSION,
+    FetcherConfig,
+    LeaderConfig,
+    LeaderState,
+    LocalLog,
+    ReplicaFetchers,
+    build_alter_partition_request,
+)
 from tierlog.storage import LogConfig, LogManager
 
 from .partition import Partition
@@ -65,7 +72,7 @@ class ReplicaManager:
             part = self._ensure(topic, p)
             try:
                 self._transition(image, part, p)
-            except Exception:       # noqa: BLE001 - one partition must not stop the others
+            except Exception:
                 log.exception("%s-%d: leader/follower transition failed", *key)
         if self.fetcher_shell is not None:
             self.fetcher_shell.sync()
@@ -138,7 +145,7 @@ class ReplicaManager:
         self._last_hw_checkpoint_ms = self._clock_ms()
         try:
             self.logs.write_high_watermarks({key: part.high_watermark for key, part in self.partitions.items()})
-        except Exception:       # noqa: BLE001 - an unwritable dir is taken offline by the log manager
+        except Exception:
             log.exception("cannot checkpoint high watermarks")
 
     def by_id(self, key) -> Partition | None:
@@ -268,7 +275,7 @@ class ReplicaManager:
             await asyncio.sleep(TICK_S)
             try:
                 self.tick(self._clock_ms())
-            except Exception:       # noqa: BLE001
+            except Exception:
                 log.exception("replication tick failed")
 
     def tick(self, now: int) -> None:
@@ -297,7 +304,7 @@ class ReplicaManager:
             self._watchers.setdefault(k, set()).add(fut)
         try:
             await asyncio.wait_for(fut, timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             for k in keys:

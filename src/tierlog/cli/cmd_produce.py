@@ -21,7 +21,12 @@ from confluent_kafka import KafkaError, Producer
 
 from tierlog.cli.connection import Connection
 from tierlog.cli.errors import CliError, describe_kafka_error
-from tierlog.cli.options import connection_options, key_value, non_negative_int, positive_int
+from tierlog.cli.options import (
+    connection_options,
+    key_value,
+    non_negative_int,
+    positive_int,
+)
 from tierlog.cli.producing import drain, send
 from tierlog.cli.render import note
 

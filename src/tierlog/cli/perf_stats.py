@@ -33,8 +33,7 @@ class LatencyRecorder:
             self._samples.append(latency_ms)
         self.count += 1
         self.total_ms += latency_ms
-        if latency_ms > self.max_ms:
-            self.max_ms = latency_ms
+        self.max_ms = max(self.max_ms, latency_ms)
 
     def summary(self) -> dict[str, float]:
         """``latency_{avg,p50,p95,p99,p999,max}_ms``; zeros when nothing was recorded."""

@@ -5,9 +5,18 @@ from the leader, records decoded straight into Arrow batches).
 """
 
 from tierlog.client.arrow_records import (
-    HEADERS_TYPE, KAFKA_SCHEMA, KAFKA_SCHEMA_WITH_HEADERS, decode_fetched,
+    HEADERS_TYPE,
+    KAFKA_SCHEMA,
+    KAFKA_SCHEMA_WITH_HEADERS,
+    decode_fetched,
 )
-from tierlog.client.cluster import EARLIEST, LATEST, Cluster, KafkaError, parse_bootstrap
+from tierlog.client.cluster import (
+    EARLIEST,
+    LATEST,
+    Cluster,
+    KafkaError,
+    parse_bootstrap,
+)
 from tierlog.client.connection import BrokerConnection, ConnectionError_
 from tierlog.client.fetcher import DataLossError, read_range
 

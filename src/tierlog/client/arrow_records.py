@@ -26,7 +26,12 @@ from array import array
 import numpy as np
 import pyarrow as pa
 
-from tierlog.records import HEADER_SIZE, InvalidRecordError, parse_header, validate_batch
+from tierlog.records import (
+    HEADER_SIZE,
+    InvalidRecordError,
+    parse_header,
+    validate_batch,
+)
 from tierlog.records.compression import decompress
 from tierlog.records.errors import CORRUPT_MESSAGE
 from tierlog.records.header import LENGTH_OFFSET, LOG_OVERHEAD
@@ -50,7 +55,7 @@ _LOG_APPEND_TIME_BIT = 0x08
 class DecodedChunk:
     """What one fetch answer gave: an Arrow batch (or None) and where to fetch next."""
 
-    __slots__ = ("batch", "next_offset", "bytes")
+    __slots__ = ("batch", "bytes", "next_offset")
 
     def __init__(self, batch: pa.RecordBatch | None, next_offset: int, nbytes: int):
         self.batch = batch

@@ -16,7 +16,13 @@ from tierlog.client.arrow_records import decode_fetched
 from tierlog.client.cluster import EARLIEST, Cluster, KafkaError
 from tierlog.client.connection import ConnectionError_
 from tierlog.protocol import ApiKey, is_retriable
-from tierlog.records.header import BASE_OFFSET_OFFSET, HEADER_SIZE, LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD
+from tierlog.records.header import (
+    BASE_OFFSET_OFFSET,
+    HEADER_SIZE,
+    LAST_OFFSET_DELTA_OFFSET,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+)
 
 __all__ = ["DataLossError", "read_range"]
 

@@ -34,16 +34,22 @@ first record returned will get; they return ``(records, response)``.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from tierlog.metadata.records import (BrokerEndpoint, BrokerFeature, BrokerRegistrationChangeRecord,
-                                      FenceBrokerRecord, RegisterBrokerRecord, UnfenceBrokerRecord,
-                                      UnregisterBrokerRecord)
+from tierlog.metadata.records import (
+    BrokerEndpoint,
+    BrokerFeature,
+    BrokerRegistrationChangeRecord,
+    FenceBrokerRecord,
+    RegisterBrokerRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
 from tierlog.protocol.errors import ErrorCode
 
 from .heartbeats import HeartbeatTracker
 
-__all__ = ["ClusterControlManager", "FENCED", "UNFENCED", "CONTROLLED_SHUTDOWN", "SHUTDOWN_NOW"]
+__all__ = ["CONTROLLED_SHUTDOWN", "FENCED", "SHUTDOWN_NOW", "UNFENCED", "ClusterControlManager"]
 
 FENCED, UNFENCED, CONTROLLED_SHUTDOWN, SHUTDOWN_NOW = "FENCED", "UNFENCED", "CONTROLLED_SHUTDOWN", "SHUTDOWN_NOW"
 

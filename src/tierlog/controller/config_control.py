@@ -14,7 +14,11 @@ writes nothing.
 """
 from __future__ import annotations
 
-from tierlog.metadata.records import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, ConfigRecord
+from tierlog.metadata.records import (
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_TOPIC,
+    ConfigRecord,
+)
 from tierlog.protocol.errors import ErrorCode
 
 from .config import ControllerConfig

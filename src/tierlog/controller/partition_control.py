@@ -36,14 +36,31 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tierlog.metadata.election import Election, EligibilityThresholds, elect_leader, eligibility_sort, remove_from_isr
-from tierlog.metadata.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord, ReplicaLogCoverage
+from tierlog.metadata.election import (
+    Election,
+    EligibilityThresholds,
+    elect_leader,
+    eligibility_sort,
+    remove_from_isr,
+)
+from tierlog.metadata.records import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    PartitionChangeRecord,
+    ReplicaLogCoverage,
+)
 from tierlog.protocol.errors import ErrorCode
 
 from .config import ControllerConfig
-from .reassignment import ElectionContext, Target, build_change, is_reassigning, maybe_complete
+from .reassignment import (
+    ElectionContext,
+    Target,
+    build_change,
+    is_reassigning,
+    maybe_complete,
+)
 
-__all__ = ["PartitionControlManager", "LOCAL_LOG_STATE_VERSION"]
+__all__ = ["LOCAL_LOG_STATE_VERSION", "PartitionControlManager"]
 
 LOCAL_LOG_STATE_VERSION = 4        # AlterPartition version carrying KIP-1303 fields
 RECOVERED, RECOVERING = 0, 1

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from tierlog.protocol.errors import ErrorCode
 
-__all__ = ["UsableBroker", "PlacementError", "place", "validate_assignment"]
+__all__ = ["PlacementError", "UsableBroker", "place", "validate_assignment"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,7 @@ from .producer_ids import allocate_producer_ids
 from .reassignment import ReassignmentControlManager
 from .replication_control import ReplicationControlManager
 
-__all__ = ["QuorumController", "ControllerResult", "SUPPORTED_APIS"]
+__all__ = ["SUPPORTED_APIS", "ControllerResult", "QuorumController"]
 
 CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 43, 44
 ALTER_PARTITION, BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER = 56, 62, 63, 64

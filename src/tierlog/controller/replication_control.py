@@ -23,16 +23,26 @@ from __future__ import annotations
 import random
 import uuid
 
-from tierlog.metadata.records import (CONFIG_RESOURCE_TOPIC, ConfigRecord, PartitionRecord, RemoveTopicRecord,
-                                      TopicRecord)
+from tierlog.metadata.records import (
+    CONFIG_RESOURCE_TOPIC,
+    ConfigRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
 from tierlog.protocol.errors import ErrorCode
 from tierlog.storage import TOPIC_CONFIGS
 
 from .config import ControllerConfig
 from .placement import PlacementError, UsableBroker, place, validate_assignment
-from .topic_rules import MAX_PARTITIONS, RuleError, validate_topic_configs, validate_topic_name
+from .topic_rules import (
+    MAX_PARTITIONS,
+    RuleError,
+    validate_topic_configs,
+    validate_topic_name,
+)
 
-__all__ = ["ReplicationControlManager", "NO_TOPIC_ID"]
+__all__ = ["NO_TOPIC_ID", "ReplicationControlManager"]
 
 NO_TOPIC_ID = bytes(16)
 # DescribeConfigs ConfigSource values used in CreateTopics v5+ answers

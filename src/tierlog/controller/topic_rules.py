@@ -8,13 +8,23 @@ layer, so the rules live here and the broker may import them.  Every refusal is
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from tierlog.protocol.errors import ErrorCode
 from tierlog.storage import TOPIC_CONFIGS, LogConfig
 
-__all__ = ["RuleError", "validate_topic_name", "validate_topic_configs", "apply_config_op",
-           "MAX_TOPIC_NAME_LENGTH", "MAX_PARTITIONS", "SET", "DELETE", "APPEND", "SUBTRACT"]
+__all__ = [
+    "APPEND",
+    "DELETE",
+    "MAX_PARTITIONS",
+    "MAX_TOPIC_NAME_LENGTH",
+    "SET",
+    "SUBTRACT",
+    "RuleError",
+    "apply_config_op",
+    "validate_topic_configs",
+    "validate_topic_name",
+]
 
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS = 10000          # per topic; a bound of ours, Kafka has none

@@ -14,7 +14,12 @@ from __future__ import annotations
 import inspect
 import logging
 
-from tierlog.protocol import ProtocolError, decode_request, decode_request_header, encode_response
+from tierlog.protocol import (
+    ProtocolError,
+    decode_request,
+    decode_request_header,
+    encode_response,
+)
 from tierlog.protocol.errors import ErrorCode
 
 from .server import CloseConnection

@@ -21,9 +21,9 @@ import logging
 import os
 import socket
 from collections import deque
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
-__all__ = ["CloseConnection", "Server", "Limits"]
+__all__ = ["CloseConnection", "Limits", "Server"]
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ Handler = Callable[[bytearray], "list | Awaitable[list] | None"]
 
 
 class _Connection(asyncio.BufferedProtocol):
-    def __init__(self, server: "Server"):
+    def __init__(self, server: Server):
         self._server = server
         self._limits = server.limits
         self._rbuf = bytearray(RECV_BUFFER_BYTES)

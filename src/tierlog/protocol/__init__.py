@@ -10,14 +10,20 @@ from tierlog.protocol.api import ApiKey, ApiSpec
 from tierlog.protocol.codec import Output, decode_struct, encode_struct, plan_for
 from tierlog.protocol.errors import ErrorCode, describe, is_retriable
 from tierlog.protocol.header import (
-    RequestHeader, decode_request_header, decode_response_header,
-    encode_request_header, encode_response_header,
+    RequestHeader,
+    decode_request_header,
+    decode_response_header,
+    encode_request_header,
+    encode_response_header,
 )
 from tierlog.protocol.messages import APIS
 from tierlog.protocol.primitives import ProtocolError
 from tierlog.protocol.schema import Field, Struct
 from tierlog.protocol.wire import (
-    decode_request, decode_response, encode_request, encode_response,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
 )
 
 __all__ = [

@@ -19,20 +19,40 @@ bytes-like parts, are not copied but recorded as *splices*, and
 from __future__ import annotations
 
 import struct as _struct
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from tierlog.protocol.primitives import (
-    FIXED_FORMATS, FIXED_SIZES, INT8, INT32, ProtocolError, ZERO_UUID,
-    decode_bytes, decode_compact_bytes, decode_compact_nullable_string,
-    decode_compact_string, decode_nullable_string, decode_string,
-    decode_uuid, decode_uvarint, encode_compact_bytes, encode_compact_string,
-    encode_bytes, encode_string, encode_uvarint, take,
+    FIXED_FORMATS,
+    FIXED_SIZES,
+    INT8,
+    INT32,
+    ZERO_UUID,
+    ProtocolError,
+    decode_bytes,
+    decode_compact_bytes,
+    decode_compact_nullable_string,
+    decode_compact_string,
+    decode_nullable_string,
+    decode_string,
+    decode_uuid,
+    decode_uvarint,
+    encode_bytes,
+    encode_compact_bytes,
+    encode_compact_string,
+    encode_string,
+    encode_uvarint,
+    take,
 )
 from tierlog.protocol.schema import ArrayOf, Field, Struct
 
 __all__ = [
-    "INLINE_RECORDS_MAX", "Output", "Plan", "plan_for", "encode_struct",
+    "INLINE_RECORDS_MAX",
+    "Output",
+    "Plan",
     "decode_struct",
+    "encode_struct",
+    "plan_for",
 ]
 
 #: bytes-like ``records`` parts at least this large are spliced, not copied

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ErrorCode", "is_retriable", "describe"]
+__all__ = ["ErrorCode", "describe", "is_retriable"]
 
 # code, Kafka name, retriable, description
 _TABLE = [

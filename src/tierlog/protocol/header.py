@@ -17,13 +17,20 @@ from typing import NamedTuple
 from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.messages import APIS
 from tierlog.protocol.primitives import (
-    EMPTY_TAGGED_FIELDS, INT32, ProtocolError, decode_nullable_string,
-    encode_string, skip_tagged_fields,
+    EMPTY_TAGGED_FIELDS,
+    INT32,
+    ProtocolError,
+    decode_nullable_string,
+    encode_string,
+    skip_tagged_fields,
 )
 
 __all__ = [
-    "RequestHeader", "encode_request_header", "decode_request_header",
-    "encode_response_header", "decode_response_header",
+    "RequestHeader",
+    "decode_request_header",
+    "decode_response_header",
+    "encode_request_header",
+    "encode_response_header",
 ]
 
 _REQUEST_PREFIX = struct.Struct(">hhi")

@@ -19,8 +19,13 @@ from typing import NamedTuple
 from tierlog.protocol.primitives import ZERO_UUID
 
 __all__ = [
-    "PRIMITIVE_TYPES", "VERSION_MAX", "Versions", "parse_versions",
-    "ArrayOf", "Struct", "Field",
+    "PRIMITIVE_TYPES",
+    "VERSION_MAX",
+    "ArrayOf",
+    "Field",
+    "Struct",
+    "Versions",
+    "parse_versions",
 ]
 
 PRIMITIVE_TYPES = frozenset({
@@ -99,8 +104,15 @@ class Field:
     """One field of a Struct. ``default`` is used for missing keys on encode
     and for absent tagged fields on decode."""
 
-    __slots__ = ("name", "type", "versions", "nullable_versions", "tag",
-                 "tagged_versions", "_default")
+    __slots__ = (
+        "_default",
+        "name",
+        "nullable_versions",
+        "tag",
+        "tagged_versions",
+        "type",
+        "versions",
+    )
 
     def __init__(self, name: str, type, versions: str = "0+",
                  nullable: str | None = None, tag: int | None = None,

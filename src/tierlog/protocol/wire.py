@@ -6,12 +6,14 @@ from __future__ import annotations
 from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.codec import Output, decode_struct, encode_struct
 from tierlog.protocol.header import (
-    decode_response_header, encode_request_header, encode_response_header,
+    decode_response_header,
+    encode_request_header,
+    encode_response_header,
 )
 from tierlog.protocol.messages import APIS
 from tierlog.protocol.primitives import ProtocolError
 
-__all__ = ["encode_request", "decode_request", "encode_response", "decode_response"]
+__all__ = ["decode_request", "decode_response", "encode_request", "encode_response"]
 
 
 def _spec(api_key: int, api_version: int) -> ApiSpec | None:

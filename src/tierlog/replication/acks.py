@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Hashable
 
 from tierlog.protocol.errors import ErrorCode
 
-__all__ = ["MAX_PENDING_PRODUCES", "Completion", "AcksPurgatory"]
+__all__ = ["MAX_PENDING_PRODUCES", "AcksPurgatory", "Completion"]
 
 MAX_PENDING_PRODUCES = 10_000
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .local_log_report import LocalLog
 
-__all__ = ["ALTER_PARTITION_VERSION", "IsrMember", "AlterPartitionItem", "build_alter_partition_request"]
+__all__ = ["ALTER_PARTITION_VERSION", "AlterPartitionItem", "IsrMember", "build_alter_partition_request"]
 
 ALTER_PARTITION_VERSION = 4
 

@@ -36,7 +36,7 @@ from enum import Enum
 
 from .alter_partition import AlterPartitionItem
 
-__all__ = ["ProposalKind", "Proposal", "IsrState"]
+__all__ = ["IsrState", "Proposal", "ProposalKind"]
 
 
 class ProposalKind(Enum):

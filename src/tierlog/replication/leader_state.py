@@ -48,10 +48,15 @@ from tierlog.protocol.errors import ErrorCode
 from .alter_partition import AlterPartitionItem, IsrMember
 from .backoff import ExponentialBackoff
 from .isr_state import IsrState, ProposalKind
-from .local_log_report import LOCAL_LOG_REPORT_INTERVAL_MS, UNKNOWN_LOCAL_LOG, LocalLog, changed_materially
+from .local_log_report import (
+    LOCAL_LOG_REPORT_INTERVAL_MS,
+    UNKNOWN_LOCAL_LOG,
+    LocalLog,
+    changed_materially,
+)
 from .replica_state import UNKNOWN, ReplicaState
 
-__all__ = ["LeaderConfig", "LeaderUpdate", "LeaderState"]
+__all__ = ["LeaderConfig", "LeaderState", "LeaderUpdate"]
 
 # errors after which the proposal is certainly not applied: drop it
 _REJECTED = frozenset({ErrorCode.INELIGIBLE_REPLICA, ErrorCode.OPERATION_NOT_ATTEMPTED})

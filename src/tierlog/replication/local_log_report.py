@@ -25,8 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LOCAL_LOG_SIZE_CHANGE_FRACTION", "LOCAL_LOG_REPORT_INTERVAL_MS", "LocalLog",
-           "UNKNOWN_LOCAL_LOG", "changed_materially"]
+__all__ = [
+    "LOCAL_LOG_REPORT_INTERVAL_MS",
+    "LOCAL_LOG_SIZE_CHANGE_FRACTION",
+    "UNKNOWN_LOCAL_LOG",
+    "LocalLog",
+    "changed_materially",
+]
 
 LOCAL_LOG_SIZE_CHANGE_FRACTION = 0.10
 LOCAL_LOG_REPORT_INTERVAL_MS = 30_000

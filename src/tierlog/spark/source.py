@@ -15,18 +15,39 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
-    DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamArrowWriter,
-    DataSourceStreamReader, InputPartition, WriterCommitMessage,
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
 )
 from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow,
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import StructType
 
 from tierlog.client import EARLIEST, LATEST, Cluster, read_range
-from tierlog.spark.options import OptionError, SourceOptions, parse_sink_options, parse_source_options
+from tierlog.spark.options import (
+    OptionError,
+    SourceOptions,
+    parse_sink_options,
+    parse_source_options,
+)
 from tierlog.spark.planning import (
-    OffsetRange, TriggerClock, discover, from_json, rate_limit, resolve, split_ranges, to_json,
+    OffsetRange,
+    TriggerClock,
+    discover,
+    from_json,
+    rate_limit,
+    resolve,
+    split_ranges,
+    to_json,
 )
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "TierlogDataSource", "TierlogPartition"]

@@ -84,7 +84,7 @@ def _replica_id(request, version) -> int:
 
 
 class _Read:
-    __slots__ = ("sp", "key", "error", "parts", "size", "hw", "lso", "log_start", "diverging")
+    __slots__ = ("diverging", "error", "hw", "key", "log_start", "lso", "parts", "size", "sp")
 
     def __init__(self, sp, key=None, error=0):
         self.sp, self.key, self.error = sp, key, error

@@ -8,7 +8,6 @@ broker never asks a client to rebootstrap).
 """
 from tierlog.protocol.errors import ErrorCode
 
-
 API_KEY, MIN_VERSION, MAX_VERSION = 3, 1, 13
 NO_TOPIC_ID = bytes(16)
 OPS_NOT_REQUESTED = -2147483648
