@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Self
 
 from rich.console import Console
 from rich.progress import (
@@ -48,7 +49,7 @@ class LiveProgress:
             )
             self._task = self._progress.add_task(description, total=total)
 
-    def __enter__(self) -> LiveProgress:
+    def __enter__(self) -> Self:
         if self._progress is not None:
             self._progress.start()
         return self

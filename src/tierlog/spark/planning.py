@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from itertools import pairwise
 
 from tierlog.client import EARLIEST, LATEST, Cluster
 from tierlog.spark.options import OffsetSpec, OptionError, SourceOptions
@@ -107,7 +108,7 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None,
 def _split(r: OffsetRange, parts: int) -> list[OffsetRange]:
     parts = max(1, min(parts, r.size))
     bounds = [r.start + (r.size * i) // parts for i in range(parts + 1)]
-    return [OffsetRange(r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [OffsetRange(r.topic, r.partition, a, b) for a, b in pairwise(bounds) if b > a]
 
 
 def rate_limit(start: dict[TP, int], latest: dict[TP, int], max_rows: int) -> dict[TP, int]:
