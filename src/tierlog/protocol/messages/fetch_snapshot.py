@@ -12,6 +12,8 @@ Kafka's spec (0), and neither have they here. Nothing is left out.
 from tierlog.protocol.api import ApiKey, ApiSpec
 from tierlog.protocol.schema import Field, Struct
 
+from .raft_common import NODE_ENDPOINT
+
 __all__ = ["REQUEST", "RESPONSE", "SPEC"]
 
 _SNAPSHOT_ID = Struct([
@@ -59,17 +61,11 @@ _RESPONSE_TOPIC = Struct([
     Field("Partitions", [_RESPONSE_PARTITION]),
 ], name="FetchSnapshotResponseTopicSnapshot")
 
-_NODE_ENDPOINT = Struct([
-    Field("NodeId", "int32", versions="1+"),
-    Field("Host", "string", versions="1+"),
-    Field("Port", "uint16", versions="1+"),
-], name="NodeEndpoint")
-
 RESPONSE = Struct([
     Field("ThrottleTimeMs", "int32"),
     Field("ErrorCode", "int16"),
     Field("Topics", [_RESPONSE_TOPIC]),
-    Field("NodeEndpoints", [_NODE_ENDPOINT], versions="1+", tag=0),
+    Field("NodeEndpoints", [NODE_ENDPOINT], versions="1+", tag=0),
 ], name="FetchSnapshotResponse")
 
 SPEC = ApiSpec(ApiKey.FETCH_SNAPSHOT, "FetchSnapshot", 0, 1, 0, REQUEST, RESPONSE)

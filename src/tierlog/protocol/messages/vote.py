@@ -10,6 +10,8 @@ unchanged), and we use those names at every version. Nothing is left out.
 from tierlog.protocol.api import ApiKey, ApiSpec
 from tierlog.protocol.schema import Field, Struct
 
+from .raft_common import NODE_ENDPOINT
+
 __all__ = ["REQUEST", "RESPONSE", "SPEC"]
 
 _REQUEST_PARTITION = Struct([
@@ -47,16 +49,10 @@ _RESPONSE_TOPIC = Struct([
     Field("Partitions", [_RESPONSE_PARTITION]),
 ], name="VoteResponseTopicData")
 
-_NODE_ENDPOINT = Struct([
-    Field("NodeId", "int32", versions="1+"),
-    Field("Host", "string", versions="1+"),
-    Field("Port", "uint16", versions="1+"),
-], name="NodeEndpoint")
-
 RESPONSE = Struct([
     Field("ErrorCode", "int16"),
     Field("Topics", [_RESPONSE_TOPIC]),
-    Field("NodeEndpoints", [_NODE_ENDPOINT], versions="1+", tag=0),
+    Field("NodeEndpoints", [NODE_ENDPOINT], versions="1+", tag=0),
 ], name="VoteResponse")
 
 SPEC = ApiSpec(ApiKey.VOTE, "Vote", 0, 2, 0, REQUEST, RESPONSE)
