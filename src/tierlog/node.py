@@ -28,6 +28,7 @@ from pathlib import Path
 
 from tierlog.broker.apis import REGISTRY as BROKER_APIS
 from tierlog.broker.broker import Broker, wall_clock_ms
+from tierlog.broker.controller_channel import ControllerChannel
 from tierlog.broker.lifecycle import BrokerLifecycleManager, Endpoint
 from tierlog.broker.replica_manager import ReplicaManager
 from tierlog.config import ConfigError, NodeConfig, parse_properties
@@ -42,7 +43,6 @@ from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
 from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
 from tierlog.raft.file_snapshots import FileSnapshotStore
 from tierlog.server.broker_role import LifecycleLoop, MetadataView
-from tierlog.server.controller_channel import ControllerChannel
 from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
 from tierlog.server.raft_driver import RaftDriver
 from tierlog.storage import LogManager

@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from tierlog.broker.controller_channel import ControllerChannel, ControllerUnavailable
 from tierlog.broker.lifecycle import BrokerLifecycleManager, BrokerState
 
-from .controller_channel import ControllerChannel, ControllerUnavailable
 from .raft_driver import wall_clock_ms
 
 __all__ = ["LifecycleLoop", "MetadataView"]

@@ -6,6 +6,7 @@ no controller answers in time the client gets REQUEST_TIMED_OUT per item.
 """
 from __future__ import annotations
 
+from tierlog.broker.controller_channel import ControllerUnavailable
 from tierlog.protocol.errors import ErrorCode
 
 __all__ = ["FORWARD_TIMEOUT_S", "TIMED_OUT_MESSAGE", "forward_and_catch_up", "forward_and_wait"]
@@ -17,7 +18,6 @@ TIMED_OUT_MESSAGE = "No active controller answered in time."
 
 
 async def _forward(broker, header, request) -> dict | None:
-    from tierlog.server.controller_channel import ControllerUnavailable
     try:
         # a client's admin request is sent once per controller: see ControllerChannel
         return await broker.controller.send(header.api_key, request, FORWARD_TIMEOUT_S, header.api_version,
@@ -54,7 +54,6 @@ async def forward_and_catch_up(broker, header, request, timed_out=None) -> dict:
 
 
 async def catch_up(broker) -> None:
-    from tierlog.server.controller_channel import ControllerUnavailable
     body = {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]}
     try:
         quorum = await broker.controller.send(DESCRIBE_QUORUM, body, 5.0, 0)
