@@ -63,25 +63,25 @@ class _Listener:
 
     def __init__(self, loader: MetadataLoader):
         self.loader = loader
-        self.controller: ControllerServer | None = None
+        self.controller_server: ControllerServer | None = None
         self.generator: SnapshotGenerator | None = None
 
     def handle_commit(self, batch) -> None:
         self.loader.handle_commit(batch)
-        if self.controller is not None:
-            self.controller.on_committed_image(self.loader.image, batch.last_offset)
+        if self.controller_server is not None:
+            self.controller_server.on_committed_image(self.loader.image, batch.last_offset)
 
     def handle_load_snapshot(self, reader) -> None:
         self.loader.handle_load_snapshot(reader)
         if self.generator is not None:
             self.generator.on_snapshot_loaded(reader.snapshot_id.offset, wall_clock_ms())
-        if self.controller is not None and not self.controller.controller.active:
-            self.controller.controller.load_image(self.loader.image)
+        if self.controller_server is not None and not self.controller_server.quorum_controller.active:
+            self.controller_server.quorum_controller.load_image(self.loader.image)
 
     def handle_leader_change(self, leader) -> None:
         self.loader.handle_leader_change(leader)
-        if self.controller is not None:
-            self.controller.on_leader_change(leader, self.loader.image)
+        if self.controller_server is not None:
+            self.controller_server.on_leader_change(leader, self.loader.image)
 
 
 class Node:
@@ -115,10 +115,10 @@ class Node:
         listener = _Listener(loader)
         self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000)
         if "controller" in cfg.roles:
-            controller = QuorumController(cfg.node_id, ControllerConfig.from_props(cfg, cfg.topic_defaults(),
-                                                                                 cluster_id),
-                                          random.Random(), wall_clock_ms())
-            self.controller_server = listener.controller = ControllerServer(cfg.node_id, self.driver, controller)
+            controller_config = ControllerConfig.from_props(cfg, cfg.topic_defaults(), cluster_id)
+            quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms())
+            self.controller_server = listener.controller_server = ControllerServer(cfg.node_id, self.driver,
+                                                                                   quorum_controller)
         raft = self._open_raft(cluster_id, frozenset(voters), listener)
         listener.generator = SnapshotGenerator.from_config(raft.create_snapshot, _snapshot_settings(cfg),
                                                            wall_clock_ms())
@@ -154,18 +154,18 @@ class Node:
         self.logs = LogManager(cfg.log_dirs, wall_clock_ms(), cfg["log.retention.check.interval.ms"])
         replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms)
         view = MetadataView(loader)
-        channel = ControllerChannel(self.peers, voters, lambda: loader.image.controller_id if
+        controller_channel = ControllerChannel(self.peers, voters, lambda: loader.image.controller_id if
                                     loader.image.controller_id >= 0 else None,
                                     cfg["controller.quorum.request.timeout.ms"] / 1000,
                                     cfg.node_id, self.controller_server)
-        broker = Broker(cfg, view, channel, replicas, api_versions_list(BROKER_APIS))
+        broker = Broker(cfg, view, controller_channel, replicas, api_versions_list(BROKER_APIS))
         for listener_cfg in cfg.broker_listeners:
             await self._serve(listener_cfg, RequestDispatcher(broker, BROKER_APIS))
         endpoints = [self._endpoint(lst) for lst in cfg.broker_listeners]
         manager = BrokerLifecycleManager(cfg.node_id, uuid.uuid4().bytes, endpoints, cfg["broker.rack"], cfg,
                                          cluster_id=cluster_id)
         self.lifecycle = broker.lifecycle = LifecycleLoop(
-            manager, channel, lambda: loader.image.provenance.last_contained_offset,
+            manager, controller_channel, lambda: loader.image.provenance.last_contained_offset,
             cfg["controller.quorum.request.timeout.ms"] / 1000)
         self.lifecycle.start()
         try:
@@ -176,7 +176,7 @@ class Node:
         # Only an image caught up with the metadata log (unfenced) may decide which local
         # logs to keep: an image replayed halfway would look like deleted topics.
         self.replicas = replicas
-        replicas.start_replication(channel, broker.broker_epoch, lambda: loader.image,
+        replicas.start_replication(controller_channel, broker.broker_epoch, lambda: loader.image,
                                    {k: cfg[k] for k in REPLICATION_SETTINGS})
         replicas.apply_image(loader.image)
         loader.subscribe(lambda image, delta: replicas.apply_image(image))

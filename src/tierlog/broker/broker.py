@@ -1,7 +1,7 @@
 """The broker role: what request handlers may use, composed in one place.
 
 Handlers get a ``Broker`` and reach the metadata image (``image``; ``metadata``
-to wait for a change), the active controller (``controller``, a channel that
+to wait for a change), the active controller (``controller_channel``, a channel that
 forwards admin requests), the hosted partitions (``replicas``), fetch sessions
 and settings through it.  It holds no request logic of its own.
 """
@@ -32,12 +32,12 @@ def wall_clock_ms() -> int:
 
 
 class Broker:
-    def __init__(self, config: NodeConfig, metadata, controller, replicas: ReplicaManager,
+    def __init__(self, config: NodeConfig, metadata, controller_channel, replicas: ReplicaManager,
                  api_versions: list[dict], clock_ms=wall_clock_ms):
         self.config = config
         self.node_id = config.node_id
         self.metadata = metadata            # .image, async .wait_for(predicate, timeout_s)
-        self.controller = controller        # async .send(api_key, body, timeout_s, version)
+        self.controller_channel = controller_channel    # async .send(api_key, body, timeout_s, version)
         self.replicas = replicas
         self.api_versions = api_versions
         self.clock_ms = clock_ms
@@ -50,7 +50,7 @@ class Broker:
 
     async def _allocate_producer_ids(self) -> range:
         """A block from the controller (AllocateProducerIds, 67); ``broker_epoch`` fences stale brokers."""
-        resp = await self.controller.send(67, {"BrokerId": self.node_id, "BrokerEpoch": self.broker_epoch()},
+        resp = await self.controller_channel.send(67, {"BrokerId": self.node_id, "BrokerEpoch": self.broker_epoch()},
                                           10.0, 0)
         if resp["ErrorCode"] != 0:
             raise ProducerIdsUnavailable(resp["ErrorCode"])

@@ -44,7 +44,7 @@ class ReplicaManager:
         self.fetchers: ReplicaFetchers | None = None        # set by start_replication
         self.fetcher_shell = None
         self._tick_task: asyncio.Task | None = None
-        self._controller = None
+        self._controller_channel = None
         self._broker_epoch: Callable[[], int] = lambda: -1
         self._lag_ms, self._request_timeout_ms = 30_000, 30_000
         self._hw_checkpoint_interval_ms = 5_000      # replica.high.watermark.checkpoint.interval.ms
@@ -111,12 +111,12 @@ class ReplicaManager:
                 fut.set_result(None)
 
     # -- replication ------------------------------------------------------------
-    def start_replication(self, controller, broker_epoch: Callable[[], int], image_fn,
+    def start_replication(self, controller_channel, broker_epoch: Callable[[], int], image_fn,
                           config: dict | None = None) -> None:
-        """Wire the shell: ``controller`` (AlterPartition), the broker epoch, the image; start the ticker."""
+        """Wire the shell: ``controller_channel`` (AlterPartition), the broker epoch, the image; start the ticker."""
         from .fetcher_shell import FetcherShell
         cfg = config or {}
-        self._controller = controller
+        self._controller_channel = controller_channel
         self._broker_epoch = broker_epoch
         self._lag_ms = int(cfg.get("replica.lag.time.max.ms", 30_000))
         self._request_timeout_ms = int(cfg.get("request.timeout.ms", 30_000))
@@ -250,7 +250,7 @@ class ReplicaManager:
         body = build_alter_partition_request(self.node_id, self._broker_epoch(), [item])
         log.info("%s-%d: AlterPartition %s isr %s", part.topic, part.index, item.reason, list(item.isr_ids))
         try:
-            resp = await self._controller.send(56, body, self._request_timeout_ms / 1000, ALTER_PARTITION_VERSION)
+            resp = await self._controller_channel.send(56, body, self._request_timeout_ms / 1000, ALTER_PARTITION_VERSION)
         except Exception as e:     # noqa: BLE001 - any failure: retry after a backoff
             log.info("%s-%d: AlterPartition failed: %s", part.topic, part.index, e)
             if part.leader_state is ls:

@@ -68,7 +68,7 @@ def auto_create(broker, name: str) -> None:
     import asyncio
     body = {"Topics": [{"Name": name, "NumPartitions": -1, "ReplicationFactor": -1, "Assignments": [],
                         "Configs": []}], "timeoutMs": 10000, "validateOnly": False}
-    task = asyncio.get_running_loop().create_task(broker.controller.send(19, body, 10.0, 7))
+    task = asyncio.get_running_loop().create_task(broker.controller_channel.send(19, body, 10.0, 7))
     task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 

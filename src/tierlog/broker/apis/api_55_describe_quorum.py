@@ -31,7 +31,7 @@ async def handle(broker, header, request):
     deadline = time.monotonic() + RETRY_FOR_S
     while True:
         try:
-            response = await broker.controller.send(API_KEY, request, ATTEMPT_TIMEOUT_S, header.api_version)
+            response = await broker.controller_channel.send(API_KEY, request, ATTEMPT_TIMEOUT_S, header.api_version)
         except ControllerUnavailable as e:
             return {"ErrorCode": ErrorCode.REQUEST_TIMED_OUT, "ErrorMessage": str(e), "Topics": [], "Nodes": []}
         if not _not_leader(response) or time.monotonic() >= deadline:

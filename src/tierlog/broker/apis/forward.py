@@ -20,7 +20,7 @@ TIMED_OUT_MESSAGE = "No active controller answered in time."
 async def _forward(broker, header, request) -> dict | None:
     try:
         # a client's admin request is sent once per controller: see ControllerChannel
-        return await broker.controller.send(header.api_key, request, FORWARD_TIMEOUT_S, header.api_version,
+        return await broker.controller_channel.send(header.api_key, request, FORWARD_TIMEOUT_S, header.api_version,
                                             resend_after_timeout=False)
     except ControllerUnavailable:
         return None
@@ -56,7 +56,7 @@ async def forward_and_catch_up(broker, header, request, timed_out=None) -> dict:
 async def catch_up(broker) -> None:
     body = {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]}
     try:
-        quorum = await broker.controller.send(DESCRIBE_QUORUM, body, 5.0, 0)
+        quorum = await broker.controller_channel.send(DESCRIBE_QUORUM, body, 5.0, 0)
     except ControllerUnavailable:
         return
     hw = quorum["Topics"][0]["Partitions"][0]["HighWatermark"]
