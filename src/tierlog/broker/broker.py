@@ -3,7 +3,9 @@
 Handlers get a ``Broker`` and reach the metadata image (``image``; ``metadata``
 to wait for a change), the active controller (``controller_channel``, a channel that
 forwards admin requests), the hosted partitions (``replicas``), fetch sessions
-and settings through it.  It holds no request logic of its own.
+and settings through it; background work a handler starts (an automatic topic
+creation) goes to ``background``, which ``close`` cancels and awaits.  It holds
+no request logic of its own.
 """
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ import time
 
 from tierlog.config import NodeConfig
 from tierlog.metadata import BrokerInfo, MetadataImage
+from tierlog.net.tasks import TaskSet
 
 from .fetch_session import FetchSessionCache
+from .lifecycle import BrokerLifecycleManager
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 
@@ -33,7 +37,7 @@ def wall_clock_ms() -> int:
 
 class Broker:
     def __init__(self, config: NodeConfig, metadata, controller_channel, replicas: ReplicaManager,
-                 api_versions: list[dict], clock_ms=wall_clock_ms):
+                 lifecycle: BrokerLifecycleManager, api_versions: list[dict], clock_ms=wall_clock_ms):
         self.config = config
         self.node_id = config.node_id
         self.metadata = metadata            # .image, async .wait_for(predicate, timeout_s)
@@ -44,7 +48,8 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"],
                                                 random.Random())
         self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
-        self.lifecycle = None               # set by the node: the registration/heartbeat loop
+        self.lifecycle = lifecycle          # registration and heartbeats: the broker epoch
+        self.background = TaskSet(f"broker {self.node_id}")
         self.fetch_max_bytes = config["fetch.max.bytes"]
         self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
 
@@ -57,7 +62,7 @@ class Broker:
         return range(resp["ProducerIdStart"], resp["ProducerIdStart"] + resp["ProducerIdLen"])
 
     def broker_epoch(self) -> int:
-        return self.lifecycle.manager.broker_epoch if self.lifecycle is not None else -1
+        return self.lifecycle.broker_epoch
 
     @property
     def image(self) -> MetadataImage:
@@ -76,3 +81,7 @@ class Broker:
         if part.leader_id != self.node_id:
             return part, NOT_LEADER_OR_FOLLOWER
         return part, 0
+
+    async def close(self) -> None:
+        """Cancel and await the background work handlers started."""
+        await self.background.close()

@@ -120,3 +120,4 @@ class LifecycleLoop:
         if self.manager.state is not BrokerState.SHUTTING_DOWN:
             self.manager.shutdown_now()
         self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)

@@ -20,6 +20,7 @@ from tierlog.controller.quorum_controller import (
     not_controller_response,
 )
 from tierlog.metadata import records as metadata_records
+from tierlog.net.tasks import TaskSet
 from tierlog.protocol import APIS
 from tierlog.raft import wire
 from tierlog.raft.types import LeaderAndEpoch, NotLeaderError
@@ -43,7 +44,7 @@ class ControllerServer:
         self.quorum_controller = quorum_controller
         self.api_versions = [{"ApiKey": k, "MinVersion": m.MIN_VERSION, "MaxVersion": m.MAX_VERSION}
                              for k, m in sorted(CONTROLLER_APIS.items())]
-        self._tick_task: asyncio.Task | None = None
+        self._tasks = TaskSet(f"controller {node_id}")        # the ticker
 
     # -- Raft listener hooks (called by the node's listener fan-out) ---------------------
 
@@ -93,7 +94,7 @@ class ControllerServer:
         return last
 
     def start_ticker(self) -> None:
-        self._tick_task = asyncio.get_running_loop().create_task(self._ticker())
+        self._tasks.spawn(self._ticker(), name=f"controller-tick-{self.node_id}")
 
     async def _ticker(self) -> None:
         while True:
@@ -116,9 +117,9 @@ class ControllerServer:
             except NotLeaderError:
                 pass                             # the leader change drops the pending image too
 
-    def stop(self) -> None:
-        if self._tick_task is not None:
-            self._tick_task.cancel()
+    async def stop(self) -> None:
+        """Cancel and await the ticker."""
+        await self._tasks.close()
 
 
 def describe_quorum_response(server, request: dict) -> dict:
