@@ -33,6 +33,7 @@ def _documented_layers() -> list[str]:
 
 
 def test_no_module_imports_from_a_higher_layer():
+    assert LINT_IMPORTS.exists(), f"{LINT_IMPORTS} missing: install the dev extras (pip install -e '.[dev]')"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     result = subprocess.run([str(LINT_IMPORTS), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
                             check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)

@@ -231,10 +231,16 @@ class Server:
         return sock.getsockname()[1]
 
     async def stop(self) -> None:
+        """Stop listening, close every connection and wait until their workers have ended."""
         if self._server is not None:
             self._server.close()
+        workers = []
         for conn in list(self._connections):
             conn.close()
+            if conn._worker is not None:
+                conn._worker.cancel()
+                workers.append(conn._worker)
+        await asyncio.gather(*workers, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
 

@@ -28,3 +28,27 @@ def test_every_interface_when_the_host_is_empty():
         assert sock.getsockname()[1] > 0
     finally:
         sock.close()
+
+
+def test_stop_ends_the_worker_of_a_connection_waiting_in_its_handler():
+    async def main():
+        entered, ended = asyncio.Event(), []
+
+        async def slow(frame):
+            entered.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                ended.append(bytes(frame))
+
+        sock = bind("127.0.0.1", 0)
+        server = Server(slow, Limits(1 << 20, 16, 8))
+        port = await server.serve(sock)
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write((4).to_bytes(4, "big") + b"wait")
+        await entered.wait()
+        await server.stop()
+        after_stop = list(ended)
+        writer.close()
+        return after_stop
+    assert asyncio.run(main()) == [b"wait"]
