@@ -128,6 +128,7 @@ class ReplicaManager:
     def start(self) -> None:
         """Begin replicating (the broker is registered and unfenced): the fetchers use its epoch."""
         self.fetchers.replica_epoch = self._broker_epoch()
+        self._last_hw_checkpoint_ms = self._clock_ms()
         self._tasks.spawn(self._tick_loop(), name=f"replication-tick-{self.node_id}")
 
     async def stop(self) -> None:
