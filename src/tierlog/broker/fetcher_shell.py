@@ -19,6 +19,7 @@ import asyncio
 import logging
 
 from tierlog.net.client import PeerConnection, PeerUnavailable
+from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
     FETCH_VERSION,
@@ -42,20 +43,22 @@ class FetcherShell:
         self.replicas = replicas            # ReplicaManager: .fetchers, .by_id, .node_id
         self.image_fn = image_fn
         self.clock_ms = clock_ms
-        self.tasks: dict[int, asyncio.Task] = {}
+        self.tasks: dict[int, asyncio.Task] = {}       # the running task per leader we follow
+        self._owned = TaskSet(f"replica fetchers {replicas.node_id}")   # those and cancelled ones still ending
 
     def sync(self) -> None:
         wanted = set(self.replicas.fetchers.fetchers)
         for leader in [b for b in self.tasks if b not in wanted or self.tasks[b].done()]:
             self.tasks.pop(leader).cancel()
-        loop = asyncio.get_running_loop()
         for leader in wanted - set(self.tasks):
-            self.tasks[leader] = loop.create_task(self._run(leader), name=f"replica-fetcher-{leader}")
+            task = self._owned.spawn(self._run(leader), name=f"replica-fetcher-{leader}")
+            if task is not None:
+                self.tasks[leader] = task
 
-    def stop_all(self) -> None:
-        for task in self.tasks.values():
-            task.cancel()
+    async def stop_all(self) -> None:
+        """Cancel every fetcher task and wait until they have ended."""
         self.tasks.clear()
+        await self._owned.close()
 
     async def _run(self, leader: int) -> None:
         conn: PeerConnection | None = None

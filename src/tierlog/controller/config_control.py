@@ -19,10 +19,14 @@ from tierlog.metadata.records import (
     CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
 )
+from tierlog.metadata.topic_rules import (
+    RuleError,
+    apply_config_op,
+    validate_topic_configs,
+)
 from tierlog.protocol.errors import ErrorCode
 
 from .config import ControllerConfig
-from .topic_rules import RuleError, apply_config_op, validate_topic_configs
 
 __all__ = ["ConfigControlManager"]
 

@@ -30,17 +30,17 @@ from tierlog.metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from tierlog.protocol.errors import ErrorCode
-from tierlog.storage import TOPIC_CONFIGS
-
-from .config import ControllerConfig
-from .placement import PlacementError, UsableBroker, place, validate_assignment
-from .topic_rules import (
+from tierlog.metadata.topic_rules import (
     MAX_PARTITIONS,
     RuleError,
     validate_topic_configs,
     validate_topic_name,
 )
+from tierlog.protocol.errors import ErrorCode
+from tierlog.storage import TOPIC_CONFIGS
+
+from .config import ControllerConfig
+from .placement import PlacementError, UsableBroker, place, validate_assignment
 
 __all__ = ["NO_TOPIC_ID", "ReplicationControlManager"]
 

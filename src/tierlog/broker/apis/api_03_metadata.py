@@ -65,11 +65,9 @@ def _topic(broker, name, allow_create) -> dict:
 def auto_create(broker, name: str) -> None:
     """Ask the controller to create ``name`` with the defaults, in the background (Kafka's
     auto.create.topics.enable); the client's next Metadata request finds it."""
-    import asyncio
     body = {"Topics": [{"Name": name, "NumPartitions": -1, "ReplicationFactor": -1, "Assignments": [],
                         "Configs": []}], "timeoutMs": 10000, "validateOnly": False}
-    task = asyncio.get_running_loop().create_task(broker.controller.send(19, body, 10.0, 7))
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    broker.background.spawn(broker.controller_channel.send(19, body, 10.0, 7), name=f"auto-create-{name}")
 
 
 def _error(code, name, topic_id=NO_TOPIC_ID) -> dict:

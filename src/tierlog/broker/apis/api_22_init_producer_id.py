@@ -6,6 +6,8 @@ A producer that re-initialises with its id and epoch (v3+, KIP-360) keeps its
 id with the next epoch.  Duplicate and sequence checks live in the log
 (``storage.producer_state``).
 """
+from tierlog.broker.broker import ProducerIdsUnavailable
+from tierlog.broker.controller_channel import ControllerUnavailable
 from tierlog.protocol.errors import ErrorCode
 
 API_KEY, MIN_VERSION, MAX_VERSION = 22, 0, 5
@@ -18,8 +20,6 @@ def handle(broker, header, request):
 
 
 async def _init(broker, request) -> dict:
-    from tierlog.broker.broker import ProducerIdsUnavailable
-    from tierlog.server.controller_channel import ControllerUnavailable
     try:
         pid, epoch = await broker.producer_ids.init(request.get("ProducerId", -1), request.get("ProducerEpoch", -1))
     except (ControllerUnavailable, ProducerIdsUnavailable):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from tierlog.broker.controller_channel import ControllerUnavailable
 from tierlog.protocol.errors import ErrorCode
 
 API_KEY, MIN_VERSION, MAX_VERSION = 55, 0, 2
@@ -27,11 +28,10 @@ def _not_leader(response: dict) -> bool:
 
 
 async def handle(broker, header, request):
-    from tierlog.server.controller_channel import ControllerUnavailable
     deadline = time.monotonic() + RETRY_FOR_S
     while True:
         try:
-            response = await broker.controller.send(API_KEY, request, ATTEMPT_TIMEOUT_S, header.api_version)
+            response = await broker.controller_channel.send(API_KEY, request, ATTEMPT_TIMEOUT_S, header.api_version)
         except ControllerUnavailable as e:
             return {"ErrorCode": ErrorCode.REQUEST_TIMED_OUT, "ErrorMessage": str(e), "Topics": [], "Nodes": []}
         if not _not_leader(response) or time.monotonic() >= deadline:

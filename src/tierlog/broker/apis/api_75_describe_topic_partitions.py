@@ -27,8 +27,8 @@ none; IsInternal is false).
 """
 from __future__ import annotations
 
-from tierlog.controller.topic_rules import RuleError, validate_topic_name
 from tierlog.metadata.image import MetadataImage, PartitionInfo, TopicInfo
+from tierlog.metadata.topic_rules import RuleError, validate_topic_name
 from tierlog.protocol.errors import ErrorCode
 
 __all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "describe", "handle"]

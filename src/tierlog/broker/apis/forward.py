@@ -6,6 +6,7 @@ no controller answers in time the client gets REQUEST_TIMED_OUT per item.
 """
 from __future__ import annotations
 
+from tierlog.broker.controller_channel import ControllerUnavailable
 from tierlog.protocol.errors import ErrorCode
 
 __all__ = ["FORWARD_TIMEOUT_S", "TIMED_OUT_MESSAGE", "forward_and_catch_up", "forward_and_wait"]
@@ -17,10 +18,9 @@ TIMED_OUT_MESSAGE = "No active controller answered in time."
 
 
 async def _forward(broker, header, request) -> dict | None:
-    from tierlog.server.controller_channel import ControllerUnavailable
     try:
         # a client's admin request is sent once per controller: see ControllerChannel
-        return await broker.controller.send(header.api_key, request, FORWARD_TIMEOUT_S, header.api_version,
+        return await broker.controller_channel.send(header.api_key, request, FORWARD_TIMEOUT_S, header.api_version,
                                             resend_after_timeout=False)
     except ControllerUnavailable:
         return None
@@ -54,10 +54,9 @@ async def forward_and_catch_up(broker, header, request, timed_out=None) -> dict:
 
 
 async def catch_up(broker) -> None:
-    from tierlog.server.controller_channel import ControllerUnavailable
     body = {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]}
     try:
-        quorum = await broker.controller.send(DESCRIBE_QUORUM, body, 5.0, 0)
+        quorum = await broker.controller_channel.send(DESCRIBE_QUORUM, body, 5.0, 0)
     except ControllerUnavailable:
         return
     hw = quorum["Topics"][0]["Partitions"][0]["HighWatermark"]
