@@ -16,7 +16,6 @@ from tierlog.raft import (
     RaftNode,
     VoteRequest,
 )
-from tierlog.raft.node import _SnapshotFetch
 from tierlog.raft.state import Candidate, Unattached
 
 
@@ -105,11 +104,11 @@ def test_incomplete_snapshot_votes_as_if_the_log_were_empty():
     node, _ = _single(log=log)
     # without a snapshot download, a shorter log loses
     assert not node.handle_request(2, VoteRequest("t", 5, 2, 1, 1), 0).response.vote_granted
-    node._snapshot_fetch = _SnapshotFetch(OffsetAndEpoch(100, 4), node.snapshots.create(OffsetAndEpoch(100, 4)))
+    assert node.snapshot_fetcher.start(OffsetAndEpoch(100, 4))
     assert node.handle_request(3, VoteRequest("t", 6, 3, 1, 1), 0).response.vote_granted
     # and as a candidate it advertises an empty log: LastOffsetEpoch -1, LastOffset -1
     node2, _ = _single(log=log)
-    node2._snapshot_fetch = node._snapshot_fetch
+    assert node2.snapshot_fetcher.start(OffsetAndEpoch(100, 4))
     out = node2.tick(5000)
     votes = [r for _, r in out.sends if isinstance(r, VoteRequest)]
     assert votes and all((v.last_offset_epoch, v.last_offset) == (-1, -1) for v in votes)

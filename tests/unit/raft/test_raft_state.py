@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from tierlog.raft.leader import LeaderProgress
 from tierlog.raft.quorum_store import ElectionState, MemoryQuorumStateStore
 from tierlog.raft.state import (
     Candidate,
@@ -25,10 +26,15 @@ def _qs(node_id=1, persisted=None, voters=VOTERS):
     return QuorumState(node_id, voters, store, RaftConfig(), random.Random(1), 0), store
 
 
+def _progress(qs):
+    return LeaderProgress(qs.node_id, qs.voters, 0, 0, qs.config, 0)
+
+
 def _leader(qs):
     qs.to_candidate(0)
-    qs.state.granted.update({2, 3})
-    qs.to_leader(0)
+    qs.record_vote(2, True)
+    qs.record_vote(3, True)
+    qs.to_leader(0, _progress(qs))
     return qs.state
 
 
@@ -94,15 +100,16 @@ def test_every_legal_transition():
 
 
 def _leader_from_candidate(qs):
-    qs.state.granted.update({2, 3})
-    return qs.to_leader(0)
+    qs.record_vote(2, True)
+    qs.record_vote(3, True)
+    return qs.to_leader(0, _progress(qs))
 
 
 @pytest.mark.parametrize("bad", [
     lambda qs: qs.to_unattached(0, 0),                    # same epoch, no vote
     lambda qs: qs.to_follower(0, 1, 0),                   # follow itself
     lambda qs: qs.to_resigned((), 0),                     # resign without leading
-    lambda qs: qs.to_leader(0),                           # lead without a majority
+    lambda qs: qs.to_leader(0, _progress(qs)),            # lead without a majority
 ])
 def test_illegal_transitions_assert(bad):
     qs, _ = _qs()
