@@ -152,3 +152,24 @@ def test_voter_follower_cannot_drop_to_unattached_in_same_epoch():
     qs.to_follower(1, 2, 0)
     with pytest.raises(AssertionError):
         qs.to_unattached(1, 0)
+
+
+def test_changes_within_a_state_go_through_quorum_state_and_check_the_state():
+    qs, store = _qs()
+    writes = store.writes
+    with pytest.raises(AssertionError):
+        qs.record_vote(2, True)          # not a candidate
+    qs.to_candidate(0)
+    qs.record_vote(2, False)
+    qs.start_backoff(50)
+    assert qs.state.rejected == {2} and qs.state.backoff_until_ms == 50
+    with pytest.raises(AssertionError):
+        qs.start_backoff(60)             # one backoff per candidacy
+    with pytest.raises(AssertionError):
+        qs.leader_heard(0)               # not a follower
+    qs.to_follower(1, 3, 0)
+    qs.expire_leader_by(10)
+    assert qs.state.fetch_deadline_ms == 10
+    qs.leader_heard(5)
+    assert qs.state.fetch_deadline_ms == 5 + qs.config.fetch_timeout_ms
+    assert store.writes == writes + 2    # only the two transitions were persisted
