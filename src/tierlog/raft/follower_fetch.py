@@ -9,14 +9,17 @@ Rules (KIP-595 Fetch, KIP-630 snapshots):
 - DivergingEpoch: truncate to the end of the common epoch (never below the high
   watermark) and fetch again. SnapshotId: download that snapshot (SnapshotFetcher),
   or install it when already held.
-- Records are appended only when they continue the log exactly, and flushed before
-  the next Fetch reports the new end to the leader; an answer with nothing usable
+- Records are appended only when they continue the log exactly, and flushed (by the
+  shell, off its event loop) before the next Fetch reports the new end to the
+  leader; an answer with nothing usable
   backs off rather than spin.
 - The high watermark becomes min(leader's high watermark, own log end); the log
   begin offset follows the leader's (LogStartRetention).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from tierlog.raft.commits import CommitDelivery
 from tierlog.raft.fetch import truncation_offset
@@ -39,7 +42,7 @@ __all__ = ["FollowerFetch"]
 class FollowerFetch:
     def __init__(self, node_id: int, config: RaftConfig, log: ReplicatedLog, quorum: QuorumState,
                  requests: RequestManager, snapshot_fetcher: SnapshotFetcher, retention: LogStartRetention,
-                 commits: CommitDelivery, metrics: dict[str, float]):
+                 commits: CommitDelivery, metrics: dict[str, float], request_flush: Callable[[], None]):
         self._node_id = node_id
         self._config = config
         self._log = log
@@ -49,6 +52,7 @@ class FollowerFetch:
         self._retention = retention
         self._commits = commits
         self._metrics = metrics
+        self._request_flush = request_flush
 
     def fetch_request(self, epoch: int) -> FetchRequest | FetchSnapshotRequest:
         c = self._config
@@ -87,7 +91,7 @@ class FollowerFetch:
         batches = [b for b in resp.batches if b.base_offset >= log.end_offset]
         if batches and batches[0].base_offset == log.end_offset:
             log.append_as_follower(batches)
-            log.flush()  # durable before the next Fetch reports it to the leader
+            self._request_flush()  # durable before the next Fetch reports it to the leader
         elif resp.batches:  # nothing usable (a stale or misaligned answer): do not spin
             self._requests.backoff(sender_id, now_ms)
         self._retention.leader_lbo_seen(resp.log_start_offset)

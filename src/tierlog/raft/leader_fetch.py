@@ -11,8 +11,9 @@ Rules (KIP-595, KIP-630):
 - A valid Fetch records the replica's progress (and, from a voter, that it knows
   the epoch), which may move the high watermark; a Fetch with nothing to read
   waits in the FetchPurgatory.
-- The leader's own log counts towards the high watermark only once flushed
-  (``drain``), and only offsets of its own epoch commit (LeaderProgress).
+- The leader's own log counts towards the high watermark only once flushed (the
+  shell flushes what ``drain`` appended, then RaftNode.handle_log_flushed), and
+  only offsets of its own epoch commit (LeaderProgress).
 - When the high watermark moves or the log grows, every parked Fetch is answered.
 - A FetchSnapshot counts as contact for check-quorum; it is answered with at most
   ``snapshot_chunk_bytes`` from the requested position.
@@ -47,7 +48,7 @@ def leader_id_or_none(leader_id: int | None) -> int:
 class LeaderFetch:
     def __init__(self, config: RaftConfig, log: ReplicatedLog, snapshots: SnapshotStore, quorum: QuorumState,
                  commits: CommitDelivery, purgatory: FetchPurgatory, proposals: ProposalQueue,
-                 respond: Callable[[int, object], None]):
+                 respond: Callable[[int, object], None], request_flush: Callable[[], None]):
         self._config = config
         self._log = log
         self._snapshots = snapshots
@@ -56,6 +57,7 @@ class LeaderFetch:
         self._purgatory = purgatory
         self._proposals = proposals
         self._respond = respond  # (token, response) of a parked Fetch
+        self._request_flush = request_flush
 
     def _error(self, cluster_id: str, request_epoch: int) -> int:
         if cluster_id != self._config.cluster_id:
@@ -124,13 +126,13 @@ class LeaderFetch:
             self.answer_parked(self._purgatory.take_all(), now_ms)
 
     def drain(self, now_ms: int) -> None:
-        """Append queued proposals as batches, flush, count our own progress."""
+        """Append queued proposals as batches and ask for a flush; parked fetches get them.
+        (Followers may replicate before the leader's flush; the leader counts itself
+        once the flush is done: RaftNode.handle_log_flushed.)"""
         s = self._quorum.state
         if not self._proposals or not isinstance(s, Leader):
             return
         for records in self._proposals.take_batches():
             self._log.append_as_leader(records, s.epoch, now_ms)
-        self._log.flush()
-        moved = s.progress.update_local(self._log.flushed_end_offset, now_ms)
+        self._request_flush()
         self.answer_parked(self._purgatory.take_all(), now_ms)
-        self.progress_changed(moved, now_ms)

@@ -6,13 +6,18 @@ The shell (asyncio in a real process, the simulator in tests) calls:
 - ``handle_response(sender_id, request, response, now_ms) -> Output``
 - ``handle_send_failure(dest_id, request, now_ms) -> Output``
 - ``tick(now_ms) -> Output`` at ``Output.next_deadline_ms`` at the latest
+- ``handle_log_flushed(now_ms) -> Output`` when a flush the Output asked for is done
 - ``propose(records, now_ms) -> int``, ``resign(now_ms) -> Output``,
   ``create_snapshot(end_offset, epoch, last_contained_ts_ms)``, ``describe(now_ms)``
 
-Durability contract: when any of these returns, everything the returned Output
-depends on is already durable (quorum-state written and synced, log appends flushed
-before they count towards the high watermark or are acknowledged by a fetch,
-truncations and snapshots durable). The shell sends and answers right away.
+Persistence contract (etcd's ``Ready``; DESIGN.md principle 1): the Output says what
+must become durable - ``quorum_state`` (the ElectionState to write) and
+``flush_log_to`` (flush the log's appends up to this offset) - and the shell makes
+it durable, in order and off its event loop, BEFORE it sends the Output's requests
+or answers, and before any later Output's. The leader counts its own log towards
+the high watermark only as ``log.flushed_end_offset`` reports it, after the shell
+calls ``handle_log_flushed``. Truncations, log-start moves and snapshots are
+still durable when the log/snapshot store call returns (they are rare).
 
 What this module holds itself: dispatching messages, leader discovery from any
 message (``_observe_leader``), what happens around each transition, the vote and
@@ -48,7 +53,7 @@ from tierlog.raft.messages import (
 )
 from tierlog.raft.proposals import ProposalQueue
 from tierlog.raft.purgatory import FetchPurgatory
-from tierlog.raft.quorum_store import QuorumStateStore
+from tierlog.raft.quorum_store import ElectionState, QuorumStateStore
 from tierlog.raft.requests import RequestManager
 from tierlog.raft.retention import LogStartRetention
 from tierlog.raft.snapshot_fetch import SnapshotFetcher
@@ -82,17 +87,28 @@ NEVER = 1 << 62
 
 @dataclass
 class Output:
-    """What the shell must do after a call. Everything it depends on is already durable.
+    """What the shell must do after a call: persist first, then send.
 
-    sends: (destination node id, request) pairs to send now; pass the very same
-        request object back to handle_response / handle_send_failure.
-    responses: (token, response) for fetches parked by an earlier handle_request.
+    quorum_state: write this ElectionState durably (QuorumStateStore.write) first.
+    flush_log_to: flush the log (ReplicatedLog.flush) so offsets below this are
+        durable first; then call handle_log_flushed.
+    sends: (destination node id, request) pairs to send once the above (and every
+        earlier Output's persistence) is durable; pass the very same request object
+        back to handle_response / handle_send_failure.
+    responses: (token, response) for fetches parked by an earlier handle_request;
+        like the immediate answer of handle_request, sent after persisting.
     next_deadline_ms: call tick() no later than this.
     """
 
     sends: list[tuple[int, object]] = field(default_factory=list)
     responses: list[tuple[int, object]] = field(default_factory=list)
     next_deadline_ms: int = NEVER
+    quorum_state: ElectionState | None = None
+    flush_log_to: int | None = None
+
+    @property
+    def must_persist(self) -> bool:
+        return self.quorum_state is not None or self.flush_log_to is not None
 
 
 @dataclass
@@ -125,6 +141,7 @@ class RaftNode:
         }
         self._out = Output()
         self._deadline = NEVER
+        self._flush_to: int | None = None
         self.requests = RequestManager(config.request_timeout_ms, config.retry_backoff_ms, self._wake)
         self.purgatory = FetchPurgatory(config.fetch_max_wait_ms)
         self.proposals = ProposalQueue(config.append_linger_ms, config.max_batch_records)
@@ -135,9 +152,10 @@ class RaftNode:
         self.commits = CommitDelivery(log, snapshots, listener, self.metrics, lambda: self.is_leader, clock)
         self.commits.start()
         self.leader_fetch = LeaderFetch(config, log, snapshots, self.quorum, self.commits, self.purgatory,
-                                        self.proposals, lambda token, r: self._out.responses.append((token, r)))
+                                        self.proposals, lambda token, r: self._out.responses.append((token, r)),
+                                        self._request_flush)
         self.follower_fetch = FollowerFetch(node_id, config, log, self.quorum, self.requests, self.snapshot_fetcher,
-                                            self.retention, self.commits, self.metrics)
+                                            self.retention, self.commits, self.metrics, self._request_flush)
         self._notify_leader_change()
         self._out.next_deadline_ms = now_ms  # the shell calls tick(now_ms) right after construction
 
@@ -230,6 +248,14 @@ class RaftNode:
                 self.follower_fetch.on_fetch_response(sender_id, request, response, now_ms)
             elif isinstance(response, FetchSnapshotResponse):
                 self.follower_fetch.on_fetch_snapshot_response(sender_id, request, response, now_ms)
+        return self._finish(now_ms)
+
+    def handle_log_flushed(self, now_ms: int) -> Output:
+        """A flush asked for by an Output is done: a leader counts its flushed log."""
+        s = self.quorum.state
+        if isinstance(s, Leader):
+            moved = s.progress.update_local(self.log.flushed_end_offset, now_ms)
+            self.leader_fetch.progress_changed(moved, now_ms)
         return self._finish(now_ms)
 
     def handle_send_failure(self, dest_id: int, request: object, now_ms: int) -> Output:
@@ -336,7 +362,7 @@ class RaftNode:
         self.metrics["elections-won"] += 1
         value = leader_change_value(self.node_id, self.voters, granted)
         self.log.append_as_leader([value], s.epoch, now_ms, control=True)
-        self.log.flush()
+        self._request_flush()
         self.retention.leader_elected(now_ms)
         self.leader_fetch.progress_changed(progress.update_local(self.log.flushed_end_offset, now_ms), now_ms)
         self._after_transition(now_ms)
@@ -444,6 +470,8 @@ class RaftNode:
         self._notify_leader_change()
         out, self._out = self._out, Output()
         out.next_deadline_ms = self._deadline
+        out.quorum_state = self.quorum.take_unpersisted()
+        out.flush_log_to, self._flush_to = self._flush_to, None
         self._out.next_deadline_ms = self._deadline
         return out
 
@@ -451,6 +479,10 @@ class RaftNode:
         s = self.quorum.state
         self.commits.notify_leader_change(self.leader_and_epoch,
                                           s.epoch_start_offset if isinstance(s, Leader) else None)
+
+    def _request_flush(self) -> None:
+        """The log's appends so far must be durable before anything sent from now on."""
+        self._flush_to = self.log.end_offset
 
     def _wake(self, t: int) -> None:
         self._deadline = min(self._deadline, t)

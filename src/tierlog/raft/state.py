@@ -34,8 +34,12 @@ Observers (not in the voter set) are only ever Unattached or Follower.
 Changes within a state (votes received, a candidate's backoff, acknowledged
 Begin/EndQuorumEpoch, a follower's fetch deadline) also go through QuorumState's
 methods; no other module assigns a state's fields.
-Persistence: each transition writes the new ElectionState through the
-QuorumStateStore (durable on return) before the in-memory state changes.
+Persistence (DESIGN.md principle 1, etcd's Ready): each transition changes the
+state in memory and records the new ElectionState as ``unpersisted``; RaftNode puts
+it in the call's Output (``Output.quorum_state``) and the shell writes it through the
+QuorumStateStore (durably, off the event loop) BEFORE it sends anything from that
+Output or any later one. So no other node ever learns of a vote, an epoch or a
+leadership that a crash could forget. Start-up reads the store once.
 """
 
 from __future__ import annotations
@@ -133,6 +137,7 @@ class QuorumState:
         self.config = config
         self.rng = rng
         self.state: State = self._initial(store.read(), now_ms)
+        self._unpersisted: ElectionState | None = None
 
     # ---- queries
 
@@ -201,9 +206,14 @@ class QuorumState:
 
     def _transition(self, new: State, persisted: ElectionState) -> State:
         self._check(new)
-        self.store.write(persisted)  # durable before it takes effect
+        self._unpersisted = persisted  # the shell makes it durable before any effect leaves
         self.state = new
         return new
+
+    def take_unpersisted(self) -> ElectionState | None:
+        """The latest ElectionState not yet handed out for writing (then forgotten)."""
+        state, self._unpersisted = self._unpersisted, None
+        return state
 
     def to_unattached(self, epoch: int, now_ms: int) -> Unattached:
         return self._transition(self._unattached(epoch, None, now_ms), ElectionState(epoch))

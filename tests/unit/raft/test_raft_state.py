@@ -53,16 +53,17 @@ def test_restart_from_persisted_states():
     assert isinstance(u, Unattached) and u.voted_id == 3
 
 
-def test_persisted_before_it_takes_effect():
+def test_every_transition_hands_out_the_state_to_persist_once():
     qs, store = _qs()
+    assert qs.take_unpersisted() is None
     qs.to_candidate(0)
-    assert store.state == ElectionState(1, voted_id=1)
+    assert qs.take_unpersisted() == ElectionState(1, voted_id=1) and qs.take_unpersisted() is None
     qs.to_unattached(3, 0)
-    assert store.state == ElectionState(3)
     qs.to_voted(2, 0)
-    assert store.state == ElectionState(3, voted_id=2)
+    assert qs.take_unpersisted() == ElectionState(3, voted_id=2)  # the latest wins
     qs.to_follower(3, 2, 0)
-    assert store.state == ElectionState(3, leader_id=2, voted_id=2)
+    assert qs.take_unpersisted() == ElectionState(3, leader_id=2, voted_id=2)
+    assert store.writes == 0  # writing is the shell's job
 
 
 def test_every_legal_transition():
@@ -155,8 +156,7 @@ def test_voter_follower_cannot_drop_to_unattached_in_same_epoch():
 
 
 def test_changes_within_a_state_go_through_quorum_state_and_check_the_state():
-    qs, store = _qs()
-    writes = store.writes
+    qs, _ = _qs()
     with pytest.raises(AssertionError):
         qs.record_vote(2, True)          # not a candidate
     qs.to_candidate(0)
@@ -167,9 +167,11 @@ def test_changes_within_a_state_go_through_quorum_state_and_check_the_state():
         qs.start_backoff(60)             # one backoff per candidacy
     with pytest.raises(AssertionError):
         qs.leader_heard(0)               # not a follower
+    qs.take_unpersisted()
     qs.to_follower(1, 3, 0)
+    assert qs.take_unpersisted() == ElectionState(1, leader_id=3)
     qs.expire_leader_by(10)
     assert qs.state.fetch_deadline_ms == 10
     qs.leader_heard(5)
     assert qs.state.fetch_deadline_ms == 5 + qs.config.fetch_timeout_ms
-    assert store.writes == writes + 2    # only the two transitions were persisted
+    assert qs.take_unpersisted() is None  # changes within a state are not persisted
