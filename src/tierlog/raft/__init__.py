@@ -9,7 +9,8 @@ Where each Raft rule lives (one small unit each; the module docstring states its
 
     node.py            RaftNode, the coordinator: dispatches messages, learns leaders and
                        epochs from any message, runs the transitions and per-state timers,
-                       answers Vote and Begin/EndQuorumEpoch
+                       collects what each Output must persist
+    election.py        answering Vote and Begin/EndQuorumEpoch and handling their answers
     state.py           the election states, their legal transitions, and every change to
                        them (votes, backoff, acks, fetch deadline); persisted before effect
     vote.py            when to grant a vote; election and EndQuorumEpoch backoff

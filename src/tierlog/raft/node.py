@@ -20,10 +20,9 @@ calls ``handle_log_flushed``. Truncations, log-start moves and snapshots are
 still durable when the log/snapshot store call returns (they are rare).
 
 What this module holds itself: dispatching messages, leader discovery from any
-message (``_observe_leader``), what happens around each transition, the vote and
-Begin/EndQuorumEpoch handlers, the leader's answer to Fetch/FetchSnapshot and the
-follower's handling of Fetch answers, and the per-state timers (``_poll_*``).
-Everything else is delegated (see the package docstring for the map).
+message (``_observe_leader``), what happens around each transition, and the
+per-state timers (``_poll_*``). Everything else is delegated to one unit per
+concern (the map is in the package docstring).
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 
 from tierlog.raft.codec import leader_change_value
 from tierlog.raft.commits import CommitDelivery
+from tierlog.raft.election import Election
 from tierlog.raft.follower_fetch import FollowerFetch
 from tierlog.raft.leader import LeaderProgress
 from tierlog.raft.leader_fetch import LeaderFetch, leader_id_or_none
@@ -72,12 +72,6 @@ from tierlog.raft.types import (
     NotLeaderError,
     OffsetAndEpoch,
     RaftConfig,
-)
-from tierlog.raft.vote import (
-    EMPTY_LOG,
-    election_backoff_ms,
-    end_epoch_backoff_ms,
-    may_grant,
 )
 
 __all__ = ["Output", "RaftNode", "RequestOutcome"]
@@ -154,6 +148,9 @@ class RaftNode:
         self.leader_fetch = LeaderFetch(config, log, snapshots, self.quorum, self.commits, self.purgatory,
                                         self.proposals, lambda token, r: self._out.responses.append((token, r)),
                                         self._request_flush)
+        self.election = Election(node_id, config, rng, log, self.quorum, self.requests, self.snapshot_fetcher,
+                                 observe_leader=self._observe_leader, become_unattached=self._become_unattached,
+                                 become_leader=self._become_leader)
         self.follower_fetch = FollowerFetch(node_id, config, log, self.quorum, self.requests, self.snapshot_fetcher,
                                             self.retention, self.commits, self.metrics, self._request_flush)
         self._notify_leader_change()
@@ -216,11 +213,11 @@ class RaftNode:
     def handle_request(self, sender_id: int, request: object, now_ms: int) -> RequestOutcome:
         token = None
         if isinstance(request, VoteRequest):
-            response = self._on_vote_request(request, now_ms)
+            response = self.election.on_vote_request(request, now_ms)
         elif isinstance(request, BeginQuorumEpochRequest):
-            response = self._on_begin_epoch(request, now_ms)
+            response = self.election.on_begin_epoch(request, now_ms)
         elif isinstance(request, EndQuorumEpochRequest):
-            response = self._on_end_epoch(request, now_ms)
+            response = self.election.on_end_epoch(request, now_ms)
         elif isinstance(request, FetchRequest):
             response = self.leader_fetch.on_fetch(request, now_ms, may_park=True)
             if response is None:
@@ -239,11 +236,11 @@ class RaftNode:
             self._observe_leader(_leader(response.leader_id), response.leader_epoch, now_ms)
         if matched:
             if isinstance(response, VoteResponse):
-                self._on_vote_response(sender_id, request, response, now_ms)
+                self.election.on_vote_response(sender_id, request, response, now_ms)
             elif isinstance(response, BeginQuorumEpochResponse):
-                self._on_begin_epoch_response(sender_id, request, response)
+                self.election.on_begin_epoch_response(sender_id, request, response)
             elif isinstance(response, EndQuorumEpochResponse):
-                self._on_end_epoch_response(sender_id, request, response)
+                self.election.on_end_epoch_response(sender_id, request, response)
             elif isinstance(response, FetchResponse):
                 self.follower_fetch.on_fetch_response(sender_id, request, response, now_ms)
             elif isinstance(response, FetchSnapshotResponse):
@@ -373,92 +370,6 @@ class RaftNode:
         self.quorum.to_resigned(successors, now_ms)
         self._after_transition(now_ms)
 
-    # ------------------------------------------------------------------ Vote
-
-    def _own_last(self) -> OffsetAndEpoch:
-        if self.snapshot_fetcher.active:
-            return EMPTY_LOG  # KIP-630: an incomplete snapshot votes as an empty log
-        return OffsetAndEpoch(self.log.end_offset, self.log.last_fetched_epoch())
-
-    def _on_vote_request(self, req: VoteRequest, now_ms: int) -> VoteResponse:
-        if req.cluster_id != self.config.cluster_id:
-            return self._vote_answer(Err.INCONSISTENT_CLUSTER_ID, False)
-        if not self.quorum.is_voter or req.candidate_id not in self.voters:
-            return self._vote_answer(Err.INCONSISTENT_VOTER_SET, False)
-        if req.candidate_epoch < self.epoch:
-            return self._vote_answer(Err.FENCED_LEADER_EPOCH, False)
-        if req.candidate_epoch > self.epoch:
-            self._become_unattached(req.candidate_epoch, now_ms)
-        cand = OffsetAndEpoch(req.last_offset, req.last_offset_epoch)
-        s = self.quorum.state
-        grant = may_grant(s, req.candidate_id, cand, self._own_last())
-        if grant and isinstance(s, Unattached) and s.voted_id is None:
-            self.quorum.to_voted(req.candidate_id, now_ms)
-        return self._vote_answer(Err.NONE, grant)
-
-    def _vote_answer(self, error: int, granted: bool) -> VoteResponse:
-        le = self.leader_and_epoch
-        return VoteResponse(error, _id(le.leader_id), le.epoch, granted)
-
-    def _on_vote_response(self, sender_id: int, req: VoteRequest, resp: VoteResponse, now_ms: int) -> None:
-        s = self.quorum.state
-        if not isinstance(s, Candidate) or req.candidate_epoch != s.epoch or resp.leader_epoch != s.epoch:
-            return
-        if resp.error != Err.NONE:
-            self.requests.backoff(sender_id, now_ms)
-            return
-        self.quorum.record_vote(sender_id, resp.vote_granted)
-        if resp.vote_granted:
-            if len(s.granted) >= self.quorum.majority():
-                self._become_leader(now_ms)
-        elif len(self.voters) - len(s.rejected) < self.quorum.majority() and s.backoff_until_ms is None:
-            self._start_backoff(s, now_ms)
-
-    def _start_backoff(self, s: Candidate, now_ms: int) -> None:
-        backoff = election_backoff_ms(self.rng, s.retries, self.config.election_backoff_max_ms)
-        self.quorum.start_backoff(now_ms + backoff)
-
-    # ------------------------------------------------------------------ Begin/EndQuorumEpoch
-
-    def _epoch_answer(self, cls, error: int):
-        le = self.leader_and_epoch
-        return cls(error, _id(le.leader_id), le.epoch)
-
-    def _on_begin_epoch(self, req: BeginQuorumEpochRequest, now_ms: int) -> BeginQuorumEpochResponse:
-        if req.cluster_id != self.config.cluster_id:
-            return self._epoch_answer(BeginQuorumEpochResponse, Err.INCONSISTENT_CLUSTER_ID)
-        if req.leader_id not in self.voters:
-            return self._epoch_answer(BeginQuorumEpochResponse, Err.INCONSISTENT_VOTER_SET)
-        if req.leader_epoch < self.epoch:
-            return self._epoch_answer(BeginQuorumEpochResponse, Err.FENCED_LEADER_EPOCH)
-        self._observe_leader(req.leader_id, req.leader_epoch, now_ms)
-        return self._epoch_answer(BeginQuorumEpochResponse, Err.NONE)
-
-    def _on_begin_epoch_response(self, sender_id: int, req, resp: BeginQuorumEpochResponse) -> None:
-        s = self.quorum.state
-        if isinstance(s, Leader) and req.leader_epoch == s.epoch and resp.error == Err.NONE:
-            self.quorum.ack_begin_epoch(sender_id)
-
-    def _on_end_epoch(self, req: EndQuorumEpochRequest, now_ms: int) -> EndQuorumEpochResponse:
-        if req.cluster_id != self.config.cluster_id:
-            return self._epoch_answer(EndQuorumEpochResponse, Err.INCONSISTENT_CLUSTER_ID)
-        if req.leader_id not in self.voters:
-            return self._epoch_answer(EndQuorumEpochResponse, Err.INCONSISTENT_VOTER_SET)
-        if req.leader_epoch < self.epoch:
-            return self._epoch_answer(EndQuorumEpochResponse, Err.FENCED_LEADER_EPOCH)
-        if req.leader_id != self.node_id:
-            self._observe_leader(req.leader_id, req.leader_epoch, now_ms)
-        s = self.quorum.state
-        if isinstance(s, Follower) and s.leader_id == req.leader_id and self.quorum.is_voter:
-            backoff = end_epoch_backoff_ms(self.node_id, req.preferred_successors, self.config.election_backoff_max_ms)
-            self.quorum.expire_leader_by(now_ms + backoff)
-        return self._epoch_answer(EndQuorumEpochResponse, Err.NONE)
-
-    def _on_end_epoch_response(self, sender_id: int, req, resp: EndQuorumEpochResponse) -> None:
-        s = self.quorum.state
-        if isinstance(s, Resigned) and req.leader_epoch == s.epoch and resp.error == Err.NONE:
-            self.quorum.ack_end_epoch(sender_id)
-
     # ------------------------------------------------------------------ timers and sends
 
     def _finish(self, now_ms: int) -> Output:
@@ -538,11 +449,11 @@ class RaftNode:
             self._wake(s.backoff_until_ms)
             return
         if now_ms >= s.election_deadline_ms:
-            self._start_backoff(s, now_ms)
+            self.election.start_backoff(s, now_ms)
             self._wake(s.backoff_until_ms)
             return
         self._wake(s.election_deadline_ms)
-        last = self._own_last()
+        last = self.election.own_last()
         for v in sorted(self.voters - {self.node_id} - s.granted - s.rejected):
             if self.requests.can_send(v, now_ms):
                 self._send(v, VoteRequest(self.config.cluster_id, s.epoch, self.node_id, last.epoch, last.offset),
