@@ -13,8 +13,10 @@ Rules (KIP-595 Fetch, KIP-630 snapshots):
   shell, off its event loop) before the next Fetch reports the new end to the
   leader; an answer with nothing usable
   backs off rather than spin.
-- The high watermark becomes min(leader's high watermark, own log end); the log
-  begin offset follows the leader's (LogStartRetention).
+- The high watermark becomes min(leader's high watermark, own log end), possibly
+  before this replica's flush of those records: they are committed, i.e. durable
+  on a majority, and a crash only makes it fetch them again. The log begin offset
+  follows the leader's (LogStartRetention).
 """
 
 from __future__ import annotations
