@@ -5,6 +5,11 @@ Remote storage: an ``ObjectStore`` (``FsObjectStore`` for a local directory,
 ``RemoteSegmentStore`` that copies, verifies, reads and deletes segments in
 Kafka's layout, each described by a JSON manifest written last
 (``list_partitions`` reads a store with no broker).
+
+Remote log metadata: Kafka's records of ``__remote_log_metadata``
+(``encode_remote_log_metadata`` / ``decode_remote_log_metadata``), the topic
+partition of a user partition (``metadata_partition``), and the per-partition
+``RemoteLogMetadataCache`` built from those records.
 """
 
 from tierlog.tiered.batch_check import (
@@ -21,6 +26,16 @@ from tierlog.tiered.fs_store import FsObjectStore
 from tierlog.tiered.layout import IndexType, partition_prefix, segment_key
 from tierlog.tiered.listing import PartitionListing, UnfinishedSegment, list_partitions
 from tierlog.tiered.manifest import ManifestError, SegmentManifest
+from tierlog.tiered.metadata_cache import ApplyResult, RemoteLogMetadataCache
+from tierlog.tiered.metadata_partitioner import (
+    REMOTE_LOG_METADATA_TOPIC,
+    metadata_partition,
+)
+from tierlog.tiered.metadata_serde import (
+    RemoteLogMetadataFormatError,
+    decode_remote_log_metadata,
+    encode_remote_log_metadata,
+)
 from tierlog.tiered.object_store import (
     ObjectChecksum,
     ObjectStore,
@@ -46,6 +61,8 @@ from tierlog.tiered.segment_store import (
 )
 
 __all__ = [
+    "REMOTE_LOG_METADATA_TOPIC",
+    "ApplyResult",
     "CheckedBatches",
     "CorruptRemoteDataError",
     "FsObjectStore",
@@ -55,6 +72,8 @@ __all__ = [
     "ObjectChecksum",
     "ObjectStore",
     "PartitionListing",
+    "RemoteLogMetadataCache",
+    "RemoteLogMetadataFormatError",
     "RemoteLogSegmentId",
     "RemoteLogSegmentMetadata",
     "RemoteLogSegmentMetadataUpdate",
@@ -72,9 +91,12 @@ __all__ = [
     "UnfinishedSegment",
     "UploadVerificationError",
     "check_batches",
+    "decode_remote_log_metadata",
+    "encode_remote_log_metadata",
     "is_valid_partition_delete_transition",
     "is_valid_segment_transition",
     "list_partitions",
+    "metadata_partition",
     "object_store_from_config",
     "object_store_from_location",
     "partition_prefix",
