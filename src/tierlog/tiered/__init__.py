@@ -10,6 +10,11 @@ Remote log metadata: Kafka's records of ``__remote_log_metadata``
 (``encode_remote_log_metadata`` / ``decode_remote_log_metadata``), the topic
 partition of a user partition (``metadata_partition``), and the per-partition
 ``RemoteLogMetadataCache`` built from those records.
+
+Sans-IO rules, each in its own module: ``copy_rules`` (what to upload next,
+where uploads stopped), ``expiration_rules`` (which remote segments expire and
+the log start to set first), ``local_retention_rules`` (which local segments
+may go), ``read_rules`` (where a fetch is served from; ListOffsets -2/-4/-5/-6).
 """
 
 from tierlog.tiered.batch_check import (
