@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import os
+import socket
 
 import boto3
 import pytest
 from conftest import REGION
+from tiered_helpers import batches, metadata, write_segment
 
 from tierlog.tiered import (
     RemoteResourceNotFoundError,
+    RemoteSegmentStore,
     RemoteStorageConfigError,
+    RemoteStorageError,
     S3ObjectStore,
     S3Settings,
+    check_batches,
     object_store_from_config,
     object_store_from_location,
+    segment_key,
 )
 from tierlog.tiered.s3_store import PART_BYTES_MIN
 
@@ -92,3 +98,31 @@ def test_location_strings(tmp_path):
 
 def _fields(settings: S3Settings) -> dict:
     return {name: getattr(settings, name) for name in settings.__slots__}
+
+
+def test_a_segment_larger_than_a_part_round_trips_through_the_segment_store(s3_settings, tmp_path):
+    settings = S3Settings(**{**_fields(s3_settings), "part_bytes": PART_BYTES_MIN})
+    data = batches(0, 120, per_batch=20, value_size=2500)          # about 6 MiB of batches
+    assert len(data) > PART_BYTES_MIN
+    files = write_segment(tmp_path / "local", 0, data)
+    meta = metadata(0, 2399, size=len(data))
+    rss = RemoteSegmentStore(S3ObjectStore(settings))
+    manifest = rss.copy_log_segment(meta, files)
+    assert manifest.objects[".log"].size == len(data)
+    key = "cluster-a/" + segment_key(meta.segment_id, 0, ".log")
+    head = _raw_client(s3_settings).head_object(Bucket=s3_settings.bucket, Key=key)
+    assert head["ETag"].strip('"').endswith("-2")
+    middle = rss.fetch_log_segment(meta, PART_BYTES_MIN - 1000, PART_BYTES_MIN + 1000)
+    assert middle == data[PART_BYTES_MIN - 1000:PART_BYTES_MIN + 1000]
+    checked = check_batches(rss.fetch_log_segment(meta, 0, 100_000))
+    assert checked.headers[0].base_offset == 0 and checked.end <= 100_000
+
+
+def test_an_unreachable_endpoint_is_a_remote_storage_error(s3_env, tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]                 # closed again before the store connects
+    store = S3ObjectStore(S3Settings(bucket="b", endpoint_url=f"http://127.0.0.1:{port}", region=REGION,
+                                     path_style=True))
+    with pytest.raises(RemoteStorageError, match="S3 put k failed"):
+        store.put_bytes("k", b"v")
