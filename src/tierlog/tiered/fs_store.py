@@ -108,11 +108,18 @@ class FsObjectStore:
             directory = directory.parent
 
     def list_keys(self, prefix: str) -> list[str]:
+        """Walks only the directories that can hold keys with ``prefix``."""
         if not self.root.is_dir():
             return []
         keys = []
-        for dirpath, _dirs, files in os.walk(self.root):
+        for dirpath, dirs, files in os.walk(self.root):
             rel = Path(dirpath).relative_to(self.root).as_posix()
             base = "" if rel == "." else rel + "/"
+            dirs[:] = [d for d in dirs if _may_hold(base + d + "/", prefix)]
             keys.extend(base + f for f in files if not f.endswith(_TMP_SUFFIX))
         return sorted(k for k in keys if k.startswith(prefix))
+
+
+def _may_hold(directory: str, prefix: str) -> bool:
+    """Can keys under ``directory`` (ending in ``/``) start with ``prefix``?"""
+    return directory.startswith(prefix) or prefix.startswith(directory)
