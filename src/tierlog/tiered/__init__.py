@@ -14,7 +14,8 @@ partition of a user partition (``metadata_partition``), and the per-partition
 Sans-IO rules, each in its own module: ``copy_rules`` (what to upload next,
 where uploads stopped), ``expiration_rules`` (which remote segments expire and
 the log start to set first), ``local_retention_rules`` (which local segments
-may go), ``read_rules`` (where a fetch is served from; ListOffsets -2/-4/-5/-6).
+may go), ``read_rules`` (where a fetch is served from; ListOffsets -2/-4/-5/-6),
+``upload_epochs`` (the leader epochs and epoch checkpoint an upload carries).
 """
 
 from tierlog.tiered.batch_check import (
