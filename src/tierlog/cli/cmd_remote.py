@@ -39,6 +39,8 @@ from tierlog.tiered import (
 
 __all__ = ["listing_json", "register"]
 
+_SETTING_PREFIX = "rsm.config.storage."
+
 _EPILOG = """\
 examples:
   tierlog remote ls --storage tierlog-data/remote-storage
@@ -94,6 +96,9 @@ def _print_table(listings: list[PartitionListing]) -> None:
 
 
 def run_ls(args: argparse.Namespace) -> int:
+    foreign = sorted(key for key, _ in args.set or [] if not key.startswith(_SETTING_PREFIX))
+    if foreign:
+        raise CliError(f"--set takes {_SETTING_PREFIX}* settings only, not {', '.join(foreign)}")
     if not args.storage.startswith("s3://") and not Path(args.storage).is_dir():
         raise CliError(f"no remote storage directory {args.storage}")
     try:

@@ -28,7 +28,7 @@ from tierlog.tiered.segment_metadata import (
     RemoteLogSegmentState,
 )
 
-__all__ = ["LogSegmentData", "RemoteSegmentStore", "UploadVerificationError"]
+__all__ = ["LogSegmentData", "RemoteSegmentStore", "UploadVerificationError", "file_checksum"]
 
 _READ_CHUNK_BYTES = 1024 * 1024
 _ALL_SUFFIXES = (LOG_SUFFIX, *(t.value for t in IndexType), MANIFEST_SUFFIX)
@@ -50,6 +50,7 @@ class LogSegmentData:
 
 
 def file_checksum(path: Path) -> ObjectChecksum:
+    """Size and CRC-32C of a local file, read in 1 MiB chunks."""
     crc, size = 0, 0
     with open(path, "rb") as src:
         while chunk := src.read(_READ_CHUNK_BYTES):

@@ -84,3 +84,17 @@ def test_ls_reads_an_s3_store(s3_settings, tmp_path, capsys):
     assert main(argv) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [(p["topic"], p["end_offset"]) for p in doc["partitions"]] == [("orders", 19)]
+
+
+def test_ls_rejects_settings_that_are_not_remote_storage_settings(tmp_path, capsys):
+    (tmp_path / "remote").mkdir()
+    argv = ["remote", "ls", "--storage", str(tmp_path / "remote"), "--set", "remote.log.reader.threads=3"]
+    assert main(argv) == 1
+    assert "rsm.config.storage.* settings only" in capsys.readouterr().err
+
+
+def test_ls_reports_a_bad_s3_setting_as_one_line(tmp_path, capsys):
+    argv = ["remote", "ls", "--storage", "s3://bucket/p", "--set",
+            "rsm.config.storage.s3.path.style.access.enabled=maybe"]
+    assert main(argv) == 1
+    assert "true or false" in capsys.readouterr().err
