@@ -11,15 +11,18 @@ yet (InitProducerId is not advertised, so clients never send such batches).
 """
 import asyncio
 
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 from tierlog.storage import InvalidRecordError, KafkaStorageError, ProducerStateError
 
 from ..leader_hint import HINTED_ERRORS, LeaderHints
+from .context import HandlerContext
 
-API_KEY, MIN_VERSION, MAX_VERSION = 0, 3, 10
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.PRODUCE, 3, 10
 
 
-async def handle(broker, header, request):
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     acks = request["Acks"]
     hints = LeaderHints(broker)
     now = broker.clock_ms()

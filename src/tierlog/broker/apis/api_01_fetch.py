@@ -21,18 +21,21 @@ Records are file regions: the transport sends them with os.sendfile.
 """
 from __future__ import annotations
 
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 from tierlog.storage import KafkaStorageError, OffsetOutOfRangeError
 
 from ..fetch_session import FetchSessionError, SessionPartition
 from ..leader_hint import HINTED_ERRORS, LeaderHints
+from .context import HandlerContext
 
-API_KEY, MIN_VERSION, MAX_VERSION = 1, 4, 19
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FETCH, 4, 19
 TOPIC_IDS_FROM = 13
 READ_COMMITTED = 1
 
 
-async def handle(broker, header, request):
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     version = header.api_version
     requested, forgotten = _session_inputs(request, version)
     try:

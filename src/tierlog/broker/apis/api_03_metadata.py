@@ -6,14 +6,18 @@ versions).  Offline replicas are always empty; authorized operations are not
 computed (-2147483648). The v13 top-level ErrorCode is always 0 (this
 broker never asks a client to rebootstrap).
 """
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 
-API_KEY, MIN_VERSION, MAX_VERSION = 3, 1, 13
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.METADATA, 1, 13
 NO_TOPIC_ID = bytes(16)
 OPS_NOT_REQUESTED = -2147483648
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     names = _requested_names(broker, request)
     allow_create = request.get("AllowAutoTopicCreation", True) if header.api_version >= 4 else True
     topics = [_topic(broker, name, allow_create) for name in names]

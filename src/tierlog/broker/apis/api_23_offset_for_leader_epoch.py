@@ -3,10 +3,15 @@
 Used by consumers to detect log truncation (KIP-320) and by followers to find
 where their log diverges.  CurrentLeaderEpoch is fenced like Fetch's.
 """
-API_KEY, MIN_VERSION, MAX_VERSION = 23, 2, 4
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     topics = []
     for t in request["Topics"]:
         parts = [_one(broker, t["Topic"], p) for p in t["Partitions"]]

@@ -2,10 +2,15 @@
 
 Authorized operations are not computed (no ACLs): -2147483648 ("not requested").
 """
-API_KEY, MIN_VERSION, MAX_VERSION = 60, 0, 1
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_CLUSTER, 0, 1
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     image = broker.image
     return {
         "ErrorCode": 0, "ErrorMessage": None, "EndpointType": 1,
