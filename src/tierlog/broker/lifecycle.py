@@ -110,7 +110,7 @@ class BrokerLifecycleManager:
         self.broker_epoch = -1
         self.is_caught_up = False
         self.is_fenced = True
-        self.last_error: int = 0
+        self.last_error: int = ErrorCode.NONE
         self._in_flight: int | None = None      # api key of the request awaiting an answer
         self._next_send_ms = 0
         self._failures = 0
@@ -152,7 +152,7 @@ class BrokerLifecycleManager:
     def handle_response(self, response: dict, now_ms: int) -> None:
         api_key, self._in_flight = self._in_flight, None
         assert api_key is not None, "a response with no request in flight"
-        error = response.get("ErrorCode", 0)
+        error = response.get("ErrorCode", ErrorCode.NONE)
         self.last_error = error
         if error == ErrorCode.NOT_CONTROLLER:
             self.handle_failure(now_ms, _already_cleared=True)

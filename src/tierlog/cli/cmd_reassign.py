@@ -95,7 +95,7 @@ def _cluster(wire: BrokerWire) -> tuple[list[UsableBroker], Plan]:
     response = wire.call(METADATA, body, version, "Metadata")
     brokers = [UsableBroker(b["NodeId"], b.get("Rack")) for b in response["Brokers"]]
     current = {(t["Name"], p["PartitionIndex"]): tuple(p["ReplicaNodes"])
-               for t in response["Topics"] if t["ErrorCode"] == 0 for p in t["Partitions"]}
+               for t in response["Topics"] if t["ErrorCode"] == ErrorCode.NONE for p in t["Partitions"]}
     return brokers, current
 
 

@@ -45,7 +45,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
 
 def _produce_one(broker, topic, pdata, acks, now, hints, timeout_ms, waits) -> dict:
     index = pdata["Index"]
-    resp = {"Index": index, "ErrorCode": 0, "BaseOffset": -1, "LogAppendTimeMs": -1,
+    resp = {"Index": index, "ErrorCode": ErrorCode.NONE, "BaseOffset": -1, "LogAppendTimeMs": -1,
             "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
     error, message = _append(broker, topic, index, pdata["Records"], acks, now, resp, timeout_ms, waits)
     if error:
@@ -79,4 +79,4 @@ def _append(broker, topic, index, records, acks, now, resp, timeout_ms, waits):
     resp["BaseOffset"] = result.base_offset
     resp["LogAppendTimeMs"] = result.log_append_time_ms
     resp["LogStartOffset"] = result.log_start_offset
-    return 0, None
+    return ErrorCode.NONE, None

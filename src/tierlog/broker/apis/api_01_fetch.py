@@ -89,7 +89,7 @@ def _replica_id(request, version) -> int:
 class _Read:
     __slots__ = ("diverging", "error", "hw", "key", "log_start", "lso", "parts", "size", "sp")
 
-    def __init__(self, sp, key=None, error=0):
+    def __init__(self, sp, key=None, error=ErrorCode.NONE):
         self.sp, self.key, self.error = sp, key, error
         self.parts, self.size = [], 0
         self.hw = self.lso = self.log_start = -1
@@ -166,7 +166,7 @@ def _response(broker, view, reads, version) -> dict:
             field = "TopicId" if version >= TOPIC_IDS_FROM else "Topic"
             topic = topics[r.sp.topic_key] = {field: r.sp.topic_key, "Partitions": []}
         topic["Partitions"].append(_partition(r, hints))
-    return {"ThrottleTimeMs": 0, "ErrorCode": 0, "SessionId": view.session_id,
+    return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "SessionId": view.session_id,
             "Responses": list(topics.values()), "NodeEndpoints": hints.node_endpoints()}
 
 

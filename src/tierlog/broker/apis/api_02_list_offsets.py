@@ -44,7 +44,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
 
 
 def _one(broker, version, replica_id, isolation, topic, p) -> dict:
-    out = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": 0, "Timestamp": -1, "Offset": -1,
+    out = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": ErrorCode.NONE, "Timestamp": -1, "Offset": -1,
            "LeaderEpoch": -1}
     target = p["Timestamp"]
     part, error = _partition(broker, replica_id, topic, p["PartitionIndex"])
@@ -65,7 +65,7 @@ def _partition(broker, replica_id, topic, index):
     """(partition, error): the leader's replica, or with the debugging ReplicaId any local replica."""
     part, error = broker.led_partition(topic, index)
     if error == ErrorCode.NOT_LEADER_OR_FOLLOWER and part is not None and replica_id == DEBUGGING_REPLICA_ID:
-        return part, 0
+        return part, ErrorCode.NONE
     return part, error
 
 

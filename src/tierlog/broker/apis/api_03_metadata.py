@@ -30,7 +30,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
         "ControllerId": broker.node_id,     # KRaft: clients reach the controller through a broker
         "Topics": topics,
         "ClusterAuthorizedOperations": OPS_NOT_REQUESTED,
-        "ErrorCode": 0,
+        "ErrorCode": ErrorCode.NONE,
     }
 
 
@@ -58,8 +58,8 @@ def _topic(broker, name, allow_create) -> dict:
         auto_create(broker, name)
         return _error(ErrorCode.LEADER_NOT_AVAILABLE, name)     # Kafka's answer while it is being created
     return {
-        "ErrorCode": 0, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
-        "Partitions": [{"ErrorCode": 0, "PartitionIndex": p.partition, "LeaderId": p.leader,
+        "ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
+        "Partitions": [{"ErrorCode": ErrorCode.NONE, "PartitionIndex": p.partition, "LeaderId": p.leader,
                         "LeaderEpoch": p.leader_epoch, "ReplicaNodes": list(p.replicas),
                         "IsrNodes": list(p.isr), "OfflineReplicas": []} for p in topic.partitions],
         "TopicAuthorizedOperations": OPS_NOT_REQUESTED,
@@ -72,7 +72,7 @@ def auto_create(broker, name: str) -> None:
     import asyncio
     body = {"Topics": [{"Name": name, "NumPartitions": -1, "ReplicationFactor": -1, "Assignments": [],
                         "Configs": []}], "timeoutMs": 10000, "validateOnly": False}
-    task = asyncio.get_running_loop().create_task(broker.controller.send(19, body, 10.0, 7))
+    task = asyncio.get_running_loop().create_task(broker.controller.send(ApiKey.CREATE_TOPICS, body, 10.0, 7))
     task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 

@@ -4,6 +4,7 @@ An unsupported request version is answered by the dispatcher (v0, UNSUPPORTED_VE
 Feature flags (SupportedFeatures/FinalizedFeatures) are left empty.
 """
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
 from .context import HandlerContext
@@ -12,4 +13,4 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.API_VERSIONS, 0, 4
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
-    return {"ErrorCode": 0, "ApiKeys": broker.api_versions, "ThrottleTimeMs": 0}
+    return {"ErrorCode": ErrorCode.NONE, "ApiKeys": broker.api_versions, "ThrottleTimeMs": 0}

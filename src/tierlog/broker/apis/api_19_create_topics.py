@@ -6,6 +6,7 @@ request's timeoutMs) until the created topics are in its own metadata image,
 so a client that asks this broker for Metadata right after sees them.
 """
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
 from .context import HandlerContext, Response
@@ -20,7 +21,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Resp
 
 def _forward(broker, header, request):
     def created(response):
-        names = {t["Name"] for t in response["Topics"] if t["ErrorCode"] == 0}
+        names = {t["Name"] for t in response["Topics"] if t["ErrorCode"] == ErrorCode.NONE}
         return lambda image: all(n in image.topics for n in names)
 
     wait = not request.get("validateOnly", False)      # Kafka spells this one lower camel case

@@ -28,7 +28,7 @@ async def _init(broker, request) -> dict:
         pid, epoch = await broker.producer_ids.init(request.get("ProducerId", -1), request.get("ProducerEpoch", -1))
     except (ControllerUnavailable, ProducerIdsUnavailable):
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)      # retriable: the client tries again
-    return {"ThrottleTimeMs": 0, "ErrorCode": 0, "ProducerId": pid, "ProducerEpoch": epoch}
+    return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "ProducerId": pid, "ProducerEpoch": epoch}
 
 
 def _error(code: int) -> dict:

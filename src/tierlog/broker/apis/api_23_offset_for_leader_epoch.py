@@ -4,6 +4,7 @@ Used by consumers to detect log truncation (KIP-320) and by followers to find
 where their log diverges.  CurrentLeaderEpoch is fenced like Fetch's.
 """
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
 from .context import HandlerContext
@@ -20,7 +21,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
 
 
 def _one(broker, topic, p) -> dict:
-    out = {"ErrorCode": 0, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
+    out = {"ErrorCode": ErrorCode.NONE, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
     part, out["ErrorCode"] = broker.led_partition(topic, p["Partition"])
     if part is None:
         return out

@@ -28,7 +28,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
 
 
 def _resource(broker, r, synonyms, docs) -> dict:
-    out = {"ErrorCode": 0, "ErrorMessage": None, "ResourceType": r["ResourceType"],
+    out = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "ResourceType": r["ResourceType"],
            "ResourceName": r["ResourceName"], "Configs": []}
     if r["ResourceType"] == TOPIC:
         topic = broker.image.topics.get(r["ResourceName"])

@@ -94,7 +94,7 @@ def _partitions(image: MetadataImage, topic: TopicInfo, first: int, budget: int)
 def _partition(image: MetadataImage, p: PartitionInfo) -> dict:
     brokers = image.brokers
     return {
-        "ErrorCode": 0, "PartitionIndex": p.partition,
+        "ErrorCode": ErrorCode.NONE, "PartitionIndex": p.partition,
         "LeaderId": p.leader if p.leader in brokers else NO_LEADER,
         "LeaderEpoch": p.leader_epoch,
         "ReplicaNodes": list(p.replicas), "IsrNodes": list(p.isr),
@@ -105,7 +105,7 @@ def _partition(image: MetadataImage, p: PartitionInfo) -> dict:
 
 
 def _topic(topic: TopicInfo, partitions: list) -> dict:
-    return {"ErrorCode": 0, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
+    return {"ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
             "Partitions": partitions, "TopicAuthorizedOperations": OPS_NOT_COMPUTED}
 
 
