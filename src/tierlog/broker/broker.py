@@ -15,6 +15,8 @@ import time
 from tierlog.config import NodeConfig
 from tierlog.metadata import BrokerInfo, MetadataImage
 from tierlog.net.tasks import TaskSet
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 
 from .fetch_session import FetchSessionCache
 from .lifecycle import BrokerLifecycleManager
@@ -22,9 +24,6 @@ from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 
 __all__ = ["Broker", "ProducerIdsUnavailable"]
-
-
-UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER = 3, 6
 
 
 class ProducerIdsUnavailable(Exception):
@@ -55,9 +54,9 @@ class Broker:
 
     async def _allocate_producer_ids(self) -> range:
         """A block from the controller (AllocateProducerIds, 67); ``broker_epoch`` fences stale brokers."""
-        resp = await self.controller_channel.send(67, {"BrokerId": self.node_id, "BrokerEpoch": self.broker_epoch()},
-                                          10.0, 0)
-        if resp["ErrorCode"] != 0:
+        body = {"BrokerId": self.node_id, "BrokerEpoch": self.broker_epoch()}
+        resp = await self.controller_channel.send(ApiKey.ALLOCATE_PRODUCER_IDS, body, 10.0, 0)
+        if resp["ErrorCode"] != ErrorCode.NONE:
             raise ProducerIdsUnavailable(resp["ErrorCode"])
         return range(resp["ProducerIdStart"], resp["ProducerIdStart"] + resp["ProducerIdLen"])
 
@@ -72,15 +71,15 @@ class Broker:
         return self.image.brokers.get(node_id)
 
     def led_partition(self, topic: str, index: int):
-        """(partition, 0) when this node leads it, else (partition or None, Kafka error code)."""
+        """(partition, NONE) when this node leads it, else (partition or None, Kafka error code)."""
         part = self.replicas.get(topic, index)
         if part is None:
             info = self.image.topics.get(topic)
             known = info is not None and 0 <= index < len(info.partitions)
-            return None, NOT_LEADER_OR_FOLLOWER if known else UNKNOWN_TOPIC_OR_PARTITION
+            return None, ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if part.leader_id != self.node_id:
-            return part, NOT_LEADER_OR_FOLLOWER
-        return part, 0
+            return part, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return part, ErrorCode.NONE
 
     async def close(self) -> None:
         """Cancel and await the background work handlers started."""

@@ -20,6 +20,7 @@ import logging
 
 from tierlog.net.client import PeerConnection, PeerUnavailable
 from tierlog.net.tasks import TaskSet
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
     FETCH_VERSION,
@@ -84,7 +85,7 @@ class FetcherShell:
                     continue
                 timeout = state.config.max_wait_ms / 1000 + 10.0
                 try:
-                    response = await conn.request(1, FETCH_VERSION, request, timeout)
+                    response = await conn.request(ApiKey.FETCH, FETCH_VERSION, request, timeout)
                 except (TimeoutError, PeerUnavailable, OSError) as e:
                     log.debug("fetch from %d failed: %s", leader, e)
                     conn.close()
@@ -146,7 +147,7 @@ class FetcherShell:
                     {"PartitionIndex": part.index, "CurrentLeaderEpoch": action.leader_epoch,
                      "Timestamp": action.timestamp}]}]}
         try:
-            resp = await conn.request(2, LIST_OFFSETS_VERSION, body, LIST_OFFSETS_TIMEOUT_S)
+            resp = await conn.request(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body, LIST_OFFSETS_TIMEOUT_S)
         except (TimeoutError, PeerUnavailable, OSError) as e:
             log.debug("%s-%d: ListOffsets to the leader failed: %s", part.topic, part.index, e)
             return ErrorCode.REQUEST_TIMED_OUT, -1
@@ -154,4 +155,4 @@ class FetcherShell:
                    if q.get("PartitionIndex") == part.index]
         if not answers:
             return ErrorCode.UNKNOWN_SERVER_ERROR, -1
-        return answers[0].get("ErrorCode", 0), answers[0].get("Offset", -1)
+        return answers[0].get("ErrorCode", ErrorCode.NONE), answers[0].get("Offset", -1)

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 from tierlog.metadata import MetadataImage, TopicInfo
 from tierlog.net.tasks import TaskSet
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
     ALTER_PARTITION_VERSION,
     FetcherConfig,
@@ -246,7 +248,8 @@ class ReplicaManager:
         body = build_alter_partition_request(self.node_id, self._broker_epoch(), [item])
         log.info("%s-%d: AlterPartition %s isr %s", part.topic, part.index, item.reason, list(item.isr_ids))
         try:
-            resp = await self._controller_channel.send(56, body, self._request_timeout_ms / 1000, ALTER_PARTITION_VERSION)
+            resp = await self._controller_channel.send(ApiKey.ALTER_PARTITION, body,
+                                                       self._request_timeout_ms / 1000, ALTER_PARTITION_VERSION)
         except Exception as e:     # noqa: BLE001 - any failure: retry after a backoff
             log.info("%s-%d: AlterPartition failed: %s", part.topic, part.index, e)
             if part.leader_state is ls:
@@ -254,13 +257,13 @@ class ReplicaManager:
             return
         if part.leader_state is not ls:
             return
-        error, answer = resp.get("ErrorCode", 0), {}
+        error, answer = resp.get("ErrorCode", ErrorCode.NONE), {}
         if not error:
             for t in resp.get("Topics", ()):
                 for pr in t.get("Partitions", ()):
                     if pr["PartitionIndex"] == part.index:
                         answer = pr
-            error = answer.get("ErrorCode", 0) if answer else 3
+            error = answer.get("ErrorCode", ErrorCode.NONE) if answer else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         now = self._clock_ms()
         self._on_update(part, ls.on_alter_partition_response(
             error, now_ms=now, leader_leo=part.log.log_end_offset, leader_epoch=answer.get("LeaderEpoch", -1),

@@ -39,7 +39,7 @@ class ConfigControlManager:
         validate_only = request.get("ValidateOnly", False)
         records, responses, seen = [], [], set()
         for r in request["Resources"]:
-            out = {"ErrorCode": 0, "ErrorMessage": None, "ResourceType": r["ResourceType"],
+            out = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "ResourceType": r["ResourceType"],
                    "ResourceName": r["ResourceName"]}
             key = (r["ResourceType"], r["ResourceName"])
             try:

@@ -21,7 +21,7 @@ from tierlog.controller.quorum_controller import (
 )
 from tierlog.metadata import records as metadata_records
 from tierlog.net.tasks import TaskSet
-from tierlog.protocol import APIS
+from tierlog.protocol import APIS, ApiKey, ErrorCode
 from tierlog.raft import wire
 from tierlog.raft.types import LeaderAndEpoch, NotLeaderError
 
@@ -31,8 +31,7 @@ __all__ = ["CONTROLLER_APIS", "ControllerServer", "describe_quorum_response"]
 
 log = logging.getLogger(__name__)
 COMMIT_TIMEOUT_S = 15.0
-API_VERSIONS, FETCH, VOTE, BEGIN_EPOCH, END_EPOCH, DESCRIBE_QUORUM, FETCH_SNAPSHOT = 18, 1, 52, 53, 54, 55, 59
-RAFT_APIS = (VOTE, BEGIN_EPOCH, END_EPOCH, FETCH, FETCH_SNAPSHOT)
+RAFT_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT)
 
 
 class ControllerServer:
@@ -150,12 +149,12 @@ def _controller_handler(server, header, request):
 
 
 def _api_versions(server, header, request):
-    return {"ErrorCode": 0, "ApiKeys": server.api_versions, "ThrottleTimeMs": 0}
+    return {"ErrorCode": ErrorCode.NONE, "ApiKeys": server.api_versions, "ThrottleTimeMs": 0}
 
 
 def _registry() -> dict:
-    reg = {API_VERSIONS: _Api(API_VERSIONS, 0, 4, _api_versions),
-           DESCRIBE_QUORUM: _Api(DESCRIBE_QUORUM, 0, APIS[DESCRIBE_QUORUM].max_version,
+    reg = {ApiKey.API_VERSIONS: _Api(ApiKey.API_VERSIONS, 0, 4, _api_versions),
+           ApiKey.DESCRIBE_QUORUM: _Api(ApiKey.DESCRIBE_QUORUM, 0, APIS[ApiKey.DESCRIBE_QUORUM].max_version,
                                  lambda s, h, r: describe_quorum_response(s, r))}
     for key in RAFT_APIS:      # we speak one version of each (tierlog.raft.wire.VERSIONS)
         reg[key] = _Api(key, wire.VERSIONS[key], wire.VERSIONS[key], _raft_handler)

@@ -13,9 +13,13 @@ import asyncio
 import time
 
 from tierlog.broker.controller_channel import ControllerUnavailable
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 
-API_KEY, MIN_VERSION, MAX_VERSION = 55, 0, 2
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_QUORUM, 0, 2
 
 ATTEMPT_TIMEOUT_S = 5.0
 RETRY_FOR_S = 2.0
@@ -27,7 +31,7 @@ def _not_leader(response: dict) -> bool:
                for t in response.get("Topics") or [] for p in t.get("Partitions") or [])
 
 
-async def handle(broker, header, request):
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     deadline = time.monotonic() + RETRY_FOR_S
     while True:
         try:
