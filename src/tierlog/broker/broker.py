@@ -8,8 +8,8 @@ and settings through it.  It holds no request logic of its own.
 from __future__ import annotations
 
 import random
-import time
 
+from tierlog.clock import wall_clock_ms
 from tierlog.config import NodeConfig
 from tierlog.metadata import BrokerInfo, MetadataImage
 
@@ -25,10 +25,6 @@ UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER = 3, 6
 
 class ProducerIdsUnavailable(Exception):
     """The controller refused a producer id block; ``args[0]`` is its error code."""
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class Broker:

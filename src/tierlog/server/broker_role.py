@@ -15,9 +15,9 @@ import asyncio
 import logging
 
 from tierlog.broker.lifecycle import BrokerLifecycleManager, BrokerState
+from tierlog.clock import wall_clock_ms
 
 from .controller_channel import ControllerChannel, ControllerUnavailable
-from .raft_driver import wall_clock_ms
 
 __all__ = ["LifecycleLoop", "MetadataView"]
 
