@@ -40,6 +40,7 @@ from tierlog.cli.options import (
 )
 from tierlog.cli.render import make_table, note, print_json, print_table
 from tierlog.clock import wall_clock_ms
+from tierlog.net.request_pipeline import PeerUnavailable
 
 __all__ = ["register"]
 
@@ -69,7 +70,7 @@ def _cluster_id(wire: BrokerWire) -> str | None:
             "IncludeClusterAuthorizedOperations": False, "IncludeTopicAuthorizedOperations": False}
     try:
         return wire.request(METADATA, body, version).get("ClusterId")
-    except (OSError, ValueError):
+    except PeerUnavailable:
         return None
 
 
