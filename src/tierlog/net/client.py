@@ -38,11 +38,15 @@ class _ClientProtocol(asyncio.Protocol):
     def __init__(self, owner: PeerConnection):
         self.owner = owner
         self.buf = bytearray()
+        self.transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
         pipeline = self.owner.pipeline
-        while len(self.buf) >= SIZE.size and self.owner._transport is not None:
+        while len(self.buf) >= SIZE.size and self.owner._transport is self.transport:
             try:
                 size = pipeline.frame_size(self.buf)
             except PeerUnavailable as e:
@@ -55,7 +59,8 @@ class _ClientProtocol(asyncio.Protocol):
             self.owner._on_frame(frame)
 
     def connection_lost(self, exc) -> None:
-        self.owner._fail_all(PeerUnavailable(f"connection to {self.owner.address} lost"))
+        if self.owner._transport is self.transport:     # not one replaced by a newer connection
+            self.owner._fail_all(PeerUnavailable(f"connection to {self.owner.address} lost"))
 
 
 class PeerConnection:

@@ -36,14 +36,20 @@ class Server:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.reply = reply
+        self.accepted: list[socket.socket] = []
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
     def _serve(self):
-        try:
-            conn, _ = self.sock.accept()
-        except OSError:
-            return
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+            self._serve_one(conn)
+
+    def _serve_one(self, conn):
         with conn:
             try:
                 while (cid := _read_request(conn)) is not None:
@@ -55,7 +61,12 @@ class Server:
                 return
 
     def close(self):
-        self.sock.close()
+        for sock in [self.sock, *self.accepted]:     # shutdown wakes a thread blocked on it
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
         self.thread.join(5)
 
 
@@ -154,6 +165,23 @@ def test_peer_connection_drops_a_late_answer_and_serves_the_next(server):
                 await conn.request(ApiKey.API_VERSIONS, 0, {}, 0.2)
             assert await conn.request(ApiKey.API_VERSIONS, 0, {}, 5) == ANSWER
             assert conn.pipeline.abandoned == 0
+        finally:
+            conn.close()
+    asyncio.run(main())
+
+
+def test_peer_connection_reconnects_after_a_violation(server):
+    answers = iter([lambda cid: _response(cid + 1), _response, _response])
+    s = server(lambda cid: next(answers)(cid))
+
+    async def main():
+        conn = PeerConnection("127.0.0.1", s.port, "t")
+        try:
+            with pytest.raises(PeerUnavailable):
+                await conn.request(ApiKey.API_VERSIONS, 0, {}, 5)
+            assert await conn.request(ApiKey.API_VERSIONS, 0, {}, 5) == ANSWER
+            await asyncio.sleep(0)                  # the old connection's loss arrives meanwhile
+            assert await conn.request(ApiKey.API_VERSIONS, 0, {}, 5) == ANSWER
         finally:
             conn.close()
     asyncio.run(main())
