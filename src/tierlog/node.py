@@ -29,10 +29,11 @@ import uuid
 from pathlib import Path
 
 from tierlog.broker.apis import REGISTRY as BROKER_APIS
-from tierlog.broker.broker import Broker, wall_clock_ms
+from tierlog.broker.broker import Broker
 from tierlog.broker.controller_channel import ControllerChannel
 from tierlog.broker.lifecycle import BrokerLifecycleManager, Endpoint
 from tierlog.broker.replica_manager import ReplicaManager
+from tierlog.clock import wall_clock_ms
 from tierlog.config import ConfigError, NodeConfig, parse_properties
 from tierlog.controller.config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController

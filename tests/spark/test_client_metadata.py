@@ -51,7 +51,7 @@ class ScriptedBroker:
 def scripted(monkeypatch):
     def make(*metadata, retry_timeout_s=5.0):
         broker = ScriptedBroker(metadata)
-        monkeypatch.setattr(cluster_mod, "BrokerConnection",
+        monkeypatch.setattr(cluster_mod, "BlockingConnection",
                             lambda host, port, **kw: broker.connection({1: 4, 2: 5}.get(port, -99)))
         monkeypatch.setattr(cluster_mod.time, "sleep", lambda s: None)
         c = Cluster("127.0.0.1:1", retry_timeout_s=retry_timeout_s)
@@ -95,3 +95,10 @@ def test_wait_for_leaders(scripted):
     c2, _ = scripted([_topic("events", [4, -1])])
     with pytest.raises(KafkaError, match="events-1: no leader"):
         c2.wait_for_leaders({"events": 2}, timeout_s=0)
+
+
+def test_fetches_bigger_than_the_default_bound_raise_it_as_librdkafka_does():
+    from tierlog.client import receive_message_max_bytes_for
+    from tierlog.net.request_pipeline import RECEIVE_MESSAGE_MAX_BYTES
+    assert receive_message_max_bytes_for(8 * 1024 * 1024) == RECEIVE_MESSAGE_MAX_BYTES
+    assert receive_message_max_bytes_for(RECEIVE_MESSAGE_MAX_BYTES) == RECEIVE_MESSAGE_MAX_BYTES + 512

@@ -10,8 +10,8 @@ no request logic of its own.
 from __future__ import annotations
 
 import random
-import time
 
+from tierlog.clock import wall_clock_ms
 from tierlog.config import NodeConfig
 from tierlog.metadata import BrokerInfo, MetadataImage
 from tierlog.net.tasks import TaskSet
@@ -28,10 +28,6 @@ __all__ = ["Broker", "ProducerIdsUnavailable"]
 
 class ProducerIdsUnavailable(Exception):
     """The controller refused a producer id block; ``args[0]`` is its error code."""
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class Broker:

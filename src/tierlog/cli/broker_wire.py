@@ -1,10 +1,11 @@
 """Kafka requests the CLI sends itself, for APIs librdkafka does not offer.
 
-confluent-kafka has no DescribeTopicPartitions (75) or ListPartitionReassignments
-(46), so commands that want them speak the protocol with tierlog's codec over
-one plaintext connection to the first bootstrap server that answers ApiVersions.
-Every wait ends at the command's deadline (--timeout). Failing to reach any
-server is a `CliError` in the same words as librdkafka's path:
+confluent-kafka has no DescribeTopicPartitions (75), ListPartitionReassignments
+(46) or DescribeQuorum (55), so commands that want them speak the protocol with
+tierlog's codec over ``net.blocking.BlockingConnection`` (tierlog's one client
+connection) to the first bootstrap server that answers ApiVersions. Every wait
+ends at the command's deadline (--timeout). Failing to reach any server is a
+`CliError` in the same words as librdkafka's path:
 ``cannot reach bootstrap server HOST:PORT (reason)``.
 
 A command whose --command-config asks for TLS or SASL cannot use this (it
@@ -14,19 +15,17 @@ speaks plaintext only): `usable` says so, and the command keeps to librdkafka.
 from __future__ import annotations
 
 import argparse
-import socket
-import struct
 import time
 from typing import Self
 
 from tierlog.cli.errors import CliError
-from tierlog.protocol import APIS, ProtocolError, decode_response, encode_request
-from tierlog.protocol.api import ApiKey
+from tierlog.net.blocking import BlockingConnection
+from tierlog.net.request_pipeline import PeerUnavailable
+from tierlog.protocol import APIS, ApiKey
 
 __all__ = ["BrokerWire", "usable"]
 
 _CLIENT_ID = "tierlog-cli"
-_MAX_RESPONSE_BYTES = 100 * 1024 * 1024     # a bigger size prefix is not a Kafka response
 _PLAINTEXT = "plaintext"
 
 
@@ -44,14 +43,6 @@ def _split_host_port(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return str(exc) or type(exc).__name__
-
-
 class BrokerWire:
     """One connection to a broker; requests in turn, all within one deadline."""
 
@@ -61,8 +52,7 @@ class BrokerWire:
         self.deadline = time.monotonic() + timeout_s
         self.address = ""
         self.versions: dict[int, tuple[int, int]] = {}   # api key -> (min, max) the broker serves
-        self._sock: socket.socket | None = None
-        self._correlation = 0
+        self._conn: BlockingConnection | None = None
 
     def __enter__(self) -> Self:
         self.connect()
@@ -78,15 +68,15 @@ class BrokerWire:
             try:
                 self._open(address)
                 return
-            except (OSError, ValueError, ProtocolError) as exc:
+            except (PeerUnavailable, ValueError) as exc:
                 self.close()
-                failures.append(_reason(exc))
+                failures.append(exc.reason if isinstance(exc, PeerUnavailable) else str(exc))
         reason = "; ".join(dict.fromkeys(failures)) or "no bootstrap server given"
         raise CliError(f"cannot reach bootstrap server {self.bootstrap} ({reason})")
 
     def _open(self, address: str) -> None:
         host, port = _split_host_port(address)
-        self._sock = socket.create_connection((host, port), timeout=self.remaining_s())
+        self._conn = BlockingConnection(host, port, client_id=_CLIENT_ID, timeout_s=self._remaining_or_raise())
         self.address = address
         answer = self.request(ApiKey.API_VERSIONS, {}, version=0)
         if answer.get("ErrorCode"):
@@ -105,41 +95,28 @@ class BrokerWire:
         """`request`, with a lost connection, a timeout or a garbled answer as a `CliError`."""
         try:
             return self.request(api_key, body, version)
-        except (OSError, ValueError, ProtocolError) as exc:
-            raise CliError(f"{what} from {self.address} failed: {_reason(exc)}") from None
+        except PeerUnavailable as exc:
+            raise CliError(f"{what} from {self.address} failed: {exc.reason}") from None
 
     def request(self, api_key: int, body: dict, version: int) -> dict:
-        """Send one request and return the decoded response body."""
-        assert self._sock is not None, "request before connect"
-        self._correlation += 1
-        frame = encode_request(api_key, version, self._correlation, _CLIENT_ID, body)
-        self._sock.settimeout(self.remaining_s())
-        self._sock.sendall(struct.pack(">i", len(frame)) + frame)
-        (size,) = struct.unpack(">i", self._read(4))
-        if not 0 < size <= _MAX_RESPONSE_BYTES:
-            raise ValueError(f"bad response size {size}")
-        correlation, response = decode_response(api_key, version, self._read(size))
-        if correlation != self._correlation:
-            raise ValueError(f"response to request {correlation}, expected {self._correlation}")
-        return response
+        """Send one request and return the decoded response body (PeerUnavailable if not)."""
+        assert self._conn is not None, "request before connect"
+        return self._conn.request(api_key, version, body, self._remaining_or_raise())
 
     def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def remaining_s(self) -> float:
+        """Seconds left before the command's deadline (TimeoutError when none)."""
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError("timed out")
         return remaining
 
-    def _read(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            self._sock.settimeout(self.remaining_s())
-            chunk = self._sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("the server closed the connection")
-            buf += chunk
-        return bytes(buf)
+    def _remaining_or_raise(self) -> float:
+        try:
+            return self.remaining_s()
+        except TimeoutError:
+            raise PeerUnavailable("timed out") from None

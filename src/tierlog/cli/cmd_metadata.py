@@ -27,7 +27,6 @@ import json
 import os
 import re
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,6 +39,8 @@ from tierlog.cli.options import (
     positive_float,
 )
 from tierlog.cli.render import make_table, note, print_json, print_table
+from tierlog.clock import wall_clock_ms
+from tierlog.net.request_pipeline import PeerUnavailable
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
@@ -69,7 +70,7 @@ def _cluster_id(wire: BrokerWire) -> str | None:
             "IncludeClusterAuthorizedOperations": False, "IncludeTopicAuthorizedOperations": False}
     try:
         return wire.request(ApiKey.METADATA, body, version).get("ClusterId")
-    except (OSError, ValueError):
+    except PeerUnavailable:
         return None
 
 
@@ -181,7 +182,7 @@ def _show_replication(q: dict) -> None:
 
 def run_quorum(args: argparse.Namespace) -> int:
     part, cluster_id = _query(args)
-    quorum = describe(part, cluster_id, int(time.time() * 1000))
+    quorum = describe(part, cluster_id, wall_clock_ms())
     if args.json:
         print_json(quorum)
         return 0

@@ -17,11 +17,14 @@ from tierlog.client.cluster import (
     KafkaError,
     parse_bootstrap,
 )
-from tierlog.client.connection import BrokerConnection, ConnectionError_
-from tierlog.client.fetcher import DataLossError, read_range
+from tierlog.client.fetcher import (
+    DataLossError,
+    read_range,
+    receive_message_max_bytes_for,
+)
 
 __all__ = [
     "EARLIEST", "HEADERS_TYPE", "KAFKA_SCHEMA", "KAFKA_SCHEMA_WITH_HEADERS", "LATEST",
-    "BrokerConnection", "Cluster", "ConnectionError_", "DataLossError", "KafkaError",
-    "decode_fetched", "parse_bootstrap", "read_range",
+    "Cluster", "DataLossError", "KafkaError",
+    "decode_fetched", "parse_bootstrap", "read_range", "receive_message_max_bytes_for",
 ]

@@ -35,7 +35,7 @@ from tierlog.records import (
 from tierlog.records.compression import decompress
 from tierlog.records.errors import CORRUPT_MESSAGE
 from tierlog.records.header import LENGTH_OFFSET, LOG_OVERHEAD
-from tierlog.records.varint import read_varint
+from tierlog.records.record import read_varint
 
 __all__ = ["HEADERS_TYPE", "KAFKA_SCHEMA", "KAFKA_SCHEMA_WITH_HEADERS", "DecodedChunk", "decode_fetched"]
 

@@ -13,7 +13,8 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from tierlog.client.connection import BrokerConnection, ConnectionError_
+from tierlog.net.blocking import BlockingConnection
+from tierlog.net.request_pipeline import RECEIVE_MESSAGE_MAX_BYTES, PeerUnavailable
 from tierlog.protocol import ApiKey, describe, is_retriable
 from tierlog.protocol.errors import ErrorCode
 
@@ -62,32 +63,35 @@ class Cluster:
     """Connections by node id, the latest Metadata answer, ListOffsets by leader."""
 
     def __init__(self, bootstrap_servers: str, *, client_id: str = "tierlog-spark",
-                 timeout_s: float = 30.0, retry_timeout_s: float = 30.0):
+                 timeout_s: float = 30.0, retry_timeout_s: float = 30.0,
+                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES):
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
         self.timeout_s = timeout_s
         self.retry_timeout_s = retry_timeout_s
+        self.receive_message_max_bytes = receive_message_max_bytes
         self.brokers: dict[int, tuple[str, int]] = {}
         self.partitions: dict[str, dict[int, PartitionInfo]] = {}
         self.topic_errors: dict[str, int] = {}     # topics whose last Metadata answer was an error
-        self._conns: dict[int, BrokerConnection] = {}
-        self._any: BrokerConnection | None = None
+        self._conns: dict[int, BlockingConnection] = {}
+        self._any: BlockingConnection | None = None
 
     # -- connections ------------------------------------------------------------
 
-    def _any_connection(self) -> BrokerConnection:
+    def _any_connection(self) -> BlockingConnection:
         if self._any is not None:
             return self._any
         errors = []
         for host, port in self.bootstrap + list(self.brokers.values()):
             try:
-                self._any = BrokerConnection(host, port, client_id=self.client_id, timeout_s=self.timeout_s)
+                self._any = BlockingConnection(host, port, client_id=self.client_id, timeout_s=self.timeout_s,
+                                                receive_message_max_bytes=self.receive_message_max_bytes)
                 return self._any
-            except OSError as e:
-                errors.append(f"{host}:{port}: {e}")
-        raise ConnectionError_("cannot reach any bootstrap server (" + "; ".join(errors) + ")")
+            except PeerUnavailable as e:
+                errors.append(f"{host}:{port}: {e.reason}")
+        raise PeerUnavailable("cannot reach any bootstrap server (" + "; ".join(errors) + ")")
 
-    def connection(self, node_id: int) -> BrokerConnection:
+    def connection(self, node_id: int) -> BlockingConnection:
         conn = self._conns.get(node_id)
         if conn is None:
             if node_id not in self.brokers:
@@ -95,8 +99,9 @@ class Cluster:
             if node_id not in self.brokers:       # no leader (-1), or a leader not (yet) registered
                 raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"broker {node_id}")
             host, port = self.brokers[node_id]
-            conn = self._conns[node_id] = BrokerConnection(host, port, client_id=self.client_id,
-                                                           timeout_s=self.timeout_s)
+            conn = self._conns[node_id] = BlockingConnection(host, port, client_id=self.client_id,
+                                                           timeout_s=self.timeout_s,
+                                                           receive_message_max_bytes=self.receive_message_max_bytes)
         return conn
 
     def drop_connection(self, node_id: int) -> None:
@@ -120,7 +125,7 @@ class Cluster:
                 "AllowAutoTopicCreation": False, "IncludeTopicAuthorizedOperations": False}
         try:
             resp = self._any_connection().request(ApiKey.METADATA, METADATA_VERSION, body)
-        except ConnectionError_:
+        except PeerUnavailable:
             if self._any is not None:
                 self._any.close()
             self._any = None
@@ -242,7 +247,7 @@ class Cluster:
                                        for p in ps]} for t, ps in by_topic.items()]}
         try:
             resp = self.connection(node).request(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body)
-        except ConnectionError_:
+        except PeerUnavailable:
             self.drop_connection(node)
             yield from ((tp, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1) for tp in group)   # retry after a refresh
             return

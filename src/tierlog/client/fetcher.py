@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from tierlog.client.arrow_records import decode_fetched
 from tierlog.client.cluster import EARLIEST, Cluster, KafkaError
-from tierlog.client.connection import ConnectionError_
+from tierlog.net.request_pipeline import RECEIVE_MESSAGE_MAX_BYTES, PeerUnavailable
 from tierlog.protocol import ApiKey, is_retriable
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records.header import (
@@ -25,10 +25,16 @@ from tierlog.records.header import (
     LOG_OVERHEAD,
 )
 
-__all__ = ["DataLossError", "read_range"]
+__all__ = ["DataLossError", "read_range", "receive_message_max_bytes_for"]
 
 FETCH_VERSION = 12              # topic names; Kafka 2.8+
 FETCH_BYTES_MAX = 8 * 1024 * 1024
+
+
+def receive_message_max_bytes_for(fetch_max_bytes: int) -> int:
+    """The response bound for fetches of ``fetch_max_bytes``: librdkafka's rule,
+    receive.message.max.bytes at least fetch.max.bytes + 512."""
+    return max(RECEIVE_MESSAGE_MAX_BYTES, fetch_max_bytes + 512)
 
 
 class DataLossError(Exception):
@@ -102,12 +108,12 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
             conn = None
             time.sleep(0.2)
             continue
-        except (ConnectionError_, OSError) as e:
+        except PeerUnavailable as e:
             if node is not None:
                 cluster.drop_connection(node)
             conn = None
             if time.monotonic() > deadline:
-                raise ConnectionError_(f"fetching {topic}-{partition} at offset {position}: {e}") from e
+                raise PeerUnavailable(f"fetching {topic}-{partition} at offset {position}: {e}") from e
             time.sleep(0.2)
             continue
         part = resp["Responses"][0]["Partitions"][0]

@@ -1,70 +1,81 @@
-"""Outbound Kafka-protocol connections between nodes (Raft, heartbeats, forwarding).
+"""Outbound Kafka-protocol connections between nodes (Raft, heartbeats, forwarding,
+replica fetches), the asyncio shell of ``net.request_pipeline``.
 
 ``PeerConnection`` keeps one TCP connection to one peer, pipelines requests
 (at most ``inflight_max`` outstanding, Kafka's
-``max.in.flight.requests.per.connection``) and matches responses by
-correlation id.  A lost connection fails every outstanding request with
+``max.in.flight.requests.per.connection``) and hands each response to the
+request it answers (``RequestPipeline`` checks correlation ids and order).  A
+lost connection or a protocol violation fails every outstanding request with
 ``PeerUnavailable``; the next request reconnects.  ``Peers`` maps node ids to
 addresses and hands out one connection per node.
 
-Bounds: a response frame larger than ``response_max_bytes`` closes the
-connection; every request has a timeout.
+Bounds: a response frame larger than ``receive.message.max.bytes``
+(``RECEIVE_MESSAGE_MAX_BYTES``) closes the connection; every request has a
+timeout (the connect included), after which its answer is dropped when it
+comes; more than ``inflight_max`` such late answers owed close the connection.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 
-from tierlog.protocol import APIS, ProtocolError, decode_response, encode_request
+from tierlog.net.request_pipeline import (
+    RECEIVE_MESSAGE_MAX_BYTES,
+    SIZE,
+    PeerUnavailable,
+    RequestPipeline,
+)
+from tierlog.protocol import APIS
 
 __all__ = ["PeerConnection", "PeerUnavailable", "Peers"]
 
 log = logging.getLogger(__name__)
-RESPONSE_MAX_BYTES = 128 * 1024 * 1024
 INFLIGHT_MAX = 64
 CONNECT_TIMEOUT_S = 2.0
-
-
-class PeerUnavailable(Exception):
-    """The peer could not be reached, dropped the connection or timed out."""
 
 
 class _ClientProtocol(asyncio.Protocol):
     def __init__(self, owner: PeerConnection):
         self.owner = owner
         self.buf = bytearray()
+        self.transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
-        while len(self.buf) >= 4:
-            (size,) = struct.unpack_from(">i", self.buf)
-            if size < 0 or size > self.owner.response_max_bytes:
-                self.owner._fail_all(PeerUnavailable(f"bad response size {size}"))
+        pipeline = self.owner.pipeline
+        while len(self.buf) >= SIZE.size and self.owner._transport is self.transport:
+            try:
+                size = pipeline.frame_size(self.buf)
+            except PeerUnavailable as e:
+                self.owner._fail_all(e)
                 return
-            if len(self.buf) < 4 + size:
+            if len(self.buf) < SIZE.size + size:
                 return
-            frame = bytes(self.buf[4:4 + size])
-            del self.buf[:4 + size]
+            frame = bytes(self.buf[SIZE.size:SIZE.size + size])
+            del self.buf[:SIZE.size + size]
             self.owner._on_frame(frame)
 
     def connection_lost(self, exc) -> None:
-        self.owner._fail_all(PeerUnavailable(f"connection to {self.owner.address} lost"))
+        if self.owner._transport is self.transport:     # not one replaced by a newer connection
+            self.owner._fail_all(PeerUnavailable(f"connection to {self.owner.address} lost"))
 
 
 class PeerConnection:
     """One pipelined connection to ``host:port``."""
 
-    def __init__(self, host: str, port: int, client_id: str,
-                 inflight_max: int = INFLIGHT_MAX, response_max_bytes: int = RESPONSE_MAX_BYTES):
+    def __init__(self, host: str, port: int, client_id: str, inflight_max: int = INFLIGHT_MAX,
+                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES):
         self.host, self.port = host, port
         self.client_id = client_id
-        self.response_max_bytes = response_max_bytes
+        self.inflight_max = inflight_max
+        self.pipeline = RequestPipeline(client_id, receive_message_max_bytes)
         self._slots = asyncio.Semaphore(inflight_max)
         self._transport: asyncio.Transport | None = None
         self._connecting: asyncio.Future | None = None
-        self._pending: dict[int, tuple[int, int, asyncio.Future]] = {}
-        self._next_id = 0
+        self._pending: dict[int, asyncio.Future] = {}
 
     @property
     def address(self) -> str:
@@ -73,19 +84,27 @@ class PeerConnection:
     async def request(self, api_key: int, version: int, body: dict, timeout_s: float) -> dict:
         """Send one request and return the decoded response body."""
         async with self._slots:
-            await asyncio.wait_for(self._connect(), CONNECT_TIMEOUT_S)
-            cid = self._next_id = (self._next_id + 1) & 0x7FFFFFFF
+            try:
+                await asyncio.wait_for(self._connect(), min(CONNECT_TIMEOUT_S, timeout_s))
+            except TimeoutError:
+                raise PeerUnavailable(f"cannot connect to {self.address}: timed out") from None
+            cid, frame = self.pipeline.request(api_key, version, body)
             fut = asyncio.get_running_loop().create_future()
-            self._pending[cid] = (api_key, version, fut)
-            frame = encode_request(api_key, version, cid, self.client_id, body)
-            self._transport.write(struct.pack(">i", len(frame)) + frame)
+            self._pending[cid] = fut
+            self._transport.write(frame)
             try:
                 return await asyncio.wait_for(fut, timeout_s)
             except TimeoutError:
+                self._give_up(cid)
                 raise PeerUnavailable(f"{self.address}: api {api_key} timed out after {timeout_s:g}s") \
                     from None
             finally:
                 self._pending.pop(cid, None)
+
+    def _give_up(self, cid: int) -> None:
+        self.pipeline.abandon(cid)
+        if self.pipeline.abandoned > self.inflight_max:
+            self._fail_all(PeerUnavailable(f"{self.address}: {self.pipeline.abandoned} answers overdue"))
 
     async def _connect(self) -> None:
         if self._transport is not None and not self._transport.is_closing():
@@ -104,27 +123,25 @@ class PeerConnection:
             transport, _ = await loop.create_connection(lambda: _ClientProtocol(self), self.host, self.port)
         except OSError as e:
             raise PeerUnavailable(f"cannot connect to {self.address}: {e.strerror or e}") from None
+        self.pipeline.reset()
         self._transport = transport
 
     def _on_frame(self, frame: bytes) -> None:
-        (cid,) = struct.unpack_from(">i", frame)
-        entry = self._pending.get(cid)
-        if entry is None:
-            return   # timed out already
-        api_key, version, fut = entry
         try:
-            _, body = decode_response(api_key, version, frame)
-        except ProtocolError as e:
-            self._fail_all(PeerUnavailable(f"{self.address}: undecodable response: {e}"))
+            cid, body = self.pipeline.complete(frame)
+        except PeerUnavailable as e:
+            self._fail_all(PeerUnavailable(f"{self.address}: {e}"))
             return
-        if not fut.done():
+        fut = self._pending.get(cid)
+        if body is not None and fut is not None and not fut.done():
             fut.set_result(body)
 
     def _fail_all(self, exc: Exception) -> None:
         if self._transport is not None:
             self._transport.abort()
             self._transport = None
-        for _, _, fut in self._pending.values():
+        self.pipeline.reset()
+        for fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(exc)
         self._pending.clear()

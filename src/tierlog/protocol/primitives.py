@@ -51,6 +51,8 @@ __all__ = [
     "encode_varlong",
     "skip_tagged_fields",
     "take",
+    "write_uvarint",
+    "write_varlong",
 ]
 
 
@@ -83,17 +85,22 @@ _ONE_BYTE = [bytes((i,)) for i in range(128)]
 
 # -- varints -----------------------------------------------------------------
 
-def encode_uvarint(value: int) -> bytes:
-    """Unsigned LEB128 varint (Kafka's ``UNSIGNED_VARINT``)."""
-    if 0 <= value < 128:
-        return _ONE_BYTE[value]
+def write_uvarint(out: bytearray, value: int) -> None:
+    """Append ``value`` as an unsigned LEB128 varint: the one varint loop of tierlog."""
     if value < 0:
         raise ValueError(f"unsigned varint cannot hold {value}")
-    out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
+
+
+def encode_uvarint(value: int) -> bytes:
+    """Unsigned LEB128 varint (Kafka's ``UNSIGNED_VARINT``)."""
+    if 0 <= value < 128:
+        return _ONE_BYTE[value]
+    out = bytearray()
+    write_uvarint(out, value)
     return bytes(out)
 
 
@@ -125,6 +132,9 @@ def decode_uvarint(buf, pos: int) -> tuple[int, int]:
 
 def decode_uvarlong(buf, pos: int) -> tuple[int, int]:
     """Unsigned varint of at most 10 bytes."""
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
     return _decode_unsigned(buf, pos, _UVARLONG_MAX_BYTES)
 
 
@@ -142,11 +152,20 @@ def decode_varint(buf, pos: int) -> tuple[int, int]:
     return (raw >> 1) ^ -(raw & 1), pos
 
 
-def encode_varlong(value: int) -> bytes:
-    """Zigzag-encoded signed 64-bit varint."""
+def _zigzag64(value: int) -> int:
     if not -(1 << 63) <= value < (1 << 63):
         raise ValueError(f"varlong out of int64 range: {value}")
-    return encode_uvarint(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+    return ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+
+
+def encode_varlong(value: int) -> bytes:
+    """Zigzag-encoded signed 64-bit varint."""
+    return encode_uvarint(_zigzag64(value))
+
+
+def write_varlong(out: bytearray, value: int) -> None:
+    """Append ``value`` as a zigzag varlong (record fields are built this way)."""
+    write_uvarint(out, _zigzag64(value))
 
 
 def decode_varlong(buf, pos: int) -> tuple[int, int]:

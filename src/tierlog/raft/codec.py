@@ -1,18 +1,26 @@
 """LogBatch <-> record batch v2 bytes, and the control records the quorum writes.
 
-Control record keys are (version int16 = 0, type int16). Types used here: 2 leader
-change, 3 snapshot header, 4 snapshot footer. Their values are flexible version-0
-messages: LeaderChange {Version int16, LeaderId int32, Voters [VoterId int32],
-GrantingVoters [VoterId int32]}, SnapshotHeader {Version int16,
-LastContainedLogTimestamp int64}, SnapshotFooter {Version int16}, each ending with
-an empty tagged-field section.
+Control record keys and values (types 2 LeaderChange, 3 SnapshotHeader, 4
+SnapshotFooter) are declared in ``protocol/messages/control_records.py`` and go
+through the schema codec; the quorum writes version 0 of each.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 
+from tierlog.protocol.messages.control_records import (
+    LEADER_CHANGE,
+    SNAPSHOT_FOOTER,
+    SNAPSHOT_HEADER,
+    decode_control_key,
+    decode_snapshot_header,
+    encode_control_key,
+    encode_leader_change,
+    encode_snapshot_footer,
+    encode_snapshot_header,
+)
+from tierlog.protocol.primitives import ProtocolError
 from tierlog.raft.types import LogBatch
 from tierlog.records import Record, build_batch, decode_batches
 
@@ -24,84 +32,42 @@ __all__ = [
     "encode_log_batch",
     "encode_log_batches",
     "leader_change_value",
-    "parse_leader_change",
     "parse_snapshot_header",
     "snapshot_footer_value",
     "snapshot_header_value",
 ]
 
-LEADER_CHANGE = 2
-SNAPSHOT_HEADER = 3
-SNAPSHOT_FOOTER = 4
-
-_KEY = struct.Struct(">hh")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-
 
 def control_key(record_type: int) -> bytes:
-    return _KEY.pack(0, record_type)
+    return encode_control_key(record_type)
 
 
 def control_type(key: bytes | None) -> int:
-    if key is None or len(key) < 4:
+    """The control type of a record key; -1 for a missing or malformed key."""
+    if key is None:
         return -1
-    return _KEY.unpack_from(key)[1]
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-
-
-def _id_array(ids: Iterable[int]) -> bytes:
-    ids = list(ids)
-    return _uvarint(len(ids) + 1) + b"".join(_I32.pack(i) + b"\x00" for i in ids)
+    try:
+        return decode_control_key(key)
+    except ProtocolError:
+        return -1
 
 
 def leader_change_value(leader_id: int, voters: Iterable[int], granting: Iterable[int]) -> bytes:
-    return _I16.pack(0) + _I32.pack(leader_id) + _id_array(sorted(voters)) + _id_array(sorted(granting)) + b"\x00"
-
-
-def parse_leader_change(value: bytes) -> tuple[int, list[int]]:
-    """(leader id, voters) of a LeaderChange value."""
-    leader = _I32.unpack_from(value, 2)[0]
-    n, pos = _read_uvarint(value, 6)
-    voters = []
-    for _ in range(n - 1):
-        voters.append(_I32.unpack_from(value, pos)[0])
-        pos += 4
-        tags, pos = _read_uvarint(value, pos)
-        assert tags == 0
-    return leader, voters
+    """A version-0 LeaderChange payload, voters sorted by id."""
+    return encode_leader_change(leader_id, sorted(voters), sorted(granting))
 
 
 def snapshot_header_value(last_contained_ts_ms: int) -> bytes:
-    return _I16.pack(0) + _I64.pack(last_contained_ts_ms) + b"\x00"
+    return encode_snapshot_header(last_contained_ts_ms)
 
 
 def parse_snapshot_header(value: bytes) -> int:
-    return _I64.unpack_from(value, 2)[0]
+    """LastContainedLogTimestamp of a SnapshotHeader payload; ProtocolError if malformed."""
+    return decode_snapshot_header(value)["LastContainedLogTimestamp"]
 
 
 def snapshot_footer_value() -> bytes:
-    return _I16.pack(0) + b"\x00"
+    return encode_snapshot_footer()
 
 
 def encode_log_batch(batch: LogBatch, control_record_type: int = LEADER_CHANGE) -> bytes:

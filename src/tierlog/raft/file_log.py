@@ -13,10 +13,10 @@ point is passed), which re-adds the epochs of the batches found.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tierlog.clock import wall_clock_ms
 from tierlog.raft.codec import decode_log_batches, encode_log_batch, encode_log_batches
 from tierlog.raft.log import ReplicatedLog
 from tierlog.raft.types import LogBatch
@@ -30,10 +30,6 @@ METADATA_PARTITION_DIR = "__cluster_metadata-0"
 START_FILE = "raft-log-start"
 
 
-def _wall_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class FileLog(ReplicatedLog):
     def __init__(self, log: Log, start: int, start_epoch: int, clock_ms: Callable[[], int]):
         self._log = log
@@ -43,7 +39,7 @@ class FileLog(ReplicatedLog):
 
     @classmethod
     def open(cls, directory: Path | str, *, segment_bytes: int = 64 * 1024 * 1024,
-             clock_ms: Callable[[], int] = _wall_ms) -> FileLog:
+             clock_ms: Callable[[], int] = wall_clock_ms) -> FileLog:
         """Open (or create) the log in ``directory`` (the ``__cluster_metadata-0`` dir)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from tierlog.protocol.primitives import ProtocolError, decode_varlong, write_varlong
 from tierlog.records.errors import CORRUPT_MESSAGE, InvalidRecordError
-from tierlog.records.varint import read_varint, write_varint
 
-__all__ = ["Record", "decode_record", "encode_record"]
+__all__ = ["Record", "decode_record", "encode_record", "read_varint"]
 
 
 class Record(NamedTuple):
@@ -32,15 +32,15 @@ class Record(NamedTuple):
 def encode_record(out: bytearray, record: Record, offset_delta: int, timestamp_delta: int) -> None:
     """Append ``record`` (length-prefixed) to ``out``."""
     body = bytearray(b"\x00")  # attributes
-    write_varint(body, timestamp_delta)
-    write_varint(body, offset_delta)
+    write_varlong(body, timestamp_delta)
+    write_varlong(body, offset_delta)
     _write_bytes(body, record.key)
     _write_bytes(body, record.value)
-    write_varint(body, len(record.headers))
+    write_varlong(body, len(record.headers))
     for name, value in record.headers:
         _write_bytes(body, name.encode("utf-8"))
         _write_bytes(body, value)
-    write_varint(out, len(body))
+    write_varlong(out, len(body))
     out += body
 
 
@@ -62,6 +62,15 @@ def decode_record(buf, pos: int, base_offset: int, base_timestamp: int) -> tuple
     return record, offset_delta, end
 
 
+def read_varint(buf, pos: int) -> tuple[int, int]:
+    """A record field's zigzag varint (protocol's varlong decoder, up to 64 bits) at
+    ``pos``: (value, position after it); a truncated or overlong one is CORRUPT_MESSAGE."""
+    try:
+        return decode_varlong(buf, pos)
+    except (ProtocolError, IndexError) as e:
+        raise InvalidRecordError(CORRUPT_MESSAGE, f"malformed varint at {pos}: {e or 'truncated'}") from None
+
+
 def _read_headers(buf, pos: int, end: int) -> tuple[list[tuple[str, bytes | None]], int]:
     count, pos = read_varint(buf, pos)
     if count < 0 or count > end - pos:
@@ -78,9 +87,9 @@ def _read_headers(buf, pos: int, end: int) -> tuple[list[tuple[str, bytes | None
 
 def _write_bytes(out: bytearray, data: bytes | None) -> None:
     if data is None:
-        write_varint(out, -1)
+        write_varlong(out, -1)
         return
-    write_varint(out, len(data))
+    write_varlong(out, len(data))
     out += data
 
 

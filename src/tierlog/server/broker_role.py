@@ -16,8 +16,7 @@ import logging
 
 from tierlog.broker.controller_channel import ControllerChannel, ControllerUnavailable
 from tierlog.broker.lifecycle import BrokerLifecycleManager, BrokerState
-
-from .raft_driver import wall_clock_ms
+from tierlog.clock import wall_clock_ms
 
 __all__ = ["LifecycleLoop", "MetadataView"]
 

@@ -14,6 +14,7 @@ import inspect
 import logging
 from typing import NamedTuple
 
+from tierlog.clock import wall_clock_ms
 from tierlog.controller.quorum_controller import (
     SUPPORTED_APIS,
     QuorumController,
@@ -25,7 +26,7 @@ from tierlog.protocol import APIS, ApiKey, ErrorCode
 from tierlog.raft import wire
 from tierlog.raft.types import LeaderAndEpoch, NotLeaderError
 
-from .raft_driver import NotLeaderAnymore, RaftDriver, wall_clock_ms
+from .raft_driver import NotLeaderAnymore, RaftDriver
 
 __all__ = ["CONTROLLER_APIS", "ControllerServer", "describe_quorum_response"]
 

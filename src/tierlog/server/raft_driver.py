@@ -19,21 +19,17 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
-import time
 from concurrent.futures import ThreadPoolExecutor
 
+from tierlog.clock import wall_clock_ms
 from tierlog.net.client import Peers, PeerUnavailable
 from tierlog.raft import wire
 from tierlog.raft.node import Output, RaftNode
 
-__all__ = ["RaftDriver", "wall_clock_ms"]
+__all__ = ["RaftDriver"]
 
 log = logging.getLogger(__name__)
 TICK_MAX_S = 1.0
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class RaftDriver:

@@ -6,11 +6,11 @@ Offsets kept in Spark's checkpoint have the Kafka source's JSON form:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from itertools import pairwise
 
 from tierlog.client import EARLIEST, LATEST, Cluster
+from tierlog.clock import monotonic_ms
 from tierlog.spark.options import OffsetSpec, OptionError, SourceOptions
 
 __all__ = ["OffsetRange", "discover", "from_json", "rate_limit", "resolve", "split_ranges", "to_json"]
@@ -129,10 +129,10 @@ class TriggerClock:
     """When the last batch was planned (for minOffsetsPerTrigger with maxTriggerDelay)."""
 
     def __init__(self):
-        self.last_ms = time.monotonic() * 1000
+        self.last_ms = monotonic_ms()
 
     def due(self, delay_ms: int) -> bool:
-        return time.monotonic() * 1000 - self.last_ms >= delay_ms
+        return monotonic_ms() - self.last_ms >= delay_ms
 
     def reset(self) -> None:
-        self.last_ms = time.monotonic() * 1000
+        self.last_ms = monotonic_ms()

@@ -32,7 +32,13 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from tierlog.client import EARLIEST, LATEST, Cluster, read_range
+from tierlog.client import (
+    EARLIEST,
+    LATEST,
+    Cluster,
+    read_range,
+    receive_message_max_bytes_for,
+)
 from tierlog.spark.options import (
     OptionError,
     SourceOptions,
@@ -98,7 +104,8 @@ class TierlogDataSource(DataSource):
 
 
 def _read_partition(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:
-    cluster = Cluster(opts.bootstrap_servers, client_id=opts.client_id, retry_timeout_s=opts.retry_timeout_s)
+    cluster = Cluster(opts.bootstrap_servers, client_id=opts.client_id, retry_timeout_s=opts.retry_timeout_s,
+                      receive_message_max_bytes=receive_message_max_bytes_for(opts.fetch_max_bytes))
     try:
         yield from read_range(cluster, part.topic, part.partition, part.start, part.end,
                               include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss,

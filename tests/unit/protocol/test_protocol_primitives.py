@@ -5,13 +5,29 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tierlog.protocol.primitives import (
-    ProtocolError, decode_bytes, decode_compact_bytes,
-    decode_compact_nullable_string, decode_compact_string,
-    decode_nullable_string, decode_string, decode_tagged_fields,
-    decode_uvarint, decode_uvarlong, decode_varint, decode_varlong,
-    encode_bytes, encode_compact_bytes, encode_compact_string, encode_string,
-    encode_tagged_fields, encode_uvarint, encode_varint, encode_varlong,
+    ProtocolError,
+    decode_bytes,
+    decode_compact_bytes,
+    decode_compact_nullable_string,
+    decode_compact_string,
+    decode_nullable_string,
+    decode_string,
+    decode_tagged_fields,
+    decode_uvarint,
+    decode_uvarlong,
+    decode_varint,
+    decode_varlong,
+    encode_bytes,
+    encode_compact_bytes,
+    encode_compact_string,
+    encode_string,
+    encode_tagged_fields,
+    encode_uvarint,
+    encode_varint,
+    encode_varlong,
     skip_tagged_fields,
+    write_uvarint,
+    write_varlong,
 )
 
 
@@ -50,6 +66,26 @@ def test_varlong_roundtrip(value):
     data = encode_varlong(value)
     assert len(data) <= 10
     assert decode_varlong(data, 0) == (value, len(data))
+
+
+@given(st.binary(max_size=3), st.integers(0, (1 << 64) - 1))
+def test_write_uvarint_appends_what_encode_returns(prefix, value):
+    out = bytearray(prefix)
+    write_uvarint(out, value)
+    assert bytes(out) == prefix + encode_uvarint(value)
+
+
+@given(st.integers(-(1 << 63), (1 << 63) - 1))
+def test_write_varlong_appends_what_encode_returns(value):
+    out = bytearray(b"\x07")
+    write_varlong(out, value)
+    assert bytes(out) == b"\x07" + encode_varlong(value)
+    assert decode_varlong(out, 1) == (value, len(out))
+
+
+def test_write_varlong_refuses_values_beyond_int64():
+    with pytest.raises(ValueError):
+        write_varlong(bytearray(), 1 << 63)
 
 
 def test_overlong_varints_are_rejected():

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kafka_codec
 
+from tierlog.protocol.primitives import encode_varlong, write_varlong
 from tierlog.records import (
     CORRUPT_MESSAGE,
     UNSUPPORTED_COMPRESSION_TYPE,
@@ -18,24 +19,24 @@ from tierlog.records import (
     InvalidRecordError,
 )
 from tierlog.records.compression import XERIAL_HEADER, compress, decompress
-from tierlog.records.varint import read_varint, varint_size, write_varint
+from tierlog.records.record import read_varint
 
 CODECS = list(CompressionType)
 
 
 @given(st.integers(min_value=-(2**63), max_value=2**63 - 1))
 def test_varint_round_trip(value):
-    out = bytearray()
-    write_varint(out, value)
-    assert len(out) == varint_size(value)
-    assert read_varint(out, 0) == (value, len(out))
+    out = bytearray(b"\xff")
+    write_varlong(out, value)
+    assert bytes(out[1:]) == encode_varlong(value)
+    assert read_varint(out, 1) == (value, len(out))
 
 
 @pytest.mark.parametrize("value, encoded", [(0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (63, b"\x7e"),
                                             (-64, b"\x7f"), (64, b"\x80\x01"), (300, b"\xd8\x04")])
 def test_varint_zigzag_encoding_matches_protobuf(value, encoded):
     out = bytearray()
-    write_varint(out, value)
+    write_varlong(out, value)
     assert bytes(out) == encoded
 
 

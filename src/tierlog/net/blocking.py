@@ -1,0 +1,121 @@
+"""A blocking Kafka connection to one broker, the plain-socket shell of
+``net.request_pipeline`` (for the CLI and Spark tasks, which have no event loop).
+
+``send`` returns the correlation id and ``receive`` reads the oldest
+outstanding request's answer, so requests may be pipelined; ``request`` is
+one round trip. Each call has a timeout (the connection's ``timeout_s`` unless
+given) that covers the whole call. Any failure, a timeout, a closed socket or
+a protocol violation raises ``PeerUnavailable`` and closes the connection:
+a half-read answer leaves nothing usable.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from tierlog.net.request_pipeline import (
+    RECEIVE_MESSAGE_MAX_BYTES,
+    SIZE,
+    PeerUnavailable,
+    RequestPipeline,
+)
+
+__all__ = ["BlockingConnection"]
+
+_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024
+
+
+class BlockingConnection:
+    """A socket to ``host:port`` with Kafka framing and correlation ids."""
+
+    def __init__(self, host: str, port: int, *, client_id: str, timeout_s: float,
+                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES):
+        self.host, self.port = host, port
+        self.timeout_s = timeout_s
+        self.pipeline = RequestPipeline(client_id, receive_message_max_bytes)
+        try:
+            self._sock: socket.socket | None = socket.create_connection((host, port), timeout=timeout_s)
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RECEIVE_BUFFER_BYTES)
+        except OSError as e:
+            reason = _reason(e)
+            raise PeerUnavailable(f"cannot connect to {self.address}: {reason}", reason) from None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def send(self, api_key: int, version: int, body: dict, timeout_s: float | None = None) -> int:
+        """Send one request; its correlation id."""
+        sock = self._open_socket()
+        cid, frame = self.pipeline.request(api_key, version, body)
+        try:
+            sock.settimeout(self.timeout_s if timeout_s is None else timeout_s)
+            sock.sendall(frame)
+        except OSError as e:
+            self._fail(f"send to {self.address} failed", _reason(e))
+        return cid
+
+    def receive(self, timeout_s: float | None = None) -> dict:
+        """The body of the oldest outstanding request's response."""
+        assert self.pipeline.in_flight, "receive with no request outstanding"
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        try:
+            size = self.pipeline.frame_size(self._read(SIZE.size, deadline))
+            _, body = self.pipeline.complete(self._read(size, deadline))
+        except PeerUnavailable as e:
+            self._fail(self.address, e.reason)
+        assert body is not None, "a blocking connection abandons no request"
+        return body
+
+    def request(self, api_key: int, version: int, body: dict, timeout_s: float | None = None) -> dict:
+        """One round trip within ``timeout_s`` (the connection's by default)."""
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout_s
+        self.send(api_key, version, body, timeout_s)
+        return self.receive(max(0.0, deadline - time.monotonic()))
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self._sock = None
+        self.pipeline.reset()
+
+    def _open_socket(self) -> socket.socket:
+        if self._sock is None:
+            raise PeerUnavailable(f"connection to {self.address} is closed")
+        return self._sock
+
+    def _fail(self, what: str, reason: str):
+        self.close()
+        raise PeerUnavailable(f"{what}: {reason}", reason)
+
+    def _read(self, n: int, deadline: float) -> memoryview:
+        sock = self._open_socket()
+        view = memoryview(bytearray(n))
+        got = 0
+        try:
+            while got < n:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                sock.settimeout(remaining)
+                k = sock.recv_into(view[got:], n - got)
+                if k == 0:
+                    raise PeerUnavailable("the server closed the connection")
+                got += k
+        except TimeoutError:
+            raise PeerUnavailable("timed out") from None
+        except OSError as e:
+            raise PeerUnavailable(_reason(e)) from None
+        return view
+
+
+def _reason(exc: OSError) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return exc.strerror or str(exc) or type(exc).__name__
