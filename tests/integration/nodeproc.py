@@ -62,7 +62,9 @@ class NodeProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self, timeout: float = 30) -> int:
+        """SIGTERM and wait; a node paused with SIGSTOP is resumed first (it would not act on SIGTERM)."""
         if self.alive():
+            self.proc.send_signal(signal.SIGCONT)
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(timeout)
         return self.proc.returncode if self.proc else 0
