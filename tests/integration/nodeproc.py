@@ -39,10 +39,9 @@ class NodeProcess:
     def start(self) -> NodeProcess:
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "node", "--config",
-                                      str(self.config_path)], stdout=subprocess.PIPE, stderr=log, text=True)
-        log.close()
+        with open(self.log_path, "ab") as log:      # the child keeps its own descriptor
+            self.proc = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "node", "--config",
+                                          str(self.config_path)], stdout=subprocess.PIPE, stderr=log, text=True)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()

@@ -5,7 +5,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from nodeproc import NodeProcess     # tests/integration, on pytest's pythonpath (pyproject.toml)
+from nodeproc import (
+    NodeProcess,  # tests/integration, on pytest's pythonpath (pyproject.toml)
+)
 
 
 def _java_found() -> bool:

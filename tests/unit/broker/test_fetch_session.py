@@ -2,8 +2,13 @@ import random
 
 import pytest
 
-from tierlog.broker.fetch_session import (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
-                                          FetchSessionCache, FetchSessionError, SessionPartition)
+from tierlog.broker.fetch_session import (
+    FETCH_SESSION_ID_NOT_FOUND,
+    INVALID_FETCH_SESSION_EPOCH,
+    FetchSessionCache,
+    FetchSessionError,
+    SessionPartition,
+)
 
 
 def sp(p, offset=0):

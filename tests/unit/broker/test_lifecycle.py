@@ -1,7 +1,13 @@
 import pytest
 
-from tierlog.broker.lifecycle import (BROKER_HEARTBEAT, BROKER_REGISTRATION, FAST_HEARTBEAT_MS,
-                                      BrokerLifecycleManager, BrokerState, Endpoint)
+from tierlog.broker.lifecycle import (
+    BROKER_HEARTBEAT,
+    BROKER_REGISTRATION,
+    FAST_HEARTBEAT_MS,
+    BrokerLifecycleManager,
+    BrokerState,
+    Endpoint,
+)
 from tierlog.protocol.errors import ErrorCode
 
 INC = bytes(range(16))
