@@ -160,6 +160,26 @@ class Cluster:
                 "AllowAutoTopicCreation": False, "IncludeTopicAuthorizedOperations": False}
         return request("127.0.0.1", broker.port, METADATA, body, version=12)
 
+    def partitions(self, broker: NodeProcess, topic: str) -> list[dict]:
+        """``topic``'s partitions in ``broker``'s Metadata answer, by index; [] while it does not know the topic."""
+        topics = self.metadata(broker, [topic])["Topics"]
+        if not topics or topics[0]["ErrorCode"] != 0:
+            return []
+        return sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"])
+
+    def live_partitions(self, topic: str, count: int) -> list[dict]:
+        """``topic``'s partitions from the first live broker that knows all ``count`` of them ([] if none)."""
+        for b in self.brokers:
+            if not b.alive():
+                continue
+            try:
+                ps = self.partitions(b, topic)
+            except OSError:
+                continue
+            if len(ps) == count:
+                return ps
+        return []
+
 
 @contextmanager
 def running(cluster: Cluster) -> Iterator[Cluster]:

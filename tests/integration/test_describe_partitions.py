@@ -74,10 +74,8 @@ def test_kafka_python_pages_through_every_partition(node):
 
 
 def _partition(cluster, broker, topic) -> dict | None:
-    topics = cluster.metadata(broker, [topic])["Topics"]
-    if not topics or topics[0]["ErrorCode"] or not topics[0]["Partitions"]:
-        return None
-    return topics[0]["Partitions"][0]
+    ps = cluster.partitions(broker, topic)
+    return ps[0] if ps else None
 
 
 def _cli_table_row(text: str) -> dict:

@@ -58,10 +58,8 @@ def _create_topic(cluster, topic, configs=None):
 
 def _partition(cluster, broker, topic) -> dict | None:
     """Partition 0 of ``topic`` in ``broker``'s Metadata answer (LeaderId, LeaderEpoch, IsrNodes, ...)."""
-    topics = cluster.metadata(broker, [topic])["Topics"]
-    if not topics or topics[0]["ErrorCode"] != 0 or not topics[0]["Partitions"]:
-        return None
-    return topics[0]["Partitions"][0]
+    ps = cluster.partitions(broker, topic)
+    return ps[0] if ps else None
 
 
 def _isr(cluster, broker, topic) -> set[int] | None:

@@ -36,23 +36,11 @@ ELECTION_NOT_NEEDED = 84
 # -- helpers ----------------------------------------------------------------------------------------
 
 def _partitions(cluster, broker, topic=TOPIC) -> list[dict]:
-    topics = cluster.metadata(broker, [topic])["Topics"]
-    if not topics or topics[0]["ErrorCode"] != 0:
-        return []
-    return sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"])
+    return cluster.partitions(broker, topic)
 
 
 def _live(cluster, topic=TOPIC, partitions=PARTITIONS) -> list[dict]:
-    """The topic's partitions from the first live broker that knows all of them."""
-    for b in cluster.brokers:
-        if b.alive():
-            try:
-                ps = _partitions(cluster, b, topic)
-            except OSError:
-                continue
-            if len(ps) == partitions:
-                return ps
-    return []
+    return cluster.live_partitions(topic, partitions)
 
 
 def _create(cluster, topic=TOPIC, partitions=PARTITIONS, assignment=None, configs=None):

@@ -36,9 +36,7 @@ def _partitions(cluster, topic, brokers=None) -> dict[int, list[dict]]:
     out = {}
     for b in brokers or cluster.brokers:
         if b.alive():
-            topics = cluster.metadata(b, [topic])["Topics"]
-            out[b.node_id] = sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"]) \
-                if topics and topics[0]["ErrorCode"] == 0 else []
+            out[b.node_id] = cluster.partitions(b, topic)
     return out
 
 

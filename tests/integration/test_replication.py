@@ -22,8 +22,7 @@ def _ends(cluster) -> dict[int, list[int]]:
 
 
 def _partitions(cluster, broker) -> list[dict]:
-    topics = cluster.metadata(broker, [TOPIC])["Topics"]
-    return sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"]) if topics else []
+    return cluster.partitions(broker, TOPIC)
 
 
 def test_replication_factor_3_survives_kill9_of_a_leader(cluster):

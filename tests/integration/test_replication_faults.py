@@ -16,25 +16,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 PARTITIONS = 3
 
 
-def _partitions(cluster, broker, topic) -> list[dict]:
-    topics = cluster.metadata(broker, [topic])["Topics"]
-    if not topics or topics[0]["ErrorCode"] != 0:
-        return []
-    return sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"])
-
-
 def _live_partitions(cluster, topic) -> list[dict]:
-    """Partition metadata from the first live broker that answers with the whole topic."""
-    for b in cluster.brokers:
-        if not b.alive():
-            continue
-        try:
-            ps = _partitions(cluster, b, topic)
-        except OSError:
-            continue
-        if len(ps) == PARTITIONS:
-            return ps
-    return []
+    return cluster.live_partitions(topic, PARTITIONS)
 
 
 def _create_topic(cluster, topic, configs=None):
@@ -45,7 +28,7 @@ def _create_topic(cluster, topic, configs=None):
 
     def everywhere():
         return all(len(ps) == PARTITIONS and all(p["LeaderId"] >= 0 and len(p["IsrNodes"]) == 3 for p in ps)
-                   for ps in (_partitions(cluster, b, topic) for b in cluster.brokers))
+                   for ps in (cluster.partitions(b, topic) for b in cluster.brokers))
     wait_for(everywhere, 20, f"{topic} with a leader and a full ISR on every broker")
 
 
