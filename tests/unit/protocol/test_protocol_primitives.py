@@ -5,12 +5,26 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tierlog.protocol.primitives import (
-    ProtocolError, decode_bytes, decode_compact_bytes,
-    decode_compact_nullable_string, decode_compact_string,
-    decode_nullable_string, decode_string, decode_tagged_fields,
-    decode_uvarint, decode_uvarlong, decode_varint, decode_varlong,
-    encode_bytes, encode_compact_bytes, encode_compact_string, encode_string,
-    encode_tagged_fields, encode_uvarint, encode_varint, encode_varlong,
+    ProtocolError,
+    decode_bytes,
+    decode_compact_bytes,
+    decode_compact_nullable_string,
+    decode_compact_string,
+    decode_nullable_string,
+    decode_string,
+    decode_tagged_fields,
+    decode_uvarint,
+    decode_uvarlong,
+    decode_varint,
+    decode_varlong,
+    encode_bytes,
+    encode_compact_bytes,
+    encode_compact_string,
+    encode_string,
+    encode_tagged_fields,
+    encode_uvarint,
+    encode_varint,
+    encode_varlong,
     skip_tagged_fields,
 )
 
