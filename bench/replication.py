@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 from brokers import free_port
 from machine import facts as machine_facts
 
-from tierlog.cli.parent_watch import child_env
+from tierlog.parent_watch import child_env
 
 RECORD_SIZE = 1024
 MIB = 1 << 20

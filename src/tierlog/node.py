@@ -7,10 +7,12 @@ broker role serves clients from them, the controller role (``QuorumController``)
 writes new records as the quorum leader.
 
 Start-up order: meta.properties, the Raft replica (loading the latest snapshot
-and the log), the controller role, the broker role (logs, registration), the
-listeners; a broker reports ready (the ``node ...`` line) once the controller
-has unfenced it.  ``stop()`` runs the broker's controlled shutdown, resigns
-quorum leadership, closes listeners, flushes logs.
+and the log), the controller role, the broker role: its listeners are bound
+first (registration names their ports), then the broker is built whole and
+served, registers, and once the controller has unfenced it starts replicating;
+it reports ready (the ``node ...`` line) then.  ``stop()`` runs the broker's
+controlled shutdown, cancels and awaits every background task, resigns quorum
+leadership, closes listeners, flushes logs.
 
 A node with both roles and no ``controller.quorum.voters`` is a quorum of one
 (development mode): it needs no controller listener.
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from tierlog.broker.apis import REGISTRY as BROKER_APIS
 from tierlog.broker.broker import Broker, wall_clock_ms
+from tierlog.broker.controller_channel import ControllerChannel
 from tierlog.broker.lifecycle import BrokerLifecycleManager, Endpoint
 from tierlog.broker.replica_manager import ReplicaManager
 from tierlog.config import ConfigError, NodeConfig, parse_properties
@@ -37,12 +40,12 @@ from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
 from tierlog.net.client import Peers
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
-from tierlog.net.server import Limits, Server
+from tierlog.net.server import Limits, Server, bind
+from tierlog.net.tasks import TaskSet
 from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
 from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
 from tierlog.raft.file_snapshots import FileSnapshotStore
 from tierlog.server.broker_role import LifecycleLoop, MetadataView
-from tierlog.server.controller_channel import ControllerChannel
 from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
 from tierlog.server.raft_driver import RaftDriver
 from tierlog.storage import LogManager
@@ -59,29 +62,34 @@ READY_TIMEOUT_S = 120
 
 
 class _Listener:
-    """Raft listener fan-out: the loader first, then the controller role."""
+    """Raft listener fan-out: the loader first, then the controller role (None: not a controller).
 
-    def __init__(self, loader: MetadataLoader):
+    ``generator`` is set once the Raft replica exists (it snapshots through the replica);
+    a snapshot loaded while the replica opens finds none, and a new generator starts with
+    nothing pending, as after a load.
+    """
+
+    def __init__(self, loader: MetadataLoader, controller_server: ControllerServer | None):
         self.loader = loader
-        self.controller: ControllerServer | None = None
+        self.controller_server = controller_server
         self.generator: SnapshotGenerator | None = None
 
     def handle_commit(self, batch) -> None:
         self.loader.handle_commit(batch)
-        if self.controller is not None:
-            self.controller.on_committed_image(self.loader.image, batch.last_offset)
+        if self.controller_server is not None:
+            self.controller_server.on_committed_image(self.loader.image, batch.last_offset)
 
     def handle_load_snapshot(self, reader) -> None:
         self.loader.handle_load_snapshot(reader)
         if self.generator is not None:
             self.generator.on_snapshot_loaded(reader.snapshot_id.offset, wall_clock_ms())
-        if self.controller is not None and not self.controller.controller.active:
-            self.controller.controller.load_image(self.loader.image)
+        if self.controller_server is not None and not self.controller_server.quorum_controller.active:
+            self.controller_server.quorum_controller.load_image(self.loader.image)
 
     def handle_leader_change(self, leader) -> None:
         self.loader.handle_leader_change(leader)
-        if self.controller is not None:
-            self.controller.on_leader_change(leader, self.loader.image)
+        if self.controller_server is not None:
+            self.controller_server.on_leader_change(leader, self.loader.image)
 
 
 class Node:
@@ -93,7 +101,8 @@ class Node:
         self.driver: RaftDriver | None = None
         self.controller_server: ControllerServer | None = None
         self.lifecycle: LifecycleLoop | None = None
-        self._tasks: list[asyncio.Task] = []
+        self.broker: Broker | None = None
+        self._tasks = TaskSet(f"node {config.node_id}")
         self._ports: dict[str, int] = {}            # listener name -> bound port
         self.peers: Peers | None = None
         self.replicas: ReplicaManager | None = None
@@ -112,13 +121,12 @@ class Node:
         self.peers = Peers(f"tierlog-node-{cfg.node_id}",
                            {n: a for n, a in voters.items() if a is not None and n != cfg.node_id})
         loader = MetadataLoader(cluster_id=cluster_id)
-        listener = _Listener(loader)
         self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000)
         if "controller" in cfg.roles:
-            controller = QuorumController(cfg.node_id, ControllerConfig.from_props(cfg, cfg.topic_defaults(),
-                                                                                 cluster_id),
-                                          random.Random(), wall_clock_ms())
-            self.controller_server = listener.controller = ControllerServer(cfg.node_id, self.driver, controller)
+            controller_config = ControllerConfig.from_props(cfg, cfg.topic_defaults(), cluster_id)
+            quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms())
+            self.controller_server = ControllerServer(cfg.node_id, self.driver, quorum_controller)
+        listener = _Listener(loader, self.controller_server)
         raft = self._open_raft(cluster_id, frozenset(voters), listener)
         listener.generator = SnapshotGenerator.from_config(raft.create_snapshot, _snapshot_settings(cfg),
                                                            wall_clock_ms())
@@ -130,7 +138,7 @@ class Node:
             await self._serve(listener_cfg, RequestDispatcher(self.controller_server, CONTROLLER_APIS))
         if self.is_broker:
             await self._start_broker(cluster_id, loader, list(voters))
-        self._tasks.append(asyncio.get_running_loop().create_task(self._ticker(listener, loader)))
+        self._tasks.spawn(self._ticker(listener, loader), name="node-ticker")
         log.info("node %d (%s) serving %s (cluster %s)", cfg.node_id, ",".join(sorted(cfg.roles)),
                  ", ".join(f"{h}:{p}" for h, p in self.bound), cluster_id)
 
@@ -152,21 +160,26 @@ class Node:
     async def _start_broker(self, cluster_id: str, loader: MetadataLoader, voters: list[int]) -> None:
         cfg = self.config
         self.logs = LogManager(cfg.log_dirs, wall_clock_ms(), cfg["log.retention.check.interval.ms"])
-        replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms)
-        view = MetadataView(loader)
-        channel = ControllerChannel(self.peers, voters, lambda: loader.image.controller_id if
-                                    loader.image.controller_id >= 0 else None,
-                                    cfg["controller.quorum.request.timeout.ms"] / 1000,
-                                    cfg.node_id, self.controller_server)
-        broker = Broker(cfg, view, channel, replicas, api_versions_list(BROKER_APIS))
-        for listener_cfg in cfg.broker_listeners:
-            await self._serve(listener_cfg, RequestDispatcher(broker, BROKER_APIS))
-        endpoints = [self._endpoint(lst) for lst in cfg.broker_listeners]
-        manager = BrokerLifecycleManager(cfg.node_id, uuid.uuid4().bytes, endpoints, cfg["broker.rack"], cfg,
-                                         cluster_id=cluster_id)
-        self.lifecycle = broker.lifecycle = LifecycleLoop(
-            manager, channel, lambda: loader.image.provenance.last_contained_offset,
-            cfg["controller.quorum.request.timeout.ms"] / 1000)
+        sockets = [(listener_cfg, bind(listener_cfg.host, listener_cfg.port)) for listener_cfg in cfg.broker_listeners]
+        for listener_cfg, sock in sockets:
+            self._ports[listener_cfg.name] = sock.getsockname()[1]
+        manager = BrokerLifecycleManager(cfg.node_id, uuid.uuid4().bytes,
+                                         [self._endpoint(lst) for lst in cfg.broker_listeners], cfg["broker.rack"],
+                                         cfg, cluster_id=cluster_id)
+        controller_channel = ControllerChannel(self.peers, voters, lambda: loader.image.controller_id if
+                                               loader.image.controller_id >= 0 else None,
+                                               cfg["controller.quorum.request.timeout.ms"] / 1000,
+                                               cfg.node_id, self.controller_server)
+        self.replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms, controller_channel,
+                                       lambda: manager.broker_epoch, lambda: loader.image,
+                                       {k: cfg[k] for k in REPLICATION_SETTINGS})
+        self.broker = Broker(cfg, MetadataView(loader), controller_channel, self.replicas, manager,
+                             api_versions_list(BROKER_APIS))
+        for listener_cfg, sock in sockets:
+            await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS), sock)
+        self.lifecycle = LifecycleLoop(manager, controller_channel,
+                                       lambda: loader.image.provenance.last_contained_offset,
+                                       cfg["controller.quorum.request.timeout.ms"] / 1000)
         self.lifecycle.start()
         try:
             await asyncio.wait_for(self.lifecycle.wait_running(), READY_TIMEOUT_S)
@@ -175,9 +188,8 @@ class Node:
                               "is the controller quorum reachable?") from None
         # Only an image caught up with the metadata log (unfenced) may decide which local
         # logs to keep: an image replayed halfway would look like deleted topics.
-        self.replicas = replicas
-        replicas.start_replication(channel, broker.broker_epoch, lambda: loader.image,
-                                   {k: cfg[k] for k in REPLICATION_SETTINGS})
+        replicas = self.replicas
+        replicas.start()
         replicas.apply_image(loader.image)
         loader.subscribe(lambda image, delta: replicas.apply_image(image))
 
@@ -187,11 +199,12 @@ class Node:
         port = adv.port if adv is not listener_cfg and adv.port else self._ports[listener_cfg.name]
         return Endpoint(listener_cfg.name, adv.host or "127.0.0.1", port)
 
-    async def _serve(self, listener_cfg, dispatcher) -> None:
+    async def _serve(self, listener_cfg, dispatcher, sock=None) -> None:
+        """Serve ``listener_cfg`` on ``sock`` (bound already) or on a socket bound now."""
         cfg = self.config
         limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], cfg["max.connections"])
         server = Server(dispatcher, limits)
-        port = await server.start(listener_cfg.host, listener_cfg.port)
+        port = await server.serve(sock if sock is not None else bind(listener_cfg.host, listener_cfg.port))
         self.servers.append(server)
         self.bound.append((listener_cfg.host or "0.0.0.0", port))
         self._ports[listener_cfg.name] = port
@@ -217,12 +230,13 @@ class Node:
     async def stop(self) -> None:
         if self.lifecycle is not None:
             await self.lifecycle.shutdown()
-        for task in self._tasks:
-            task.cancel()
+        await self._tasks.close()
+        if self.broker is not None:
+            await self.broker.close()
         if self.replicas is not None:
-            self.replicas.stop_replication()
+            await self.replicas.stop()
         if self.controller_server is not None:
-            self.controller_server.stop()
+            await self.controller_server.stop()
         if self.driver is not None and self.driver.raft is not None:
             await self.driver.stop()
         for server in self.servers:

@@ -6,6 +6,13 @@ graceful resignations, client proposals and every node's RNG. Invariants are
 checked after every event; then the faults heal and a leader must be elected and a
 new write must commit on every node within a bounded virtual time.
 
+Persistence is modelled as the asyncio shell does it (RaftNode's Ready contract):
+an Output's quorum-state write and log flush take a random 0-3 ms on the node's
+one ordered writer, and the Output's messages (and those of every later Output)
+leave only after that. A crash in between loses the write and the messages.
+Checked at the moment a message leaves: the sender's persisted epoch is at least
+the message's, and a granted vote is on disk.
+
 Replay a failure: ``TIERLOG_SIM_SEED=<n> pytest tests/sim -k raft``.
 """
 
@@ -156,6 +163,8 @@ class Simulation:
         self.incarnation = dict.fromkeys(self.all_ids, 0)
         self.tokens: dict[int, dict[int, tuple[int, object]]] = {}
         self.tick_at: dict[int, int] = {}
+        self.persist_at: dict[int, int] = {}   # when the node's writer is done with what it was given
+        self.persisting: dict[int, int] = dict.fromkeys(self.all_ids, 0)  # Outputs not yet released
         self.queue: list = []
         self.seq = 0
         self.truth = Truth()
@@ -185,6 +194,8 @@ class Simulation:
         self.machines[i] = m
         self.incarnation[i] += 1
         self.tokens[i] = {}
+        self.persisting[i] = 0
+        self.persist_at.pop(i, None)
         node = RaftNode(i, self.voter_ids, d.log, d.snapshots, d.quorum, self.config,
                         random.Random(self.rng.getrandbits(64)), m, self.now)
         m.node = node
@@ -197,6 +208,8 @@ class Simulation:
         self.nodes[i] = None
         self.tokens[i] = {}
         self.tick_at.pop(i, None)
+        self.persist_at.pop(i, None)
+        self.persisting[i] = 0
         self.disks[i].log.crash()
         self.stats["crashes"] += 1
 
@@ -211,19 +224,50 @@ class Simulation:
         for _ in range(copies):
             self.push(self.now + self.rng.randint(1, self.params.max_delay_ms), kind, src, dst, *payload)
 
-    def apply_output(self, i: int, out) -> None:
-        for dst, req in out.sends:
-            self.send(i, dst, "req", req)
-        for token, resp in out.responses:
-            entry = self.tokens[i].pop(token, None)
-            if entry is not None:
-                requester, req = entry
-                self.send(i, requester, "resp", req, resp)
+    def apply_output(self, i: int, out, reply=None) -> None:
+        """Persist (on the node's ordered writer), then release the messages; ``reply`` is
+        (requester, request, response) answered at once by handle_request."""
+        if out.must_persist or self.persist_at.get(i, 0) > self.now or self.persisting[i]:
+            at = max(self.now, self.persist_at.get(i, 0)) + (self.rng.randint(0, 3) if out.must_persist else 0)
+            self.persist_at[i] = at
+            self.persisting[i] += 1
+            self.push(at, "persisted", i, self.incarnation[i], out, reply)
+        else:
+            self.release(i, out, reply)
         if out.next_deadline_ms < (1 << 61):
             at = max(out.next_deadline_ms, self.now)
             if self.tick_at.get(i) != at:
                 self.tick_at[i] = at
                 self.push(at, "tick", i, at)
+
+    def release(self, i: int, out, reply) -> None:
+        for dst, req in out.sends:
+            self.check_sent(i, req)
+            self.send(i, dst, "req", req)
+        if reply is not None:
+            requester, req, resp = reply
+            self.check_sent(i, resp, req)
+            self.send(i, requester, "resp", req, resp)
+        for token, resp in out.responses:
+            entry = self.tokens[i].pop(token, None)
+            if entry is not None:
+                requester, req = entry
+                self.check_sent(i, resp)
+                self.send(i, requester, "resp", req, resp)
+
+    def on_persisted(self, i: int, inc: int, out, reply) -> None:
+        node = self.nodes[i]
+        if node is None or self.incarnation[i] != inc:
+            return  # crashed while writing: neither the write nor the messages happened
+        self.persisting[i] -= 1
+        d = self.disks[i]
+        if out.quorum_state is not None:
+            d.quorum.write(out.quorum_state)
+        if out.flush_log_to is not None:
+            d.log.flush()
+        self.release(i, out, reply)
+        if out.flush_log_to is not None:
+            self.apply_output(i, node.handle_log_flushed(self.now))
 
     # ---------------------------------------------------------------- events
 
@@ -249,11 +293,11 @@ class Simulation:
         if node is None or (src, dst) in self.blocked:
             return
         outcome = node.handle_request(src, req, self.now)
-        if outcome.response is not None:
-            self.send(dst, src, "resp", req, outcome.response)
-        else:
+        if outcome.response is None:
             self.tokens[dst][outcome.token] = (src, req)
-        self.apply_output(dst, outcome.output)
+            self.apply_output(dst, outcome.output)
+        else:
+            self.apply_output(dst, outcome.output, (src, req, outcome.response))
 
     def on_resp(self, src: int, dst: int, req, resp) -> None:
         node = self.nodes[dst]
@@ -316,6 +360,17 @@ class Simulation:
     def fail(self, msg: str) -> None:
         raise SimFailure(f"SEED={self.seed} t={self.now} event={self.events}: {msg}")
 
+    def check_sent(self, i: int, msg, request=None) -> None:
+        """Persist before send: nothing leaves that a crash of the sender could take back."""
+        on_disk = self.disks[i].quorum.state
+        epoch = next((getattr(msg, f) for f in ("leader_epoch", "candidate_epoch", "current_leader_epoch")
+                      if hasattr(msg, f)), None)
+        persisted = on_disk.epoch if on_disk else 0
+        if epoch is not None and epoch > persisted:
+            self.fail(f"node {i} sent {type(msg).__name__} of epoch {epoch} with epoch {persisted} on disk")
+        if getattr(msg, "vote_granted", False) and (on_disk is None or on_disk.voted_id != request.candidate_id):
+            self.fail(f"node {i} granted a vote for {request.candidate_id} not on disk: {on_disk}")
+
     def check(self) -> None:
         for i in self.all_ids:
             d = self.disks[i]
@@ -329,7 +384,7 @@ class Simulation:
             node = self.nodes[i]
             if node is None:
                 continue
-            if node.epoch != persisted:
+            if node.epoch < persisted or (node.epoch != persisted and not self.persisting[i]):
                 self.fail(f"node {i} epoch {node.epoch} but persisted {persisted}")
             hw = node.high_watermark
             if hw < self.last_hw.get(i, 0):

@@ -1,9 +1,11 @@
 """The broker role: what request handlers may use, composed in one place.
 
 Handlers get a ``Broker`` and reach the metadata image (``image``; ``metadata``
-to wait for a change), the active controller (``controller``, a channel that
+to wait for a change), the active controller (``controller_channel``, a channel that
 forwards admin requests), the hosted partitions (``replicas``), fetch sessions
-and settings through it.  It holds no request logic of its own.
+and settings through it; background work a handler starts (an automatic topic
+creation) goes to ``background``, which ``close`` cancels and awaits.  It holds
+no request logic of its own.
 """
 from __future__ import annotations
 
@@ -12,15 +14,16 @@ import time
 
 from tierlog.config import NodeConfig
 from tierlog.metadata import BrokerInfo, MetadataImage
+from tierlog.net.tasks import TaskSet
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 
 from .fetch_session import FetchSessionCache
+from .lifecycle import BrokerLifecycleManager
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 
 __all__ = ["Broker", "ProducerIdsUnavailable"]
-
-
-UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER = 3, 6
 
 
 class ProducerIdsUnavailable(Exception):
@@ -32,32 +35,33 @@ def wall_clock_ms() -> int:
 
 
 class Broker:
-    def __init__(self, config: NodeConfig, metadata, controller, replicas: ReplicaManager,
-                 api_versions: list[dict], clock_ms=wall_clock_ms):
+    def __init__(self, config: NodeConfig, metadata, controller_channel, replicas: ReplicaManager,
+                 lifecycle: BrokerLifecycleManager, api_versions: list[dict], clock_ms=wall_clock_ms):
         self.config = config
         self.node_id = config.node_id
         self.metadata = metadata            # .image, async .wait_for(predicate, timeout_s)
-        self.controller = controller        # async .send(api_key, body, timeout_s, version)
+        self.controller_channel = controller_channel    # async .send(api_key, body, timeout_s, version)
         self.replicas = replicas
         self.api_versions = api_versions
         self.clock_ms = clock_ms
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"],
                                                 random.Random())
         self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
-        self.lifecycle = None               # set by the node: the registration/heartbeat loop
+        self.lifecycle = lifecycle          # registration and heartbeats: the broker epoch
+        self.background = TaskSet(f"broker {self.node_id}")
         self.fetch_max_bytes = config["fetch.max.bytes"]
         self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
 
     async def _allocate_producer_ids(self) -> range:
         """A block from the controller (AllocateProducerIds, 67); ``broker_epoch`` fences stale brokers."""
-        resp = await self.controller.send(67, {"BrokerId": self.node_id, "BrokerEpoch": self.broker_epoch()},
-                                          10.0, 0)
-        if resp["ErrorCode"] != 0:
+        body = {"BrokerId": self.node_id, "BrokerEpoch": self.broker_epoch()}
+        resp = await self.controller_channel.send(ApiKey.ALLOCATE_PRODUCER_IDS, body, 10.0, 0)
+        if resp["ErrorCode"] != ErrorCode.NONE:
             raise ProducerIdsUnavailable(resp["ErrorCode"])
         return range(resp["ProducerIdStart"], resp["ProducerIdStart"] + resp["ProducerIdLen"])
 
     def broker_epoch(self) -> int:
-        return self.lifecycle.manager.broker_epoch if self.lifecycle is not None else -1
+        return self.lifecycle.broker_epoch
 
     @property
     def image(self) -> MetadataImage:
@@ -67,12 +71,16 @@ class Broker:
         return self.image.brokers.get(node_id)
 
     def led_partition(self, topic: str, index: int):
-        """(partition, 0) when this node leads it, else (partition or None, Kafka error code)."""
+        """(partition, NONE) when this node leads it, else (partition or None, Kafka error code)."""
         part = self.replicas.get(topic, index)
         if part is None:
             info = self.image.topics.get(topic)
             known = info is not None and 0 <= index < len(info.partitions)
-            return None, NOT_LEADER_OR_FOLLOWER if known else UNKNOWN_TOPIC_OR_PARTITION
+            return None, ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if part.leader_id != self.node_id:
-            return part, NOT_LEADER_OR_FOLLOWER
-        return part, 0
+            return part, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return part, ErrorCode.NONE
+
+    async def close(self) -> None:
+        """Cancel and await the background work handlers started."""
+        await self.background.close()

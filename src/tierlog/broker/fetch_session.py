@@ -16,12 +16,12 @@ import random
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from tierlog.protocol.errors import ErrorCode
+
 __all__ = ["FetchSessionCache", "FetchSessionError", "SessionPartition", "SessionView"]
 
 FINAL_EPOCH = -1
 INITIAL_EPOCH = 0
-FETCH_SESSION_ID_NOT_FOUND = 70
-INVALID_FETCH_SESSION_EPOCH = 71
 
 
 class FetchSessionError(Exception):
@@ -55,7 +55,7 @@ class SessionView:
         """A full fetch returns everything; an incremental one only what changed."""
         changed = (sp.sent_hw, sp.sent_lso, sp.sent_log_start) != (hw, lso, log_start)
         sp.sent_hw, sp.sent_lso, sp.sent_log_start = hw, lso, log_start
-        return not self.incremental or has_records or error != 0 or changed
+        return not self.incremental or has_records or error != ErrorCode.NONE or changed
 
 
 class _Session:
@@ -86,9 +86,9 @@ class FetchSessionCache:
             return SessionView(self._create(requested).id, False, requested)
         session = self._sessions.get(session_id)
         if session is None:
-            raise FetchSessionError(FETCH_SESSION_ID_NOT_FOUND)
+            raise FetchSessionError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         if epoch != session.epoch:
-            raise FetchSessionError(INVALID_FETCH_SESSION_EPOCH)
+            raise FetchSessionError(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         self._sessions.move_to_end(session_id)
         session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
         self._update(session, requested, forgotten)

@@ -19,6 +19,8 @@ import asyncio
 import logging
 
 from tierlog.net.client import PeerConnection, PeerUnavailable
+from tierlog.net.tasks import TaskSet
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
     FETCH_VERSION,
@@ -42,20 +44,22 @@ class FetcherShell:
         self.replicas = replicas            # ReplicaManager: .fetchers, .by_id, .node_id
         self.image_fn = image_fn
         self.clock_ms = clock_ms
-        self.tasks: dict[int, asyncio.Task] = {}
+        self.tasks: dict[int, asyncio.Task] = {}       # the running task per leader we follow
+        self._owned = TaskSet(f"replica fetchers {replicas.node_id}")   # those and cancelled ones still ending
 
     def sync(self) -> None:
         wanted = set(self.replicas.fetchers.fetchers)
         for leader in [b for b in self.tasks if b not in wanted or self.tasks[b].done()]:
             self.tasks.pop(leader).cancel()
-        loop = asyncio.get_running_loop()
         for leader in wanted - set(self.tasks):
-            self.tasks[leader] = loop.create_task(self._run(leader), name=f"replica-fetcher-{leader}")
+            task = self._owned.spawn(self._run(leader), name=f"replica-fetcher-{leader}")
+            if task is not None:
+                self.tasks[leader] = task
 
-    def stop_all(self) -> None:
-        for task in self.tasks.values():
-            task.cancel()
+    async def stop_all(self) -> None:
+        """Cancel every fetcher task and wait until they have ended."""
         self.tasks.clear()
+        await self._owned.close()
 
     async def _run(self, leader: int) -> None:
         conn: PeerConnection | None = None
@@ -81,7 +85,7 @@ class FetcherShell:
                     continue
                 timeout = state.config.max_wait_ms / 1000 + 10.0
                 try:
-                    response = await conn.request(1, FETCH_VERSION, request, timeout)
+                    response = await conn.request(ApiKey.FETCH, FETCH_VERSION, request, timeout)
                 except (TimeoutError, PeerUnavailable, OSError) as e:
                     log.debug("fetch from %d failed: %s", leader, e)
                     conn.close()
@@ -143,7 +147,7 @@ class FetcherShell:
                     {"PartitionIndex": part.index, "CurrentLeaderEpoch": action.leader_epoch,
                      "Timestamp": action.timestamp}]}]}
         try:
-            resp = await conn.request(2, LIST_OFFSETS_VERSION, body, LIST_OFFSETS_TIMEOUT_S)
+            resp = await conn.request(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body, LIST_OFFSETS_TIMEOUT_S)
         except (TimeoutError, PeerUnavailable, OSError) as e:
             log.debug("%s-%d: ListOffsets to the leader failed: %s", part.topic, part.index, e)
             return ErrorCode.REQUEST_TIMED_OUT, -1
@@ -151,4 +155,4 @@ class FetcherShell:
                    if q.get("PartitionIndex") == part.index]
         if not answers:
             return ErrorCode.UNKNOWN_SERVER_ERROR, -1
-        return answers[0].get("ErrorCode", 0), answers[0].get("Offset", -1)
+        return answers[0].get("ErrorCode", ErrorCode.NONE), answers[0].get("Offset", -1)

@@ -8,11 +8,11 @@ without waiting for a metadata refresh.
 """
 from __future__ import annotations
 
+from tierlog.protocol.errors import ErrorCode
+
 __all__ = ["HINTED_ERRORS", "LeaderHints"]
 
-NOT_LEADER_OR_FOLLOWER = 6
-FENCED_LEADER_EPOCH = 74
-HINTED_ERRORS = frozenset({NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH})
+HINTED_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 NO_LEADER = {"LeaderId": -1, "LeaderEpoch": -1}
 
 

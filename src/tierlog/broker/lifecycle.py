@@ -37,11 +37,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
 __all__ = [
-    "BROKER_HEARTBEAT",
-    "BROKER_REGISTRATION",
     "FAST_HEARTBEAT_MS",
     "BrokerLifecycleManager",
     "BrokerState",
@@ -49,7 +48,6 @@ __all__ = [
     "LifecycleRequest",
 ]
 
-BROKER_REGISTRATION, BROKER_HEARTBEAT = 62, 63
 FAST_HEARTBEAT_MS = 10
 _REREGISTER = (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED)
 
@@ -83,7 +81,7 @@ class Endpoint:
 
 
 class LifecycleRequest(NamedTuple):
-    api_key: int                # BROKER_REGISTRATION or BROKER_HEARTBEAT
+    api_key: int                # ApiKey.BROKER_REGISTRATION or ApiKey.BROKER_HEARTBEAT
     version: int                # the highest version this manager fills in
     request: dict
 
@@ -110,7 +108,7 @@ class BrokerLifecycleManager:
         self.broker_epoch = -1
         self.is_caught_up = False
         self.is_fenced = True
-        self.last_error: int = 0
+        self.last_error: int = ErrorCode.NONE
         self._in_flight: int | None = None      # api key of the request awaiting an answer
         self._next_send_ms = 0
         self._failures = 0
@@ -127,10 +125,10 @@ class BrokerLifecycleManager:
         if self._in_flight is not None or self.state is BrokerState.SHUTTING_DOWN or now_ms < self._next_send_ms:
             return None
         if self.state is BrokerState.STARTING:
-            self._in_flight = BROKER_REGISTRATION
-            return LifecycleRequest(BROKER_REGISTRATION, self.REGISTRATION_VERSION, self._registration())
-        self._in_flight = BROKER_HEARTBEAT
-        return LifecycleRequest(BROKER_HEARTBEAT, self.HEARTBEAT_VERSION, {
+            self._in_flight = ApiKey.BROKER_REGISTRATION
+            return LifecycleRequest(ApiKey.BROKER_REGISTRATION, self.REGISTRATION_VERSION, self._registration())
+        self._in_flight = ApiKey.BROKER_HEARTBEAT
+        return LifecycleRequest(ApiKey.BROKER_HEARTBEAT, self.HEARTBEAT_VERSION, {
             "BrokerId": self.node_id, "BrokerEpoch": self.broker_epoch,
             "CurrentMetadataOffset": current_metadata_offset,
             "WantFence": False,
@@ -152,12 +150,12 @@ class BrokerLifecycleManager:
     def handle_response(self, response: dict, now_ms: int) -> None:
         api_key, self._in_flight = self._in_flight, None
         assert api_key is not None, "a response with no request in flight"
-        error = response.get("ErrorCode", 0)
+        error = response.get("ErrorCode", ErrorCode.NONE)
         self.last_error = error
         if error == ErrorCode.NOT_CONTROLLER:
             self.handle_failure(now_ms, _already_cleared=True)
             return
-        if api_key == BROKER_REGISTRATION:
+        if api_key == ApiKey.BROKER_REGISTRATION:
             self._on_registration(response, error, now_ms)
         else:
             self._on_heartbeat(response, error, now_ms)

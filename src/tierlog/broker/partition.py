@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import AcksPurgatory, LeaderState
 from tierlog.storage import Log
 
@@ -53,7 +54,9 @@ class Partition:
         return self.high_watermark      # no transactions: nothing is pending
 
     def check_epoch(self, current_leader_epoch: int) -> int:
-        """Kafka's fencing of a request's CurrentLeaderEpoch: 0, FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH."""
+        """Kafka's fencing of a request's CurrentLeaderEpoch: NONE, FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH."""
         if current_leader_epoch == -1 or current_leader_epoch == self.leader_epoch:
-            return 0
-        return 74 if current_leader_epoch < self.leader_epoch else 75
+            return ErrorCode.NONE
+        if current_leader_epoch < self.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return ErrorCode.UNKNOWN_LEADER_EPOCH

@@ -3,14 +3,24 @@
 ``apply_image`` creates the logs of partitions assigned to this node, deletes
 the logs of topics that are gone and pushes topic config changes to the logs.
 Appends wake fetches that long-poll on a partition (``wait_for_data``).
+
+Built with everything it uses (the controller channel for AlterPartition, the
+broker epoch, the image).  ``start`` begins replication once the broker is
+unfenced (only an image caught up with the metadata log may decide which local
+logs to keep, so no image is applied before); ``stop`` cancels and awaits the
+ticker, the fetchers and in-flight AlterPartition requests, then checkpoints the
+high watermarks.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from tierlog.metadata import MetadataImage, TopicInfo
+from tierlog.net.tasks import TaskSet
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
     ALTER_PARTITION_VERSION,
     FetcherConfig,
@@ -22,6 +32,7 @@ from tierlog.replication import (
 )
 from tierlog.storage import LogConfig, LogManager
 
+from .fetcher_shell import FetcherShell
 from .partition import Partition
 
 __all__ = ["ReplicaManager"]
@@ -33,22 +44,30 @@ RECOVERING = 1          # PartitionRecord LeaderRecoveryState (KIP-704)
 
 class ReplicaManager:
     def __init__(self, node_id: int, logs: LogManager, topic_defaults: dict[str, str],
-                 clock_ms: Callable[[], int]):
+                 clock_ms: Callable[[], int], controller_channel, broker_epoch: Callable[[], int],
+                 image_fn: Callable[[], MetadataImage], config: Mapping[str, object] | None = None):
+        """``controller_channel``: async ``.send`` (AlterPartition); ``config``: the replica.* settings."""
+        cfg = config or {}
         self.node_id = node_id
         self.logs = logs
         self.topic_defaults = topic_defaults
         self._clock_ms = clock_ms
+        self._controller_channel = controller_channel
+        self._broker_epoch = broker_epoch
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._watchers: dict[tuple[str, int], set[asyncio.Future]] = {}
         self._by_id: dict[tuple[bytes, int], Partition] = {}
-        self.fetchers: ReplicaFetchers | None = None        # set by start_replication
-        self.fetcher_shell = None
-        self._tick_task: asyncio.Task | None = None
-        self._controller = None
-        self._broker_epoch: Callable[[], int] = lambda: -1
-        self._lag_ms, self._request_timeout_ms = 30_000, 30_000
-        self._hw_checkpoint_interval_ms = 5_000      # replica.high.watermark.checkpoint.interval.ms
+        self._lag_ms = int(cfg.get("replica.lag.time.max.ms", 30_000))
+        self._request_timeout_ms = int(cfg.get("request.timeout.ms", 30_000))
+        self._hw_checkpoint_interval_ms = int(cfg.get("replica.high.watermark.checkpoint.interval.ms", 5_000))
         self._last_hw_checkpoint_ms = clock_ms()
+        self.fetchers = ReplicaFetchers(node_id, config=FetcherConfig(
+            max_wait_ms=int(cfg.get("replica.fetch.wait.max.ms", 500)),
+            max_bytes=int(cfg.get("replica.fetch.response.max.bytes", 10 * 1024 * 1024)),
+            partition_max_bytes=int(cfg.get("replica.fetch.max.bytes", 1024 * 1024)),
+            backoff_ms=int(cfg.get("replica.fetch.backoff.ms", 1000))))
+        self.fetcher_shell = FetcherShell(self, image_fn, clock_ms)
+        self._tasks = TaskSet(f"replica manager {node_id}")     # the ticker and AlterPartition requests
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
@@ -74,8 +93,7 @@ class ReplicaManager:
                 self._transition(image, part, p)
             except Exception:
                 log.exception("%s-%d: leader/follower transition failed", *key)
-        if self.fetcher_shell is not None:
-            self.fetcher_shell.sync()
+        self.fetcher_shell.sync()
 
     def _ensure(self, topic: TopicInfo, p) -> Partition:
         key = (topic.name, p.partition)
@@ -87,10 +105,9 @@ class ReplicaManager:
                                                 config, self._clock_ms())
             part = self.partitions[key] = Partition(topic.name, p.partition, topic.topic_id, plog,
                                                     p.leader, p.leader_epoch)
-            if self.fetchers is not None:
-                # Kafka's replication-offset-checkpoint: never start above what was
-                # known committed (a restarted replica must not expose unreplicated records)
-                part.follower_hw = self.logs.checkpointed_high_watermark(*key) if existing is not None else 0
+            # Kafka's replication-offset-checkpoint: never start above what was
+            # known committed (a restarted replica must not expose unreplicated records)
+            part.follower_hw = self.logs.checkpointed_high_watermark(*key) if existing is not None else 0
             self._by_id[(topic.topic_id, p.partition)] = part
             return part
         part.leader_id, part.leader_epoch = p.leader, p.leader_epoch
@@ -102,8 +119,7 @@ class ReplicaManager:
         part = self.partitions.pop(key, None)
         if part is not None:
             self._by_id.pop((part.topic_id, part.index), None)
-            if self.fetchers is not None:
-                self.fetchers.stop_following((part.topic_id, part.index))
+            self.fetchers.stop_following((part.topic_id, part.index))
             part.leader_state = None
             self._complete(part.purgatory.fail_all())
         for fut in self._watchers.pop(key, ()):
@@ -111,34 +127,17 @@ class ReplicaManager:
                 fut.set_result(None)
 
     # -- replication ------------------------------------------------------------
-    def start_replication(self, controller, broker_epoch: Callable[[], int], image_fn,
-                          config: dict | None = None) -> None:
-        """Wire the shell: ``controller`` (AlterPartition), the broker epoch, the image; start the ticker."""
-        from .fetcher_shell import FetcherShell
-        cfg = config or {}
-        self._controller = controller
-        self._broker_epoch = broker_epoch
-        self._lag_ms = int(cfg.get("replica.lag.time.max.ms", 30_000))
-        self._request_timeout_ms = int(cfg.get("request.timeout.ms", 30_000))
-        self._hw_checkpoint_interval_ms = int(cfg.get("replica.high.watermark.checkpoint.interval.ms", 5_000))
+    def start(self) -> None:
+        """Begin replicating (the broker is registered and unfenced): the fetchers use its epoch."""
+        self.fetchers.replica_epoch = self._broker_epoch()
         self._last_hw_checkpoint_ms = self._clock_ms()
-        fetcher_config = FetcherConfig(
-            max_wait_ms=int(cfg.get("replica.fetch.wait.max.ms", 500)),
-            max_bytes=int(cfg.get("replica.fetch.response.max.bytes", 10 * 1024 * 1024)),
-            partition_max_bytes=int(cfg.get("replica.fetch.max.bytes", 1024 * 1024)),
-            backoff_ms=int(cfg.get("replica.fetch.backoff.ms", 1000)))
-        self.fetchers = ReplicaFetchers(self.node_id, broker_epoch(), fetcher_config)
-        self.fetcher_shell = FetcherShell(self, image_fn, self._clock_ms)
-        self._tick_task = asyncio.get_running_loop().create_task(self._tick_loop())
+        self._tasks.spawn(self._tick_loop(), name=f"replication-tick-{self.node_id}")
 
-    def stop_replication(self) -> None:
-        """Stop the ticker and the fetchers, then checkpoint the high watermarks (clean shutdown)."""
-        if self._tick_task is not None:
-            self._tick_task.cancel()
-        if self.fetcher_shell is not None:
-            self.fetcher_shell.stop_all()
-        if self.fetchers is not None:
-            self.checkpoint_high_watermarks()
+    async def stop(self) -> None:
+        """Cancel and await the ticker, the fetchers and AlterPartition requests; checkpoint the HWs."""
+        await self._tasks.close()
+        await self.fetcher_shell.stop_all()
+        self.checkpoint_high_watermarks()
 
     def checkpoint_high_watermarks(self) -> None:
         """Write every partition's high watermark to its log dir's replication-offset-checkpoint."""
@@ -152,9 +151,7 @@ class ReplicaManager:
         return self._by_id.get(key)
 
     def _transition(self, image: MetadataImage, part: Partition, p) -> None:
-        """Leader or follower per the image (only once replication is started)."""
-        if self.fetchers is None:
-            return
+        """Leader or follower per the image."""
         now = self._clock_ms()
         id_key = (part.topic_id, part.index)
         if p.leader == self.node_id:
@@ -238,7 +235,8 @@ class ReplicaManager:
         if upd.hw_advanced:
             self.notify_append(part.key)
         if upd.alter_partition is not None:
-            asyncio.get_running_loop().create_task(self._alter_partition(part, ls, upd.alter_partition))
+            self._tasks.spawn(self._alter_partition(part, ls, upd.alter_partition),
+                              name=f"alter-partition-{part.topic}-{part.index}")
 
     @staticmethod
     def _complete(completions) -> None:
@@ -250,7 +248,8 @@ class ReplicaManager:
         body = build_alter_partition_request(self.node_id, self._broker_epoch(), [item])
         log.info("%s-%d: AlterPartition %s isr %s", part.topic, part.index, item.reason, list(item.isr_ids))
         try:
-            resp = await self._controller.send(56, body, self._request_timeout_ms / 1000, ALTER_PARTITION_VERSION)
+            resp = await self._controller_channel.send(ApiKey.ALTER_PARTITION, body,
+                                                       self._request_timeout_ms / 1000, ALTER_PARTITION_VERSION)
         except Exception as e:     # noqa: BLE001 - any failure: retry after a backoff
             log.info("%s-%d: AlterPartition failed: %s", part.topic, part.index, e)
             if part.leader_state is ls:
@@ -258,13 +257,13 @@ class ReplicaManager:
             return
         if part.leader_state is not ls:
             return
-        error, answer = resp.get("ErrorCode", 0), {}
+        error, answer = resp.get("ErrorCode", ErrorCode.NONE), {}
         if not error:
             for t in resp.get("Topics", ()):
                 for pr in t.get("Partitions", ()):
                     if pr["PartitionIndex"] == part.index:
                         answer = pr
-            error = answer.get("ErrorCode", 0) if answer else 3
+            error = answer.get("ErrorCode", ErrorCode.NONE) if answer else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         now = self._clock_ms()
         self._on_update(part, ls.on_alter_partition_response(
             error, now_ms=now, leader_leo=part.log.log_end_offset, leader_epoch=answer.get("LeaderEpoch", -1),

@@ -21,10 +21,10 @@ from typing import Self
 
 from tierlog.cli.errors import CliError
 from tierlog.protocol import APIS, ProtocolError, decode_response, encode_request
+from tierlog.protocol.api import ApiKey
 
 __all__ = ["BrokerWire", "usable"]
 
-API_VERSIONS = 18
 _CLIENT_ID = "tierlog-cli"
 _MAX_RESPONSE_BYTES = 100 * 1024 * 1024     # a bigger size prefix is not a Kafka response
 _PLAINTEXT = "plaintext"
@@ -88,7 +88,7 @@ class BrokerWire:
         host, port = _split_host_port(address)
         self._sock = socket.create_connection((host, port), timeout=self.remaining_s())
         self.address = address
-        answer = self.request(API_VERSIONS, {}, version=0)
+        answer = self.request(ApiKey.API_VERSIONS, {}, version=0)
         if answer.get("ErrorCode"):
             raise ValueError(f"ApiVersions refused with error {answer['ErrorCode']}")
         self.versions = {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in answer["ApiKeys"]}

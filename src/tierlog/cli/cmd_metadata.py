@@ -40,13 +40,13 @@ from tierlog.cli.options import (
     positive_float,
 )
 from tierlog.cli.render import make_table, note, print_json, print_table
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 
 __all__ = ["register"]
 
-METADATA, DESCRIBE_QUORUM = 3, 55
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_DIR = "__cluster_metadata-0"
-_NOT_LEADER_OR_FOLLOWER = 6
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _SNAPSHOT_ID = re.compile(r"^(\d+)-(\d+)(?:\.checkpoint)?$")
 
@@ -62,23 +62,23 @@ examples:
 # -- the wire ------------------------------------------------------------------
 
 def _cluster_id(wire: BrokerWire) -> str | None:
-    version = wire.version(METADATA)
+    version = wire.version(ApiKey.METADATA)
     if version is None or version < 2:     # ClusterId is in Metadata v2+; a controller listener has no Metadata
         return None
     body = {"Topics": [], "AllowAutoTopicCreation": False,
             "IncludeClusterAuthorizedOperations": False, "IncludeTopicAuthorizedOperations": False}
     try:
-        return wire.request(METADATA, body, version).get("ClusterId")
+        return wire.request(ApiKey.METADATA, body, version).get("ClusterId")
     except (OSError, ValueError):
         return None
 
 
 def _describe_quorum(wire: BrokerWire) -> tuple[dict, str | None]:
-    version = wire.version(DESCRIBE_QUORUM)
+    version = wire.version(ApiKey.DESCRIBE_QUORUM)
     if version is None:
         raise CliError(f"{wire.address} does not support DescribeQuorum (API 55)")
     body = {"Topics": [{"TopicName": METADATA_TOPIC, "Partitions": [{"PartitionIndex": 0}]}]}
-    response = wire.call(DESCRIBE_QUORUM, body, version, "DescribeQuorum")
+    response = wire.call(ApiKey.DESCRIBE_QUORUM, body, version, "DescribeQuorum")
     _check_errors(wire.address, response)
     return response["Topics"][0]["Partitions"][0], _cluster_id(wire)
 
@@ -100,7 +100,7 @@ def _check_errors(address: str, response: dict) -> None:
     if not topics or not topics[0]["Partitions"]:
         raise CliError(f"DescribeQuorum at {address} returned no {METADATA_TOPIC} partition")
     part = topics[0]["Partitions"][0]
-    if part["ErrorCode"] == _NOT_LEADER_OR_FOLLOWER:
+    if part["ErrorCode"] == ErrorCode.NOT_LEADER_OR_FOLLOWER:
         leader = part.get("LeaderId", -1)
         hint = f" (the leader is node {leader})" if leader is not None and leader >= 0 else ""
         raise CliError(f"{address} is not the metadata quorum leader{hint}; ask a broker or the leader")

@@ -6,9 +6,9 @@ import os
 import sys
 
 from tierlog.config import ConfigError, NodeConfig
+from tierlog.parent_watch import exit_with_parent
 
 from .errors import CliError
-from .parent_watch import exit_with_parent
 
 __all__ = ["register", "run"]
 

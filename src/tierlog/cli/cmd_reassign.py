@@ -58,11 +58,11 @@ from tierlog.cli.reassign_plan import (
     status,
 )
 from tierlog.controller.placement import UsableBroker
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
 __all__ = ["IN_PROGRESS_EXIT", "register"]
 
-METADATA, ALTER, LIST = 3, 45, 46
 IN_PROGRESS_EXIT = 3
 
 _EPILOG = """\
@@ -89,20 +89,20 @@ def _version(wire: BrokerWire, api_key: int, name: str) -> int:
 
 def _cluster(wire: BrokerWire) -> tuple[list[UsableBroker], Plan]:
     """The brokers and the current assignment of every partition (Metadata)."""
-    version = _version(wire, METADATA, "Metadata")
+    version = _version(wire, ApiKey.METADATA, "Metadata")
     body = {"Topics": None, "AllowAutoTopicCreation": False, "IncludeClusterAuthorizedOperations": False,
             "IncludeTopicAuthorizedOperations": False}
-    response = wire.call(METADATA, body, version, "Metadata")
+    response = wire.call(ApiKey.METADATA, body, version, "Metadata")
     brokers = [UsableBroker(b["NodeId"], b.get("Rack")) for b in response["Brokers"]]
     current = {(t["Name"], p["PartitionIndex"]): tuple(p["ReplicaNodes"])
-               for t in response["Topics"] if t["ErrorCode"] == 0 for p in t["Partitions"]}
+               for t in response["Topics"] if t["ErrorCode"] == ErrorCode.NONE for p in t["Partitions"]}
     return brokers, current
 
 
 def _ongoing(wire: BrokerWire) -> dict[tuple[str, int], dict]:
-    version = _version(wire, LIST, "ListPartitionReassignments")
+    version = _version(wire, ApiKey.LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments")
     body = {"TimeoutMs": max(1, int(wire.remaining_s() * 1000)), "Topics": None}
-    response = wire.call(LIST, body, version, "ListPartitionReassignments")
+    response = wire.call(ApiKey.LIST_PARTITION_REASSIGNMENTS, body, version, "ListPartitionReassignments")
     if response["ErrorCode"]:
         raise CliError(f"ListPartitionReassignments failed: {_describe(response['ErrorCode'], response)}")
     return {(t["Name"], p["PartitionIndex"]): p for t in response["Topics"] for p in t["Partitions"]}
@@ -110,7 +110,7 @@ def _ongoing(wire: BrokerWire) -> dict[tuple[str, int], dict]:
 
 def _alter(wire: BrokerWire, targets: dict, allow_rf_change: bool) -> dict[tuple[str, int], tuple[int, str]]:
     """Submit ``targets`` ((topic, partition) -> replicas, or None to cancel); the failures."""
-    version = _version(wire, ALTER, "AlterPartitionReassignments")
+    version = _version(wire, ApiKey.ALTER_PARTITION_REASSIGNMENTS, "AlterPartitionReassignments")
     if version < 1 and not allow_rf_change:
         raise CliError(f"{wire.address} cannot refuse replication factor changes (AlterPartitionReassignments v0)")
     topics: dict[str, list] = {}
@@ -118,7 +118,7 @@ def _alter(wire: BrokerWire, targets: dict, allow_rf_change: bool) -> dict[tuple
         topics.setdefault(t, []).append({"PartitionIndex": p, "Replicas": None if replicas is None else list(replicas)})
     body = {"TimeoutMs": max(1, int(wire.remaining_s() * 1000)), "AllowReplicationFactorChange": allow_rf_change,
             "Topics": [{"Name": t, "Partitions": ps} for t, ps in topics.items()]}
-    response = wire.call(ALTER, body, version, "AlterPartitionReassignments")
+    response = wire.call(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, version, "AlterPartitionReassignments")
     if response["ErrorCode"]:
         raise CliError(f"AlterPartitionReassignments failed: {_describe(response['ErrorCode'], response)}")
     return {(t["Name"], p["PartitionIndex"]): (p["ErrorCode"], _describe(p["ErrorCode"], p))

@@ -19,9 +19,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from tierlog.parent_watch import child_env, exit_with_parent
+
 from .cmd_node import parse_overrides
 from .errors import CliError
-from .parent_watch import child_env, exit_with_parent
 
 __all__ = ["register", "run"]
 

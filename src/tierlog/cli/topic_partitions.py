@@ -18,13 +18,13 @@ import base64
 from tierlog.cli.broker_wire import BrokerWire
 from tierlog.cli.errors import CliError
 from tierlog.cli.render import note
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
 __all__ = [
-    "DESCRIBE_TOPIC_PARTITIONS", "PAGE_PARTITIONS", "describe_partitions", "missing_error", "topic_id_text",
+    "PAGE_PARTITIONS", "describe_partitions", "missing_error", "topic_id_text",
 ]
 
-DESCRIBE_TOPIC_PARTITIONS, LIST_PARTITION_REASSIGNMENTS = 75, 46
 PAGE_PARTITIONS = 2000          # ResponsePartitionLimit of each page (Kafka's default)
 _NO_LEADER = -1
 _ZERO_UUID = bytes(16)
@@ -54,11 +54,11 @@ def describe_partitions(wire: BrokerWire, names: list[str]) -> list[dict]:
 
 def _fetch_pages(wire: BrokerWire, names: list[str]) -> tuple[dict, dict]:
     """Topic name -> description, and topic name -> error code, over every page."""
-    version = wire.version(DESCRIBE_TOPIC_PARTITIONS)
+    version = wire.version(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
     body = {"Topics": [{"Name": n} for n in names], "ResponsePartitionLimit": PAGE_PARTITIONS, "Cursor": None}
     found, errors = {}, {}
     while True:
-        response = wire.call(DESCRIBE_TOPIC_PARTITIONS, body, version, "DescribeTopicPartitions")
+        response = wire.call(ApiKey.DESCRIBE_TOPIC_PARTITIONS, body, version, "DescribeTopicPartitions")
         for topic in response["Topics"]:
             if topic["ErrorCode"]:
                 errors[topic["Name"]] = topic["ErrorCode"]
@@ -97,12 +97,12 @@ def _partition(p: dict) -> dict:
 
 def _add_reassignments(wire: BrokerWire, descriptions: list[dict]) -> None:
     """Fill ``adding`` / ``removing`` from ListPartitionReassignments, if the broker serves it."""
-    version = wire.version(LIST_PARTITION_REASSIGNMENTS)
+    version = wire.version(ApiKey.LIST_PARTITION_REASSIGNMENTS)
     if version is None or not descriptions:
         return
     try:
         body = {"TimeoutMs": max(1, int(wire.remaining_s() * 1000)), "Topics": None}
-        response = wire.call(LIST_PARTITION_REASSIGNMENTS, body, version, "ListPartitionReassignments")
+        response = wire.call(ApiKey.LIST_PARTITION_REASSIGNMENTS, body, version, "ListPartitionReassignments")
     except (CliError, TimeoutError) as exc:
         note(f"tierlog: ongoing reassignments unknown: {exc}")
         return

@@ -38,10 +38,10 @@ from tierlog.cli import broker_wire
 from tierlog.cli.connection import Connection
 from tierlog.cli.render import make_table, note, print_json, print_table
 from tierlog.cli.topic_partitions import (
-    DESCRIBE_TOPIC_PARTITIONS,
     describe_partitions,
     missing_error,
 )
+from tierlog.protocol.api import ApiKey
 
 __all__ = ["describe", "run_describe"]
 
@@ -142,7 +142,7 @@ def describe(args: argparse.Namespace, names: list[str]) -> list[dict]:
     """Descriptions of the named topics, or of every topic when none is named."""
     if broker_wire.usable(args):
         with broker_wire.BrokerWire(args.bootstrap_server, args.timeout) as wire:
-            if wire.version(DESCRIBE_TOPIC_PARTITIONS) is not None:
+            if wire.version(ApiKey.DESCRIBE_TOPIC_PARTITIONS) is not None:
                 return describe_partitions(wire, names)
     return _describe_with_librdkafka(args, names)
 

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 
 from tierlog.client.connection import BrokerConnection, ConnectionError_
 from tierlog.protocol import ApiKey, describe, is_retriable
+from tierlog.protocol.errors import ErrorCode
 
 __all__ = ["EARLIEST", "LATEST", "Cluster", "KafkaError", "TopicPartition", "parse_bootstrap"]
 
-LEADER_NOT_AVAILABLE = 5    # topic being created, or a partition between leaders
-UNKNOWN_TOPIC_OR_PARTITION = 3
 METADATA_VERSION = 12       # Kafka 2.8+; topic names (v13 only adds a top-level error code)
 LIST_OFFSETS_VERSION = 7    # Kafka 2.8+: timestamps, -1 latest, -2 earliest
 LATEST = -1                 # ListOffsets timestamp: the high watermark (exclusive end)
@@ -94,7 +93,7 @@ class Cluster:
             if node_id not in self.brokers:
                 self.refresh()
             if node_id not in self.brokers:       # no leader (-1), or a leader not (yet) registered
-                raise KafkaError(LEADER_NOT_AVAILABLE, f"broker {node_id}")
+                raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"broker {node_id}")
             host, port = self.brokers[node_id]
             conn = self._conns[node_id] = BrokerConnection(host, port, client_id=self.client_id,
                                                            timeout_s=self.timeout_s)
@@ -152,7 +151,7 @@ class Cluster:
         self.refresh(list(topics))
         deadline = time.monotonic() + self.retry_timeout_s
         while True:
-            creating = [t for t in topics if self.topic_errors.get(t) == LEADER_NOT_AVAILABLE]
+            creating = [t for t in topics if self.topic_errors.get(t) == ErrorCode.LEADER_NOT_AVAILABLE]
             if not creating or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
@@ -173,7 +172,7 @@ class Cluster:
             node = self._known_leader(tp)
         if node is None:
             known = tp[0] in self.partitions and tp[1] in self.partitions[tp[0]]
-            raise KafkaError(LEADER_NOT_AVAILABLE if known else UNKNOWN_TOPIC_OR_PARTITION,
+            raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"partition {tp[0]}-{tp[1]}")
         return node
 
@@ -193,7 +192,7 @@ class Cluster:
             if not missing:
                 return
             if time.monotonic() > deadline:
-                raise KafkaError(LEADER_NOT_AVAILABLE, "waiting for " + ", ".join(missing[:6]))
+                raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, "waiting for " + ", ".join(missing[:6]))
             time.sleep(0.2)
 
     # -- offsets ----------------------------------------------------------------
@@ -210,7 +209,7 @@ class Cluster:
         deadline = time.monotonic() + self.retry_timeout_s
         while pending:
             by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
-            retry, last_error = [], (0, "")
+            retry, last_error = [], (ErrorCode.NONE, "")
             for tp in pending:
                 try:
                     by_leader[self.leader(tp)].append(tp)
@@ -219,7 +218,7 @@ class Cluster:
                     last_error = (e.code, f"ListOffsets {tp[0]}-{tp[1]}: no leader")
             for node, group in by_leader.items():
                 for tp, code, offset in self._list_offsets_on(node, group, ts_of):
-                    if code == 0:
+                    if code == ErrorCode.NONE:
                         out[tp] = offset
                     elif is_retriable(code):
                         retry.append(tp)
@@ -245,7 +244,7 @@ class Cluster:
             resp = self.connection(node).request(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body)
         except ConnectionError_:
             self.drop_connection(node)
-            yield from ((tp, 6, -1) for tp in group)   # NOT_LEADER_OR_FOLLOWER: retry after a refresh
+            yield from ((tp, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1) for tp in group)   # retry after a refresh
             return
         for t in resp["Topics"]:
             for p in t["Partitions"]:

@@ -16,6 +16,7 @@ from tierlog.client.arrow_records import decode_fetched
 from tierlog.client.cluster import EARLIEST, Cluster, KafkaError
 from tierlog.client.connection import ConnectionError_
 from tierlog.protocol import ApiKey, is_retriable
+from tierlog.protocol.errors import ErrorCode
 from tierlog.records.header import (
     BASE_OFFSET_OFFSET,
     HEADER_SIZE,
@@ -27,7 +28,6 @@ from tierlog.records.header import (
 __all__ = ["DataLossError", "read_range"]
 
 FETCH_VERSION = 12              # topic names; Kafka 2.8+
-OFFSET_OUT_OF_RANGE = 1
 FETCH_BYTES_MAX = 8 * 1024 * 1024
 
 
@@ -111,8 +111,8 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
             time.sleep(0.2)
             continue
         part = resp["Responses"][0]["Partitions"][0]
-        code = part["ErrorCode"] or resp.get("ErrorCode", 0)
-        if code == OFFSET_OUT_OF_RANGE:
+        code = part["ErrorCode"] or resp.get("ErrorCode", ErrorCode.NONE)
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             position = _after_lost_data(cluster, tp, position, end, fail_on_data_loss)
             continue
         if code:
@@ -139,7 +139,7 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
                     raise DataLossError(lost + " (set failOnDataLoss=false to skip them)")
                 return
             if empty_answers > 50:
-                raise KafkaError(0, f"Fetch {topic}-{partition} at offset {position} made no progress")
+                raise KafkaError(ErrorCode.NONE, f"Fetch {topic}-{partition} at offset {position} made no progress")
             continue
         empty_answers = 0
         chunk = decode_fetched(records, topic, partition, position, end, include_headers)
@@ -151,7 +151,7 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
 def _after_lost_data(cluster: Cluster, tp, position: int, end: int, fail_on_data_loss: bool) -> int:
     log_start = cluster.list_offsets([tp], EARLIEST)[tp]
     if position >= log_start:
-        raise KafkaError(OFFSET_OUT_OF_RANGE, f"Fetch {tp[0]}-{tp[1]} at offset {position}")
+        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Fetch {tp[0]}-{tp[1]} at offset {position}")
     if fail_on_data_loss:
         raise DataLossError(
             f"{tp[0]}-{tp[1]}: offsets {position}..{min(end, log_start) - 1} are gone (the log now starts at "

@@ -90,7 +90,7 @@ class ClusterControlManager:
             log_dirs=tuple(request.get("LogDirs", [])))
         self.sessions.reset(broker_id, now_ms)
         self._shutdown_offsets.pop(broker_id, None)
-        return [record], {"ThrottleTimeMs": 0, "ErrorCode": 0, "BrokerEpoch": next_offset}
+        return [record], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "BrokerEpoch": next_offset}
 
     def _registration_error(self, request: dict, image, now_ms: int) -> int | None:
         if self.cluster_id is not None and request["ClusterId"] != self.cluster_id:
@@ -120,7 +120,7 @@ class ClusterControlManager:
         nxt = self._next_state(current, request, broker_id, caught_up, image, leads_partitions)
         records = self._records_for(current, nxt, reg, next_offset)
         fenced = nxt in (FENCED, SHUTDOWN_NOW)
-        return records, {"ThrottleTimeMs": 0, "ErrorCode": 0, "IsCaughtUp": caught_up,
+        return records, {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "IsCaughtUp": caught_up,
                          "IsFenced": fenced, "ShouldShutDown": nxt == SHUTDOWN_NOW}
 
     @staticmethod
@@ -174,7 +174,7 @@ class ClusterControlManager:
         self.sessions.remove(reg.node_id)
         self._shutdown_offsets.pop(reg.node_id, None)
         return ([UnregisterBrokerRecord(broker_id=reg.node_id, broker_epoch=reg.epoch)],
-                {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None})
+                {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None})
 
     # -- periodic -----------------------------------------------------------
 

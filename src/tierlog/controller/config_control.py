@@ -19,10 +19,14 @@ from tierlog.metadata.records import (
     CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
 )
+from tierlog.metadata.topic_rules import (
+    RuleError,
+    apply_config_op,
+    validate_topic_configs,
+)
 from tierlog.protocol.errors import ErrorCode
 
 from .config import ControllerConfig
-from .topic_rules import RuleError, apply_config_op, validate_topic_configs
 
 __all__ = ["ConfigControlManager"]
 
@@ -35,7 +39,7 @@ class ConfigControlManager:
         validate_only = request.get("ValidateOnly", False)
         records, responses, seen = [], [], set()
         for r in request["Resources"]:
-            out = {"ErrorCode": 0, "ErrorMessage": None, "ResourceType": r["ResourceType"],
+            out = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "ResourceType": r["ResourceType"],
                    "ResourceName": r["ResourceName"]}
             key = (r["ResourceType"], r["ResourceName"])
             try:

@@ -103,7 +103,7 @@ class PartitionControlManager:
                     records.append(record)
                 parts.append(result)
             topics.append({**key, "Partitions": parts})
-        return records, {"ThrottleTimeMs": 0, "ErrorCode": 0, "Topics": topics}
+        return records, {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "Topics": topics}
 
     def _alter_one(self, sender: int, topic, p: dict, version: int, image, now_ms: int):
         index = p["PartitionIndex"]
@@ -210,7 +210,7 @@ class PartitionControlManager:
                     code, msg = self._elect_one(image, topic, index, kind, now_ms, records)
                     parts.append({"PartitionId": index, "ErrorCode": code, "ErrorMessage": msg})
                 results.append({"Topic": t["Topic"], "PartitionResult": parts})
-        return records, {"ThrottleTimeMs": 0, "ErrorCode": 0, "ReplicaElectionResults": results}
+        return records, {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "ReplicaElectionResults": results}
 
     def _elect_one(self, image, topic, index: int, kind: int, now_ms: int, records: list) -> tuple[int, str | None]:
         if topic is None or not 0 <= index < len(topic.partitions):
@@ -241,7 +241,7 @@ class PartitionControlManager:
             eligible_leader_replicas=result.elr if result.elr != part.elr else None,
             last_known_elr=result.last_known_elr if result.last_known_elr != part.last_known_elr else None,
             leader_recovery_state=RECOVERING if result.unclean else -1))
-        return 0, None
+        return ErrorCode.NONE, None
 
     def thresholds(self, topic, image) -> EligibilityThresholds:
         """KIP-1303 thresholds: topic override, else cluster-wide dynamic config, else ours."""
@@ -278,5 +278,5 @@ def _ap_error(index: int, code: int) -> dict:
 
 
 def _ap_result(index, leader, leader_epoch, isr, recovery, partition_epoch) -> dict:
-    return {"PartitionIndex": index, "ErrorCode": 0, "LeaderId": leader, "LeaderEpoch": leader_epoch,
+    return {"PartitionIndex": index, "ErrorCode": ErrorCode.NONE, "LeaderId": leader, "LeaderEpoch": leader_epoch,
             "Isr": list(isr), "LeaderRecoveryState": recovery, "PartitionEpoch": partition_epoch}

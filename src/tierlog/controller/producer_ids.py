@@ -28,7 +28,7 @@ def allocate_producer_ids(request: dict, image) -> tuple[list, dict]:
         return [], _response(ErrorCode.UNKNOWN_SERVER_ERROR)      # exhausted: Kafka fails the same way
     record = ProducerIdsRecord(broker_id=reg.node_id, broker_epoch=reg.epoch,
                                next_producer_id=start + PRODUCER_ID_BLOCK_SIZE)
-    return [record], {"ThrottleTimeMs": 0, "ErrorCode": 0, "ProducerIdStart": start,
+    return [record], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "ProducerIdStart": start,
                       "ProducerIdLen": PRODUCER_ID_BLOCK_SIZE}
 
 

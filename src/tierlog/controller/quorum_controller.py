@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from tierlog.metadata.delta import MetadataDelta
 from tierlog.metadata.image import MetadataImage, MetadataProvenance
 from tierlog.metadata.records import NoOpRecord
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
 from .cluster_control import ClusterControlManager
@@ -56,16 +57,12 @@ from .replication_control import ReplicationControlManager
 
 __all__ = ["SUPPORTED_APIS", "ControllerResult", "QuorumController"]
 
-CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 43, 44
-ALTER_PARTITION, BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER = 56, 62, 63, 64
-ALLOCATE_PRODUCER_IDS = 67
-ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
-
 #: api key -> (min version, max version) that ``handle`` accepts
 SUPPORTED_APIS = {
-    CREATE_TOPICS: (0, 7), DELETE_TOPICS: (0, 6), ELECT_LEADERS: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1),
-    ALTER_PARTITION: (0, 4), BROKER_REGISTRATION: (0, 4), BROKER_HEARTBEAT: (0, 1), UNREGISTER_BROKER: (0, 0),
-    ALLOCATE_PRODUCER_IDS: (0, 0), ALTER_PARTITION_REASSIGNMENTS: (0, 1), LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.CREATE_TOPICS: (0, 7), ApiKey.DELETE_TOPICS: (0, 6), ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ALTER_PARTITION: (0, 4), ApiKey.BROKER_REGISTRATION: (0, 4),
+    ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.UNREGISTER_BROKER: (0, 0), ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
 
 
@@ -101,18 +98,18 @@ class QuorumController:
         self._next_offset = self.committed_image.high_watermark_offset
         self._last_write_ms = now_ms
         self._handlers = {
-            CREATE_TOPICS: lambda r, v, n: self.replication.create_topics(r, v, self._image),
-            DELETE_TOPICS: lambda r, v, n: self.replication.delete_topics(r, v, self._image),
-            ELECT_LEADERS: lambda r, v, n: self.partitions.elect_leaders(r, v, self._image, n),
-            INCREMENTAL_ALTER_CONFIGS: lambda r, v, n: self.configs.incremental_alter_configs(r, v, self._image),
-            ALTER_PARTITION: self._alter_partition,
-            BROKER_REGISTRATION: lambda r, v, n: self.cluster.register(r, self._image, n, self._next_offset),
-            BROKER_HEARTBEAT: self._heartbeat,
-            UNREGISTER_BROKER: lambda r, v, n: self.cluster.unregister(r, self._image),
-            ALLOCATE_PRODUCER_IDS: lambda r, v, n: allocate_producer_ids(r, self._image),
-            ALTER_PARTITION_REASSIGNMENTS: lambda r, v, n: self.reassignments.alter(r, v, self._image, n),
+            ApiKey.CREATE_TOPICS: lambda r, v, n: self.replication.create_topics(r, v, self._image),
+            ApiKey.DELETE_TOPICS: lambda r, v, n: self.replication.delete_topics(r, v, self._image),
+            ApiKey.ELECT_LEADERS: lambda r, v, n: self.partitions.elect_leaders(r, v, self._image, n),
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: lambda r, v, n: self.configs.incremental_alter_configs(r, v, self._image),
+            ApiKey.ALTER_PARTITION: self._alter_partition,
+            ApiKey.BROKER_REGISTRATION: lambda r, v, n: self.cluster.register(r, self._image, n, self._next_offset),
+            ApiKey.BROKER_HEARTBEAT: self._heartbeat,
+            ApiKey.UNREGISTER_BROKER: lambda r, v, n: self.cluster.unregister(r, self._image),
+            ApiKey.ALLOCATE_PRODUCER_IDS: lambda r, v, n: allocate_producer_ids(r, self._image),
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: lambda r, v, n: self.reassignments.alter(r, v, self._image, n),
             # read at the committed offset, as Kafka does: an uncommitted start is not listed
-            LIST_PARTITION_REASSIGNMENTS: lambda r, v, n: ([], self.reassignments.list(r, self.committed_image)),
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: lambda r, v, n: ([], self.reassignments.list(r, self.committed_image)),
         }
 
     # -- state ----------------------------------------------------------------
@@ -136,7 +133,7 @@ class QuorumController:
         self.cluster.start_missing_sessions(self._image, now_ms)
         records, response = self._handlers[api_key](request, version, now_ms)
         result = self._write(records, now_ms, response)
-        if api_key == ALTER_PARTITION and records:
+        if api_key == ApiKey.ALTER_PARTITION and records:
             _refresh_alter_partition(result.response, version, self._image)
         return result
 
@@ -243,7 +240,7 @@ def _refresh_alter_partition(response: dict, version: int, image: MetadataImage)
         if topic is None:
             continue
         for p in t["Partitions"]:
-            if p["ErrorCode"] == 0:
+            if p["ErrorCode"] == ErrorCode.NONE:
                 part = topic.partitions[p["PartitionIndex"]]
                 p.update(LeaderId=part.leader, LeaderEpoch=part.leader_epoch, Isr=list(part.isr),
                          LeaderRecoveryState=part.leader_recovery_state, PartitionEpoch=part.partition_epoch)
@@ -252,37 +249,37 @@ def _refresh_alter_partition(response: dict, version: int, image: MetadataImage)
 def not_controller_response(api_key: int, version: int, request: dict) -> dict:
     """The answer of a controller that is not active: NOT_CONTROLLER, shaped per API."""
     nc = ErrorCode.NOT_CONTROLLER
-    if api_key == CREATE_TOPICS:
+    if api_key == ApiKey.CREATE_TOPICS:
         return {"ThrottleTimeMs": 0, "Topics": [
             {"Name": t["Name"], "TopicId": bytes(16), "ErrorCode": nc, "ErrorMessage": None, "NumPartitions": -1,
              "ReplicationFactor": -1, "Configs": None} for t in request["Topics"]]}
-    if api_key == DELETE_TOPICS:
+    if api_key == ApiKey.DELETE_TOPICS:
         wanted = ([(t.get("Name"), t.get("TopicId", bytes(16))) for t in request["Topics"]] if version >= 6
                   else [(n, bytes(16)) for n in request["TopicNames"]])
         return {"ThrottleTimeMs": 0, "Responses": [
             {"Name": n, "TopicId": i, "ErrorCode": nc, "ErrorMessage": None} for n, i in wanted]}
-    if api_key == INCREMENTAL_ALTER_CONFIGS:
+    if api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
         return {"ThrottleTimeMs": 0, "Responses": [
             {"ErrorCode": nc, "ErrorMessage": None, "ResourceType": r["ResourceType"],
              "ResourceName": r["ResourceName"]} for r in request["Resources"]]}
-    if api_key == ELECT_LEADERS:
+    if api_key == ApiKey.ELECT_LEADERS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ReplicaElectionResults": [
             {"Topic": t["Topic"], "PartitionResult": [{"PartitionId": p, "ErrorCode": nc, "ErrorMessage": None}
                                                       for p in t["Partitions"]]}
             for t in (request.get("TopicPartitions") or [])]}
-    if api_key == ALTER_PARTITION:
+    if api_key == ApiKey.ALTER_PARTITION:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "Topics": []}
-    if api_key == BROKER_REGISTRATION:
+    if api_key == ApiKey.BROKER_REGISTRATION:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "BrokerEpoch": -1}
-    if api_key == BROKER_HEARTBEAT:
+    if api_key == ApiKey.BROKER_HEARTBEAT:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "IsCaughtUp": False, "IsFenced": True, "ShouldShutDown": False}
-    if api_key == UNREGISTER_BROKER:
+    if api_key == ApiKey.UNREGISTER_BROKER:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ErrorMessage": None}
-    if api_key == ALTER_PARTITION_REASSIGNMENTS:
+    if api_key == ApiKey.ALTER_PARTITION_REASSIGNMENTS:
         return {"ThrottleTimeMs": 0, "AllowReplicationFactorChange": request.get("AllowReplicationFactorChange", True),
                 "ErrorCode": nc, "ErrorMessage": None, "Responses": []}
-    if api_key == LIST_PARTITION_REASSIGNMENTS:
+    if api_key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ErrorMessage": None, "Topics": []}
-    if api_key == ALLOCATE_PRODUCER_IDS:
+    if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ProducerIdStart": -1, "ProducerIdLen": 0}
     raise AssertionError(f"no NOT_CONTROLLER answer for api {api_key}")

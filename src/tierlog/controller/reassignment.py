@@ -183,7 +183,7 @@ class ReassignmentControlManager:
                 parts.append(_result(p["PartitionIndex"], 0, None))
             responses.append({"Name": t["Name"], "Partitions": parts})
         return records, {"ThrottleTimeMs": 0, "AllowReplicationFactorChange": allow_rf_change,
-                         "ErrorCode": 0, "ErrorMessage": None, "Responses": responses}
+                         "ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "Responses": responses}
 
     def _alter_one(self, image, name: str, p: dict, allow_rf_change: bool, now_ms: int):
         topic = image.topics.get(name)
@@ -237,7 +237,7 @@ class ReassignmentControlManager:
                        if 0 <= i < len(topic.partitions) and is_reassigning(topic.partitions[i])]
             if ongoing:
                 topics.append({"Name": topic.name, "Partitions": ongoing})
-        return {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None, "Topics": topics}
+        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "Topics": topics}
 
 
 def _validate_target(target: tuple[int, ...], image) -> None:

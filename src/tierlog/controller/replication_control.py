@@ -30,17 +30,17 @@ from tierlog.metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from tierlog.protocol.errors import ErrorCode
-from tierlog.storage import TOPIC_CONFIGS
-
-from .config import ControllerConfig
-from .placement import PlacementError, UsableBroker, place, validate_assignment
-from .topic_rules import (
+from tierlog.metadata.topic_rules import (
     MAX_PARTITIONS,
     RuleError,
     validate_topic_configs,
     validate_topic_name,
 )
+from tierlog.protocol.errors import ErrorCode
+from tierlog.storage import TOPIC_CONFIGS
+
+from .config import ControllerConfig
+from .placement import PlacementError, UsableBroker, place, validate_assignment
 
 __all__ = ["NO_TOPIC_ID", "ReplicationControlManager"]
 
@@ -147,7 +147,7 @@ class ReplicationControlManager:
             wanted = [(name, NO_TOPIC_ID) for name in request["TopicNames"]]
         records, gone, results = [], set(), []
         for name, topic_id in wanted:
-            out = {"Name": name, "TopicId": topic_id, "ErrorCode": 0, "ErrorMessage": None}
+            out = {"Name": name, "TopicId": topic_id, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None}
             topic = self._find(name, topic_id, image, out)
             if topic is not None and topic.topic_id in gone:
                 topic = None
@@ -178,7 +178,7 @@ class ReplicationControlManager:
 
 
 def _create_result(name: str) -> dict:
-    return {"Name": name, "TopicId": NO_TOPIC_ID, "ErrorCode": 0, "ErrorMessage": None,
+    return {"Name": name, "TopicId": NO_TOPIC_ID, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None,
             "NumPartitions": -1, "ReplicationFactor": -1, "Configs": None}
 
 

@@ -20,6 +20,7 @@ from tierlog.protocol import (
     decode_request_header,
     encode_response,
 )
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
 from .server import CloseConnection
@@ -27,7 +28,6 @@ from .server import CloseConnection
 __all__ = ["RequestDispatcher", "api_versions_list"]
 
 log = logging.getLogger(__name__)
-API_VERSIONS_KEY = 18
 
 
 def api_versions_list(registry: dict) -> list[dict]:
@@ -51,8 +51,8 @@ class RequestDispatcher:
         if api is None:
             raise CloseConnection(f"unknown api key {header.api_key}")
         if not api.MIN_VERSION <= header.api_version <= api.MAX_VERSION:
-            if header.api_key == API_VERSIONS_KEY:
-                return encode_response(API_VERSIONS_KEY, 0, header.correlation_id,
+            if header.api_key == ApiKey.API_VERSIONS:
+                return encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id,
                                        {"ErrorCode": ErrorCode.UNSUPPORTED_VERSION,
                                         "ApiKeys": self.context.api_versions})
             raise CloseConnection(f"api key {header.api_key} version {header.api_version} is not supported")

@@ -23,12 +23,13 @@ import socket
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-__all__ = ["CloseConnection", "Limits", "Server"]
+__all__ = ["CloseConnection", "Limits", "Server", "bind"]
 
 log = logging.getLogger(__name__)
 
 RECV_BUFFER_BYTES = 65536
 SENDFILE_MIN_BYTES = 65536          # smaller regions are cheaper to pread and write
+BACKLOG = 1024
 
 
 class CloseConnection(Exception):
@@ -220,15 +221,40 @@ class Server:
         self._connections.discard(conn)
 
     async def start(self, host: str, port: int) -> int:
+        """Listen on host:port and serve; the bound port."""
+        return await self.serve(bind(host, port))
+
+    async def serve(self, sock: socket.socket) -> int:
+        """Serve the connections of a listening socket from ``bind``; the bound port."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _Connection(self), host or None, port,
-                                                reuse_address=True, backlog=1024)
-        return self._server.sockets[0].getsockname()[1]
+        self._server = await loop.create_server(lambda: _Connection(self), sock=sock, backlog=BACKLOG)
+        return sock.getsockname()[1]
 
     async def stop(self) -> None:
+        """Stop listening, close every connection and wait until their workers have ended."""
         if self._server is not None:
             self._server.close()
+        workers = []
         for conn in list(self._connections):
             conn.close()
+            if conn._worker is not None:
+                conn._worker.cancel()
+                workers.append(conn._worker)
+        await asyncio.gather(*workers, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket: host "" is every interface, port 0 any free port.
+
+    Binding before serving lets a node learn its ports (it registers them) before
+    it builds what answers the requests, as Kafka's SocketServer binds its
+    acceptors before request processing is enabled.
+    """
+    if not host:
+        if socket.has_dualstack_ipv6():
+            return socket.create_server(("", port), family=socket.AF_INET6, backlog=BACKLOG, dualstack_ipv6=True)
+        return socket.create_server(("", port), backlog=BACKLOG)
+    family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    return socket.create_server(address, family=family, backlog=BACKLOG)

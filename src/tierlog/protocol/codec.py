@@ -9,6 +9,11 @@ type, nullability and version (classic or compact encodings). Decoded values
 are plain dicts keyed by Kafka's field names; ``records`` decode to zero-copy
 ``memoryview`` slices of the input.
 
+Encoding asserts that a value's keys are fields of its struct (in some
+version): a mistyped key is a programmer error, not a silent default. The check
+is one C-level subset test per struct value (about 0.15 us); ``python -O`` drops it. Decoding
+is unchanged.
+
 Encoding writes into an :class:`Output` (a ``bytearray``). A ``records`` value
 may be bytes-like or a list of parts, some of which may be opaque objects with
 ``__len__`` (file regions a transport will ``sendfile``); those, and large
@@ -109,7 +114,8 @@ def plan_for(struct: Struct, version: int, flexible: bool) -> Plan:
 
 def encode_struct(struct: Struct, version: int, flexible: bool, value: dict,
                   out: Output | None = None) -> Output:
-    """Encode ``value`` (missing keys take defaults) into ``out``."""
+    """Encode ``value`` (missing keys take defaults) into ``out``; asserts that
+    every key of ``value`` is a field of ``struct`` in some version."""
     if out is None:
         out = Output()
     plan_for(struct, version, flexible).encode(out, value)
@@ -135,8 +141,12 @@ class _StructBuilder:
 
     def __init__(self, struct: Struct, version: int, flexible: bool):
         self.struct, self.version, self.flexible = struct, version, flexible
-        self.ns: dict = {"ProtocolError": ProtocolError}
-        self.enc = ["def encode(out, d):", "    get = d.get"]
+        self.ns: dict = {"ProtocolError": ProtocolError,
+                         "known": frozenset(f.name for f in struct.fields).issuperset,
+                         "unknown": _unknown_keys_message(struct, version)}
+        self.enc = ["def encode(out, d):",
+                    "    assert known(d), unknown(d)",
+                    "    get = d.get"]
         self.dec = ["def decode(buf, pos):"]
         self.result: list[tuple[str, str]] = []
         self.run: list[tuple[Field, str]] = []
@@ -206,6 +216,18 @@ class _StructBuilder:
         self.enc.append("    enc_tags(out, d)")
         targets = "".join(f"{var}, " for _, var in self.tagged)
         self.dec.append(f"    ({targets}), pos = dec_tags(buf, pos)")
+
+
+def _unknown_keys_message(struct: Struct, version: int) -> Callable[[dict], str]:
+    """The assertion message for a value holding keys that are no field of
+    ``struct`` in any version (a mistyped key would silently encode the default)."""
+    names = frozenset(f.name for f in struct.fields)
+
+    def message(d: dict) -> str:
+        return (f"{struct.name} v{version} has no field "
+                f"{', '.join(sorted(map(str, d.keys() - names)))}")
+
+    return message
 
 
 def _compile_struct(struct: Struct, version: int, flexible: bool) -> Plan:

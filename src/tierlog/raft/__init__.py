@@ -4,6 +4,31 @@ No sockets, clocks or randomness of its own: the shell calls RaftNode with
 ``now_ms`` and an injected ``random.Random``, sends what Output says and answers
 parked fetches later. See node.py for the call contract and state.py for the
 election state machine.
+
+Where each Raft rule lives (one small unit each; the module docstring states its rules):
+
+    node.py            RaftNode, the coordinator: dispatches messages, learns leaders and
+                       epochs from any message, runs the transitions and per-state timers,
+                       collects what each Output must persist
+    election.py        answering Vote and Begin/EndQuorumEpoch and handling their answers
+    state.py           the election states, their legal transitions, and every change to
+                       them (votes, backoff, acks, fetch deadline); persisted before effect
+    vote.py            when to grant a vote; election and EndQuorumEpoch backoff
+    requests.py        one request in flight per peer, retry backoff, request timeouts,
+                       an observer's leader discovery
+    leader.py          the leader's replica progress, high watermark, check-quorum, when
+                       the log begin offset may move
+    leader_fetch.py    the leader answering Fetch/FetchSnapshot, appending proposals
+    purgatory.py       Fetch requests parked until data or expiry
+    proposals.py       the leader's linger queue of proposed records
+    fetch.py           validating a follower's Fetch position; where a follower truncates
+    follower_fetch.py  the follower's Fetch loop: append, truncate, follow the HW and LBO
+    snapshot_fetch.py  the follower's chunked FetchSnapshot download
+    retention.py       the log begin offset and snapshot deletion (start-up validation too)
+    commits.py         the high watermark, delivery to the listener, leader-change notices
+    log.py, snapshots.py, quorum_store.py    the storage interfaces (+ memory versions);
+                       file_log.py, file_snapshots.py the on-disk ones
+    codec.py, wire.py, messages.py           batches on disk, messages on the wire
 """
 
 from tierlog.raft.listener import CommittedBatch, QuorumInfo, RaftListener, ReplicaInfo

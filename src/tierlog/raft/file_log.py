@@ -5,6 +5,9 @@ Batches are record batch v2 bytes with the leader epoch in partitionLeaderEpoch;
 control batches hold LeaderChange records (type 2). The log begin offset and the
 epoch of the record before it live in ``raft-log-start`` (JSON, atomic write),
 written before the storage changes so a crash in between is repaired on open.
+The leader-epoch-checkpoint is written at ``flush`` (not at each append), so the
+shell's writer thread does it: every open recovers all segments (no recovery
+point is passed), which re-adds the epochs of the batches found.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class FileLog(ReplicatedLog):
         elif start > 0:
             log.increment_log_start_offset(start)
         log.enforce_retention(now)
+        log.defer_epoch_checkpoint()  # written by flush(), which the shell runs off the event loop
         return cls(log, max(start, log.log_start_offset), epoch, clock_ms)
 
     @property

@@ -1,4 +1,4 @@
-"""RaftNode: one replica of the metadata quorum, sans-IO.
+"""RaftNode: one replica of the metadata quorum, sans-IO; it coordinates the units below.
 
 The shell (asyncio in a real process, the simulator in tests) calls:
 
@@ -6,13 +6,23 @@ The shell (asyncio in a real process, the simulator in tests) calls:
 - ``handle_response(sender_id, request, response, now_ms) -> Output``
 - ``handle_send_failure(dest_id, request, now_ms) -> Output``
 - ``tick(now_ms) -> Output`` at ``Output.next_deadline_ms`` at the latest
+- ``handle_log_flushed(now_ms) -> Output`` when a flush the Output asked for is done
 - ``propose(records, now_ms) -> int``, ``resign(now_ms) -> Output``,
   ``create_snapshot(end_offset, epoch, last_contained_ts_ms)``, ``describe(now_ms)``
 
-Durability contract: when any of these returns, everything the returned Output
-depends on is already durable (quorum-state written and synced, log appends flushed
-before they count towards the high watermark or are acknowledged by a fetch,
-truncations and snapshots durable). The shell sends and answers right away.
+Persistence contract (etcd's ``Ready``; DESIGN.md principle 1): the Output says what
+must become durable - ``quorum_state`` (the ElectionState to write) and
+``flush_log_to`` (flush the log's appends up to this offset) - and the shell makes
+it durable, in order and off its event loop, BEFORE it sends the Output's requests
+or answers, and before any later Output's. The leader counts its own log towards
+the high watermark only as ``log.flushed_end_offset`` reports it, after the shell
+calls ``handle_log_flushed``. Truncations, log-start moves and snapshots are
+still durable when the log/snapshot store call returns (they are rare).
+
+What this module holds itself: dispatching messages, leader discovery from any
+message (``_observe_leader``), what happens around each transition, and the
+per-state timers (``_poll_*``). Everything else is delegated to one unit per
+concern (the map is in the package docstring).
 """
 
 from __future__ import annotations
@@ -22,9 +32,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tierlog.raft.codec import leader_change_value
-from tierlog.raft.fetch import DIVERGING, SNAPSHOT, truncation_offset, validate_fetch
+from tierlog.raft.commits import CommitDelivery
+from tierlog.raft.election import Election
+from tierlog.raft.follower_fetch import FollowerFetch
 from tierlog.raft.leader import LeaderProgress
-from tierlog.raft.listener import CommittedBatch, QuorumInfo, RaftListener, ReplicaInfo
+from tierlog.raft.leader_fetch import LeaderFetch, leader_id_or_none
+from tierlog.raft.listener import QuorumInfo, RaftListener, ReplicaInfo
 from tierlog.raft.log import ReplicatedLog
 from tierlog.raft.messages import (
     BeginQuorumEpochRequest,
@@ -38,14 +51,13 @@ from tierlog.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from tierlog.raft.quorum_store import QuorumStateStore
-from tierlog.raft.snapshots import (
-    InvalidSnapshotError,
-    RawSnapshotWriter,
-    SnapshotReader,
-    SnapshotStore,
-    SnapshotWriter,
-)
+from tierlog.raft.proposals import ProposalQueue
+from tierlog.raft.purgatory import FetchPurgatory
+from tierlog.raft.quorum_store import ElectionState, QuorumStateStore
+from tierlog.raft.requests import RequestManager
+from tierlog.raft.retention import LogStartRetention
+from tierlog.raft.snapshot_fetch import SnapshotFetcher
+from tierlog.raft.snapshots import SnapshotStore, SnapshotWriter
 from tierlog.raft.state import (
     Candidate,
     Follower,
@@ -61,12 +73,6 @@ from tierlog.raft.types import (
     OffsetAndEpoch,
     RaftConfig,
 )
-from tierlog.raft.vote import (
-    EMPTY_LOG,
-    election_backoff_ms,
-    end_epoch_backoff_ms,
-    may_grant,
-)
 
 __all__ = ["Output", "RaftNode", "RequestOutcome"]
 
@@ -75,17 +81,28 @@ NEVER = 1 << 62
 
 @dataclass
 class Output:
-    """What the shell must do after a call. Everything it depends on is already durable.
+    """What the shell must do after a call: persist first, then send.
 
-    sends: (destination node id, request) pairs to send now; pass the very same
-        request object back to handle_response / handle_send_failure.
-    responses: (token, response) for fetches parked by an earlier handle_request.
+    quorum_state: write this ElectionState durably (QuorumStateStore.write) first.
+    flush_log_to: flush the log (ReplicatedLog.flush) so offsets below this are
+        durable first; then call handle_log_flushed.
+    sends: (destination node id, request) pairs to send once the above (and every
+        earlier Output's persistence) is durable; pass the very same request object
+        back to handle_response / handle_send_failure.
+    responses: (token, response) for fetches parked by an earlier handle_request;
+        like the immediate answer of handle_request, sent after persisting.
     next_deadline_ms: call tick() no later than this.
     """
 
     sends: list[tuple[int, object]] = field(default_factory=list)
     responses: list[tuple[int, object]] = field(default_factory=list)
     next_deadline_ms: int = NEVER
+    quorum_state: ElectionState | None = None
+    flush_log_to: int | None = None
+
+    @property
+    def must_persist(self) -> bool:
+        return self.quorum_state is not None or self.flush_log_to is not None
 
 
 @dataclass
@@ -99,20 +116,6 @@ class RequestOutcome:
     output: Output
 
 
-@dataclass
-class _SnapshotFetch:
-    snapshot_id: OffsetAndEpoch
-    writer: RawSnapshotWriter
-    position: int = 0
-
-
-@dataclass
-class _Parked:
-    sender_id: int
-    request: FetchRequest
-    deadline_ms: int
-
-
 class RaftNode:
     def __init__(self, node_id: int, voters: frozenset[int], log: ReplicatedLog, snapshots: SnapshotStore,
                  quorum_store: QuorumStateStore, config: RaftConfig, rng: random.Random,
@@ -123,7 +126,6 @@ class RaftNode:
         self.snapshots = snapshots
         self.config = config
         self.rng = rng
-        self.listener = listener
         self._clock = clock  # seconds; latency metrics only
         self.metrics: dict[str, float] = {
             "GenSnapshotLatencyMs": 0.0, "LoadSnapshotLatencyMs": 0.0, "SnapshotSizeBytes": 0,
@@ -132,25 +134,25 @@ class RaftNode:
             "diverging-truncations": 0, "log-start-advances": 0,
         }
         self._out = Output()
-        self._inflight: dict[int, tuple[object, int]] = {}
-        self._retry_at: dict[int, int] = {}
-        self._parked: dict[int, _Parked] = {}
-        self._next_token = 1
-        self._pending: list[bytes] = []
-        self._pending_since = 0
-        self._snapshot_fetch: _SnapshotFetch | None = None
-        self._leader_lbo = 0  # the leader's LBO as last seen by a follower
-        self._lbo_since_ms = now_ms
-        self._notified: LeaderAndEpoch | None = None
         self._deadline = NEVER
-        self._validate_log_and_snapshots()
+        self._flush_to: int | None = None
+        self.requests = RequestManager(config.request_timeout_ms, config.retry_backoff_ms, self._wake)
+        self.purgatory = FetchPurgatory(config.fetch_max_wait_ms)
+        self.proposals = ProposalQueue(config.append_linger_ms, config.max_batch_records)
+        self.snapshot_fetcher = SnapshotFetcher(snapshots, config.snapshot_chunk_bytes, self.metrics)
+        self.retention = LogStartRetention(log, snapshots, self.metrics, now_ms)
+        self.retention.validate_at_startup()
         self.quorum = QuorumState(node_id, self.voters, quorum_store, config, rng, now_ms)
-        self._hw = log.start_offset
-        self._applied = 0
-        latest = snapshots.latest()
-        if latest is not None:
-            self._load_snapshot(latest)
-        self._hw = max(self._hw, self._applied)
+        self.commits = CommitDelivery(log, snapshots, listener, self.metrics, lambda: self.is_leader, clock)
+        self.commits.start()
+        self.leader_fetch = LeaderFetch(config, log, snapshots, self.quorum, self.commits, self.purgatory,
+                                        self.proposals, lambda token, r: self._out.responses.append((token, r)),
+                                        self._request_flush)
+        self.election = Election(node_id, config, rng, log, self.quorum, self.requests, self.snapshot_fetcher,
+                                 observe_leader=self._observe_leader, become_unattached=self._become_unattached,
+                                 become_leader=self._become_leader)
+        self.follower_fetch = FollowerFetch(node_id, config, log, self.quorum, self.requests, self.snapshot_fetcher,
+                                            self.retention, self.commits, self.metrics, self._request_flush)
         self._notify_leader_change()
         self._out.next_deadline_ms = now_ms  # the shell calls tick(now_ms) right after construction
 
@@ -174,7 +176,7 @@ class RaftNode:
 
     @property
     def high_watermark(self) -> int:
-        return self._hw
+        return self.commits.high_watermark
 
     @property
     def log_start_offset(self) -> int:
@@ -183,7 +185,7 @@ class RaftNode:
     @property
     def applied_offset(self) -> int:
         """Offsets below this have been given to the listener (snapshot or commits)."""
-        return self._applied
+        return self.commits.applied_offset
 
     @property
     def next_deadline_ms(self) -> int:
@@ -193,57 +195,15 @@ class RaftNode:
         s = self.quorum.state
         if not isinstance(s, Leader):
             return QuorumInfo(Err.NOT_LEADER_OR_FOLLOWER, _id(self.leader_and_epoch.leader_id), s.epoch,
-                              self._hw, [], [])
+                              self.high_watermark, [], [])
         prog: LeaderProgress = s.progress
 
         def info(p):
             return ReplicaInfo(p.replica_id, p.end_offset, p.last_fetch_ms, p.last_caught_up_ms)
 
-        return QuorumInfo(Err.NONE, self.node_id, s.epoch, self._hw,
+        return QuorumInfo(Err.NONE, self.node_id, s.epoch, self.high_watermark,
                           [info(p) for _, p in sorted(prog.voters.items())],
                           [info(p) for _, p in sorted(prog.observers.items())])
-
-    # ------------------------------------------------------------------ start-up
-
-    def _validate_log_and_snapshots(self) -> None:
-        """KIP-630 'Validation of Snapshot and Log', checked before anything else.
-
-        The log must begin at a snapshot (or at 0) and agree with the latest snapshot.
-        A snapshot newer than the log restarts the log at it; a log whose begin offset
-        no snapshot covers is treated as empty (the replica bootstraps from the leader).
-        """
-        log, ids = self.log, self.snapshots.list()
-        latest = ids[-1] if ids else None
-        disagrees = latest is not None and latest.offset >= log.start_offset and (
-            latest.offset > log.end_offset or not log.is_batch_boundary(latest.offset)
-            or log.epoch_of(latest.offset - 1) != latest.epoch)
-        if disagrees:  # the snapshot is committed state: the log restarts at it
-            log.truncate_fully_and_start_at(latest.offset, latest.epoch)
-        start = log.start_offset
-        if start > 0 and not any(start <= s.offset <= log.end_offset for s in ids):
-            self.metrics["invalid-log-resets"] += 1
-            log.truncate_fully_and_start_at(0, 0)
-            for s in ids:
-                self.snapshots.delete(s)
-            return
-        if start > 0:
-            first = min(s for s in ids if start <= s.offset <= log.end_offset)
-            if first.offset != start:
-                log.delete_before(first.offset, first.epoch)
-        self._delete_snapshots_below(log.start_offset)
-
-    def _load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        assert not isinstance(self.quorum.state, Leader), f"node {self.node_id}: a leader never loads a snapshot"
-        data = self.snapshots.read_all(snapshot_id)
-        assert data is not None
-        reader = SnapshotReader(snapshot_id, data)
-        started = self._clock() if self._clock else 0.0
-        self.listener.handle_load_snapshot(reader)
-        if self._clock:
-            self.metrics["LoadSnapshotLatencyMs"] = (self._clock() - started) * 1000.0
-        self.metrics["snapshots-loaded"] += 1
-        self.metrics["SnapshotSizeBytes"] = reader.size_bytes
-        self._applied = snapshot_id.offset
 
     # ------------------------------------------------------------------ public calls
 
@@ -253,50 +213,50 @@ class RaftNode:
     def handle_request(self, sender_id: int, request: object, now_ms: int) -> RequestOutcome:
         token = None
         if isinstance(request, VoteRequest):
-            response = self._on_vote_request(request, now_ms)
+            response = self.election.on_vote_request(request, now_ms)
         elif isinstance(request, BeginQuorumEpochRequest):
-            response = self._on_begin_epoch(request, now_ms)
+            response = self.election.on_begin_epoch(request, now_ms)
         elif isinstance(request, EndQuorumEpochRequest):
-            response = self._on_end_epoch(request, now_ms)
+            response = self.election.on_end_epoch(request, now_ms)
         elif isinstance(request, FetchRequest):
-            response = self._on_fetch(sender_id, request, now_ms, may_park=True)
+            response = self.leader_fetch.on_fetch(request, now_ms, may_park=True)
             if response is None:
-                token = self._park(sender_id, request, now_ms)
+                token = self.purgatory.park(sender_id, request, now_ms)
         elif isinstance(request, FetchSnapshotRequest):
-            response = self._on_fetch_snapshot(request, now_ms)
+            response = self.leader_fetch.on_fetch_snapshot(request, now_ms)
         else:
             raise TypeError(f"not a quorum request: {request!r}")
         return RequestOutcome(response, token, self._finish(now_ms))
 
     def handle_response(self, sender_id: int, request: object, response: object, now_ms: int) -> Output:
-        current = self._inflight.get(sender_id)
-        matched = current is not None and current[0] is request
-        if matched:
-            del self._inflight[sender_id]
-            if getattr(response, "error", Err.NONE) != Err.NONE:
-                self._retry_at[sender_id] = now_ms + self.config.retry_backoff_ms
+        matched = self.requests.answered(sender_id, request)
+        if matched and getattr(response, "error", Err.NONE) != Err.NONE:
+            self.requests.backoff(sender_id, now_ms)
         if hasattr(response, "leader_epoch"):
             self._observe_leader(_leader(response.leader_id), response.leader_epoch, now_ms)
         if matched:
             if isinstance(response, VoteResponse):
-                self._on_vote_response(sender_id, request, response, now_ms)
+                self.election.on_vote_response(sender_id, request, response, now_ms)
             elif isinstance(response, BeginQuorumEpochResponse):
-                self._on_begin_epoch_response(sender_id, request, response)
+                self.election.on_begin_epoch_response(sender_id, request, response)
             elif isinstance(response, EndQuorumEpochResponse):
-                self._on_end_epoch_response(sender_id, request, response)
+                self.election.on_end_epoch_response(sender_id, request, response)
             elif isinstance(response, FetchResponse):
-                self._on_fetch_response(sender_id, request, response, now_ms)
+                self.follower_fetch.on_fetch_response(sender_id, request, response, now_ms)
             elif isinstance(response, FetchSnapshotResponse):
-                self._on_fetch_snapshot_response(sender_id, request, response, now_ms)
+                self.follower_fetch.on_fetch_snapshot_response(sender_id, request, response, now_ms)
+        return self._finish(now_ms)
+
+    def handle_log_flushed(self, now_ms: int) -> Output:
+        """A flush asked for by an Output is done: a leader counts its flushed log."""
+        s = self.quorum.state
+        if isinstance(s, Leader):
+            moved = s.progress.update_local(self.log.flushed_end_offset, now_ms)
+            self.leader_fetch.progress_changed(moved, now_ms)
         return self._finish(now_ms)
 
     def handle_send_failure(self, dest_id: int, request: object, now_ms: int) -> Output:
-        current = self._inflight.get(dest_id)
-        if current is not None and current[0] is request:
-            del self._inflight[dest_id]
-            self._retry_at[dest_id] = now_ms + self.config.retry_backoff_ms
-            if isinstance(request, FetchRequest) and not self.quorum.is_voter:
-                self._observer_target = None
+        self.requests.failed(dest_id, request, now_ms)
         return self._finish(now_ms)
 
     def propose(self, records: Sequence[bytes], now_ms: int) -> int:
@@ -306,21 +266,16 @@ class RaftNode:
         tick(now_ms) after proposing. The records commit when handle_commit says so;
         a leader change in between may drop them.
         """
-        s = self.quorum.state
-        if not isinstance(s, Leader):
+        if not self.is_leader:
             raise NotLeaderError(self.leader_and_epoch)
-        if not records:
-            raise ValueError("propose needs at least one record")
-        if not self._pending:
-            self._pending_since = now_ms
-        self._pending.extend(bytes(r) for r in records)
-        return self.log.end_offset + len(self._pending) - 1
+        self.proposals.add(records, now_ms)
+        return self.log.end_offset + len(self.proposals) - 1
 
     def resign(self, now_ms: int) -> Output:
         """Graceful shutdown: a leader resigns and tells the voters (EndQuorumEpoch)."""
         s = self.quorum.state
         if isinstance(s, Leader):
-            self._drain(now_ms)
+            self.leader_fetch.drain(now_ms)
             self._resign(s, now_ms)
         return self._finish(now_ms)
 
@@ -331,7 +286,7 @@ class RaftNode:
         ``end_offset`` must be a batch end (``batch.last_offset + 1`` of a committed batch)
         and ``epoch`` that batch's epoch.
         """
-        if end_offset > self._hw or end_offset <= self.log.start_offset or end_offset <= 0:
+        if end_offset > self.high_watermark or end_offset <= self.log.start_offset or end_offset <= 0:
             return None
         sid = OffsetAndEpoch(end_offset, epoch)
         if sid in self.snapshots.list():
@@ -371,390 +326,49 @@ class RaftNode:
 
     # ------------------------------------------------------------------ transitions
 
-    def _leaving_leadership(self, now_ms: int) -> None:
-        s = self.quorum.state
-        if isinstance(s, Leader):
-            self._pending.clear()
-        self._inflight.clear()
-        self._retry_at.clear()
+    def _leaving_state(self) -> None:
+        self.proposals.clear()
+        self.requests.reset()
 
     def _after_transition(self, now_ms: int) -> None:
-        parked = list(self._parked.items())
-        self._parked.clear()
-        for token, p in parked:
-            self._out.responses.append((token, self._on_fetch(p.sender_id, p.request, now_ms, may_park=False)))
+        self.leader_fetch.answer_parked(self.purgatory.take_all(), now_ms)
 
     def _become_unattached(self, epoch: int, now_ms: int) -> None:
-        self._leaving_leadership(now_ms)
+        self._leaving_state()
         self.quorum.to_unattached(epoch, now_ms)
         self._after_transition(now_ms)
 
     def _become_follower(self, epoch: int, leader_id: int, now_ms: int) -> None:
-        self._leaving_leadership(now_ms)
+        self._leaving_state()
         self.quorum.to_follower(epoch, leader_id, now_ms)
         self._after_transition(now_ms)
 
     def _become_candidate(self, now_ms: int) -> None:
-        self._leaving_leadership(now_ms)
+        self._leaving_state()
         self.quorum.to_candidate(now_ms)
         self.metrics["elections-started"] += 1
         self._after_transition(now_ms)
 
     def _become_leader(self, now_ms: int) -> None:
-        self._leaving_leadership(now_ms)
-        if self._snapshot_fetch is not None:
-            self._abort_snapshot_fetch()
+        self._leaving_state()
+        self.snapshot_fetcher.abort()
         start = self.log.end_offset
         granted = sorted(self.quorum.state.granted)
-        s = self.quorum.to_leader(start)
+        progress = LeaderProgress(self.node_id, self.voters, start, self.high_watermark, self.config, now_ms)
+        s = self.quorum.to_leader(start, progress)
         self.metrics["elections-won"] += 1
         value = leader_change_value(self.node_id, self.voters, granted)
         self.log.append_as_leader([value], s.epoch, now_ms, control=True)
-        self.log.flush()
-        s.progress = LeaderProgress(self.node_id, self.voters, start, self._hw, self.config, now_ms)
-        self._lbo_since_ms = now_ms
-        self._leader_progress_changed(s.progress.update_local(self.log.flushed_end_offset, now_ms), now_ms)
+        self._request_flush()
+        self.retention.leader_elected(now_ms)
+        self.leader_fetch.progress_changed(progress.update_local(self.log.flushed_end_offset, now_ms), now_ms)
         self._after_transition(now_ms)
 
     def _resign(self, s: Leader, now_ms: int) -> None:
         successors = s.progress.preferred_successors()
-        self._leaving_leadership(now_ms)
+        self._leaving_state()
         self.quorum.to_resigned(successors, now_ms)
         self._after_transition(now_ms)
-
-    # ------------------------------------------------------------------ Vote
-
-    def _own_last(self) -> OffsetAndEpoch:
-        if self._snapshot_fetch is not None:
-            return EMPTY_LOG  # KIP-630: an incomplete snapshot votes as an empty log
-        return OffsetAndEpoch(self.log.end_offset, self.log.last_fetched_epoch())
-
-    def _on_vote_request(self, req: VoteRequest, now_ms: int) -> VoteResponse:
-        if req.cluster_id != self.config.cluster_id:
-            return self._vote_answer(Err.INCONSISTENT_CLUSTER_ID, False)
-        if not self.quorum.is_voter or req.candidate_id not in self.voters:
-            return self._vote_answer(Err.INCONSISTENT_VOTER_SET, False)
-        if req.candidate_epoch < self.epoch:
-            return self._vote_answer(Err.FENCED_LEADER_EPOCH, False)
-        if req.candidate_epoch > self.epoch:
-            self._become_unattached(req.candidate_epoch, now_ms)
-        cand = OffsetAndEpoch(req.last_offset, req.last_offset_epoch)
-        s = self.quorum.state
-        grant = may_grant(s, req.candidate_id, cand, self._own_last())
-        if grant and isinstance(s, Unattached) and s.voted_id is None:
-            self.quorum.to_voted(req.candidate_id, now_ms)
-        return self._vote_answer(Err.NONE, grant)
-
-    def _vote_answer(self, error: int, granted: bool) -> VoteResponse:
-        le = self.leader_and_epoch
-        return VoteResponse(error, _id(le.leader_id), le.epoch, granted)
-
-    def _on_vote_response(self, sender_id: int, req: VoteRequest, resp: VoteResponse, now_ms: int) -> None:
-        s = self.quorum.state
-        if not isinstance(s, Candidate) or req.candidate_epoch != s.epoch or resp.leader_epoch != s.epoch:
-            return
-        if resp.error != Err.NONE:
-            self._retry_at[sender_id] = now_ms + self.config.retry_backoff_ms
-            return
-        if resp.vote_granted:
-            s.granted.add(sender_id)
-            if len(s.granted) >= self.quorum.majority():
-                self._become_leader(now_ms)
-        else:
-            s.rejected.add(sender_id)
-            if len(self.voters) - len(s.rejected) < self.quorum.majority() and s.backoff_until_ms is None:
-                self._start_backoff(s, now_ms)
-
-    def _start_backoff(self, s: Candidate, now_ms: int) -> None:
-        s.backoff_until_ms = now_ms + election_backoff_ms(self.rng, s.retries, self.config.election_backoff_max_ms)
-
-    # ------------------------------------------------------------------ Begin/EndQuorumEpoch
-
-    def _epoch_answer(self, cls, error: int):
-        le = self.leader_and_epoch
-        return cls(error, _id(le.leader_id), le.epoch)
-
-    def _on_begin_epoch(self, req: BeginQuorumEpochRequest, now_ms: int) -> BeginQuorumEpochResponse:
-        if req.cluster_id != self.config.cluster_id:
-            return self._epoch_answer(BeginQuorumEpochResponse, Err.INCONSISTENT_CLUSTER_ID)
-        if req.leader_id not in self.voters:
-            return self._epoch_answer(BeginQuorumEpochResponse, Err.INCONSISTENT_VOTER_SET)
-        if req.leader_epoch < self.epoch:
-            return self._epoch_answer(BeginQuorumEpochResponse, Err.FENCED_LEADER_EPOCH)
-        self._observe_leader(req.leader_id, req.leader_epoch, now_ms)
-        return self._epoch_answer(BeginQuorumEpochResponse, Err.NONE)
-
-    def _on_begin_epoch_response(self, sender_id: int, req, resp: BeginQuorumEpochResponse) -> None:
-        s = self.quorum.state
-        if isinstance(s, Leader) and req.leader_epoch == s.epoch and resp.error == Err.NONE:
-            s.acked_begin.add(sender_id)
-
-    def _on_end_epoch(self, req: EndQuorumEpochRequest, now_ms: int) -> EndQuorumEpochResponse:
-        if req.cluster_id != self.config.cluster_id:
-            return self._epoch_answer(EndQuorumEpochResponse, Err.INCONSISTENT_CLUSTER_ID)
-        if req.leader_id not in self.voters:
-            return self._epoch_answer(EndQuorumEpochResponse, Err.INCONSISTENT_VOTER_SET)
-        if req.leader_epoch < self.epoch:
-            return self._epoch_answer(EndQuorumEpochResponse, Err.FENCED_LEADER_EPOCH)
-        if req.leader_id != self.node_id:
-            self._observe_leader(req.leader_id, req.leader_epoch, now_ms)
-        s = self.quorum.state
-        if isinstance(s, Follower) and s.leader_id == req.leader_id and self.quorum.is_voter:
-            backoff = end_epoch_backoff_ms(self.node_id, req.preferred_successors, self.config.election_backoff_max_ms)
-            s.fetch_deadline_ms = min(s.fetch_deadline_ms, now_ms + backoff)
-        return self._epoch_answer(EndQuorumEpochResponse, Err.NONE)
-
-    def _on_end_epoch_response(self, sender_id: int, req, resp: EndQuorumEpochResponse) -> None:
-        s = self.quorum.state
-        if isinstance(s, Resigned) and req.leader_epoch == s.epoch and resp.error == Err.NONE:
-            s.acked_end.add(sender_id)
-
-    # ------------------------------------------------------------------ Fetch (leader side)
-
-    def _leader_only_error(self, cluster_id: str, request_epoch: int) -> int:
-        if cluster_id != self.config.cluster_id:
-            return Err.INCONSISTENT_CLUSTER_ID
-        if request_epoch < self.epoch:
-            return Err.FENCED_LEADER_EPOCH
-        if request_epoch > self.epoch:
-            return Err.UNKNOWN_LEADER_EPOCH
-        if not isinstance(self.quorum.state, Leader):
-            return Err.NOT_LEADER_OR_FOLLOWER
-        return Err.NONE
-
-    def _fetch_answer(self, error: int, **kw) -> FetchResponse:
-        le = self.leader_and_epoch
-        return FetchResponse(error, _id(le.leader_id), le.epoch, **kw)
-
-    def _on_fetch(self, sender_id: int, req: FetchRequest, now_ms: int, may_park: bool) -> FetchResponse | None:
-        error = self._leader_only_error(req.cluster_id, req.current_leader_epoch)
-        if error != Err.NONE:
-            return self._fetch_answer(error)
-        s: Leader = self.quorum.state  # type: ignore[assignment]
-        log = self.log
-        kind, diverging = validate_fetch(log, req.fetch_offset, req.last_fetched_epoch)
-        common = {"high_watermark": self._hw, "log_start_offset": log.start_offset}
-        if kind == SNAPSHOT:
-            return self._fetch_answer(Err.NONE, snapshot_id=self.snapshots.latest(), **common)
-        if kind == DIVERGING:
-            return self._fetch_answer(Err.NONE, diverging_epoch=diverging, **common)
-        if may_park:  # first receipt (not the completion of a parked fetch): record progress
-            if req.replica_id in self.voters:
-                s.acked_begin.add(req.replica_id)
-            moved = s.progress.update_replica(req.replica_id, req.fetch_offset, log.end_offset, now_ms)
-            self._leader_progress_changed(moved, now_ms)
-        common["high_watermark"] = self._hw
-        batches = log.read(req.fetch_offset, min(req.max_bytes, self.config.fetch_max_bytes))
-        if not batches and may_park and req.max_wait_ms > 0:
-            return None
-        return self._fetch_answer(Err.NONE, batches=tuple(batches), **common)
-
-    def _park(self, sender_id: int, req: FetchRequest, now_ms: int) -> int:
-        token = self._next_token
-        self._next_token += 1
-        wait = min(req.max_wait_ms, self.config.fetch_max_wait_ms)
-        self._parked[token] = _Parked(sender_id, req, now_ms + wait)
-        return token
-
-    def _complete_parked(self, now_ms: int, only_expired: bool) -> None:
-        due = [t for t, p in self._parked.items() if not only_expired or p.deadline_ms <= now_ms]
-        parked = [(t, self._parked.pop(t)) for t in due]
-        for token, p in parked:
-            self._out.responses.append((token, self._on_fetch(p.sender_id, p.request, now_ms, may_park=False)))
-
-    def _on_fetch_snapshot(self, req: FetchSnapshotRequest, now_ms: int) -> FetchSnapshotResponse:
-        error = self._leader_only_error(req.cluster_id, req.current_leader_epoch)
-        le = self.leader_and_epoch
-        if error != Err.NONE:
-            return FetchSnapshotResponse(error, _id(le.leader_id), le.epoch)
-        s: Leader = self.quorum.state  # type: ignore[assignment]
-        s.progress.touch(req.replica_id, now_ms)
-        size = self.snapshots.size(req.snapshot_id)
-        if size is None:
-            return FetchSnapshotResponse(Err.SNAPSHOT_NOT_FOUND, self.node_id, le.epoch, req.snapshot_id)
-        if req.position < 0 or req.position > size:
-            return FetchSnapshotResponse(Err.POSITION_OUT_OF_RANGE, self.node_id, le.epoch, req.snapshot_id, size)
-        n = max(0, min(req.max_bytes, self.config.snapshot_chunk_bytes))
-        data = self.snapshots.read(req.snapshot_id, req.position, n) or b""
-        return FetchSnapshotResponse(Err.NONE, self.node_id, le.epoch, req.snapshot_id, size, req.position, data)
-
-    def _leader_progress_changed(self, hw_moved: bool, now_ms: int) -> None:
-        s = self.quorum.state
-        if not isinstance(s, Leader):
-            return
-        if hw_moved and s.progress.high_watermark > self._hw:
-            self._hw = s.progress.high_watermark
-            self._deliver()
-            self._complete_parked(now_ms, only_expired=False)
-
-    def _drain(self, now_ms: int) -> None:
-        """Append queued proposals as batches, flush, count our own progress."""
-        s = self.quorum.state
-        if not self._pending or not isinstance(s, Leader):
-            return
-        pending, self._pending = self._pending, []
-        step = self.config.max_batch_records
-        for i in range(0, len(pending), step):
-            self.log.append_as_leader(pending[i:i + step], s.epoch, now_ms)
-        self.log.flush()
-        moved = s.progress.update_local(self.log.flushed_end_offset, now_ms)
-        self._complete_parked(now_ms, only_expired=False)
-        self._leader_progress_changed(moved, now_ms)
-
-    def _maybe_advance_lbo_as_leader(self, s: Leader, now_ms: int) -> None:
-        ids = self.snapshots.list()
-        target = s.progress.lbo_target(ids, self.log.start_offset, self._lbo_since_ms, now_ms)
-        if target is not None and self.log.is_batch_boundary(target.offset):
-            self._advance_lbo(target, now_ms)
-        elif any(self.log.start_offset < i.offset <= self._hw for i in ids):
-            self._wake(s.progress.lbo_deadline(self._lbo_since_ms))
-
-    def _advance_lbo(self, target: OffsetAndEpoch, now_ms: int) -> None:
-        assert target.offset <= self._hw and target.offset <= self._applied
-        self.log.delete_before(target.offset, target.epoch)
-        self.metrics["log-start-advances"] += 1
-        self._lbo_since_ms = now_ms
-        self._delete_snapshots_below(target.offset)
-
-    def _delete_snapshots_below(self, lbo: int) -> None:
-        """KIP-630 'When to Delete Snapshots': any snapshot ending before the LBO goes."""
-        for sid in self.snapshots.list():
-            if sid.offset < lbo:
-                self.snapshots.delete(sid)
-
-    # ------------------------------------------------------------------ Fetch (follower side)
-
-    def _fetch_request(self, s) -> object:
-        sf = self._snapshot_fetch
-        if sf is not None:
-            return FetchSnapshotRequest(self.config.cluster_id, self.node_id, s.epoch, sf.snapshot_id,
-                                        sf.position, self.config.snapshot_chunk_bytes)
-        return FetchRequest(self.config.cluster_id, self.node_id, s.epoch, self.log.end_offset,
-                            self.log.last_fetched_epoch(), self.log.start_offset,
-                            self.config.fetch_max_wait_ms, self.config.fetch_max_bytes)
-
-    def _following(self, sender_id: int, request_epoch: int) -> Follower | None:
-        s = self.quorum.state
-        if isinstance(s, Follower) and s.leader_id == sender_id and s.epoch == request_epoch:
-            return s
-        return None
-
-    def _on_fetch_response(self, sender_id: int, req: FetchRequest, resp: FetchResponse, now_ms: int) -> None:
-        s = self._following(sender_id, req.current_leader_epoch)
-        if s is None or resp.error != Err.NONE:
-            self._retry_at[sender_id] = now_ms + self.config.retry_backoff_ms
-            if not self.quorum.is_voter and resp.error != Err.NONE:
-                self._observer_target = None
-            return
-        s.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
-        self._retry_at[sender_id] = now_ms
-        if resp.diverging_epoch is not None:
-            offset = truncation_offset(self.log, resp.diverging_epoch)
-            assert offset >= self._hw, f"node {self.node_id}: truncation to {offset} below high watermark {self._hw}"
-            self.log.truncate_to(offset)
-            self.metrics["diverging-truncations"] += 1
-            return
-        if resp.snapshot_id is not None:
-            self._start_snapshot_fetch(resp.snapshot_id)
-            return
-        batches = [b for b in resp.batches if b.base_offset >= self.log.end_offset]
-        if batches and batches[0].base_offset == self.log.end_offset:
-            self.log.append_as_follower(batches)
-            self.log.flush()  # durable before the next Fetch reports it to the leader
-        elif resp.batches:  # nothing usable (a stale or misaligned answer): do not spin
-            self._retry_at[sender_id] = now_ms + self.config.retry_backoff_ms
-        self._leader_lbo = max(self._leader_lbo, resp.log_start_offset)
-        self._follower_hw(resp.high_watermark)
-
-    def _follower_hw(self, leader_hw: int) -> None:
-        hw = min(leader_hw, self.log.end_offset)
-        if hw > self._hw:
-            self._hw = hw
-            self._deliver()
-        self._maybe_advance_lbo_as_follower()
-
-    def _maybe_advance_lbo_as_follower(self) -> None:
-        """Follow the leader's LBO up to our own latest snapshot that is not above it."""
-        limit = min(self._leader_lbo, self._hw, self._applied)
-        ids = [s for s in self.snapshots.list() if self.log.start_offset < s.offset <= limit
-               and self.log.is_batch_boundary(s.offset) and self.log.epoch_of(s.offset - 1) == s.epoch]
-        if ids:
-            target = ids[-1]
-            self.log.delete_before(target.offset, target.epoch)
-            self.metrics["log-start-advances"] += 1
-            self._delete_snapshots_below(target.offset)
-
-    def _start_snapshot_fetch(self, sid: OffsetAndEpoch) -> None:
-        if self._snapshot_fetch is not None:
-            self._abort_snapshot_fetch()
-        if sid in self.snapshots.list():  # we have it already: just restart the log there
-            self._install_snapshot(sid)
-            return
-        self._snapshot_fetch = _SnapshotFetch(sid, self.snapshots.create(sid))
-
-    def _abort_snapshot_fetch(self) -> None:
-        sf, self._snapshot_fetch = self._snapshot_fetch, None
-        if sf is not None:
-            sf.writer.close()
-
-    def _on_fetch_snapshot_response(self, sender_id: int, req: FetchSnapshotRequest,
-                                    resp: FetchSnapshotResponse, now_ms: int) -> None:
-        s = self._following(sender_id, req.current_leader_epoch)
-        sf = self._snapshot_fetch
-        if s is None or sf is None or sf.snapshot_id != req.snapshot_id or sf.position != req.position:
-            return
-        s.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
-        self._retry_at[sender_id] = now_ms
-        if resp.error != Err.NONE or resp.snapshot_id != sf.snapshot_id or resp.position != sf.position \
-                or (not resp.data and sf.position < resp.size):
-            # SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, NOT_LEADER...: rediscover with Fetch
-            self._abort_snapshot_fetch()
-            self._retry_at[sender_id] = now_ms + self.config.retry_backoff_ms
-            return
-        sf.writer.append(resp.data)
-        sf.position += len(resp.data)
-        if sf.position >= resp.size:
-            self.metrics["snapshots-fetched"] += 1
-            self._snapshot_fetch = None
-            sf.writer.freeze()
-            try:
-                SnapshotReader(sf.snapshot_id, self.snapshots.read_all(sf.snapshot_id) or b"")
-            except InvalidSnapshotError:
-                self.snapshots.delete(sf.snapshot_id)
-                return
-            self._install_snapshot(sf.snapshot_id)
-
-    def _install_snapshot(self, sid: OffsetAndEpoch) -> None:
-        """A complete snapshot from the leader: restart the log at it and load it."""
-        assert not isinstance(self.quorum.state, Leader)
-        self.log.truncate_fully_and_start_at(sid.offset, sid.epoch)
-        self._delete_snapshots_below(sid.offset)
-        if sid.offset > self._applied:
-            self._load_snapshot(sid)
-        self._hw = max(self._hw, sid.offset)
-
-    # ------------------------------------------------------------------ commits
-
-    def _deliver(self) -> None:
-        """Give the listener every committed batch it has not seen, in order."""
-        if self._applied < self.log.start_offset:
-            latest = self.snapshots.latest()
-            assert latest is not None and latest.offset >= self.log.start_offset
-            self._load_snapshot(latest)
-        while self._applied < self._hw:
-            batches = self.log.read(self._applied, 8 << 20, end=self._hw)
-            if not batches:
-                break
-            for b in batches:
-                assert b.base_offset == self._applied, (b.base_offset, self._applied)
-                if b.control:
-                    batch = CommittedBatch(b.base_offset, b.last_offset, b.epoch, b.append_timestamp, [],
-                                           True, list(b.records))
-                else:
-                    batch = CommittedBatch(b.base_offset, b.last_offset, b.epoch, b.append_timestamp,
-                                           list(b.records))
-                self._applied = b.next_offset
-                self.listener.handle_commit(batch)
 
     # ------------------------------------------------------------------ timers and sends
 
@@ -767,48 +381,33 @@ class RaftNode:
         self._notify_leader_change()
         out, self._out = self._out, Output()
         out.next_deadline_ms = self._deadline
+        out.quorum_state = self.quorum.take_unpersisted()
+        out.flush_log_to, self._flush_to = self._flush_to, None
         self._out.next_deadline_ms = self._deadline
         return out
 
     def _notify_leader_change(self) -> None:
-        le = self.leader_and_epoch
         s = self.quorum.state
-        if isinstance(s, Leader) and self._applied <= s.epoch_start_offset:
-            return  # tell the state machine it leads only once it has caught up
-        if le != self._notified:
-            self._notified = le
-            self.listener.handle_leader_change(le)
+        self.commits.notify_leader_change(self.leader_and_epoch,
+                                          s.epoch_start_offset if isinstance(s, Leader) else None)
+
+    def _request_flush(self) -> None:
+        """The log's appends so far must be durable before anything sent from now on."""
+        self._flush_to = self.log.end_offset
 
     def _wake(self, t: int) -> None:
         self._deadline = min(self._deadline, t)
 
     def _send(self, dest: int, request: object, now_ms: int) -> None:
-        self._inflight[dest] = (request, now_ms + self.config.request_timeout_ms)
-        self._wake(now_ms + self.config.request_timeout_ms)
+        self.requests.sent(dest, request, now_ms)
         self._out.sends.append((dest, request))
-
-    def _can_send(self, dest: int, now_ms: int) -> bool:
-        if dest in self._inflight:
-            return False
-        at = self._retry_at.get(dest, 0)
-        if at > now_ms:
-            self._wake(at)
-            return False
-        return True
 
     def _poll(self, now_ms: int) -> None:
         self._deadline = NEVER
-        for dest, (_req, deadline) in list(self._inflight.items()):
-            if deadline <= now_ms:
-                del self._inflight[dest]
-                self._retry_at[dest] = now_ms + self.config.retry_backoff_ms
-                if not self.quorum.is_voter:
-                    self._observer_target = None
-            else:
-                self._wake(deadline)
-        self._complete_parked(now_ms, only_expired=True)
-        for p in self._parked.values():
-            self._wake(p.deadline_ms)
+        self.requests.expire(now_ms)
+        self.leader_fetch.answer_parked(self.purgatory.take_expired(now_ms), now_ms)
+        for deadline in self.purgatory.deadlines():
+            self._wake(deadline)
         s = self.quorum.state
         if isinstance(s, Leader):
             self._poll_leader(s, now_ms)
@@ -822,19 +421,21 @@ class RaftNode:
             self._poll_resigned(s, now_ms)
 
     def _poll_leader(self, s: Leader, now_ms: int) -> None:
-        if self._pending:
-            due = self._pending_since + self.config.append_linger_ms
-            if due <= now_ms or len(self._pending) >= self.config.max_batch_records:
-                self._drain(now_ms)
+        if self.proposals:
+            due = self.proposals.due_ms()
+            if due <= now_ms:
+                self.leader_fetch.drain(now_ms)
             else:
                 self._wake(due)
         if not s.progress.quorum_alive(now_ms):
             self._resign(s, now_ms)
             return
         self._wake(s.progress.check_quorum_deadline())
-        self._maybe_advance_lbo_as_leader(s, now_ms)
+        wake = self.retention.advance_as_leader(s.progress, self.high_watermark, self.applied_offset, now_ms)
+        if wake is not None:
+            self._wake(wake)
         for v in sorted(self.voters - {self.node_id} - s.acked_begin):
-            if self._can_send(v, now_ms):
+            if self.requests.can_send(v, now_ms):
                 self._send(v, BeginQuorumEpochRequest(self.config.cluster_id, self.node_id, s.epoch), now_ms)
 
     def _poll_candidate(self, s: Candidate, now_ms: int) -> None:
@@ -848,13 +449,13 @@ class RaftNode:
             self._wake(s.backoff_until_ms)
             return
         if now_ms >= s.election_deadline_ms:
-            self._start_backoff(s, now_ms)
+            self.election.start_backoff(s, now_ms)
             self._wake(s.backoff_until_ms)
             return
         self._wake(s.election_deadline_ms)
-        last = self._own_last()
+        last = self.election.own_last()
         for v in sorted(self.voters - {self.node_id} - s.granted - s.rejected):
-            if self._can_send(v, now_ms):
+            if self.requests.can_send(v, now_ms):
                 self._send(v, VoteRequest(self.config.cluster_id, s.epoch, self.node_id, last.epoch, last.offset),
                            now_ms)
 
@@ -866,10 +467,8 @@ class RaftNode:
                 self._become_unattached(s.epoch, now_ms)
             return
         self._wake(s.fetch_deadline_ms)
-        if self._can_send(s.leader_id, now_ms):
-            self._send(s.leader_id, self._fetch_request(s), now_ms)
-
-    _observer_target: int | None = None
+        if self.requests.can_send(s.leader_id, now_ms):
+            self._send(s.leader_id, self.follower_fetch.fetch_request(s.epoch), now_ms)
 
     def _poll_unattached(self, s: Unattached, now_ms: int) -> None:
         if self.quorum.is_voter:
@@ -879,13 +478,9 @@ class RaftNode:
                 return
             self._wake(s.election_deadline_ms)
             return
-        # observer: find the leader by fetching from any voter
-        if self._observer_target is None or self._observer_target not in self._inflight:
-            candidates = sorted(self.voters)
-            target = self.rng.choice(candidates)
-            if self._can_send(target, now_ms):
-                self._observer_target = target
-                self._send(target, self._fetch_request(s), now_ms)
+        target = self.requests.send_to_any(self.voters, self.rng, now_ms)  # observer: find the leader
+        if target is not None:
+            self._send(target, self.follower_fetch.fetch_request(s.epoch), now_ms)
 
     def _poll_resigned(self, s: Resigned, now_ms: int) -> None:
         if now_ms >= s.election_deadline_ms:
@@ -893,15 +488,13 @@ class RaftNode:
             return
         self._wake(s.election_deadline_ms)
         for v in sorted(self.voters - {self.node_id} - s.acked_end):
-            if self._can_send(v, now_ms):
+            if self.requests.can_send(v, now_ms):
                 self._send(v, EndQuorumEpochRequest(self.config.cluster_id, self.node_id, s.epoch,
                                                     s.preferred_successors), now_ms)
 
 
-def _id(leader_id: int | None) -> int:
-    return -1 if leader_id is None else leader_id
+_id = leader_id_or_none
 
 
 def _leader(leader_id: int) -> int | None:
     return None if leader_id is None or leader_id < 0 else leader_id
-

@@ -30,8 +30,16 @@ is larger than the current one, "same" equal, "next" exactly one more:
     Resigned   -> Follower     higher
 
 Observers (not in the voter set) are only ever Unattached or Follower.
-Persistence: each transition writes the new ElectionState through the
-QuorumStateStore (durable on return) before the in-memory state changes.
+
+Changes within a state (votes received, a candidate's backoff, acknowledged
+Begin/EndQuorumEpoch, a follower's fetch deadline) also go through QuorumState's
+methods; no other module assigns a state's fields.
+Persistence (DESIGN.md principle 1, etcd's Ready): each transition changes the
+state in memory and records the new ElectionState as ``unpersisted``; RaftNode puts
+it in the call's Output (``Output.quorum_state``) and the shell writes it through the
+QuorumStateStore (durably, off the event loop) BEFORE it sends anything from that
+Output or any later one. So no other node ever learns of a vote, an epoch or a
+leadership that a crash could forget. Start-up reads the store once.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from tierlog.raft.leader import LeaderProgress
 from tierlog.raft.quorum_store import ElectionState, QuorumStateStore
 from tierlog.raft.types import LeaderAndEpoch, RaftConfig
 
@@ -70,7 +79,7 @@ class Candidate:
 class Leader:
     epoch: int
     epoch_start_offset: int
-    progress: object = None  # tierlog.raft.leader.LeaderProgress, set by the node
+    progress: LeaderProgress
     acked_begin: set[int] = field(default_factory=set)
 
     name = "leader"
@@ -128,6 +137,7 @@ class QuorumState:
         self.config = config
         self.rng = rng
         self.state: State = self._initial(store.read(), now_ms)
+        self._unpersisted: ElectionState | None = None
 
     # ---- queries
 
@@ -196,9 +206,14 @@ class QuorumState:
 
     def _transition(self, new: State, persisted: ElectionState) -> State:
         self._check(new)
-        self.store.write(persisted)  # durable before it takes effect
+        self._unpersisted = persisted  # the shell makes it durable before any effect leaves
         self.state = new
         return new
+
+    def take_unpersisted(self) -> ElectionState | None:
+        """The latest ElectionState not yet handed out for writing (then forgotten)."""
+        state, self._unpersisted = self._unpersisted, None
+        return state
 
     def to_unattached(self, epoch: int, now_ms: int) -> Unattached:
         return self._transition(self._unattached(epoch, None, now_ms), ElectionState(epoch))
@@ -216,10 +231,11 @@ class QuorumState:
         new = Candidate(epoch, {self.node_id}, set(), retries, now_ms + self.election_timeout())
         return self._transition(new, ElectionState(epoch, voted_id=self.node_id))
 
-    def to_leader(self, epoch_start_offset: int) -> Leader:
+    def to_leader(self, epoch_start_offset: int, progress: LeaderProgress) -> Leader:
         s = self.state
         assert isinstance(s, Candidate) and len(s.granted) >= self.majority()
-        return self._transition(Leader(s.epoch, epoch_start_offset), ElectionState(s.epoch, leader_id=self.node_id))
+        new = Leader(s.epoch, epoch_start_offset, progress)
+        return self._transition(new, ElectionState(s.epoch, leader_id=self.node_id))
 
     def to_follower(self, epoch: int, leader_id: int, now_ms: int) -> Follower:
         assert leader_id != self.node_id
@@ -233,3 +249,40 @@ class QuorumState:
         assert isinstance(s, Leader)
         new = Resigned(s.epoch, now_ms + self.election_timeout(), preferred_successors)
         return self._transition(new, ElectionState(s.epoch, leader_id=self.node_id))
+
+    # ---- changes within a state (volatile: nothing here is persisted)
+
+    def record_vote(self, voter_id: int, granted: bool) -> None:
+        """A candidate's answer from ``voter_id`` in its own epoch."""
+        s = self.state
+        assert isinstance(s, Candidate), f"node {self.node_id}: a vote answer for a {s.name}"
+        (s.granted if granted else s.rejected).add(voter_id)
+
+    def start_backoff(self, until_ms: int) -> None:
+        """The candidate lost or timed out: stand again at ``until_ms``."""
+        s = self.state
+        assert isinstance(s, Candidate) and s.backoff_until_ms is None, f"node {self.node_id}: backoff in {s}"
+        s.backoff_until_ms = until_ms
+
+    def ack_begin_epoch(self, voter_id: int) -> None:
+        """The leader knows ``voter_id`` learned of its epoch (BeginQuorumEpoch or a Fetch)."""
+        s = self.state
+        assert isinstance(s, Leader), f"node {self.node_id}: BeginQuorumEpoch ack as {s.name}"
+        s.acked_begin.add(voter_id)
+
+    def ack_end_epoch(self, voter_id: int) -> None:
+        s = self.state
+        assert isinstance(s, Resigned), f"node {self.node_id}: EndQuorumEpoch ack as {s.name}"
+        s.acked_end.add(voter_id)
+
+    def leader_heard(self, now_ms: int) -> None:
+        """A follower got a good answer from its leader: the fetch timeout starts again."""
+        s = self.state
+        assert isinstance(s, Follower), f"node {self.node_id}: leader heard as {s.name}"
+        s.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
+
+    def expire_leader_by(self, deadline_ms: int) -> None:
+        """EndQuorumEpoch: the follower stands for election by ``deadline_ms`` at the latest."""
+        s = self.state
+        assert isinstance(s, Follower), f"node {self.node_id}: EndQuorumEpoch as {s.name}"
+        s.fetch_deadline_ms = min(s.fetch_deadline_ms, deadline_ms)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from tierlog.protocol.errors import ErrorCode
+
 __all__ = [
     "Err", "LeaderAndEpoch", "LogBatch", "NotLeaderError", "OffsetAndEpoch", "RaftConfig",
 ]
@@ -60,20 +62,8 @@ class LogBatch:
         return LogBatch(base_offset, self.epoch, self.append_timestamp, self.records, self.control)
 
 
-class Err:
-    """Kafka error codes the quorum uses (same numbers as tierlog.protocol.errors)."""
-
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    NOT_LEADER_OR_FOLLOWER = 6
-    BROKER_NOT_AVAILABLE = 8
-    INVALID_REQUEST = 42
-    FENCED_LEADER_EPOCH = 74
-    UNKNOWN_LEADER_EPOCH = 75
-    INCONSISTENT_VOTER_SET = 94
-    SNAPSHOT_NOT_FOUND = 98
-    POSITION_OUT_OF_RANGE = 99
-    INCONSISTENT_CLUSTER_ID = 104
+#: Kafka's error codes as the quorum code names them (the enum itself, no second table)
+Err = ErrorCode
 
 
 class NotLeaderError(Exception):

@@ -17,6 +17,8 @@ Usage by the shell::
 
 from __future__ import annotations
 
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.raft.codec import decode_log_batches, encode_log_batches
 from tierlog.raft.listener import QuorumInfo, ReplicaInfo
 from tierlog.raft.messages import (
@@ -40,13 +42,13 @@ __all__ = [
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_TOPIC_ID = bytes(15) + b"\x01"
-FETCH, VOTE, BEGIN, END, DESCRIBE, FETCH_SNAPSHOT = 1, 52, 53, 54, 55, 59
-VERSIONS = {FETCH: 15, VOTE: 0, BEGIN: 0, END: 0, DESCRIBE: 1, FETCH_SNAPSHOT: 0}
+VERSIONS = {ApiKey.FETCH: 15, ApiKey.VOTE: 0, ApiKey.BEGIN_QUORUM_EPOCH: 0, ApiKey.END_QUORUM_EPOCH: 0,
+            ApiKey.DESCRIBE_QUORUM: 1, ApiKey.FETCH_SNAPSHOT: 0}
 API_KEYS = {
-    FetchRequest: FETCH, FetchResponse: FETCH, VoteRequest: VOTE, VoteResponse: VOTE,
-    BeginQuorumEpochRequest: BEGIN, BeginQuorumEpochResponse: BEGIN,
-    EndQuorumEpochRequest: END, EndQuorumEpochResponse: END,
-    FetchSnapshotRequest: FETCH_SNAPSHOT, FetchSnapshotResponse: FETCH_SNAPSHOT,
+    FetchRequest: ApiKey.FETCH, FetchResponse: ApiKey.FETCH, VoteRequest: ApiKey.VOTE, VoteResponse: ApiKey.VOTE,
+    BeginQuorumEpochRequest: ApiKey.BEGIN_QUORUM_EPOCH, BeginQuorumEpochResponse: ApiKey.BEGIN_QUORUM_EPOCH,
+    EndQuorumEpochRequest: ApiKey.END_QUORUM_EPOCH, EndQuorumEpochResponse: ApiKey.END_QUORUM_EPOCH,
+    FetchSnapshotRequest: ApiKey.FETCH_SNAPSHOT, FetchSnapshotResponse: ApiKey.FETCH_SNAPSHOT,
 }
 
 
@@ -66,18 +68,18 @@ def _partition(body: dict, topics_field: str = "Topics") -> dict | None:
 
 def request_to_dict(req) -> tuple[int, dict]:
     if isinstance(req, VoteRequest):
-        return VOTE, {"ClusterId": req.cluster_id, "Topics": _topic({
+        return ApiKey.VOTE, {"ClusterId": req.cluster_id, "Topics": _topic({
             "PartitionIndex": 0, "ReplicaEpoch": req.candidate_epoch, "ReplicaId": req.candidate_id,
             "LastOffsetEpoch": req.last_offset_epoch, "LastOffset": req.last_offset})}
     if isinstance(req, BeginQuorumEpochRequest):
-        return BEGIN, {"ClusterId": req.cluster_id, "Topics": _topic({
+        return ApiKey.BEGIN_QUORUM_EPOCH, {"ClusterId": req.cluster_id, "Topics": _topic({
             "PartitionIndex": 0, "LeaderId": req.leader_id, "LeaderEpoch": req.leader_epoch})}
     if isinstance(req, EndQuorumEpochRequest):
-        return END, {"ClusterId": req.cluster_id, "Topics": _topic({
+        return ApiKey.END_QUORUM_EPOCH, {"ClusterId": req.cluster_id, "Topics": _topic({
             "PartitionIndex": 0, "LeaderId": req.leader_id, "LeaderEpoch": req.leader_epoch,
             "PreferredSuccessors": list(req.preferred_successors)})}
     if isinstance(req, FetchRequest):
-        return FETCH, {
+        return ApiKey.FETCH, {
             "ClusterId": req.cluster_id, "ReplicaState": {"ReplicaId": req.replica_id, "ReplicaEpoch": -1},
             "MaxWaitMs": req.max_wait_ms, "MinBytes": 0, "MaxBytes": req.max_bytes, "IsolationLevel": 0,
             "SessionId": 0, "SessionEpoch": -1, "ForgottenTopicsData": [], "RackId": "",
@@ -86,7 +88,7 @@ def request_to_dict(req) -> tuple[int, dict]:
                 "LastFetchedEpoch": req.last_fetched_epoch, "LogStartOffset": req.log_start_offset,
                 "PartitionMaxBytes": req.max_bytes}, "TopicId", METADATA_TOPIC_ID)}
     if isinstance(req, FetchSnapshotRequest):
-        return FETCH_SNAPSHOT, {
+        return ApiKey.FETCH_SNAPSHOT, {
             "ClusterId": req.cluster_id, "ReplicaId": req.replica_id, "MaxBytes": req.max_bytes,
             "Topics": _topic({
                 "Partition": 0, "CurrentLeaderEpoch": req.current_leader_epoch,
@@ -101,20 +103,20 @@ def request_from_dict(api_key: int, body: dict):
     if p is None:
         raise ValueError(f"api {api_key} request without a partition")
     cluster = body.get("ClusterId") or ""
-    if api_key == VOTE:
+    if api_key == ApiKey.VOTE:
         return VoteRequest(cluster, p["ReplicaEpoch"], p["ReplicaId"], p["LastOffsetEpoch"], p["LastOffset"])
-    if api_key == BEGIN:
+    if api_key == ApiKey.BEGIN_QUORUM_EPOCH:
         return BeginQuorumEpochRequest(cluster, p["LeaderId"], p["LeaderEpoch"])
-    if api_key == END:
+    if api_key == ApiKey.END_QUORUM_EPOCH:
         return EndQuorumEpochRequest(cluster, p["LeaderId"], p["LeaderEpoch"],
                                      tuple(p.get("PreferredSuccessors") or ()))
-    if api_key == FETCH:
+    if api_key == ApiKey.FETCH:
         state = body.get("ReplicaState") or {}
         replica = state.get("ReplicaId", body.get("ReplicaId", -1))
         return FetchRequest(cluster, replica, p.get("CurrentLeaderEpoch", -1), p["FetchOffset"],
                             p.get("LastFetchedEpoch", -1), p.get("LogStartOffset", -1), body.get("MaxWaitMs", 0),
                             min(body.get("MaxBytes", 0x7FFFFFFF), p.get("PartitionMaxBytes", 0x7FFFFFFF)))
-    if api_key == FETCH_SNAPSHOT:
+    if api_key == ApiKey.FETCH_SNAPSHOT:
         sid = p["SnapshotId"]
         return FetchSnapshotRequest(cluster, body.get("ReplicaId", -1), p["CurrentLeaderEpoch"],
                                     OffsetAndEpoch(sid["EndOffset"], sid["Epoch"]), p["Position"],
@@ -124,30 +126,27 @@ def request_from_dict(api_key: int, body: dict):
 
 # ---------------------------------------------------------------------------- responses
 
-_CLUSTER_ID_ERROR = 104
-
-
 def response_to_dict(resp) -> tuple[int, dict]:
     if isinstance(resp, VoteResponse):
-        if resp.error == _CLUSTER_ID_ERROR:
-            return VOTE, {"ErrorCode": resp.error, "Topics": []}
-        return VOTE, {"ErrorCode": 0, "Topics": _topic({
+        if resp.error == ErrorCode.INCONSISTENT_CLUSTER_ID:
+            return ApiKey.VOTE, {"ErrorCode": resp.error, "Topics": []}
+        return ApiKey.VOTE, {"ErrorCode": ErrorCode.NONE, "Topics": _topic({
             "PartitionIndex": 0, "ErrorCode": resp.error, "LeaderId": resp.leader_id,
             "LeaderEpoch": resp.leader_epoch, "VoteGranted": resp.vote_granted})}
     if isinstance(resp, (BeginQuorumEpochResponse, EndQuorumEpochResponse)):
-        key = BEGIN if isinstance(resp, BeginQuorumEpochResponse) else END
-        if resp.error == _CLUSTER_ID_ERROR:
+        key = ApiKey.BEGIN_QUORUM_EPOCH if isinstance(resp, BeginQuorumEpochResponse) else ApiKey.END_QUORUM_EPOCH
+        if resp.error == ErrorCode.INCONSISTENT_CLUSTER_ID:
             return key, {"ErrorCode": resp.error, "Topics": []}
-        return key, {"ErrorCode": 0, "Topics": _topic({
+        return key, {"ErrorCode": ErrorCode.NONE, "Topics": _topic({
             "PartitionIndex": 0, "ErrorCode": resp.error, "LeaderId": resp.leader_id,
             "LeaderEpoch": resp.leader_epoch})}
     if isinstance(resp, FetchResponse):
-        return FETCH, _fetch_response_to_dict(resp)
+        return ApiKey.FETCH, _fetch_response_to_dict(resp)
     if isinstance(resp, FetchSnapshotResponse):
-        if resp.error == _CLUSTER_ID_ERROR:
-            return FETCH_SNAPSHOT, {"ThrottleTimeMs": 0, "ErrorCode": resp.error, "Topics": []}
+        if resp.error == ErrorCode.INCONSISTENT_CLUSTER_ID:
+            return ApiKey.FETCH_SNAPSHOT, {"ThrottleTimeMs": 0, "ErrorCode": resp.error, "Topics": []}
         sid = resp.snapshot_id or OffsetAndEpoch(-1, -1)
-        return FETCH_SNAPSHOT, {"ThrottleTimeMs": 0, "ErrorCode": 0, "Topics": _topic({
+        return ApiKey.FETCH_SNAPSHOT, {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "Topics": _topic({
             "Index": 0, "ErrorCode": resp.error, "SnapshotId": {"EndOffset": sid.offset, "Epoch": sid.epoch},
             "CurrentLeader": {"LeaderId": resp.leader_id, "LeaderEpoch": resp.leader_epoch},
             "Size": resp.size, "Position": resp.position, "UnalignedRecords": resp.data}, "Name")}
@@ -155,7 +154,7 @@ def response_to_dict(resp) -> tuple[int, dict]:
 
 
 def _fetch_response_to_dict(resp: FetchResponse) -> dict:
-    if resp.error == _CLUSTER_ID_ERROR:
+    if resp.error == ErrorCode.INCONSISTENT_CLUSTER_ID:
         return {"ThrottleTimeMs": 0, "ErrorCode": resp.error, "SessionId": 0, "Responses": []}
     part = {
         "PartitionIndex": 0, "ErrorCode": resp.error, "HighWatermark": resp.high_watermark,
@@ -168,26 +167,26 @@ def _fetch_response_to_dict(resp: FetchResponse) -> dict:
         part["DivergingEpoch"] = {"Epoch": resp.diverging_epoch.epoch, "EndOffset": resp.diverging_epoch.offset}
     if resp.snapshot_id is not None:
         part["SnapshotId"] = {"EndOffset": resp.snapshot_id.offset, "Epoch": resp.snapshot_id.epoch}
-    return {"ThrottleTimeMs": 0, "ErrorCode": 0, "SessionId": 0,
+    return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "SessionId": 0,
             "Responses": _topic(part, "TopicId", METADATA_TOPIC_ID)}
 
 
 def response_from_dict(api_key: int, body: dict):
     """The dataclass for a decoded response body (record batches CRC-checked)."""
-    p = _partition(body, "Responses" if api_key == FETCH else "Topics")
-    top = body.get("ErrorCode", 0)
-    if api_key == VOTE:
+    p = _partition(body, "Responses" if api_key == ApiKey.FETCH else "Topics")
+    top = body.get("ErrorCode", ErrorCode.NONE)
+    if api_key == ApiKey.VOTE:
         if p is None:
-            return VoteResponse(top or 42, -1, -1, False)
+            return VoteResponse(top or ErrorCode.INVALID_REQUEST, -1, -1, False)
         return VoteResponse(p["ErrorCode"], p["LeaderId"], p["LeaderEpoch"], bool(p["VoteGranted"]))
-    if api_key in (BEGIN, END):
-        cls = BeginQuorumEpochResponse if api_key == BEGIN else EndQuorumEpochResponse
+    if api_key in (ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH):
+        cls = BeginQuorumEpochResponse if api_key == ApiKey.BEGIN_QUORUM_EPOCH else EndQuorumEpochResponse
         if p is None:
-            return cls(top or 42, -1, -1)
+            return cls(top or ErrorCode.INVALID_REQUEST, -1, -1)
         return cls(p["ErrorCode"], p["LeaderId"], p["LeaderEpoch"])
-    if api_key == FETCH:
+    if api_key == ApiKey.FETCH:
         if p is None:
-            return FetchResponse(top or 42, -1, -1)
+            return FetchResponse(top or ErrorCode.INVALID_REQUEST, -1, -1)
         leader = p.get("CurrentLeader") or {}
         div = p.get("DivergingEpoch")
         snap = p.get("SnapshotId")
@@ -197,9 +196,9 @@ def response_from_dict(api_key: int, body: dict):
             p.get("LogStartOffset", -1), tuple(decode_log_batches(records)) if records else (),
             OffsetAndEpoch(div["EndOffset"], div["Epoch"]) if div and div.get("EndOffset", -1) >= 0 else None,
             OffsetAndEpoch(snap["EndOffset"], snap["Epoch"]) if snap and snap.get("EndOffset", -1) >= 0 else None)
-    if api_key == FETCH_SNAPSHOT:
+    if api_key == ApiKey.FETCH_SNAPSHOT:
         if p is None:
-            return FetchSnapshotResponse(top or 42, -1, -1)
+            return FetchSnapshotResponse(top or ErrorCode.INVALID_REQUEST, -1, -1)
         leader = p.get("CurrentLeader") or {}
         sid = p["SnapshotId"]
         return FetchSnapshotResponse(p["ErrorCode"], leader.get("LeaderId", -1), leader.get("LeaderEpoch", -1),
@@ -215,7 +214,7 @@ def describe_quorum_to_dict(info: QuorumInfo) -> dict:
         return {"ReplicaId": r.replica_id, "LogEndOffset": r.log_end_offset,
                 "LastFetchTimestamp": r.last_fetch_timestamp, "LastCaughtUpTimestamp": r.last_caught_up_timestamp}
 
-    return {"ErrorCode": 0, "Topics": _topic({
+    return {"ErrorCode": ErrorCode.NONE, "Topics": _topic({
         "PartitionIndex": 0, "ErrorCode": info.error, "LeaderId": info.leader_id, "LeaderEpoch": info.leader_epoch,
         "HighWatermark": info.high_watermark, "CurrentVoters": [replica(r) for r in info.voters],
         "Observers": [replica(r) for r in info.observers]})}

@@ -1,10 +1,12 @@
 """Kafka error codes raised by record validation, and the exception carrying them.
 
-The codes are Kafka's (``org.apache.kafka.common.protocol.Errors``) as plain ints,
-so this layer does not depend on ``tierlog.protocol``.
+The short names are the ``ErrorCode`` members (``tierlog.protocol``, the layer
+below) that record validation and storage answer with; the numbers live only there.
 """
 
 from __future__ import annotations
+
+from tierlog.protocol.errors import ErrorCode
 
 __all__ = [
     "CORRUPT_MESSAGE",
@@ -20,16 +22,16 @@ __all__ = [
     "InvalidRecordError",
 ]
 
-OFFSET_OUT_OF_RANGE = 1
-CORRUPT_MESSAGE = 2
-MESSAGE_TOO_LARGE = 10
-RECORD_LIST_TOO_LARGE = 18
-INVALID_TIMESTAMP = 32
-UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
-KAFKA_STORAGE_ERROR = 56
-UNSUPPORTED_COMPRESSION_TYPE = 76
-INVALID_RECORD = 87
-INCONSISTENT_TOPIC_ID = 103
+OFFSET_OUT_OF_RANGE = ErrorCode.OFFSET_OUT_OF_RANGE
+CORRUPT_MESSAGE = ErrorCode.CORRUPT_MESSAGE
+MESSAGE_TOO_LARGE = ErrorCode.MESSAGE_TOO_LARGE
+RECORD_LIST_TOO_LARGE = ErrorCode.RECORD_LIST_TOO_LARGE
+INVALID_TIMESTAMP = ErrorCode.INVALID_TIMESTAMP
+UNSUPPORTED_FOR_MESSAGE_FORMAT = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+KAFKA_STORAGE_ERROR = ErrorCode.KAFKA_STORAGE_ERROR
+UNSUPPORTED_COMPRESSION_TYPE = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+INVALID_RECORD = ErrorCode.INVALID_RECORD
+INCONSISTENT_TOPIC_ID = ErrorCode.INCONSISTENT_TOPIC_ID
 
 
 class InvalidRecordError(Exception):

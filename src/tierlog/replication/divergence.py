@@ -35,7 +35,7 @@ UNDEFINED = -1
 
 @dataclass(frozen=True, slots=True)
 class DivergenceCheck:
-    error: int = 0                              # 0 or OFFSET_OUT_OF_RANGE
+    error: int = ErrorCode.NONE                 # NONE or OFFSET_OUT_OF_RANGE
     diverging_epoch: int = UNDEFINED            # set when the follower must truncate
     diverging_end_offset: int = UNDEFINED
 

@@ -153,7 +153,7 @@ class FetcherState:
 
     def handle_fetch_response(self, response: dict, now_ms: int) -> list[FetchAction]:
         self.in_flight = False
-        top = response.get("ErrorCode", 0)
+        top = response.get("ErrorCode", ErrorCode.NONE)
         if top:
             return self.handle_fetch_failure(now_ms, top)
         actions: list[FetchAction] = []
@@ -172,11 +172,11 @@ class FetcherState:
         return actions
 
     def _handle_partition(self, p: PartitionFetchState, data: dict, now_ms: int) -> list[FetchAction]:
-        error = data.get("ErrorCode", 0)
-        if error == 0 and p.log.log_end_offset != p.inflight_offset:
+        error = data.get("ErrorCode", ErrorCode.NONE)
+        if error == ErrorCode.NONE and p.log.log_end_offset != p.inflight_offset:
             p.move(FetchStatus.FETCHING)            # our log changed meanwhile: stale answer
             return []
-        if error == 0:
+        if error == ErrorCode.NONE:
             p.move(FetchStatus.FETCHING)
             p.errors, p.delay_until_ms = 0, 0
             return self._handle_data(p, data)

@@ -82,7 +82,7 @@ class LeaderUpdate:
     high_watermark: int
     hw_advanced: bool = False
     alter_partition: AlterPartitionItem | None = None
-    error: int = 0                                 # NOT_LEADER_OR_FOLLOWER for an unknown follower
+    error: int = ErrorCode.NONE                    # NOT_LEADER_OR_FOLLOWER for an unknown follower
 
 
 class LeaderState:
@@ -179,7 +179,7 @@ class LeaderState:
         p = self.isr_state.proposal
         if p is None or not p.in_flight:
             return LeaderUpdate(self._hw)            # superseded by a metadata update
-        if error_code == 0:
+        if error_code == ErrorCode.NONE:
             self._apply_success(p.sent, leader_epoch, partition_epoch, tuple(isr))
         elif error_code in _REJECTED:
             self.isr_state.drop()

@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from tierlog.broker.controller_channel import ControllerChannel, ControllerUnavailable
 from tierlog.broker.lifecycle import BrokerLifecycleManager, BrokerState
 
-from .controller_channel import ControllerChannel, ControllerUnavailable
 from .raft_driver import wall_clock_ms
 
 __all__ = ["LifecycleLoop", "MetadataView"]
@@ -58,10 +58,10 @@ class MetadataView:
 
 
 class LifecycleLoop:
-    def __init__(self, manager: BrokerLifecycleManager, channel: ControllerChannel, metadata_offset,
+    def __init__(self, manager: BrokerLifecycleManager, controller_channel: ControllerChannel, metadata_offset,
                  request_timeout_s: float):
         self.manager = manager
-        self.channel = channel
+        self.controller_channel = controller_channel
         self.metadata_offset = metadata_offset      # () -> last metadata offset this broker applied
         self.request_timeout_s = request_timeout_s
         self._wake = asyncio.Event()
@@ -91,7 +91,7 @@ class LifecycleLoop:
 
     async def _exchange(self, req) -> None:
         try:
-            resp = await self.channel.send(req.api_key, req.request, self.request_timeout_s, req.version)
+            resp = await self.controller_channel.send(req.api_key, req.request, self.request_timeout_s, req.version)
         except ControllerUnavailable as e:
             log.debug("lifecycle request failed: %s", e)
             self.manager.handle_failure(wall_clock_ms())
@@ -120,3 +120,4 @@ class LifecycleLoop:
         if self.manager.state is not BrokerState.SHUTTING_DOWN:
             self.manager.shutdown_now()
         self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)

@@ -20,7 +20,8 @@ from tierlog.controller.quorum_controller import (
     not_controller_response,
 )
 from tierlog.metadata import records as metadata_records
-from tierlog.protocol import APIS
+from tierlog.net.tasks import TaskSet
+from tierlog.protocol import APIS, ApiKey, ErrorCode
 from tierlog.raft import wire
 from tierlog.raft.types import LeaderAndEpoch, NotLeaderError
 
@@ -30,34 +31,33 @@ __all__ = ["CONTROLLER_APIS", "ControllerServer", "describe_quorum_response"]
 
 log = logging.getLogger(__name__)
 COMMIT_TIMEOUT_S = 15.0
-API_VERSIONS, FETCH, VOTE, BEGIN_EPOCH, END_EPOCH, DESCRIBE_QUORUM, FETCH_SNAPSHOT = 18, 1, 52, 53, 54, 55, 59
-RAFT_APIS = (VOTE, BEGIN_EPOCH, END_EPOCH, FETCH, FETCH_SNAPSHOT)
+RAFT_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT)
 
 
 class ControllerServer:
     """Context of the controller listener's handlers (``api_versions`` for ApiVersions)."""
 
-    def __init__(self, node_id: int, driver: RaftDriver, controller: QuorumController):
+    def __init__(self, node_id: int, driver: RaftDriver, quorum_controller: QuorumController):
         self.node_id = node_id
         self.driver = driver
-        self.controller = controller
+        self.quorum_controller = quorum_controller
         self.api_versions = [{"ApiKey": k, "MinVersion": m.MIN_VERSION, "MaxVersion": m.MAX_VERSION}
                              for k, m in sorted(CONTROLLER_APIS.items())]
-        self._tick_task: asyncio.Task | None = None
+        self._tasks = TaskSet(f"controller {node_id}")        # the ticker
 
     # -- Raft listener hooks (called by the node's listener fan-out) ---------------------
 
     def on_committed_image(self, image, last_offset: int) -> None:
-        if self.controller.active:
-            self.controller.on_commit(last_offset)
+        if self.quorum_controller.active:
+            self.quorum_controller.on_commit(last_offset)
         else:
-            self.controller.load_image(image)
+            self.quorum_controller.load_image(image)
 
     def on_leader_change(self, leader: LeaderAndEpoch, image) -> None:
         active = leader.leader_id == self.node_id
         raft = self.driver.raft
         next_offset = raft.log.end_offset if active else None
-        self.controller.on_leader_change(active, image, next_offset)
+        self.quorum_controller.on_leader_change(active, image, next_offset)
         self.driver.fail_waiters_on_leader_change()
         log.info("metadata quorum leader is %s (epoch %d)%s", leader.leader_id, leader.epoch,
                  "; this node is the active controller" if active else "")
@@ -70,7 +70,7 @@ class ControllerServer:
         return await result if inspect.isawaitable(result) else result
 
     async def submit(self, api_key: int, version: int, request: dict) -> dict:
-        result = self.controller.handle(api_key, version, request, wall_clock_ms())
+        result = self.quorum_controller.handle(api_key, version, request, wall_clock_ms())
         if not result.records:
             return result.response
         try:
@@ -93,11 +93,11 @@ class ControllerServer:
         return last
 
     def start_ticker(self) -> None:
-        self._tick_task = asyncio.get_running_loop().create_task(self._ticker())
+        self._tasks.spawn(self._ticker(), name=f"controller-tick-{self.node_id}")
 
     async def _ticker(self) -> None:
         while True:
-            deadline = self.controller.next_deadline_ms()
+            deadline = self.quorum_controller.next_deadline_ms()
             now = wall_clock_ms()
             delay = 0.1 if deadline is None else max(0.01, min(0.5, (deadline - now) / 1000))
             await asyncio.sleep(delay)
@@ -108,17 +108,17 @@ class ControllerServer:
 
     def _tick(self) -> None:
         now = wall_clock_ms()
-        base = self.controller.next_offset
-        records = self.controller.tick(now)
+        base = self.quorum_controller.next_offset
+        records = self.quorum_controller.tick(now)
         if records:
             try:
                 self._propose(records, base)     # now, not in a task: see _propose
             except NotLeaderError:
                 pass                             # the leader change drops the pending image too
 
-    def stop(self) -> None:
-        if self._tick_task is not None:
-            self._tick_task.cancel()
+    async def stop(self) -> None:
+        """Cancel and await the ticker."""
+        await self._tasks.close()
 
 
 def describe_quorum_response(server, request: dict) -> dict:
@@ -149,12 +149,12 @@ def _controller_handler(server, header, request):
 
 
 def _api_versions(server, header, request):
-    return {"ErrorCode": 0, "ApiKeys": server.api_versions, "ThrottleTimeMs": 0}
+    return {"ErrorCode": ErrorCode.NONE, "ApiKeys": server.api_versions, "ThrottleTimeMs": 0}
 
 
 def _registry() -> dict:
-    reg = {API_VERSIONS: _Api(API_VERSIONS, 0, 4, _api_versions),
-           DESCRIBE_QUORUM: _Api(DESCRIBE_QUORUM, 0, APIS[DESCRIBE_QUORUM].max_version,
+    reg = {ApiKey.API_VERSIONS: _Api(ApiKey.API_VERSIONS, 0, 4, _api_versions),
+           ApiKey.DESCRIBE_QUORUM: _Api(ApiKey.DESCRIBE_QUORUM, 0, APIS[ApiKey.DESCRIBE_QUORUM].max_version,
                                  lambda s, h, r: describe_quorum_response(s, r))}
     for key in RAFT_APIS:      # we speak one version of each (tierlog.raft.wire.VERSIONS)
         reg[key] = _Api(key, wire.VERSIONS[key], wire.VERSIONS[key], _raft_handler)

@@ -4,8 +4,15 @@ It calls ``tick`` at the node's deadline, sends the node's requests to peers
 (one task per request, the answer or failure fed back), answers inbound quorum
 requests (parking Fetches the node holds until data or timeout) and resolves
 ``wait_committed`` futures as the high watermark passes them.  Time is the
-wall clock in milliseconds.  The node persists before it returns an Output
-(its durability contract), so everything here may be sent at once.
+wall clock in milliseconds.
+
+Persistence (the node's Ready contract): what an Output asks to persist (the
+quorum-state to write, the log to flush) goes to ONE writer thread for the
+metadata log dir, so writes stay in order and no fsync runs on the event loop.
+The Output's requests and answers - and those of every later Output - are
+released only when that write is done (persist before send); a finished flush is
+reported back with ``handle_log_flushed`` so the leader counts its own log.  A
+failed write is fatal for the quorum replica: its messages are never sent.
 """
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ import asyncio
 import heapq
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from tierlog.net.client import Peers, PeerUnavailable
 from tierlog.raft import wire
@@ -40,6 +48,10 @@ class RaftDriver:
         self._deadline_ms = 0
         self._task: asyncio.Task | None = None
         self._sends: set[asyncio.Task] = set()
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raft-writer")
+        self._written: asyncio.Future | None = None   # the last write handed to the writer
+        self._held = 0                                # Outputs waiting for a write
+        self._write_failed = False
 
     def start(self, raft: RaftNode) -> None:
         self.raft = raft
@@ -49,11 +61,18 @@ class RaftDriver:
         """Resign leadership (EndQuorumEpoch) and stop the timer loop."""
         if self.raft is not None and self._task is not None:
             self._apply(self.raft.resign(wall_clock_ms()))
+            await self.flushed()
             await asyncio.sleep(0.05)     # let the EndQuorumEpoch requests leave
             self._task.cancel()
         for t in list(self._sends):
             t.cancel()
+        self._writer.shutdown(wait=True)
         self._fail_waiters(ConnectionError("quorum replica stopped"))
+
+    async def flushed(self) -> None:
+        """Until every write handed to the writer so far is done."""
+        if self._written is not None:
+            await asyncio.wait([self._written])
 
     async def _run(self) -> None:
         while True:
@@ -65,20 +84,62 @@ class RaftDriver:
             except TimeoutError:
                 pass
 
-    def _apply(self, out: Output) -> None:
+    def _apply(self, out: Output, answer: asyncio.Future | None = None, response: object = None) -> None:
+        """Persist (off the loop), then release the messages; ``answer`` gets ``response``
+        (an inbound request's immediate answer) on release."""
+        if out.must_persist:
+            self._write(out)
+        if self._held or (self._written is not None and not self._written.done()):
+            self._held += 1
+            self._written.add_done_callback(lambda w: self._release_held(w, out, answer, response))
+        else:
+            self._release(out, answer, response)
+        self._deadline_ms = out.next_deadline_ms
+        if out.next_deadline_ms <= wall_clock_ms() + 1:
+            self._wake.set()
+        self._release_waiters()
+
+    def _write(self, out: Output) -> None:
+        raft, state, flush = self.raft, out.quorum_state, out.flush_log_to is not None
+
+        def write() -> None:  # on the writer thread
+            if state is not None:
+                raft.quorum.store.write(state)
+            if flush:
+                raft.log.flush()
+
+        self._written = asyncio.get_running_loop().run_in_executor(self._writer, write)
+        if flush:
+            self._written.add_done_callback(self._log_flushed)
+
+    def _log_flushed(self, written: asyncio.Future) -> None:
+        if not written.cancelled() and written.exception() is None:
+            self._apply(self.raft.handle_log_flushed(wall_clock_ms()))
+
+    def _release_held(self, written: asyncio.Future, out: Output, answer, response) -> None:
+        self._held -= 1
+        if written.cancelled() or written.exception() is not None:
+            if not self._write_failed:
+                self._write_failed = True
+                log.critical("quorum state / metadata log write failed; this replica stops sending",
+                             exc_info=None if written.cancelled() else written.exception())
+            return
+        self._release(out, answer, response)
+
+    def _release(self, out: Output, answer: asyncio.Future | None, response: object) -> None:
+        if self._write_failed:
+            return
         loop = asyncio.get_running_loop()
         for dest, request in out.sends:
             task = loop.create_task(self._send(dest, request))
             self._sends.add(task)
             task.add_done_callback(self._sends.discard)
-        for token, response in out.responses:
+        for token, parked_response in out.responses:
             fut = self._parked.pop(token, None)
             if fut is not None and not fut.done():
-                fut.set_result(response)
-        self._deadline_ms = out.next_deadline_ms
-        if out.next_deadline_ms <= wall_clock_ms() + 1:
-            self._wake.set()
-        self._release_waiters()
+                fut.set_result(parked_response)
+        if answer is not None and not answer.done():
+            answer.set_result(response)
 
     async def _send(self, dest: int, request) -> None:
         api_key, body = wire.request_to_dict(request)
@@ -96,15 +157,13 @@ class RaftDriver:
         FetchSnapshot) with the response dict."""
         request = wire.request_from_dict(api_key, body)
         outcome = self.raft.handle_request(_sender(request), request, wall_clock_ms())
-        response = outcome.response
-        if response is None:
-            fut = asyncio.get_running_loop().create_future()
+        fut = asyncio.get_running_loop().create_future()
+        if outcome.response is None:
             self._parked[outcome.token] = fut
             self._apply(outcome.output)
-            response = await fut
         else:
-            self._apply(outcome.output)
-        return wire.response_to_dict(response)[1]
+            self._apply(outcome.output, fut, outcome.response)   # answered once persisted
+        return wire.response_to_dict(await fut)[1]
 
     def propose(self, records: list[bytes]) -> int:
         """Append records (as leader) now; returns the offset of the last one."""

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tierlog.cli.parent_watch import child_env
+from tierlog.parent_watch import child_env
 
 EVENTS_TOPIC = "events"
 RESULTS_TOPIC = "event-counts"

@@ -10,7 +10,10 @@ Semantics follow Kafka's LeaderEpochFileCache:
   ``truncate_from_start(start)`` drops entries before ``start`` but keeps the latest
   of them, moved to ``start``.
 
-Every change is written through immediately (tmp + fsync + rename).
+Every change is written through immediately (tmp + fsync + rename), unless the
+owner turns ``write_through`` off: then changes are written by its next
+``flush_if_changed`` (the Raft log does this from its writer thread; its recovery
+re-adds epochs seen in the batches, so a checkpoint a crash left behind is repaired).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class LeaderEpochCache:
 
     def __init__(self, directory: Path, entries: list[tuple[int, int]] | None = None) -> None:
         self.path = directory / LEADER_EPOCH_CHECKPOINT
+        self.write_through = True
+        self._unwritten = False
         self._epochs: list[int] = []
         self._starts: list[int] = []
         for epoch, start in entries or []:
@@ -100,28 +105,39 @@ class LeaderEpochCache:
             self._epochs.pop()
             self._starts.pop()
         self._add(epoch, start_offset)
-        self.flush()
+        self._changed()
         return True
 
     def truncate_from_end(self, end_offset: int) -> bool:
         if self._truncate_from_end(end_offset):
-            self.flush()
+            self._changed()
             return True
         return False
 
     def truncate_from_start(self, start_offset: int) -> bool:
         if self._truncate_from_start(start_offset):
-            self.flush()
+            self._changed()
             return True
         return False
 
     def clear(self) -> None:
         self._epochs.clear()
         self._starts.clear()
-        self.flush()
+        self._changed()
 
     def flush(self) -> None:
         write_epoch_entries(self.path, self.entries())
+        self._unwritten = False
+
+    def flush_if_changed(self) -> None:
+        if self._unwritten:
+            self.flush()
+
+    def _changed(self) -> None:
+        if self.write_through:
+            self.flush()
+        else:
+            self._unwritten = True
 
     def _add(self, epoch: int, start: int) -> None:
         if self._epochs and (epoch <= self._epochs[-1] or start <= self._starts[-1]):

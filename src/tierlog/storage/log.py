@@ -433,8 +433,16 @@ class Log:
             if self._dir_dirty:
                 fsync_dir(self.directory)
                 self._dir_dirty = False
+            self._epochs.flush_if_changed()
             self.recovery_point = max(self.recovery_point, target)
             self._last_flush_ms = now_ms
+
+    def defer_epoch_checkpoint(self) -> None:
+        """Write leader-epoch-checkpoint changes at ``flush`` instead of as they happen
+        (for a log whose flushes run off the event loop and whose recovery rescans
+        every segment, like the Raft metadata log)."""
+        with self._lock:
+            self._epochs.write_through = False
 
     def _maybe_flush_by_messages(self, now_ms: int) -> None:
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:

@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from tierlog.protocol.errors import ErrorCode
+
 __all__ = ["MAX_CACHED_BATCHES", "Duplicate", "ProducerStateError", "ProducerStateManager"]
 
 MAX_CACHED_BATCHES = 5          # Kafka keeps the last five batches per producer
 INT32_MAX = 2**31 - 1
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-INVALID_PRODUCER_EPOCH = 47
 
 
 class ProducerStateError(Exception):
@@ -70,7 +70,7 @@ class ProducerStateManager:
             dup = self._check_one(h)
             if dup is not None:
                 if len(headers) != 1:
-                    raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    raise ProducerStateError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                                              "a duplicate batch arrived together with other batches")
                 return dup
         return None
@@ -80,11 +80,11 @@ class ProducerStateManager:
         if p is None:
             return None
         if h.producer_epoch < p.epoch:
-            raise ProducerStateError(INVALID_PRODUCER_EPOCH,
+            raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
                                      f"producer {h.producer_id} epoch {h.producer_epoch} is older than {p.epoch}")
         if h.producer_epoch > p.epoch:
             if h.base_sequence != 0:
-                raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
+                raise ProducerStateError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                                          f"new epoch {h.producer_epoch} must start at sequence 0")
             return None
         last_seq = _last_sequence(h)
@@ -93,7 +93,7 @@ class ProducerStateManager:
                 return Duplicate(base_offset, last_offset)
         expected = (p.last_sequence + 1) % (INT32_MAX + 1)
         if p.batches and h.base_sequence != expected:
-            raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
+            raise ProducerStateError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                                      f"producer {h.producer_id}: sequence {h.base_sequence}, expected {expected}")
         return None
 

@@ -3,12 +3,11 @@ import random
 import pytest
 
 from tierlog.broker.fetch_session import (
-    FETCH_SESSION_ID_NOT_FOUND,
-    INVALID_FETCH_SESSION_EPOCH,
     FetchSessionCache,
     FetchSessionError,
     SessionPartition,
 )
+from tierlog.protocol.errors import ErrorCode
 
 
 def sp(p, offset=0):
@@ -39,10 +38,10 @@ def test_wrong_epoch_and_unknown_session_are_errors():
     sid = c.open(0, 0, [sp(0)], []).session_id
     with pytest.raises(FetchSessionError) as e:
         c.open(sid, 5, [], [])
-    assert e.value.error_code == INVALID_FETCH_SESSION_EPOCH
+    assert e.value.error_code == ErrorCode.INVALID_FETCH_SESSION_EPOCH
     with pytest.raises(FetchSessionError) as e:
         c.open(sid + 1, 1, [], [])
-    assert e.value.error_code == FETCH_SESSION_ID_NOT_FOUND
+    assert e.value.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
 def test_epochs_advance_one_by_one():

@@ -1,13 +1,12 @@
 import pytest
 
 from tierlog.broker.lifecycle import (
-    BROKER_HEARTBEAT,
-    BROKER_REGISTRATION,
     FAST_HEARTBEAT_MS,
     BrokerLifecycleManager,
     BrokerState,
     Endpoint,
 )
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
 INC = bytes(range(16))
@@ -25,7 +24,7 @@ def _hb(fenced=True, caught_up=False, shut=False, error=0):
 
 def _registered(m, now=0, epoch=42):
     req = m.next_request(now, -1)
-    assert req.api_key == BROKER_REGISTRATION
+    assert req.api_key == ApiKey.BROKER_REGISTRATION
     m.handle_response({"ErrorCode": 0, "BrokerEpoch": epoch, "ThrottleTimeMs": 0}, now)
     return req
 
@@ -51,7 +50,7 @@ def test_recovery_to_running_then_slow_heartbeats():
     m = _mgr()
     _registered(m)
     hb = m.next_request(0, 5)
-    assert hb.api_key == BROKER_HEARTBEAT
+    assert hb.api_key == ApiKey.BROKER_HEARTBEAT
     assert hb.request == {"BrokerId": 1, "BrokerEpoch": 42, "CurrentMetadataOffset": 5, "WantFence": False,
                           "WantShutDown": False, "OfflineLogDirs": []}
     m.handle_response(_hb(fenced=True, caught_up=False), 0)
@@ -132,7 +131,7 @@ def test_forgotten_broker_registers_again(error):
     m.handle_response(_hb(error=error), 2000)
     assert m.state is BrokerState.STARTING and m.broker_epoch == -1
     req = m.next_request(2000, 5)
-    assert req.api_key == BROKER_REGISTRATION and req.request["PreviousBrokerEpoch"] == 42
+    assert req.api_key == ApiKey.BROKER_REGISTRATION and req.request["PreviousBrokerEpoch"] == 42
 
 
 def test_illegal_transition_asserts():

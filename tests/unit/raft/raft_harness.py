@@ -74,6 +74,12 @@ class Cluster:
         self.down.add(i)
 
     def apply(self, i, out):
+        """Persist what the Output asks for (at once: no crash can fall in between here), then send."""
+        if out.quorum_state is not None:
+            self.stores[i].write(out.quorum_state)
+        if out.flush_log_to is not None:
+            self.logs[i].flush()
+            self.apply(i, self.nodes[i].handle_log_flushed(self.now))
         for dst, req in out.sends:
             self.queue.append(("req", i, dst, req, None))
         for token, resp in out.responses:
@@ -88,11 +94,11 @@ class Cluster:
             node = self.nodes[dst]
             if kind == "req":
                 outcome = node.handle_request(src, req, self.now)
+                if outcome.response is None:
+                    self.tokens[dst][outcome.token] = (src, req)
+                self.apply(dst, outcome.output)  # persists before the answer leaves
                 if outcome.response is not None:
                     self.queue.append(("resp", dst, src, req, outcome.response))
-                else:
-                    self.tokens[dst][outcome.token] = (src, req)
-                self.apply(dst, outcome.output)
             else:
                 self.apply(dst, node.handle_response(src, req, resp, self.now))
 

@@ -5,6 +5,11 @@ from tierlog.raft.file_snapshots import FileSnapshotStore, snapshot_file_name
 from tierlog.raft.quorum_store import ElectionState, FileQuorumStateStore
 from tierlog.raft.snapshots import SnapshotReader, SnapshotWriter
 from tierlog.raft.types import OffsetAndEpoch
+from tierlog.storage.checkpoint import (
+    LEADER_EPOCH_CHECKPOINT,
+    read_epoch_entries,
+    write_epoch_entries,
+)
 
 
 def _clock():
@@ -101,3 +106,22 @@ def test_file_log_append_truncate_reopen(tmp_path):
     assert log.end_offset_for_epoch(4) == (40, 4)
     assert log.end_offset_for_epoch(5) == (41, 5)
     log.close()
+
+
+def test_file_log_writes_the_epoch_checkpoint_at_flush_and_reopening_repairs_a_stale_one(tmp_path):
+    checkpoint = tmp_path / LEADER_EPOCH_CHECKPOINT
+    log = FileLog.open(tmp_path, clock_ms=_clock)
+    log.append_as_leader([b"a"], 1, 0)
+    log.flush()
+    assert read_epoch_entries(checkpoint) == [(1, 0)]
+    log.append_as_leader([b"b"], 2, 0)  # a new epoch: not written on the appending (event loop) thread
+    assert read_epoch_entries(checkpoint) == [(1, 0)]
+    log.flush()
+    assert read_epoch_entries(checkpoint) == [(1, 0), (2, 1)]
+    log.append_as_leader([b"c"], 3, 0)
+    log.close()
+    write_epoch_entries(checkpoint, [(1, 0), (2, 1)])  # a crash after the data, before the checkpoint
+    reopened = FileLog.open(tmp_path, clock_ms=_clock)
+    assert reopened.epoch_entries() == [(0, 0), (1, 0), (2, 1), (3, 2)]
+    assert reopened.end_offset_for_epoch(2).offset == 2
+    reopened.close()

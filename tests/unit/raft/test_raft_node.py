@@ -16,7 +16,6 @@ from tierlog.raft import (
     RaftNode,
     VoteRequest,
 )
-from tierlog.raft.node import _SnapshotFetch
 from tierlog.raft.state import Candidate, Unattached
 
 
@@ -73,11 +72,11 @@ def test_leader_change_reaches_state_machine_only_once_caught_up():
 
 def test_vote_granted_once_per_epoch_to_an_up_to_date_candidate():
     node, _ = _single()
-    r = node.handle_request(2, VoteRequest("t", 1, 2, 0, 0), 0).response
-    assert r.vote_granted and r.leader_epoch == 1
+    outcome = node.handle_request(2, VoteRequest("t", 1, 2, 0, 0), 0)
+    assert outcome.response.vote_granted and outcome.response.leader_epoch == 1
+    assert outcome.output.quorum_state.voted_id == 2  # to persist before the answer is sent
     assert node.handle_request(2, VoteRequest("t", 1, 2, 0, 0), 0).response.vote_granted  # same candidate again
     assert not node.handle_request(3, VoteRequest("t", 1, 3, 0, 0), 0).response.vote_granted
-    assert node.quorum.store.state.voted_id == 2
 
 
 def test_vote_rejected_for_a_stale_log():
@@ -105,11 +104,11 @@ def test_incomplete_snapshot_votes_as_if_the_log_were_empty():
     node, _ = _single(log=log)
     # without a snapshot download, a shorter log loses
     assert not node.handle_request(2, VoteRequest("t", 5, 2, 1, 1), 0).response.vote_granted
-    node._snapshot_fetch = _SnapshotFetch(OffsetAndEpoch(100, 4), node.snapshots.create(OffsetAndEpoch(100, 4)))
+    assert node.snapshot_fetcher.start(OffsetAndEpoch(100, 4))
     assert node.handle_request(3, VoteRequest("t", 6, 3, 1, 1), 0).response.vote_granted
     # and as a candidate it advertises an empty log: LastOffsetEpoch -1, LastOffset -1
     node2, _ = _single(log=log)
-    node2._snapshot_fetch = node._snapshot_fetch
+    assert node2.snapshot_fetcher.start(OffsetAndEpoch(100, 4))
     out = node2.tick(5000)
     votes = [r for _, r in out.sends if isinstance(r, VoteRequest)]
     assert votes and all((v.last_offset_epoch, v.last_offset) == (-1, -1) for v in votes)
@@ -218,3 +217,18 @@ def test_follower_without_leader_becomes_candidate_after_fetch_timeout():
     epoch = leader.epoch
     c.run_until(lambda: any(n.epoch > epoch for i, n in c.nodes.items() if i not in c.down), max_ms=400)
     c.run_until(lambda: c.leader() is not None and c.leader().epoch > epoch)
+
+
+def test_output_says_what_to_persist_and_the_leader_counts_only_flushed_appends():
+    log, store = MemoryLog(), MemoryQuorumStateStore()
+    node = RaftNode(1, frozenset({1}), log, MemorySnapshotStore(), store, FAST, random.Random(3), Recorder(), 0)
+    out = node.tick(5000)  # a single voter elects itself at its election timeout
+    assert node.is_leader and out.quorum_state.leader_id == 1 and out.flush_log_to == log.end_offset
+    assert store.state is None  # the shell writes it, not the node
+    assert node.high_watermark == 0
+    last = node.propose([b"a"], 5000)
+    out = node.tick(5000 + FAST.append_linger_ms)
+    assert out.flush_log_to == last + 1 and out.quorum_state is None and node.high_watermark == 0
+    log.flush()
+    node.handle_log_flushed(5000 + FAST.append_linger_ms)
+    assert node.high_watermark == last + 1

@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from tierlog.raft.leader import LeaderProgress
 from tierlog.raft.quorum_store import ElectionState, MemoryQuorumStateStore
 from tierlog.raft.state import (
     Candidate,
@@ -25,10 +26,15 @@ def _qs(node_id=1, persisted=None, voters=VOTERS):
     return QuorumState(node_id, voters, store, RaftConfig(), random.Random(1), 0), store
 
 
+def _progress(qs):
+    return LeaderProgress(qs.node_id, qs.voters, 0, 0, qs.config, 0)
+
+
 def _leader(qs):
     qs.to_candidate(0)
-    qs.state.granted.update({2, 3})
-    qs.to_leader(0)
+    qs.record_vote(2, True)
+    qs.record_vote(3, True)
+    qs.to_leader(0, _progress(qs))
     return qs.state
 
 
@@ -47,16 +53,17 @@ def test_restart_from_persisted_states():
     assert isinstance(u, Unattached) and u.voted_id == 3
 
 
-def test_persisted_before_it_takes_effect():
+def test_every_transition_hands_out_the_state_to_persist_once():
     qs, store = _qs()
+    assert qs.take_unpersisted() is None
     qs.to_candidate(0)
-    assert store.state == ElectionState(1, voted_id=1)
+    assert qs.take_unpersisted() == ElectionState(1, voted_id=1) and qs.take_unpersisted() is None
     qs.to_unattached(3, 0)
-    assert store.state == ElectionState(3)
     qs.to_voted(2, 0)
-    assert store.state == ElectionState(3, voted_id=2)
+    assert qs.take_unpersisted() == ElectionState(3, voted_id=2)  # the latest wins
     qs.to_follower(3, 2, 0)
-    assert store.state == ElectionState(3, leader_id=2, voted_id=2)
+    assert qs.take_unpersisted() == ElectionState(3, leader_id=2, voted_id=2)
+    assert store.writes == 0  # writing is the shell's job
 
 
 def test_every_legal_transition():
@@ -94,15 +101,16 @@ def test_every_legal_transition():
 
 
 def _leader_from_candidate(qs):
-    qs.state.granted.update({2, 3})
-    return qs.to_leader(0)
+    qs.record_vote(2, True)
+    qs.record_vote(3, True)
+    return qs.to_leader(0, _progress(qs))
 
 
 @pytest.mark.parametrize("bad", [
     lambda qs: qs.to_unattached(0, 0),                    # same epoch, no vote
     lambda qs: qs.to_follower(0, 1, 0),                   # follow itself
     lambda qs: qs.to_resigned((), 0),                     # resign without leading
-    lambda qs: qs.to_leader(0),                           # lead without a majority
+    lambda qs: qs.to_leader(0, _progress(qs)),            # lead without a majority
 ])
 def test_illegal_transitions_assert(bad):
     qs, _ = _qs()
@@ -145,3 +153,25 @@ def test_voter_follower_cannot_drop_to_unattached_in_same_epoch():
     qs.to_follower(1, 2, 0)
     with pytest.raises(AssertionError):
         qs.to_unattached(1, 0)
+
+
+def test_changes_within_a_state_go_through_quorum_state_and_check_the_state():
+    qs, _ = _qs()
+    with pytest.raises(AssertionError):
+        qs.record_vote(2, True)          # not a candidate
+    qs.to_candidate(0)
+    qs.record_vote(2, False)
+    qs.start_backoff(50)
+    assert qs.state.rejected == {2} and qs.state.backoff_until_ms == 50
+    with pytest.raises(AssertionError):
+        qs.start_backoff(60)             # one backoff per candidacy
+    with pytest.raises(AssertionError):
+        qs.leader_heard(0)               # not a follower
+    qs.take_unpersisted()
+    qs.to_follower(1, 3, 0)
+    assert qs.take_unpersisted() == ElectionState(1, leader_id=3)
+    qs.expire_leader_by(10)
+    assert qs.state.fetch_deadline_ms == 10
+    qs.leader_heard(5)
+    assert qs.state.fetch_deadline_ms == 5 + qs.config.fetch_timeout_ms
+    assert qs.take_unpersisted() is None  # changes within a state are not persisted

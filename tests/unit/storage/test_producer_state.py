@@ -1,9 +1,8 @@
 import pytest
 
+from tierlog.protocol.errors import ErrorCode
 from tierlog.records import Record, build_batch, parse_header
 from tierlog.storage.producer_state import (
-    INVALID_PRODUCER_EPOCH,
-    OUT_OF_ORDER_SEQUENCE_NUMBER,
     Duplicate,
     ProducerStateError,
     ProducerStateManager,
@@ -34,7 +33,7 @@ def test_gap_in_sequence_is_out_of_order():
     appended(m, header(7, 0, 0))
     with pytest.raises(ProducerStateError) as e:
         m.check([header(7, 0, 10)])
-    assert e.value.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert e.value.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 def test_old_epoch_is_fenced_and_new_epoch_starts_at_zero():
@@ -42,7 +41,7 @@ def test_old_epoch_is_fenced_and_new_epoch_starts_at_zero():
     appended(m, header(7, 2, 0))
     with pytest.raises(ProducerStateError) as e:
         m.check([header(7, 1, 3)])
-    assert e.value.error_code == INVALID_PRODUCER_EPOCH
+    assert e.value.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
     with pytest.raises(ProducerStateError):
         m.check([header(7, 3, 5)])
     appended(m, header(7, 3, 0, base_offset=3))

@@ -1,5 +1,6 @@
 """High watermarks in ``replication-offset-checkpoint`` (Kafka's name and format)."""
 
+import asyncio
 from types import SimpleNamespace
 
 from storage_helpers import NOW, batch, config
@@ -90,7 +91,8 @@ class _Fetchers:
 
 
 def _replicas(manager, clock=lambda: NOW):
-    rm = ReplicaManager(1, manager, {}, clock)
+    rm = ReplicaManager(1, manager, {}, clock, controller_channel=None, broker_epoch=lambda: 1,
+                        image_fn=lambda: None)
     rm.fetchers = _Fetchers()
     return rm
 
@@ -134,5 +136,12 @@ def test_tick_writes_checkpoint_every_interval(tmp_path):
     assert read_offsets(tmp_path / FILE) == {}
     rm.tick(NOW + 5_000)
     assert read_offsets(tmp_path / FILE) == {("t", 0): 27}
-    rm.stop_replication()                # clean shutdown writes too
+    part.follower_hw = 29
+    asyncio.run(_start_and_stop(rm))     # clean shutdown writes too
+    assert read_offsets(tmp_path / FILE) == {("t", 0): 29}
     manager.close()
+
+
+async def _start_and_stop(rm):
+    rm.start()
+    await rm.stop()

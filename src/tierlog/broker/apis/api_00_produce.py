@@ -14,15 +14,18 @@ an old producer epoch with INVALID_PRODUCER_EPOCH.  Left out: transactions
 """
 import asyncio
 
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 from tierlog.storage import InvalidRecordError, KafkaStorageError, ProducerStateError
 
 from ..leader_hint import HINTED_ERRORS, LeaderHints
+from .context import HandlerContext
 
-API_KEY, MIN_VERSION, MAX_VERSION = 0, 3, 10
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.PRODUCE, 3, 10
 
 
-async def handle(broker, header, request):
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     acks = request["Acks"]
     hints = LeaderHints(broker)
     now = broker.clock_ms()
@@ -45,7 +48,7 @@ async def handle(broker, header, request):
 
 def _produce_one(broker, topic, pdata, acks, now, hints, timeout_ms, waits) -> dict:
     index = pdata["Index"]
-    resp = {"Index": index, "ErrorCode": 0, "BaseOffset": -1, "LogAppendTimeMs": -1,
+    resp = {"Index": index, "ErrorCode": ErrorCode.NONE, "BaseOffset": -1, "LogAppendTimeMs": -1,
             "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
     error, message = _append(broker, topic, index, pdata["Records"], acks, now, resp, timeout_ms, waits)
     if error:
@@ -79,4 +82,4 @@ def _append(broker, topic, index, records, acks, now, resp, timeout_ms, waits):
     resp["BaseOffset"] = result.base_offset
     resp["LogAppendTimeMs"] = result.log_append_time_ms
     resp["LogStartOffset"] = result.log_start_offset
-    return 0, None
+    return ErrorCode.NONE, None

@@ -21,18 +21,21 @@ Records are file regions: the transport sends them with os.sendfile.
 """
 from __future__ import annotations
 
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 from tierlog.storage import KafkaStorageError, OffsetOutOfRangeError
 
 from ..fetch_session import FetchSessionError, SessionPartition
 from ..leader_hint import HINTED_ERRORS, LeaderHints
+from .context import HandlerContext
 
-API_KEY, MIN_VERSION, MAX_VERSION = 1, 4, 19
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FETCH, 4, 19
 TOPIC_IDS_FROM = 13
 READ_COMMITTED = 1
 
 
-async def handle(broker, header, request):
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     version = header.api_version
     requested, forgotten = _session_inputs(request, version)
     try:
@@ -86,7 +89,7 @@ def _replica_id(request, version) -> int:
 class _Read:
     __slots__ = ("diverging", "error", "hw", "key", "log_start", "lso", "parts", "size", "sp")
 
-    def __init__(self, sp, key=None, error=0):
+    def __init__(self, sp, key=None, error=ErrorCode.NONE):
         self.sp, self.key, self.error = sp, key, error
         self.parts, self.size = [], 0
         self.hw = self.lso = self.log_start = -1
@@ -163,7 +166,7 @@ def _response(broker, view, reads, version) -> dict:
             field = "TopicId" if version >= TOPIC_IDS_FROM else "Topic"
             topic = topics[r.sp.topic_key] = {field: r.sp.topic_key, "Partitions": []}
         topic["Partitions"].append(_partition(r, hints))
-    return {"ThrottleTimeMs": 0, "ErrorCode": 0, "SessionId": view.session_id,
+    return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "SessionId": view.session_id,
             "Responses": list(topics.values()), "NodeEndpoints": hints.node_endpoints()}
 
 

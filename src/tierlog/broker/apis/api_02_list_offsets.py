@@ -18,9 +18,13 @@ exists nothing is uploaded: -5 answers -1 and -6 answers the log start offset,
 which is KIP-1023's "nothing uploaded and log start == local log start" case.
 A timestamp with no record at or after it answers offset -1.
 """
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 
-API_KEY, MIN_VERSION, MAX_VERSION = 2, 1, 11
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LIST_OFFSETS, 1, 11
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
 MIN_VERSION_OF_TARGET = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
                          EARLIEST_PENDING_UPLOAD: 11}
@@ -29,7 +33,7 @@ CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
 LOG_END = None              # the "isolation" of a replica's request: latest = log end offset
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     replica_id = request.get("ReplicaId", CONSUMER_REPLICA_ID)
     isolation = request.get("IsolationLevel", READ_UNCOMMITTED) if replica_id == CONSUMER_REPLICA_ID else LOG_END
     topics = []
@@ -40,7 +44,7 @@ def handle(broker, header, request):
 
 
 def _one(broker, version, replica_id, isolation, topic, p) -> dict:
-    out = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": 0, "Timestamp": -1, "Offset": -1,
+    out = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": ErrorCode.NONE, "Timestamp": -1, "Offset": -1,
            "LeaderEpoch": -1}
     target = p["Timestamp"]
     part, error = _partition(broker, replica_id, topic, p["PartitionIndex"])
@@ -61,7 +65,7 @@ def _partition(broker, replica_id, topic, index):
     """(partition, error): the leader's replica, or with the debugging ReplicaId any local replica."""
     part, error = broker.led_partition(topic, index)
     if error == ErrorCode.NOT_LEADER_OR_FOLLOWER and part is not None and replica_id == DEBUGGING_REPLICA_ID:
-        return part, 0
+        return part, ErrorCode.NONE
     return part, error
 
 

@@ -6,14 +6,18 @@ versions).  Offline replicas are always empty; authorized operations are not
 computed (-2147483648). The v13 top-level ErrorCode is always 0 (this
 broker never asks a client to rebootstrap).
 """
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 
-API_KEY, MIN_VERSION, MAX_VERSION = 3, 1, 13
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.METADATA, 1, 13
 NO_TOPIC_ID = bytes(16)
 OPS_NOT_REQUESTED = -2147483648
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     names = _requested_names(broker, request)
     allow_create = request.get("AllowAutoTopicCreation", True) if header.api_version >= 4 else True
     topics = [_topic(broker, name, allow_create) for name in names]
@@ -26,7 +30,7 @@ def handle(broker, header, request):
         "ControllerId": broker.node_id,     # KRaft: clients reach the controller through a broker
         "Topics": topics,
         "ClusterAuthorizedOperations": OPS_NOT_REQUESTED,
-        "ErrorCode": 0,
+        "ErrorCode": ErrorCode.NONE,
     }
 
 
@@ -54,8 +58,8 @@ def _topic(broker, name, allow_create) -> dict:
         auto_create(broker, name)
         return _error(ErrorCode.LEADER_NOT_AVAILABLE, name)     # Kafka's answer while it is being created
     return {
-        "ErrorCode": 0, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
-        "Partitions": [{"ErrorCode": 0, "PartitionIndex": p.partition, "LeaderId": p.leader,
+        "ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
+        "Partitions": [{"ErrorCode": ErrorCode.NONE, "PartitionIndex": p.partition, "LeaderId": p.leader,
                         "LeaderEpoch": p.leader_epoch, "ReplicaNodes": list(p.replicas),
                         "IsrNodes": list(p.isr), "OfflineReplicas": []} for p in topic.partitions],
         "TopicAuthorizedOperations": OPS_NOT_REQUESTED,
@@ -65,11 +69,10 @@ def _topic(broker, name, allow_create) -> dict:
 def auto_create(broker, name: str) -> None:
     """Ask the controller to create ``name`` with the defaults, in the background (Kafka's
     auto.create.topics.enable); the client's next Metadata request finds it."""
-    import asyncio
     body = {"Topics": [{"Name": name, "NumPartitions": -1, "ReplicationFactor": -1, "Assignments": [],
                         "Configs": []}], "timeoutMs": 10000, "validateOnly": False}
-    task = asyncio.get_running_loop().create_task(broker.controller.send(19, body, 10.0, 7))
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    broker.background.spawn(broker.controller_channel.send(ApiKey.CREATE_TOPICS, body, 10.0, 7),
+                            name=f"auto-create-{name}")
 
 
 def _error(code, name, topic_id=NO_TOPIC_ID) -> dict:

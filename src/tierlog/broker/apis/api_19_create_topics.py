@@ -5,18 +5,23 @@ replication factor included.  Once it answers, the broker waits (up to the
 request's timeoutMs) until the created topics are in its own metadata image,
 so a client that asks this broker for Metadata right after sees them.
 """
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext, Response
 from .forward import forward_and_wait
 
-API_KEY, MIN_VERSION, MAX_VERSION = 19, 2, 7
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CREATE_TOPICS, 2, 7
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
     return _forward(broker, header, request)
 
 
 def _forward(broker, header, request):
     def created(response):
-        names = {t["Name"] for t in response["Topics"] if t["ErrorCode"] == 0}
+        names = {t["Name"] for t in response["Topics"] if t["ErrorCode"] == ErrorCode.NONE}
         return lambda image: all(n in image.topics for n in names)
 
     wait = not request.get("validateOnly", False)      # Kafka spells this one lower camel case

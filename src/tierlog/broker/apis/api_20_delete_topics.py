@@ -3,14 +3,19 @@
 The broker then waits (up to TimeoutMs) until the deleted topics are gone from
 its own image; its logs go when the image drops them (ReplicaManager).
 """
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext, Response
 from .forward import forward_and_wait
 
-API_KEY, MIN_VERSION, MAX_VERSION = 20, 1, 6
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_TOPICS, 1, 6
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
     def deleted(response):
-        names = {r["Name"] for r in response["Responses"] if r["ErrorCode"] == 0 and r["Name"]}
+        names = {r["Name"] for r in response["Responses"] if r["ErrorCode"] == ErrorCode.NONE and r["Name"]}
         return lambda image: not any(n in image.topics for n in names)
 
     return forward_and_wait(broker, header, request, deleted, request.get("TimeoutMs", 0))

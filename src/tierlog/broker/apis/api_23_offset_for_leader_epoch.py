@@ -3,10 +3,16 @@
 Used by consumers to detect log truncation (KIP-320) and by followers to find
 where their log diverges.  CurrentLeaderEpoch is fenced like Fetch's.
 """
-API_KEY, MIN_VERSION, MAX_VERSION = 23, 2, 4
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     topics = []
     for t in request["Topics"]:
         parts = [_one(broker, t["Topic"], p) for p in t["Partitions"]]
@@ -15,7 +21,7 @@ def handle(broker, header, request):
 
 
 def _one(broker, topic, p) -> dict:
-    out = {"ErrorCode": 0, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
+    out = {"ErrorCode": ErrorCode.NONE, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
     part, out["ErrorCode"] = broker.led_partition(topic, p["Partition"])
     if part is None:
         return out

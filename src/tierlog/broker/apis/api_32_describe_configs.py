@@ -6,10 +6,14 @@ otherwise; synonyms (v1+) list the chain; ConfigType and Documentation (v3+).
 Broker resources answer only for this node's id (clients send them to that node).
 """
 from tierlog.config import BROKER_CONFIGS
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 from tierlog.storage import TOPIC_CONFIGS
 
-API_KEY, MIN_VERSION, MAX_VERSION = 32, 1, 4
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_CONFIGS, 1, 4
 TOPIC, BROKER = 2, 4
 TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
@@ -17,14 +21,14 @@ CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "dou
 _BROKER_SYNONYM = {d.topic_synonym: d.name for d in BROKER_CONFIGS.values() if d.topic_synonym}
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     results = [_resource(broker, r, request.get("IncludeSynonyms", False),
                          request.get("IncludeDocumentation", False)) for r in request["Resources"]]
     return {"ThrottleTimeMs": 0, "Results": results}
 
 
 def _resource(broker, r, synonyms, docs) -> dict:
-    out = {"ErrorCode": 0, "ErrorMessage": None, "ResourceType": r["ResourceType"],
+    out = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "ResourceType": r["ResourceType"],
            "ResourceName": r["ResourceName"], "Configs": []}
     if r["ResourceType"] == TOPIC:
         topic = broker.image.topics.get(r["ResourceName"])

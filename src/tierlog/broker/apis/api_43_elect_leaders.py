@@ -12,14 +12,17 @@ REQUEST_TIMED_OUT; a request for every partition (null TopicPartitions) gets
 it as the top-level ErrorCode (v1+; v0 has no such field and answers an empty
 result list).
 """
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 
+from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
 
-API_KEY, MIN_VERSION, MAX_VERSION = 43, 0, 2
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ELECT_LEADERS, 0, 2
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
     return forward_and_catch_up(broker, header, request, timed_out=timed_out)
 
 

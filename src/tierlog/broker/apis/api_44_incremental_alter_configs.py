@@ -5,10 +5,14 @@ resources and writes ConfigRecords.  The broker then waits until its own image
 has caught up with the controller's high watermark, so DescribeConfigs on this
 broker shows the change.
 """
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext, Response
 from .forward import forward_and_catch_up
 
-API_KEY, MIN_VERSION, MAX_VERSION = 44, 0, 1
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
     return forward_and_catch_up(broker, header, request)

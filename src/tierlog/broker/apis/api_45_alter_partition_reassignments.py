@@ -7,11 +7,14 @@ up with the controller's high watermark, so Metadata on this broker already
 shows the merged replica list.  No controller answers in time:
 REQUEST_TIMED_OUT at top level and for every partition.  Nothing is left out.
 """
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 
+from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
 
-API_KEY, MIN_VERSION, MAX_VERSION = 45, 0, 1
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1
 
 
 def timed_out(request: dict) -> dict:
@@ -23,5 +26,5 @@ def timed_out(request: dict) -> dict:
                 for p in t["Partitions"]]} for t in request["Topics"]]}
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
     return forward_and_catch_up(broker, header, request, timed_out=timed_out)

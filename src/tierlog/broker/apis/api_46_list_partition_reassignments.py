@@ -4,11 +4,14 @@ The controller answers from its committed image (Topics null: every
 reassigning partition).  No controller answers in time: REQUEST_TIMED_OUT at
 top level.  Nothing is left out.
 """
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 
+from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_wait
 
-API_KEY, MIN_VERSION, MAX_VERSION = 46, 0, 0
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0
 
 
 def timed_out(request: dict) -> dict:
@@ -16,5 +19,5 @@ def timed_out(request: dict) -> dict:
             "Topics": []}
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
     return forward_and_wait(broker, header, request, None, 0, timed_out=timed_out)

@@ -12,9 +12,14 @@ from __future__ import annotations
 import asyncio
 import time
 
+from tierlog.broker.controller_channel import ControllerUnavailable
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
 
-API_KEY, MIN_VERSION, MAX_VERSION = 55, 0, 2
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_QUORUM, 0, 2
 
 ATTEMPT_TIMEOUT_S = 5.0
 RETRY_FOR_S = 2.0
@@ -26,12 +31,11 @@ def _not_leader(response: dict) -> bool:
                for t in response.get("Topics") or [] for p in t.get("Partitions") or [])
 
 
-async def handle(broker, header, request):
-    from tierlog.server.controller_channel import ControllerUnavailable
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     deadline = time.monotonic() + RETRY_FOR_S
     while True:
         try:
-            response = await broker.controller.send(API_KEY, request, ATTEMPT_TIMEOUT_S, header.api_version)
+            response = await broker.controller_channel.send(API_KEY, request, ATTEMPT_TIMEOUT_S, header.api_version)
         except ControllerUnavailable as e:
             return {"ErrorCode": ErrorCode.REQUEST_TIMED_OUT, "ErrorMessage": str(e), "Topics": [], "Nodes": []}
         if not _not_leader(response) or time.monotonic() >= deadline:

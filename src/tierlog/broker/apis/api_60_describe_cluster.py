@@ -2,13 +2,19 @@
 
 Authorized operations are not computed (no ACLs): -2147483648 ("not requested").
 """
-API_KEY, MIN_VERSION, MAX_VERSION = 60, 0, 1
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_CLUSTER, 0, 1
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     image = broker.image
     return {
-        "ErrorCode": 0, "ErrorMessage": None, "EndpointType": 1,
+        "ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "EndpointType": 1,
         "ClusterId": image.cluster_id, "ControllerId": broker.node_id,     # KRaft: clients reach the controller through a broker
         "Brokers": [{"BrokerId": b.node_id, "Host": b.host, "Port": b.port, "Rack": b.rack}
                     for b in image.brokers.values() if not b.fenced],

@@ -27,20 +27,24 @@ none; IsInternal is false).
 """
 from __future__ import annotations
 
-from tierlog.controller.topic_rules import RuleError, validate_topic_name
 from tierlog.metadata.image import MetadataImage, PartitionInfo, TopicInfo
+from tierlog.metadata.topic_rules import RuleError, validate_topic_name
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
 
 __all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "describe", "handle"]
 
-API_KEY, MIN_VERSION, MAX_VERSION = 75, 0, 0
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0
 PARTITION_LIMIT_CONFIG = "max.request.partition.size.limit"
 NO_LEADER = -1
 NO_TOPIC_ID = bytes(16)
 OPS_NOT_COMPUTED = -2147483648
 
 
-def handle(broker, header, request):
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     return describe(broker.image, request, broker.config[PARTITION_LIMIT_CONFIG])
 
 
@@ -90,7 +94,7 @@ def _partitions(image: MetadataImage, topic: TopicInfo, first: int, budget: int)
 def _partition(image: MetadataImage, p: PartitionInfo) -> dict:
     brokers = image.brokers
     return {
-        "ErrorCode": 0, "PartitionIndex": p.partition,
+        "ErrorCode": ErrorCode.NONE, "PartitionIndex": p.partition,
         "LeaderId": p.leader if p.leader in brokers else NO_LEADER,
         "LeaderEpoch": p.leader_epoch,
         "ReplicaNodes": list(p.replicas), "IsrNodes": list(p.isr),
@@ -101,7 +105,7 @@ def _partition(image: MetadataImage, p: PartitionInfo) -> dict:
 
 
 def _topic(topic: TopicInfo, partitions: list) -> dict:
-    return {"ErrorCode": 0, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
+    return {"ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
             "Partitions": partitions, "TopicAuthorizedOperations": OPS_NOT_COMPUTED}
 
 

@@ -6,21 +6,21 @@ no controller answers in time the client gets REQUEST_TIMED_OUT per item.
 """
 from __future__ import annotations
 
+from tierlog.broker.controller_channel import ControllerUnavailable
+from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
 __all__ = ["FORWARD_TIMEOUT_S", "TIMED_OUT_MESSAGE", "forward_and_catch_up", "forward_and_wait"]
 
 FORWARD_TIMEOUT_S = 30.0
 IMAGE_WAIT_MAX_S = 10.0
-DESCRIBE_QUORUM = 55
 TIMED_OUT_MESSAGE = "No active controller answered in time."
 
 
 async def _forward(broker, header, request) -> dict | None:
-    from tierlog.server.controller_channel import ControllerUnavailable
     try:
         # a client's admin request is sent once per controller: see ControllerChannel
-        return await broker.controller.send(header.api_key, request, FORWARD_TIMEOUT_S, header.api_version,
+        return await broker.controller_channel.send(header.api_key, request, FORWARD_TIMEOUT_S, header.api_version,
                                             resend_after_timeout=False)
     except ControllerUnavailable:
         return None
@@ -54,10 +54,9 @@ async def forward_and_catch_up(broker, header, request, timed_out=None) -> dict:
 
 
 async def catch_up(broker) -> None:
-    from tierlog.server.controller_channel import ControllerUnavailable
     body = {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]}
     try:
-        quorum = await broker.controller.send(DESCRIBE_QUORUM, body, 5.0, 0)
+        quorum = await broker.controller_channel.send(ApiKey.DESCRIBE_QUORUM, body, 5.0, 0)
     except ControllerUnavailable:
         return
     hw = quorum["Topics"][0]["Partitions"][0]["HighWatermark"]
@@ -66,11 +65,11 @@ async def catch_up(broker) -> None:
 
 def _timed_out(api_key: int, request: dict) -> dict:
     code, msg = ErrorCode.REQUEST_TIMED_OUT, TIMED_OUT_MESSAGE
-    if api_key == 19:
+    if api_key == ApiKey.CREATE_TOPICS:
         return {"ThrottleTimeMs": 0, "Topics": [
             {"Name": t["Name"], "TopicId": bytes(16), "ErrorCode": code, "ErrorMessage": msg, "NumPartitions": -1,
              "ReplicationFactor": -1, "Configs": None} for t in request["Topics"]]}
-    if api_key == 20:
+    if api_key == ApiKey.DELETE_TOPICS:
         names = [t.get("Name") for t in request.get("Topics") or []] or request.get("TopicNames") or []
         return {"ThrottleTimeMs": 0, "Responses": [
             {"Name": n, "TopicId": bytes(16), "ErrorCode": code, "ErrorMessage": msg} for n in names]}

@@ -3,9 +3,9 @@ import asyncio
 
 import pytest
 
+from tierlog.broker.controller_channel import ControllerChannel, ControllerUnavailable
 from tierlog.net.client import PeerUnavailable
 from tierlog.protocol.errors import ErrorCode
-from tierlog.server.controller_channel import ControllerChannel, ControllerUnavailable
 
 
 class FakePeers:

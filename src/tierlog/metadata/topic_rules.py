@@ -1,9 +1,9 @@
 """Topic names, topic configs and config operations, as the controller checks them.
 
-The rules (and error codes) Kafka applies and
-IncrementalAlterConfigs on a single node: the controller sits below the broker
-layer, so the rules live here and the broker may import them.  Every refusal is
-``RuleError(error_code, message)``.
+The rules (and error codes) Kafka applies to CreateTopics and
+IncrementalAlterConfigs.  The controller applies them all; the broker checks
+topic names (DescribeTopicPartitions), so the rules live here, below both
+roles.  Every refusal is ``RuleError(error_code, message)``.
 """
 from __future__ import annotations
 

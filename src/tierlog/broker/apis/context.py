@@ -1,0 +1,98 @@
+"""What a request handler may use of the broker.
+
+Every API module's ``handle(broker, header, request)`` takes a
+:class:`HandlerContext`: exactly the broker's members that handlers use, and
+for its parts (metadata, controller, replicas) exactly the methods they call.
+``broker.broker.Broker`` satisfies it structurally (so does the broker that
+``leader_hint.LeaderHints`` reads); the annotations are for readers and type
+checkers (``isinstance`` checks only that the members exist); a test may pass any object
+that does. A handler that needs more of the broker extends this protocol
+first, so the surface handlers depend on stays visible in one place.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from tierlog.broker.fetch_session import FetchSessionCache
+    from tierlog.broker.partition import Partition
+    from tierlog.broker.producer_ids import ProducerIdManager
+    from tierlog.config import NodeConfig
+    from tierlog.metadata import BrokerInfo, MetadataImage
+    from tierlog.protocol import ErrorCode, RequestHeader
+
+__all__ = ["ControllerSender", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource", "Response"]
+
+
+class MetadataSource(Protocol):
+    """The broker's metadata image, and a wait for a change to show in it."""
+
+    @property
+    def image(self) -> MetadataImage: ...
+
+    async def wait_for(self, predicate: Callable[[MetadataImage], bool], timeout_s: float) -> bool: ...
+
+
+class ControllerSender(Protocol):
+    """The channel to the active controller (admin requests are forwarded)."""
+
+    async def send(self, api_key: int, body: dict, timeout_s: float, version: int | None = None,
+                   resend_after_timeout: bool = True) -> dict: ...
+
+
+class TaskSpawner(Protocol):
+    """Background work a handler starts (auto topic creation); owned and awaited on shutdown."""
+
+    def spawn(self, coro: Coroutine, name: str | None = None) -> asyncio.Task | None: ...
+
+
+class HostedReplicas(Protocol):
+    """The partitions this broker hosts: replication hooks and long polls."""
+
+    topic_defaults: Mapping[str, str]
+
+    def get(self, topic: str, partition: int) -> Partition | None: ...
+
+    def check_acks_all(self, part: Partition) -> int: ...
+
+    def on_leader_append(self, part: Partition, required_offset: int, acks: int,
+                         timeout_ms: int) -> asyncio.Future | None: ...
+
+    def on_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int, replica_epoch: int,
+                          fields: dict) -> int: ...
+
+    async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float) -> None: ...
+
+
+@runtime_checkable
+class HandlerContext(Protocol):
+    """The broker as request handlers see it."""
+
+    config: NodeConfig
+    node_id: int
+    metadata: MetadataSource
+    controller_channel: ControllerSender
+    background: TaskSpawner
+    replicas: HostedReplicas
+    api_versions: list[dict]
+    clock_ms: Callable[[], int]
+    fetch_sessions: FetchSessionCache
+    producer_ids: ProducerIdManager
+    fetch_max_bytes: int
+    fetch_wait_max_ms: int
+
+    @property
+    def image(self) -> MetadataImage: ...
+
+    def endpoint(self, node_id: int) -> BrokerInfo | None: ...
+
+    def led_partition(self, topic: str, index: int) -> tuple[Partition | None, ErrorCode]: ...
+
+
+#: what a ``handle`` returns: the response, or an awaitable of it (long polls, forwarding)
+Response = dict | Awaitable[dict]
+
+#: an API module's ``handle``
+Handler = Callable[["HandlerContext", "RequestHeader", dict], Response]

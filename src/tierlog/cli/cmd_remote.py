@@ -1,0 +1,137 @@
+"""`tierlog remote ls`: what tiered storage holds, read straight from the store.
+
+No broker is involved: the command lists the objects under ``--storage`` (a
+directory, or ``s3://BUCKET/PREFIX``) and reads each segment's manifest, so it
+works on a stopped cluster or a bucket copied elsewhere. Other S3 settings
+(endpoint, region, path-style) come from ``--set rsm.config.storage.s3.*=...``;
+credentials from boto3's usual chain.
+
+The table has one row per segment: finished ones (manifest present) with their
+offset range, leader epochs, max timestamp and size; unfinished ones (an upload
+that did not finish, or a delete that stopped halfway) marked as such.
+``--json`` prints one object::
+
+    {"storage": "...", "partitions": [{"topic": "t", "partition": 0, "topic_id": "...",
+      "start_offset": 0, "end_offset": 999, "size_bytes": 1048576,
+      "segments": [{"segment_id": "...", "start_offset": 0, "end_offset": 999,
+                    "leader_epochs": [[0, 0]], "max_timestamp_ms": ..., "size_bytes": ...}],
+      "unfinished": [{"segment_id": "...", "start_offset": 1000, "objects": [".log"],
+                      "reason": "no manifest"}]}]}
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tierlog.cli.errors import CliError
+from tierlog.cli.options import key_value
+from tierlog.cli.render import make_table, note, print_json, print_table
+from tierlog.storage import topic_id_to_str
+from tierlog.tiered import (
+    PartitionListing,
+    RemoteStorageConfigError,
+    RemoteStorageError,
+    list_partitions,
+    object_store_from_location,
+)
+
+__all__ = ["listing_json", "register"]
+
+_SETTING_PREFIX = "rsm.config.storage."
+
+_EPILOG = """\
+examples:
+  tierlog remote ls --storage tierlog-data/remote-storage
+  tierlog remote ls --storage tierlog-data/remote-storage --topic orders --json
+  tierlog remote ls --storage s3://my-bucket/tierlog \\
+      --set rsm.config.storage.s3.region=eu-west-1
+  tierlog remote ls --storage s3://bucket/prefix --set rsm.config.storage.s3.endpoint.url=http://127.0.0.1:9000 \\
+      --set rsm.config.storage.s3.path.style.access.enabled=true
+"""
+
+
+def _segment_json(manifest) -> dict:
+    m = manifest.metadata
+    return {"segment_id": topic_id_to_str(m.segment_id.id), "start_offset": m.start_offset,
+            "end_offset": m.end_offset, "leader_epochs": [list(e) for e in m.segment_leader_epochs],
+            "max_timestamp_ms": m.max_timestamp_ms, "size_bytes": m.segment_size_in_bytes}
+
+
+def listing_json(store_name: str, listings: list[PartitionListing]) -> dict:
+    partitions = []
+    for p in listings:
+        tp = p.topic_id_partition
+        partitions.append({
+            "topic": tp.topic, "partition": tp.partition, "topic_id": topic_id_to_str(tp.topic_id),
+            "start_offset": p.start_offset, "end_offset": p.end_offset, "size_bytes": p.size_bytes,
+            "segments": [_segment_json(s) for s in p.segments],
+            "unfinished": [{"segment_id": topic_id_to_str(u.segment_uuid), "start_offset": u.start_offset,
+                            "objects": list(u.suffixes), "reason": u.reason} for u in p.unfinished],
+        })
+    return {"storage": store_name, "partitions": partitions}
+
+
+def _time(ms: int) -> str:
+    if ms < 0:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def _print_table(listings: list[PartitionListing]) -> None:
+    table = make_table("PARTITION", "START", "END", "LEADER EPOCHS", "MAX TIMESTAMP", "SIZE", "SEGMENT ID",
+                       "STATE")
+    for p in listings:
+        name = f"{p.topic_id_partition.topic}-{p.topic_id_partition.partition}"
+        rows = [(s.metadata.start_offset, str(s.metadata.end_offset),
+                 " ".join(f"{e}@{o}" for e, o in s.metadata.segment_leader_epochs),
+                 _time(s.metadata.max_timestamp_ms), str(s.metadata.segment_size_in_bytes),
+                 topic_id_to_str(s.metadata.segment_id.id), "finished") for s in p.segments]
+        rows += [(u.start_offset, "-", "-", "-", "-", topic_id_to_str(u.segment_uuid), f"unfinished ({u.reason})")
+                 for u in p.unfinished]
+        for start, *rest in sorted(rows, key=lambda r: r[0]):
+            table.add_row(name, str(start), *rest)
+    print_table(table)
+
+
+def run_ls(args: argparse.Namespace) -> int:
+    foreign = sorted(key for key, _ in args.set or [] if not key.startswith(_SETTING_PREFIX))
+    if foreign:
+        raise CliError(f"--set takes {_SETTING_PREFIX}* settings only, not {', '.join(foreign)}")
+    if not args.storage.startswith("s3://") and not Path(args.storage).is_dir():
+        raise CliError(f"no remote storage directory {args.storage}")
+    try:
+        store = object_store_from_location(args.storage, dict(args.set or []))
+        listings = list_partitions(store, args.topic)
+    except (RemoteStorageConfigError, RemoteStorageError) as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json(listing_json(store.describe(), listings))
+        return 0
+    if not listings:
+        what = f"topic {args.topic}" if args.topic else "partitions"
+        note(f"no {what} in {store.describe()}")
+        return 0
+    _print_table(listings)
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "remote", help="inspect tiered (remote) storage without a broker",
+        description="Inspect what tiered storage holds, straight from the store.", epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
+    ls = actions.add_parser(
+        "ls", help="list partitions and segments in remote storage",
+        description="List the partitions and segments in remote storage, with offset ranges, leader "
+                    "epochs and max timestamps, from the segment manifests.", epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ls.add_argument("--storage", required=True, metavar="DIR|s3://BUCKET/PREFIX",
+                    help="the remote storage: a directory or an S3 bucket and prefix")
+    ls.add_argument("--topic", metavar="TOPIC", help="only this topic's partitions")
+    ls.add_argument("--json", action="store_true", help="print one JSON object")
+    ls.add_argument("--set", action="append", type=key_value, metavar="KEY=VALUE",
+                    help="a remote storage setting (rsm.config.storage.*), repeatable")
+    ls.set_defaults(func=run_ls)

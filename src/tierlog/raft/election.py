@@ -1,0 +1,158 @@
+"""Vote, BeginQuorumEpoch and EndQuorumEpoch: answering them and handling their answers.
+
+Rules (KIP-595):
+
+- Any of these from another cluster is refused (INCONSISTENT_CLUSTER_ID), from or
+  about a non-voter too (INCONSISTENT_VOTER_SET), and one of an older epoch is
+  fenced (FENCED_LEADER_EPOCH). Every answer carries this node's (leader, epoch).
+- Vote: a newer candidate epoch makes the voter Unattached in it first; the vote is
+  then decided by vote.py (log at least as up to date, one vote per epoch) and a
+  grant is recorded (persisted) before the answer leaves.
+- A candidate that gathers a majority becomes leader; one that can no longer win
+  (too many rejections) backs off (vote.py's randomized exponential backoff).
+- BeginQuorumEpoch teaches the leader of an epoch; its answer tells the leader the
+  voter knows (no more BeginQuorumEpoch to it).
+- EndQuorumEpoch from the resigning leader: a voter following it stands for
+  election after a delay set by its place among the preferred successors; the
+  answers tell the resigned leader who has heard.
+- A replica downloading a snapshot compares and advertises its log as empty.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from tierlog.raft.leader_fetch import leader_id_or_none
+from tierlog.raft.log import ReplicatedLog
+from tierlog.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    VoteRequest,
+    VoteResponse,
+)
+from tierlog.raft.requests import RequestManager
+from tierlog.raft.snapshot_fetch import SnapshotFetcher
+from tierlog.raft.state import (
+    Candidate,
+    Follower,
+    Leader,
+    QuorumState,
+    Resigned,
+    Unattached,
+)
+from tierlog.raft.types import Err, OffsetAndEpoch, RaftConfig
+from tierlog.raft.vote import (
+    EMPTY_LOG,
+    election_backoff_ms,
+    end_epoch_backoff_ms,
+    may_grant,
+)
+
+__all__ = ["Election"]
+
+
+class Election:
+    def __init__(self, node_id: int, config: RaftConfig, rng: random.Random, log: ReplicatedLog,
+                 quorum: QuorumState, requests: RequestManager, snapshot_fetcher: SnapshotFetcher, *,
+                 observe_leader: Callable[[int | None, int, int], None],
+                 become_unattached: Callable[[int, int], None], become_leader: Callable[[int], None]):
+        self._node_id = node_id
+        self._config = config
+        self._rng = rng
+        self._log = log
+        self._quorum = quorum
+        self._requests = requests
+        self._snapshot_fetcher = snapshot_fetcher
+        self._observe_leader = observe_leader          # (leader id or None, epoch, now_ms)
+        self._become_unattached = become_unattached    # (epoch, now_ms)
+        self._become_leader = become_leader            # (now_ms)
+
+    def own_last(self) -> OffsetAndEpoch:
+        if self._snapshot_fetcher.active:
+            return EMPTY_LOG  # KIP-630: an incomplete snapshot votes as an empty log
+        return OffsetAndEpoch(self._log.end_offset, self._log.last_fetched_epoch())
+
+    def _refusal(self, cluster_id: str, voter_ok: bool, epoch: int) -> int:
+        if cluster_id != self._config.cluster_id:
+            return Err.INCONSISTENT_CLUSTER_ID
+        if not voter_ok:
+            return Err.INCONSISTENT_VOTER_SET
+        if epoch < self._quorum.epoch:
+            return Err.FENCED_LEADER_EPOCH
+        return Err.NONE
+
+    def _answer(self, cls, error: int, *extra):
+        le = self._quorum.leader_and_epoch()
+        return cls(error, leader_id_or_none(le.leader_id), le.epoch, *extra)
+
+    # ---- Vote
+
+    def on_vote_request(self, req: VoteRequest, now_ms: int) -> VoteResponse:
+        q = self._quorum
+        error = self._refusal(req.cluster_id, q.is_voter and req.candidate_id in q.voters, req.candidate_epoch)
+        if error != Err.NONE:
+            return self._answer(VoteResponse, error, False)
+        if req.candidate_epoch > q.epoch:
+            self._become_unattached(req.candidate_epoch, now_ms)
+        cand = OffsetAndEpoch(req.last_offset, req.last_offset_epoch)
+        s = q.state
+        grant = may_grant(s, req.candidate_id, cand, self.own_last())
+        if grant and isinstance(s, Unattached) and s.voted_id is None:
+            q.to_voted(req.candidate_id, now_ms)
+        return self._answer(VoteResponse, Err.NONE, grant)
+
+    def on_vote_response(self, sender_id: int, req: VoteRequest, resp: VoteResponse, now_ms: int) -> None:
+        q = self._quorum
+        s = q.state
+        if not isinstance(s, Candidate) or req.candidate_epoch != s.epoch or resp.leader_epoch != s.epoch:
+            return
+        if resp.error != Err.NONE:
+            self._requests.backoff(sender_id, now_ms)
+            return
+        q.record_vote(sender_id, resp.vote_granted)
+        if resp.vote_granted:
+            if len(s.granted) >= q.majority():
+                self._become_leader(now_ms)
+        elif len(q.voters) - len(s.rejected) < q.majority() and s.backoff_until_ms is None:
+            self.start_backoff(s, now_ms)
+
+    def start_backoff(self, s: Candidate, now_ms: int) -> None:
+        backoff = election_backoff_ms(self._rng, s.retries, self._config.election_backoff_max_ms)
+        self._quorum.start_backoff(now_ms + backoff)
+
+    # ---- Begin/EndQuorumEpoch
+
+    def on_begin_epoch(self, req: BeginQuorumEpochRequest, now_ms: int) -> BeginQuorumEpochResponse:
+        error = self._refusal(req.cluster_id, req.leader_id in self._quorum.voters, req.leader_epoch)
+        if error == Err.NONE:
+            self._observe_leader(req.leader_id, req.leader_epoch, now_ms)
+        return self._answer(BeginQuorumEpochResponse, error)
+
+    def on_begin_epoch_response(self, sender_id: int, req: BeginQuorumEpochRequest,
+                                resp: BeginQuorumEpochResponse) -> None:
+        s = self._quorum.state
+        if isinstance(s, Leader) and req.leader_epoch == s.epoch and resp.error == Err.NONE:
+            self._quorum.ack_begin_epoch(sender_id)
+
+    def on_end_epoch(self, req: EndQuorumEpochRequest, now_ms: int) -> EndQuorumEpochResponse:
+        q = self._quorum
+        error = self._refusal(req.cluster_id, req.leader_id in q.voters, req.leader_epoch)
+        if error != Err.NONE:
+            return self._answer(EndQuorumEpochResponse, error)
+        if req.leader_id != self._node_id:
+            self._observe_leader(req.leader_id, req.leader_epoch, now_ms)
+        s = q.state
+        if isinstance(s, Follower) and s.leader_id == req.leader_id and q.is_voter:
+            backoff = end_epoch_backoff_ms(self._node_id, req.preferred_successors,
+                                           self._config.election_backoff_max_ms)
+            q.expire_leader_by(now_ms + backoff)
+        return self._answer(EndQuorumEpochResponse, Err.NONE)
+
+    def on_end_epoch_response(self, sender_id: int, req: EndQuorumEpochRequest,
+                              resp: EndQuorumEpochResponse) -> None:
+        s = self._quorum.state
+        if isinstance(s, Resigned) and req.leader_epoch == s.epoch and resp.error == Err.NONE:
+            self._quorum.ack_end_epoch(sender_id)

@@ -1,0 +1,93 @@
+"""Which remote segments to expire, and the log start offset to set first (sans-IO).
+
+Kafka's RLMExpirationTask over the partition's remote segments in offset order:
+
+- A DELETE_SEGMENT_STARTED segment is deleted again (an earlier delete failed).
+- A segment being copied right now stops the walk.
+- Otherwise a segment goes when its end offset is below the log start offset,
+  or when ``max_timestamp_ms <= now_ms - retention.ms``, or while the partition
+  is over ``retention.bytes``: total = local-only bytes (local segments not in
+  remote storage) + bytes of COPY_SEGMENT_FINISHED remote segments; a segment
+  goes if the excess minus its size stays >= 0 (a time-expired segment also
+  lowers the excess). The walk stops at the first segment that stays.
+- A segment expired by time or size raises the log start offset to its end
+  offset + 1. The caller moves the log start offset (and tells followers)
+  BEFORE it deletes: DELETE_SEGMENT_STARTED, storage delete,
+  DELETE_SEGMENT_FINISHED.
+
+``retention.ms`` / ``retention.bytes`` of -1 switch that rule off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tierlog.tiered.segment_metadata import (
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+)
+
+__all__ = ["ExpirationPlan", "RetentionLimits", "plan_remote_expiration"]
+
+_S = RemoteLogSegmentState
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionLimits:
+    retention_ms: int            # -1: no time limit
+    retention_bytes: int         # -1: no size limit
+
+
+@dataclass(frozen=True, slots=True)
+class ExpirationPlan:
+    new_log_start_offset: int | None               # set BEFORE deleting; None: unchanged
+    to_delete: tuple[RemoteLogSegmentMetadata, ...]
+
+
+class _Budget:
+    """The retention.bytes excess left to remove."""
+
+    def __init__(self, excess: int) -> None:
+        self.excess = excess
+
+    def take(self, size: int) -> bool:
+        if self.excess > 0 and self.excess - size >= 0:
+            self.excess -= size
+            return True
+        return False
+
+
+def plan_remote_expiration(segments: Sequence[RemoteLogSegmentMetadata], limits: RetentionLimits, *,
+                           now_ms: int, log_start_offset: int, only_local_bytes: int,
+                           being_copied: frozenset[RemoteLogSegmentId] = frozenset()) -> ExpirationPlan:
+    """The plan for ``segments`` (every live segment of the partition, sorted by start offset)."""
+    budget = _Budget(_excess(segments, limits, only_local_bytes))
+    cutoff = now_ms - limits.retention_ms if limits.retention_ms >= 0 else None
+    new_start, chosen = None, []
+    for meta in segments:
+        if meta.segment_id in being_copied:
+            break
+        if meta.state == _S.DELETE_SEGMENT_STARTED:
+            chosen.append(meta)
+            continue
+        if meta.end_offset < log_start_offset:
+            chosen.append(meta)
+            continue
+        if cutoff is not None and meta.max_timestamp_ms <= cutoff:
+            budget.excess = max(0, budget.excess - meta.segment_size_in_bytes)
+        elif not budget.take(meta.segment_size_in_bytes):
+            break
+        chosen.append(meta)
+        new_start = max(new_start or 0, meta.end_offset + 1)
+    if new_start is not None and new_start <= log_start_offset:
+        new_start = None
+    return ExpirationPlan(new_start, tuple(chosen))
+
+
+def _excess(segments, limits: RetentionLimits, only_local_bytes: int) -> int:
+    if limits.retention_bytes < 0:
+        return 0
+    remote = sum(m.segment_size_in_bytes for m in segments if m.state == _S.COPY_SEGMENT_FINISHED)
+    return max(0, only_local_bytes + remote - limits.retention_bytes)

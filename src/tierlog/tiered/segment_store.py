@@ -1,0 +1,136 @@
+"""Remote storage of log segments (Kafka's RemoteStorageManager) over an ObjectStore.
+
+``copy_log_segment`` uploads the segment's ``.log`` unchanged and its indexes,
+producer snapshot and leader-epoch checkpoint as separate objects, verifies
+each one (the size and CRC-32C the store holds must equal the local file's),
+and only then writes the ``.manifest`` (see :mod:`tierlog.tiered.manifest`).
+A failed copy deletes whatever it wrote and raises ``RemoteStorageError``.
+``delete_log_segment`` removes the manifest first, so a half-deleted segment
+reads as unfinished, never as whole. Every call is idempotent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from crc32c import crc32c
+
+from tierlog.tiered.layout import LOG_SUFFIX, MANIFEST_SUFFIX, IndexType, segment_key
+from tierlog.tiered.manifest import SegmentManifest
+from tierlog.tiered.object_store import (
+    ObjectChecksum,
+    ObjectStore,
+    RemoteStorageError,
+)
+from tierlog.tiered.segment_metadata import (
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+)
+
+__all__ = ["LogSegmentData", "RemoteSegmentStore", "UploadVerificationError", "file_checksum"]
+
+_READ_CHUNK_BYTES = 1024 * 1024
+_ALL_SUFFIXES = (LOG_SUFFIX, *(t.value for t in IndexType), MANIFEST_SUFFIX)
+
+
+class UploadVerificationError(RemoteStorageError):
+    """What the store holds after an upload differs from what was sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogSegmentData:
+    """Kafka's ``LogSegmentData``: the local files of one rolled segment."""
+
+    log_segment: Path
+    offset_index: Path
+    time_index: Path
+    producer_snapshot: Path | None      # producer state at the next segment's base offset
+    leader_epoch_checkpoint: bytes      # the epoch history up to the next segment's base offset
+
+
+def file_checksum(path: Path) -> ObjectChecksum:
+    """Size and CRC-32C of a local file, read in 1 MiB chunks."""
+    crc, size = 0, 0
+    with open(path, "rb") as src:
+        while chunk := src.read(_READ_CHUNK_BYTES):
+            crc = crc32c(chunk, crc)
+            size += len(chunk)
+    return ObjectChecksum(size, crc)
+
+
+class RemoteSegmentStore:
+    """Copy, read and delete segments in one object store."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self.store = store
+
+    def _key(self, metadata: RemoteLogSegmentMetadata, suffix: str) -> str:
+        return segment_key(metadata.segment_id, metadata.start_offset, suffix)
+
+    # --- copy -------------------------------------------------------------------------------
+
+    def copy_log_segment(self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData) -> SegmentManifest:
+        """Upload, verify, then write the manifest; on failure clean up and raise."""
+        try:
+            objects = self._upload_all(metadata, data)
+            manifest = SegmentManifest(
+                metadata.with_state(RemoteLogSegmentState.COPY_SEGMENT_FINISHED), objects)
+            self.store.put_bytes(self._key(metadata, MANIFEST_SUFFIX), manifest.to_json())
+        except (RemoteStorageError, OSError) as exc:
+            self._delete_quietly(metadata)
+            if isinstance(exc, RemoteStorageError):
+                raise
+            raise RemoteStorageError(f"cannot copy segment {metadata.start_offset}: {exc}") from exc
+        return manifest
+
+    def _upload_all(self, metadata, data: LogSegmentData) -> dict[str, ObjectChecksum]:
+        files = {LOG_SUFFIX: data.log_segment, IndexType.OFFSET.value: data.offset_index,
+                 IndexType.TIMESTAMP.value: data.time_index}
+        if data.producer_snapshot is not None:
+            files[IndexType.PRODUCER_SNAPSHOT.value] = data.producer_snapshot
+        objects = {}
+        for suffix, path in files.items():
+            expected = file_checksum(path)
+            self.store.put_file(self._key(metadata, suffix), path)
+            objects[suffix] = self._verified(metadata, suffix, expected)
+        epochs = bytes(data.leader_epoch_checkpoint)
+        suffix = IndexType.LEADER_EPOCH.value
+        self.store.put_bytes(self._key(metadata, suffix), epochs)
+        objects[suffix] = self._verified(metadata, suffix, ObjectChecksum(len(epochs), crc32c(epochs)))
+        return objects
+
+    def _verified(self, metadata, suffix: str, expected: ObjectChecksum) -> ObjectChecksum:
+        stored = self.store.checksum(self._key(metadata, suffix))
+        if stored != expected:
+            raise UploadVerificationError(
+                f"{self._key(metadata, suffix)}: stored {stored.size} bytes crc32c {stored.crc32c:#010x}, "
+                f"sent {expected.size} bytes crc32c {expected.crc32c:#010x}")
+        return stored
+
+    # --- read -------------------------------------------------------------------------------
+
+    def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start_position: int,
+                          end_position: int | None = None) -> bytes:
+        """Bytes [start_position, end_position) of the segment's ``.log`` (None: to its end)."""
+        return self.store.get_range(self._key(metadata, LOG_SUFFIX), start_position, end_position)
+
+    def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> bytes:
+        """The whole index object of ``index_type``."""
+        return self.store.get_range(self._key(metadata, index_type.value), 0)
+
+    def read_manifest(self, metadata: RemoteLogSegmentMetadata) -> SegmentManifest:
+        return SegmentManifest.from_json(self.store.get_range(self._key(metadata, MANIFEST_SUFFIX), 0))
+
+    # --- delete -----------------------------------------------------------------------------
+
+    def delete_log_segment(self, metadata: RemoteLogSegmentMetadata) -> None:
+        """Delete every object of the segment, manifest first; missing objects are fine."""
+        for suffix in (MANIFEST_SUFFIX, *_ALL_SUFFIXES[:-1]):
+            self.store.delete(self._key(metadata, suffix))
+
+    def _delete_quietly(self, metadata) -> None:
+        try:
+            self.delete_log_segment(metadata)
+        except RemoteStorageError:     # the copy failed already; the next attempt cleans up again
+            pass

@@ -1,0 +1,66 @@
+"""TaskSet: tasks are held until they end, closed sets cancel and wait, late spawns do not run."""
+import asyncio
+import logging
+
+from tierlog.net.tasks import TaskSet
+
+
+def test_a_finished_task_is_let_go():
+    async def main():
+        tasks = TaskSet("test")
+        done = asyncio.Event()
+        tasks.spawn(done.wait())
+        assert len(tasks) == 1
+        done.set()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return len(tasks)
+    assert asyncio.run(main()) == 0
+
+
+def test_close_cancels_and_waits_for_every_task():
+    ended = []
+
+    async def forever(i):
+        try:
+            await asyncio.Event().wait()
+        finally:
+            ended.append(i)
+
+    async def main():
+        tasks = TaskSet("test")
+        spawned = [tasks.spawn(forever(i)) for i in range(3)]
+        await asyncio.sleep(0)
+        await tasks.close()
+        return spawned
+    spawned = asyncio.run(main())
+    assert sorted(ended) == [0, 1, 2]
+    assert all(t.cancelled() for t in spawned)
+
+
+def test_spawn_after_close_does_not_run_the_coroutine():
+    ran = []
+
+    async def work():
+        ran.append(1)
+
+    async def main():
+        tasks = TaskSet("test")
+        await tasks.close()
+        return tasks.spawn(work())
+    assert asyncio.run(main()) is None
+    assert ran == []
+
+
+def test_a_failed_task_is_logged(caplog):
+    async def fail():
+        raise ValueError("boom")
+
+    async def main():
+        tasks = TaskSet("owner")
+        task = tasks.spawn(fail(), name="failing")
+        await asyncio.gather(task, return_exceptions=True)
+        await asyncio.sleep(0)
+    with caplog.at_level(logging.WARNING, logger="tierlog.net.tasks"):
+        asyncio.run(main())
+    assert "owner: background task failing failed: ValueError('boom')" in caplog.text

@@ -1,0 +1,80 @@
+"""CommitDelivery: in-order delivery up to the high watermark, snapshots, leader-change notices."""
+
+import pytest
+
+from tierlog.raft.commits import CommitDelivery
+from tierlog.raft.log import MemoryLog
+from tierlog.raft.snapshots import MemorySnapshotStore, SnapshotWriter
+from tierlog.raft.types import LeaderAndEpoch, OffsetAndEpoch
+
+
+class _Listener:
+    def __init__(self):
+        self.commits, self.loads, self.leaders = [], [], []
+
+    def handle_commit(self, batch):
+        self.commits.append(batch)
+
+    def handle_load_snapshot(self, reader):
+        self.loads.append(reader.snapshot_id)
+
+    def handle_leader_change(self, leader):
+        self.leaders.append(leader)
+
+
+def _setup(leader=False):
+    log, snaps, lis = MemoryLog(), MemorySnapshotStore(), _Listener()
+    metrics = {"snapshots-loaded": 0, "SnapshotSizeBytes": 0, "LoadSnapshotLatencyMs": 0.0}
+    return log, snaps, lis, CommitDelivery(log, snaps, lis, metrics, lambda: leader)
+
+
+def _snapshot(snaps, sid):
+    w = SnapshotWriter(snaps.create(sid), 0, lambda *a: None)
+    w.append([b"state"])
+    w.freeze()
+
+
+def test_delivers_each_batch_once_in_order_up_to_the_high_watermark():
+    log, _, lis, c = _setup()
+    for v in (b"a", b"b", b"c"):
+        log.append_as_leader([v], 1, 0)
+    assert c.raise_to(2)
+    assert [b.records for b in lis.commits] == [[b"a"], [b"b"]] and c.applied_offset == 2
+    assert not c.raise_to(1) and c.high_watermark == 2  # never down
+    c.raise_to(3)
+    assert [b.base_offset for b in lis.commits] == [0, 1, 2]
+
+
+def test_loads_the_snapshot_when_the_log_no_longer_holds_what_is_needed():
+    log, snaps, lis, c = _setup()
+    _snapshot(snaps, OffsetAndEpoch(4, 1))
+    log.truncate_fully_and_start_at(4, 1)
+    log.append_as_leader([b"e"], 1, 0)
+    c.raise_to(5)
+    assert lis.loads == [OffsetAndEpoch(4, 1)] and [b.base_offset for b in lis.commits] == [4]
+
+
+def test_an_installed_snapshot_moves_the_high_watermark():
+    _, snaps, lis, c = _setup()
+    _snapshot(snaps, OffsetAndEpoch(7, 2))
+    c.snapshot_installed(OffsetAndEpoch(7, 2))
+    assert (c.applied_offset, c.high_watermark, lis.loads) == (7, 7, [OffsetAndEpoch(7, 2)])
+
+
+def test_a_leader_never_loads_a_snapshot():
+    _, snaps, _, c = _setup(leader=True)
+    _snapshot(snaps, OffsetAndEpoch(7, 2))
+    with pytest.raises(AssertionError):
+        c.load_snapshot(OffsetAndEpoch(7, 2))
+
+
+def test_a_leader_is_announced_once_caught_up_past_its_epoch_start():
+    log, _, lis, c = _setup()
+    log.append_as_leader([b"a"], 1, 0)
+    me = LeaderAndEpoch(1, 1)
+    c.notify_leader_change(me, epoch_start_offset=0)
+    assert lis.leaders == []
+    c.raise_to(1)
+    c.notify_leader_change(me, epoch_start_offset=0)
+    c.notify_leader_change(me, epoch_start_offset=0)
+    assert lis.leaders == [me]

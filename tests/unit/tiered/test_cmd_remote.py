@@ -1,0 +1,100 @@
+"""`tierlog remote ls` on stores the test builds with the backends (no broker)."""
+
+from __future__ import annotations
+
+import json
+
+from tiered_helpers import TP, batches, metadata, write_segment
+
+from tierlog.cli.main import main
+from tierlog.storage import topic_id_to_str
+from tierlog.tiered import (
+    FsObjectStore,
+    RemoteSegmentStore,
+    TopicIdPartition,
+    segment_key,
+)
+
+OTHER = TopicIdPartition(bytes(range(1, 17)), "clicks", 3)
+
+
+def _build_store(root, tmp_path):
+    rss = RemoteSegmentStore(FsObjectStore(root))
+    files = write_segment(tmp_path / "local", 0, batches(0, 4))
+    first = metadata(0, 19, epochs=((0, None),), size=1000)
+    second = metadata(20, 39, epochs=((0, None), (2, 30)), size=1500)
+    rss.copy_log_segment(first, files)
+    rss.copy_log_segment(second, files)
+    rss.copy_log_segment(metadata(0, 9, tp=OTHER, size=10), files)
+    torn = metadata(40, 59)
+    rss.store.put_file(segment_key(torn.segment_id, 40, ".log"), files.log_segment)
+    return first, second, torn
+
+
+def test_ls_json_lists_partitions_segments_and_unfinished_uploads(tmp_path, capsys):
+    root = tmp_path / "remote"
+    _first, second, torn = _build_store(root, tmp_path)
+    assert main(["remote", "ls", "--storage", str(root), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["storage"] == str(root)
+    assert [(p["topic"], p["partition"]) for p in doc["partitions"]] == [("clicks", 3), ("orders", 0)]
+    orders = doc["partitions"][1]
+    assert orders["topic_id"] == topic_id_to_str(TP.topic_id)
+    assert (orders["start_offset"], orders["end_offset"], orders["size_bytes"]) == (0, 39, 2500)
+    assert [(s["start_offset"], s["end_offset"], s["leader_epochs"]) for s in orders["segments"]] == \
+        [(0, 19, [[0, 0]]), (20, 39, [[0, 20], [2, 30]])]
+    assert orders["segments"][1]["max_timestamp_ms"] == second.max_timestamp_ms
+    assert orders["unfinished"] == [{"segment_id": topic_id_to_str(torn.segment_id.id), "start_offset": 40,
+                                     "objects": [".log"], "reason": "no manifest"}]
+
+
+def test_ls_topic_filter_and_table(tmp_path, capsys):
+    root = tmp_path / "remote"
+    first, _second, _torn = _build_store(root, tmp_path)
+    assert main(["remote", "ls", "--storage", str(root), "--topic", "orders"]) == 0
+    out = capsys.readouterr().out
+    assert "clicks" not in out
+    lines = [line for line in out.splitlines() if line.strip().startswith("orders-0")]
+    assert len(lines) == 3
+    assert topic_id_to_str(first.segment_id.id) in lines[0] and "finished" in lines[0]
+    assert "0@20 2@30" in lines[1]
+    assert "unfinished (no manifest)" in lines[2]
+
+
+def test_ls_on_an_empty_store_says_so(tmp_path, capsys):
+    (tmp_path / "remote").mkdir()
+    assert main(["remote", "ls", "--storage", str(tmp_path / "remote")]) == 0
+    assert "no partitions in" in capsys.readouterr().err
+
+
+def test_ls_on_a_missing_directory_is_an_error(tmp_path, capsys):
+    assert main(["remote", "ls", "--storage", str(tmp_path / "nope")]) == 1
+    assert "no remote storage directory" in capsys.readouterr().err
+
+
+def test_ls_reads_an_s3_store(s3_settings, tmp_path, capsys):
+    from tierlog.tiered import S3ObjectStore
+
+    rss = RemoteSegmentStore(S3ObjectStore(s3_settings))
+    rss.copy_log_segment(metadata(0, 19), write_segment(tmp_path / "local", 0, batches(0, 4)))
+    argv = ["remote", "ls", "--storage", f"s3://{s3_settings.bucket}/{s3_settings.prefix}", "--json",
+            "--set", f"rsm.config.storage.s3.endpoint.url={s3_settings.endpoint_url}",
+            "--set", f"rsm.config.storage.s3.region={s3_settings.region}",
+            "--set", "rsm.config.storage.s3.path.style.access.enabled=true"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(p["topic"], p["end_offset"]) for p in doc["partitions"]] == [("orders", 19)]
+
+
+def test_ls_rejects_settings_that_are_not_remote_storage_settings(tmp_path, capsys):
+    (tmp_path / "remote").mkdir()
+    argv = ["remote", "ls", "--storage", str(tmp_path / "remote"), "--set", "remote.log.reader.threads=3"]
+    assert main(argv) == 1
+    assert "rsm.config.storage.* settings only" in capsys.readouterr().err
+
+
+def test_ls_reports_a_bad_s3_setting_as_one_line(tmp_path, capsys):
+    argv = ["remote", "ls", "--storage", "s3://bucket/p", "--set",
+            "rsm.config.storage.s3.path.style.access.enabled=maybe"]
+    assert main(argv) == 1
+    assert "true or false" in capsys.readouterr().err

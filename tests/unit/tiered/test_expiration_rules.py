@@ -1,0 +1,67 @@
+"""Remote expiration by retention.ms, retention.bytes and log start (table-driven)."""
+
+from __future__ import annotations
+
+import pytest
+from tiered_helpers import NOW, metadata
+
+from tierlog.tiered import RemoteLogSegmentState
+from tierlog.tiered.expiration_rules import RetentionLimits, plan_remote_expiration
+
+S = RemoteLogSegmentState
+DAY = 86_400_000
+
+
+def _remote(*ranges, state=S.COPY_SEGMENT_FINISHED):
+    """Finished segments of 100 bytes; segment i has max timestamp NOW + i * DAY."""
+    return [metadata(a, b, size=100, max_ts=NOW + i * DAY).with_state(state) for i, (a, b) in enumerate(ranges)]
+
+
+SEGS = _remote((0, 99), (100, 199), (200, 299), (300, 399))
+
+
+@pytest.mark.parametrize(("retention_ms", "retention_bytes", "now", "log_start", "local_only", "deleted",
+                          "new_start"), [
+    (-1, -1, NOW + 9 * DAY, 0, 0, [], None),                   # no limits: nothing goes
+    (DAY, -1, NOW + DAY, 0, 0, [0], 100),                      # max ts <= now - retention.ms
+    (DAY, -1, NOW + DAY - 1, 0, 0, [], None),
+    (DAY, -1, NOW + 3 * DAY, 0, 0, [0, 100, 200], 300),
+    (-1, 300, NOW, 0, 0, [0], 100),                            # 400 remote bytes, limit 300
+    (-1, 300, NOW, 0, 150, [0, 100], 200),                     # local-only bytes count too: 550 - 300
+    (-1, 250, NOW, 0, 0, [0], 100),                            # 150 over: one segment of 100 (not two)
+    (-1, 399, NOW, 0, 0, [], None),                            # 1 byte over is less than a segment
+    (-1, -1, NOW, 200, 0, [0, 100], None),                     # below the log start: no new log start
+    (-1, -1, NOW, 150, 0, [0], None),                          # 100..199 still holds offsets >= 150
+    (DAY, 300, NOW + DAY, 0, 0, [0], 100),                     # time expiry also uses up the excess
+])
+def test_expiration(retention_ms, retention_bytes, now, log_start, local_only, deleted, new_start):
+    plan = plan_remote_expiration(SEGS, RetentionLimits(retention_ms, retention_bytes), now_ms=now,
+                                  log_start_offset=log_start, only_local_bytes=local_only)
+    assert [m.start_offset for m in plan.to_delete] == deleted
+    assert plan.new_log_start_offset == new_start
+
+
+def test_the_walk_stops_at_the_first_segment_that_stays():
+    segs = [*_remote((0, 99)), metadata(100, 199, size=100, max_ts=NOW + 10 * DAY)
+            .with_state(S.COPY_SEGMENT_FINISHED), metadata(200, 299, size=100, max_ts=NOW)
+            .with_state(S.COPY_SEGMENT_FINISHED)]
+    plan = plan_remote_expiration(segs, RetentionLimits(DAY, -1), now_ms=NOW + 2 * DAY,
+                                  log_start_offset=0, only_local_bytes=0)
+    assert [m.start_offset for m in plan.to_delete] == [0]
+
+
+def test_failed_deletes_are_retried_and_a_copy_in_progress_stops_the_walk():
+    retry = metadata(0, 99, size=100).with_state(S.DELETE_SEGMENT_STARTED)
+    copying = metadata(100, 199, size=100)
+    plan = plan_remote_expiration([retry, copying, *SEGS[2:]], RetentionLimits(0, -1), now_ms=NOW + 9 * DAY,
+                                  log_start_offset=0, only_local_bytes=0,
+                                  being_copied=frozenset({copying.segment_id}))
+    assert plan.to_delete == (retry,)
+    assert plan.new_log_start_offset is None
+
+
+def test_only_finished_segments_count_as_remote_bytes():
+    segs = [*_remote((0, 99)), metadata(100, 199, size=10_000)]     # an unfinished upload
+    plan = plan_remote_expiration(segs, RetentionLimits(-1, 150), now_ms=NOW, log_start_offset=0,
+                                  only_local_bytes=0)
+    assert plan.to_delete == ()
