@@ -9,6 +9,8 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from nodeproc import NodeProcess, free_port
@@ -122,6 +124,9 @@ class Cluster:
     def controller(self, node_id: int) -> NodeProcess:
         return next(c for c in self.controllers if c.node_id == node_id)
 
+    def broker(self, node_id: int) -> NodeProcess:
+        return next(b for b in self.brokers if b.node_id == node_id)
+
     def quorum(self) -> dict:
         """DescribeQuorum's partition entry from the leader (only it answers without error)."""
         last = None
@@ -154,3 +159,32 @@ class Cluster:
         body = {"Topics": None if topics is None else [{"Name": t, "TopicId": bytes(16)} for t in topics],
                 "AllowAutoTopicCreation": False, "IncludeTopicAuthorizedOperations": False}
         return request("127.0.0.1", broker.port, METADATA, body, version=12)
+
+    def partitions(self, broker: NodeProcess, topic: str) -> list[dict]:
+        """``topic``'s partitions in ``broker``'s Metadata answer, by index; [] while it does not know the topic."""
+        topics = self.metadata(broker, [topic])["Topics"]
+        if not topics or topics[0]["ErrorCode"] != 0:
+            return []
+        return sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"])
+
+    def live_partitions(self, topic: str, count: int) -> list[dict]:
+        """``topic``'s partitions from the first live broker that knows all ``count`` of them ([] if none)."""
+        for b in self.brokers:
+            if not b.alive():
+                continue
+            try:
+                ps = self.partitions(b, topic)
+            except OSError:
+                continue
+            if len(ps) == count:
+                return ps
+        return []
+
+
+@contextmanager
+def running(cluster: Cluster) -> Iterator[Cluster]:
+    """Start ``cluster``; on the way out stop every node it started, also when starting failed."""
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()

@@ -1,10 +1,17 @@
-import sys
-from pathlib import Path
+"""Fixtures shared by the integration tests (helpers: nodeproc.py, cluster.py, clients.py).
 
+``node`` / ``shared_node``: one tierlog process (broker and controller) per test / per module.
+``cluster``: a fresh multi-process cluster per test, 1 controller + 3 brokers with
+``FAST_REPLICATION`` unless the module or the test asks for another shape::
+
+    pytestmark = pytest.mark.cluster(controllers=3, brokers=3, props=FAST)
+    @pytest.mark.cluster(brokers=4)
+"""
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
+from cluster import FAST_REPLICATION, Cluster, running
 from nodeproc import NodeProcess
+
+CLUSTER_DEFAULTS = {"controllers": 1, "brokers": 3, "props": FAST_REPLICATION}
 
 
 @pytest.fixture
@@ -23,3 +30,12 @@ def shared_node(tmp_path_factory):
     yield n
     if n.alive():
         n.stop()
+
+
+@pytest.fixture
+def cluster(request, tmp_path):
+    """A started Cluster of the shape ``@pytest.mark.cluster(...)`` gives (else CLUSTER_DEFAULTS); stopped after."""
+    marker = request.node.get_closest_marker("cluster")
+    shape = {**CLUSTER_DEFAULTS, **(marker.kwargs if marker else {})}
+    with running(Cluster(tmp_path, **shape)) as c:
+        yield c

@@ -39,10 +39,9 @@ class NodeProcess:
     def start(self) -> NodeProcess:
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "node", "--config",
-                                      str(self.config_path)], stdout=subprocess.PIPE, stderr=log, text=True)
-        log.close()
+        with open(self.log_path, "ab") as log:      # the child keeps its own descriptor
+            self.proc = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "node", "--config",
+                                          str(self.config_path)], stdout=subprocess.PIPE, stderr=log, text=True)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()
@@ -62,7 +61,9 @@ class NodeProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self, timeout: float = 30) -> int:
+        """SIGTERM and wait; a node paused with SIGSTOP is resumed first (it would not act on SIGTERM)."""
         if self.alive():
+            self.proc.send_signal(signal.SIGCONT)
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(timeout)
         return self.proc.returncode if self.proc else 0

@@ -42,7 +42,7 @@ def test_alter_and_describe_topic_config(shared_node):
         ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
     a.incremental_alter_configs([res])[res].result(20)
     configs = a.describe_configs([ConfigResource("topic", "adm-cfg")])
-    entries = list(configs.values())[0].result(20)
+    entries = next(iter(configs.values())).result(20)
     assert entries["retention.ms"].value == "3600000"
     assert entries["retention.ms"].source == 1            # DYNAMIC_TOPIC_CONFIG
     assert entries["segment.bytes"].is_default

@@ -37,7 +37,7 @@ def tierlog(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProce
     result = subprocess.run(
         [sys.executable, "-m", "tierlog.cli.main", *args],
         input=stdin if stdin is not None else b"", capture_output=True,
-        timeout=RUN_TIMEOUT_S, env=env,
+        timeout=RUN_TIMEOUT_S, env=env, check=False,
     )
     result.stderr = result.stderr.decode("utf-8", "replace")
     return result

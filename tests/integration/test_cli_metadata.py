@@ -12,7 +12,7 @@ import sys
 
 import pytest
 from clients import create_topic
-from cluster import Cluster, wait_for
+from cluster import Cluster, running, wait_for
 from nodeproc import free_port
 
 pytestmark = pytest.mark.integration
@@ -37,14 +37,12 @@ def ok(*args: str) -> str:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("cli-metadata"), 3, 1, PROPS).start()
-    try:
+    """One cluster for the module (not conftest's per-test one), with TOPICS created."""
+    with running(Cluster(tmp_path_factory.mktemp("cli-metadata"), 3, 1, PROPS)) as c:
         c.wait_leader()
         for name in TOPICS:
             create_topic(c.bootstrap, name, 1)
         yield c
-    finally:
-        c.stop()
 
 
 def _snapshot_files(cluster):

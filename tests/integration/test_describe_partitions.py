@@ -73,22 +73,9 @@ def test_kafka_python_pages_through_every_partition(node):
         admin.close()
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    c = Cluster(tmp_path, 1, 3, FAST_REPLICATION).start()
-    yield c
-    c.stop()
-
-
 def _partition(cluster, broker, topic) -> dict | None:
-    topics = cluster.metadata(broker, [topic])["Topics"]
-    if not topics or topics[0]["ErrorCode"] or not topics[0]["Partitions"]:
-        return None
-    return topics[0]["Partitions"][0]
-
-
-def _broker(cluster, node_id):
-    return next(b for b in cluster.brokers if b.node_id == node_id)
+    ps = cluster.partitions(broker, topic)
+    return ps[0] if ps else None
 
 
 def _cli_table_row(text: str) -> dict:
@@ -111,12 +98,12 @@ def test_elr_and_leader_epoch_after_the_isr_falls_below_min_isr(cluster):
     start = wait_for(lambda: (p := _partition(cluster, first, topic)) and len(p["IsrNodes"]) == 3 and p,
                      60, "the topic with a full ISR")
     old_leader = start["LeaderId"]
-    _broker(cluster, old_leader).kill9()
+    cluster.broker(old_leader).kill9()
     survivors = [b for b in cluster.brokers if b.alive()]
     moved = wait_for(lambda: (p := _partition(cluster, survivors[0], topic))
                      and p["LeaderId"] not in (old_leader, -1) and old_leader not in p["IsrNodes"] and p,
                      60, f"a new leader without broker {old_leader}")
-    leader = _broker(cluster, moved["LeaderId"])
+    leader = cluster.broker(moved["LeaderId"])
     follower = next(b for b in survivors if b is not leader)
     follower.kill9()
 

@@ -21,7 +21,6 @@ import shutil
 import signal
 import time
 
-import pytest
 from clients import consume_all, produce_all
 from cluster import FAST_REPLICATION, Cluster, log_end_offset, request, wait_for
 from confluent_kafka import KafkaError, Producer
@@ -37,20 +36,6 @@ DEBUGGING_REPLICA_ID, LATEST, EARLIEST = -2, -1, -2
 
 def _start(root, props=None) -> Cluster:
     return Cluster(root, 1, 3, {**FAST_REPLICATION, **(props or {})}).start()
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    c = _start(tmp_path)
-    yield c
-    _stop(c)
-
-
-def _stop(c: Cluster) -> None:
-    for b in c.brokers:         # a SIGSTOPped node would not act on SIGTERM
-        if b.alive():
-            os.kill(b.proc.pid, signal.SIGCONT)
-    c.stop()
 
 
 def _pause(node) -> None:
@@ -73,19 +58,13 @@ def _create_topic(cluster, topic, configs=None):
 
 def _partition(cluster, broker, topic) -> dict | None:
     """Partition 0 of ``topic`` in ``broker``'s Metadata answer (LeaderId, LeaderEpoch, IsrNodes, ...)."""
-    topics = cluster.metadata(broker, [topic])["Topics"]
-    if not topics or topics[0]["ErrorCode"] != 0 or not topics[0]["Partitions"]:
-        return None
-    return topics[0]["Partitions"][0]
+    ps = cluster.partitions(broker, topic)
+    return ps[0] if ps else None
 
 
 def _isr(cluster, broker, topic) -> set[int] | None:
     p = _partition(cluster, broker, topic)
     return None if p is None or p["LeaderId"] < 0 else set(p["IsrNodes"])
-
-
-def _broker(cluster, node_id):
-    return next(b for b in cluster.brokers if b.node_id == node_id)
 
 
 def _log_end(broker, topic) -> int:
@@ -144,7 +123,7 @@ def _batches(broker, topic, scratch) -> list[tuple[int, int, bytes]]:
 def test_follower_with_a_divergent_tail_truncates_catches_up_and_rejoins_the_isr(cluster, tmp_path):
     topic = "diverge"
     first = _create_topic(cluster, topic)
-    old_leader = _broker(cluster, first["LeaderId"])
+    old_leader = cluster.broker(first["LeaderId"])
     follower, other = [b for b in cluster.brokers if b is not old_leader]
     before = [(0, None, b"before-%d" % i, None, None) for i in range(300)]
     assert len(produce_all(cluster.bootstrap, topic, before)) == 300
@@ -204,13 +183,13 @@ def test_follower_behind_the_leader_log_start_restarts_its_log_there(tmp_path):
     try:
         _follower_behind_log_start(cluster)
     finally:
-        _stop(cluster)
+        cluster.stop()
 
 
 def _follower_behind_log_start(cluster):
     topic = "retained"
     first = _create_topic(cluster, topic, {"segment.bytes": "1048576", "retention.bytes": "1048576"})
-    leader = _broker(cluster, first["LeaderId"])
+    leader = cluster.broker(first["LeaderId"])
     follower = next(b for b in cluster.brokers if b is not leader)
     value = b"v" * 1000
     produce_all(cluster.bootstrap, topic, [(0, None, value, None, None)] * 100)
@@ -239,7 +218,7 @@ def _follower_behind_log_start(cluster):
 def test_not_enough_replicas_when_the_isr_is_below_min_insync_replicas(cluster):
     topic = "min-isr"
     first = _create_topic(cluster, topic, {"min.insync.replicas": "2"})
-    leader = _broker(cluster, first["LeaderId"])
+    leader = cluster.broker(first["LeaderId"])
     followers = [b for b in cluster.brokers if b is not leader]
     assert len(produce_all(cluster.bootstrap, topic, [(0, None, b"ok-%d" % i, None, None) for i in range(10)])) == 10
 
@@ -272,7 +251,7 @@ def test_not_enough_replicas_when_the_isr_is_below_min_insync_replicas(cluster):
 def test_not_enough_replicas_after_append_when_the_isr_shrinks_under_a_waiting_produce(cluster):
     topic = "min-isr-after"
     first = _create_topic(cluster, topic, {"min.insync.replicas": "2"})
-    leader = _broker(cluster, first["LeaderId"])
+    leader = cluster.broker(first["LeaderId"])
     followers = [b for b in cluster.brokers if b is not leader]
     assert len(produce_all(cluster.bootstrap, topic, [(0, None, b"ok", None, None)])) == 1
     wait_for(lambda: all(log_end_offset(f.data_dir / f"{topic}-0") == 1 for f in followers), 30,
@@ -299,13 +278,13 @@ def test_isr_shrinks_and_expands_by_the_replica_lag_rule(tmp_path):
     try:
         _isr_shrink_and_expand(cluster)
     finally:
-        _stop(cluster)
+        cluster.stop()
 
 
 def _isr_shrink_and_expand(cluster):
     topic = "lagging"
     first = _create_topic(cluster, topic)
-    leader = _broker(cluster, first["LeaderId"])
+    leader = cluster.broker(first["LeaderId"])
     lagging = next(b for b in cluster.brokers if b is not leader)
     everyone = {b.node_id for b in cluster.brokers}
     sent = [(0, None, b"r-%d" % i, None, None) for i in range(1000)]

@@ -36,27 +36,11 @@ ELECTION_NOT_NEEDED = 84
 # -- helpers ----------------------------------------------------------------------------------------
 
 def _partitions(cluster, broker, topic=TOPIC) -> list[dict]:
-    topics = cluster.metadata(broker, [topic])["Topics"]
-    if not topics or topics[0]["ErrorCode"] != 0:
-        return []
-    return sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"])
+    return cluster.partitions(broker, topic)
 
 
 def _live(cluster, topic=TOPIC, partitions=PARTITIONS) -> list[dict]:
-    """The topic's partitions from the first live broker that knows all of them."""
-    for b in cluster.brokers:
-        if b.alive():
-            try:
-                ps = _partitions(cluster, b, topic)
-            except OSError:
-                continue
-            if len(ps) == partitions:
-                return ps
-    return []
-
-
-def _broker(cluster, node_id):
-    return next(b for b in cluster.brokers if b.node_id == node_id)
+    return cluster.live_partitions(topic, partitions)
 
 
 def _create(cluster, topic=TOPIC, partitions=PARTITIONS, assignment=None, configs=None):
@@ -122,15 +106,8 @@ def _restart_and_rejoin(cluster, victim):
 
 # -- 1. controlled shutdown, then a preferred election from the CLI ---------------------------------
 
-@pytest.fixture
-def long_session_cluster(tmp_path):
-    c = Cluster(tmp_path, 1, 3, {**LONG_SESSION, "auto.leader.rebalance.enable": "false"}).start()
-    yield c
-    c.stop()
-
-
-def test_controlled_shutdown_moves_leaders_and_preferred_election_restores_them(long_session_cluster):
-    cluster = long_session_cluster
+@pytest.mark.cluster(props={**LONG_SESSION, "auto.leader.rebalance.enable": "false"})
+def test_controlled_shutdown_moves_leaders_and_preferred_election_restores_them(cluster):
     _create(cluster)
     original = _live(cluster)
     assert _preferred_leaders(original)
@@ -140,7 +117,7 @@ def test_controlled_shutdown_moves_leaders_and_preferred_election_restores_them(
     streamer.start()
     try:
         wait_for(lambda: len(streamer.acked) >= 300, 30, "the first acknowledged records")
-        victim = _broker(cluster, original[0]["LeaderId"])
+        victim = cluster.broker(original[0]["LeaderId"])
         _sigterm_and_check_leaders_moved(cluster, victim)
         before = len(streamer.acked)
         wait_for(lambda: len(streamer.acked) > before + 200, 40, "acknowledgements after the shutdown")
@@ -184,7 +161,7 @@ def test_auto_leader_rebalance(tmp_path, enabled):
     try:
         _create(cluster)
         original = _live(cluster)
-        victim = _broker(cluster, original[1]["LeaderId"])
+        victim = cluster.broker(original[1]["LeaderId"])
         streamer = _stream(cluster)           # leadership moves under a producer
         streamer.start()
         wait_for(lambda: len(streamer.acked) >= 100, 30, "the first acknowledged records")

@@ -15,11 +15,7 @@ FAST = {"controller.quorum.election.timeout.ms": "500", "controller.quorum.fetch
         "broker.heartbeat.interval.ms": "300", "broker.session.timeout.ms": "2000"}
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    c = Cluster(tmp_path, 3, 3, FAST).start()
-    yield c
-    c.stop()
+pytestmark = pytest.mark.cluster(controllers=3, brokers=3, props=FAST)
 
 
 def _topics(cluster, broker) -> set[str]:

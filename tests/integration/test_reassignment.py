@@ -19,7 +19,7 @@ import sys
 
 import pytest
 from clients import AckedStream, read_back
-from cluster import FAST_REPLICATION, Cluster, request, wait_for
+from cluster import request, wait_for
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, TopicPartition
 
@@ -28,15 +28,7 @@ from tierlog.protocol.errors import ErrorCode
 ALTER, LIST = 45, 46
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    c = Cluster(tmp_path, controllers=1, brokers=4, props=FAST_REPLICATION).start()
-    yield c
-    c.stop()
-
-
-def _broker(cluster, node_id):
-    return next(b for b in cluster.brokers if b.node_id == node_id)
+pytestmark = pytest.mark.cluster(brokers=4)
 
 
 def _partitions(cluster, topic, brokers=None) -> dict[int, list[dict]]:
@@ -44,9 +36,7 @@ def _partitions(cluster, topic, brokers=None) -> dict[int, list[dict]]:
     out = {}
     for b in brokers or cluster.brokers:
         if b.alive():
-            topics = cluster.metadata(b, [topic])["Topics"]
-            out[b.node_id] = sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"]) \
-                if topics and topics[0]["ErrorCode"] == 0 else []
+            out[b.node_id] = cluster.partitions(b, topic)
     return out
 
 
@@ -107,15 +97,15 @@ def test_reassignment_of_a_partition_to_new_brokers_while_producing_no_loss(clus
         assert len(values) == len(set(values)), f"partition {p}: duplicates despite idempotence"
 
     def old_logs_deleted():
-        return not any((_broker(cluster, b).data_dir / f"{topic}-{p}").exists() for b in (2, 3) for p in range(2))
+        return not any((cluster.broker(b).data_dir / f"{topic}-{p}").exists() for b in (2, 3) for p in range(2))
     wait_for(old_logs_deleted, 30, "brokers 2 and 3 to delete their logs of the moved partitions")
-    assert all((_broker(cluster, b).data_dir / f"{topic}-{p}").is_dir() for b in (4, 5) for p in range(2))
+    assert all((cluster.broker(b).data_dir / f"{topic}-{p}").is_dir() for b in (4, 5) for p in range(2))
 
 
 def test_a_stuck_reassignment_is_listed_and_cancelled(cluster):
     topic = "stuck"
     _create(cluster, topic, [[2, 3]])
-    down = _broker(cluster, 5)
+    down = cluster.broker(5)
     down.stop()                                   # registered but fenced: it can never catch up
     admin = _kafka_admin(cluster)
     try:
@@ -174,7 +164,7 @@ def _error_line(result) -> str:
 
 def test_the_reassign_cli_generates_executes_verifies_lists_and_cancels(cluster, tmp_path):
     _create(cluster, "cli", [[2, 3], [3, 2]])
-    boot = ("--bootstrap-server", _broker(cluster, 5).bootstrap, "--timeout", "30")   # stays up
+    boot = ("--bootstrap-server", cluster.broker(5).bootstrap, "--timeout", "30")   # stays up
     topics = tmp_path / "topics.json"
     topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "cli"}]}))
     out = _tierlog("--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "4,5", *boot)
@@ -200,7 +190,7 @@ def test_the_reassign_cli_generates_executes_verifies_lists_and_cancels(cluster,
     assert _tierlog("--list", *boot).stdout.strip() == "No partition reassignments found."
 
     # a stuck one: broker 2 is down, so moving cli-0 back onto it cannot complete
-    _broker(cluster, 2).stop()
+    cluster.broker(2).stop()
     back = tmp_path / "back.json"
     back.write_text(json.dumps({"version": 1, "partitions": [{"topic": "cli", "partition": 0, "replicas": [2, 3]}]}))
     assert _tierlog("--execute", "--reassignment-json-file", str(back), *boot).returncode == 0

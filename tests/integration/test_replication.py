@@ -6,20 +6,11 @@ every acked record stays readable, and producing goes on.
 """
 import time
 
-import pytest
 from clients import consume_all, produce_all
-from cluster import FAST_REPLICATION, Cluster, log_end_offset, wait_for
+from cluster import log_end_offset, wait_for
 from confluent_kafka.admin import AdminClient, NewTopic
 
-FAST = FAST_REPLICATION
 TOPIC, PARTITIONS, RECORDS = "replicated", 3, 20_000
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    c = Cluster(tmp_path, 1, 3, FAST).start()
-    yield c
-    c.stop()
 
 
 def _ends(cluster) -> dict[int, list[int]]:
@@ -31,8 +22,7 @@ def _ends(cluster) -> dict[int, list[int]]:
 
 
 def _partitions(cluster, broker) -> list[dict]:
-    topics = cluster.metadata(broker, [TOPIC])["Topics"]
-    return sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"]) if topics else []
+    return cluster.partitions(broker, TOPIC)
 
 
 def test_replication_factor_3_survives_kill9_of_a_leader(cluster):

@@ -8,42 +8,16 @@
    rejoins the ISR and ends with the leader's log end offset.
 """
 
-import pytest
 from clients import AckedStream, read_back
-from cluster import FAST_REPLICATION, Cluster, log_end_offset, wait_for
+from cluster import log_end_offset, wait_for
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-FAST = FAST_REPLICATION
 PARTITIONS = 3
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    c = Cluster(tmp_path, 1, 3, FAST).start()
-    yield c
-    c.stop()
-
-
-def _partitions(cluster, broker, topic) -> list[dict]:
-    topics = cluster.metadata(broker, [topic])["Topics"]
-    if not topics or topics[0]["ErrorCode"] != 0:
-        return []
-    return sorted(topics[0]["Partitions"], key=lambda p: p["PartitionIndex"])
-
-
 def _live_partitions(cluster, topic) -> list[dict]:
-    """Partition metadata from the first live broker that answers with the whole topic."""
-    for b in cluster.brokers:
-        if not b.alive():
-            continue
-        try:
-            ps = _partitions(cluster, b, topic)
-        except OSError:
-            continue
-        if len(ps) == PARTITIONS:
-            return ps
-    return []
+    return cluster.live_partitions(topic, PARTITIONS)
 
 
 def _create_topic(cluster, topic, configs=None):
@@ -54,12 +28,8 @@ def _create_topic(cluster, topic, configs=None):
 
     def everywhere():
         return all(len(ps) == PARTITIONS and all(p["LeaderId"] >= 0 and len(p["IsrNodes"]) == 3 for p in ps)
-                   for ps in (_partitions(cluster, b, topic) for b in cluster.brokers))
+                   for ps in (cluster.partitions(b, topic) for b in cluster.brokers))
     wait_for(everywhere, 20, f"{topic} with a leader and a full ISR on every broker")
-
-
-def _broker(cluster, node_id):
-    return next(b for b in cluster.brokers if b.node_id == node_id)
 
 
 def test_acked_records_survive_kill9_of_each_partition_leader_in_turn(cluster):
@@ -73,7 +43,7 @@ def test_acked_records_survive_kill9_of_each_partition_leader_in_turn(cluster):
             victim_id = _live_partitions(cluster, topic)[p]["LeaderId"]
             assert victim_id >= 0
             before = len(streamer.acked)
-            victim = _broker(cluster, victim_id)
+            victim = cluster.broker(victim_id)
             victim.kill9()
 
             def new_leader(p=p, victim_id=victim_id):

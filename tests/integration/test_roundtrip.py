@@ -65,7 +65,7 @@ def test_kafka_python_round_trip(shared_node):
             break
     consumer.close()
     assert sum(map(len, seen.values())) == n
-    for p, msgs in seen.items():
+    for msgs in seen.values():
         assert [m.offset for m in msgs] == list(range(len(msgs)))
         for m in msgs:
             i = int(dict(m.headers)["seq"])

@@ -8,13 +8,10 @@ Replay a seed in pytest with ``TIERLOG_SIM_SEED=<n> pytest tests/sim -k raft``
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from raft_sim import SimFailure, params_for, run_seed
+from .raft_sim import SimFailure, params_for, run_seed
 
 
 def main(argv: list[str] | None = None) -> int:

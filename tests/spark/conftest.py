@@ -5,9 +5,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))
-from nodeproc import NodeProcess  # noqa: E402
+from nodeproc import (
+    NodeProcess,  # tests/integration, on pytest's pythonpath (pyproject.toml)
+)
 
 
 def _java_found() -> bool:

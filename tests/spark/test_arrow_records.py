@@ -4,7 +4,13 @@ import random
 import pytest
 
 from tierlog.client.arrow_records import decode_fetched
-from tierlog.records import CompressionType, Record, TimestampType, build_batch, decode_batches
+from tierlog.records import (
+    CompressionType,
+    Record,
+    TimestampType,
+    build_batch,
+    decode_batches,
+)
 
 
 def _records(rng, base, n):

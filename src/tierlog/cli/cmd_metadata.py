@@ -218,9 +218,17 @@ def _snapshots(directory: Path) -> list[tuple[int, int, Path]]:
     return sorted(found)
 
 
+def _no_snapshots(directory: Path) -> str:
+    """Why a metadata directory has no snapshot yet, and how to get one sooner (one line)."""
+    return (f"no snapshots in {directory} yet: by default a node writes one after 20 MiB of metadata records "
+            "(metadata.log.max.record.bytes.between.snapshots) or an hour after the last one (or the start) if records were "
+            "committed since (metadata.log.max.snapshot.interval.ms); for one within seconds start the "
+            "cluster with --set metadata.log.max.snapshot.interval.ms=10000")
+
+
 def _pick(snapshots: list[tuple[int, int, Path]], wanted: str, directory: Path) -> tuple[int, int, Path]:
     if not snapshots:
-        raise CliError(f"no snapshots in {directory}")
+        raise CliError(_no_snapshots(directory))
     if wanted == "latest":
         return max(snapshots, key=lambda s: (s[0], s[1]))
     m = _SNAPSHOT_ID.match(Path(wanted).name)
@@ -309,7 +317,7 @@ def run_snapshots(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     elif not rows:
-        note(f"no snapshots in {directory}")
+        note(_no_snapshots(directory))
     else:
         table = make_table("EndOffset", "Epoch", "Size", "Modified", "File")
         for r in rows:

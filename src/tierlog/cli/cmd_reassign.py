@@ -154,6 +154,15 @@ def _check_plan(plan: Plan, current: Plan) -> None:
             raise CliError(f"partition {_name(key)} does not exist")
 
 
+def _check_replication_factors(moving: Plan, broker_ids: list[int]) -> None:
+    """Refuse a topic whose replication factor needs more brokers than --broker-list names."""
+    for (topic, _), replicas in sorted(moving.items()):
+        if len(replicas) > len(broker_ids):
+            raise CliError(f"cannot place topic {topic!r}: its replication factor {len(replicas)} needs "
+                           f"{len(replicas)} brokers from --broker-list, got {len(broker_ids)} "
+                           f"({','.join(map(str, broker_ids))})")
+
+
 def _generate(args, wire: BrokerWire) -> int:
     names = parse_topics(read_json(args.topics_to_move_json_file), str(args.topics_to_move_json_file))
     brokers, current = _cluster(wire)
@@ -166,11 +175,13 @@ def _generate(args, wire: BrokerWire) -> int:
         raise CliError(f"unknown broker(s) in --broker-list: {unknown}")
     chosen = [known[i] if not args.disable_rack_aware else UsableBroker(i) for i in args.broker_list]
     moving = {k: v for k, v in current.items() if k[0] in names}
+    _check_replication_factors(moving, args.broker_list)
+    proposed = propose(moving, chosen, random.Random())     # any refusal comes before the first line printed
     print("Current partition replica assignment")
     print(plan_text(moving))
     print()
     print("Proposed partition reassignment configuration")
-    print(plan_text(propose(moving, chosen, random.Random())))
+    print(plan_text(proposed))
     return 0
 
 

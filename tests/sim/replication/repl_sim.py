@@ -43,9 +43,19 @@ from dataclasses import dataclass, field
 
 from tierlog.metadata.election import NO_LEADER, elect_leader
 from tierlog.protocol.errors import ErrorCode
-from tierlog.replication import (AcksPurgatory, Append, FetcherConfig, LeaderConfig, LeaderState, LocalLog,
-                                 ReplicaFetchers, TruncateFullyAndStartAt, TruncateTo, UpdateHighWatermark,
-                                 check_follower_fetch)
+from tierlog.replication import (
+    AcksPurgatory,
+    Append,
+    FetcherConfig,
+    LeaderConfig,
+    LeaderState,
+    LocalLog,
+    ReplicaFetchers,
+    TruncateFullyAndStartAt,
+    TruncateTo,
+    UpdateHighWatermark,
+    check_follower_fetch,
+)
 from tierlog.replication.backoff import ExponentialBackoff
 
 TOPIC = b"\x07" * 16
@@ -216,7 +226,7 @@ class Sim:
 
     # --- controller ------------------------------------------------------------------------
     def _send_metadata(self, bid: int) -> None:
-        state = dict(leader=self.c_leader, epoch=self.c_epoch, isr=self.c_isr, pepoch=self.c_pepoch)
+        state = {"leader": self.c_leader, "epoch": self.c_epoch, "isr": self.c_isr, "pepoch": self.c_pepoch}
         t = max(self.meta_deliver_at[bid], self.now + self.rng.randint(1, 20)) + 1
         self.meta_deliver_at[bid] = t
         self.at(t, self.on_metadata, bid, state)
@@ -277,7 +287,7 @@ class Sim:
             for m in item.new_isr:
                 self.c_local_logs[m.broker_id] = m.local_log
             self._publish()
-        body = dict(error=err, leader_epoch=self.c_epoch, pepoch=self.c_pepoch, isr=self.c_isr)
+        body = {"error": err, "leader_epoch": self.c_epoch, "pepoch": self.c_pepoch, "isr": self.c_isr}
         self.send(Msg("alter_resp", 0, msg.src, body, msg.req_id))
 
     # --- broker: metadata ------------------------------------------------------------------

@@ -8,7 +8,6 @@ import os
 import time
 
 import pytest
-
 from repl_sim import Sim
 
 _SEEDS = int(os.environ.get("TIERLOG_SIM_SEEDS", "200"))

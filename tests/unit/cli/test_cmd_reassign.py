@@ -99,3 +99,36 @@ def test_command_line_errors_are_one_line(tmp_path, capsys):
     assert main(["reassign", "--list", "--bootstrap-server", "127.0.0.1:1", "--timeout", "2"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot reach bootstrap server" in err[0]
+
+
+class _NoWire:
+    """Stands in for BrokerWire: `_cluster` is replaced, so nothing is sent."""
+
+    def __init__(self, *args):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_generate_refuses_a_replication_factor_above_the_broker_list_before_printing(tmp_path, capsys,
+                                                                                     monkeypatch):
+    from tierlog.cli import cmd_reassign
+
+    brokers = [UsableBroker(4), UsableBroker(5), UsableBroker(6)]
+    current = {("orders", 0): (4, 5, 6), ("orders", 1): (5, 6, 4), ("logs", 0): (4,)}
+    monkeypatch.setattr(cmd_reassign, "BrokerWire", _NoWire)
+    monkeypatch.setattr(cmd_reassign, "_cluster", lambda wire: (brokers, current))
+    topics = _file(tmp_path, {"version": 1, "topics": [{"topic": "logs"}, {"topic": "orders"}]}, "topics.json")
+    args = ["reassign", "--generate", "--topics-to-move-json-file", str(topics)]
+    assert main([*args, "--broker-list", "4,5"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == ("tierlog: error: cannot place topic 'orders': its replication factor 3 needs 3 brokers "
+                   "from --broker-list, got 2 (4,5)\n")
+    assert main([*args, "--broker-list", "6,5,4"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.startswith("Current partition replica assignment\n")

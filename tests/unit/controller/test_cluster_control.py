@@ -1,8 +1,12 @@
-from tierlog.metadata.records import (BrokerRegistrationChangeRecord, FenceBrokerRecord, RegisterBrokerRecord,
-                                      UnfenceBrokerRecord)
-from tierlog.protocol.errors import ErrorCode
-
 from controller_helpers import Harness, heartbeat, registration
+
+from tierlog.metadata.records import (
+    BrokerRegistrationChangeRecord,
+    FenceBrokerRecord,
+    RegisterBrokerRecord,
+    UnfenceBrokerRecord,
+)
+from tierlog.protocol.errors import ErrorCode
 
 
 def test_broker_epoch_is_the_registration_offset():

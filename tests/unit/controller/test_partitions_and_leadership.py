@@ -55,7 +55,7 @@ def test_alter_partition_shrinks_isr():
 def test_alter_partition_fencing_cases():
     h, topic = _setup()
     part = topic.partitions[0]
-    follower = [b for b in part.replicas if b != part.leader][0]
+    follower = next(b for b in part.replicas if b != part.leader)
     assert _code(_ap(h, topic, part.isr, partition_epoch=part.partition_epoch - 1)) == ErrorCode.INVALID_UPDATE_VERSION
     assert _code(_ap(h, topic, part.isr, leader_epoch=part.leader_epoch - 1)) == ErrorCode.FENCED_LEADER_EPOCH
     assert _code(_ap(h, topic, part.isr, leader_epoch=part.leader_epoch + 1)) == ErrorCode.NOT_CONTROLLER
@@ -77,7 +77,7 @@ def test_alter_partition_fencing_cases():
 def test_alter_partition_fenced_member_is_ineligible():
     h, topic = _setup()
     part = topic.partitions[0]
-    follower = [b for b in part.replicas if b != part.leader][0]
+    follower = next(b for b in part.replicas if b != part.leader)
     shrink = _ap(h, topic, [b for b in part.isr if b != follower])
     assert _code(shrink) == 0
     h.now = 9000
@@ -170,7 +170,7 @@ def test_preferred_election_prefers_replicas_with_enough_local_log():
 def test_unclean_election_of_a_leaderless_partition():
     h, topic = _setup(n=2, rf=2)
     part = topic.partitions[0]
-    follower = [b for b in part.replicas if b != part.leader][0]
+    follower = next(b for b in part.replicas if b != part.leader)
     _ap(h, topic, [part.leader])
     h.now = 9000
     h.heartbeat(follower)
@@ -216,15 +216,14 @@ def test_standby_replays_the_log():
     leader = Harness()
     leader.start_brokers(2)
     leader.create_topic("t", partitions=2, rf=2)
+    import random
+
     from tierlog.controller.config import ControllerConfig
     from tierlog.controller.quorum_controller import QuorumController
-    import random
     standby = QuorumController(3001, ControllerConfig(cluster_id="c1"), random.Random(1))
     # replay everything the leader wrote, in order
-    offset = 0
-    for rec in leader.written:
+    for offset, rec in enumerate(leader.written):
         standby.replay(rec, offset)
-        offset += 1
     assert dict(standby.image.topics) == dict(leader.qc.image.topics)
     assert {b: (i.epoch, i.fenced) for b, i in standby.image.brokers.items()} == \
         {b: (i.epoch, i.fenced) for b, i in leader.qc.image.brokers.items()}

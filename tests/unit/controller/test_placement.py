@@ -3,7 +3,12 @@ from collections import Counter
 
 import pytest
 
-from tierlog.controller.placement import PlacementError, UsableBroker, place, validate_assignment
+from tierlog.controller.placement import (
+    PlacementError,
+    UsableBroker,
+    place,
+    validate_assignment,
+)
 from tierlog.protocol.errors import ErrorCode
 
 

@@ -2,7 +2,12 @@ from collections import Counter
 
 from controller_helpers import Harness
 
-from tierlog.metadata.records import ConfigRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
+from tierlog.metadata.records import (
+    ConfigRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
 from tierlog.protocol.errors import ErrorCode
 
 

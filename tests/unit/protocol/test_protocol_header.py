@@ -3,8 +3,14 @@
 import pytest
 
 from tierlog.protocol import (
-    APIS, ApiKey, ProtocolError, RequestHeader, decode_request_header,
-    decode_response, encode_request, encode_response,
+    APIS,
+    ApiKey,
+    ProtocolError,
+    RequestHeader,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
 )
 from tierlog.protocol.header import decode_response_header, encode_request_header
 

@@ -11,13 +11,13 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from protocol_strategies import all_versions, body_values
 
 from tierlog.protocol import APIS, ApiKey, encode_request, encode_response
 from tierlog.protocol.codec import encode_struct
-from protocol_strategies import all_versions, body_values
 
 kafka_protocol = pytest.importorskip("kafka.protocol")
-from kafka.protocol.api_message import ApiMessage  # noqa: E402
+from kafka.protocol.api_message import ApiMessage
 
 
 def _kafka_python_classes() -> dict:

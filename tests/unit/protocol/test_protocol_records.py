@@ -2,8 +2,14 @@
 
 import pytest
 
-from tierlog.protocol import ApiKey, decode_request, decode_request_header, decode_response
-from tierlog.protocol import encode_request, encode_response
+from tierlog.protocol import (
+    ApiKey,
+    decode_request,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
+)
 from tierlog.protocol.codec import INLINE_RECORDS_MAX
 
 
@@ -92,5 +98,5 @@ def test_large_request_records_are_joined_into_bytes():
         "Acks": 1, "TimeoutMs": 1,
         "TopicData": [{"Name": "t", "PartitionData": [{"Index": 0, "Records": blob}]}]})
     assert isinstance(frame, bytes)
-    header, offset = decode_request_header(frame)
+    _header, offset = decode_request_header(frame)
     assert decode_request(0, 8, frame, offset)["TopicData"][0]["PartitionData"][0]["Records"] == blob

@@ -4,12 +4,17 @@ strict prefix of an encoded message is rejected with ProtocolError."""
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from protocol_strategies import all_versions, body_values
 
 from tierlog.protocol import (
-    APIS, ProtocolError, decode_request, decode_request_header, decode_response,
-    encode_request, encode_response,
+    APIS,
+    ProtocolError,
+    decode_request,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
 )
-from protocol_strategies import all_versions, body_values
 
 
 def _encode(key: int, kind: str, version: int, body: dict) -> bytes:

@@ -4,7 +4,12 @@ import pytest
 
 from tierlog.protocol.primitives import ZERO_UUID
 from tierlog.protocol.schema import (
-    VERSION_MAX, ArrayOf, Field, Struct, Versions, parse_versions,
+    VERSION_MAX,
+    ArrayOf,
+    Field,
+    Struct,
+    Versions,
+    parse_versions,
 )
 
 

@@ -2,7 +2,13 @@
 
 import pytest
 
-from tierlog.protocol import APIS, ApiKey, ProtocolError, decode_response, encode_response
+from tierlog.protocol import (
+    APIS,
+    ApiKey,
+    ProtocolError,
+    decode_response,
+    encode_response,
+)
 from tierlog.protocol.codec import decode_struct, encode_struct
 from tierlog.protocol.schema import Field, Struct
 

@@ -3,8 +3,14 @@ import random
 
 import pytest
 
-from tierlog.replication import (AlterPartitionItem, ExponentialBackoff, IsrMember, LocalLog,
-                                 build_alter_partition_request, changed_materially)
+from tierlog.replication import (
+    AlterPartitionItem,
+    ExponentialBackoff,
+    IsrMember,
+    LocalLog,
+    build_alter_partition_request,
+    changed_materially,
+)
 
 
 def test_backoff_exponential_capped_and_jitter_bounded():
@@ -64,9 +70,10 @@ def test_alter_partition_request_round_trips_through_v4_schema():
 
 
 def test_fetch_request_round_trips_through_v19_schema():
+    from test_repl_fetcher import FakeLog
+
     from tierlog.protocol.messages import fetch as schema
     from tierlog.replication import FETCH_VERSION, FetcherState
-    from test_repl_fetcher import FakeLog
     f = FetcherState(1, 2, 42)
     f.add_partition((b"a" * 16, 3), 5, FakeLog(log_end_offset=9, latest_epoch=4))
     assert FETCH_VERSION == schema.LOCAL_LOG_STATE_VERSION

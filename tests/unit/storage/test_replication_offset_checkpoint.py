@@ -9,7 +9,11 @@ from tierlog.broker.replica_manager import ReplicaManager
 from tierlog.metadata import TopicInfo
 from tierlog.metadata.image import PartitionInfo
 from tierlog.storage import LogManager
-from tierlog.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, read_offsets, write_offsets
+from tierlog.storage.checkpoint import (
+    REPLICATION_OFFSET_CHECKPOINT,
+    read_offsets,
+    write_offsets,
+)
 
 TOPIC_ID = bytes(range(16))
 FILE = REPLICATION_OFFSET_CHECKPOINT

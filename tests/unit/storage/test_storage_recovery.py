@@ -157,9 +157,7 @@ def test_leftover_deleted_and_tmp_files_are_removed(tmp_path):
 
 
 _CHILD = textwrap.dedent("""
-    import sys
     from pathlib import Path
-    sys.path.insert(0, {helpers!r})
     from storage_helpers import NOW, batch, config
     from tierlog.storage import LogManager
     manager = LogManager([Path({log_dir!r})], NOW)
@@ -178,12 +176,13 @@ _CHILD = textwrap.dedent("""
 def test_kill_9_keeps_every_flushed_batch(tmp_path, kills):
     from tierlog.storage import LogManager
 
-    helpers = os.path.dirname(os.path.abspath(__file__))
+    helpers = os.path.dirname(os.path.abspath(__file__))     # storage_helpers.py, for the child
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (helpers, os.environ.get("PYTHONPATH")) if p)}
     log_dir = tmp_path / "logs"
     flushed = 0
     for round_ in range(kills):
-        script = _CHILD.format(helpers=helpers, log_dir=str(log_dir))
-        child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        script = _CHILD.format(log_dir=str(log_dir))
+        child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
         try:
             lines = [int(child.stdout.readline()) for _ in range(15 + round_ * 5)]
         finally:

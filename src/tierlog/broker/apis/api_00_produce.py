@@ -6,8 +6,11 @@ after the leader's append; acks=-1 waits in the partition's purgatory until the
 high watermark covers the batch (every ISR member has it) or TimeoutMs passes
 (REQUEST_TIMED_OUT), and is refused with NOT_ENOUGH_REPLICAS before the append
 when the ISR is under min.insync.replicas.  v10 errors carry KIP-951's CurrentLeader and
-NodeEndpoints.  Transactions and idempotent sequence checks are not supported
-yet (InitProducerId is not advertised, so clients never send such batches).
+NodeEndpoints.  Idempotent producers are served by the log's producer state
+(``storage.producer_state``): a retried batch is answered with its original
+offsets and not appended again, a sequence gap with OUT_OF_ORDER_SEQUENCE_NUMBER,
+an old producer epoch with INVALID_PRODUCER_EPOCH.  Left out: transactions
+(InitProducerId refuses a TransactionalId, so clients never send transactional batches).
 """
 import asyncio
 
