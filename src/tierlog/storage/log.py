@@ -30,7 +30,6 @@ import random
 import shutil
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from tierlog.records.header import NO_TIMESTAMP, BatchHeader, TimestampType
@@ -45,36 +44,26 @@ from tierlog.storage.errors import (
     KafkaStorageError,
     OffsetOutOfRangeError,
 )
-from tierlog.storage.files import (
-    INDEX_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    fsync_dir,
-    segment_file,
-)
+from tierlog.storage.files import fsync_dir
 from tierlog.storage.loader import load_log
-from tierlog.storage.lookup import max_timestamp_in, read_segment, search_timestamp
+from tierlog.storage.log_read import (
+    SegmentInfo,
+    first_timestamp,
+    max_timestamp_offset,
+    offset_for_timestamp,
+    read_from,
+    segment_index,
+    segment_infos,
+)
 from tierlog.storage.partition_metadata import read_topic_id, write_topic_id
 from tierlog.storage.producer_state import ProducerStateManager
-from tierlog.storage.results import AppendResult, FileRegion, ReadResult
+from tierlog.storage.results import AppendResult, ReadResult
+from tierlog.storage.roll import roll_jitter_ms, should_roll
 from tierlog.storage.segment import LogSegment
 
 __all__ = ["Log", "SegmentInfo"]
 
 _EMPTY = ReadResult([], 0)
-
-
-@dataclass(frozen=True)
-class SegmentInfo:
-    """A segment as the tiered-storage uploader sees it."""
-
-    base_offset: int
-    next_offset: int  # exclusive
-    size: int
-    max_timestamp: int
-    log_path: Path
-    index_path: Path
-    time_index_path: Path
-    active: bool
 
 
 class Log:
@@ -179,16 +168,7 @@ class Log:
             start = self.local_log_start_offset
             if start >= self.log_end_offset:
                 return NO_TIMESTAMP
-            for segment in self._segments[self._segment_index(start):]:
-                if segment.size == 0:
-                    continue
-                found = segment.locate(max(start, segment.base_offset))
-                if found is not None:
-                    header = found[1]
-                    if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
-                        return header.max_timestamp
-                    return header.base_timestamp
-            return NO_TIMESTAMP
+            return first_timestamp(self._segments, self._segment_index(start), start)
 
     @property
     def local_log_size_bytes(self) -> int:
@@ -291,23 +271,9 @@ class Log:
     def _maybe_roll(self, size: int, max_timestamp: int, first_offset: int, last_offset: int,
                     now_ms: int) -> LogSegment:
         active = self._segments[-1]
-        if self._should_roll(active, size, max_timestamp, last_offset, now_ms):
+        if should_roll(active, self.config, self._roll_jitter_ms, size, max_timestamp, last_offset, now_ms):
             self._roll(max(first_offset, active.next_offset), now_ms)
         return self._segments[-1]
-
-    def _should_roll(self, active: LogSegment, size: int, max_timestamp: int, last_offset: int, now_ms: int) -> bool:
-        if not active.can_hold(last_offset):
-            return True
-        if active.size == 0:
-            return False
-        config = self.config
-        if active.size + size > config.segment_bytes:
-            return True
-        if active.indexes_full:
-            return True
-        rolling = active.rolling_timestamp
-        waited = max_timestamp - rolling if rolling >= 0 else now_ms - active.created_ms
-        return waited > config.segment_ms - self._roll_jitter_ms
 
     def _roll(self, new_base: int, now_ms: int) -> None:
         old = self._segments[-1]
@@ -327,8 +293,7 @@ class Log:
         self._jitter_active()
 
     def _jitter_active(self) -> None:
-        jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
-        self._roll_jitter_ms = self._rng.randrange(jitter) if jitter > 0 else 0
+        self._roll_jitter_ms = roll_jitter_ms(self.config, self._rng)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -344,24 +309,11 @@ class Log:
             stop = end if upper_bound is None else min(upper_bound, end)
             if offset >= stop:
                 return _EMPTY
-            return self._read_from(offset, max(max_bytes, 0), stop, min_one_batch)
-
-    def _read_from(self, offset: int, max_bytes: int, stop: int, min_one_batch: bool) -> ReadResult:
-        parts: list[FileRegion] = []
-        total = 0
-        for index in range(self._segment_index(offset), len(self._segments)):
-            segment = self._segments[index]
-            region, done = read_segment(segment, max(offset, segment.base_offset), max_bytes - total, stop,
-                                         min_one_batch and not parts)
-            if region is not None:
-                parts.append(region)
-                total += region.length
-            if done:
-                break
-        return ReadResult(parts, total)
+            return read_from(self._segments, self._segment_index(offset), offset, max(max_bytes, 0), stop,
+                             min_one_batch)
 
     def _segment_index(self, offset: int) -> int:
-        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+        return segment_index(self._bases, offset)
 
     # --- offset lookups ------------------------------------------------------------------------
 
@@ -373,24 +325,12 @@ class Log:
         """
         with self._lock, self._io():
             start = max(self.log_start_offset, self.local_log_start_offset)
-            for segment in self._segments:
-                if segment.size == 0 or segment.max_timestamp < timestamp:
-                    continue
-                found = search_timestamp(segment, timestamp, start)
-                if found is not None:
-                    return found
-            return None
+            return offset_for_timestamp(self._segments, timestamp, start)
 
     def max_timestamp_offset(self) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the record with the largest timestamp."""
         with self._lock, self._io():
-            best = None
-            for segment in self._segments:
-                if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
-                    best = segment
-            if best is None or best.max_timestamp == NO_TIMESTAMP:
-                return None
-            return max_timestamp_in(best)
+            return max_timestamp_offset(self._segments)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, its end offset), or (-1, -1)."""
@@ -411,13 +351,7 @@ class Log:
 
     def segment_infos(self) -> list[SegmentInfo]:
         with self._lock, self._io():
-            last = len(self._segments) - 1
-            return [
-                SegmentInfo(s.base_offset, s.next_offset if i == last else self._segments[i + 1].base_offset, s.size,
-                            s.max_timestamp, s.log_path, segment_file(s.directory, s.base_offset, INDEX_SUFFIX),
-                            segment_file(s.directory, s.base_offset, TIME_INDEX_SUFFIX), i == last)
-                for i, s in enumerate(self._segments)
-            ]
+            return segment_infos(self._segments)
 
     # --- durability ----------------------------------------------------------------------------
 
