@@ -58,8 +58,17 @@ def read_from(segments: Sequence[LogSegment], first: int, offset: int, max_bytes
 
 
 def first_timestamp(segments: Sequence[LogSegment], first: int, start: int) -> int:
-    """Timestamp of the batch holding ``start`` (KIP-1303 LocalLogStartTimestamp), -1 if none:
-    its base timestamp, or for LogAppendTime batches its max timestamp."""
+    """Timestamp of the batch holding ``start`` (KIP-1303 LocalLogStartTimestamp), -1 if none.
+
+    KIP-1303, "Tracking Local Log State" / "Broker Side Changes": the timestamp of
+    the earliest record in the local log, "derived from the time index for the local
+    log start offset". Read from the header of the batch holding the local log start
+    offset (one index lookup and one header read, no record decoding): its base
+    timestamp (the first record's, CreateTime) or, for LogAppendTime batches, its max
+    timestamp (the append time every record of the batch carries). Retention that
+    deletes the first local segments moves it forward ("Handling Log Retention
+    Changes").
+    """
     for segment in segments[first:]:
         if segment.size == 0:
             continue
