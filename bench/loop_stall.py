@@ -12,7 +12,8 @@ a wrapper that measures two things inside the node process:
   which on a small shared machine is most of it;
 * every ``os.fsync`` call, by thread: the ones on the event loop's thread stall
   every connection of the process for their whole duration; those on other
-  threads (the Raft writer) do not.
+  threads (the Raft writer, the log dirs' writers) do not. For the loop's, where
+  the call entered tierlog.storage (``loop_fsync_sites``).
 
 Then, on the fresh cluster:
 
@@ -71,7 +72,7 @@ def _node_main(config: str, probe_out: str) -> None:
     sys.exit(main(["node", "--config", config]))
 
 
-_FSYNCS: list[tuple[float, float, bool]] = []  # (wall time, ms, on the event loop's thread)
+_FSYNCS: list[tuple[float, float, bool, str]] = []  # (wall time, ms, on the event loop's thread, storage entry)
 
 
 def _count_fsyncs() -> None:
@@ -85,10 +86,25 @@ def _count_fsyncs() -> None:
         try:
             return real(fd)
         finally:
-            _FSYNCS.append((time.time(), round((time.perf_counter() - t0) * 1000.0, 3),
-                            threading.current_thread() is main))
+            on_loop = threading.current_thread() is main
+            _FSYNCS.append((time.time(), round((time.perf_counter() - t0) * 1000.0, 3), on_loop,
+                            _storage_entry() if on_loop else ""))
 
     os.fsync = fsync
+
+
+def _storage_entry() -> str:
+    """``module.function`` where the call entered tierlog.storage (or the innermost tierlog
+    frame if it did not), to say which work still syncs on the loop."""
+    frame, entry = sys._getframe(2), ""
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if "/tierlog/storage/" in path:
+            entry = f"{Path(path).stem}.{frame.f_code.co_name}"
+        elif entry or "/tierlog/" in path:
+            return entry or f"{Path(path).stem}.{frame.f_code.co_name}"
+        frame = frame.f_back
+    return entry
 
 
 async def _probe(out: Path) -> None:
@@ -148,9 +164,9 @@ class _Node:
             self.proc.terminate()
             self.proc.wait(30)
 
-    def fsyncs(self, start: float, end: float) -> list[tuple[float, bool]]:
+    def fsyncs(self, start: float, end: float) -> list[tuple[float, bool, str]]:
         calls = json.loads(self.probe.read_text())["fsyncs"]
-        return [(ms, on_loop) for t, ms, on_loop in calls if start <= t <= end]
+        return [(ms, on_loop, site) for t, ms, on_loop, site in calls if start <= t <= end]
 
     def late_samples(self, start: float, end: float) -> tuple[int, list[float]]:
         """(samples taken in [start, end] (to the probe's 0.5 s resolution), lags of those >= 1 ms)."""
@@ -251,12 +267,17 @@ def _stats(nodes: list[_Node], start: float, end: float) -> dict:
     below = max(count - len(lags), 0)
     p999 = 0.0 if k < below else lags[min(k - below, len(lags) - 1)]
     syncs = [s for n in nodes for s in n.fsyncs(start, end)]
-    on_loop = [ms for ms, loop in syncs if loop]
-    off_loop = [ms for ms, loop in syncs if not loop]
+    on_loop = [ms for ms, loop, _site in syncs if loop]
+    off_loop = [ms for ms, loop, _site in syncs if not loop]
+    sites: dict[str, int] = {}
+    for _ms, loop, site in syncs:
+        if loop:
+            sites[site] = sites.get(site, 0) + 1
     return {"max_stall_ms": lags[-1] if lags else 0.0, "p99_9_ms": p999, "samples_over_10ms": over10,
             "loop_fsyncs": len(on_loop), "loop_fsync_total_ms": round(sum(on_loop), 1),
             "loop_fsync_max_ms": round(max(on_loop, default=0.0), 2),
-            "writer_fsyncs": len(off_loop), "writer_fsync_total_ms": round(sum(off_loop), 1)}
+            "writer_fsyncs": len(off_loop), "writer_fsync_total_ms": round(sum(off_loop), 1),
+            "loop_fsync_sites": dict(sorted(sites.items(), key=lambda kv: -kv[1]))}
 
 
 def _measure(label: str, seconds: float, topics: int, env: dict) -> dict:

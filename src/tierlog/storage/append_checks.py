@@ -33,7 +33,7 @@ from tierlog.records.validate import ValidatedRecords
 from tierlog.storage.config import LogConfig
 from tierlog.storage.errors import UnexpectedAppendOffsetError
 
-__all__ = ["check_follower_offsets", "check_produced", "stamp"]
+__all__ = ["check_follower_offsets", "check_produced", "stamp", "writable"]
 
 
 def check_produced(validated: ValidatedRecords, config: LogConfig, now_ms: int) -> None:
@@ -89,3 +89,11 @@ def stamp(records: bytearray, validated: ValidatedRecords, base_offset: int, lea
         stamped.append(header._replace(**changes))
         next_offset += header.last_offset_delta + 1
     return stamped
+
+
+def writable(records):
+    """``records`` itself if it can be stamped in place, else a bytearray copy."""
+    if isinstance(records, bytearray):
+        return records
+    with memoryview(records) as view:
+        return bytearray(view) if view.readonly else records

@@ -108,6 +108,23 @@ class LeaderEpochCache:
         self._changed()
         return True
 
+    def assign_leader_epoch(self, leader_epoch: int, start_offset: int) -> None:
+        """A leader's append or new epoch: a new latest epoch is added, the latest is left
+        alone, an epoch below the latest is an AssertionError, a negative one ignored."""
+        if leader_epoch < 0:
+            return
+        latest = self.latest_epoch
+        if latest is not None and leader_epoch < latest:
+            raise AssertionError(f"append with leader epoch {leader_epoch} below the latest epoch {latest}")
+        if latest is None or leader_epoch > latest:
+            self.assign(leader_epoch, start_offset)
+
+    def assign_from_batch(self, partition_leader_epoch: int, base_offset: int) -> None:
+        """A replicated batch: its epoch is added when above the latest (or the first)."""
+        latest = self.latest_epoch
+        if partition_leader_epoch >= 0 and (latest is None or partition_leader_epoch > latest):
+            self.assign(partition_leader_epoch, base_offset)
+
     def truncate_from_end(self, end_offset: int) -> bool:
         if self._truncate_from_end(end_offset):
             self._changed()
@@ -132,6 +149,13 @@ class LeaderEpochCache:
     def flush_if_changed(self) -> None:
         if self._unwritten:
             self.flush()
+
+    def take_unwritten(self) -> list[tuple[int, int]] | None:
+        """The entries to write if changed since the last write (the caller writes them), else None."""
+        if not self._unwritten:
+            return None
+        self._unwritten = False
+        return self.entries()
 
     def _changed(self) -> None:
         if self.write_through:

@@ -108,6 +108,13 @@ class _IndexFile(ABC):
             finally:
                 os.close(fd)
 
+    def take_unsynced(self) -> bool:
+        """Write pending entries (no fsync); True if the file then needs an fsync, which the
+        caller does (the file counts as synced from now on)."""
+        self.write_pending(sync=False)
+        unsynced, self._synced = not self._synced, True
+        return unsynced
+
     def rewrite(self) -> None:
         """Replace the whole file with the in-memory entries."""
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

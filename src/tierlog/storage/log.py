@@ -13,68 +13,67 @@ per-record work. Read path: index lookup + a few header reads, answered as
 
 Durability: data is fsynced by ``flush`` (called by flush.messages after appends,
 by ``tick`` for flush.ms, by ``tick`` after a roll for the rolled segment, and on
-close). Deleted segments (retention, truncation) are renamed ``.deleted``; their
-descriptors close and files go only after file.delete.delay.ms, in ``tick``.
+close). With a writer (the log directory's thread, ``dir_writer``) ``tick`` queues
+its flush there, like Kafka's scheduler flushing a rolled segment; flush.messages
+stays synchronous so the append's answer waits for it. A flush holds the lock
+only to take and to finish its work, not across the fsyncs (``log_flush``); the
+recovery point moves once they are done. Deleted segments (retention,
+truncation) are renamed ``.deleted``; their descriptors close and files go only
+after file.delete.delay.ms, in ``tick``.
 
 Any OSError takes the log offline: the operation and every later one raise
 ``KafkaStorageError`` (the broker answers KAFKA_STORAGE_ERROR).
 
-Thread safety: every public method holds the log's lock.
+Thread safety: every public method holds the log's lock (flushes: see above;
+one at a time, under the flush lock, which is always taken before the log's lock).
 """
 
 from __future__ import annotations
 
 import bisect
 import contextlib
+import logging
 import random
 import shutil
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from tierlog.records.header import NO_TIMESTAMP, BatchHeader, TimestampType
 from tierlog.records.validate import validate
 from tierlog.storage import retention
-from tierlog.storage.append_checks import check_follower_offsets, check_produced, stamp
+from tierlog.storage.append_checks import (
+    check_follower_offsets,
+    check_produced,
+    stamp,
+    writable,
+)
 from tierlog.storage.batch_scan import scan_headers
 from tierlog.storage.config import LogConfig
+from tierlog.storage.dir_writer import Writer
 from tierlog.storage.epoch_cache import LeaderEpochCache
-from tierlog.storage.errors import (
-    InconsistentTopicIdError,
-    KafkaStorageError,
-    OffsetOutOfRangeError,
-)
-from tierlog.storage.files import (
-    INDEX_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    fsync_dir,
-    segment_file,
-)
+from tierlog.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from tierlog.storage.loader import load_log
-from tierlog.storage.lookup import max_timestamp_in, read_segment, search_timestamp
-from tierlog.storage.partition_metadata import read_topic_id, write_topic_id
+from tierlog.storage.log_flush import sync_flush, take_flush
+from tierlog.storage.log_read import (
+    SegmentInfo,
+    first_timestamp,
+    max_timestamp_offset,
+    offset_for_timestamp,
+    read_from,
+    segment_index,
+    segment_infos,
+)
+from tierlog.storage.partition_metadata import reconcile_topic_id
 from tierlog.storage.producer_state import ProducerStateManager
-from tierlog.storage.results import AppendResult, FileRegion, ReadResult
+from tierlog.storage.results import AppendResult, ReadResult
+from tierlog.storage.roll import roll_jitter_ms, should_roll
 from tierlog.storage.segment import LogSegment
 
 __all__ = ["Log", "SegmentInfo"]
 
 _EMPTY = ReadResult([], 0)
-
-
-@dataclass(frozen=True)
-class SegmentInfo:
-    """A segment as the tiered-storage uploader sees it."""
-
-    base_offset: int
-    next_offset: int  # exclusive
-    size: int
-    max_timestamp: int
-    log_path: Path
-    index_path: Path
-    time_index_path: Path
-    active: bool
+_log = logging.getLogger(__name__)
 
 
 class Log:
@@ -82,7 +81,7 @@ class Log:
 
     def __init__(self, directory: Path, config: LogConfig, topic_id: bytes | None, segments: list[LogSegment],
                  epoch_cache: LeaderEpochCache, log_start_offset: int, recovery_point: int, now_ms: int,
-                 rng: random.Random) -> None:
+                 rng: random.Random, writer: Writer | None = None) -> None:
         self.directory = directory
         self.config = config
         self.topic_id = topic_id
@@ -99,7 +98,12 @@ class Log:
         self._dir_dirty = False
         self._last_flush_ms = now_ms
         self._clock_ms = now_ms  # the latest now_ms seen, for calls that take none
-        self._roll_flush_offset: int | None = None
+        self._roll_flush_offset: int | None = None   # a rolled segment's end, to flush up to in tick
+        self._flush_lock = threading.Lock()           # one flush at a time; taken before _lock
+        self._truncations = 0                         # a flush that saw fewer does not move the recovery point
+        self._writer = writer
+        self._flush_queued = False
+        self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._producers = ProducerStateManager()
         self._rebuild_producers()
@@ -119,23 +123,25 @@ class Log:
         log_start_offset: int | None = None,
         clean_shutdown: bool = False,
         rng: random.Random | None = None,
+        writer: Writer | None = None,
     ) -> Log:
         """Create or recover the log in ``directory``.
 
         ``recovery_point`` / ``log_start_offset`` come from the log directory's
         checkpoints (LogManager passes them); unknown recovery point means every
-        segment is scanned. ``clean_shutdown`` skips recovery entirely.
+        segment is scanned. ``clean_shutdown`` skips recovery entirely. ``writer``
+        (the log directory's, LogManager passes it) runs the time-driven flushes.
         """
         directory = Path(directory)
         loaded = load_log(directory, config, now_ms, recovery_point, log_start_offset, clean_shutdown)
-        topic_id = _reconcile_topic_id(directory, topic_id)
+        topic_id = reconcile_topic_id(directory, topic_id)
         return cls(directory, config, topic_id, loaded.segments, loaded.epoch_cache, loaded.log_start_offset,
-                   loaded.recovery_point, now_ms, rng or random.Random(str(directory)))
+                   loaded.recovery_point, now_ms, rng or random.Random(str(directory)), writer)
 
     def assign_topic_id(self, topic_id: bytes) -> None:
         """Record the topic id of a log created without one; a different id is an error."""
         with self._lock, self._io():
-            self.topic_id = _reconcile_topic_id(self.directory, topic_id)
+            self.topic_id = reconcile_topic_id(self.directory, topic_id)
 
     # --- offsets -----------------------------------------------------------------------------
 
@@ -164,31 +170,13 @@ class Log:
 
     @property
     def local_log_start_timestamp(self) -> int:
-        """KIP-1303 LocalLogStartTimestamp; -1 when the local log holds no record.
-
-        KIP-1303, "Tracking Local Log State" / "Broker Side Changes": the timestamp of
-        the earliest record in the local log, "derived from the time index for the local
-        log start offset". Read from the header of the batch holding the local log start
-        offset (one index lookup and one header read, no record decoding): its base
-        timestamp (the first record's, CreateTime) or, for LogAppendTime batches, its max
-        timestamp (the append time every record of the batch carries). Retention that
-        deletes the first local segments moves it forward ("Handling Log Retention
-        Changes").
-        """
+        """KIP-1303 LocalLogStartTimestamp; -1 when the local log holds no record
+        (``log_read.first_timestamp`` says how it is read)."""
         with self._lock, self._io():
             start = self.local_log_start_offset
             if start >= self.log_end_offset:
                 return NO_TIMESTAMP
-            for segment in self._segments[self._segment_index(start):]:
-                if segment.size == 0:
-                    continue
-                found = segment.locate(max(start, segment.base_offset))
-                if found is not None:
-                    header = found[1]
-                    if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
-                        return header.max_timestamp
-                    return header.base_timestamp
-            return NO_TIMESTAMP
+            return first_timestamp(self._segments, self._segment_index(start), start)
 
     @property
     def local_log_size_bytes(self) -> int:
@@ -205,7 +193,7 @@ class Log:
         ``records`` is stamped in place: pass a bytearray or a writable memoryview
         (a read-only buffer is copied first).
         """
-        records = _writable(records)
+        records = writable(records)
         with self._lock, self._io():
             self._clock_ms = now_ms
             validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=True)
@@ -218,12 +206,13 @@ class Log:
             append_time = now_ms if self.config.log_append_time else NO_TIMESTAMP
             headers = stamp(records, validated, base, leader_epoch, append_time)
             self._producers.update(headers)
-            self._assign_leader_epoch(leader_epoch, base)
+            self._epochs.assign_leader_epoch(leader_epoch, base)
             self._append_batches(records, headers, now_ms)
-            self._maybe_flush_by_messages(now_ms)
             max_timestamp = append_time if append_time != NO_TIMESTAMP else validated.max_timestamp
-            return AppendResult(base, base + validated.record_count - 1, append_time, self.log_start_offset,
-                                max_timestamp, validated.record_count)
+            result = AppendResult(base, base + validated.record_count - 1, append_time, self.log_start_offset,
+                                  max_timestamp, validated.record_count)
+        self._maybe_flush_by_messages(now_ms)
+        return result
 
     def append_as_follower(self, records: bytearray, now_ms: int) -> AppendResult:
         """Append replicated batches as they are (offsets and epochs already set)."""
@@ -234,14 +223,15 @@ class Log:
                 return AppendResult(-1, -1, NO_TIMESTAMP, self.log_start_offset, NO_TIMESTAMP, 0)
             check_follower_offsets(validated.headers, self.log_end_offset)
             for header in validated.headers:
-                self._assign_replicated_epoch(header)
+                self._epochs.assign_from_batch(header.partition_leader_epoch, header.base_offset)
             self._producers.update(validated.headers)
             self._append_batches(records, validated.headers, now_ms)
-            self._maybe_flush_by_messages(now_ms)
             first, last = validated.headers[0], validated.headers[-1]
             append_time = last.max_timestamp if last.timestamp_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
-            return AppendResult(first.base_offset, last.last_offset, append_time, self.log_start_offset,
-                                validated.max_timestamp, validated.record_count)
+            result = AppendResult(first.base_offset, last.last_offset, append_time, self.log_start_offset,
+                                  validated.max_timestamp, validated.record_count)
+        self._maybe_flush_by_messages(now_ms)
+        return result
 
     def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
         """Record that ``leader_epoch`` starts at ``start_offset`` (Kafka's
@@ -252,21 +242,7 @@ class Log:
         latest raises AssertionError; a negative epoch is ignored.
         """
         with self._lock, self._io():
-            self._assign_leader_epoch(leader_epoch, start_offset)
-
-    def _assign_leader_epoch(self, leader_epoch: int, base_offset: int) -> None:
-        if leader_epoch < 0:
-            return
-        latest = self._epochs.latest_epoch
-        if latest is not None and leader_epoch < latest:
-            raise AssertionError(f"append with leader epoch {leader_epoch} below the latest epoch {latest}")
-        if latest is None or leader_epoch > latest:
-            self._epochs.assign(leader_epoch, base_offset)
-
-    def _assign_replicated_epoch(self, header: BatchHeader) -> None:
-        latest = self._epochs.latest_epoch
-        if header.partition_leader_epoch >= 0 and (latest is None or header.partition_leader_epoch > latest):
-            self._epochs.assign(header.partition_leader_epoch, header.base_offset)
+            self._epochs.assign_leader_epoch(leader_epoch, start_offset)
 
     def _rebuild_producers(self) -> None:
         """Idempotent producer state from the batch headers of the last two segments."""
@@ -291,23 +267,9 @@ class Log:
     def _maybe_roll(self, size: int, max_timestamp: int, first_offset: int, last_offset: int,
                     now_ms: int) -> LogSegment:
         active = self._segments[-1]
-        if self._should_roll(active, size, max_timestamp, last_offset, now_ms):
+        if should_roll(active, self.config, self._roll_jitter_ms, size, max_timestamp, last_offset, now_ms):
             self._roll(max(first_offset, active.next_offset), now_ms)
         return self._segments[-1]
-
-    def _should_roll(self, active: LogSegment, size: int, max_timestamp: int, last_offset: int, now_ms: int) -> bool:
-        if not active.can_hold(last_offset):
-            return True
-        if active.size == 0:
-            return False
-        config = self.config
-        if active.size + size > config.segment_bytes:
-            return True
-        if active.indexes_full:
-            return True
-        rolling = active.rolling_timestamp
-        waited = max_timestamp - rolling if rolling >= 0 else now_ms - active.created_ms
-        return waited > config.segment_ms - self._roll_jitter_ms
 
     def _roll(self, new_base: int, now_ms: int) -> None:
         old = self._segments[-1]
@@ -327,8 +289,7 @@ class Log:
         self._jitter_active()
 
     def _jitter_active(self) -> None:
-        jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
-        self._roll_jitter_ms = self._rng.randrange(jitter) if jitter > 0 else 0
+        self._roll_jitter_ms = roll_jitter_ms(self.config, self._rng)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -344,24 +305,11 @@ class Log:
             stop = end if upper_bound is None else min(upper_bound, end)
             if offset >= stop:
                 return _EMPTY
-            return self._read_from(offset, max(max_bytes, 0), stop, min_one_batch)
-
-    def _read_from(self, offset: int, max_bytes: int, stop: int, min_one_batch: bool) -> ReadResult:
-        parts: list[FileRegion] = []
-        total = 0
-        for index in range(self._segment_index(offset), len(self._segments)):
-            segment = self._segments[index]
-            region, done = read_segment(segment, max(offset, segment.base_offset), max_bytes - total, stop,
-                                         min_one_batch and not parts)
-            if region is not None:
-                parts.append(region)
-                total += region.length
-            if done:
-                break
-        return ReadResult(parts, total)
+            return read_from(self._segments, self._segment_index(offset), offset, max(max_bytes, 0), stop,
+                             min_one_batch)
 
     def _segment_index(self, offset: int) -> int:
-        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+        return segment_index(self._bases, offset)
 
     # --- offset lookups ------------------------------------------------------------------------
 
@@ -373,24 +321,12 @@ class Log:
         """
         with self._lock, self._io():
             start = max(self.log_start_offset, self.local_log_start_offset)
-            for segment in self._segments:
-                if segment.size == 0 or segment.max_timestamp < timestamp:
-                    continue
-                found = search_timestamp(segment, timestamp, start)
-                if found is not None:
-                    return found
-            return None
+            return offset_for_timestamp(self._segments, timestamp, start)
 
     def max_timestamp_offset(self) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the record with the largest timestamp."""
         with self._lock, self._io():
-            best = None
-            for segment in self._segments:
-                if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
-                    best = segment
-            if best is None or best.max_timestamp == NO_TIMESTAMP:
-                return None
-            return max_timestamp_in(best)
+            return max_timestamp_offset(self._segments)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, its end offset), or (-1, -1)."""
@@ -411,31 +347,35 @@ class Log:
 
     def segment_infos(self) -> list[SegmentInfo]:
         with self._lock, self._io():
-            last = len(self._segments) - 1
-            return [
-                SegmentInfo(s.base_offset, s.next_offset if i == last else self._segments[i + 1].base_offset, s.size,
-                            s.max_timestamp, s.log_path, segment_file(s.directory, s.base_offset, INDEX_SUFFIX),
-                            segment_file(s.directory, s.base_offset, TIME_INDEX_SUFFIX), i == last)
-                for i, s in enumerate(self._segments)
-            ]
+            return segment_infos(self._segments)
 
     # --- durability ----------------------------------------------------------------------------
 
     def flush(self, now_ms: int, offset: int | None = None) -> None:
-        """fsync segments holding data below ``offset`` (default: all); advance the recovery point."""
-        with self._lock, self._io():
-            self._clock_ms = max(self._clock_ms, now_ms)
-            target = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
-            for segment in self._segments[self._segment_index(self.recovery_point):]:
-                if segment.base_offset > target:
-                    break
-                segment.flush()
-            if self._dir_dirty:
-                fsync_dir(self.directory)
-                self._dir_dirty = False
-            self._epochs.flush_if_changed()
-            self.recovery_point = max(self.recovery_point, target)
-            self._last_flush_ms = now_ms
+        """fsync segments holding data below ``offset`` (default: all), then advance the
+        recovery point. The log's lock is not held during the fsyncs (``log_flush``);
+        never call this holding it (flushes take the flush lock first)."""
+        with self._flush_lock:
+            with self._lock, self._io():
+                self._clock_ms = max(self._clock_ms, now_ms)
+                target = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
+                directory, self._dir_dirty = (self.directory if self._dir_dirty else None), False
+                plan = take_flush(self._segments[self._segment_index(self.recovery_point):], target,
+                                  self._truncations, directory, self._epochs)
+            with self._io():
+                sync_flush(plan, self._segment_live, self._dir_live)
+            with self._lock:
+                if self._truncations == plan.truncations:
+                    self.recovery_point = max(self.recovery_point, plan.target)
+                self._last_flush_ms = now_ms
+
+    def _segment_live(self, segment: LogSegment) -> bool:
+        with self._lock:
+            return not self._closed and segment.fd >= 0 and any(s is segment for s in self._segments)
+
+    def _dir_live(self, directory: Path) -> bool:
+        with self._lock:
+            return not self._closed and directory == self.directory
 
     def defer_epoch_checkpoint(self) -> None:
         """Write leader-epoch-checkpoint changes at ``flush`` instead of as they happen
@@ -445,21 +385,59 @@ class Log:
             self._epochs.write_through = False
 
     def _maybe_flush_by_messages(self, now_ms: int) -> None:
-        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+        """flush.messages: synchronous, so the append's answer waits for it (as in Kafka)."""
+        with self._lock:
+            due = self.log_end_offset - self.recovery_point >= self.config.flush_messages
+        if due:
             self.flush(now_ms)
 
+    @property
+    def offline(self) -> bool:
+        """Closed, or taken offline by an I/O error (maybe in a background flush)."""
+        return self._offline
+
     def tick(self, now_ms: int) -> None:
-        """Time-driven work: flush after a roll, flush.ms, delayed file deletion."""
+        """Time-driven work: flush after a roll, flush.ms, delayed file deletion.
+
+        With a writer (``Log.open(writer=...)``) the flush runs on the writer's thread
+        (one at a time per log) and the recovery point moves when it is done; without
+        one it runs here.
+        """
         with self._lock:
             if self._offline:
                 return
             self._clock_ms = max(self._clock_ms, now_ms)
-            if self._roll_flush_offset is not None:
-                offset, self._roll_flush_offset = self._roll_flush_offset, None
-                self.flush(now_ms, offset)
-            if self.log_end_offset > self.recovery_point and now_ms - self._last_flush_ms >= self.config.flush_ms:
-                self.flush(now_ms)
             self._delete_expired(now_ms)
+            if self._flush_queued:
+                return
+            target = self._due_flush_target(now_ms)
+            if target is None:
+                return
+            self._roll_flush_offset = None
+            if self._writer is not None:
+                self._flush_queued = True
+                self._writer.submit(self._flush_in_background, now_ms, target)
+                return
+        self.flush(now_ms, target)
+
+    def _due_flush_target(self, now_ms: int) -> int | None:
+        """Where a flush is due to reach: a rolled segment's end, else the log end if flush.ms passed."""
+        if self._roll_flush_offset is not None:
+            return self._roll_flush_offset
+        if self.log_end_offset > self.recovery_point and now_ms - self._last_flush_ms >= self.config.flush_ms:
+            return self.log_end_offset
+        return None
+
+    def _flush_in_background(self, now_ms: int, target: int) -> None:
+        """On the writer's thread. An I/O error leaves the log offline (``offline``) for the
+        LogManager to act on; a log closed meanwhile needs no flush."""
+        try:
+            self.flush(now_ms, target)
+        except KafkaStorageError as exc:
+            if not self._closed:
+                _log.error("background flush of %s failed: %s", self.directory, exc)
+        finally:
+            self._flush_queued = False
 
     # --- retention and truncation ------------------------------------------------------------------
 
@@ -467,20 +445,10 @@ class Log:
         """Delete old segments per retention.ms / retention.bytes / log start; returns how many."""
         with self._lock, self._io():
             self._clock_ms = max(self._clock_ms, now_ms)
-            config = self.config
-            tiered = config.remote_storage_enable
-            remote = self.highest_offset_in_remote_storage if tiered else None
             deleted = 0
-            if config.delete_enabled:
-                ms = config.local_retention_ms if tiered else config.retention_ms
-                size = config.local_retention_bytes if tiered else config.retention_bytes
-                if ms >= 0:
-                    deleted += self._delete_prefix(retention.by_time(now_ms, ms), high_watermark, remote, now_ms)
-                if size >= 0:
-                    predicate = retention.by_size(self._segments, size)
-                    deleted += self._delete_prefix(predicate, high_watermark, remote, now_ms)
-            by_start = retention.by_log_start(self.log_start_offset)
-            deleted += self._delete_prefix(by_start, high_watermark, None, now_ms)
+            for rule, remote in retention.rules(self.config, now_ms, self.highest_offset_in_remote_storage):
+                predicate = rule(self._segments, self.log_start_offset)
+                deleted += self._delete_prefix(predicate, high_watermark, remote, now_ms)
             return deleted
 
     def _delete_prefix(self, predicate, upper_bound: int | None, remote: int | None, now_ms: int) -> int:
@@ -528,6 +496,7 @@ class Log:
             self._epochs.truncate_from_end(end)
             self.log_start_offset = min(self.log_start_offset, end)
             self.recovery_point = min(self.recovery_point, end)
+            self._truncations += 1
             self._rebuild_producers()
             self._jitter_active()
             return True
@@ -549,6 +518,7 @@ class Log:
         self.log_start_offset = offset if log_start_offset is None else log_start_offset
         self._local_start_floor = offset
         self.recovery_point = offset
+        self._truncations += 1
         self._dir_dirty = True
         self._jitter_active()
 
@@ -591,12 +561,17 @@ class Log:
     def close(self) -> None:
         """Write out indexes, flush, close descriptors, drop pending deletions."""
         with self._lock:
-            if not self._offline:
+            online = not self._offline
+            if online:
                 with self._io():
                     for segment in self._segments[self._segment_index(self.recovery_point):]:
                         segment.write_out_indexes()
+        try:
+            if online:
                 self.flush(self._clock_ms)
-            self._close_all()
+        finally:
+            with self._lock:
+                self._close_all()
 
     def delete(self) -> None:
         """Close and remove the whole partition directory now."""
@@ -613,6 +588,7 @@ class Log:
                 segment.delete_files()
         self._pending_deletes = []
         self._offline = True
+        self._closed = True
 
     @contextlib.contextmanager
     def _io(self) -> Iterator[None]:
@@ -628,20 +604,3 @@ class Log:
         return (f"Log({self.directory.name}, start={self.log_start_offset}, end={self.log_end_offset}, "
                 f"segments={len(self._segments)})")
 
-
-def _writable(records):
-    if isinstance(records, bytearray):
-        return records
-    with memoryview(records) as view:
-        return bytearray(view) if view.readonly else records
-
-
-def _reconcile_topic_id(directory: Path, topic_id: bytes | None) -> bytes | None:
-    recorded = read_topic_id(directory)
-    if topic_id is None:
-        return recorded
-    if recorded is not None and recorded != topic_id:
-        raise InconsistentTopicIdError(f"{directory} belongs to another topic id than the one given")
-    if recorded is None:
-        write_topic_id(directory, topic_id)
-    return topic_id

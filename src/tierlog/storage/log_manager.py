@@ -12,6 +12,13 @@ Per log directory, as Kafka keeps them:
 - ``.kafka_cleanshutdown`` written last on close and removed at start: when present
   at start the logs skip recovery.
 
+Each log directory has one writer thread (``DirWriter``) for its background disk
+syncs: the logs' time-driven flushes (after a roll, flush.ms) and the three
+checkpoint files above, whose contents are snapshotted on the caller's thread
+(the event loop) and written on the writer, in order. ``flush_all`` and ``close``
+wait for them. A failed background write takes its directory offline at the next
+``tick`` (or ``wait_for_writes``).
+
 Deleting a partition renames its directory to
 ``<topic>-<partition>.<32 hex>-delete``; its descriptors close and the directory
 is removed after file.delete.delay.ms (in ``tick``), so fetch regions already
@@ -39,6 +46,7 @@ from tierlog.storage.checkpoint import (
     write_offsets,
 )
 from tierlog.storage.config import LogConfig
+from tierlog.storage.dir_writer import DirWriter
 from tierlog.storage.errors import CorruptCheckpointError, KafkaStorageError
 from tierlog.storage.files import (
     DELETE_DIR_SUFFIX,
@@ -81,13 +89,15 @@ class LogManager:
         self._home: dict[TopicPartition, Path] = {}
         self._checkpointed_hw: dict[TopicPartition, int] = {}
         self._pending_dir_deletes: list[tuple[int, Log]] = []
+        self._writers = {log_dir: DirWriter(log_dir) for log_dir in self.log_dirs}
+        self._failed_dirs: set[Path] = set()     # background writes failed here (set on a writer thread)
         self._lock = threading.RLock()
         self._now_ms = now_ms
         self._last_retention_ms = now_ms
         self._last_checkpoint_ms = now_ms
         for log_dir in self.log_dirs:
             self._load_dir(log_dir, now_ms)
-        self._write_checkpoints()
+        self._write_checkpoints(wait=True)
 
     # --- startup -------------------------------------------------------------------------------
 
@@ -121,7 +131,7 @@ class LogManager:
         log = Log.open(
             Path(entry.path), self._config_for(key[0]), now_ms,
             recovery_point=recovery_points.get(key), log_start_offset=start_offsets.get(key),
-            clean_shutdown=clean and key in recovery_points,
+            clean_shutdown=clean and key in recovery_points, writer=self._writers[log_dir],
         )
         self._logs[key] = log
         self._home[key] = log_dir
@@ -160,7 +170,8 @@ class LogManager:
                     existing.assign_topic_id(topic_id)
                 return existing
             log_dir = self._least_loaded_dir()
-            log = Log.open(log_dir / partition_dir_name(topic, partition), config, now_ms, topic_id)
+            log = Log.open(log_dir / partition_dir_name(topic, partition), config, now_ms, topic_id,
+                           writer=self._writers[log_dir])
             fsync_dir(log_dir)
             self._logs[key] = log
             self._home[key] = log_dir
@@ -204,7 +215,8 @@ class LogManager:
             return max(0, min(self._checkpointed_hw.get(key, 0), log.log_end_offset))
 
     def write_high_watermarks(self, high_watermarks: dict[TopicPartition, int]) -> None:
-        """Write ``replication-offset-checkpoint`` in every online log directory (tmp + fsync + rename).
+        """Queue ``replication-offset-checkpoint`` for every online log directory (written
+        on its writer thread: tmp + fsync + rename); returns at once.
 
         Each file lists the open logs of its directory; a log missing from
         ``high_watermarks`` keeps its previously checkpointed value.
@@ -213,16 +225,17 @@ class LogManager:
             for key, hw in high_watermarks.items():
                 if key in self._logs:
                     self._checkpointed_hw[key] = hw
-            for log_dir in self.log_dirs:
-                if log_dir in self.offline_dirs:
-                    continue
+            for log_dir in self._online_dirs():
                 hws = {key: self._checkpointed_hw[key] for key, home in self._home.items()
                        if home == log_dir and key in self._checkpointed_hw}
-                try:
-                    write_offsets(log_dir / REPLICATION_OFFSET_CHECKPOINT, hws)
-                except OSError as exc:
-                    _log.error("cannot checkpoint high watermarks in %s: %s", log_dir, exc)
-                    self._take_offline(log_dir)
+                self._writers[log_dir].submit(self._write_files, log_dir, [(REPLICATION_OFFSET_CHECKPOINT, hws)])
+
+    def wait_for_writes(self) -> None:
+        """Wait for every queued background write; take directories that failed offline."""
+        for writer in self._writers.values():
+            writer.drain()
+        with self._lock:
+            self._take_failed_offline()
 
     # --- periodic work --------------------------------------------------------------------------
 
@@ -230,6 +243,7 @@ class LogManager:
         """Per-log time policies, retention every interval, checkpoints, delayed deletes."""
         with self._lock:
             self._now_ms = now_ms
+            self._take_failed_offline()
             for key, log in list(self._logs.items()):
                 self._guarded(key, log.tick, now_ms)
             if now_ms - self._last_retention_ms >= self.retention_check_interval_ms:
@@ -237,7 +251,7 @@ class LogManager:
                 for key, log in list(self._logs.items()):
                     self._guarded(key, log.enforce_retention, now_ms, self._high_watermark_of(key))
             if now_ms - self._last_checkpoint_ms >= self.checkpoint_interval_ms:
-                self._write_checkpoints()
+                self._write_checkpoints(wait=False)
             self._delete_due_dirs(now_ms)
 
     def flush_all(self, now_ms: int) -> None:
@@ -245,7 +259,7 @@ class LogManager:
             self._now_ms = now_ms
             for key, log in list(self._logs.items()):
                 self._guarded(key, log.flush, now_ms)
-            self._write_checkpoints()
+            self._write_checkpoints(wait=True)
 
     def close(self) -> None:
         """Flush, checkpoint, close every log, then mark each log directory cleanly shut down."""
@@ -256,6 +270,9 @@ class LogManager:
             for _when, log in self._pending_dir_deletes:
                 log.delete()
             self._pending_dir_deletes = []
+            for writer in self._writers.values():
+                writer.close()
+            self._take_failed_offline()
             for log_dir in self.log_dirs:
                 if log_dir not in self.offline_dirs:
                     atomic_write(log_dir / CLEAN_SHUTDOWN_FILE, b'{"version":0,"brokerEpoch":-1}')
@@ -266,25 +283,46 @@ class LogManager:
         """Run ``action``; a storage error takes the log's whole directory offline (like Kafka)."""
         if key not in self._home:
             return
+        if self._logs[key].offline:     # a background flush failed
+            self._take_offline(self._home[key])
+            return
         try:
             action(*args)
         except KafkaStorageError as exc:
             _log.error("log %s-%s failed, taking %s offline: %s", key[0], key[1], self._home[key], exc)
             self._take_offline(self._home[key])
 
-    def _write_checkpoints(self) -> None:
+    def _write_checkpoints(self, wait: bool) -> None:
+        """Recovery points and log start offsets of each online directory's logs, snapshotted
+        here, written on the directory's writer (``wait``: and waited for)."""
         self._last_checkpoint_ms = self._now_ms
-        for log_dir in self.log_dirs:
-            if log_dir in self.offline_dirs:
-                continue
+        for log_dir in self._online_dirs():
             logs = {key: log for key, log in self._logs.items() if self._home[key] == log_dir}
-            try:
-                write_offsets(log_dir / RECOVERY_POINT_CHECKPOINT, {k: log.recovery_point for k, log in logs.items()})
-                write_offsets(log_dir / LOG_START_OFFSET_CHECKPOINT,
-                              {k: log.log_start_offset for k, log in logs.items()})
-            except OSError as exc:
-                _log.error("cannot checkpoint %s: %s", log_dir, exc)
+            files = [(RECOVERY_POINT_CHECKPOINT, {k: log.recovery_point for k, log in logs.items()}),
+                     (LOG_START_OFFSET_CHECKPOINT, {k: log.log_start_offset for k, log in logs.items()})]
+            written = self._writers[log_dir].submit(self._write_files, log_dir, files)
+            if wait:
+                written.result()
+        if wait:
+            self._take_failed_offline()
+
+    def _write_files(self, log_dir: Path, files: list[tuple[str, dict[TopicPartition, int]]]) -> None:
+        """On ``log_dir``'s writer: write the checkpoint files; a failure marks the directory."""
+        try:
+            for name, offsets in files:
+                write_offsets(log_dir / name, offsets)
+        except OSError as exc:
+            _log.error("cannot write checkpoints in %s: %s", log_dir, exc)
+            self._failed_dirs.add(log_dir)
+
+    def _take_failed_offline(self) -> None:
+        for log_dir in list(self._failed_dirs):
+            self._failed_dirs.discard(log_dir)
+            if log_dir not in self.offline_dirs:
                 self._take_offline(log_dir)
+
+    def _online_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self.offline_dirs]
 
     def _delete_due_dirs(self, now_ms: int) -> None:
         due = [log for when, log in self._pending_dir_deletes if when <= now_ms]

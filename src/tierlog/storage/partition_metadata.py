@@ -11,12 +11,13 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from tierlog.storage.errors import CorruptCheckpointError
+from tierlog.storage.errors import CorruptCheckpointError, InconsistentTopicIdError
 from tierlog.storage.files import atomic_write
 
 __all__ = [
     "PARTITION_METADATA_FILE",
     "read_topic_id",
+    "reconcile_topic_id",
     "topic_id_from_str",
     "topic_id_to_str",
     "write_topic_id",
@@ -66,3 +67,16 @@ def _split(path: Path, line: str) -> tuple[str, str]:
     if not sep:
         raise CorruptCheckpointError(f"{path}: malformed line {line!r}")
     return key.strip(), value.strip()
+
+
+def reconcile_topic_id(directory: Path, topic_id: bytes | None) -> bytes | None:
+    """The directory's topic id: the recorded one when ``topic_id`` is None, else
+    ``topic_id`` (recorded now if none was); a different recorded id is an error."""
+    recorded = read_topic_id(directory)
+    if topic_id is None:
+        return recorded
+    if recorded is not None and recorded != topic_id:
+        raise InconsistentTopicIdError(f"{directory} belongs to another topic id than the one given")
+    if recorded is None:
+        write_topic_id(directory, topic_id)
+    return topic_id

@@ -19,11 +19,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from tierlog.storage.config import LogConfig
 from tierlog.storage.segment import LogSegment
 
-__all__ = ["by_log_start", "by_size", "by_time", "deletable_prefix"]
+__all__ = ["by_log_start", "by_size", "by_time", "deletable_prefix", "rules"]
 
 Predicate = Callable[[LogSegment, int], bool]  # (segment, its exclusive end offset)
+Rule = Callable[[Sequence[LogSegment], int], Predicate]  # (segments left, log start offset) -> predicate
+
+
+def rules(config: LogConfig, now_ms: int, highest_remote_offset: int) -> list[tuple[Rule, int | None]]:
+    """The rules in order, each with the highest remote offset its segments must be
+    below (None: no such bound); a rule's predicate is built for what the previous left."""
+    tiered = config.remote_storage_enable
+    remote = highest_remote_offset if tiered else None
+    out: list[tuple[Rule, int | None]] = []
+    if config.delete_enabled:
+        ms = config.local_retention_ms if tiered else config.retention_ms
+        size = config.local_retention_bytes if tiered else config.retention_bytes
+        if ms >= 0:
+            out.append((lambda _segments, _start: by_time(now_ms, ms), remote))
+        if size >= 0:
+            out.append((lambda segments, _start: by_size(segments, size), remote))
+    out.append((lambda _segments, start: by_log_start(start), None))
+    return out
 
 
 def deletable_prefix(

@@ -38,6 +38,7 @@ def test_checkpoint_round_trip_and_format(tmp_path):
 def test_high_watermark_restored_after_reopen(tmp_path):
     manager = _manager_with_log(tmp_path)
     manager.write_high_watermarks({("t", 0): 21})
+    manager.wait_for_writes()     # written on the log dir's writer thread
     assert read_offsets(tmp_path / FILE) == {("t", 0): 21}
     manager.close()
     again = LogManager([tmp_path], NOW)
@@ -76,6 +77,7 @@ def test_deleted_log_leaves_the_checkpoint(tmp_path):
     manager.write_high_watermarks({("t", 0): 30, ("u", 0): 0})
     manager.delete("t", 0, NOW)
     manager.write_high_watermarks({})
+    manager.wait_for_writes()
     assert read_offsets(tmp_path / FILE) == {("u", 0): 0}
     manager.close()
 
@@ -121,6 +123,7 @@ def test_restarted_replica_starts_from_checkpointed_hw(tmp_path):
     assert part.leader_state is not None
     assert part.leader_state.high_watermark == 12 and part.high_watermark == 12
     rm.checkpoint_high_watermarks()
+    manager.wait_for_writes()
     assert read_offsets(tmp_path / FILE) == {("t", 0): 12}
     manager.close()
 
@@ -133,11 +136,14 @@ def test_tick_writes_checkpoint_every_interval(tmp_path):
     assert part.high_watermark == 0      # no checkpoint yet
     part.follower_hw = 27
     rm.tick(NOW + 4_999)
+    manager.wait_for_writes()
     assert read_offsets(tmp_path / FILE) == {}
     rm.tick(NOW + 5_000)
+    manager.wait_for_writes()
     assert read_offsets(tmp_path / FILE) == {("t", 0): 27}
     part.follower_hw = 29
     asyncio.run(_start_and_stop(rm))     # clean shutdown writes too
+    manager.wait_for_writes()
     assert read_offsets(tmp_path / FILE) == {("t", 0): 29}
     manager.close()
 

@@ -83,6 +83,7 @@ def test_tick_runs_retention_per_interval_and_checkpoints(tmp_path):
         log.append(batch(3, value_size=300), 0, NOW)
     log.flush(NOW)
     manager.tick(NOW + 999)
+    manager.wait_for_writes()     # checkpoints are written on the log dir's writer thread
     assert log.segment_count == 3
     assert read_offsets(tmp_path / "recovery-point-offset-checkpoint") == {("r", 0): log.log_end_offset}
     manager.tick(NOW + 1000)
