@@ -6,6 +6,13 @@ long-lived component that starts tasks holds a ``TaskSet``: ``spawn`` starts a
 task and keeps it until it ends (logging a failure), ``close`` cancels the
 ones still running and waits for them.  A ``spawn`` after ``close`` (a late
 event during shutdown) does not start the coroutine.
+
+``cancel_and_wait`` cancels AGAIN while a task is still running: on Python 3.11,
+``asyncio.wait_for`` returns its inner result instead of raising when the inner
+awaitable completes in the same loop iteration as the cancellation (fixed in
+3.12), so a ``while`` loop around ``wait_for(event.wait(), t)`` can swallow one
+cancellation and run on; awaiting it once would then hang shutdown.  A task that
+outlives ``CLOSE_TIMEOUT_S`` anyway is logged by name and left behind.
 """
 from __future__ import annotations
 
@@ -13,9 +20,28 @@ import asyncio
 import logging
 from collections.abc import Coroutine
 
-__all__ = ["TaskSet"]
+__all__ = ["CLOSE_TIMEOUT_S", "TaskSet", "cancel_and_wait"]
 
 log = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT_S = 10.0      # how long close waits for cancelled tasks before logging them
+RECANCEL_EVERY_S = 0.05     # a task still running after this is cancelled again
+
+
+async def cancel_and_wait(tasks, owner: str, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+    """Cancel ``tasks`` (again while any still runs) until all have ended or ``timeout_s`` passed."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    pending = {t for t in tasks if not t.done()}
+    while pending:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            log.warning("%s: tasks still running %.0f s after cancellation: %s", owner, timeout_s,
+                        ", ".join(sorted(t.get_name() for t in pending)))
+            return
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=min(RECANCEL_EVERY_S, remaining))
 
 
 class TaskSet:
@@ -45,7 +71,4 @@ class TaskSet:
     async def close(self) -> None:
         """Cancel every task still running and wait until all have ended."""
         self._closed = True
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(list(self._tasks), self.owner)

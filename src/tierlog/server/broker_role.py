@@ -17,6 +17,7 @@ import logging
 from tierlog.broker.controller_channel import ControllerChannel, ControllerUnavailable
 from tierlog.broker.lifecycle import BrokerLifecycleManager, BrokerState
 from tierlog.clock import wall_clock_ms
+from tierlog.net.tasks import cancel_and_wait
 
 __all__ = ["LifecycleLoop", "MetadataView"]
 
@@ -118,5 +119,4 @@ class LifecycleLoop:
                 log.warning("controlled shutdown did not finish within %ss", CONTROLLED_SHUTDOWN_MAX_S)
         if self.manager.state is not BrokerState.SHUTTING_DOWN:
             self.manager.shutdown_now()
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
+        await cancel_and_wait([self._task], "lifecycle loop")

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tierlog.clock import wall_clock_ms
 from tierlog.net.client import Peers, PeerUnavailable
+from tierlog.net.tasks import cancel_and_wait
 from tierlog.raft import wire
 from tierlog.raft.node import Output, RaftNode
 
@@ -59,9 +60,7 @@ class RaftDriver:
             self._apply(self.raft.resign(wall_clock_ms()))
             await self.flushed()
             await asyncio.sleep(0.05)     # let the EndQuorumEpoch requests leave
-            self._task.cancel()
-        for t in list(self._sends):
-            t.cancel()
+        await cancel_and_wait([t for t in (self._task, *self._sends) if t is not None], "raft driver")
         self._writer.shutdown(wait=True)
         self._fail_waiters(ConnectionError("quorum replica stopped"))
 

@@ -2,7 +2,7 @@
 import asyncio
 import logging
 
-from tierlog.net.tasks import TaskSet
+from tierlog.net.tasks import TaskSet, cancel_and_wait
 
 
 def test_a_finished_task_is_let_go():
@@ -64,3 +64,47 @@ def test_a_failed_task_is_logged(caplog):
     with caplog.at_level(logging.WARNING, logger="tierlog.net.tasks"):
         asyncio.run(main())
     assert "owner: background task failing failed: ValueError('boom')" in caplog.text
+
+
+def test_close_cancels_again_a_task_that_swallowed_one_cancellation():
+    # What asyncio.wait_for does on Python 3.11 when its inner awaitable finishes in the
+    # same iteration as the cancellation: the loop around it runs on.
+    swallowed = []
+
+    async def loop_that_swallows_once():
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                if swallowed:
+                    raise
+                swallowed.append(1)
+
+    async def main():
+        tasks = TaskSet("test")
+        task = tasks.spawn(loop_that_swallows_once(), name="swallower")
+        await asyncio.sleep(0)
+        await asyncio.wait_for(tasks.close(), 5)
+        return task
+    task = asyncio.run(main())
+    assert swallowed == [1] and task.cancelled()
+
+
+def test_a_task_that_ignores_cancellation_is_named_and_left_behind(caplog):
+    async def stubborn():
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                continue
+
+    async def main():
+        task = asyncio.get_running_loop().create_task(stubborn(), name="stubborn")
+        await asyncio.sleep(0)
+        with caplog.at_level(logging.WARNING):
+            await cancel_and_wait([task], "test", timeout_s=0.2)
+        running = not task.done()
+        task.get_coro().close()   # end it for good so the loop can close
+        return running
+    assert asyncio.run(main())
+    assert "stubborn" in caplog.text and "still running" in caplog.text
