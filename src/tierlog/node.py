@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import logging
 import os
 import random
@@ -294,12 +295,21 @@ async def _serve(config: NodeConfig, on_ready) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, node.request_stop)
+    loop.add_signal_handler(signal.SIGUSR1, _log_task_stacks)
     try:
         await node.start()
         on_ready(node)
         await node.wait_stopped()
     finally:
         await node.stop()
+
+
+def _log_task_stacks() -> None:
+    """SIGUSR1: every asyncio task's stack into the log (what a hung node is waiting for)."""
+    out = io.StringIO()
+    for task in asyncio.all_tasks():
+        task.print_stack(limit=12, file=out)
+    log.warning("SIGUSR1: %d asyncio tasks\n%s", len(asyncio.all_tasks()), out.getvalue())
 
 
 def run_node(config: NodeConfig, on_ready=lambda node: None) -> None:
