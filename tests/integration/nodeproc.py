@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -16,6 +17,33 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+PORT_BLOCK_BAND = 4000      # ports per xdist worker for free_port_block
+
+
+def free_port_block(offsets: tuple[int, ...]) -> int:
+    """A base port with base + o free for every offset (``tierlog up --listen`` takes a run of them).
+
+    free_port() hands out ephemeral ports, and the ones after it may belong to another test's
+    outgoing connection a moment later. These come from below the kernel's ephemeral range,
+    which outgoing connections never use, in a band of its own per pytest-xdist worker.
+    """
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
+    low = 12000 + worker * PORT_BLOCK_BAND
+    for base in random.Random().sample(range(low, low + PORT_BLOCK_BAND - max(offsets)), 200):
+        if all(_bindable(base + o) for o in offsets):
+            return base
+    raise RuntimeError(f"no free block of ports for offsets {offsets} in {low}-{low + PORT_BLOCK_BAND}")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 class NodeProcess:

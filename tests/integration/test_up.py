@@ -9,13 +9,14 @@ from pathlib import Path
 from clients import consume_all, create_topic, produce_all
 from cluster import wait_for
 from confluent_kafka.admin import AdminClient, NewTopic
-from nodeproc import free_port
+from nodeproc import free_port_block
 
 NODE_LINE = re.compile(r"^node (\d+) roles=([a-z,]+) pid=(\d+) listen=127\.0\.0\.1:(\d+)$")
 
 
 def _up(tmp_path, *args):
-    port = free_port()
+    # brokers take port, port + 1, ...; controllers 100 above (tierlog up's CONTROLLER_PORT_OFFSET)
+    port = free_port_block((0, 1, 2, 100, 101, 102))
     proc = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(tmp_path / "d"),
                              "--listen", f"127.0.0.1:{port}", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
