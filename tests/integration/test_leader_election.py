@@ -22,7 +22,13 @@ import time
 import pytest
 from clients import AckedStream, read_back
 from cluster import FAST_REPLICATION, Cluster, wait_for
-from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ElectionType,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 
@@ -226,13 +232,21 @@ def test_unclean_election_elects_the_surviving_out_of_sync_replica(tmp_path):
         result = _elect_cli(cluster, "--election-type", "unclean", "--topic", "u", "--partition", "0")
         assert result.returncode == 0, result.stderr
         assert result.stdout == "Successfully completed leader election (UNCLEAN) for partitions u-0\n"
-        part = _partitions(cluster, observer, "u")[0]
+        # the CLI's broker answered once its own image had the election; the observer's may lag a moment
+        part = wait_for(lambda: next((p for p in _partitions(cluster, observer, "u") if p["LeaderId"] != -1), None),
+                        10, "the observer to see the elected leader")
         assert part["LeaderId"] == second.node_id and part["IsrNodes"] == [second.node_id], part
         # the records only the dead leader had are gone (what "unclean" means); the others are readable
         c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "unclean", "enable.auto.commit": False})
+
+        def high_watermark_at_100():
+            try:
+                return c.get_watermark_offsets(TopicPartition("u", 0), timeout=5)[1] == 100
+            except KafkaException as e:     # NOT_LEADER while the client's metadata catches up
+                assert e.args[0].retriable(), e
+                return False
         try:
-            wait_for(lambda: c.get_watermark_offsets(TopicPartition("u", 0), timeout=5)[1] == 100, 30,
-                     "the new leader's high watermark at 100")
+            wait_for(high_watermark_at_100, 30, "the new leader's high watermark at 100")
         finally:
             c.close()
         _produce(cluster, "u", 150, 10)                     # and it takes writes

@@ -107,6 +107,11 @@ def test_a_stuck_reassignment_is_listed_and_cancelled(cluster):
     _create(cluster, topic, [[2, 3]])
     down = cluster.broker(5)
     down.stop()                                   # registered but fenced: it can never catch up
+
+    def fenced_everywhere():                      # else a client may still be pointed at it
+        return all(down.node_id not in {b["NodeId"] for b in cluster.metadata(b)["Brokers"]}
+                   for b in cluster.brokers if b.alive())
+    wait_for(fenced_everywhere, 20, "every live broker's metadata without the stopped broker")
     admin = _kafka_admin(cluster)
     try:
         assert admin.alter_partition_reassignments({TopicPartition(topic, 0): [2, 5]}) == \
