@@ -126,8 +126,35 @@ _DEFS = [
     _d("log.cleanup.policy", "list", "delete", "Cleanup policy of new topics.", "cleanup.policy"),
     _d("compression.type", "string", "producer", "Topic compression; tierlog keeps the producer's.",
        "compression.type"),
+    _d("log.local.retention.ms", "long", -2, "Local age kept for tiered topics; -2 uses log.retention.ms.",
+       "local.retention.ms"),
+    _d("log.local.retention.bytes", "long", -2, "Local bytes kept for tiered topics; -2 uses log.retention.bytes.",
+       "local.retention.bytes"),
+    # --- tiered storage (KIP-405); remote storage settings are the rsm.config.* keys ---
+    _d("remote.log.storage.system.enable", "boolean", False, "Run tiered storage on this broker (KIP-405)."),
+    _d("remote.log.manager.task.interval.ms", "long", 30000, "How often each leader copies and expires segments."),
+    _d("remote.log.manager.task.retry.backoff.ms", "long", 500, "First backoff after a failed copy or expiration."),
+    _d("remote.log.manager.task.retry.backoff.max.ms", "long", 30000, "Longest backoff after failed copies."),
+    _d("remote.log.manager.task.retry.jitter", "double", 0.2, "Random fraction added to the backoff."),
+    _d("remote.log.manager.copier.thread.pool.size", "int", 10, "Threads uploading segments."),
+    _d("remote.log.manager.expiration.thread.pool.size", "int", 10, "Threads deleting remote segments."),
+    _d("remote.log.manager.follower.thread.pool.size", "int", 2,
+       "Threads building a follower's state from remote storage."),
+    _d("remote.log.manager.copy.max.bytes.per.second", "long", LONG_MAX, "Upload rate limit of this broker."),
+    _d("remote.log.manager.fetch.max.bytes.per.second", "long", LONG_MAX, "Remote read rate limit of this broker."),
+    _d("remote.log.reader.threads", "int", 10, "Threads serving fetches from remote storage."),
+    _d("remote.log.reader.max.pending.tasks", "int", 100,
+       "Remote reads queued for the reader threads; beyond it the partition gets an error."),
+    _d("remote.fetch.max.wait.ms", "int", 500, "Longest a fetch waits for a remote read."),
+    _d("remote.list.offsets.request.timeout.ms", "long", 30000, "Longest a ListOffsets waits for remote storage."),
+    _d("remote.log.index.file.cache.total.size.bytes", "long", 1073741824, "Remote indexes cached on local disk."),
+    _d("remote.log.metadata.topic.num.partitions", "int", 50, "Partitions of __remote_log_metadata."),
+    _d("remote.log.metadata.topic.replication.factor", "int", 3,
+       "Replication factor of __remote_log_metadata (the broker count if smaller)."),
+    _d("remote.log.metadata.topic.retention.ms", "long", -1, "Retention of __remote_log_metadata."),
 ]
 
+PLUGIN_PREFIXES = ("rsm.config.", "rlmm.config.")   # remote storage / metadata plugin settings, passed through
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
 _PARSERS: dict[str, Callable[[str], object]] = {
     "int": int, "long": int, "double": float, "string": str,
@@ -189,7 +216,7 @@ class NodeConfig:
         self.values: dict[str, object] = {}
         for name, d in BROKER_CONFIGS.items():
             self.values[name] = self._parse(d, props.get(name))
-        self.unknown = sorted(k for k in props if k not in BROKER_CONFIGS)
+        self.unknown = sorted(k for k in props if k not in BROKER_CONFIGS and not k.startswith(PLUGIN_PREFIXES))
         if self.values["node.id"] is None:
             raise ConfigError("node.id: required")
         self.listeners = parse_listeners(self.values["listeners"])
@@ -270,6 +297,10 @@ class NodeConfig:
                 out[d.topic_synonym] = ",".join(v) if isinstance(v, list) else str(v).lower() \
                     if isinstance(v, bool) else str(v)
         return out
+
+    def prefixed(self, prefix: str) -> dict[str, str]:
+        """The raw settings under a plugin prefix (``rsm.config.``), prefix kept."""
+        return {k: v for k, v in self.raw.items() if k.startswith(prefix)}
 
     def is_explicit(self, name: str) -> bool:
         return name in self.raw

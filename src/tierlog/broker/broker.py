@@ -47,6 +47,7 @@ class Broker:
         self.background = TaskSet(f"broker {self.node_id}")
         self.fetch_max_bytes = config["fetch.max.bytes"]
         self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
+        self.remote = None      # broker.remote.RemoteTier when remote.log.storage.system.enable, set by the node
 
     async def _allocate_producer_ids(self) -> range:
         """A block from the controller (AllocateProducerIds, 67); ``broker_epoch`` fences stale brokers."""

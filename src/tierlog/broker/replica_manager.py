@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 from tierlog.metadata import MetadataImage, TopicInfo
 from tierlog.net.tasks import TaskSet
@@ -35,9 +36,19 @@ from tierlog.storage import LogConfig, LogManager
 from .fetcher_shell import FetcherShell
 from .partition import Partition
 
-__all__ = ["ReplicaManager"]
+__all__ = ["ReplicaManager", "TierListener"]
 
 log = logging.getLogger(__name__)
+
+
+class TierListener(Protocol):
+    """Tiered storage's view of leadership (``broker.remote``'s RemoteLogManager implements it)."""
+
+    def on_leader(self, part: Partition) -> None: ...          # became leader at a new epoch
+    def on_follower(self, part: Partition) -> None: ...        # started following a (new) leader
+    def on_stopped(self, part: Partition, topic_deleted: bool) -> None: ...   # no longer hosted here
+
+
 TICK_S = 0.2
 RECOVERING = 1          # PartitionRecord LeaderRecoveryState (KIP-704)
 
@@ -68,6 +79,7 @@ class ReplicaManager:
             backoff_ms=int(cfg.get("replica.fetch.backoff.ms", 1000))))
         self.fetcher_shell = FetcherShell(self, image_fn, clock_ms)
         self._tasks = TaskSet(f"replica manager {node_id}")     # the ticker and AlterPartition requests
+        self.tier_listener: TierListener | None = None   # tiered storage follows leadership through it
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
@@ -83,7 +95,7 @@ class ReplicaManager:
                 if self.node_id in p.replicas:
                     wanted[(topic.name, p.partition)] = (topic, p)
         for key in [k for k in self.partitions if k not in wanted]:
-            self._drop(key)
+            self._drop(key, topic_deleted=key[0] not in image.topics)
         for key in [k for k in self.logs.logs() if k not in wanted]:
             log.info("deleting log of %s-%d: not in the metadata image", *key)
             self.logs.delete(*key)
@@ -115,9 +127,11 @@ class ReplicaManager:
             part.log.update_config(config)
         return part
 
-    def _drop(self, key) -> None:
+    def _drop(self, key, topic_deleted: bool = False) -> None:
         part = self.partitions.pop(key, None)
         if part is not None:
+            if self.tier_listener is not None:
+                self.tier_listener.on_stopped(part, topic_deleted)
             self._by_id.pop((part.topic_id, part.index), None)
             self.fetchers.stop_following((part.topic_id, part.index))
             part.leader_state = None
@@ -175,6 +189,8 @@ class ReplicaManager:
                 log.info("%s-%d: leader at epoch %d (isr %s, hw %d, leo %d)", part.topic, part.index,
                          p.leader_epoch, list(p.isr), hw, leo)
                 self._on_update(part, part.leader_state.on_leader_append(leo, now))
+                if self.tier_listener is not None:
+                    self.tier_listener.on_leader(part)
             else:
                 self._on_update(part, ls.on_partition_metadata(
                     leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, isr=tuple(p.isr),
@@ -188,6 +204,8 @@ class ReplicaManager:
         if p.leader >= 0:
             if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.log):
                 log.info("%s-%d: following %d at epoch %d", part.topic, part.index, p.leader, p.leader_epoch)
+                if self.tier_listener is not None:
+                    self.tier_listener.on_follower(part)
         else:
             self.fetchers.stop_following(id_key)
 
