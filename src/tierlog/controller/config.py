@@ -24,6 +24,7 @@ class ControllerConfig:
     auto_leader_rebalance_enable: bool = True       # auto.leader.rebalance.enable
     leader_imbalance_per_broker_percentage: int = 10    # leader.imbalance.per.broker.percentage
     leader_imbalance_check_interval_ms: int = 300_000   # leader.imbalance.check.interval.seconds, in ms
+    remote_log_storage_system_enable: bool = False  # remote.log.storage.system.enable (KIP-405)
     topic_defaults: Mapping[str, object] = field(default_factory=dict)  # topic config name -> broker-level default
 
     @classmethod
@@ -51,6 +52,7 @@ class ControllerConfig:
             auto_leader_rebalance_enable=_bool(get("auto.leader.rebalance.enable", True)),
             leader_imbalance_per_broker_percentage=int(get("leader.imbalance.per.broker.percentage", 10)),
             leader_imbalance_check_interval_ms=_check_interval_ms(get("leader.imbalance.check.interval.seconds", 300)),
+            remote_log_storage_system_enable=_bool(get("remote.log.storage.system.enable", False)),
             topic_defaults=dict(topic_defaults or {}),
         )
 

@@ -21,6 +21,7 @@ from tierlog.metadata.records import (
 )
 from tierlog.metadata.topic_rules import (
     RuleError,
+    TieringRules,
     apply_config_op,
     validate_topic_configs,
 )
@@ -65,7 +66,9 @@ class ConfigControlManager:
             after = dict(before)
             for c in r["Configs"]:
                 apply_config_op(after, c["Name"], c["ConfigOperation"], c["Value"])
-            validate_topic_configs(after, self.config.topic_defaults)
+            was_tiered = str(before.get("remote.storage.enable", "false")).lower() == "true"
+            validate_topic_configs(after, self.config.topic_defaults,
+                                   TieringRules(name, self.config.remote_log_storage_system_enable, was_tiered))
         elif kind == CONFIG_RESOURCE_BROKER:
             if name != "" and not name.lstrip("-").isdigit():
                 raise RuleError(ErrorCode.INVALID_REQUEST, f"Broker resource name {name!r} is not a broker id.")

@@ -33,6 +33,7 @@ from tierlog.metadata.records import (
 from tierlog.metadata.topic_rules import (
     MAX_PARTITIONS,
     RuleError,
+    TieringRules,
     validate_topic_configs,
     validate_topic_name,
 )
@@ -83,7 +84,8 @@ class ReplicationControlManager:
             raise RuleError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         assignments = self._assignments(t, image)
         configs = {c["Name"]: c["Value"] for c in t["Configs"]}
-        validate_topic_configs(configs, self.config.topic_defaults)
+        validate_topic_configs(configs, self.config.topic_defaults,
+                               TieringRules(name, self.config.remote_log_storage_system_enable))
         usable = image.usable_brokers()
         topic_id = uuid.UUID(int=self.rng.getrandbits(128), version=4).bytes
         records = [TopicRecord(name=name, topic_id=topic_id)]

@@ -21,6 +21,7 @@ __all__ = [
     "SET",
     "SUBTRACT",
     "RuleError",
+    "TieringRules",
     "apply_config_op",
     "validate_topic_configs",
     "validate_topic_name",
@@ -49,8 +50,10 @@ def validate_topic_name(name: str | None) -> None:
                         f"Topic name {name!r} has characters other than ASCII letters, digits, '.', '_' and '-'.")
 
 
-def validate_topic_configs(configs: Mapping[str, str | None], topic_defaults: Mapping[str, object]) -> None:
-    """Known topic config names with values that parse and agree with each other."""
+def validate_topic_configs(configs: Mapping[str, str | None], topic_defaults: Mapping[str, object],
+                           tiering: TieringRules | None = None) -> None:
+    """Known topic config names with values that parse and agree with each other
+    (and, given ``tiering``, Kafka's rules for ``remote.storage.enable``)."""
     unknown = [k for k in configs if k not in TOPIC_CONFIGS]
     if unknown:
         raise RuleError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
@@ -58,9 +61,38 @@ def validate_topic_configs(configs: Mapping[str, str | None], topic_defaults: Ma
     if missing:
         raise RuleError(ErrorCode.INVALID_CONFIG, f"Null value for topic config {missing[0]}")
     try:
-        LogConfig.from_props({**topic_defaults, **configs})
+        config = LogConfig.from_props({**topic_defaults, **configs})
     except ValueError as e:
         raise RuleError(ErrorCode.INVALID_CONFIG, str(e)) from None
+    if tiering is not None:
+        tiering.check(config)
+
+
+class TieringRules:
+    """Kafka's checks of ``remote.storage.enable`` that need more than the topic's own configs.
+
+    - the controller's ``remote.log.storage.system.enable`` must be on to turn it on;
+    - internal topics (names starting with ``__``) are never tiered;
+    - once on, it may be turned off only together with ``remote.log.delete.on.disable=true``
+      (KIP-950: the remote data is then deleted).
+    """
+
+    def __init__(self, topic: str, system_enabled: bool, was_enabled: bool = False):
+        self.topic = topic
+        self.system_enabled = system_enabled
+        self.was_enabled = was_enabled
+
+    def check(self, config: LogConfig) -> None:
+        if config.remote_storage_enable:
+            if not self.system_enabled:
+                raise RuleError(ErrorCode.INVALID_CONFIG, "Tiered storage is disabled on the controller "
+                                "(remote.log.storage.system.enable=false): remote.storage.enable cannot be set.")
+            if self.topic.startswith("__"):
+                raise RuleError(ErrorCode.INVALID_CONFIG,
+                                f"Internal topic '{self.topic}' cannot be tiered (remote.storage.enable).")
+        elif self.was_enabled and not config.values["remote.log.delete.on.disable"]:
+            raise RuleError(ErrorCode.INVALID_CONFIG, "remote.storage.enable can be turned off only together with "
+                            "remote.log.delete.on.disable=true (its remote data is then deleted).")
 
 
 def apply_config_op(configs: dict[str, str], name: str, op: int, value: str | None,

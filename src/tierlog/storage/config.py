@@ -256,6 +256,9 @@ class LogConfig:
     def _check_combinations(self) -> None:
         if self.values["min.compaction.lag.ms"] > self.values["max.compaction.lag.ms"]:
             raise ValueError("min.compaction.lag.ms: must not exceed max.compaction.lag.ms")
+        if self.remote_storage_enable and self.compact_enabled:
+            raise ValueError("remote.storage.enable: remote log storage is only supported for topics with "
+                             "cleanup.policy=delete")
         if self.remote_storage_enable:
             _check_local_retention("local.retention.ms", self.values["local.retention.ms"], self.retention_ms)
             _check_local_retention("local.retention.bytes", self.values["local.retention.bytes"], self.retention_bytes)
