@@ -4,6 +4,9 @@ Each node gets ``<data-dir>/node-<id>/server.properties`` (so it can be
 restarted by hand with ``tierlog node --config``) and its log dir beside it.
 All nodes share one cluster id (kept across runs of the same data dir) and the
 ``controller.quorum.voters`` list.
+Tiered storage is on (``remote.log.storage.system.enable``) with remote storage
+in ``<data-dir>/remote-storage`` unless ``--remote-storage DIR|s3://BUCKET/PREFIX``
+says otherwise; a topic is tiered with ``--config remote.storage.enable=true``.
 The command prints ``bootstrap.servers=...`` once every node accepts clients
 and stops the nodes cleanly (SIGTERM, then waits) on Ctrl-C or SIGTERM.
 """
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tierlog.parent_watch import child_env, exit_with_parent
+from tierlog.tiered.factory import RemoteStorageConfigError, location_settings
 
 from .cmd_node import parse_overrides
 from .errors import CliError
@@ -49,6 +53,9 @@ def register(subparsers) -> None:
     p.add_argument("--combined", action="store_true",
                    help="run the controllers inside broker processes (nodes 1..N have both roles); "
                         "--controllers 1 --brokers 1 --combined is the single-process development mode")
+    p.add_argument("--remote-storage", metavar="DIR|s3://BUCKET/PREFIX",
+                   help="where tiered topics' old segments go (default <data-dir>/remote-storage); "
+                        "S3 endpoint, region and path style through --set rsm.config.storage.s3.*")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config on every node (repeatable)")
     p.set_defaults(func=run)
@@ -99,6 +106,19 @@ def node_properties(plan: NodePlan, host: str, voters: str, cluster_id: str, log
     return "\n".join(lines) + "\n"
 
 
+def tiering_properties(location: str | None, data_dir: Path) -> dict[str, str]:
+    """Tiered storage on every node (KIP-405), remote storage in ``location`` or ``<data-dir>/remote-storage``."""
+    if location is None:
+        location = str(data_dir / "remote-storage")
+    elif not location.startswith("s3://"):
+        location = str(Path(location).resolve())
+    try:
+        settings = location_settings(location)
+    except RemoteStorageConfigError as e:
+        raise CliError(f"--remote-storage: {e}") from None
+    return {"remote.log.storage.system.enable": "true", **settings}
+
+
 def _parse_listen(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not host:
@@ -110,8 +130,8 @@ def run(args) -> int:
     exit_with_parent()
     host, port = _parse_listen(args.listen)
     plans = plan_cluster(args.controllers, args.brokers, args.combined, port)
-    overrides = parse_overrides(args.set)
     data_dir = Path(args.data_dir).resolve()
+    overrides = {**tiering_properties(args.remote_storage, data_dir), **parse_overrides(args.set)}
     cluster_id = _cluster_id(data_dir)
     voters = ",".join(f"{p.node_id}@{host}:{p.controller_port}" for p in plans if "controller" in p.roles)
     procs = []

@@ -33,6 +33,7 @@ __all__ = [
     "S3_PREFIX",
     "S3_REGION",
     "RemoteStorageConfigError",
+    "location_settings",
     "object_store_from_config",
     "object_store_from_location",
 ]
@@ -85,12 +86,16 @@ def _s3_settings(settings: dict[str, str]) -> S3Settings:
         raise RemoteStorageConfigError(f"bad S3 remote storage settings: {exc}") from None
 
 
-def object_store_from_location(location: str, settings: dict[str, str] | None = None) -> ObjectStore:
-    """``DIR`` or ``s3://BUCKET/PREFIX`` (other S3 settings from ``settings``)."""
-    settings = dict(settings or {})
+def location_settings(location: str) -> dict[str, str]:
+    """The ``rsm.config.storage.*`` entries ``DIR`` or ``s3://BUCKET/PREFIX`` stands for."""
     if location.startswith("s3://"):
         bucket, _, prefix = location[len("s3://"):].partition("/")
-        settings.update({BACKEND: "s3", S3_BUCKET: bucket, S3_PREFIX: prefix})
-    else:
-        settings.update({BACKEND: "fs", FS_ROOT: location})
-    return object_store_from_config(settings)
+        if not bucket:
+            raise RemoteStorageConfigError(f"no bucket in {location!r}: want s3://BUCKET/PREFIX")
+        return {BACKEND: "s3", S3_BUCKET: bucket, S3_PREFIX: prefix}
+    return {BACKEND: "fs", FS_ROOT: location}
+
+
+def object_store_from_location(location: str, settings: dict[str, str] | None = None) -> ObjectStore:
+    """``DIR`` or ``s3://BUCKET/PREFIX`` (other S3 settings from ``settings``)."""
+    return object_store_from_config({**(settings or {}), **location_settings(location)})
