@@ -18,6 +18,11 @@ A description is a plain dict, the same one ``--json`` prints::
                      "isr": [1], "elr": [2], "last_known_elr": [], "offline": [3],
                      "adding": [], "removing": []}]}
 
+From source 1 each partition also carries ``log_start_offset``,
+``local_log_start_offset`` and ``highest_tiered_offset`` (-1: nothing in remote
+storage), asked of its leader with ListOffsets (``log_offsets``); null when the
+leader did not answer.
+
 ``leader`` is null when the partition has none. ``leader_epoch``, ``elr``,
 ``last_known_elr`` and ``offline`` are null when the source (2 or 3) does not
 carry them; ``adding`` and ``removing`` are null unless the broker serves
@@ -36,6 +41,7 @@ from confluent_kafka.admin import AdminClient
 
 from tierlog.cli import broker_wire
 from tierlog.cli.connection import Connection
+from tierlog.cli.log_offsets import add_log_offsets
 from tierlog.cli.render import make_table, note, print_json, print_table
 from tierlog.cli.topic_partitions import (
     describe_partitions,
@@ -143,7 +149,9 @@ def describe(args: argparse.Namespace, names: list[str]) -> list[dict]:
     if broker_wire.usable(args):
         with broker_wire.BrokerWire(args.bootstrap_server, args.timeout) as wire:
             if wire.version(ApiKey.DESCRIBE_TOPIC_PARTITIONS) is not None:
-                return describe_partitions(wire, names)
+                descriptions = describe_partitions(wire, names)
+                add_log_offsets(wire, descriptions)
+                return descriptions
     return _describe_with_librdkafka(args, names)
 
 
@@ -169,7 +177,18 @@ def _columns(partitions: list[dict]) -> list[tuple[str, object]]:
     optional = (("LastKnownElr", "last_known_elr"), ("Offline", "offline"),
                 ("Adding", "adding"), ("Removing", "removing"))
     columns += [(heading, lambda p, k=key: _ids(p.get(k) or [])) for heading, key in optional if present(key)]
+    if partitions and all("highest_tiered_offset" in p for p in partitions):
+        columns += [(heading, lambda p, k=key: _offset(p[k])) for heading, key in _OFFSET_COLUMNS]
     return columns
+
+
+_OFFSET_COLUMNS = (("LogStartOffset", "log_start_offset"), ("LocalLogStartOffset", "local_log_start_offset"),
+                   ("HighestTieredOffset", "highest_tiered_offset"))
+
+
+def _offset(value: int | None) -> str:
+    """An offset cell: ``?`` when the leader did not say, ``-`` for -1 (nothing tiered)."""
+    return "?" if value is None else "-" if value < 0 else str(value)
 
 
 def _show(description: dict) -> None:
