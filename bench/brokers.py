@@ -77,13 +77,16 @@ class Broker:
         return self.process.returncode
 
 
-def start_broker(name: str, workdir: Path) -> Broker:
-    """Start broker ``name`` with its files under ``workdir``; returns once it serves Metadata."""
+def start_broker(name: str, workdir: Path, props: dict | None = None, env: dict | None = None) -> Broker:
+    """Start broker ``name`` with its files under ``workdir``; returns once it serves Metadata.
+    ``props``: extra tierlog settings; ``env``: extra environment variables."""
     starters = {"tierlog": _start_tierlog, "tansu": _start_tansu}
     if name not in starters:
         raise ValueError(f"unknown broker {name!r}; known: {', '.join(BROKERS)}")
+    if props and name != "tierlog":
+        raise ValueError("extra settings are for tierlog only")
     workdir.mkdir(parents=True, exist_ok=True)
-    broker = starters[name](workdir, free_port())
+    broker = starters[name](workdir, free_port(), props or {}, env or {})
     try:
         _wait_ready(broker)
     except BaseException:
@@ -99,21 +102,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_tierlog(workdir: Path, port: int) -> Broker:
+def _start_tierlog(workdir: Path, port: int, props: dict, env: dict) -> Broker:
     config = workdir / "server.properties"
-    config.write_text(
-        "node.id=1\n"
-        f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
-        f"log.dirs={workdir / 'data'}\n")
+    settings = {"node.id": 1, "listeners": f"PLAINTEXT://127.0.0.1:{port}", "log.dirs": workdir / "data", **props}
+    config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
     cmd = [sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(config)]
-    return _spawn("tierlog", cmd, workdir, port, ready_line="node ")
+    return _spawn("tierlog", cmd, workdir, port, ready_line="node ", env=env)
 
 
-def _start_tansu(workdir: Path, port: int) -> Broker:
+def _start_tansu(workdir: Path, port: int, _props: dict, env: dict) -> Broker:
     url = f"tcp://127.0.0.1:{port}"
     cmd = [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
            "--storage-engine", "memory://tansu/"]
-    return _spawn("tansu", cmd, workdir, port, ready_line=None)
+    return _spawn("tansu", cmd, workdir, port, ready_line=None, env=env)
 
 
 def tansu_binary() -> str:
@@ -141,11 +142,12 @@ def _broker_env() -> dict:
     return {k: v for k, v in os.environ.items() if k not in tansu_vars}
 
 
-def _spawn(name: str, cmd: list[str], workdir: Path, port: int, ready_line: str | None) -> Broker:
+def _spawn(name: str, cmd: list[str], workdir: Path, port: int, ready_line: str | None,
+           env: dict | None = None) -> Broker:
     stdout_path, stderr_path = workdir / f"{name}.stdout", workdir / f"{name}.stderr"
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                cwd=workdir, env=_broker_env())
+                                cwd=workdir, env={**_broker_env(), **(env or {})})
     return Broker(name, port, proc, workdir, stdout_path, stderr_path, {"ready_line": ready_line})
 
 
