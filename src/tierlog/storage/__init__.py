@@ -31,7 +31,7 @@ from tierlog.storage.log import Log, SegmentInfo
 from tierlog.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 from tierlog.storage.partition_metadata import topic_id_from_str, topic_id_to_str
 from tierlog.storage.producer_state import ProducerStateError
-from tierlog.storage.results import AppendResult, FileRegion, ReadResult
+from tierlog.storage.results import AppendResult, FileRegion, ReadResult, RolledSegment
 
 __all__ = [
     "CLEAN_SHUTDOWN_FILE",
@@ -55,6 +55,7 @@ __all__ = [
     "OffsetOutOfRangeError",
     "ProducerStateError",
     "ReadResult",
+    "RolledSegment",
     "SegmentInfo",
     "TopicConfigDef",
     "UnexpectedAppendOffsetError",

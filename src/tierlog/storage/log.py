@@ -65,8 +65,10 @@ from tierlog.storage.log_read import (
     segment_infos,
 )
 from tierlog.storage.partition_metadata import reconcile_topic_id
+from tierlog.storage.producer_snapshot import decode_snapshot
+from tierlog.storage.producer_snapshots import ProducerSnapshots
 from tierlog.storage.producer_state import ProducerStateManager
-from tierlog.storage.results import AppendResult, ReadResult
+from tierlog.storage.results import AppendResult, ReadResult, RolledSegment
 from tierlog.storage.roll import roll_jitter_ms, should_roll
 from tierlog.storage.segment import LogSegment
 
@@ -106,6 +108,8 @@ class Log:
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._producers = ProducerStateManager()
+        self._snapshots = ProducerSnapshots(directory)
+        self._snapshots.delete_above(self.log_end_offset)
         self._rebuild_producers()
         self._jitter_active()
 
@@ -205,7 +209,6 @@ class Log:
             base = self.log_end_offset
             append_time = now_ms if self.config.log_append_time else NO_TIMESTAMP
             headers = stamp(records, validated, base, leader_epoch, append_time)
-            self._producers.update(headers)
             self._epochs.assign_leader_epoch(leader_epoch, base)
             self._append_batches(records, headers, now_ms)
             max_timestamp = append_time if append_time != NO_TIMESTAMP else validated.max_timestamp
@@ -224,7 +227,6 @@ class Log:
             check_follower_offsets(validated.headers, self.log_end_offset)
             for header in validated.headers:
                 self._epochs.assign_from_batch(header.partition_leader_epoch, header.base_offset)
-            self._producers.update(validated.headers)
             self._append_batches(records, validated.headers, now_ms)
             first, last = validated.headers[0], validated.headers[-1]
             append_time = last.max_timestamp if last.timestamp_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
@@ -245,8 +247,16 @@ class Log:
             self._epochs.assign_leader_epoch(leader_epoch, start_offset)
 
     def _rebuild_producers(self) -> None:
-        """Idempotent producer state from the batch headers of the last two segments."""
-        self._producers.rebuild(h for seg in self._segments[-2:] for _pos, h in scan_headers(seg.fd, 0, seg.size))
+        """Idempotent producer state: the latest ``.snapshot`` and the batches after it,
+        or without one the batch headers of the last two segments."""
+        found = self._snapshots.latest(self.log_end_offset)
+        if found is None:
+            self._producers.rebuild(h for seg in self._segments[-2:] for _pos, h in scan_headers(seg.fd, 0, seg.size))
+            return
+        offset, entries = found
+        first = self._segment_index(offset) if offset >= self._segments[0].base_offset else 0
+        self._producers.rebuild((h for seg in self._segments[first:] for _pos, h in scan_headers(seg.fd, 0, seg.size)
+                                 if h.base_offset >= offset), entries)
 
     def _append_batches(self, records, headers: list[BatchHeader], now_ms: int) -> None:
         """Write batches, rolling between groups that would overflow segment.bytes."""
@@ -260,6 +270,7 @@ class Log:
                 j += 1
             segment = self._maybe_roll(size, max_timestamp, headers[i].base_offset, headers[j - 1].last_offset, now_ms)
             segment.append(view[position:position + size], headers[i:j])
+            self._producers.update(headers[i:j])        # after a roll's snapshot, which is of the state before
             position, i = position + size, j
 
     # --- rolling -------------------------------------------------------------------------------
@@ -280,6 +291,7 @@ class Log:
         else:
             old.write_out_indexes()
             self._roll_flush_offset = new_base
+            self._snapshots.write(new_base, self._producers.snapshot())
         config = self.config
         segment = LogSegment.create(self.directory, new_base, config.index_interval_bytes, config.segment_index_bytes,
                                     now_ms)
@@ -439,6 +451,34 @@ class Log:
         finally:
             self._flush_queued = False
 
+    # --- tiered storage (KIP-405) ------------------------------------------------------------------
+
+    def rolled_segments(self) -> list[RolledSegment]:
+        """Every segment but the active one, oldest first, as an upload sees it."""
+        with self._lock, self._io():
+            return [RolledSegment(seg.base_offset, nxt.base_offset, seg.size, seg.largest_timestamp_or_mtime(),
+                                  seg.log_path, seg.offset_index.path, seg.time_index.path)
+                    for seg, nxt in zip(self._segments, self._segments[1:], strict=False)]
+
+    def producer_snapshot_file(self, offset: int) -> Path | None:
+        """The ``<offset>.snapshot`` file, if this log wrote one (at the roll to a segment based there)."""
+        return self._snapshots.path(offset)
+
+    def rebuild_from_remote(self, log_start_offset: int, local_log_start_offset: int,
+                            epoch_entries: list[tuple[int, int]], producer_snapshot: bytes | None) -> None:
+        """KIP-405's follower path ("buildRemoteLogAuxState"): an empty log at
+        ``local_log_start_offset`` whose log start is ``log_start_offset``, with the epoch
+        history and the producer state of the remote segment ending just below it."""
+        entries = decode_snapshot(producer_snapshot) if producer_snapshot else []
+        with self._lock, self._io():
+            self._truncate_fully(local_log_start_offset, log_start_offset)
+            for epoch, start in epoch_entries:
+                if start < local_log_start_offset:
+                    self._epochs.assign_leader_epoch(epoch, start)
+            self._epochs.truncate_from_start(log_start_offset)
+            self._producers.rebuild((), entries)
+            self._snapshots.write(local_log_start_offset, entries)
+
     # --- retention and truncation ------------------------------------------------------------------
 
     def enforce_retention(self, now_ms: int, high_watermark: int | None = None) -> int:
@@ -458,6 +498,7 @@ class Log:
             del self._segments[:count]
             del self._bases[:count]
             self._after_start_moved()
+            self._snapshots.delete_below(self._segments[0].base_offset)
         return count
 
     def _after_start_moved(self) -> None:
@@ -497,6 +538,7 @@ class Log:
             self.log_start_offset = min(self.log_start_offset, end)
             self.recovery_point = min(self.recovery_point, end)
             self._truncations += 1
+            self._snapshots.delete_above(end)
             self._rebuild_producers()
             self._jitter_active()
             return True
@@ -514,6 +556,7 @@ class Log:
         self._segments = [segment]
         self._bases = [offset]
         self._epochs.clear()
+        self._snapshots.delete_above(-1)
         self._producers.rebuild(())
         self.log_start_offset = offset if log_start_offset is None else log_start_offset
         self._local_start_floor = offset
@@ -554,6 +597,7 @@ class Log:
         with self._lock, self._io():
             self.directory.rename(directory)
             self.directory = directory
+            self._snapshots.directory = directory
             self._epochs.path = directory / self._epochs.path.name
             for segment in self._segments + [s for _w, s in self._pending_deletes]:
                 segment.move_to(directory)
@@ -566,6 +610,7 @@ class Log:
                 with self._io():
                     for segment in self._segments[self._segment_index(self.recovery_point):]:
                         segment.write_out_indexes()
+                    self._snapshots.write(self.log_end_offset, self._producers.snapshot())
         try:
             if online:
                 self.flush(self._clock_ms)

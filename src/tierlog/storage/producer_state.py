@@ -13,7 +13,8 @@ offset).  An incoming batch is
 
 An unknown producer (new, or state lost with old segments) is accepted at any
 sequence.  The state is rebuilt from batch headers when a log is opened
-(``rebuild``), so duplicates are caught across restarts too.  Sans-IO: batch
+(``rebuild``, from the latest ``.snapshot`` file and the batches after it), so
+duplicates are caught across restarts too; ``snapshot`` is what such a file holds.  Sans-IO: batch
 headers in, verdicts out.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from tierlog.protocol.errors import ErrorCode
+from tierlog.storage.producer_snapshot import SnapshotEntry
 
 __all__ = ["MAX_CACHED_BATCHES", "Duplicate", "ProducerStateError", "ProducerStateManager"]
 
@@ -45,6 +47,7 @@ class Duplicate:
 class _Producer:
     epoch: int
     batches: deque = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
+    last_timestamp: int = -1
 
     @property
     def last_sequence(self) -> int:
@@ -106,10 +109,24 @@ class ProducerStateManager:
             if p is None or h.producer_epoch > p.epoch:
                 p = self._producers[h.producer_id] = _Producer(h.producer_epoch)
             p.batches.append((h.base_sequence, _last_sequence(h), h.base_offset, h.last_offset))
+            p.last_timestamp = h.max_timestamp
 
-    def rebuild(self, headers) -> None:
-        """Forget everything and replay batch headers in log order."""
+    def rebuild(self, headers, snapshot: list[SnapshotEntry] = ()) -> None:
+        """Forget everything, load ``snapshot`` and replay batch headers (after it) in log order."""
         self._producers.clear()
+        for e in snapshot:
+            first = (e.last_sequence - e.offset_delta) % (INT32_MAX + 1)
+            p = self._producers[e.producer_id] = _Producer(e.epoch, last_timestamp=e.timestamp)
+            p.batches.append((first, e.last_sequence, e.last_offset - e.offset_delta, e.last_offset))
         for h in headers:
             if not h.is_control:
                 self.update((h,))
+
+    def snapshot(self) -> list[SnapshotEntry]:
+        """The state as Kafka's snapshot holds it: each producer's epoch and last batch."""
+        out = []
+        for pid, p in sorted(self._producers.items()):
+            if p.batches:
+                _first, last_seq, base, last = p.batches[-1]
+                out.append(SnapshotEntry(pid, p.epoch, last_seq, last, last - base, p.last_timestamp))
+        return out

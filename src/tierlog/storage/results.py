@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["AppendResult", "FileRegion", "ReadResult"]
+__all__ = ["AppendResult", "FileRegion", "ReadResult", "RolledSegment"]
 
 
 class FileRegion:
@@ -60,3 +61,15 @@ class AppendResult(NamedTuple):
     log_start_offset: int
     max_timestamp: int
     record_count: int
+
+
+class RolledSegment(NamedTuple):
+    """A segment that is no longer active, as tiered storage uploads it (``Log.rolled_segments``)."""
+
+    base_offset: int
+    next_offset: int            # exclusive: the next segment's base offset
+    size: int
+    max_timestamp_ms: int       # largest record timestamp, or the file's mtime without one
+    log_path: Path
+    offset_index_path: Path
+    time_index_path: Path

@@ -139,7 +139,7 @@ def test_deleted_segments_stay_readable_until_the_delay(tmp_path):
     assert region.read() == before
     log.tick(NOW + DAY + 5000)
     assert not first.log_path.with_name(first.log_path.name + ".deleted").exists()
-    assert sorted(p.suffix for p in log.directory.glob("0*")) == [".index", ".log", ".timeindex"]
+    assert sorted(p.suffix for p in log.directory.glob("0*")) == [".index", ".log", ".snapshot", ".timeindex"]
 
 
 # --- truncation ----------------------------------------------------------------------------------

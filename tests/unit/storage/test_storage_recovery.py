@@ -153,7 +153,7 @@ def test_leftover_deleted_and_tmp_files_are_removed(tmp_path):
     Log.open(log.directory, config(), NOW).close()
     names = sorted(p.name for p in log.directory.iterdir())
     assert names == ["00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex",
-                     "leader-epoch-checkpoint"]
+                     "00000000000000000009.snapshot", "leader-epoch-checkpoint"]
 
 
 _CHILD = textwrap.dedent("""

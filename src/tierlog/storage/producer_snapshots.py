@@ -1,0 +1,66 @@
+"""The ``.snapshot`` files of one partition directory (see ``producer_snapshot`` for the format).
+
+Written without fsync (a lost or torn snapshot only costs a longer replay: a
+file that does not decode is ignored and the state is rebuilt from the batches).
+Snapshots above a truncation point are deleted with the data; below the local
+log start they go with the segments, except the latest one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from tierlog.storage.producer_snapshot import (
+    ProducerSnapshotError,
+    SnapshotEntry,
+    decode_snapshot,
+    encode_snapshot,
+    snapshot_offset,
+    snapshot_path,
+)
+
+__all__ = ["ProducerSnapshots"]
+
+log = logging.getLogger(__name__)
+
+
+class ProducerSnapshots:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def offsets(self) -> list[int]:
+        found = (snapshot_offset(p) for p in self.directory.iterdir())
+        return sorted(o for o in found if o is not None)
+
+    def path(self, offset: int) -> Path | None:
+        path = snapshot_path(self.directory, offset)
+        return path if path.exists() else None
+
+    def write(self, offset: int, entries: list[SnapshotEntry]) -> None:
+        path = snapshot_path(self.directory, offset)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(encode_snapshot(entries))
+        os.replace(tmp, path)
+
+    def latest(self, at_most: int) -> tuple[int, list[SnapshotEntry]] | None:
+        """The newest readable snapshot at or below ``at_most``."""
+        for offset in reversed([o for o in self.offsets() if o <= at_most]):
+            try:
+                return offset, decode_snapshot(snapshot_path(self.directory, offset).read_bytes())
+            except (OSError, ProducerSnapshotError) as exc:
+                log.warning("%s: ignoring producer snapshot at %d: %s", self.directory.name, offset, exc)
+        return None
+
+    def delete_above(self, offset: int) -> None:
+        for o in self.offsets():
+            if o > offset:
+                snapshot_path(self.directory, o).unlink(missing_ok=True)
+
+    def delete_below(self, offset: int) -> None:
+        """Drop snapshots below ``offset`` but the newest of all."""
+        offsets = self.offsets()
+        for o in offsets[:-1]:
+            if o < offset:
+                snapshot_path(self.directory, o).unlink(missing_ok=True)
