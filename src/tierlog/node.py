@@ -33,6 +33,7 @@ from tierlog.broker.apis import REGISTRY as BROKER_APIS
 from tierlog.broker.broker import Broker
 from tierlog.broker.controller_channel import ControllerChannel
 from tierlog.broker.lifecycle import BrokerLifecycleManager, Endpoint
+from tierlog.broker.remote.tier import RemoteTier
 from tierlog.broker.replica_manager import ReplicaManager
 from tierlog.clock import wall_clock_ms
 from tierlog.config import ConfigError, NodeConfig, parse_properties
@@ -108,6 +109,7 @@ class Node:
         self._ports: dict[str, int] = {}            # listener name -> bound port
         self.peers: Peers | None = None
         self.replicas: ReplicaManager | None = None
+        self.remote: RemoteTier | None = None       # tiered storage, when remote.log.storage.system.enable
         self._stopped = asyncio.Event()
 
     @property
@@ -175,8 +177,13 @@ class Node:
         self.replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms, controller_channel,
                                        lambda: manager.broker_epoch, lambda: loader.image,
                                        {k: cfg[k] for k in REPLICATION_SETTINGS})
-        self.broker = Broker(cfg, MetadataView(loader), controller_channel, self.replicas, manager,
+        metadata_view = MetadataView(loader)
+        self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
                              api_versions_list(BROKER_APIS))
+        if cfg["remote.log.storage.system.enable"]:
+            self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms)
+            self.broker.remote = self.replicas.remote = self.remote
+            self.replicas.tier_listener = self.remote.log_manager
         for listener_cfg, sock in sockets:
             await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS), sock)
         self.lifecycle = LifecycleLoop(manager, controller_channel,
@@ -192,6 +199,8 @@ class Node:
         # logs to keep: an image replayed halfway would look like deleted topics.
         replicas = self.replicas
         replicas.start()
+        if self.remote is not None:
+            await self.remote.start()
         replicas.apply_image(loader.image)
         loader.subscribe(lambda image, delta: replicas.apply_image(image))
 
@@ -235,6 +244,8 @@ class Node:
         await self._tasks.close()
         if self.broker is not None:
             await self.broker.close()
+        if self.remote is not None:
+            await self.remote.close()
         if self.replicas is not None:
             await self.replicas.stop()
         if self.controller_server is not None:

@@ -80,6 +80,7 @@ class ReplicaManager:
         self.fetcher_shell = FetcherShell(self, image_fn, clock_ms)
         self._tasks = TaskSet(f"replica manager {node_id}")     # the ticker and AlterPartition requests
         self.tier_listener: TierListener | None = None   # tiered storage follows leadership through it
+        self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))

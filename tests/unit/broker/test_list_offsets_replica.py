@@ -1,4 +1,5 @@
 """ListOffsets LATEST by who asks: a consumer gets the high watermark, a replica the log end offset."""
+import asyncio
 from types import SimpleNamespace
 
 from tierlog.broker.apis import api_02_list_offsets as list_offsets
@@ -16,6 +17,7 @@ class FakeBroker:
 
     def __init__(self, part: Partition, node_id: int):
         self.part, self.node_id = part, node_id
+        self.remote = None          # tiering off
 
     def led_partition(self, topic, index):
         if (topic, index) != self.part.key:
@@ -35,7 +37,7 @@ def _partition(tmp_path, records=10, high_watermark=6, leader_id=1) -> Partition
 def _ask(broker, replica_id, timestamp, isolation=0, version=7, epoch=-1) -> dict:
     request = {"ReplicaId": replica_id, "IsolationLevel": isolation, "Topics": [
         {"Name": "t", "Partitions": [{"PartitionIndex": 0, "CurrentLeaderEpoch": epoch, "Timestamp": timestamp}]}]}
-    resp = list_offsets.handle(broker, SimpleNamespace(api_version=version), request)
+    resp = asyncio.run(list_offsets.handle(broker, SimpleNamespace(api_version=version), request))
     return resp["Topics"][0]["Partitions"][0]
 
 

@@ -17,14 +17,22 @@
   of that follower (``ReplicaManager.on_follower_fetch``: ISR, high watermark)
   with its FetchOffset, ReplicaEpoch and the v19 KIP-1303 LocalLogStartTimestamp
   / LocalLogSizeBytes; a diverging or out-of-range fetch does not.
-Records are file regions: the transport sends them with os.sendfile.
+- Tiered logs (KIP-405): a consumer's fetch below the local log start is served
+  from remote storage (``broker.remote.reader``), every such partition at once,
+  each waiting at most remote.fetch.max.wait.ms (then it comes back empty); no
+  long poll when one was asked; a follower's gets OFFSET_MOVED_TO_TIERED_STORAGE.
+Records are file regions (the transport sends them with os.sendfile), or bytes
+read from remote storage.
 """
 from __future__ import annotations
+
+import asyncio
 
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 from tierlog.storage import KafkaStorageError, OffsetOutOfRangeError
+from tierlog.tiered.read_rules import FetchSource, TieredLogState, fetch_source
 
 from ..fetch_session import FetchSessionError, SessionPartition
 from ..leader_hint import HINTED_ERRORS, LeaderHints
@@ -49,7 +57,9 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0), max_bytes,
                       follower)
     wait_ms = min(request["MaxWaitMs"], broker.fetch_wait_max_ms)
-    if wait_ms > 0 and not _satisfied(reads, request["MinBytes"]):
+    if any(r.remote for r in reads):
+        await _read_remote(broker, reads, max_bytes)
+    elif wait_ms > 0 and not _satisfied(reads, request["MinBytes"]):
         keys = [r.key for r in reads if r.key is not None]
         await broker.replicas.wait_for_data(keys, wait_ms / 1000)
         reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0),
@@ -87,13 +97,14 @@ def _replica_id(request, version) -> int:
 
 
 class _Read:
-    __slots__ = ("diverging", "error", "hw", "key", "log_start", "lso", "parts", "size", "sp")
+    __slots__ = ("diverging", "error", "hw", "key", "log_start", "lso", "parts", "remote", "size", "sp")
 
     def __init__(self, sp, key=None, error=ErrorCode.NONE):
         self.sp, self.key, self.error = sp, key, error
         self.parts, self.size = [], 0
         self.hw = self.lso = self.log_start = -1
         self.diverging = None
+        self.remote = None          # (partition, its byte budget, first) when served from remote storage
 
 
 def _satisfied(reads, min_bytes) -> bool:
@@ -128,6 +139,13 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, followe
         return r
     upper = part.log.log_end_offset if replica_id >= 0 else (r.lso if isolation == READ_COMMITTED else r.hw)
     limit = min(sp.max_bytes, max(budget, 0))
+    source = _tiered_source(broker, part, sp.fetch_offset, replica_id)
+    if source is FetchSource.REMOTE:
+        r.remote = (part, limit, first)
+        return r
+    if source is FetchSource.OFFSET_MOVED_TO_TIERED_STORAGE:
+        r.error = ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
+        return r
     try:
         result = part.log.read(sp.fetch_offset, limit, upper_bound=upper, min_one_batch=first)
     except OffsetOutOfRangeError:
@@ -144,6 +162,38 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, followe
             if r.error:
                 r.parts, r.size = [], 0
     return r
+
+
+def _tiered_source(broker, part, offset: int, replica_id: int) -> FetchSource | None:
+    """KIP-405: where a fetch below the local log start of a tiered log is served from (None: local rules)."""
+    plog = part.log
+    if broker.remote is None or not plog.config.remote_storage_enable or offset >= plog.local_log_start_offset:
+        return None
+    state = TieredLogState(True, plog.log_start_offset, plog.local_log_start_offset, plog.log_end_offset,
+                           plog.highest_offset_in_remote_storage)
+    return fetch_source(state, offset, from_follower=replica_id >= 0)
+
+
+async def _read_remote(broker, reads: list[_Read], max_bytes: int) -> None:
+    """Serve every remote partition of the fetch at once, each waiting at most remote.fetch.max.wait.ms;
+    one not done by then comes back empty. The response's byte budget still holds."""
+    reader = broker.remote.reader
+    pending = [r for r in reads if r.remote]
+    tasks = {r: asyncio.ensure_future(reader.read(r.remote[0], r.sp.fetch_offset, r.remote[1], r.remote[2]))
+             for r in pending}
+    done, late = await asyncio.wait(tasks.values(), timeout=reader.max_wait_s)
+    for task in late:
+        task.cancel()
+    budget = max_bytes - sum(r.size for r in reads if not r.remote)
+    for r in pending:
+        task = tasks[r]
+        if task in done:
+            answer = task.result()
+            r.error = answer.error
+            if answer.records and (len(answer.records) <= budget or r.remote[2]):
+                r.parts, r.size = [answer.records], len(answer.records)
+                budget -= r.size
+        r.remote = None
 
 
 def _diverges(part, sp, r) -> bool:

@@ -13,14 +13,19 @@ Partition.fetchOffsetForTimestamp:
 Any other ReplicaId counts as a replica, as in Kafka.  Targets: -1 latest (above),
 -2 earliest (log start), -3 max timestamp (v7+), -4 earliest local (v8+),
 -5 latest tiered (v9+), -6 earliest pending upload (v11+, KIP-1023); a target
-below its minimum version gets UNSUPPORTED_VERSION.  Until tiered storage
-exists nothing is uploaded: -5 answers -1 and -6 answers the log start offset,
-which is KIP-1023's "nothing uploaded and log start == local log start" case.
+below its minimum version gets UNSUPPORTED_VERSION.  -2/-4/-5/-6 follow
+``tiered.read_rules`` (KIP-405; -6 by Kafka 4.3's rules: -1 unless the topic is
+tiered).  On a tiered log a timestamp is looked up in remote storage first
+(``broker.remote.reader``, through the remote segments' batches), then locally;
+until the partition's remote log metadata is caught up, -5, -6 and timestamp
+lookups of a tiered log answer REPLICA_NOT_AVAILABLE (retriable).
 A timestamp with no record at or after it answers offset -1.
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.tiered import RemoteStorageError, TopicIdPartition
+from tierlog.tiered.read_rules import TieredLogState, list_offsets_answer
 
 from .context import HandlerContext
 
@@ -33,17 +38,18 @@ CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
 LOG_END = None              # the "isolation" of a replica's request: latest = log end offset
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     replica_id = request.get("ReplicaId", CONSUMER_REPLICA_ID)
     isolation = request.get("IsolationLevel", READ_UNCOMMITTED) if replica_id == CONSUMER_REPLICA_ID else LOG_END
     topics = []
     for t in request["Topics"]:
-        parts = [_one(broker, header.api_version, replica_id, isolation, t["Name"], p) for p in t["Partitions"]]
+        parts = [await _one(broker, header.api_version, replica_id, isolation, t["Name"], p)
+                 for p in t["Partitions"]]
         topics.append({"Name": t["Name"], "Partitions": parts})
     return {"ThrottleTimeMs": 0, "Topics": topics}
 
 
-def _one(broker, version, replica_id, isolation, topic, p) -> dict:
+async def _one(broker, version, replica_id, isolation, topic, p) -> dict:
     out = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": ErrorCode.NONE, "Timestamp": -1, "Offset": -1,
            "LeaderEpoch": -1}
     target = p["Timestamp"]
@@ -55,7 +61,13 @@ def _one(broker, version, replica_id, isolation, topic, p) -> dict:
     else:
         out["ErrorCode"] = part.check_epoch(p.get("CurrentLeaderEpoch", -1))
         if not out["ErrorCode"]:
-            found = _lookup(part, target, isolation)
+            tiered = broker.remote is not None and part.log.config.remote_storage_enable
+            if tiered and not _metadata_ready(broker, part) and target not in (LATEST, EARLIEST, EARLIEST_LOCAL,
+                                                                                 MAX_TIMESTAMP):
+                out["ErrorCode"] = ErrorCode.REPLICA_NOT_AVAILABLE
+                return out
+            found = await _remote_lookup(broker, part, target) if tiered else None
+            found = found or _lookup(part, target, isolation)
             if found is not None:
                 out["Offset"], out["Timestamp"], out["LeaderEpoch"] = found
     return out
@@ -74,17 +86,35 @@ def _lookup(part, target, isolation):
     epoch = log.latest_epoch if log.latest_epoch is not None else -1
     if target == LATEST:
         return _latest(part, isolation), -1, epoch
-    if target in (EARLIEST, EARLIEST_PENDING_UPLOAD):
-        return log.log_start_offset, -1, _epoch_at(log, log.log_start_offset)
-    if target == EARLIEST_LOCAL:
-        return log.local_log_start_offset, -1, _epoch_at(log, log.local_log_start_offset)
-    if target == LATEST_TIERED:
-        return -1, -1, -1
+    if target in (EARLIEST, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        state = TieredLogState(log.config.remote_storage_enable, log.log_start_offset, log.local_log_start_offset,
+                               log.log_end_offset, log.highest_offset_in_remote_storage, tuple(log.epoch_entries()))
+        answer = list_offsets_answer(state, target)
+        return answer.offset, -1, answer.leader_epoch
     if target == MAX_TIMESTAMP:
         return log.max_timestamp_offset()
     if target < 0:
         return None
     return log.offset_for_timestamp(target)
+
+
+def _metadata_ready(broker, part) -> bool:
+    return broker.remote.metadata.is_ready(TopicIdPartition(part.topic_id, part.topic, part.index))
+
+
+async def _remote_lookup(broker, part, target):
+    """A timestamp below the local log start: the first remote record at or after it, else None."""
+    log = part.log
+    if target < 0 or log.local_log_start_offset <= log.log_start_offset:
+        return None
+    try:
+        found = await broker.remote.reader.offset_for_timestamp(part, target)
+    except (TimeoutError, RemoteStorageError):
+        return None
+    if found is None:
+        return None
+    offset, timestamp, epoch = found
+    return offset, timestamp, epoch
 
 
 def _latest(part, isolation) -> int:

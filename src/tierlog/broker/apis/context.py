@@ -66,6 +66,13 @@ class HostedReplicas(Protocol):
     async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float) -> None: ...
 
 
+class RemoteReads(Protocol):
+    """Tiered storage as handlers use it: the reader of remote segments (``broker.remote``)."""
+
+    reader: object          # broker.remote.reader.RemoteReader: read, offset_for_timestamp, max_wait_s
+    metadata: object        # broker.remote.metadata_manager.RemoteLogMetadataManager: is_ready
+
+
 @runtime_checkable
 class HandlerContext(Protocol):
     """The broker as request handlers see it."""
@@ -82,6 +89,7 @@ class HandlerContext(Protocol):
     producer_ids: ProducerIdManager
     fetch_max_bytes: int
     fetch_wait_max_ms: int
+    remote: RemoteReads | None
 
     @property
     def image(self) -> MetadataImage: ...

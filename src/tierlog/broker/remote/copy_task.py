@@ -1,0 +1,117 @@
+"""One copy pass of a leader (Kafka's RLMCopyTask): upload the rolled segments that lie
+wholly below the last stable offset, oldest first.
+
+Per segment: COPY_SEGMENT_STARTED metadata, upload through ``RemoteSegmentStore``
+(the ``.log`` unchanged, its indexes, the producer snapshot at the next segment's
+base offset and the leader-epoch checkpoint up to it) on the copier pool,
+COPY_SEGMENT_FINISHED, then the log's highest offset in remote storage moves.
+A failed upload is deleted by the store; its STARTED id is then marked
+DELETE_SEGMENT_STARTED / FINISHED so nothing waits on it.
+
+A segment that begins below where uploads stopped (a new leader whose segments
+roll at other offsets than the old leader's) is uploaded whole, but its metadata
+starts at the first offset not yet in remote storage: remote segments never
+overlap, and a reader positions through the offset index as usual (the batches
+before the start are never served from that segment). A segment rolled before
+producer snapshots existed is uploaded without one (a follower rebuilding from
+it starts with no producer state, as Kafka does for such segments).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from concurrent.futures import Executor
+
+from tierlog.tiered import (
+    LogSegmentData,
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentMetadataUpdate,
+    RemoteLogSegmentState,
+    RemoteSegmentStore,
+    RemoteStorageError,
+    TopicIdPartition,
+)
+from tierlog.tiered.copy_rules import LocalSegment, copy_candidates
+from tierlog.tiered.upload_epochs import leader_epoch_checkpoint, segment_leader_epochs
+
+from .rate_limit import ByteRateLimit
+
+__all__ = ["TaskContext", "copy_pass"]
+
+log = logging.getLogger(__name__)
+_S = RemoteLogSegmentState
+
+
+class TaskContext:
+    """What copy and expiration passes use: the store, the metadata, the pools, the rate limit, the clock."""
+
+    def __init__(self, node_id: int, segments: RemoteSegmentStore, metadata, pool: Executor, delete_pool: Executor,
+                 limit: ByteRateLimit, clock_ms) -> None:
+        self.node_id, self.segments, self.metadata = node_id, segments, metadata
+        self.pool, self.delete_pool, self.limit, self.clock_ms = pool, delete_pool, limit, clock_ms
+        self.in_flight: set[RemoteLogSegmentId] = set()
+
+
+async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader) -> int:
+    """Upload what is due; returns how many segments went. Raises RemoteStorageError."""
+    plog = part.log
+    rolled = plog.rolled_segments()
+    local = [LocalSegment(s.base_offset, s.next_offset, s.size, s.max_timestamp_ms) for s in rolled]
+    if rolled:
+        local.append(LocalSegment(rolled[-1].next_offset, plog.log_end_offset, 0, -1, active=True))
+    by_base = {s.base_offset: s for s in rolled}
+    copied = 0
+    for candidate in copy_candidates(local, highest_remote_offset=plog.highest_offset_in_remote_storage,
+                                     log_start_offset=plog.log_start_offset,
+                                     last_stable_offset=part.last_stable_offset):
+        if not still_leader():
+            break
+        await _copy_one(ctx, tip, part, by_base[candidate.base_offset])
+        copied += 1
+    return copied
+
+
+async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
+    plog = part.log
+    start = max(seg.base_offset, plog.highest_offset_in_remote_storage + 1, plog.log_start_offset)
+    entries = plog.epoch_entries()
+    epochs = segment_leader_epochs(entries, start, seg.next_offset)
+    if not epochs:
+        raise RemoteStorageError(f"{tip.topic}-{tip.partition}: no leader epoch known for [{start}, "
+                                 f"{seg.next_offset}); not uploading it")
+    metadata = RemoteLogSegmentMetadata(RemoteLogSegmentId(tip, uuid.uuid4().bytes), start, seg.next_offset - 1,
+                                        seg.max_timestamp_ms, ctx.node_id, ctx.clock_ms(), epochs, seg.size)
+    data = LogSegmentData(seg.log_path, seg.offset_index_path, seg.time_index_path,
+                          plog.producer_snapshot_file(seg.next_offset),
+                          leader_epoch_checkpoint(entries, seg.next_offset))
+    await ctx.metadata.publish(metadata)
+    ctx.in_flight.add(metadata.segment_id)
+    try:
+        wait = ctx.limit.delay_s(seg.size, asyncio.get_running_loop().time())
+        if wait > 0:
+            await asyncio.sleep(wait)
+        await asyncio.get_running_loop().run_in_executor(ctx.pool, ctx.segments.copy_log_segment, metadata, data)
+    except RemoteStorageError:
+        await _abandon(ctx, metadata)
+        raise
+    finally:
+        ctx.in_flight.discard(metadata.segment_id)
+    await ctx.metadata.publish(_update(ctx, metadata, _S.COPY_SEGMENT_FINISHED))
+    plog.highest_offset_in_remote_storage = max(plog.highest_offset_in_remote_storage, metadata.end_offset)
+    log.info("%s-%d: copied [%d, %d] (%d bytes) to remote storage", tip.topic, tip.partition,
+             metadata.start_offset, metadata.end_offset, seg.size)
+
+
+async def _abandon(ctx: TaskContext, metadata: RemoteLogSegmentMetadata) -> None:
+    try:
+        await ctx.metadata.publish(_update(ctx, metadata, _S.DELETE_SEGMENT_STARTED))
+        await ctx.metadata.publish(_update(ctx, metadata, _S.DELETE_SEGMENT_FINISHED))
+    except RemoteStorageError as e:      # the expiration pass deletes the abandoned id later
+        log.debug("cannot mark abandoned upload %s deleted: %s", metadata.segment_id, e)
+
+
+def _update(ctx: TaskContext, metadata: RemoteLogSegmentMetadata, state: RemoteLogSegmentState):
+    return RemoteLogSegmentMetadataUpdate(metadata.segment_id, ctx.clock_ms(), state, ctx.node_id)

@@ -1,0 +1,65 @@
+"""One expiration pass of a leader (Kafka's RLMExpirationTask).
+
+The plan comes from ``tiered.expiration_rules``: remote segments past
+retention.ms / retention.bytes (local-only bytes + remote bytes), or wholly below
+the log start offset. The log start offset is raised first (followers learn it
+from their next fetch), then each segment goes: DELETE_SEGMENT_STARTED, the
+store's delete on the expiration pool, DELETE_SEGMENT_FINISHED. Uploads another
+leader abandoned (COPY_SEGMENT_STARTED, not being copied here, at or below the
+highest offset in remote storage) are deleted the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from tierlog.tiered import (
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentMetadataUpdate,
+    RemoteLogSegmentState,
+    TopicIdPartition,
+)
+from tierlog.tiered.expiration_rules import RetentionLimits, plan_remote_expiration
+
+__all__ = ["delete_segment", "expiration_pass"]
+
+log = logging.getLogger(__name__)
+_S = RemoteLogSegmentState
+
+
+async def expiration_pass(ctx, tip: TopicIdPartition, part) -> int:
+    """Delete what is due; returns how many segments went. Raises RemoteStorageError."""
+    cache = ctx.metadata.cache(tip)
+    if cache is None:
+        return 0
+    plog, config = part.log, part.log.config
+    highest = plog.highest_offset_in_remote_storage
+    only_local = sum(s.size for s in plog.rolled_segments() if s.base_offset > highest)
+    limits = RetentionLimits(config.retention_ms if config.delete_enabled else -1,
+                             config.retention_bytes if config.delete_enabled else -1)
+    plan = plan_remote_expiration(cache.segments(), limits, now_ms=ctx.clock_ms(),
+                                  log_start_offset=plog.log_start_offset, only_local_bytes=only_local,
+                                  being_copied=frozenset(ctx.in_flight))
+    if plan.new_log_start_offset is not None:
+        new_start = min(plan.new_log_start_offset, part.high_watermark)
+        if plog.increment_log_start_offset(new_start):
+            log.info("%s-%d: log start offset raised to %d by remote retention", tip.topic, tip.partition, new_start)
+    abandoned = [m for m in cache.segments() if m.state == _S.COPY_SEGMENT_STARTED
+                 and m.segment_id not in ctx.in_flight and m.end_offset <= highest]
+    doomed = list(dict.fromkeys([*plan.to_delete, *abandoned]))
+    for metadata in doomed:
+        await delete_segment(ctx, metadata)
+    return len(doomed)
+
+
+async def delete_segment(ctx, metadata: RemoteLogSegmentMetadata) -> None:
+    await ctx.metadata.publish(_update(ctx, metadata, _S.DELETE_SEGMENT_STARTED))
+    await asyncio.get_running_loop().run_in_executor(ctx.delete_pool, ctx.segments.delete_log_segment, metadata)
+    await ctx.metadata.publish(_update(ctx, metadata, _S.DELETE_SEGMENT_FINISHED))
+    log.info("%s-%d: deleted remote segment [%d, %d]", metadata.topic_id_partition.topic,
+             metadata.topic_id_partition.partition, metadata.start_offset, metadata.end_offset)
+
+
+def _update(ctx, metadata: RemoteLogSegmentMetadata, state: RemoteLogSegmentState):
+    return RemoteLogSegmentMetadataUpdate(metadata.segment_id, ctx.clock_ms(), state, ctx.node_id)

@@ -1,0 +1,228 @@
+"""Fetches and timestamp lookups served from remote storage (Kafka's RemoteLogReader).
+
+``read(part, offset, max_bytes, min_one)`` finds the finished remote segment
+holding ``offset`` (by the leader epoch of that offset, then by offset), turns
+the offset into a file position through the segment's remote offset index
+(Kafka's 8-byte entries: offset relative to the file's base offset, position),
+reads from there through the chunk cache and returns whole batches from the one
+holding ``offset``: at most ``max_bytes``, but at least one batch when
+``min_one`` (Kafka's rule for the first partition of a response). Every batch
+is CRC-checked before it is served; a corrupt one answers KAFKA_STORAGE_ERROR.
+
+Reads run on ``remote.log.reader.threads`` threads; at most
+``remote.log.reader.max.pending.tasks`` may wait for one. Beyond that the
+partition comes back empty without error (the client simply fetches again),
+where Kafka would fail the read. Remote indexes are kept in memory, bounded by
+``remote.log.index.file.cache.total.size.bytes``. Counters (GETs, bytes, chunk
+hits and misses) are logged as ``remote reads: ...`` at most every
+STATS_LOG_INTERVAL_S when they changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+from tierlog.protocol.errors import ErrorCode
+from tierlog.records import decode_batches
+from tierlog.records.header import LENGTH_OFFSET
+from tierlog.tiered import (
+    CorruptRemoteDataError,
+    IndexType,
+    RemoteLogSegmentMetadata,
+    RemoteSegmentStore,
+    RemoteStorageError,
+    TopicIdPartition,
+    check_batches,
+    segment_key,
+)
+from tierlog.tiered.chunk_cache import (
+    DEFAULT_CACHE_BYTES,
+    DEFAULT_CHUNK_SIZE,
+    ChunkCache,
+)
+from tierlog.tiered.layout import LOG_SUFFIX
+from tierlog.tiered.read_rules import epoch_for_offset
+
+__all__ = ["RemoteRead", "RemoteReader"]
+
+log = logging.getLogger(__name__)
+STATS_LOG_INTERVAL_S = 5.0
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+_BATCH_HEAD = 61           # enough of a batch header for its offsets and length
+_LAST_DELTA_AT, _MAX_TS_AT = 23, 35
+
+
+class RemoteRead(NamedTuple):
+    error: int
+    records: bytes = b""
+
+
+class RemoteReader:
+    def __init__(self, config, segments: RemoteSegmentStore, metadata, cache_dir: Path):
+        rsm = config.prefixed("rsm.config.")
+        self.segments = segments
+        self.metadata = metadata
+        self.chunks = ChunkCache(cache_dir, int(rsm.get("rsm.config.chunk.size", DEFAULT_CHUNK_SIZE)),
+                                 int(rsm.get("rsm.config.fetch.chunk.cache.size", DEFAULT_CACHE_BYTES)))
+        self.max_wait_s = int(config["remote.fetch.max.wait.ms"]) / 1000
+        self.list_offsets_timeout_s = int(config["remote.list.offsets.request.timeout.ms"]) / 1000
+        self._pool = ThreadPoolExecutor(int(config["remote.log.reader.threads"]), thread_name_prefix="remote-reader")
+        self._max_pending = int(config["remote.log.reader.max.pending.tasks"])
+        self._pending = 0
+        self._indexes = _IndexCache(int(config["remote.log.index.file.cache.total.size.bytes"]))
+        self._stats_task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        self._stats_task = asyncio.get_running_loop().create_task(self._log_stats())
+
+    async def close(self) -> None:
+        if self._stats_task is not None:
+            self._stats_task.cancel()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # --- fetch -----------------------------------------------------------------------------------
+
+    async def read(self, part, offset: int, max_bytes: int, min_one: bool) -> RemoteRead:
+        tip = TopicIdPartition(part.topic_id, part.topic, part.index)
+        if not self.metadata.is_ready(tip):
+            return RemoteRead(ErrorCode.REPLICA_NOT_AVAILABLE)
+        meta = self._segment_for(tip, part, offset)
+        if meta is None:
+            return RemoteRead(ErrorCode.OFFSET_OUT_OF_RANGE)
+        if self._pending >= self._max_pending:
+            return RemoteRead(ErrorCode.NONE)
+        self._pending += 1
+        try:
+            data = await asyncio.get_running_loop().run_in_executor(
+                self._pool, self._read_batches, meta, offset, max_bytes, min_one)
+        except CorruptRemoteDataError as e:
+            log.error("%s-%d: corrupt data in remote segment [%d, %d]: %s", part.topic, part.index,
+                      meta.start_offset, meta.end_offset, e)
+            return RemoteRead(ErrorCode.KAFKA_STORAGE_ERROR)
+        except RemoteStorageError as e:
+            log.warning("%s-%d: remote read at %d failed: %s", part.topic, part.index, offset, e)
+            return RemoteRead(ErrorCode.KAFKA_STORAGE_ERROR)
+        finally:
+            self._pending -= 1
+        return RemoteRead(ErrorCode.NONE, data)
+
+    def _segment_for(self, tip: TopicIdPartition, part, offset: int) -> RemoteLogSegmentMetadata | None:
+        cache = self.metadata.cache(tip)
+        if cache is None:
+            return None
+        found = cache.segment_for(epoch_for_offset(part.log.epoch_entries(), offset), offset)
+        if found is not None:
+            return found
+        return next((m for m in cache.finished_segments() if m.start_offset <= offset <= m.end_offset), None)
+
+    def _read_batches(self, meta: RemoteLogSegmentMetadata, offset: int, max_bytes: int, min_one: bool) -> bytes:
+        position, size = self._position(meta, offset), meta.segment_size_in_bytes
+        while position < size:                       # skip the batches wholly before ``offset``
+            head = self._log_range(meta, position, min(size, position + _BATCH_HEAD))
+            base, length = struct.unpack_from(">qi", head, 0)
+            last = base + struct.unpack_from(">i", head, _LAST_DELTA_AT)[0]
+            if last >= offset:
+                break
+            position += 12 + length
+        if position >= size:
+            return b""
+        first_size = 12 + struct.unpack_from(">i", self._log_range(meta, position, position + 12), LENGTH_OFFSET)[0]
+        want = max(max_bytes, first_size) if min_one else max_bytes
+        data = self._log_range(meta, position, min(size, position + want))
+        checked = check_batches(data, first_must_be_whole=min_one)
+        return data[:checked.end]
+
+    def _position(self, meta: RemoteLogSegmentMetadata, offset: int) -> int:
+        base = self._file_base(meta)
+        index = self._index(meta, IndexType.OFFSET)
+        position = 0
+        for i in range(len(index) // _OFFSET_ENTRY.size):
+            relative, pos = _OFFSET_ENTRY.unpack_from(index, i * _OFFSET_ENTRY.size)
+            if base + relative > offset:
+                break
+            position = pos
+        return position
+
+    def _file_base(self, meta: RemoteLogSegmentMetadata) -> int:
+        """The base offset of the uploaded file (its first batch's): index entries are relative to it."""
+        return struct.unpack(">q", self._log_range(meta, 0, 8))[0]
+
+    def _log_range(self, meta: RemoteLogSegmentMetadata, start: int, end: int) -> bytes:
+        key = segment_key(meta.segment_id, meta.start_offset, LOG_SUFFIX)
+        return self.chunks.read(key, start, end, lambda a, b: self.segments.fetch_log_segment(meta, a, b))
+
+    def _index(self, meta: RemoteLogSegmentMetadata, kind: IndexType) -> bytes:
+        return self._indexes.get((meta.segment_id, kind), lambda: self.segments.fetch_index(meta, kind))
+
+    # --- ListOffsets by timestamp ------------------------------------------------------------------
+
+    async def offset_for_timestamp(self, part, timestamp: int) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first remote record at or after ``timestamp``."""
+        tip = TopicIdPartition(part.topic_id, part.topic, part.index)
+        cache = self.metadata.cache(tip)
+        if cache is None:
+            return None
+        for meta in cache.finished_segments():
+            if meta.max_timestamp_ms >= timestamp and meta.end_offset >= part.log.log_start_offset:
+                found = await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(
+                    self._pool, self._find_timestamp, meta, timestamp), self.list_offsets_timeout_s)
+                if found is not None:
+                    offset, ts = found
+                    return offset, ts, epoch_for_offset(part.log.epoch_entries(), offset)
+        return None
+
+    def _find_timestamp(self, meta: RemoteLogSegmentMetadata, timestamp: int) -> tuple[int, int] | None:
+        position, size = 0, meta.segment_size_in_bytes
+        while position < size:
+            head = self._log_range(meta, position, min(size, position + _BATCH_HEAD))
+            length = struct.unpack_from(">i", head, 8)[0]
+            if struct.unpack_from(">q", head, _MAX_TS_AT)[0] >= timestamp:
+                batch = self._log_range(meta, position, position + 12 + length)
+                for _header, records in decode_batches(batch):
+                    for r in records:
+                        if r.timestamp >= timestamp and r.offset >= meta.start_offset:
+                            return r.offset, r.timestamp
+            position += 12 + length
+        return None
+
+    async def _log_stats(self) -> None:
+        last = None
+        while True:
+            await asyncio.sleep(STATS_LOG_INTERVAL_S)
+            stats = self.chunks.stats()
+            if stats != last:
+                log.info("remote reads: %s", " ".join(f"{k}={v}" for k, v in stats.items()))
+                last = stats
+
+
+class _IndexCache:
+    """Remote index objects in memory, least recently used dropped beyond ``max_bytes``."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[object, bytes] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key, load) -> bytes:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        data = load()
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = data
+                self._bytes += len(data)
+                while self._bytes > self.max_bytes and len(self._items) > 1:
+                    _k, old = self._items.popitem(last=False)
+                    self._bytes -= len(old)
+        return data

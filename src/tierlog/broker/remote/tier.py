@@ -1,0 +1,49 @@
+"""Everything tiered storage adds to a broker, built when ``remote.log.storage.system.enable`` is on.
+
+- ``segments``: the RemoteSegmentStore over the store ``rsm.config.storage.*`` describe;
+- ``metadata``: the topic-based RemoteLogMetadataManager (``__remote_log_metadata``);
+- ``log_manager``: the RemoteLogManager (uploads, expiration; ReplicaManager's TierListener);
+- ``reader``: the RemoteReader serving fetches and ListOffsets below the local log start.
+
+A bad storage setting fails the broker's start with a one-line error naming the
+key; an unreachable store does not (uploads retry, reads get errors).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tierlog.config import ConfigError
+from tierlog.tiered import (
+    RemoteSegmentStore,
+    RemoteStorageConfigError,
+    object_store_from_config,
+)
+
+from .log_manager import RemoteLogManager
+from .metadata_manager import RemoteLogMetadataManager
+from .reader import RemoteReader
+
+__all__ = ["RemoteTier"]
+
+
+class RemoteTier:
+    def __init__(self, config, metadata_view, controller_channel, clock_ms):
+        try:
+            store = object_store_from_config(config.prefixed("rsm.config."))
+        except RemoteStorageConfigError as e:
+            raise ConfigError(f"remote storage: {e}") from None
+        self.segments = RemoteSegmentStore(store)
+        self.metadata = RemoteLogMetadataManager(config.node_id, config, metadata_view, controller_channel, clock_ms)
+        self.log_manager = RemoteLogManager(config.node_id, config, self.segments, self.metadata, clock_ms)
+        cache_dir = config.prefixed("rsm.config.").get("rsm.config.fetch.chunk.cache.path") or \
+            str(Path(config.log_dirs[0]) / "remote-log-chunk-cache")
+        self.reader = RemoteReader(config, self.segments, self.metadata, Path(cache_dir))
+
+    async def start(self) -> None:
+        await self.reader.start()
+
+    async def close(self) -> None:
+        await self.log_manager.close()
+        await self.reader.close()
+        await self.metadata.close()
