@@ -45,9 +45,17 @@ def offsets(broker, topic: str, partition: int, target: int) -> int | None:
 
 
 def leader_broker(cluster, topic: str, partition: int):
-    for p in cluster.live_partitions(topic, partition + 1):
-        if p["PartitionIndex"] == partition and p["LeaderId"] >= 0:
-            return cluster.broker(p["LeaderId"])
+    """The live broker leading ``partition`` as the first live broker sees it (None: none yet)."""
+    for b in cluster.brokers:
+        if b.alive():
+            try:
+                parts = cluster.partitions(b, topic)
+            except OSError:
+                continue
+            for p in parts:
+                if p["PartitionIndex"] == partition and p["LeaderId"] >= 0:
+                    return cluster.broker(p["LeaderId"])
+            return None
     return None
 
 
