@@ -9,8 +9,12 @@
 3. kill -9 of a leader while uploads run: nothing acknowledged is lost, no
    overlapping remote segments, uploads go on under the new leader.
 4. Deleting the topic deletes its remote objects.
+5. Bad tiered configs are refused with INVALID_CONFIG.
+6. An empty follower rebuilds its state from remote storage (KIP-405's follower path).
 """
 from __future__ import annotations
+
+import shutil
 
 import pytest
 from clients import AckedStream, consume_all
@@ -23,6 +27,7 @@ from tiered import (
     MotoServer,
     assert_no_overlap,
     fs_props,
+    leader_broker,
     remote_listing,
     tiered_state,
     wait_tiered,
@@ -200,3 +205,36 @@ def test_bad_tiered_topic_configs_are_refused(tmp_path):
             assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG, refused.value
             assert words in refused.value.args[0].str()
         assert "bad" not in AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10).topics
+
+
+def test_an_empty_follower_rebuilds_from_remote_storage_instead_of_copying(tmp_path):
+    """KIP-405's follower path: a follower whose data is gone restarts empty; the leader answers its
+    fetch from 0 with OFFSET_MOVED_TO_TIERED_STORAGE, and it starts at the leader's local log start
+    with the epochs and producer state of the remote segment before it, copying nothing older."""
+    props = fs_props(tmp_path / "remote-storage")
+    with running(Cluster(tmp_path, controllers=1, brokers=3, props=props)) as cluster:
+        _create(cluster, "rebuild", 1, rf=2)
+        acked = _produce_one_partition(cluster, "rebuild", 25_000)
+        state = wait_for(lambda: (s := tiered_state(cluster, "rebuild", 0)) and s["local_start"] > 0 and s,
+                         120, "uploads and local deletion on the leader")
+        [partition] = cluster.live_partitions("rebuild", 1)
+        leader_id = partition["LeaderId"]
+        follower = cluster.broker(next(r for r in partition["ReplicaNodes"] if r != leader_id))
+        follower.stop()
+        shutil.rmtree(follower.data_dir / "rebuild-0")
+        follower.start()
+        wait_for(lambda: _in_isr(cluster, "rebuild", follower.node_id), 120, "the wiped follower back in the ISR")
+        kept = sorted(int(p.stem) for p in (follower.data_dir / "rebuild-0").glob("*.log"))
+        assert kept and kept[0] >= state["local_start"], (kept, state)     # nothing below it was copied
+        assert "rebuilt from remote segment" in follower.log_path.read_text()
+        cluster.broker(leader_id).stop()            # the rebuilt follower leads; the whole topic still reads
+        wait_for(lambda: (b := leader_broker(cluster, "rebuild", 0)) is not None and b is follower, 60,
+                 "the rebuilt follower leading")
+        read = consume_all(cluster.bootstrap, "rebuild", 1, acked, timeout_s=180)
+        assert [m.offset() for m in read] == list(range(acked))
+        assert all(m.value() == _value(m.offset()) for m in read)
+
+
+def _in_isr(cluster, topic: str, broker_id: int) -> bool:
+    parts = cluster.live_partitions(topic, 1)
+    return bool(parts) and broker_id in parts[0]["IsrNodes"]

@@ -7,6 +7,7 @@ follow and stops the tasks of leaders we no longer follow.  A task loops:
 ``handle_fetch_response`` (or ``handle_fetch_failure``, closing the
 connection) -> apply the actions to the local logs, in order.
 
+BuildRemoteLogAuxState (KIP-405) is done by ``remote.follower_state``.
 ListLeaderOffset sends ListOffsets v7 to the leader as a replica (our
 ReplicaId, the partition's CurrentLeaderEpoch): LATEST then answers the
 leader's log end offset, EARLIEST its log start offset.  The answer, an error
@@ -25,11 +26,14 @@ from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
     FETCH_VERSION,
     Append,
+    BuildRemoteLogAuxState,
     ListLeaderOffset,
     TruncateFullyAndStartAt,
     TruncateTo,
     UpdateHighWatermark,
 )
+
+from .remote.follower_state import build_remote_log_aux_state
 
 __all__ = ["FetcherShell"]
 
@@ -128,6 +132,11 @@ class FetcherShell:
                 log.info("%s-%d: restarting the log at %d", part.topic, part.index, action.offset)
                 plog.truncate_fully_and_start_at(action.offset)
                 part.follower_hw = action.offset
+            elif isinstance(action, BuildRemoteLogAuxState):
+                error = await build_remote_log_aux_state(self.replicas.remote, conn, self.replicas.node_id, part,
+                                                         action.leader_epoch)
+                for follow_up in state.on_remote_aux_state(action.key, action.leader_epoch, error, self.clock_ms()):
+                    await self._apply(state, conn, leader, follow_up)
             elif isinstance(action, ListLeaderOffset):
                 error, offset = await self._leader_offset(conn, part, action)
                 log.info("%s-%d: out of range at %d; leader %d answered %s offset %d (error %d)", part.topic,

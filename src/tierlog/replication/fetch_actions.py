@@ -30,6 +30,7 @@ __all__ = [
     "Append",
     "AwaitMetadata",
     "Backoff",
+    "BuildRemoteLogAuxState",
     "FetchAction",
     "ListLeaderOffset",
     "PartitionKey",
@@ -88,5 +89,13 @@ class AwaitMetadata:
     error: int
 
 
+@dataclass(frozen=True, slots=True)
+class BuildRemoteLogAuxState:
+    """KIP-405: the leader moved our fetch offset to tiered storage; rebuild the log's
+    epochs and producer state from remote storage and start at the leader's local log start."""
+    key: PartitionKey
+    leader_epoch: int
+
+
 FetchAction = (Append | TruncateTo | TruncateFullyAndStartAt | UpdateHighWatermark | Backoff
-               | ListLeaderOffset | AwaitMetadata)
+               | ListLeaderOffset | AwaitMetadata | BuildRemoteLogAuxState)

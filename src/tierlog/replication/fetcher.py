@@ -18,7 +18,7 @@ Per-partition answers (Kafka's AbstractFetcherThread.processFetchRequest):
 - NONE with DivergingEpoch: TruncateTo(``divergence.truncation_offset``), then
   fetch again from the new end with the new last epoch;
 - NONE: Append (when there are records), UpdateHighWatermark;
-- OFFSET_OUT_OF_RANGE / OFFSET_MOVED_TO_TIERED_STORAGE: ListLeaderOffset(LATEST);
+- OFFSET_OUT_OF_RANGE: ListLeaderOffset(LATEST);
   the shell asks the leader with ListOffsets as a replica and hands the answer
   to ``on_leader_offset``, which applies Kafka's fetchOffsetAndTruncate rule:
 
@@ -31,8 +31,12 @@ Per-partition answers (Kafka's AbstractFetcherThread.processFetchRequest):
 
   A ListOffsets error backs the partition off (it is fetched again and the
   resolution starts over), FENCED_LEADER_EPOCH waits for metadata like a
-  fenced fetch.  OFFSET_MOVED_TO_TIERED_STORAGE takes the same path: KIP-405's
-  building of remote log auxiliary state is not done here.
+  fenced fetch.
+- OFFSET_MOVED_TO_TIERED_STORAGE (KIP-405, the leader has the offset only in
+  remote storage): BuildRemoteLogAuxState; the shell rebuilds the log from
+  remote storage so that it starts at the leader's local log start and reports
+  back through ``on_remote_aux_state`` (success: fetch from the new log end;
+  failure: back off and fetch again, which asks again).
 - FENCED_LEADER_EPOCH: our epoch is old; AwaitMetadata, not fetched until
   ``set_leader_epoch`` brings a newer one (Kafka removes the partition);
 - anything else (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH,
@@ -58,6 +62,7 @@ from .fetch_actions import (
     Append,
     AwaitMetadata,
     Backoff,
+    BuildRemoteLogAuxState,
     FetchAction,
     ListLeaderOffset,
     PartitionKey,
@@ -76,7 +81,6 @@ __all__ = ["FETCH_VERSION", "FetcherConfig", "FetcherState"]
 
 FETCH_VERSION = 19          # KIP-1303's local-log fields (protocol/messages/fetch.py)
 
-_OUT_OF_RANGE = frozenset({ErrorCode.OFFSET_OUT_OF_RANGE, ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +184,10 @@ class FetcherState:
             p.move(FetchStatus.FETCHING)
             p.errors, p.delay_until_ms = 0, 0
             return self._handle_data(p, data)
-        if error in _OUT_OF_RANGE:
+        if error == ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE:
+            p.move(FetchStatus.TIERED)
+            return [BuildRemoteLogAuxState(p.key, p.leader_epoch)]
+        if error == ErrorCode.OFFSET_OUT_OF_RANGE:
             p.move(FetchStatus.OUT_OF_RANGE)
             return [ListLeaderOffset(p.key, p.leader_epoch, LATEST)]
         if error == ErrorCode.FENCED_LEADER_EPOCH:
@@ -206,6 +213,22 @@ class FetcherState:
         p.errors += 1
         p.delay_until_ms = now_ms + self._backoff.delay_ms(p.errors)
         return Backoff(p.key, p.delay_until_ms, int(error))
+
+    # --- OFFSET_MOVED_TO_TIERED_STORAGE (KIP-405's follower path) -------------------------
+    def on_remote_aux_state(self, key: PartitionKey, leader_epoch: int, error: int, now_ms: int) -> list[FetchAction]:
+        """The shell's report on a ``BuildRemoteLogAuxState``: NONE when the log now starts at the
+        leader's local log start, else the error (retriable: back off, the next fetch asks again)."""
+        p = self.partitions.get(key)
+        if p is None or p.status is not FetchStatus.TIERED or p.leader_epoch != leader_epoch:
+            return []
+        if error == ErrorCode.FENCED_LEADER_EPOCH:
+            p.move(FetchStatus.FENCED)
+            return [AwaitMetadata(key, leader_epoch, error)]
+        if error:
+            return [self._back_off(p, now_ms, error)]
+        p.move(FetchStatus.FETCHING)
+        p.errors, p.delay_until_ms = 0, 0
+        return []
 
     # --- OFFSET_OUT_OF_RANGE resolution (Kafka's fetchOffsetAndTruncate) -------------------
     def on_leader_offset(self, key: PartitionKey, leader_epoch: int, timestamp: int, error: int, offset: int,

@@ -54,13 +54,15 @@ class FetchStatus(Enum):
     FETCHING = "fetching"
     IN_FLIGHT = "in_flight"
     OUT_OF_RANGE = "out_of_range"
+    TIERED = "tiered"                   # rebuilding from remote storage (KIP-405)
     FENCED = "fenced"
 
 
 _LEGAL = {
     FetchStatus.FETCHING: {FetchStatus.IN_FLIGHT, FetchStatus.FETCHING},
-    FetchStatus.IN_FLIGHT: {FetchStatus.FETCHING, FetchStatus.OUT_OF_RANGE, FetchStatus.FENCED},
+    FetchStatus.IN_FLIGHT: {FetchStatus.FETCHING, FetchStatus.OUT_OF_RANGE, FetchStatus.TIERED, FetchStatus.FENCED},
     FetchStatus.OUT_OF_RANGE: {FetchStatus.FETCHING, FetchStatus.FENCED},
+    FetchStatus.TIERED: {FetchStatus.FETCHING, FetchStatus.FENCED},
     FetchStatus.FENCED: {FetchStatus.FETCHING},
 }
 

@@ -8,6 +8,7 @@ from tierlog.replication import (
     Append,
     AwaitMetadata,
     Backoff,
+    BuildRemoteLogAuxState,
     FetcherConfig,
     FetcherState,
     FetchStatus,
@@ -156,11 +157,41 @@ def _resolving(log_end_offset=50, epoch=5):
 
 
 def test_out_of_range_asks_the_leader_log_end_first():
-    for error in (ErrorCode.OFFSET_OUT_OF_RANGE, ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE):
-        f = fetcher()
-        f.add_partition((T1, 0), 5, FakeLog(log_end_offset=50))
-        assert _out_of_range(f, error=error) == [ListLeaderOffset((T1, 0), 5, LATEST)]
-        assert f.partitions[(T1, 0)].status is FetchStatus.OUT_OF_RANGE
+    f = fetcher()
+    f.add_partition((T1, 0), 5, FakeLog(log_end_offset=50))
+    assert _out_of_range(f, error=ErrorCode.OFFSET_OUT_OF_RANGE) == [ListLeaderOffset((T1, 0), 5, LATEST)]
+    assert f.partitions[(T1, 0)].status is FetchStatus.OUT_OF_RANGE
+
+
+def _moved_to_tiered(log_end_offset=0):
+    f = fetcher()
+    f.add_partition((T1, 0), 5, FakeLog(log_end_offset=log_end_offset))
+    assert _out_of_range(f, error=ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE) == [
+        BuildRemoteLogAuxState((T1, 0), 5)]
+    assert f.partitions[(T1, 0)].status is FetchStatus.TIERED
+    return f
+
+
+def test_offset_moved_to_tiered_storage_rebuilds_from_remote_then_fetches():
+    f = _moved_to_tiered()
+    assert f.build_fetch_request(1) is None                     # nothing fetched while rebuilding
+    assert f.on_remote_aux_state((T1, 0), 5, ErrorCode.NONE, 1) == []
+    assert f.partitions[(T1, 0)].status is FetchStatus.FETCHING and f.build_fetch_request(1) is not None
+
+
+def test_a_failed_rebuild_backs_off_and_the_next_fetch_asks_again():
+    f = _moved_to_tiered()
+    [backoff] = f.on_remote_aux_state((T1, 0), 5, ErrorCode.REPLICA_NOT_AVAILABLE, 1)
+    assert isinstance(backoff, Backoff) and backoff.error == ErrorCode.REPLICA_NOT_AVAILABLE
+    assert f.build_fetch_request(1) is None and f.build_fetch_request(backoff.until_ms) is not None
+
+
+def test_a_rebuild_answer_for_an_old_epoch_or_a_fenced_one():
+    f = _moved_to_tiered()
+    assert f.on_remote_aux_state((T1, 0), 4, ErrorCode.NONE, 1) == []          # stale: still rebuilding
+    assert f.partitions[(T1, 0)].status is FetchStatus.TIERED
+    [wait] = f.on_remote_aux_state((T1, 0), 5, ErrorCode.FENCED_LEADER_EPOCH, 1)
+    assert isinstance(wait, AwaitMetadata) and f.partitions[(T1, 0)].status is FetchStatus.FENCED
 
 
 def test_leader_log_end_below_ours_truncates_to_it_without_asking_the_start():

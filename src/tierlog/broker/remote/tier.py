@@ -3,7 +3,8 @@
 - ``segments``: the RemoteSegmentStore over the store ``rsm.config.storage.*`` describe;
 - ``metadata``: the topic-based RemoteLogMetadataManager (``__remote_log_metadata``);
 - ``log_manager``: the RemoteLogManager (uploads, expiration; ReplicaManager's TierListener);
-- ``reader``: the RemoteReader serving fetches and ListOffsets below the local log start.
+- ``reader``: the RemoteReader serving fetches and ListOffsets below the local log start;
+- ``follower_pool``: threads reading remote state for the follower path (``follower_state``).
 
 A bad storage setting fails the broker's start with a one-line error naming the
 key; an unreachable store does not (uploads retry, reads get errors).
@@ -11,6 +12,7 @@ key; an unreachable store does not (uploads retry, reads get errors).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tierlog.config import ConfigError
@@ -39,6 +41,8 @@ class RemoteTier:
         cache_dir = config.prefixed("rsm.config.").get("rsm.config.fetch.chunk.cache.path") or \
             str(Path(config.log_dirs[0]) / "remote-log-chunk-cache")
         self.reader = RemoteReader(config, self.segments, self.metadata, Path(cache_dir))
+        self.follower_pool = ThreadPoolExecutor(int(config["remote.log.manager.follower.thread.pool.size"]),
+                                                thread_name_prefix="rlm-follower")
 
     async def start(self) -> None:
         await self.reader.start()
@@ -47,3 +51,4 @@ class RemoteTier:
         await self.log_manager.close()
         await self.reader.close()
         await self.metadata.close()
+        self.follower_pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,100 @@
+"""KIP-405's follower path (Kafka's ReplicaFetcherTierStateMachine.buildRemoteLogAuxState), the IO.
+
+A follower whose fetch offset the leader has only in remote storage
+(OFFSET_MOVED_TO_TIERED_STORAGE) does not copy that data. It asks the leader
+(ListOffsets as a replica) for its local log start L (-4) and log start (-2),
+finds the finished remote segment holding L - 1 in its own copy of the remote
+log metadata, reads that segment's leader-epoch checkpoint and producer
+snapshot from remote storage (on a thread), and restarts its log empty at L
+with log start = the leader's, those epochs and that producer state
+(``Log.rebuild_from_remote``); it then fetches from L.
+
+Kafka finds the epoch of L - 1 with an OffsetForLeaderEpoch request to the
+leader and looks the segment up by (epoch, offset); tierlog's remote segments of
+a partition never overlap (``copy_task``), so the segment holding L - 1 is found
+by offset alone. Any step that cannot be done yet (metadata not caught up, the
+segment not known yet, remote storage unreachable) answers a retriable error:
+the fetcher backs off and the next fetch starts over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from tierlog.net.client import PeerUnavailable
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.tiered import (
+    IndexType,
+    RemoteResourceNotFoundError,
+    RemoteStorageError,
+    TopicIdPartition,
+)
+from tierlog.tiered.upload_epochs import (
+    EpochCheckpointError,
+    parse_leader_epoch_checkpoint,
+)
+
+__all__ = ["build_remote_log_aux_state"]
+
+log = logging.getLogger(__name__)
+LIST_OFFSETS_VERSION = 9
+TIMEOUT_S = 10.0
+EARLIEST, EARLIEST_LOCAL = -2, -4
+
+
+async def build_remote_log_aux_state(remote, conn, node_id: int, part, leader_epoch: int) -> int:
+    """Rebuild ``part``'s log from remote storage; the error code (NONE when done)."""
+    if remote is None:
+        return ErrorCode.KAFKA_STORAGE_ERROR           # tiering is off here: nothing to rebuild from
+    tip = TopicIdPartition(part.topic_id, part.topic, part.index)
+    remote.metadata.assign(tip)
+    if not remote.metadata.is_ready(tip):
+        return ErrorCode.REPLICA_NOT_AVAILABLE
+    error, local_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST_LOCAL)
+    if not error:
+        error, log_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST)
+    if error:
+        return error
+    previous = local_start - 1
+    cache = remote.metadata.cache(tip)
+    holding = [m for m in cache.finished_segments() if m.start_offset <= previous <= m.end_offset]
+    if previous < 0 or not holding:
+        log.info("%s-%d: no remote segment holds offset %d yet", part.topic, part.index, previous)
+        return ErrorCode.REPLICA_NOT_AVAILABLE
+    segment = holding[-1]
+    try:
+        epochs, snapshot = await asyncio.get_running_loop().run_in_executor(
+            remote.follower_pool, _read_aux_state, remote.segments, segment)
+    except (RemoteStorageError, EpochCheckpointError) as e:
+        log.warning("%s-%d: cannot read the remote state of segment [%d, %d]: %s", part.topic, part.index,
+                    segment.start_offset, segment.end_offset, e)
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    part.log.rebuild_from_remote(min(log_start, local_start), local_start, epochs, snapshot)
+    part.follower_hw = local_start
+    log.info("%s-%d: rebuilt from remote segment [%d, %d]: log start %d, fetching from %d", part.topic,
+             part.index, segment.start_offset, segment.end_offset, log_start, local_start)
+    return ErrorCode.NONE
+
+
+def _read_aux_state(segments, segment) -> tuple[list[tuple[int, int]], bytes | None]:
+    epochs = parse_leader_epoch_checkpoint(segments.fetch_index(segment, IndexType.LEADER_EPOCH))
+    try:
+        snapshot = segments.fetch_index(segment, IndexType.PRODUCER_SNAPSHOT)
+    except RemoteResourceNotFoundError:
+        snapshot = None                 # uploaded without one: no producer state, as in Kafka
+    return epochs, snapshot
+
+
+async def _leader_offset(conn, node_id: int, part, leader_epoch: int, target: int) -> tuple[int, int]:
+    body = {"ReplicaId": node_id, "IsolationLevel": 0, "Topics": [{"Name": part.topic, "Partitions": [
+        {"PartitionIndex": part.index, "CurrentLeaderEpoch": leader_epoch, "Timestamp": target}]}]}
+    try:
+        answer = await conn.request(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body, TIMEOUT_S)
+    except (TimeoutError, PeerUnavailable, OSError):
+        return ErrorCode.REQUEST_TIMED_OUT, -1
+    found = [p for t in answer.get("Topics", ()) for p in t["Partitions"] if p["PartitionIndex"] == part.index]
+    if not found:
+        return ErrorCode.UNKNOWN_SERVER_ERROR, -1
+    return found[0]["ErrorCode"], found[0]["Offset"]
