@@ -39,6 +39,14 @@ def _git(*args: str) -> str:
     return out.stdout.strip()
 
 
+def _tansu_version() -> str | None:
+    """Tansu's version, None when it is not installed (benchmarks of tierlog alone do not need it)."""
+    try:
+        return brokers.tansu_version()
+    except brokers.BrokerStartError:
+        return None
+
+
 def facts() -> dict:
     return {
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -50,7 +58,7 @@ def facts() -> dict:
         "confluent_kafka": confluent_kafka.version()[0] if isinstance(confluent_kafka.version(), tuple)
         else confluent_kafka.version(),
         "librdkafka": confluent_kafka.libversion()[0],
-        "tansu": brokers.tansu_version(),
+        "tansu": _tansu_version(),
         "tierlog_commit": _git("rev-parse", "--short", "HEAD"),
         "tierlog_dirty": bool(_git("status", "--porcelain", "--", "src")),
         "loadavg_start": loadavg(),

@@ -21,7 +21,7 @@ remote storage in a temp directory (``fs``) or a moto S3 server process on
 4. **remote, second reader**: the same range again: MiB/s and remote GETs.
 
 Remote GETs and chunk cache hits come from the broker's ``remote reads:``
-log line (the RemoteReader's counters, logged when they change).
+log line (the RemoteReader's counters, logged every 2 s when they changed).
 Writes ``results/tiered_<timestamp>.json``, ``results/tiered_latest.json`` and
 ``results/tiered.png``.
 """
@@ -49,6 +49,7 @@ RECORD_SIZE = 1024
 SEGMENT_BYTES = 16 * MIB
 TASK_INTERVAL_MS = 1000
 SAMPLE_S = 0.5
+STATS_WAIT_S = 2.5
 LIST_OFFSETS = 2
 LATEST, LATEST_TIERED, EARLIEST_LOCAL = -1, -5, -4
 STATS_LINE = re.compile(r"remote reads: (.*)$")
@@ -151,7 +152,9 @@ def _wait_mostly_remote(broker, topic: str, fraction: float = 0.9, timeout_s: fl
 
 
 def _consume(broker, topic: str) -> dict:
-    return _workload("consume", "--bootstrap", broker.bootstrap, "--topic", topic)
+    result = _workload("consume", "--bootstrap", broker.bootstrap, "--topic", topic)
+    time.sleep(STATS_WAIT_S)            # the broker logs its remote read counters every 2 s
+    return result
 
 
 def run_backend(backend: str, args, workdir: Path) -> dict:

@@ -5,6 +5,8 @@ A remote segment is read in fixed chunks of ``chunk_size`` bytes (chunk i covers
 file under ``directory`` and evicted least recently used once the cache holds
 more than ``max_bytes``. A sequential reader makes about one GET per chunk; a
 second reader of the same range makes none while the chunks stay cached.
+The HOT_CHUNKS most recently used chunks also stay in memory, so the many small
+reads of one fetch (batch headers, then the batches) cost one file read or GET.
 Thread-safe (the reader threads share it). Counters: ``stats()``.
 
 Settings (Aiven's names): ``rsm.config.chunk.size`` (4 MiB),
@@ -25,6 +27,7 @@ __all__ = ["DEFAULT_CACHE_BYTES", "DEFAULT_CHUNK_SIZE", "ChunkCache"]
 
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
 DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024
+HOT_CHUNKS = 8
 
 
 class ChunkCache:
@@ -39,6 +42,8 @@ class ChunkCache:
         self._lock = threading.Lock()
         self._files: OrderedDict[str, int] = OrderedDict()  # file name -> size, least recent first
         self._bytes = 0
+        self._hot: OrderedDict[str, bytes] = OrderedDict()    # in memory, most recent last
+        self._loading: dict[str, threading.Event] = {}        # chunks one thread is fetching now
         self._stats = {"gets": 0, "get_bytes": 0, "chunk_hits": 0, "chunk_misses": 0}
 
     def read(self, key: str, start: int, end: int, fetch: Callable[[int, int], bytes]) -> bytes:
@@ -52,27 +57,61 @@ class ChunkCache:
                 break                                       # the object ends in this chunk
         return bytes(out)
 
+    def holds(self, key: str, index: int) -> bool:
+        """Whether chunk ``index`` of ``key`` is cached (for read-ahead: fetch it only if not)."""
+        name = self._name(key, index)
+        with self._lock:
+            return name in self._hot or name in self._files
+
     def stats(self) -> dict[str, int]:
         with self._lock:
             return dict(self._stats)
 
     def _chunk(self, key: str, index: int, fetch: Callable[[int, int], bytes]) -> bytes:
-        name = f"{hashlib.sha1(key.encode()).hexdigest()}-{index}"
+        """One chunk: from memory, from disk, or fetched once (a second thread asking for a chunk
+        being fetched waits for that fetch instead of making its own GET)."""
+        name = self._name(key, index)
+        while True:
+            with self._lock:
+                loading = self._loading.get(name)
+                if loading is None:
+                    break
+            loading.wait()
         with self._lock:
+            hot = self._hot.get(name)
+            if hot is not None:
+                self._hot.move_to_end(name)
+                return hot
             if name in self._files:
                 self._files.move_to_end(name)
                 self._stats["chunk_hits"] += 1
                 try:
-                    return (self.directory / name).read_bytes()
+                    return self._keep_hot(name, (self.directory / name).read_bytes())
                 except OSError:
                     self._forget(name)
             self._stats["chunk_misses"] += 1
-        data = fetch(index * self.chunk_size, (index + 1) * self.chunk_size)
+            done = self._loading[name] = threading.Event()
+        try:
+            data = fetch(index * self.chunk_size, (index + 1) * self.chunk_size)
+        finally:
+            with self._lock:
+                self._loading.pop(name, None)
+            done.set()
         with self._lock:
             self._stats["gets"] += 1
             self._stats["get_bytes"] += len(data)
             if len(data) <= self.max_bytes and name not in self._files:
                 self._store(name, data)
+            return self._keep_hot(name, data)
+
+    @staticmethod
+    def _name(key: str, index: int) -> str:
+        return f"{hashlib.sha1(key.encode()).hexdigest()}-{index}"
+
+    def _keep_hot(self, name: str, data: bytes) -> bytes:
+        self._hot[name] = data
+        while len(self._hot) > HOT_CHUNKS:
+            self._hot.popitem(last=False)
         return data
 
     def _store(self, name: str, data: bytes) -> None:
@@ -85,5 +124,6 @@ class ChunkCache:
             self._forget(next(iter(self._files)))
 
     def _forget(self, name: str) -> None:
+        self._hot.pop(name, None)
         self._bytes -= self._files.pop(name, 0)
         (self.directory / name).unlink(missing_ok=True)

@@ -4,7 +4,8 @@
 holding ``offset`` (by the leader epoch of that offset, then by offset), turns
 the offset into a file position through the segment's remote offset index
 (Kafka's 8-byte entries: offset relative to the file's base offset, position),
-reads from there through the chunk cache and returns whole batches from the one
+reads from there through the chunk cache (fetching the next chunk ahead while
+the answer is served) and returns whole batches from the one
 holding ``offset``: at most ``max_bytes``, but at least one batch when
 ``min_one`` (Kafka's rule for the first partition of a response). Every batch
 is CRC-checked before it is served; a corrupt one answers KAFKA_STORAGE_ERROR.
@@ -13,7 +14,7 @@ Reads run on ``remote.log.reader.threads`` threads; at most
 ``remote.log.reader.max.pending.tasks`` may wait for one. Beyond that the
 partition comes back empty without error (the client simply fetches again),
 where Kafka would fail the read. Remote indexes are kept in memory, bounded by
-``remote.log.index.file.cache.total.size.bytes``. Counters (GETs, bytes, chunk
+``remote.log.index.file.cache.total.size.bytes`` (offset indexes parsed once). Counters (GETs, bytes, chunk
 hits and misses) are logged as ``remote reads: ...`` at most every
 STATS_LOG_INTERVAL_S when they changed.
 """
@@ -21,6 +22,7 @@ STATS_LOG_INTERVAL_S when they changed.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import struct
 import threading
@@ -53,7 +55,7 @@ from tierlog.tiered.read_rules import epoch_for_offset
 __all__ = ["RemoteRead", "RemoteReader"]
 
 log = logging.getLogger(__name__)
-STATS_LOG_INTERVAL_S = 5.0
+STATS_LOG_INTERVAL_S = 2.0
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _BATCH_HEAD = 61           # enough of a batch header for its offsets and length
@@ -100,9 +102,9 @@ class RemoteReader:
         if self._pending >= self._max_pending:
             return RemoteRead(ErrorCode.NONE)
         self._pending += 1
+        loop = asyncio.get_running_loop()
         try:
-            data = await asyncio.get_running_loop().run_in_executor(
-                self._pool, self._read_batches, meta, offset, max_bytes, min_one)
+            data, end = await loop.run_in_executor(self._pool, self._read_batches, meta, offset, max_bytes, min_one)
         except CorruptRemoteDataError as e:
             log.error("%s-%d: corrupt data in remote segment [%d, %d]: %s", part.topic, part.index,
                       meta.start_offset, meta.end_offset, e)
@@ -112,7 +114,20 @@ class RemoteReader:
             return RemoteRead(ErrorCode.KAFKA_STORAGE_ERROR)
         finally:
             self._pending -= 1
+        self._read_ahead(meta, end)
         return RemoteRead(ErrorCode.NONE, data)
+
+    def _read_ahead(self, meta: RemoteLogSegmentMetadata, position: int) -> None:
+        """Fetch the chunk after the one a sequential reader is in, while it is served (one GET
+        overlapping the next fetch instead of delaying it)."""
+        index = position // self.chunks.chunk_size + 1
+        key = segment_key(meta.segment_id, meta.start_offset, LOG_SUFFIX)
+        if index * self.chunks.chunk_size >= meta.segment_size_in_bytes or self.chunks.holds(key, index) \
+                or self._pending >= self._max_pending:
+            return
+        start = index * self.chunks.chunk_size
+        future = asyncio.get_running_loop().run_in_executor(self._pool, self._log_range, meta, start, start + 1)
+        future.add_done_callback(_ignore_failure)
 
     def _segment_for(self, tip: TopicIdPartition, part, offset: int) -> RemoteLogSegmentMetadata | None:
         cache = self.metadata.cache(tip)
@@ -123,7 +138,9 @@ class RemoteReader:
             return found
         return next((m for m in cache.finished_segments() if m.start_offset <= offset <= m.end_offset), None)
 
-    def _read_batches(self, meta: RemoteLogSegmentMetadata, offset: int, max_bytes: int, min_one: bool) -> bytes:
+    def _read_batches(self, meta: RemoteLogSegmentMetadata, offset: int, max_bytes: int,
+                      min_one: bool) -> tuple[bytes, int]:
+        """Whole batches from the one holding ``offset``, and the file position after them."""
         position, size = self._position(meta, offset), meta.segment_size_in_bytes
         while position < size:                       # skip the batches wholly before ``offset``
             head = self._log_range(meta, position, min(size, position + _BATCH_HEAD))
@@ -133,23 +150,21 @@ class RemoteReader:
                 break
             position += 12 + length
         if position >= size:
-            return b""
+            return b"", position
         first_size = 12 + struct.unpack_from(">i", self._log_range(meta, position, position + 12), LENGTH_OFFSET)[0]
         want = max(max_bytes, first_size) if min_one else max_bytes
         data = self._log_range(meta, position, min(size, position + want))
         checked = check_batches(data, first_must_be_whole=min_one)
-        return data[:checked.end]
+        return data[:checked.end], position + checked.end
 
     def _position(self, meta: RemoteLogSegmentMetadata, offset: int) -> int:
+        """The file position of the last index entry at or below ``offset`` (0 without one)."""
         base = self._file_base(meta)
-        index = self._index(meta, IndexType.OFFSET)
-        position = 0
-        for i in range(len(index) // _OFFSET_ENTRY.size):
-            relative, pos = _OFFSET_ENTRY.unpack_from(index, i * _OFFSET_ENTRY.size)
-            if base + relative > offset:
-                break
-            position = pos
-        return position
+        relatives, positions = self._indexes.get((meta.segment_id, IndexType.OFFSET),
+                                                 lambda: _parse_offset_index(self.segments.fetch_index(
+                                                     meta, IndexType.OFFSET)))
+        found = bisect.bisect_right(relatives, offset - base) - 1
+        return positions[found] if found >= 0 else 0
 
     def _file_base(self, meta: RemoteLogSegmentMetadata) -> int:
         """The base offset of the uploaded file (its first batch's): index entries are relative to it."""
@@ -159,8 +174,6 @@ class RemoteReader:
         key = segment_key(meta.segment_id, meta.start_offset, LOG_SUFFIX)
         return self.chunks.read(key, start, end, lambda a, b: self.segments.fetch_log_segment(meta, a, b))
 
-    def _index(self, meta: RemoteLogSegmentMetadata, kind: IndexType) -> bytes:
-        return self._indexes.get((meta.segment_id, kind), lambda: self.segments.fetch_index(meta, kind))
 
     # --- ListOffsets by timestamp ------------------------------------------------------------------
 
@@ -203,6 +216,17 @@ class RemoteReader:
                 last = stats
 
 
+def _ignore_failure(future) -> None:
+    """A read-ahead that failed: the read that needs the chunk will fetch it and report."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _parse_offset_index(data: bytes) -> tuple[list[int], list[int]]:
+    entries = [_OFFSET_ENTRY.unpack_from(data, i) for i in range(0, len(data) - len(data) % 8, 8)]
+    return [r for r, _ in entries], [p for _, p in entries]
+
+
 class _IndexCache:
     """Remote index objects in memory, least recently used dropped beyond ``max_bytes``."""
 
@@ -212,7 +236,7 @@ class _IndexCache:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key, load) -> bytes:
+    def get(self, key, load):
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
@@ -221,8 +245,13 @@ class _IndexCache:
         with self._lock:
             if key not in self._items:
                 self._items[key] = data
-                self._bytes += len(data)
+                self._bytes += _size(data)
                 while self._bytes > self.max_bytes and len(self._items) > 1:
                     _k, old = self._items.popitem(last=False)
-                    self._bytes -= len(old)
+                    self._bytes -= _size(old)
         return data
+
+
+def _size(item) -> int:
+    """Bytes an index takes as Kafka's file (8 per offset entry)."""
+    return len(item[0]) * _OFFSET_ENTRY.size if isinstance(item, tuple) else len(item)
