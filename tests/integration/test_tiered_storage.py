@@ -11,6 +11,7 @@
 4. Deleting the topic deletes its remote objects.
 5. Bad tiered configs are refused with INVALID_CONFIG.
 6. An empty follower rebuilds its state from remote storage (KIP-405's follower path).
+7. Remote storage that cannot be reached: retried uploads, nothing deleted locally, a clear log line.
 """
 from __future__ import annotations
 
@@ -22,12 +23,14 @@ from cluster import Cluster, running, wait_for
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, TopicPartition
+from nodeproc import free_port
 from tiered import (
     TIERED_TOPIC,
     MotoServer,
     assert_no_overlap,
     fs_props,
     leader_broker,
+    offsets,
     remote_listing,
     tiered_state,
     wait_tiered,
@@ -238,3 +241,27 @@ def test_an_empty_follower_rebuilds_from_remote_storage_instead_of_copying(tmp_p
 def _in_isr(cluster, topic: str, broker_id: int) -> bool:
     parts = cluster.live_partitions(topic, 1)
     return bool(parts) and broker_id in parts[0]["IsrNodes"]
+
+
+def test_unreachable_remote_storage_keeps_everything_local_and_says_why(tmp_path, monkeypatch):
+    """Remote storage nobody listens on: uploads fail and are retried with backoff, a WARNING line
+    says why, no local segment is deleted, and producing and consuming go on."""
+    with_moto_credentials(monkeypatch)
+    props = {**fs_props(tmp_path / "unused"), "rsm.config.storage.backend": "s3",
+             "rsm.config.storage.s3.bucket.name": "nowhere", "rsm.config.storage.s3.region": "us-east-1",
+             "rsm.config.storage.s3.endpoint.url": f"http://127.0.0.1:{free_port()}",
+             "rsm.config.storage.s3.path.style.access.enabled": "true"}
+    with running(Cluster(tmp_path, controllers=1, brokers=3, props=props)) as cluster:
+        _create(cluster, "stuck", 1, rf=2)
+        acked = _produce_one_partition(cluster, "stuck", 25_000)
+        leader = leader_broker(cluster, "stuck", 0)
+        wait_for(lambda: leader.log_path.read_text().count("stuck-0: tiered storage pass failed") >= 2, 120,
+                 "two failed upload attempts logged")
+        line = next(x for x in leader.log_path.read_text().splitlines() if "stuck-0: tiered storage pass failed" in x)
+        assert "WARNING" in line and "retrying in" in line
+        state = tiered_state(cluster, "stuck", 0)
+        assert state is None or (state["local_start"], state["tiered"]) == (0, -1)
+        assert offsets(leader, "stuck", 0, -4) == 0                        # every local segment still there
+        more = _produce_one_partition(cluster, "stuck", 100)
+        read = consume_all(cluster.bootstrap, "stuck", 1, acked + more, timeout_s=120)
+        assert [m.offset() for m in read] == list(range(acked + more))

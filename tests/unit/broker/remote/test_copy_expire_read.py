@@ -1,0 +1,187 @@
+"""The RemoteLogManager's passes and the RemoteReader over real logs and a real directory store.
+
+The remote log metadata manager is replaced by an in-memory one that applies a
+published record at once (the interface the passes use: assign, is_ready,
+cache, publish, add_listener); everything else is the production code.
+"""
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from storage_helpers import NOW, batch, config, read_all
+
+from tierlog.broker.partition import Partition
+from tierlog.broker.remote.copy_task import TaskContext, copy_pass
+from tierlog.broker.remote.expiration_task import expiration_pass
+from tierlog.broker.remote.follower_state import build_remote_log_aux_state
+from tierlog.broker.remote.rate_limit import UNLIMITED, ByteRateLimit
+from tierlog.broker.remote.reader import RemoteReader
+from tierlog.config import NodeConfig
+from tierlog.protocol.errors import ErrorCode
+from tierlog.records.decoder import iter_batches
+from tierlog.storage import Log
+from tierlog.tiered import (
+    FsObjectStore,
+    RemoteLogMetadataCache,
+    RemoteLogSegmentState,
+    RemoteSegmentStore,
+    RemoteStorageError,
+    TopicIdPartition,
+    list_partitions,
+)
+
+TOPIC_ID = bytes(range(16))
+TIP = TopicIdPartition(TOPIC_ID, "t", 0)
+
+
+class InMemoryMetadata:
+    def __init__(self):
+        self.caches, self.failing = {}, False
+
+    def assign(self, tip):
+        self.caches.setdefault(tip, RemoteLogMetadataCache(tip))
+
+    def is_ready(self, tip):
+        return tip in self.caches
+
+    def cache(self, tip):
+        return self.caches.get(tip)
+
+    def add_listener(self, fn):
+        pass
+
+    async def publish(self, record):
+        if self.failing:
+            raise RemoteStorageError("metadata topic unreachable")
+        tip = getattr(record, "topic_id_partition", None) or record.segment_id.topic_id_partition
+        self.caches[tip].apply(record)
+
+
+class FailingStore(FsObjectStore):
+    def put_file(self, key, path):
+        raise RemoteStorageError("connection refused")
+
+
+def _partition(tmp_path, **props) -> Partition:
+    cfg = config(internal_segment_bytes=2000, remote_storage_enable="true", **props)
+    log = Log.open(tmp_path / "t-0", cfg, NOW)
+    log.assign_epoch_start_offset(0, 0)
+    for seq in range(0, 120, 3):
+        log.append(batch(3, producer_id=7, producer_epoch=0, base_sequence=seq), 0, NOW)
+    return Partition("t", 0, TOPIC_ID, log, leader_id=1, leader_epoch=0)
+
+
+def _ctx(store, metadata) -> TaskContext:
+    pool = ThreadPoolExecutor(2)
+    return TaskContext(1, RemoteSegmentStore(store), metadata, pool, pool, ByteRateLimit(UNLIMITED, 0.0),
+                       lambda: NOW)
+
+
+def _copy(ctx, part) -> int:
+    ctx.metadata.assign(TIP)
+    return asyncio.run(copy_pass(ctx, TIP, part, lambda: True))
+
+
+def test_rolled_segments_are_uploaded_in_order_and_describe_themselves(tmp_path):
+    part, metadata = _partition(tmp_path), InMemoryMetadata()
+    ctx = _ctx(FsObjectStore(tmp_path / "remote"), metadata)
+    rolled = part.log.rolled_segments()
+    assert _copy(ctx, part) == len(rolled) > 2
+    assert part.log.highest_offset_in_remote_storage == rolled[-1].next_offset - 1
+    finished = metadata.cache(TIP).finished_segments()
+    assert [(m.start_offset, m.end_offset) for m in finished] == [(s.base_offset, s.next_offset - 1) for s in rolled]
+    [listing] = list_partitions(FsObjectStore(tmp_path / "remote"))
+    assert [s.metadata.start_offset for s in listing.segments] == [s.base_offset for s in rolled]
+    assert _copy(ctx, part) == 0                                   # nothing new: nothing uploaded twice
+
+
+def test_a_segment_starting_below_where_uploads_stopped_starts_after_it(tmp_path):
+    part, metadata = _partition(tmp_path), InMemoryMetadata()
+    first = part.log.rolled_segments()[0]
+    part.log.highest_offset_in_remote_storage = first.base_offset + 2     # an old leader's upload ended here
+    _copy(_ctx(FsObjectStore(tmp_path / "remote"), metadata), part)
+    starts = [m.start_offset for m in metadata.cache(TIP).finished_segments()]
+    assert starts[0] == first.base_offset + 3
+
+
+def test_consumers_read_uploaded_data_after_local_deletion(tmp_path):
+    part, metadata = _partition(tmp_path, local_retention_bytes=2000), InMemoryMetadata()
+    original = read_all(part.log, 0)
+    store = FsObjectStore(tmp_path / "remote")
+    _copy(_ctx(store, metadata), part)
+    part.log.enforce_retention(NOW)
+    assert part.log.local_log_start_offset > 0 and part.log.log_start_offset == 0
+    reader = RemoteReader(NodeConfig({"node.id": "1", "rsm.config.chunk.size": "1000"}), RemoteSegmentStore(store),
+                          metadata, tmp_path / "chunks")
+
+    async def read_everything():
+        out, offset = bytearray(), 0
+        while offset < part.log.local_log_start_offset:
+            answer = await reader.read(part, offset, 1500, True)
+            assert answer.error == ErrorCode.NONE and answer.records
+            out += answer.records
+            offset = _next_offset(answer.records)
+        return bytes(out)
+    remote = asyncio.run(read_everything())
+    assert original.startswith(remote) and len(remote) > 0
+
+
+def _next_offset(data: bytes) -> int:
+    return list(iter_batches(data))[-1][1].last_offset + 1
+
+
+def test_a_failing_store_deletes_nothing_locally_and_abandons_its_upload(tmp_path):
+    part, metadata = _partition(tmp_path, local_retention_bytes=2000), InMemoryMetadata()
+    with pytest.raises(RemoteStorageError):
+        _copy(_ctx(FailingStore(tmp_path / "remote"), metadata), part)
+    assert part.log.highest_offset_in_remote_storage == -1
+    part.log.enforce_retention(NOW)
+    assert part.log.local_log_start_offset == 0                       # nothing goes before its upload
+    states = [m.state for m in metadata.cache(TIP).segments()]
+    assert states == []                                               # the STARTED id was marked deleted
+
+
+def test_remote_retention_raises_the_log_start_before_deleting(tmp_path):
+    part, metadata = _partition(tmp_path, retention_bytes=3000, local_retention_bytes=2000), InMemoryMetadata()
+    ctx = _ctx(FsObjectStore(tmp_path / "remote"), metadata)
+    _copy(ctx, part)
+    before = metadata.cache(TIP).finished_segments()
+    deleted = asyncio.run(expiration_pass(ctx, TIP, part))
+    after = metadata.cache(TIP).finished_segments()
+    assert deleted > 0 and len(after) == len(before) - deleted
+    assert part.log.log_start_offset == after[0].start_offset if after else part.log.log_start_offset > 0
+    [listing] = list_partitions(FsObjectStore(tmp_path / "remote"))
+    assert len(listing.segments) == len(after)
+    assert all(m.state == RemoteLogSegmentState.COPY_SEGMENT_FINISHED for m in after)
+
+
+class LeaderConn:
+    """The leader's answers to the follower's ListOffsets (-4 local log start, -2 log start)."""
+
+    def __init__(self, local_start, log_start=0):
+        self.answers = {-4: local_start, -2: log_start}
+
+    async def request(self, api_key, version, body, timeout_s):
+        p = body["Topics"][0]["Partitions"][0]
+        return {"Topics": [{"Name": "t", "Partitions": [
+            {"PartitionIndex": 0, "ErrorCode": 0, "Offset": self.answers[p["Timestamp"]], "Timestamp": -1,
+             "LeaderEpoch": 0}]}]}
+
+
+def test_an_empty_follower_rebuilds_from_the_segment_before_the_leaders_local_start(tmp_path):
+    leader, metadata = _partition(tmp_path / "leader", local_retention_bytes=2000), InMemoryMetadata()
+    store = FsObjectStore(tmp_path / "remote")
+    _copy(_ctx(store, metadata), leader)
+    leader.log.enforce_retention(NOW)
+    local_start = leader.log.local_log_start_offset
+    follower_log = Log.open(tmp_path / "follower" / "t-0", leader.log.config, NOW)
+    follower = Partition("t", 0, TOPIC_ID, follower_log, leader_id=1, leader_epoch=0)
+    pool = ThreadPoolExecutor(1)
+    remote = type("Tier", (), {"metadata": metadata, "segments": RemoteSegmentStore(store), "follower_pool": pool})
+    error = asyncio.run(build_remote_log_aux_state(remote, LeaderConn(local_start), 2, follower, 0))
+    assert error == ErrorCode.NONE
+    assert (follower_log.log_start_offset, follower_log.local_log_start_offset) == (0, local_start)
+    assert follower_log.log_end_offset == local_start and follower_log.epoch_entries() == [(0, 0)]
+    assert local_start % 3 == 0                                       # batches of 3, sequence = offset
+    retry = follower_log.append(batch(3, producer_id=7, producer_epoch=0, base_sequence=local_start - 3), 0, NOW)
+    assert retry.last_offset == local_start - 1                       # a duplicate: the producer state came along
