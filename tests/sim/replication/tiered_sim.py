@@ -27,6 +27,7 @@ never overlap once an expiration pass ran; after topic deletion, the store ends 
 """
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 
@@ -252,7 +253,7 @@ class TieredSim:
                 f"replica {i} deleted local data up to {replica.local_start()} that remote storage lacks ({covered})"
         if self.expired_once:
             spans = sorted(finished)
-            for (_s1, e1), (s2, _e2) in zip(spans, spans[1:], strict=False):
+            for (_s1, e1), (s2, _e2) in itertools.pairwise(spans):
                 assert s2 > e1, f"overlapping remote segments {spans}"
 
     def _finished_in_store(self) -> list[tuple[int, int]]:
