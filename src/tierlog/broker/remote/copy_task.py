@@ -39,7 +39,7 @@ from tierlog.tiered.upload_epochs import leader_epoch_checkpoint, segment_leader
 
 from .rate_limit import ByteRateLimit
 
-__all__ = ["TaskContext", "copy_pass"]
+__all__ = ["TaskContext", "copy_pass", "metadata_update"]
 
 log = logging.getLogger(__name__)
 _S = RemoteLogSegmentState
@@ -99,7 +99,7 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
         raise
     finally:
         ctx.in_flight.discard(metadata.segment_id)
-    await ctx.metadata.publish(_update(ctx, metadata, _S.COPY_SEGMENT_FINISHED))
+    await ctx.metadata.publish(metadata_update(ctx, metadata, _S.COPY_SEGMENT_FINISHED))
     plog.highest_offset_in_remote_storage = max(plog.highest_offset_in_remote_storage, metadata.end_offset)
     log.info("%s-%d: copied [%d, %d] (%d bytes) to remote storage", tip.topic, tip.partition,
              metadata.start_offset, metadata.end_offset, seg.size)
@@ -107,11 +107,12 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
 
 async def _abandon(ctx: TaskContext, metadata: RemoteLogSegmentMetadata) -> None:
     try:
-        await ctx.metadata.publish(_update(ctx, metadata, _S.DELETE_SEGMENT_STARTED))
-        await ctx.metadata.publish(_update(ctx, metadata, _S.DELETE_SEGMENT_FINISHED))
+        await ctx.metadata.publish(metadata_update(ctx, metadata, _S.DELETE_SEGMENT_STARTED))
+        await ctx.metadata.publish(metadata_update(ctx, metadata, _S.DELETE_SEGMENT_FINISHED))
     except RemoteStorageError as e:      # the expiration pass deletes the abandoned id later
         log.debug("cannot mark abandoned upload %s deleted: %s", metadata.segment_id, e)
 
 
-def _update(ctx: TaskContext, metadata: RemoteLogSegmentMetadata, state: RemoteLogSegmentState):
+def metadata_update(ctx: TaskContext, metadata: RemoteLogSegmentMetadata, state: RemoteLogSegmentState):
+    """This broker moving ``metadata``'s segment to ``state`` now."""
     return RemoteLogSegmentMetadataUpdate(metadata.segment_id, ctx.clock_ms(), state, ctx.node_id)

@@ -16,11 +16,12 @@ import logging
 
 from tierlog.tiered import (
     RemoteLogSegmentMetadata,
-    RemoteLogSegmentMetadataUpdate,
     RemoteLogSegmentState,
     TopicIdPartition,
 )
 from tierlog.tiered.expiration_rules import RetentionLimits, plan_remote_expiration
+
+from .copy_task import metadata_update
 
 __all__ = ["delete_segment", "expiration_pass"]
 
@@ -54,12 +55,9 @@ async def expiration_pass(ctx, tip: TopicIdPartition, part) -> int:
 
 
 async def delete_segment(ctx, metadata: RemoteLogSegmentMetadata) -> None:
-    await ctx.metadata.publish(_update(ctx, metadata, _S.DELETE_SEGMENT_STARTED))
+    await ctx.metadata.publish(metadata_update(ctx, metadata, _S.DELETE_SEGMENT_STARTED))
     await asyncio.get_running_loop().run_in_executor(ctx.delete_pool, ctx.segments.delete_log_segment, metadata)
-    await ctx.metadata.publish(_update(ctx, metadata, _S.DELETE_SEGMENT_FINISHED))
+    await ctx.metadata.publish(metadata_update(ctx, metadata, _S.DELETE_SEGMENT_FINISHED))
     log.info("%s-%d: deleted remote segment [%d, %d]", metadata.topic_id_partition.topic,
              metadata.topic_id_partition.partition, metadata.start_offset, metadata.end_offset)
 
-
-def _update(ctx, metadata: RemoteLogSegmentMetadata, state: RemoteLogSegmentState):
-    return RemoteLogSegmentMetadataUpdate(metadata.segment_id, ctx.clock_ms(), state, ctx.node_id)
