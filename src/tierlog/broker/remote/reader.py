@@ -11,7 +11,8 @@ holding ``offset``: at most ``max_bytes``, but at least one batch when
 is CRC-checked before it is served; a corrupt one answers KAFKA_STORAGE_ERROR.
 
 Reads run on ``remote.log.reader.threads`` threads; at most
-``remote.log.reader.max.pending.tasks`` may wait for one. Beyond that the
+``remote.log.reader.max.pending.tasks`` may wait for one, and GETs keep to
+``remote.log.manager.fetch.max.bytes.per.second``. Beyond that the
 partition comes back empty without error (the client simply fetches again),
 where Kafka would fail the read. Remote indexes are kept in memory, bounded by
 ``remote.log.index.file.cache.total.size.bytes`` (offset indexes parsed once). Counters (GETs, bytes, chunk
@@ -26,6 +27,7 @@ import bisect
 import logging
 import struct
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -51,6 +53,8 @@ from tierlog.tiered.chunk_cache import (
 )
 from tierlog.tiered.layout import LOG_SUFFIX
 from tierlog.tiered.read_rules import epoch_for_offset
+
+from .rate_limit import ByteRateLimit
 
 __all__ = ["RemoteRead", "RemoteReader"]
 
@@ -81,6 +85,8 @@ class RemoteReader:
         self._pending = 0
         self._indexes = _IndexCache(int(config["remote.log.index.file.cache.total.size.bytes"]))
         self._stats_task: asyncio.Task | None = None
+        self._get_limit = ByteRateLimit(int(config["remote.log.manager.fetch.max.bytes.per.second"]), time.monotonic())
+        self._get_limit_lock = threading.Lock()
 
     async def start(self) -> None:
         self._stats_task = asyncio.get_running_loop().create_task(self._log_stats())
@@ -172,7 +178,15 @@ class RemoteReader:
 
     def _log_range(self, meta: RemoteLogSegmentMetadata, start: int, end: int) -> bytes:
         key = segment_key(meta.segment_id, meta.start_offset, LOG_SUFFIX)
-        return self.chunks.read(key, start, end, lambda a, b: self.segments.fetch_log_segment(meta, a, b))
+        return self.chunks.read(key, start, end, lambda a, b: self._get(meta, a, b))
+
+    def _get(self, meta: RemoteLogSegmentMetadata, start: int, end: int) -> bytes:
+        """One ranged GET, after waiting out remote.log.manager.fetch.max.bytes.per.second (on this thread)."""
+        with self._get_limit_lock:
+            wait = self._get_limit.delay_s(end - start, time.monotonic())
+        if wait > 0:
+            time.sleep(wait)
+        return self.segments.fetch_log_segment(meta, start, end)
 
 
     # --- ListOffsets by timestamp ------------------------------------------------------------------
