@@ -37,10 +37,6 @@ from tiered import (
     with_moto_credentials,
 )
 
-# The heaviest clusters of the suite: kept on one pytest worker with the Spark pipeline test (./dev test
-# runs --dist loadgroup), which under their load at the same time once lost its first micro-batch.
-pytestmark = pytest.mark.xdist_group("heavy")
-
 RECORDS, PARTITIONS = 50_000, 2
 VALUE_PAD = b"x" * 180          # ~200-byte records: about 5 segments of 1 MiB per partition
 

@@ -6,12 +6,9 @@ and a clean stop), the longest of the Spark tests.
 import json
 import time
 
-import pytest
 from clients import consume_all
 
 from tierlog.spark import pipeline
-
-pytestmark = pytest.mark.xdist_group("heavy")       # not beside the tiered storage clusters (see there)
 
 
 def test_pipeline_writes_windows_to_the_topic_and_parquet(spark, spark_node, tmp_path):
