@@ -216,7 +216,8 @@ class RemoteLogMetadataManager:
                         continue
                     answer = await peers.request(leader, ApiKey.FETCH, self._fetch_body(partition, position),
                                                  REQUEST_TIMEOUT_S + FETCH_MAX_WAIT_MS / 1000, FETCH_VERSION)
-                    self._on_fetched(partition, position, answer)
+                    if not self._on_fetched(partition, position, answer):
+                        await asyncio.sleep(RETRY_BACKOFF_S)        # a partition error: not in a tight loop
                 except (PeerUnavailable, TimeoutError, OSError, RemoteMetadataUnavailable) as e:
                     log.debug("%s-%d: fetch failed: %s", REMOTE_LOG_METADATA_TOPIC, partition, e)
                     await asyncio.sleep(RETRY_BACKOFF_S)
@@ -231,17 +232,21 @@ class RemoteLogMetadataManager:
                      "LastFetchedEpoch": -1, "LogStartOffset": -1, "PartitionMaxBytes": FETCH_MAX_BYTES}]}],
                 "ForgottenTopicsData": [], "RackId": ""}
 
-    def _on_fetched(self, partition: int, position: ConsumedPosition, answer: dict) -> None:
+    def _on_fetched(self, partition: int, position: ConsumedPosition, answer: dict) -> bool:
+        """Apply a fetch answer; False when the partition came back with an error."""
+        ok = True
         for topic in answer.get("Responses", ()):
             for p in topic["Partitions"]:
                 if p["ErrorCode"] != ErrorCode.NONE:
                     log.debug("%s-%d: fetch error %d", REMOTE_LOG_METADATA_TOPIC, partition, p["ErrorCode"])
+                    ok = False
                     continue
                 touched = self._apply_records(partition, position, p.get("Records") or b"")
                 position.fetched(p["HighWatermark"])
                 for tip in touched:
                     for fn in self._listeners:
                         fn(tip)
+        return ok
 
     def _apply_records(self, partition: int, position: ConsumedPosition, data) -> set[TopicIdPartition]:
         touched = set()
@@ -281,7 +286,8 @@ class RemoteLogMetadataManager:
             task.cancel()
         for tip in [t for t in self._caches if self._partition_of(t) == partition]:
             self._caches[tip] = RemoteLogMetadataCache(tip)
-        position = self._positions[partition] = ConsumedPosition()
+        position = self._positions[partition]
+        position.restart()              # the same object: a publisher waiting on it keeps waiting
         new = self._tasks.spawn(self._consume(partition, position), name=f"rlmm-consumer-{partition}")
         if new is not None:
             self._consumers[partition] = new

@@ -20,6 +20,10 @@ class ConsumedPosition:
         self.ready = False
         self._changed = asyncio.Event()
 
+    def restart(self) -> None:
+        """Consume again from offset 0 (a newly assigned partition must see every record)."""
+        self.offset, self.ready = 0, False
+
     def consumed(self, next_offset: int) -> None:
         if next_offset > self.offset:
             self.offset = next_offset

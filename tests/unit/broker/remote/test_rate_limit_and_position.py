@@ -45,3 +45,16 @@ def test_wait_past_returns_when_the_offset_is_consumed_or_at_the_deadline():
         assert await waiter is True
         assert await position.wait_past(9, 0.01) is False
     asyncio.run(scenario())
+
+
+def test_a_restarted_position_consumes_again_and_its_waiters_still_see_progress():
+    async def scenario():
+        position = ConsumedPosition()
+        position.consumed(10)
+        position.fetched(10)
+        waiter = asyncio.ensure_future(position.wait_past(12, 5.0))
+        position.restart()
+        assert (position.offset, position.ready) == (0, False)
+        position.consumed(13)
+        assert await waiter is True
+    asyncio.run(scenario())
