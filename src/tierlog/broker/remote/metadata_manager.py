@@ -92,6 +92,8 @@ class RemoteLogMetadataManager:
                 self._consumers[partition] = task
         elif position.offset > 0:
             self._replay(partition)
+        else:
+            position.ready = False          # the next fetch answer decides, after this assignment
 
     def _partition_of(self, tip: TopicIdPartition) -> int:
         return metadata_partition(tip.topic_id, tip.partition, self.num_partitions)
@@ -112,13 +114,13 @@ class RemoteLogMetadataManager:
     async def publish(self, record) -> None:
         tip = _tip_of(record)
         partition = self._partition_of(tip)
+        if partition not in self._positions:         # checked first: nothing is written for a refused call
+            raise RemoteMetadataUnavailable(f"{tip} is not assigned: cannot read back its metadata")
         value = encode_remote_log_metadata(record)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + PUBLISH_TIMEOUT_S
         offset = await self._produce(partition, value, deadline)
-        position = self._positions.get(partition)
-        if position is None:
-            raise RemoteMetadataUnavailable(f"{tip} is not assigned: cannot read back its metadata")
+        position = self._positions[partition]
         if not await position.wait_past(offset, max(0.0, deadline - loop.time())):
             raise RemoteMetadataUnavailable(f"metadata record at {REMOTE_LOG_METADATA_TOPIC}-{partition}@{offset} "
                                             f"not consumed back within {PUBLISH_TIMEOUT_S:.0f}s")
