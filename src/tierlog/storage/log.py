@@ -48,7 +48,6 @@ from tierlog.storage.append_checks import (
     stamp,
     writable,
 )
-from tierlog.storage.batch_scan import scan_headers
 from tierlog.storage.config import LogConfig
 from tierlog.storage.dir_writer import Writer
 from tierlog.storage.epoch_cache import LeaderEpochCache
@@ -66,7 +65,7 @@ from tierlog.storage.log_read import (
 )
 from tierlog.storage.partition_metadata import reconcile_topic_id
 from tierlog.storage.producer_snapshot import decode_snapshot
-from tierlog.storage.producer_snapshots import ProducerSnapshots
+from tierlog.storage.producer_snapshots import ProducerSnapshots, replay_source
 from tierlog.storage.producer_state import ProducerStateManager
 from tierlog.storage.results import AppendResult, ReadResult, RolledSegment
 from tierlog.storage.roll import roll_jitter_ms, should_roll
@@ -247,16 +246,8 @@ class Log:
             self._epochs.assign_leader_epoch(leader_epoch, start_offset)
 
     def _rebuild_producers(self) -> None:
-        """Idempotent producer state: the latest ``.snapshot`` and the batches after it,
-        or without one the batch headers of the last two segments."""
-        found = self._snapshots.latest(self.log_end_offset)
-        if found is None:
-            self._producers.rebuild(h for seg in self._segments[-2:] for _pos, h in scan_headers(seg.fd, 0, seg.size))
-            return
-        offset, entries = found
-        first = self._segment_index(offset) if offset >= self._segments[0].base_offset else 0
-        self._producers.rebuild((h for seg in self._segments[first:] for _pos, h in scan_headers(seg.fd, 0, seg.size)
-                                 if h.base_offset >= offset), entries)
+        """Idempotent producer state (``producer_snapshots.replay_source`` says from what)."""
+        self._producers.rebuild(*replay_source(self._snapshots, self._segments, self._bases, self.log_end_offset))
 
     def _append_batches(self, records, headers: list[BatchHeader], now_ms: int) -> None:
         """Write batches, rolling between groups that would overflow segment.bytes."""

@@ -8,10 +8,12 @@ log start they go with the segments, except the latest one.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 from pathlib import Path
 
+from tierlog.storage.batch_scan import scan_headers
 from tierlog.storage.producer_snapshot import (
     ProducerSnapshotError,
     SnapshotEntry,
@@ -21,7 +23,7 @@ from tierlog.storage.producer_snapshot import (
     snapshot_path,
 )
 
-__all__ = ["ProducerSnapshots"]
+__all__ = ["ProducerSnapshots", "replay_source"]
 
 log = logging.getLogger(__name__)
 
@@ -64,3 +66,15 @@ class ProducerSnapshots:
         for o in offsets[:-1]:
             if o < offset:
                 snapshot_path(self.directory, o).unlink(missing_ok=True)
+
+
+def replay_source(snapshots: ProducerSnapshots, segments, bases: list[int], log_end_offset: int):
+    """(batch headers to replay, snapshot entries) that rebuild a log's producer state: the latest
+    readable snapshot and the batches from its offset on, or without one the last two segments."""
+    found = snapshots.latest(log_end_offset)
+    if found is None:
+        return (h for seg in segments[-2:] for _pos, h in scan_headers(seg.fd, 0, seg.size)), []
+    offset, entries = found
+    first = max(0, bisect.bisect_right(bases, offset) - 1)
+    return (h for seg in segments[first:] for _pos, h in scan_headers(seg.fd, 0, seg.size)
+            if h.base_offset >= offset), entries
