@@ -107,7 +107,8 @@ class Node:
         self.broker: Broker | None = None
         self._tasks = TaskSet(f"node {config.node_id}")
         self._ports: dict[str, int] = {}            # listener name -> bound port
-        self.peers: Peers | None = None
+        self.peers: Peers | None = None                 # the Raft replica's connections
+        self._channel_peers: list[Peers] = []           # the controller channels' (_controller_channel)
         self.replicas: ReplicaManager | None = None
         self.remote: RemoteTier | None = None       # tiered storage, when remote.log.storage.system.enable
         self._stopped = asyncio.Event()
@@ -161,6 +162,20 @@ class Node:
         return RaftNode(cfg.node_id, voters, log_, FileSnapshotStore(meta_dir), FileQuorumStateStore(meta_dir, voters),
                         raft_config, random.Random(), listener, wall_clock_ms())
 
+    def _controller_channel(self, purpose: str, voters: list[int], loader: MetadataLoader) -> ControllerChannel:
+        """A channel to the active controller with connections of its own, one per purpose as
+        Kafka's NodeToControllerChannelManagers: a controller answers one request per
+        connection at a time, so on the Raft driver's connections a forwarded request,
+        a heartbeat or an AlterPartition would wait behind this node's parked metadata
+        Fetch (up to its 500 ms wait); nor does a slow forward hold up a heartbeat."""
+        cfg = self.config
+        peers = Peers(f"tierlog-node-{cfg.node_id}-{purpose}", dict(self.peers.addresses))
+        self._channel_peers.append(peers)
+        return ControllerChannel(peers, voters, lambda: loader.image.controller_id if
+                                 loader.image.controller_id >= 0 else None,
+                                 cfg["controller.quorum.request.timeout.ms"] / 1000,
+                                 cfg.node_id, self.controller_server)
+
     async def _start_broker(self, cluster_id: str, loader: MetadataLoader, voters: list[int]) -> None:
         cfg = self.config
         self.logs = LogManager(cfg.log_dirs, wall_clock_ms(), cfg["log.retention.check.interval.ms"])
@@ -170,11 +185,9 @@ class Node:
         manager = BrokerLifecycleManager(cfg.node_id, uuid.uuid4().bytes,
                                          [self._endpoint(lst) for lst in cfg.broker_listeners], cfg["broker.rack"],
                                          cfg, cluster_id=cluster_id)
-        controller_channel = ControllerChannel(self.peers, voters, lambda: loader.image.controller_id if
-                                               loader.image.controller_id >= 0 else None,
-                                               cfg["controller.quorum.request.timeout.ms"] / 1000,
-                                               cfg.node_id, self.controller_server)
-        self.replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms, controller_channel,
+        controller_channel = self._controller_channel("forwarding", voters, loader)
+        self.replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms,
+                                       self._controller_channel("alter-partition", voters, loader),
                                        lambda: manager.broker_epoch, lambda: loader.image,
                                        {k: cfg[k] for k in REPLICATION_SETTINGS})
         metadata_view = MetadataView(loader)
@@ -186,7 +199,7 @@ class Node:
             self.replicas.tier_listener = self.remote.log_manager
         for listener_cfg, sock in sockets:
             await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS), sock)
-        self.lifecycle = LifecycleLoop(manager, controller_channel,
+        self.lifecycle = LifecycleLoop(manager, self._controller_channel("lifecycle", voters, loader),
                                        lambda: loader.image.provenance.last_contained_offset,
                                        cfg["controller.quorum.request.timeout.ms"] / 1000)
         self.lifecycle.start()
@@ -254,8 +267,9 @@ class Node:
             await self.driver.stop()
         for server in self.servers:
             await server.stop()
-        if self.peers is not None:
-            self.peers.close()
+        for peers in (self.peers, *self._channel_peers):
+            if peers is not None:
+                peers.close()
         if self.logs is not None:
             self.logs.flush_all(wall_clock_ms())
             self.logs.close()

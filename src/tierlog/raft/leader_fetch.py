@@ -10,7 +10,10 @@ Rules (KIP-595, KIP-630):
   diverges gets the DivergingEpoch (fetch.py); neither counts as progress.
 - A valid Fetch records the replica's progress (and, from a voter, that it knows
   the epoch), which may move the high watermark; a Fetch with nothing to read
-  waits in the FetchPurgatory.
+  waits in the FetchPurgatory, unless the replica's high watermark (KIP-1166, sent
+  in the Fetch) is behind the leader's: then it is answered at once, so a replica
+  whose fetch arrives just after the high watermark moved does not wait out
+  ``fetch_max_wait_ms`` to learn of it (the 500 ms metadata propagation delay).
 - The leader's own log counts towards the high watermark only once flushed (the
   shell flushes what ``drain`` appended, then RaftNode.handle_log_flushed), and
   only offsets of its own epoch commit (LeaderProgress).
@@ -95,7 +98,8 @@ class LeaderFetch:
             self.progress_changed(moved, now_ms)
         common["high_watermark"] = self._commits.high_watermark
         batches = log.read(req.fetch_offset, min(req.max_bytes, self._config.fetch_max_bytes))
-        if not batches and may_park and req.max_wait_ms > 0:
+        knows_hw = req.high_watermark >= common["high_watermark"]
+        if not batches and may_park and req.max_wait_ms > 0 and knows_hw:
             return None
         return self._answer(Err.NONE, batches=tuple(batches), **common)
 

@@ -64,8 +64,15 @@ class EndQuorumEpochResponse:
     leader_epoch: int
 
 
+HIGH_WATERMARK_UNKNOWN = (1 << 63) - 1  # Kafka's default of FetchRequest's HighWatermark tag
+
+
 @dataclass(frozen=True, eq=False)
-class FetchRequest:  # api key 1, version 15+ shape
+class FetchRequest:  # api key 1, version 18 shape
+    """``high_watermark`` is the high watermark the replica knows (KIP-1166, Fetch v18's
+    partition tag 1): the leader answers at once, instead of parking, a replica that is
+    behind on it. Kafka's default, the largest int64, means "never answer early"."""
+
     cluster_id: str
     replica_id: int
     current_leader_epoch: int
@@ -74,6 +81,7 @@ class FetchRequest:  # api key 1, version 15+ shape
     log_start_offset: int
     max_wait_ms: int
     max_bytes: int
+    high_watermark: int = HIGH_WATERMARK_UNKNOWN
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,7 +1,7 @@
 """The quorum's dataclasses <-> tierlog protocol dicts (Kafka's field names).
 
 Versions we speak (``VERSIONS``): Vote 52 v0, BeginQuorumEpoch 53 v0,
-EndQuorumEpoch 54 v0, Fetch 1 v15 (ReplicaState tag, topic ids), FetchSnapshot 59
+EndQuorumEpoch 54 v0, Fetch 1 v18 (ReplicaState tag, topic ids, KIP-1166's HighWatermark tag), FetchSnapshot 59
 v0, DescribeQuorum 55 v1. The partition is ``__cluster_metadata``-0; Fetch uses
 its topic id (Kafka's METADATA_TOPIC_ID, 0...01). A peer answering with a
 top-level error (e.g. INCONSISTENT_CLUSTER_ID, no partitions) decodes to a
@@ -22,6 +22,7 @@ from tierlog.protocol.errors import ErrorCode
 from tierlog.raft.codec import decode_log_batches, encode_log_batches
 from tierlog.raft.listener import QuorumInfo, ReplicaInfo
 from tierlog.raft.messages import (
+    HIGH_WATERMARK_UNKNOWN,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -42,7 +43,7 @@ __all__ = [
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_TOPIC_ID = bytes(15) + b"\x01"
-VERSIONS = {ApiKey.FETCH: 15, ApiKey.VOTE: 0, ApiKey.BEGIN_QUORUM_EPOCH: 0, ApiKey.END_QUORUM_EPOCH: 0,
+VERSIONS = {ApiKey.FETCH: 18, ApiKey.VOTE: 0, ApiKey.BEGIN_QUORUM_EPOCH: 0, ApiKey.END_QUORUM_EPOCH: 0,
             ApiKey.DESCRIBE_QUORUM: 1, ApiKey.FETCH_SNAPSHOT: 0}
 API_KEYS = {
     FetchRequest: ApiKey.FETCH, FetchResponse: ApiKey.FETCH, VoteRequest: ApiKey.VOTE, VoteResponse: ApiKey.VOTE,
@@ -86,7 +87,8 @@ def request_to_dict(req) -> tuple[int, dict]:
             "Topics": _topic({
                 "Partition": 0, "CurrentLeaderEpoch": req.current_leader_epoch, "FetchOffset": req.fetch_offset,
                 "LastFetchedEpoch": req.last_fetched_epoch, "LogStartOffset": req.log_start_offset,
-                "PartitionMaxBytes": req.max_bytes}, "TopicId", METADATA_TOPIC_ID)}
+                "PartitionMaxBytes": req.max_bytes, "HighWatermark": req.high_watermark},
+                "TopicId", METADATA_TOPIC_ID)}
     if isinstance(req, FetchSnapshotRequest):
         return ApiKey.FETCH_SNAPSHOT, {
             "ClusterId": req.cluster_id, "ReplicaId": req.replica_id, "MaxBytes": req.max_bytes,
@@ -115,7 +117,8 @@ def request_from_dict(api_key: int, body: dict):
         replica = state.get("ReplicaId", body.get("ReplicaId", -1))
         return FetchRequest(cluster, replica, p.get("CurrentLeaderEpoch", -1), p["FetchOffset"],
                             p.get("LastFetchedEpoch", -1), p.get("LogStartOffset", -1), body.get("MaxWaitMs", 0),
-                            min(body.get("MaxBytes", 0x7FFFFFFF), p.get("PartitionMaxBytes", 0x7FFFFFFF)))
+                            min(body.get("MaxBytes", 0x7FFFFFFF), p.get("PartitionMaxBytes", 0x7FFFFFFF)),
+                            p.get("HighWatermark", HIGH_WATERMARK_UNKNOWN))
     if api_key == ApiKey.FETCH_SNAPSHOT:
         sid = p["SnapshotId"]
         return FetchSnapshotRequest(cluster, body.get("ReplicaId", -1), p["CurrentLeaderEpoch"],

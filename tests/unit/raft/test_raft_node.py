@@ -157,6 +157,33 @@ def test_leader_parks_an_empty_fetch_and_answers_it_when_data_arrives():
     assert outcome.token in answered and answered[outcome.token].batches[0].records == (b"x",)
 
 
+def test_leader_answers_at_once_a_replica_behind_on_the_high_watermark():
+    # KIP-1166: a caught-up replica that does not know the current high watermark
+    # is answered at once, not after its max wait
+    c = Cluster()
+    leader = c.elect()
+    c.deliver()
+    end, hw = leader.log.end_offset, leader.high_watermark
+    behind = FetchRequest("t", 9, leader.epoch, end, leader.log.last_fetched_epoch(), 0, 500, 1 << 20, hw - 1)
+    out = leader.handle_request(9, behind, c.now)
+    assert out.token is None and out.response.high_watermark == hw and out.response.batches == ()
+    knows = FetchRequest("t", 9, leader.epoch, end, leader.log.last_fetched_epoch(), 0, 500, 1 << 20, hw)
+    assert leader.handle_request(9, knows, c.now).token is not None
+
+
+def test_followers_learn_a_new_high_watermark_without_waiting_out_their_fetch():
+    # the last voter and the observer fetch again after the high watermark moved:
+    # their fetches carry the old high watermark and are answered at once
+    c = Cluster(voters=3, observers=1)
+    c.elect()
+    c.commit([b"a"])
+    start = c.now
+    c.commit([b"b"])
+    assert c.now - start < FAST.fetch_max_wait_ms
+    for i in c.ids:
+        assert c.listeners[i].values() == [b"a", b"b"]
+
+
 def test_parked_fetch_expires_after_max_wait():
     c = Cluster()
     leader = c.elect()

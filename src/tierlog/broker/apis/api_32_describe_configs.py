@@ -4,6 +4,12 @@ ConfigSource follows Kafka: TOPIC_CONFIG for a topic override,
 STATIC_BROKER_CONFIG for a value from server.properties, DEFAULT_CONFIG
 otherwise; synonyms (v1+) list the chain; ConfigType and Documentation (v3+).
 Broker resources answer only for this node's id (clients send them to that node).
+
+Read your writes through any broker: the answer waits until this broker's image
+has caught up with the quorum's high watermark (one DescribeQuorum round trip to
+the active controller, at most CATCH_UP_TIMEOUT_S), so a describe right after an
+alter answered by another broker shows the new value. Kafka answers from its
+local cache at once and may show the old value for a moment.
 """
 from tierlog.config import BROKER_CONFIGS
 from tierlog.protocol.api import ApiKey
@@ -12,8 +18,10 @@ from tierlog.protocol.header import RequestHeader
 from tierlog.storage import TOPIC_CONFIGS
 
 from .context import HandlerContext
+from .forward import catch_up
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_CONFIGS, 1, 4
+CATCH_UP_TIMEOUT_S = 1.0
 TOPIC, BROKER = 2, 4
 TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
@@ -21,7 +29,8 @@ CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "dou
 _BROKER_SYNONYM = {d.topic_synonym: d.name for d in BROKER_CONFIGS.values() if d.topic_synonym}
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    await catch_up(broker, CATCH_UP_TIMEOUT_S)
     results = [_resource(broker, r, request.get("IncludeSynonyms", False),
                          request.get("IncludeDocumentation", False)) for r in request["Resources"]]
     return {"ThrottleTimeMs": 0, "Results": results}

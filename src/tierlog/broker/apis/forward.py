@@ -10,7 +10,7 @@ from tierlog.broker.controller_channel import ControllerUnavailable
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
-__all__ = ["FORWARD_TIMEOUT_S", "TIMED_OUT_MESSAGE", "forward_and_catch_up", "forward_and_wait"]
+__all__ = ["FORWARD_TIMEOUT_S", "TIMED_OUT_MESSAGE", "catch_up", "forward_and_catch_up", "forward_and_wait"]
 
 FORWARD_TIMEOUT_S = 30.0
 IMAGE_WAIT_MAX_S = 10.0
@@ -53,10 +53,13 @@ async def forward_and_catch_up(broker, header, request, timed_out=None) -> dict:
     return response
 
 
-async def catch_up(broker) -> None:
+async def catch_up(broker, timeout_s: float = 5.0) -> None:
+    """Until this broker's image reaches the quorum's high watermark, as the active
+    controller reports it (one DescribeQuorum round trip); at once if none answers
+    within ``timeout_s``."""
     body = {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]}
     try:
-        quorum = await broker.controller_channel.send(ApiKey.DESCRIBE_QUORUM, body, 5.0, 0)
+        quorum = await broker.controller_channel.send(ApiKey.DESCRIBE_QUORUM, body, timeout_s, 0)
     except ControllerUnavailable:
         return
     hw = quorum["Topics"][0]["Partitions"][0]["HighWatermark"]
