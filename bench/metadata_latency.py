@@ -34,19 +34,19 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import (  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     NewTopic,
 )
-from machine import facts as machine_facts  # noqa: E402
-from replication import Cluster  # noqa: E402
+from machine import facts as machine_facts
+from replication import Cluster
 
-from tierlog.net.blocking import BlockingConnection  # noqa: E402
-from tierlog.protocol.api import ApiKey  # noqa: E402
+from tierlog.net.blocking import BlockingConnection
+from tierlog.protocol.api import ApiKey
 
 POLL_S = 0.001
 PROPAGATION_TIMEOUT_S = 10.0

@@ -4,7 +4,13 @@ Each check is a race a client can lose; it is repeated so that a broker that
 answers from a stale image fails the test (before the fix: 2-3 stale answers in 10).
 """
 import pytest
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster(controllers=3, brokers=3)]
 TRIES = 20
