@@ -120,8 +120,8 @@ def phase_describe_after_alter(bootstraps: list[str], count: int) -> dict:
         value = str(60_000 + i)
         res = ConfigResource(ConfigResource.Type.TOPIC, "cfg", incremental_configs=[
             ConfigEntry("retention.ms", value, incremental_operation=AlterConfigOpType.SET)])
-        list(alter.incremental_alter_configs([res]).values())[0].result()
-        got = list(describe.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "cfg")]).values())[0]
+        next(iter(alter.incremental_alter_configs([res]).values())).result()
+        got = next(iter(describe.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "cfg")]).values()))
         stale += got.result()["retention.ms"].value != value
     return {"tries": count, "stale": stale}
 
@@ -135,8 +135,8 @@ def phase_produce_after_create(admin: AdminClient, bootstrap: str, count: int) -
         producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False,
                              "retries": 5, "retry.backoff.ms": 10,
                              "error_cb": lambda e: errors.update({e.name(): errors.get(e.name(), 0) + 1})})
-        results = []
-        producer.produce(topic, b"x", on_delivery=lambda err, _m: results.append(err))
+        results: list = []
+        producer.produce(topic, b"x", on_delivery=lambda err, _m, out=results: out.append(err))
         producer.flush(30)
         exactly_once += _count_records(bootstrap, topic) == 1 and results == [None]
         for err in results:
