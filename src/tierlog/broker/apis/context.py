@@ -65,6 +65,9 @@ class HostedReplicas(Protocol):
 
     async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float) -> None: ...
 
+    def delete_records(self, part: Partition, offset: int,
+                       timeout_ms: int) -> tuple[int, int, asyncio.Future | None]: ...
+
 
 class RemoteReads(Protocol):
     """Tiered storage as handlers use it: the reader of remote segments (``broker.remote``)."""
