@@ -5,16 +5,21 @@ confluent-kafka's ``AdminClient.delete_records`` and kafka-python's
 every ISR replica has it (LowWatermark); a consumer from earliest then starts
 there, ListOffsets -2 on the leader agrees, and a fetch below it is
 OFFSET_OUT_OF_RANGE.  Bad input: an offset beyond the high watermark, an
-unknown topic, a broker that does not lead the partition.
+unknown topic, a broker that does not lead the partition.  On a tiered topic
+whose older segments live only in remote storage, deleting up to an offset
+in the remote range moves the log start there too: ListOffsets -2 answers it,
+a consumer from earliest is served from remote storage from it, and the remote
+segments wholly below it are expired.
 """
 import pytest
 from clients import produce_all
-from cluster import request, wait_for
+from cluster import Cluster, request, running, wait_for
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.errors import OffsetOutOfRangeError
+from tiered import TIERED_TOPIC, fs_props, remote_listing, tiered_state
 
 pytestmark = pytest.mark.integration
 
@@ -111,3 +116,22 @@ def test_bad_input_gets_kafka_error_codes(cluster):
         admin.delete_records([tp], request_timeout=30)[tp].result(30)
     assert e.value.args[0].name() == "OFFSET_OUT_OF_RANGE", e.value
     assert _earliest(leader, "deletes-bad") == 0
+
+
+def test_delete_records_on_a_tiered_topic_moves_the_log_start_into_remote_storage(tmp_path):
+    props = fs_props(tmp_path / "remote-storage")
+    with running(Cluster(tmp_path, controllers=1, brokers=3, props=props)) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("tiered-deletes", 1, 2, config=TIERED_TOPIC)])["tiered-deletes"].result(30)
+        produce_all(cluster.bootstrap, "tiered-deletes",
+                    [(0, None, b"%08d:" % i + b"x" * 180, None, None) for i in range(25_000)])
+        state = wait_for(lambda: (s := tiered_state(cluster, "tiered-deletes", 0)) and s["local_start"] > 2
+                         and s["tiered"] > 0 and s, 120, "older segments only in remote storage")
+        target = state["local_start"] // 2              # in the remote-only range
+        tp = TopicPartition("tiered-deletes", 0, target)
+        assert admin.delete_records([tp], request_timeout=60)[tp].result(60).low_watermark == target
+        leader = _leader(cluster, "tiered-deletes")
+        assert _earliest(leader, "tiered-deletes") == target
+        assert _first_consumed_offset(cluster.bootstrap, "tiered-deletes") == target     # read from remote
+        wait_for(lambda: min(seg.metadata.end_offset for part in remote_listing(props, "tiered-deletes")
+                             for seg in part.segments) >= target, 60, "remote segments below the log start expired")
