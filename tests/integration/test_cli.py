@@ -142,6 +142,18 @@ def test_delete_missing_topic_fails_unless_if_exists(broker_bootstrap):
     ok("topics", "delete", missing, "--if-exists", *b)
 
 
+def test_topic_alter_adds_partitions_and_never_removes_them(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    name = new_topic(broker_bootstrap, partitions=2)
+    assert ok("topics", "alter", name, "--partitions", "5", *b).stdout.decode().strip() == \
+        f"topic {name} now has 5 partitions"
+    [described] = json_of(ok("topics", "describe", name, "--json", *b))
+    assert [p["partition"] for p in described["partitions"]] == [0, 1, 2, 3, 4]
+    assert "INVALID_PARTITIONS" in one_error_line(tierlog("topics", "alter", name, "--partitions", "3", *b))
+    missing = f"cli-missing-{uuid.uuid4().hex[:8]}"
+    assert "does not exist" in one_error_line(tierlog("topics", "alter", missing, "--partitions", "3", *b))
+
+
 def test_describe_unknown_topic_fails(broker_bootstrap):
     missing = f"cli-missing-{uuid.uuid4().hex[:8]}"
     error = one_error_line(tierlog("topics", "describe", missing, "--bootstrap-server", broker_bootstrap))

@@ -4,7 +4,8 @@ The metadata image decides the mode (``ReplicaManager``):
 
 - leader: ``leader_state`` (a ``replication.LeaderState``) owns the high
   watermark, the smallest log end offset over the ISR; ``purgatory`` parks
-  acks=all produces until the high watermark covers them;
+  acks=all produces until the high watermark covers them, ``deletes``
+  DeleteRecords until the ISR's log starts reach the new log start;
 - follower: the replica fetcher appends the leader's batches and sets
   ``follower_hw`` to min(leader's high watermark, local log end offset).
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tierlog.protocol.errors import ErrorCode
-from tierlog.replication import AcksPurgatory, LeaderState
+from tierlog.replication import AcksPurgatory, DeleteRecordsPurgatory, LeaderState
 from tierlog.storage import Log
 
 __all__ = ["Partition"]
@@ -36,6 +37,7 @@ class Partition:
     leader_epoch: int
     leader_state: LeaderState | None = None
     purgatory: AcksPurgatory = field(default_factory=AcksPurgatory)
+    deletes: DeleteRecordsPurgatory = field(default_factory=DeleteRecordsPurgatory)
     follower_hw: int = -1                 # -1: not set yet, the log end offset is used
 
     @property

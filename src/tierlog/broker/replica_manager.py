@@ -136,7 +136,7 @@ class ReplicaManager:
             self._by_id.pop((part.topic_id, part.index), None)
             self.fetchers.stop_following((part.topic_id, part.index))
             part.leader_state = None
-            self._complete(part.purgatory.fail_all())
+            self._fail_waiting(part)
         for fut in self._watchers.pop(key, ()):
             if not fut.done():
                 fut.set_result(None)
@@ -175,7 +175,7 @@ class ReplicaManager:
                                if r not in image.brokers or not image.brokers[r].usable) - {self.node_id}
             if ls is None or ls.leader_epoch != p.leader_epoch:
                 self.fetchers.stop_following(id_key)
-                self._complete(part.purgatory.fail_all())
+                self._fail_waiting(part)
                 leo = part.log.log_end_offset
                 hw = min(part.high_watermark, leo)
                 part.log.assign_epoch_start_offset(p.leader_epoch, leo)
@@ -201,7 +201,7 @@ class ReplicaManager:
         if part.leader_state is not None:
             part.follower_hw = part.high_watermark
             part.leader_state = None
-            self._complete(part.purgatory.fail_all())
+            self._fail_waiting(part)
         if p.leader >= 0:
             if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.log):
                 log.info("%s-%d: following %d at epoch %d", part.topic, part.index, p.leader, p.leader_epoch)
@@ -251,6 +251,8 @@ class ReplicaManager:
         if ls is None:
             return
         self._complete(part.purgatory.on_high_watermark(ls.high_watermark, len(ls.isr), ls.effective_min_isr))
+        if part.deletes:
+            self._complete_deletes(part.deletes.on_low_watermark(ls.low_watermark(part.log.log_start_offset)))
         if upd.hw_advanced:
             self.notify_append(part.key)
         if upd.alter_partition is not None:
@@ -262,6 +264,45 @@ class ReplicaManager:
         for c in completions:
             if not c.token.done():
                 c.token.set_result(c.error)
+
+    @staticmethod
+    def _complete_deletes(completions) -> None:
+        for c in completions:
+            if not c.token.done():
+                c.token.set_result((c.error, c.low_watermark))
+
+    def _fail_waiting(self, part: Partition) -> None:
+        """Leadership lost: parked produces and DeleteRecords answer NOT_LEADER_OR_FOLLOWER."""
+        self._complete(part.purgatory.fail_all())
+        self._complete_deletes(part.deletes.fail_all())
+
+    def delete_records(self, part: Partition, offset: int, timeout_ms: int) -> tuple[int, int, asyncio.Future | None]:
+        """DeleteRecords on the leader: raise the log start to ``offset`` (-1: the high watermark).
+
+        (error, low watermark, future of (error, low watermark) while the ISR
+        catches up, else None).  Kafka's checks: NOT_LEADER_OR_FOLLOWER off the
+        leader, POLICY_VIOLATION without cleanup.policy=delete,
+        OFFSET_OUT_OF_RANGE outside [0, high watermark].
+        """
+        ls = part.leader_state
+        if ls is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, None
+        if "delete" not in part.log.config.cleanup_policy:
+            return ErrorCode.POLICY_VIOLATION, -1, None
+        hw = part.high_watermark
+        target = hw if offset == -1 else offset
+        if not 0 <= target <= hw:
+            return ErrorCode.OFFSET_OUT_OF_RANGE, -1, None
+        if part.deletes.full:
+            return ErrorCode.REQUEST_TIMED_OUT, -1, None
+        if part.log.increment_log_start_offset(target):
+            log.info("%s-%d: log start offset raised to %d (DeleteRecords)", part.topic, part.index, target)
+        lw = ls.low_watermark(part.log.log_start_offset)
+        if lw >= target:
+            return ErrorCode.NONE, lw, None
+        fut = asyncio.get_running_loop().create_future()
+        part.deletes.add(fut, target, self._clock_ms(), timeout_ms)
+        return ErrorCode.NONE, lw, fut
 
     async def _alter_partition(self, part: Partition, ls: LeaderState, item) -> None:
         body = build_alter_partition_request(self.node_id, self._broker_epoch(), [item])
@@ -304,6 +345,8 @@ class ReplicaManager:
             if ls is None:
                 continue
             self._complete(part.purgatory.expire(now))
+            if part.deletes:
+                self._complete_deletes(part.deletes.expire(now, ls.low_watermark(part.log.log_start_offset)))
             plog = part.log
             self._on_update(part, ls.tick(now, plog.log_end_offset,
                                           LocalLog(plog.local_log_start_timestamp, plog.local_log_size_bytes)))

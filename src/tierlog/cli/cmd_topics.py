@@ -1,11 +1,11 @@
-"""`tierlog topics create|list|describe|delete`, modelled on kafka-topics.sh."""
+"""`tierlog topics create|list|describe|alter|delete`, modelled on kafka-topics.sh."""
 
 from __future__ import annotations
 
 import argparse
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from tierlog.cli.connection import Connection
 from tierlog.cli.errors import CliError, describe_exception
@@ -23,6 +23,7 @@ examples:
   tierlog topics list
   tierlog topics describe orders              # Leader, LeaderEpoch, Replicas, Isr, Elr per partition
   tierlog topics describe orders --json
+  tierlog topics alter orders --partitions 6   # more partitions (CreatePartitions); never fewer
   tierlog topics delete orders --if-exists
 """
 
@@ -62,6 +63,22 @@ def run_list(args: argparse.Namespace) -> int:
     else:
         for name in names:
             print(name)
+    return 0
+
+
+def run_alter(args: argparse.Namespace) -> int:
+    """kafka-topics.sh --alter --partitions: grow the topic to ``--partitions`` partitions."""
+    conn = Connection(AdminClient, args)
+    conn.metadata()  # fails fast, and clearly, when the cluster is unreachable
+    future = conn.client.create_partitions([NewPartitions(args.name, args.partitions)],
+                                           request_timeout=conn.timeout_s)[args.name]
+    conn.wait([future], f"new partitions of topic {args.name!r}")
+    error = future.exception()
+    if _error_code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
+        raise CliError(f"topic {args.name!r} does not exist")
+    if error is not None:
+        raise CliError(f"cannot add partitions to topic {args.name!r}: {describe_exception(error)}")
+    print(f"topic {args.name} now has {args.partitions} partitions")
     return 0
 
 
@@ -123,6 +140,17 @@ def _add_describe(actions, common) -> None:
     parser.set_defaults(func=run_describe)
 
 
+def _add_alter(actions, common) -> None:
+    parser = actions.add_parser("alter", parents=[common], help="add partitions to a topic",
+                                description="Raise a topic's partition count (CreatePartitions, API 37): the "
+                                            "new partitions are placed by the controller. A count that does "
+                                            "not grow is an error (INVALID_PARTITIONS).")
+    parser.add_argument("name", metavar="NAME", help="topic name")
+    parser.add_argument("--partitions", type=positive_int, metavar="N", required=True,
+                        help="the topic's new total partition count")
+    parser.set_defaults(func=run_alter)
+
+
 def _add_delete(actions, common) -> None:
     parser = actions.add_parser("delete", parents=[common], help="delete topics",
                                 description="Delete topics and all their records.")
@@ -134,10 +162,10 @@ def _add_delete(actions, common) -> None:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "topics", help="create, list, describe and delete topics",
+        "topics", help="create, list, describe, alter and delete topics",
         description="Manage topics (like kafka-topics.sh).", epilog=_EPILOG,
     )
     actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
     common = connection_options()
-    for add in (_add_create, _add_list, _add_describe, _add_delete):
+    for add in (_add_create, _add_list, _add_describe, _add_alter, _add_delete):
         add(actions, common)

@@ -1,4 +1,4 @@
-"""IncrementalAlterConfigs (44) on the controller: topic and broker resources.
+"""IncrementalAlterConfigs (44) and AlterConfigs (33) on the controller: topic and broker resources.
 
 Topic resources (type 2): the topic must exist (UNKNOWN_TOPIC_OR_PARTITION);
 SET / DELETE / APPEND / SUBTRACT apply to its overrides with the rules of
@@ -8,6 +8,11 @@ on non-lists); the result must still validate as a whole.  Broker resources
 (registered or not, as Kafka allows); any key is stored as a string (dynamic
 broker configs are read by whoever needs them from the image).  A resource
 named twice -> INVALID_REQUEST; other types -> INVALID_REQUEST.
+
+AlterConfigs (33, the legacy whole-set alter) gives each resource's complete
+dynamic config set: keys not given (or given a null value) are deleted, the
+rest SET; the same checks and error codes as IncrementalAlterConfigs, as
+Kafka's legacyAlterConfigs does.
 
 One ConfigRecord per key that changes (value None deletes it); ``ValidateOnly``
 writes nothing.
@@ -26,6 +31,7 @@ from tierlog.metadata.topic_rules import (
     validate_topic_configs,
 )
 from tierlog.protocol.errors import ErrorCode
+from tierlog.storage import TOPIC_CONFIGS
 
 from .config import ControllerConfig
 
@@ -37,6 +43,12 @@ class ConfigControlManager:
         self.config = config
 
     def incremental_alter_configs(self, request: dict, version: int, image) -> tuple[list, dict]:
+        return self._alter(request, image, _apply_incremental)
+
+    def legacy_alter_configs(self, request: dict, version: int, image) -> tuple[list, dict]:
+        return self._alter(request, image, _replace_all)
+
+    def _alter(self, request: dict, image, apply) -> tuple[list, dict]:
         validate_only = request.get("ValidateOnly", False)
         records, responses, seen = [], [], set()
         for r in request["Resources"]:
@@ -47,7 +59,7 @@ class ConfigControlManager:
                 if key in seen:
                     raise RuleError(ErrorCode.INVALID_REQUEST, "The resource appears twice in the request.")
                 seen.add(key)
-                changes = self._one(r, image)
+                changes = self._one(r, image, apply)
             except RuleError as e:
                 out["ErrorCode"], out["ErrorMessage"] = e.error_code, str(e)
             else:
@@ -56,16 +68,14 @@ class ConfigControlManager:
             responses.append(out)
         return records, {"ThrottleTimeMs": 0, "Responses": responses}
 
-    def _one(self, r: dict, image) -> list[ConfigRecord]:
+    def _one(self, r: dict, image, apply) -> list[ConfigRecord]:
         kind, name = r["ResourceType"], r["ResourceName"]
         if kind == CONFIG_RESOURCE_TOPIC:
             topic = image.topics.get(name)
             if topic is None:
                 raise RuleError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
             before = dict(topic.configs)
-            after = dict(before)
-            for c in r["Configs"]:
-                apply_config_op(after, c["Name"], c["ConfigOperation"], c["Value"])
+            after = apply(before, r["Configs"], TOPIC_CONFIGS)
             was_tiered = str(before.get("remote.storage.enable", "false")).lower() == "true"
             validate_topic_configs(after, self.config.topic_defaults,
                                    TieringRules(name, self.config.remote_log_storage_system_enable, was_tiered))
@@ -73,12 +83,28 @@ class ConfigControlManager:
             if name != "" and not name.lstrip("-").isdigit():
                 raise RuleError(ErrorCode.INVALID_REQUEST, f"Broker resource name {name!r} is not a broker id.")
             before = dict(image.configs.get(name, {}))
-            after = dict(before)
-            for c in r["Configs"]:
-                apply_config_op(after, c["Name"], c["ConfigOperation"], c["Value"], known=None)
+            after = apply(before, r["Configs"], None)
         else:
             raise RuleError(ErrorCode.INVALID_REQUEST, f"Resource type {kind} cannot be altered here.")
         return _diff(kind, name, before, after)
+
+
+def _apply_incremental(before: dict, configs: list, known) -> dict:
+    """IncrementalAlterConfigs: each operation on a copy of ``before``."""
+    after = dict(before)
+    for c in configs:
+        apply_config_op(after, c["Name"], c["ConfigOperation"], c["Value"], known=known)
+    return after
+
+
+def _replace_all(before: dict, configs: list, known) -> dict:
+    """AlterConfigs: the given keys are the whole new set (a null value: the key is deleted).
+
+    Topic config names are checked afterwards by ``validate_topic_configs``; a
+    key given twice keeps its last value, as in Kafka.
+    """
+    after = {c["Name"]: c["Value"] for c in configs}
+    return {k: v for k, v in after.items() if v is not None}
 
 
 def _diff(kind: int, name: str, before: dict, after: dict) -> list[ConfigRecord]:

@@ -29,7 +29,7 @@ replica must derive what this controller derived.
 
 ``handle`` accepts (api key: versions):
   19 CreateTopics 0-7, 20 DeleteTopics 0-6, 43 ElectLeaders 0-2,
-  44 IncrementalAlterConfigs 0-1, 45 AlterPartitionReassignments 0-1,
+  33 AlterConfigs 0-2, 37 CreatePartitions 0-3, 44 IncrementalAlterConfigs 0-1, 45 AlterPartitionReassignments 0-1,
   46 ListPartitionReassignments 0, 56 AlterPartition 0-4,
   62 BrokerRegistration 0-4, 63 BrokerHeartbeat 0-1, 64 UnregisterBroker 0,
   67 AllocateProducerIds 0.
@@ -51,6 +51,7 @@ from .config import ControllerConfig
 from .config_control import ConfigControlManager
 from .leader_balance import BalanceSchedule, partitions_to_balance
 from .partition_control import PartitionControlManager
+from .partition_creation import create_partitions
 from .producer_ids import allocate_producer_ids
 from .reassignment import ReassignmentControlManager
 from .replication_control import ReplicationControlManager
@@ -60,7 +61,8 @@ __all__ = ["SUPPORTED_APIS", "ControllerResult", "QuorumController"]
 #: api key -> (min version, max version) that ``handle`` accepts
 SUPPORTED_APIS = {
     ApiKey.CREATE_TOPICS: (0, 7), ApiKey.DELETE_TOPICS: (0, 6), ApiKey.ELECT_LEADERS: (0, 2),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ALTER_PARTITION: (0, 4), ApiKey.BROKER_REGISTRATION: (0, 4),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.ALTER_PARTITION: (0, 4), ApiKey.BROKER_REGISTRATION: (0, 4),
     ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.UNREGISTER_BROKER: (0, 0), ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
@@ -102,6 +104,8 @@ class QuorumController:
             ApiKey.DELETE_TOPICS: lambda r, v, n: self.replication.delete_topics(r, v, self._image),
             ApiKey.ELECT_LEADERS: lambda r, v, n: self.partitions.elect_leaders(r, v, self._image, n),
             ApiKey.INCREMENTAL_ALTER_CONFIGS: lambda r, v, n: self.configs.incremental_alter_configs(r, v, self._image),
+            ApiKey.ALTER_CONFIGS: lambda r, v, n: self.configs.legacy_alter_configs(r, v, self._image),
+            ApiKey.CREATE_PARTITIONS: lambda r, v, n: create_partitions(r, self._image, self.rng),
             ApiKey.ALTER_PARTITION: self._alter_partition,
             ApiKey.BROKER_REGISTRATION: lambda r, v, n: self.cluster.register(r, self._image, n, self._next_offset),
             ApiKey.BROKER_HEARTBEAT: self._heartbeat,
@@ -258,10 +262,13 @@ def not_controller_response(api_key: int, version: int, request: dict) -> dict:
                   else [(n, bytes(16)) for n in request["TopicNames"]])
         return {"ThrottleTimeMs": 0, "Responses": [
             {"Name": n, "TopicId": i, "ErrorCode": nc, "ErrorMessage": None} for n, i in wanted]}
-    if api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
+    if api_key in (ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_CONFIGS):
         return {"ThrottleTimeMs": 0, "Responses": [
             {"ErrorCode": nc, "ErrorMessage": None, "ResourceType": r["ResourceType"],
              "ResourceName": r["ResourceName"]} for r in request["Resources"]]}
+    if api_key == ApiKey.CREATE_PARTITIONS:
+        return {"ThrottleTimeMs": 0, "Results": [
+            {"Name": t["Name"], "ErrorCode": nc, "ErrorMessage": None} for t in request["Topics"]]}
     if api_key == ApiKey.ELECT_LEADERS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ReplicaElectionResults": [
             {"Topic": t["Topic"], "PartitionResult": [{"PartitionId": p, "ErrorCode": nc, "ErrorMessage": None}

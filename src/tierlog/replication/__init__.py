@@ -9,6 +9,12 @@ from .alter_partition import (
     build_alter_partition_request,
 )
 from .backoff import ExponentialBackoff
+from .delete_records import (
+    MAX_PENDING_DELETES,
+    DeleteCompletion,
+    DeleteRecordsPurgatory,
+    low_watermark,
+)
 from .divergence import DivergenceCheck, check_follower_fetch, truncation_offset
 from .fetch_actions import (
     EARLIEST,
@@ -50,6 +56,7 @@ __all__ = [
                             "LATEST",
                             "LOCAL_LOG_REPORT_INTERVAL_MS",
                             "LOCAL_LOG_SIZE_CHANGE_FRACTION",
+    "MAX_PENDING_DELETES",
                             "MAX_PENDING_PRODUCES",
                             "AcksPurgatory",
                             "AlterPartitionItem",
@@ -58,6 +65,8 @@ __all__ = [
                             "Backoff",
                             "BuildRemoteLogAuxState",
                             "Completion",
+    "DeleteCompletion",
+    "DeleteRecordsPurgatory",
                             "DivergenceCheck",
                             "ExponentialBackoff",
                             "FetchAction",
@@ -84,5 +93,6 @@ __all__ = [
                             "build_alter_partition_request",
                             "changed_materially",
                             "check_follower_fetch",
+    "low_watermark",
                             "truncation_offset",
 ]

@@ -47,6 +47,7 @@ from tierlog.protocol.errors import ErrorCode
 
 from .alter_partition import AlterPartitionItem, IsrMember
 from .backoff import ExponentialBackoff
+from .delete_records import low_watermark
 from .isr_state import IsrState, ProposalKind
 from .local_log_report import (
     LOCAL_LOG_REPORT_INTERVAL_MS,
@@ -137,6 +138,11 @@ class LeaderState:
     @property
     def under_min_isr(self) -> bool:
         return len(self.isr) < self.effective_min_isr
+
+    def low_watermark(self, leader_log_start: int) -> int:
+        """DeleteRecords' low watermark: the smallest log start over the leader and the ISR followers."""
+        return low_watermark(self.leader_id, leader_log_start, self.isr,
+                             {r: s.log_start_offset for r, s in self.followers.items()})
 
     def local_log_of(self, replica_id: int) -> LocalLog:
         if replica_id == self.leader_id:

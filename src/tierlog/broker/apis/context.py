@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tierlog.config import NodeConfig
     from tierlog.metadata import BrokerInfo, MetadataImage
     from tierlog.protocol import ErrorCode, RequestHeader
+    from tierlog.storage import LogManager
 
 __all__ = ["ControllerSender", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource", "Response"]
 
@@ -52,6 +53,7 @@ class HostedReplicas(Protocol):
     """The partitions this broker hosts: replication hooks and long polls."""
 
     topic_defaults: Mapping[str, str]
+    logs: LogManager            # the log dirs and their logs (DescribeLogDirs)
 
     def get(self, topic: str, partition: int) -> Partition | None: ...
 
@@ -64,6 +66,9 @@ class HostedReplicas(Protocol):
                           fields: dict) -> int: ...
 
     async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float) -> None: ...
+
+    def delete_records(self, part: Partition, offset: int,
+                       timeout_ms: int) -> tuple[int, int, asyncio.Future | None]: ...
 
 
 class RemoteReads(Protocol):

@@ -8,17 +8,21 @@ handlers in ``broker/apis`` register. The KRaft control-record payloads
 from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.messages import (
     allocate_producer_ids,
+    alter_configs,
     alter_partition,
     alter_partition_reassignments,
     api_versions,
     begin_quorum_epoch,
     broker_heartbeat,
     broker_registration,
+    create_partitions,
     create_topics,
+    delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     describe_quorum,
     describe_topic_partitions,
     elect_leaders,
@@ -56,6 +60,7 @@ _MODULES = (
     describe_quorum, alter_partition, fetch_snapshot, describe_cluster,
     broker_registration, broker_heartbeat, unregister_broker,
     allocate_producer_ids, describe_topic_partitions,
+    alter_configs, delete_records, create_partitions, describe_log_dirs,
 )
 
 #: every API with schemas, by key

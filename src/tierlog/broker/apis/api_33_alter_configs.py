@@ -1,0 +1,20 @@
+"""AlterConfigs (33), v0-2: the legacy whole-set alter, forwarded to the active controller.
+
+Each topic or broker resource's Configs replace its dynamic config set (keys
+not given are deleted); the controller applies IncrementalAlterConfigs'
+checks and error codes and writes ConfigRecords (``controller.config_control``).
+The broker answers once its own image has caught up with the controller's
+high watermark, so DescribeConfigs on this broker shows the new set.  Other
+resource types (BROKER_LOGGER, ...) get INVALID_REQUEST from the controller.
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext, Response
+from .forward import forward_and_catch_up
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ALTER_CONFIGS, 0, 2
+
+
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+    return forward_and_catch_up(broker, header, request)

@@ -1,0 +1,37 @@
+"""CreatePartitions (37), v0-3: forwarded to the active controller, as a KRaft broker does.
+
+The controller checks the new counts and assignments and writes one
+PartitionRecord per new partition (``controller.partition_creation``).  Once
+it answers, the broker waits (up to the request's TimeoutMs, at most
+``forward.IMAGE_WAIT_MAX_S``) until its own image has every grown topic's new
+partitions, so Metadata from this broker shows them; the brokers that host
+them create their logs as they apply the image.  ValidateOnly changes nothing
+and does not wait.  If no controller answers in time every topic gets
+REQUEST_TIMED_OUT.
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext, Response
+from .forward import TIMED_OUT_MESSAGE, forward_and_wait
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CREATE_PARTITIONS, 0, 3
+
+
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+    counts = {t["Name"]: t["Count"] for t in request["Topics"]}
+
+    def grown(response):
+        names = [r["Name"] for r in response["Results"] if r["ErrorCode"] == ErrorCode.NONE]
+        return lambda image: all(n in image.topics and len(image.topics[n].partitions) >= counts[n] for n in names)
+
+    wait = not request.get("ValidateOnly", False)
+    return forward_and_wait(broker, header, request, grown if wait else None, request.get("TimeoutMs", 0),
+                            _timed_out)
+
+
+def _timed_out(request: dict) -> dict:
+    return {"ThrottleTimeMs": 0, "Results": [
+        {"Name": t["Name"], "ErrorCode": ErrorCode.REQUEST_TIMED_OUT, "ErrorMessage": TIMED_OUT_MESSAGE}
+        for t in request["Topics"]]}
