@@ -10,6 +10,13 @@ Kafka's RLMExpirationTask over the partition's remote segments in offset order:
   remote storage) + bytes of COPY_SEGMENT_FINISHED remote segments; a segment
   goes if the excess minus its size stays >= 0 (a time-expired segment also
   lowers the excess). The walk stops at the first segment that stays.
+- Retention (time or size) never takes a segment reaching at or above the
+  leader's high watermark: the walk stops there. A new leader's high watermark
+  may lag the old leader's uploads; expiring such a segment would leave
+  committed records in [log start, high watermark) in neither tier once local
+  retention follows the highest offset in remote storage. So the log start
+  never passes the high watermark, and [log start, high watermark) stays
+  covered by local + remote.
 - A segment expired by time or size raises the log start offset to its end
   offset + 1. The caller moves the log start offset (and tells followers)
   BEFORE it deletes: DELETE_SEGMENT_STARTED, storage delete,
@@ -29,7 +36,7 @@ from tierlog.tiered.segment_metadata import (
     RemoteLogSegmentState,
 )
 
-__all__ = ["ExpirationPlan", "RetentionLimits", "plan_remote_expiration"]
+__all__ = ["ExpirationPlan", "PartitionLog", "RetentionLimits", "plan_remote_expiration"]
 
 _S = RemoteLogSegmentState
 
@@ -38,6 +45,14 @@ _S = RemoteLogSegmentState
 class RetentionLimits:
     retention_ms: int            # -1: no time limit
     retention_bytes: int         # -1: no size limit
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLog:
+    """What expiration needs to know of the leader's log."""
+
+    log_start_offset: int
+    high_watermark: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +75,12 @@ class _Budget:
 
 
 def plan_remote_expiration(segments: Sequence[RemoteLogSegmentMetadata], limits: RetentionLimits, *,
-                           now_ms: int, log_start_offset: int, only_local_bytes: int,
+                           now_ms: int, log: PartitionLog, only_local_bytes: int,
                            being_copied: frozenset[RemoteLogSegmentId] = frozenset()) -> ExpirationPlan:
     """The plan for ``segments`` (every live segment of the partition, sorted by start offset)."""
     budget = _Budget(_excess(segments, limits, only_local_bytes))
     cutoff = now_ms - limits.retention_ms if limits.retention_ms >= 0 else None
+    log_start_offset = log.log_start_offset
     new_start, chosen = None, []
     for meta in segments:
         if meta.segment_id in being_copied:
@@ -75,6 +91,8 @@ def plan_remote_expiration(segments: Sequence[RemoteLogSegmentMetadata], limits:
         if meta.end_offset < log_start_offset:
             chosen.append(meta)
             continue
+        if meta.end_offset >= log.high_watermark:
+            break
         if cutoff is not None and meta.max_timestamp_ms <= cutoff:
             budget.excess = max(0, budget.excess - meta.segment_size_in_bytes)
         elif not budget.take(meta.segment_size_in_bytes):

@@ -36,7 +36,11 @@ from tierlog.tiered.copy_rules import (
     copy_candidates,
     find_highest_remote_offset,
 )
-from tierlog.tiered.expiration_rules import RetentionLimits, plan_remote_expiration
+from tierlog.tiered.expiration_rules import (
+    PartitionLog,
+    RetentionLimits,
+    plan_remote_expiration,
+)
 from tierlog.tiered.local_retention_rules import (
     LocalRetention,
     local_segments_to_delete,
@@ -162,7 +166,7 @@ class TieredSim:
         cache = leader.cache
         local_only = sum(s.size for s in leader.segments(self.end)[:-1] if s.base_offset > leader.highest_remote)
         plan = plan_remote_expiration(cache.segments(), RetentionLimits(-1, retention_bytes), now_ms=0,
-                                      log_start_offset=self.log_start, only_local_bytes=local_only)
+                                      log=PartitionLog(self.log_start, self.end), only_local_bytes=local_only)
         if plan.new_log_start_offset is not None:
             self.log_start = max(self.log_start, min(plan.new_log_start_offset, self.end))
         abandoned = [m for m in cache.segments() if m.state == S.COPY_SEGMENT_STARTED

@@ -6,10 +6,18 @@ import pytest
 from tiered_helpers import NOW, metadata
 
 from tierlog.tiered import RemoteLogSegmentState
-from tierlog.tiered.expiration_rules import RetentionLimits, plan_remote_expiration
+from tierlog.tiered.expiration_rules import (
+    PartitionLog,
+    RetentionLimits,
+    plan_remote_expiration,
+)
 
 S = RemoteLogSegmentState
 DAY = 86_400_000
+
+
+def _log(log_start=0, high_watermark=10_000):
+    return PartitionLog(log_start_offset=log_start, high_watermark=high_watermark)
 
 
 def _remote(*ranges, state=S.COPY_SEGMENT_FINISHED):
@@ -36,7 +44,7 @@ SEGS = _remote((0, 99), (100, 199), (200, 299), (300, 399))
 ])
 def test_expiration(retention_ms, retention_bytes, now, log_start, local_only, deleted, new_start):
     plan = plan_remote_expiration(SEGS, RetentionLimits(retention_ms, retention_bytes), now_ms=now,
-                                  log_start_offset=log_start, only_local_bytes=local_only)
+                                  log=_log(log_start), only_local_bytes=local_only)
     assert [m.start_offset for m in plan.to_delete] == deleted
     assert plan.new_log_start_offset == new_start
 
@@ -46,7 +54,7 @@ def test_the_walk_stops_at_the_first_segment_that_stays():
             .with_state(S.COPY_SEGMENT_FINISHED), metadata(200, 299, size=100, max_ts=NOW)
             .with_state(S.COPY_SEGMENT_FINISHED)]
     plan = plan_remote_expiration(segs, RetentionLimits(DAY, -1), now_ms=NOW + 2 * DAY,
-                                  log_start_offset=0, only_local_bytes=0)
+                                  log=_log(), only_local_bytes=0)
     assert [m.start_offset for m in plan.to_delete] == [0]
 
 
@@ -54,7 +62,7 @@ def test_failed_deletes_are_retried_and_a_copy_in_progress_stops_the_walk():
     retry = metadata(0, 99, size=100).with_state(S.DELETE_SEGMENT_STARTED)
     copying = metadata(100, 199, size=100)
     plan = plan_remote_expiration([retry, copying, *SEGS[2:]], RetentionLimits(0, -1), now_ms=NOW + 9 * DAY,
-                                  log_start_offset=0, only_local_bytes=0,
+                                  log=_log(), only_local_bytes=0,
                                   being_copied=frozenset({copying.segment_id}))
     assert plan.to_delete == (retry,)
     assert plan.new_log_start_offset is None
@@ -62,6 +70,21 @@ def test_failed_deletes_are_retried_and_a_copy_in_progress_stops_the_walk():
 
 def test_only_finished_segments_count_as_remote_bytes():
     segs = [*_remote((0, 99)), metadata(100, 199, size=10_000)]     # an unfinished upload
-    plan = plan_remote_expiration(segs, RetentionLimits(-1, 150), now_ms=NOW, log_start_offset=0,
-                                  only_local_bytes=0)
+    plan = plan_remote_expiration(segs, RetentionLimits(-1, 150), now_ms=NOW, log=_log(), only_local_bytes=0)
     assert plan.to_delete == ()
+
+
+@pytest.mark.parametrize(("retention_ms", "retention_bytes", "high_watermark", "deleted", "new_start"), [
+    (DAY, -1, 400, [0, 100, 200, 300], 400),
+    (DAY, -1, 399, [0, 100, 200], 300),      # 300..399 reaches the high watermark: it stays
+    (DAY, -1, 250, [0, 100], 200),           # a new leader's lagging high watermark
+    (-1, 0, 250, [0, 100], 200),             # by size too
+    (DAY, -1, 0, [], None),
+])
+def test_retention_never_deletes_a_segment_at_or_above_the_high_watermark(retention_ms, retention_bytes,
+                                                                          high_watermark, deleted, new_start):
+    plan = plan_remote_expiration(SEGS, RetentionLimits(retention_ms, retention_bytes), now_ms=NOW + 9 * DAY,
+                                  log=_log(0, high_watermark), only_local_bytes=0)
+    assert [m.start_offset for m in plan.to_delete] == deleted
+    assert plan.new_log_start_offset == new_start
+    assert new_start is None or new_start <= high_watermark    # [log start, high watermark) stays covered
