@@ -2,12 +2,15 @@
 
 Kafka's RLMExpirationTask over the partition's remote segments in offset order:
 
+- A COPY_SEGMENT_FINISHED segment whose offsets other finished segments hold
+  (a second upload of the same offsets) is deleted and left out of everything
+  below (``overlap_rules``): remote segments never overlap after a pass.
 - A DELETE_SEGMENT_STARTED segment is deleted again (an earlier delete failed).
 - A segment being copied right now stops the walk.
 - Otherwise a segment goes when its end offset is below the log start offset,
   or when ``max_timestamp_ms <= now_ms - retention.ms``, or while the partition
   is over ``retention.bytes``: total = local-only bytes (local segments not in
-  remote storage) + bytes of COPY_SEGMENT_FINISHED remote segments; a segment
+  remote storage) + bytes of the COPY_SEGMENT_FINISHED remote segments kept; a segment
   goes if the excess minus its size stays >= 0 (a time-expired segment also
   lowers the excess). The walk stops at the first segment that stays.
 - Retention (time or size) never takes a segment reaching at or above the
@@ -30,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tierlog.tiered.overlap_rules import redundant_segments
 from tierlog.tiered.segment_metadata import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
@@ -78,6 +82,16 @@ def plan_remote_expiration(segments: Sequence[RemoteLogSegmentMetadata], limits:
                            now_ms: int, log: PartitionLog, only_local_bytes: int,
                            being_copied: frozenset[RemoteLogSegmentId] = frozenset()) -> ExpirationPlan:
     """The plan for ``segments`` (every live segment of the partition, sorted by start offset)."""
+    redundant = redundant_segments([m for m in segments if m.state == _S.COPY_SEGMENT_FINISHED])
+    gone = {m.segment_id for m in redundant}
+    segments = [m for m in segments if m.segment_id not in gone]
+    new_start, chosen = _walk(segments, limits, now_ms, log, only_local_bytes, being_copied)
+    return ExpirationPlan(new_start, tuple(chosen + redundant))
+
+
+def _walk(segments, limits: RetentionLimits, now_ms: int, log: PartitionLog, only_local_bytes: int,
+          being_copied: frozenset[RemoteLogSegmentId]) -> tuple[int | None, list[RemoteLogSegmentMetadata]]:
+    """Retention's walk from the oldest segment: the new log start (None: unchanged) and what goes."""
     budget = _Budget(_excess(segments, limits, only_local_bytes))
     cutoff = now_ms - limits.retention_ms if limits.retention_ms >= 0 else None
     log_start_offset = log.log_start_offset
@@ -101,7 +115,7 @@ def plan_remote_expiration(segments: Sequence[RemoteLogSegmentMetadata], limits:
         new_start = max(new_start or 0, meta.end_offset + 1)
     if new_start is not None and new_start <= log_start_offset:
         new_start = None
-    return ExpirationPlan(new_start, tuple(chosen))
+    return new_start, chosen
 
 
 def _excess(segments, limits: RetentionLimits, only_local_bytes: int) -> int:

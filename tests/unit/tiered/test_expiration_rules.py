@@ -88,3 +88,44 @@ def test_retention_never_deletes_a_segment_at_or_above_the_high_watermark(retent
     assert [m.start_offset for m in plan.to_delete] == deleted
     assert plan.new_log_start_offset == new_start
     assert new_start is None or new_start <= high_watermark    # [log start, high watermark) stays covered
+
+
+def _finished(*ranges):
+    return [metadata(a, b, size=100, max_ts=NOW).with_state(S.COPY_SEGMENT_FINISHED) for a, b in ranges]
+
+
+def _spans(segments):
+    return sorted((m.start_offset, m.end_offset) for m in segments)
+
+
+@pytest.mark.parametrize(("ranges", "deleted"), [
+    ([(0, 99), (100, 199)], []),                                   # no overlap: nothing
+    ([(0, 99), (0, 99)], [(0, 99)]),                               # the same offsets uploaded twice: keep one
+    ([(0, 99), (0, 99), (100, 199), (100, 199)], [(0, 99), (100, 199)]),
+    ([(0, 199), (50, 99)], [(50, 99)]),                            # wholly inside another
+    ([(0, 99), (0, 49), (50, 149)], [(0, 99)]),                    # covered by two others that tile it
+    ([(0, 99), (50, 149)], []),                                    # partial overlap: both hold offsets of their own
+    ([(0, 99), (50, 149), (0, 149)], [(0, 99), (50, 149)]),
+])
+def test_a_finished_segment_covered_by_others_is_deleted(ranges, deleted):
+    segs = sorted(_finished(*ranges), key=lambda m: m.start_offset)
+    plan = plan_remote_expiration(segs, RetentionLimits(-1, -1), now_ms=NOW, log=_log(), only_local_bytes=0)
+    assert _spans(plan.to_delete) == deleted
+    kept = [m for m in segs if m not in plan.to_delete]
+    covered = {o for m in segs for o in range(m.start_offset, m.end_offset + 1)}
+    assert {o for m in kept for o in range(m.start_offset, m.end_offset + 1)} == covered
+    assert plan.new_log_start_offset is None
+
+
+def test_of_two_identical_uploads_the_later_one_stays():
+    first, second = _finished((0, 99), (0, 99))
+    plan = plan_remote_expiration([first, second], RetentionLimits(-1, -1), now_ms=NOW, log=_log(),
+                                  only_local_bytes=0)
+    assert plan.to_delete == (first,)
+
+
+def test_a_duplicate_counts_once_towards_retention_bytes():
+    segs = _finished((0, 99), (0, 99), (100, 199))               # 200 bytes of distinct data, 300 stored
+    plan = plan_remote_expiration(segs, RetentionLimits(-1, 200), now_ms=NOW, log=_log(), only_local_bytes=0)
+    assert _spans(plan.to_delete) == [(0, 99)]                    # the duplicate only
+    assert plan.new_log_start_offset is None
