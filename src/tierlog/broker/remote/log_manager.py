@@ -18,7 +18,10 @@ Local segments of a tiered log are deleted by the log's own retention, only belo
 the highest offset in remote storage. Uploads and deletes run on thread pools
 (``remote.log.manager.copier.thread.pool.size``, ``.expiration.thread.pool.size``).
 Topic deletion deletes every object under the partition's prefix in remote
-storage (``on_stopped(..., topic_deleted=True)``; idempotent, any replica may).
+storage (``on_stopped(..., topic_deleted=True)``; idempotent, any replica may),
+after the uploads of that partition still running on copier threads ended: a
+cancelled copy task does not stop its worker thread, whose objects would
+otherwise land after the prefix was deleted.
 """
 
 from __future__ import annotations
@@ -172,8 +175,10 @@ class RemoteLogManager:
             await delete_segment(self.ctx, metadata)
 
     async def _delete_partition(self, tip: TopicIdPartition) -> None:
-        """A deleted topic's partition: every object under its prefix, manifests first."""
+        """A deleted topic's partition: every object under its prefix, manifests first -- once no
+        upload of it is running (the copy task was cancelled, its worker thread was not)."""
         await self._mark_deleted(tip, RemotePartitionDeleteState.DELETE_PARTITION_MARKED)
+        await self.ctx.uploads_finished(tip)
         loop = asyncio.get_running_loop()
         for attempt in range(1, 11):
             try:

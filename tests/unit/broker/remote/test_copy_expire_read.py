@@ -5,7 +5,7 @@ published record at once (the interface the passes use: assign, is_ready,
 cache, publish, add_listener); everything else is the production code.
 """
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 import pytest
 from storage_helpers import NOW, batch, config, read_all
@@ -14,6 +14,7 @@ from tierlog.broker.partition import Partition
 from tierlog.broker.remote.copy_task import TaskContext, copy_pass
 from tierlog.broker.remote.expiration_task import expiration_pass
 from tierlog.broker.remote.follower_state import build_remote_log_aux_state
+from tierlog.broker.remote.log_manager import RemoteLogManager
 from tierlog.broker.remote.rate_limit import UNLIMITED, ByteRateLimit
 from tierlog.broker.remote.reader import RemoteReader
 from tierlog.config import NodeConfig
@@ -41,6 +42,9 @@ class InMemoryMetadata:
     def assign(self, tip):
         self.caches.setdefault(tip, RemoteLogMetadataCache(tip))
 
+    def unassign(self, tip):
+        self.caches.pop(tip, None)
+
     def is_ready(self, tip):
         return tip in self.caches
 
@@ -55,6 +59,33 @@ class InMemoryMetadata:
             raise RemoteStorageError("metadata topic unreachable")
         tip = getattr(record, "topic_id_partition", None) or record.segment_id.topic_id_partition
         self.caches[tip].apply(record)
+
+
+class StartedExecutor(Executor):
+    """A pool whose worker has picked up every job at once (it cannot be cancelled) but runs it only
+    when the test says so: the order of a worker's writes and the loop's steps is the test's."""
+
+    def __init__(self):
+        self.jobs = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = Future()
+        future.set_running_or_notify_cancel()
+        self.jobs.append((future, fn, args, kwargs))
+        return future
+
+    def run_all(self) -> None:
+        while self.jobs:
+            future, fn, args, kwargs = self.jobs.pop(0)
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except Exception as e:
+                future.set_exception(e)
+
+
+async def _settle(steps: int = 50) -> None:
+    for _ in range(steps):
+        await asyncio.sleep(0)
 
 
 class FailingStore(FsObjectStore):
@@ -185,3 +216,30 @@ def test_an_empty_follower_rebuilds_from_the_segment_before_the_leaders_local_st
     assert local_start % 3 == 0                                       # batches of 3, sequence = offset
     retry = follower_log.append(batch(3, producer_id=7, producer_epoch=0, base_sequence=local_start - 3), 0, NOW)
     assert retry.last_offset == local_start - 1                       # a duplicate: the producer state came along
+
+
+def test_topic_deletion_waits_for_an_upload_its_worker_thread_is_still_running(tmp_path):
+    part, metadata = _partition(tmp_path), InMemoryMetadata()
+    store = FsObjectStore(tmp_path / "remote")
+    rlm = RemoteLogManager(1, NodeConfig({"node.id": "1"}), RemoteSegmentStore(store), metadata, lambda: NOW)
+    copier, deleter = StartedExecutor(), StartedExecutor()
+    rlm._copier = rlm.ctx.pool = copier
+    rlm._deleter = rlm.ctx.delete_pool = deleter
+
+    async def scenario():
+        metadata.assign(TIP)
+        copying = asyncio.get_running_loop().create_task(copy_pass(rlm.ctx, TIP, part, lambda: True))
+        await _settle()
+        assert len(copier.jobs) == 1                     # the first upload runs on a worker thread
+        copying.cancel()                                 # the topic is deleted: the copy task is cancelled
+        rlm.on_stopped(part, topic_deleted=True)
+        for _ in range(3):
+            await _settle()
+            deleter.run_all()                            # whatever deleting the prefix the loop asked for
+            await _settle()
+            copier.run_all()                             # the worker's upload ends, objects written
+        await _settle()
+        await rlm.close()
+
+    asyncio.run(scenario())
+    assert store.list_keys("") == []                     # no orphaned objects of the deleted topic
