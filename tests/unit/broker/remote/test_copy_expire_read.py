@@ -79,7 +79,7 @@ class StartedExecutor(Executor):
             future, fn, args, kwargs = self.jobs.pop(0)
             try:
                 future.set_result(fn(*args, **kwargs))
-            except Exception as e:
+            except RemoteStorageError as e:
                 future.set_exception(e)
 
 
