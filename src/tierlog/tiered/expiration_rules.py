@@ -2,6 +2,9 @@
 
 Kafka's RLMExpirationTask over the partition's remote segments in offset order:
 
+- A COPY_SEGMENT_FINISHED segment outside the leader's epoch lineage
+  (``lineage.within_leader_epochs``: a zombie upload of an old leader whose log
+  diverged) is unreferenced: it is deleted and left out of everything below.
 - A COPY_SEGMENT_FINISHED segment whose offsets other finished segments hold
   (a second upload of the same offsets) is deleted and left out of everything
   below (``overlap_rules``): remote segments never overlap after a pass.
@@ -33,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tierlog.tiered.lineage import within_leader_epochs
 from tierlog.tiered.overlap_rules import redundant_segments
 from tierlog.tiered.segment_metadata import (
     RemoteLogSegmentId,
@@ -57,6 +61,8 @@ class PartitionLog:
 
     log_start_offset: int
     high_watermark: int
+    log_end_offset: int
+    epoch_entries: tuple[tuple[int, int], ...] = ()     # (epoch, start offset); empty: lineage unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +88,18 @@ def plan_remote_expiration(segments: Sequence[RemoteLogSegmentMetadata], limits:
                            now_ms: int, log: PartitionLog, only_local_bytes: int,
                            being_copied: frozenset[RemoteLogSegmentId] = frozenset()) -> ExpirationPlan:
     """The plan for ``segments`` (every live segment of the partition, sorted by start offset)."""
+    zombies = [m for m in segments if m.state == _S.COPY_SEGMENT_FINISHED
+               and not within_leader_epochs(m, log.epoch_entries, log.log_end_offset)]
+    segments = _without(segments, zombies)
     redundant = redundant_segments([m for m in segments if m.state == _S.COPY_SEGMENT_FINISHED])
-    gone = {m.segment_id for m in redundant}
-    segments = [m for m in segments if m.segment_id not in gone]
+    segments = _without(segments, redundant)
     new_start, chosen = _walk(segments, limits, now_ms, log, only_local_bytes, being_copied)
-    return ExpirationPlan(new_start, tuple(chosen + redundant))
+    return ExpirationPlan(new_start, tuple(chosen + zombies + redundant))
+
+
+def _without(segments, gone):
+    ids = {m.segment_id for m in gone}
+    return [m for m in segments if m.segment_id not in ids]
 
 
 def _walk(segments, limits: RetentionLimits, now_ms: int, log: PartitionLog, only_local_bytes: int,

@@ -166,7 +166,8 @@ class TieredSim:
         cache = leader.cache
         local_only = sum(s.size for s in leader.segments(self.end)[:-1] if s.base_offset > leader.highest_remote)
         plan = plan_remote_expiration(cache.segments(), RetentionLimits(-1, retention_bytes), now_ms=0,
-                                      log=PartitionLog(self.log_start, self.end), only_local_bytes=local_only)
+                                      log=PartitionLog(self.log_start, self.end, self.end, tuple(self.epochs)),
+                                      only_local_bytes=local_only)
         if plan.new_log_start_offset is not None:
             self.log_start = max(self.log_start, min(plan.new_log_start_offset, self.end))
         abandoned = [m for m in cache.segments() if m.state == S.COPY_SEGMENT_STARTED

@@ -16,8 +16,9 @@ S = RemoteLogSegmentState
 DAY = 86_400_000
 
 
-def _log(log_start=0, high_watermark=10_000):
-    return PartitionLog(log_start_offset=log_start, high_watermark=high_watermark)
+def _log(log_start=0, high_watermark=10_000, epoch_entries=((0, 0),)):
+    return PartitionLog(log_start_offset=log_start, high_watermark=high_watermark, log_end_offset=10_000,
+                        epoch_entries=epoch_entries)
 
 
 def _remote(*ranges, state=S.COPY_SEGMENT_FINISHED):
@@ -129,3 +130,22 @@ def test_a_duplicate_counts_once_towards_retention_bytes():
     plan = plan_remote_expiration(segs, RetentionLimits(-1, 200), now_ms=NOW, log=_log(), only_local_bytes=0)
     assert _spans(plan.to_delete) == [(0, 99)]                    # the duplicate only
     assert plan.new_log_start_offset is None
+
+
+def test_a_finished_segment_outside_the_leaders_epoch_lineage_is_deleted():
+    ours = _finished((0, 99), (100, 199))
+    zombie = metadata(150, 249, epochs=((1, 150),), size=100, max_ts=NOW).with_state(S.COPY_SEGMENT_FINISHED)
+    segs = sorted([*ours, zombie], key=lambda m: m.start_offset)
+    log = _log(epoch_entries=((0, 0), (2, 200)))     # epoch 1's leader diverged: this log went on in epoch 2
+    plan = plan_remote_expiration(segs, RetentionLimits(-1, -1), now_ms=NOW, log=log, only_local_bytes=0)
+    assert plan.to_delete == (zombie,)               # unreferenced: deleted, the log start unchanged
+    assert plan.new_log_start_offset is None
+
+
+def test_a_zombie_neither_counts_towards_retention_bytes_nor_hides_a_segment_it_overlaps():
+    ours = _finished((0, 99), (100, 199))
+    zombie = metadata(100, 199, epochs=((1, 100),), size=100, max_ts=NOW).with_state(S.COPY_SEGMENT_FINISHED)
+    segs = [*ours, zombie]                           # listed last: as a duplicate it would be kept
+    plan = plan_remote_expiration(segs, RetentionLimits(-1, 200), now_ms=NOW,
+                                  log=_log(epoch_entries=((0, 0), (2, 200))), only_local_bytes=0)
+    assert plan.to_delete == (zombie,)               # 200 bytes of this log's data: within retention.bytes

@@ -6,12 +6,13 @@ cache, publish, add_listener); everything else is the production code.
 """
 import asyncio
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import replace
 
 import pytest
 from storage_helpers import NOW, batch, config, read_all
 
 from tierlog.broker.partition import Partition
-from tierlog.broker.remote.copy_task import TaskContext, copy_pass
+from tierlog.broker.remote.copy_task import TaskContext, copy_pass, metadata_update
 from tierlog.broker.remote.expiration_task import expiration_pass
 from tierlog.broker.remote.follower_state import build_remote_log_aux_state
 from tierlog.broker.remote.log_manager import RemoteLogManager
@@ -23,7 +24,9 @@ from tierlog.records.decoder import iter_batches
 from tierlog.storage import Log
 from tierlog.tiered import (
     FsObjectStore,
+    LogSegmentData,
     RemoteLogMetadataCache,
+    RemoteLogSegmentId,
     RemoteLogSegmentState,
     RemoteSegmentStore,
     RemoteStorageError,
@@ -31,6 +34,7 @@ from tierlog.tiered import (
     list_partitions,
 )
 
+S = RemoteLogSegmentState
 TOPIC_ID = bytes(range(16))
 TIP = TopicIdPartition(TOPIC_ID, "t", 0)
 
@@ -243,3 +247,25 @@ def test_topic_deletion_waits_for_an_upload_its_worker_thread_is_still_running(t
 
     asyncio.run(scenario())
     assert store.list_keys("") == []                     # no orphaned objects of the deleted topic
+
+
+def test_a_zombie_upload_outside_the_leaders_epoch_lineage_is_never_served(tmp_path):
+    part, metadata = _partition(tmp_path, local_retention_bytes=2000), InMemoryMetadata()
+    store = FsObjectStore(tmp_path / "remote")
+    ctx = _ctx(store, metadata)
+    _copy(ctx, part)
+    first = part.log.rolled_segments()[0]
+    ours = metadata.cache(TIP).finished_segments()[0]
+    zombie = replace(ours, segment_id=RemoteLogSegmentId(TIP, bytes(16)), segment_leader_epochs=((3, 0),),
+                     state=S.COPY_SEGMENT_STARTED)
+    ctx.segments.copy_log_segment(zombie, LogSegmentData(first.log_path, first.offset_index_path,
+                                                         first.time_index_path, None, b"0\n1\n3 0\n"))
+    part.log.enforce_retention(NOW)
+
+    async def read_at_zero():
+        for record in (zombie, metadata_update(ctx, zombie, S.COPY_SEGMENT_FINISHED),
+                       metadata_update(ctx, ours, S.DELETE_SEGMENT_STARTED)):
+            await metadata.publish(record)           # an old leader's epoch 3 upload; ours is being deleted
+        reader = RemoteReader(NodeConfig({"node.id": "1"}), RemoteSegmentStore(store), metadata, tmp_path / "chunks")
+        return await reader.read(part, 0, 1500, True)
+    assert asyncio.run(read_at_zero()).error == ErrorCode.OFFSET_OUT_OF_RANGE
