@@ -1,6 +1,11 @@
 """One copy pass of a leader (Kafka's RLMCopyTask): upload the rolled segments that lie
 wholly below the last stable offset, oldest first.
 
+First the log's highest offset in remote storage is raised to the end of the
+highest finished segment within its epoch lineage (``copy_rules.upload_resume_offset``):
+an old leader's upload that finished after this leader found where uploads stopped
+is not uploaded again.
+
 Per segment: COPY_SEGMENT_STARTED metadata, upload through ``RemoteSegmentStore``
 (the ``.log`` unchanged, its indexes, the producer snapshot at the next segment's
 base offset and the leader-epoch checkpoint up to it) on the copier pool,
@@ -36,7 +41,11 @@ from tierlog.tiered import (
     RemoteStorageError,
     TopicIdPartition,
 )
-from tierlog.tiered.copy_rules import LocalSegment, copy_candidates
+from tierlog.tiered.copy_rules import (
+    LocalSegment,
+    copy_candidates,
+    upload_resume_offset,
+)
 from tierlog.tiered.upload_epochs import leader_epoch_checkpoint, segment_leader_epochs
 
 from .rate_limit import ByteRateLimit
@@ -80,6 +89,11 @@ async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader)
     if rolled:
         local.append(LocalSegment(rolled[-1].next_offset, plog.log_end_offset, 0, -1, active=True))
     by_base = {s.base_offset: s for s in rolled}
+    cache = ctx.metadata.cache(tip)
+    if cache is not None:                # an old leader's upload may have finished since: never upload it again
+        plog.highest_offset_in_remote_storage = upload_resume_offset(
+            plog.highest_offset_in_remote_storage, cache.finished_segments(), plog.epoch_entries(),
+            plog.log_end_offset)
     copied = 0
     for candidate in copy_candidates(local, highest_remote_offset=plog.highest_offset_in_remote_storage,
                                      log_start_offset=plog.log_start_offset,

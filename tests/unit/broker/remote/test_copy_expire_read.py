@@ -5,6 +5,7 @@ published record at once (the interface the passes use: assign, is_ready,
 cache, publish, add_listener); everything else is the production code.
 """
 import asyncio
+import itertools
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import replace
 
@@ -27,6 +28,7 @@ from tierlog.tiered import (
     LogSegmentData,
     RemoteLogMetadataCache,
     RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     RemoteSegmentStore,
     RemoteStorageError,
@@ -269,3 +271,25 @@ def test_a_zombie_upload_outside_the_leaders_epoch_lineage_is_never_served(tmp_p
         reader = RemoteReader(NodeConfig({"node.id": "1"}), RemoteSegmentStore(store), metadata, tmp_path / "chunks")
         return await reader.read(part, 0, 1500, True)
     assert asyncio.run(read_at_zero()).error == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_a_late_finished_upload_of_an_old_leader_is_not_uploaded_again(tmp_path):
+    part, metadata = _partition(tmp_path), InMemoryMetadata()
+    ctx = _ctx(FsObjectStore(tmp_path / "remote"), metadata)
+    first = part.log.rolled_segments()[0]
+    old = metadata_for(first.base_offset, first.next_offset - 1)
+
+    async def old_leader_finishes_late():
+        metadata.assign(TIP)
+        await metadata.publish(old)
+        await metadata.publish(metadata_update(ctx, old, S.COPY_SEGMENT_FINISHED))
+    asyncio.run(old_leader_finishes_late())
+    assert part.log.highest_offset_in_remote_storage == -1     # this leader resumed before it finished
+    _copy(ctx, part)
+    spans = [(m.start_offset, m.end_offset) for m in metadata.cache(TIP).finished_segments()]
+    assert all(b[0] > a[1] for a, b in itertools.pairwise(spans)), spans    # nothing uploaded twice
+
+
+def metadata_for(start, end):
+    return RemoteLogSegmentMetadata(RemoteLogSegmentId(TIP, bytes(range(1, 17))), start, end, NOW, 2, NOW,
+                                    ((0, start),), 100)
