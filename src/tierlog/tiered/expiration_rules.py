@@ -91,7 +91,8 @@ def plan_remote_expiration(segments: Sequence[RemoteLogSegmentMetadata], limits:
     zombies = [m for m in segments if m.state == _S.COPY_SEGMENT_FINISHED
                and not within_leader_epochs(m, log.epoch_entries, log.log_end_offset)]
     segments = _without(segments, zombies)
-    redundant = redundant_segments([m for m in segments if m.state == _S.COPY_SEGMENT_FINISHED])
+    redundant = redundant_segments([m for m in segments if m.state == _S.COPY_SEGMENT_FINISHED],
+                                   log.log_start_offset)
     segments = _without(segments, redundant)
     new_start, chosen = _walk(segments, limits, now_ms, log, only_local_bytes, being_copied)
     return ExpirationPlan(new_start, tuple(chosen + zombies + redundant))

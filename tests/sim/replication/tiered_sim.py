@@ -294,7 +294,7 @@ class TieredSim:
         elif r < 0.65:
             self.copy_pass()
         elif r < 0.75:
-            self.expiration_pass(retention_bytes=self.rng.choice([-1, 20000, 50000]))
+            self.expiration_pass(retention_bytes=self.rng.choice([-1, 0, 3000, 20000, 50000]))
         elif r < 0.93:
             self.local_retention(self.rng.randrange(3))
         elif r < 0.97:

@@ -149,3 +149,11 @@ def test_a_zombie_neither_counts_towards_retention_bytes_nor_hides_a_segment_it_
     plan = plan_remote_expiration(segs, RetentionLimits(-1, 200), now_ms=NOW,
                                   log=_log(epoch_entries=((0, 0), (2, 200))), only_local_bytes=0)
     assert plan.to_delete == (zombie,)               # 200 bytes of this log's data: within retention.bytes
+
+
+def test_only_offsets_from_the_log_start_on_count_for_covering():
+    late = _finished((447, 466))                     # an old leader's upload, finished after the log start moved
+    ours = _finished((461, 474))
+    plan = plan_remote_expiration([*late, *ours], RetentionLimits(-1, -1), now_ms=NOW, log=_log(461),
+                                  only_local_bytes=0)
+    assert plan.to_delete == tuple(late)
