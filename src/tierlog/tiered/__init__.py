@@ -15,7 +15,9 @@ Sans-IO rules, each in its own module: ``copy_rules`` (what to upload next,
 where uploads stopped), ``expiration_rules`` (which remote segments expire and
 the log start to set first), ``local_retention_rules`` (which local segments
 may go), ``read_rules`` (where a fetch is served from; ListOffsets -2/-4/-5/-6),
-``upload_epochs`` (the leader epochs and epoch checkpoint an upload carries).
+``upload_epochs`` (the leader epochs and epoch checkpoint an upload carries),
+``lineage`` (whether a remote segment is within the log's leader-epoch lineage),
+``overlap_rules`` (which finished segments are redundant second copies).
 """
 
 from tierlog.tiered.batch_check import (

@@ -12,6 +12,12 @@ Offsets: ``next_offset`` is exclusive; ``highest_remote_offset`` is inclusive
   from the latest back; for the first epoch with a highest remote offset ``h``
   in the metadata, the answer is min(h, that epoch's end offset - 1) -- the
   epoch's end offset being the next entry's start, or the log end for the latest.
+- ``upload_resume_offset``: before choosing segments, a copy pass raises the
+  highest remote offset to the end of the highest COPY_SEGMENT_FINISHED segment
+  within the log's epoch lineage (``lineage``). An old leader's upload may
+  finish after a new leader found where uploads stopped; uploading those
+  offsets again would overlap it. A zombie upload (outside the lineage) never
+  counts: its offsets hold another history, this log's own must be uploaded.
 """
 
 from __future__ import annotations
@@ -21,12 +27,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from tierlog.tiered.lineage import highest_offset_in_lineage
+from tierlog.tiered.segment_metadata import RemoteLogSegmentMetadata
+
 __all__ = [
     "NO_REMOTE_OFFSET",
     "LocalSegment",
     "OffsetAndEpoch",
     "copy_candidates",
     "find_highest_remote_offset",
+    "upload_resume_offset",
 ]
 
 NO_REMOTE_OFFSET = -1
@@ -80,3 +90,9 @@ def find_highest_remote_offset(epoch_entries: Sequence[tuple[int, int]], log_end
             return OffsetAndEpoch(end - 1, epoch)
         return OffsetAndEpoch(highest, epoch)
     return OffsetAndEpoch(NO_REMOTE_OFFSET, _NO_EPOCH)
+
+
+def upload_resume_offset(highest_remote_offset: int, finished: Sequence[RemoteLogSegmentMetadata],
+                         epoch_entries: Sequence[tuple[int, int]], log_end_offset: int) -> int:
+    """max(``highest_remote_offset``, the end of the highest finished segment within the lineage)."""
+    return max(highest_remote_offset, highest_offset_in_lineage(finished, epoch_entries, log_end_offset))

@@ -8,7 +8,7 @@ import os
 
 from tiered_sim import TieredSim
 
-_SEEDS = int(os.environ.get("TIERLOG_TIERED_SIM_SEEDS", "150"))
+_SEEDS = int(os.environ.get("TIERLOG_TIERED_SIM_SEEDS", "400"))
 _ONE = os.environ.get("TIERLOG_SIM_SEED")
 SEEDS = [int(_ONE)] if _ONE is not None else list(range(_SEEDS))
 
@@ -25,6 +25,7 @@ def test_tiered_simulation_all_seeds():
             totals[k] = totals.get(k, 0) + v
     print(f"\ntiered sim: {len(SEEDS)} seeds: {totals}")
     if len(SEEDS) > 20:         # the faults and the work the invariants are about did happen
-        for key in ("uploads", "failed_uploads", "torn_uploads", "lost_publishes", "local_deletes",
+        for key in ("uploads", "failed_uploads", "torn_uploads", "lost_publishes", "written_failed_publishes",
+                    "late_uploads", "lagging_hw_leaders", "local_deletes",
                     "remote_deletes", "leader_changes", "failed_deletes"):
             assert totals[key] > 0, (key, totals)

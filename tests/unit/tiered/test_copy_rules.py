@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from tiered_helpers import metadata
 
+from tierlog.tiered import RemoteLogSegmentState
 from tierlog.tiered.copy_rules import (
     LocalSegment,
     copy_candidates,
     find_highest_remote_offset,
+    upload_resume_offset,
 )
 
 
@@ -59,3 +62,21 @@ ENTRIES = ((0, 0), (2, 100), (5, 250))       # epoch 0: 0..99, epoch 2: 100..249
 ])
 def test_find_highest_remote_offset(remote, log_end, expected):
     assert tuple(find_highest_remote_offset(ENTRIES, log_end, remote.get)) == expected
+
+
+def _finished(start, end, epochs):
+    return metadata(start, end, epochs).with_state(RemoteLogSegmentState.COPY_SEGMENT_FINISHED)
+
+
+@pytest.mark.parametrize(("highest_remote", "finished", "expected"), [
+    (-1, [], -1),
+    (99, [(0, 99, ((0, 0),))], 99),
+    (-1, [(0, 99, ((0, 0),)), (100, 180, ((2, 100),))], 180),     # an old leader's late FINISHED counts
+    (180, [(0, 99, ((0, 0),))], 180),                             # never lower than what the log knows
+    (99, [(100, 180, ((1, 100),))], 99),                          # a zombie upload (epoch 1 never in this log)
+    (99, [(200, 260, ((2, 200), (5, 240)))], 99),                 # epoch 5 began at 240 elsewhere
+    (99, [(250, 400, ((5, 250),))], 99),                          # reaches the log end
+])
+def test_uploads_resume_after_the_highest_finished_segment_of_the_lineage(highest_remote, finished, expected):
+    segments = [_finished(*f) for f in finished]
+    assert upload_resume_offset(highest_remote, segments, ENTRIES, 400) == expected

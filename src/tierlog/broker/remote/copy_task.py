@@ -1,12 +1,19 @@
 """One copy pass of a leader (Kafka's RLMCopyTask): upload the rolled segments that lie
 wholly below the last stable offset, oldest first.
 
+First the log's highest offset in remote storage is raised to the end of the
+highest finished segment within its epoch lineage (``copy_rules.upload_resume_offset``):
+an old leader's upload that finished after this leader found where uploads stopped
+is not uploaded again.
+
 Per segment: COPY_SEGMENT_STARTED metadata, upload through ``RemoteSegmentStore``
 (the ``.log`` unchanged, its indexes, the producer snapshot at the next segment's
 base offset and the leader-epoch checkpoint up to it) on the copier pool,
 COPY_SEGMENT_FINISHED, then the log's highest offset in remote storage moves.
 A failed upload is deleted by the store; its STARTED id is then marked
-DELETE_SEGMENT_STARTED / FINISHED so nothing waits on it.
+DELETE_SEGMENT_STARTED / FINISHED so nothing waits on it. Uploads are tracked
+per partition until their worker thread is done (``TaskContext.uploads_finished``):
+a cancelled copy task's upload keeps running, and topic deletion waits for it.
 
 A segment that begins below where uploads stopped (a new leader whose segments
 roll at other offsets than the old leader's) is uploaded whole, but its metadata
@@ -22,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 
 from tierlog.tiered import (
     LogSegmentData,
@@ -34,7 +41,11 @@ from tierlog.tiered import (
     RemoteStorageError,
     TopicIdPartition,
 )
-from tierlog.tiered.copy_rules import LocalSegment, copy_candidates
+from tierlog.tiered.copy_rules import (
+    LocalSegment,
+    copy_candidates,
+    upload_resume_offset,
+)
 from tierlog.tiered.upload_epochs import leader_epoch_checkpoint, segment_leader_epochs
 
 from .rate_limit import ByteRateLimit
@@ -53,6 +64,21 @@ class TaskContext:
         self.node_id, self.segments, self.metadata = node_id, segments, metadata
         self.pool, self.delete_pool, self.limit, self.clock_ms = pool, delete_pool, limit, clock_ms
         self.in_flight: set[RemoteLogSegmentId] = set()
+        self.uploads: dict[TopicIdPartition, set[Future]] = {}
+
+    async def upload(self, tip: TopicIdPartition, metadata: RemoteLogSegmentMetadata, data: LogSegmentData) -> None:
+        """The verified upload on the copier pool, tracked until its worker thread is done with it."""
+        future = self.pool.submit(self.segments.copy_log_segment, metadata, data)
+        running = self.uploads.setdefault(tip, set())
+        running.add(future)
+        future.add_done_callback(running.discard)
+        await asyncio.wrap_future(future)
+
+    async def uploads_finished(self, tip: TopicIdPartition) -> None:
+        """Wait until no worker thread runs an upload of ``tip`` (a cancelled copy task's keeps going)."""
+        running = list(self.uploads.pop(tip, ()))
+        if running:
+            await asyncio.wait([asyncio.wrap_future(f) for f in running])
 
 
 async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader) -> int:
@@ -63,6 +89,11 @@ async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader)
     if rolled:
         local.append(LocalSegment(rolled[-1].next_offset, plog.log_end_offset, 0, -1, active=True))
     by_base = {s.base_offset: s for s in rolled}
+    cache = ctx.metadata.cache(tip)
+    if cache is not None:                # an old leader's upload may have finished since: never upload it again
+        plog.highest_offset_in_remote_storage = upload_resume_offset(
+            plog.highest_offset_in_remote_storage, cache.finished_segments(), plog.epoch_entries(),
+            plog.log_end_offset)
     copied = 0
     for candidate in copy_candidates(local, highest_remote_offset=plog.highest_offset_in_remote_storage,
                                      log_start_offset=plog.log_start_offset,
@@ -93,7 +124,7 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
         wait = ctx.limit.delay_s(seg.size, asyncio.get_running_loop().time())
         if wait > 0:
             await asyncio.sleep(wait)
-        await asyncio.get_running_loop().run_in_executor(ctx.pool, ctx.segments.copy_log_segment, metadata, data)
+        await ctx.upload(tip, metadata, data)
     except RemoteStorageError:
         await _abandon(ctx, metadata)
         raise

@@ -1,8 +1,10 @@
 """One expiration pass of a leader (Kafka's RLMExpirationTask).
 
 The plan comes from ``tiered.expiration_rules``: remote segments past
-retention.ms / retention.bytes (local-only bytes + remote bytes), or wholly below
-the log start offset. The log start offset is raised first (followers learn it
+retention.ms / retention.bytes (local-only bytes + remote bytes) wholly below the
+partition's high watermark, or wholly below the log start offset; finished
+segments outside the leader's epoch lineage (zombie uploads) and second copies
+of offsets other finished segments hold. The log start offset is raised first (followers learn it
 from their next fetch), then each segment goes: DELETE_SEGMENT_STARTED, the
 store's delete on the expiration pool, DELETE_SEGMENT_FINISHED. Uploads another
 leader abandoned (COPY_SEGMENT_STARTED, not being copied here, at or below the
@@ -19,7 +21,11 @@ from tierlog.tiered import (
     RemoteLogSegmentState,
     TopicIdPartition,
 )
-from tierlog.tiered.expiration_rules import RetentionLimits, plan_remote_expiration
+from tierlog.tiered.expiration_rules import (
+    PartitionLog,
+    RetentionLimits,
+    plan_remote_expiration,
+)
 
 from .copy_task import metadata_update
 
@@ -40,7 +46,9 @@ async def expiration_pass(ctx, tip: TopicIdPartition, part) -> int:
     limits = RetentionLimits(config.retention_ms if config.delete_enabled else -1,
                              config.retention_bytes if config.delete_enabled else -1)
     plan = plan_remote_expiration(cache.segments(), limits, now_ms=ctx.clock_ms(),
-                                  log_start_offset=plog.log_start_offset, only_local_bytes=only_local,
+                                  log=PartitionLog(plog.log_start_offset, part.high_watermark, plog.log_end_offset,
+                                                   tuple(plog.epoch_entries())),
+                                  only_local_bytes=only_local,
                                   being_copied=frozenset(ctx.in_flight))
     if plan.new_log_start_offset is not None:
         new_start = min(plan.new_log_start_offset, part.high_watermark)

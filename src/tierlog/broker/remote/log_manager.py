@@ -5,20 +5,26 @@ partition of a tiered topic (``remote.storage.enable``) one asyncio task:
 
 - leader (at one leader epoch): assign the partition's remote log metadata, wait
   until it is caught up, find where uploads stopped (``find_highest_remote_offset``
-  over the log's epochs) and set the log's highest offset in remote storage; then
+  over the log's epochs, lowered to the end of the highest finished segment within
+  the log's epoch lineage: a zombie upload's offsets are not this log's) and set
+  the log's highest offset in remote storage; then
   every ``remote.log.manager.task.interval.ms`` a copy pass and an expiration pass.
   A failing pass is retried after ``remote.log.manager.task.retry.backoff.ms``
   doubling up to ``.max.ms`` (with ``.jitter``), one WARNING line each time.
   With ``remote.log.copy.disable`` nothing is copied; turning ``remote.storage.enable``
   off with ``remote.log.delete.on.disable`` deletes the partition's remote data.
 - follower: the highest offset in remote storage follows the metadata (the end of
-  the last finished segment), so local retention may delete uploaded segments.
+  the highest finished segment within its epoch lineage), so local retention may
+  delete uploaded segments.
 
 Local segments of a tiered log are deleted by the log's own retention, only below
 the highest offset in remote storage. Uploads and deletes run on thread pools
 (``remote.log.manager.copier.thread.pool.size``, ``.expiration.thread.pool.size``).
 Topic deletion deletes every object under the partition's prefix in remote
-storage (``on_stopped(..., topic_deleted=True)``; idempotent, any replica may).
+storage (``on_stopped(..., topic_deleted=True)``; idempotent, any replica may),
+after the uploads of that partition still running on copier threads ended: a
+cancelled copy task does not stop its worker thread, whose objects would
+otherwise land after the prefix was deleted.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from tierlog.tiered import (
 )
 from tierlog.tiered.copy_rules import find_highest_remote_offset
 from tierlog.tiered.layout import MANIFEST_SUFFIX
+from tierlog.tiered.lineage import highest_offset_in_lineage
 
 from .copy_task import TaskContext, copy_pass
 from .expiration_task import delete_segment, expiration_pass
@@ -151,11 +158,11 @@ class RemoteLogManager:
 
     def _resume(self, tip: TopicIdPartition, part) -> None:
         """Where uploads stopped (a new leader's first step, Kafka's findHighestRemoteOffset)."""
-        cache = self.metadata.cache(tip)
-        found = find_highest_remote_offset(part.log.epoch_entries(), part.log.log_end_offset,
-                                           cache.highest_offset_for_epoch)
-        part.log.highest_offset_in_remote_storage = found.offset
-        log.info("%s-%d: uploads resume after offset %d", part.topic, part.index, found.offset)
+        cache, entries, log_end = self.metadata.cache(tip), part.log.epoch_entries(), part.log.log_end_offset
+        found = find_highest_remote_offset(entries, log_end, cache.highest_offset_for_epoch)
+        offset = min(found.offset, highest_offset_in_lineage(cache.finished_segments(), entries, log_end))
+        part.log.highest_offset_in_remote_storage = offset
+        log.info("%s-%d: uploads resume after offset %d", part.topic, part.index, offset)
 
     def _on_metadata(self, tip: TopicIdPartition) -> None:
         """A follower's highest offset in remote storage: the end of the last finished segment."""
@@ -163,17 +170,20 @@ class RemoteLogManager:
         cache = self.metadata.cache(tip)
         if part is None or cache is None or part.leader_state is not None:
             return
-        finished = cache.finished_segments()
-        if finished:
-            part.log.highest_offset_in_remote_storage = max(m.end_offset for m in finished)
+        highest = highest_offset_in_lineage(cache.finished_segments(), part.log.epoch_entries(),
+                                            part.log.log_end_offset)
+        if highest >= 0:
+            part.log.highest_offset_in_remote_storage = highest
 
     async def _delete_all(self, tip: TopicIdPartition) -> None:
         for metadata in self.metadata.cache(tip).segments():
             await delete_segment(self.ctx, metadata)
 
     async def _delete_partition(self, tip: TopicIdPartition) -> None:
-        """A deleted topic's partition: every object under its prefix, manifests first."""
+        """A deleted topic's partition: every object under its prefix, manifests first -- once no
+        upload of it is running (the copy task was cancelled, its worker thread was not)."""
         await self._mark_deleted(tip, RemotePartitionDeleteState.DELETE_PARTITION_MARKED)
+        await self.ctx.uploads_finished(tip)
         loop = asyncio.get_running_loop()
         for attempt in range(1, 11):
             try:

@@ -1,7 +1,9 @@
 """Fetches and timestamp lookups served from remote storage (Kafka's RemoteLogReader).
 
 ``read(part, offset, max_bytes, min_one)`` finds the finished remote segment
-holding ``offset`` (by the leader epoch of that offset, then by offset), turns
+holding ``offset`` (by the leader epoch of that offset, then by offset) among
+those within the log's leader-epoch lineage (``tiered.lineage``: a zombie upload
+of an old leader whose log diverged is never served), turns
 the offset into a file position through the segment's remote offset index
 (Kafka's 8-byte entries: offset relative to the file's base offset, position),
 reads from there through the chunk cache (fetching the next chunk ahead while
@@ -52,6 +54,7 @@ from tierlog.tiered.chunk_cache import (
     ChunkCache,
 )
 from tierlog.tiered.layout import LOG_SUFFIX
+from tierlog.tiered.lineage import within_leader_epochs
 from tierlog.tiered.read_rules import epoch_for_offset
 
 from .rate_limit import ByteRateLimit
@@ -139,10 +142,12 @@ class RemoteReader:
         cache = self.metadata.cache(tip)
         if cache is None:
             return None
-        found = cache.segment_for(epoch_for_offset(part.log.epoch_entries(), offset), offset)
-        if found is not None:
+        entries, log_end = part.log.epoch_entries(), part.log.log_end_offset
+        found = cache.segment_for(epoch_for_offset(entries, offset), offset)
+        if found is not None and within_leader_epochs(found, entries, log_end):
             return found
-        return next((m for m in cache.finished_segments() if m.start_offset <= offset <= m.end_offset), None)
+        return next((m for m in cache.finished_segments() if m.start_offset <= offset <= m.end_offset
+                     and within_leader_epochs(m, entries, log_end)), None)
 
     def _read_batches(self, meta: RemoteLogSegmentMetadata, offset: int, max_bytes: int,
                       min_one: bool) -> tuple[bytes, int]:
@@ -197,8 +202,10 @@ class RemoteReader:
         cache = self.metadata.cache(tip)
         if cache is None:
             return None
+        entries, log_end = part.log.epoch_entries(), part.log.log_end_offset
         for meta in cache.finished_segments():
-            if meta.max_timestamp_ms >= timestamp and meta.end_offset >= part.log.log_start_offset:
+            if meta.max_timestamp_ms >= timestamp and meta.end_offset >= part.log.log_start_offset \
+                    and within_leader_epochs(meta, entries, log_end):
                 found = await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(
                     self._pool, self._find_timestamp, meta, timestamp), self.list_offsets_timeout_s)
                 if found is not None:

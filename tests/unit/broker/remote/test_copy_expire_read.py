@@ -5,15 +5,18 @@ published record at once (the interface the passes use: assign, is_ready,
 cache, publish, add_listener); everything else is the production code.
 """
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
+import itertools
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import replace
 
 import pytest
 from storage_helpers import NOW, batch, config, read_all
 
 from tierlog.broker.partition import Partition
-from tierlog.broker.remote.copy_task import TaskContext, copy_pass
+from tierlog.broker.remote.copy_task import TaskContext, copy_pass, metadata_update
 from tierlog.broker.remote.expiration_task import expiration_pass
 from tierlog.broker.remote.follower_state import build_remote_log_aux_state
+from tierlog.broker.remote.log_manager import RemoteLogManager
 from tierlog.broker.remote.rate_limit import UNLIMITED, ByteRateLimit
 from tierlog.broker.remote.reader import RemoteReader
 from tierlog.config import NodeConfig
@@ -22,7 +25,10 @@ from tierlog.records.decoder import iter_batches
 from tierlog.storage import Log
 from tierlog.tiered import (
     FsObjectStore,
+    LogSegmentData,
     RemoteLogMetadataCache,
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     RemoteSegmentStore,
     RemoteStorageError,
@@ -30,6 +36,7 @@ from tierlog.tiered import (
     list_partitions,
 )
 
+S = RemoteLogSegmentState
 TOPIC_ID = bytes(range(16))
 TIP = TopicIdPartition(TOPIC_ID, "t", 0)
 
@@ -40,6 +47,9 @@ class InMemoryMetadata:
 
     def assign(self, tip):
         self.caches.setdefault(tip, RemoteLogMetadataCache(tip))
+
+    def unassign(self, tip):
+        self.caches.pop(tip, None)
 
     def is_ready(self, tip):
         return tip in self.caches
@@ -55,6 +65,33 @@ class InMemoryMetadata:
             raise RemoteStorageError("metadata topic unreachable")
         tip = getattr(record, "topic_id_partition", None) or record.segment_id.topic_id_partition
         self.caches[tip].apply(record)
+
+
+class StartedExecutor(Executor):
+    """A pool whose worker has picked up every job at once (it cannot be cancelled) but runs it only
+    when the test says so: the order of a worker's writes and the loop's steps is the test's."""
+
+    def __init__(self):
+        self.jobs = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = Future()
+        future.set_running_or_notify_cancel()
+        self.jobs.append((future, fn, args, kwargs))
+        return future
+
+    def run_all(self) -> None:
+        while self.jobs:
+            future, fn, args, kwargs = self.jobs.pop(0)
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except RemoteStorageError as e:
+                future.set_exception(e)
+
+
+async def _settle(steps: int = 50) -> None:
+    for _ in range(steps):
+        await asyncio.sleep(0)
 
 
 class FailingStore(FsObjectStore):
@@ -185,3 +222,74 @@ def test_an_empty_follower_rebuilds_from_the_segment_before_the_leaders_local_st
     assert local_start % 3 == 0                                       # batches of 3, sequence = offset
     retry = follower_log.append(batch(3, producer_id=7, producer_epoch=0, base_sequence=local_start - 3), 0, NOW)
     assert retry.last_offset == local_start - 1                       # a duplicate: the producer state came along
+
+
+def test_topic_deletion_waits_for_an_upload_its_worker_thread_is_still_running(tmp_path):
+    part, metadata = _partition(tmp_path), InMemoryMetadata()
+    store = FsObjectStore(tmp_path / "remote")
+    rlm = RemoteLogManager(1, NodeConfig({"node.id": "1"}), RemoteSegmentStore(store), metadata, lambda: NOW)
+    copier, deleter = StartedExecutor(), StartedExecutor()
+    rlm._copier = rlm.ctx.pool = copier
+    rlm._deleter = rlm.ctx.delete_pool = deleter
+
+    async def scenario():
+        metadata.assign(TIP)
+        copying = asyncio.get_running_loop().create_task(copy_pass(rlm.ctx, TIP, part, lambda: True))
+        await _settle()
+        assert len(copier.jobs) == 1                     # the first upload runs on a worker thread
+        copying.cancel()                                 # the topic is deleted: the copy task is cancelled
+        rlm.on_stopped(part, topic_deleted=True)
+        for _ in range(3):
+            await _settle()
+            deleter.run_all()                            # whatever deleting the prefix the loop asked for
+            await _settle()
+            copier.run_all()                             # the worker's upload ends, objects written
+        await _settle()
+        await rlm.close()
+
+    asyncio.run(scenario())
+    assert store.list_keys("") == []                     # no orphaned objects of the deleted topic
+
+
+def test_a_zombie_upload_outside_the_leaders_epoch_lineage_is_never_served(tmp_path):
+    part, metadata = _partition(tmp_path, local_retention_bytes=2000), InMemoryMetadata()
+    store = FsObjectStore(tmp_path / "remote")
+    ctx = _ctx(store, metadata)
+    _copy(ctx, part)
+    first = part.log.rolled_segments()[0]
+    ours = metadata.cache(TIP).finished_segments()[0]
+    zombie = replace(ours, segment_id=RemoteLogSegmentId(TIP, bytes(16)), segment_leader_epochs=((3, 0),),
+                     state=S.COPY_SEGMENT_STARTED)
+    ctx.segments.copy_log_segment(zombie, LogSegmentData(first.log_path, first.offset_index_path,
+                                                         first.time_index_path, None, b"0\n1\n3 0\n"))
+    part.log.enforce_retention(NOW)
+
+    async def read_at_zero():
+        for record in (zombie, metadata_update(ctx, zombie, S.COPY_SEGMENT_FINISHED),
+                       metadata_update(ctx, ours, S.DELETE_SEGMENT_STARTED)):
+            await metadata.publish(record)           # an old leader's epoch 3 upload; ours is being deleted
+        reader = RemoteReader(NodeConfig({"node.id": "1"}), RemoteSegmentStore(store), metadata, tmp_path / "chunks")
+        return await reader.read(part, 0, 1500, True)
+    assert asyncio.run(read_at_zero()).error == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_a_late_finished_upload_of_an_old_leader_is_not_uploaded_again(tmp_path):
+    part, metadata = _partition(tmp_path), InMemoryMetadata()
+    ctx = _ctx(FsObjectStore(tmp_path / "remote"), metadata)
+    first = part.log.rolled_segments()[0]
+    old = metadata_for(first.base_offset, first.next_offset - 1)
+
+    async def old_leader_finishes_late():
+        metadata.assign(TIP)
+        await metadata.publish(old)
+        await metadata.publish(metadata_update(ctx, old, S.COPY_SEGMENT_FINISHED))
+    asyncio.run(old_leader_finishes_late())
+    assert part.log.highest_offset_in_remote_storage == -1     # this leader resumed before it finished
+    _copy(ctx, part)
+    spans = [(m.start_offset, m.end_offset) for m in metadata.cache(TIP).finished_segments()]
+    assert all(b[0] > a[1] for a, b in itertools.pairwise(spans)), spans    # nothing uploaded twice
+
+
+def metadata_for(start, end):
+    return RemoteLogSegmentMetadata(RemoteLogSegmentId(TIP, bytes(range(1, 17))), start, end, NOW, 2, NOW,
+                                    ((0, start),), 100)
