@@ -154,7 +154,7 @@ def _wait_gone(pid: int, timeout_s: float = 60.0) -> None:
 
 def producer(python: Path | str, bootstrap: str, rate: int, seconds: float) -> subprocess.Popen:
     cmd = [str(python), str(HERE / "workload.py"), "rate", "--bootstrap", bootstrap, "--topic", TOPIC,
-           "--acks", "all", "--record-size", str(RECORD_SIZE), "--linger-ms", "1",
+           "--acks", "all", "--record-size", str(RECORD_SIZE), "--linger-ms", "5",
            "--mib-per-s", str(rate * RECORD_SIZE / MIB), "--seconds", str(seconds), "--timeline"]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 

@@ -98,6 +98,7 @@ class Log:
         self._offline = False
         self._dir_dirty = False
         self._last_flush_ms = now_ms
+        self._first_timestamp: tuple[tuple, int] | None = None  # (key, local_log_start_timestamp)
         self._clock_ms = now_ms  # the latest now_ms seen, for calls that take none
         self._roll_flush_offset: int | None = None   # a rolled segment's end, to flush up to in tick
         self._flush_lock = threading.Lock()           # one flush at a time; taken before _lock
@@ -179,7 +180,14 @@ class Log:
             start = self.local_log_start_offset
             if start >= self.log_end_offset:
                 return NO_TIMESTAMP
-            return first_timestamp(self._segments, self._segment_index(start), start)
+            first = self._segment_index(start)
+            # the batch holding ``start`` changes only when the start moves, a truncation
+            # rewrites the tail or its segment is replaced: read its header once per change,
+            # not on every fetch of every partition
+            key = (start, self._truncations, id(self._segments[first]))
+            if self._first_timestamp is None or self._first_timestamp[0] != key:
+                self._first_timestamp = (key, first_timestamp(self._segments, first, start))
+            return self._first_timestamp[1]
 
     @property
     def local_log_size_bytes(self) -> int:

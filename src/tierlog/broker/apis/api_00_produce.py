@@ -6,7 +6,8 @@ after the leader's append; acks=-1 waits in the partition's purgatory until the
 high watermark covers the batch (every ISR member has it) or TimeoutMs passes
 (REQUEST_TIMED_OUT), and is refused with NOT_ENOUGH_REPLICAS before the append
 when the ISR is under min.insync.replicas.  v10 errors carry KIP-951's CurrentLeader and
-NodeEndpoints.  Idempotent producers are served by the log's producer state
+NodeEndpoints; a partition this broker may not know the leader of yet waits for
+its metadata to catch up first (``stale_metadata``).  Idempotent producers are served by the log's producer state
 (``storage.producer_state``): a retried batch is answered with its original
 offsets and not appended again, a sequence gap with OUT_OF_ORDER_SEQUENCE_NUMBER,
 an old producer epoch with INVALID_PRODUCER_EPOCH.  Left out: transactions
@@ -21,11 +22,14 @@ from tierlog.storage import InvalidRecordError, KafkaStorageError, ProducerState
 
 from ..leader_hint import HINTED_ERRORS, LeaderHints
 from .context import HandlerContext
+from .stale_metadata import catch_up_once, produce_may_be_stale
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.PRODUCE, 3, 10
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    if produce_may_be_stale(broker, request):
+        await catch_up_once(broker)
     acks = request["Acks"]
     hints = LeaderHints(broker)
     now = broker.clock_ms()

@@ -12,7 +12,9 @@
   offset (READ_COMMITTED); replicas (ReplicaId >= 0) up to the log end.
 - LastFetchedEpoch (v12+) is checked against the leader epoch cache and a
   mismatch answered with DivergingEpoch (KIP-595 / KIP-320).
-- v12+ errors carry KIP-951's CurrentLeader; v16 adds NodeEndpoints.
+- v12+ errors carry KIP-951's CurrentLeader; v16 adds NodeEndpoints. Before
+  answering NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH / an unknown topic,
+  the broker catches up with the quorum once (``stale_metadata``).
 - A follower's fetch (ReplicaId >= 0) on the leader updates the leader's view
   of that follower (``ReplicaManager.on_follower_fetch``: ISR, high watermark)
   with its FetchOffset, ReplicaEpoch and the v19 KIP-1303 LocalLogStartTimestamp
@@ -37,6 +39,7 @@ from tierlog.tiered.read_rules import FetchSource, TieredLogState, fetch_source
 from ..fetch_session import FetchSessionError, SessionPartition
 from ..leader_hint import HINTED_ERRORS, LeaderHints
 from .context import HandlerContext
+from .stale_metadata import STALE_ERRORS, catch_up_once
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FETCH, 4, 19
 TOPIC_IDS_FROM = 13
@@ -56,6 +59,10 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     follower = _follower_fields(request, version) if replica_id >= 0 else None
     reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0), max_bytes,
                       follower)
+    if any(r.error in STALE_ERRORS for r in reads):
+        await catch_up_once(broker)
+        reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0),
+                          max_bytes, follower)
     wait_ms = min(request["MaxWaitMs"], broker.fetch_wait_max_ms)
     if any(r.remote for r in reads):
         await _read_remote(broker, reads, max_bytes)

@@ -53,17 +53,17 @@ async def forward_and_catch_up(broker, header, request, timed_out=None) -> dict:
     return response
 
 
-async def catch_up(broker, timeout_s: float = 5.0) -> None:
+async def catch_up(broker, timeout_s: float = 5.0, image_wait_s: float = IMAGE_WAIT_MAX_S) -> None:
     """Until this broker's image reaches the quorum's high watermark, as the active
-    controller reports it (one DescribeQuorum round trip); at once if none answers
-    within ``timeout_s``."""
+    controller reports it (one DescribeQuorum round trip), or ``image_wait_s``; at
+    once if no controller answers within ``timeout_s``."""
     body = {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]}
     try:
         quorum = await broker.controller_channel.send(ApiKey.DESCRIBE_QUORUM, body, timeout_s, 0)
     except ControllerUnavailable:
         return
     hw = quorum["Topics"][0]["Partitions"][0]["HighWatermark"]
-    await broker.metadata.wait_for(lambda image: image.provenance.end_offset >= hw, IMAGE_WAIT_MAX_S)
+    await broker.metadata.wait_for(lambda image: image.provenance.end_offset >= hw, image_wait_s)
 
 
 def _timed_out(api_key: int, request: dict) -> dict:
