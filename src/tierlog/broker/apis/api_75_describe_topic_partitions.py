@@ -51,6 +51,7 @@ OPS_NOT_COMPUTED = -2147483648
 
 
 ELIGIBLE_MS, ELIGIBLE_BYTES = "leader.election.eligible.local.log.ms", "leader.election.eligible.local.log.bytes"
+_OFF = EligibilityThresholds()          # KIP-1303 off (-1, -1)
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
@@ -59,7 +60,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
 
 
 def describe(image: MetadataImage, request: dict, limit_max: int,
-             eligibility_defaults: EligibilityThresholds = EligibilityThresholds(), now_ms: int = 0) -> dict:
+             eligibility_defaults: EligibilityThresholds = _OFF, now_ms: int = 0) -> dict:
     """The response to ``request`` from ``image``, answering at most ``limit_max`` partitions;
     ``eligibility_defaults`` are the static KIP-1303 thresholds, ``now_ms`` the time they are judged at."""
     judge = (eligibility_defaults, now_ms)
@@ -128,7 +129,7 @@ def _int(value, default: int = -1) -> int:
         return default
 
 
-def _partition(image: MetadataImage, p: PartitionInfo, thresholds: EligibilityThresholds = EligibilityThresholds(),
+def _partition(image: MetadataImage, p: PartitionInfo, thresholds: EligibilityThresholds = _OFF,
                now_ms: int = 0) -> dict:
     brokers = image.brokers
     return {
