@@ -55,8 +55,8 @@ from tierlog.metadata.election import (
     NO_LEADER,
     Election,
     EligibilityThresholds,
-    eligibility_sort,
     elect_leader,
+    eligibility_sort,
 )
 from tierlog.metadata.records import ReplicaLogCoverage
 from tierlog.protocol.errors import ErrorCode
