@@ -40,6 +40,7 @@ from tiered import fs_props, tiered_state
 
 TOPIC, RECORDS = "elig", 30_000                  # ~200-byte records: ~6 MiB, six 1 MiB segments
 THRESHOLD = 4 * 1024 * 1024
+SHORT_LOCAL_MAX = 5 * 1024 * 1024 // 2     # broker 2 keeps 1 MiB + the active segment: well below THRESHOLD
 SHORT, FULL_A, FULL_B, NEW = 2, 3, 4, 5
 ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_TOPIC_PARTITIONS = 43, 44, 75
 ELIGIBLE_BYTES = "leader.election.eligible.local.log.bytes"
@@ -55,6 +56,11 @@ def _cluster(tmp_path) -> Cluster:
     cluster = Cluster(tmp_path, controllers=1, brokers=4, props=props)
     cluster.broker(SHORT).props["log.local.retention.bytes"] = str(1024 * 1024)
     return cluster
+
+
+def _local_bytes(cluster, broker_id: int) -> int:
+    """Bytes of the partition's local segment files on ``broker_id``."""
+    return sum(p.stat().st_size for p in (cluster.broker(broker_id).data_dir / f"{TOPIC}-0").glob("*.log"))
 
 
 def _partition(cluster) -> dict | None:
@@ -136,8 +142,11 @@ def test_elections_prefer_replicas_with_enough_local_log(tmp_path):
         admin.create_topics([topic], request_timeout=15)[TOPIC].result(timeout=20)
         wait_for(lambda: _leader(cluster) == SHORT, 30, "broker 2 leading the new topic")
         acked = _produce(cluster)
-        state = wait_for(lambda: (s := tiered_state(cluster, TOPIC, 0)) and s["local_start"] > 0 and s, 120,
-                         "uploads and local deletion on broker 2")
+        # broker 2's local log down to its 1 MiB retention (plus the active segment): what 5 will copy
+        wait_for(lambda: _local_bytes(cluster, SHORT) <= SHORT_LOCAL_MAX, 120,
+                 "uploads and local deletion on broker 2")
+        state = wait_for(lambda: (s := tiered_state(cluster, TOPIC, 0)) and s["local_start"] > 0 and s, 30,
+                         "broker 2's local log start")
 
         # 1. broker 5 joins first in the assignment, from 2's local log start: a short local log
         kadmin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30_000)
@@ -158,7 +167,7 @@ def test_elections_prefer_replicas_with_enough_local_log(tmp_path):
             kadmin.close()
         kept = sorted(int(p.stem) for p in (cluster.broker(NEW).data_dir / f"{TOPIC}-0").glob("*.log"))
         assert kept and kept[0] >= state["local_start"], (kept, state)      # KIP-405 path: nothing older
-        assert done["LeaderId"] == FULL_A, done           # eligible first, not the preferred 5
+        assert done["LeaderId"] == FULL_A, done["LocalLogCoverage"]     # eligible first, not the preferred 5
 
         coverage = wait_for(lambda: (c := _coverage(cluster)) and c[NEW]["LocalLogSizeBytes"] > 0
                             and c[FULL_A]["LocalLogSizeBytes"] > 0 and c, 30, "reported coverage")
