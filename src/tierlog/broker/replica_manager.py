@@ -220,7 +220,7 @@ class ReplicaManager:
 
     def _eligible_bytes(self, image: MetadataImage, part: Partition) -> int:
         """Effective ``leader.election.eligible.local.log.bytes`` (topic > cluster-wide dynamic >
-        server.properties): a report crossing it is sent at once (``local_log_report``)."""
+        server.properties): the leader reports a size crossing it (``local_log_report``)."""
         value = image.config(ELIGIBLE_BYTES, image.topics.get(part.topic), self.topic_defaults.get(ELIGIBLE_BYTES, -1))
         try:
             return int(value)
