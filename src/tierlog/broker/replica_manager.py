@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Protocol
 
 from tierlog.metadata import MetadataImage, TopicInfo
@@ -51,6 +52,7 @@ class TierListener(Protocol):
 
 TICK_S = 0.2
 RECOVERING = 1          # PartitionRecord LeaderRecoveryState (KIP-704)
+ELIGIBLE_BYTES = "leader.election.eligible.local.log.bytes"     # KIP-1303
 
 
 class ReplicaManager:
@@ -180,19 +182,25 @@ class ReplicaManager:
                 hw = min(part.high_watermark, leo)
                 part.log.assign_epoch_start_offset(p.leader_epoch, leo)
                 config = LeaderConfig(replica_lag_time_max_ms=self._lag_ms,
-                                      min_insync_replicas=part.log.config.min_insync_replicas)
+                                      min_insync_replicas=part.log.config.min_insync_replicas,
+                                      eligible_local_log_bytes=self._eligible_bytes(image, part))
                 part.leader_state = LeaderState(
                     topic_id=part.topic_id, partition=part.index, leader_id=self.node_id,
                     leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, replicas=tuple(p.replicas),
                     isr=tuple(p.isr), high_watermark=hw, log_end_offset=leo, now_ms=now, config=config,
                     leader_broker_epoch=self._broker_epoch(), fenced=fenced,
-                    recovering=p.leader_recovery_state == RECOVERING)
+                    recovering=p.leader_recovery_state == RECOVERING,
+                    # KIP-1303: what the controller already holds needs no new report
+                    committed_local_logs={b: LocalLog(c.local_log_start_timestamp, c.local_log_size_bytes)
+                                          for b, c in p.coverage().items()})
                 log.info("%s-%d: leader at epoch %d (isr %s, hw %d, leo %d)", part.topic, part.index,
                          p.leader_epoch, list(p.isr), hw, leo)
                 self._on_update(part, part.leader_state.on_leader_append(leo, now))
                 if self.tier_listener is not None:
                     self.tier_listener.on_leader(part)
             else:
+                # KIP-1303: a dynamic change of the bytes threshold applies to the next report check
+                ls.config = replace(ls.config, eligible_local_log_bytes=self._eligible_bytes(image, part))
                 self._on_update(part, ls.on_partition_metadata(
                     leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, isr=tuple(p.isr),
                     replicas=tuple(p.replicas), now_ms=now, leader_leo=part.log.log_end_offset, fenced=fenced,
@@ -209,6 +217,15 @@ class ReplicaManager:
                     self.tier_listener.on_follower(part)
         else:
             self.fetchers.stop_following(id_key)
+
+    def _eligible_bytes(self, image: MetadataImage, part: Partition) -> int:
+        """Effective ``leader.election.eligible.local.log.bytes`` (topic > cluster-wide dynamic >
+        server.properties): the leader reports a size crossing it (``local_log_report``)."""
+        value = image.config(ELIGIBLE_BYTES, image.topics.get(part.topic), self.topic_defaults.get(ELIGIBLE_BYTES, -1))
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return -1
 
     # leader side ---------------------------------------------------------------
     def check_acks_all(self, part: Partition) -> int:

@@ -8,6 +8,12 @@ max.request.partition.size.limit). When the broker also serves
 ListPartitionReassignments (API 46), ongoing reassignments fill ``adding``
 and ``removing``; otherwise they stay null (unknown).
 
+KIP-1303: ``local_log`` lists each replica's local log coverage as its leader
+last reported it to the controller (``start_timestamp`` / ``size_bytes``, -1
+when not reported) and whether it is ``eligible`` for leader election
+preference now, from the response's tagged LocalLogCoverage (tierlog's
+extension; null when the broker does not send it).
+
 The descriptions have the shape `topics_describe` documents.
 """
 
@@ -92,7 +98,15 @@ def _partition(p: dict) -> dict:
         "offline": list(p["OfflineReplicas"]),
         "adding": None,
         "removing": None,
+        "local_log": _local_log(p.get("LocalLogCoverage")),
     }
+
+
+def _local_log(entries: list | None) -> list[dict] | None:
+    if not entries:
+        return None
+    return [{"replica": c["BrokerId"], "start_timestamp": c["LocalLogStartTimestamp"],
+             "size_bytes": c["LocalLogSizeBytes"], "eligible": bool(c["Eligible"])} for c in entries]
 
 
 def _add_reassignments(wire: BrokerWire, descriptions: list[dict]) -> None:

@@ -23,6 +23,15 @@ From source 1 each partition also carries ``log_start_offset``,
 storage), asked of its leader with ListOffsets (``log_offsets``); null when the
 leader did not answer.
 
+From source 1 each partition also carries ``local_log`` (KIP-1303): per
+replica ``{"replica", "start_timestamp", "size_bytes", "eligible"}``, its local
+log coverage as last reported to the controller (-1: not reported) and whether
+it is eligible for leader election preference under the effective
+``leader.election.eligible.local.log.ms`` / ``.bytes``; the table shows it as
+``LocalLog`` (replica:bytes/age of its earliest local record, ``?`` unknown)
+and ``NotEligible`` (replicas an election ranks last), when some replica has
+reported.
+
 ``leader`` is null when the partition has none. ``leader_epoch``, ``elr``,
 ``last_known_elr`` and ``offline`` are null when the source (2 or 3) does not
 carry them; ``adding`` and ``removing`` are null unless the broker serves
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import time
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
@@ -54,7 +64,7 @@ __all__ = ["describe", "run_describe"]
 _NO_LEADER = -1
 _FALLBACK_CODES = frozenset({KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION})
 _NOT_CARRIED = {"leader_epoch": None, "elr": None, "last_known_elr": None, "offline": None,
-                "adding": None, "removing": None}
+                "adding": None, "removing": None, "local_log": None}
 
 
 def _kafka_uuid(uuid) -> str | None:
@@ -179,7 +189,40 @@ def _columns(partitions: list[dict]) -> list[tuple[str, object]]:
     columns += [(heading, lambda p, k=key: _ids(p.get(k) or [])) for heading, key in optional if present(key)]
     if partitions and all("highest_tiered_offset" in p for p in partitions):
         columns += [(heading, lambda p, k=key: _offset(p[k])) for heading, key in _OFFSET_COLUMNS]
+    if any(c["size_bytes"] >= 0 or c["start_timestamp"] >= 0 for p in partitions for c in p.get("local_log") or ()):
+        now_ms = int(time.time() * 1000)
+        columns += [("LocalLog", lambda p: _local_log_cell(p.get("local_log"), now_ms)),
+                    ("NotEligible", lambda p: _ids([c["replica"] for c in p.get("local_log") or ()
+                                                    if not c["eligible"]]))]
     return columns
+
+
+def _local_log_cell(entries: list | None, now_ms: int) -> str:
+    """KIP-1303 coverage per replica: ``replica:bytes/age``, ``?`` for what was not reported."""
+    if not entries:
+        return "-"
+    return " ".join(f"{c['replica']}:{_size(c['size_bytes'])}/{_age(c['start_timestamp'], now_ms)}"
+                    for c in entries)
+
+
+def _size(n: int) -> str:
+    if n < 0:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return "?"
+
+
+def _age(start_timestamp: int, now_ms: int) -> str:
+    if start_timestamp < 0:
+        return "?"
+    seconds = max(0, now_ms - start_timestamp) // 1000
+    for unit, span in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= span:
+            return f"{seconds // span}{unit}"
+    return f"{seconds}s"
 
 
 _OFFSET_COLUMNS = (("LogStartOffset", "log_start_offset"), ("LocalLogStartOffset", "local_log_start_offset"),

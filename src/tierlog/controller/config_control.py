@@ -6,7 +6,9 @@ SET / DELETE / APPEND / SUBTRACT apply to its overrides with the rules of
 on non-lists); the result must still validate as a whole.  Broker resources
 (type 4): name "" is the cluster-wide default, otherwise a broker id
 (registered or not, as Kafka allows); any key is stored as a string (dynamic
-broker configs are read by whoever needs them from the image).  A resource
+broker configs are read by whoever needs them from the image), except that the
+KIP-1303 thresholds (``leader.election.eligible.local.log.ms`` / ``.bytes``,
+dynamic cluster-wide per the KIP) must be longs >= -1 (INVALID_CONFIG).  A resource
 named twice -> INVALID_REQUEST; other types -> INVALID_REQUEST.
 
 AlterConfigs (33, the legacy whole-set alter) gives each resource's complete
@@ -84,9 +86,27 @@ class ConfigControlManager:
                 raise RuleError(ErrorCode.INVALID_REQUEST, f"Broker resource name {name!r} is not a broker id.")
             before = dict(image.configs.get(name, {}))
             after = apply(before, r["Configs"], None)
+            _check_broker_longs(after)
         else:
             raise RuleError(ErrorCode.INVALID_REQUEST, f"Resource type {kind} cannot be altered here.")
         return _diff(kind, name, before, after)
+
+
+_BROKER_LONGS = ("leader.election.eligible.local.log.ms", "leader.election.eligible.local.log.bytes")
+
+
+def _check_broker_longs(configs: dict) -> None:
+    for key in _BROKER_LONGS:
+        value = configs.get(key)
+        if value is None:
+            continue
+        try:
+            ok = int(str(value).strip()) >= -1
+        except ValueError:
+            ok = False
+        if not ok:
+            raise RuleError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {key}: "
+                                                      "must be a long of at least -1.")
 
 
 def _apply_incremental(before: dict, configs: list, known) -> dict:

@@ -25,7 +25,12 @@ Records must land in the log exactly as returned (no gaps, one offset per
 record, starting at ``base_offset``): a broker's epoch *is* the offset of its
 RegisterBrokerRecord.  ``timestamp_ms`` must be the batch's append timestamp,
 because replaying a fence event runs KIP-1303 eligibility at that time; every
-replica must derive what this controller derived.
+replica must derive what this controller derived.  For the same reason every
+broker event record (``records.EVENT_RECORDS``) is written stamped with this
+controller's static KIP-1303 defaults (``EligibleLocalLogMs`` /
+``EligibleLocalLogBytes``, from server.properties): the elections its replay
+derives then read the same effective thresholds as this controller's explicit
+elections (topic override > cluster-wide dynamic value > static default).
 
 ``handle`` accepts (api key: versions):
   19 CreateTopics 0-7, 20 DeleteTopics 0-6, 43 ElectLeaders 0-2,
@@ -38,11 +43,11 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tierlog.metadata.delta import MetadataDelta
 from tierlog.metadata.image import MetadataImage, MetadataProvenance
-from tierlog.metadata.records import NoOpRecord
+from tierlog.metadata.records import EVENT_RECORDS, NoOpRecord
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
@@ -152,6 +157,7 @@ class QuorumController:
     def _write(self, records: list, now_ms: int, response: dict | None) -> ControllerResult:
         if not records:
             return ControllerResult([], response, -1, now_ms)
+        records = [self._stamp(r) for r in records]
         base = self._next_offset
         delta = MetadataDelta(self._image, now_ms)
         for r in records:
@@ -162,6 +168,13 @@ class QuorumController:
         self._next_offset = last + 1
         self._last_write_ms = now_ms
         return ControllerResult(list(records), response, base, now_ms)
+
+    def _stamp(self, record):
+        """A broker event record carrying this controller's static KIP-1303 defaults (see above)."""
+        if not isinstance(record, EVENT_RECORDS):
+            return record
+        return replace(record, eligible_local_log_ms=self.config.eligible_local_log_ms,
+                       eligible_local_log_bytes=self.config.eligible_local_log_bytes)
 
     # -- the log --------------------------------------------------------------
 

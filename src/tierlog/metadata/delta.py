@@ -26,13 +26,22 @@ partition deterministically from the state the log has built so far:
   leaves the ISR (``election.remove_from_isr``: KIP-966, the last ISR member
   moves to the ELR); if it led the partition (or the partition has no leader),
   a new leader is elected with ``election.elect_leader`` (ANY, unclean per
-  ``unclean.leader.election.enable``, KIP-1303 thresholds from the
-  cluster-wide broker configs, ``now_ms`` = the batch's append timestamp).
+  ``unclean.leader.election.enable``, KIP-1303 thresholds as below,
+  ``now_ms`` = the batch's append timestamp).
 * unusable -> usable: every leaderless partition listing the broker runs the
   same ANY election (the broker may now be a valid ELR / last-known leader, or
   an unclean candidate).
 * a change bumps ``partition_epoch``; a leader change also bumps ``leader_epoch``
   (an ISR-only change keeps the leader epoch, as current Kafka does).
+
+KIP-1303 thresholds of a derived election, per topic, first found of: the
+topic override, the cluster-wide dynamic broker config (ConfigRecord on the
+default broker resource ""), the static default the event record itself
+carries (``EligibleLocalLogMs`` / ``EligibleLocalLogBytes``: the writing
+controller's server.properties values, see ``records``), -1 (off).  These are
+exactly the effective values the active controller's own elections read
+(``PartitionControlManager.thresholds``), so a value set only in
+server.properties counts in fence and controlled-shutdown elections too.
 
 Every replica of the metadata log replays the same records with the same
 append timestamps, so it derives the same image. Snapshots write derived
@@ -138,6 +147,7 @@ class MetadataDelta:
         self._touched: dict[int, set[str]] = {}
         self._configs: dict = {}             # broker resource -> dict | REMOVE
         self._producer_ids = None
+        self._static_thresholds = (-1, -1)   # KIP-1303 defaults carried by the event being replayed
         self._handlers = {
             RegisterBrokerRecord: self._register, UnregisterBrokerRecord: self._unregister,
             TopicRecord: self._topic, PartitionRecord: self._partition,
@@ -219,9 +229,13 @@ class MetadataDelta:
             c = {}
         return c.get(name, default)
 
-    def _thresholds(self) -> EligibilityThresholds:
-        return EligibilityThresholds(_as_int(self._cluster_config(ELIGIBLE_LOCAL_LOG_MS), -1),
-                                     _as_int(self._cluster_config(ELIGIBLE_LOCAL_LOG_BYTES), -1))
+    def _thresholds(self, configs) -> EligibilityThresholds:
+        """KIP-1303 "Topic Configuration Overrides": topic value, else cluster-wide dynamic
+        value, else the static default the event record carries, else -1."""
+        static_ms, static_bytes = self._static_thresholds
+        return EligibilityThresholds(
+            _as_int(self._topic_config(configs, ELIGIBLE_LOCAL_LOG_MS, static_ms), -1),
+            _as_int(self._topic_config(configs, ELIGIBLE_LOCAL_LOG_BYTES, static_bytes), -1))
 
     def _topic_config(self, configs, name: str, default):
         if name in configs:
@@ -229,8 +243,10 @@ class MetadataDelta:
         return self._cluster_config(name, default)
 
     # -- brokers ---------------------------------------------------------------
-    def _set_broker(self, node_id: int, new: BrokerInfo | None) -> None:
+    def _set_broker(self, node_id: int, new: BrokerInfo | None, event=None) -> None:
         old = self.broker(node_id)
+        self._static_thresholds = (getattr(event, "eligible_local_log_ms", -1),
+                                   getattr(event, "eligible_local_log_bytes", -1))
         self._brokers[node_id] = REMOVE if new is None else new
         was = old is not None and old.usable
         now = new is not None and new.usable
@@ -244,7 +260,7 @@ class MetadataDelta:
         self._set_broker(r.broker_id, BrokerInfo(
             r.broker_id, ep.host if ep else "", ep.port if ep else 0, r.rack,
             r.broker_epoch, bool(r.fenced), bool(r.in_controlled_shutdown),
-            bytes(r.incarnation_id), tuple(r.endpoints), tuple(r.features)))
+            bytes(r.incarnation_id), tuple(r.endpoints), tuple(r.features)), r)
 
     def _checked(self, node_id: int, epoch: int) -> BrokerInfo:
         b = self.broker(node_id)
@@ -256,21 +272,21 @@ class MetadataDelta:
 
     def _unregister(self, r: UnregisterBrokerRecord) -> None:
         self._checked(r.broker_id, r.broker_epoch)
-        self._set_broker(r.broker_id, None)
+        self._set_broker(r.broker_id, None, r)
 
     def _fence(self, r: FenceBrokerRecord) -> None:
         b = self._checked(r.id, r.epoch)
-        self._set_broker(r.id, replace(b, fenced=True))
+        self._set_broker(r.id, replace(b, fenced=True), r)
 
     def _unfence(self, r: UnfenceBrokerRecord) -> None:
         b = self._checked(r.id, r.epoch)
-        self._set_broker(r.id, replace(b, fenced=False))
+        self._set_broker(r.id, replace(b, fenced=False), r)
 
     def _registration_change(self, r: BrokerRegistrationChangeRecord) -> None:
         b = self._checked(r.broker_id, r.broker_epoch)
         fenced = {1: True, -1: False}.get(r.fenced, b.fenced)
         icsd = True if r.in_controlled_shutdown == 1 else b.in_controlled_shutdown
-        self._set_broker(r.broker_id, replace(b, fenced=fenced, in_controlled_shutdown=icsd))
+        self._set_broker(r.broker_id, replace(b, fenced=fenced, in_controlled_shutdown=icsd), r)
 
     # -- derivation (KIP-630 events) --------------------------------------------
     def _topics_hosting(self, node_id: int) -> list[str]:
@@ -283,12 +299,12 @@ class MetadataDelta:
 
     def _derive_unusable(self, node_id: int) -> None:
         usable = self._usable()
-        thresholds = self._thresholds()
         for name in self._topics_hosting(node_id):
             view = self._topic_view(name)
             if view is None:
                 continue
             _, parts, configs = view
+            thresholds = self._thresholds(configs)
             min_isr = _as_int(self._topic_config(configs, MIN_INSYNC_REPLICAS, 1), 1)
             unclean = str(self._topic_config(configs, UNCLEAN_ELECTION, "false")).lower() == "true"
             work = None
@@ -310,12 +326,12 @@ class MetadataDelta:
 
     def _derive_usable(self, node_id: int) -> None:
         usable = self._usable()
-        thresholds = self._thresholds()
         for name in self._topics_hosting(node_id):
             view = self._topic_view(name)
             if view is None:
                 continue
             _, parts, configs = view
+            thresholds = self._thresholds(configs)
             unclean = str(self._topic_config(configs, UNCLEAN_ELECTION, "false")).lower() == "true"
             work = None
             for i, p in enumerate(parts):

@@ -26,6 +26,17 @@ is the full per-replica state; in a PartitionChangeRecord null means "no
 change" and a list updates the listed brokers' entries (what AlterPartition
 reported). A Kafka reader skips the unknown tag.
 
+Second KIP-1303 extension: the broker *event* records (RegisterBrokerRecord,
+UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,
+BrokerRegistrationChangeRecord) carry tagged int64 fields
+``EligibleLocalLogMs`` / ``EligibleLocalLogBytes`` (tags
+:data:`ELIGIBLE_LOCAL_LOG_MS_TAG` / :data:`ELIGIBLE_LOCAL_LOG_BYTES_TAG`): the
+writing controller's *static* (server.properties) defaults of
+``leader.election.eligible.local.log.ms`` / ``.bytes``, -1 = none.  Replaying
+such an event derives elections on every replica (``delta``); a static
+default lives in no other record, so the event carries it and every replica
+derives the same leader the active controller did.
+
 API::
 
     encode(record) -> bytes          decode(bytes) -> record
@@ -50,6 +61,9 @@ from tierlog.protocol.schema import Field, Struct
 __all__ = [
     "CONFIG_RESOURCE_BROKER",
     "CONFIG_RESOURCE_TOPIC",
+    "ELIGIBLE_LOCAL_LOG_BYTES_TAG",
+    "ELIGIBLE_LOCAL_LOG_MS_TAG",
+    "EVENT_RECORDS",
     "FRAME_VERSION",
     "LOCAL_LOG_COVERAGE_TAG",
     "NO_LEADER",
@@ -79,6 +93,9 @@ __all__ = [
 FRAME_VERSION = 1
 #: tag of tierlog's KIP-1303 ``LocalLogCoverage`` in PartitionRecord / PartitionChangeRecord
 LOCAL_LOG_COVERAGE_TAG = 1303
+#: tags of the controller's static KIP-1303 defaults in broker event records
+ELIGIBLE_LOCAL_LOG_MS_TAG = 1304
+ELIGIBLE_LOCAL_LOG_BYTES_TAG = 1305
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
@@ -150,6 +167,8 @@ class RegisterBrokerRecord:
     in_controlled_shutdown: bool = False
     is_migrating_zk_broker: bool = False
     log_dirs: tuple[bytes, ...] = ()
+    eligible_local_log_ms: int = -1     # tierlog, KIP-1303: the controller's static default
+    eligible_local_log_bytes: int = -1  # tierlog, KIP-1303: the controller's static default
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +176,8 @@ class UnregisterBrokerRecord:
     API_KEY: ClassVar[int] = 1
     broker_id: int
     broker_epoch: int = 0
+    eligible_local_log_ms: int = -1     # tierlog, KIP-1303: the controller's static default
+    eligible_local_log_bytes: int = -1  # tierlog, KIP-1303: the controller's static default
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +239,8 @@ class FenceBrokerRecord:
     API_KEY: ClassVar[int] = 7
     id: int
     epoch: int = 0
+    eligible_local_log_ms: int = -1     # tierlog, KIP-1303: the controller's static default
+    eligible_local_log_bytes: int = -1  # tierlog, KIP-1303: the controller's static default
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +248,8 @@ class UnfenceBrokerRecord:
     API_KEY: ClassVar[int] = 8
     id: int
     epoch: int = 0
+    eligible_local_log_ms: int = -1     # tierlog, KIP-1303: the controller's static default
+    eligible_local_log_bytes: int = -1  # tierlog, KIP-1303: the controller's static default
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +276,8 @@ class BrokerRegistrationChangeRecord:
     fenced: int = 0
     in_controlled_shutdown: int = 0
     log_dirs: tuple[bytes, ...] = ()
+    eligible_local_log_ms: int = -1     # tierlog, KIP-1303: the controller's static default
+    eligible_local_log_bytes: int = -1  # tierlog, KIP-1303: the controller's static default
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +294,10 @@ MetadataRecord = (RegisterBrokerRecord | UnregisterBrokerRecord | TopicRecord
 # -- schemas (Kafka's wire layouts; all flexible from version 0) ----------------
 
 _COVERAGE_FIELD = {"tag": LOCAL_LOG_COVERAGE_TAG}
+_STATIC_DEFAULTS = [
+    Field("EligibleLocalLogMs", "int64", tag=ELIGIBLE_LOCAL_LOG_MS_TAG, default=-1),
+    Field("EligibleLocalLogBytes", "int64", tag=ELIGIBLE_LOCAL_LOG_BYTES_TAG, default=-1),
+]
 
 _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max version)
     RegisterBrokerRecord: (Struct([
@@ -280,9 +311,10 @@ _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max
         Field("Fenced", "bool", default=True),
         Field("InControlledShutdown", "bool", versions="1+", default=False),
         Field("LogDirs", ["uuid"], versions="3+", tag=0),
+        *_STATIC_DEFAULTS,
     ], name="RegisterBrokerRecord"), 0, 3),
     UnregisterBrokerRecord: (Struct([
-        Field("BrokerId", "int32"), Field("BrokerEpoch", "int64"),
+        Field("BrokerId", "int32"), Field("BrokerEpoch", "int64"), *_STATIC_DEFAULTS,
     ], name="UnregisterBrokerRecord"), 0, 0),
     TopicRecord: (Struct([
         Field("Name", "string"), Field("TopicId", "uuid"),
@@ -325,10 +357,10 @@ _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max
               **_COVERAGE_FIELD),
     ], name="PartitionChangeRecord"), 0, 2),
     FenceBrokerRecord: (Struct([
-        Field("Id", "int32"), Field("Epoch", "int64"),
+        Field("Id", "int32"), Field("Epoch", "int64"), *_STATIC_DEFAULTS,
     ], name="FenceBrokerRecord"), 0, 0),
     UnfenceBrokerRecord: (Struct([
-        Field("Id", "int32"), Field("Epoch", "int64"),
+        Field("Id", "int32"), Field("Epoch", "int64"), *_STATIC_DEFAULTS,
     ], name="UnfenceBrokerRecord"), 0, 0),
     RemoveTopicRecord: (Struct([Field("TopicId", "uuid")], name="RemoveTopicRecord"), 0, 0),
     ProducerIdsRecord: (Struct([
@@ -340,11 +372,15 @@ _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max
         Field("Fenced", "int8", tag=0, default=0),
         Field("InControlledShutdown", "int8", versions="1+", tag=1, default=0),
         Field("LogDirs", ["uuid"], versions="2+", tag=2),
+        *_STATIC_DEFAULTS,
     ], name="BrokerRegistrationChangeRecord"), 0, 2),
     NoOpRecord: (Struct([], name="NoOpRecord"), 0, 0),
 }
 
 RECORD_TYPES: dict[int, type] = {cls.API_KEY: cls for cls in _SCHEMAS}
+#: records whose replay may derive elections; they carry the controller's static KIP-1303 defaults
+EVENT_RECORDS = (RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,
+                 BrokerRegistrationChangeRecord)
 
 _ATTR_OVERRIDES = {"EndPoints": "endpoints"}
 

@@ -115,6 +115,11 @@ _DEFS = [
     TopicConfigDef(
         "leader.replication.throttled.replicas", _LI, (), "leader.replication.throttled.replicas", _replica_list
     ),
+    # KIP-1303 "Topic Configuration Overrides": the same names as the broker configs
+    TopicConfigDef("leader.election.eligible.local.log.bytes", _L, -1, "leader.election.eligible.local.log.bytes",
+                   _at_least(-1)),
+    TopicConfigDef("leader.election.eligible.local.log.ms", _L, -1, "leader.election.eligible.local.log.ms",
+                   _at_least(-1)),
     TopicConfigDef("local.retention.bytes", _L, -2, "log.local.retention.bytes", _at_least(-2)),
     TopicConfigDef("local.retention.ms", _L, -2, "log.local.retention.ms", _at_least(-2)),
     TopicConfigDef("max.compaction.lag.ms", _L, LONG_MAX, "log.cleaner.max.compaction.lag.ms", _at_least(1)),
@@ -157,6 +162,10 @@ _DOCS = {
     "follower.replication.throttled.replicas": "Replicas whose follower-side replication is throttled.",
     "index.interval.bytes": "Bytes between offset index entries.",
     "leader.replication.throttled.replicas": "Replicas whose leader-side replication is throttled.",
+    "leader.election.eligible.local.log.bytes": "KIP-1303: local log bytes a replica must hold to be preferred "
+                                                "as leader; -1 off.",
+    "leader.election.eligible.local.log.ms": "KIP-1303: local log time a replica must cover to be preferred "
+                                             "as leader; -1 off.",
     "local.retention.bytes": "Local bytes kept for tiered topics (-2: use retention.bytes).",
     "local.retention.ms": "Local time kept for tiered topics (-2: use retention.ms).",
     "max.compaction.lag.ms": "Longest a message stays ineligible for compaction.",

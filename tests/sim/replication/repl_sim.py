@@ -28,6 +28,15 @@ Model:
 - Controller: holds leader, leader epoch, ISR, partition epoch; answers
   AlterPartition with FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
   INELIGIBLE_REPLICA (a down member) or success (partition epoch + 1).
+- KIP-1303 (``Sim(seed, kip1303=True)``): the controller keeps the local log
+  coverage each AlterPartition reports and elects (fence, restart, preferred
+  elections) with ``leader.election.eligible.local.log.ms`` = ``ELIGIBLE_MS``
+  through the real ``elect_leader``; a fault "tiering deletes local segments"
+  moves a replica's LocalLogStartTimestamp to a recent time (its local log
+  now covers less than ``ELIGIBLE_MS``) and shrinks its LocalLogSizeBytes,
+  which its next Fetch reports.  Preferred elections go to the first replica
+  of a random assignment order after the eligibility sort.  Off, the same
+  seeds elect as before.  Either way no acknowledged record may be lost.
 
 Invariants after every event: records below any leader's high watermark
 (``committed``) are never lost or reordered and match every acked record;
@@ -41,7 +50,15 @@ import heapq
 import random
 from dataclasses import dataclass, field
 
-from tierlog.metadata.election import NO_LEADER, elect_leader
+from tierlog.metadata.election import (
+    DISABLED,
+    NO_LEADER,
+    Election,
+    EligibilityThresholds,
+    elect_leader,
+    eligibility_sort,
+)
+from tierlog.metadata.records import ReplicaLogCoverage
 from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
     AcksPurgatory,
@@ -69,6 +86,7 @@ ALTER_TIMEOUT_MS = 80
 FETCH_INTERVAL_MS = 3
 MAX_FETCH_RECORDS = 25
 START_MS = 1_000_000
+ELIGIBLE_MS = 1500              # KIP-1303 leader.election.eligible.local.log.ms in the simulation
 
 
 class InvariantError(AssertionError):
@@ -81,17 +99,18 @@ class MemLog:
         self.entries: list[tuple[int, str]] = []     # offset -> (epoch, value)
         self.epochs: list[tuple[int, int]] = []      # (epoch, start offset), both increasing
         self.flushed = 0
+        self.local_log_start_timestamp = START_MS    # KIP-1303: moved by simulated local deletion
+        self.locally_deleted = 0                     # records counted out of LocalLogSizeBytes
 
     @property
     def log_end_offset(self) -> int:
         return len(self.entries)
 
     log_start_offset = 0
-    local_log_start_timestamp = START_MS
 
     @property
     def local_log_size_bytes(self) -> int:
-        return 10 * len(self.entries)
+        return 10 * max(0, len(self.entries) - self.locally_deleted)
 
     @property
     def latest_epoch(self) -> int | None:
@@ -158,8 +177,9 @@ class Broker:
 
 
 class Sim:
-    def __init__(self, seed: int, *, faults: bool = True) -> None:
+    def __init__(self, seed: int, *, faults: bool = True, kip1303: bool = False) -> None:
         self.seed = seed
+        self.thresholds = EligibilityThresholds(local_log_ms=ELIGIBLE_MS) if kip1303 else DISABLED
         self.rng = random.Random(seed)
         self.now = START_MS
         self.queue: list = []
@@ -186,7 +206,8 @@ class Sim:
         self.pending_produce: dict[int, str] = {}
         self.errors: dict[int, int] = {}
         self.stats = {"events": 0, "acked": 0, "produce_errors": 0, "crashes": 0, "power_losses": 0,
-                      "leader_moves": 0, "truncations": 0, "alter_partitions": 0, "elections": 0}
+                      "leader_moves": 0, "truncations": 0, "alter_partitions": 0, "elections": 0,
+                      "local_deletions": 0, "ineligible_passed_over": 0}
         for b in BROKERS:
             self._send_metadata(b)
 
@@ -238,8 +259,15 @@ class Sim:
     def _alive(self) -> set[int]:
         return {b for b, br in self.brokers.items() if br.alive}
 
+    def _coverage(self) -> dict[int, ReplicaLogCoverage]:
+        return {b: ReplicaLogCoverage(b, ll.start_timestamp, ll.size_bytes) for b, ll in self.c_local_logs.items()}
+
     def _elect(self, current: int) -> None:
-        result = elect_leader(replicas=BROKERS, isr=self.c_isr, leader=current, usable=self._alive())
+        result = elect_leader(replicas=BROKERS, isr=self.c_isr, leader=current, usable=self._alive(),
+                              coverage=self._coverage(), thresholds=self.thresholds, now_ms=self.now)
+        plain = elect_leader(replicas=BROKERS, isr=self.c_isr, leader=current, usable=self._alive())
+        if result.leader != plain.leader:
+            self.stats["ineligible_passed_over"] += 1
         self.c_leader = result.leader
         self.c_epoch += 1
         self.c_pepoch += 1
@@ -263,7 +291,19 @@ class Sim:
         others = [r for r in self.c_isr if r != self.c_leader and self.brokers[r].alive]
         if self.c_leader == NO_LEADER or not others:
             return
-        self.c_leader = self.rng.choice(others)
+        if self.thresholds.enabled:
+            # a preferred election over a random assignment order, KIP-1303-sorted
+            order = tuple(self.rng.sample(BROKERS, len(BROKERS)))
+            result = elect_leader(replicas=order, isr=self.c_isr, leader=self.c_leader, usable=self._alive(),
+                                  election=Election.PREFERRED, coverage=self._coverage(),
+                                  thresholds=self.thresholds, now_ms=self.now)
+            if eligibility_sort(order, self._coverage(), self.thresholds, self.now)[0] != order[0]:
+                self.stats["ineligible_passed_over"] += 1
+            if result.leader in (NO_LEADER, self.c_leader):
+                return
+            self.c_leader = result.leader
+        else:
+            self.c_leader = self.rng.choice(others)
         self.c_epoch += 1
         self.c_pepoch += 1
         self.stats["leader_moves"] += 1
@@ -538,14 +578,23 @@ class Sim:
             self.restart(down[0].bid)
         elif not down and r < 0.25:
             self.crash(self.rng.choice(BROKERS), power_loss=self.rng.random() < 0.5)
-        elif r < 0.35:
+        elif r < 0.3:
             self.move_leader()
+        elif r < 0.35:
+            self.delete_local(self.rng.choice(BROKERS))
         elif r < 0.55:
             a, c = self.rng.sample((0,) + BROKERS, 2)
             self.partitions.add(frozenset((a, c)))
         elif r < 0.8 and self.partitions:
             self.partitions.discard(self.rng.choice(sorted(self.partitions, key=sorted)))
         self.at(self.now + self.rng.randint(50, 250), self.fault_tick)
+
+    def delete_local(self, bid: int) -> None:
+        """Tiering deleted local segments: the earliest local record is recent, the local log smaller."""
+        log = self.brokers[bid].log
+        log.local_log_start_timestamp = self.now - self.rng.randint(0, ELIGIBLE_MS // 3)
+        log.locally_deleted = self.rng.randint(log.locally_deleted, max(log.locally_deleted, log.log_end_offset))
+        self.stats["local_deletions"] += 1
 
     def crash(self, bid: int, power_loss: bool) -> None:
         b = self.brokers[bid]

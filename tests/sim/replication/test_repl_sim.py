@@ -15,28 +15,35 @@ _ONE = os.environ.get("TIERLOG_SIM_SEED")
 SEEDS = [int(_ONE)] if _ONE is not None else list(range(_SEEDS))
 
 
-def _run(seed: int) -> Sim:
-    sim = Sim(seed)
+def _run(seed: int, kip1303: bool = False) -> Sim:
+    sim = Sim(seed, kip1303=kip1303)
     try:
         sim.run()
     except AssertionError as e:
-        raise AssertionError(f"replication sim failed: SEED={seed} (replay: TIERLOG_SIM_SEED={seed}) "
-                             f"at t={sim.now}: {e}") from e
+        raise AssertionError(f"replication sim failed: SEED={seed} kip1303={kip1303} (replay: "
+                             f"TIERLOG_SIM_SEED={seed}) at t={sim.now}: {e}") from e
     return sim
 
 
-def test_replication_simulation_all_seeds():
+@pytest.mark.parametrize("kip1303", [False, True], ids=["kip1303-off", "kip1303-on"])
+def test_replication_simulation_all_seeds(kip1303):
+    """Every acknowledged record stays readable after every election, with KIP-1303's
+    eligibility sort on (leader.election.eligible.local.log.ms) and off."""
     totals: dict[str, int] = {}
     started = time.monotonic()
     for seed in SEEDS:
-        sim = _run(seed)
+        sim = _run(seed, kip1303)
         for k, v in sim.stats.items():
             totals[k] = totals.get(k, 0) + v
-    print(f"\nreplication sim: {len(SEEDS)} seeds in {time.monotonic() - started:.1f}s: {totals}")
+    print(f"\nreplication sim (kip1303={kip1303}): {len(SEEDS)} seeds in {time.monotonic() - started:.1f}s: "
+          f"{totals}")
     assert totals["acked"] > 0
     if len(SEEDS) > 20:
-        for k in ("crashes", "power_losses", "leader_moves", "truncations", "elections", "alter_partitions"):
+        for k in ("crashes", "power_losses", "leader_moves", "truncations", "elections", "alter_partitions",
+                  "local_deletions"):
             assert totals[k] > 0, f"the faults never exercised {k}"
+        # on: the eligibility sort really changed elections; off: it never may
+        assert (totals["ineligible_passed_over"] > 0) == kip1303, totals
 
 
 def test_replication_simulation_without_faults_acks_everything():

@@ -49,7 +49,33 @@ def test_partition_fields_come_from_the_image():
     [part] = describe(image, _req(["t"]), 2000)["Topics"][0]["Partitions"]
     assert part == {"ErrorCode": 0, "PartitionIndex": 0, "LeaderId": 2, "LeaderEpoch": 7,
                     "ReplicaNodes": [1, 2, 3, 4], "IsrNodes": [2], "EligibleLeaderReplicas": [3],
-                    "LastKnownElr": [1], "OfflineReplicas": [1, 4]}   # 1 fenced, 4 not registered
+                    "LastKnownElr": [1], "OfflineReplicas": [1, 4],   # 1 fenced, 4 not registered
+                    "LocalLogCoverage": [{"BrokerId": b, "LocalLogStartTimestamp": -1, "LocalLogSizeBytes": -1,
+                                          "Eligible": True} for b in (1, 2, 3, 4)]}
+
+
+def test_local_log_coverage_and_eligibility():
+    """KIP-1303: reported coverage per replica; eligible under the effective thresholds
+    (topic override > cluster-wide dynamic > the broker's default); unknown is eligible."""
+    from tierlog.metadata.election import EligibilityThresholds
+    from tierlog.metadata.records import ReplicaLogCoverage
+    cov = (ReplicaLogCoverage(1, 0, 5000), ReplicaLogCoverage(2, 9_000, 10))
+    p = PartitionInfo(0, 1, 1, (1, 2, 3), (1, 2, 3), local_log=cov)
+    image = _image([TopicInfo("t", bytes(16), (p,))], brokers=(1, 2, 3))
+
+    def eligible(defaults, topic_configs=None):
+        t = TopicInfo("t", bytes(16), (p,), topic_configs or {})
+        part = describe(image.with_topic(t), _req(["t"]), 2000, defaults, 10_000)["Topics"][0]["Partitions"][0]
+        return {c["BrokerId"]: c["Eligible"] for c in part["LocalLogCoverage"]}, part["LocalLogCoverage"]
+
+    flags, entries = eligible(EligibilityThresholds(-1, 1000))
+    assert flags == {1: True, 2: False, 3: True}
+    assert entries[1] == {"BrokerId": 2, "LocalLogStartTimestamp": 9_000, "LocalLogSizeBytes": 10, "Eligible": False}
+    assert eligible(EligibilityThresholds())[0] == {1: True, 2: True, 3: True}
+    # a topic override wins over the broker default: 2 covers 1 s of local log
+    assert eligible(EligibilityThresholds(-1, 1000),
+                    {"leader.election.eligible.local.log.bytes": "-1",
+                     "leader.election.eligible.local.log.ms": "500"})[0] == {1: True, 2: True, 3: True}
 
 
 def test_empty_elr_is_null_and_an_unregistered_leader_is_none():

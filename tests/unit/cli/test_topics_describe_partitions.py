@@ -121,3 +121,28 @@ def test_unreachable_bootstrap_is_one_line(unused_port):
     wire = broker_wire.BrokerWire(f"127.0.0.1:{unused_port}", 5.0)
     with pytest.raises(CliError, match=rf"^cannot reach bootstrap server 127.0.0.1:{unused_port} \("):
         wire.connect()
+
+
+def test_local_log_coverage_and_eligibility_columns():
+    """KIP-1303: each replica's reported coverage and whether an election prefers it."""
+    import time
+
+    from tierlog.metadata.election import EligibilityThresholds
+    from tierlog.metadata.records import ReplicaLogCoverage
+    now = int(time.time() * 1000)
+    cov = (ReplicaLogCoverage(1, now - 7_200_000, 3 * 1024 * 1024), ReplicaLogCoverage(2, now - 5_000, 10))
+    part = PartitionInfo(0, 1, 2, (1, 2, 3), (1, 2, 3), local_log=cov)
+    wire = FakeWire()
+    wire.image = MetadataImage("c", 1, wire.image.brokers, {"t": TopicInfo("t", (5).to_bytes(16, "big"), (part,))})
+    wire.call = lambda key, body, version, what: (
+        broker_describe(wire.image, body, 10, EligibilityThresholds(-1, 1000), now) if key == 75
+        else {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None, "Topics": []})
+    [t] = describe_partitions(wire, ["t"])
+    [p] = t["partitions"]
+    assert p["local_log"] == [
+        {"replica": 1, "start_timestamp": now - 7_200_000, "size_bytes": 3 * 1024 * 1024, "eligible": True},
+        {"replica": 2, "start_timestamp": now - 5_000, "size_bytes": 10, "eligible": False},
+        {"replica": 3, "start_timestamp": -1, "size_bytes": -1, "eligible": True}]
+    cells = {h: cell(p) for h, cell in _columns(t["partitions"])}
+    assert cells["LocalLog"].split(" ")[0] == "1:3.0MiB/2h" and cells["LocalLog"].endswith("3:?/?")
+    assert cells["NotEligible"] == "2"

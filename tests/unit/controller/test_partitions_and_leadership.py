@@ -236,3 +236,74 @@ def test_idle_controller_writes_noop():
     assert h.qc.tick(499) == []
     records = h.qc.tick(500)
     assert len(records) == 1 and type(records[0]).__name__ == "NoOpRecord"
+
+
+def _standby_image(h):
+    import random
+
+    from tierlog.controller.config import ControllerConfig
+    from tierlog.controller.quorum_controller import QuorumController
+    from tierlog.metadata.records import decode, encode
+    # a standby with NO static KIP-1303 default of its own: what it derives comes from the log
+    standby = QuorumController(3001, ControllerConfig(cluster_id="c1"), random.Random(1))
+    for offset, rec in enumerate(h.written):
+        standby.replay(decode(encode(rec)), offset)
+    return standby.image
+
+
+def test_controlled_shutdown_election_reads_the_server_properties_default():
+    # KIP-1303 set only in the controller's server.properties: the election derived from a
+    # controlled shutdown must still skip the replica with a short local log, on every replica
+    h = Harness(eligible_local_log_bytes=1000)
+    h.start_brokers(3)
+    topic = _manual(h, [1, 2, 3])
+    assert _code(_ap(h, topic, (1, 2, 3), version=4, coverage={2: (0, 10), 3: (0, 5000)})) == 0
+    r = h.heartbeat(1, want_shutdown=True)
+    assert r.records[0].eligible_local_log_bytes == 1000       # the event carries the static default
+    assert h.qc.image.topics["t"].partitions[0].leader == 3   # 2 holds only 10 bytes locally
+    assert _standby_image(h).topics["t"].partitions[0].leader == 3
+
+
+def test_fence_election_topic_override_wins():
+    h = Harness(eligible_local_log_bytes=1000)
+    h.start_brokers(3)
+    topic = _manual(h, [1, 2, 3])
+    # the topic turns eligibility off: assignment order again, the short replica 2 is elected
+    h.call(44, 1, {"Resources": [{"ResourceType": 2, "ResourceName": "t", "Configs": [
+        {"Name": "leader.election.eligible.local.log.bytes", "ConfigOperation": 0, "Value": "-1"}]}],
+        "ValidateOnly": False})
+    assert _code(_ap(h, topic, (1, 2, 3), version=4, coverage={2: (0, 10), 3: (0, 5000)})) == 0
+    h.heartbeat(1, want_fence=True)
+    assert h.qc.image.topics["t"].partitions[0].leader == 2
+    assert _standby_image(h).topics["t"].partitions[0].leader == 2
+
+
+def test_fence_election_cluster_dynamic_value_beats_static_default():
+    h = Harness(eligible_local_log_bytes=-1)
+    h.start_brokers(3)
+    topic = _manual(h, [1, 2, 3])
+    h.call(44, 1, {"Resources": [{"ResourceType": 4, "ResourceName": "", "Configs": [
+        {"Name": "leader.election.eligible.local.log.bytes", "ConfigOperation": 0, "Value": "1000"}]}],
+        "ValidateOnly": False})
+    assert _code(_ap(h, topic, (1, 2, 3), version=4, coverage={2: (0, 10), 3: (0, 5000)})) == 0
+    h.heartbeat(1, want_fence=True)
+    assert h.qc.image.topics["t"].partitions[0].leader == 3
+    assert _standby_image(h).topics["t"].partitions[0].leader == 3
+
+
+def test_topic_override_is_validated():
+    h = Harness()
+    h.start_brokers(1)
+    r = h.create_topic("bad", configs={"leader.election.eligible.local.log.ms": "-5"})
+    assert r.response["Topics"][0]["ErrorCode"] == ErrorCode.INVALID_CONFIG
+    r = h.create_topic("ok", configs={"leader.election.eligible.local.log.ms": "600000"})
+    assert r.response["Topics"][0]["ErrorCode"] == 0
+
+
+def test_cluster_wide_threshold_is_validated():
+    h = Harness()
+    h.start_brokers(1)
+    r = h.call(44, 1, {"Resources": [{"ResourceType": 4, "ResourceName": "", "Configs": [
+        {"Name": "leader.election.eligible.local.log.bytes", "ConfigOperation": 0, "Value": "lots"}]}],
+        "ValidateOnly": False})
+    assert r.response["Responses"][0]["ErrorCode"] == ErrorCode.INVALID_CONFIG and not r.records

@@ -40,7 +40,7 @@ RESPONSE_VALUE = {
     "Topics": [{"ErrorCode": 0, "Name": "t", "TopicId": TOPIC_ID, "IsInternal": False,
                 "Partitions": [{"ErrorCode": 0, "PartitionIndex": 0, "LeaderId": 1, "LeaderEpoch": 5,
                                 "ReplicaNodes": [1, 2, 3], "IsrNodes": [1], "EligibleLeaderReplicas": [2],
-                                "LastKnownElr": None, "OfflineReplicas": [3]}],
+                                "LastKnownElr": None, "OfflineReplicas": [3], "LocalLogCoverage": []}],
                 "TopicAuthorizedOperations": -2147483648}],
     "NextCursor": {"TopicName": "u", "PartitionIndex": 0},
 }
@@ -100,3 +100,14 @@ def test_kafka_python_decodes_our_response_frame():
     assert list(p.eligible_leader_replicas) == [2] and p.last_known_elr is None
     assert list(p.offline_replicas) == [3]
     assert (theirs.next_cursor.topic_name, theirs.next_cursor.partition_index) == ("u", 0)
+
+
+def test_local_log_coverage_is_a_tagged_field_kafka_python_skips():
+    """tierlog's KIP-1303 extension: per-replica coverage under tag 1303."""
+    cov = [{"BrokerId": 1, "LocalLogStartTimestamp": 1000, "LocalLogSizeBytes": 4096, "Eligible": False}]
+    value = {**RESPONSE_VALUE, "Topics": [{**RESPONSE_VALUE["Topics"][0], "Partitions": [
+        {**RESPONSE_VALUE["Topics"][0]["Partitions"][0], "LocalLogCoverage": cov}]}]}
+    frame = b"".join(bytes(p) for p in encode_response(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 41, value))
+    assert decode_response(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, frame) == (41, value)
+    theirs = kafka_topics.DescribeTopicPartitionsResponse.decode(frame, version=0, header=True)
+    assert list(theirs.topics[0].partitions[0].replica_nodes) == [1, 2, 3]

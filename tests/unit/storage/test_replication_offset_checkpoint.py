@@ -118,7 +118,8 @@ def test_restarted_replica_starts_from_checkpointed_hw(tmp_path):
     rm = _replicas(manager)
     topic = _topic(leader=1)
     part = rm._ensure(topic, topic.partitions[0])
-    image = SimpleNamespace(brokers={1: SimpleNamespace(usable=True), 2: SimpleNamespace(usable=True)})
+    image = SimpleNamespace(brokers={1: SimpleNamespace(usable=True), 2: SimpleNamespace(usable=True)},
+                            topics={"t": topic}, config=lambda name, t, default: default)
     rm._transition(image, part, topic.partitions[0])
     assert part.leader_state is not None
     assert part.leader_state.high_watermark == 12 and part.high_watermark == 12

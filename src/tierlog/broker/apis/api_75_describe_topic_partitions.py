@@ -21,12 +21,18 @@ Answered from this broker's metadata image, with Kafka's paging rules
 Per partition: the leader if it is a registered broker (else -1), the leader
 epoch, replicas and ISR as in the image, the ELR and last known ELR (KIP-966,
 null when empty) and, as offline replicas, those on brokers that are not
-registered or are fenced. Left out: authorization (no ACLs:
+registered or are fenced. tierlog's tagged ``LocalLogCoverage`` (KIP-1303)
+lists every replica's reported local log coverage from the image and whether
+it is eligible now, with the effective thresholds: topic override, else the
+cluster-wide dynamic value, else this broker's server.properties default
+(the controller elects with *its* static default; ``tierlog up`` gives every
+node the same file). Left out: authorization (no ACLs:
 TopicAuthorizedOperations is -2147483648) and internal topics (tierlog has
 none; IsInternal is false).
 """
 from __future__ import annotations
 
+from tierlog.metadata.election import EligibilityThresholds, is_eligible
 from tierlog.metadata.image import MetadataImage, PartitionInfo, TopicInfo
 from tierlog.metadata.topic_rules import RuleError, validate_topic_name
 from tierlog.protocol.api import ApiKey
@@ -44,12 +50,20 @@ NO_TOPIC_ID = bytes(16)
 OPS_NOT_COMPUTED = -2147483648
 
 
+ELIGIBLE_MS, ELIGIBLE_BYTES = "leader.election.eligible.local.log.ms", "leader.election.eligible.local.log.bytes"
+_OFF = EligibilityThresholds()          # KIP-1303 off (-1, -1)
+
+
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
-    return describe(broker.image, request, broker.config[PARTITION_LIMIT_CONFIG])
+    defaults = EligibilityThresholds(_int(broker.config[ELIGIBLE_MS]), _int(broker.config[ELIGIBLE_BYTES]))
+    return describe(broker.image, request, broker.config[PARTITION_LIMIT_CONFIG], defaults, broker.clock_ms())
 
 
-def describe(image: MetadataImage, request: dict, limit_max: int) -> dict:
-    """The response to ``request`` from ``image``, answering at most ``limit_max`` partitions."""
+def describe(image: MetadataImage, request: dict, limit_max: int,
+             eligibility_defaults: EligibilityThresholds = _OFF, now_ms: int = 0) -> dict:
+    """The response to ``request`` from ``image``, answering at most ``limit_max`` partitions;
+    ``eligibility_defaults`` are the static KIP-1303 thresholds, ``now_ms`` the time they are judged at."""
+    judge = (eligibility_defaults, now_ms)
     named = [t["Name"] for t in request.get("Topics") or []]
     cursor = request.get("Cursor")
     if _bad_cursor(named, cursor):
@@ -68,7 +82,7 @@ def describe(image: MetadataImage, request: dict, limit_max: int) -> dict:
                 topics.append(_unknown(name))
             continue
         first = cursor["PartitionIndex"] if cursor and name == start_name else 0
-        answered, next_index = _partitions(image, topic, first, budget)
+        answered, next_index = _partitions(image, topic, first, budget, judge)
         topics.append(_topic(topic, answered))
         if next_index is not None:
             next_cursor = {"TopicName": name, "PartitionIndex": next_index}
@@ -84,14 +98,39 @@ def _bad_cursor(named: list, cursor: dict | None) -> bool:
     return cursor["PartitionIndex"] < 0 or bool(named) and cursor["TopicName"] not in named
 
 
-def _partitions(image: MetadataImage, topic: TopicInfo, first: int, budget: int) -> tuple[list, int | None]:
+def _partitions(image: MetadataImage, topic: TopicInfo, first: int, budget: int,
+                judge: tuple) -> tuple[list, int | None]:
     """Partitions [first, first + budget) of ``topic``, and the first one left out (None if none)."""
     end = min(len(topic.partitions), first + budget)
-    answered = [_partition(image, p) for p in topic.partitions[first:end]]
+    defaults, now_ms = judge
+    thresholds = EligibilityThresholds(_int(image.config(ELIGIBLE_MS, topic, defaults.local_log_ms)),
+                                       _int(image.config(ELIGIBLE_BYTES, topic, defaults.local_log_bytes)))
+    answered = [_partition(image, p, thresholds, now_ms) for p in topic.partitions[first:end]]
     return answered, (end if end < len(topic.partitions) else None)
 
 
-def _partition(image: MetadataImage, p: PartitionInfo) -> dict:
+def _coverage(p: PartitionInfo, thresholds: EligibilityThresholds, now_ms: int) -> list[dict]:
+    """KIP-1303: each replica's reported local log coverage and its eligibility now."""
+    known = p.coverage()
+    out = []
+    for r in p.replicas:
+        c = known.get(r)
+        out.append({"BrokerId": r,
+                    "LocalLogStartTimestamp": c.local_log_start_timestamp if c else -1,
+                    "LocalLogSizeBytes": c.local_log_size_bytes if c else -1,
+                    "Eligible": is_eligible(c, thresholds, now_ms)})
+    return out
+
+
+def _int(value, default: int = -1) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _partition(image: MetadataImage, p: PartitionInfo, thresholds: EligibilityThresholds = _OFF,
+               now_ms: int = 0) -> dict:
     brokers = image.brokers
     return {
         "ErrorCode": ErrorCode.NONE, "PartitionIndex": p.partition,
@@ -101,6 +140,7 @@ def _partition(image: MetadataImage, p: PartitionInfo) -> dict:
         "EligibleLeaderReplicas": list(p.elr) or None,
         "LastKnownElr": list(p.last_known_elr) or None,
         "OfflineReplicas": [r for r in p.replicas if r not in brokers or brokers[r].fenced],
+        "LocalLogCoverage": _coverage(p, thresholds, now_ms),
     }
 
 
