@@ -7,7 +7,9 @@ follow and stops the tasks of leaders we no longer follow.  A task loops:
 ``handle_fetch_response`` (or ``handle_fetch_failure``, closing the
 connection) -> apply the actions to the local logs, in order.
 
-BuildRemoteLogAuxState (KIP-405) is done by ``remote.follower_state``.
+BuildRemoteLogAuxState (KIP-405, KIP-1023) and ProbeTieredStart (KIP-1023: the
+leader's offsets before an empty replica of a tiered topic fetches, asked
+before each Fetch is built) are done by ``remote.follower_state``.
 ListLeaderOffset sends ListOffsets v7 to the leader as a replica (our
 ReplicaId, the partition's CurrentLeaderEpoch): LATEST then answers the
 leader's log end offset, EARLIEST its log start offset.  The answer, an error
@@ -28,12 +30,13 @@ from tierlog.replication import (
     Append,
     BuildRemoteLogAuxState,
     ListLeaderOffset,
+    ProbeTieredStart,
     TruncateFullyAndStartAt,
     TruncateTo,
     UpdateHighWatermark,
 )
 
-from .remote.follower_state import build_remote_log_aux_state
+from .remote.follower_state import build_remote_log_aux_state, probe_tiered_start
 
 __all__ = ["FetcherShell"]
 
@@ -80,6 +83,8 @@ class FetcherShell:
                     if conn is not None:
                         conn.close()
                     conn = PeerConnection(info.host, info.port, f"replica-fetcher-{self.replicas.node_id}")
+                for probe in state.take_probes(self.clock_ms()):
+                    await self._apply(state, conn, leader, probe)
                 now = self.clock_ms()
                 request = state.build_fetch_request(now)
                 if request is None:
@@ -134,8 +139,16 @@ class FetcherShell:
                 part.follower_hw = action.offset
             elif isinstance(action, BuildRemoteLogAuxState):
                 error = await build_remote_log_aux_state(self.replicas.remote, conn, self.replicas.node_id, part,
-                                                         action.leader_epoch)
+                                                         action.leader_epoch, action.start_offset,
+                                                         action.log_start_offset)
                 for follow_up in state.on_remote_aux_state(action.key, action.leader_epoch, error, self.clock_ms()):
+                    await self._apply(state, conn, leader, follow_up)
+            elif isinstance(action, ProbeTieredStart):
+                error, offsets = await probe_tiered_start(conn, self.replicas.node_id, part, action.leader_epoch)
+                log.info("%s-%d: empty replica of a tiered topic; leader %d answered %s (error %d)", part.topic,
+                         part.index, leader, offsets, error)
+                for follow_up in state.on_tiered_start(action.key, action.leader_epoch, error, offsets,
+                                                       self.clock_ms()):
                     await self._apply(state, conn, leader, follow_up)
             elif isinstance(action, ListLeaderOffset):
                 error, offset = await self._leader_offset(conn, part, action)

@@ -1,4 +1,4 @@
-"""KIP-405's follower path (Kafka's ReplicaFetcherTierStateMachine.buildRemoteLogAuxState), the IO.
+"""KIP-405's and KIP-1023's follower paths (Kafka's ReplicaFetcherTierStateMachine), the IO.
 
 A follower whose fetch offset the leader has only in remote storage
 (OFFSET_MOVED_TO_TIERED_STORAGE) does not copy that data. It asks the leader
@@ -15,6 +15,16 @@ a partition never overlap (``copy_task``), so the segment holding L - 1 is found
 by offset alone. Any step that cannot be done yet (metadata not caught up, the
 segment not known yet, remote storage unreachable) answers a retriable error:
 the fetcher backs off and the next fetch starts over.
+
+KIP-1023 (``replication.tiered_start``): ``probe_tiered_start`` asks the leader,
+as a replica with ListOffsets v11, for its log end (-1), log start (-2), local
+log start (-4) and earliest pending upload offset (-6).  When the rule says
+"rebuild at T", ``build_remote_log_aux_state`` is given T and the leader's log
+start S and does the same with T instead of L: the epochs and producer state
+come from the remote segment holding T - 1 (KIP-1023 "Follower builds the
+remote log auxiliary states for the leader offsets in the range
+[Log-Start-Offset, Earliest-Pending-Upload-Offset)"), log start = S, local log
+start = log end = T.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import logging
 from tierlog.net.client import PeerUnavailable
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.replication import LeaderOffsets
 from tierlog.tiered import (
     IndexType,
     RemoteResourceNotFoundError,
@@ -36,25 +47,43 @@ from tierlog.tiered.upload_epochs import (
     parse_leader_epoch_checkpoint,
 )
 
-__all__ = ["build_remote_log_aux_state"]
+__all__ = ["build_remote_log_aux_state", "probe_tiered_start"]
 
 log = logging.getLogger(__name__)
-LIST_OFFSETS_VERSION = 9
+LIST_OFFSETS_VERSION = 11          # -6 needs v11 (KIP-1023)
 TIMEOUT_S = 10.0
-EARLIEST, EARLIEST_LOCAL = -2, -4
+LATEST, EARLIEST, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -1, -2, -4, -6
 
 
-async def build_remote_log_aux_state(remote, conn, node_id: int, part, leader_epoch: int) -> int:
-    """Rebuild ``part``'s log from remote storage; the error code (NONE when done)."""
+async def probe_tiered_start(conn, node_id: int, part, leader_epoch: int) -> tuple[int, LeaderOffsets | None]:
+    """KIP-1023: (error code, the leader's offsets); the first error stops the probe."""
+    answers = []
+    for target in (LATEST, EARLIEST, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD):
+        error, offset = await _leader_offset(conn, node_id, part, leader_epoch, target)
+        if error:
+            return error, None
+        answers.append(offset)
+    return ErrorCode.NONE, LeaderOffsets(*answers)
+
+
+async def build_remote_log_aux_state(remote, conn, node_id: int, part, leader_epoch: int,
+                                     start_offset: int = -1, log_start_offset: int = -1) -> int:
+    """Rebuild ``part``'s log from remote storage; the error code (NONE when done).
+
+    ``start_offset`` -1 (KIP-405): start at the leader's local log start, asked now; else
+    (KIP-1023) start at ``start_offset`` with log start ``log_start_offset``."""
     if remote is None:
         return ErrorCode.KAFKA_STORAGE_ERROR           # tiering is off here: nothing to rebuild from
     tip = TopicIdPartition(part.topic_id, part.topic, part.index)
     remote.metadata.assign(tip)
     if not remote.metadata.is_ready(tip):
         return ErrorCode.REPLICA_NOT_AVAILABLE
-    error, local_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST_LOCAL)
-    if not error:
-        error, log_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST)
+    if start_offset >= 0:
+        error, local_start, log_start = ErrorCode.NONE, start_offset, log_start_offset
+    else:
+        error, local_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST_LOCAL)
+        if not error:
+            error, log_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST)
     if error:
         return error
     previous = local_start - 1
