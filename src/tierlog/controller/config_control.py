@@ -6,7 +6,9 @@ SET / DELETE / APPEND / SUBTRACT apply to its overrides with the rules of
 on non-lists); the result must still validate as a whole.  Broker resources
 (type 4): name "" is the cluster-wide default, otherwise a broker id
 (registered or not, as Kafka allows); any key is stored as a string (dynamic
-broker configs are read by whoever needs them from the image).  A resource
+broker configs are read by whoever needs them from the image), but a known
+boolean broker config (e.g. KIP-1023's ``follower.fetch.last.tiered.offset.enable``)
+must be true or false (INVALID_CONFIG).  A resource
 named twice -> INVALID_REQUEST; other types -> INVALID_REQUEST.
 
 AlterConfigs (33, the legacy whole-set alter) gives each resource's complete
@@ -19,6 +21,7 @@ writes nothing.
 """
 from __future__ import annotations
 
+from tierlog.config import BROKER_CONFIGS
 from tierlog.metadata.records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_TOPIC,
@@ -84,9 +87,19 @@ class ConfigControlManager:
                 raise RuleError(ErrorCode.INVALID_REQUEST, f"Broker resource name {name!r} is not a broker id.")
             before = dict(image.configs.get(name, {}))
             after = apply(before, r["Configs"], None)
+            _check_broker_booleans(before, after)
         else:
             raise RuleError(ErrorCode.INVALID_REQUEST, f"Resource type {kind} cannot be altered here.")
         return _diff(kind, name, before, after)
+
+
+def _check_broker_booleans(before: dict, after: dict) -> None:
+    for key, value in after.items():
+        d = BROKER_CONFIGS.get(key)
+        if d is not None and d.type == "boolean" and before.get(key) != value and \
+                str(value).strip().lower() not in ("true", "false"):
+            raise RuleError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {key}: "
+                                                      "Expected value to be either true or false")
 
 
 def _apply_incremental(before: dict, configs: list, known) -> dict:
