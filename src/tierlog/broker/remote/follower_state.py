@@ -16,10 +16,9 @@ by offset alone. Any step that cannot be done yet (metadata not caught up, the
 segment not known yet, remote storage unreachable) answers a retriable error:
 the fetcher backs off and the next fetch starts over.
 
-KIP-1023 (``replication.tiered_start``): ``probe_tiered_start`` asks the leader,
-as a replica with ListOffsets v11, for its log end (-1), log start (-2), local
-log start (-4) and earliest pending upload offset (-6).  When the rule says
-"rebuild at T", ``build_remote_log_aux_state`` is given T and the leader's log
+KIP-1023 (``replication.tiered_start``; the leader's offsets come from
+``tiered_start_probe``): when the rule says "rebuild at T",
+``build_remote_log_aux_state`` is given T and the leader's log
 start S and does the same with T instead of L: the epochs and producer state
 come from the remote segment holding T - 1 (KIP-1023 "Follower builds the
 remote log auxiliary states for the leader offsets in the range
@@ -35,7 +34,6 @@ import logging
 from tierlog.net.client import PeerUnavailable
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
-from tierlog.replication import LeaderOffsets
 from tierlog.tiered import (
     IndexType,
     RemoteResourceNotFoundError,
@@ -47,23 +45,12 @@ from tierlog.tiered.upload_epochs import (
     parse_leader_epoch_checkpoint,
 )
 
-__all__ = ["build_remote_log_aux_state", "probe_tiered_start"]
+__all__ = ["build_remote_log_aux_state"]
 
 log = logging.getLogger(__name__)
-LIST_OFFSETS_VERSION = 11          # -6 needs v11 (KIP-1023)
+LIST_OFFSETS_VERSION = 9
 TIMEOUT_S = 10.0
-LATEST, EARLIEST, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -1, -2, -4, -6
-
-
-async def probe_tiered_start(conn, node_id: int, part, leader_epoch: int) -> tuple[int, LeaderOffsets | None]:
-    """KIP-1023: (error code, the leader's offsets); the first error stops the probe."""
-    answers = []
-    for target in (LATEST, EARLIEST, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD):
-        error, offset = await _leader_offset(conn, node_id, part, leader_epoch, target)
-        if error:
-            return error, None
-        answers.append(offset)
-    return ErrorCode.NONE, LeaderOffsets(*answers)
+EARLIEST, EARLIEST_LOCAL = -2, -4
 
 
 async def build_remote_log_aux_state(remote, conn, node_id: int, part, leader_epoch: int,
