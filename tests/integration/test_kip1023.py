@@ -29,8 +29,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, TopicPartition
 from tiered import fs_props
 
-LIST_OFFSETS, INCREMENTAL_ALTER_CONFIGS = 2, 44
-BROKER_RESOURCE, SET = 4, 0
+LIST_OFFSETS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 2, 32, 44
+BROKER_RESOURCE, SET, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG = 4, 0, 3, 5
 LOG_START, LOCAL_LOG_START, PENDING_UPLOAD = -2, -4, -6
 SEGMENT_BYTES = 1024 * 1024                  # the smallest segment.bytes
 CONFIG = "follower.fetch.last.tiered.offset.enable"
@@ -104,6 +104,14 @@ def _set_config(cluster, value: str) -> None:
     broker = next(b for b in cluster.brokers if b.alive())
     answer = request("127.0.0.1", broker.port, INCREMENTAL_ALTER_CONFIGS, body, version=1)
     assert [r["ErrorCode"] for r in answer["Responses"]] == [0], answer
+
+
+def _described(broker) -> tuple[str, int]:
+    """(value, ConfigSource) of the KIP-1023 config in ``broker``'s DescribeConfigs of itself."""
+    body = {"Resources": [{"ResourceType": BROKER_RESOURCE, "ResourceName": str(broker.node_id),
+                           "ConfigurationKeys": [CONFIG]}], "IncludeSynonyms": True}
+    [entry] = request("127.0.0.1", broker.port, DESCRIBE_CONFIGS, body, version=1)["Results"][0]["Configs"]
+    return entry["Value"], entry["ConfigSource"]
 
 
 def _in_isr(cluster, topic: str, broker_id: int) -> bool:
@@ -181,12 +189,14 @@ def test_gap_local_retention_keeps_everything_yet_the_added_replica_copies_only_
         tail = sum(size for base, size in leader["segments"].items() if base >= leader["pending"])
 
         # off: no error ever fires (offset 0 is local on the leader), so it copies from 0 (Kafka's gap)
+        assert _described(cluster.broker(ADDED_ON)) == ("false", DEFAULT_CONFIG)
         off = _add_replica(cluster, topic, [ORIGINAL, ADDED_OFF], ADDED_OFF)
         assert min(off) == 0 and sum(off.values()) == everything, (off, leader)
         assert _rebuilt_at(cluster.broker(ADDED_OFF), topic) == []
 
         # on: it asks before its first fetch and starts at the earliest pending upload offset
         _set_config(cluster, "true")
+        assert _described(cluster.broker(ADDED_ON)) == ("true", DYNAMIC_DEFAULT_BROKER_CONFIG)
         on = _add_replica(cluster, topic, [ORIGINAL, ADDED_OFF, ADDED_ON], ADDED_ON)
         assert _rebuilt_at(cluster.broker(ADDED_ON), topic) == [leader["pending"]]
         assert min(on) == leader["pending"], (on, leader)
