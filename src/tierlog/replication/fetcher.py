@@ -174,6 +174,7 @@ class FetcherState:
         for p in self.partitions.values():
             if p.ready(now_ms) and self._probe_due(p):
                 p.move(FetchStatus.PROBING)
+                p.probe_trigger = ErrorCode.NONE
                 probes.append(ProbeTieredStart(p.key, p.leader_epoch))
         return probes
 
@@ -228,7 +229,7 @@ class FetcherState:
                 should_probe(self._tiering(p), p.log.log_end_offset):
             # KIP-1023 "ReplicaFetcher Changes": on either error an empty follower asks where to start
             p.move(FetchStatus.PROBING)
-            p.probed = False
+            p.probed, p.probe_trigger = False, error
             return [ProbeTieredStart(p.key, p.leader_epoch)]
         if error == ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE:
             p.move(FetchStatus.TIERED)
@@ -296,6 +297,14 @@ class FetcherState:
         if start.kind is StartKind.REBUILD_AT:
             p.move(FetchStatus.TIERED)
             return [BuildRemoteLogAuxState(key, leader_epoch, start.offset, start.log_start)]
+        if start.kind is StartKind.USUAL and p.probe_trigger:
+            # KIP-1023 "If the check fails, continue with the old behaviour" for the error that fired
+            p.probed = True
+            if p.probe_trigger == ErrorCode.OFFSET_OUT_OF_RANGE:
+                p.move(FetchStatus.OUT_OF_RANGE)
+                return [ListLeaderOffset(key, leader_epoch, LATEST)]
+            p.move(FetchStatus.TIERED)
+            return [BuildRemoteLogAuxState(key, leader_epoch)]
         p.move(FetchStatus.FETCHING)
         p.probed = True
         p.errors, p.delay_until_ms = 0, 0

@@ -21,6 +21,8 @@ States and transitions:
     FETCHING      -KIP-1023 probe due->            PROBING
     IN_FLIGHT     -OFFSET_OUT_OF_RANGE, KIP-1023 applies-> PROBING
     PROBING       -usual / start at T->            FETCHING (maybe restarted at T)
+    PROBING       -usual after OFFSET_OUT_OF_RANGE-> OUT_OF_RANGE (Kafka's resolution)
+    PROBING       -usual after OFFSET_MOVED_TO_TIERED_STORAGE-> TIERED (KIP-405's rebuild)
     PROBING       -rebuild at T->                  TIERED
     PROBING       -retry, ListOffsets error->      FETCHING, delayed by backoff (probes again)
     PROBING       -FENCED_LEADER_EPOCH->           FENCED
@@ -78,7 +80,7 @@ _LEGAL = {
     FetchStatus.IN_FLIGHT: {FetchStatus.FETCHING, FetchStatus.OUT_OF_RANGE, FetchStatus.TIERED, FetchStatus.FENCED,
                             FetchStatus.PROBING},
     FetchStatus.OUT_OF_RANGE: {FetchStatus.FETCHING, FetchStatus.FENCED},
-    FetchStatus.PROBING: {FetchStatus.FETCHING, FetchStatus.TIERED, FetchStatus.FENCED},
+    FetchStatus.PROBING: {FetchStatus.FETCHING, FetchStatus.TIERED, FetchStatus.FENCED, FetchStatus.OUT_OF_RANGE},
     FetchStatus.TIERED: {FetchStatus.FETCHING, FetchStatus.FENCED},
     FetchStatus.FENCED: {FetchStatus.FETCHING},
 }
@@ -96,6 +98,7 @@ class PartitionFetchState:
     inflight_offset: int = -1
     tiering: TopicTiering = NOT_TIERED  # the topic's traits (``enabled`` is the fetcher's)
     probed: bool = False                    # KIP-1023: the leader was asked at this epoch
+    probe_trigger: int = 0                  # the fetch error that started the probe (0: before a fetch)
 
     def move(self, status: FetchStatus) -> None:
         assert status in _LEGAL[self.status], f"{self.key}: {self.status} -> {status}"

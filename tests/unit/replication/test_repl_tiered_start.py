@@ -152,11 +152,22 @@ def test_usual_answer_fetches_from_zero_and_later_errors_probe_again():
     assert f.on_tiered_start(KEY, 5, 0, leader(0, 0, 0, 0), 1) == []      # the leader is empty too
     assert f.take_probes(1) == []
     assert f.build_fetch_request(1)["Topics"][0]["Partitions"][0]["FetchOffset"] == 0
-    # Kafka's trigger: the leader moved on meanwhile; either error probes again (still empty)
-    for error in (ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE, ErrorCode.OFFSET_OUT_OF_RANGE):
-        assert f.handle_fetch_response(response(ErrorCode=error), 2) == [ProbeTieredStart(KEY, 5)]
-        assert f.on_tiered_start(KEY, 5, 0, leader(0, 0, 0, 0), 3) == []
-        f.build_fetch_request(3)
+    # Kafka's trigger: the leader moved on meanwhile; either error probes again (still empty) ...
+    assert f.handle_fetch_response(response(ErrorCode=ErrorCode.OFFSET_OUT_OF_RANGE), 2) == [
+        ProbeTieredStart(KEY, 5)]
+    assert f.on_tiered_start(KEY, 5, 0, leader(30, 0, 12, 20), 3) == [BuildRemoteLogAuxState(KEY, 5, 20, 0)]
+    f.on_remote_aux_state(KEY, 5, 0, 3)
+    # ... and where the rule says "as usual", that error's usual handling follows (no probe loop)
+    f.build_fetch_request(4)
+    assert f.handle_fetch_response(response(ErrorCode=ErrorCode.OFFSET_OUT_OF_RANGE), 4) == [
+        ProbeTieredStart(KEY, 5)]
+    assert f.on_tiered_start(KEY, 5, 0, leader(0, 0, 0, 0), 5) == [ListLeaderOffset(KEY, 5, -1)]
+    assert f.on_leader_offset(KEY, 5, -1, 0, 0, 5) == [ListLeaderOffset(KEY, 5, -2)]
+    assert f.on_leader_offset(KEY, 5, -2, 0, 0, 5) == []
+    f.build_fetch_request(6)
+    assert f.handle_fetch_response(response(ErrorCode=ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE), 6) == [
+        ProbeTieredStart(KEY, 5)]
+    assert f.on_tiered_start(KEY, 5, 0, leader(0, 0, 0, 0), 7) == [BuildRemoteLogAuxState(KEY, 5)]
 
 
 def test_log_start_answer_restarts_the_log_there():
