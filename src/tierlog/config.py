@@ -134,6 +134,9 @@ _DEFS = [
        "local.retention.bytes"),
     # --- tiered storage (KIP-405); remote storage settings are the rsm.config.* keys ---
     _d("remote.log.storage.system.enable", "boolean", False, "Run tiered storage on this broker (KIP-405)."),
+    _d("follower.fetch.last.tiered.offset.enable", "boolean", False,
+       "An empty follower of a tiered topic starts at the leader's earliest pending upload offset (KIP-1023); "
+       "dynamic cluster-wide."),
     _d("remote.log.manager.task.interval.ms", "long", 30000, "How often each leader copies and expires segments."),
     _d("remote.log.manager.task.retry.backoff.ms", "long", 500, "First backoff after a failed copy or expiration."),
     _d("remote.log.manager.task.retry.backoff.max.ms", "long", 30000, "Longest backoff after failed copies."),

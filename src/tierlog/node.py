@@ -34,7 +34,7 @@ from tierlog.broker.broker import Broker
 from tierlog.broker.controller_channel import ControllerChannel
 from tierlog.broker.lifecycle import BrokerLifecycleManager, Endpoint
 from tierlog.broker.remote.tier import RemoteTier
-from tierlog.broker.replica_manager import ReplicaManager
+from tierlog.broker.replica_manager import LAST_TIERED_OFFSET_ENABLE, ReplicaManager
 from tierlog.clock import wall_clock_ms
 from tierlog.config import ConfigError, NodeConfig, parse_properties
 from tierlog.controller.config import ControllerConfig
@@ -58,7 +58,7 @@ __all__ = ["Node", "run_node"]
 log = logging.getLogger(__name__)
 REPLICATION_SETTINGS = ("replica.lag.time.max.ms", "request.timeout.ms", "replica.fetch.wait.max.ms",
                         "replica.fetch.response.max.bytes", "replica.fetch.max.bytes", "replica.fetch.backoff.ms",
-                        "replica.high.watermark.checkpoint.interval.ms")
+                        "replica.high.watermark.checkpoint.interval.ms", LAST_TIERED_OFFSET_ENABLE)
 META_PROPERTIES = "meta.properties"
 TICK_MIN_MS = 50
 READY_TIMEOUT_S = 120

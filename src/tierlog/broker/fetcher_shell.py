@@ -7,7 +7,9 @@ follow and stops the tasks of leaders we no longer follow.  A task loops:
 ``handle_fetch_response`` (or ``handle_fetch_failure``, closing the
 connection) -> apply the actions to the local logs, in order.
 
-BuildRemoteLogAuxState (KIP-405) is done by ``remote.follower_state``.
+BuildRemoteLogAuxState (KIP-405, KIP-1023) and ProbeTieredStart (KIP-1023: the
+leader's offsets before an empty replica of a tiered topic fetches, asked
+before each Fetch is built) are done by ``remote.follower_state``.
 ListLeaderOffset sends ListOffsets v7 to the leader as a replica (our
 ReplicaId, the partition's CurrentLeaderEpoch): LATEST then answers the
 leader's log end offset, EARLIEST its log start offset.  The answer, an error
@@ -28,12 +30,14 @@ from tierlog.replication import (
     Append,
     BuildRemoteLogAuxState,
     ListLeaderOffset,
+    ProbeTieredStart,
     TruncateFullyAndStartAt,
     TruncateTo,
     UpdateHighWatermark,
 )
 
 from .remote.follower_state import build_remote_log_aux_state
+from .remote.tiered_start_probe import probe_tiered_starts
 
 __all__ = ["FetcherShell"]
 
@@ -80,6 +84,9 @@ class FetcherShell:
                     if conn is not None:
                         conn.close()
                     conn = PeerConnection(info.host, info.port, f"replica-fetcher-{self.replicas.node_id}")
+                probes = state.take_probes(self.clock_ms())
+                if probes:
+                    await self._probe(state, conn, leader, probes)
                 now = self.clock_ms()
                 request = state.build_fetch_request(now)
                 if request is None:
@@ -134,9 +141,12 @@ class FetcherShell:
                 part.follower_hw = action.offset
             elif isinstance(action, BuildRemoteLogAuxState):
                 error = await build_remote_log_aux_state(self.replicas.remote, conn, self.replicas.node_id, part,
-                                                         action.leader_epoch)
+                                                         action.leader_epoch, action.start_offset,
+                                                         action.log_start_offset)
                 for follow_up in state.on_remote_aux_state(action.key, action.leader_epoch, error, self.clock_ms()):
                     await self._apply(state, conn, leader, follow_up)
+            elif isinstance(action, ProbeTieredStart):
+                await self._probe(state, conn, leader, [action])
             elif isinstance(action, ListLeaderOffset):
                 error, offset = await self._leader_offset(conn, part, action)
                 log.info("%s-%d: out of range at %d; leader %d answered %s offset %d (error %d)", part.topic,
@@ -148,6 +158,27 @@ class FetcherShell:
                     await self._apply(state, conn, leader, follow_up)
         except Exception as e:      # noqa: BLE001 - the next fetch starts again from the log end
             log.warning("%s-%d: cannot apply %s: %s", part.topic, part.index, type(action).__name__, e)
+
+    async def _probe(self, state, conn, leader, probes: list[ProbeTieredStart]) -> None:
+        """KIP-1023: the leader's offsets for every probed partition (batched), then each one's actions."""
+        parts = [(probe, self.replicas.by_id(probe.key)) for probe in probes]
+        for probe, part in parts:
+            if part is None:            # gone meanwhile: its fetch state goes with the next image
+                state.on_tiered_start(probe.key, probe.leader_epoch, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None,
+                                      self.clock_ms())
+        parts = [(probe, part) for probe, part in parts if part is not None]
+        try:
+            answers = await probe_tiered_starts(conn, self.replicas.node_id,
+                                                [(part, probe.leader_epoch) for probe, part in parts])
+        except Exception as e:          # noqa: BLE001 - a bad answer: back off, probe again
+            log.warning("KIP-1023 probe of leader %d failed: %s", leader, e)
+            answers = [(ErrorCode.UNKNOWN_SERVER_ERROR, None)] * len(parts)
+        for (probe, part), (error, offsets) in zip(parts, answers, strict=True):
+            level = logging.INFO if error or offsets.log_end > 0 else logging.DEBUG
+            log.log(level, "%s-%d: empty replica of a tiered topic; leader %d answered %s (error %d)", part.topic,
+                    part.index, leader, offsets, error)
+            for follow_up in state.on_tiered_start(probe.key, probe.leader_epoch, error, offsets, self.clock_ms()):
+                await self._apply(state, conn, leader, follow_up)
 
     async def _leader_offset(self, conn, part, action: ListLeaderOffset) -> tuple[int, int]:
         """(error code, offset) of one ListOffsets to the leader, asked as replica ``node_id``."""

@@ -10,6 +10,11 @@ unfenced (only an image caught up with the metadata log may decide which local
 logs to keep, so no image is applied before); ``stop`` cancels and awaits the
 ticker, the fetchers and in-flight AlterPartition requests, then checkpoints the
 high watermarks.
+
+KIP-1023: every image applied pushes ``follower.fetch.last.tiered.offset.enable``
+(this broker's dynamic value, else the cluster-wide dynamic value from the
+image's ConfigRecords, else server.properties) to the fetchers, and each
+followed partition's tiering traits (tiered here and for the topic, compacted).
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from tierlog.replication import (
     LeaderState,
     LocalLog,
     ReplicaFetchers,
+    TopicTiering,
     build_alter_partition_request,
 )
 from tierlog.storage import LogConfig, LogManager
@@ -37,7 +43,7 @@ from tierlog.storage import LogConfig, LogManager
 from .fetcher_shell import FetcherShell
 from .partition import Partition
 
-__all__ = ["ReplicaManager", "TierListener"]
+__all__ = ["LAST_TIERED_OFFSET_ENABLE", "ReplicaManager", "TierListener"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +57,7 @@ class TierListener(Protocol):
 
 
 TICK_S = 0.2
+LAST_TIERED_OFFSET_ENABLE = "follower.fetch.last.tiered.offset.enable"      # KIP-1023
 RECOVERING = 1          # PartitionRecord LeaderRecoveryState (KIP-704)
 ELIGIBLE_BYTES = "leader.election.eligible.local.log.bytes"     # KIP-1303
 
@@ -74,6 +81,7 @@ class ReplicaManager:
         self._request_timeout_ms = int(cfg.get("request.timeout.ms", 30_000))
         self._hw_checkpoint_interval_ms = int(cfg.get("replica.high.watermark.checkpoint.interval.ms", 5_000))
         self._last_hw_checkpoint_ms = clock_ms()
+        self._static_last_tiered_offset_enable = _as_bool(cfg.get(LAST_TIERED_OFFSET_ENABLE, False))
         self.fetchers = ReplicaFetchers(node_id, config=FetcherConfig(
             max_wait_ms=int(cfg.get("replica.fetch.wait.max.ms", 500)),
             max_bytes=int(cfg.get("replica.fetch.response.max.bytes", 10 * 1024 * 1024)),
@@ -102,6 +110,7 @@ class ReplicaManager:
         for key in [k for k in self.logs.logs() if k not in wanted]:
             log.info("deleting log of %s-%d: not in the metadata image", *key)
             self.logs.delete(*key)
+        self.fetchers.last_tiered_offset_enable = self._last_tiered_offset_enable(image)
         for key, (topic, p) in wanted.items():
             part = self._ensure(topic, p)
             try:
@@ -109,6 +118,18 @@ class ReplicaManager:
             except Exception:
                 log.exception("%s-%d: leader/follower transition failed", *key)
         self.fetcher_shell.sync()
+
+    def _last_tiered_offset_enable(self, image: MetadataImage) -> bool:
+        """KIP-1023 "Dynamically configurable as cluster-default for all brokers in the cluster"."""
+        for configs in (image.broker_configs(self.node_id), image.cluster_configs()):
+            if LAST_TIERED_OFFSET_ENABLE in configs:
+                return _as_bool(configs[LAST_TIERED_OFFSET_ENABLE])
+        return self._static_last_tiered_offset_enable
+
+    def _tiering(self, part: Partition) -> TopicTiering:
+        config = part.log.config
+        return TopicTiering(tiered=self.remote is not None and config.remote_storage_enable,
+                            compacted=config.compact_enabled)
 
     def _ensure(self, topic: TopicInfo, p) -> Partition:
         key = (topic.name, p.partition)
@@ -211,7 +232,7 @@ class ReplicaManager:
             part.leader_state = None
             self._fail_waiting(part)
         if p.leader >= 0:
-            if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.log):
+            if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.log, self._tiering(part)):
                 log.info("%s-%d: following %d at epoch %d", part.topic, part.index, p.leader, p.leader_epoch)
                 if self.tier_listener is not None:
                     self.tier_listener.on_follower(part)
@@ -391,3 +412,7 @@ class ReplicaManager:
                     s.discard(fut)
                     if not s:
                         del self._watchers[k]
+
+
+def _as_bool(value) -> bool:
+    return value is True or str(value).strip().lower() == "true"

@@ -7,6 +7,9 @@ All nodes share one cluster id (kept across runs of the same data dir) and the
 Tiered storage is on (``remote.log.storage.system.enable``) with remote storage
 in ``<data-dir>/remote-storage`` unless ``--remote-storage DIR|s3://BUCKET/PREFIX``
 says otherwise; a topic is tiered with ``--config remote.storage.enable=true``.
+``follower.fetch.last.tiered.offset.enable`` is on (KIP-1023: an empty follower
+of a tiered topic copies only what is not in remote storage yet; Kafka's default
+is off; ``--set follower.fetch.last.tiered.offset.enable=false`` turns it off).
 The command prints ``bootstrap.servers=...`` once every node accepts clients
 and stops the nodes cleanly (SIGTERM, then waits) on Ctrl-C or SIGTERM.
 """
@@ -107,7 +110,8 @@ def node_properties(plan: NodePlan, host: str, voters: str, cluster_id: str, log
 
 
 def tiering_properties(location: str | None, data_dir: Path) -> dict[str, str]:
-    """Tiered storage on every node (KIP-405), remote storage in ``location`` or ``<data-dir>/remote-storage``."""
+    """Tiered storage on every node (KIP-405), remote storage in ``location`` or ``<data-dir>/remote-storage``,
+    and KIP-1023's follower fetch from the earliest pending upload offset."""
     if location is None:
         location = str(data_dir / "remote-storage")
     elif not location.startswith("s3://"):
@@ -116,7 +120,8 @@ def tiering_properties(location: str | None, data_dir: Path) -> dict[str, str]:
         settings = location_settings(location)
     except RemoteStorageConfigError as e:
         raise CliError(f"--remote-storage: {e}") from None
-    return {"remote.log.storage.system.enable": "true", **settings}
+    return {"remote.log.storage.system.enable": "true", "follower.fetch.last.tiered.offset.enable": "true",
+            **settings}
 
 
 def _parse_listen(text: str) -> tuple[str, int]:

@@ -8,7 +8,9 @@ on non-lists); the result must still validate as a whole.  Broker resources
 (registered or not, as Kafka allows); any key is stored as a string (dynamic
 broker configs are read by whoever needs them from the image), except that the
 KIP-1303 thresholds (``leader.election.eligible.local.log.ms`` / ``.bytes``,
-dynamic cluster-wide per the KIP) must be longs >= -1 (INVALID_CONFIG).  A resource
+dynamic cluster-wide per the KIP) must be longs >= -1, and a known boolean broker
+config (e.g. KIP-1023's ``follower.fetch.last.tiered.offset.enable``) must be true
+or false (INVALID_CONFIG).  A resource
 named twice -> INVALID_REQUEST; other types -> INVALID_REQUEST.
 
 AlterConfigs (33, the legacy whole-set alter) gives each resource's complete
@@ -21,6 +23,7 @@ writes nothing.
 """
 from __future__ import annotations
 
+from tierlog.config import BROKER_CONFIGS
 from tierlog.metadata.records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_TOPIC,
@@ -87,6 +90,7 @@ class ConfigControlManager:
             before = dict(image.configs.get(name, {}))
             after = apply(before, r["Configs"], None)
             _check_broker_longs(after)
+            _check_broker_booleans(before, after)
         else:
             raise RuleError(ErrorCode.INVALID_REQUEST, f"Resource type {kind} cannot be altered here.")
         return _diff(kind, name, before, after)
@@ -107,6 +111,15 @@ def _check_broker_longs(configs: dict) -> None:
         if not ok:
             raise RuleError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {key}: "
                                                       "must be a long of at least -1.")
+
+
+def _check_broker_booleans(before: dict, after: dict) -> None:
+    for key, value in after.items():
+        d = BROKER_CONFIGS.get(key)
+        if d is not None and d.type == "boolean" and before.get(key) != value and \
+                str(value).strip().lower() not in ("true", "false"):
+            raise RuleError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {key}: "
+                                                      "Expected value to be either true or false")
 
 
 def _apply_incremental(before: dict, configs: list, known) -> dict:

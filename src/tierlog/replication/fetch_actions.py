@@ -18,6 +18,13 @@ Fetch for the same leader (the fetch offset is read back from the log).
   hand the answer to ``FetcherState.on_leader_offset``.  Not fetched until then.
 - ``AwaitMetadata``: the leader fenced our epoch; the partition is not fetched
   until ``become_follower`` brings a newer leader epoch.
+- ``BuildRemoteLogAuxState``: rebuild the log from remote storage (KIP-405 at
+  the leader's local log start; KIP-1023 at a given offset) and report to
+  ``FetcherState.on_remote_aux_state``.
+- ``ProbeTieredStart`` (KIP-1023): ask the leader, as a replica, for its log
+  end (-1), log start (-2), local log start (-4) and earliest pending upload
+  offset (-6) and hand the answers to ``FetcherState.on_tiered_start``.  Not
+  fetched until then.
 """
 from __future__ import annotations
 
@@ -34,6 +41,7 @@ __all__ = [
     "FetchAction",
     "ListLeaderOffset",
     "PartitionKey",
+    "ProbeTieredStart",
     "TruncateFullyAndStartAt",
     "TruncateTo",
     "UpdateHighWatermark",
@@ -92,10 +100,23 @@ class AwaitMetadata:
 @dataclass(frozen=True, slots=True)
 class BuildRemoteLogAuxState:
     """KIP-405: the leader moved our fetch offset to tiered storage; rebuild the log's
-    epochs and producer state from remote storage and start at the leader's local log start."""
+    epochs and producer state from remote storage and start at the leader's local log start.
+
+    KIP-1023 gives ``start_offset`` T and ``log_start_offset`` S: the state comes from the
+    remote segment holding T - 1, then log start = S and log end = T (-1: KIP-405's, asked
+    of the leader)."""
+    key: PartitionKey
+    leader_epoch: int
+    start_offset: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeTieredStart:
+    """KIP-1023: an empty replica of a tiered topic asks the leader's offsets before fetching."""
     key: PartitionKey
     leader_epoch: int
 
 
 FetchAction = (Append | TruncateTo | TruncateFullyAndStartAt | UpdateHighWatermark | Backoff
-               | ListLeaderOffset | AwaitMetadata | BuildRemoteLogAuxState)
+               | ListLeaderOffset | AwaitMetadata | BuildRemoteLogAuxState | ProbeTieredStart)

@@ -37,6 +37,15 @@ Per-partition answers (Kafka's AbstractFetcherThread.processFetchRequest):
   remote storage so that it starts at the leader's local log start and reports
   back through ``on_remote_aux_state`` (success: fetch from the new log end;
   failure: back off and fetch again, which asks again).
+- KIP-1023 (``tiered_start``): an empty replica of a tiered, non-compacted
+  topic with ``follower.fetch.last.tiered.offset.enable`` on is not fetched
+  before the leader was asked where it starts: ``take_probes`` returns a
+  ProbeTieredStart per such partition (BEFORE its first fetch, which closes
+  Kafka's gap: see ``tiered_start``), and OFFSET_OUT_OF_RANGE /
+  OFFSET_MOVED_TO_TIERED_STORAGE on such a replica probe too (Kafka's trigger).
+  The shell hands the leader's offsets to ``on_tiered_start``: fetch as usual,
+  TruncateFullyAndStartAt(T), BuildRemoteLogAuxState(T, log start), or back
+  off and probe again.
 - FENCED_LEADER_EPOCH: our epoch is old; AwaitMetadata, not fetched until
   ``set_leader_epoch`` brings a newer one (Kafka removes the partition);
 - anything else (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH,
@@ -66,6 +75,7 @@ from .fetch_actions import (
     FetchAction,
     ListLeaderOffset,
     PartitionKey,
+    ProbeTieredStart,
     TruncateFullyAndStartAt,
     TruncateTo,
     UpdateHighWatermark,
@@ -75,6 +85,14 @@ from .follower import (
     FetchStatus,
     FollowerLog,
     PartitionFetchState,
+)
+from .tiered_start import (
+    NOT_TIERED,
+    LeaderOffsets,
+    StartKind,
+    TopicTiering,
+    decide,
+    should_probe,
 )
 
 __all__ = ["FETCH_VERSION", "FetcherConfig", "FetcherState"]
@@ -107,11 +125,17 @@ class FetcherState:
         self._backoff = config.backoff
         self.partitions: dict[PartitionKey, PartitionFetchState] = {}
         self.in_flight = False
+        self.last_tiered_offset_enable = False     # follower.fetch.last.tiered.offset.enable (KIP-1023)
 
     # --- membership (driven by metadata) ---------------------------------------------------
-    def add_partition(self, key: PartitionKey, leader_epoch: int, log: FollowerLog) -> None:
+    def add_partition(self, key: PartitionKey, leader_epoch: int, log: FollowerLog,
+                      tiering: TopicTiering = NOT_TIERED) -> None:
         assert key not in self.partitions, key
-        self.partitions[key] = PartitionFetchState(key, log, self.source_broker_id, leader_epoch)
+        self.partitions[key] = PartitionFetchState(key, log, self.source_broker_id, leader_epoch, tiering=tiering)
+
+    def set_tiering(self, key: PartitionKey, tiering: TopicTiering) -> None:
+        """The topic's tiering traits changed (topic configs come with the metadata image)."""
+        self.partitions[key].tiering = tiering
 
     def set_leader_epoch(self, key: PartitionKey, leader_epoch: int) -> None:
         """A newer leader epoch with the same leader: fetch again from scratch."""
@@ -119,7 +143,8 @@ class FetcherState:
         assert leader_epoch >= p.leader_epoch, (leader_epoch, p.leader_epoch)
         if leader_epoch == p.leader_epoch:
             return
-        self.partitions[key] = PartitionFetchState(key, p.log, self.source_broker_id, leader_epoch)
+        self.partitions[key] = PartitionFetchState(key, p.log, self.source_broker_id, leader_epoch,
+                                                   tiering=p.tiering)
 
     def remove_partition(self, key: PartitionKey) -> PartitionFetchState | None:
         return self.partitions.pop(key, None)
@@ -129,7 +154,7 @@ class FetcherState:
         """The next Fetch (v19 field names) for partitions ready now, or None."""
         if self.in_flight:
             return None
-        ready = [p for p in self.partitions.values() if p.ready(now_ms)]
+        ready = [p for p in self.partitions.values() if p.ready(now_ms) and not self._probe_due(p)]
         if not ready:
             return None
         topics: dict[bytes, list[dict]] = {}
@@ -142,6 +167,22 @@ class FetcherState:
                 "IsolationLevel": 0, "SessionId": 0, "SessionEpoch": -1,
                 "Topics": [{"TopicId": tid, "Partitions": parts} for tid, parts in topics.items()],
                 "ForgottenTopicsData": [], "RackId": ""}
+
+    def take_probes(self, now_ms: int) -> list[ProbeTieredStart]:
+        """KIP-1023: the partitions to ask the leader about before their first fetch (now PROBING)."""
+        probes = []
+        for p in self.partitions.values():
+            if p.ready(now_ms) and self._probe_due(p):
+                p.move(FetchStatus.PROBING)
+                p.probe_trigger = ErrorCode.NONE
+                probes.append(ProbeTieredStart(p.key, p.leader_epoch))
+        return probes
+
+    def _tiering(self, p: PartitionFetchState) -> TopicTiering:
+        return TopicTiering(self.last_tiered_offset_enable, p.tiering.tiered, p.tiering.compacted)
+
+    def _probe_due(self, p: PartitionFetchState) -> bool:
+        return not p.probed and should_probe(self._tiering(p), p.log.log_end_offset)
 
     def next_wakeup_ms(self) -> int | None:
         """When a delayed partition becomes ready (None if none is delayed)."""
@@ -184,6 +225,12 @@ class FetcherState:
             p.move(FetchStatus.FETCHING)
             p.errors, p.delay_until_ms = 0, 0
             return self._handle_data(p, data)
+        if error in (ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE, ErrorCode.OFFSET_OUT_OF_RANGE) and \
+                should_probe(self._tiering(p), p.log.log_end_offset):
+            # KIP-1023 "ReplicaFetcher Changes": on either error an empty follower asks where to start
+            p.move(FetchStatus.PROBING)
+            p.probed, p.probe_trigger = False, error
+            return [ProbeTieredStart(p.key, p.leader_epoch)]
         if error == ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE:
             p.move(FetchStatus.TIERED)
             return [BuildRemoteLogAuxState(p.key, p.leader_epoch)]
@@ -225,9 +272,44 @@ class FetcherState:
             p.move(FetchStatus.FENCED)
             return [AwaitMetadata(key, leader_epoch, error)]
         if error:
+            p.probed = False            # a failed KIP-1023 rebuild asks the leader again after the backoff
             return [self._back_off(p, now_ms, error)]
         p.move(FetchStatus.FETCHING)
+        p.probed = True
         p.errors, p.delay_until_ms = 0, 0
+        return []
+
+    # --- KIP-1023: where an empty replica of a tiered topic starts -----------------------
+    def on_tiered_start(self, key: PartitionKey, leader_epoch: int, error: int, leader: LeaderOffsets | None,
+                        now_ms: int) -> list[FetchAction]:
+        """The leader's answers to a ``ProbeTieredStart`` (``error`` of the first failed ListOffsets)."""
+        p = self.partitions.get(key)
+        if p is None or p.status is not FetchStatus.PROBING or p.leader_epoch != leader_epoch:
+            return []
+        if error == ErrorCode.FENCED_LEADER_EPOCH:
+            p.move(FetchStatus.FENCED)
+            return [AwaitMetadata(key, leader_epoch, error)]
+        if error or leader is None:
+            return [self._back_off(p, now_ms, error or ErrorCode.UNKNOWN_SERVER_ERROR)]
+        start = decide(self._tiering(p), p.log.log_end_offset, leader)
+        if start.kind is StartKind.RETRY:        # KIP-1023: "the partition can be retried after some time"
+            return [self._back_off(p, now_ms, ErrorCode.OFFSET_NOT_AVAILABLE)]
+        if start.kind is StartKind.REBUILD_AT:
+            p.move(FetchStatus.TIERED)
+            return [BuildRemoteLogAuxState(key, leader_epoch, start.offset, start.log_start)]
+        if start.kind is StartKind.USUAL and p.probe_trigger:
+            # KIP-1023 "If the check fails, continue with the old behaviour" for the error that fired
+            p.probed = True
+            if p.probe_trigger == ErrorCode.OFFSET_OUT_OF_RANGE:
+                p.move(FetchStatus.OUT_OF_RANGE)
+                return [ListLeaderOffset(key, leader_epoch, LATEST)]
+            p.move(FetchStatus.TIERED)
+            return [BuildRemoteLogAuxState(key, leader_epoch)]
+        p.move(FetchStatus.FETCHING)
+        p.probed = True
+        p.errors, p.delay_until_ms = 0, 0
+        if start.kind is StartKind.START_AT:
+            return [TruncateFullyAndStartAt(key, start.offset)]
         return []
 
     # --- OFFSET_OUT_OF_RANGE resolution (Kafka's fetchOffsetAndTruncate) -------------------

@@ -7,6 +7,9 @@ Kafka's ReplicaFetcherManager with one fetcher per source broker
   move the partition to the new leader's fetcher, or bump the epoch in place.
   An older or equal epoch for the same leader is ignored.
 - ``stop_following(key)``: this broker became leader or lost the replica.
+- ``set_tiering(key, tiering)``: the topic's tiering traits (KIP-1023) changed.
+- ``last_tiered_offset_enable``: ``follower.fetch.last.tiered.offset.enable``
+  (KIP-1023, cluster-wide and dynamic), pushed to every fetcher.
 
 A fetcher without partitions is removed (the shell closes its connection).
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 from .fetch_actions import PartitionKey
 from .fetcher import FetcherConfig, FetcherState
 from .follower import FollowerLog
+from .tiered_start import NOT_TIERED, TopicTiering
 
 __all__ = ["ReplicaFetchers"]
 
@@ -26,17 +30,35 @@ class ReplicaFetchers:
         self.config = config or FetcherConfig()
         self.fetchers: dict[int, FetcherState] = {}
         self._leader_of: dict[PartitionKey, int] = {}
+        self._last_tiered_offset_enable = False
+
+    @property
+    def last_tiered_offset_enable(self) -> bool:
+        return self._last_tiered_offset_enable
+
+    @last_tiered_offset_enable.setter
+    def last_tiered_offset_enable(self, value: bool) -> None:
+        self._last_tiered_offset_enable = value
+        for fetcher in self.fetchers.values():
+            fetcher.last_tiered_offset_enable = value
+
+    def set_tiering(self, key: PartitionKey, tiering: TopicTiering) -> None:
+        fetcher = self.fetcher_for(key)
+        if fetcher is not None and fetcher.partitions[key].tiering != tiering:
+            fetcher.set_tiering(key, tiering)
 
     def fetcher_for(self, key: PartitionKey) -> FetcherState | None:
         leader = self._leader_of.get(key)
         return None if leader is None else self.fetchers[leader]
 
-    def become_follower(self, key: PartitionKey, leader_id: int, leader_epoch: int, log: FollowerLog) -> bool:
+    def become_follower(self, key: PartitionKey, leader_id: int, leader_epoch: int, log: FollowerLog,
+                        tiering: TopicTiering = NOT_TIERED) -> bool:
         """True if the partition (re)starts fetching."""
         assert leader_id != self.replica_id, "a leader does not follow itself"
         current = self._leader_of.get(key)
         if current == leader_id:
             state = self.fetchers[leader_id].partitions[key]
+            state.tiering = tiering
             if leader_epoch <= state.leader_epoch:
                 return False
             self.fetchers[leader_id].set_leader_epoch(key, leader_epoch)
@@ -46,7 +68,8 @@ class ReplicaFetchers:
         if fetcher is None:
             fetcher = self.fetchers[leader_id] = FetcherState(leader_id, self.replica_id, self.replica_epoch,
                                                               self.config)
-        fetcher.add_partition(key, leader_epoch, log)
+            fetcher.last_tiered_offset_enable = self._last_tiered_offset_enable
+        fetcher.add_partition(key, leader_epoch, log, tiering)
         self._leader_of[key] = leader_id
         return True
 

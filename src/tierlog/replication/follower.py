@@ -15,7 +15,22 @@ States and transitions:
     OUT_OF_RANGE  -ListOffsets error->             FETCHING, delayed by backoff
     OUT_OF_RANGE  -ListOffsets FENCED_LEADER_EPOCH-> FENCED
     IN_FLIGHT     -FENCED_LEADER_EPOCH->           FENCED
+    IN_FLIGHT     -OFFSET_MOVED_TO_TIERED_STORAGE-> TIERED (KIP-405 rebuild), or PROBING (KIP-1023)
+    TIERED        -rebuilt / failed (backoff)->    FETCHING
+    TIERED        -FENCED_LEADER_EPOCH->           FENCED
+    FETCHING      -KIP-1023 probe due->            PROBING
+    IN_FLIGHT     -OFFSET_OUT_OF_RANGE, KIP-1023 applies-> PROBING
+    PROBING       -usual / start at T->            FETCHING (maybe restarted at T)
+    PROBING       -usual after OFFSET_OUT_OF_RANGE-> OUT_OF_RANGE (Kafka's resolution)
+    PROBING       -usual after OFFSET_MOVED_TO_TIERED_STORAGE-> TIERED (KIP-405's rebuild)
+    PROBING       -rebuild at T->                  TIERED
+    PROBING       -retry, ListOffsets error->      FETCHING, delayed by backoff (probes again)
+    PROBING       -FENCED_LEADER_EPOCH->           FENCED
     any           -new leader epoch (metadata)->   FETCHING (a late response is ignored)
+
+A KIP-1023 probe is due when ``tiered_start.should_probe`` holds and the
+partition has not been probed at this leader epoch (``probed``); a rebuild
+that failed clears ``probed``, so the partition probes again after its backoff.
 
 Backoff after errors is exponential from replica.fetch.backoff.ms up to
 ``FETCH_BACKOFF_MAX_MS`` (Kafka waits a fixed replica.fetch.backoff.ms); a
@@ -28,6 +43,7 @@ from enum import Enum
 from typing import Protocol
 
 from .fetch_actions import PartitionKey
+from .tiered_start import NOT_TIERED, TopicTiering
 
 __all__ = ["FETCH_BACKOFF_MAX_MS", "FetchStatus", "FollowerLog", "PartitionFetchState"]
 
@@ -54,14 +70,17 @@ class FetchStatus(Enum):
     FETCHING = "fetching"
     IN_FLIGHT = "in_flight"
     OUT_OF_RANGE = "out_of_range"
-    TIERED = "tiered"                   # rebuilding from remote storage (KIP-405)
+    TIERED = "tiered"                   # rebuilding from remote storage (KIP-405 / KIP-1023)
+    PROBING = "probing"                 # asking the leader where to start (KIP-1023)
     FENCED = "fenced"
 
 
 _LEGAL = {
-    FetchStatus.FETCHING: {FetchStatus.IN_FLIGHT, FetchStatus.FETCHING},
-    FetchStatus.IN_FLIGHT: {FetchStatus.FETCHING, FetchStatus.OUT_OF_RANGE, FetchStatus.TIERED, FetchStatus.FENCED},
+    FetchStatus.FETCHING: {FetchStatus.IN_FLIGHT, FetchStatus.FETCHING, FetchStatus.PROBING},
+    FetchStatus.IN_FLIGHT: {FetchStatus.FETCHING, FetchStatus.OUT_OF_RANGE, FetchStatus.TIERED, FetchStatus.FENCED,
+                            FetchStatus.PROBING},
     FetchStatus.OUT_OF_RANGE: {FetchStatus.FETCHING, FetchStatus.FENCED},
+    FetchStatus.PROBING: {FetchStatus.FETCHING, FetchStatus.TIERED, FetchStatus.FENCED, FetchStatus.OUT_OF_RANGE},
     FetchStatus.TIERED: {FetchStatus.FETCHING, FetchStatus.FENCED},
     FetchStatus.FENCED: {FetchStatus.FETCHING},
 }
@@ -77,6 +96,9 @@ class PartitionFetchState:
     delay_until_ms: int = 0
     errors: int = 0                         # consecutive errors, for the backoff
     inflight_offset: int = -1
+    tiering: TopicTiering = NOT_TIERED  # the topic's traits (``enabled`` is the fetcher's)
+    probed: bool = False                    # KIP-1023: the leader was asked at this epoch
+    probe_trigger: int = 0                  # the fetch error that started the probe (0: before a fetch)
 
     def move(self, status: FetchStatus) -> None:
         assert status in _LEGAL[self.status], f"{self.key}: {self.status} -> {status}"

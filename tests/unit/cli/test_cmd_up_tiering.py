@@ -10,7 +10,8 @@ from tierlog.config import NodeConfig, parse_properties
 
 def test_default_remote_storage_is_under_the_data_dir(tmp_path):
     props = tiering_properties(None, tmp_path)
-    assert props == {"remote.log.storage.system.enable": "true", "rsm.config.storage.backend": "fs",
+    assert props == {"remote.log.storage.system.enable": "true", "follower.fetch.last.tiered.offset.enable": "true",
+                     "rsm.config.storage.backend": "fs",
                      "rsm.config.storage.root": str(tmp_path / "remote-storage")}
 
 
@@ -37,6 +38,7 @@ def test_every_node_gets_the_settings_and_they_parse(tmp_path):
                            tiering_properties(None, tmp_path))
     config = NodeConfig(parse_properties(text))
     assert config["remote.log.storage.system.enable"] is True
+    assert config["follower.fetch.last.tiered.offset.enable"] is True          # KIP-1023 on
     assert config.prefixed("rsm.config.") == {"rsm.config.storage.backend": "fs",
                                              "rsm.config.storage.root": str(tmp_path / "remote-storage")}
     assert config.unknown == []

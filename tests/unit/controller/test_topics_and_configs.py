@@ -197,6 +197,17 @@ def test_incremental_alter_broker_configs():
     assert r.response["Responses"][0]["ErrorCode"] == ErrorCode.INVALID_REQUEST
 
 
+def test_kip1023_config_is_a_cluster_wide_boolean():
+    h = Harness()
+    h.start_brokers(1)
+    r = _alter(h, [_res(4, "", ("follower.fetch.last.tiered.offset.enable", 0, "true"))])
+    assert r.response["Responses"][0]["ErrorCode"] == 0
+    assert h.qc.image.cluster_configs()["follower.fetch.last.tiered.offset.enable"] == "true"
+    r = _alter(h, [_res(4, "", ("follower.fetch.last.tiered.offset.enable", 0, "yes"))])
+    assert r.response["Responses"][0]["ErrorCode"] == ErrorCode.INVALID_CONFIG
+    assert h.qc.image.cluster_configs()["follower.fetch.last.tiered.offset.enable"] == "true"
+
+
 def test_allocate_producer_ids():
     h = Harness()
     h.start_brokers(2)

@@ -1,8 +1,11 @@
 """DescribeConfigs (32), v1-4: topic configs (override, broker default, built-in default) and this broker's.
 
 ConfigSource follows Kafka: TOPIC_CONFIG for a topic override,
-STATIC_BROKER_CONFIG for a value from server.properties, DEFAULT_CONFIG
-otherwise; synonyms (v1+) list the chain; ConfigType and Documentation (v3+).
+DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG for a broker value set
+with IncrementalAlterConfigs on this broker's id / on the default resource ""
+(e.g. KIP-1023's follower.fetch.last.tiered.offset.enable; such a key is not
+read-only), STATIC_BROKER_CONFIG for a value from server.properties,
+DEFAULT_CONFIG otherwise; synonyms (v1+) list the chain; ConfigType and Documentation (v3+).
 Broker resources answer only for this node's id (clients send them to that node).
 
 Read your writes through any broker: the answer waits until this broker's image
@@ -23,7 +26,7 @@ from .forward import catch_up
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_CONFIGS, 1, 4
 CATCH_UP_TIMEOUT_S = 1.0
 TOPIC, BROKER = 2, 4
-TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 3, 4, 5
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
                 "class": 8, "password": 9}
 _BROKER_SYNONYM = {d.topic_synonym: d.name for d in BROKER_CONFIGS.values() if d.topic_synonym}
@@ -88,13 +91,17 @@ def topic_config_entries(broker, topic) -> list[dict]:
 
 def broker_config_entries(broker) -> list[dict]:
     entries = []
+    image = broker.image
+    dynamic = ((image.broker_configs(broker.node_id), DYNAMIC_BROKER_CONFIG),
+               (image.cluster_configs(), DYNAMIC_DEFAULT_BROKER_CONFIG))
     for name, d in sorted(BROKER_CONFIGS.items()):
         explicit = broker.config.is_explicit(name)
         source = STATIC_BROKER_CONFIG if explicit else DEFAULT_CONFIG
-        value = _text(broker.config[name])
-        entries.append({"Name": name, "Value": value, "ReadOnly": True, "IsDefault": not explicit,
-                        "ConfigSource": source, "IsSensitive": False,
-                        "Synonyms": [{"Name": name, "Value": value, "Source": source}],
+        chain = [{"Name": name, "Value": configs[name], "Source": src} for configs, src in dynamic if name in configs]
+        chain.append({"Name": name, "Value": _text(broker.config[name]), "Source": source})
+        entries.append({"Name": name, "Value": chain[0]["Value"], "ReadOnly": len(chain) == 1,
+                        "IsDefault": chain[0]["Source"] == DEFAULT_CONFIG, "ConfigSource": chain[0]["Source"],
+                        "IsSensitive": False, "Synonyms": chain,
                         "ConfigType": CONFIG_TYPES.get(d.type, 0), "Documentation": d.doc})
     return entries
 

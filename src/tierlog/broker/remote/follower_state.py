@@ -1,4 +1,4 @@
-"""KIP-405's follower path (Kafka's ReplicaFetcherTierStateMachine.buildRemoteLogAuxState), the IO.
+"""KIP-405's and KIP-1023's follower paths (Kafka's ReplicaFetcherTierStateMachine), the IO.
 
 A follower whose fetch offset the leader has only in remote storage
 (OFFSET_MOVED_TO_TIERED_STORAGE) does not copy that data. It asks the leader
@@ -15,6 +15,15 @@ a partition never overlap (``copy_task``), so the segment holding L - 1 is found
 by offset alone. Any step that cannot be done yet (metadata not caught up, the
 segment not known yet, remote storage unreachable) answers a retriable error:
 the fetcher backs off and the next fetch starts over.
+
+KIP-1023 (``replication.tiered_start``; the leader's offsets come from
+``tiered_start_probe``): when the rule says "rebuild at T",
+``build_remote_log_aux_state`` is given T and the leader's log
+start S and does the same with T instead of L: the epochs and producer state
+come from the remote segment holding T - 1 (KIP-1023 "Follower builds the
+remote log auxiliary states for the leader offsets in the range
+[Log-Start-Offset, Earliest-Pending-Upload-Offset)"), log start = S, local log
+start = log end = T.
 """
 
 from __future__ import annotations
@@ -44,17 +53,24 @@ TIMEOUT_S = 10.0
 EARLIEST, EARLIEST_LOCAL = -2, -4
 
 
-async def build_remote_log_aux_state(remote, conn, node_id: int, part, leader_epoch: int) -> int:
-    """Rebuild ``part``'s log from remote storage; the error code (NONE when done)."""
+async def build_remote_log_aux_state(remote, conn, node_id: int, part, leader_epoch: int,
+                                     start_offset: int = -1, log_start_offset: int = -1) -> int:
+    """Rebuild ``part``'s log from remote storage; the error code (NONE when done).
+
+    ``start_offset`` -1 (KIP-405): start at the leader's local log start, asked now; else
+    (KIP-1023) start at ``start_offset`` with log start ``log_start_offset``."""
     if remote is None:
         return ErrorCode.KAFKA_STORAGE_ERROR           # tiering is off here: nothing to rebuild from
     tip = TopicIdPartition(part.topic_id, part.topic, part.index)
     remote.metadata.assign(tip)
     if not remote.metadata.is_ready(tip):
         return ErrorCode.REPLICA_NOT_AVAILABLE
-    error, local_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST_LOCAL)
-    if not error:
-        error, log_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST)
+    if start_offset >= 0:
+        error, local_start, log_start = ErrorCode.NONE, start_offset, log_start_offset
+    else:
+        error, local_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST_LOCAL)
+        if not error:
+            error, log_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST)
     if error:
         return error
     previous = local_start - 1
