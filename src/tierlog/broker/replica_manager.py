@@ -38,6 +38,7 @@ from tierlog.replication import (
     TopicTiering,
     build_alter_partition_request,
 )
+from tierlog.replication.leader_moves import LeaderMoves
 from tierlog.storage import LogConfig, LogManager
 
 from .fetcher_shell import FetcherShell
@@ -88,6 +89,7 @@ class ReplicaManager:
             partition_max_bytes=int(cfg.get("replica.fetch.max.bytes", 1024 * 1024)),
             backoff_ms=int(cfg.get("replica.fetch.backoff.ms", 1000))))
         self.fetcher_shell = FetcherShell(self, image_fn, clock_ms)
+        self.leader_moves = LeaderMoves(int(cfg.get("replica.fetch.wait.max.ms", 500)))
         self._tasks = TaskSet(f"replica manager {node_id}")     # the ticker and AlterPartition requests
         self.tier_listener: TierListener | None = None   # tiered storage follows leadership through it
         self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
@@ -216,6 +218,8 @@ class ReplicaManager:
                                           for b, c in p.coverage().items()})
                 log.info("%s-%d: leader at epoch %d (isr %s, hw %d, leo %d)", part.topic, part.index,
                          p.leader_epoch, list(p.isr), hw, leo)
+                for replica in self.leader_moves.became_leader(part.key, p.replicas, self.node_id, now):
+                    self._wake(("replica", replica))       # its parked fetch names its old partitions
                 self._on_update(part, part.leader_state.on_leader_append(leo, now))
                 if self.tier_listener is not None:
                     self.tier_listener.on_leader(part)
@@ -231,6 +235,7 @@ class ReplicaManager:
             part.follower_hw = part.high_watermark
             part.leader_state = None
             self._fail_waiting(part)
+            self._wake(part.key)        # parked fetches of it learn at once that it moved
         if p.leader >= 0:
             if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.log, self._tiering(part)):
                 log.info("%s-%d: following %d at epoch %d", part.topic, part.index, p.leader, p.leader_epoch)
@@ -277,6 +282,7 @@ class ReplicaManager:
         leo = part.log.log_end_offset
         if fetch_offset > leo:
             return 0
+        self.leader_moves.fetched(replica_id, part.key)
         upd = ls.on_follower_fetch(replica_id, fetch_offset, now_ms=self._clock_ms(), leader_leo=leo,
                                    log_start_offset=fields.get("LogStartOffset", -1), broker_epoch=replica_epoch,
                                    local_log_start_timestamp=fields.get("LocalLogStartTimestamp", -1),
@@ -391,14 +397,22 @@ class ReplicaManager:
 
     # -- appends and long polls -------------------------------------------------
     def notify_append(self, key: tuple[str, int]) -> None:
+        self._wake(key)
+
+    def _wake(self, key) -> None:
         for fut in self._watchers.pop(key, ()):
             if not fut.done():
                 fut.set_result(None)
 
-    async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float) -> None:
-        """Return when any of ``keys`` gets an append, or after ``timeout_s``."""
+    def must_answer_now(self, replica_id: int, keys: Iterable[tuple[str, int]]) -> bool:
+        """Whether a follower's fetch omits a partition that just moved here (``LeaderMoves``)."""
+        return self.leader_moves.must_answer_now(replica_id, keys, self._clock_ms())
+
+    async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float, replica_id: int = -1) -> None:
+        """Return when any of ``keys`` gets an append, this broker stops leading one of them, a
+        partition ``replica_id`` follows moves here, or after ``timeout_s``."""
         fut = asyncio.get_running_loop().create_future()
-        keys = list(keys)
+        keys = list(keys) + ([("replica", replica_id)] if replica_id >= 0 else [])
         for k in keys:
             self._watchers.setdefault(k, set()).add(fut)
         try:

@@ -4,7 +4,10 @@
 - Fetch sessions (KIP-227, v7+) through ``FetchSessionCache``; incremental
   responses carry only partitions with news.
 - Long poll: when fewer than MinBytes are ready, wait up to MaxWaitMs (capped
-  by ``request.timeout.ms``) for an append to any fetched partition.
+  by ``request.timeout.ms``) for an append to any fetched partition. A
+  follower's fetch that omits a partition which just moved here is answered at
+  once, and a parked one wakes when such a move happens or when this broker
+  stops leading one of its partitions (``replication.leader_moves``).
 - Limits: PartitionMaxBytes per partition and MaxBytes (capped by the broker's
   ``fetch.max.bytes``) per response; the first partition with data returns at
   least one whole batch even when larger (Kafka's "min one message").
@@ -66,12 +69,18 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     wait_ms = min(request["MaxWaitMs"], broker.fetch_wait_max_ms)
     if any(r.remote for r in reads):
         await _read_remote(broker, reads, max_bytes)
-    elif wait_ms > 0 and not _satisfied(reads, request["MinBytes"]):
+    elif wait_ms > 0 and not _satisfied(reads, request["MinBytes"]) and not _moved_here(broker, replica_id, reads):
         keys = [r.key for r in reads if r.key is not None]
-        await broker.replicas.wait_for_data(keys, wait_ms / 1000)
+        await broker.replicas.wait_for_data(keys, wait_ms / 1000, replica_id)
         reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0),
                           max_bytes)
     return _response(broker, view, reads, version)
+
+
+def _moved_here(broker, replica_id: int, reads) -> bool:
+    """A follower's fetch that omits a partition it just started to follow here is not parked
+    (``replication.leader_moves``)."""
+    return replica_id >= 0 and broker.replicas.must_answer_now(replica_id, [r.key for r in reads if r.key])
 
 
 def _session_inputs(request, version):
