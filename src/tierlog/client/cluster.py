@@ -14,7 +14,7 @@ broker not yet caught up cannot send us back to the old leader.
 
 Each node connection asks ApiVersions first, so requests use the highest
 version both sides speak (``version_for``). ``sent`` counts requests sent, by
-(address, api key).
+(address, api key), ``leader_hints_taken`` the hints followed.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ class Cluster:
         self.topic_errors: dict[str, int] = {}     # topics whose last Metadata answer was an error
         self.topic_ids: dict[str, bytes] = {}
         self.sent: Counter = Counter()                # requests sent, by (address, api key)
+        self.leader_hints_taken = 0
         self._stale: set[str] = set()                 # topics whose leaders came from a KIP-951 hint
         self._api_versions: dict[int, dict[int, tuple[int, int]]] = {}
         self._conns: dict[int, BlockingConnection] = {}
@@ -208,6 +209,7 @@ class Cluster:
             self.brokers[update.leader] = update.endpoint
         self.partitions.setdefault(tp[0], {})[tp[1]] = PartitionInfo(update.leader, update.leader_epoch)
         self._stale.add(tp[0])
+        self.leader_hints_taken += 1
         return True
 
     def refresh_stale(self) -> None:
