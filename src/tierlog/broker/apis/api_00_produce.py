@@ -27,7 +27,7 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.PRODUCE, 3, 10
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     acks = request["Acks"]
-    hints = LeaderHints(broker)
+    hints = LeaderHints(broker, header.listener)
     now = broker.clock_ms()
     topics, waits = [], []
     for t in request["TopicData"]:
