@@ -140,7 +140,8 @@ class Node:
         if self.controller_server is not None:
             self.controller_server.start_ticker()
         for listener_cfg in cfg.controller_listeners:
-            await self._serve(listener_cfg, RequestDispatcher(self.controller_server, CONTROLLER_APIS))
+            await self._serve(listener_cfg, RequestDispatcher(self.controller_server, CONTROLLER_APIS,
+                                                                      listener_cfg.name))
         if self.is_broker:
             await self._start_broker(cluster_id, loader, list(voters))
         self._tasks.spawn(self._ticker(listener, loader), name="node-ticker")
@@ -198,7 +199,7 @@ class Node:
             self.broker.remote = self.replicas.remote = self.remote
             self.replicas.tier_listener = self.remote.log_manager
         for listener_cfg, sock in sockets:
-            await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS), sock)
+            await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS, listener_cfg.name), sock)
         self.lifecycle = LifecycleLoop(manager, self._controller_channel("lifecycle", voters, loader),
                                        lambda: loader.image.provenance.last_contained_offset,
                                        cfg["controller.quorum.request.timeout.ms"] / 1000)

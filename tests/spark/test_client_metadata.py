@@ -35,6 +35,9 @@ class ScriptedBroker:
                     broker.metadata_requests += 1
                     topics = broker.metadata[0] if len(broker.metadata) == 1 else broker.metadata.pop(0)
                     return {"Brokers": BROKERS, "Topics": topics}
+                if api_key == ApiKey.API_VERSIONS:
+                    return {"ErrorCode": 0, "ApiKeys": [{"ApiKey": ApiKey.LIST_OFFSETS, "MinVersion": 1,
+                                                         "MaxVersion": 11}]}
                 assert api_key == ApiKey.LIST_OFFSETS
                 broker.list_offsets_to.append(node_id)
                 return {"Topics": [{"Name": t["Name"], "Partitions": [

@@ -4,7 +4,10 @@ KIP-951 "Broker": on NOT_LEADER_OR_FOLLOWER (Produce, Fetch) and
 FENCED_LEADER_EPOCH (Fetch) the response names the partition's current leader
 and epoch, from the partition state or else the metadata image, and the
 top-level NodeEndpoints lists that leader's endpoint, so the client redirects
-without waiting for a metadata refresh.
+without waiting for a metadata refresh. As Kafka's getAliveBrokerNode: the
+endpoint is the one on the listener the request came in on, and a leader that is
+fenced or has no endpoint there is named in CurrentLeader but left out of
+NodeEndpoints (the client then refreshes metadata).
 """
 from __future__ import annotations
 
@@ -19,8 +22,9 @@ NO_LEADER = {"LeaderId": -1, "LeaderEpoch": -1}
 class LeaderHints:
     """Collects the leaders named in one response and renders NodeEndpoints."""
 
-    def __init__(self, broker):
+    def __init__(self, broker, listener: str | None = None):
         self._broker = broker
+        self._listener = listener
         self._nodes: set[int] = set()
 
     def current_leader(self, topic: str, partition: int) -> dict:
@@ -41,6 +45,7 @@ class LeaderHints:
         out = []
         for node_id in sorted(self._nodes):
             b = self._broker.endpoint(node_id)
-            if b is not None:
-                out.append({"NodeId": b.node_id, "Host": b.host, "Port": b.port, "Rack": b.rack})
+            address = None if b is None or b.fenced else b.address(self._listener)
+            if address is not None:
+                out.append({"NodeId": b.node_id, "Host": address[0], "Port": address[1], "Rack": b.rack})
         return out

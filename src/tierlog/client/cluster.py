@@ -4,15 +4,27 @@ Only the bootstrap list and Metadata answers are used to find partition
 leaders, so the same code works against one node or a replicated cluster.
 Requests go to the current leader; a retriable error (leader moved, election
 under way) refreshes metadata and retries until ``retry_timeout_s`` passes.
+
+KIP-951 "Client": a leader named by a Fetch error (``apply_leader_hint``, rule in
+``client.leader_hint``) replaces the cached leader at once, and its endpoint from
+NodeEndpoints is added to the cached brokers; the topic is marked stale and
+refreshed later (``refresh_stale``), never before the retry. A Metadata answer
+never overrides a cached leader with an older leader epoch (same topic id), so a
+broker not yet caught up cannot send us back to the old leader.
+
+Each node connection asks ApiVersions first, so requests use the highest
+version both sides speak (``version_for``). ``sent`` counts requests sent, by
+(address, api key), ``leader_hints_taken`` the hints followed.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from tierlog.client.leader_hint import leader_update
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.request_pipeline import RECEIVE_MESSAGE_MAX_BYTES, PeerUnavailable
 from tierlog.protocol import ApiKey, describe, is_retriable
@@ -22,6 +34,7 @@ __all__ = ["EARLIEST", "LATEST", "Cluster", "KafkaError", "TopicPartition", "par
 
 METADATA_VERSION = 12       # Kafka 2.8+; topic names (v13 only adds a top-level error code)
 LIST_OFFSETS_VERSION = 7    # Kafka 2.8+: timestamps, -1 latest, -2 earliest
+API_VERSIONS_VERSION = 3    # Kafka 2.4+
 LATEST = -1                 # ListOffsets timestamp: the high watermark (exclusive end)
 EARLIEST = -2               # ListOffsets timestamp: the log start offset
 _NO_TOPIC_ID = bytes(16)
@@ -73,10 +86,19 @@ class Cluster:
         self.brokers: dict[int, tuple[str, int]] = {}
         self.partitions: dict[str, dict[int, PartitionInfo]] = {}
         self.topic_errors: dict[str, int] = {}     # topics whose last Metadata answer was an error
+        self.topic_ids: dict[str, bytes] = {}
+        self.sent: Counter = Counter()                # requests sent, by (address, api key)
+        self.leader_hints_taken = 0
+        self._stale: set[str] = set()                 # topics whose leaders came from a KIP-951 hint
+        self._api_versions: dict[int, dict[int, tuple[int, int]]] = {}
         self._conns: dict[int, BlockingConnection] = {}
         self._any: BlockingConnection | None = None
 
     # -- connections ------------------------------------------------------------
+
+    def _open(self, host: str, port: int) -> BlockingConnection:
+        return BlockingConnection(host, port, client_id=self.client_id, timeout_s=self.timeout_s,
+                                  receive_message_max_bytes=self.receive_message_max_bytes, sent=self.sent)
 
     def _any_connection(self) -> BlockingConnection:
         if self._any is not None:
@@ -84,8 +106,7 @@ class Cluster:
         errors = []
         for host, port in self.bootstrap + list(self.brokers.values()):
             try:
-                self._any = BlockingConnection(host, port, client_id=self.client_id, timeout_s=self.timeout_s,
-                                                receive_message_max_bytes=self.receive_message_max_bytes)
+                self._any = self._open(host, port)
                 return self._any
             except PeerUnavailable as e:
                 errors.append(f"{host}:{port}: {e.reason}")
@@ -98,13 +119,31 @@ class Cluster:
                 self.refresh()
             if node_id not in self.brokers:       # no leader (-1), or a leader not (yet) registered
                 raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"broker {node_id}")
-            host, port = self.brokers[node_id]
-            conn = self._conns[node_id] = BlockingConnection(host, port, client_id=self.client_id,
-                                                           timeout_s=self.timeout_s,
-                                                           receive_message_max_bytes=self.receive_message_max_bytes)
+            conn = self._open(*self.brokers[node_id])
+            try:
+                resp = conn.request(ApiKey.API_VERSIONS, API_VERSIONS_VERSION,
+                                    {"ClientSoftwareName": "tierlog", "ClientSoftwareVersion": "1"})
+            except PeerUnavailable:
+                conn.close()
+                raise
+            self._api_versions[node_id] = {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"])
+                                           for k in resp["ApiKeys"]} if not resp["ErrorCode"] else {}
+            self._conns[node_id] = conn
         return conn
 
+    def version_for(self, node_id: int, api_key: int, lowest: int, highest: int) -> int:
+        """The highest version of ``api_key`` in ``[lowest, highest]`` that ``node_id`` speaks (``lowest``
+        if it did not say); KafkaError UNSUPPORTED_VERSION when the ranges do not meet."""
+        theirs = self._api_versions.get(node_id, {}).get(api_key)
+        if theirs is None:
+            return lowest
+        version = min(highest, theirs[1])
+        if version < max(lowest, theirs[0]):
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"api key {api_key} on broker {node_id}")
+        return version
+
     def drop_connection(self, node_id: int) -> None:
+        self._api_versions.pop(node_id, None)
         conn = self._conns.pop(node_id, None)
         if conn is not None:
             conn.close()
@@ -130,15 +169,60 @@ class Cluster:
                 self._any.close()
             self._any = None
             resp = self._any_connection().request(ApiKey.METADATA, METADATA_VERSION, body)
-        self.brokers = {b["NodeId"]: (b["Host"], b["Port"]) for b in resp["Brokers"]}
+        brokers = {b["NodeId"]: (b["Host"], b["Port"]) for b in resp["Brokers"]}
         for t in resp["Topics"]:
+            name = t["Name"]
+            self._stale.discard(name)
             if t["ErrorCode"]:
-                self.partitions.pop(t["Name"], None)
-                self.topic_errors[t["Name"]] = t["ErrorCode"]
+                self.partitions.pop(name, None)
+                self.topic_ids.pop(name, None)
+                self.topic_errors[name] = t["ErrorCode"]
                 continue
-            self.topic_errors.pop(t["Name"], None)
-            self.partitions[t["Name"]] = {p["PartitionIndex"]: PartitionInfo(p["LeaderId"], p["LeaderEpoch"])
-                                          for p in t["Partitions"]}
+            self.topic_errors.pop(name, None)
+            fresh = {p["PartitionIndex"]: PartitionInfo(p["LeaderId"], p["LeaderEpoch"]) for p in t["Partitions"]}
+            if self.topic_ids.get(name) == t.get("TopicId", _NO_TOPIC_ID):
+                self._keep_newer_leaders(name, fresh, brokers)
+            self.topic_ids[name] = t.get("TopicId", _NO_TOPIC_ID)
+            self.partitions[name] = fresh
+        self.brokers = brokers
+
+    def _keep_newer_leaders(self, topic: str, fresh: dict[int, PartitionInfo], brokers: dict) -> None:
+        """KIP-951 "Client": a cached leader with a newer epoch (from a hint) beats a stale Metadata answer."""
+        for index, cached in self.partitions.get(topic, {}).items():
+            answered = fresh.get(index)
+            if answered is not None and cached.leader_epoch > answered.leader_epoch:
+                fresh[index] = cached
+                if cached.leader in self.brokers:
+                    brokers.setdefault(cached.leader, self.brokers[cached.leader])
+
+    def apply_leader_hint(self, tp: TopicPartition, error_code: int, current_leader: dict | None,
+                          node_endpoints: list[dict] | None) -> bool:
+        """KIP-951 "Client": take the new leader an error names (see ``client.leader_hint``); True when
+        taken, so the caller retries at once; False: refresh metadata and back off as before."""
+        cached = self.partitions.get(tp[0], {}).get(tp[1])
+        update = leader_update(error_code, current_leader, -1 if cached is None else cached.leader_epoch,
+                               self.brokers, node_endpoints or ())
+        if update is None:
+            return False
+        if update.endpoint is not None and self.brokers.get(update.leader) != update.endpoint:
+            self.drop_connection(update.leader)     # the endpoint moved: reconnect there
+            self.brokers[update.leader] = update.endpoint
+        self.partitions.setdefault(tp[0], {})[tp[1]] = PartitionInfo(update.leader, update.leader_epoch)
+        self._stale.add(tp[0])
+        self.leader_hints_taken += 1
+        return True
+
+    def refresh_stale(self) -> None:
+        """The metadata refresh a taken hint asked for (KIP-951 "Client"), after the retry went out."""
+        if self._stale:
+            try:
+                self.refresh(sorted(self._stale))
+            except PeerUnavailable:
+                pass            # no broker answers now: the topics stay stale, asked again next time
+
+    def leader_epoch(self, tp: TopicPartition) -> int:
+        info = self.partitions.get(tp[0], {}).get(tp[1])
+        return -1 if info is None else info.leader_epoch
 
     def topics_matching(self, pattern: str) -> list[str]:
         self.refresh(None)

@@ -3,6 +3,14 @@
 Fetch requests go to the partition's leader (found through Metadata); the next
 request is sent before the current answer is decoded, so the broker works while
 we decode. Leader changes and connection loss refresh metadata and retry.
+
+The Fetch version is the highest both sides speak up to v16 (ApiVersions), so
+KIP-951 hints arrive; from v13 the partition is named by topic id. Each fetch
+carries the cached leader epoch (CurrentLeaderEpoch), so a deposed leader answers
+FENCED_LEADER_EPOCH. KIP-951 "Client": when a NOT_LEADER_OR_FOLLOWER or
+FENCED_LEADER_EPOCH answer names a newer leader we can reach, the fetch is sent
+to it at once, without a backoff or a Metadata round trip; the metadata refresh
+it asks for happens after the new leader's first answer is handed out.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import pyarrow as pa
 
 from tierlog.client.arrow_records import decode_fetched
 from tierlog.client.cluster import EARLIEST, Cluster, KafkaError
+from tierlog.client.leader_hint import HINTED_ERRORS
 from tierlog.net.request_pipeline import RECEIVE_MESSAGE_MAX_BYTES, PeerUnavailable
 from tierlog.protocol import ApiKey, is_retriable
 from tierlog.protocol.errors import ErrorCode
@@ -27,7 +36,9 @@ from tierlog.records.header import (
 
 __all__ = ["DataLossError", "read_range", "receive_message_max_bytes_for"]
 
-FETCH_VERSION = 12              # topic names; Kafka 2.8+
+FETCH_VERSION = 16              # KIP-951: CurrentLeader + NodeEndpoints on leader errors
+FETCH_VERSION_MIN = 4           # the lowest Kafka 4 accepts
+TOPIC_IDS_FROM = 13
 FETCH_BYTES_MAX = 8 * 1024 * 1024
 
 
@@ -41,13 +52,29 @@ class DataLossError(Exception):
     """Records between the requested offsets are gone (retention, truncation)."""
 
 
-def _fetch_body(topic: str, partition: int, offset: int, max_bytes: int, max_wait_ms: int) -> dict:
-    return {"ReplicaId": -1, "MaxWaitMs": max_wait_ms, "MinBytes": 1, "MaxBytes": max_bytes,
+class _Target:
+    """Where and how the next fetch of one partition goes: node, connection, version, leader epoch."""
+
+    __slots__ = ("conn", "epoch", "node", "topic_id", "version")
+
+    def __init__(self, cluster: Cluster, tp):
+        self.node = cluster.leader(tp)
+        self.conn = cluster.connection(self.node)
+        self.version = cluster.version_for(self.node, ApiKey.FETCH, FETCH_VERSION_MIN, FETCH_VERSION)
+        self.epoch = cluster.leader_epoch(tp)
+        self.topic_id = cluster.topic_ids.get(tp[0], bytes(16))
+        if self.version >= TOPIC_IDS_FROM and self.topic_id == bytes(16):
+            self.version = TOPIC_IDS_FROM - 1       # no topic id known: name the topic
+
+    def send(self, tp, offset: int, max_bytes: int, max_wait_ms: int) -> None:
+        topic = {"TopicId": self.topic_id} if self.version >= TOPIC_IDS_FROM else {"Topic": tp[0]}
+        self.conn.send(ApiKey.FETCH, self.version, {
+            "ReplicaId": -1, "MaxWaitMs": max_wait_ms, "MinBytes": 1, "MaxBytes": max_bytes,
             "IsolationLevel": 0, "SessionId": 0, "SessionEpoch": -1,
-            "Topics": [{"Topic": topic, "Partitions": [{
-                "Partition": partition, "CurrentLeaderEpoch": -1, "FetchOffset": offset,
+            "Topics": [{**topic, "Partitions": [{
+                "Partition": tp[1], "CurrentLeaderEpoch": self.epoch, "FetchOffset": offset,
                 "LastFetchedEpoch": -1, "LogStartOffset": -1, "PartitionMaxBytes": max_bytes}]}],
-            "ForgottenTopicsData": [], "RackId": ""}
+            "ForgottenTopicsData": [], "RackId": ""})
 
 
 def _next_offset_after(records, position: int) -> int:
@@ -85,47 +112,50 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
     position = start
     tp = (topic, partition)
     deadline = time.monotonic() + retry_timeout_s
-    conn, node = None, None
+    target = None
     inflight = None      # the offset an outstanding request asked for
     empty_answers = 0
     while position < end:
         try:
-            if conn is None:
-                node = cluster.leader(tp)
-                conn = cluster.connection(node)
-                state["node"] = node
+            if target is None:
+                target = _Target(cluster, tp)
+                state["node"] = target.node
                 inflight = None
             if inflight is None:
-                conn.send(ApiKey.FETCH, FETCH_VERSION, _fetch_body(topic, partition, position, max_bytes, 500))
+                target.send(tp, position, max_bytes, 500)
                 inflight = position
             state["inflight"] = True
-            resp = conn.receive()
+            resp = target.conn.receive()
             state["inflight"] = False
             inflight = None
         except KafkaError as e:                 # no leader right now: wait for one
             if not is_retriable(e.code) or time.monotonic() > deadline:
                 raise
-            conn = None
+            target = None
             time.sleep(0.2)
             continue
         except PeerUnavailable as e:
-            if node is not None:
-                cluster.drop_connection(node)
-            conn = None
+            if state["node"] is not None:
+                cluster.drop_connection(state["node"])
+            target = None
             if time.monotonic() > deadline:
                 raise PeerUnavailable(f"fetching {topic}-{partition} at offset {position}: {e}") from e
             time.sleep(0.2)
             continue
-        part = resp["Responses"][0]["Partitions"][0]
-        code = part["ErrorCode"] or resp.get("ErrorCode", ErrorCode.NONE)
+        part = _partition_answer(resp)
+        code = resp.get("ErrorCode", ErrorCode.NONE) or part["ErrorCode"]
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             position = _after_lost_data(cluster, tp, position, end, fail_on_data_loss)
+            continue
+        if code in HINTED_ERRORS and cluster.apply_leader_hint(tp, code, part.get("CurrentLeader"),
+                                                               resp.get("NodeEndpoints")):
+            target = None                       # KIP-951 "Client": retry on the new leader now, no backoff
             continue
         if code:
             if not is_retriable(code) or time.monotonic() > deadline:
                 raise KafkaError(code, f"Fetch {topic}-{partition} at offset {position}")
             cluster.refresh([topic])
-            conn = None
+            target = None
             time.sleep(0.1)
             continue
         deadline = time.monotonic() + retry_timeout_s
@@ -133,7 +163,7 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
         next_position = _next_offset_after(records, position)
         if next_position < end and next_position > position:
             # ask for the next chunk before decoding this one
-            conn.send(ApiKey.FETCH, FETCH_VERSION, _fetch_body(topic, partition, next_position, max_bytes, 500))
+            target.send(tp, next_position, max_bytes, 500)
             inflight = next_position
             state["inflight"] = True
         if next_position == position:
@@ -152,6 +182,16 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
         if chunk.batch is not None and chunk.batch.num_rows:
             yield chunk.batch
         position = next_position
+        cluster.refresh_stale()                 # KIP-951 "Client": the refresh a taken hint asked for
+
+
+def _partition_answer(resp: dict) -> dict:
+    """The one partition a single-partition Fetch answer carries (a stand-in error when it has none:
+    the top-level error code, if any, wins over it)."""
+    for t in resp.get("Responses") or ():
+        for p in t["Partitions"]:
+            return p
+    return {"ErrorCode": ErrorCode.UNKNOWN_SERVER_ERROR, "HighWatermark": -1, "Records": None}
 
 
 def _after_lost_data(cluster: Cluster, tp, position: int, end: int, fail_on_data_loss: bool) -> int:

@@ -72,6 +72,13 @@ class BrokerInfo:
         """Registered, unfenced and not shutting down: may lead and be in the ISR."""
         return not self.fenced and not self.in_controlled_shutdown
 
+    def address(self, listener: str | None) -> tuple[str, int] | None:
+        """(host, port) on ``listener`` (Kafka's BrokerRegistration.node); None when the broker
+        has no endpoint there; the first endpoint when no listener is named or none are known."""
+        if listener is None or not self.endpoints:
+            return self.host, self.port
+        return next(((e.host, e.port) for e in self.endpoints if e.name == listener), None)
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionInfo:

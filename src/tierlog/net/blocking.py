@@ -6,13 +6,15 @@ outstanding request's answer, so requests may be pipelined; ``request`` is
 one round trip. Each call has a timeout (the connection's ``timeout_s`` unless
 given) that covers the whole call. Any failure, a timeout, a closed socket or
 a protocol violation raises ``PeerUnavailable`` and closes the connection:
-a half-read answer leaves nothing usable.
+a half-read answer leaves nothing usable. ``sent``, when given, counts the
+requests sent by (address, api key): the client's own instrumentation.
 """
 
 from __future__ import annotations
 
 import socket
 import time
+from collections import Counter
 
 from tierlog.net.request_pipeline import (
     RECEIVE_MESSAGE_MAX_BYTES,
@@ -30,9 +32,10 @@ class BlockingConnection:
     """A socket to ``host:port`` with Kafka framing and correlation ids."""
 
     def __init__(self, host: str, port: int, *, client_id: str, timeout_s: float,
-                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES):
+                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES, sent: Counter | None = None):
         self.host, self.port = host, port
         self.timeout_s = timeout_s
+        self.sent = sent
         self.pipeline = RequestPipeline(client_id, receive_message_max_bytes)
         try:
             self._sock: socket.socket | None = socket.create_connection((host, port), timeout=timeout_s)
@@ -55,6 +58,8 @@ class BlockingConnection:
             sock.sendall(frame)
         except OSError as e:
             self._fail(f"send to {self.address} failed", _reason(e))
+        if self.sent is not None:
+            self.sent[(self.address, api_key)] += 1
         return cid
 
     def receive(self, timeout_s: float | None = None) -> dict:

@@ -41,6 +41,7 @@ class RequestHeader(NamedTuple):
     api_version: int
     correlation_id: int
     client_id: str | None
+    listener: str | None = None     # not on the wire: the listener it came in on (set by the dispatcher)
 
 
 def encode_request_header(api_key: int, api_version: int, correlation_id: int,

@@ -561,7 +561,7 @@ def test_metadata_handler_answers_v13_with_error_code_zero():
     image = types.SimpleNamespace(brokers={}, topics={}, cluster_id="c", controller_id=1,
                                   topic_by_id=lambda _id: None)
     broker = types.SimpleNamespace(node_id=1, image=image, config={"auto.create.topics.enable": False})
-    header = types.SimpleNamespace(api_key=3, api_version=13, correlation_id=1, client_id="x")
+    header = types.SimpleNamespace(api_key=3, api_version=13, correlation_id=1, client_id="x", listener=None)
     answer = api_03_metadata.handle(broker, header, {"Topics": [], "AllowAutoTopicCreation": False})
     assert answer["ErrorCode"] == 0
     _, decoded = decode_response(3, 13, b"".join(bytes(p) for p in encode_response(3, 13, 1, answer)))

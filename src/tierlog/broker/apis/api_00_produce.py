@@ -31,7 +31,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     if produce_may_be_stale(broker, request):
         await catch_up_once(broker)
     acks = request["Acks"]
-    hints = LeaderHints(broker)
+    hints = LeaderHints(broker, header.listener)
     now = broker.clock_ms()
     topics, waits = [], []
     for t in request["TopicData"]:

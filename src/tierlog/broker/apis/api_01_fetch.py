@@ -74,7 +74,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
         await broker.replicas.wait_for_data(keys, wait_ms / 1000, replica_id)
         reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0),
                           max_bytes)
-    return _response(broker, view, reads, version)
+    return _response(broker, view, reads, version, header.listener)
 
 
 def _moved_here(broker, replica_id: int, reads) -> bool:
@@ -221,8 +221,8 @@ def _diverges(part, sp, r) -> bool:
     return False
 
 
-def _response(broker, view, reads, version) -> dict:
-    hints = LeaderHints(broker)
+def _response(broker, view, reads, version, listener=None) -> dict:
+    hints = LeaderHints(broker, listener)
     topics: dict[object, dict] = {}
     for r in reads:
         if not view.should_return(r.sp, r.size > 0, r.error, r.hw, r.lso, r.log_start):

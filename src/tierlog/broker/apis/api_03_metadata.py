@@ -3,7 +3,9 @@
 A request for an unknown topic creates it when ``auto.create.topics.enable`` is
 on and the client allows it (AllowAutoTopicCreation, v4+; always for older
 versions).  Offline replicas are always empty; authorized operations are not
-computed (-2147483648). The v13 top-level ErrorCode is always 0 (this
+computed (-2147483648). Brokers are the unfenced ones, each at its endpoint on
+the listener the request came in on (a broker without one is left out, as
+Kafka's getAliveBrokerNodes). The v13 top-level ErrorCode is always 0 (this
 broker never asks a client to rebootstrap).
 """
 from tierlog.protocol.api import ApiKey
@@ -24,14 +26,23 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     image = broker.image
     return {
         "ThrottleTimeMs": 0,
-        "Brokers": [{"NodeId": b.node_id, "Host": b.host, "Port": b.port, "Rack": b.rack}
-                    for b in image.brokers.values() if not b.fenced],
+        "Brokers": _brokers(image, header.listener),
         "ClusterId": image.cluster_id,
         "ControllerId": broker.node_id,     # KRaft: clients reach the controller through a broker
         "Topics": topics,
         "ClusterAuthorizedOperations": OPS_NOT_REQUESTED,
         "ErrorCode": ErrorCode.NONE,
     }
+
+
+def _brokers(image, listener) -> list[dict]:
+    """Unfenced brokers, each at its endpoint on the request's listener (left out when it has none)."""
+    out = []
+    for b in image.brokers.values():
+        address = None if b.fenced else b.address(listener)
+        if address is not None:
+            out.append({"NodeId": b.node_id, "Host": address[0], "Port": address[1], "Rack": b.rack})
+    return out
 
 
 def _requested_names(broker, request) -> list:

@@ -16,7 +16,8 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     return {
         "ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "EndpointType": 1,
         "ClusterId": image.cluster_id, "ControllerId": broker.node_id,     # KRaft: clients reach the controller through a broker
-        "Brokers": [{"BrokerId": b.node_id, "Host": b.host, "Port": b.port, "Rack": b.rack}
-                    for b in image.brokers.values() if not b.fenced],
+        "Brokers": [{"BrokerId": b.node_id, "Host": a[0], "Port": a[1], "Rack": b.rack}
+                    for b in image.brokers.values() if not b.fenced
+                    for a in [b.address(header.listener)] if a is not None],     # on the request's listener
         "ClusterAuthorizedOperations": -2147483648,
     }
