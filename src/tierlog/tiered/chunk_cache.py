@@ -57,6 +57,15 @@ class ChunkCache:
                 break                                       # the object ends in this chunk
         return bytes(out)
 
+    def read_view(self, key: str, start: int, end: int, fetch: Callable[[int, int], bytes]) -> memoryview:
+        """``read``, as a view into the cached chunk when the range lies in one chunk (no copy:
+        the fetch path serves these bytes as they are)."""
+        index = start // self.chunk_size
+        if (end - 1) // self.chunk_size != index:
+            return memoryview(self.read(key, start, end, fetch))
+        base = index * self.chunk_size
+        return memoryview(self._chunk(key, index, fetch))[start - base:end - base]
+
     def holds(self, key: str, index: int) -> bool:
         """Whether chunk ``index`` of ``key`` is cached (for read-ahead: fetch it only if not)."""
         name = self._name(key, index)
@@ -97,11 +106,12 @@ class ChunkCache:
             with self._lock:
                 self._loading.pop(name, None)
             done.set()
+        stored = len(data) <= self.max_bytes and self._write(name, data)   # the file, outside the lock
         with self._lock:
             self._stats["gets"] += 1
             self._stats["get_bytes"] += len(data)
-            if len(data) <= self.max_bytes and name not in self._files:
-                self._store(name, data)
+            if stored and name not in self._files:
+                self._store(name, len(data))
             return self._keep_hot(name, data)
 
     @staticmethod
@@ -114,12 +124,19 @@ class ChunkCache:
             self._hot.popitem(last=False)
         return data
 
-    def _store(self, name: str, data: bytes) -> None:
-        tmp = self.directory / f"{name}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, self.directory / name)
-        self._files[name] = len(data)
-        self._bytes += len(data)
+    def _write(self, name: str, data: bytes) -> bool:
+        tmp = self.directory / f"{name}.{threading.get_ident()}.tmp"
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, self.directory / name)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            return False            # a full cache disk only costs a later GET
+        return True
+
+    def _store(self, name: str, size: int) -> None:
+        self._files[name] = size
+        self._bytes += size
         while self._bytes > self.max_bytes and self._files:
             self._forget(next(iter(self._files)))
 

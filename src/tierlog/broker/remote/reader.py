@@ -71,7 +71,7 @@ _LAST_DELTA_AT, _MAX_TS_AT = 23, 35
 
 class RemoteRead(NamedTuple):
     error: int
-    records: bytes = b""
+    records: bytes | memoryview = b""       # a view into a cached chunk, served without a copy
 
 
 class RemoteReader:
@@ -150,7 +150,7 @@ class RemoteReader:
                      and within_leader_epochs(m, entries, log_end)), None)
 
     def _read_batches(self, meta: RemoteLogSegmentMetadata, offset: int, max_bytes: int,
-                      min_one: bool) -> tuple[bytes, int]:
+                      min_one: bool) -> tuple[bytes | memoryview, int]:
         """Whole batches from the one holding ``offset``, and the file position after them."""
         position, size = self._position(meta, offset), meta.segment_size_in_bytes
         while position < size:                       # skip the batches wholly before ``offset``
@@ -164,7 +164,8 @@ class RemoteReader:
             return b"", position
         first_size = 12 + struct.unpack_from(">i", self._log_range(meta, position, position + 12), LENGTH_OFFSET)[0]
         want = max(max_bytes, first_size) if min_one else max_bytes
-        data = self._log_range(meta, position, min(size, position + want))
+        key = segment_key(meta.segment_id, meta.start_offset, LOG_SUFFIX)
+        data = self.chunks.read_view(key, position, min(size, position + want), lambda a, b: self._get(meta, a, b))
         checked = check_batches(data, first_must_be_whole=min_one)
         return data[:checked.end], position + checked.end
 
