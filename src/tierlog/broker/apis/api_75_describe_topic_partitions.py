@@ -23,7 +23,7 @@ epoch, replicas and ISR as in the image, the ELR and last known ELR (KIP-966,
 null when empty) and, as offline replicas, those on brokers that are not
 registered or are fenced. Left out: authorization (no ACLs:
 TopicAuthorizedOperations is -2147483648) and internal topics (tierlog has
-none; IsInternal is false).
+none; IsInternal is true only for __consumer_offsets).
 """
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def _partition(image: MetadataImage, p: PartitionInfo) -> dict:
 
 
 def _topic(topic: TopicInfo, partitions: list) -> dict:
-    return {"ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
+    return {"ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": topic.name == "__consumer_offsets",
             "Partitions": partitions, "TopicAuthorizedOperations": OPS_NOT_COMPUTED}
 
 

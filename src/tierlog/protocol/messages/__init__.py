@@ -15,6 +15,7 @@ from tierlog.protocol.messages import (
     broker_heartbeat,
     broker_registration,
     create_topics,
+    delete_groups,
     delete_topics,
     describe_cluster,
     describe_configs,
@@ -36,6 +37,7 @@ from tierlog.protocol.messages import (
     list_partition_reassignments,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
     offset_for_leader_epoch,
     produce,
@@ -55,7 +57,7 @@ _MODULES = (
     list_partition_reassignments, vote, begin_quorum_epoch, end_quorum_epoch,
     describe_quorum, alter_partition, fetch_snapshot, describe_cluster,
     broker_registration, broker_heartbeat, unregister_broker,
-    allocate_producer_ids, describe_topic_partitions,
+    allocate_producer_ids, describe_topic_partitions, delete_groups, offset_delete,
 )
 
 #: every API with schemas, by key
