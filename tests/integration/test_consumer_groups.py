@@ -5,9 +5,12 @@ import time
 
 import pytest
 from clients import create_topic, produce_all
-from cluster import FAST_REPLICATION
+from cluster import FAST_REPLICATION, request, wait_for
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
+
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.cluster(props={**FAST_REPLICATION, "group.initial.rebalance.delay.ms": "100",
@@ -99,3 +102,57 @@ def test_commits_survive_restart_and_consumer_resumes_after_them(cluster):
     admin.delete_consumer_groups(["g2"])["g2"].result(timeout=30)
     listed = admin.list_consumer_groups().result(timeout=30)
     assert "g2" not in [g.group_id for g in listed.valid]
+
+
+def test_group_apis_on_the_wire(cluster):
+    """FindCoordinator v4 batches, NOT_COORDINATOR elsewhere, the two-step join, errors, admin APIs."""
+    groups = ["wire-a", "wire-b"]
+
+    def find_all():
+        b = cluster.brokers[0]
+        resp = request("127.0.0.1", b.port, ApiKey.FIND_COORDINATOR, {"KeyType": 0, "CoordinatorKeys": groups}, 4)
+        return resp["Coordinators"] if all(c["ErrorCode"] == 0 for c in resp["Coordinators"]) else None
+    found = wait_for(find_all, 60, "coordinators")
+    assert [c["Key"] for c in found] == groups
+    port = {b.node_id: b.port for b in cluster.brokers}
+    coord, other = found[0]["NodeId"], next(b.node_id for b in cluster.brokers if b.node_id != found[0]["NodeId"])
+    join = {"GroupId": "wire-a", "SessionTimeoutMs": 10000, "RebalanceTimeoutMs": 10000, "MemberId": "",
+            "GroupInstanceId": None, "ProtocolType": "consumer", "Protocols": [{"Name": "range", "Metadata": b""}]}
+    assert request("127.0.0.1", port[other], ApiKey.JOIN_GROUP, join, 5)["ErrorCode"] == ErrorCode.NOT_COORDINATOR
+    assert request("127.0.0.1", port[coord], ApiKey.JOIN_GROUP, {**join, "GroupId": ""}, 5)[
+        "ErrorCode"] == ErrorCode.INVALID_GROUP_ID
+    assert request("127.0.0.1", port[coord], ApiKey.JOIN_GROUP, {**join, "SessionTimeoutMs": 10}, 5)[
+        "ErrorCode"] == ErrorCode.INVALID_SESSION_TIMEOUT
+    first = request("127.0.0.1", port[coord], ApiKey.JOIN_GROUP, join, 5)
+    assert first["ErrorCode"] == ErrorCode.MEMBER_ID_REQUIRED and first["MemberId"]
+    joined = request("127.0.0.1", port[coord], ApiKey.JOIN_GROUP, {**join, "MemberId": first["MemberId"]}, 5,
+                     timeout_s=30)
+    assert joined["ErrorCode"] == 0 and joined["GenerationId"] == 1 and joined["Leader"] == first["MemberId"]
+    member = first["MemberId"]
+    synced = request("127.0.0.1", port[coord], ApiKey.SYNC_GROUP, {
+        "GroupId": "wire-a", "GenerationId": 1, "MemberId": member,
+        "Assignments": [{"MemberId": member, "Assignment": b"mine"}]}, 3)
+    assert synced["ErrorCode"] == 0 and synced["Assignment"] == b"mine"
+    hb = {"GroupId": "wire-a", "GenerationId": 0, "MemberId": member}
+    assert request("127.0.0.1", port[coord], ApiKey.HEARTBEAT, hb, 3)["ErrorCode"] == ErrorCode.ILLEGAL_GENERATION
+    listed = request("127.0.0.1", port[coord], ApiKey.LIST_GROUPS, {"StatesFilter": ["stable"]}, 4)
+    assert [g["GroupId"] for g in listed["Groups"]] == ["wire-a"]
+    deleted = request("127.0.0.1", port[coord], ApiKey.DELETE_GROUPS, {"GroupsNames": ["wire-a"]}, 2)
+    assert deleted["Results"][0]["ErrorCode"] == ErrorCode.NON_EMPTY_GROUP
+    left = request("127.0.0.1", port[coord], ApiKey.LEAVE_GROUP, {"GroupId": "wire-a", "Members": [
+        {"MemberId": member, "GroupInstanceId": None}]}, 3)
+    assert left["ErrorCode"] == 0 and left["Members"][0]["ErrorCode"] == 0
+    commit = request("127.0.0.1", port[coord], ApiKey.OFFSET_COMMIT, {
+        "GroupId": "wire-a", "GenerationIdOrMemberEpoch": -1, "MemberId": "", "Topics": [
+            {"Name": "t", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": 7, "CommittedMetadata": "m"}]}]}, 8)
+    assert commit["Topics"][0]["Partitions"][0]["ErrorCode"] == 0
+    fetched = request("127.0.0.1", port[coord], ApiKey.OFFSET_FETCH, {"Groups": [
+        {"GroupId": "wire-a", "Topics": None}], "RequireStable": False}, 8)
+    assert fetched["Groups"][0]["Topics"][0]["Partitions"][0]["CommittedOffset"] == 7
+    gone = request("127.0.0.1", port[coord], ApiKey.OFFSET_DELETE, {"GroupId": "wire-a", "Topics": [
+        {"Name": "t", "Partitions": [{"PartitionIndex": 0}]}]}, 0)
+    assert gone["ErrorCode"] == 0 and gone["Topics"][0]["Partitions"][0]["ErrorCode"] == 0
+    deleted = request("127.0.0.1", port[coord], ApiKey.DELETE_GROUPS, {"GroupsNames": ["wire-a", "nope"]}, 2)
+    assert [r["ErrorCode"] for r in deleted["Results"]] == [0, ErrorCode.GROUP_ID_NOT_FOUND]
+    meta = request("127.0.0.1", port[coord], ApiKey.METADATA, {"Topics": [{"Name": "__consumer_offsets"}]}, 12)
+    assert meta["Topics"][0]["IsInternal"] is True

@@ -120,6 +120,8 @@ class GroupCoordinator:
         return coordinator_partition(group_id, self.num_partitions)
 
     def locate(self, group_id: str) -> tuple[_Hosted | None, int]:
+        if not group_id:
+            return None, ErrorCode.INVALID_GROUP_ID
         hosted = self._hosted.get(self.partition_for(group_id))
         if hosted is None or not self._leading(hosted):
             return None, ErrorCode.NOT_COORDINATOR

@@ -246,8 +246,8 @@ class GroupShard:
         for group in list(self.groups.values()):
             if group.state is not _S.EMPTY:
                 continue
-            since = group.state_timestamp_ms if group.state_timestamp_ms >= 0 else c.now_ms
-            keys = self.offsets.expired(group.group_id, since, c.now_ms, self.config.offsets_retention_ms)
+            keys = self.offsets.expired(group.group_id, group.state_timestamp_ms, c.now_ms,
+                                        self.config.offsets_retention_ms)
             self._tombstone_offsets(group.group_id, keys, c)
             if not self.offsets.has_offsets(group.group_id):
                 self._delete_group(group, c)
@@ -263,8 +263,9 @@ def _group_from_record(group_id: str, v: dict) -> ClassicGroup:
     group = ClassicGroup(group_id, generation=v["generation"], protocol_type=v["protocolType"] or None,
                          protocol=v["protocol"], state_timestamp_ms=v.get("currentStateTimestamp", -1))
     for mv in v["members"]:
+        rebalance = mv.get("rebalanceTimeout", -1)       # -1 in v0 records: the session timeout stands in
         group.add(Member(mv["memberId"], mv.get("groupInstanceId"), mv["clientId"], mv["clientHost"],
-                         mv.get("rebalanceTimeout", -1), mv["sessionTimeout"], v["protocolType"],
+                         rebalance if rebalance > 0 else mv["sessionTimeout"], mv["sessionTimeout"], v["protocolType"],
                          [(v["protocol"] or "", bytes(mv["subscription"]))], assignment=bytes(mv["assignment"])))
     group.leader_id = v["leader"] if v["leader"] in group.members else group.leader_id
     group.state = _S.STABLE if group.members else _S.EMPTY

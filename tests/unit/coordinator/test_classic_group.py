@@ -291,3 +291,16 @@ def test_list_describe_and_reload_from_records():
         "ErrorCode"] == E.NONE
     loaded.replay(*out.records[0][:1], None)
     assert "g" not in loaded.groups and isinstance(decode_key(out.records[0][0]), GroupKey)
+
+
+def test_offsets_of_a_group_known_only_from_the_log_expire():
+    from tierlog.coordinator.records import OffsetKey, offset_commit_record
+    s = shard()
+    s.replay(*offset_commit_record(OffsetKey("simple", "t", 0), {
+        "offset": 3, "leaderEpoch": -1, "metadata": "", "commitTimestamp": 50, "expireTimestamp": -1}))
+    s.loaded(100)
+    assert s.list_groups([], []) == [{"GroupId": "simple", "ProtocolType": "", "GroupState": "Empty",
+                                      "GroupType": "classic"}]
+    assert not [r for o in s.tick(1000) for r in o.records]        # committed at 50: due at 1050
+    outs = s.tick(1100)
+    assert "simple" not in s.groups and len([r for o in outs for r in o.records]) == 2   # offset + group tombstones
