@@ -60,7 +60,8 @@ def _create_offsets_topic(broker) -> None:
                         "ReplicationFactor": max(1, min(groups.replication_factor, live)), "Assignments": [],
                         "Configs": [{"Name": "cleanup.policy", "Value": "compact"},
                                     {"Name": "segment.bytes", "Value": str(groups.segment_bytes)},
-                                    {"Name": "compression.type", "Value": "producer"}]}],
+                                    {"Name": "compression.type", "Value": "producer"},
+                                    {"Name": "remote.storage.enable", "Value": "false"}]}],   # internal: never tiered
             "timeoutMs": 10000, "validateOnly": False}
     broker.background.spawn(broker.controller_channel.send(ApiKey.CREATE_TOPICS, body, 10.0, 7),
                             name=f"create-{OFFSETS_TOPIC}")
