@@ -6,13 +6,13 @@ States and every legal transition (anything else is an AssertionError):
 - Empty -> Dead                    the group is deleted (DeleteGroups, offsets expired)
 - PreparingRebalance -> CompletingRebalance   the join phase completed with members
 - PreparingRebalance -> Empty      the join phase completed with no member left
-- PreparingRebalance -> Dead       the group is unloaded / deleted
 - CompletingRebalance -> Stable    the leader's assignment is stored (SyncGroup)
 - CompletingRebalance -> PreparingRebalance   a member joins, leaves, changes or times out
-- CompletingRebalance -> Dead
 - Stable -> PreparingRebalance     a member joins, leaves, changes its protocols or expires
-- Stable -> Dead
-- Dead -> Dead
+
+Kafka's table also lets PreparingRebalance, CompletingRebalance, Stable and Dead
+go to Dead; tierlog deletes only Empty groups (a shard that stops being
+coordinator is dropped whole, its groups need no state), so those are illegal here.
 
 A group loaded from ``__consumer_offsets`` starts in Stable (members stored)
 or Empty.  The generation grows by one each time the join phase completes.
@@ -42,10 +42,10 @@ class GroupState(Enum):
 _S = GroupState
 _LEGAL = {
     _S.EMPTY: {_S.PREPARING_REBALANCE, _S.DEAD},
-    _S.PREPARING_REBALANCE: {_S.COMPLETING_REBALANCE, _S.EMPTY, _S.DEAD},
-    _S.COMPLETING_REBALANCE: {_S.STABLE, _S.PREPARING_REBALANCE, _S.DEAD},
-    _S.STABLE: {_S.PREPARING_REBALANCE, _S.DEAD},
-    _S.DEAD: {_S.DEAD},
+    _S.PREPARING_REBALANCE: {_S.COMPLETING_REBALANCE, _S.EMPTY},
+    _S.COMPLETING_REBALANCE: {_S.STABLE, _S.PREPARING_REBALANCE},
+    _S.STABLE: {_S.PREPARING_REBALANCE},
+    _S.DEAD: set(),
 }
 
 

@@ -58,16 +58,36 @@ def stable_pair(s):
     return a, b
 
 
-def test_transition_table_rejects_illegal_moves():
-    g = ClassicGroup("x")
-    with pytest.raises(AssertionError):
-        g.transition(GroupState.STABLE, 0)
-    g.transition(GroupState.PREPARING_REBALANCE, 0)
-    with pytest.raises(AssertionError):
-        g.transition(GroupState.STABLE, 0)
-    g.transition(GroupState.DEAD, 0)
-    with pytest.raises(AssertionError):
-        g.transition(GroupState.EMPTY, 0)
+LEGAL = {("Empty", "PreparingRebalance"), ("Empty", "Dead"), ("PreparingRebalance", "CompletingRebalance"),
+         ("PreparingRebalance", "Empty"), ("CompletingRebalance", "Stable"),
+         ("CompletingRebalance", "PreparingRebalance"), ("Stable", "PreparingRebalance")}
+
+
+@pytest.mark.parametrize("source", list(GroupState))
+@pytest.mark.parametrize("target", list(GroupState))
+def test_transition_table(source, target):
+    g = ClassicGroup("x", state=source)
+    if (source.value, target.value) in LEGAL:
+        g.transition(target, 5)
+        assert g.state is target and g.state_timestamp_ms == 5
+    else:
+        with pytest.raises(AssertionError):
+            g.transition(target, 5)
+
+
+def test_sync_errors_during_a_rebalance_and_follower_rejoin_in_stable():
+    s = shard()
+    a, b = stable_pair(s)
+    s.sync(sync_req(b, 2), "sb", 2)
+    out = s.sync(sync_req(a, 2, [(a, b"A"), (b, b"B")]), "sa", 2)
+    mismatch = {**sync_req(b, 2), "ProtocolType": "connect"}
+    assert answers(s.sync(mismatch, "x", 3))["x"]["ErrorCode"] == E.INCONSISTENT_GROUP_PROTOCOL
+    rejoin = answers(s.join(jreq(member=b), "jb", 3))["jb"]          # a follower, same protocols: no rebalance
+    assert rejoin["GenerationId"] == 2 and rejoin["Members"] == [] and s.groups["g"].state is GroupState.STABLE
+    s.join(jreq(member=a), "ja", 4)                                  # the leader rejoins: rebalance
+    assert s.groups["g"].state is GroupState.PREPARING_REBALANCE
+    assert answers(s.sync(sync_req(b, 2), "x", 4))["x"]["ErrorCode"] == E.REBALANCE_IN_PROGRESS
+    assert out.records
 
 
 def test_join_sync_heartbeat_happy_path_stores_the_assignment():
