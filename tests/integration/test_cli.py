@@ -267,6 +267,18 @@ def test_consume_stops_when_idle(broker_bootstrap):
     assert result.stdout == b"a\nb\n"
 
 
+def test_consume_in_a_group_resumes_after_what_it_printed(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    topic = new_topic(broker_bootstrap)
+    ok("produce", topic, *b, stdin=b"r1\nr2\nr3\nr4\n")
+    first = ok("consume", topic, "--group", "cli-group", "--max-messages", "2", *b)
+    assert first.stdout == b"r1\nr2\n"
+    rest = ok("consume", topic, "--group", "cli-group", "--timeout-ms", "3000", *b)
+    assert rest.stdout == b"r3\nr4\n"
+    error = one_error_line(tierlog("consume", topic, "--group", "cli-group", "--from", "5", *b))
+    assert "--group" in error
+
+
 def test_consume_from_offset_and_timestamp(broker_bootstrap):
     b = ["--bootstrap-server", broker_bootstrap]
     topic = new_topic(broker_bootstrap, partitions=2)

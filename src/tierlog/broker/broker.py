@@ -2,8 +2,8 @@
 
 Handlers get a ``Broker`` and reach the metadata image (``image``; ``metadata``
 to wait for a change), the active controller (``controller_channel``, a channel that
-forwards admin requests), the hosted partitions (``replicas``), fetch sessions
-and settings through it; background work a handler starts (an automatic topic
+forwards admin requests), the hosted partitions (``replicas``), fetch sessions,
+the group coordinator (``groups``) and settings through it; background work a handler starts (an automatic topic
 creation) goes to ``background``, which ``close`` cancels and awaits.  It holds
 no request logic of its own.
 """
@@ -19,6 +19,7 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
 from .fetch_session import FetchSessionCache
+from .group_coordinator import GroupCoordinator
 from .lifecycle import BrokerLifecycleManager
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
@@ -48,6 +49,8 @@ class Broker:
         self.fetch_max_bytes = config["fetch.max.bytes"]
         self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
         self.remote = None      # broker.remote.RemoteTier when remote.log.storage.system.enable, set by the node
+        self.groups = GroupCoordinator(config, replicas, clock_ms)      # consumer groups (__consumer_offsets)
+        replicas.coordinator_listener = self.groups
 
     async def _allocate_producer_ids(self) -> range:
         """A block from the controller (AllocateProducerIds, 67); ``broker_epoch`` fences stale brokers."""
@@ -79,5 +82,6 @@ class Broker:
         return part, ErrorCode.NONE
 
     async def close(self) -> None:
-        """Cancel and await the background work handlers started."""
+        """Cancel and await the background work handlers started, and the group coordinator's."""
         await self.background.close()
+        await self.groups.close()

@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 
 class TierListener(Protocol):
-    """Tiered storage's view of leadership (``broker.remote``'s RemoteLogManager implements it)."""
+    """A view of leadership (``broker.remote``'s RemoteLogManager and the group coordinator implement it)."""
 
     def on_leader(self, part: Partition) -> None: ...          # became leader at a new epoch
     def on_follower(self, part: Partition) -> None: ...        # started following a (new) leader
@@ -92,7 +92,11 @@ class ReplicaManager:
         self.leader_moves = LeaderMoves(int(cfg.get("replica.fetch.wait.max.ms", 500)))
         self._tasks = TaskSet(f"replica manager {node_id}")     # the ticker and AlterPartition requests
         self.tier_listener: TierListener | None = None   # tiered storage follows leadership through it
+        self.coordinator_listener: TierListener | None = None   # the group coordinator (__consumer_offsets) too
         self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
+
+    def _listeners(self) -> list[TierListener]:
+        return [lst for lst in (self.tier_listener, self.coordinator_listener) if lst is not None]
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
@@ -156,8 +160,8 @@ class ReplicaManager:
     def _drop(self, key, topic_deleted: bool = False) -> None:
         part = self.partitions.pop(key, None)
         if part is not None:
-            if self.tier_listener is not None:
-                self.tier_listener.on_stopped(part, topic_deleted)
+            for listener in self._listeners():
+                listener.on_stopped(part, topic_deleted)
             self._by_id.pop((part.topic_id, part.index), None)
             self.fetchers.stop_following((part.topic_id, part.index))
             part.leader_state = None
@@ -221,8 +225,8 @@ class ReplicaManager:
                 for replica in self.leader_moves.became_leader(part.key, p.replicas, self.node_id, now):
                     self._wake(("replica", replica))       # its parked fetch names its old partitions
                 self._on_update(part, part.leader_state.on_leader_append(leo, now))
-                if self.tier_listener is not None:
-                    self.tier_listener.on_leader(part)
+                for listener in self._listeners():
+                    listener.on_leader(part)
             else:
                 # KIP-1303: a dynamic change of the bytes threshold applies to the next report check
                 ls.config = replace(ls.config, eligible_local_log_bytes=self._eligible_bytes(image, part))
@@ -239,8 +243,8 @@ class ReplicaManager:
         if p.leader >= 0:
             if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.log, self._tiering(part)):
                 log.info("%s-%d: following %d at epoch %d", part.topic, part.index, p.leader, p.leader_epoch)
-                if self.tier_listener is not None:
-                    self.tier_listener.on_follower(part)
+                for listener in self._listeners():
+                    listener.on_follower(part)
         else:
             self.fetchers.stop_following(id_key)
 

@@ -1,8 +1,16 @@
 """`tierlog consume`: print a topic's records, like kafka-console-consumer.
 
-The consumer assign()s partitions itself: no consumer group is joined and no
-offset is committed (librdkafka insists on a group.id, so a fixed one is set
-and never used). Runs until ``--max-messages`` records were printed, until
+Without ``--group`` the consumer assign()s partitions itself: no consumer group
+is joined and no offset is committed (librdkafka insists on a group.id, so a
+fixed one is set and never used).  With ``--group G`` it subscribes as a member
+of group G (the classic protocol): the group's other members share the
+partitions, it starts where the group's committed offsets are (``--from
+earliest|latest`` only decides where a partition without one starts; an
+offset, a timestamp or ``--partition`` are refused), and the offset of every
+record once printed is committed (in the background and on exit), so a
+restarted member goes on after the last record it printed; ``--timeout-ms``
+counts from its latest assignment (a member assigned nothing within
+``--timeout`` is an error).  Runs until ``--max-messages`` records were printed, until
 no record arrived for ``--timeout-ms``, or until Ctrl-C. Record formats are
 described in `tierlog.cli.record_format`. Prints ``consumed N records`` on
 stderr at the end. An offset outside the log is an error, not a silent
@@ -41,6 +49,7 @@ examples:
   tierlog consume greetings --timeout-ms 2000
   tierlog consume orders --from @1700000000000 --format json --max-messages 10
   tierlog consume orders --partition 2 --from 1000 --format kv --print-headers
+  tierlog consume orders --group billing --timeout-ms 5000
 """
 
 
@@ -60,10 +69,12 @@ def _check(message) -> bool:
     raise CliError(f"partition {message.partition()}: {describe_kafka_error(error)}")
 
 
-def _print_records(conn: Connection, args: argparse.Namespace) -> int:
+def _print_records(conn: Connection, args: argparse.Namespace, idle_from=None) -> int:
+    """``idle_from()``: when the idle time started, if later than the last record (a group's assignment)."""
     line_of = formatter(args.format, args.print_headers)
     out = sys.stdout.buffer
     printed, idle_since = 0, time.monotonic()
+    group = args.group is not None
     idle_limit_s = None if args.timeout_ms is None else args.timeout_ms / 1000
     while args.max_messages is None or printed < args.max_messages:
         batch = conn.client.consume(num_messages=_wanted(args, printed), timeout=_POLL_S)
@@ -72,14 +83,21 @@ def _print_records(conn: Connection, args: argparse.Namespace) -> int:
         if records:
             out.write(b"".join(line_of(m) + b"\n" for m in records))
             out.flush()
+            if group:
+                for m in records:
+                    conn.client.store_offsets(message=m)      # committed once printed
             printed += len(records)
             idle_since = time.monotonic()
-        elif idle_limit_s is not None and time.monotonic() - idle_since >= idle_limit_s:
-            break
+        elif idle_limit_s is not None:
+            since = max(idle_since, idle_from()) if idle_from is not None else idle_since
+            if time.monotonic() - since >= idle_limit_s:
+                break
     return printed
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.group is not None:
+        return _run_in_group(args)
     settings = dict(CONSUMER_SETTINGS, **{"auto.offset.reset": "error"})
     conn = Connection(Consumer, args, **settings)
     try:
@@ -91,11 +109,40 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_in_group(args: argparse.Namespace) -> int:
+    if args.partition is not None or args.start.kind not in ("earliest", "latest"):
+        raise CliError("--group starts at the group's committed offsets: --from takes only earliest or latest "
+                       "there (for partitions without one), and --partition is not allowed")
+    settings = dict(CONSUMER_SETTINGS, **{"group.id": args.group, "enable.auto.commit": True,
+                                          "auto.offset.reset": args.start.kind})
+    conn = Connection(Consumer, args, **settings)
+    started, assigned = time.monotonic(), [None]
+
+    def on_assign(consumer, partitions):
+        assigned[0] = time.monotonic()
+
+    def idle_from() -> float:
+        """The idle time counts from the latest assignment: joining the group takes a while."""
+        if assigned[0] is not None:
+            return assigned[0]
+        if time.monotonic() - started > args.timeout:
+            raise CliError(f"group {args.group} assigned this member nothing within {args.timeout:g}s")
+        return time.monotonic()
+
+    try:
+        conn.client.subscribe([args.topic], on_assign=on_assign)
+        printed = _print_records(conn, args, idle_from)
+    finally:
+        conn.client.close()             # commits the stored offsets and leaves the group
+    note(f"consumed {printed} records")
+    return 0
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "consume", parents=[connection_options()],
         help="print a topic's records, one per line",
-        description="Print records of a topic, one per line (no consumer group).",
+        description="Print records of a topic, one per line (as a group member with --group).",
         epilog=_EPILOG,
     )
     parser.add_argument("topic", metavar="TOPIC", help="topic to read")
@@ -112,4 +159,6 @@ def register(subparsers) -> None:
                         help="value, kv (KEY<TAB>VALUE) or json (one object per line)")
     parser.add_argument("--print-headers", action="store_true",
                         help="start value/kv lines with h1:v1,h2:v2<TAB>")
+    parser.add_argument("--group", metavar="GROUP",
+                        help="consume as a member of this consumer group, committing what was printed")
     parser.set_defaults(func=run)

@@ -16,6 +16,7 @@ from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.METADATA, 1, 13
 NO_TOPIC_ID = bytes(16)
+INTERNAL_TOPICS = frozenset({"__consumer_offsets"})     # Kafka's internal topics that clients see
 OPS_NOT_REQUESTED = -2147483648
 
 
@@ -69,7 +70,8 @@ def _topic(broker, name, allow_create) -> dict:
         auto_create(broker, name)
         return _error(ErrorCode.LEADER_NOT_AVAILABLE, name)     # Kafka's answer while it is being created
     return {
-        "ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
+        "ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id,
+        "IsInternal": topic.name in INTERNAL_TOPICS,
         "Partitions": [{"ErrorCode": ErrorCode.NONE, "PartitionIndex": p.partition, "LeaderId": p.leader,
                         "LeaderEpoch": p.leader_epoch, "ReplicaNodes": list(p.replicas),
                         "IsrNodes": list(p.isr), "OfflineReplicas": []} for p in topic.partitions],

@@ -28,7 +28,7 @@ cluster-wide dynamic value, else this broker's server.properties default
 (the controller elects with *its* static default; ``tierlog up`` gives every
 node the same file). Left out: authorization (no ACLs:
 TopicAuthorizedOperations is -2147483648) and internal topics (tierlog has
-none; IsInternal is false).
+none; IsInternal is true only for __consumer_offsets).
 """
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ def _partition(image: MetadataImage, p: PartitionInfo, thresholds: EligibilityTh
 
 
 def _topic(topic: TopicInfo, partitions: list) -> dict:
-    return {"ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": False,
+    return {"ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": topic.name == "__consumer_offsets",
             "Partitions": partitions, "TopicAuthorizedOperations": OPS_NOT_COMPUTED}
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tierlog.protocol import ErrorCode, RequestHeader
     from tierlog.storage import LogManager
 
-__all__ = ["ControllerSender", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource", "Response"]
+__all__ = ["ControllerSender", "GroupCoordinatorService", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource", "Response"]
 
 
 class MetadataSource(Protocol):
@@ -81,6 +81,24 @@ class RemoteReads(Protocol):
     metadata: object        # broker.remote.metadata_manager.RemoteLogMetadataManager: is_ready
 
 
+class GroupCoordinatorService(Protocol):
+    """The group coordinator (``broker.group_coordinator.GroupCoordinator``)."""
+
+    num_partitions: int
+    replication_factor: int
+    segment_bytes: int
+
+    def partition_for(self, group_id: str) -> int: ...
+
+    def read(self, group_id: str, fn: Callable, error_answer: Callable[[int], dict]) -> dict: ...
+
+    async def run(self, group_id: str, call: Callable, error_answer: Callable[[int], dict]) -> dict: ...
+
+    def loaded_shards(self) -> tuple[list, bool]: ...
+
+    def should_create_topic(self) -> bool: ...
+
+
 @runtime_checkable
 class HandlerContext(Protocol):
     """The broker as request handlers see it."""
@@ -98,6 +116,7 @@ class HandlerContext(Protocol):
     fetch_max_bytes: int
     fetch_wait_max_ms: int
     remote: RemoteReads | None
+    groups: GroupCoordinatorService
 
     @property
     def image(self) -> MetadataImage: ...

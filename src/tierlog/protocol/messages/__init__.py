@@ -17,6 +17,7 @@ from tierlog.protocol.messages import (
     broker_registration,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_records,
     delete_topics,
     describe_cluster,
@@ -40,6 +41,7 @@ from tierlog.protocol.messages import (
     list_partition_reassignments,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
     offset_for_leader_epoch,
     produce,
@@ -60,7 +62,7 @@ _MODULES = (
     describe_quorum, alter_partition, fetch_snapshot, describe_cluster,
     broker_registration, broker_heartbeat, unregister_broker,
     allocate_producer_ids, describe_topic_partitions,
-    alter_configs, delete_records, create_partitions, describe_log_dirs,
+    alter_configs, delete_records, create_partitions, describe_log_dirs, delete_groups, offset_delete,
 )
 
 #: every API with schemas, by key

@@ -1,7 +1,8 @@
-"""FindCoordinator (key 10), versions 0-4, flexible from 3.
+"""FindCoordinator (key 10), versions 0-6, flexible from 3.
 
 v1 KeyType (0 group, 1 transaction) and ThrottleTimeMs/ErrorMessage; v4
-batches keys: CoordinatorKeys in, Coordinators out.
+batches keys: CoordinatorKeys in, Coordinators out; v5 may answer
+TRANSACTION_ABORTABLE (KIP-890); v6 adds the share key type (KIP-932).
 """
 
 from tierlog.protocol.api import ApiKey, ApiSpec
@@ -34,4 +35,4 @@ RESPONSE = Struct([
     Field("Coordinators", [_COORDINATOR], versions="4+"),
 ], name="FindCoordinatorResponse")
 
-SPEC = ApiSpec(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 4, 3, REQUEST, RESPONSE)
+SPEC = ApiSpec(ApiKey.FIND_COORDINATOR, "FindCoordinator", 0, 6, 3, REQUEST, RESPONSE)

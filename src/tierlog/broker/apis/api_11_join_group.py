@@ -1,0 +1,23 @@
+"""JoinGroup (11), v0-9: join a classic group (``coordinator.classic``).
+
+v4+ uses the two-step join (MEMBER_ID_REQUIRED); v5+ static membership.  The
+answer waits for the join phase to end.  Left out: SkipAssignment (v9) is
+always false (no broker-side assignors); the member's host is not known here.
+"""
+from tierlog.coordinator.classic import join_error
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.JOIN_GROUP, 0, 9
+NULLABLE_PROTOCOL_FROM = 7
+
+
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    req = dict(request, client_id=header.client_id or "", client_host="/", version=header.api_version)
+    resp = await broker.groups.run(request["GroupId"], lambda shard, token, now: shard.join(req, token, now),
+                                   lambda code: join_error(code, request["MemberId"]))
+    if header.api_version < NULLABLE_PROTOCOL_FROM and resp["ProtocolName"] is None:
+        resp = dict(resp, ProtocolName="")
+    return dict(resp, ThrottleTimeMs=0)

@@ -1,0 +1,17 @@
+"""Heartbeat (12), v0-4: keep a classic group member's session alive.
+
+Errors: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION,
+REBALANCE_IN_PROGRESS (rejoin), and the coordinator errors.
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.HEARTBEAT, 0, 4
+
+
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    resp = await broker.groups.run(request["GroupId"], lambda shard, token, now: shard.heartbeat(request, token, now),
+                                   lambda code: {"ErrorCode": code})
+    return {"ThrottleTimeMs": 0, "ErrorCode": resp["ErrorCode"]}

@@ -1,0 +1,25 @@
+"""LeaveGroup (13), v0-5: members leave a classic group.
+
+v0-2 name one MemberId (its error is the top-level ErrorCode); v3+ batch
+members, by member id or static group instance id, with per-member errors.
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LEAVE_GROUP, 0, 5
+BATCHED_FROM = 3
+
+
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    batched = header.api_version >= BATCHED_FROM
+    members = ([(m["MemberId"], m.get("GroupInstanceId")) for m in request["Members"]] if batched
+               else [(request["MemberId"], None)])
+    resp = await broker.groups.run(request["GroupId"],
+                                   lambda shard, token, now: shard.leave(request["GroupId"], members, token, now),
+                                   lambda code: {"ErrorCode": code, "Members": []})
+    code = resp["ErrorCode"]
+    if not batched and not code and resp["Members"]:
+        code = resp["Members"][0]["ErrorCode"]
+    return {"ThrottleTimeMs": 0, "ErrorCode": code, "Members": resp["Members"]}

@@ -1,0 +1,19 @@
+"""SyncGroup (14), v0-5: the leader's assignment in, each member's own part out.
+
+The leader's SyncGroup stores the assignment in ``__consumer_offsets``; every
+member is answered once that record is committed.  v5 checks ProtocolType and
+ProtocolName (INCONSISTENT_GROUP_PROTOCOL).
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.SYNC_GROUP, 0, 5
+
+
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    resp = await broker.groups.run(request["GroupId"], lambda shard, token, now: shard.sync(request, token, now),
+                                   lambda code: {"ErrorCode": code, "Assignment": b""})
+    return {"ThrottleTimeMs": 0, "ErrorCode": resp["ErrorCode"], "ProtocolType": resp.get("ProtocolType"),
+            "ProtocolName": resp.get("ProtocolName"), "Assignment": resp["Assignment"]}

@@ -1,0 +1,23 @@
+"""DescribeGroups (15), v0-5: state, protocol and members of groups.
+
+A group this coordinator does not know is answered as Dead (Kafka's answer
+before v6); member metadata and assignments are given only in Stable.
+Authorized operations are not computed (-2147483648).
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_GROUPS, 0, 5
+
+
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    return {"ThrottleTimeMs": 0, "Groups": [
+        broker.groups.read(g, lambda shard, g=g: shard.describe(g), lambda code, g=g: _error(g, code))
+        for g in request["Groups"]]}
+
+
+def _error(group_id: str, code: int) -> dict:
+    return {"ErrorCode": code, "GroupId": group_id, "GroupState": "", "ProtocolType": "", "ProtocolData": "",
+            "Members": []}

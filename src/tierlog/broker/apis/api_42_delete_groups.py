@@ -1,0 +1,23 @@
+"""DeleteGroups (42), v0-2: delete groups without members, with their offsets.
+
+Per group: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or the tombstones of its
+offsets and metadata are written (answered once committed).
+"""
+import asyncio
+
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_GROUPS, 0, 2
+
+
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    answers = await asyncio.gather(*(_delete(broker, g) for g in request["GroupsNames"]))
+    return {"ThrottleTimeMs": 0, "Results": [r for a in answers for r in a["Results"]]}
+
+
+def _delete(broker, group_id: str):
+    return broker.groups.run(group_id, lambda shard, token, now: shard.delete_groups([group_id], token, now),
+                             lambda code: {"Results": [{"GroupId": group_id, "ErrorCode": code}]})

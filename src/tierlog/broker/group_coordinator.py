@@ -1,0 +1,246 @@
+"""The group coordinator's asyncio shell: one ``coordinator.GroupShard`` per
+``__consumer_offsets`` partition this broker leads.
+
+- Leadership (``ReplicaManager`` calls ``on_leader`` / ``on_follower`` /
+  ``on_stopped``): becoming leader of a partition loads its shard by reading the
+  partition's log from its start (requests meanwhile get
+  COORDINATOR_LOAD_IN_PROGRESS); losing it drops the shard and answers every
+  request still waiting in it NOT_COORDINATOR.  A shard is used only while its
+  partition keeps the leader state it was loaded under.
+- Requests (``run``): the shard's call returns an ``Output``; its records are
+  appended as one batch at the partition's leader epoch with acks=all
+  semantics, and its answers wait until the high watermark passes them (at most
+  offsets.commit.timeout.ms: then COORDINATOR_NOT_AVAILABLE, or
+  NOT_COORDINATOR when leadership moved).  Answers without records go at once.
+- A ticker runs the shards' timeouts (sessions, rebalances, offset expiry).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tierlog.coordinator import GroupConfig, GroupShard, Output, coordinator_partition
+from tierlog.net.tasks import TaskSet
+from tierlog.protocol.errors import ErrorCode
+from tierlog.records import Record, build_batch, decode_batches
+from tierlog.storage import KafkaStorageError
+
+from .partition import Partition
+
+__all__ = ["OFFSETS_TOPIC", "GroupCoordinator"]
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TICK_S = 0.1
+LOAD_READ_BYTES = 1024 * 1024
+TOPIC_CREATE_RETRY_MS = 5000
+
+
+@dataclass
+class _Hosted:
+    part: Partition
+    leader_state: object
+    shard: GroupShard | None = None                     # None while loading
+    waiting: dict = field(default_factory=dict)         # token -> error answer builder
+
+
+class GroupCoordinator:
+    def __init__(self, config, replicas, clock_ms: Callable[[], int]):
+        self.node_id = config.node_id
+        self.config = GroupConfig.from_node_config(config)
+        self.num_partitions = config["offsets.topic.num.partitions"]
+        self.replication_factor = config["offsets.topic.replication.factor"]
+        self.segment_bytes = config["offsets.topic.segment.bytes"]
+        self._commit_timeout_ms = config["offsets.commit.timeout.ms"]
+        self._replicas = replicas
+        self._clock_ms = clock_ms
+        self._rng = random.Random()
+        self._hosted: dict[int, _Hosted] = {}
+        self._tasks = TaskSet(f"group coordinator {self.node_id}")
+        self._ticking = False
+        self._last_topic_create_ms = -TOPIC_CREATE_RETRY_MS
+
+    # -- leadership ----------------------------------------------------------------------
+    def on_leader(self, part: Partition) -> None:
+        if part.topic != OFFSETS_TOPIC:
+            return
+        self._drop(part.index)
+        hosted = self._hosted[part.index] = _Hosted(part, part.leader_state)
+        self._tasks.spawn(self._load(hosted), name=f"group-load-{part.index}")
+        if not self._ticking:
+            self._ticking = True
+            self._tasks.spawn(self._tick_loop(), name="group-coordinator-tick")
+
+    def on_follower(self, part: Partition) -> None:
+        if part.topic == OFFSETS_TOPIC:
+            self._drop(part.index)
+
+    def on_stopped(self, part: Partition, topic_deleted: bool) -> None:
+        if part.topic == OFFSETS_TOPIC:
+            self._drop(part.index)
+
+    def _drop(self, index: int) -> None:
+        hosted = self._hosted.pop(index, None)
+        if hosted is None:
+            return
+        log.info("%s-%d: no longer coordinating its groups", OFFSETS_TOPIC, index)
+        for token, error_answer in list(hosted.waiting.items()):
+            _resolve(token, error_answer(ErrorCode.NOT_COORDINATOR))
+        hosted.waiting.clear()
+
+    def _leading(self, hosted: _Hosted) -> bool:
+        part = hosted.part
+        return (self._hosted.get(part.index) is hosted and part.leader_state is not None
+                and part.leader_state is hosted.leader_state)
+
+    async def _load(self, hosted: _Hosted) -> None:
+        part, shard = hosted.part, GroupShard(hosted.part.index, self.config, self._rng)
+        offset = max(part.log.log_start_offset, part.log.local_log_start_offset)
+        end = part.log.log_end_offset
+        while offset < end and self._leading(hosted):
+            data = part.log.read(offset, LOAD_READ_BYTES).to_bytes()
+            if not data:
+                break
+            for header, records in decode_batches(data):
+                offset = header.next_offset
+                if not header.is_control:
+                    _replay(shard, part.index, records)
+            await asyncio.sleep(0)
+        if self._leading(hosted):
+            shard.loaded(self._clock_ms())
+            hosted.shard = shard
+            log.info("%s-%d: loaded %d groups up to offset %d", OFFSETS_TOPIC, part.index, len(shard.groups), end)
+
+    # -- requests ------------------------------------------------------------------------
+    def partition_for(self, group_id: str) -> int:
+        return coordinator_partition(group_id, self.num_partitions)
+
+    def locate(self, group_id: str) -> tuple[_Hosted | None, int]:
+        if not group_id:
+            return None, ErrorCode.INVALID_GROUP_ID
+        hosted = self._hosted.get(self.partition_for(group_id))
+        if hosted is None or not self._leading(hosted):
+            return None, ErrorCode.NOT_COORDINATOR
+        if hosted.shard is None:
+            return None, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return hosted, ErrorCode.NONE
+
+    def read(self, group_id: str, fn: Callable[[GroupShard], dict], error_answer: Callable[[int], dict]) -> dict:
+        """A read-only call on the group's shard."""
+        hosted, error = self.locate(group_id)
+        return error_answer(error) if error else fn(hosted.shard)
+
+    async def run(self, group_id: str, call: Callable[[GroupShard, object, int], Output],
+                  error_answer: Callable[[int], dict]) -> dict:
+        """Call the group's shard with a fresh token; its answer, once any records it wrote are committed."""
+        hosted, error = self.locate(group_id)
+        if error:
+            return error_answer(error)
+        token = asyncio.get_running_loop().create_future()
+        hosted.waiting[token] = error_answer
+        self._emit(hosted, call(hosted.shard, token, self._clock_ms()))
+        try:
+            return await token
+        finally:
+            hosted.waiting.pop(token, None)
+
+    def loaded_shards(self) -> tuple[list[GroupShard], bool]:
+        """The shards loaded here, and whether any is still loading."""
+        hosted = [h for h in self._hosted.values() if self._leading(h)]
+        return [h.shard for h in hosted if h.shard is not None], any(h.shard is None for h in hosted)
+
+    def should_create_topic(self) -> bool:
+        """At most one creation of __consumer_offsets in flight per TOPIC_CREATE_RETRY_MS."""
+        now = self._clock_ms()
+        if now - self._last_topic_create_ms < TOPIC_CREATE_RETRY_MS:
+            return False
+        self._last_topic_create_ms = now
+        return True
+
+    # -- output ----------------------------------------------------------------------------
+    def _emit(self, hosted: _Hosted, out: Output) -> None:
+        if not out.records:
+            for token, response in out.answers:
+                _resolve(token, response)
+            return
+        self._tasks.spawn(self._append(hosted, out), name=f"group-append-{hosted.part.index}")
+
+    async def _append(self, hosted: _Hosted, out: Output) -> None:
+        error = await self._write(hosted, out.records)
+        if error:
+            log.info("%s-%d: group write failed: %s", OFFSETS_TOPIC, hosted.part.index, error.name)
+            for token, response in out.answers:
+                _resolve(token, _with_error(response, error))
+            return
+        if hosted.shard is not None:
+            hosted.shard.apply_committed(out.on_commit)
+        for token, response in out.answers:
+            _resolve(token, response)
+
+    async def _write(self, hosted: _Hosted, records: list) -> ErrorCode:
+        if not self._leading(hosted):
+            return ErrorCode.NOT_COORDINATOR
+        part, now = hosted.part, self._clock_ms()
+        if self._replicas.check_acks_all(part):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        batch = bytearray(build_batch([Record(i, now, k, v) for i, (k, v) in enumerate(records)]))
+        try:
+            result = part.log.append(batch, part.leader_epoch, now)
+        except KafkaStorageError:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        fut = self._replicas.on_leader_append(part, result.last_offset + 1, -1, self._commit_timeout_ms)
+        code = await fut if fut is not None else ErrorCode.NONE
+        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER or not self._leading(hosted):
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE if code else ErrorCode.NONE
+
+    # -- time ------------------------------------------------------------------------------
+    async def _tick_loop(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_S)
+            now = self._clock_ms()
+            for index, hosted in list(self._hosted.items()):
+                try:
+                    if not self._leading(hosted):
+                        self._drop(index)
+                    elif hosted.shard is not None:
+                        for out in hosted.shard.tick(now):
+                            self._emit(hosted, out)
+                except Exception:
+                    log.exception("%s-%d: group coordinator tick failed", OFFSETS_TOPIC, index)
+
+    async def close(self) -> None:
+        for index in list(self._hosted):
+            self._drop(index)
+        await self._tasks.close()
+
+
+def _replay(shard: GroupShard, index: int, records) -> None:
+    for r in records:
+        if r.key is None:
+            continue
+        try:
+            shard.replay(r.key, r.value)
+        except Exception as e:     # noqa: BLE001 - a bad record is skipped, not fatal to the load
+            log.warning("%s-%d: skipping unreadable record at offset %d: %s", OFFSETS_TOPIC, index, r.offset, e)
+
+
+def _resolve(token, response: dict) -> None:
+    if token is not None and not token.done():
+        token.set_result(response)
+
+
+def _with_error(response, code: int):
+    """``response`` with every successful ErrorCode in it replaced by ``code``."""
+    if isinstance(response, list):
+        return [_with_error(v, code) for v in response]
+    if not isinstance(response, dict):
+        return response
+    out = {k: _with_error(v, code) for k, v in response.items()}
+    if out.get("ErrorCode") == ErrorCode.NONE:
+        out["ErrorCode"] = code
+    return out

@@ -1,0 +1,16 @@
+"""The group coordinator (classic consumer groups, ``__consumer_offsets``), sans-IO.
+
+``GroupShard`` is the coordinator of one ``__consumer_offsets`` partition;
+``coordinator_partition`` maps a group id to its partition; ``records`` holds
+Kafka's key/value layouts of that topic.  The broker's shell
+(``broker/group_coordinator.py``) loads shards, appends their records and
+answers requests once the records are committed.
+"""
+from tierlog.coordinator.config import GroupConfig
+from tierlog.coordinator.group import CLASSIC, ClassicGroup, GroupState, Member
+from tierlog.coordinator.output import Output
+from tierlog.coordinator.partitioner import coordinator_partition, java_string_hash
+from tierlog.coordinator.shard import GroupShard
+
+__all__ = ["CLASSIC", "ClassicGroup", "GroupConfig", "GroupShard", "GroupState", "Member", "Output",
+           "coordinator_partition", "java_string_hash"]

@@ -1,0 +1,35 @@
+"""What a call into the group coordinator core asks its shell to do.
+
+``records``: (key, value) bytes to append to the group's ``__consumer_offsets``
+partition, in order (value None is a tombstone).  ``answers``: (token, response)
+pairs; when ``records`` is not empty they are sent only once the records are
+committed (the high watermark passed them), else with ``failure_code`` set as
+each response's ErrorCode.  ``on_commit``: offset commits the core applies
+(``GroupShard.apply_committed``) after that commit, so an OffsetFetch never sees
+an offset that is not replicated.  Tokens are the shell's (futures); the core
+only hands them back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Output"]
+
+
+@dataclass
+class Output:
+    records: list[tuple[bytes, bytes | None]] = field(default_factory=list)
+    answers: list[tuple[object, dict]] = field(default_factory=list)
+    on_commit: list[tuple[object, dict | None]] = field(default_factory=list)   # (OffsetKey, value or None)
+
+    def answer(self, token, response: dict) -> None:
+        if token is not None:
+            self.answers.append((token, response))
+
+    def extend(self, other: Output) -> None:
+        self.records += other.records
+        self.answers += other.answers
+        self.on_commit += other.on_commit
+
+    def __bool__(self) -> bool:
+        return bool(self.records or self.answers or self.on_commit)

@@ -1,0 +1,272 @@
+"""The group coordinator of one ``__consumer_offsets`` partition (a "shard"), sans-IO.
+
+It holds the groups that hash to its partition and their committed offsets.
+Its shell loads it by :meth:`GroupShard.replay` -ing the partition's records from
+the start, then :meth:`GroupShard.loaded`; afterwards every request method takes
+the caller's token and ``now_ms`` and returns an :class:`~.output.Output` (the
+records to append, the answers to send once they are committed, offsets to
+:meth:`GroupShard.apply_committed` then).  :meth:`GroupShard.tick` runs the
+timeouts and offset expiry.  Groups are keyed by id; each has a ``type``
+(``classic`` here; KIP-848 groups would live beside them, answered by their own
+module).  Groups known only from offsets (simple consumers, generation -1
+commits) are Empty classic groups with protocol type "".
+"""
+from __future__ import annotations
+
+import random
+import uuid
+
+from tierlog.protocol.errors import ErrorCode
+
+from . import classic
+from .config import GroupConfig
+from .group import ClassicGroup, GroupState, Member
+from .offsets import OffsetStore
+from .output import Output
+from .records import (
+    GroupKey,
+    OffsetKey,
+    decode_key,
+    decode_value,
+    group_metadata_record,
+)
+
+__all__ = ["GroupShard"]
+
+_S = GroupState
+
+
+class GroupShard:
+    def __init__(self, partition: int, config: GroupConfig, rng: random.Random):
+        self.partition = partition
+        self.config = config
+        self._rng = rng
+        self.groups: dict[str, ClassicGroup] = {}
+        self.offsets = OffsetStore()
+        self._next_retention_check_ms: int | None = None
+
+    # -- loading ------------------------------------------------------------------------
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Apply one record of the partition (load).  Raises ValueError on a malformed one."""
+        k = decode_key(key)
+        if isinstance(k, OffsetKey):
+            self.offsets.apply(k, decode_value(k, value))
+            if value is not None:
+                self.groups.setdefault(k.group, ClassicGroup(k.group))
+        elif isinstance(k, GroupKey):
+            fields = decode_value(k, value)
+            if fields is None:
+                self.groups.pop(k.group, None)
+            else:
+                self.groups[k.group] = _group_from_record(k.group, fields)
+
+    def loaded(self, now_ms: int) -> None:
+        """Loading is over: loaded members' sessions start now."""
+        for group in self.groups.values():
+            for m in group.members.values():
+                m.heartbeat_deadline_ms = now_ms + m.session_timeout_ms
+        self._next_retention_check_ms = now_ms + self.config.retention_check_interval_ms
+
+    def apply_committed(self, applies: list) -> None:
+        for key, value in applies:
+            self.offsets.apply(key, value)
+
+    def _ctx(self, now_ms: int) -> classic.Ctx:
+        return classic.Ctx(self.config, now_ms, Output(), self._new_member_id)
+
+    def _new_member_id(self, client_id: str) -> str:
+        return f"{client_id}-{uuid.UUID(int=self._rng.getrandbits(128), version=4)}"
+
+    # -- membership ---------------------------------------------------------------------
+    def join(self, req: dict, token, now_ms: int) -> Output:
+        c = self._ctx(now_ms)
+        group_id = req["GroupId"]
+        group = self.groups.get(group_id)
+        if not group_id:
+            c.out.answer(token, classic.join_error(ErrorCode.INVALID_GROUP_ID, req["MemberId"]))
+        elif group is None and req["MemberId"] != classic.UNKNOWN_MEMBER:
+            c.out.answer(token, classic.join_error(ErrorCode.UNKNOWN_MEMBER_ID, req["MemberId"]))
+        else:
+            created = group is None
+            group = group or self.groups.setdefault(group_id, ClassicGroup(group_id, state_timestamp_ms=now_ms))
+            classic.join(group, req, token, c)
+            if created and group.state is _S.EMPTY and not group.pending:
+                del self.groups[group_id]       # refused before it had a member
+        return c.out
+
+    def sync(self, req: dict, token, now_ms: int) -> Output:
+        c = self._ctx(now_ms)
+        classic.sync(self.groups.get(req["GroupId"]), req, token, c)
+        return c.out
+
+    def heartbeat(self, req: dict, token, now_ms: int) -> Output:
+        c = self._ctx(now_ms)
+        c.out.answer(token, {"ErrorCode": classic.heartbeat(self.groups.get(req["GroupId"]), req, c)})
+        return c.out
+
+    def leave(self, group_id: str, members: list[tuple[str, str | None]], token, now_ms: int) -> Output:
+        """``members``: (member id, group instance id) pairs; the answer: ErrorCode and per-member codes."""
+        c = self._ctx(now_ms)
+        group = self.groups.get(group_id)
+        if group is None:
+            c.out.answer(token, {"ErrorCode": ErrorCode.UNKNOWN_MEMBER_ID, "Members": []})
+            return c.out
+        results = [{"MemberId": m, "GroupInstanceId": i, "ErrorCode": classic.leave(group, m, i, c)}
+                   for m, i in members]
+        c.out.answer(token, {"ErrorCode": ErrorCode.NONE, "Members": results})
+        return c.out
+
+    # -- offsets ------------------------------------------------------------------------------
+    def commit_offsets(self, req: dict, token, now_ms: int) -> Output:
+        c = self._ctx(now_ms)
+        error = self._check_commit(req, now_ms)
+        if error:
+            c.out.answer(token, {"Topics": [{"Name": t["Name"], "Partitions": [
+                {"PartitionIndex": p["PartitionIndex"], "ErrorCode": error} for p in t["Partitions"]]}
+                for t in req["Topics"]]})
+            return c.out
+        retention = req.get("RetentionTimeMs", -1)
+        records, applies, topics = self.offsets.commit_records(
+            req["GroupId"], req["Topics"], now_ms, now_ms + retention if retention > 0 else -1,
+            self.config.offset_metadata_max_bytes)
+        self.groups.setdefault(req["GroupId"], ClassicGroup(req["GroupId"], state_timestamp_ms=now_ms))
+        c.out.records += records
+        c.out.on_commit += applies
+        c.out.answer(token, {"Topics": topics})
+        return c.out
+
+    def _check_commit(self, req: dict, now_ms: int) -> int:
+        group_id, generation, member_id = req["GroupId"], req.get("GenerationIdOrMemberEpoch", -1), req.get(
+            "MemberId", "")
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
+        if group.state is _S.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation < 0 and not member_id and group.state is _S.EMPTY:
+            return ErrorCode.NONE                       # a simple consumer's commit
+        error = classic._check_member(group, member_id, req.get("GroupInstanceId"))
+        if not error and generation != group.generation:
+            error = ErrorCode.ILLEGAL_GENERATION
+        if not error and group.state is _S.COMPLETING_REBALANCE:
+            error = ErrorCode.REBALANCE_IN_PROGRESS
+        if not error:
+            m = group.members[member_id]
+            m.heartbeat_deadline_ms = now_ms + m.session_timeout_ms
+        return error
+
+    def fetch_offsets(self, group_id: str, topics: list[dict] | None) -> dict:
+        """One group's OffsetFetch answer (v8 shape)."""
+        return {"GroupId": group_id, "Topics": self.offsets.fetch(group_id, topics), "ErrorCode": ErrorCode.NONE}
+
+    def delete_offsets(self, group_id: str, topics: list[dict], token, now_ms: int) -> Output:
+        c = self._ctx(now_ms)
+        group = self.groups.get(group_id)
+        if group is None:
+            c.out.answer(token, {"ErrorCode": ErrorCode.GROUP_ID_NOT_FOUND, "Topics": []})
+            return c.out
+        subscribed = group.subscribed_topics() if group.members else set()
+        if subscribed is None:
+            c.out.answer(token, {"ErrorCode": ErrorCode.NON_EMPTY_GROUP, "Topics": []})
+            return c.out
+        answer = []
+        for t in topics:
+            code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if t["Name"] in subscribed else ErrorCode.NONE
+            if not code:
+                self._tombstone_offsets(group_id, [(t["Name"], p["PartitionIndex"]) for p in t["Partitions"]], c)
+            answer.append({"Name": t["Name"], "Partitions": [
+                {"PartitionIndex": p["PartitionIndex"], "ErrorCode": code} for p in t["Partitions"]]})
+        c.out.answer(token, {"ErrorCode": ErrorCode.NONE, "Topics": answer})
+        return c.out
+
+    def _tombstone_offsets(self, group_id: str, keys, c: classic.Ctx) -> None:
+        for key, record in self.offsets.tombstones(group_id, keys):
+            c.out.records.append(record)
+            self.offsets.apply(key, None)
+
+    # -- group administration ----------------------------------------------------------------
+    def delete_groups(self, group_ids: list[str], token, now_ms: int) -> Output:
+        c = self._ctx(now_ms)
+        results = []
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None or group.state is _S.DEAD:
+                code = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.state is not _S.EMPTY:
+                code = ErrorCode.NON_EMPTY_GROUP
+            else:
+                code = ErrorCode.NONE
+                self._delete_group(group, c)
+            results.append({"GroupId": group_id, "ErrorCode": code})
+        c.out.answer(token, {"Results": results})
+        return c.out
+
+    def _delete_group(self, group: ClassicGroup, c: classic.Ctx) -> None:
+        self._tombstone_offsets(group.group_id, None, c)
+        c.out.records.append(group_metadata_record(GroupKey(group.group_id), None))
+        group.transition(_S.DEAD, c.now_ms)
+        del self.groups[group.group_id]
+
+    def list_groups(self, states: list[str], types: list[str]) -> list[dict]:
+        states_l, types_l = {s.lower() for s in states}, {t.lower() for t in types}
+        return [{"GroupId": g.group_id, "ProtocolType": g.protocol_type or "", "GroupState": g.state.value,
+                 "GroupType": g.type} for g in self.groups.values()
+                if (not states_l or g.state.value.lower() in states_l) and (not types_l or g.type in types_l)]
+
+    def describe(self, group_id: str) -> dict:
+        group = self.groups.get(group_id)
+        if group is None:
+            return {"ErrorCode": ErrorCode.NONE, "GroupId": group_id, "GroupState": _S.DEAD.value,
+                    "ProtocolType": "", "ProtocolData": "", "Members": []}
+        stable = group.state is _S.STABLE
+        return {"ErrorCode": ErrorCode.NONE, "GroupId": group_id, "GroupState": group.state.value,
+                "ProtocolType": group.protocol_type or "", "ProtocolData": group.protocol or "",
+                "Members": [_describe_member(m, group.protocol, stable) for m in group.members.values()]}
+
+    # -- time ----------------------------------------------------------------------------------
+    def tick(self, now_ms: int) -> list[Output]:
+        outs = []
+        for group in list(self.groups.values()):
+            c = self._ctx(now_ms)
+            classic.tick(group, c)
+            if c.out:
+                outs.append(c.out)
+        if self._next_retention_check_ms is not None and now_ms >= self._next_retention_check_ms:
+            self._next_retention_check_ms = now_ms + self.config.retention_check_interval_ms
+            c = self._ctx(now_ms)
+            self.expire_offsets(c)
+            if c.out:
+                outs.append(c.out)
+        return outs
+
+    def expire_offsets(self, c: classic.Ctx) -> None:
+        """Tombstone expired offsets of empty groups; an empty group left without offsets is deleted."""
+        for group in list(self.groups.values()):
+            if group.state is not _S.EMPTY:
+                continue
+            keys = self.offsets.expired(group.group_id, group.state_timestamp_ms, c.now_ms,
+                                        self.config.offsets_retention_ms)
+            self._tombstone_offsets(group.group_id, keys, c)
+            if not self.offsets.has_offsets(group.group_id):
+                self._delete_group(group, c)
+
+
+def _describe_member(m: Member, protocol: str | None, stable: bool) -> dict:
+    return {"MemberId": m.member_id, "GroupInstanceId": m.group_instance_id, "ClientId": m.client_id,
+            "ClientHost": m.client_host, "MemberMetadata": m.metadata(protocol) if stable else b"",
+            "MemberAssignment": m.assignment if stable else b""}
+
+
+def _group_from_record(group_id: str, v: dict) -> ClassicGroup:
+    group = ClassicGroup(group_id, generation=v["generation"], protocol_type=v["protocolType"] or None,
+                         protocol=v["protocol"], state_timestamp_ms=v.get("currentStateTimestamp", -1))
+    for mv in v["members"]:
+        rebalance = mv.get("rebalanceTimeout", -1)       # -1 in v0 records: the session timeout stands in
+        group.add(Member(mv["memberId"], mv.get("groupInstanceId"), mv["clientId"], mv["clientHost"],
+                         rebalance if rebalance > 0 else mv["sessionTimeout"], mv["sessionTimeout"], v["protocolType"],
+                         [(v["protocol"] or "", bytes(mv["subscription"]))], assignment=bytes(mv["assignment"])))
+    group.leader_id = v["leader"] if v["leader"] in group.members else group.leader_id
+    group.state = _S.STABLE if group.members else _S.EMPTY
+    return group

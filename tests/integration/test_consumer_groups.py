@@ -1,0 +1,162 @@
+"""Consumer groups (classic protocol) over sockets: real node processes, real clients."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from clients import create_topic, produce_all
+from cluster import FAST_REPLICATION, request, wait_for
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.cluster(props={**FAST_REPLICATION, "group.initial.rebalance.delay.ms": "100",
+                                         "offsets.topic.num.partitions": "6"})]
+TOPIC, PARTITIONS = "events", 6
+
+
+def consumer(bootstrap: str, group: str, **conf) -> Consumer:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, **conf})
+    c.subscribe([TOPIC])
+    return c
+
+
+def poll_until(consumers, predicate, what: str, timeout_s: float = 60) -> None:
+    """Keep every consumer polling (they heartbeat and rebalance only when polled) until ``predicate``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for c in consumers:
+            c.poll(0.1)
+        if predicate():
+            return
+    raise AssertionError(f"timed out waiting for {what}: {[sorted(p.partition for p in c.assignment()) for c in consumers]}")
+
+
+def split_evenly(consumers) -> bool:
+    parts = [sorted(p.partition for p in c.assignment()) for c in consumers]
+    flat = sorted(p for ps in parts for p in ps)
+    return flat == list(range(PARTITIONS)) and max(map(len, parts)) - min(map(len, parts)) <= 1
+
+
+def test_members_split_partitions_and_rebalance_on_join_and_leave(cluster):
+    boot = cluster.bootstrap
+    create_topic(boot, TOPIC, PARTITIONS)
+    a, b = consumer(boot, "g1"), consumer(boot, "g1")
+    poll_until([a, b], lambda: split_evenly([a, b]) and all(len(c.assignment()) == 3 for c in (a, b)),
+               "two members with 3 partitions each")
+    c = consumer(boot, "g1")
+    poll_until([a, b, c], lambda: split_evenly([a, b, c]) and all(len(x.assignment()) == 2 for x in (a, b, c)),
+               "three members with 2 partitions each")
+    c.close()
+    poll_until([a, b], lambda: split_evenly([a, b]) and all(len(x.assignment()) == 3 for x in (a, b)),
+               "the partitions of the member that left redistributed")
+    admin = AdminClient({"bootstrap.servers": boot})
+    listed = admin.list_consumer_groups().result(timeout=30)
+    assert "g1" in [g.group_id for g in listed.valid]
+    desc = admin.describe_consumer_groups(["g1"])["g1"].result(timeout=30)
+    assert len(desc.members) == 2 and str(desc.state).endswith("STABLE")
+    a.close()
+    b.close()
+
+
+def test_commits_survive_restart_and_consumer_resumes_after_them(cluster):
+    boot = cluster.bootstrap
+    create_topic(boot, TOPIC, PARTITIONS)
+    produce_all(boot, TOPIC, [(i % PARTITIONS, None, b"v%d" % i, None, None) for i in range(60)])
+    c = consumer(boot, "g2")
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < 30 and time.monotonic() < deadline:
+        m = c.poll(0.2)
+        if m is not None and m.error() is None:
+            got.append(m)
+    committed = {}
+    for m in got:
+        committed[m.partition()] = m.offset() + 1
+    c.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in committed.items()], asynchronous=False)
+    c.close()
+    c = consumer(boot, "g2")
+    firsts = {}
+    deadline = time.monotonic() + 60
+    while len(firsts) < len(committed) and time.monotonic() < deadline:
+        m = c.poll(0.2)
+        if m is not None and m.error() is None and m.partition() not in firsts:
+            firsts[m.partition()] = m.offset()
+    for p, off in committed.items():
+        if p in firsts:
+            assert firsts[p] == off, (p, firsts[p], off)
+    assert set(committed) <= set(firsts) | {p for p, o in committed.items() if o >= 10}
+    c.close()
+    admin = AdminClient({"bootstrap.servers": boot})
+    offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g2")])["g2"].result(timeout=30)
+    assert {tp.partition: tp.offset for tp in offsets.topic_partitions if tp.offset >= 0} == committed
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        "g2", [TopicPartition(TOPIC, 0, 3)])])["g2"].result(timeout=30)
+    offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        "g2", [TopicPartition(TOPIC, 0)])])["g2"].result(timeout=30)
+    assert offsets.topic_partitions[0].offset == 3
+    admin.delete_consumer_groups(["g2"])["g2"].result(timeout=30)
+    listed = admin.list_consumer_groups().result(timeout=30)
+    assert "g2" not in [g.group_id for g in listed.valid]
+
+
+def test_group_apis_on_the_wire(cluster):
+    """FindCoordinator v4 batches, NOT_COORDINATOR elsewhere, the two-step join, errors, admin APIs."""
+    groups = ["wire-a", "wire-b"]
+
+    def find_all():
+        b = cluster.brokers[0]
+        resp = request("127.0.0.1", b.port, ApiKey.FIND_COORDINATOR, {"KeyType": 0, "CoordinatorKeys": groups}, 4)
+        return resp["Coordinators"] if all(c["ErrorCode"] == 0 for c in resp["Coordinators"]) else None
+    found = wait_for(find_all, 60, "coordinators")
+    assert [c["Key"] for c in found] == groups
+    port = {b.node_id: b.port for b in cluster.brokers}
+    coord, other = found[0]["NodeId"], next(b.node_id for b in cluster.brokers if b.node_id != found[0]["NodeId"])
+    join = {"GroupId": "wire-a", "SessionTimeoutMs": 10000, "RebalanceTimeoutMs": 10000, "MemberId": "",
+            "GroupInstanceId": None, "ProtocolType": "consumer", "Protocols": [{"Name": "range", "Metadata": b""}]}
+    assert request("127.0.0.1", port[other], ApiKey.JOIN_GROUP, join, 5)["ErrorCode"] == ErrorCode.NOT_COORDINATOR
+    assert request("127.0.0.1", port[coord], ApiKey.JOIN_GROUP, {**join, "GroupId": ""}, 5)[
+        "ErrorCode"] == ErrorCode.INVALID_GROUP_ID
+    retriable = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)   # until it has loaded
+
+    def bad_session():
+        code = request("127.0.0.1", port[coord], ApiKey.JOIN_GROUP, {**join, "SessionTimeoutMs": 10}, 5)["ErrorCode"]
+        return None if code in retriable else code
+    assert wait_for(bad_session, 60, "the coordinator loaded") == ErrorCode.INVALID_SESSION_TIMEOUT
+    first = request("127.0.0.1", port[coord], ApiKey.JOIN_GROUP, join, 5)
+    assert first["ErrorCode"] == ErrorCode.MEMBER_ID_REQUIRED and first["MemberId"]
+    joined = request("127.0.0.1", port[coord], ApiKey.JOIN_GROUP, {**join, "MemberId": first["MemberId"]}, 5,
+                     timeout_s=30)
+    assert joined["ErrorCode"] == 0 and joined["GenerationId"] == 1 and joined["Leader"] == first["MemberId"]
+    member = first["MemberId"]
+    synced = request("127.0.0.1", port[coord], ApiKey.SYNC_GROUP, {
+        "GroupId": "wire-a", "GenerationId": 1, "MemberId": member,
+        "Assignments": [{"MemberId": member, "Assignment": b"mine"}]}, 3)
+    assert synced["ErrorCode"] == 0 and synced["Assignment"] == b"mine"
+    hb = {"GroupId": "wire-a", "GenerationId": 0, "MemberId": member}
+    assert request("127.0.0.1", port[coord], ApiKey.HEARTBEAT, hb, 3)["ErrorCode"] == ErrorCode.ILLEGAL_GENERATION
+    listed = request("127.0.0.1", port[coord], ApiKey.LIST_GROUPS, {"StatesFilter": ["stable"]}, 4)
+    assert [g["GroupId"] for g in listed["Groups"]] == ["wire-a"]
+    deleted = request("127.0.0.1", port[coord], ApiKey.DELETE_GROUPS, {"GroupsNames": ["wire-a"]}, 2)
+    assert deleted["Results"][0]["ErrorCode"] == ErrorCode.NON_EMPTY_GROUP
+    left = request("127.0.0.1", port[coord], ApiKey.LEAVE_GROUP, {"GroupId": "wire-a", "Members": [
+        {"MemberId": member, "GroupInstanceId": None}]}, 3)
+    assert left["ErrorCode"] == 0 and left["Members"][0]["ErrorCode"] == 0
+    commit = request("127.0.0.1", port[coord], ApiKey.OFFSET_COMMIT, {
+        "GroupId": "wire-a", "GenerationIdOrMemberEpoch": -1, "MemberId": "", "Topics": [
+            {"Name": "t", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": 7, "CommittedMetadata": "m"}]}]}, 8)
+    assert commit["Topics"][0]["Partitions"][0]["ErrorCode"] == 0
+    fetched = request("127.0.0.1", port[coord], ApiKey.OFFSET_FETCH, {"Groups": [
+        {"GroupId": "wire-a", "Topics": None}], "RequireStable": False}, 8)
+    assert fetched["Groups"][0]["Topics"][0]["Partitions"][0]["CommittedOffset"] == 7
+    gone = request("127.0.0.1", port[coord], ApiKey.OFFSET_DELETE, {"GroupId": "wire-a", "Topics": [
+        {"Name": "t", "Partitions": [{"PartitionIndex": 0}]}]}, 0)
+    assert gone["ErrorCode"] == 0 and gone["Topics"][0]["Partitions"][0]["ErrorCode"] == 0
+    deleted = request("127.0.0.1", port[coord], ApiKey.DELETE_GROUPS, {"GroupsNames": ["wire-a", "nope"]}, 2)
+    assert [r["ErrorCode"] for r in deleted["Results"]] == [0, ErrorCode.GROUP_ID_NOT_FOUND]
+    meta = request("127.0.0.1", port[coord], ApiKey.METADATA, {"Topics": [{"Name": "__consumer_offsets"}]}, 12)
+    assert meta["Topics"][0]["IsInternal"] is True
