@@ -102,17 +102,19 @@ class ChunkCache:
             done = self._loading[name] = threading.Event()
         try:
             data = fetch(index * self.chunk_size, (index + 1) * self.chunk_size)
+            with self._lock:                # in memory before the threads waiting for it wake
+                self._stats["gets"] += 1
+                self._stats["get_bytes"] += len(data)
+                self._keep_hot(name, data)
         finally:
             with self._lock:
                 self._loading.pop(name, None)
             done.set()
-        stored = len(data) <= self.max_bytes and self._write(name, data)   # the file, outside the lock
-        with self._lock:
-            self._stats["gets"] += 1
-            self._stats["get_bytes"] += len(data)
-            if stored and name not in self._files:
-                self._store(name, len(data))
-            return self._keep_hot(name, data)
+        if len(data) <= self.max_bytes and self._write(name, data):     # the file, outside the lock
+            with self._lock:
+                if name not in self._files:
+                    self._store(name, len(data))
+        return data
 
     @staticmethod
     def _name(key: str, index: int) -> str:
