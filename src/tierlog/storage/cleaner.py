@@ -17,12 +17,14 @@ whose bytes do not change until a truncation, which the swap detects.
    swapped stay (each swap is complete on its own).
 
 A batch whose records cannot be decoded (corrupt compressed data) is kept as it is.
+``stopping`` (the cleaner shutting down) is checked at every batch: the clean stops
+there, its unfinished ``.cleaned`` files deleted (Kafka's LogCleaningAbortedException).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tierlog.records.decoder import decode_records
@@ -46,9 +48,13 @@ from tierlog.storage.cleaner_rules import (
 from tierlog.storage.results import CleaningView
 from tierlog.storage.segment import LogSegment
 
-__all__ = ["CleanResult", "clean_log"]
+__all__ = ["CleanAborted", "CleanResult", "clean_log"]
 
 _log = logging.getLogger(__name__)
+
+
+class CleanAborted(Exception):
+    """The cleaner is stopping; raised between batches."""
 
 
 @dataclass
@@ -60,11 +66,16 @@ class CleanResult:
     completed: bool           # False: a swap was refused, the clean stopped early
 
 
+def _never() -> bool:
+    return False
+
+
 def clean_log(log, first_dirty: int, first_uncleanable: int, now_ms: int, offset_map: OffsetMap,
-              io_buffer_bytes: int) -> CleanResult:
-    """Clean ``log`` (a ``Log``) below ``first_uncleanable`` with ``offset_map`` (empty)."""
+              io_buffer_bytes: int, stopping: Callable[[], bool] = _never) -> CleanResult:
+    """Clean ``log`` (a ``Log``) below ``first_uncleanable`` with ``offset_map`` (empty);
+    raises ``CleanAborted`` when ``stopping`` says so (the groups swapped so far stay)."""
     view = log.cleaning_view()
-    end = _build_offset_map(view, first_dirty, first_uncleanable, offset_map, io_buffer_bytes)
+    end = _build_offset_map(view, first_dirty, first_uncleanable, offset_map, io_buffer_bytes, stopping)
     config = log.config
     stats = [SegmentStat(s.base_offset, size, 0) for s, size in zip(view.segments[:-1], view.sizes, strict=False)
              if s.base_offset < end]
@@ -73,7 +84,7 @@ def clean_log(log, first_dirty: int, first_uncleanable: int, now_ms: int, offset
     bound = view.segments[len(stats)].base_offset      # the segment after the last one to rewrite
     for group in group_segments(stats, config.segment_bytes, bound):
         segments = [by_base[stat.base_offset] for stat in group]
-        cleaned = _clean_group(log, segments, offset_map, now_ms, view, io_buffer_bytes)
+        cleaned = _clean_group(log, segments, offset_map, now_ms, view, io_buffer_bytes, stopping)
         if not log.replace_segments(cleaned, [s for s, _ in segments], view.truncations):
             cleaned.delete_files()
             result.completed = False
@@ -85,7 +96,7 @@ def clean_log(log, first_dirty: int, first_uncleanable: int, now_ms: int, offset
 
 
 def _build_offset_map(view: CleaningView, first_dirty: int, first_uncleanable: int, offset_map: OffsetMap,
-                      io_buffer_bytes: int) -> int:
+                      io_buffer_bytes: int, stopping: Callable[[], bool] = _never) -> int:
     """Fill ``offset_map`` from the dirty range; returns the end of the clean (exclusive)."""
     for segment, following, size in zip(view.segments[:-1], view.segments[1:], view.sizes, strict=False):
         if following.base_offset <= first_dirty:
@@ -97,6 +108,8 @@ def _build_offset_map(view: CleaningView, first_dirty: int, first_uncleanable: i
                 continue
             if header.base_offset >= first_uncleanable:
                 break
+            if stopping():
+                raise CleanAborted
             records = _decode(data, header)
             keys = 0 if records is None else sum(1 for r in records if r.key is not None)
             if len(offset_map) and not offset_map.room_for(keys):
@@ -107,7 +120,7 @@ def _build_offset_map(view: CleaningView, first_dirty: int, first_uncleanable: i
 
 
 def _clean_group(log, segments: list[tuple[LogSegment, int]], offset_map: OffsetMap, now_ms: int,
-                 view: CleaningView, io_buffer_bytes: int) -> LogSegment:
+                 view: CleaningView, io_buffer_bytes: int, stopping: Callable[[], bool] = _never) -> LogSegment:
     """Write the ``.cleaned`` segment replacing ``segments`` (flushed, not yet swapped)."""
     config = log.config
     first = segments[0][0]
@@ -118,6 +131,8 @@ def _clean_group(log, segments: list[tuple[LogSegment, int]], offset_map: Offset
         for i, (segment, size) in enumerate(segments):
             last_segment = i == len(segments) - 1
             for pos, header, data in _batches(segment, size, io_buffer_bytes):
+                if stopping():
+                    raise CleanAborted
                 group_last = last_segment and pos + header.size >= size
                 out.add(_cleaned_batch(header, data, offset_map, now_ms, config.delete_retention_ms,
                                        group_last or view.producer_last_offsets.get(header.producer_id)

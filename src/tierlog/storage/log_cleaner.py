@@ -14,7 +14,8 @@ Memory: log.cleaner.dedupe.buffer.size is shared by the directories' cleaners
 (Kafka divides it by log.cleaner.threads) and sizes each clean's offset map
 (``OffsetMap.from_buffer`` with log.cleaner.io.buffer.load.factor);
 log.cleaner.io.buffer.size is the read and write chunk. A pass that raises is
-logged and retried after the backoff; a log taken offline is skipped.
+logged and retried after the backoff; a log taken offline is skipped. ``stop``
+ends a clean under way at its next batch.
 ``cleanup.policy=compact,delete`` logs also get time and size retention from
 ``LogManager.tick``, as any log with ``delete``.
 """
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tierlog.storage.checkpoint import read_offsets, write_offsets
-from tierlog.storage.cleaner import clean_log
+from tierlog.storage.cleaner import CleanAborted, clean_log
 from tierlog.storage.cleaner_rules import (
     OffsetMap,
     SegmentStat,
@@ -142,8 +143,11 @@ class LogDirCleaner:
             return False
         (key, log), target = chosen
         offset_map = OffsetMap.from_buffer(self._dedupe_bytes, self.config.io_buffer_load_factor)
-        result = clean_log(log, target.first_dirty_offset, target.first_uncleanable_offset, now_ms, offset_map,
-                           self.config.io_buffer_size)
+        try:
+            result = clean_log(log, target.first_dirty_offset, target.first_uncleanable_offset, now_ms, offset_map,
+                               self.config.io_buffer_size, self._stop.is_set)
+        except CleanAborted:
+            return False
         if result.completed:
             self._checkpoints[key] = result.end_offset
             self.cleans += 1

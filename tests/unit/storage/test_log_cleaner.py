@@ -15,7 +15,7 @@ from tierlog.records import (
     build_batch,
     decode_batches,
 )
-from tierlog.storage import Log
+from tierlog.storage import Log, LogManager
 from tierlog.storage.checkpoint import read_offsets
 from tierlog.storage.cleaner import _clean_group
 from tierlog.storage.cleaner_rules import OffsetMap
@@ -256,3 +256,33 @@ def test_a_compacted_log_rejects_a_batch_with_a_keyless_record(tmp_path, compres
     assert log.log_end_offset == 0
     plain = Log.open(tmp_path / "d-0", config(), NOW)        # cleanup.policy=delete takes it
     assert plain.append(bytearray(batch), 0, NOW).base_offset == 0
+
+
+def test_the_log_manager_runs_a_cleaner_per_log_dir_and_stops_it_on_close(tmp_path):
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    compacted = config(cleanup_policy="compact", min_cleanable_dirty_ratio="0.01")
+    manager = LogManager(dirs, NOW, config_for=lambda _topic: compacted, cleaner=CleanerConfig(backoff_ms=10),
+                         clock_ms=lambda: NOW)
+    try:
+        assert set(manager.cleaners) == set(dirs)
+        log = manager.create("c", 0, None, compacted, NOW)
+        expected = _fill(log, 600)
+        home = manager.log_dir_of("c", 0)
+        checkpoint = home / CLEANER_OFFSET_CHECKPOINT
+        active_base = log.segment_infos()[-1].base_offset
+        for _ in range(400):
+            manager.cleaners[home].wake()
+            if checkpoint.exists() and read_offsets(checkpoint).get(KEY) == active_base:
+                break
+            threading.Event().wait(0.02)
+        assert read_offsets(checkpoint)[KEY] == active_base
+        assert _view(_records(log)) == expected
+    finally:
+        manager.close()
+    assert manager.cleaners == {}
+    reopened = LogManager(dirs, NOW, config_for=lambda _topic: compacted, cleaner=CleanerConfig(enable=False))
+    try:
+        assert reopened.cleaners == {}
+        assert _view(_records(reopened.get("c", 0))) == expected
+    finally:
+        reopened.close()
