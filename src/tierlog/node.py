@@ -51,7 +51,7 @@ from tierlog.raft.file_snapshots import FileSnapshotStore
 from tierlog.server.broker_role import LifecycleLoop, MetadataView
 from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
 from tierlog.server.raft_driver import RaftDriver
-from tierlog.storage import LogManager
+from tierlog.storage import CleanerConfig, LogManager
 
 __all__ = ["Node", "run_node"]
 
@@ -179,7 +179,8 @@ class Node:
 
     async def _start_broker(self, cluster_id: str, loader: MetadataLoader, voters: list[int]) -> None:
         cfg = self.config
-        self.logs = LogManager(cfg.log_dirs, wall_clock_ms(), cfg["log.retention.check.interval.ms"])
+        self.logs = LogManager(cfg.log_dirs, wall_clock_ms(), cfg["log.retention.check.interval.ms"],
+                               cleaner=CleanerConfig.from_props(cfg.values), clock_ms=wall_clock_ms)
         sockets = [(listener_cfg, bind(listener_cfg.host, listener_cfg.port)) for listener_cfg in cfg.broker_listeners]
         for listener_cfg, sock in sockets:
             self._ports[listener_cfg.name] = sock.getsockname()[1]

@@ -76,6 +76,7 @@ class ReplicaManager:
         self._controller_channel = controller_channel
         self._broker_epoch = broker_epoch
         self.partitions: dict[tuple[str, int], Partition] = {}
+        logs.clean_limit_of = self._clean_limit    # the log cleaner stays below each partition's high watermark
         self._watchers: dict[tuple[str, int], set[asyncio.Future]] = {}
         self._by_id: dict[tuple[bytes, int], Partition] = {}
         self._lag_ms = int(cfg.get("replica.lag.time.max.ms", 30_000))
@@ -100,6 +101,11 @@ class ReplicaManager:
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
+
+    def _clean_limit(self, key: tuple[str, int]) -> int | None:
+        """The high watermark of a hosted partition, else None (called on a log cleaner thread)."""
+        part = self.partitions.get(key)
+        return None if part is None else part.high_watermark
 
     def log_config(self, topic: TopicInfo) -> LogConfig:
         return LogConfig.from_props({**self.topic_defaults, **topic.configs})

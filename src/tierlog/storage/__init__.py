@@ -28,6 +28,7 @@ from tierlog.storage.errors import (
     UnexpectedAppendOffsetError,
 )
 from tierlog.storage.log import Log, SegmentInfo
+from tierlog.storage.log_cleaner import CleanerConfig
 from tierlog.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 from tierlog.storage.partition_metadata import topic_id_from_str, topic_id_to_str
 from tierlog.storage.producer_state import ProducerStateError
@@ -41,6 +42,7 @@ __all__ = [
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
     "AppendResult",
+    "CleanerConfig",
     "ConfigType",
     "CorruptCheckpointError",
     "CorruptIndexError",

@@ -1,7 +1,8 @@
 """Checks and in-place stamping for appends (Kafka's LogValidator, header level).
 
 Leader appends (from producers) must carry exactly one batch (Kafka's rule for
-v2), fit in a segment, and have CreateTime timestamps within
+v2), fit in a segment, have a key in every record when the topic is compacted
+(INVALID_RECORD, as Kafka's LogValidator), and have CreateTime timestamps within
 [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms].
 The timestamps checked are the header's baseTimestamp and maxTimestamp, not each
 record's: records are not decoded on the append path. Follower appends must
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+from tierlog.records.decoder import decode_records
 from tierlog.records.errors import (
     INVALID_RECORD,
     INVALID_TIMESTAMP,
@@ -36,8 +38,9 @@ from tierlog.storage.errors import UnexpectedAppendOffsetError
 __all__ = ["check_follower_offsets", "check_produced", "stamp", "writable"]
 
 
-def check_produced(validated: ValidatedRecords, config: LogConfig, now_ms: int) -> None:
-    """Raise ``InvalidRecordError`` unless this is an acceptable producer append."""
+def check_produced(validated: ValidatedRecords, config: LogConfig, now_ms: int, records=b"") -> None:
+    """Raise ``InvalidRecordError`` unless this is an acceptable producer append
+    (``records``: the validated bytes, decoded for compacted topics' key check)."""
     if len(validated.headers) != 1:
         raise InvalidRecordError(
             INVALID_RECORD, f"a produce request must carry exactly one v2 batch, got {len(validated.headers)}"
@@ -48,6 +51,18 @@ def check_produced(validated: ValidatedRecords, config: LogConfig, now_ms: int) 
         )
     for header in validated.headers:
         _check_timestamps(header, config, now_ms)
+    if config.compact_enabled:
+        _check_keys(records, validated)
+
+
+def _check_keys(records, validated: ValidatedRecords) -> None:
+    """Compacted topics: every record needs a key (Kafka's LogValidator; the records are
+    decoded, and decompressed, only for these topics)."""
+    view = memoryview(records)
+    for position, header in zip(validated.positions, validated.headers, strict=True):
+        for record in decode_records(view[position:position + header.size], header):
+            if record.key is None:
+                raise InvalidRecordError(INVALID_RECORD, "Compacted topic cannot accept message without key")
 
 
 def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int) -> None:

@@ -5,8 +5,9 @@ them, with the broker property each one defaults from as its synonym).
 ``internal.segment.bytes`` is Kafka's internal test override for segment.bytes
 (whose minimum is 1 MiB since 4.0); it is accepted but not listed.
 
-Known but not acted on by this storage layer: the compaction settings
-(cleanup.policy=compact keeps data forever: no cleaner yet), preallocate (segment
+The compaction settings (min.cleanable.dirty.ratio, delete.retention.ms,
+min/max.compaction.lag.ms) drive the log cleaner (``cleaner_rules``). Known but not
+acted on by this storage layer: preallocate (segment
 files are always plain append-only), compression.type other than ``producer`` (no
 broker-side recompression), the replication throttles and min.insync.replicas /
 unclean.leader.election.enable (those belong to the replication layer).
@@ -297,6 +298,10 @@ class LogConfig:
     min_insync_replicas = property(lambda self: self.values["min.insync.replicas"])
     unclean_leader_election_enable = property(lambda self: self.values["unclean.leader.election.enable"])
     remote_storage_enable = property(lambda self: self.values["remote.storage.enable"])
+    min_cleanable_ratio = property(lambda self: self.values["min.cleanable.dirty.ratio"])
+    delete_retention_ms = property(lambda self: self.values["delete.retention.ms"])
+    min_compaction_lag_ms = property(lambda self: self.values["min.compaction.lag.ms"])
+    max_compaction_lag_ms = property(lambda self: self.values["max.compaction.lag.ms"])
 
     @property
     def log_append_time(self) -> bool:

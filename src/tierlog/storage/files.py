@@ -3,7 +3,8 @@
 Partition directory: ``<topic>-<partition>``; while being deleted
 ``<topic>-<partition>.<32 hex>-delete``. Segment files: 20-digit zero-padded base
 offset + ``.log`` / ``.index`` / ``.timeindex``; a deleted segment's files get the
-extra suffix ``.deleted`` until removed. Small files (checkpoints,
+extra suffix ``.deleted`` until removed; the log cleaner writes ``.cleaned`` files and
+renames them ``.swap`` while swapping them in. Small files (checkpoints,
 partition.metadata) are written to ``<name>.tmp``, fsynced, renamed over the
 target and the directory fsynced, so a crash leaves the old or the new content.
 """
@@ -15,12 +16,14 @@ import re
 from pathlib import Path
 
 __all__ = [
+    "CLEANED_SUFFIX",
     "DELETED_SUFFIX",
     "DELETE_DIR_SUFFIX",
     "FUTURE_DIR_SUFFIX",
     "INDEX_SUFFIX",
     "LOG_SUFFIX",
     "STRAY_DIR_SUFFIX",
+    "SWAP_SUFFIX",
     "TIME_INDEX_SUFFIX",
     "TMP_SUFFIX",
     "atomic_write",
@@ -35,6 +38,8 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"   # a segment the log cleaner is writing
+SWAP_SUFFIX = ".swap"         # a cleaned segment being swapped in
 TMP_SUFFIX = ".tmp"
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"

@@ -2,9 +2,10 @@
 
 Steps:
 
-1. Remove leftovers of unfinished operations: ``*.deleted`` (segments whose delayed
-   removal did not run) and ``*.tmp`` (checkpoint writes cut short), and index
-   files without a ``.log``.
+1. Finish or undo a log cleaner's interrupted swap (``swap_recovery``: ``*.cleaned``
+   and ``*.swap`` files), then remove leftovers of unfinished operations:
+   ``*.deleted`` (segments whose delayed removal did not run) and ``*.tmp``
+   (checkpoint writes cut short), and index files without a ``.log``.
 2. Open every ``<base>.log`` as a segment.
 3. Unless the directory had a clean shutdown, recover the segment holding the
    recovery point and every later one (all of them when the recovery point is
@@ -38,6 +39,7 @@ from tierlog.storage.files import (
     parse_segment_base,
 )
 from tierlog.storage.segment import LogSegment
+from tierlog.storage.swap_recovery import finish_swaps
 
 __all__ = ["LoadedLog", "load_log"]
 
@@ -83,6 +85,7 @@ def load_log(
 
 
 def _remove_leftovers(directory: Path) -> None:
+    finish_swaps(directory)
     logs = set()
     for entry in os.scandir(directory):
         if entry.name.endswith((DELETED_SUFFIX, TMP_SUFFIX)):

@@ -52,6 +52,7 @@ from tierlog.storage.config import LogConfig
 from tierlog.storage.dir_writer import Writer
 from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.storage.errors import KafkaStorageError, OffsetOutOfRangeError
+from tierlog.storage.files import SWAP_SUFFIX, fsync_dir
 from tierlog.storage.loader import load_log
 from tierlog.storage.log_flush import sync_flush, take_flush
 from tierlog.storage.log_read import (
@@ -67,7 +68,12 @@ from tierlog.storage.partition_metadata import reconcile_topic_id
 from tierlog.storage.producer_snapshot import decode_snapshot
 from tierlog.storage.producer_snapshots import ProducerSnapshots, replay_source
 from tierlog.storage.producer_state import ProducerStateManager
-from tierlog.storage.results import AppendResult, ReadResult, RolledSegment
+from tierlog.storage.results import (
+    AppendResult,
+    CleaningView,
+    ReadResult,
+    RolledSegment,
+)
 from tierlog.storage.roll import roll_jitter_ms, should_roll
 from tierlog.storage.segment import LogSegment
 
@@ -208,7 +214,7 @@ class Log:
         with self._lock, self._io():
             self._clock_ms = now_ms
             validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=True)
-            check_produced(validated, self.config, now_ms)
+            check_produced(validated, self.config, now_ms, records)
             duplicate = self._producers.check(validated.headers)
             if duplicate is not None:       # a producer's retry of a batch already in the log
                 return AppendResult(duplicate.base_offset, duplicate.last_offset, NO_TIMESTAMP,
@@ -477,6 +483,36 @@ class Log:
             self._epochs.truncate_from_start(log_start_offset)
             self._producers.rebuild((), entries)
             self._snapshots.write(local_log_start_offset, entries)
+
+    # --- the log cleaner (``cleaner``) --------------------------------------------------------------
+
+    def cleaning_view(self) -> CleaningView:
+        """The segments and facts a clean starts from (taken under the lock)."""
+        with self._lock, self._io():
+            return CleaningView(list(self._segments), [s.size for s in self._segments], self.log_start_offset,
+                                self.log_end_offset, self._producers.last_offsets(), self._truncations,
+                                self.directory, [(s.max_timestamp, s.rolling_timestamp) for s in self._segments])
+
+    def replace_segments(self, cleaned: LogSegment, replaced: list[LogSegment], truncations: int) -> bool:
+        """Swap the fsynced ``.cleaned`` segment in for ``replaced`` (consecutive, not the
+        active one) the way ``swap_recovery`` describes; False, changing nothing, when
+        the log moved on meanwhile (truncated, retention or another swap took one of
+        them, renamed or closed)."""
+        with self._lock, self._io():
+            first = next((i for i, s in enumerate(self._segments) if s is replaced[0]), None)
+            if (self._closed or truncations != self._truncations or first is None
+                    or cleaned.directory != self.directory
+                    or first + len(replaced) >= len(self._segments)
+                    or any(a is not b for a, b in zip(self._segments[first:], replaced, strict=False))):
+                return False
+            cleaned.change_suffix(SWAP_SUFFIX)
+            fsync_dir(self.directory)
+            self._remove_segments(replaced, None)
+            cleaned.change_suffix("")
+            fsync_dir(self.directory)
+            self._segments[first:first + len(replaced)] = [cleaned]
+            self._bases[first:first + len(replaced)] = [cleaned.base_offset]
+            return True
 
     # --- retention and truncation ------------------------------------------------------------------
 

@@ -10,7 +10,11 @@ Per log directory, as Kafka keeps them:
   the replica manager through ``write_high_watermarks`` (read once at start,
   ``checkpointed_high_watermark``);
 - ``.kafka_cleanshutdown`` written last on close and removed at start: when present
-  at start the logs skip recovery.
+  at start the logs skip recovery;
+- ``cleaner-offset-checkpoint``: each compacted log's first dirty offset, written by
+  the directory's log cleaner thread (``log_cleaner``; started with the manager
+  when a ``CleanerConfig`` is given, stopped on close or when the directory goes
+  offline; ``clean_limit_of`` gives it each log's high watermark).
 
 Each log directory has one writer thread (``DirWriter``) for its background disk
 syncs: the logs' time-driven flushes (after a roll, flush.ms) and the three
@@ -34,6 +38,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -56,6 +61,7 @@ from tierlog.storage.files import (
     partition_dir_name,
 )
 from tierlog.storage.log import Log
+from tierlog.storage.log_cleaner import CleanerConfig, LogDirCleaner
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
@@ -78,6 +84,8 @@ class LogManager:
         checkpoint_interval_ms: int = 60000,
         config_for: Callable[[str], LogConfig] | None = None,
         high_watermark_of: Callable[[TopicPartition], int | None] | None = None,
+        cleaner: CleanerConfig | None = None,
+        clock_ms: Callable[[], int] | None = None,
     ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         self.retention_check_interval_ms = retention_check_interval_ms
@@ -98,6 +106,26 @@ class LogManager:
         for log_dir in self.log_dirs:
             self._load_dir(log_dir, now_ms)
         self._write_checkpoints(wait=True)
+        self.clean_limit_of: Callable[[TopicPartition], int | None] = lambda _tp: None   # the replica manager's HW
+        self.cleaners = self._start_cleaners(cleaner, clock_ms or (lambda: int(time.time() * 1000)))
+
+    def _start_cleaners(self, config: CleanerConfig | None, clock_ms: Callable[[], int]) -> dict[Path, LogDirCleaner]:
+        """One log cleaner thread per online log directory (none when disabled or not configured)."""
+        if config is None or not config.active:
+            return {}
+        online = self._online_dirs()
+        share = config.dedupe_buffer_size // max(1, len(online))
+        cleaners = {}
+        for log_dir in online:
+            cleaner = LogDirCleaner(log_dir, lambda d=log_dir: self._logs_in(d), lambda key: self.clean_limit_of(key),
+                                    config, clock_ms, share)
+            cleaner.start()
+            cleaners[log_dir] = cleaner
+        return cleaners
+
+    def _logs_in(self, log_dir: Path) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return {key: log for key, log in self._logs.items() if self._home.get(key) == log_dir}
 
     # --- startup -------------------------------------------------------------------------------
 
@@ -138,6 +166,9 @@ class LogManager:
 
     def _take_offline(self, log_dir: Path) -> None:
         self.offline_dirs.add(log_dir)
+        cleaner = getattr(self, "cleaners", {}).pop(log_dir, None)
+        if cleaner is not None:
+            cleaner.stop(wait=False)        # it may be waiting for this manager's lock
         for key in [k for k, home in self._home.items() if home == log_dir]:
             log = self._logs.pop(key)
             del self._home[key]
@@ -263,6 +294,9 @@ class LogManager:
 
     def close(self) -> None:
         """Flush, checkpoint, close every log, then mark each log directory cleanly shut down."""
+        for cleaner in list(self.cleaners.values()):    # outside the lock: a clean under way may need it
+            cleaner.stop()
+        self.cleaners = {}
         with self._lock:
             self.flush_all(self._now_ms)
             for key, log in list(self._logs.items()):

@@ -122,6 +122,10 @@ class ProducerStateManager:
             if not h.is_control:
                 self.update((h,))
 
+    def last_offsets(self) -> dict[int, int]:
+        """Producer id -> last offset of its last batch (the log cleaner keeps that batch)."""
+        return {pid: p.batches[-1][3] for pid, p in self._producers.items() if p.batches}
+
     def snapshot(self) -> list[SnapshotEntry]:
         """The state as Kafka's snapshot holds it: each producer's epoch and last batch."""
         out = []

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["AppendResult", "FileRegion", "ReadResult", "RolledSegment"]
+__all__ = ["AppendResult", "CleaningView", "FileRegion", "ReadResult", "RolledSegment"]
 
 
 class FileRegion:
@@ -73,3 +73,18 @@ class RolledSegment(NamedTuple):
     log_path: Path
     offset_index_path: Path
     time_index_path: Path
+
+
+class CleaningView(NamedTuple):
+    """What the log cleaner takes of a log under its lock (``Log.cleaning_view``):
+    the segments (oldest first, the last active) and their sizes then, the offsets,
+    each idempotent producer's last offset, and the truncation count a swap checks."""
+
+    segments: list
+    sizes: list[int]
+    log_start_offset: int
+    log_end_offset: int
+    producer_last_offsets: dict[int, int]
+    truncations: int
+    directory: Path
+    timestamps: list[tuple[int, int]]     # per segment: (largest timestamp, first batch's max timestamp)

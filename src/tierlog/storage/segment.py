@@ -34,6 +34,7 @@ from tierlog.storage.batch_scan import (
 from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.storage.errors import CorruptIndexError
 from tierlog.storage.files import (
+    CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -92,6 +93,38 @@ class LogSegment:
             os.close(os.open(segment_file(directory, base_offset, suffix), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
                              0o644))
         return cls(directory, base_offset, fd, 0, index_interval_bytes, max_index_size, now_ms, new=True)
+
+    @classmethod
+    def create_cleaned(cls, directory: Path, base_offset: int, index_interval_bytes: int, max_index_size: int,
+                       now_ms: int) -> LogSegment:
+        """A new empty segment whose three files carry the ``.cleaned`` suffix (the log
+        cleaner's output; ``change_suffix`` swaps it in)."""
+        paths = [segment_file(directory, base_offset, suffix + CLEANED_SUFFIX)
+                 for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)]
+        fd = os.open(paths[0], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            for path in paths[1:]:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        except OSError:
+            os.close(fd)
+            raise
+        segment = cls(directory, base_offset, fd, 0, index_interval_bytes, max_index_size, now_ms, new=True)
+        segment.suffix = CLEANED_SUFFIX
+        segment.offset_index.rename(paths[1])
+        segment.time_index.rename(paths[2])
+        return segment
+
+    def change_suffix(self, suffix: str) -> None:
+        """Rename the three files from the current suffix to ``suffix`` (Kafka's
+        changeFileSuffixes): the indexes first, the ``.log`` last, so the log file's
+        name tells recovery how far a swap got. The descriptor stays valid."""
+        for index in (self.offset_index, self.time_index):
+            target = Path(str(index.path)[: len(str(index.path)) - len(self.suffix)] + suffix)
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(index.path, target)
+            index.rename(target)
+        os.replace(self.log_path, segment_file(self.directory, self.base_offset, LOG_SUFFIX + suffix))
+        self.suffix = suffix
 
     @classmethod
     def open(cls, directory: Path, base_offset: int, index_interval_bytes: int, max_index_size: int,
