@@ -40,7 +40,7 @@ from tierlog.tiered import (
     RemoteStorageError,
     TopicIdPartition,
 )
-from tierlog.tiered.rebuild_rules import plan_rebuild
+from tierlog.tiered.rebuild_rules import plan_rebuild, rebuilt_log_start
 from tierlog.tiered.upload_epochs import (
     EpochCheckpointError,
     parse_leader_epoch_checkpoint,
@@ -86,7 +86,8 @@ async def build_remote_log_aux_state(remote, conn, node_id: int, part, leader_ep
         log.warning("%s-%d: cannot read the remote state of segment [%d, %d]: %s", part.topic, part.index,
                     segment.start_offset, segment.end_offset, e)
         return ErrorCode.KAFKA_STORAGE_ERROR
-    part.log.rebuild_from_remote(plan.log_start_offset, plan.local_log_start_offset, epochs, snapshot)
+    log_start = rebuilt_log_start(plan, epochs)
+    part.log.rebuild_from_remote(log_start, plan.local_log_start_offset, epochs, snapshot)
     part.follower_hw = local_start
     log.info("%s-%d: rebuilt from remote segment [%d, %d]: log start %d, fetching from %d", part.topic,
              part.index, segment.start_offset, segment.end_offset, log_start, local_start)
