@@ -12,7 +12,7 @@ import time
 import pytest
 from tiered_repl_sim import TieredReplSim
 
-_SEEDS = int(os.environ.get("TIERLOG_TIERED_REPL_SIM_SEEDS", "10"))
+_SEEDS = int(os.environ.get("TIERLOG_TIERED_REPL_SIM_SEEDS", "16"))
 _ONE = os.environ.get("TIERLOG_SIM_SEED")
 SEEDS = [int(_ONE)] if _ONE is not None else list(range(_SEEDS))
 
@@ -40,10 +40,12 @@ def test_an_empty_replica_joins_a_tiered_partition_under_faults(kip1023, kip1303
             totals[k] = totals.get(k, 0) + v
     print(f"\ntiered replication sim (kip1023={kip1023}, kip1303={kip1303}): {len(SEEDS)} seeds in "
           f"{time.monotonic() - started:.1f}s: {totals}")
-    if len(SEEDS) >= 8:        # the paths the invariants are about were taken
+    if len(SEEDS) >= 16:        # the paths the invariants are about were taken
         for k in ("crashes", "power_losses", "elections", "uploads", "remote_deletes", "local_deletes",
-                  "kip405_rebuilds", "new_joined_isr", "new_replica_led", "truncations"):
+                  "kip405_rebuilds", "new_joined_isr", "truncations", "delete_records"):
             assert totals[k] > 0, (k, totals)
+        if not kip1303:         # with KIP-1303 on, a freshly rebuilt replica rarely may lead
+            assert totals["new_replica_led"] > 0, totals
         if kip1023:
             assert totals["probes"] > 0 and totals["kip1023_rebuilds"] > 0, totals
         else:

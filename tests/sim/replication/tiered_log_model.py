@@ -14,7 +14,8 @@ replicas, as uploads of different leaders do). The writes follow ``Log``:
 - ``restart_at(o, log start)``: ``Log.truncate_fully_and_start_at``;
 - ``rebuild_from_remote``: ``Log.rebuild_from_remote`` (the real
   ``LeaderEpochCache.rebuild_from_remote``);
-- ``raise_log_start``: ``Log.increment_log_start_offset``;
+- ``raise_log_start``: ``Log.increment_log_start_offset`` (the local log start
+  follows: records below the log start are no longer served);
 - ``delete_local_segments(n)``: local retention (``local_segments_to_delete``).
 """
 from __future__ import annotations
@@ -107,6 +108,7 @@ class TieredLog:
         assert offset <= self.log_end_offset, (offset, self.log_end_offset)
         self.log_start_offset = offset
         self.cache.truncate_from_start(offset)
+        self._raise_local_start(offset)              # Log's local start floor
 
     def segments(self) -> list[LocalSegment]:
         ends = [*self.bases[1:], self.log_end_offset]
@@ -116,7 +118,10 @@ class TieredLog:
 
     def delete_local_segments(self, count: int) -> None:
         new_start = self.bases[count]
-        for offset in range(self.local_start, new_start):
-            self.entries[offset] = None
         del self.bases[:count]
-        self.local_start = new_start
+        self._raise_local_start(new_start)
+
+    def _raise_local_start(self, offset: int) -> None:
+        for o in range(self.local_start, offset):
+            self.entries[o] = None
+        self.local_start = max(self.local_start, offset)

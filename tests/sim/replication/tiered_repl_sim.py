@@ -39,8 +39,8 @@ fetch starts at the earliest pending upload offset.
 
 Remote storage: uploads are immediate and finished (5% fail); remote retention
 now and then moves the leader's log start past its oldest remote segment
-(at most to its high watermark) and deletes the remote segments wholly below
-it.  Followers take the leader's log start from Fetch answers.
+(at most to its high watermark), or DeleteRecords moves it to any offset up to
+the high watermark, and the remote segments wholly below it are deleted.  Followers take the leader's log start from Fetch answers.
 
 Invariants after every event (on top of the base simulator's, with the ISR
 prefix check reading each replica from its local log start):
@@ -148,7 +148,7 @@ class TieredReplSim(Sim):
         self.local_retention_bytes = chosen if local_retention_bytes is None else local_retention_bytes
         self.stats.update({"uploads": 0, "upload_failures": 0, "remote_deletes": 0, "local_deletes": 0,
                            "probes": 0, "kip1023_rebuilds": 0, "kip1023_start_at": 0, "kip405_rebuilds": 0,
-                           "rebuild_retries": 0, "out_of_range": 0, "new_replica_copied": 0,
+                           "rebuild_retries": 0, "delete_records": 0, "out_of_range": 0, "new_replica_copied": 0,
                            "new_replica_led": 0, "new_joined_isr": 0})
 
     def _new_log(self, bid: int) -> TieredLog:
@@ -255,11 +255,17 @@ class TieredReplSim(Sim):
         self.stats["uploads"] += 1
 
     def _remote_retention(self, b: Broker) -> None:
-        """retention.bytes reached: the oldest remote segment goes, the log start moves past it."""
-        if not self.remote:
+        """retention.bytes reached: the oldest remote segment goes, the log start moves past it;
+        or DeleteRecords moves the log start anywhere up to the high watermark (above the
+        highest uploaded offset too: KIP-1023's "pending upload offset below log start")."""
+        if self.rng.random() < 0.3:
+            new_start = self.rng.randint(b.log.log_start_offset, max(b.log.log_start_offset, b.hw))
+            self.stats["delete_records"] += 1
+        elif self.remote:
+            oldest = min(self.remote.values(), key=lambda s: s.meta.end_offset).meta
+            new_start = min(oldest.end_offset + 1, b.hw)
+        else:
             return
-        oldest = min(self.remote.values(), key=lambda s: s.meta.end_offset).meta
-        new_start = min(oldest.end_offset + 1, b.hw)
         if new_start <= b.log.log_start_offset:
             return
         b.log.raise_log_start(new_start)
