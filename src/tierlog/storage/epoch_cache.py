@@ -9,6 +9,11 @@ Semantics follow Kafka's LeaderEpochFileCache:
 - ``truncate_from_end(end)`` drops entries starting at or after ``end``;
   ``truncate_from_start(start)`` drops entries before ``start`` but keeps the latest
   of them, moved to ``start``.
+- ``rebuild_from_remote(entries, log_start, local_start)`` (KIP-405 / KIP-1023's
+  follower): the cache of a log restarted empty at ``local_start`` whose log
+  start is ``log_start``, from the uploaded checkpoint ``entries`` of the remote
+  segment holding ``local_start - 1``: the entries starting below
+  ``local_start``, then ``truncate_from_start(log_start)``.
 
 Every change is written through immediately (tmp + fsync + rename), unless the
 owner turns ``write_through`` off: then changes are written by its next
@@ -136,6 +141,17 @@ class LeaderEpochCache:
             self._changed()
             return True
         return False
+
+    def rebuild_from_remote(self, entries: list[tuple[int, int]], log_start_offset: int,
+                            local_log_start_offset: int) -> None:
+        """Replace the cache with ``entries`` (an uploaded checkpoint) kept for [log start, local start)."""
+        self._epochs.clear()
+        self._starts.clear()
+        for epoch, start in entries:
+            if start < local_log_start_offset:
+                self.assign_leader_epoch(epoch, start)
+        self._truncate_from_start(log_start_offset)
+        self._changed()
 
     def clear(self) -> None:
         self._epochs.clear()

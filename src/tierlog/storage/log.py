@@ -477,10 +477,7 @@ class Log:
         entries = decode_snapshot(producer_snapshot) if producer_snapshot else []
         with self._lock, self._io():
             self._truncate_fully(local_log_start_offset, log_start_offset)
-            for epoch, start in epoch_entries:
-                if start < local_log_start_offset:
-                    self._epochs.assign_leader_epoch(epoch, start)
-            self._epochs.truncate_from_start(log_start_offset)
+            self._epochs.rebuild_from_remote(epoch_entries, log_start_offset, local_log_start_offset)
             self._producers.rebuild((), entries)
             self._snapshots.write(local_log_start_offset, entries)
 

@@ -74,6 +74,7 @@ from tierlog.replication import (
     check_follower_fetch,
 )
 from tierlog.replication.backoff import ExponentialBackoff
+from tierlog.replication.tiered_start import NOT_TIERED
 
 TOPIC = b"\x07" * 16
 KEY = (TOPIC, 0)
@@ -163,7 +164,7 @@ class Msg:
 @dataclass
 class Broker:
     bid: int
-    log: MemLog = field(default_factory=MemLog)
+    log: MemLog
     alive: bool = True
     broker_epoch: int = 1
     leader_epoch: int = -1           # latest known from metadata
@@ -177,6 +178,8 @@ class Broker:
 
 
 class Sim:
+    tiering = NOT_TIERED                            # the topic's traits the fetchers see (KIP-1023)
+
     def __init__(self, seed: int, *, faults: bool = True, kip1303: bool = False) -> None:
         self.seed = seed
         self.thresholds = EligibilityThresholds(local_log_ms=ELIGIBLE_MS) if kip1303 else DISABLED
@@ -185,20 +188,21 @@ class Sim:
         self.queue: list = []
         self.seq = 0
         self.faults = faults
-        self.brokers = {b: Broker(b) for b in BROKERS}
+        self.replicas: tuple[int, ...] = tuple(BROKERS)       # the controller's assignment
+        self.brokers = {b: Broker(b, self._new_log(b)) for b in self.all_brokers}
         for b in self.brokers.values():
             b.fetchers = self._new_fetchers(b)
         # controller state
-        self.c_leader, self.c_epoch, self.c_isr, self.c_pepoch = 1, 0, tuple(BROKERS), 0
+        self.c_leader, self.c_epoch, self.c_isr, self.c_pepoch = 1, 0, self.replicas, 0
         self.c_local_logs: dict[int, LocalLog] = {}
         self.partitions: set[frozenset[int]] = set()     # cut links
         self.drop_p = 0.05
         self.dup_p = 0.02
         self.next_id = 1
-        self.meta_deliver_at = {b: 0 for b in BROKERS}
+        self.meta_deliver_at = {b: 0 for b in self.all_brokers}
         # checking
         self.committed: list[tuple[int, str]] = []
-        self.verified = {b: 0 for b in BROKERS}
+        self.verified = {b: 0 for b in self.all_brokers}
         self.hw_seen: dict[tuple[int, int], int] = {}
         self.acked: dict[str, int] = {}
         self.producing = True
@@ -208,8 +212,13 @@ class Sim:
         self.stats = {"events": 0, "acked": 0, "produce_errors": 0, "crashes": 0, "power_losses": 0,
                       "leader_moves": 0, "truncations": 0, "alter_partitions": 0, "elections": 0,
                       "local_deletions": 0, "ineligible_passed_over": 0}
-        for b in BROKERS:
+        for b in self.all_brokers:
             self._send_metadata(b)
+
+    all_brokers: tuple[int, ...] = BROKERS          # the brokers of the cluster (replicas or not)
+
+    def _new_log(self, bid: int) -> MemLog:
+        return MemLog()
 
     def _new_fetchers(self, b: Broker) -> ReplicaFetchers:
         return ReplicaFetchers(b.bid, b.broker_epoch,
@@ -247,13 +256,14 @@ class Sim:
 
     # --- controller ------------------------------------------------------------------------
     def _send_metadata(self, bid: int) -> None:
-        state = {"leader": self.c_leader, "epoch": self.c_epoch, "isr": self.c_isr, "pepoch": self.c_pepoch}
+        state = {"leader": self.c_leader, "epoch": self.c_epoch, "isr": self.c_isr, "pepoch": self.c_pepoch,
+                 "replicas": self.replicas}
         t = max(self.meta_deliver_at[bid], self.now + self.rng.randint(1, 20)) + 1
         self.meta_deliver_at[bid] = t
         self.at(t, self.on_metadata, bid, state)
 
     def _publish(self) -> None:
-        for b in BROKERS:
+        for b in self.all_brokers:
             self._send_metadata(b)
 
     def _alive(self) -> set[int]:
@@ -263,9 +273,9 @@ class Sim:
         return {b: ReplicaLogCoverage(b, ll.start_timestamp, ll.size_bytes) for b, ll in self.c_local_logs.items()}
 
     def _elect(self, current: int) -> None:
-        result = elect_leader(replicas=BROKERS, isr=self.c_isr, leader=current, usable=self._alive(),
+        result = elect_leader(replicas=self.replicas, isr=self.c_isr, leader=current, usable=self._alive(),
                               coverage=self._coverage(), thresholds=self.thresholds, now_ms=self.now)
-        plain = elect_leader(replicas=BROKERS, isr=self.c_isr, leader=current, usable=self._alive())
+        plain = elect_leader(replicas=self.replicas, isr=self.c_isr, leader=current, usable=self._alive())
         if result.leader != plain.leader:
             self.stats["ineligible_passed_over"] += 1
         self.c_leader = result.leader
@@ -293,7 +303,7 @@ class Sim:
             return
         if self.thresholds.enabled:
             # a preferred election over a random assignment order, KIP-1303-sorted
-            order = tuple(self.rng.sample(BROKERS, len(BROKERS)))
+            order = tuple(self.rng.sample(self.replicas, len(self.replicas)))
             result = elect_leader(replicas=order, isr=self.c_isr, leader=self.c_leader, usable=self._alive(),
                                   election=Election.PREFERRED, coverage=self._coverage(),
                                   thresholds=self.thresholds, now_ms=self.now)
@@ -335,13 +345,13 @@ class Sim:
         b = self.brokers[bid]
         if not b.alive:
             return
-        if state["epoch"] < b.leader_epoch:
+        if state["epoch"] < b.leader_epoch or bid not in state["replicas"]:
             return
         if state["epoch"] > b.leader_epoch:
             self._change_leader(b, state)
         elif b.leader is not None:
             up = b.leader.on_partition_metadata(leader_epoch=state["epoch"], partition_epoch=state["pepoch"],
-                                                isr=state["isr"], replicas=BROKERS, now_ms=self.now,
+                                                isr=state["isr"], replicas=state["replicas"], now_ms=self.now,
                                                 leader_leo=b.log.log_end_offset)
             self._after_leader_update(b, up)
 
@@ -358,7 +368,7 @@ class Sim:
             b.hw = min(b.hw, b.log.log_end_offset)
             b.leader = LeaderState(
                 topic_id=TOPIC, partition=0, leader_id=b.bid, leader_epoch=state["epoch"],
-                partition_epoch=state["pepoch"], replicas=BROKERS, isr=state["isr"], high_watermark=b.hw,
+                partition_epoch=state["pepoch"], replicas=state["replicas"], isr=state["isr"], high_watermark=b.hw,
                 log_end_offset=b.log.log_end_offset, now_ms=self.now, leader_broker_epoch=b.broker_epoch,
                 config=LeaderConfig(replica_lag_time_max_ms=LAG_MS, min_insync_replicas=MIN_ISR,
                                     report_interval_ms=500,
@@ -367,7 +377,7 @@ class Sim:
         elif state["leader"] == NO_LEADER:
             b.fetchers.stop_following(KEY)
         else:
-            b.fetchers.become_follower(KEY, state["leader"], state["epoch"], b.log)
+            b.fetchers.become_follower(KEY, state["leader"], state["epoch"], b.log, self.tiering)
             self._fetch_soon(b)
 
     # --- broker: leader side ---------------------------------------------------------------
@@ -577,13 +587,13 @@ class Sim:
         if down and r < 0.5:
             self.restart(down[0].bid)
         elif not down and r < 0.25:
-            self.crash(self.rng.choice(BROKERS), power_loss=self.rng.random() < 0.5)
+            self.crash(self.rng.choice(self.replicas), power_loss=self.rng.random() < 0.5)
         elif r < 0.3:
             self.move_leader()
         elif r < 0.35:
-            self.delete_local(self.rng.choice(BROKERS))
+            self.delete_local(self.rng.choice(self.replicas))
         elif r < 0.55:
-            a, c = self.rng.sample((0,) + BROKERS, 2)
+            a, c = self.rng.sample((0,) + self.all_brokers, 2)
             self.partitions.add(frozenset((a, c)))
         elif r < 0.8 and self.partitions:
             self.partitions.discard(self.rng.choice(sorted(self.partitions, key=sorted)))
@@ -598,7 +608,7 @@ class Sim:
 
     def crash(self, bid: int, power_loss: bool) -> None:
         b = self.brokers[bid]
-        all_in = len(self.c_isr) == len(BROKERS) and all(x.alive for x in self.brokers.values())
+        all_in = len(self.c_isr) == len(self.replicas) and all(self.brokers[r].alive for r in self.replicas)
         power_loss = power_loss and all_in
         b.alive = False
         b.leader = b.purgatory = None
@@ -645,7 +655,7 @@ class Sim:
 
     # --- driver ----------------------------------------------------------------------------
     def run(self, fault_ms: int = 2500, heal_ms: int = 2500) -> None:
-        for b in BROKERS:
+        for b in self.all_brokers:
             self.at(self.now + b, self.broker_tick, b)
         self.at(self.now + 30, self.produce_tick)
         self.at(self.now + 100, self.fault_tick)
@@ -662,7 +672,7 @@ class Sim:
         leader = self.c_leader
         if leader == NO_LEADER:
             raise InvariantError("no leader after healing")
-        if set(self.c_isr) != set(BROKERS):
+        if set(self.c_isr) != set(self.replicas):
             raise InvariantError(f"ISR {self.c_isr} after healing")
         if self.stats["acked"] <= acked_before:
             raise InvariantError("nothing acked after healing")

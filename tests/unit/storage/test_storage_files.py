@@ -163,6 +163,18 @@ def test_epoch_cache_truncation(tmp_path: Path):
 # --- indexes ----------------------------------------------------------------------------------------
 
 
+def test_epoch_cache_rebuilt_from_an_uploaded_checkpoint(tmp_path: Path):
+    """KIP-405 / KIP-1023: entries below the local start, the first moved up to the log start."""
+    cache = LeaderEpochCache(tmp_path, [(9, 0), (10, 3)])
+    cache.rebuild_from_remote([(1, 0), (2, 10), (4, 30), (6, 50)], 15, 40)
+    assert cache.entries() == [(2, 15), (4, 30)]
+    assert LeaderEpochCache.load(tmp_path).entries() == [(2, 15), (4, 30)]
+    cache.rebuild_from_remote([(1, 0), (2, 10)], 0, 10)
+    assert cache.entries() == [(1, 0)]
+    cache.rebuild_from_remote([(3, 20)], 5, 30)      # the log start before the first entry: kept as it is
+    assert cache.entries() == [(3, 20)]
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=50), min_size=0, max_size=40), st.integers(0, 3000))
 def test_offset_index_lookup_matches_brute_force(tmp_path_factory, gaps, target):

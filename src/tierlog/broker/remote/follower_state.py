@@ -4,7 +4,7 @@ A follower whose fetch offset the leader has only in remote storage
 (OFFSET_MOVED_TO_TIERED_STORAGE) does not copy that data. It asks the leader
 (ListOffsets as a replica) for its local log start L (-4) and log start (-2),
 finds the finished remote segment holding L - 1 in its own copy of the remote
-log metadata, reads that segment's leader-epoch checkpoint and producer
+log metadata (``tiered.rebuild_rules``), reads that segment's leader-epoch checkpoint and producer
 snapshot from remote storage (on a thread), and restarts its log empty at L
 with log start = the leader's, those epochs and that producer state
 (``Log.rebuild_from_remote``); it then fetches from L.
@@ -40,6 +40,7 @@ from tierlog.tiered import (
     RemoteStorageError,
     TopicIdPartition,
 )
+from tierlog.tiered.rebuild_rules import plan_rebuild, rebuilt_log_start
 from tierlog.tiered.upload_epochs import (
     EpochCheckpointError,
     parse_leader_epoch_checkpoint,
@@ -73,13 +74,11 @@ async def build_remote_log_aux_state(remote, conn, node_id: int, part, leader_ep
             error, log_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST)
     if error:
         return error
-    previous = local_start - 1
-    cache = remote.metadata.cache(tip)
-    holding = [m for m in cache.finished_segments() if m.start_offset <= previous <= m.end_offset]
-    if previous < 0 or not holding:
-        log.info("%s-%d: no remote segment holds offset %d yet", part.topic, part.index, previous)
+    plan = plan_rebuild(remote.metadata.cache(tip).finished_segments(), log_start, local_start)
+    if plan is None:
+        log.info("%s-%d: no remote segment holds offset %d yet", part.topic, part.index, local_start - 1)
         return ErrorCode.REPLICA_NOT_AVAILABLE
-    segment = holding[-1]
+    segment = plan.segment
     try:
         epochs, snapshot = await asyncio.get_running_loop().run_in_executor(
             remote.follower_pool, _read_aux_state, remote.segments, segment)
@@ -87,7 +86,8 @@ async def build_remote_log_aux_state(remote, conn, node_id: int, part, leader_ep
         log.warning("%s-%d: cannot read the remote state of segment [%d, %d]: %s", part.topic, part.index,
                     segment.start_offset, segment.end_offset, e)
         return ErrorCode.KAFKA_STORAGE_ERROR
-    part.log.rebuild_from_remote(min(log_start, local_start), local_start, epochs, snapshot)
+    log_start = rebuilt_log_start(plan, epochs)
+    part.log.rebuild_from_remote(log_start, plan.local_log_start_offset, epochs, snapshot)
     part.follower_hw = local_start
     log.info("%s-%d: rebuilt from remote segment [%d, %d]: log start %d, fetching from %d", part.topic,
              part.index, segment.start_offset, segment.end_offset, log_start, local_start)
