@@ -220,15 +220,30 @@ def _remote_stats(cluster: Cluster, node: int) -> dict:
     return stats
 
 
-def _read_recent(cluster: Cluster, node: int, topic: str, end: int) -> dict:
+def _read_once(cluster: Cluster, node: int, topic: str, end: int) -> dict:
     """The most recent 50 % of ``topic`` from ``node``, every Fetch timed; its remote GETs meanwhile."""
     before = _remote_stats(cluster, node)
     read = timed_fetches(_port(cluster, node), topic, end // 2, end)
     time.sleep(STATS_WAIT_S)
     after = _remote_stats(cluster, node)
-    lat = latency_summary([ms / 1000 for ms in read.pop("latencies_ms")])
+    latencies = read.pop("latencies_ms")
+    lat = latency_summary([ms / 1000 for ms in latencies])
     return {"node": node, **read, "latency_ms": {k: round(v, 2) for k, v in lat.items()},
-            "remote": {k: after[k] - before.get(k, 0) for k in after}, "loadavg": loadavg()}
+            "remote": {k: after[k] - before.get(k, 0) for k in after}, "loadavg": loadavg(),
+            "per_fetch_ms": [round(ms, 2) for ms in latencies]}
+
+
+def _read_recent(cluster: Cluster, node: int, topic: str, end: int, reads: int) -> dict:
+    """``reads`` reads of the most recent 50 %, one after the other: the first (what consumers right after
+    the change see; remote GETs fill the chunk cache) and the median of the p99s over all."""
+    runs = [_read_once(cluster, node, topic, end) for _ in range(reads)]
+    p99s = sorted(r["latency_ms"]["p99"] for r in runs)
+    first = runs[0]
+    return {"node": node, "latency_ms": first["latency_ms"], "remote": first["remote"],
+            "fetches": first["fetches"], "bytes": first["bytes"], "mib_per_s": first["mib_per_s"],
+            "errors": first["errors"], "p99_median_ms": p99s[len(p99s) // 2], "p99s_ms": [r["latency_ms"]["p99"]
+                                                                                        for r in runs],
+            "remote_gets_per_read": [r["remote"]["gets"] for r in runs], "runs": runs}
 
 
 def _coverage(cluster: Cluster, topic: str) -> dict[int, dict]:
@@ -260,7 +275,7 @@ def _kip1023(cluster: Cluster, args, settled: dict) -> dict:
     return out
 
 
-def _kip1303(cluster: Cluster, settled: dict) -> dict:
+def _kip1303(cluster: Cluster, settled: dict, reads: int) -> dict:
     """Thresholds, the reads before the failure, kill -9 of the leader, the elections, the reads after."""
     cov = _wait(lambda: (c := _coverage(cluster, TOPICS[0])) and all(
         c.get(n, {}).get("LocalLogSizeBytes", -1) > 0 for n in (FULL, ADDED_ON)) and c, 60, "reported coverage")
@@ -272,7 +287,7 @@ def _kip1303(cluster: Cluster, settled: dict) -> dict:
     out = {"threshold_bytes": threshold, "new_replica_local_bytes": new_size, "full_replica_local_bytes": full_size,
            "coverage_before": {t: _coverage(cluster, t) for t in TOPICS}, "before": {}, "after": {}, "leaders": {}}
     for topic in TOPICS:
-        out["before"][topic] = _read_recent(cluster, LEADER, topic, settled[topic]["end"])
+        out["before"][topic] = _read_recent(cluster, LEADER, topic, settled[topic]["end"], reads)
         print(f"{topic} before the failure (leader {LEADER}): {_read_line(out['before'][topic])}", flush=True)
     killed = time.monotonic()
     cluster.kill9(LEADER)
@@ -283,7 +298,7 @@ def _kip1303(cluster: Cluster, settled: dict) -> dict:
                                  "seconds_after_kill": round(time.monotonic() - killed, 2)}
     for topic in TOPICS:
         node = out["leaders"][topic]["leader"]
-        out["after"][topic] = _read_recent(cluster, node, topic, settled[topic]["end"])
+        out["after"][topic] = _read_recent(cluster, node, topic, settled[topic]["end"], reads)
         print(f"{topic} after the failure (leader {node}): {_read_line(out['after'][topic])}", flush=True)
     return out
 
@@ -296,7 +311,8 @@ def _line(r: dict) -> str:
 def _read_line(r: dict) -> str:
     lat = r["latency_ms"]
     return (f"{r['fetches']} fetches, {r['bytes'] / MIB:.0f} MiB at {r['mib_per_s']} MiB/s, p50 {lat['p50']} "
-            f"p99 {lat['p99']} max {lat['max']} ms, remote GETs {r['remote']['gets']}, errors {r['errors']}")
+            f"p99 {lat['p99']} max {lat['max']} ms, remote GETs {r['remote']['gets']}, errors {r['errors']}; "
+            f"p99 of {len(r['p99s_ms'])} reads {r['p99s_ms']} ms, GETs {r['remote_gets_per_read']}")
 
 
 def run(args, workdir: Path) -> dict:
@@ -312,7 +328,7 @@ def run(args, workdir: Path) -> dict:
         doc["leader_before"] = {t: _settled(cluster, t) for t in TOPICS}
         print(f"settled: {doc['leader_before']}", flush=True)
         doc["kip1023"] = _kip1023(cluster, args, doc["leader_before"])
-        doc["kip1303"] = _kip1303(cluster, doc["leader_before"])
+        doc["kip1303"] = _kip1303(cluster, doc["leader_before"], args.reads)
     finally:
         cluster.stop()
     doc["machine_after"] = machine_facts()
@@ -329,7 +345,9 @@ def goals(doc: dict) -> dict:
         "kip1023_time_ratio_le_0.15": all(k23[t]["time_on_over_off"] <= 0.15 for t in TOPICS),
         "kip1303_leaders": {t: k1303["leaders"][t]["leader"] for t in TOPICS},
         "kip1303_on_zero_remote_gets": on["remote"]["gets"] == 0,
-        "kip1303_on_p99_no_worse_than_before": on["latency_ms"]["p99"] <= k1303["before"]["elig-on"]["latency_ms"]["p99"],
+        "kip1303_on_p99_no_worse_than_before": on["p99_median_ms"] <= k1303["before"]["elig-on"]["p99_median_ms"],
+        "kip1303_on_first_read_p99_no_worse_than_before":
+            on["latency_ms"]["p99"] <= k1303["before"]["elig-on"]["latency_ms"]["p99"],
         "kip1303_off_remote_gets": off["remote"]["gets"],
     }
 
@@ -338,30 +356,36 @@ def plot(doc: dict, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, (copy_ax, lat_ax) = plt.subplots(1, 2, figsize=(13, 4.8))
+    fig, (copy_ax, lat_ax, seq_ax) = plt.subplots(1, 3, figsize=(18, 5))
     for topic in TOPICS:
         for mode, style in (("off", "-"), ("on", "--")):
             r = doc["kip1023"][topic][mode]
-            copy_ax.plot([t for t, _ in r["timeline"]], [b / MIB for _, b in r["timeline"]], style,
-                         label=f"{topic}: {KIP1023.split('.')[-2]} {mode} ({r['time_to_isr_s']:.1f} s)")
-    copy_ax.set(title="KIP-1023: bytes the added replica holds until it joins the ISR",
+            copy_ax.plot([t for t, _ in r["timeline"]], [b / MIB for _, b in r["timeline"]], style, marker=".",
+                         label=f"{topic}: KIP-1023 {mode}, in the ISR after {r['time_to_isr_s']:.1f} s")
+    copy_ax.set(title="KIP-1023: the added replica's local log until it joins the ISR",
                 xlabel="seconds since the reassignment", ylabel="MiB of .log files")
     copy_ax.legend(fontsize=7)
     k = doc["kip1303"]
-    labels, p99, p50 = [], [], []
-    for phase, name in (("before", "before kill, leader 2"), ("after", "after kill")):
+    labels, bars = [], {"p50 (1st read)": [], "p99 (1st read)": [], "p99 (median of reads)": []}
+    for phase in ("before", "after"):
         for topic in TOPICS:
             r = k[phase][topic]
-            labels.append(f"{topic}\n{name}" + (f", leader {r['node']}" if phase == "after" else "")
-                          + f"\n{r['remote']['gets']} GETs")
-            p99.append(r["latency_ms"]["p99"])
-            p50.append(r["latency_ms"]["p50"])
-    xs = range(len(labels))
-    lat_ax.bar([x - 0.2 for x in xs], p50, width=0.4, label="p50")
-    lat_ax.bar([x + 0.2 for x in xs], p99, width=0.4, label="p99")
-    lat_ax.set_xticks(list(xs), labels, fontsize=7)
-    lat_ax.set(title="KIP-1303: Fetch latency reading the most recent 50 %", ylabel="ms per Fetch (1 MiB)")
-    lat_ax.legend()
+            labels.append(f"{topic}\n{phase} kill, leader {r['node']}\nGETs {r['remote_gets_per_read']}")
+            bars["p50 (1st read)"].append(r["latency_ms"]["p50"])
+            bars["p99 (1st read)"].append(r["latency_ms"]["p99"])
+            bars["p99 (median of reads)"].append(r["p99_median_ms"])
+    xs = list(range(len(labels)))
+    for i, (name, values) in enumerate(bars.items()):
+        lat_ax.bar([x + (i - 1) * 0.27 for x in xs], values, width=0.27, label=name)
+    lat_ax.set_xticks(xs, labels, fontsize=7)
+    lat_ax.set(title="KIP-1303: Fetch latency, most recent 50 %", ylabel="ms per Fetch (1 MiB)")
+    lat_ax.legend(fontsize=7)
+    for phase, topic, style in (("before", "elig-on", ":"), ("after", "elig-on", "-"), ("after", "elig-off", "--")):
+        r = k[phase][topic]
+        seq_ax.plot(r["runs"][0]["per_fetch_ms"], style, linewidth=0.8,
+                    label=f"{topic} {phase} kill (leader {r['node']})")
+    seq_ax.set(title="first read: every Fetch in order", xlabel="Fetch #", ylabel="ms (log scale)", yscale="log")
+    seq_ax.legend(fontsize=7)
     fig.suptitle(f"tierlog: {doc['args']['mib']} MiB per topic, segments {doc['args']['segment_mib']} MiB, "
                  f"local retention {float(doc['args']['local_keep']):.0%} of the data")
     fig.tight_layout()
@@ -373,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mib", type=int, default=2048, help="data per topic (default 2 GiB)")
     p.add_argument("--segment-mib", type=int, default=64, help="segment.bytes of the topics, MiB")
     p.add_argument("--local-keep", type=float, default=0.6, help="local.retention.bytes as a fraction of --mib")
+    p.add_argument("--reads", type=int, default=3, help="reads of the most recent 50 %% per topic and phase")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more tierlog up settings")
     p.add_argument("--out", type=Path, default=HERE / "results")
     p.add_argument("--keep-dir", action="store_true", help="keep the cluster's data dir (printed)")
