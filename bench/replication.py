@@ -52,11 +52,14 @@ TOPIC_CONFIG = {"min.insync.replicas": "2"}
 class Cluster:
     """``tierlog up`` as a child process group; ``bootstrap`` once every broker serves."""
 
-    def __init__(self, data_dir: Path, brokers: int, controllers: int):
+    def __init__(self, data_dir: Path, brokers: int, controllers: int, settings: dict | None = None):
         port = free_port()
         self.log_path = data_dir / "up.log"
-        cmd = [sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(data_dir / "data"),
+        self.nodes_dir = data_dir / "data"
+        self.nodes: dict[int, dict] = {}       # node id -> {"pid", "listen"} from ``tierlog up``'s node lines
+        cmd = [sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(self.nodes_dir),
                "--listen", f"127.0.0.1:{port}", "--controllers", str(controllers), "--brokers", str(brokers)]
+        cmd += [a for k, v in (settings or {}).items() for a in ("--set", f"{k}={v}")]
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
                                          env=child_env())
@@ -68,10 +71,21 @@ class Cluster:
             line = raw.decode().strip()
             if line.startswith("bootstrap.servers="):
                 return line.split("=", 1)[1]
+            if line.startswith("node "):        # node <id> roles=... pid=<pid> listen=<host:port>
+                words = line.split()
+                fields = dict(w.split("=", 1) for w in words[2:] if "=" in w)
+                self.nodes[int(words[1])] = {"pid": int(fields["pid"]), "listen": fields.get("listen")}
             if time.monotonic() > deadline:
                 break
         self.stop()
         raise RuntimeError(f"tierlog up did not print bootstrap.servers; see {self.log_path}")
+
+    def node_dir(self, node_id: int) -> Path:
+        """``<data-dir>/node-<id>``: its server.properties, node.log and log dir ``data``."""
+        return self.nodes_dir / f"node-{node_id}"
+
+    def kill9(self, node_id: int) -> None:
+        os.kill(self.nodes[node_id]["pid"], signal.SIGKILL)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
