@@ -1,6 +1,7 @@
 """`tierlog groups`: argument parsing and offset planning (no cluster needed)."""
 import argparse
-from datetime import datetime, timedelta, timezone
+import time
+from datetime import UTC, datetime
 
 import pytest
 from confluent_kafka import ConsumerGroupState
@@ -82,21 +83,28 @@ def test_topic_selection():
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("2024-05-01T12:30:45.123Z", datetime(2024, 5, 1, 12, 30, 45, 123000, timezone.utc)),
-    ("2024-05-01T12:30:45.123+02:00", datetime(2024, 5, 1, 10, 30, 45, 123000, timezone.utc)),
-    ("2024-05-01T12:30:45.123-05:30", datetime(2024, 5, 1, 18, 0, 45, 123000, timezone.utc)),
-    ("2024-05-01T12:30:45Z", datetime(2024, 5, 1, 12, 30, 45, tzinfo=timezone.utc)),
+    ("2024-05-01T12:30:45.123Z", datetime(2024, 5, 1, 12, 30, 45, 123000, UTC)),
+    ("2024-05-01T12:30:45.123+02:00", datetime(2024, 5, 1, 10, 30, 45, 123000, UTC)),
+    ("2024-05-01T12:30:45.123-05:30", datetime(2024, 5, 1, 18, 0, 45, 123000, UTC)),
+    ("2024-05-01T12:30:45Z", datetime(2024, 5, 1, 12, 30, 45, tzinfo=UTC)),
 ])
 def test_datetime_with_a_zone(text, expected):
     assert parse_datetime_ms(text) == int(expected.timestamp() * 1000)
 
 
-def test_datetime_without_a_zone_is_local_time():
-    local = datetime(2024, 5, 1, 12, 30, 45, 123000).astimezone()
-    assert parse_datetime_ms("2024-05-01T12:30:45.123") == int(local.timestamp() * 1000)
-    offset = local.utcoffset() or timedelta(0)
-    utc = datetime(2024, 5, 1, 12, 30, 45, 123000, timezone.utc)
-    assert parse_datetime_ms("2024-05-01T12:30:45.123") == int((utc - offset).timestamp() * 1000)
+@pytest.fixture
+def zone_plus_0530(monkeypatch):
+    """The process's local zone is +05:30 (POSIX TZ names the offset west of UTC)."""
+    monkeypatch.setenv("TZ", "IST-5:30")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_datetime_without_a_zone_is_local_time(zone_plus_0530):
+    assert parse_datetime_ms("2024-05-01T12:30:45.123") == int(
+        datetime(2024, 5, 1, 7, 0, 45, 123000, UTC).timestamp() * 1000)
 
 
 @pytest.mark.parametrize("bad", ["yesterday", "2024-13-01T00:00:00.000", "1700000000000", ""])
