@@ -16,10 +16,12 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from clients import create_topic, produce_all
+from clients import produce_all
+from cluster import FAST_REPLICATION
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 from nodeproc import NodeProcess
+from test_consumer_group_faults import coordinator_of
 
 pytestmark = pytest.mark.integration
 PREFIX = "tierlog: error: "
@@ -62,10 +64,11 @@ def one_error(result: subprocess.CompletedProcess) -> str:
     return lines[0][len(PREFIX):]
 
 
-def active_group(boot: str) -> tuple[str, str, Consumer]:
+def active_group(boot: str, replicas: int = 1) -> tuple[str, str, Consumer]:
     """(topic, group, consumer): a Stable group whose one member holds every partition, COMMITS committed."""
     topic, group = f"gt-{uuid.uuid4().hex[:8]}", f"gg-{uuid.uuid4().hex[:8]}"
-    create_topic(boot, topic, PARTITIONS)
+    admin = AdminClient({"bootstrap.servers": boot})
+    admin.create_topics([NewTopic(topic, PARTITIONS, replicas)])[topic].result(timeout=30)
     produce_all(boot, topic, [(p, None, b"r%d" % i, None, BASE_MS + p * 100_000 + i * 1000)
                               for p in range(PARTITIONS) for i in range(RECORDS)])
     consumer = Consumer({"bootstrap.servers": boot, "group.id": group, "client.id": "cli-groups-test",
@@ -79,8 +82,8 @@ def active_group(boot: str) -> tuple[str, str, Consumer]:
     return topic, group, consumer
 
 
-def closed_group(boot: str) -> tuple[str, str]:
-    topic, group, consumer = active_group(boot)
+def closed_group(boot: str, replicas: int = 1) -> tuple[str, str]:
+    topic, group, consumer = active_group(boot, replicas)
     consumer.close()
     return topic, group
 
@@ -182,3 +185,18 @@ def test_delete_removes_the_group_and_unknown_groups_are_one_line_errors(boot):
     assert committed(boot, group) == {}
     assert one_error(tierlog(boot, "describe", group)) == f"group '{group}' does not exist"
     assert one_error(tierlog(boot, "delete", group)) == f"group '{group}' does not exist"
+
+
+@pytest.mark.cluster(props={**FAST_REPLICATION, "group.initial.rebalance.delay.ms": "100",
+                            "offsets.topic.num.partitions": "4"})
+def test_commands_follow_the_group_to_a_new_coordinator_after_kill9(cluster):
+    """Right after a kill -9 of the group's coordinator the commands retry until the new one answers."""
+    topic, group = closed_group(cluster.bootstrap, replicas=3)
+    old = coordinator_of(cluster, group)
+    cluster.broker(old).kill9()
+    boot = cluster.bootstrap            # the live brokers only
+    [d] = ok_json(boot, "describe", group, "--timeout", "60")
+    assert [(r["partition"], r["current_offset"], r["lag"]) for r in d["offsets"]] == [(0, 4, 6), (1, 10, 0)]
+    assert d["coordinator"] != old
+    ok(boot, "reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute", "--timeout", "60")
+    assert committed(boot, group) == {0: 0, 1: 0, 2: 0}

@@ -147,18 +147,50 @@ def delete_group(conn: Connection, group: str) -> None:
               conn.client.delete_consumer_groups([group], request_timeout=timeout_s)[group])
 
 
-def log_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: OffsetSpec) -> dict[tuple[str, int], int]:
-    """ListOffsets of ``partitions`` (earliest, latest or for a timestamp) from their leaders."""
-    if not partitions:
-        return {}
+def log_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: OffsetSpec,
+                strict: bool = True) -> dict[tuple[str, int], int | None]:
+    """ListOffsets of ``partitions`` (earliest, latest or for a timestamp) from their leaders.
+
+    A partition whose leader answers a retriable error (a leader election
+    under way) is asked again until --timeout. Then, or on another error,
+    ``strict`` makes it a `CliError`; otherwise its offset is None.
+    """
+    offsets: dict[tuple[str, int], int | None] = {}
+    pending, deadline, backoff = list(partitions), conn.deadline(), _BACKOFF_FIRST_S
+    while pending:
+        failed = _ask_offsets(conn, pending, spec, offsets)
+        pending = [key for key, error in failed.items() if _retriable(error)]
+        if pending and time.monotonic() + backoff < deadline:
+            time.sleep(backoff)     # backoff while the partitions' leaders are elected
+            backoff = min(2 * backoff, _BACKOFF_MAX_S)
+            continue
+        for (topic, partition), error in failed.items():
+            if strict:
+                raise CliError(f"cannot list the offsets of {topic}:{partition}: {_error_text(error)}")
+            offsets[(topic, partition)] = None
+        return offsets
+    return offsets
+
+
+def _ask_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: OffsetSpec,
+                 offsets: dict) -> dict[tuple[str, int], BaseException]:
+    """One ListOffsets round: fills ``offsets``, returns the failures."""
     futures = conn.client.list_offsets({TopicPartition(t, p): spec for t, p in partitions},
                                        request_timeout=conn.timeout_s)
     conn.wait(futures.values(), "the partitions' offsets")
-    offsets = {}
+    failed = {}
     for tp, future in futures.items():
         error = future.exception()
-        if error is not None:
-            raise CliError(f"cannot list the offsets of {tp.topic}:{tp.partition}: "
-                           f"{describe_kafka_error(error.args[0]) if error_code(error) is not None else error}")
-        offsets[(tp.topic, tp.partition)] = future.result().offset
-    return offsets
+        if error is None:
+            offsets[(tp.topic, tp.partition)] = future.result().offset
+        else:
+            failed[(tp.topic, tp.partition)] = error
+    return failed
+
+
+def _retriable(error: BaseException) -> bool:
+    return error_code(error) is not None and error.args[0].retriable()
+
+
+def _error_text(error: BaseException) -> str:
+    return describe_kafka_error(error.args[0]) if error_code(error) is not None else str(error) or type(error).__name__

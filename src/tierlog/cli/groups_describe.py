@@ -11,7 +11,8 @@ A description is a plain dict, the one ``--json`` prints::
 ``offsets`` has a row per partition that a member is assigned or that the
 group has a committed offset for (Kafka's rows): ``current_offset`` is the
 committed offset (null: none), ``log_end_offset`` the partition's (ListOffsets
-latest), ``lag`` their difference (null without a committed offset); the
+latest; null when its leader cannot say before --timeout), ``lag`` their
+difference (null without either); the
 member fields are null for a partition no member holds. A member assigned
 nothing gets a row with null topic and partition, as in Kafka's output.
 
@@ -73,7 +74,7 @@ def describe(conn: Connection, group: str) -> dict | None:
     members = sorted((_member(m) for m in found.members), key=lambda m: m["member_id"])
     committed = committed_offsets(conn, group)
     partitions = sorted(set(committed) | {(p["topic"], p["partition"]) for m in members for p in m["partitions"]})
-    log_end = log_offsets(conn, partitions, OffsetSpec.latest())
+    log_end = log_offsets(conn, partitions, OffsetSpec.latest(), strict=False)
     return {"group": group, "state": state_name(found.state), "type": type_name(found.type),
             "coordinator": found.coordinator.id if found.coordinator is not None else None,
             "assignor": found.partition_assignor or None, "members": members,
