@@ -171,7 +171,7 @@ def _add_reset(actions, common) -> None:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "groups", help="list, describe, delete consumer groups and reset their offsets",
+        "groups", help="list, describe, delete groups; reset their offsets",
         description="Manage consumer groups (like kafka-consumer-groups.sh).", epilog=_EPILOG,
     )
     actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)

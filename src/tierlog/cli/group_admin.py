@@ -31,6 +31,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from tierlog.cli.connection import Connection
 from tierlog.cli.errors import CliError, describe_kafka_error
+from tierlog.cli.render import note
 
 __all__ = ["RETRIABLE", "STATE_NAMES", "TYPE_NAMES", "alter_offsets", "committed_offsets", "delete_group",
            "describe_group", "error_code", "list_groups", "log_offsets", "state_name", "type_name"]
@@ -80,18 +81,41 @@ def _retrying(conn: Connection, group: str, what: str, start: Callable[[float], 
 
 
 def list_groups(conn: Connection, states: set[ConsumerGroupState]) -> list:
-    """Every group's ConsumerGroupListing (of the given states, if any), sorted by id."""
+    """Every group's ConsumerGroupListing (of the given states, if any), sorted by id.
+
+    A broker whose coordinator partitions are still loading answers only part
+    of its groups: asked again until --timeout, then the part is shown with a
+    note on stderr. A list no broker answered is an error.
+    """
     kwargs = {"states": states} if states else {}
-    future = conn.client.list_consumer_groups(request_timeout=conn.timeout_s, **kwargs)
-    conn.wait([future], "the list of groups")
-    result = future.result()
+    deadline, backoff = conn.deadline(), _BACKOFF_FIRST_S
+    while True:
+        future = conn.client.list_consumer_groups(request_timeout=conn.timeout_s, **kwargs)
+        conn.wait([future], "the list of groups")
+        result = future.result()
+        retry = any(error_code(e) in RETRIABLE or _is_retriable_error(e) for e in result.errors)
+        if not retry or time.monotonic() + backoff >= deadline:
+            break
+        time.sleep(backoff)     # backoff while coordinators load their groups
+        backoff = min(2 * backoff, _BACKOFF_MAX_S)
     if result.errors and not result.valid:
         raise CliError(f"cannot list groups: {_first_error(result.errors)}")
+    if result.errors:
+        note(f"tierlog: some groups may be missing: {_first_error(result.errors)}")
     return sorted(result.valid, key=lambda g: g.group_id)
+
+
+def _is_retriable_error(error) -> bool:
+    """list_consumer_groups reports a broker's failure as a KafkaError or a KafkaException."""
+    if isinstance(error, KafkaError):
+        return error.code() in RETRIABLE
+    return False
 
 
 def _first_error(errors: list) -> str:
     first = errors[0]
+    if isinstance(first, KafkaError):
+        return describe_kafka_error(first)
     if isinstance(first, KafkaException) and first.args and isinstance(first.args[0], KafkaError):
         return describe_kafka_error(first.args[0])
     return str(first)

@@ -43,6 +43,8 @@ a first session:
   tierlog topics create greetings --partitions 3
   printf 'alice:hello\\nbob:hi\\n' | tierlog produce greetings --key-separator :
   tierlog consume greetings --format kv --timeout-ms 2000
+  tierlog consume greetings --group readers --timeout-ms 2000   # as a group member
+  tierlog groups describe readers                  # offsets and lag per partition
   tierlog perf produce --topic greetings --num-records 100000 --record-size 100
 
 connection options (on every client command):
