@@ -24,7 +24,7 @@ __all__ = ["build_parser", "main"]
 # Order is the order of `tierlog --help`. cmd_up and cmd_node are optional so
 # the client commands work in an install (or checkout) that lacks them.
 _COMMANDS = ("cmd_up", "cmd_node", "cmd_topics", "cmd_configs", "cmd_produce",
-             "cmd_consume", "cmd_perf", "cmd_metadata", "cmd_elect_leaders",
+             "cmd_consume", "cmd_groups", "cmd_perf", "cmd_metadata", "cmd_elect_leaders",
              "cmd_reassign", "cmd_remote")
 _OPTIONAL = frozenset({"cmd_up", "cmd_node"})
 _SIGINT_EXIT = 130
@@ -43,6 +43,8 @@ a first session:
   tierlog topics create greetings --partitions 3
   printf 'alice:hello\\nbob:hi\\n' | tierlog produce greetings --key-separator :
   tierlog consume greetings --format kv --timeout-ms 2000
+  tierlog consume greetings --group readers --timeout-ms 2000   # as a group member
+  tierlog groups describe readers                  # offsets and lag per partition
   tierlog perf produce --topic greetings --num-records 100000 --record-size 100
 
 connection options (on every client command):
