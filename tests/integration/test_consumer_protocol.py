@@ -13,7 +13,7 @@ from confluent_kafka import (
     ConsumerGroupType,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewPartitions
 from test_consumer_group_faults import coordinator_of
 from test_consumer_groups import PARTITIONS, TOPIC, poll_until, split_evenly
 from test_consumer_groups import consumer as classic_consumer
@@ -171,3 +171,24 @@ def test_consumer_group_heartbeat_errors_on_the_wire(cluster):
     elsewhere = cluster.broker(coordinator_of(cluster, "nope")).port
     unknown = request("127.0.0.1", elsewhere, ApiKey.CONSUMER_GROUP_DESCRIBE, {"GroupIds": ["nope"]}, 1)["Groups"]
     assert unknown[0]["ErrorCode"] == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_new_partitions_and_topics_matching_a_regex_are_assigned(cluster):
+    boot = cluster.bootstrap
+    create_topic(boot, TOPIC, PARTITIONS)
+    create_topic(boot, "rx-one", 2)
+    a = consumer(boot, "k4")
+    poll_until([a], lambda: sizes([a]) == [PARTITIONS], "every partition")
+    admin = AdminClient({"bootstrap.servers": boot})
+    admin.create_partitions([NewPartitions(TOPIC, PARTITIONS + 2)])[TOPIC].result(timeout=30)
+    poll_until([a], lambda: sizes([a]) == [PARTITIONS + 2], "the new partitions assigned")
+    r = consumer(boot, "k5")
+    r.subscribe(["^rx-.*"])
+    poll_until([r], lambda: {(p.topic, p.partition) for p in r.assignment()} == {("rx-one", 0), ("rx-one", 1)},
+               "the regex's topic")
+    create_topic(boot, "rx-two", 1)
+    poll_until([r], lambda: ("rx-two", 0) in {(p.topic, p.partition) for p in r.assignment()}, "a new matching topic")
+    desc = admin.describe_consumer_groups(["k5"])["k5"].result(timeout=30)
+    assert len(desc.members) == 1
+    a.close()
+    r.close()
