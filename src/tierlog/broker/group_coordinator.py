@@ -22,7 +22,13 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tierlog.coordinator import GroupConfig, GroupShard, Output, coordinator_partition
+from tierlog.coordinator import (
+    GroupConfig,
+    GroupShard,
+    Output,
+    TopicsView,
+    coordinator_partition,
+)
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import Record, build_batch, decode_batches
@@ -63,6 +69,7 @@ class GroupCoordinator:
         self._tasks = TaskSet(f"group coordinator {self.node_id}")
         self._ticking = False
         self._last_topic_create_ms = -TOPIC_CREATE_RETRY_MS
+        self._view: tuple[object, TopicsView] | None = None
 
     # -- leadership ----------------------------------------------------------------------
     def on_leader(self, part: Partition) -> None:
@@ -152,6 +159,13 @@ class GroupCoordinator:
         """The shards loaded here, and whether any is still loading."""
         hosted = [h for h in self._hosted.values() if self._leading(h)]
         return [h.shard for h in hosted if h.shard is not None], any(h.shard is None for h in hosted)
+
+    def topics_view(self, image) -> TopicsView:
+        """The topics of a metadata image as the consumer protocol sees them (cached per image)."""
+        if self._view is None or self._view[0] is not image:
+            topics = {name: (t.topic_id, len(t.partitions)) for name, t in image.topics.items()}
+            self._view = (image, TopicsView(topics, image.epoch))
+        return self._view[1]
 
     def should_create_topic(self) -> bool:
         """At most one creation of __consumer_offsets in flight per TOPIC_CREATE_RETRY_MS."""

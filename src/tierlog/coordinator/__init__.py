@@ -1,4 +1,4 @@
-"""The group coordinator (classic consumer groups, ``__consumer_offsets``), sans-IO.
+"""The group coordinator (classic and KIP-848 consumer groups, ``__consumer_offsets``), sans-IO.
 
 ``GroupShard`` is the coordinator of one ``__consumer_offsets`` partition;
 ``coordinator_partition`` maps a group id to its partition; ``records`` holds
@@ -7,10 +7,11 @@ Kafka's key/value layouts of that topic.  The broker's shell
 answers requests once the records are committed.
 """
 from tierlog.coordinator.config import GroupConfig
+from tierlog.coordinator.consumer_group import CONSUMER, ConsumerGroup, TopicsView
 from tierlog.coordinator.group import CLASSIC, ClassicGroup, GroupState, Member
 from tierlog.coordinator.output import Output
 from tierlog.coordinator.partitioner import coordinator_partition, java_string_hash
 from tierlog.coordinator.shard import GroupShard
 
-__all__ = ["CLASSIC", "ClassicGroup", "GroupConfig", "GroupShard", "GroupState", "Member", "Output",
-           "coordinator_partition", "java_string_hash"]
+__all__ = ["CLASSIC", "CONSUMER", "ClassicGroup", "ConsumerGroup", "GroupConfig", "GroupShard", "GroupState", "Member", "Output",
+           "TopicsView", "coordinator_partition", "java_string_hash"]

@@ -1,7 +1,13 @@
-"""The group coordinator's settings (Kafka's broker config names, in ms / counts)."""
+"""The group coordinator's settings (Kafka's broker config names, in ms / counts).
+
+``group.consumer.assignors`` takes the short names ``uniform`` and ``range``
+(Kafka takes assignor class names).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .assignors import ASSIGNORS
 
 __all__ = ["GroupConfig"]
 
@@ -15,6 +21,11 @@ class GroupConfig:
     offsets_retention_ms: int = 10080 * 60_000      # offsets.retention.minutes
     retention_check_interval_ms: int = 600000       # offsets.retention.check.interval.ms
     offset_metadata_max_bytes: int = 4096           # offset.metadata.max.bytes
+    # the consumer protocol (KIP-848)
+    consumer_heartbeat_interval_ms: int = 5000      # group.consumer.heartbeat.interval.ms
+    consumer_session_timeout_ms: int = 45000        # group.consumer.session.timeout.ms
+    consumer_max_size: int = 2147483647             # group.consumer.max.size
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")     # group.consumer.assignors; the first is the default
 
     @classmethod
     def from_node_config(cls, cfg) -> GroupConfig:
@@ -26,4 +37,25 @@ class GroupConfig:
             offsets_retention_ms=cfg["offsets.retention.minutes"] * 60_000,
             retention_check_interval_ms=cfg["offsets.retention.check.interval.ms"],
             offset_metadata_max_bytes=cfg["offset.metadata.max.bytes"],
+            consumer_heartbeat_interval_ms=_within(cfg, "group.consumer.heartbeat.interval.ms"),
+            consumer_session_timeout_ms=_within(cfg, "group.consumer.session.timeout.ms"),
+            consumer_max_size=cfg["group.consumer.max.size"],
+            consumer_assignors=_assignors(cfg["group.consumer.assignors"]),
         )
+
+
+def _within(cfg, key: str) -> int:
+    """``key``'s value, which must lie within its .min. and .max. settings (Kafka refuses to start otherwise)."""
+    value = cfg[key]
+    low, high = cfg[key.replace("consumer.", "consumer.min.")], cfg[key.replace("consumer.", "consumer.max.")]
+    if not low <= value <= high:
+        raise ValueError(f"{key}={value} must be within [{low}, {high}]")
+    return value
+
+
+def _assignors(value: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = [n for n in names if n not in ASSIGNORS]
+    if not names or unknown:
+        raise ValueError(f"group.consumer.assignors: unknown {unknown or 'empty list'}; known: {sorted(ASSIGNORS)}")
+    return names

@@ -11,8 +11,9 @@ that version:
   generation, protocol, leader, members with subscription and assignment).
 
 A null value is a tombstone: the offset or the group is deleted.  Key
-versions 3 and up belong to KIP-848 groups (not read here: :func:`decode_key`
-answers None for them, so a log written by a newer coordinator still loads).
+versions 3-8 belong to KIP-848 groups (``consumer_records.py``); those and
+any later ones (share and streams groups) are not read here: :func:`decode_key`
+answers None for them, so a log written by a newer coordinator still loads.
 We write offset values v3 (v1 when the commit carries an expire timestamp) and
 group values v3, the versions Kafka writes for these fields.
 """

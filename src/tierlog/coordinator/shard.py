@@ -6,10 +6,14 @@ the start, then :meth:`GroupShard.loaded`; afterwards every request method takes
 the caller's token and ``now_ms`` and returns an :class:`~.output.Output` (the
 records to append, the answers to send once they are committed, offsets to
 :meth:`GroupShard.apply_committed` then).  :meth:`GroupShard.tick` runs the
-timeouts and offset expiry.  Groups are keyed by id; each has a ``type``
-(``classic`` here; KIP-848 groups would live beside them, answered by their own
-module).  Groups known only from offsets (simple consumers, generation -1
-commits) are Empty classic groups with protocol type "".
+timeouts and offset expiry.  Groups are keyed by id; each has a ``type``:
+``classic`` (``ClassicGroup``, rules in ``classic.py``) or ``consumer``
+(KIP-848, ``ConsumerGroup``, rules in ``consumer.py``).  Groups known only
+from offsets (simple consumers, generation -1 commits) are Empty classic
+groups with protocol type "".  An empty group of one type becomes the other
+when a member of the other protocol joins it; a non-empty one refuses
+(INCONSISTENT_GROUP_PROTOCOL for a classic join, GROUP_ID_NOT_FOUND for a
+consumer heartbeat).
 """
 from __future__ import annotations
 
@@ -18,8 +22,14 @@ import uuid
 
 from tierlog.protocol.errors import ErrorCode
 
-from . import classic
+from . import classic, consumer
 from .config import GroupConfig
+from .consumer_group import CONSUMER, ConsumerGroup, TopicsView
+from .consumer_records import (
+    CONSUMER_KEY_VERSIONS,
+    decode_consumer_key,
+    decode_consumer_value,
+)
 from .group import ClassicGroup, GroupState, Member
 from .offsets import OffsetStore
 from .output import Output
@@ -41,13 +51,16 @@ class GroupShard:
         self.partition = partition
         self.config = config
         self._rng = rng
-        self.groups: dict[str, ClassicGroup] = {}
+        self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
         self.offsets = OffsetStore()
         self._next_retention_check_ms: int | None = None
 
     # -- loading ------------------------------------------------------------------------
     def replay(self, key: bytes, value: bytes | None) -> None:
         """Apply one record of the partition (load).  Raises ValueError on a malformed one."""
+        version = int.from_bytes(key[:2], "big", signed=True) if len(key) >= 2 else -1
+        if version in CONSUMER_KEY_VERSIONS:
+            return self._replay_consumer(version, key, value)
         k = decode_key(key)
         if isinstance(k, OffsetKey):
             self.offsets.apply(k, decode_value(k, value))
@@ -60,9 +73,27 @@ class GroupShard:
             else:
                 self.groups[k.group] = _group_from_record(k.group, fields)
 
+    def _replay_consumer(self, version: int, key: bytes, value: bytes | None) -> None:
+        k = decode_consumer_key(version, key)
+        fields = decode_consumer_value(k, value)
+        group = self.groups.get(k.group)
+        if not isinstance(group, ConsumerGroup):
+            if fields is None:
+                return
+            group = self.groups[k.group] = ConsumerGroup(k.group)
+        if version == 3 and fields is None:         # the group was deleted (its offsets first)
+            del self.groups[k.group]
+            if self.offsets.has_offsets(k.group):
+                self.groups[k.group] = ClassicGroup(k.group)
+            return
+        group.replay(k, fields)
+
     def loaded(self, now_ms: int) -> None:
         """Loading is over: loaded members' sessions start now."""
         for group in self.groups.values():
+            if isinstance(group, ConsumerGroup):
+                group.loaded(now_ms, self.config.consumer_session_timeout_ms)
+                continue
             for m in group.members.values():
                 m.heartbeat_deadline_ms = now_ms + m.session_timeout_ms
         self._next_retention_check_ms = now_ms + self.config.retention_check_interval_ms
@@ -82,6 +113,13 @@ class GroupShard:
         c = self._ctx(now_ms)
         group_id = req["GroupId"]
         group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            if not group.is_empty():
+                c.out.answer(token, classic.join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req["MemberId"]))
+                return c.out
+            c.out.records += group.delete_records()     # an empty consumer group becomes a classic one
+            group = None
+            del self.groups[group_id]
         if not group_id:
             c.out.answer(token, classic.join_error(ErrorCode.INVALID_GROUP_ID, req["MemberId"]))
         elif group is None and req["MemberId"] != classic.UNKNOWN_MEMBER:
@@ -96,18 +134,18 @@ class GroupShard:
 
     def sync(self, req: dict, token, now_ms: int) -> Output:
         c = self._ctx(now_ms)
-        classic.sync(self.groups.get(req["GroupId"]), req, token, c)
+        classic.sync(self._classic(req["GroupId"]), req, token, c)
         return c.out
 
     def heartbeat(self, req: dict, token, now_ms: int) -> Output:
         c = self._ctx(now_ms)
-        c.out.answer(token, {"ErrorCode": classic.heartbeat(self.groups.get(req["GroupId"]), req, c)})
+        c.out.answer(token, {"ErrorCode": classic.heartbeat(self._classic(req["GroupId"]), req, c)})
         return c.out
 
     def leave(self, group_id: str, members: list[tuple[str, str | None]], token, now_ms: int) -> Output:
         """``members``: (member id, group instance id) pairs; the answer: ErrorCode and per-member codes."""
         c = self._ctx(now_ms)
-        group = self.groups.get(group_id)
+        group = self._classic(group_id)
         if group is None:
             c.out.answer(token, {"ErrorCode": ErrorCode.UNKNOWN_MEMBER_ID, "Members": []})
             return c.out
@@ -115,6 +153,25 @@ class GroupShard:
                    for m, i in members]
         c.out.answer(token, {"ErrorCode": ErrorCode.NONE, "Members": results})
         return c.out
+
+    def _classic(self, group_id: str) -> ClassicGroup | None:
+        group = self.groups.get(group_id)
+        return group if isinstance(group, ClassicGroup) else None
+
+    # -- the consumer protocol (KIP-848) --------------------------------------------------------
+    def consumer_heartbeat(self, req: dict, token, now_ms: int, view: TopicsView) -> Output:
+        """``req``: ConsumerGroupHeartbeat fields plus ``client_id``, ``client_host``."""
+        c = self._ctx(now_ms)
+        c.out.answer(token, consumer.heartbeat(self.groups, req, c, view))
+        return c.out
+
+    def consumer_describe(self, group_id: str, view: TopicsView) -> dict:
+        group = self.groups.get(group_id)
+        if not isinstance(group, ConsumerGroup):
+            return {"ErrorCode": ErrorCode.GROUP_ID_NOT_FOUND, "ErrorMessage": f"Group {group_id} is not a consumer "
+                    "group." if group else f"Group {group_id} not found.", "GroupId": group_id, "GroupState": "",
+                    "GroupEpoch": -1, "AssignmentEpoch": -1, "AssignorName": "", "Members": []}
+        return consumer.describe(group, view, self.config.consumer_assignors[0])
 
     # -- offsets ------------------------------------------------------------------------------
     def commit_offsets(self, req: dict, token, now_ms: int) -> Output:
@@ -143,6 +200,8 @@ class GroupShard:
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
+        if isinstance(group, ConsumerGroup):
+            return _check_consumer_commit(group, member_id, generation, req.get("version", 9))
         if group.state is _S.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation < 0 and not member_id and group.state is _S.EMPTY:
@@ -167,7 +226,7 @@ class GroupShard:
         if group is None:
             c.out.answer(token, {"ErrorCode": ErrorCode.GROUP_ID_NOT_FOUND, "Topics": []})
             return c.out
-        subscribed = group.subscribed_topics() if group.members else set()
+        subscribed = group.subscribed_topics() if not group.is_empty() else set()
         if subscribed is None:
             c.out.answer(token, {"ErrorCode": ErrorCode.NON_EMPTY_GROUP, "Topics": []})
             return c.out
@@ -192,9 +251,9 @@ class GroupShard:
         results = []
         for group_id in group_ids:
             group = self.groups.get(group_id)
-            if group is None or group.state is _S.DEAD:
+            if group is None or (group.type != CONSUMER and group.state is _S.DEAD):
                 code = ErrorCode.GROUP_ID_NOT_FOUND
-            elif group.state is not _S.EMPTY:
+            elif not _is_empty(group):
                 code = ErrorCode.NON_EMPTY_GROUP
             else:
                 code = ErrorCode.NONE
@@ -203,20 +262,26 @@ class GroupShard:
         c.out.answer(token, {"Results": results})
         return c.out
 
-    def _delete_group(self, group: ClassicGroup, c: classic.Ctx) -> None:
+    def _delete_group(self, group: ClassicGroup | ConsumerGroup, c: classic.Ctx) -> None:
         self._tombstone_offsets(group.group_id, None, c)
-        c.out.records.append(group_metadata_record(GroupKey(group.group_id), None))
-        group.transition(_S.DEAD, c.now_ms)
+        if isinstance(group, ConsumerGroup):
+            c.out.records += group.delete_records()
+        else:
+            c.out.records.append(group_metadata_record(GroupKey(group.group_id), None))
+            group.transition(_S.DEAD, c.now_ms)
         del self.groups[group.group_id]
 
     def list_groups(self, states: list[str], types: list[str]) -> list[dict]:
         states_l, types_l = {s.lower() for s in states}, {t.lower() for t in types}
-        return [{"GroupId": g.group_id, "ProtocolType": g.protocol_type or "", "GroupState": g.state.value,
-                 "GroupType": g.type} for g in self.groups.values()
-                if (not states_l or g.state.value.lower() in states_l) and (not types_l or g.type in types_l)]
+        listed = [{"GroupId": g.group_id, "ProtocolType": _protocol_type(g), "GroupState": _state(g),
+                   "GroupType": g.type} for g in self.groups.values()]
+        return [g for g in listed if (not states_l or g["GroupState"].lower() in states_l)
+                and (not types_l or g["GroupType"] in types_l)]
 
-    def describe(self, group_id: str) -> dict:
+    def describe(self, group_id: str, view: TopicsView | None = None) -> dict:
         group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            return consumer.describe_classic(group, view or TopicsView({}), self.config.consumer_assignors[0])
         if group is None:
             return {"ErrorCode": ErrorCode.NONE, "GroupId": group_id, "GroupState": _S.DEAD.value,
                     "ProtocolType": "", "ProtocolData": "", "Members": []}
@@ -230,7 +295,10 @@ class GroupShard:
         outs = []
         for group in list(self.groups.values()):
             c = self._ctx(now_ms)
-            classic.tick(group, c)
+            if isinstance(group, ConsumerGroup):
+                consumer.tick(group, c)
+            else:
+                classic.tick(group, c)
             if c.out:
                 outs.append(c.out)
         if self._next_retention_check_ms is not None and now_ms >= self._next_retention_check_ms:
@@ -244,13 +312,38 @@ class GroupShard:
     def expire_offsets(self, c: classic.Ctx) -> None:
         """Tombstone expired offsets of empty groups; an empty group left without offsets is deleted."""
         for group in list(self.groups.values()):
-            if group.state is not _S.EMPTY:
+            if not _is_empty(group):
                 continue
-            keys = self.offsets.expired(group.group_id, group.state_timestamp_ms, c.now_ms,
-                                        self.config.offsets_retention_ms)
+            empty_since = group.empty_since_ms if isinstance(group, ConsumerGroup) else group.state_timestamp_ms
+            keys = self.offsets.expired(group.group_id, empty_since, c.now_ms, self.config.offsets_retention_ms)
             self._tombstone_offsets(group.group_id, keys, c)
             if not self.offsets.has_offsets(group.group_id):
                 self._delete_group(group, c)
+
+
+def _is_empty(group) -> bool:
+    return group.is_empty() if isinstance(group, ConsumerGroup) else group.state is _S.EMPTY
+
+
+def _state(group) -> str:
+    return group.state if isinstance(group, ConsumerGroup) else group.state.value
+
+
+def _protocol_type(group) -> str:
+    return "consumer" if isinstance(group, ConsumerGroup) else group.protocol_type or ""
+
+
+def _check_consumer_commit(group: ConsumerGroup, member_id: str, epoch: int, version: int) -> int:
+    """Kafka's rule for consumer groups: the member's epoch is the generation (STALE_MEMBER_EPOCH
+    from OffsetCommit v9, ILLEGAL_GENERATION before); epoch -1 commits only to an empty group."""
+    if epoch < 0 and group.is_empty():
+        return ErrorCode.NONE
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if version < 9:
+        return ErrorCode.UNSUPPORTED_VERSION
+    return ErrorCode.STALE_MEMBER_EPOCH if epoch != member.epoch else ErrorCode.NONE
 
 
 def _describe_member(m: Member, protocol: str | None, stable: bool) -> dict:

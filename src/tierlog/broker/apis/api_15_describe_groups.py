@@ -2,6 +2,9 @@
 
 A group this coordinator does not know is answered as Dead (Kafka's answer
 before v6); member metadata and assignments are given only in Stable.
+A KIP-848 consumer group is described too: protocol type "consumer", its
+assignor as protocol, members' subscriptions and current assignments in the
+classic consumer protocol's encoding.
 Authorized operations are not computed (-2147483648).
 """
 from tierlog.protocol.api import ApiKey
@@ -13,8 +16,9 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_GROUPS, 0, 5
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    view = broker.groups.topics_view(broker.image)
     return {"ThrottleTimeMs": 0, "Groups": [
-        broker.groups.read(g, lambda shard, g=g: shard.describe(g), lambda code, g=g: _error(g, code))
+        broker.groups.read(g, lambda shard, g=g: shard.describe(g, view), lambda code, g=g: _error(g, code))
         for g in request["Groups"]]}
 
 

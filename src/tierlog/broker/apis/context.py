@@ -98,6 +98,8 @@ class GroupCoordinatorService(Protocol):
 
     def should_create_topic(self) -> bool: ...
 
+    def topics_view(self, image: MetadataImage) -> object: ...
+
 
 @runtime_checkable
 class HandlerContext(Protocol):

@@ -15,6 +15,8 @@ from tierlog.protocol.messages import (
     begin_quorum_epoch,
     broker_heartbeat,
     broker_registration,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,
@@ -63,6 +65,7 @@ _MODULES = (
     broker_registration, broker_heartbeat, unregister_broker,
     allocate_producer_ids, describe_topic_partitions,
     alter_configs, delete_records, create_partitions, describe_log_dirs, delete_groups, offset_delete,
+    consumer_group_heartbeat, consumer_group_describe,
 )
 
 #: every API with schemas, by key

@@ -1,0 +1,25 @@
+"""ConsumerGroupHeartbeat (68), v0-1: the consumer group protocol (KIP-848).
+
+Joins (MemberEpoch 0), heartbeats, reconciles and leaves (-1, static -2) a
+consumer-protocol group; the rules are in ``coordinator/consumer.py``.  The
+coordinator sees the topics of the broker's metadata image as they are when
+the heartbeat is handled: a topic's new partitions, or a new topic matching
+a member's regex, bump the group epoch then.  Answered once the group's
+records are committed (acks=all) or with the coordinator errors.
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1
+
+
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    req = {**request, "client_id": header.client_id or "", "client_host": "/"}
+    view = broker.groups.topics_view(broker.image)
+    resp = await broker.groups.run(
+        request["GroupId"], lambda shard, token, now: shard.consumer_heartbeat(req, token, now, view),
+        lambda code: {"ErrorCode": code, "ErrorMessage": None, "MemberId": None, "MemberEpoch": 0,
+                      "HeartbeatIntervalMs": 0, "Assignment": None})
+    return {"ThrottleTimeMs": 0, **resp}

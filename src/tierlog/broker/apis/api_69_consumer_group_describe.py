@@ -1,0 +1,25 @@
+"""ConsumerGroupDescribe (69), v0-1: consumer-protocol groups (KIP-848) with their members.
+
+Per group: its state, group and assignment epochs, assignor, and each
+member's subscription, current and target assignment (topic ids and names);
+GROUP_ID_NOT_FOUND for unknown or classic groups, INVALID_GROUP_ID for "",
+and the coordinator errors.  Authorized operations are not computed.
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1
+
+
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    view = broker.groups.topics_view(broker.image)
+    return {"ThrottleTimeMs": 0, "Groups": [
+        broker.groups.read(g, lambda shard, g=g: shard.consumer_describe(g, view), lambda code, g=g: _error(g, code))
+        for g in request["GroupIds"]]}
+
+
+def _error(group_id: str, code: int) -> dict:
+    return {"ErrorCode": code, "ErrorMessage": None, "GroupId": group_id, "GroupState": "", "GroupEpoch": -1,
+            "AssignmentEpoch": -1, "AssignorName": "", "Members": []}
