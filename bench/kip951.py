@@ -152,10 +152,13 @@ def _wait_gone(pid: int, timeout_s: float = 60.0) -> None:
     raise RuntimeError(f"process {pid} did not stop")
 
 
-def producer(python: Path | str, bootstrap: str, rate: int, seconds: float) -> subprocess.Popen:
+def producer(python: Path | str, bootstrap: str, rate: int, seconds: float,
+             retry_backoff_ms: int | None) -> subprocess.Popen:
     cmd = [str(python), str(HERE / "workload.py"), "rate", "--bootstrap", bootstrap, "--topic", TOPIC,
            "--acks", "all", "--record-size", str(RECORD_SIZE), "--linger-ms", "5",
            "--mib-per-s", str(rate * RECORD_SIZE / MIB), "--seconds", str(seconds), "--timeline"]
+    if retry_backoff_ms is not None:
+        cmd += ["--retry-backoff-ms", str(retry_backoff_ms)]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
@@ -174,7 +177,8 @@ def run(args) -> dict:
         mover = None
         try:
             create_topic(cluster.bootstrap, args.partitions)
-            procs = {name: producer(py, cluster.bootstrap, args.rate, args.seconds) for name, py in clients.items()}
+            procs = {name: producer(py, cluster.bootstrap, args.rate, args.seconds, args.retry_backoff_ms)
+                     for name, py in clients.items()}
             time.sleep(args.warmup_s)
             mover = Mover(cluster.bootstrap, args.partitions, args.round_s, args.shutdown_every,
                           Path(tmp) / "data")
@@ -217,19 +221,22 @@ def main() -> None:
     ap.add_argument("--round-s", type=float, default=5.0, help="seconds between move rounds")
     ap.add_argument("--shutdown-every", type=int, default=4, help="every Nth round is a controlled shutdown (0: none)")
     ap.add_argument("--warmup-s", type=float, default=3.0)
+    ap.add_argument("--retry-backoff-ms", type=int, default=None,
+                    help="both clients' retry.backoff.ms (default: librdkafka's 100)")
+    ap.add_argument("--tag", default="", help="suffix of the result files (kip951<tag>_latest.json)")
     args = ap.parse_args()
     result = run(args)
     result["machine"] = machine_facts()
     result["setup"] = vars(args)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    for name in (f"kip951_{stamp}.json", "kip951_latest.json"):
+    for name in (f"kip951{args.tag}_{stamp}.json", f"kip951{args.tag}_latest.json"):
         (HERE / "results" / name).write_text(json.dumps(result, indent=2) + "\n")
-    plot(result, HERE / "results" / "kip951.png")
+    plot(result, HERE / "results" / f"kip951{args.tag}.png")
     for name, r in result["clients"].items():
         lat = r["latency_ms"]
         print(f"{name:9} librdkafka {result['librdkafka'][name]:8} records {r['records']:6} errors {r['errors']} "
               f"p50 {lat['p50']:.1f} p99 {lat['p99']:.1f} p99.9 {lat['p99.9']:.1f} max {lat['max']:.1f} ms")
-    print(f"{result['moves']} leader moves in {len(result['rounds'])} rounds; wrote results/kip951_latest.json")
+    print(f"{result['moves']} leader moves in {len(result['rounds'])} rounds; wrote results/kip951{args.tag}_latest.json")
 
 
 if __name__ == "__main__":

@@ -181,9 +181,10 @@ def _topic_ready(admin: AdminClient, topic: str, partitions: int) -> bool:
 
 
 def _producer(args, rtt: _BrokerRtt) -> Producer:
+    extra = {} if args.retry_backoff_ms is None else {"retry.backoff.ms": args.retry_backoff_ms}
     producer = Producer({**_client_base(args.bootstrap), "linger.ms": args.linger_ms,
                          "acks": args.acks, "statistics.interval.ms": STATS_INTERVAL_MS,
-                         "stats_cb": rtt.on_stats})
+                         "stats_cb": rtt.on_stats, **extra})
     producer.list_topics(topic=args.topic, timeout=10.0)  # connect before the clock starts
     return producer
 
@@ -306,6 +307,7 @@ def _producer_args(s: argparse.ArgumentParser) -> None:
     s.add_argument("--acks", default="1", choices=["0", "1", "all", "-1"])
     s.add_argument("--record-size", type=int, default=1024)
     s.add_argument("--linger-ms", type=float, default=5.0)
+    s.add_argument("--retry-backoff-ms", type=int, default=None, help="librdkafka's retry.backoff.ms (default: its own)")
     s.add_argument("--partitions", type=int, default=1)
     s.add_argument("--replication-factor", type=int, default=1)
     s.add_argument("--topic-config", action="append", default=[], metavar="KEY=VALUE")
