@@ -4,7 +4,6 @@ Slow for a unit test: about 40-55 s on 2 cores (an 18 s run plus topic creation,
 and a clean stop), the longest of the Spark tests.
 """
 import json
-import time
 
 from clients import consume_all
 
@@ -15,9 +14,7 @@ def test_pipeline_writes_windows_to_the_topic_and_parquet(spark, spark_node, tmp
     # short windows so a window closes (and reaches Parquet) within the run
     args = pipeline._parse_args(["--duration", "18", "--rate", "500", "--window", "4 seconds",
                                  "--watermark", "1 second", "--trigger", "1 second", "--out", str(tmp_path)])
-    started = time.monotonic()
-    summary = pipeline.run(spark_node.bootstrap, args, tmp_path, spark=spark)
-    assert time.monotonic() - started < 60
+    summary = pipeline.run(spark_node.bootstrap, args, tmp_path, spark=spark)   # a hang is pytest-timeout's
     assert summary.events_produced > 0 and summary.delivery_errors == 0
     assert summary.result_records > 0 and summary.first_result_s is not None
     assert summary.parquet_rows > 0, summary.text()
