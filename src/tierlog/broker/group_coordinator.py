@@ -11,7 +11,11 @@
   appended as one batch at the partition's leader epoch with acks=all
   semantics, and its answers wait until the high watermark passes them (at most
   offsets.commit.timeout.ms: then COORDINATOR_NOT_AVAILABLE, or
-  NOT_COORDINATOR when leadership moved).  Answers without records go at once.
+  NOT_COORDINATOR when leadership moved).  Answers without records wait for the
+  latest write still in flight (and get its error): they may show state that write
+  made (a follower's SyncGroup in Stable gets the assignment whose record is still
+  being replicated), which a new coordinator would not have if it were lost
+  (Kafka's rule: a read after a write completes when the write commits).
 - A ticker runs the shards' timeouts (sessions, rebalances, offset expiry).
 """
 from __future__ import annotations
@@ -52,6 +56,7 @@ class _Hosted:
     leader_state: object
     shard: GroupShard | None = None                     # None while loading
     waiting: dict = field(default_factory=dict)         # token -> error answer builder
+    last_append: asyncio.Task | None = None             # the latest write: answers without records wait for it
 
 
 class GroupCoordinator:
@@ -177,23 +182,36 @@ class GroupCoordinator:
 
     # -- output ----------------------------------------------------------------------------
     def _emit(self, hosted: _Hosted, out: Output) -> None:
+        last = hosted.last_append
         if not out.records:
-            for token, response in out.answers:
-                _resolve(token, response)
+            if last is None or last.done():
+                for token, response in out.answers:
+                    _resolve(token, response)
+            else:
+                self._tasks.spawn(self._after(last, out), name=f"group-answer-{hosted.part.index}")
             return
-        self._tasks.spawn(self._append(hosted, out), name=f"group-append-{hosted.part.index}")
+        hosted.last_append = self._tasks.spawn(self._append(hosted, out, last),
+                                               name=f"group-append-{hosted.part.index}")
 
-    async def _append(self, hosted: _Hosted, out: Output) -> None:
+    async def _append(self, hosted: _Hosted, out: Output, previous: asyncio.Task | None) -> ErrorCode:
         error = await self._write(hosted, out.records)
+        if not error and previous is not None:
+            error = await previous          # committed in log order: a failed earlier write fails this one's answers
         if error:
             log.info("%s-%d: group write failed: %s", OFFSETS_TOPIC, hosted.part.index, error.name)
             for token, response in out.answers:
                 _resolve(token, _with_error(response, error))
-            return
+            return error
         if hosted.shard is not None:
             hosted.shard.apply_committed(out.on_commit)
         for token, response in out.answers:
             _resolve(token, response)
+        return ErrorCode.NONE
+
+    async def _after(self, write: asyncio.Task, out: Output) -> None:
+        error = await write
+        for token, response in out.answers:
+            _resolve(token, _with_error(response, error) if error else response)
 
     async def _write(self, hosted: _Hosted, records: list) -> ErrorCode:
         if not self._leading(hosted):
