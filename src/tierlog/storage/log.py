@@ -54,7 +54,7 @@ from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from tierlog.storage.files import SWAP_SUFFIX, fsync_dir
 from tierlog.storage.loader import load_log
-from tierlog.storage.log_flush import sync_flush, take_flush
+from tierlog.storage.log_durability import LogDurability
 from tierlog.storage.log_read import (
     SegmentInfo,
     first_timestamp,
@@ -83,7 +83,7 @@ _EMPTY = ReadResult([], 0)
 _log = logging.getLogger(__name__)
 
 
-class Log:
+class Log(LogDurability):
     """A partition's log. Build with ``Log.open``."""
 
     def __init__(self, directory: Path, config: LogConfig, topic_id: bytes | None, segments: list[LogSegment],
@@ -365,96 +365,6 @@ class Log:
     def segment_infos(self) -> list[SegmentInfo]:
         with self._lock, self._io():
             return segment_infos(self._segments)
-
-    # --- durability ----------------------------------------------------------------------------
-
-    def flush(self, now_ms: int, offset: int | None = None) -> None:
-        """fsync segments holding data below ``offset`` (default: all), then advance the
-        recovery point. The log's lock is not held during the fsyncs (``log_flush``);
-        never call this holding it (flushes take the flush lock first)."""
-        with self._flush_lock:
-            with self._lock, self._io():
-                self._clock_ms = max(self._clock_ms, now_ms)
-                target = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
-                directory, self._dir_dirty = (self.directory if self._dir_dirty else None), False
-                plan = take_flush(self._segments[self._segment_index(self.recovery_point):], target,
-                                  self._truncations, directory, self._epochs)
-            with self._io():
-                sync_flush(plan, self._segment_live, self._dir_live)
-            with self._lock:
-                if self._truncations == plan.truncations:
-                    self.recovery_point = max(self.recovery_point, plan.target)
-                self._last_flush_ms = now_ms
-
-    def _segment_live(self, segment: LogSegment) -> bool:
-        with self._lock:
-            return not self._closed and segment.fd >= 0 and any(s is segment for s in self._segments)
-
-    def _dir_live(self, directory: Path) -> bool:
-        with self._lock:
-            return not self._closed and directory == self.directory
-
-    def defer_epoch_checkpoint(self) -> None:
-        """Write leader-epoch-checkpoint changes at ``flush`` instead of as they happen
-        (for a log whose flushes run off the event loop and whose recovery rescans
-        every segment, like the Raft metadata log)."""
-        with self._lock:
-            self._epochs.write_through = False
-
-    def _maybe_flush_by_messages(self, now_ms: int) -> None:
-        """flush.messages: synchronous, so the append's answer waits for it (as in Kafka)."""
-        with self._lock:
-            due = self.log_end_offset - self.recovery_point >= self.config.flush_messages
-        if due:
-            self.flush(now_ms)
-
-    @property
-    def offline(self) -> bool:
-        """Closed, or taken offline by an I/O error (maybe in a background flush)."""
-        return self._offline
-
-    def tick(self, now_ms: int) -> None:
-        """Time-driven work: flush after a roll, flush.ms, delayed file deletion.
-
-        With a writer (``Log.open(writer=...)``) the flush runs on the writer's thread
-        (one at a time per log) and the recovery point moves when it is done; without
-        one it runs here.
-        """
-        with self._lock:
-            if self._offline:
-                return
-            self._clock_ms = max(self._clock_ms, now_ms)
-            self._delete_expired(now_ms)
-            if self._flush_queued:
-                return
-            target = self._due_flush_target(now_ms)
-            if target is None:
-                return
-            self._roll_flush_offset = None
-            if self._writer is not None:
-                self._flush_queued = True
-                self._writer.submit(self._flush_in_background, now_ms, target)
-                return
-        self.flush(now_ms, target)
-
-    def _due_flush_target(self, now_ms: int) -> int | None:
-        """Where a flush is due to reach: a rolled segment's end, else the log end if flush.ms passed."""
-        if self._roll_flush_offset is not None:
-            return self._roll_flush_offset
-        if self.log_end_offset > self.recovery_point and now_ms - self._last_flush_ms >= self.config.flush_ms:
-            return self.log_end_offset
-        return None
-
-    def _flush_in_background(self, now_ms: int, target: int) -> None:
-        """On the writer's thread. An I/O error leaves the log offline (``offline``) for the
-        LogManager to act on; a log closed meanwhile needs no flush."""
-        try:
-            self.flush(now_ms, target)
-        except KafkaStorageError as exc:
-            if not self._closed:
-                _log.error("background flush of %s failed: %s", self.directory, exc)
-        finally:
-            self._flush_queued = False
 
     # --- tiered storage (KIP-405) ------------------------------------------------------------------
 

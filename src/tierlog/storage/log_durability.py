@@ -1,0 +1,114 @@
+"""The durability part of ``Log``: flushes and the time-driven flush policy.
+
+A flush syncs segments below a target offset and then moves the recovery point
+(``log_flush``: the log's lock is never held across an fsync). What makes one
+due: a rolled segment (its end), ``flush.ms`` passed (the log end), or
+``flush.messages`` unflushed messages (synchronous, so the append's answer
+waits, as in Kafka). With a writer (``Log.open(writer=...)``) time-driven
+flushes run on the writer's thread, one at a time per log.
+
+A mixin of ``storage.log.Log``: it works on the log's segments, lock and
+recovery point, which ``Log`` owns.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from tierlog.storage.errors import KafkaStorageError
+from tierlog.storage.log_flush import sync_flush, take_flush
+from tierlog.storage.segment import LogSegment
+
+__all__ = ["LogDurability"]
+
+_log = logging.getLogger("tierlog.storage.log")
+
+
+class LogDurability:
+    def flush(self, now_ms: int, offset: int | None = None) -> None:
+        """fsync segments holding data below ``offset`` (default: all), then advance the
+        recovery point. The log's lock is not held during the fsyncs (``log_flush``);
+        never call this holding it (flushes take the flush lock first)."""
+        with self._flush_lock:
+            with self._lock, self._io():
+                self._clock_ms = max(self._clock_ms, now_ms)
+                target = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
+                directory, self._dir_dirty = (self.directory if self._dir_dirty else None), False
+                plan = take_flush(self._segments[self._segment_index(self.recovery_point):], target,
+                                  self._truncations, directory, self._epochs)
+            with self._io():
+                sync_flush(plan, self._segment_live, self._dir_live)
+            with self._lock:
+                if self._truncations == plan.truncations:
+                    self.recovery_point = max(self.recovery_point, plan.target)
+                self._last_flush_ms = now_ms
+
+    def _segment_live(self, segment: LogSegment) -> bool:
+        with self._lock:
+            return not self._closed and segment.fd >= 0 and any(s is segment for s in self._segments)
+
+    def _dir_live(self, directory: Path) -> bool:
+        with self._lock:
+            return not self._closed and directory == self.directory
+
+    def defer_epoch_checkpoint(self) -> None:
+        """Write leader-epoch-checkpoint changes at ``flush`` instead of as they happen
+        (for a log whose flushes run off the event loop and whose recovery rescans
+        every segment, like the Raft metadata log)."""
+        with self._lock:
+            self._epochs.write_through = False
+
+    def _maybe_flush_by_messages(self, now_ms: int) -> None:
+        """flush.messages: synchronous, so the append's answer waits for it (as in Kafka)."""
+        with self._lock:
+            due = self.log_end_offset - self.recovery_point >= self.config.flush_messages
+        if due:
+            self.flush(now_ms)
+
+    @property
+    def offline(self) -> bool:
+        """Closed, or taken offline by an I/O error (maybe in a background flush)."""
+        return self._offline
+
+    def tick(self, now_ms: int) -> None:
+        """Time-driven work: flush after a roll, flush.ms, delayed file deletion.
+
+        With a writer (``Log.open(writer=...)``) the flush runs on the writer's thread
+        (one at a time per log) and the recovery point moves when it is done; without
+        one it runs here.
+        """
+        with self._lock:
+            if self._offline:
+                return
+            self._clock_ms = max(self._clock_ms, now_ms)
+            self._delete_expired(now_ms)
+            if self._flush_queued:
+                return
+            target = self._due_flush_target(now_ms)
+            if target is None:
+                return
+            self._roll_flush_offset = None
+            if self._writer is not None:
+                self._flush_queued = True
+                self._writer.submit(self._flush_in_background, now_ms, target)
+                return
+        self.flush(now_ms, target)
+
+    def _due_flush_target(self, now_ms: int) -> int | None:
+        """Where a flush is due to reach: a rolled segment's end, else the log end if flush.ms passed."""
+        if self._roll_flush_offset is not None:
+            return self._roll_flush_offset
+        if self.log_end_offset > self.recovery_point and now_ms - self._last_flush_ms >= self.config.flush_ms:
+            return self.log_end_offset
+        return None
+
+    def _flush_in_background(self, now_ms: int, target: int) -> None:
+        """On the writer's thread. An I/O error leaves the log offline (``offline``) for the
+        LogManager to act on; a log closed meanwhile needs no flush."""
+        try:
+            self.flush(now_ms, target)
+        except KafkaStorageError as exc:
+            if not self._closed:
+                _log.error("background flush of %s failed: %s", self.directory, exc)
+        finally:
+            self._flush_queued = False
