@@ -112,3 +112,24 @@ def read_back(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60
         return out
     finally:
         c.close()
+
+
+def poll_records(consumer: Consumer, count: int, timeout_s: float = 60) -> list:
+    """Up to ``count`` records from a subscribed consumer, polling until then or ``timeout_s``."""
+    got, deadline = [], time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        m = consumer.poll(0.2)
+        if m is not None and m.error() is None:
+            got.append(m)
+    return got
+
+
+def first_offsets(consumer: Consumer, partitions: int, timeout_s: float = 60) -> dict[int, int]:
+    """Partition -> offset of the first record a subscribed consumer gets from it, for up to ``partitions``."""
+    firsts, deadline = {}, time.monotonic() + timeout_s
+    while len(firsts) < partitions and time.monotonic() < deadline:
+        m = consumer.poll(0.2)
+        if m is not None and m.error() is None and m.partition() not in firsts:
+            firsts[m.partition()] = m.offset()
+    return firsts
+

@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from clients import create_topic, produce_all
+from clients import create_topic, first_offsets, poll_records, produce_all
 from cluster import FAST_REPLICATION, request, wait_for
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -68,24 +68,11 @@ def test_commits_survive_restart_and_consumer_resumes_after_them(cluster):
     create_topic(boot, TOPIC, PARTITIONS)
     produce_all(boot, TOPIC, [(i % PARTITIONS, None, b"v%d" % i, None, None) for i in range(60)])
     c = consumer(boot, "g2")
-    got = []
-    deadline = time.monotonic() + 60
-    while len(got) < 30 and time.monotonic() < deadline:
-        m = c.poll(0.2)
-        if m is not None and m.error() is None:
-            got.append(m)
-    committed = {}
-    for m in got:
-        committed[m.partition()] = m.offset() + 1
+    committed = {m.partition(): m.offset() + 1 for m in poll_records(c, 30)}
     c.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in committed.items()], asynchronous=False)
     c.close()
     c = consumer(boot, "g2")
-    firsts = {}
-    deadline = time.monotonic() + 60
-    while len(firsts) < len(committed) and time.monotonic() < deadline:
-        m = c.poll(0.2)
-        if m is not None and m.error() is None and m.partition() not in firsts:
-            firsts[m.partition()] = m.offset()
+    firsts = first_offsets(c, len(committed))
     for p, off in committed.items():
         if p in firsts:
             assert firsts[p] == off, (p, firsts[p], off)
