@@ -39,6 +39,13 @@ class Partition:
     purgatory: AcksPurgatory = field(default_factory=AcksPurgatory)
     deletes: DeleteRecordsPurgatory = field(default_factory=DeleteRecordsPurgatory)
     follower_hw: int = -1                 # -1: not set yet, the log end offset is used
+    moved_away_epoch: int = -1            # the leader epoch at which this broker stopped leading it
+
+    @property
+    def moved_away(self) -> bool:
+        """This broker led the partition until its current leader epoch began: its image is not
+        behind on who leads now (``broker.apis.stale_metadata``)."""
+        return self.leader_state is None and self.moved_away_epoch == self.leader_epoch
 
     @property
     def key(self) -> tuple[str, int]:

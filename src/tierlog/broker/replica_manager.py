@@ -26,21 +26,19 @@ from typing import Protocol
 
 from tierlog.metadata import MetadataImage, TopicInfo
 from tierlog.net.tasks import TaskSet
-from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
-    ALTER_PARTITION_VERSION,
     FetcherConfig,
     LeaderConfig,
     LeaderState,
     LocalLog,
     ReplicaFetchers,
     TopicTiering,
-    build_alter_partition_request,
 )
 from tierlog.replication.leader_moves import LeaderMoves
 from tierlog.storage import LogConfig, LogManager
 
+from .alter_partition_sender import AlterPartitionSender
 from .fetcher_shell import FetcherShell
 from .partition import Partition
 
@@ -73,7 +71,6 @@ class ReplicaManager:
         self.logs = logs
         self.topic_defaults = topic_defaults
         self._clock_ms = clock_ms
-        self._controller_channel = controller_channel
         self._broker_epoch = broker_epoch
         self.partitions: dict[tuple[str, int], Partition] = {}
         logs.clean_limit_of = self._clean_limit    # the log cleaner stays below each partition's high watermark
@@ -92,6 +89,8 @@ class ReplicaManager:
         self.fetcher_shell = FetcherShell(self, image_fn, clock_ms)
         self.leader_moves = LeaderMoves(int(cfg.get("replica.fetch.wait.max.ms", 500)))
         self._tasks = TaskSet(f"replica manager {node_id}")     # the ticker and AlterPartition requests
+        self._alter_sender = AlterPartitionSender(controller_channel, node_id, broker_epoch,
+                                                  self._request_timeout_ms / 1000, self._tasks)
         self.tier_listener: TierListener | None = None   # tiered storage follows leadership through it
         self.coordinator_listener: TierListener | None = None   # the group coordinator (__consumer_offsets) too
         self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
@@ -244,6 +243,7 @@ class ReplicaManager:
         if part.leader_state is not None:
             part.follower_hw = part.high_watermark
             part.leader_state = None
+            part.moved_away_epoch = p.leader_epoch
             self._fail_waiting(part)
             self._wake(part.key)        # parked fetches of it learn at once that it moved
         if p.leader >= 0:
@@ -359,11 +359,9 @@ class ReplicaManager:
         return ErrorCode.NONE, lw, fut
 
     async def _alter_partition(self, part: Partition, ls: LeaderState, item) -> None:
-        body = build_alter_partition_request(self.node_id, self._broker_epoch(), [item])
         log.info("%s-%d: AlterPartition %s isr %s", part.topic, part.index, item.reason, list(item.isr_ids))
         try:
-            resp = await self._controller_channel.send(ApiKey.ALTER_PARTITION, body,
-                                                       self._request_timeout_ms / 1000, ALTER_PARTITION_VERSION)
+            error, answer = await self._alter_sender.send(item)
         except Exception as e:     # noqa: BLE001 - any failure: retry after a backoff
             log.info("%s-%d: AlterPartition failed: %s", part.topic, part.index, e)
             if part.leader_state is ls:
@@ -371,13 +369,6 @@ class ReplicaManager:
             return
         if part.leader_state is not ls:
             return
-        error, answer = resp.get("ErrorCode", ErrorCode.NONE), {}
-        if not error:
-            for t in resp.get("Topics", ()):
-                for pr in t.get("Partitions", ()):
-                    if pr["PartitionIndex"] == part.index:
-                        answer = pr
-            error = answer.get("ErrorCode", ErrorCode.NONE) if answer else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         now = self._clock_ms()
         self._on_update(part, ls.on_alter_partition_response(
             error, now_ms=now, leader_leo=part.log.log_end_offset, leader_epoch=answer.get("LeaderEpoch", -1),

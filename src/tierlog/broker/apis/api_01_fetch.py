@@ -42,7 +42,7 @@ from tierlog.tiered.read_rules import FetchSource, TieredLogState, fetch_source
 from ..fetch_session import FetchSessionError, SessionPartition
 from ..leader_hint import HINTED_ERRORS, LeaderHints
 from .context import HandlerContext
-from .stale_metadata import STALE_ERRORS, catch_up_once
+from .stale_metadata import catch_up_once, may_be_stale
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FETCH, 4, 19
 TOPIC_IDS_FROM = 13
@@ -62,7 +62,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     follower = _follower_fields(request, version) if replica_id >= 0 else None
     reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0), max_bytes,
                       follower)
-    if any(r.error in STALE_ERRORS for r in reads):
+    if any(may_be_stale(r.key and broker.replicas.get(*r.key), r.error) for r in reads):
         await catch_up_once(broker)
         reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0),
                           max_bytes, follower)
@@ -124,7 +124,9 @@ class _Read:
 
 
 def _satisfied(reads, min_bytes) -> bool:
-    return any(r.error for r in reads) or sum(r.size for r in reads) >= min_bytes
+    """Answer now: an error, a diverging epoch (the follower must truncate before anything else;
+    Kafka's ReplicaManager.fetchMessages answers it at once too) or enough bytes."""
+    return any(r.error or r.diverging for r in reads) or sum(r.size for r in reads) >= min_bytes
 
 
 def _read_all(broker, partitions, version, replica_id, isolation, max_bytes, follower=None) -> list[_Read]:

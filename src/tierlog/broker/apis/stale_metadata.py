@@ -16,7 +16,10 @@ round trip to the active controller, ``forward.catch_up``), at most
 ``CATCH_UP_TIMEOUT_S``, and is then evaluated again. Concurrent requests share
 one catch-up; a broker whose image is current answers as before, a few
 milliseconds later. Errors that say the *client* is behind (FENCED_LEADER_EPOCH)
-never wait.
+never wait, and neither does a NOT_LEADER_OR_FOLLOWER from a broker that saw its own
+leadership of the partition end at the current epoch (``Partition.moved_away``): that
+is the old leader, which most requests reach right after a move, and its image
+already names the new leader.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from tierlog.protocol.errors import ErrorCode
 
 from .forward import catch_up
 
-__all__ = ["CATCH_UP_TIMEOUT_S", "STALE_ERRORS", "catch_up_once", "produce_may_be_stale"]
+__all__ = ["CATCH_UP_TIMEOUT_S", "STALE_ERRORS", "catch_up_once", "may_be_stale", "produce_may_be_stale"]
 
 STALE_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH,
                           ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID})
@@ -47,5 +50,14 @@ async def catch_up_once(broker) -> None:
 
 def produce_may_be_stale(broker, request: dict) -> bool:
     """Whether a partition of this Produce would be refused for what this broker does not know yet."""
-    return any(broker.led_partition(t["Name"], p["Index"])[1] in STALE_ERRORS
+    return any(may_be_stale(*broker.led_partition(t["Name"], p["Index"]))
                for t in request["TopicData"] for p in t["PartitionData"])
+
+
+def may_be_stale(part, error: int) -> bool:
+    """Whether ``error`` for ``part`` (None: not hosted here) may come from this broker's image being
+    behind. Not when this broker saw its own leadership of the partition move away at the current
+    epoch: the old leader, the one most requests reach right after a move, answers at once."""
+    if error not in STALE_ERRORS:
+        return False
+    return not (error == ErrorCode.NOT_LEADER_OR_FOLLOWER and part is not None and part.moved_away)
