@@ -56,7 +56,7 @@ class Cluster:
         port = free_port()
         self.log_path = data_dir / "up.log"
         self.nodes_dir = data_dir / "data"
-        self.nodes: dict[int, dict] = {}       # node id -> {"pid", "listen"} from ``tierlog up``'s node lines
+        self.nodes: dict[int, dict] = {}       # node id -> {"pid", "roles", "listen", "metrics"} (node lines)
         cmd = [sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(self.nodes_dir),
                "--listen", f"127.0.0.1:{port}", "--controllers", str(controllers), "--brokers", str(brokers)]
         cmd += [a for k, v in (settings or {}).items() for a in ("--set", f"{k}={v}")]
@@ -71,10 +71,11 @@ class Cluster:
             line = raw.decode().strip()
             if line.startswith("bootstrap.servers="):
                 return line.split("=", 1)[1]
-            if line.startswith("node "):        # node <id> roles=... pid=<pid> listen=<host:port>
+            if line.startswith("node "):        # node <id> roles=... pid=<pid> listen=<host:port> metrics=<host:port>
                 words = line.split()
                 fields = dict(w.split("=", 1) for w in words[2:] if "=" in w)
-                self.nodes[int(words[1])] = {"pid": int(fields["pid"]), "listen": fields.get("listen")}
+                self.nodes[int(words[1])] = {"pid": int(fields["pid"]), "roles": fields.get("roles", ""),
+                                             "listen": fields.get("listen"), "metrics": fields.get("metrics")}
             if time.monotonic() > deadline:
                 break
         self.stop()

@@ -20,6 +20,7 @@ __all__ = [
     "ConfigError",
     "Listener",
     "NodeConfig",
+    "parse_host_port",
     "parse_listeners",
     "parse_properties",
     "parse_voters",
@@ -74,6 +75,9 @@ _DEFS = [
     _d("metadata.max.idle.interval.ms", "int", 500, "An idle active controller appends a NoOpRecord this often."),
     _d("max.replication.lag.ms", "long", 30000,
        "KIP-630: a replica silent this long does not hold back the metadata log begin offset."),
+    _d("metrics.prometheus.listener", "string", None,
+       "HOST:PORT where the node serves its metrics to Prometheus (/metrics; port 0: any free port, "
+       "empty host: every interface); unset: not served."),
     _d("broker.heartbeat.interval.ms", "int", 2000, "How often a broker heartbeats to the controller."),
     _d("broker.session.timeout.ms", "int", 9000, "Heartbeat silence after which the controller fences a broker."),
     _d("replica.lag.time.max.ms", "long", 30000, "A follower not caught up this long leaves the ISR."),
@@ -242,6 +246,14 @@ def parse_listeners(values: list[str]) -> list[Listener]:
     return out
 
 
+def parse_host_port(key: str, value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT``; an empty host means every interface, ``0.0.0.0``); port 0-65535."""
+    host, colon, port = value.strip().rpartition(":")
+    if not colon or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"{key}: bad value {value!r} (want HOST:PORT, port 0-65535)")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
 def parse_voters(values: list[str]) -> dict[int, tuple[str, int]]:
     """``controller.quorum.voters``: ``id@host:port`` entries."""
     out = {}
@@ -275,6 +287,8 @@ class NodeConfig:
             raise ConfigError(f"process.roles: want broker, controller or both, got {','.join(self.roles)!r}")
         self.voters = parse_voters(self.values["controller.quorum.voters"] or [])
         self._check_quorum()
+        metrics = self.values["metrics.prometheus.listener"]
+        self.metrics_listener = parse_host_port("metrics.prometheus.listener", metrics) if metrics else None
 
     def _check_quorum(self) -> None:
         if not self.voters:

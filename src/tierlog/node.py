@@ -14,6 +14,12 @@ it reports ready (the ``node ...`` line) then.  ``stop()`` runs the broker's
 controlled shutdown, cancels and awaits every background task, resigns quorum
 leadership, closes listeners, flushes logs.
 
+Metrics: every batch the loader applies goes to ``ApplyMetrics`` (Kafka's
+``broker-metadata-metrics``: last applied offset, timestamp and lag, and a
+histogram of the lag) in the node's own ``CollectorRegistry``; with
+``metrics.prometheus.listener`` set, ``MetricsEndpoint`` serves it at
+``/metrics`` from start-up (bound first) until ``stop()``.
+
 A node with both roles and no ``controller.quorum.voters`` is a quorum of one
 (development mode): it needs no controller listener.
 """
@@ -29,6 +35,8 @@ import signal
 import uuid
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
+
 from tierlog.broker.apis import REGISTRY as BROKER_APIS
 from tierlog.broker.broker import Broker
 from tierlog.broker.controller_channel import ControllerChannel
@@ -39,6 +47,7 @@ from tierlog.clock import wall_clock_ms
 from tierlog.config import ConfigError, NodeConfig, parse_properties
 from tierlog.controller.config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
+from tierlog.metadata.apply_metrics import ApplyMetrics
 from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
 from tierlog.net.client import Peers
@@ -50,6 +59,7 @@ from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
 from tierlog.raft.file_snapshots import FileSnapshotStore
 from tierlog.server.broker_role import LifecycleLoop, MetadataView
 from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
+from tierlog.server.metrics_endpoint import MetricsEndpoint
 from tierlog.server.raft_driver import RaftDriver
 from tierlog.storage import CleanerConfig, LogManager
 
@@ -65,25 +75,35 @@ READY_TIMEOUT_S = 120
 
 
 class _Listener:
-    """Raft listener fan-out: the loader first, then the controller role (None: not a controller).
+    """Raft listener fan-out: the loader first (its apply lag into ``apply_metrics``), then the
+    controller role (None: not a controller).
 
     ``generator`` is set once the Raft replica exists (it snapshots through the replica);
     a snapshot loaded while the replica opens finds none, and a new generator starts with
     nothing pending, as after a load.
     """
 
-    def __init__(self, loader: MetadataLoader, controller_server: ControllerServer | None):
+    def __init__(self, loader: MetadataLoader, controller_server: ControllerServer | None,
+                 apply_metrics: ApplyMetrics):
         self.loader = loader
         self.controller_server = controller_server
+        self.apply_metrics = apply_metrics
         self.generator: SnapshotGenerator | None = None
 
     def handle_commit(self, batch) -> None:
+        applied_before = self.loader.image.provenance.last_contained_offset
         self.loader.handle_commit(batch)
+        if batch.last_offset > applied_before:          # not skipped as already in a snapshot
+            self.apply_metrics.batch_applied(batch.last_offset, batch.append_timestamp, wall_clock_ms())
+            self.apply_metrics.set_load_errors(self.loader.error_count)
         if self.controller_server is not None:
             self.controller_server.on_committed_image(self.loader.image, batch.last_offset)
 
     def handle_load_snapshot(self, reader) -> None:
         self.loader.handle_load_snapshot(reader)
+        provenance = self.loader.image.provenance
+        self.apply_metrics.snapshot_loaded(provenance.last_contained_offset, provenance.last_contained_log_time_ms)
+        self.apply_metrics.set_load_errors(self.loader.error_count)
         if self.generator is not None:
             self.generator.on_snapshot_loaded(reader.snapshot_id.offset, wall_clock_ms())
         if self.controller_server is not None and not self.controller_server.quorum_controller.active:
@@ -111,6 +131,8 @@ class Node:
         self._channel_peers: list[Peers] = []           # the controller channels' (_controller_channel)
         self.replicas: ReplicaManager | None = None
         self.remote: RemoteTier | None = None       # tiered storage, when remote.log.storage.system.enable
+        self.metrics_registry = CollectorRegistry()     # this node's, not prometheus-client's global one
+        self.metrics_endpoint: MetricsEndpoint | None = None   # when metrics.prometheus.listener is set
         self._stopped = asyncio.Event()
 
     @property
@@ -122,6 +144,8 @@ class Node:
         for d in cfg.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
         cluster_id = _ensure_meta_properties(cfg)
+        if cfg.metrics_listener is not None:
+            self.metrics_endpoint = MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener)
         voters = cfg.voters or {cfg.node_id: None}
         self.peers = Peers(f"tierlog-node-{cfg.node_id}",
                            {n: a for n, a in voters.items() if a is not None and n != cfg.node_id})
@@ -131,7 +155,7 @@ class Node:
             controller_config = ControllerConfig.from_props(cfg, cfg.topic_defaults(), cluster_id)
             quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms())
             self.controller_server = ControllerServer(cfg.node_id, self.driver, quorum_controller)
-        listener = _Listener(loader, self.controller_server)
+        listener = _Listener(loader, self.controller_server, ApplyMetrics(self.metrics_registry, wall_clock_ms()))
         raft = self._open_raft(cluster_id, frozenset(voters), listener)
         listener.generator = SnapshotGenerator.from_config(raft.create_snapshot, _snapshot_settings(cfg),
                                                            wall_clock_ms())
@@ -269,6 +293,8 @@ class Node:
             await self.driver.stop()
         for server in self.servers:
             await server.stop()
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.close()
         for peers in (self.peers, *self._channel_peers):
             if peers is not None:
                 peers.close()

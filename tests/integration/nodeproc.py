@@ -57,6 +57,7 @@ class NodeProcess:
         self.config_path = self.root / "server.properties"
         self.log_path = self.root / "node.log"
         self.proc: subprocess.Popen | None = None
+        self.announced: dict[str, str] = {}      # the fields of its last "node <id> ..." line
         self.props = {"node.id": str(node_id), "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
                       "log.dirs": str(self.data_dir), **(props or {})}
 
@@ -73,7 +74,8 @@ class NodeProcess:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()
-            if line.startswith("node "):
+            if line.startswith("node "):     # node <id> roles=... pid=... listen=... [metrics=...]
+                self.announced = dict(w.split("=", 1) for w in line.split()[2:] if "=" in w)
                 return self
             if not line and self.proc.poll() is not None:
                 break

@@ -11,7 +11,8 @@ from cluster import wait_for
 from confluent_kafka.admin import AdminClient, NewTopic
 from nodeproc import free_port_block
 
-NODE_LINE = re.compile(r"^node (\d+) roles=([a-z,]+) pid=(\d+) listen=127\.0\.0\.1:(\d+)$")
+NODE_LINE = re.compile(r"^node (\d+) roles=([a-z,]+) pid=(\d+) listen=127\.0\.0\.1:(\d+) "
+                       r"metrics=127\.0\.0\.1:(\d+)$")
 
 
 def _up(tmp_path, *args):

@@ -45,3 +45,20 @@ def test_listener_parsing():
 def test_unknown_keys_are_kept_aside():
     cfg = NodeConfig({"node.id": "1", "some.plugin.setting": "x"})
     assert cfg.unknown == ["some.plugin.setting"]
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("127.0.0.1:0", ("127.0.0.1", 0)),
+    (":9404", ("0.0.0.0", 9404)),
+    ("[::1]:9404", ("::1", 9404)),
+    ("", None),
+])
+def test_metrics_listener(value, expected):
+    assert NodeConfig({"node.id": "1", "metrics.prometheus.listener": value}).metrics_listener == expected
+    assert NodeConfig({"node.id": "1"}).metrics_listener is None
+
+
+@pytest.mark.parametrize("value", ["9404", "localhost", "h:port", "h:70000", "h:-1"])
+def test_a_bad_metrics_listener_is_a_one_line_config_error(value):
+    with pytest.raises(ConfigError, match=r"^metrics\.prometheus\.listener: bad value .*HOST:PORT[^\n]*$"):
+        NodeConfig({"node.id": "1", "metrics.prometheus.listener": value})

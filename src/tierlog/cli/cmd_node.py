@@ -17,7 +17,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "node", help="run one node from a server.properties file",
         description="Run one tierlog node in the foreground until Ctrl-C or SIGTERM. "
-                    "Prints 'node <id> roles=<roles> pid=<pid> listen=<host:port>' once it accepts clients.")
+                    "Prints 'node <id> roles=<roles> pid=<pid> listen=<host:port>' once it accepts clients, "
+                    "with ' metrics=<host:port>' when metrics.prometheus.listener is set (Prometheus "
+                    "scrapes http://<host:port>/metrics).")
     p.add_argument("--config", required=True, metavar="FILE", help="Kafka-style server.properties")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (repeatable)")
@@ -50,8 +52,9 @@ def run(args) -> int:
 
     def ready(node) -> None:
         host, port = node.bound[0]
+        metrics = "" if node.metrics_endpoint is None else " metrics={}:{}".format(*node.metrics_endpoint.bound)
         print(f"node {config.node_id} roles={','.join(config['process.roles'])} pid={os.getpid()} "
-              f"listen={host}:{port}", flush=True)
+              f"listen={host}:{port}{metrics}", flush=True)
 
     try:
         run_node(config, ready)

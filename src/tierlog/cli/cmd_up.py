@@ -10,7 +10,9 @@ says otherwise; a topic is tiered with ``--config remote.storage.enable=true``.
 ``follower.fetch.last.tiered.offset.enable`` is on (KIP-1023: an empty follower
 of a tiered topic copies only what is not in remote storage yet; Kafka's default
 is off; ``--set follower.fetch.last.tiered.offset.enable=false`` turns it off).
-The command prints ``bootstrap.servers=...`` once every node accepts clients
+Every node serves its metrics to Prometheus on a free port of its own
+(``metrics.prometheus.listener=<host>:0``), named in its ``node ... metrics=HOST:PORT``
+line. The command prints ``bootstrap.servers=...`` once every node accepts clients
 and stops the nodes cleanly (SIGTERM, then waits) on Ctrl-C or SIGTERM.
 """
 from __future__ import annotations
@@ -45,7 +47,8 @@ def register(subparsers) -> None:
         "up", help="start a local cluster (data under ./tierlog-data)",
         description="Start a local tierlog cluster with the embedded defaults and keep it running until "
                     "Ctrl-C: by default 3 controllers (the metadata quorum) and 3 brokers, each its own "
-                    "process. Prints 'node <id> roles=... pid=... listen=...' per node, then "
+                    "process. Prints 'node <id> roles=... pid=... listen=... metrics=HOST:PORT' per node "
+                    "(Prometheus metrics at http://HOST:PORT/metrics), then "
                     "'bootstrap.servers=HOST:PORT[,...]' once every broker accepts clients.")
     p.add_argument("--data-dir", default="./tierlog-data", help="where nodes keep data")
     p.add_argument("--listen", default="127.0.0.1:9092", metavar="HOST:PORT",
@@ -102,6 +105,7 @@ def node_properties(plan: NodePlan, host: str, voters: str, cluster_id: str, log
         "controller.listener.names": "CONTROLLER",
         "controller.quorum.voters": voters,
         "log.dirs": str(log_dir),
+        "metrics.prometheus.listener": f"{host}:0",
     }
     props.update(overrides)
     lines = ["# Written by `tierlog up`; restart this node by hand with: tierlog node --config <this file>"]

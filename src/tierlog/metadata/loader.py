@@ -22,7 +22,8 @@ Used by brokers and controllers alike::
   becomes the quorum leader (``leader_id``, -1 when unknown); published too.
 
 A record that cannot be decoded or replayed is reported in ``errors`` (offset
-range, message) and skipped; the rest of the batch still applies.
+range, message; the first ``ERRORS_MAX``) and counted in ``error_count``, and
+skipped; the rest of the batch still applies.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ class MetadataLoader:
         self.image = image or MetadataImage.empty(cluster_id, controller_id)
         self._subscribers: list = []
         self.errors: list[tuple[int, str]] = []     # (batch last offset, message), bounded
+        self.error_count = 0                          # every skipped record, also past ERRORS_MAX
         self.leader_epoch = -1
 
     def subscribe(self, callback) -> None:
@@ -63,6 +65,7 @@ class MetadataLoader:
 
     def _error(self, offset: int, msg: str) -> None:
         _log.error("metadata record at batch ending %d skipped: %s", offset, msg)
+        self.error_count += 1
         if len(self.errors) < ERRORS_MAX:
             self.errors.append((offset, msg))
 

@@ -42,3 +42,4 @@ def test_every_node_gets_the_settings_and_they_parse(tmp_path):
     assert config.prefixed("rsm.config.") == {"rsm.config.storage.backend": "fs",
                                              "rsm.config.storage.root": str(tmp_path / "remote-storage")}
     assert config.unknown == []
+    assert config.metrics_listener == ("127.0.0.1", 0)                        # served on a free port

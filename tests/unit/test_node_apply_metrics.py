@@ -1,0 +1,62 @@
+"""The node's Raft listener reports what its metadata loader applied to ApplyMetrics."""
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from tierlog.clock import wall_clock_ms
+from tierlog.metadata.apply_metrics import PREFIX, ApplyMetrics
+from tierlog.metadata.loader import MetadataLoader
+from tierlog.metadata.records import (
+    BrokerEndpoint,
+    FenceBrokerRecord,
+    RegisterBrokerRecord,
+    encode,
+)
+from tierlog.node import _Listener
+
+
+@dataclass
+class Batch:
+    records: list
+    last_offset: int
+    append_timestamp: int
+    epoch: int = 1
+
+
+def register(broker: int) -> RegisterBrokerRecord:
+    return RegisterBrokerRecord(broker, bytes(16), 10, (BrokerEndpoint("PLAINTEXT", "h", 9092),))
+
+
+def _listener():
+    registry = CollectorRegistry()
+    metrics = ApplyMetrics(registry, live_since_ms=wall_clock_ms())
+    return registry, _Listener(MetadataLoader(cluster_id="c"), None, metrics)
+
+
+def _value(registry, name):
+    return registry.get_sample_value(PREFIX + name)
+
+
+def test_every_applied_batch_is_recorded_with_its_lag():
+    registry, listener = _listener()
+    appended = wall_clock_ms()
+    listener.handle_commit(Batch([encode(register(1))], 0, appended))
+    listener.handle_commit(Batch([encode(register(2))], 3, appended))
+    assert _value(registry, "last_applied_record_offset") == 3
+    assert _value(registry, "last_applied_record_timestamp") == appended
+    assert _value(registry, "apply_lag_ms_count") == 2
+    assert 0 <= _value(registry, "last_applied_record_lag_ms") <= wall_clock_ms() - appended
+
+
+def test_a_batch_the_loader_skips_is_not_recorded():
+    registry, listener = _listener()
+    listener.handle_commit(Batch([encode(register(1))], 4, wall_clock_ms()))
+    listener.handle_commit(Batch([encode(FenceBrokerRecord(1, 11))], 4, wall_clock_ms()))   # already contained
+    assert _value(registry, "apply_lag_ms_count") == 1
+
+
+def test_records_the_loader_could_not_replay_are_load_errors():
+    registry, listener = _listener()
+    listener.handle_commit(Batch([b"\x01\x63\x00", encode(register(1)), b"\x01\x63\x00"], 2, wall_clock_ms()))
+    assert _value(registry, "metadata_load_error_count") == 2
+    assert _value(registry, "last_applied_record_offset") == 2
