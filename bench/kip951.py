@@ -128,7 +128,11 @@ class Mover:
         pid = _pid_of(config)
         led = sum(leader == node for _, leader in before.values())
         subprocess.run(["kill", "-TERM", str(pid)], check=False)
-        _wait_gone(pid)
+        ours = [p for p in self.restarted if p.pid == pid]
+        if ours:
+            ours[0].wait(60)        # started here: reap it (kill -0 succeeds on a zombie)
+        else:
+            _wait_gone(pid)
         self.restarted.append(subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "node", "--config",
                                                 str(config)], stdout=subprocess.DEVNULL,
                                                stderr=subprocess.DEVNULL, env=child_env()))
@@ -216,7 +220,7 @@ def plot(result: dict, path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=90.0)
-    ap.add_argument("--rate", type=int, default=500, help="records/s per producer")
+    ap.add_argument("--rate", type=int, default=250, help="records/s per producer")
     ap.add_argument("--partitions", type=int, default=50)
     ap.add_argument("--round-s", type=float, default=5.0, help="seconds between move rounds")
     ap.add_argument("--shutdown-every", type=int, default=4, help="every Nth round is a controlled shutdown (0: none)")
