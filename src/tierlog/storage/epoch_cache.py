@@ -15,8 +15,15 @@ Semantics follow Kafka's LeaderEpochFileCache:
   segment holding ``local_start - 1``: the entries starting below
   ``local_start``, then ``truncate_from_start(log_start)``.
 
-Every change is written through immediately (tmp + fsync + rename), unless the
-owner turns ``write_through`` off: then changes are written by its next
+Every change is written through immediately (tmp + fsync + rename), with two
+exceptions. With ``defer_additions`` (partition logs), a new latest epoch that
+replaces no entry waits for the log's next flush, which writes it before the
+recovery point passes it: a crash loses only entries whose batches lie past the
+recovery point, and recovery re-adds those from the batches (Kafka stopped
+fsyncing the checkpoint on epoch changes too, KAFKA-15046); an entry with no
+batch yet (a new leader's epoch) is only needed while that leader lives.
+Truncations and rebuilds are still written at once. And when the owner turns
+``write_through`` off, then changes are written by its next
 ``flush_if_changed`` (the Raft log does this from its writer thread; its recovery
 re-adds epochs seen in the batches, so a checkpoint a crash left behind is repaired).
 """
@@ -44,6 +51,7 @@ class LeaderEpochCache:
     def __init__(self, directory: Path, entries: list[tuple[int, int]] | None = None) -> None:
         self.path = directory / LEADER_EPOCH_CHECKPOINT
         self.write_through = True
+        self.defer_additions = False     # a new latest epoch waits for the owner's next flush
         self._unwritten = False
         self._epochs: list[int] = []
         self._starts: list[int] = []
@@ -106,11 +114,16 @@ class LeaderEpochCache:
             raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
         if self._epochs and self._epochs[-1] == epoch and start_offset >= self._starts[-1]:
             return False
+        replaced = False
         while self._epochs and (self._epochs[-1] >= epoch or self._starts[-1] >= start_offset):
             self._epochs.pop()
             self._starts.pop()
+            replaced = True
         self._add(epoch, start_offset)
-        self._changed()
+        if self.defer_additions and not replaced:
+            self._unwritten = True
+        else:
+            self._changed()
         return True
 
     def assign_leader_epoch(self, leader_epoch: int, start_offset: int) -> None:

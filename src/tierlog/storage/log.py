@@ -98,6 +98,7 @@ class Log(LogDurability):
         self._segments = segments
         self._bases = [segment.base_offset for segment in segments]
         self._epochs = epoch_cache
+        self._epochs.defer_additions = True     # a new epoch is written by the next flush (epoch_cache)
         self._local_start_floor = segments[0].base_offset
         self._rng = rng
         self._lock = threading.RLock()

@@ -198,3 +198,17 @@ def test_kill_9_keeps_every_flushed_batch(tmp_path, kills):
         assert offsets_in(data) == list(range(log.log_end_offset))
         manager.close()
     assert flushed > 0
+
+
+def test_epochs_written_by_flushes_and_recovered_past_the_recovery_point(tmp_path):
+    """A new epoch reaches the checkpoint with the next flush, not at once; a crash loses
+    only entries past the recovery point, and recovery re-adds them from the batches."""
+    log = _build(tmp_path, batches=6, flush_after=4)   # epoch 0 from 0 (flushed), epoch 1 from 12 (not)
+    flushed = log.recovery_point
+    log.append(batch(3, NOW, value_size=200), 5, NOW)   # epoch 5 from offset 18, not flushed
+    log.assign_epoch_start_offset(7, log.log_end_offset)  # a new leader's epoch, no batch yet
+    assert log.epoch_entries() == [(0, 0), (1, 12), (5, 18), (7, 21)]
+    _crash(log)
+    recovered = _reopen(log, recovery_point=flushed)
+    assert recovered.epoch_entries() == [(0, 0), (1, 12), (5, 18)]
+    assert recovered.log_end_offset == 21
