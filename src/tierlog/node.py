@@ -145,7 +145,7 @@ class Node:
             d.mkdir(parents=True, exist_ok=True)
         cluster_id = _ensure_meta_properties(cfg)
         if cfg.metrics_listener is not None:
-            self.metrics_endpoint = MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener)
+            self.metrics_endpoint = await MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener)
         voters = cfg.voters or {cfg.node_id: None}
         self.peers = Peers(f"tierlog-node-{cfg.node_id}",
                            {n: a for n, a in voters.items() if a is not None and n != cfg.node_id})

@@ -1,6 +1,7 @@
-"""MetricsEndpoint serves a node's own registry over HTTP and closes with the node."""
+"""MetricsEndpoint serves a node's own registry over HTTP from its event loop, bounded, and closes with it."""
 import asyncio
 import socket
+import urllib.error
 import urllib.request
 
 import pytest
@@ -8,29 +9,74 @@ from prometheus_client import CollectorRegistry
 
 from tierlog.config import ConfigError
 from tierlog.metadata.apply_metrics import ApplyMetrics
+from tierlog.server import metrics_endpoint
 from tierlog.server.metrics_endpoint import MetricsEndpoint
 
 
-def _scrape(host: str, port: int) -> str:
-    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5) as resp:
-        assert resp.status == 200
-        return resp.read().decode()
+def _get(host: str, port: int, path: str = "/metrics") -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+async def _serve(registry, check):
+    endpoint = await MetricsEndpoint.start(registry, "127.0.0.1", 0)
+    try:
+        return await check(*endpoint.bound)
+    finally:
+        await endpoint.close()
 
 
 def test_serves_the_registry_on_an_ephemeral_port_until_closed():
     registry = CollectorRegistry()
     ApplyMetrics(registry, live_since_ms=0).batch_applied(17, 1_000, 1_004)
-    endpoint = MetricsEndpoint.start(registry, "127.0.0.1", 0)
-    host, port = endpoint.bound
-    try:
-        text = _scrape(host, port)
-    finally:
-        asyncio.run(endpoint.close())
-    assert port > 0
+    bound = []
+
+    async def check(host, port):
+        bound.append((host, port))
+        return await asyncio.to_thread(_get, host, port)
+
+    status, text = asyncio.run(_serve(registry, check))
+    assert status == 200 and bound[0][1] > 0
     assert "broker_metadata_metrics_last_applied_record_offset 17.0" in text
     assert 'broker_metadata_metrics_apply_lag_ms_bucket{le="5.0"} 1.0' in text
     with pytest.raises(OSError):
-        socket.create_connection((host, port), timeout=2).close()
+        socket.create_connection(bound[0], timeout=2).close()
+
+
+def test_other_paths_and_bad_requests_get_http_errors():
+    async def check(host, port):
+        not_found = await asyncio.to_thread(_get, host, port, "/other")
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(b"nonsense\r\n\r\n")
+        bad = await reader.read()
+        writer.close()
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(b"GET /metrics HTTP/1.1\r\n" + b"X: " + b"y" * metrics_endpoint.REQUEST_HEAD_MAX_BYTES + b"\r\n\r\n")
+        too_big = await reader.read()
+        writer.close()
+        return not_found, bad, too_big
+
+    not_found, bad, too_big = asyncio.run(_serve(CollectorRegistry(), check))
+    assert not_found[0] == 404
+    assert bad.startswith(b"HTTP/1.1 400 ")
+    assert too_big.startswith(b"HTTP/1.1 431 ")
+
+
+def test_scrapes_beyond_the_limit_are_closed_at_once():
+    async def check(host, port):
+        idle = [await asyncio.open_connection(host, port) for _ in range(metrics_endpoint.CONNECTIONS_MAX)]
+        # accepted in order: the first CONNECTIONS_MAX are scrapes in progress (they send nothing)
+        reader, writer = await asyncio.open_connection(host, port)
+        refused = await asyncio.wait_for(reader.read(), 5)     # closed without an answer
+        for _, w in idle:
+            w.close()
+        writer.close()
+        return refused
+
+    assert asyncio.run(_serve(CollectorRegistry(), check)) == b""
 
 
 def test_a_port_in_use_is_a_config_error():
@@ -38,4 +84,4 @@ def test_a_port_in_use_is_a_config_error():
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         with pytest.raises(ConfigError, match=r"metrics\.prometheus\.listener: cannot listen on 127\.0\.0\.1:"):
-            MetricsEndpoint.start(CollectorRegistry(), "127.0.0.1", taken.getsockname()[1])
+            asyncio.run(MetricsEndpoint.start(CollectorRegistry(), "127.0.0.1", taken.getsockname()[1]))
