@@ -62,7 +62,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     follower = _follower_fields(request, version) if replica_id >= 0 else None
     reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0), max_bytes,
                       follower)
-    if any(may_be_stale(r.key and broker.replicas.get(*r.key), r.error) for r in reads):
+    if any(may_be_stale(r.key and broker.replicas.get(*r.key), r.error) for r in reads if r.error):
         await catch_up_once(broker)
         reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0),
                           max_bytes, follower)
