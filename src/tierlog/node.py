@@ -234,6 +234,10 @@ class Node:
         except TimeoutError:
             raise ConfigError(f"broker {cfg.node_id} was not unfenced within {READY_TIMEOUT_S}s: "
                               "is the controller quorum reachable?") from None
+        # The controller answers a heartbeat "unfenced" once the record is committed, which can be
+        # before this broker's image has it; until then its Metadata answers would leave it out, and
+        # a client of a one-broker cluster would find no broker at all. Ready means listed.
+        await metadata_view.wait_for(lambda image: _listed_unfenced(image, cfg.node_id), READY_TIMEOUT_S)
         # Only an image caught up with the metadata log (unfenced) may decide which local
         # logs to keep: an image replayed halfway would look like deleted topics.
         replicas = self.replicas
@@ -372,3 +376,8 @@ def run_node(config: NodeConfig, on_ready=lambda node: None) -> None:
         uvloop.run(_serve(config, on_ready))
     except ImportError:
         asyncio.run(_serve(config, on_ready))
+
+
+def _listed_unfenced(image, node_id: int) -> bool:
+    registration = image.brokers.get(node_id)
+    return registration is not None and not registration.fenced
