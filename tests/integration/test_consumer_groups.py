@@ -59,6 +59,7 @@ def test_members_split_partitions_and_rebalance_on_join_and_leave(cluster):
     assert "g1" in [g.group_id for g in listed.valid]
     desc = admin.describe_consumer_groups(["g1"])["g1"].result(timeout=30)
     assert len(desc.members) == 2 and str(desc.state).endswith("STABLE")
+    assert {m.host for m in desc.members} == {"/127.0.0.1"}      # the client address, as Kafka shows it
     a.close()
     b.close()
 

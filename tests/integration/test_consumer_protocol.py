@@ -53,6 +53,7 @@ def test_members_split_partitions_and_rebalance_on_join_and_leave(cluster):
     assert listed["k1"].type == ConsumerGroupType.CONSUMER
     desc = admin.describe_consumer_groups(["k1"])["k1"].result(timeout=30)
     assert len(desc.members) == 2 and str(desc.state).endswith("STABLE")
+    assert {m.host for m in desc.members} == {"/127.0.0.1"}
     assert desc.type == ConsumerGroupType.CONSUMER and desc.partition_assignor == "uniform"
     assert sorted(len(m.assignment.topic_partitions) for m in desc.members) == [3, 3]
     a.close()

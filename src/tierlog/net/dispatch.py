@@ -38,20 +38,20 @@ def api_versions_list(registry: dict) -> list[dict]:
 class RequestDispatcher:
     """``context`` is what handlers get (a Broker or a controller server); it has ``api_versions``.
     ``listener`` names the listener this dispatcher serves: handlers see it as ``header.listener``
-    (Kafka's request context listener name: Metadata and KIP-951 endpoints are given on it)."""
+    (Kafka's request context listener name: Metadata and KIP-951 endpoints are given on it), and
+    the client's address as ``header.client_host`` (a group member's host)."""
 
     def __init__(self, context, registry: dict, listener: str | None = None):
         self.context = context
         self.registry = registry
         self.listener = listener
 
-    def __call__(self, frame: bytearray):
+    def __call__(self, frame: bytearray, client_host: str = ""):
         try:
             header, offset = decode_request_header(frame)
         except ProtocolError as e:
             raise CloseConnection(f"bad request header: {e}") from None
-        if self.listener is not None:
-            header = header._replace(listener=self.listener)
+        header = header._replace(listener=self.listener, client_host=client_host)
         api = self.registry.get(header.api_key)
         if api is None:
             raise CloseConnection(f"unknown api key {header.api_key}")

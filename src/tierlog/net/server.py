@@ -7,7 +7,8 @@ directly, so big produce requests are copied once.  Frames queue up to
 task per connection handles frames strictly in order, as Kafka does, so
 responses go out in request order without reordering logic.
 
-The handler is ``handle(frame: bytearray) -> parts | awaitable[parts] | None``:
+The handler is ``handle(frame: bytearray, client_host: str) -> parts | awaitable[parts] | None``
+(``client_host``: the peer's IP address, "" when it has none):
 ``parts`` is a list of bytes-like objects and file regions (objects with
 ``__len__`` and ``read()``/``fd``/``offset``), ``None`` means no response
 (acks=0).  A handler raising ``CloseConnection`` closes this connection only;
@@ -43,7 +44,7 @@ class Limits:
         self.max_connections = max_connections
 
 
-Handler = Callable[[bytearray], "list | Awaitable[list] | None"]
+Handler = Callable[[bytearray, str], "list | Awaitable[list] | None"]
 
 
 class _Connection(asyncio.BufferedProtocol):
@@ -70,6 +71,7 @@ class _Connection(asyncio.BufferedProtocol):
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.peer = transport.get_extra_info("peername")
+        self.client_host = self.peer[0] if isinstance(self.peer, tuple) else ""
         if not self._server.admit(self):
             log.warning("max.connections reached; refusing %s", self.peer)
             transport.abort()
@@ -150,7 +152,7 @@ class _Connection(asyncio.BufferedProtocol):
                 if self._reading_paused and len(self._queue) < self._limits.queued_max_requests // 2 + 1:
                     self._reading_paused = False
                     self.transport.resume_reading()
-                result = handle(frame)
+                result = handle(frame, self.client_host)
                 if result is not None and not isinstance(result, list):
                     result = await result
                 if result is not None and not self._closed:

@@ -42,6 +42,7 @@ class RequestHeader(NamedTuple):
     correlation_id: int
     client_id: str | None
     listener: str | None = None     # not on the wire: the listener it came in on (set by the dispatcher)
+    client_host: str = ""           # not on the wire: the client's IP address (set by the dispatcher)
 
 
 def encode_request_header(api_key: int, api_version: int, correlation_id: int,

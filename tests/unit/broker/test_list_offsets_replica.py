@@ -1,4 +1,5 @@
-"""ListOffsets LATEST by who asks: a consumer gets the high watermark, a replica the log end offset."""
+"""ListOffsets by who asks: a consumer gets the high watermark and nothing past it, a replica the
+log end offset; a new leader whose high watermark lags its epoch start answers OFFSET_NOT_AVAILABLE."""
 import asyncio
 from types import SimpleNamespace
 
@@ -6,10 +7,11 @@ from tierlog.broker.apis import api_02_list_offsets as list_offsets
 from tierlog.broker.partition import Partition
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import Record, build_batch
+from tierlog.replication import LeaderState
 from tierlog.storage import Log, LogConfig
 
 NOW = 1_700_000_000_000
-LATEST, EARLIEST = -1, -2
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 
 class FakeBroker:
@@ -27,7 +29,7 @@ class FakeBroker:
 
 def _partition(tmp_path, records=10, high_watermark=6, leader_id=1) -> Partition:
     log = Log.open(tmp_path / "t-0", LogConfig.from_props({}), NOW)
-    batch = build_batch([Record(i, NOW, None, b"v") for i in range(records)])
+    batch = build_batch([Record(i, NOW + i, None, b"v") for i in range(records)])
     log.append(bytearray(batch), 3, NOW)
     part = Partition("t", 0, b"\x01" * 16, log, leader_id=leader_id, leader_epoch=3)
     part.follower_hw = high_watermark
@@ -69,3 +71,29 @@ def test_only_the_debugging_replica_may_ask_a_follower(tmp_path):
     answer = _ask(follower, -2, LATEST)
     assert (answer["ErrorCode"], answer["Offset"]) == (0, 10)
     assert _ask(follower, -2, EARLIEST)["Offset"] == 0
+
+
+def test_a_consumer_finds_no_offset_past_the_high_watermark(tmp_path):
+    broker = FakeBroker(_partition(tmp_path), node_id=1)        # 10 records at NOW + i, HW 6
+    for timestamp, offset in ((NOW + 5, 5), (NOW + 6, -1), (NOW + 9, -1), (NOW + 99, -1)):
+        answer = _ask(broker, -1, timestamp)
+        assert (answer["ErrorCode"], answer["Offset"]) == (0, offset), timestamp
+    assert _ask(broker, -1, MAX_TIMESTAMP)["Offset"] == -1        # the max timestamp is at offset 9
+    assert _ask(broker, 2, NOW + 9, epoch=3)["Offset"] == 9         # a replica sees the whole log
+    assert _ask(broker, 2, MAX_TIMESTAMP, epoch=3)["Offset"] == 9
+
+
+def test_a_new_leader_below_its_epoch_start_answers_offset_not_available(tmp_path):
+    part = _partition(tmp_path)
+    # elected at log end 10 with the high watermark 6 it had as a follower: offsets 6-9 are not
+    # known to be committed until the followers catch up
+    part.leader_state = LeaderState(topic_id=part.topic_id, partition=0, leader_id=1, leader_epoch=3,
+                                    partition_epoch=0, replicas=(1, 2), isr=(1, 2), high_watermark=6,
+                                    log_end_offset=10, now_ms=NOW)
+    broker = FakeBroker(part, node_id=1)
+    for target in (LATEST, NOW + 7, NOW + 99, MAX_TIMESTAMP):
+        answer = _ask(broker, -1, target)
+        assert (answer["ErrorCode"], answer["Offset"]) == (ErrorCode.OFFSET_NOT_AVAILABLE, -1), target
+    assert _ask(broker, -1, NOW + 2)["Offset"] == 2                  # below the high watermark: answered
+    assert _ask(broker, -1, EARLIEST)["Offset"] == 0
+    assert _ask(broker, 2, LATEST, epoch=3)["Offset"] == 10           # replicas are not held back

@@ -19,7 +19,10 @@ tiered).  On a tiered log a timestamp is looked up in remote storage first
 (``broker.remote.reader``, through the remote segments' batches), then locally;
 until the partition's remote log metadata is caught up, -5, -6 and timestamp
 lookups of a tiered log answer REPLICA_NOT_AVAILABLE (retriable).
-A timestamp with no record at or after it answers offset -1.
+A timestamp with no record at or after it answers offset -1.  A consumer never
+gets an offset at or past its last fetchable one (the high watermark): such a
+lookup answers -1, or OFFSET_NOT_AVAILABLE (retriable), as latest does, while a
+new leader's high watermark has not reached the start of its epoch yet.
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -67,7 +70,7 @@ async def _one(broker, version, replica_id, isolation, topic, p) -> dict:
                 out["ErrorCode"] = ErrorCode.REPLICA_NOT_AVAILABLE
                 return out
             found = await _remote_lookup(broker, part, target) if tiered else None
-            found = found or _lookup(part, target, isolation)
+            out["ErrorCode"], found = _fetchable(part, isolation, target, found or _lookup(part, target, isolation))
             if found is not None:
                 out["Offset"], out["Timestamp"], out["LeaderEpoch"] = found
     return out
@@ -96,6 +99,22 @@ def _lookup(part, target, isolation):
     if target < 0:
         return None
     return log.offset_for_timestamp(target)
+
+
+def _fetchable(part, isolation, target, found) -> tuple[int, tuple | None]:
+    """(error, found) as a consumer may see it (Kafka's Partition.fetchOffsetForTimestamp and
+    ReplicaManager.fetchOffset): no offset at or past its last fetchable one (-1 instead), and
+    OFFSET_NOT_AVAILABLE for such a lookup, or for latest, while a new leader's high watermark is
+    still below the start of its epoch.  Earliest targets and replicas' requests are not capped."""
+    if isolation is LOG_END or target in (EARLIEST, EARLIEST_LOCAL):
+        return ErrorCode.NONE, found
+    leader = part.leader_state
+    lagging = leader is not None and leader.epoch_start_offset > part.high_watermark
+    if target == LATEST:
+        return (ErrorCode.OFFSET_NOT_AVAILABLE, None) if lagging else (ErrorCode.NONE, found)
+    if found is not None and found[0] < _latest(part, isolation):
+        return ErrorCode.NONE, found            # offset -1 answers (nothing tiered yet) included
+    return (ErrorCode.OFFSET_NOT_AVAILABLE if lagging else ErrorCode.NONE), None
 
 
 def _metadata_ready(broker, part) -> bool:

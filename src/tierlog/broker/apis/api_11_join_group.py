@@ -15,7 +15,9 @@ NULLABLE_PROTOCOL_FROM = 7
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
-    req = dict(request, client_id=header.client_id or "", client_host="/", version=header.api_version)
+    # the member's host as Kafka shows it: "/127.0.0.1"
+    req = dict(request, client_id=header.client_id or "", client_host=f"/{header.client_host}",
+               version=header.api_version)
     resp = await broker.groups.run(request["GroupId"], lambda shard, token, now: shard.join(req, token, now),
                                    lambda code: join_error(code, request["MemberId"]))
     if header.api_version < NULLABLE_PROTOCOL_FROM and resp["ProtocolName"] is None:

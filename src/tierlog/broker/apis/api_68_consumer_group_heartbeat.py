@@ -16,7 +16,7 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
-    req = {**request, "client_id": header.client_id or "", "client_host": "/"}
+    req = {**request, "client_id": header.client_id or "", "client_host": f"/{header.client_host}"}
     view = broker.groups.topics_view(broker.image)
     resp = await broker.groups.run(
         request["GroupId"], lambda shard, token, now: shard.consumer_heartbeat(req, token, now, view),
