@@ -95,7 +95,7 @@ class _Listener:
         self.loader.handle_commit(batch)
         if batch.last_offset > applied_before:          # not skipped as already in a snapshot
             self.apply_metrics.batch_applied(batch.last_offset, batch.append_timestamp, wall_clock_ms())
-            self.apply_metrics.set_load_errors(self.loader.error_count)
+            self._count_errors()
         if self.controller_server is not None:
             self.controller_server.on_committed_image(self.loader.image, batch.last_offset)
 
@@ -103,14 +103,19 @@ class _Listener:
         self.loader.handle_load_snapshot(reader)
         provenance = self.loader.image.provenance
         self.apply_metrics.snapshot_loaded(provenance.last_contained_offset, provenance.last_contained_log_time_ms)
-        self.apply_metrics.set_load_errors(self.loader.error_count)
+        self._count_errors()
         if self.generator is not None:
             self.generator.on_snapshot_loaded(reader.snapshot_id.offset, wall_clock_ms())
         if self.controller_server is not None and not self.controller_server.quorum_controller.active:
             self.controller_server.quorum_controller.load_image(self.loader.image)
 
+    def _count_errors(self) -> None:
+        self.apply_metrics.set_load_errors(self.loader.error_count)
+        self.apply_metrics.set_apply_errors(self.loader.apply_error_count)
+
     def handle_leader_change(self, leader) -> None:
         self.loader.handle_leader_change(leader)
+        self._count_errors()
         if self.controller_server is not None:
             self.controller_server.on_leader_change(leader, self.loader.image)
 

@@ -32,4 +32,5 @@ def test_every_broker_reports_having_applied_a_new_topic(cluster):
         assert samples[PREFIX + "last_applied_record_timestamp"] > 0
         assert samples[PREFIX + "last_applied_record_lag_ms"] >= 0
         assert samples[PREFIX + "metadata_load_error_count"] == 0
+        assert samples[PREFIX + "metadata_apply_error_count"] == 0
     assert all("metrics" in c.announced for c in cluster.controllers)

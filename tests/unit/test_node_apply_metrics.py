@@ -60,3 +60,14 @@ def test_records_the_loader_could_not_replay_are_load_errors():
     listener.handle_commit(Batch([b"\x01\x63\x00", encode(register(1)), b"\x01\x63\x00"], 2, wall_clock_ms()))
     assert _value(registry, "metadata_load_error_count") == 2
     assert _value(registry, "last_applied_record_offset") == 2
+
+
+def test_a_subscriber_that_fails_is_an_apply_error():
+    registry, listener = _listener()
+
+    def broken(image, delta):
+        raise RuntimeError("boom")
+    listener.loader.subscribe(broken)
+    listener.handle_commit(Batch([encode(register(1))], 0, wall_clock_ms()))
+    assert _value(registry, "metadata_apply_error_count") == 1
+    assert _value(registry, "last_applied_record_offset") == 0

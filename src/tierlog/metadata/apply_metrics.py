@@ -16,6 +16,8 @@ clock right after the image was built and published) and every snapshot it loade
   batches; this is the apply lag itself);
 * ``broker_metadata_metrics_metadata_load_error_count``: records the loader could not
   decode or replay (``set_load_errors``);
+* ``broker_metadata_metrics_metadata_apply_error_count``: images a subscriber of the
+  loader failed to apply (``set_apply_errors``);
 * ``broker_metadata_metrics_apply_lag_ms``: a histogram of the lag of *live* batches
   (``LAG_BUCKETS_MS``), from which p99 can be read.
 
@@ -49,6 +51,8 @@ class ApplyMetrics:
                            "Apply time minus append time (ms) of the last metadata batch applied by this node")
         self._load_errors = _gauge(registry, "metadata_load_error_count",
                                    "Metadata records this node could not decode or replay")
+        self._apply_errors = _gauge(registry, "metadata_apply_error_count",
+                                    "Metadata images a part of this node failed to apply")
         self._lag_ms = Histogram(PREFIX + "apply_lag_ms",
                                  "Apply time minus append time (ms) of metadata batches appended after "
                                  "this node started", buckets=LAG_BUCKETS_MS, registry=registry)
@@ -73,6 +77,9 @@ class ApplyMetrics:
 
     def set_load_errors(self, count: int) -> None:
         self._load_errors.set(count)
+
+    def set_apply_errors(self, count: int) -> None:
+        self._apply_errors.set(count)
 
 
 def _gauge(registry: CollectorRegistry, name: str, doc: str) -> Gauge:

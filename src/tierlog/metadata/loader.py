@@ -23,7 +23,9 @@ Used by brokers and controllers alike::
 
 A record that cannot be decoded or replayed is reported in ``errors`` (offset
 range, message; the first ``ERRORS_MAX``) and counted in ``error_count``, and
-skipped; the rest of the batch still applies.
+skipped; the rest of the batch still applies.  A subscriber that raises is
+logged and counted in ``apply_error_count`` (Kafka's metadata-apply-error-count,
+a broker's non-fatal publishing fault); the other subscribers still get the image.
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ class MetadataLoader:
         self._subscribers: list = []
         self.errors: list[tuple[int, str]] = []     # (batch last offset, message), bounded
         self.error_count = 0                          # every skipped record, also past ERRORS_MAX
+        self.apply_error_count = 0                    # subscriber failures
         self.leader_epoch = -1
 
     def subscribe(self, callback) -> None:
@@ -61,7 +64,12 @@ class MetadataLoader:
     def _publish(self, image: MetadataImage, delta: MetadataDelta) -> None:
         self.image = image
         for cb in list(self._subscribers):
-            cb(image, delta)
+            try:
+                cb(image, delta)
+            except Exception:       # noqa: BLE001 - one failing part must not starve the others
+                self.apply_error_count += 1
+                _log.exception("applying the metadata image at offset %d failed in %r",
+                               image.provenance.last_contained_offset, cb)
 
     def _error(self, offset: int, msg: str) -> None:
         _log.error("metadata record at batch ending %d skipped: %s", offset, msg)

@@ -73,11 +73,14 @@ def test_a_snapshot_moves_the_offset_and_timestamp_but_is_no_lag():
     assert _value(registry, "apply_lag_ms_count") == 0
 
 
-def test_load_errors_and_one_registry_per_node():
+def test_load_and_apply_errors_and_one_registry_per_node():
     registry, metrics = _metrics()
     other_registry, other = _metrics()          # a second node in the same process: no clash
     metrics.set_load_errors(3)
+    metrics.set_apply_errors(2)
     other.batch_applied(7, STARTED_MS, STARTED_MS + 1)
     assert _value(registry, "metadata_load_error_count") == 3
+    assert _value(registry, "metadata_apply_error_count") == 2
+    assert _value(other_registry, "metadata_apply_error_count") == 0
     assert _value(other_registry, "metadata_load_error_count") == 0
     assert _value(registry, "apply_lag_ms_count") == 0 and _value(other_registry, "apply_lag_ms_count") == 1

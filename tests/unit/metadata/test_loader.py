@@ -68,6 +68,20 @@ def test_bad_records_are_reported_and_skipped():
     assert len(loader.errors) == 2 and "api key 99" in loader.errors[0][1]
 
 
+def test_a_failing_subscriber_is_counted_and_the_others_still_get_the_image():
+    loader = MetadataLoader()
+    seen = []
+
+    def broken(img, delta):
+        raise KeyError("a bug in one part of the node")
+    loader.subscribe(broken)
+    loader.subscribe(lambda img, delta: seen.append(img.provenance.last_contained_offset))
+    loader.handle_commit(Batch(_enc([register(1)]), 0))
+    loader.handle_leader_change(LeaderAndEpoch(3, 1))
+    assert seen == [0, 0] and 1 in loader.image.brokers and loader.image.controller_id == 3
+    assert loader.apply_error_count == 2 and loader.error_count == 0
+
+
 def test_load_snapshot_then_commit():
     img = cluster(topics={"a": [(1, 2)], "b": [(2, 3)]})
     data = list(snapshot_record_bytes(img))
