@@ -16,6 +16,11 @@
   made (a follower's SyncGroup in Stable gets the assignment whose record is still
   being replicated), which a new coordinator would not have if it were lost
   (Kafka's rule: a read after a write completes when the write commits).
+- A failed write: its answers carry the error, never the writes after it (one
+  that commits commits everything before it).  A write refused before it reached
+  the log (ISR below min.insync.replicas) reloads the shard from the log, since the
+  shard already holds what the write changed; a write that timed out takes back a
+  classic assignment it carried (``GroupShard.write_failed``: the group rebalances).
 - A ticker runs the shards' timeouts (sessions, rebalances, offset expiry).
 """
 from __future__ import annotations
@@ -194,13 +199,21 @@ class GroupCoordinator:
                                                name=f"group-append-{hosted.part.index}")
 
     async def _append(self, hosted: _Hosted, out: Output, previous: asyncio.Task | None) -> ErrorCode:
-        error = await self._write(hosted, out.records)
-        if not error and previous is not None:
-            error = await previous          # committed in log order: a failed earlier write fails this one's answers
+        error, appended = await self._write(hosted, out.records)
+        if error and not appended:
+            # refused before the log (nothing awaited yet): reload before a later write appends
+            # records made from what this one changed
+            self._fail(hosted, out, error)
+            if self._leading(hosted):
+                self._reload(hosted)
+            return error
+        if previous is not None:
+            await previous      # answers leave in log order; a write that committed needs nothing of earlier ones
         if error:
-            log.info("%s-%d: group write failed: %s", OFFSETS_TOPIC, hosted.part.index, error.name)
-            for token, response in out.answers:
-                _resolve(token, _with_error(response, error))
+            self._fail(hosted, out, error)
+            if out.on_failure and hosted.shard is not None and self._leading(hosted):
+                lost = hosted.shard.write_failed(out.on_failure, self._clock_ms())
+                asyncio.get_running_loop().call_soon(self._emit, hosted, lost)    # once this write is done
             return error
         if hosted.shard is not None:
             hosted.shard.apply_committed(out.on_commit)
@@ -208,27 +221,41 @@ class GroupCoordinator:
             _resolve(token, response)
         return ErrorCode.NONE
 
+    @staticmethod
+    def _fail(hosted: _Hosted, out: Output, error: ErrorCode) -> None:
+        log.info("%s-%d: group write failed: %s", OFFSETS_TOPIC, hosted.part.index, error.name)
+        for token, response in out.answers:
+            _resolve(token, _with_error(response, error))
+
+    def _reload(self, hosted: _Hosted) -> None:
+        """A write was refused before it reached the log, but the shard already holds what it
+        wrote: load the shard again from the log (Kafka reverts to its last written state).
+        Requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS; those waiting, NOT_COORDINATOR."""
+        log.info("%s-%d: reloading the groups after a refused write", OFFSETS_TOPIC, hosted.part.index)
+        self.on_leader(hosted.part)
+
     async def _after(self, write: asyncio.Task, out: Output) -> None:
         error = await write
         for token, response in out.answers:
             _resolve(token, _with_error(response, error) if error else response)
 
-    async def _write(self, hosted: _Hosted, records: list) -> ErrorCode:
+    async def _write(self, hosted: _Hosted, records: list) -> tuple[ErrorCode, bool]:
+        """(error, whether the records reached the log)."""
         if not self._leading(hosted):
-            return ErrorCode.NOT_COORDINATOR
+            return ErrorCode.NOT_COORDINATOR, False
         part, now = hosted.part, self._clock_ms()
         if self._replicas.check_acks_all(part):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, False       # ISR below min.insync.replicas
         batch = bytearray(build_batch([Record(i, now, k, v) for i, (k, v) in enumerate(records)]))
         try:
             result = part.log.append(batch, part.leader_epoch, now)
         except KafkaStorageError:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, False
         fut = self._replicas.on_leader_append(part, result.last_offset + 1, -1, self._commit_timeout_ms)
         code = await fut if fut is not None else ErrorCode.NONE
         if code == ErrorCode.NOT_LEADER_OR_FOLLOWER or not self._leading(hosted):
-            return ErrorCode.NOT_COORDINATOR
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE if code else ErrorCode.NONE
+            return ErrorCode.NOT_COORDINATOR, True
+        return (ErrorCode.COORDINATOR_NOT_AVAILABLE if code else ErrorCode.NONE), True
 
     # -- time ------------------------------------------------------------------------------
     async def _tick_loop(self) -> None:

@@ -19,7 +19,8 @@ group and puts answers and records in the output.  The rules (Kafka's):
   arriving, up to the rebalance timeout.  Then the generation grows, the
   protocol is voted, the leader gets every member's metadata.
 - SyncGroup: the leader's assignment is written as the group's metadata record,
-  then each waiting member gets its own part.  Members that do not sync within
+  then each waiting member gets its own part.  If that write fails, the
+  assignment is taken back and the group rebalances (``assignment_lost``).  Members that do not sync within
   the rebalance timeout are removed (and the group rebalances).
 - Heartbeat: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, and
   REBALANCE_IN_PROGRESS while preparing a rebalance.  A member not heard from
@@ -38,7 +39,7 @@ from .group import ClassicGroup, GroupState, Member
 from .output import Output
 from .records import GroupKey, group_metadata_record
 
-__all__ = ["Ctx", "group_metadata_value", "heartbeat", "join", "leave", "sync", "tick"]
+__all__ = ["Ctx", "assignment_lost", "group_metadata_value", "heartbeat", "join", "leave", "sync", "tick"]
 
 UNKNOWN_MEMBER = ""
 _S = GroupState
@@ -293,10 +294,21 @@ def _store_assignment(group: ClassicGroup, assignments: list[dict], c: Ctx) -> N
     group.transition(_S.STABLE, c.now_ms)
     group.rebalance_deadline_ms = None
     _store(group, c)
+    c.out.on_failure.append((group.group_id, group.generation))
     for m in group.members.values():
         if m.sync_token is not None:
             c.out.answer(m.sync_token, _sync_answer(ErrorCode.NONE, group, m.assignment))
             m.sync_token = None
+
+
+def assignment_lost(group: ClassicGroup, generation: int, c: Ctx) -> None:
+    """The write of ``generation``'s assignment failed (Kafka's resetAndPropagateAssignmentWithError,
+    then a rebalance): a member must not keep partitions a new coordinator would not know of."""
+    if group.generation != generation or group.state is not _S.STABLE:
+        return                      # a rebalance already moved on
+    for m in group.members.values():
+        m.assignment = b""
+    _prepare_rebalance(group, c)
 
 
 # -- Heartbeat and LeaveGroup --------------------------------------------------------------

@@ -6,8 +6,10 @@ pairs; when ``records`` is not empty they are sent only once the records are
 committed (the high watermark passed them), else with ``failure_code`` set as
 each response's ErrorCode.  ``on_commit``: offset commits the core applies
 (``GroupShard.apply_committed``) after that commit, so an OffsetFetch never sees
-an offset that is not replicated.  Tokens are the shell's (futures); the core
-only hands them back.
+an offset that is not replicated.  ``on_failure``: (group id, generation) of
+classic assignments the core takes back if the write fails
+(``GroupShard.write_failed``: Kafka resets them and rebalances the group).
+Tokens are the shell's (futures); the core only hands them back.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ class Output:
     records: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     answers: list[tuple[object, dict]] = field(default_factory=list)
     on_commit: list[tuple[object, dict | None]] = field(default_factory=list)   # (OffsetKey, value or None)
+    on_failure: list[tuple[str, int]] = field(default_factory=list)             # (group id, generation)
 
     def answer(self, token, response: dict) -> None:
         if token is not None:
@@ -30,6 +33,7 @@ class Output:
         self.records += other.records
         self.answers += other.answers
         self.on_commit += other.on_commit
+        self.on_failure += other.on_failure
 
     def __bool__(self) -> bool:
-        return bool(self.records or self.answers or self.on_commit)
+        return bool(self.records or self.answers or self.on_commit or self.on_failure)

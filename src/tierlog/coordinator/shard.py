@@ -102,6 +102,15 @@ class GroupShard:
         for key, value in applies:
             self.offsets.apply(key, value)
 
+    def write_failed(self, lost: list[tuple[str, int]], now_ms: int) -> Output:
+        """A write with ``Output.on_failure`` items failed: take those assignments back."""
+        c = self._ctx(now_ms)
+        for group_id, generation in lost:
+            group = self.groups.get(group_id)
+            if isinstance(group, ClassicGroup):
+                classic.assignment_lost(group, generation, c)
+        return c.out
+
     def _ctx(self, now_ms: int) -> classic.Ctx:
         return classic.Ctx(self.config, now_ms, Output(), self._new_member_id)
 

@@ -1,0 +1,158 @@
+"""The group coordinator shell when a write to __consumer_offsets fails without a failover.
+
+A write is refused before it is appended when the partition's ISR is below
+min.insync.replicas (Kafka's NOT_ENOUGH_REPLICAS, which a group request answers
+as COORDINATOR_NOT_AVAILABLE), or is appended and not committed in time.  The
+writes after it must not inherit that failure (they did, for good, until the
+coordinator moved), a refused write must not stay in the shard's memory, and a
+SyncGroup whose assignment was not written must not leave the group Stable on an
+assignment a new coordinator would not know of.
+"""
+import asyncio
+
+from tierlog.broker.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
+from tierlog.broker.partition import Partition
+from tierlog.config import NodeConfig
+from tierlog.coordinator import GroupState
+from tierlog.protocol.errors import ErrorCode as E
+from tierlog.replication import LeaderState
+from tierlog.storage import Log, LogConfig
+
+NOW = 1_700_000_000_000
+
+
+class Replicas:
+    """ReplicaManager's two calls: refused while ``refuse`` is set, not committed in time while
+    ``time_out`` is, else committed at once."""
+
+    def __init__(self):
+        self.refuse = self.time_out = False
+
+    def check_acks_all(self, part):
+        return E.NOT_ENOUGH_REPLICAS if self.refuse else E.NONE
+
+    def on_leader_append(self, part, required_offset, acks, timeout_ms):
+        if not self.time_out:
+            return None
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_result(E.REQUEST_TIMED_OUT)
+        return fut
+
+
+def _coordinator(tmp_path) -> tuple[GroupCoordinator, Replicas]:
+    config = NodeConfig({"node.id": "1", "offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"})
+    log = Log.open(tmp_path / f"{OFFSETS_TOPIC}-0", LogConfig.from_props({}), NOW)
+    part = Partition(OFFSETS_TOPIC, 0, b"\x05" * 16, log, leader_id=1, leader_epoch=1)
+    part.leader_state = LeaderState(topic_id=part.topic_id, partition=0, leader_id=1, leader_epoch=1,
+                                    partition_epoch=0, replicas=(1,), isr=(1,), high_watermark=0,
+                                    log_end_offset=0, now_ms=NOW)
+    replicas = Replicas()
+    coordinator = GroupCoordinator(config, replicas, lambda: NOW)
+    coordinator.on_leader(part)
+    return coordinator, replicas
+
+
+async def _loaded(coordinator) -> None:
+    while coordinator.locate("g")[1] == E.COORDINATOR_LOAD_IN_PROGRESS:
+        await asyncio.sleep(0)
+
+
+def _commit(coordinator, offset: int):
+    req = {"GroupId": "g", "GenerationIdOrMemberEpoch": -1, "MemberId": "", "GroupInstanceId": None,
+           "RetentionTimeMs": -1, "version": 8,
+           "Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": offset,
+                                                    "CommittedLeaderEpoch": -1, "CommittedMetadata": ""}]}]}
+    return coordinator.run("g", lambda shard, token, now: shard.commit_offsets(req, token, now),
+                           lambda code: {"Topics": [{"Name": "t", "Partitions": [
+                               {"PartitionIndex": 0, "ErrorCode": code}]}]})
+
+
+def _code(resp) -> int:
+    return resp["Topics"][0]["Partitions"][0]["ErrorCode"]
+
+
+def test_a_failed_write_does_not_fail_the_writes_after_it(tmp_path):
+    async def scenario():
+        coordinator, replicas = _coordinator(tmp_path)
+        await _loaded(coordinator)
+        replicas.time_out = True
+        assert _code(await _commit(coordinator, 5)) == E.COORDINATOR_NOT_AVAILABLE
+        replicas.time_out = False
+        assert [_code(await _commit(coordinator, o)) for o in (6, 7)] == [E.NONE, E.NONE]
+        assert coordinator.locate("g")[0].shard.offsets.get("g", "t", 0).offset == 7
+        await coordinator.close()
+    asyncio.run(scenario())
+
+
+def test_a_refused_write_reloads_the_shard_from_the_log(tmp_path):
+    async def scenario():
+        coordinator, replicas = _coordinator(tmp_path)
+        await _loaded(coordinator)
+        assert _code(await _commit(coordinator, 4)) == E.NONE
+        replicas.refuse = True
+        assert _code(await _commit(coordinator, 5)) == E.COORDINATOR_NOT_AVAILABLE
+        assert coordinator.locate("g")[1] == E.COORDINATOR_LOAD_IN_PROGRESS
+        replicas.refuse = False
+        await _loaded(coordinator)
+        assert coordinator.locate("g")[0].shard.offsets.get("g", "t", 0).offset == 4
+        assert _code(await _commit(coordinator, 6)) == E.NONE
+        await coordinator.close()
+    asyncio.run(scenario())
+
+
+def _join(coordinator, member: str):
+    req = {"GroupId": "g", "SessionTimeoutMs": 10_000, "RebalanceTimeoutMs": 10_000, "MemberId": member,
+           "GroupInstanceId": None, "ProtocolType": "consumer", "Protocols": [{"Name": "range", "Metadata": b"m"}],
+           "client_id": "c", "client_host": "/127.0.0.1", "version": 5}
+    return coordinator.run("g", lambda shard, token, now: shard.join(req, token, now),
+                           lambda code: {"ErrorCode": code})
+
+
+async def _stable_member(coordinator) -> tuple[str, int]:
+    member = (await _join(coordinator, ""))["MemberId"]
+    joined = await _join(coordinator, member)
+    assert joined["ErrorCode"] == E.NONE and joined["Leader"] == member
+    return member, joined["GenerationId"]
+
+
+def _sync(coordinator, member: str, generation: int):
+    sync = {"GroupId": "g", "GenerationId": generation, "MemberId": member,
+            "GroupInstanceId": None, "Assignments": [{"MemberId": member, "Assignment": b"p0"}]}
+    return coordinator.run("g", lambda shard, token, now: shard.sync(sync, token, now),
+                           lambda code: {"ErrorCode": code, "Assignment": b""})
+
+
+def _heartbeat(coordinator, member: str, generation: int):
+    beat = {"GroupId": "g", "GenerationId": generation, "MemberId": member, "GroupInstanceId": None}
+    return coordinator.run("g", lambda shard, token, now: shard.heartbeat(beat, token, now),
+                           lambda code: {"ErrorCode": code})
+
+
+def test_an_assignment_not_committed_in_time_is_taken_back_and_the_group_rebalances(tmp_path):
+    async def scenario():
+        coordinator, replicas = _coordinator(tmp_path)
+        await _loaded(coordinator)
+        member, generation = await _stable_member(coordinator)
+        replicas.time_out = True
+        assert (await _sync(coordinator, member, generation))["ErrorCode"] == E.COORDINATOR_NOT_AVAILABLE
+        await asyncio.sleep(0)
+        group = coordinator.locate("g")[0].shard.groups["g"]
+        assert group.state is GroupState.PREPARING_REBALANCE
+        assert group.members[member].assignment == b""
+        assert (await _heartbeat(coordinator, member, generation))["ErrorCode"] == E.REBALANCE_IN_PROGRESS
+        await coordinator.close()
+    asyncio.run(scenario())
+
+
+def test_a_member_whose_assignment_was_refused_must_join_again(tmp_path):
+    async def scenario():
+        coordinator, replicas = _coordinator(tmp_path)
+        await _loaded(coordinator)
+        member, generation = await _stable_member(coordinator)
+        replicas.refuse = True
+        assert (await _sync(coordinator, member, generation))["ErrorCode"] == E.COORDINATOR_NOT_AVAILABLE
+        replicas.refuse = False
+        await _loaded(coordinator)          # nothing of the group reached the log
+        assert (await _heartbeat(coordinator, member, generation))["ErrorCode"] == E.UNKNOWN_MEMBER_ID
+        await coordinator.close()
+    asyncio.run(scenario())
