@@ -52,6 +52,18 @@ def _coordinator(tmp_path) -> tuple[GroupCoordinator, Replicas]:
     return coordinator, replicas
 
 
+def _run(tmp_path, scenario) -> None:
+    """``scenario(coordinator, replicas)`` on a loaded coordinator, closed after."""
+    async def main():
+        coordinator, replicas = _coordinator(tmp_path)
+        await _loaded(coordinator)
+        try:
+            await scenario(coordinator, replicas)
+        finally:
+            await coordinator.close()
+    asyncio.run(main())
+
+
 async def _loaded(coordinator) -> None:
     while coordinator.locate("g")[1] == E.COORDINATOR_LOAD_IN_PROGRESS:
         await asyncio.sleep(0)
@@ -72,22 +84,17 @@ def _code(resp) -> int:
 
 
 def test_a_failed_write_does_not_fail_the_writes_after_it(tmp_path):
-    async def scenario():
-        coordinator, replicas = _coordinator(tmp_path)
-        await _loaded(coordinator)
+    async def scenario(coordinator, replicas):
         replicas.time_out = True
         assert _code(await _commit(coordinator, 5)) == E.COORDINATOR_NOT_AVAILABLE
         replicas.time_out = False
         assert [_code(await _commit(coordinator, o)) for o in (6, 7)] == [E.NONE, E.NONE]
         assert coordinator.locate("g")[0].shard.offsets.get("g", "t", 0).offset == 7
-        await coordinator.close()
-    asyncio.run(scenario())
+    _run(tmp_path, scenario)
 
 
 def test_a_refused_write_reloads_the_shard_from_the_log(tmp_path):
-    async def scenario():
-        coordinator, replicas = _coordinator(tmp_path)
-        await _loaded(coordinator)
+    async def scenario(coordinator, replicas):
         assert _code(await _commit(coordinator, 4)) == E.NONE
         replicas.refuse = True
         assert _code(await _commit(coordinator, 5)) == E.COORDINATOR_NOT_AVAILABLE
@@ -96,8 +103,7 @@ def test_a_refused_write_reloads_the_shard_from_the_log(tmp_path):
         await _loaded(coordinator)
         assert coordinator.locate("g")[0].shard.offsets.get("g", "t", 0).offset == 4
         assert _code(await _commit(coordinator, 6)) == E.NONE
-        await coordinator.close()
-    asyncio.run(scenario())
+    _run(tmp_path, scenario)
 
 
 def _join(coordinator, member: str):
@@ -129,9 +135,7 @@ def _heartbeat(coordinator, member: str, generation: int):
 
 
 def test_an_assignment_not_committed_in_time_is_taken_back_and_the_group_rebalances(tmp_path):
-    async def scenario():
-        coordinator, replicas = _coordinator(tmp_path)
-        await _loaded(coordinator)
+    async def scenario(coordinator, replicas):
         member, generation = await _stable_member(coordinator)
         replicas.time_out = True
         assert (await _sync(coordinator, member, generation))["ErrorCode"] == E.COORDINATOR_NOT_AVAILABLE
@@ -140,19 +144,15 @@ def test_an_assignment_not_committed_in_time_is_taken_back_and_the_group_rebalan
         assert group.state is GroupState.PREPARING_REBALANCE
         assert group.members[member].assignment == b""
         assert (await _heartbeat(coordinator, member, generation))["ErrorCode"] == E.REBALANCE_IN_PROGRESS
-        await coordinator.close()
-    asyncio.run(scenario())
+    _run(tmp_path, scenario)
 
 
 def test_a_member_whose_assignment_was_refused_must_join_again(tmp_path):
-    async def scenario():
-        coordinator, replicas = _coordinator(tmp_path)
-        await _loaded(coordinator)
+    async def scenario(coordinator, replicas):
         member, generation = await _stable_member(coordinator)
         replicas.refuse = True
         assert (await _sync(coordinator, member, generation))["ErrorCode"] == E.COORDINATOR_NOT_AVAILABLE
         replicas.refuse = False
         await _loaded(coordinator)          # nothing of the group reached the log
         assert (await _heartbeat(coordinator, member, generation))["ErrorCode"] == E.UNKNOWN_MEMBER_ID
-        await coordinator.close()
-    asyncio.run(scenario())
+    _run(tmp_path, scenario)
