@@ -24,14 +24,23 @@ in flight, as clients are), over a network with random delays:
 Faults (first phase): members join, leave, crash silently (session timeout),
 pause (late heartbeats, sometimes beyond the session timeout), commit offsets;
 coordinator failover; an operator's explicit offset reset (a generation -1
-commit, accepted only while the group is empty). Then the faults heal.
+commit, accepted only while the group is empty); with ``write_faults``, spells
+in which writes are refused before the log (ISR below min.insync.replicas: the
+answers get COORDINATOR_NOT_AVAILABLE and the shard is reloaded from the log) and
+writes that are not committed in time (their answers get the error, the shard
+takes back what ``Output.on_failure`` names; the records stay in the log, and
+their offset commits take effect once the high watermark passes them, as the
+shell does). Then the faults heal.
 
 Invariants after every event:
 - classic: in each generation, the assignments members received are disjoint;
 - consumer: no partition in two members' current assignments (owned: assigned
   or pending revocation) at once, and every client holds only what the
   coordinator records it owns;
-- offsets seen through OffsetFetch never go backwards, except by an explicit reset;
+- offsets seen through OffsetFetch never go backwards, except by an explicit reset
+  and on a partition whose commit timed out (its committer was told it failed,
+  another member may have started from the older offset, and the commit then
+  takes effect: at-least-once, as in Kafka);
 - after healing, within ``converge_ms``, every live member is Stable (classic:
   all in the group's latest generation, Stable, with assignments covering
   every partition; consumer: each member's current assignment is its target).
@@ -51,6 +60,7 @@ from tierlog.coordinator import (
     GroupShard,
     GroupState,
     TopicsView,
+    with_error,
 )
 from tierlog.protocol.errors import ErrorCode as E
 
@@ -80,11 +90,14 @@ class Coordinator:
         self.sim = sim
         self.log: list[tuple[bytes, bytes | None]] = []
         self.hw = 0
-        self.parked: list[tuple[int, list, list]] = []      # (end offset, answers, on_commit)
+        self.parked: list[tuple[int, list, list, list]] = []     # (end offset, answers, on_commit, on_failure)
         self.waiting: dict[object, None] = {}               # tokens not answered yet (in order)
         self.batches: list[int] = [0]                       # batch end offsets: an Output's records are one batch
         self.shard: GroupShard | None = None
         self.generation = 0                                 # coordinator incarnations
+        self.refusing_until = 0                             # writes are refused before then
+        self.time_out_next = False                          # the oldest write in flight will time out
+        self.late: list[tuple[int, list]] = []              # (end offset, on_commit) of timed-out writes
         self._load(0)
 
     def _load(self, now: int) -> None:
@@ -102,6 +115,8 @@ class Coordinator:
         self.emit(fn(self.shard, token, now), now)
 
     def emit(self, out, now: int) -> None:
+        if out.records and now < self.refusing_until:
+            return self._refuse(out, now)
         if not out.records:
             if self.parked and self.sim.answers_wait_for_writes:    # the shell's rule: they wait for the latest write in flight
                 self.parked[-1][1].extend(out.answers)
@@ -111,17 +126,56 @@ class Coordinator:
             return
         self.log += out.records
         self.batches.append(len(self.log))
-        self.parked.append((len(self.log), out.answers, out.on_commit))
+        self.parked.append((len(self.log), out.answers, out.on_commit, out.on_failure))
+
+    def _refuse(self, out, now: int) -> None:
+        """The shell's rule: the answers carry the error, then the shard is loaded again from the log
+        (its memory holds what the refused write changed); requests meanwhile get NOT_COORDINATOR."""
+        for token, resp in out.answers:
+            self.answer(token, with_error(resp, E.COORDINATOR_NOT_AVAILABLE), now)
+        self.sim.stats["refused_writes"] += 1
+        if not self.sim.reload_after_refusal:
+            return                        # the shell's old rule (a bug): the shard kept what was refused
+        self._drop(now)
+        incarnation = self.generation
+        self.sim.at(now + self.sim.rng.randint(10, 200),
+                    lambda t: self._load(t) if self.generation == incarnation and self.shard is None else None)
+
+    def _drop(self, now: int) -> None:
+        for token in self.waiting:        # parked answers and requests waiting in the shard alike
+            self.sim.reply(token, None, now)
+        self.waiting, self.parked, self.late = {}, [], []
+        self.shard = None
+        self.generation += 1
+
+    def _time_out(self, now: int) -> None:
+        """The oldest write in flight is not committed in time: its records stay in the log."""
+        end, answers, on_commit, on_failure = self.parked.pop(0)
+        self.late.append((end, on_commit))
+        self.sim.uncertain |= {key.partition for key, _ in on_commit}
+        for token, resp in answers:
+            self.answer(token, with_error(resp, E.COORDINATOR_NOT_AVAILABLE), now)
+        self.sim.stats["write_timeouts"] += 1
+        self.emit(self.shard.write_failed(on_failure, now), now)
 
     def replicate(self, now: int) -> None:
         if self.shard is None or self.hw == len(self.log):
             return
+        if self.time_out_next and self.parked:
+            self.time_out_next = False
+            return self._time_out(now)
         self.hw = self.sim.rng.choice([b for b in self.batches if b > self.hw])
         while self.parked and self.parked[0][0] <= self.hw:
-            _, answers, on_commit = self.parked.pop(0)
+            _, answers, on_commit, _ = self.parked.pop(0)
+            self._apply_late()
             self.shard.apply_committed(on_commit)
             for token, resp in answers:
                 self.answer(token, resp, now)
+        self._apply_late()
+
+    def _apply_late(self) -> None:
+        while self.late and self.late[0][0] <= self.hw:
+            self.shard.apply_committed(self.late.pop(0)[1])
 
     def answer(self, token, resp: dict, now: int) -> None:
         if token in self.waiting:
@@ -135,11 +189,7 @@ class Coordinator:
         self.log = self.log[:kept]
         self.batches = [b for b in self.batches if b <= kept]
         self.hw = kept
-        for token in self.waiting:        # parked answers and requests waiting in the shard alike
-            self.sim.reply(token, None, now)
-        self.waiting, self.parked = {}, []
-        self.shard = None
-        self.generation += 1
+        self._drop(now)
         return lost
 
     def recover(self, now: int) -> None:
@@ -185,7 +235,7 @@ class Member:
 
 class Sim:
     def __init__(self, seed: int, protocol: str | None = None, fault_ms: int = 30_000, converge_ms: int = 40_000,
-                 answers_wait_for_writes: bool = True):
+                 answers_wait_for_writes: bool = True, write_faults: bool = True, reload_after_refusal: bool = True):
         self.seed = seed
         self.rng = random.Random(seed)
         self.protocol = protocol or ("classic" if seed % 2 == 0 else "consumer")
@@ -198,6 +248,8 @@ class Sim:
         self.view = TopicsView({TOPIC: (TID, self.partitions)}, version=1)
         self.fault_ms, self.converge_ms = fault_ms, converge_ms
         self.answers_wait_for_writes = answers_wait_for_writes     # False: the shell's old rule (a bug)
+        self.write_faults = write_faults
+        self.reload_after_refusal = reload_after_refusal
         self.now = 0
         self.events: list = []
         self.seq = 0
@@ -207,9 +259,11 @@ class Sim:
         self.names = 0
         self.ledger: dict[int, dict[str, frozenset[int]]] = {}     # classic: generation -> member -> assignment
         self.floor: dict[int, int] = {}         # partition -> lowest offset OffsetFetch may show now
+        self.uncertain: set[int] = set()        # partitions with a commit that timed out
         self.resets_in_flight = 0
         self.stats = {k: 0 for k in ("joins", "leaves", "crashes", "pauses", "failovers", "lost_records", "commits",
-                                     "commits_ok", "resets", "resets_ok", "rebalances", "revocations")}
+                                     "commits_ok", "resets", "resets_ok", "rebalances", "revocations",
+                                     "refused_writes", "write_timeouts")}
 
     # -- the event loop ------------------------------------------------------------------------
     def at(self, t: int, fn) -> None:
@@ -280,6 +334,10 @@ class Sim:
             for m in live:
                 self.leave(m, now)
             self.at(now + self.rng.randint(200, 800), self.reset_offsets)     # while the group is empty
+        elif r < 0.84 and self.write_faults:
+            self.coord.refusing_until = now + self.rng.randint(100, 1500)
+        elif r < 0.9 and self.write_faults:
+            self.coord.time_out_next = True
 
     def recover(self, now: int) -> None:
         self.coord.recover(now)
@@ -571,7 +629,7 @@ class Sim:
         seen = self.offsets()
         if not self.resets_in_flight:
             for p, floor in self.floor.items():
-                if seen.get(p, -1) < floor:
+                if seen.get(p, -1) < floor and p not in self.uncertain:
                     self.fail(f"partition {p}: committed offset went back from {floor} to {seen.get(p)}")
             self.floor = seen
         group = self.coord.shard.groups.get(GROUP)
@@ -592,6 +650,8 @@ class Sim:
         return [m for m in self.members if m.alive]
 
     def converged(self) -> bool:
+        if self.coord.shard is None:            # reloading after a refused write
+            return False
         group = self.coord.shard.groups.get(GROUP)
         live = self.live()
         if any(m.busy or m.paused_until > self.now for m in live):

@@ -30,7 +30,7 @@ def test_group_simulation_all_seeds():
     assert totals["commits_ok"] > 0
     if len(SEEDS) >= 20:
         for k in ("crashes", "leaves", "pauses", "failovers", "lost_records", "resets_ok", "revocations",
-                  "rebalances"):
+                  "rebalances", "refused_writes", "write_timeouts"):
             assert totals[k] > 0, f"the faults never exercised {k}: {totals}"
 
 
@@ -44,5 +44,14 @@ def test_group_simulation_catches_answers_sent_before_their_state_is_committed()
     follower's SyncGroup in Stable got an assignment whose record was still uncommitted; after a
     failover lost it, the generation was handed out again with another assignment."""
     with pytest.raises(SimFailure, match="generation 7: .* already has"):
-        _run(642, answers_wait_for_writes=False)
+        _run(642, answers_wait_for_writes=False, write_faults=False)     # the seed's trajectory then
     _run(642)
+
+
+def test_group_simulation_catches_a_refused_write_kept_in_memory():
+    """Found by this simulation once it refused writes: the shell answered a refused write with
+    an error but its shard kept what the write changed, so a KIP-848 member was told to keep a
+    partition the log (and any later coordinator) never gave it."""
+    with pytest.raises(SimFailure, match="holds .* the coordinator does not give it"):
+        _run(17, reload_after_refusal=False)
+    _run(17)

@@ -20,7 +20,8 @@
   that commits commits everything before it).  A write refused before it reached
   the log (ISR below min.insync.replicas) reloads the shard from the log, since the
   shard already holds what the write changed; a write that timed out takes back a
-  classic assignment it carried (``GroupShard.write_failed``: the group rebalances).
+  classic assignment it carried (``GroupShard.write_failed``: the group rebalances),
+  and its offset commits take effect if the high watermark passes them later.
 - A ticker runs the shards' timeouts (sessions, rebalances, offset expiry).
 """
 from __future__ import annotations
@@ -37,6 +38,7 @@ from tierlog.coordinator import (
     Output,
     TopicsView,
     coordinator_partition,
+    with_error,
 )
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
@@ -62,6 +64,7 @@ class _Hosted:
     shard: GroupShard | None = None                     # None while loading
     waiting: dict = field(default_factory=dict)         # token -> error answer builder
     last_append: asyncio.Task | None = None             # the latest write: answers without records wait for it
+    late: list = field(default_factory=list)            # (end offset, on_commit) of writes not committed in time
 
 
 class GroupCoordinator:
@@ -199,8 +202,8 @@ class GroupCoordinator:
                                                name=f"group-append-{hosted.part.index}")
 
     async def _append(self, hosted: _Hosted, out: Output, previous: asyncio.Task | None) -> ErrorCode:
-        error, appended = await self._write(hosted, out.records)
-        if error and not appended:
+        error, end = await self._write(hosted, out.records)
+        if error and end is None:
             # refused before the log (nothing awaited yet): reload before a later write appends
             # records made from what this one changed
             self._fail(hosted, out, error)
@@ -211,21 +214,31 @@ class GroupCoordinator:
             await previous      # answers leave in log order; a write that committed needs nothing of earlier ones
         if error:
             self._fail(hosted, out, error)
+            if out.on_commit:
+                hosted.late.append((end, out.on_commit))      # applied if the high watermark passes it
             if out.on_failure and hosted.shard is not None and self._leading(hosted):
                 lost = hosted.shard.write_failed(out.on_failure, self._clock_ms())
                 asyncio.get_running_loop().call_soon(self._emit, hosted, lost)    # once this write is done
             return error
         if hosted.shard is not None:
+            self._apply_late(hosted, end)       # committed too: they come before this write
             hosted.shard.apply_committed(out.on_commit)
         for token, response in out.answers:
             _resolve(token, response)
         return ErrorCode.NONE
 
     @staticmethod
+    def _apply_late(hosted: _Hosted, committed_end: int) -> None:
+        """Offset commits whose write timed out take effect once the log is committed past them
+        (their committers were told they failed; Kafka's timeline shows them then too)."""
+        while hosted.late and hosted.late[0][0] <= committed_end:
+            hosted.shard.apply_committed(hosted.late.pop(0)[1])
+
+    @staticmethod
     def _fail(hosted: _Hosted, out: Output, error: ErrorCode) -> None:
         log.info("%s-%d: group write failed: %s", OFFSETS_TOPIC, hosted.part.index, error.name)
         for token, response in out.answers:
-            _resolve(token, _with_error(response, error))
+            _resolve(token, with_error(response, error))
 
     def _reload(self, hosted: _Hosted) -> None:
         """A write was refused before it reached the log, but the shard already holds what it
@@ -237,25 +250,26 @@ class GroupCoordinator:
     async def _after(self, write: asyncio.Task, out: Output) -> None:
         error = await write
         for token, response in out.answers:
-            _resolve(token, _with_error(response, error) if error else response)
+            _resolve(token, with_error(response, error) if error else response)
 
-    async def _write(self, hosted: _Hosted, records: list) -> tuple[ErrorCode, bool]:
-        """(error, whether the records reached the log)."""
+    async def _write(self, hosted: _Hosted, records: list) -> tuple[ErrorCode, int | None]:
+        """(error, the end offset of the records in the log; None if they did not reach it)."""
         if not self._leading(hosted):
-            return ErrorCode.NOT_COORDINATOR, False
+            return ErrorCode.NOT_COORDINATOR, None
         part, now = hosted.part, self._clock_ms()
         if self._replicas.check_acks_all(part):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, False       # ISR below min.insync.replicas
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None        # ISR below min.insync.replicas
         batch = bytearray(build_batch([Record(i, now, k, v) for i, (k, v) in enumerate(records)]))
         try:
             result = part.log.append(batch, part.leader_epoch, now)
         except KafkaStorageError:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, False
-        fut = self._replicas.on_leader_append(part, result.last_offset + 1, -1, self._commit_timeout_ms)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        end = result.last_offset + 1
+        fut = self._replicas.on_leader_append(part, end, -1, self._commit_timeout_ms)
         code = await fut if fut is not None else ErrorCode.NONE
         if code == ErrorCode.NOT_LEADER_OR_FOLLOWER or not self._leading(hosted):
-            return ErrorCode.NOT_COORDINATOR, True
-        return (ErrorCode.COORDINATOR_NOT_AVAILABLE if code else ErrorCode.NONE), True
+            return ErrorCode.NOT_COORDINATOR, end
+        return (ErrorCode.COORDINATOR_NOT_AVAILABLE if code else ErrorCode.NONE), end
 
     # -- time ------------------------------------------------------------------------------
     async def _tick_loop(self) -> None:
@@ -267,6 +281,7 @@ class GroupCoordinator:
                     if not self._leading(hosted):
                         self._drop(index)
                     elif hosted.shard is not None:
+                        self._apply_late(hosted, hosted.part.high_watermark)
                         for out in hosted.shard.tick(now):
                             self._emit(hosted, out)
                 except Exception:
@@ -292,14 +307,3 @@ def _resolve(token, response: dict) -> None:
     if token is not None and not token.done():
         token.set_result(response)
 
-
-def _with_error(response, code: int):
-    """``response`` with every successful ErrorCode in it replaced by ``code``."""
-    if isinstance(response, list):
-        return [_with_error(v, code) for v in response]
-    if not isinstance(response, dict):
-        return response
-    out = {k: _with_error(v, code) for k, v in response.items()}
-    if out.get("ErrorCode") == ErrorCode.NONE:
-        out["ErrorCode"] = code
-    return out

@@ -9,9 +9,9 @@ answers requests once the records are committed.
 from tierlog.coordinator.config import GroupConfig
 from tierlog.coordinator.consumer_group import CONSUMER, ConsumerGroup, TopicsView
 from tierlog.coordinator.group import CLASSIC, ClassicGroup, GroupState, Member
-from tierlog.coordinator.output import Output
+from tierlog.coordinator.output import Output, with_error
 from tierlog.coordinator.partitioner import coordinator_partition, java_string_hash
 from tierlog.coordinator.shard import GroupShard
 
-__all__ = ["CLASSIC", "CONSUMER", "ClassicGroup", "ConsumerGroup", "GroupConfig", "GroupShard", "GroupState", "Member", "Output",
-           "TopicsView", "coordinator_partition", "java_string_hash"]
+__all__ = ["CLASSIC", "CONSUMER", "ClassicGroup", "ConsumerGroup", "GroupConfig", "GroupShard", "GroupState", "Member",
+           "Output", "TopicsView", "coordinator_partition", "java_string_hash", "with_error"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Output"]
+__all__ = ["Output", "with_error"]
 
 
 @dataclass
@@ -37,3 +37,15 @@ class Output:
 
     def __bool__(self) -> bool:
         return bool(self.records or self.answers or self.on_commit or self.on_failure)
+
+
+def with_error(response, code: int):
+    """``response`` with every successful ErrorCode in it replaced by ``code`` (a failed write's answer)."""
+    if isinstance(response, list):
+        return [with_error(v, code) for v in response]
+    if not isinstance(response, dict):
+        return response
+    out = {k: with_error(v, code) for k, v in response.items()}
+    if out.get("ErrorCode") == 0:
+        out["ErrorCode"] = code
+    return out

@@ -33,6 +33,7 @@ class Replicas:
 
     def on_leader_append(self, part, required_offset, acks, timeout_ms):
         if not self.time_out:
+            part.leader_state.on_leader_append(part.log.log_end_offset, NOW)      # the ISR is the leader alone
             return None
         fut = asyncio.get_running_loop().create_future()
         fut.set_result(E.REQUEST_TIMED_OUT)
@@ -90,6 +91,21 @@ def test_a_failed_write_does_not_fail_the_writes_after_it(tmp_path):
         replicas.time_out = False
         assert [_code(await _commit(coordinator, o)) for o in (6, 7)] == [E.NONE, E.NONE]
         assert coordinator.locate("g")[0].shard.offsets.get("g", "t", 0).offset == 7
+    _run(tmp_path, scenario)
+
+
+def test_a_commit_that_timed_out_takes_effect_once_the_high_watermark_passes_it(tmp_path):
+    async def scenario(coordinator, replicas):
+        replicas.time_out = True
+        assert _code(await _commit(coordinator, 5)) == E.COORDINATOR_NOT_AVAILABLE
+        hosted = coordinator.locate("g")[0]
+        assert hosted.shard.offsets.get("g", "t", 0) is None
+        hosted.part.leader_state.on_leader_append(hosted.part.log.log_end_offset, NOW)     # the follower caught up
+        for _ in range(100):                # the coordinator's 100 ms ticker applies it
+            if hosted.shard.offsets.get("g", "t", 0) is not None:
+                break
+            await asyncio.sleep(0.02)
+        assert hosted.shard.offsets.get("g", "t", 0).offset == 5
     _run(tmp_path, scenario)
 
 
