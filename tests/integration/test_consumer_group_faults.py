@@ -175,3 +175,32 @@ def test_kafka_python_members_split_and_commit(cluster):
     admin = AdminClient({"bootstrap.servers": boot})
     res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("kp")])["kp"].result(timeout=30)
     assert {tp.partition for tp in res.topic_partitions if tp.offset >= 0} == members[0].partitions
+
+
+@pytest.mark.cluster(props={**FAST_REPLICATION, "offsets.topic.num.partitions": "6", "min.insync.replicas": "2"})
+def test_commits_work_again_once_the_offsets_partition_has_its_replicas_back(cluster):
+    """Both followers of the group's __consumer_offsets partition die, so its writes fail (not
+    committed in time, then refused: ISR below min.insync.replicas). Once they are back, commits
+    must succeed again: before, each write inherited the failure of the one before it, for good."""
+    create_topic(cluster.bootstrap, "writes", 1)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+    def commit(offset: int) -> bool:
+        tps = [TopicPartition("writes", 0, offset)]
+        try:
+            done = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions("w", tps)])["w"].result(30)
+        except Exception:       # noqa: BLE001 - COORDINATOR_NOT_AVAILABLE and the like, as a whole
+            return False
+        return all(tp.error is None for tp in done.topic_partitions)
+
+    assert commit(10)
+    leader = coordinator_of(cluster, "w")
+    followers = [b for b in cluster.brokers if b.node_id != leader]
+    for b in followers:
+        b.kill9()
+    wait_for(lambda: not commit(11), 60, "commits to fail without the followers")
+    for b in followers:
+        b.start()
+    wait_for(lambda: commit(12), 90, "commits to succeed again")
+    res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("w")])["w"].result(30)
+    assert [tp.offset for tp in res.topic_partitions] == [12]
