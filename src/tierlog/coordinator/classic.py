@@ -20,8 +20,9 @@ group and puts answers and records in the output.  The rules (Kafka's):
   protocol is voted, the leader gets every member's metadata.
 - SyncGroup: the leader's assignment is written as the group's metadata record,
   then each waiting member gets its own part.  If that write fails, the
-  assignment is taken back and the group rebalances (``assignment_lost``).  Members that do not sync within
-  the rebalance timeout are removed (and the group rebalances).
+  assignment is taken back and the group rebalances (``assignment_lost``).
+  Members that do not sync within the rebalance timeout are removed (and the
+  group rebalances).
 - Heartbeat: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, and
   REBALANCE_IN_PROGRESS while preparing a rebalance.  A member not heard from
   within its session timeout is removed (not while it waits in a join or sync).

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tierlog.protocol.errors import ErrorCode
+
 __all__ = ["Output", "with_error"]
 
 
@@ -46,6 +48,6 @@ def with_error(response, code: int):
     if not isinstance(response, dict):
         return response
     out = {k: with_error(v, code) for k, v in response.items()}
-    if out.get("ErrorCode") == 0:
+    if out.get("ErrorCode") == ErrorCode.NONE:
         out["ErrorCode"] = code
     return out
