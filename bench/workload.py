@@ -189,10 +189,13 @@ def _producer(args, rtt: _BrokerRtt) -> Producer:
     return producer
 
 
-def _produce_one(producer: Producer, topic: str, value: bytes, deliveries: _Deliveries) -> None:
+def _produce_one(producer: Producer, topic: str, value: bytes, deliveries: _Deliveries,
+                 partition: int = -1) -> None:
+    """``partition`` -1: librdkafka's partitioner (sticky for keyless records)."""
     while True:
         try:
-            producer.produce(topic, value, on_delivery=deliveries.callback(time.perf_counter()))
+            producer.produce(topic, value, partition=partition,
+                             on_delivery=deliveries.callback(time.perf_counter()))
             return
         except BufferError:  # local queue full: serve delivery reports, then retry
             producer.poll(0.005)
@@ -221,13 +224,14 @@ def run_rate(args) -> ProduceResult:
     producer = _producer(args, rtt)
     rate = args.mib_per_s * MIB / args.record_size
     total, sent, lag_max = int(rate * args.seconds), 0, 0.0
+    spread = args.partitions if args.spread == "round-robin" else 0   # the shape of keyed traffic
     start = time.perf_counter()
     while sent < total:
         elapsed = time.perf_counter() - start
         due = min(total, int(elapsed * rate) + 1)
         lag_max = max(lag_max, elapsed - sent / rate)
-        for _ in range(due - sent):
-            _produce_one(producer, args.topic, value, deliveries)
+        for i in range(sent, due):
+            _produce_one(producer, args.topic, value, deliveries, i % spread if spread else -1)
         sent = due
         # wake at most every SCHEDULE_TICK_S (a burst of the records due since): waking per record
         # would cost the client a whole core at 10k records/s, a core the brokers need on this machine
@@ -298,6 +302,9 @@ def _parser() -> argparse.ArgumentParser:
                                         help="records to read (default: the high watermarks at start)")
     sub.choices["rate"].add_argument("--mib-per-s", type=float, default=50.0)
     sub.choices["rate"].add_argument("--seconds", type=float, default=10.0)
+    sub.choices["rate"].add_argument("--spread", choices=["sticky", "round-robin"], default="sticky",
+                                     help="sticky: librdkafka's keyless partitioner; round-robin: record i to "
+                                          "partition i %% --partitions (every batch small, like keyed traffic)")
     sub.choices["rate"].add_argument("--timeline", action="store_true",
                                      help="add per-second latency percentiles (by send time)")
     return p
