@@ -68,7 +68,8 @@ __all__ = ["Node", "run_node"]
 log = logging.getLogger(__name__)
 REPLICATION_SETTINGS = ("replica.lag.time.max.ms", "request.timeout.ms", "replica.fetch.wait.max.ms",
                         "replica.fetch.response.max.bytes", "replica.fetch.max.bytes", "replica.fetch.backoff.ms",
-                        "replica.high.watermark.checkpoint.interval.ms", LAST_TIERED_OFFSET_ENABLE)
+                        "replica.high.watermark.checkpoint.interval.ms", "max.incremental.fetch.session.cache.slots",
+                        LAST_TIERED_OFFSET_ENABLE)
 META_PROPERTIES = "meta.properties"
 TICK_MIN_MS = 50
 READY_TIMEOUT_S = 120
@@ -250,7 +251,7 @@ class Node:
         if self.remote is not None:
             await self.remote.start()
         replicas.apply_image(loader.image)
-        loader.subscribe(lambda image, delta: replicas.apply_image(image))
+        loader.subscribe(replicas.apply_image)
 
     def _endpoint(self, listener_cfg) -> Endpoint:
         """What this broker registers: the advertised host of the listener and its bound port."""

@@ -9,8 +9,6 @@ no request logic of its own.
 """
 from __future__ import annotations
 
-import random
-
 from tierlog.clock import wall_clock_ms
 from tierlog.config import NodeConfig
 from tierlog.metadata import BrokerInfo, MetadataImage
@@ -18,7 +16,6 @@ from tierlog.net.tasks import TaskSet
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
-from .fetch_session import FetchSessionCache
 from .group_coordinator import GroupCoordinator
 from .lifecycle import BrokerLifecycleManager
 from .producer_ids import ProducerIdManager
@@ -41,8 +38,7 @@ class Broker:
         self.replicas = replicas
         self.api_versions = api_versions
         self.clock_ms = clock_ms
-        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"],
-                                                random.Random())
+        self.fetch_sessions = replicas.fetch_sessions      # the replica manager marks partitions with news
         self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
         self.lifecycle = lifecycle          # registration and heartbeats: the broker epoch
         self.background = TaskSet(f"broker {self.node_id}")

@@ -9,6 +9,17 @@ fetch (and closes the named session).  Sessions are bounded by
 ``max.incremental.fetch.session.cache.slots``; when full, the least recently
 used session is evicted, as a client recovers from FETCH_SESSION_ID_NOT_FOUND
 with a new full fetch.
+
+Cost in proportion to what changed (DESIGN principle 13): an incremental fetch
+reads only the partitions it names and the ones marked changed since its
+session's last fetch.  The replica manager calls ``mark_changed`` when a
+partition gets an append, its high watermark or log start moves, or this
+broker stops leading it; the cache finds the sessions holding the partition
+through an index (partition -> sessions) and adds it to their ``dirty`` set,
+waking a fetch parked on the session (``SessionView.park``).  A partition read
+but not answered with records it has (the response's byte budget ran out, a
+remote read came back late) is marked again (``SessionView.keep``), so it is
+read by the next fetch without being named.
 """
 from __future__ import annotations
 
@@ -42,13 +53,19 @@ class SessionPartition:
     sent_hw: int = -1
     sent_lso: int = -1
     sent_log_start: int = -1
+    raw: dict | None = None          # the request's entry as last named (a follower's KIP-1303 fields)
 
 
-@dataclass(slots=True)
 class SessionView:
-    session_id: int                  # 0 when no session exists
-    incremental: bool
-    partitions: list[SessionPartition]
+    """One fetch's view of its session: the partitions to read now and what the client was told."""
+
+    def __init__(self, session_id: int, incremental: bool, partitions: list[SessionPartition],
+                 named: frozenset = frozenset(), session: _Session | None = None):
+        self.session_id = session_id            # 0 when no session exists
+        self.incremental = incremental
+        self.partitions = partitions            # to read now
+        self.named = named                      # (topic key, partition) named by the request
+        self._session = session
 
     def should_return(self, sp: SessionPartition, has_records: bool, error: int,
                       hw: int, lso: int, log_start: int) -> bool:
@@ -57,14 +74,53 @@ class SessionView:
         sp.sent_hw, sp.sent_lso, sp.sent_log_start = hw, lso, log_start
         return not self.incremental or has_records or error != ErrorCode.NONE or changed
 
+    def keep(self, sp: SessionPartition) -> None:
+        """``sp`` has records the response did not carry: the next fetch of the session reads it."""
+        if self._session is not None:
+            self._session.dirty.add((sp.topic_key, sp.partition))
+
+    def contains(self, key: tuple[object, int]) -> bool:
+        """Whether the session (or, without one, this fetch) holds partition ``key``."""
+        if self._session is not None:
+            return key in self._session.partitions
+        return any((sp.topic_key, sp.partition) == key for sp in self.partitions)
+
+    def park(self, waiter) -> bool:
+        """Wake ``waiter`` (``.done()``, ``.set_result(None)``) when a partition of the session changes;
+        False when there is no session to watch (the caller watches the partitions itself)."""
+        if self._session is None:
+            return False
+        self._session.waiter = waiter
+        if self._session.dirty:
+            waiter.set_result(None)
+        return True
+
+    def take_changed(self) -> list[SessionPartition]:
+        """The session's partitions marked changed since this fetch began reading (clears the marks)."""
+        if self._session is None:
+            return []
+        return self._session.take_dirty()
+
 
 class _Session:
-    __slots__ = ("epoch", "id", "partitions")
+    __slots__ = ("dirty", "epoch", "id", "partitions", "waiter")
 
     def __init__(self, session_id: int, partitions: list[SessionPartition]):
         self.id = session_id
         self.epoch = 1                     # the next epoch the client must send
         self.partitions: OrderedDict = OrderedDict(((p.topic_key, p.partition), p) for p in partitions)
+        self.dirty: set[tuple[object, int]] = set()
+        self.waiter = None
+
+    def take_dirty(self) -> list[SessionPartition]:
+        out = [self.partitions[k] for k in self.dirty if k in self.partitions]
+        self.dirty = set()
+        return out
+
+    def wake(self) -> None:
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
 
 class FetchSessionCache:
@@ -72,6 +128,7 @@ class FetchSessionCache:
         self.max_slots = max_slots
         self._rng = rng
         self._sessions: OrderedDict[int, _Session] = OrderedDict()
+        self._holders: dict[tuple[object, int], set[int]] = {}     # partition -> ids of sessions holding it
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -79,11 +136,13 @@ class FetchSessionCache:
     def open(self, session_id: int, epoch: int, requested: list[SessionPartition],
              forgotten: list[tuple[object, int]]) -> SessionView:
         """Resolve a fetch request into the partitions to read; raises FetchSessionError."""
+        named = frozenset((p.topic_key, p.partition) for p in requested)
         if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
-            self._sessions.pop(session_id, None)
+            self._remove(session_id)
             if epoch == FINAL_EPOCH or self.max_slots <= 0:
-                return SessionView(0, False, requested)
-            return SessionView(self._create(requested).id, False, requested)
+                return SessionView(0, False, requested, named)
+            session = self._create(requested)
+            return SessionView(session.id, False, list(session.partitions.values()), named, session)
         session = self._sessions.get(session_id)
         if session is None:
             raise FetchSessionError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
@@ -92,26 +151,58 @@ class FetchSessionCache:
         self._sessions.move_to_end(session_id)
         session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
         self._update(session, requested, forgotten)
-        return SessionView(session_id, True, list(session.partitions.values()))
+        session.dirty.update(named)
+        return SessionView(session_id, True, session.take_dirty(), named, session)
+
+    def mark_changed(self, keys, wake: bool = True) -> None:
+        """Partitions (topic key, partition) with news: every session holding one reads it next
+        (at once when ``wake``, else with the session's next fetch)."""
+        for key in keys:
+            for sid in self._holders.get(key, ()):
+                session = self._sessions[sid]
+                session.dirty.add(key)
+                if wake:
+                    session.wake()
 
     def _create(self, partitions: list[SessionPartition]) -> _Session:
         while len(self._sessions) >= self.max_slots:
-            self._sessions.popitem(last=False)
+            self._remove(next(iter(self._sessions)))
         session_id = 0
         while session_id == 0 or session_id in self._sessions:
             session_id = self._rng.randint(1, 2**31 - 1)
         session = _Session(session_id, partitions)
         self._sessions[session_id] = session
+        for key in session.partitions:
+            self._holders.setdefault(key, set()).add(session_id)
         return session
 
-    @staticmethod
-    def _update(session: _Session, requested, forgotten) -> None:
+    def _remove(self, session_id: int) -> None:
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            return
+        for key in session.partitions:
+            self._unhold(key, session_id)
+        session.wake()
+
+    def _unhold(self, key, session_id: int) -> None:
+        holders = self._holders.get(key)
+        if holders is not None:
+            holders.discard(session_id)
+            if not holders:
+                del self._holders[key]
+
+    def _update(self, session: _Session, requested, forgotten) -> None:
         for key in forgotten:
-            session.partitions.pop(key, None)
+            if session.partitions.pop(key, None) is not None:
+                self._unhold(key, session.id)
+            session.dirty.discard(key)
         for p in requested:
-            old = session.partitions.get((p.topic_key, p.partition))
+            key = (p.topic_key, p.partition)
+            old = session.partitions.get(key)
             if old is None:
-                session.partitions[(p.topic_key, p.partition)] = p
+                session.partitions[key] = p
+                self._holders.setdefault(key, set()).add(session.id)
             else:
                 old.fetch_offset, old.max_bytes = p.fetch_offset, p.max_bytes
                 old.current_leader_epoch, old.last_fetched_epoch = p.current_leader_epoch, p.last_fetched_epoch
+                old.raw = p.raw

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Protocol
@@ -39,8 +40,10 @@ from tierlog.replication.leader_moves import LeaderMoves
 from tierlog.storage import LogConfig, LogManager
 
 from .alter_partition_sender import AlterPartitionSender
+from .fetch_session import FetchSessionCache
 from .fetcher_shell import FetcherShell
 from .partition import Partition
+from .sweep import Sweep
 
 __all__ = ["LAST_TIERED_OFFSET_ENABLE", "ReplicaManager", "TierListener"]
 
@@ -56,6 +59,7 @@ class TierListener(Protocol):
 
 
 TICK_S = 0.2
+SWEEP_MS = 30_000       # every led partition is ticked at least this often, quiet or not
 LAST_TIERED_OFFSET_ENABLE = "follower.fetch.last.tiered.offset.enable"      # KIP-1023
 RECOVERING = 1          # PartitionRecord LeaderRecoveryState (KIP-704)
 ELIGIBLE_BYTES = "leader.election.eligible.local.log.bytes"     # KIP-1303
@@ -74,7 +78,12 @@ class ReplicaManager:
         self._broker_epoch = broker_epoch
         self.partitions: dict[tuple[str, int], Partition] = {}
         logs.clean_limit_of = self._clean_limit    # the log cleaner stays below each partition's high watermark
-        self._watchers: dict[tuple[str, int], set[asyncio.Future]] = {}
+        self._watchers: dict[tuple[str, int], set[asyncio.Future]] = {}   # sessionless parked fetches
+        self.fetch_sessions = FetchSessionCache(int(cfg.get("max.incremental.fetch.session.cache.slots", 1000)),
+                                                random.Random())
+        self._replica_fetch_ms: dict[int, int] = {}     # each follower's latest Fetch here (any partition)
+        self._active: set[tuple[str, int]] = set()      # led partitions the next tick visits
+        self._sweep = Sweep(SWEEP_MS // int(TICK_S * 1000))
         self._by_id: dict[tuple[bytes, int], Partition] = {}
         self._lag_ms = int(cfg.get("replica.lag.time.max.ms", 30_000))
         self._request_timeout_ms = int(cfg.get("request.timeout.ms", 30_000))
@@ -94,6 +103,7 @@ class ReplicaManager:
         self.tier_listener: TierListener | None = None   # tiered storage follows leadership through it
         self.coordinator_listener: TierListener | None = None   # the group coordinator (__consumer_offsets) too
         self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
+        self._image = MetadataImage.empty("", -1)       # the image applied last
 
     def _listeners(self) -> list[TierListener]:
         return [lst for lst in (self.tier_listener, self.coordinator_listener) if lst is not None]
@@ -110,7 +120,19 @@ class ReplicaManager:
         return LogConfig.from_props({**self.topic_defaults, **topic.configs})
 
     # -- following the metadata image --------------------------------------------
-    def apply_image(self, image: MetadataImage) -> None:
+    def apply_image(self, image: MetadataImage, delta=None) -> None:
+        """Follow ``image``.  With the ``delta`` that led to it from the image applied last, only the
+        partitions it changed are visited (a commit's cost is what it changed, not every hosted
+        partition); without one, or after broker or cluster config changes, every partition is."""
+        base, self._image = self._image, image
+        if delta is None or delta.image is not base or delta.changed_brokers or delta.changed_configs:
+            self._apply_all(image)
+        else:
+            for name in delta.changed_topics:
+                self._apply_topic(image, base.topics.get(name), image.topics.get(name))
+        self.fetcher_shell.sync()
+
+    def _apply_all(self, image: MetadataImage) -> None:
         wanted = {}
         for topic in image.topics.values():
             for p in topic.partitions:
@@ -122,13 +144,41 @@ class ReplicaManager:
             log.info("deleting log of %s-%d: not in the metadata image", *key)
             self.logs.delete(*key)
         self.fetchers.last_tiered_offset_enable = self._last_tiered_offset_enable(image)
+        configs: dict[str, LogConfig] = {}
         for key, (topic, p) in wanted.items():
-            part = self._ensure(topic, p)
-            try:
-                self._transition(image, part, p)
-            except Exception:
-                log.exception("%s-%d: leader/follower transition failed", *key)
-        self.fetcher_shell.sync()
+            config = configs.get(topic.name) or configs.setdefault(topic.name, self.log_config(topic))
+            self._follow(image, topic, p, config)
+
+    def _apply_topic(self, image: MetadataImage, old: TopicInfo | None, new: TopicInfo | None) -> None:
+        """One changed topic: its partitions whose record changed (all of them when its configs did)."""
+        if new is None or (old is not None and old.topic_id != new.topic_id):
+            for p in old.partitions if old is not None else ():
+                self._unhost((old.name, p.partition), topic_deleted=new is None)
+            if new is None:
+                return
+            old = None
+        same_configs = old is not None and old.configs == new.configs
+        config = self.log_config(new)
+        for p in new.partitions:
+            if same_configs and p.partition < len(old.partitions) and old.partitions[p.partition] is p:
+                continue
+            if self.node_id in p.replicas:
+                self._follow(image, new, p, config)
+            else:
+                self._unhost((new.name, p.partition), topic_deleted=False)
+
+    def _follow(self, image: MetadataImage, topic: TopicInfo, p, config: LogConfig) -> None:
+        part = self._ensure(topic, p, config)
+        try:
+            self._transition(image, part, p)
+        except Exception:
+            log.exception("%s-%d: leader/follower transition failed", *part.key)
+
+    def _unhost(self, key: tuple[str, int], topic_deleted: bool) -> None:
+        self._drop(key, topic_deleted)
+        if self.logs.get(*key) is not None:
+            log.info("deleting log of %s-%d: not in the metadata image", *key)
+            self.logs.delete(*key)
 
     def _last_tiered_offset_enable(self, image: MetadataImage) -> bool:
         """KIP-1023 "Dynamically configurable as cluster-default for all brokers in the cluster"."""
@@ -142,9 +192,8 @@ class ReplicaManager:
         return TopicTiering(tiered=self.remote is not None and config.remote_storage_enable,
                             compacted=config.compact_enabled)
 
-    def _ensure(self, topic: TopicInfo, p) -> Partition:
+    def _ensure(self, topic: TopicInfo, p, config: LogConfig) -> Partition:
         key = (topic.name, p.partition)
-        config = self.log_config(topic)
         part = self.partitions.get(key)
         if part is None:
             existing = self.logs.get(*key)
@@ -171,6 +220,7 @@ class ReplicaManager:
             self.fetchers.stop_following((part.topic_id, part.index))
             part.leader_state = None
             self._fail_waiting(part)
+            self.notify_changed(part)
         for fut in self._watchers.pop(key, ()):
             if not fut.done():
                 fut.set_result(None)
@@ -229,7 +279,7 @@ class ReplicaManager:
                          p.leader_epoch, list(p.isr), hw, leo)
                 for replica in self.leader_moves.became_leader(part.key, p.replicas, self.node_id, now):
                     self._wake(("replica", replica))       # its parked fetch names its old partitions
-                self._on_update(part, part.leader_state.on_leader_append(leo, now))
+                self._on_update(part, part.leader_state.on_leader_append(leo, now, self._replica_fetch_ms))
                 for listener in self._listeners():
                     listener.on_leader(part)
             else:
@@ -245,7 +295,7 @@ class ReplicaManager:
             part.leader_state = None
             part.moved_away_epoch = p.leader_epoch
             self._fail_waiting(part)
-            self._wake(part.key)        # parked fetches of it learn at once that it moved
+            self.notify_changed(part)   # parked fetches of it learn at once that it moved
         if p.leader >= 0:
             if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.log, self._tiering(part)):
                 log.info("%s-%d: following %d at epoch %d", part.topic, part.index, p.leader, p.leader_epoch)
@@ -280,8 +330,8 @@ class ReplicaManager:
             fut = asyncio.get_running_loop().create_future()
             part.purgatory.add(fut, required_offset, now, timeout_ms)
         if ls is not None:
-            self._on_update(part, ls.on_leader_append(part.log.log_end_offset, now))
-        self.notify_append(part.key)
+            self._on_update(part, ls.on_leader_append(part.log.log_end_offset, now, self._replica_fetch_ms))
+        self.notify_changed(part)
         return fut
 
     def on_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int, replica_epoch: int,
@@ -304,11 +354,12 @@ class ReplicaManager:
         ls = part.leader_state
         if ls is None:
             return
+        self._active.add(part.key)
         self._complete(part.purgatory.on_high_watermark(ls.high_watermark, len(ls.isr), ls.effective_min_isr))
         if part.deletes:
             self._complete_deletes(part.deletes.on_low_watermark(ls.low_watermark(part.log.log_start_offset)))
         if upd.hw_advanced:
-            self.notify_append(part.key)
+            self.notify_changed(part)
         if upd.alter_partition is not None:
             self._tasks.spawn(self._alter_partition(part, ls, upd.alter_partition),
                               name=f"alter-partition-{part.topic}-{part.index}")
@@ -351,6 +402,7 @@ class ReplicaManager:
             return ErrorCode.REQUEST_TIMED_OUT, -1, None
         if part.log.increment_log_start_offset(target):
             log.info("%s-%d: log start offset raised to %d (DeleteRecords)", part.topic, part.index, target)
+            self.notify_changed(part)
         lw = ls.low_watermark(part.log.log_start_offset)
         if lw >= target:
             return ErrorCode.NONE, lw, None
@@ -383,37 +435,66 @@ class ReplicaManager:
                 log.exception("replication tick failed")
 
     def tick(self, now: int) -> None:
+        """Expire parked requests, check ISR shrinks and expands, retry AlterPartition, report local
+        logs (KIP-1303): for the *active* led partitions (anything happened since they were last
+        quiet) and a slice of the others, so every one is visited once per ``SWEEP_MS``."""
         if now - self._last_hw_checkpoint_ms >= self._hw_checkpoint_interval_ms:
             self.checkpoint_high_watermarks()
-        for part in list(self.partitions.values()):
-            ls = part.leader_state
-            if ls is None:
+        keys = self._active.union(self._sweep.take(self.partitions))
+        for key in keys:
+            part = self.partitions.get(key)
+            if part is None or part.leader_state is None:
+                self._active.discard(key)
                 continue
-            self._complete(part.purgatory.expire(now))
-            if part.deletes:
-                self._complete_deletes(part.deletes.expire(now, ls.low_watermark(part.log.log_start_offset)))
-            plog = part.log
-            self._on_update(part, ls.tick(now, plog.log_end_offset,
-                                          LocalLog(plog.local_log_start_timestamp, plog.local_log_size_bytes)))
+            self._tick_one(part, now)
+            if self._quiet(part):
+                self._active.discard(key)
+            elif len(part.leader_state.isr) < len(part.leader_state.replicas):
+                # a follower outside the ISR may join once its fetch is read again (ISR expand)
+                self.fetch_sessions.mark_changed(((part.topic_id, part.index), part.key), wake=False)
+
+    def _quiet(self, part: Partition) -> bool:
+        """Nothing a tick could change: no parked request, a settled ISR that has the whole log."""
+        ls = part.leader_state
+        return not part.purgatory and not part.deletes and ls.settled(part.log.log_end_offset)
+
+    def _tick_one(self, part: Partition, now: int) -> None:
+        ls = part.leader_state
+        self._complete(part.purgatory.expire(now))
+        if part.deletes:
+            self._complete_deletes(part.deletes.expire(now, ls.low_watermark(part.log.log_start_offset)))
+        plog = part.log
+        self._on_update(part, ls.tick(now, plog.log_end_offset,
+                                      LocalLog(plog.local_log_start_timestamp, plog.local_log_size_bytes)))
 
     # -- appends and long polls -------------------------------------------------
-    def notify_append(self, key: tuple[str, int]) -> None:
-        self._wake(key)
+    def notify_changed(self, part: Partition) -> None:
+        """``part`` has news for fetchers (records, its high watermark or log start moved, leadership
+        lost): wake sessionless fetches parked on it and mark it in the fetch sessions holding it."""
+        self._wake(part.key)
+        self.fetch_sessions.mark_changed(((part.topic_id, part.index), part.key))
+
+    def on_replica_fetch(self, replica_id: int) -> None:
+        """A follower's Fetch arrived: every partition of its session is fetched as of now."""
+        self._replica_fetch_ms[replica_id] = self._clock_ms()
 
     def _wake(self, key) -> None:
         for fut in self._watchers.pop(key, ()):
             if not fut.done():
                 fut.set_result(None)
 
-    def must_answer_now(self, replica_id: int, keys: Iterable[tuple[str, int]]) -> bool:
-        """Whether a follower's fetch omits a partition that just moved here (``LeaderMoves``)."""
-        return self.leader_moves.must_answer_now(replica_id, keys, self._clock_ms())
+    def must_answer_now(self, replica_id: int, holds: Callable[[tuple[str, int]], bool]) -> bool:
+        """Whether a follower's fetch lacks a partition that just moved here (``LeaderMoves``);
+        ``holds(key)``: the fetch (its session) has partition ``key``."""
+        return self.leader_moves.must_answer_now(replica_id, holds, self._clock_ms())
 
-    async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float, replica_id: int = -1) -> None:
-        """Return when any of ``keys`` gets an append, this broker stops leading one of them, a
-        partition ``replica_id`` follows moves here, or after ``timeout_s``."""
+    async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float, replica_id: int = -1,
+                            view=None) -> None:
+        """Return when a partition of the fetch session ``view`` (without one: any of ``keys``) has
+        news, a partition ``replica_id`` follows moves here, or after ``timeout_s``."""
         fut = asyncio.get_running_loop().create_future()
-        keys = list(keys) + ([("replica", replica_id)] if replica_id >= 0 else [])
+        keys = [] if view is not None and view.park(fut) else list(keys)
+        keys += [("replica", replica_id)] if replica_id >= 0 else []
         for k in keys:
             self._watchers.setdefault(k, set()).add(fut)
         try:

@@ -168,6 +168,11 @@ class MetadataDelta:
     def changed_brokers(self) -> set[int]:
         return set(self._brokers)
 
+    @property
+    def changed_configs(self) -> set[str]:
+        """Broker config resources ("" the cluster default, else a broker id) changed by this delta."""
+        return set(self._configs)
+
     # -- replay ----------------------------------------------------------------
     def replay(self, record, now_ms: int | None = None) -> None:
         if now_ms is not None:

@@ -8,7 +8,15 @@ PartitionMaxBytes and the KIP-1303 LocalLogStartTimestamp / LocalLogSizeBytes)
 or None; the shell sends it and hands the answer to ``handle_fetch_response``
 (or reports ``handle_fetch_failure``), which returns actions to apply.
 
-Fetch sessions are not used (SessionId 0, SessionEpoch -1: full fetches).
+Fetch sessions (KIP-227, ``follower_session``): the first request lists every
+fetchable partition; once the leader has a session, a request names only the
+partitions whose fetch fields changed (``_dirty``: an append, a truncation, a
+new epoch, a state change, a backoff that ended) and forgets the ones that
+stopped being fetchable, and the leader answers only partitions with news, so
+a round costs in proportion to what changed.  A partition is fetched while it
+is FETCHING and not delayed; delays end through a heap of wake-up times, not
+a scan.  The KIP-1303 local-log fields also change without an append (local
+retention); every ``LOCAL_LOG_REFRESH_MS`` each member is compared again.
 The shell hands over only the answer of the request in flight: after
 ``handle_fetch_failure`` (timeout) it closes the connection, so a late answer
 is never taken for the next request's.
@@ -52,13 +60,17 @@ Per-partition answers (Kafka's AbstractFetcherThread.processFetchRequest):
   UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, KAFKA_STORAGE_ERROR, ...):
   Backoff, then retry.
 
-A partition answer is used only if the partition is still in flight at the
-same leader epoch and its log end is still the offset we asked for;
+A partition answer is used only if the partition is still FETCHING in the
+session at the leader epoch and log end offset it was last sent with;
 otherwise it is stale and ignored.  A top-level error or a lost request backs
-off every partition that was in flight.
+off every partition of the session (and the next request is a full one);
+FETCH_SESSION_ID_NOT_FOUND and INVALID_FETCH_SESSION_EPOCH only restart the
+session.
 """
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tierlog.protocol.errors import ErrorCode
@@ -86,6 +98,7 @@ from .follower import (
     FollowerLog,
     PartitionFetchState,
 )
+from .follower_session import FetchFields, FollowerSession
 from .tiered_start import (
     NOT_TIERED,
     LeaderOffsets,
@@ -98,7 +111,8 @@ from .tiered_start import (
 __all__ = ["FETCH_VERSION", "FetcherConfig", "FetcherState"]
 
 FETCH_VERSION = 19          # KIP-1303's local-log fields (protocol/messages/fetch.py)
-
+LOCAL_LOG_REFRESH_MS = 5_000    # how often every member's KIP-1303 fields are compared again
+_SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,17 +139,34 @@ class FetcherState:
         self._backoff = config.backoff
         self.partitions: dict[PartitionKey, PartitionFetchState] = {}
         self.in_flight = False
-        self.last_tiered_offset_enable = False     # follower.fetch.last.tiered.offset.enable (KIP-1023)
+        self.session = FollowerSession()
+        self._dirty: set[PartitionKey] = set()          # fetch fields or fetchability may have changed
+        self._wakeups: list[tuple[int, PartitionKey]] = []   # (delay_until_ms, key) heap
+        self._last_refresh_ms = 0
+        self._last_tiered_offset_enable = False
+
+    @property
+    def last_tiered_offset_enable(self) -> bool:
+        """follower.fetch.last.tiered.offset.enable (KIP-1023)."""
+        return self._last_tiered_offset_enable
+
+    @last_tiered_offset_enable.setter
+    def last_tiered_offset_enable(self, value: bool) -> None:
+        if value != self._last_tiered_offset_enable:
+            self._last_tiered_offset_enable = value
+            self._dirty.update(self.partitions)         # which partitions probe first changed
 
     # --- membership (driven by metadata) ---------------------------------------------------
     def add_partition(self, key: PartitionKey, leader_epoch: int, log: FollowerLog,
                       tiering: TopicTiering = NOT_TIERED) -> None:
         assert key not in self.partitions, key
         self.partitions[key] = PartitionFetchState(key, log, self.source_broker_id, leader_epoch, tiering=tiering)
+        self._dirty.add(key)
 
     def set_tiering(self, key: PartitionKey, tiering: TopicTiering) -> None:
         """The topic's tiering traits changed (topic configs come with the metadata image)."""
         self.partitions[key].tiering = tiering
+        self._dirty.add(key)
 
     def set_leader_epoch(self, key: PartitionKey, leader_epoch: int) -> None:
         """A newer leader epoch with the same leader: fetch again from scratch."""
@@ -145,38 +176,75 @@ class FetcherState:
             return
         self.partitions[key] = PartitionFetchState(key, p.log, self.source_broker_id, leader_epoch,
                                                    tiering=p.tiering)
+        self._dirty.add(key)
 
     def remove_partition(self, key: PartitionKey) -> PartitionFetchState | None:
+        self._dirty.add(key)
         return self.partitions.pop(key, None)
+
+    def mark_changed(self, keys: Iterable[PartitionKey]) -> None:
+        """The shell changed these logs outside a fetch answer (e.g. a KIP-405 rebuild)."""
+        self._dirty.update(keys)
 
     # --- requests ----------------------------------------------------------------------------
     def build_fetch_request(self, now_ms: int) -> dict | None:
-        """The next Fetch (v19 field names) for partitions ready now, or None."""
+        """The next Fetch (v19 field names), or None when nothing is fetchable now."""
         if self.in_flight:
             return None
-        ready = [p for p in self.partitions.values() if p.ready(now_ms) and not self._probe_due(p)]
-        if not ready:
+        self._wake_delayed(now_ms)
+        if now_ms - self._last_refresh_ms >= LOCAL_LOG_REFRESH_MS:
+            self._last_refresh_ms = now_ms
+            self._dirty.update(self.session.members)
+        session_id, epoch = self.session.begin_request()
+        candidates = self.partitions if self.session.full else self._dirty
+        changed, forgotten, probe_due = self._diff(candidates, now_ms)
+        self._dirty = probe_due             # ``take_probes`` takes them
+        if not self.session.members:
+            self.session.reset()
             return None
-        topics: dict[bytes, list[dict]] = {}
-        for p in ready:
-            topics.setdefault(p.key[0], []).append(p.fetch_partition(self.config.partition_max_bytes))
         self.in_flight = True
         c = self.config
         return {"ReplicaState": {"ReplicaId": self.replica_id, "ReplicaEpoch": self.replica_epoch},
                 "MaxWaitMs": c.max_wait_ms, "MinBytes": c.min_bytes, "MaxBytes": c.max_bytes,
-                "IsolationLevel": 0, "SessionId": 0, "SessionEpoch": -1,
-                "Topics": [{"TopicId": tid, "Partitions": parts} for tid, parts in topics.items()],
-                "ForgottenTopicsData": [], "RackId": ""}
+                "IsolationLevel": 0, "SessionId": session_id, "SessionEpoch": epoch,
+                "Topics": _by_topic(changed), "ForgottenTopicsData": _by_topic(forgotten), "RackId": ""}
+
+    def _diff(self, candidates: Iterable[PartitionKey], now_ms: int):
+        """([(key, entry)] to send, [(key, index)] to forget, {keys whose KIP-1023 probe is due}) among
+        ``candidates``; updates the members."""
+        members = self.session.members
+        changed, forgotten, probe_due = [], [], set()
+        max_bytes = self.config.partition_max_bytes
+        for key in candidates:
+            p = self.partitions.get(key)
+            fetchable = p is not None and p.ready(now_ms)
+            if fetchable and self._probe_due(p):
+                probe_due.add(key)
+                fetchable = False
+            if not fetchable:
+                if members.pop(key, None) is not None:
+                    forgotten.append((key, key[1]))
+                continue
+            fields = p.fields(max_bytes)
+            if members.get(key) != fields:
+                members[key] = fields
+                changed.append((key, fields.request_entry(key[1])))
+        return changed, forgotten, probe_due
 
     def take_probes(self, now_ms: int) -> list[ProbeTieredStart]:
         """KIP-1023: the partitions to ask the leader about before their first fetch (now PROBING)."""
+        self._wake_delayed(now_ms)
+        candidates = self.partitions if self.session.full else self._dirty
         probes = []
-        for p in self.partitions.values():
-            if p.ready(now_ms) and self._probe_due(p):
-                p.move(FetchStatus.PROBING)
-                p.probe_trigger = ErrorCode.NONE
-                probes.append(ProbeTieredStart(p.key, p.leader_epoch))
-        return probes
+        for key in candidates:
+            p = self.partitions.get(key)
+            if p is not None and p.ready(now_ms) and self._probe_due(p):
+                probes.append(p)
+        for p in probes:
+            p.move(FetchStatus.PROBING)
+            p.probe_trigger = ErrorCode.NONE
+            self._dirty.add(p.key)
+        return [ProbeTieredStart(p.key, p.leader_epoch) for p in probes]
 
     def _tiering(self, p: PartitionFetchState) -> TopicTiering:
         return TopicTiering(self.last_tiered_offset_enable, p.tiering.tiered, p.tiering.compacted)
@@ -184,45 +252,57 @@ class FetcherState:
     def _probe_due(self, p: PartitionFetchState) -> bool:
         return not p.probed and should_probe(self._tiering(p), p.log.log_end_offset)
 
+    def _wake_delayed(self, now_ms: int) -> None:
+        """Partitions whose backoff ended become candidates again."""
+        while self._wakeups and self._wakeups[0][0] <= now_ms:
+            self._dirty.add(heapq.heappop(self._wakeups)[1])
+
     def next_wakeup_ms(self) -> int | None:
         """When a delayed partition becomes ready (None if none is delayed)."""
-        times = [p.delay_until_ms for p in self.partitions.values() if p.status is FetchStatus.FETCHING]
-        return min(times) if times else None
+        while self._wakeups:
+            until, key = self._wakeups[0]
+            p = self.partitions.get(key)
+            if p is not None and p.status is FetchStatus.FETCHING and p.delay_until_ms == until:
+                return until
+            heapq.heappop(self._wakeups)
+        return None
 
     # --- responses ---------------------------------------------------------------------------
     def handle_fetch_failure(self, now_ms: int, error: int = ErrorCode.REQUEST_TIMED_OUT) -> list[FetchAction]:
-        """The request got no answer (connection lost, timeout)."""
+        """The request got no answer (connection lost, timeout) or a top-level error."""
         self.in_flight = False
-        return [self._back_off(p, now_ms, error) for p in self.partitions.values()
-                if p.status is FetchStatus.IN_FLIGHT]
+        self.session.on_error(error)
+        if error in _SESSION_ERRORS:
+            return []                   # only the session is gone: the next (full) request fetches
+        return [self._back_off(self.partitions[key], now_ms, error) for key in self.session.members
+                if key in self.partitions and self.partitions[key].status is FetchStatus.FETCHING]
 
     def handle_fetch_response(self, response: dict, now_ms: int) -> list[FetchAction]:
-        self.in_flight = False
         top = response.get("ErrorCode", ErrorCode.NONE)
         if top:
             return self.handle_fetch_failure(now_ms, top)
+        self.in_flight = False
+        members = self.session.members
+        self.session.on_response(response.get("SessionId", 0))
         actions: list[FetchAction] = []
-        answered: set[PartitionKey] = set()
         for topic in response.get("Responses", ()):
             for data in topic["Partitions"]:
                 key = (topic["TopicId"], data["PartitionIndex"])
-                p = self.partitions.get(key)
-                if p is None or p.status is not FetchStatus.IN_FLIGHT or key in answered:
+                p, sent = self.partitions.get(key), members.get(key)
+                if p is None or sent is None or p.status is not FetchStatus.FETCHING:
                     continue
-                answered.add(key)
-                actions.extend(self._handle_partition(p, data, now_ms))
-        for p in self.partitions.values():          # asked but not answered: ask again
-            if p.status is FetchStatus.IN_FLIGHT and p.key not in answered:
-                p.move(FetchStatus.FETCHING)
+                self._dirty.add(key)
+                if sent.current_leader_epoch != p.leader_epoch:
+                    continue                        # asked at an older epoch
+                actions.extend(self._handle_partition(p, sent, data, now_ms))
         return actions
 
-    def _handle_partition(self, p: PartitionFetchState, data: dict, now_ms: int) -> list[FetchAction]:
+    def _handle_partition(self, p: PartitionFetchState, sent: FetchFields, data: dict,
+                          now_ms: int) -> list[FetchAction]:
         error = data.get("ErrorCode", ErrorCode.NONE)
-        if error == ErrorCode.NONE and p.log.log_end_offset != p.inflight_offset:
-            p.move(FetchStatus.FETCHING)            # our log changed meanwhile: stale answer
-            return []
+        if error == ErrorCode.NONE and p.log.log_end_offset != sent.fetch_offset:
+            return []                               # our log changed meanwhile: stale answer
         if error == ErrorCode.NONE:
-            p.move(FetchStatus.FETCHING)
             p.errors, p.delay_until_ms = 0, 0
             return self._handle_data(p, data)
         if error in (ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE, ErrorCode.OFFSET_OUT_OF_RANGE) and \
@@ -259,12 +339,15 @@ class FetcherState:
         p.move(FetchStatus.FETCHING)
         p.errors += 1
         p.delay_until_ms = now_ms + self._backoff.delay_ms(p.errors)
+        heapq.heappush(self._wakeups, (p.delay_until_ms, p.key))
+        self._dirty.add(p.key)          # forgotten by the next request, back when the delay ends
         return Backoff(p.key, p.delay_until_ms, int(error))
 
     # --- OFFSET_MOVED_TO_TIERED_STORAGE (KIP-405's follower path) -------------------------
     def on_remote_aux_state(self, key: PartitionKey, leader_epoch: int, error: int, now_ms: int) -> list[FetchAction]:
         """The shell's report on a ``BuildRemoteLogAuxState``: NONE when the log now starts at the
         leader's local log start, else the error (retriable: back off, the next fetch asks again)."""
+        self._dirty.add(key)
         p = self.partitions.get(key)
         if p is None or p.status is not FetchStatus.TIERED or p.leader_epoch != leader_epoch:
             return []
@@ -283,6 +366,7 @@ class FetcherState:
     def on_tiered_start(self, key: PartitionKey, leader_epoch: int, error: int, leader: LeaderOffsets | None,
                         now_ms: int) -> list[FetchAction]:
         """The leader's answers to a ``ProbeTieredStart`` (``error`` of the first failed ListOffsets)."""
+        self._dirty.add(key)
         p = self.partitions.get(key)
         if p is None or p.status is not FetchStatus.PROBING or p.leader_epoch != leader_epoch:
             return []
@@ -319,6 +403,7 @@ class FetcherState:
 
         Ignored unless the partition is still resolving at ``leader_epoch``.
         """
+        self._dirty.add(key)
         p = self.partitions.get(key)
         if p is None or p.status is not FetchStatus.OUT_OF_RANGE or p.leader_epoch != leader_epoch:
             return []
@@ -338,3 +423,11 @@ class FetcherState:
         if offset > local_end:
             return [TruncateFullyAndStartAt(key, offset)]
         return []
+
+
+def _by_topic(entries: list[tuple[PartitionKey, object]]) -> list[dict]:
+    """Request entries grouped per topic id: [{"TopicId": id, "Partitions": [...]}]."""
+    topics: dict[bytes, list] = {}
+    for key, entry in entries:
+        topics.setdefault(key[0], []).append(entry)
+    return [{"TopicId": tid, "Partitions": parts} for tid, parts in topics.items()]

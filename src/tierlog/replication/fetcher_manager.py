@@ -58,7 +58,8 @@ class ReplicaFetchers:
         current = self._leader_of.get(key)
         if current == leader_id:
             state = self.fetchers[leader_id].partitions[key]
-            state.tiering = tiering
+            if state.tiering != tiering:
+                self.fetchers[leader_id].set_tiering(key, tiering)
             if leader_epoch <= state.leader_epoch:
                 return False
             self.fetchers[leader_id].set_leader_epoch(key, leader_epoch)

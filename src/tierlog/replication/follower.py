@@ -5,21 +5,21 @@ write goes back to the shell as an action (``fetch_actions``).  The fetch
 offset is the log end offset at request time and LastFetchedEpoch the log's
 latest epoch, so applying an Append or a truncation needs no confirmation.
 
-States and transitions:
+States and transitions (FETCHING: in the fetch session with the leader, so
+every request covers it, unless delayed by a backoff):
 
-    FETCHING      -include in a request->          IN_FLIGHT
-    IN_FLIGHT     -data / DivergingEpoch->         FETCHING
-    IN_FLIGHT     -retriable error, lost request-> FETCHING, delayed by backoff
-    IN_FLIGHT     -OFFSET_OUT_OF_RANGE->           OUT_OF_RANGE
+    FETCHING      -data / DivergingEpoch->         FETCHING
+    FETCHING      -retriable error, lost request-> FETCHING, delayed by backoff
+    FETCHING      -OFFSET_OUT_OF_RANGE->           OUT_OF_RANGE
     OUT_OF_RANGE  -leader offset resolves it->     FETCHING (maybe truncated)
     OUT_OF_RANGE  -ListOffsets error->             FETCHING, delayed by backoff
     OUT_OF_RANGE  -ListOffsets FENCED_LEADER_EPOCH-> FENCED
-    IN_FLIGHT     -FENCED_LEADER_EPOCH->           FENCED
-    IN_FLIGHT     -OFFSET_MOVED_TO_TIERED_STORAGE-> TIERED (KIP-405 rebuild), or PROBING (KIP-1023)
+    FETCHING      -FENCED_LEADER_EPOCH->           FENCED
+    FETCHING      -OFFSET_MOVED_TO_TIERED_STORAGE-> TIERED (KIP-405 rebuild), or PROBING (KIP-1023)
     TIERED        -rebuilt / failed (backoff)->    FETCHING
     TIERED        -FENCED_LEADER_EPOCH->           FENCED
     FETCHING      -KIP-1023 probe due->            PROBING
-    IN_FLIGHT     -OFFSET_OUT_OF_RANGE, KIP-1023 applies-> PROBING
+    FETCHING      -OFFSET_OUT_OF_RANGE, KIP-1023 applies-> PROBING
     PROBING       -usual / start at T->            FETCHING (maybe restarted at T)
     PROBING       -usual after OFFSET_OUT_OF_RANGE-> OUT_OF_RANGE (Kafka's resolution)
     PROBING       -usual after OFFSET_MOVED_TO_TIERED_STORAGE-> TIERED (KIP-405's rebuild)
@@ -43,6 +43,7 @@ from enum import Enum
 from typing import Protocol
 
 from .fetch_actions import PartitionKey
+from .follower_session import FetchFields
 from .tiered_start import NOT_TIERED, TopicTiering
 
 __all__ = ["FETCH_BACKOFF_MAX_MS", "FetchStatus", "FollowerLog", "PartitionFetchState"]
@@ -68,7 +69,6 @@ class FollowerLog(Protocol):
 
 class FetchStatus(Enum):
     FETCHING = "fetching"
-    IN_FLIGHT = "in_flight"
     OUT_OF_RANGE = "out_of_range"
     TIERED = "tiered"                   # rebuilding from remote storage (KIP-405 / KIP-1023)
     PROBING = "probing"                 # asking the leader where to start (KIP-1023)
@@ -76,9 +76,8 @@ class FetchStatus(Enum):
 
 
 _LEGAL = {
-    FetchStatus.FETCHING: {FetchStatus.IN_FLIGHT, FetchStatus.FETCHING, FetchStatus.PROBING},
-    FetchStatus.IN_FLIGHT: {FetchStatus.FETCHING, FetchStatus.OUT_OF_RANGE, FetchStatus.TIERED, FetchStatus.FENCED,
-                            FetchStatus.PROBING},
+    FetchStatus.FETCHING: {FetchStatus.FETCHING, FetchStatus.OUT_OF_RANGE, FetchStatus.TIERED, FetchStatus.FENCED,
+                           FetchStatus.PROBING},
     FetchStatus.OUT_OF_RANGE: {FetchStatus.FETCHING, FetchStatus.FENCED},
     FetchStatus.PROBING: {FetchStatus.FETCHING, FetchStatus.TIERED, FetchStatus.FENCED, FetchStatus.OUT_OF_RANGE},
     FetchStatus.TIERED: {FetchStatus.FETCHING, FetchStatus.FENCED},
@@ -95,7 +94,6 @@ class PartitionFetchState:
     status: FetchStatus = FetchStatus.FETCHING
     delay_until_ms: int = 0
     errors: int = 0                         # consecutive errors, for the backoff
-    inflight_offset: int = -1
     tiering: TopicTiering = NOT_TIERED  # the topic's traits (``enabled`` is the fetcher's)
     probed: bool = False                    # KIP-1023: the leader was asked at this epoch
     probe_trigger: int = 0                  # the fetch error that started the probe (0: before a fetch)
@@ -107,15 +105,10 @@ class PartitionFetchState:
     def ready(self, now_ms: int) -> bool:
         return self.status is FetchStatus.FETCHING and now_ms >= self.delay_until_ms
 
-    def fetch_partition(self, partition_max_bytes: int) -> dict:
-        """This partition's entry of a Fetch v19 request; marks it in flight."""
+    def fields(self, partition_max_bytes: int) -> FetchFields:
+        """What this partition's entry of the next Fetch says (the log as it is now)."""
         log = self.log
-        offset = log.log_end_offset
         epoch = log.latest_epoch
-        self.move(FetchStatus.IN_FLIGHT)
-        self.inflight_offset = offset
-        return {"Partition": self.key[1], "CurrentLeaderEpoch": self.leader_epoch,
-                "FetchOffset": offset, "LastFetchedEpoch": -1 if epoch is None else epoch,
-                "LogStartOffset": log.log_start_offset, "PartitionMaxBytes": partition_max_bytes,
-                "LocalLogStartTimestamp": log.local_log_start_timestamp,
-                "LocalLogSizeBytes": log.local_log_size_bytes}
+        return FetchFields(self.leader_epoch, log.log_end_offset, -1 if epoch is None else epoch,
+                           log.log_start_offset, partition_max_bytes, log.local_log_start_timestamp,
+                           log.local_log_size_bytes)

@@ -27,7 +27,7 @@ Rules (``LeaderMoves``):
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 __all__ = ["LeaderMoves"]
 
@@ -49,8 +49,9 @@ class LeaderMoves:
         if expected is not None and expected.pop(key, None) is not None and not expected:
             del self._expected[replica_id]
 
-    def must_answer_now(self, replica_id: int, keys: Iterable[Hashable], now_ms: int) -> bool:
-        """Whether a Fetch from ``replica_id`` naming ``keys`` omits a partition it is expected for."""
+    def must_answer_now(self, replica_id: int, holds: Callable[[Hashable], bool], now_ms: int) -> bool:
+        """Whether a Fetch from ``replica_id`` lacks a partition it is expected for (``holds(key)``:
+        the fetch, or its fetch session, has ``key``)."""
         expected = self._expected.get(replica_id)
         if not expected:
             return False
@@ -59,4 +60,4 @@ class LeaderMoves:
         if not expected:
             del self._expected[replica_id]
             return False
-        return not set(expected) <= set(keys)
+        return not all(holds(key) for key in expected)

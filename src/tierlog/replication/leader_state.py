@@ -34,13 +34,15 @@ Entry points, each returning what to send:
 
 - ``on_follower_fetch`` after a valid follower fetch (no DivergingEpoch);
 - ``on_leader_append`` after appending a produce batch;
-- ``tick`` periodically (shrink checks, retries, reports);
+- ``tick`` periodically (shrink checks, retries, reports); ``settled`` says
+  whether a tick could change anything;
 - ``on_alter_partition_response`` / ``on_alter_partition_failure``;
 - ``on_partition_metadata`` when the metadata image changes this partition
   within the same leader epoch.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tierlog.protocol.errors import ErrorCode
@@ -102,6 +104,7 @@ class LeaderState:
         self.replicas = tuple(replicas)
         self.fenced = frozenset(fenced)
         self.epoch_start_offset = log_end_offset   # first offset of this leader epoch
+        self._leader_leo = log_end_offset          # as of the latest append (``on_leader_append``)
         self.isr_state = IsrState(tuple(isr), partition_epoch)
         self.followers: dict[int, ReplicaState] = {}
         self._sync_followers(now_ms)
@@ -166,9 +169,27 @@ class LeaderState:
         advanced = self._maybe_increment_hw(leader_leo, now_ms)
         return LeaderUpdate(self._hw, advanced, self._maybe_send(now_ms))
 
-    def on_leader_append(self, leader_leo: int, now_ms: int) -> LeaderUpdate:
+    def on_leader_append(self, leader_leo: int, now_ms: int,
+                         replica_fetch_ms: Mapping[int, int] | None = None) -> LeaderUpdate:
+        """The leader's log grew to ``leader_leo``.  ``replica_fetch_ms``: each follower's latest Fetch
+        here; a follower in a fetch session names a partition only when its position moves, so one
+        that had the whole log before this append was caught up as of that Fetch (Kafka's rule,
+        applied now instead of on a fetch that would name the partition)."""
+        if replica_fetch_ms is not None:
+            for rid, r in self.followers.items():
+                r.credit_unnamed_fetch(self._leader_leo, replica_fetch_ms.get(rid, UNKNOWN))
+        self._leader_leo = leader_leo
         advanced = self._maybe_increment_hw(leader_leo, now_ms)
         return LeaderUpdate(self._hw, advanced)
+
+    def settled(self, leader_leo: int) -> bool:
+        """Nothing for ``tick`` to do until something happens: every replica in the ISR, every one
+        holding the leader's whole log, the high watermark there, no proposal (a follower's
+        fetch, an append or a metadata update unsettles it; KIP-1303 reports still need a tick
+        now and then)."""
+        return (self.isr_state.proposal is None and not self.recovering and self._hw == leader_leo
+                and len(self.isr) == len(self.replicas)
+                and all(r.log_end_offset == leader_leo for r in self.followers.values()))
 
     def tick(self, now_ms: int, leader_leo: int, leader_local_log: LocalLog | None = None) -> LeaderUpdate:
         if leader_local_log is not None:

@@ -16,8 +16,14 @@ LEO was e0 moves ``last_caught_up_time_ms`` to
 never backwards.  ``is_caught_up`` is "LEO equals the leader's LEO, or caught up
 within ``replica.lag.time.max.ms``".
 
+With fetch sessions (KIP-227) a follower names a partition only when its fetch
+offset moves, so a Fetch that leaves it out is a fetch at the same offset:
+``credit_unnamed_fetch`` applies the rule for it when the leader appends (the
+only time the outcome can differ), with the follower's latest Fetch time.
+
 Transitions: ``reset`` on becoming leader (a follower in the ISR counts as caught
-up now, others as never); ``update_fetch`` on every valid follower fetch.
+up now, others as never); ``update_fetch`` on every valid follower fetch that
+names the partition; ``credit_unnamed_fetch`` on every leader append.
 """
 from __future__ import annotations
 
@@ -63,6 +69,14 @@ class ReplicaState:
             self.broker_epoch = broker_epoch
         self.local_log_start_timestamp = local_log_start_timestamp
         self.local_log_size_bytes = local_log_size_bytes
+
+    def credit_unnamed_fetch(self, leader_leo_before: int, fetch_ms: int) -> None:
+        """The leader appended past ``leader_leo_before``; this follower's latest Fetch (at ``fetch_ms``,
+        in a session that did not name the partition because its position had not moved) had it all."""
+        if fetch_ms != UNKNOWN and self.log_end_offset != UNKNOWN and self.log_end_offset >= leader_leo_before:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, fetch_ms)
+            self.last_fetch_time_ms = max(self.last_fetch_time_ms, fetch_ms)
+            self.last_fetch_leader_leo = leader_leo_before
 
     def is_caught_up(self, leader_leo: int, now_ms: int, max_lag_ms: int) -> bool:
         return self.log_end_offset == leader_leo or now_ms - self.last_caught_up_time_ms <= max_lag_ms

@@ -70,6 +70,17 @@ class LogDurability:
         """Closed, or taken offline by an I/O error (maybe in a background flush)."""
         return self._offline
 
+    def tick_due(self, now_ms: int) -> bool:
+        """Whether ``tick`` has work now: files to delete, a rolled segment or ``flush.ms`` to flush.
+
+        Read without the lock (at worst the work waits one tick), so that a LogManager tick over
+        thousands of idle logs costs a few attribute reads each; it also records ``now_ms`` for
+        the calls that take no time.
+        """
+        self._clock_ms = max(self._clock_ms, now_ms)
+        return bool(self._pending_deletes) or self._roll_flush_offset is not None or (
+            self.log_end_offset > self.recovery_point and now_ms - self._last_flush_ms >= self.config.flush_ms)
+
     def tick(self, now_ms: int) -> None:
         """Time-driven work: flush after a roll, flush.ms, delayed file deletion.
 

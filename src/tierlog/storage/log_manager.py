@@ -276,7 +276,8 @@ class LogManager:
             self._now_ms = now_ms
             self._take_failed_offline()
             for key, log in list(self._logs.items()):
-                self._guarded(key, log.tick, now_ms)
+                if log.tick_due(now_ms):
+                    self._guarded(key, log.tick, now_ms)
             if now_ms - self._last_retention_ms >= self.retention_check_interval_ms:
                 self._last_retention_ms = now_ms
                 for key, log in list(self._logs.items()):

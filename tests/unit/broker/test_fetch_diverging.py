@@ -31,10 +31,13 @@ class FakeReplicas:
     def on_follower_fetch(self, part, replica_id, fetch_offset, epoch, fields):
         return ErrorCode.NONE
 
-    def must_answer_now(self, replica_id, keys):
+    def on_replica_fetch(self, replica_id):
+        pass
+
+    def must_answer_now(self, replica_id, holds):
         return False
 
-    async def wait_for_data(self, keys, timeout_s, replica_id=None):
+    async def wait_for_data(self, keys, timeout_s, replica_id=None, view=None):
         self.parked += 1
 
 

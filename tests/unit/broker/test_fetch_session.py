@@ -24,13 +24,56 @@ def test_sessionless_full_fetch_creates_nothing():
     assert view.session_id == 0 and not view.incremental and len(c) == 0
 
 
-def test_new_session_then_incremental_keeps_partitions_and_forgets():
+def test_new_session_then_incremental_reads_only_what_it_names():
     c = cache()
     full = c.open(0, 0, [sp(0), sp(1), sp(2)], [])
     assert full.session_id != 0 and not full.incremental
+    assert [p.partition for p in full.partitions] == [0, 1, 2]
     inc = c.open(full.session_id, 1, [sp(1, offset=50)], [("t", 2)])
-    assert inc.incremental
-    assert [(p.partition, p.fetch_offset) for p in inc.partitions] == [(0, 0), (1, 50)]
+    assert inc.incremental and inc.named == {("t", 1)}
+    assert [(p.partition, p.fetch_offset) for p in inc.partitions] == [(1, 50)]
+    assert inc.contains(("t", 0)) and not inc.contains(("t", 2))
+    assert c.open(full.session_id, 2, [], []).partitions == []          # nothing named, nothing changed
+
+
+def test_a_change_marks_the_partition_in_every_session_holding_it():
+    c = cache()
+    a = c.open(0, 0, [sp(0), sp(1)], []).session_id
+    b = c.open(0, 0, [sp(1)], []).session_id
+    c.mark_changed([("t", 1), ("other", 0)])
+    assert [p.partition for p in c.open(a, 1, [], []).partitions] == [1]
+    assert [p.partition for p in c.open(b, 1, [], []).partitions] == [1]
+    assert c.open(a, 2, [], []).partitions == []                        # read once per change
+    c.open(a, 3, [], [("t", 1)])                                        # forgotten: no longer marked
+    c.mark_changed([("t", 1)])
+    assert c.open(a, 4, [], []).partitions == []
+
+
+def test_a_parked_fetch_wakes_on_a_change_of_its_session():
+    c = cache()
+    sid = c.open(0, 0, [sp(0), sp(1)], []).session_id
+    view = c.open(sid, 1, [], [])
+    waiter = Waiter()
+    assert view.park(waiter) and not waiter.done()
+    c.mark_changed([("t", 0)])
+    assert waiter.done()
+    assert [p.partition for p in view.take_changed()] == [0]
+    again = c.open(sid, 2, [], [])
+    early = Waiter()
+    view.keep(again.contains(("t", 1)) and sp(1))                       # kept for the next fetch
+    assert again.park(early) and early.done()                           # news already waiting: no park
+    assert not c.open(0, -1, [sp(0)], []).park(Waiter())               # no session to park on
+
+
+class Waiter:
+    def __init__(self):
+        self.result = None
+
+    def done(self):
+        return self.result is not None
+
+    def set_result(self, value):
+        self.result = "set"
 
 
 def test_wrong_epoch_and_unknown_session_are_errors():
@@ -76,8 +119,9 @@ def test_incremental_response_only_returns_changes():
     full = c.open(0, 0, [sp(0), sp(1)], [])
     for p in full.partitions:
         assert full.should_return(p, False, 0, hw=10, lso=10, log_start=0)
+    c.mark_changed([("t", 0), ("t", 1)])
     inc = c.open(full.session_id, 1, [], [])
-    p0, p1 = inc.partitions
+    p0, p1 = sorted(inc.partitions, key=lambda p: p.partition)
     assert not inc.should_return(p0, False, 0, 10, 10, 0)          # nothing new
     assert inc.should_return(p1, False, 0, 11, 11, 0)              # high watermark moved
     assert inc.should_return(p0, True, 0, 10, 10, 0)               # records

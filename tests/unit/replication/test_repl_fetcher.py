@@ -52,7 +52,7 @@ def test_request_shape_with_kip1303_fields_and_multiplexing():
     f.add_partition((T2, 0), 3, FakeLog(log_end_offset=7, log_start_offset=2, latest_epoch=3))
     req = f.build_fetch_request(0)
     assert req["ReplicaState"] == {"ReplicaId": 2, "ReplicaEpoch": 42}
-    assert req["SessionId"] == 0 and req["SessionEpoch"] == -1
+    assert req["SessionId"] == 0 and req["SessionEpoch"] == 0           # a full fetch that opens a session
     by_topic = {t["TopicId"]: t["Partitions"] for t in req["Topics"]}
     assert [p["Partition"] for p in by_topic[T1]] == [0, 1]
     p0 = by_topic[T1][0]
@@ -302,3 +302,62 @@ def test_leader_change_moves_partition_between_fetchers():
     assert set(fs.fetchers) == {3}
     fs.stop_following((T1, 0))
     assert fs.fetchers == {}
+
+
+def _session_fetcher():
+    """Two partitions of T1, a session (id 77) opened by the first, full, request."""
+    f = fetcher()
+    logs = [FakeLog(log_end_offset=10), FakeLog(log_end_offset=20)]
+    for i, log in enumerate(logs):
+        f.add_partition((T1, i), 5, log)
+    req = f.build_fetch_request(0)
+    assert (req["SessionId"], req["SessionEpoch"]) == (0, 0) and len(req["Topics"][0]["Partitions"]) == 2
+    f.handle_fetch_response({"ErrorCode": 0, "SessionId": 77, "Responses": []}, 0)
+    return f, logs
+
+
+def _named(req):
+    return sorted((t["TopicId"], p["Partition"], p["FetchOffset"]) for t in req["Topics"] for p in t["Partitions"])
+
+
+def test_incremental_fetch_names_only_partitions_whose_position_moved():
+    f, logs = _session_fetcher()
+    req = f.build_fetch_request(1)
+    assert (req["SessionId"], req["SessionEpoch"]) == (77, 1) and _named(req) == []
+    assert req["ForgottenTopicsData"] == []
+    acts = f.handle_fetch_response({"ErrorCode": 0, "SessionId": 77, "Responses": [{"TopicId": T1, "Partitions": [
+        {"PartitionIndex": 1, "ErrorCode": 0, "HighWatermark": 25, "Records": b"abc"}]}]}, 2)
+    assert acts[0] == Append((T1, 1), b"abc")
+    logs[1].log_end_offset = 25                                  # the shell appended
+    req = f.build_fetch_request(3)
+    assert req["SessionEpoch"] == 2 and _named(req) == [(T1, 1, 25)]
+
+
+def test_a_delayed_partition_is_forgotten_and_named_again_when_its_backoff_ends():
+    f, _ = _session_fetcher()
+    f.build_fetch_request(1)
+    [backoff] = f.handle_fetch_response(response(T1, 0, ErrorCode=ErrorCode.NOT_LEADER_OR_FOLLOWER), 1)
+    req = f.build_fetch_request(2)
+    assert req["ForgottenTopicsData"] == [{"TopicId": T1, "Partitions": [0]}] and _named(req) == []
+    f.handle_fetch_response({"ErrorCode": 0, "SessionId": 77, "Responses": []}, 3)
+    assert f.next_wakeup_ms() == backoff.until_ms
+    assert _named(f.build_fetch_request(backoff.until_ms)) == [(T1, 0, 10)]
+
+
+def test_session_errors_restart_the_session_with_a_full_fetch():
+    for error, session_id in ((ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0), (ErrorCode.INVALID_FETCH_SESSION_EPOCH, 77)):
+        f, _ = _session_fetcher()
+        f.build_fetch_request(1)
+        assert f.handle_fetch_response({"ErrorCode": error, "Responses": []}, 1) == []     # no backoff
+        req = f.build_fetch_request(1)
+        assert (req["SessionId"], req["SessionEpoch"]) == (session_id, 0) and len(_named(req)) == 2
+
+
+def test_a_lost_request_backs_off_the_session_and_fetches_in_full_after():
+    f, _ = _session_fetcher()
+    f.build_fetch_request(1)
+    acts = f.handle_fetch_failure(1)
+    assert {a.key for a in acts} == {(T1, 0), (T1, 1)}
+    assert f.build_fetch_request(1) is None
+    req = f.build_fetch_request(acts[0].until_ms)
+    assert (req["SessionId"], req["SessionEpoch"]) == (77, 0) and len(_named(req)) == 2

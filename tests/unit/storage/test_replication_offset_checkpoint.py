@@ -110,14 +110,14 @@ def test_restarted_replica_starts_from_checkpointed_hw(tmp_path):
     # follower: min(checkpoint, LEO) until the leader tells it more
     rm = _replicas(LogManager([tmp_path], NOW))
     topic = _topic(leader=2)
-    part = rm._ensure(topic, topic.partitions[0])
+    part = rm._ensure(topic, topic.partitions[0], rm.log_config(topic))
     assert part.log.log_end_offset == 30 and part.high_watermark == 12
     rm.logs.close()
     # leader with a follower whose LEO is unknown: the LeaderState starts from the checkpoint
     manager = LogManager([tmp_path], NOW)
     rm = _replicas(manager)
     topic = _topic(leader=1)
-    part = rm._ensure(topic, topic.partitions[0])
+    part = rm._ensure(topic, topic.partitions[0], rm.log_config(topic))
     image = SimpleNamespace(brokers={1: SimpleNamespace(usable=True), 2: SimpleNamespace(usable=True)},
                             topics={"t": topic}, config=lambda name, t, default: default)
     rm._transition(image, part, topic.partitions[0])
@@ -133,7 +133,7 @@ def test_tick_writes_checkpoint_every_interval(tmp_path):
     manager = _manager_with_log(tmp_path)
     rm = _replicas(manager)
     topic = _topic(leader=2)
-    part = rm._ensure(topic, topic.partitions[0])
+    part = rm._ensure(topic, topic.partitions[0], rm.log_config(topic))
     assert part.high_watermark == 0      # no checkpoint yet
     part.follower_hw = 27
     rm.tick(NOW + 4_999)

@@ -1,8 +1,11 @@
 """Fetch (1), v4-19: read whole batches from file ranges, long-poll, fetch sessions.
 
 - Topic names up to v12, topic ids from v13 (unknown id -> UNKNOWN_TOPIC_ID).
-- Fetch sessions (KIP-227, v7+) through ``FetchSessionCache``; incremental
-  responses carry only partitions with news.
+- Fetch sessions (KIP-227, v7+) through ``FetchSessionCache``: an incremental
+  fetch reads only the partitions it names and those marked changed since
+  (appends, high watermark or log start moves, leadership lost), and its
+  response carries only partitions with news; a parked one wakes when a
+  partition of its session changes.
 - Long poll: when fewer than MinBytes are ready, wait up to MaxWaitMs (capped
   by ``request.timeout.ms``) for an append to any fetched partition. A
   follower's fetch that omits a partition which just moved here is answered at
@@ -20,8 +23,11 @@
   the broker catches up with the quorum once (``stale_metadata``).
 - A follower's fetch (ReplicaId >= 0) on the leader updates the leader's view
   of that follower (``ReplicaManager.on_follower_fetch``: ISR, high watermark)
-  with its FetchOffset, ReplicaEpoch and the v19 KIP-1303 LocalLogStartTimestamp
-  / LocalLogSizeBytes; a diverging or out-of-range fetch does not.
+  with the FetchOffset, ReplicaEpoch and the v19 KIP-1303 LocalLogStartTimestamp
+  / LocalLogSizeBytes of each partition it reads (a session partition the
+  request does not name: as last named); a diverging or out-of-range fetch
+  does not.  ``ReplicaManager.on_replica_fetch`` records when each follower
+  last fetched, for the partitions no fetch reads because nothing changed.
 - Tiered logs (KIP-405): a consumer's fetch below the local log start is served
   from remote storage (``broker.remote.reader``), every such partition at once,
   each waiting at most remote.fetch.max.wait.ms (then it comes back empty); no
@@ -59,28 +65,43 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
         return {"ThrottleTimeMs": 0, "ErrorCode": e.error_code, "SessionId": 0, "Responses": []}
     replica_id = _replica_id(request, version)
     max_bytes = min(request.get("MaxBytes", broker.fetch_max_bytes), broker.fetch_max_bytes)
-    follower = _follower_fields(request, version) if replica_id >= 0 else None
-    reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0), max_bytes,
-                      follower)
+    isolation = request.get("IsolationLevel", 0)
+    follower = None
+    if replica_id >= 0:
+        follower = _replica_epoch(request, version)
+        broker.replicas.on_replica_fetch(replica_id)
+    reads = _read_all(broker, view.partitions, version, replica_id, isolation, max_bytes, follower)
     if any(may_be_stale(r.key and broker.replicas.get(*r.key), r.error) for r in reads if r.error):
         await catch_up_once(broker)
-        reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0),
-                          max_bytes, follower)
+        reads = _read_all(broker, view.partitions, version, replica_id, isolation, max_bytes, follower)
     wait_ms = min(request["MaxWaitMs"], broker.fetch_wait_max_ms)
     if any(r.remote for r in reads):
         await _read_remote(broker, reads, max_bytes)
-    elif wait_ms > 0 and not _satisfied(reads, request["MinBytes"]) and not _moved_here(broker, replica_id, reads):
+    elif wait_ms > 0 and not _satisfied(reads, request["MinBytes"]) and not _moved_here(broker, replica_id,
+                                                                                          view, version):
         keys = [r.key for r in reads if r.key is not None]
-        await broker.replicas.wait_for_data(keys, wait_ms / 1000, replica_id)
-        reads = _read_all(broker, view.partitions, version, replica_id, request.get("IsolationLevel", 0),
-                          max_bytes)
+        await broker.replicas.wait_for_data(keys, wait_ms / 1000, replica_id, view)
+        again = {id(r.sp): r.sp for r in reads}
+        again.update((id(sp), sp) for sp in view.take_changed())
+        reads = _read_all(broker, list(again.values()), version, replica_id, isolation, max_bytes, follower)
+    for r in reads:
+        if r.size > 0 or r.more:
+            view.keep(r.sp)         # read again next time, named or not (applied, or the budget ran out)
     return _response(broker, view, reads, version, header.listener)
 
 
-def _moved_here(broker, replica_id: int, reads) -> bool:
-    """A follower's fetch that omits a partition it just started to follow here is not parked
-    (``replication.leader_moves``)."""
-    return replica_id >= 0 and broker.replicas.must_answer_now(replica_id, [r.key for r in reads if r.key])
+def _moved_here(broker, replica_id: int, view, version: int) -> bool:
+    """A follower's fetch whose session lacks a partition it just started to follow here is not
+    parked (``replication.leader_moves``)."""
+    if replica_id < 0:
+        return False
+
+    def holds(key) -> bool:
+        if version < TOPIC_IDS_FROM:
+            return view.contains(key)
+        part = broker.replicas.get(*key)
+        return part is not None and view.contains((part.topic_id, key[1]))
+    return broker.replicas.must_answer_now(replica_id, holds)
 
 
 def _session_inputs(request, version):
@@ -91,19 +112,15 @@ def _session_inputs(request, version):
         for p in t["Partitions"]:
             requested.append(SessionPartition(
                 topic_key, p["Partition"], p["FetchOffset"], p["PartitionMaxBytes"],
-                p.get("CurrentLeaderEpoch", -1), p.get("LastFetchedEpoch", -1)))
+                p.get("CurrentLeaderEpoch", -1), p.get("LastFetchedEpoch", -1), raw=p))
     forgotten = [(t["TopicId"] if by_id else t["Topic"], p)
                  for t in request.get("ForgottenTopicsData", ()) for p in t["Partitions"]]
     return requested, forgotten
 
 
-def _follower_fields(request, version):
-    """(ReplicaEpoch, {(topic key, partition): raw partition dict}) of a follower's fetch."""
-    epoch = (request.get("ReplicaState") or {}).get("ReplicaEpoch", -1) if version >= 15 else -1
-    by_id = version >= TOPIC_IDS_FROM
-    raw = {((t["TopicId"] if by_id else t["Topic"]), p["Partition"]): p
-           for t in request["Topics"] for p in t["Partitions"]}
-    return epoch, raw
+def _replica_epoch(request, version) -> int:
+    """A follower's ReplicaState.ReplicaEpoch (its broker epoch; v15+)."""
+    return (request.get("ReplicaState") or {}).get("ReplicaEpoch", -1) if version >= 15 else -1
 
 
 def _replica_id(request, version) -> int:
@@ -113,11 +130,12 @@ def _replica_id(request, version) -> int:
 
 
 class _Read:
-    __slots__ = ("diverging", "error", "hw", "key", "log_start", "lso", "parts", "remote", "size", "sp")
+    __slots__ = ("diverging", "error", "hw", "key", "log_start", "lso", "more", "parts", "remote", "size", "sp")
 
     def __init__(self, sp, key=None, error=ErrorCode.NONE):
         self.sp, self.key, self.error = sp, key, error
         self.parts, self.size = [], 0
+        self.more = False           # records were there to read (below the bound) but none went out
         self.hw = self.lso = self.log_start = -1
         self.diverging = None
         self.remote = None          # (partition, its byte budget, first) when served from remote storage
@@ -130,11 +148,11 @@ def _satisfied(reads, min_bytes) -> bool:
 
 
 def _read_all(broker, partitions, version, replica_id, isolation, max_bytes, follower=None) -> list[_Read]:
-    reads, budget = [], max_bytes
+    reads, budget, first = [], max_bytes, True
     for sp in partitions:
-        r = _read_one(broker, sp, version, replica_id, isolation, budget, first=not any(x.size for x in reads),
-                      follower=follower)
+        r = _read_one(broker, sp, version, replica_id, isolation, budget, first, follower)
         budget -= r.size
+        first = first and not r.size
         reads.append(r)
     return reads
 
@@ -160,6 +178,7 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, followe
     source = _tiered_source(broker, part, sp.fetch_offset, replica_id)
     if source is FetchSource.REMOTE:
         r.remote = (part, limit, first)
+        r.more = True
         return r
     if source is FetchSource.OFFSET_MOVED_TO_TIERED_STORAGE:
         r.error = ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
@@ -172,13 +191,14 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, followe
         r.error = ErrorCode.KAFKA_STORAGE_ERROR
     else:
         r.parts, r.size = result.parts, result.size
+        r.more = not r.size and sp.fetch_offset < min(upper, part.log.log_end_offset)
         if follower is not None:
-            epoch, raw = follower
-            fields = raw.get((sp.topic_key, sp.partition), {})
-            r.error = broker.replicas.on_follower_fetch(part, replica_id, sp.fetch_offset, epoch, fields)
+            # a session partition the request does not name is fetched at the position it last named
+            # (Kafka updates every session partition's follower state on every fetch)
+            r.error = broker.replicas.on_follower_fetch(part, replica_id, sp.fetch_offset, follower, sp.raw or {})
             r.hw = r.lso = part.high_watermark
             if r.error:
-                r.parts, r.size = [], 0
+                r.parts, r.size, r.more = [], 0, False
     return r
 
 
@@ -211,6 +231,7 @@ async def _read_remote(broker, reads: list[_Read], max_bytes: int) -> None:
             if answer.records and (len(answer.records) <= budget or r.remote[2]):
                 r.parts, r.size = [answer.records], len(answer.records)
                 budget -= r.size
+        r.more = not r.size and not r.error
         r.remote = None
 
 

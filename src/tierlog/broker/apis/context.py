@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from tierlog.broker.fetch_session import FetchSessionCache
+    from tierlog.broker.fetch_session import FetchSessionCache, SessionView
     from tierlog.broker.partition import Partition
     from tierlog.broker.producer_ids import ProducerIdManager
     from tierlog.config import NodeConfig
@@ -65,10 +65,12 @@ class HostedReplicas(Protocol):
     def on_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int, replica_epoch: int,
                           fields: dict) -> int: ...
 
-    async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float,
-                            replica_id: int = -1) -> None: ...
+    def on_replica_fetch(self, replica_id: int) -> None: ...
 
-    def must_answer_now(self, replica_id: int, keys: Iterable[tuple[str, int]]) -> bool: ...
+    async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float,
+                            replica_id: int = -1, view: SessionView | None = None) -> None: ...
+
+    def must_answer_now(self, replica_id: int, holds: Callable[[tuple[str, int]], bool]) -> bool: ...
 
     def delete_records(self, part: Partition, offset: int,
                        timeout_ms: int) -> tuple[int, int, asyncio.Future | None]: ...

@@ -1,0 +1,104 @@
+"""Idle cost of many partitions: creation time, CPU while nothing happens, fencing.
+
+    python bench/idle_partitions.py                                  # 10,000 partitions RF 1 on 1 broker, 60 s idle
+    python bench/idle_partitions.py --brokers 3 --partitions 9000 --rf 3   # 3,000 replicas... per broker x 3
+    python bench/idle_partitions.py --idle-seconds 600               # the 10-minute watch
+
+Starts ``tierlog up --controllers 1 --brokers B`` in a temp dir, creates one
+topic of ``--partitions`` partitions and replication factor ``--rf``, and times
+CreateTopics until every partition has a leader (the creation time).  Then,
+after ``--settle-seconds``, it watches the idle cluster for ``--idle-seconds``:
+the CPU of each broker and of the controller (``/proc/<pid>/stat``), and once a
+second the brokers the Metadata answer lists (a fenced broker is left out), so
+any fencing shows up as a sample with fewer than B brokers.
+
+Writes ``results/idle_partitions_<label>.json`` and prints a summary line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from confluent_kafka.admin import AdminClient, NewTopic
+from machine import facts as machine_facts
+from partitions import cpu_seconds
+from replication import Cluster
+
+CREATE_TIMEOUT_S = 600.0
+POLL_S = 1.0
+
+
+def create(bootstrap: str, partitions: int, rf: int) -> float:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    start = time.monotonic()
+    fut = admin.create_topics([NewTopic("idle", partitions, rf)], operation_timeout=CREATE_TIMEOUT_S,
+                              request_timeout=CREATE_TIMEOUT_S)["idle"]
+    fut.result(CREATE_TIMEOUT_S)
+    while time.monotonic() - start < CREATE_TIMEOUT_S:
+        md = admin.list_topics(topic="idle", timeout=60).topics.get("idle")
+        if md and md.error is None and len(md.partitions) == partitions and \
+                all(p.leader >= 0 for p in md.partitions.values()):
+            return time.monotonic() - start
+        time.sleep(POLL_S)
+    raise RuntimeError(f"not every partition has a leader after {CREATE_TIMEOUT_S:.0f} s")
+
+
+def watch(bootstrap: str, brokers: int, seconds: float, pids: dict[int, int]) -> dict:
+    """CPU per node over ``seconds`` and the samples where the Metadata answer lacked a broker."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    before = {n: cpu_seconds(p) for n, p in pids.items()}
+    start, short, samples = time.monotonic(), [], 0
+    while time.monotonic() - start < seconds:
+        listed = len(admin.list_topics(timeout=10).brokers)
+        samples += 1
+        if listed < brokers:
+            short.append({"t_s": round(time.monotonic() - start, 1), "brokers_listed": listed})
+        time.sleep(POLL_S)
+    wall = time.monotonic() - start
+    cores = {n: (cpu_seconds(p) - before[n]) / wall for n, p in pids.items()}
+    return {"seconds": wall, "cores": cores, "metadata_samples": samples, "samples_missing_a_broker": short}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--brokers", type=int, default=1)
+    p.add_argument("--partitions", type=int, default=10_000)
+    p.add_argument("--rf", type=int, default=1)
+    p.add_argument("--settle-seconds", type=float, default=20.0)
+    p.add_argument("--idle-seconds", type=float, default=60.0)
+    p.add_argument("--label", default=None)
+    p.add_argument("--out", type=Path, default=HERE / "results")
+    args = p.parse_args(argv)
+    label = args.label or f"{args.partitions}x{args.rf}-on-{args.brokers}"
+    doc = {"brokers": args.brokers, "partitions": args.partitions, "rf": args.rf,
+           "machine_before": machine_facts()}
+    with tempfile.TemporaryDirectory(prefix="tierlog-bench-idle-") as tmp:
+        cluster = Cluster(Path(tmp), brokers=args.brokers, controllers=1)
+        try:
+            pids = {n: info["pid"] for n, info in cluster.nodes.items()}
+            doc["create_s"] = create(cluster.bootstrap, args.partitions, args.rf)
+            print(f"created {args.partitions} partitions RF {args.rf} in {doc['create_s']:.1f} s", flush=True)
+            time.sleep(args.settle_seconds)
+            doc["idle"] = watch(cluster.bootstrap, args.brokers, args.idle_seconds, pids)
+        finally:
+            cluster.stop()
+    doc["roles"] = {n: info["roles"] for n, info in cluster.nodes.items()}
+    idle = doc["idle"]
+    per_broker = [c for n, c in idle["cores"].items() if "broker" in doc["roles"][n]]
+    print(f"idle over {idle['seconds']:.0f} s: brokers {', '.join(f'{c:.3f}' for c in per_broker)} cores; "
+          f"{len(idle['samples_missing_a_broker'])} of {idle['metadata_samples']} Metadata samples missed a broker",
+          flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"idle_partitions_{label}.json").write_text(json.dumps(doc, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
