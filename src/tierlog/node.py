@@ -179,7 +179,7 @@ class Node:
 
     def _open_raft(self, cluster_id: str, voters: frozenset[int], listener) -> RaftNode:
         cfg = self.config
-        meta_dir = Path(cfg["metadata.log.dir"] or cfg.log_dirs[0]) / METADATA_PARTITION_DIR
+        meta_dir = self._metadata_dir()
         log_ = FileLog.open(meta_dir, segment_bytes=cfg["metadata.log.segment.bytes"])
         raft_config = RaftConfig(
             cluster_id=cluster_id,
@@ -191,6 +191,10 @@ class Node:
             max_replication_lag_ms=cfg["max.replication.lag.ms"])
         return RaftNode(cfg.node_id, voters, log_, FileSnapshotStore(meta_dir), FileQuorumStateStore(meta_dir, voters),
                         raft_config, random.Random(), listener, wall_clock_ms())
+
+    def _metadata_dir(self) -> Path:
+        """The Raft replica's log directory, which no partition log may take (LogManager's reserved_dirs)."""
+        return Path(self.config["metadata.log.dir"] or self.config.log_dirs[0]) / METADATA_PARTITION_DIR
 
     def _controller_channel(self, purpose: str, voters: list[int], loader: MetadataLoader) -> ControllerChannel:
         """A channel to the active controller with connections of its own, one per purpose as
@@ -209,7 +213,8 @@ class Node:
     async def _start_broker(self, cluster_id: str, loader: MetadataLoader, voters: list[int]) -> None:
         cfg = self.config
         self.logs = LogManager(cfg.log_dirs, wall_clock_ms(), cfg["log.retention.check.interval.ms"],
-                               cleaner=CleanerConfig.from_props(cfg.values), clock_ms=wall_clock_ms)
+                               cleaner=CleanerConfig.from_props(cfg.values), clock_ms=wall_clock_ms,
+                               reserved_dirs=[self._metadata_dir()])
         sockets = [(listener_cfg, bind(listener_cfg.host, listener_cfg.port)) for listener_cfg in cfg.broker_listeners]
         for listener_cfg, sock in sockets:
             self._ports[listener_cfg.name] = sock.getsockname()[1]

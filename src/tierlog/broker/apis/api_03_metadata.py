@@ -2,12 +2,14 @@
 
 A request for an unknown topic creates it when ``auto.create.topics.enable`` is
 on and the client allows it (AllowAutoTopicCreation, v4+; always for older
-versions).  Offline replicas are always empty; authorized operations are not
+versions), except ``__cluster_metadata``, which is never a topic (its creation is
+refused: UNKNOWN_TOPIC_OR_PARTITION, Kafka's answer once its creation failed).  Offline replicas are always empty; authorized operations are not
 computed (-2147483648). Brokers are the unfenced ones, each at its endpoint on
 the listener the request came in on (a broker without one is left out, as
 Kafka's getAliveBrokerNodes). The v13 top-level ErrorCode is always 0 (this
 broker never asks a client to rebootstrap).
 """
+from tierlog.metadata.topic_rules import CLUSTER_METADATA_TOPIC
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
@@ -65,7 +67,7 @@ def _topic(broker, name, allow_create) -> dict:
         return _error(ErrorCode.UNKNOWN_TOPIC_ID, None, name[1])
     topic = broker.image.topics.get(name)
     if topic is None:
-        if not (allow_create and broker.config["auto.create.topics.enable"]):
+        if not (allow_create and broker.config["auto.create.topics.enable"]) or name == CLUSTER_METADATA_TOPIC:
             return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
         auto_create(broker, name)
         return _error(ErrorCode.LEADER_NOT_AVAILABLE, name)     # Kafka's answer while it is being created
