@@ -8,6 +8,10 @@ computed (-2147483648). Brokers are the unfenced ones, each at its endpoint on
 the listener the request came in on (a broker without one is left out, as
 Kafka's getAliveBrokerNodes). The v13 top-level ErrorCode is always 0 (this
 broker never asks a client to rebootstrap).
+
+v10+ may name a topic by TopicId (Name null): an unknown id answers
+UNKNOWN_TOPIC_ID, an entry with neither a name nor an id INVALID_REQUEST. The
+response's Name is nullable only from v12, so v10-11 answers "" there.
 """
 from tierlog.metadata.topic_rules import CLUSTER_METADATA_TOPIC
 from tierlog.protocol.api import ApiKey
@@ -26,6 +30,9 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     names = _requested_names(broker, request)
     allow_create = request.get("AllowAutoTopicCreation", True) if header.api_version >= 4 else True
     topics = [_topic(broker, name, allow_create) for name in names]
+    if header.api_version < 12:
+        for t in topics:
+            t["Name"] = t["Name"] if t["Name"] is not None else ""
     image = broker.image
     return {
         "ThrottleTimeMs": 0,
@@ -65,6 +72,8 @@ def _requested_names(broker, request) -> list:
 def _topic(broker, name, allow_create) -> dict:
     if isinstance(name, tuple):                   # asked by an id we do not know
         return _error(ErrorCode.UNKNOWN_TOPIC_ID, None, name[1])
+    if name is None:                              # neither a name nor an id
+        return _error(ErrorCode.INVALID_REQUEST, None)
     topic = broker.image.topics.get(name)
     if topic is None:
         if not (allow_create and broker.config["auto.create.topics.enable"]) or name == CLUSTER_METADATA_TOPIC:
