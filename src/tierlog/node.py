@@ -380,12 +380,19 @@ def _log_task_stacks() -> None:
 
 
 def run_node(config: NodeConfig, on_ready=lambda node: None) -> None:
-    """Run one node until SIGTERM/SIGINT; uses uvloop when installed."""
+    """Run one node until SIGTERM/SIGINT; uses uvloop when installed.
+
+    The import is settled before the node runs: a node running inside an ``except
+    ImportError`` block would chain every traceback it logs to the missing uvloop.
+    """
     try:
         import uvloop
-        uvloop.run(_serve(config, on_ready))
     except ImportError:
+        uvloop = None
+    if uvloop is None:
         asyncio.run(_serve(config, on_ready))
+    else:
+        uvloop.run(_serve(config, on_ready))
 
 
 def _listed_unfenced(image, node_id: int) -> bool:
