@@ -32,6 +32,7 @@ import logging
 import os
 import random
 import signal
+import socket
 import uuid
 from pathlib import Path
 
@@ -51,7 +52,9 @@ from tierlog.metadata.apply_metrics import ApplyMetrics
 from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
 from tierlog.net.client import Peers
+from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
+from tierlog.net.memory_pool import MemoryPool
 from tierlog.net.server import Limits, Server, bind
 from tierlog.net.tasks import TaskSet
 from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
@@ -139,6 +142,10 @@ class Node:
         self.metrics_registry = CollectorRegistry()     # this node's, not prometheus-client's global one
         self.metrics_endpoint: MetricsEndpoint | None = None   # when metrics.prometheus.listener is set
         self._stopped = asyncio.Event()
+        # every listener's connections count against the node's limits and share its request memory
+        self._connection_quotas = ConnectionQuotas(config["max.connections"], config["max.connections.per.ip"],
+                                                   _resolve_hosts(config.ip_overrides))
+        self._request_memory = MemoryPool(config.request_memory_bytes)
 
     @property
     def is_broker(self) -> bool:
@@ -266,7 +273,8 @@ class Node:
     async def _serve(self, listener_cfg, dispatcher, sock=None) -> None:
         """Serve ``listener_cfg`` on ``sock`` (bound already) or on a socket bound now."""
         cfg = self.config
-        limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], cfg["max.connections"])
+        limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], self._connection_quotas,
+                        self._request_memory, cfg["connections.max.idle.ms"], cfg["socket.request.read.timeout.ms"])
         server = Server(dispatcher, limits)
         port = await server.serve(sock if sock is not None else bind(listener_cfg.host, listener_cfg.port))
         self.servers.append(server)
@@ -316,6 +324,18 @@ class Node:
             self.logs.flush_all(wall_clock_ms())
             self.logs.close()
         log.info("node %d stopped", self.config.node_id)
+
+
+def _resolve_hosts(overrides: dict[str, int]) -> dict[str, int]:
+    """``max.connections.per.ip.overrides`` by IP address (host names resolved once, at start)."""
+    out = {}
+    for host, count in overrides.items():
+        try:
+            infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except OSError as e:
+            raise ConfigError(f"max.connections.per.ip.overrides: cannot resolve {host!r}: {e}") from None
+        out.update({info[4][0]: count for info in infos})
+    return out
 
 
 def _snapshot_settings(cfg: NodeConfig) -> dict:
