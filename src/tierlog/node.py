@@ -65,6 +65,7 @@ from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
 from tierlog.server.metrics_endpoint import MetricsEndpoint
 from tierlog.server.raft_driver import RaftDriver
 from tierlog.storage import CleanerConfig, LogManager
+from tierlog.storage.dir_lock import DirInUseError, DirLock
 
 __all__ = ["Node", "run_node"]
 
@@ -142,6 +143,7 @@ class Node:
         self.metrics_registry = CollectorRegistry()     # this node's, not prometheus-client's global one
         self.metrics_endpoint: MetricsEndpoint | None = None   # when metrics.prometheus.listener is set
         self._stopped = asyncio.Event()
+        self._dir_locks: list[DirLock] = []          # Kafka's .lock in every log dir and the metadata dir
         # every listener's connections count against the node's limits and share its request memory
         self._connection_quotas = ConnectionQuotas(config["max.connections"], config["max.connections.per.ip"],
                                                    _resolve_hosts(config.ip_overrides))
@@ -153,8 +155,7 @@ class Node:
 
     async def start(self) -> None:
         cfg = self.config
-        for d in cfg.log_dirs:
-            d.mkdir(parents=True, exist_ok=True)
+        self._dir_locks = _lock_dirs(_data_dirs(cfg))
         cluster_id = _ensure_meta_properties(cfg)
         if cfg.metrics_listener is not None:
             self.metrics_endpoint = await MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener)
@@ -323,7 +324,28 @@ class Node:
         if self.logs is not None:
             self.logs.flush_all(wall_clock_ms())
             self.logs.close()
+        for lock in self._dir_locks:
+            lock.release()
         log.info("node %d stopped", self.config.node_id)
+
+
+def _data_dirs(cfg: NodeConfig) -> list[Path]:
+    """The log dirs and the metadata log's parent dir, each once."""
+    dirs = [*cfg.log_dirs, *([Path(cfg["metadata.log.dir"])] if cfg["metadata.log.dir"] else [])]
+    return list({d.resolve(): d for d in dirs}.values())
+
+
+def _lock_dirs(dirs: list[Path]) -> list[DirLock]:
+    """Lock every data dir (creating it) or none: a dir in use raises ConfigError naming it and its holder."""
+    locks: list[DirLock] = []
+    try:
+        for d in dirs:
+            locks.append(DirLock.acquire(d))
+    except DirInUseError as e:
+        for lock in locks:
+            lock.release()
+        raise ConfigError(str(e)) from None
+    return locks
 
 
 def _resolve_hosts(overrides: dict[str, int]) -> dict[str, int]:
