@@ -21,6 +21,7 @@ __all__ = [
     "Listener",
     "NodeConfig",
     "parse_host_port",
+    "parse_ip_overrides",
     "parse_listeners",
     "parse_properties",
     "parse_voters",
@@ -127,9 +128,25 @@ _DEFS = [
        "Server-side assignors of consumer-protocol groups (uniform, range); the first is the default."),
     _d("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted; larger closes the connection."),
     _d("queued.max.requests", "int", 500, "Requests read ahead per connection before reading pauses."),
+    _d("queued.max.request.bytes", "long", 134217728,
+       "Bytes of request frames the node's connections may buffer together (frames queued or being read); "
+       "while they are exhausted no connection reads. -1: queued.max.requests x socket.request.max.bytes "
+       "(Kafka's default, unbounded in practice)."),
+    _d("connections.max.idle.ms", "long", 600000,
+       "A connection without a request in progress, bytes in or a response out for this long is closed."),
+    _d("socket.request.read.timeout.ms", "long", 30000,
+       "tierlog's own: a request frame still incomplete this long after its first byte closes its connection "
+       "(slow senders holding request memory)."),
     _d("max.request.partition.size.limit", "int", 2000,
        "Most partitions one DescribeTopicPartitions response carries (KIP-966)."),
-    _d("max.connections", "int", 2147483647, "Open client connections accepted by the node."),
+    _d("max.connections", "int", 10000,
+       "Open connections the node accepts on all its listeners; more are closed when accepted "
+       "(Kafka's default is unbounded)."),
+    _d("max.connections.per.ip", "int", 1000,
+       "Open connections the node accepts from one IP address; more are closed when accepted "
+       "(Kafka's default is unbounded)."),
+    _d("max.connections.per.ip.overrides", "string", "",
+       "Per-IP limits overriding max.connections.per.ip: a comma-separated list of HOST_OR_IP:COUNT."),
     _d("message.max.bytes", "int", 1048588, "Largest record batch accepted.", "max.message.bytes"),
     _d("fetch.max.bytes", "int", 57671680, "Upper bound on the bytes of one fetch response."),
     _d("replica.fetch.wait.max.ms", "int", 500, "Longest a fetch may wait."),
@@ -254,6 +271,19 @@ def parse_host_port(key: str, value: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
+def parse_ip_overrides(value: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:count`` entries (host a name or an IP; ``[v6]:count``)."""
+    out = {}
+    for entry in (e.strip() for e in (value or "").split(",")):
+        if not entry:
+            continue
+        host, colon, count = entry.rpartition(":")
+        if not colon or not host or not count.isdigit():
+            raise ConfigError(f"max.connections.per.ip.overrides: bad entry {entry!r} (want HOST:COUNT)")
+        out[host.strip("[]")] = int(count)
+    return out
+
+
 def parse_voters(values: list[str]) -> dict[int, tuple[str, int]]:
     """``controller.quorum.voters``: ``id@host:port`` entries."""
     out = {}
@@ -287,8 +317,27 @@ class NodeConfig:
             raise ConfigError(f"process.roles: want broker, controller or both, got {','.join(self.roles)!r}")
         self.voters = parse_voters(self.values["controller.quorum.voters"] or [])
         self._check_quorum()
+        self._check_request_bounds()
         metrics = self.values["metrics.prometheus.listener"]
         self.metrics_listener = parse_host_port("metrics.prometheus.listener", metrics) if metrics else None
+
+    def _check_request_bounds(self) -> None:
+        for key in ("socket.request.max.bytes", "queued.max.requests", "connections.max.idle.ms",
+                    "socket.request.read.timeout.ms", "max.connections"):
+            if self.values[key] <= 0:
+                raise ConfigError(f"{key}: must be positive, got {self.values[key]}")
+        if self.values["max.connections.per.ip"] < 0:
+            raise ConfigError("max.connections.per.ip: must not be negative")
+        pool = self.values["queued.max.request.bytes"]
+        if pool == 0 or pool < -1:
+            raise ConfigError(f"queued.max.request.bytes: want a positive byte count or -1, got {pool}")
+        self.ip_overrides = parse_ip_overrides(self.values["max.connections.per.ip.overrides"])
+
+    @property
+    def request_memory_bytes(self) -> int:
+        """``queued.max.request.bytes``, -1 resolved as Kafka does."""
+        pool = self.values["queued.max.request.bytes"]
+        return pool if pool > 0 else self.values["queued.max.requests"] * self.values["socket.request.max.bytes"]
 
     def _check_quorum(self) -> None:
         if not self.voters:

@@ -32,6 +32,7 @@ import logging
 import os
 import random
 import signal
+import socket
 import uuid
 from pathlib import Path
 
@@ -51,7 +52,9 @@ from tierlog.metadata.apply_metrics import ApplyMetrics
 from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
 from tierlog.net.client import Peers
+from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
+from tierlog.net.memory_pool import MemoryPool
 from tierlog.net.server import Limits, Server, bind
 from tierlog.net.tasks import TaskSet
 from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
@@ -62,6 +65,7 @@ from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
 from tierlog.server.metrics_endpoint import MetricsEndpoint
 from tierlog.server.raft_driver import RaftDriver
 from tierlog.storage import CleanerConfig, LogManager
+from tierlog.storage.dir_lock import DirInUseError, DirLock
 
 __all__ = ["Node", "run_node"]
 
@@ -140,6 +144,11 @@ class Node:
         self.metrics_registry = CollectorRegistry()     # this node's, not prometheus-client's global one
         self.metrics_endpoint: MetricsEndpoint | None = None   # when metrics.prometheus.listener is set
         self._stopped = asyncio.Event()
+        self._dir_locks: list[DirLock] = []          # Kafka's .lock in every log dir and the metadata dir
+        # every listener's connections count against the node's limits and share its request memory
+        self._connection_quotas = ConnectionQuotas(config["max.connections"], config["max.connections.per.ip"],
+                                                   _resolve_hosts(config.ip_overrides))
+        self._request_memory = MemoryPool(config.request_memory_bytes)
 
     @property
     def is_broker(self) -> bool:
@@ -147,8 +156,7 @@ class Node:
 
     async def start(self) -> None:
         cfg = self.config
-        for d in cfg.log_dirs:
-            d.mkdir(parents=True, exist_ok=True)
+        self._dir_locks = _lock_dirs(_data_dirs(cfg))
         cluster_id = _ensure_meta_properties(cfg)
         if cfg.metrics_listener is not None:
             self.metrics_endpoint = await MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener)
@@ -180,7 +188,7 @@ class Node:
 
     def _open_raft(self, cluster_id: str, voters: frozenset[int], listener) -> RaftNode:
         cfg = self.config
-        meta_dir = Path(cfg["metadata.log.dir"] or cfg.log_dirs[0]) / METADATA_PARTITION_DIR
+        meta_dir = self._metadata_dir()
         log_ = FileLog.open(meta_dir, segment_bytes=cfg["metadata.log.segment.bytes"])
         raft_config = RaftConfig(
             cluster_id=cluster_id,
@@ -192,6 +200,10 @@ class Node:
             max_replication_lag_ms=cfg["max.replication.lag.ms"])
         return RaftNode(cfg.node_id, voters, log_, FileSnapshotStore(meta_dir), FileQuorumStateStore(meta_dir, voters),
                         raft_config, random.Random(), listener, wall_clock_ms())
+
+    def _metadata_dir(self) -> Path:
+        """The Raft replica's log directory, which no partition log may take (LogManager's reserved_dirs)."""
+        return Path(self.config["metadata.log.dir"] or self.config.log_dirs[0]) / METADATA_PARTITION_DIR
 
     def _controller_channel(self, purpose: str, voters: list[int], loader: MetadataLoader) -> ControllerChannel:
         """A channel to the active controller with connections of its own, one per purpose as
@@ -210,7 +222,8 @@ class Node:
     async def _start_broker(self, cluster_id: str, loader: MetadataLoader, voters: list[int]) -> None:
         cfg = self.config
         self.logs = LogManager(cfg.log_dirs, wall_clock_ms(), cfg["log.retention.check.interval.ms"],
-                               cleaner=CleanerConfig.from_props(cfg.values), clock_ms=wall_clock_ms)
+                               cleaner=CleanerConfig.from_props(cfg.values), clock_ms=wall_clock_ms,
+                               reserved_dirs=[self._metadata_dir()])
         sockets = [(listener_cfg, bind(listener_cfg.host, listener_cfg.port)) for listener_cfg in cfg.broker_listeners]
         for listener_cfg, sock in sockets:
             self._ports[listener_cfg.name] = sock.getsockname()[1]
@@ -262,7 +275,8 @@ class Node:
     async def _serve(self, listener_cfg, dispatcher, sock=None) -> None:
         """Serve ``listener_cfg`` on ``sock`` (bound already) or on a socket bound now."""
         cfg = self.config
-        limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], cfg["max.connections"])
+        limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], self._connection_quotas,
+                        self._request_memory, cfg["connections.max.idle.ms"], cfg["socket.request.read.timeout.ms"])
         server = Server(dispatcher, limits)
         port = await server.serve(sock if sock is not None else bind(listener_cfg.host, listener_cfg.port))
         self.servers.append(server)
@@ -311,7 +325,40 @@ class Node:
         if self.logs is not None:
             self.logs.flush_all(wall_clock_ms())
             self.logs.close()
+        for lock in self._dir_locks:
+            lock.release()
         log.info("node %d stopped", self.config.node_id)
+
+
+def _data_dirs(cfg: NodeConfig) -> list[Path]:
+    """The log dirs and the metadata log's parent dir, each once."""
+    dirs = [*cfg.log_dirs, *([Path(cfg["metadata.log.dir"])] if cfg["metadata.log.dir"] else [])]
+    return list({d.resolve(): d for d in dirs}.values())
+
+
+def _lock_dirs(dirs: list[Path]) -> list[DirLock]:
+    """Lock every data dir (creating it) or none: a dir in use raises ConfigError naming it and its holder."""
+    locks: list[DirLock] = []
+    try:
+        for d in dirs:
+            locks.append(DirLock.acquire(d))
+    except DirInUseError as e:
+        for lock in locks:
+            lock.release()
+        raise ConfigError(str(e)) from None
+    return locks
+
+
+def _resolve_hosts(overrides: dict[str, int]) -> dict[str, int]:
+    """``max.connections.per.ip.overrides`` by IP address (host names resolved once, at start)."""
+    out = {}
+    for host, count in overrides.items():
+        try:
+            infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except OSError as e:
+            raise ConfigError(f"max.connections.per.ip.overrides: cannot resolve {host!r}: {e}") from None
+        out.update({info[4][0]: count for info in infos})
+    return out
 
 
 def _snapshot_settings(cfg: NodeConfig) -> dict:
@@ -376,12 +423,19 @@ def _log_task_stacks() -> None:
 
 
 def run_node(config: NodeConfig, on_ready=lambda node: None) -> None:
-    """Run one node until SIGTERM/SIGINT; uses uvloop when installed."""
+    """Run one node until SIGTERM/SIGINT; uses uvloop when installed.
+
+    The import is settled before the node runs: a node running inside an ``except
+    ImportError`` block would chain every traceback it logs to the missing uvloop.
+    """
     try:
         import uvloop
-        uvloop.run(_serve(config, on_ready))
     except ImportError:
+        uvloop = None
+    if uvloop is None:
         asyncio.run(_serve(config, on_ready))
+    else:
+        uvloop.run(_serve(config, on_ready))
 
 
 def _listed_unfenced(image, node_id: int) -> bool:

@@ -62,3 +62,23 @@ def test_metrics_listener(value, expected):
 def test_a_bad_metrics_listener_is_a_one_line_config_error(value):
     with pytest.raises(ConfigError, match=r"^metrics\.prometheus\.listener: bad value .*HOST:PORT[^\n]*$"):
         NodeConfig({"node.id": "1", "metrics.prometheus.listener": value})
+
+
+def test_request_bounds_are_bounded_by_default_and_take_kafkas_forms():
+    cfg = NodeConfig({"node.id": "1"})
+    assert cfg.request_memory_bytes == 128 << 20 and cfg["max.connections"] == 10000
+    assert cfg["max.connections.per.ip"] == 1000 and cfg["connections.max.idle.ms"] == 600000
+    kafka_default = NodeConfig({"node.id": "1", "queued.max.request.bytes": "-1"})
+    assert kafka_default.request_memory_bytes == 500 * 104857600      # queued.max.requests x request size
+    cfg = NodeConfig({"node.id": "1", "max.connections.per.ip.overrides": "hostA:100, 127.0.0.1:200,[::1]:3"})
+    assert cfg.ip_overrides == {"hostA": 100, "127.0.0.1": 200, "::1": 3}
+
+
+@pytest.mark.parametrize("props, key", [
+    ({"max.connections.per.ip.overrides": "127.0.0.1"}, "max.connections.per.ip.overrides"),
+    ({"queued.max.request.bytes": "0"}, "queued.max.request.bytes"),
+    ({"connections.max.idle.ms": "0"}, "connections.max.idle.ms"),
+])
+def test_bad_request_bounds_name_the_key(props, key):
+    with pytest.raises(ConfigError, match=key):
+        NodeConfig({"node.id": "1", **props})

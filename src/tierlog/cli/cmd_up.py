@@ -32,6 +32,7 @@ from tierlog.tiered.factory import RemoteStorageConfigError, location_settings
 
 from .cmd_node import parse_overrides
 from .errors import CliError
+from .up_layout import check_data_dir
 
 __all__ = ["register", "run"]
 
@@ -140,6 +141,9 @@ def run(args) -> int:
     host, port = _parse_listen(args.listen)
     plans = plan_cluster(args.controllers, args.brokers, args.combined, port)
     data_dir = Path(args.data_dir).resolve()
+    refusal = check_data_dir(data_dir, {p.node_id: tuple(sorted(p.roles)) for p in plans})
+    if refusal is not None:
+        raise CliError(refusal)
     overrides = {**tiering_properties(args.remote_storage, data_dir), **parse_overrides(args.set)}
     cluster_id = _cluster_id(data_dir)
     voters = ",".join(f"{p.node_id}@{host}:{p.controller_port}" for p in plans if "controller" in p.roles)

@@ -34,8 +34,9 @@ from tierlog.metadata.topic_rules import (
     MAX_PARTITIONS,
     RuleError,
     TieringRules,
+    validate_creatable,
+    validate_deletable,
     validate_topic_configs,
-    validate_topic_name,
 )
 from tierlog.protocol.errors import ErrorCode
 from tierlog.storage import TOPIC_CONFIGS
@@ -79,7 +80,7 @@ class ReplicationControlManager:
 
     def _create_one(self, t: dict, image) -> list:
         name = t["Name"]
-        validate_topic_name(name)
+        validate_creatable(name)
         if name in image.topics:
             raise RuleError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         assignments = self._assignments(t, image)
@@ -156,8 +157,9 @@ class ReplicationControlManager:
                 out["ErrorCode"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name else ErrorCode.UNKNOWN_TOPIC_ID
                 out["ErrorMessage"] = "The topic appears twice in the request."
             if topic is not None:
-                if not self.config.delete_topic_enable:
-                    out["ErrorCode"], out["ErrorMessage"] = ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled."
+                refusal = _deletion_refusal(topic.name, self.config.delete_topic_enable)
+                if refusal is not None:
+                    out["ErrorCode"], out["ErrorMessage"] = refusal.error_code, str(refusal)
                 else:
                     out["Name"], out["TopicId"] = topic.name, topic.topic_id
                     gone.add(topic.topic_id)
@@ -177,6 +179,16 @@ class ReplicationControlManager:
             out["ErrorCode"], out["ErrorMessage"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist."
             return None
         return topic
+
+
+def _deletion_refusal(name: str, delete_topic_enable: bool) -> RuleError | None:
+    if not delete_topic_enable:
+        return RuleError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+    try:
+        validate_deletable(name)
+    except RuleError as e:
+        return e
+    return None
 
 
 def _create_result(name: str) -> dict:

@@ -42,6 +42,7 @@ from .records import (
 )
 
 __all__ = ["GroupShard"]
+INT64_MAX = 2**63 - 1
 
 _S = GroupState
 
@@ -191,9 +192,8 @@ class GroupShard:
                 {"PartitionIndex": p["PartitionIndex"], "ErrorCode": error} for p in t["Partitions"]]}
                 for t in req["Topics"]]})
             return c.out
-        retention = req.get("RetentionTimeMs", -1)
         records, applies, topics = self.offsets.commit_records(
-            req["GroupId"], req["Topics"], now_ms, now_ms + retention if retention > 0 else -1,
+            req["GroupId"], req["Topics"], now_ms, _expire_timestamp(now_ms, req.get("RetentionTimeMs", -1)),
             self.config.offset_metadata_max_bytes)
         self.groups.setdefault(req["GroupId"], ClassicGroup(req["GroupId"], state_timestamp_ms=now_ms))
         c.out.records += records
@@ -372,3 +372,11 @@ def _group_from_record(group_id: str, v: dict) -> ClassicGroup:
     group.leader_id = v["leader"] if v["leader"] in group.members else group.leader_id
     group.state = _S.STABLE if group.members else _S.EMPTY
     return group
+
+
+def _expire_timestamp(now_ms: int, retention_ms: int) -> int:
+    """v2-4 RetentionTimeMs as the record's int64 expireTimestamp (-1: none); a retention past
+    the int64 range keeps the offset forever, as the largest timestamp."""
+    if retention_ms <= 0:
+        return -1
+    return min(now_ms + retention_ms, INT64_MAX)

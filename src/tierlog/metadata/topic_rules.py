@@ -1,9 +1,26 @@
 """Topic names, topic configs and config operations, as the controller checks them.
 
-The rules (and error codes) Kafka applies to CreateTopics and
+The rules (and error codes) Kafka applies to CreateTopics, DeleteTopics and
 IncrementalAlterConfigs.  The controller applies them all; the broker checks
-topic names (DescribeTopicPartitions), so the rules live here, below both
+topic names (DescribeTopicPartitions, Metadata, Produce), so the rules live here, below both
 roles.  Every refusal is ``RuleError(error_code, message)``.
+
+Reserved names, as Kafka has them:
+
+- ``__cluster_metadata`` (``CLUSTER_METADATA_TOPIC``) is the Raft metadata log,
+  never a topic: CreateTopics of it is INVALID_REQUEST ("Creation of internal
+  topic __cluster_metadata is prohibited.", Kafka's ControllerApis), so it never
+  enters the image: Metadata (never auto-created), Produce and DeleteTopics answer
+  UNKNOWN_TOPIC_OR_PARTITION, as Kafka's do.
+- ``INTERNAL_TOPICS`` (``__consumer_offsets``, ``__transaction_state``,
+  ``__remote_log_metadata``): the node creates them; a client's DeleteTopics of
+  one is INVALID_REQUEST (deleting one would lose every group's offsets or every
+  remote segment's metadata, and a re-creation could give it fewer partitions,
+  which moves every group to another coordinator).  Clients never produce to
+  ``__consumer_offsets`` / ``__transaction_state`` (``CLIENT_UNWRITABLE_TOPICS``:
+  INVALID_TOPIC_EXCEPTION, Kafka's "Cannot append to internal topic");
+  ``__remote_log_metadata`` is written by the brokers through Produce, as
+  Kafka's topic-based remote log metadata manager does.
 """
 from __future__ import annotations
 
@@ -15,7 +32,10 @@ from tierlog.storage import TOPIC_CONFIGS, LogConfig
 
 __all__ = [
     "APPEND",
+    "CLIENT_UNWRITABLE_TOPICS",
+    "CLUSTER_METADATA_TOPIC",
     "DELETE",
+    "INTERNAL_TOPICS",
     "MAX_PARTITIONS",
     "MAX_TOPIC_NAME_LENGTH",
     "SET",
@@ -23,6 +43,8 @@ __all__ = [
     "RuleError",
     "TieringRules",
     "apply_config_op",
+    "validate_creatable",
+    "validate_deletable",
     "validate_topic_configs",
     "validate_topic_name",
 ]
@@ -31,6 +53,9 @@ MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS = 10000          # per topic; a bound of ours, Kafka has none
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__remote_log_metadata"})
+CLIENT_UNWRITABLE_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 class RuleError(Exception):
@@ -48,6 +73,19 @@ def validate_topic_name(name: str | None) -> None:
     if not _LEGAL.match(name):
         raise RuleError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                         f"Topic name {name!r} has characters other than ASCII letters, digits, '.', '_' and '-'.")
+
+
+def validate_creatable(name: str | None) -> None:
+    """A legal name that is not the metadata log's."""
+    validate_topic_name(name)
+    if name == CLUSTER_METADATA_TOPIC:
+        raise RuleError(ErrorCode.INVALID_REQUEST, f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
+
+
+def validate_deletable(name: str) -> None:
+    """Any topic but an internal one."""
+    if name in INTERNAL_TOPICS:
+        raise RuleError(ErrorCode.INVALID_REQUEST, f"Deletion of internal topic {name} is prohibited.")
 
 
 def validate_topic_configs(configs: Mapping[str, str | None], topic_defaults: Mapping[str, object],

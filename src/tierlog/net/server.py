@@ -1,11 +1,28 @@
 """asyncio framing for Kafka's size-prefixed requests, one connection at a time.
 
-Each connection reads frames (int32 size + body) into a 64 KiB receive buffer;
-a frame larger than that gets a buffer of its own that the socket fills
-directly, so big produce requests are copied once.  Frames queue up to
+Each connection reads frames (int32 size + body) into a small receive buffer
+(``RECV_BUFFER_BYTES``); a frame larger than that gets a buffer of its own that
+the socket fills directly and that grows only as bytes arrive (from
+``FRAME_CHUNK_MIN_BYTES``, doubling, by at most ``FRAME_CHUNK_MAX_BYTES`` a
+step), never to the size a peer declares before sending it.  Frames queue up to
 ``queued_max_requests``; past that the connection stops reading.  One worker
 task per connection handles frames strictly in order, as Kafka does, so
 responses go out in request order without reordering logic.
+
+Bounds (``Limits``; what happens at each):
+
+- ``socket.request.max.bytes``: a larger declared frame closes the connection;
+- ``queued.max.request.bytes``: the node's ``MemoryPool`` of buffered request
+  bytes (shared by its listeners); while it is exhausted connections stop
+  reading until handled requests give memory back;
+- ``max.connections`` / ``max.connections.per.ip`` (+ overrides): the node's
+  ``ConnectionQuotas``; a connection over a limit is closed when accepted;
+- ``connections.max.idle.ms`` / ``socket.request.read.timeout.ms``: per
+  listener ``ConnectionDeadlines``; a connection idle that long, or with a frame
+  started that long ago and still incomplete, is closed.
+
+A closed connection drops its buffers and queued frames and gives their bytes
+back to the pool.
 
 The handler is ``handle(frame: bytearray, client_host: str) -> parts | awaitable[parts] | None``
 (``client_host``: the peer's IP address, "" when it has none):
@@ -24,13 +41,22 @@ import socket
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+from tierlog.clock import monotonic_ms
+
+from .connection_deadlines import ConnectionDeadlines
+from .connection_quotas import ConnectionQuotas
+from .memory_pool import MemoryPool
+
 __all__ = ["CloseConnection", "Limits", "Server", "bind"]
 
 log = logging.getLogger(__name__)
 
-RECV_BUFFER_BYTES = 65536
+RECV_BUFFER_BYTES = 16384           # per connection; frames that fit are parsed in place
+FRAME_CHUNK_MIN_BYTES = 16384       # a large frame's first buffer and smallest growth step
+FRAME_CHUNK_MAX_BYTES = 8 << 20     # its largest growth step (it doubles up to this)
 SENDFILE_MIN_BYTES = 65536          # smaller regions are cheaper to pread and write
 BACKLOG = 1024
+_QUEUE, _MEMORY = "queued.max.requests", "queued.max.request.bytes"   # why a connection stopped reading
 
 
 class CloseConnection(Exception):
@@ -38,10 +64,16 @@ class CloseConnection(Exception):
 
 
 class Limits:
-    def __init__(self, request_max_bytes: int, queued_max_requests: int, max_connections: int):
+    """A listener's bounds; ``quotas`` and ``pool`` are the node's, shared by its listeners."""
+
+    def __init__(self, request_max_bytes: int, queued_max_requests: int, quotas: ConnectionQuotas,
+                 pool: MemoryPool, idle_ms: int = 600_000, read_ms: int = 30_000):
         self.request_max_bytes = request_max_bytes
         self.queued_max_requests = max(1, queued_max_requests)
-        self.max_connections = max_connections
+        self.quotas = quotas
+        self.pool = pool
+        self.idle_ms = idle_ms
+        self.read_ms = read_ms
 
 
 Handler = Callable[[bytearray, str], "list | Awaitable[list] | None"]
@@ -51,16 +83,21 @@ class _Connection(asyncio.BufferedProtocol):
     def __init__(self, server: Server):
         self._server = server
         self._limits = server.limits
+        self._pool = server.limits.pool
         self._rbuf = bytearray(RECV_BUFFER_BYTES)
         self._rlen = 0
         self._frame: bytearray | None = None     # a large frame being filled directly
+        self._frame_size = 0                     # ... its declared size
         self._frame_fill = 0
+        self._grow = 0                           # bytes reserved for the frame buffer's next growth
+        self._reserved = 0                       # bytes this connection holds in the pool
         self._queue: deque[bytearray] = deque()
         self._wake = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
-        self._reading_paused = False
+        self._pauses: set[str] = set()
         self._closed = False
+        self._admitted = False
         self.transport = None
         self._worker = None
 
@@ -72,19 +109,33 @@ class _Connection(asyncio.BufferedProtocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.peer = transport.get_extra_info("peername")
         self.client_host = self.peer[0] if isinstance(self.peer, tuple) else ""
-        if not self._server.admit(self):
-            log.warning("max.connections reached; refusing %s", self.peer)
+        refused_by = self._limits.quotas.admit(self.client_host)
+        if refused_by is not None:
+            log.info("refusing a connection from %s: %s reached", self.peer, refused_by)
+            self._closed = True
             transport.abort()
             return
+        self._admitted = True
+        self._server.opened(self)
         self._worker = asyncio.get_running_loop().create_task(self._run())
 
     def connection_lost(self, exc):
         self._closed = True
-        self._server.forget(self)
+        if self._admitted:
+            self._admitted = False
+            self._limits.quotas.release(self.client_host)
+            self._server.forget(self)
+        self._free_buffers()
         self._wake.set()
         self._can_write.set()
         if self._worker is not None:
             self._worker.cancel()
+
+    def _free_buffers(self) -> None:
+        self._pool.forget(self)
+        self._release(self._reserved)
+        self._rbuf, self._rlen, self._frame, self._grow = bytearray(), 0, None, 0
+        self._queue.clear()
 
     def pause_writing(self):
         self._can_write.clear()
@@ -94,23 +145,28 @@ class _Connection(asyncio.BufferedProtocol):
 
     def get_buffer(self, sizehint):
         if self._frame is not None:
+            if self._grow:
+                self._grow_frame()
             return memoryview(self._frame)[self._frame_fill:]
         return memoryview(self._rbuf)[self._rlen:]
 
     def buffer_updated(self, nbytes):
+        if self._closed:
+            return
         if self._frame is not None:
             self._frame_fill += nbytes
-            if self._frame_fill == len(self._frame):
-                self._enqueue(self._frame)
-                self._frame = None
-            return
-        self._rlen += nbytes
-        self._parse_frames()
+            self._frame_progress()
+        else:
+            self._rlen += nbytes
+            self._parse_frames()
+        self._server.received(self, self._frame is not None or self._rlen > 0)
+        if self._pool.exhausted and not self._closed and not self._may_read_on():
+            self._wait_for_memory()
 
     # -- framing -------------------------------------------------------------------
     def _parse_frames(self):
         buf, pos, end = self._rbuf, 0, self._rlen
-        while end - pos >= 4 and not self._closed:
+        while end - pos >= 4 and not self._closed and not self._pool.exhausted:   # else parsed once memory is back
             size = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
             if size < 0 or size > self._limits.request_max_bytes:
                 log.warning("closing %s: frame of %d bytes (socket.request.max.bytes=%d)",
@@ -118,26 +174,102 @@ class _Connection(asyncio.BufferedProtocol):
                 self.close()
                 return
             if end - pos - 4 >= size:
+                self._reserve(size)
                 self._enqueue(bytearray(buf[pos + 4:pos + 4 + size]))
                 pos += 4 + size
             elif size + 4 > len(buf):
-                self._frame = bytearray(size)
-                have = end - pos - 4
-                self._frame[:have] = buf[pos + 4:end]
-                self._frame_fill = have
+                self._start_frame(size, buf[pos + 4:end])
                 pos = end
+                break
             else:
                 break
         if pos:
             buf[:end - pos] = buf[pos:end]
             self._rlen = end - pos
 
+    def _start_frame(self, size: int, head: bytearray) -> None:
+        """A frame too large for the receive buffer: a buffer of its own, sized by what arrived."""
+        first = min(size, max(len(head), FRAME_CHUNK_MIN_BYTES))
+        self._reserve(first)
+        self._frame, self._frame_size, self._frame_fill = bytearray(first), size, len(head)
+        self._frame[:len(head)] = head
+        self._frame_progress()
+
+    def _frame_progress(self) -> None:
+        """After bytes arrived in the frame buffer: queue the frame when complete, else plan room."""
+        if self._frame_fill < len(self._frame):
+            return
+        if len(self._frame) == self._frame_size:
+            frame, self._frame = self._frame, None
+            self._pool.end_overdraft(self)
+            self._enqueue(frame)
+        elif not self._grow and self._pool.may_grow(self):
+            self._plan_growth()
+
+    def _plan_growth(self) -> None:
+        current = len(self._frame)
+        step = min(self._frame_size - current, max(FRAME_CHUNK_MIN_BYTES, min(current, FRAME_CHUNK_MAX_BYTES)))
+        self._reserve(step)
+        self._grow = step
+
+    def _grow_frame(self) -> None:
+        """Apply the planned growth (here, where the event loop holds no view of the buffer)."""
+        try:
+            self._frame.extend(bytes(self._grow))
+        except BufferError:          # a view of it is still alive somewhere: copy instead
+            grown = bytearray(len(self._frame) + self._grow)
+            grown[:self._frame_fill] = self._frame[:self._frame_fill]
+            self._frame = grown
+        self._grow = 0
+
     def _enqueue(self, frame: bytearray):
         self._queue.append(frame)
         self._wake.set()
-        if len(self._queue) >= self._limits.queued_max_requests and not self._reading_paused:
-            self._reading_paused = True
+        if len(self._queue) >= self._limits.queued_max_requests:
+            self._pause(_QUEUE)
+
+    # -- request memory --------------------------------------------------------------
+    def _reserve(self, nbytes: int) -> None:
+        self._pool.reserve(nbytes)
+        self._reserved += nbytes
+
+    def _release(self, nbytes: int) -> None:
+        nbytes = min(nbytes, self._reserved)     # nothing once the connection gave all back
+        self._reserved -= nbytes
+        for waiter in self._pool.release(nbytes):
+            waiter.memory_available()
+
+    def _may_read_on(self) -> bool:
+        """With the pool exhausted: only the frame holding (or taking) the overdraft reads on."""
+        return self._frame is not None and self._pool.may_grow(self)
+
+    def _wait_for_memory(self) -> None:
+        self._pause(_MEMORY)
+        self._pool.wait(self)
+
+    def memory_available(self) -> None:
+        """The pool has room again: plan the frame buffer's growth if it is full, read on."""
+        if self._closed:
+            return
+        if self._frame is None:
+            self._parse_frames()
+        elif self._frame_fill == len(self._frame) and not self._grow and self._pool.may_grow(self):
+            self._plan_growth()
+        if self._pool.exhausted and not self._may_read_on():
+            self._pool.wait(self)
+            return
+        self._resume(_MEMORY)
+
+    def _pause(self, reason: str) -> None:
+        if not self._pauses and not self._closed:
             self.transport.pause_reading()
+        self._pauses.add(reason)
+
+    def _resume(self, reason: str) -> None:
+        if reason in self._pauses:
+            self._pauses.discard(reason)
+            if not self._pauses and not self._closed:
+                self.transport.resume_reading()
 
     # -- the worker: one request at a time, responses in order ---------------------
     async def _run(self):
@@ -149,14 +281,19 @@ class _Connection(asyncio.BufferedProtocol):
                     await self._wake.wait()
                     continue
                 frame = self._queue.popleft()
-                if self._reading_paused and len(self._queue) < self._limits.queued_max_requests // 2 + 1:
-                    self._reading_paused = False
-                    self.transport.resume_reading()
-                result = handle(frame, self.client_host)
-                if result is not None and not isinstance(result, list):
-                    result = await result
+                if len(self._queue) < self._limits.queued_max_requests // 2 + 1:
+                    self._resume(_QUEUE)
+                self._server.request_started(self)
+                try:
+                    result = handle(frame, self.client_host)
+                    if result is not None and not isinstance(result, list):
+                        result = await result
+                finally:
+                    self._release(len(frame))
+                    del frame
                 if result is not None and not self._closed:
                     await self._send(result)
+                self._server.request_done(self)
         except CloseConnection as e:
             log.info("closing %s: %s", self.peer, e)
             self.close()
@@ -197,11 +334,19 @@ class _Connection(asyncio.BufferedProtocol):
             self.transport.write(os.pread(region.fd, remaining - sent, offset + sent))
 
     def close(self):
+        """Close after the responses already written are sent; the buffers go at once."""
         if not self._closed:
             self._closed = True
+            self._free_buffers()
             self._wake.set()
             if self.transport is not None:
                 self.transport.close()
+
+    def abort(self):
+        """Close now, dropping anything still unsent (a peer past a deadline)."""
+        self.close()
+        if self.transport is not None:
+            self.transport.abort()
 
 
 class Server:
@@ -210,17 +355,33 @@ class Server:
     def __init__(self, handler: Handler, limits: Limits):
         self.handler = handler
         self.limits = limits
+        self.deadlines = ConnectionDeadlines(limits.idle_ms, limits.read_ms)
         self._connections: set[_Connection] = set()
         self._server: asyncio.base_events.Server | None = None
+        self._sweeper: asyncio.Task | None = None
 
-    def admit(self, conn: _Connection) -> bool:
-        if len(self._connections) >= self.limits.max_connections:
-            return False
+    def opened(self, conn: _Connection) -> None:
         self._connections.add(conn)
-        return True
+        self.deadlines.opened(conn, monotonic_ms())
 
     def forget(self, conn: _Connection) -> None:
         self._connections.discard(conn)
+        self.deadlines.forget(conn)
+
+    def received(self, conn: _Connection, frame_open: bool) -> None:
+        if conn in self._connections:
+            self.deadlines.received(conn, monotonic_ms(), frame_open)
+
+    def request_started(self, conn: _Connection) -> None:
+        self.deadlines.request_started(conn)
+
+    def request_done(self, conn: _Connection) -> None:
+        if conn in self._connections:
+            self.deadlines.request_done(conn, monotonic_ms())
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
 
     async def start(self, host: str, port: int) -> int:
         """Listen on host:port and serve; the bound port."""
@@ -230,13 +391,24 @@ class Server:
         """Serve the connections of a listening socket from ``bind``; the bound port."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(lambda: _Connection(self), sock=sock, backlog=BACKLOG)
+        self._sweeper = loop.create_task(self._sweep(), name=f"deadlines-{sock.getsockname()[1]}")
         return sock.getsockname()[1]
+
+    async def _sweep(self) -> None:
+        """Close the connections past ``connections.max.idle.ms`` or ``socket.request.read.timeout.ms``."""
+        while True:
+            await asyncio.sleep(self.deadlines.poll_interval_ms / 1000)
+            for conn, config in self.deadlines.expired(monotonic_ms()):
+                log.info("closing %s: %s passed", conn.peer, config)
+                conn.abort()
 
     async def stop(self) -> None:
         """Stop listening, close every connection and wait until their workers have ended."""
         if self._server is not None:
             self._server.close()
-        workers = []
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        workers = [self._sweeper] if self._sweeper is not None else []
         for conn in list(self._connections):
             conn.close()
             if conn._worker is not None:

@@ -7,6 +7,11 @@ its topic id (Kafka's METADATA_TOPIC_ID, 0...01). A peer answering with a
 top-level error (e.g. INCONSISTENT_CLUSTER_ID, no partitions) decodes to a
 response with that error and leader -1 / epoch -1.
 
+A request that names no partition, or another partition than ours, raises
+``InvalidQuorumRequest``; the receiving shell answers it with
+``invalid_request_response`` (top-level INVALID_REQUEST, as Kafka's
+KafkaRaftClient treats a topic partition mismatch).
+
 Usage by the shell::
 
     api_key, body = request_to_dict(request)          # send with VERSIONS[api_key]
@@ -37,8 +42,17 @@ from tierlog.raft.messages import (
 from tierlog.raft.types import OffsetAndEpoch
 
 __all__ = [
-    "API_KEYS", "METADATA_TOPIC", "METADATA_TOPIC_ID", "VERSIONS", "describe_quorum_to_dict",
-    "request_from_dict", "request_to_dict", "response_from_dict", "response_to_dict",
+    "API_KEYS",
+    "METADATA_TOPIC",
+    "METADATA_TOPIC_ID",
+    "VERSIONS",
+    "InvalidQuorumRequest",
+    "describe_quorum_to_dict",
+    "invalid_request_response",
+    "request_from_dict",
+    "request_to_dict",
+    "response_from_dict",
+    "response_to_dict",
 ]
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -53,6 +67,19 @@ API_KEYS = {
 }
 
 
+class InvalidQuorumRequest(ValueError):
+    """A quorum request that does not name ``__cluster_metadata``-0 (a protocol error, not a crash)."""
+
+
+_RESULT_LISTS = {ApiKey.VOTE: "Topics", ApiKey.BEGIN_QUORUM_EPOCH: "Topics", ApiKey.END_QUORUM_EPOCH: "Topics",
+                 ApiKey.FETCH: "Responses", ApiKey.FETCH_SNAPSHOT: "Topics"}
+
+
+def invalid_request_response(api_key: int) -> dict:
+    """The answer to an ``InvalidQuorumRequest``: top-level INVALID_REQUEST, no partitions."""
+    return {"ErrorCode": ErrorCode.INVALID_REQUEST, _RESULT_LISTS[api_key]: []}
+
+
 def _topic(partition: dict, name_field: str = "TopicName", name: str = METADATA_TOPIC) -> list[dict]:
     return [{name_field: name, "Partitions": [partition]}]
 
@@ -63,6 +90,19 @@ def _partition(body: dict, topics_field: str = "Topics") -> dict | None:
         for p in t.get("Partitions") or []:
             return p
     return None
+
+
+def _our_partition(api_key: int, body: dict) -> dict:
+    """The one partition a quorum request names, which must be ``__cluster_metadata``-0."""
+    topics = body.get("Topics") or []
+    if len(topics) != 1 or len(topics[0].get("Partitions") or []) != 1:
+        raise InvalidQuorumRequest(f"api {api_key} request must name exactly one partition")
+    topic = topics[0]
+    named = topic.get("TopicName", topic.get("Name")) == METADATA_TOPIC or topic.get("TopicId") == METADATA_TOPIC_ID
+    partition = topic["Partitions"][0]
+    if not named or partition.get("PartitionIndex", partition.get("Partition")) != 0:
+        raise InvalidQuorumRequest(f"api {api_key} request names a partition other than {METADATA_TOPIC}-0")
+    return partition
 
 
 # ---------------------------------------------------------------------------- requests
@@ -100,10 +140,8 @@ def request_to_dict(req) -> tuple[int, dict]:
 
 
 def request_from_dict(api_key: int, body: dict):
-    """The dataclass for a decoded request body; ValueError if it names no partition."""
-    p = _partition(body)
-    if p is None:
-        raise ValueError(f"api {api_key} request without a partition")
+    """The dataclass for a decoded request body; InvalidQuorumRequest unless it names our partition."""
+    p = _our_partition(api_key, body)
     cluster = body.get("ClusterId") or ""
     if api_key == ApiKey.VOTE:
         return VoteRequest(cluster, p["ReplicaEpoch"], p["ReplicaId"], p["LastOffsetEpoch"], p["LastOffset"])

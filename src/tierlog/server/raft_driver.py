@@ -149,8 +149,13 @@ class RaftDriver:
 
     async def handle(self, api_key: int, body: dict) -> dict:
         """Answer one inbound quorum request (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
-        FetchSnapshot) with the response dict."""
-        request = wire.request_from_dict(api_key, body)
+        FetchSnapshot) with the response dict; one that does not name our partition gets
+        INVALID_REQUEST."""
+        try:
+            request = wire.request_from_dict(api_key, body)
+        except wire.InvalidQuorumRequest as e:
+            log.info("answering INVALID_REQUEST: %s", e)
+            return wire.invalid_request_response(api_key)
         outcome = self.raft.handle_request(_sender(request), request, wall_clock_ms())
         fut = asyncio.get_running_loop().create_future()
         if outcome.response is None:

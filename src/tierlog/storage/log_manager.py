@@ -30,6 +30,11 @@ handed out stay readable. Leftover ``-delete`` directories are removed at start.
 
 An I/O error while loading a log directory takes that directory offline (listed
 in ``offline_dirs``); the other directories keep working.
+
+``reserved_dirs``: directories the node uses for something else (the Raft
+metadata log, ``__cluster_metadata-0``, whose name is a legal partition directory
+name, as in Kafka). The manager never loads, creates or deletes a log there,
+whatever topic name maps to it: ``create`` raises KafkaStorageError instead.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tierlog.storage.checkpoint import (
@@ -86,8 +91,10 @@ class LogManager:
         high_watermark_of: Callable[[TopicPartition], int | None] | None = None,
         cleaner: CleanerConfig | None = None,
         clock_ms: Callable[[], int] | None = None,
+        reserved_dirs: Iterable[Path] = (),
     ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
+        self._reserved = frozenset(_identity(Path(d)) for d in reserved_dirs)
         self.retention_check_interval_ms = retention_check_interval_ms
         self.checkpoint_interval_ms = checkpoint_interval_ms
         self.offline_dirs: set[Path] = set()
@@ -152,8 +159,8 @@ class LogManager:
             shutil.rmtree(entry.path, ignore_errors=True)
             return
         key = parse_partition_dir(entry.name)
-        if key is None or entry.name == METADATA_LOG_DIR:    # the Raft replica owns the metadata log
-            return
+        if key is None or entry.name == METADATA_LOG_DIR or self._is_reserved(Path(entry.path)):
+            return          # the Raft replica owns the metadata log
         if key in self._logs:
             raise KafkaStorageError(f"duplicate log directories for {key}: {self._home[key]} and {log_dir}")
         log = Log.open(
@@ -201,12 +208,17 @@ class LogManager:
                     existing.assign_topic_id(topic_id)
                 return existing
             log_dir = self._least_loaded_dir()
-            log = Log.open(log_dir / partition_dir_name(topic, partition), config, now_ms, topic_id,
-                           writer=self._writers[log_dir])
+            path = log_dir / partition_dir_name(topic, partition)
+            if self._is_reserved(path):
+                raise KafkaStorageError(f"{path} is reserved by this node; no partition log may live there")
+            log = Log.open(path, config, now_ms, topic_id, writer=self._writers[log_dir])
             fsync_dir(log_dir)
             self._logs[key] = log
             self._home[key] = log_dir
             return log
+
+    def _is_reserved(self, path: Path) -> bool:
+        return _identity(path) in self._reserved
 
     def _least_loaded_dir(self) -> Path:
         online = [d for d in self.log_dirs if d not in self.offline_dirs]
@@ -365,6 +377,11 @@ class LogManager:
             self._pending_dir_deletes = [(w, log) for w, log in self._pending_dir_deletes if w > now_ms]
             for log in due:
                 log.delete()
+
+
+def _identity(path: Path) -> Path:
+    """One spelling per directory (absolute, symlinks and ``..`` resolved), existing or not."""
+    return path.resolve()
 
 
 def _read_high_watermarks(log_dir: Path) -> dict[TopicPartition, int]:

@@ -217,3 +217,17 @@ def test_allocate_producer_ids():
     assert r2.response["ProducerIdStart"] == 1000 and h.qc.image.next_producer_id == 2000
     assert h.call(67, 0, {"BrokerId": 1, "BrokerEpoch": 99}).response["ErrorCode"] == ErrorCode.STALE_BROKER_EPOCH
     assert h.call(67, 0, {"BrokerId": 7, "BrokerEpoch": 0}).response["ErrorCode"] == ErrorCode.BROKER_ID_NOT_REGISTERED
+
+
+def test_reserved_names_cannot_be_created_or_deleted():
+    h = Harness()
+    h.start_brokers(1)
+    r = _create(h, [_topic("__cluster_metadata")])
+    assert r.records == [] and r.response["Topics"][0]["ErrorCode"] == ErrorCode.INVALID_REQUEST
+    assert "__cluster_metadata" not in h.qc.image.topics
+    h.create_topic("__consumer_offsets", partitions=3)
+    tid = h.qc.image.topics["__consumer_offsets"].topic_id
+    r = h.call(20, 6, {"Topics": [{"Name": "__consumer_offsets", "TopicId": bytes(16)},
+                                  {"Name": None, "TopicId": tid}], "TimeoutMs": 100})
+    assert r.records == []
+    assert [t["ErrorCode"] for t in r.response["Responses"]] == [ErrorCode.INVALID_REQUEST] * 2

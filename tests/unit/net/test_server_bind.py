@@ -1,14 +1,20 @@
 """bind() then Server.serve(): the port is known before the handler exists, and frames are served."""
 import asyncio
 
+from tierlog.net.connection_quotas import ConnectionQuotas
+from tierlog.net.memory_pool import MemoryPool
 from tierlog.net.server import Limits, Server, bind
+
+
+def limits() -> Limits:
+    return Limits(1 << 20, 16, ConnectionQuotas(8, 8), MemoryPool(1 << 22))
 
 
 def test_a_socket_bound_first_serves_frames_once_the_server_runs():
     async def main():
         sock = bind("127.0.0.1", 0)
         port = sock.getsockname()[1]
-        server = Server(lambda frame, host: [b"re:" + bytes(frame)], Limits(1 << 20, 16, 8))
+        server = Server(lambda frame, host: [b"re:" + bytes(frame)], limits())
         assert await server.serve(sock) == port
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write((5).to_bytes(4, "big") + b"hello")
@@ -42,7 +48,7 @@ def test_stop_ends_the_worker_of_a_connection_waiting_in_its_handler():
                 ended.append(bytes(frame))
 
         sock = bind("127.0.0.1", 0)
-        server = Server(slow, Limits(1 << 20, 16, 8))
+        server = Server(slow, limits())
         port = await server.serve(sock)
         _, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write((4).to_bytes(4, "big") + b"wait")

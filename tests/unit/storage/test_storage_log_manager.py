@@ -5,7 +5,12 @@ import os
 import pytest
 from storage_helpers import NOW, batch, config, offsets_in, read_all
 
-from tierlog.storage import CLEAN_SHUTDOWN_FILE, InconsistentTopicIdError, LogManager
+from tierlog.storage import (
+    CLEAN_SHUTDOWN_FILE,
+    InconsistentTopicIdError,
+    KafkaStorageError,
+    LogManager,
+)
 from tierlog.storage.checkpoint import read_offsets
 
 TOPIC_ID = bytes(range(16))
@@ -130,3 +135,17 @@ def test_an_unreadable_log_dir_goes_offline_alone(tmp_path):
     assert again.create("t", 7, None, config(), NOW) is again.get("t", 7)
     assert again.log_dir_of("t", 7) == good
     again.close()
+
+
+def test_reserved_dir_is_never_a_partition_log(tmp_path):
+    """Whatever name maps there, a reserved directory (the Raft metadata log's) is not the manager's."""
+    reserved = tmp_path / "data" / "__cluster_metadata-0"
+    reserved.mkdir(parents=True)
+    (reserved / "raft-log-start").write_text("{}")
+    manager = LogManager([tmp_path / "data"], NOW, reserved_dirs=[tmp_path / "data" / ".." / "data" /
+                                                                   "__cluster_metadata-0"])
+    with pytest.raises(KafkaStorageError, match="reserved"):
+        manager.create("__cluster_metadata", 0, TOPIC_ID, config(), NOW)
+    assert manager.get("__cluster_metadata", 0) is None and not manager.delete("__cluster_metadata", 0)
+    manager.close()
+    assert sorted(p.name for p in reserved.iterdir()) == ["raft-log-start"]

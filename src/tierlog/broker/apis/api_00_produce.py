@@ -10,11 +10,14 @@ NodeEndpoints; a partition this broker may not know the leader of yet waits for
 its metadata to catch up first (``stale_metadata``).  Idempotent producers are served by the log's producer state
 (``storage.producer_state``): a retried batch is answered with its original
 offsets and not appended again, a sequence gap with OUT_OF_ORDER_SEQUENCE_NUMBER,
-an old producer epoch with INVALID_PRODUCER_EPOCH.  Left out: transactions
+an old producer epoch with INVALID_PRODUCER_EPOCH.  Clients never write to
+``__consumer_offsets`` or ``__transaction_state`` (INVALID_TOPIC_EXCEPTION, Kafka's
+"Cannot append to internal topic"; the group coordinator appends without this API).  Left out: transactions
 (InitProducerId refuses a TransactionalId, so clients never send transactional batches).
 """
 import asyncio
 
+from tierlog.metadata.topic_rules import CLIENT_UNWRITABLE_TOPICS
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
@@ -65,6 +68,8 @@ def _produce_one(broker, topic, pdata, acks, now, hints, timeout_ms, waits) -> d
 def _append(broker, topic, index, records, acks, now, resp, timeout_ms, waits):
     if acks not in (-1, 0, 1):
         return ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of -1, 0, 1"
+    if topic in CLIENT_UNWRITABLE_TOPICS:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
     part, error = broker.led_partition(topic, index)
     if error:
         return error, None

@@ -2,12 +2,18 @@
 
 A request for an unknown topic creates it when ``auto.create.topics.enable`` is
 on and the client allows it (AllowAutoTopicCreation, v4+; always for older
-versions).  Offline replicas are always empty; authorized operations are not
+versions), except ``__cluster_metadata``, which is never a topic (its creation is
+refused: UNKNOWN_TOPIC_OR_PARTITION, Kafka's answer once its creation failed).  Offline replicas are always empty; authorized operations are not
 computed (-2147483648). Brokers are the unfenced ones, each at its endpoint on
 the listener the request came in on (a broker without one is left out, as
 Kafka's getAliveBrokerNodes). The v13 top-level ErrorCode is always 0 (this
 broker never asks a client to rebootstrap).
+
+v10+ may name a topic by TopicId (Name null): an unknown id answers
+UNKNOWN_TOPIC_ID, an entry with neither a name nor an id INVALID_REQUEST. The
+response's Name is nullable only from v12, so v10-11 answers "" there.
 """
+from tierlog.metadata.topic_rules import CLUSTER_METADATA_TOPIC
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
@@ -24,6 +30,9 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     names = _requested_names(broker, request)
     allow_create = request.get("AllowAutoTopicCreation", True) if header.api_version >= 4 else True
     topics = [_topic(broker, name, allow_create) for name in names]
+    if header.api_version < 12:
+        for t in topics:
+            t["Name"] = t["Name"] if t["Name"] is not None else ""
     image = broker.image
     return {
         "ThrottleTimeMs": 0,
@@ -63,9 +72,11 @@ def _requested_names(broker, request) -> list:
 def _topic(broker, name, allow_create) -> dict:
     if isinstance(name, tuple):                   # asked by an id we do not know
         return _error(ErrorCode.UNKNOWN_TOPIC_ID, None, name[1])
+    if name is None:                              # neither a name nor an id
+        return _error(ErrorCode.INVALID_REQUEST, None)
     topic = broker.image.topics.get(name)
     if topic is None:
-        if not (allow_create and broker.config["auto.create.topics.enable"]):
+        if not (allow_create and broker.config["auto.create.topics.enable"]) or name == CLUSTER_METADATA_TOPIC:
             return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
         auto_create(broker, name)
         return _error(ErrorCode.LEADER_NOT_AVAILABLE, name)     # Kafka's answer while it is being created

@@ -1,0 +1,85 @@
+"""When connections of a listener are closed for lingering, sans-IO.
+
+Two deadlines, each kept in an insertion-ordered map so that ``expired`` looks
+only at the connections that are due (the oldest first), never at all of them:
+
+- idle: a connection with no request in progress and no bytes received or
+  response sent for ``connections.max.idle.ms`` (Kafka's, default 10 minutes);
+- read: a request frame whose first byte arrived ``socket.request.read.timeout.ms``
+  ago and is still incomplete (slow senders holding request memory; Kafka has
+  no such bound and relies on the idle timeout, which a byte a minute defeats).
+
+The shell reports ``received`` (bytes in, ``frame_open`` whether a frame is
+incomplete after them), ``request_started`` / ``request_done`` (a request being
+handled is never idle) and ``forget``; it polls ``expired(now_ms)`` every
+``poll_interval_ms``.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+__all__ = ["IDLE", "READ", "ConnectionDeadlines"]
+
+IDLE = "connections.max.idle.ms"
+READ = "socket.request.read.timeout.ms"
+MIN_POLL_MS, MAX_POLL_MS = 10, 1000
+
+
+class ConnectionDeadlines:
+    def __init__(self, idle_ms: int, read_ms: int):
+        self.idle_ms = idle_ms
+        self.read_ms = read_ms
+        self._idle_since: dict[Hashable, int] = {}     # not busy: conn -> last activity, oldest first
+        self._frame_since: dict[Hashable, int] = {}    # conn -> first byte of its incomplete frame
+        self._busy: set[Hashable] = set()
+
+    @property
+    def poll_interval_ms(self) -> int:
+        return max(MIN_POLL_MS, min(MAX_POLL_MS, self.idle_ms // 4, self.read_ms // 4))
+
+    def opened(self, conn: Hashable, now_ms: int) -> None:
+        self._idle_since[conn] = now_ms
+
+    def received(self, conn: Hashable, now_ms: int, frame_open: bool) -> None:
+        if conn not in self._busy:
+            self._touch(conn, now_ms)
+        if not frame_open:
+            self._frame_since.pop(conn, None)
+        elif conn not in self._frame_since:
+            self._frame_since[conn] = now_ms
+
+    def request_started(self, conn: Hashable) -> None:
+        self._busy.add(conn)
+        self._idle_since.pop(conn, None)
+
+    def request_done(self, conn: Hashable, now_ms: int) -> None:
+        self._busy.discard(conn)
+        self._touch(conn, now_ms)
+
+    def forget(self, conn: Hashable) -> None:
+        self._idle_since.pop(conn, None)
+        self._frame_since.pop(conn, None)
+        self._busy.discard(conn)
+
+    def expired(self, now_ms: int) -> list[tuple[Hashable, str]]:
+        """Connections past a deadline, each with the config that closes it; forgotten here."""
+        slow = _due(self._frame_since, now_ms - self.read_ms)
+        out = [(c, READ) for c in slow]
+        closing = set(slow)
+        out += [(c, IDLE) for c in _due(self._idle_since, now_ms - self.idle_ms) if c not in closing]
+        for conn, _ in out:
+            self.forget(conn)
+        return out
+
+    def _touch(self, conn: Hashable, now_ms: int) -> None:
+        self._idle_since.pop(conn, None)
+        self._idle_since[conn] = now_ms
+
+
+def _due(since: dict[Hashable, int], cutoff_ms: int) -> list[Hashable]:
+    due = []
+    for conn, at in since.items():       # oldest first
+        if at > cutoff_ms:
+            break
+        due.append(conn)
+    return due
