@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from tierlog.extras import MissingExtraError, require
 from tierlog.parent_watch import child_env, exit_with_parent
 from tierlog.tiered.factory import RemoteStorageConfigError, location_settings
 
@@ -118,7 +119,9 @@ def tiering_properties(location: str | None, data_dir: Path) -> dict[str, str]:
     and KIP-1023's follower fetch from the earliest pending upload offset."""
     if location is None:
         location = str(data_dir / "remote-storage")
-    elif not location.startswith("s3://"):
+    elif location.startswith("s3://"):
+        _require_s3()
+    else:
         location = str(Path(location).resolve())
     try:
         settings = location_settings(location)
@@ -126,6 +129,13 @@ def tiering_properties(location: str | None, data_dir: Path) -> dict[str, str]:
         raise CliError(f"--remote-storage: {e}") from None
     return {"remote.log.storage.system.enable": "true", "follower.fetch.last.tiered.offset.enable": "true",
             **settings}
+
+
+def _require_s3() -> None:
+    try:
+        require("s3", "--remote-storage s3://...")
+    except MissingExtraError as e:
+        raise CliError(str(e)) from None
 
 
 def _parse_listen(text: str) -> tuple[str, int]:

@@ -18,6 +18,7 @@ from confluent_kafka import KafkaException
 
 from tierlog.cli.errors import CliError, describe_exception
 from tierlog.cli.parser import CliArgumentParser
+from tierlog.extras import MissingExtraError
 
 __all__ = ["build_parser", "main"]
 
@@ -93,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return _quiet_broken_pipe()
-    except (KafkaException, OSError, ValueError) as exc:
+    except (KafkaException, OSError, ValueError, MissingExtraError) as exc:
         _error(describe_exception(exc))
         return 1
     except KeyboardInterrupt:

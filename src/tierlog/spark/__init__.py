@@ -9,12 +9,18 @@
 Options, schema and semantics follow Spark's Kafka source and sink; no JVM
 connector jar is needed. Spark's Python workers must run an interpreter with
 tierlog installed (set PYSPARK_PYTHON, e.g. to ``sys.executable``).
+It needs the ``spark`` extra (``pip install 'tierlog[spark]'``); without it,
+importing this package raises a one-line MissingExtraError naming it.
 """
 
 from __future__ import annotations
 
-from tierlog.spark.options import OptionError
-from tierlog.spark.source import SCHEMA, SCHEMA_WITH_HEADERS, TierlogDataSource
+from tierlog.extras import require
+
+require("spark", "the tierlog Spark data source")
+
+from tierlog.spark.options import OptionError  # noqa: E402  (after the extra's check)
+from tierlog.spark.source import SCHEMA, SCHEMA_WITH_HEADERS, TierlogDataSource  # noqa: E402
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "OptionError", "TierlogDataSource", "register"]
 

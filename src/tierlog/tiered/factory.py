@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tierlog.extras import MissingExtraError
 from tierlog.tiered.fs_store import FsObjectStore
 from tierlog.tiered.object_store import ObjectStore
 from tierlog.tiered.s3_store import PART_BYTES_DEFAULT, S3ObjectStore, S3Settings
@@ -68,7 +69,10 @@ def object_store_from_config(settings: dict[str, str]) -> ObjectStore:
             raise RemoteStorageConfigError(f"{FS_ROOT} is required for the fs backend")
         return FsObjectStore(Path(root))
     if backend == "s3":
-        return S3ObjectStore(_s3_settings(settings))
+        try:
+            return S3ObjectStore(_s3_settings(settings))
+        except MissingExtraError as exc:
+            raise RemoteStorageConfigError(str(exc)) from None
     raise RemoteStorageConfigError(f"{BACKEND} must be fs or s3, got {backend!r}")
 
 

@@ -8,6 +8,8 @@
 - Reads are ranged GETs (``Range: bytes=start-end``); ``checksum`` streams the
   object back in ``part_bytes`` chunks.
 - Deleting a missing key succeeds (S3's DeleteObject is idempotent).
+- boto3 comes with the ``s3`` extra; without it, building a store raises
+  MissingExtraError naming the extra.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from crc32c import crc32c
 
+from tierlog.extras import require
 from tierlog.tiered.object_store import (
     ObjectChecksum,
     RemoteResourceNotFoundError,
@@ -59,6 +62,7 @@ class S3Settings:
 
 
 def _client(settings: S3Settings):
+    require("s3", "S3 remote storage")
     import boto3
     from botocore.config import Config
 
