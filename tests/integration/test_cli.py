@@ -433,3 +433,16 @@ def test_bad_librdkafka_setting_fails_with_one_line(broker_bootstrap):
                      "--bootstrap-server", broker_bootstrap)
     assert result.returncode == 1
     assert "no.such.property" in one_error_line(result)
+
+
+def test_command_config_file_is_read_as_java_properties(broker_bootstrap, tmp_path):
+    """Kafka's --command-config: a properties file, continuations and `key value` lines included."""
+    config = tmp_path / "client.properties"
+    config.write_text("# librdkafka settings\nclient.id tierlog-\\\n    cli-test\nsocket.timeout.ms: 10000\n")
+    name = new_topic(broker_bootstrap)
+    assert name in json_of(ok("topics", "list", "--json", "--command-config", str(config),
+                              "--bootstrap-server", broker_bootstrap))
+    config.write_text("client.id=\\uZZ\n")
+    result = tierlog("topics", "list", "--command-config", str(config), "--bootstrap-server", broker_bootstrap)
+    assert result.returncode == 2
+    assert "Invalid \\u escape" in one_error_line(result)
