@@ -226,6 +226,7 @@ class Node:
                              api_versions_list(BROKER_APIS))
         if cfg["remote.log.storage.system.enable"]:
             self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms)
+            await self.remote.check()
             self.broker.remote = self.replicas.remote = self.remote
             self.replicas.tier_listener = self.remote.log_manager
         for listener_cfg, sock in sockets:

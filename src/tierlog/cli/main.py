@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from confluent_kafka import KafkaException
 
-from tierlog.cli.errors import CliError, describe_exception
+from tierlog.cli.errors import ERROR_PREFIX, CliError, describe_exception
 from tierlog.cli.parser import CliArgumentParser
 from tierlog.extras import MissingExtraError
 
@@ -74,7 +74,7 @@ def build_parser() -> CliArgumentParser:
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"tierlog: error: {' '.join(message.split())}\n")
+    sys.stderr.write(f"{ERROR_PREFIX}{' '.join(message.split())}\n")
     sys.stderr.flush()
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from tierlog.extras import require
 
-require("spark", "the tierlog Spark data source")
+require("spark", "the tierlog Spark data source")     # before the modules that import pyspark
 
-from tierlog.spark.options import OptionError  # noqa: E402  (after the extra's check)
-from tierlog.spark.source import SCHEMA, SCHEMA_WITH_HEADERS, TierlogDataSource  # noqa: E402
+from tierlog.spark.options import OptionError
+from tierlog.spark.source import SCHEMA, SCHEMA_WITH_HEADERS, TierlogDataSource
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "OptionError", "TierlogDataSource", "register"]
 

@@ -26,6 +26,7 @@ from tierlog.tiered.object_store import (
     RemoteResourceNotFoundError,
     RemoteStorageError,
 )
+from tierlog.tiered.s3_check import check_bucket
 
 __all__ = [
     "PART_BYTES_DEFAULT",
@@ -42,6 +43,8 @@ PART_BYTES_MAX = 5 * 1024 * 1024 * 1024    # S3's largest part
 PART_BYTES_DEFAULT = 8 * 1024 * 1024
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 _LIST_PAGE_KEYS = 1000
+# the start-up check gives up on a silent endpoint within seconds, not boto3's minutes
+_PROBE_CONFIG = {"connect_timeout": 5, "read_timeout": 10, "retries": {"mode": "standard", "total_max_attempts": 2}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,7 @@ class S3Settings:
     region: str | None = None
     path_style: bool = False
     part_bytes: int = PART_BYTES_DEFAULT
+    create_bucket: bool = False      # check(): create a missing bucket instead of refusing it
 
     def __post_init__(self) -> None:
         if not self.bucket:
@@ -61,15 +65,16 @@ class S3Settings:
                              f"got {self.part_bytes}")
 
 
-def _client(settings: S3Settings):
+def _client(settings: S3Settings, **config):
     require("s3", "S3 remote storage")
     import boto3
     from botocore.config import Config
 
     addressing = "path" if settings.path_style else "auto"
-    config = Config(s3={"addressing_style": addressing}, retries={"mode": "standard"})
+    config.setdefault("retries", {"mode": "standard"})
     return boto3.session.Session().client(
-        "s3", endpoint_url=settings.endpoint_url, region_name=settings.region, config=config)
+        "s3", endpoint_url=settings.endpoint_url, region_name=settings.region,
+        config=Config(s3={"addressing_style": addressing}, **config))
 
 
 class S3ObjectStore:
@@ -78,10 +83,18 @@ class S3ObjectStore:
     def __init__(self, settings: S3Settings, client=None) -> None:
         self.settings = settings
         self._prefix = settings.prefix.strip("/") + "/" if settings.prefix.strip("/") else ""
+        self._injected = client is not None
         self._s3 = client if client is not None else _client(settings)
 
     def describe(self) -> str:
         return f"s3://{self.settings.bucket}/{self._prefix}"
+
+    def check(self) -> None:
+        """At a node's start: credentials found and the bucket there (created when
+        ``create_bucket``), else RemoteStorageError naming what to fix. An endpoint that
+        does not answer is only logged (uploads retry, reads get errors)."""
+        probe = self._s3 if self._injected else _client(self.settings, **_PROBE_CONFIG)
+        check_bucket(probe, self.settings.bucket, self.settings.create_bucket)
 
     def _key(self, key: str) -> str:
         assert key and not key.startswith("/"), f"bad object key {key!r}"
