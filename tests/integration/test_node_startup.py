@@ -7,6 +7,7 @@ storage cannot be used (no credentials, no bucket) exits at once with one
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -143,3 +144,33 @@ def test_up_reports_the_nodes_error_once(tmp_path, moto):
     assert result.stderr == (f"{ERROR_PREFIX}node 1 failed to start: remote storage s3://{bucket}/p/: S3 bucket "
                              f"{bucket} does not exist: create it, or set rsm.config.storage.s3.create.bucket=true "
                              f"(see {tmp_path / 'd' / 'node-1' / 'node.log'})\n")
+
+
+def test_node_log_rotates_by_size(tmp_path):
+    """A real node logging to --log-file: past the size the file is rotated (SIGUSR1's task dumps
+    are a few KiB each), at most the backups are kept, and its stderr follows the new file."""
+    root = tmp_path / "node"
+    root.mkdir()
+    port = free_port()
+    (root / "server.properties").write_text(_text({"node.id": "1", "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                                                   "log.dirs": str(root / "data")}))
+    log = root / "node.log"
+    proc = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "node", "--config",
+                             str(root / "server.properties"), "--log-file", str(log),
+                             "--log-file-max-bytes", "2048", "--log-file-backups", "3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env())
+    try:
+        assert proc.stdout.readline().startswith("node 1 "), log.read_text()[-2000:]
+        deadline = time.monotonic() + 30
+        while not (root / "node.log.3").exists():
+            assert time.monotonic() < deadline, sorted(p.name for p in root.glob("node.log*"))
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.2)
+        for _ in range(3):
+            proc.send_signal(signal.SIGUSR1)
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0
+    assert sorted(p.name for p in root.glob("node.log*")) == ["node.log", "node.log.1", "node.log.2", "node.log.3"]
+    assert "node 1 stopped" in log.read_text()
+    assert "SIGUSR1" in (root / "node.log.1").read_text()

@@ -74,6 +74,10 @@ def test_up_combined_single_process(tmp_path):
         create_topic(bootstrap, "one", 1)
         produce_all(bootstrap, "one", [(0, None, b"v", None, None)] * 100)
         assert len(consume_all(bootstrap, "one", 1, 100)) == 100
+        log = tmp_path / "d" / "node-1" / "node.log"
+        cmdline = Path(f"/proc/{proc.pids[1]}/cmdline").read_bytes().split(b"\0")
+        assert cmdline[cmdline.index(b"--log-file") + 1] == str(log).encode(), "the node rotates its own log"
+        assert "serving" in log.read_text()
     finally:
         _stop(proc)
 

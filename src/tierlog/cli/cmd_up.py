@@ -214,8 +214,9 @@ def _start_node(node_id: int, data_dir: Path, properties: str) -> subprocess.Pop
     node_dir.mkdir(parents=True, exist_ok=True)
     conf = node_dir / "server.properties"
     conf.write_text(properties)
-    cmd = [sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(conf)]
-    with open(node_dir / "node.log", "ab") as log_file:      # the child keeps its own handle
+    log = node_dir / "node.log"         # rotated by the node (cli/node_log.py)
+    cmd = [sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(conf), "--log-file", str(log)]
+    with open(log, "ab") as log_file:      # until the node opens it itself; the child keeps its own handle
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, text=True,
                                 start_new_session=True, env=child_env())
     proc.node_dir = node_dir
