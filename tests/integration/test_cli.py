@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import socket
 import subprocess
 import sys
@@ -446,3 +447,35 @@ def test_command_config_file_is_read_as_java_properties(broker_bootstrap, tmp_pa
     result = tierlog("topics", "list", "--command-config", str(config), "--bootstrap-server", broker_bootstrap)
     assert result.returncode == 2
     assert "Invalid \\u escape" in one_error_line(result)
+
+
+def test_tables_are_tab_separated_in_a_pipe_and_drawn_on_a_terminal(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    name = new_topic(broker_bootstrap, partitions=2)
+    title, header, *rows = ok("topics", "describe", name, *b).stdout.decode().splitlines()
+    assert title.startswith(f"Topic: {name}")
+    assert header.split("\t")[:2] == ["Partition", "Leader"]
+    assert [row.split("\t")[0] for row in rows] == ["0", "1"]
+    assert all(len(row.split("\t")) == len(header.split("\t")) for row in rows)
+    drawn = _on_a_terminal("topics", "describe", name, *b)
+    assert "┃" in drawn and "\t" not in drawn
+
+
+def _on_a_terminal(*args: str) -> str:
+    """Run `tierlog ARGS` with stdout on a pseudo-terminal; what it wrote there."""
+    primary, secondary = pty.openpty()
+    with subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", *args], stdout=secondary,
+                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL) as proc:
+        os.close(secondary)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:          # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(RUN_TIMEOUT_S) == 0, proc.stderr.read()
+    os.close(primary)
+    return b"".join(chunks).decode("utf-8", "replace")

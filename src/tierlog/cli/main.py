@@ -36,6 +36,7 @@ tierlog: a Kafka-compatible, replicated, tiered log.
 
 The client commands speak the Kafka protocol, so they work against tierlog and
 any Kafka-compatible broker. Run 'tierlog COMMAND --help' for a command's options.
+Tables are drawn on a terminal and tab-separated lines otherwise (for awk, cut).
 """
 
 _EPILOG = """\
