@@ -479,3 +479,16 @@ def _on_a_terminal(*args: str) -> str:
         assert proc.wait(RUN_TIMEOUT_S) == 0, proc.stderr.read()
     os.close(primary)
     return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("args, pointer", [
+    (["produce", "t", "--bogus"], "tierlog produce --help"),
+    (["topics", "create", "t", "extra"], "tierlog topics create --help"),
+    (["groups", "reset-offsets", "--group", "g", "--to-earliest", "--nope"], "tierlog groups reset-offsets --help"),
+    (["consume"], "tierlog consume --help"),
+    (["nosuchcommand"], "tierlog --help"),
+])
+def test_usage_errors_point_at_the_subcommands_help(args, pointer):
+    result = tierlog(*args)
+    assert result.returncode == 2
+    assert one_error_line(result).endswith(f"(see '{pointer}')")

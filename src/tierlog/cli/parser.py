@@ -27,12 +27,32 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class CliArgumentParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line, raised as UsageError."""
+    """An ArgumentParser whose errors are one line, raised as UsageError.
+
+    The line points at the help of the (sub)command whose command line it is:
+    argparse leaves arguments a subcommand does not know to the top-level
+    parser, which would point at ``tierlog --help``; a subcommand's parser
+    (``SubcommandParser``) reports them itself.
+    """
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
+    def add_subparsers(self, **kwargs):
+        kwargs.setdefault("parser_class", SubcommandParser)
+        return super().add_subparsers(**kwargs)
+
     def error(self, message: str):  # type: ignore[override]
         flat = " ".join(message.split())
         raise UsageError(f"{flat} (see '{self.prog} --help')")
+
+
+class SubcommandParser(CliArgumentParser):
+    """The parser of a subcommand: arguments it does not know are its usage error."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
