@@ -492,3 +492,21 @@ def test_usage_errors_point_at_the_subcommands_help(args, pointer):
     result = tierlog(*args)
     assert result.returncode == 2
     assert one_error_line(result).endswith(f"(see '{pointer}')")
+
+
+@pytest.mark.parametrize("args", [
+    ["topics", "create", "{name}", "--config", "retention.ms=abc"],
+    ["configs", "alter", "--topic", "{existing}", "--set", "min.cleanable.dirty.ratio=half"],
+])
+def test_a_bad_config_value_is_explained_in_kafkas_words(broker_bootstrap, args):
+    existing = new_topic(broker_bootstrap)
+    args = [a.format(name=f"cli-{uuid.uuid4().hex[:10]}", existing=existing) for a in args]
+    error = one_error_line(tierlog(*args, "--bootstrap-server", broker_bootstrap))
+    assert "not a number of type" in error and "INVALID_CONFIG" in error
+    assert "literal" not in error and "float" not in error, error
+
+
+def test_a_bad_remote_storage_setting_is_explained_without_python():
+    result = tierlog("remote", "ls", "--storage", "s3://bucket/prefix",
+                     "--set", "rsm.config.storage.s3.multipart.part.size.bytes=abc")
+    assert one_error_line(result) == "rsm.config.storage.s3.multipart.part.size.bytes must be an integer, got 'abc'"

@@ -82,8 +82,8 @@ def object_store_from_config(settings: dict[str, str]) -> ObjectStore:
 
 
 def _s3_settings(settings: dict[str, str]) -> S3Settings:
+    part_bytes = _integer(settings, S3_PART_BYTES, PART_BYTES_DEFAULT)
     try:
-        part_bytes = int(settings.get(S3_PART_BYTES, PART_BYTES_DEFAULT))
         return S3Settings(
             bucket=str(settings.get(S3_BUCKET) or ""), prefix=str(settings.get(S3_PREFIX) or ""),
             endpoint_url=settings.get(S3_ENDPOINT_URL) or None, region=settings.get(S3_REGION) or None,
@@ -91,6 +91,14 @@ def _s3_settings(settings: dict[str, str]) -> S3Settings:
             create_bucket=_boolean(settings, S3_CREATE_BUCKET))
     except ValueError as exc:
         raise RemoteStorageConfigError(f"bad S3 remote storage settings: {exc}") from None
+
+
+def _integer(settings: dict[str, str], key: str, default: int) -> int:
+    text = str(settings.get(key, default)).strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise RemoteStorageConfigError(f"{key} must be an integer, got {text!r}") from None
 
 
 def _boolean(settings: dict[str, str], key: str) -> bool:
