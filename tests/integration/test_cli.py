@@ -510,3 +510,37 @@ def test_a_bad_remote_storage_setting_is_explained_without_python():
     result = tierlog("remote", "ls", "--storage", "s3://bucket/prefix",
                      "--set", "rsm.config.storage.s3.multipart.part.size.bytes=abc")
     assert one_error_line(result) == "rsm.config.storage.s3.multipart.part.size.bytes must be an integer, got 'abc'"
+
+
+# --- kafka-console-consumer / -producer spellings ----------------------------------------------
+
+
+def test_console_producer_and_consumer_spellings(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    name = new_topic(broker_bootstrap)
+    ok("produce", "--topic", name, "--property", "parse.key=true", "--property", "key.separator=:", *b,
+       stdin=b"a:1\nb:2\n")
+    ok("produce", "--topic", name, "--property", "parse.key=true", *b, stdin=b"c\t3\n")   # a tab by default
+    printed = ok("consume", "--topic", name, "--from-beginning", "--property", "print.key=true",
+                 "--property", "print.partition=true", "--property", "print.offset=true", "--max-messages", "3", *b)
+    assert printed.stdout.splitlines() == [b"Partition:0\tOffset:0\ta\t1", b"Partition:0\tOffset:1\tb\t2",
+                                           b"Partition:0\tOffset:2\tc\t3"]
+    stamped = ok("consume", name, "--property", "print.timestamp=true", "--property", "print.key=true",
+                 "--property", "print.value=false", "--property", "key.separator=|", "--max-messages", "1", *b)
+    timestamp, key = stamped.stdout.strip().split(b"|")
+    assert timestamp.startswith(b"CreateTime:") and int(timestamp.split(b":")[1]) > 0 and key == b"a"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["consume", "t", "--topic", "t"], "give the topic once"),
+    (["consume", "t", "--property", "print.nope=true"], "unknown property 'print.nope' (supported: print.timestamp"),
+    (["consume", "t", "--property", "print.key=yes"], "print.key: expected true or false, got 'yes'"),
+    (["consume", "t", "--format", "json", "--property", "print.key=true"], "not of json"),
+    (["produce", "t", "--property", "parse.headers=true"], "unknown property 'parse.headers'"),
+    (["produce", "t", "--property", "parse.key=true", "--property", "key.separator="], "must not be empty"),
+    (["produce", "t", "--key-separator", ""], "must not be empty"),
+])
+def test_console_spelling_mistakes_are_usage_errors(args, expected):
+    result = tierlog(*args, "--bootstrap-server", "127.0.0.1:1")
+    assert result.returncode == 2
+    assert expected in one_error_line(result)
