@@ -144,6 +144,15 @@ class Node:
     def is_broker(self) -> bool:
         return "broker" in self.config.roles
 
+    @property
+    def client_address(self) -> tuple[str, int]:
+        """Where clients connect: the first broker listener (not a combined node's controller
+        listener, which answers clients UNSUPPORTED_FEATURE), else the first listener."""
+        for listener in self.config.broker_listeners:
+            if listener.name in self._ports:
+                return listener.host or "0.0.0.0", self._ports[listener.name]
+        return self.bound[0]
+
     async def start(self) -> None:
         cfg = self.config
         for d in cfg.log_dirs:

@@ -61,7 +61,7 @@ def run(args) -> int:
         logging.getLogger("tierlog.config").warning("unknown config %s ignored", key)
 
     def ready(node) -> None:
-        host, port = node.bound[0]
+        host, port = node.client_address
         metrics = "" if node.metrics_endpoint is None else " metrics={}:{}".format(*node.metrics_endpoint.bound)
         print(f"node {config.node_id} roles={','.join(config['process.roles'])} pid={os.getpid()} "
               f"listen={host}:{port}{metrics}", flush=True)
