@@ -1,7 +1,8 @@
 """Node configuration: every broker setting with Kafka's name, type and default.
 
-A node reads a Kafka-style ``server.properties`` (``key=value`` lines, ``#``
-comments).  ``NodeConfig`` validates every known key, keeps unknown keys (Kafka
+A node reads a Kafka-style ``server.properties``: Java properties, read with
+javaproperties (``key=value``, ``key: value`` or ``key value`` lines, ``#`` / ``!``
+comments, line continuations, escapes).  ``NodeConfig`` validates every known key, keeps unknown keys (Kafka
 warns about those; so do we, see ``NodeConfig.unknown``) and exposes typed
 accessors.  Broker-level ``log.*`` settings are the defaults of the topic-level
 settings; ``topic_defaults()`` maps them onto topic config names
@@ -14,12 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import javaproperties
+
 __all__ = [
     "BROKER_CONFIGS",
     "ConfigDef",
     "ConfigError",
     "Listener",
     "NodeConfig",
+    "format_properties",
     "parse_host_port",
     "parse_ip_overrides",
     "parse_listeners",
@@ -231,17 +235,29 @@ _PARSERS: dict[str, Callable[[str], object]] = {
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java-properties style ``key=value`` lines (``#``/``!`` comments, ``:`` separators)."""
-    props: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if sep < 0:
-            raise ConfigError(f"line without '=': {raw!r}")
-        props[line[:sep].strip()] = line[sep + 1:].strip()
-    return props
+    """Java properties as Kafka reads them (javaproperties): ``key=value``, ``key: value`` and
+    ``key value`` lines, ``#``/``!`` comments, ``\\`` line continuations and escapes
+    (``\\t``, ``\\uXXXX``, ...); the last of a repeated key wins. Values are trimmed, as
+    Kafka's ConfigDef trims them."""
+    try:
+        props = javaproperties.loads(text)
+    except javaproperties.InvalidUEscapeError as e:
+        raise ConfigError(f"bad properties file: {e}") from None
+    return {key: value.strip() for key, value in props.items()}
+
+
+def format_properties(props: dict[str, str], comment: str = "") -> str:
+    """``key=value`` lines that ``parse_properties`` reads back as ``props`` (backslashes and
+    line breaks in values escaped; keys are config names; values without surrounding blanks)."""
+    lines = [f"# {comment}"] if comment else []
+    for key, value in props.items():
+        assert key and not set(key) & set(_KEY_SPECIALS), f"bad config key {key!r}"
+        lines.append(f"{key}={''.join(_VALUE_ESCAPES.get(c, c) for c in value)}")
+    return "\n".join(lines) + "\n"
+
+
+_KEY_SPECIALS = " \t\f=:#!\\\n\r"
+_VALUE_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}
 
 
 @dataclass(frozen=True, slots=True)

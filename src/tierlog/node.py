@@ -154,6 +154,15 @@ class Node:
     def is_broker(self) -> bool:
         return "broker" in self.config.roles
 
+    @property
+    def client_address(self) -> tuple[str, int]:
+        """Where clients connect: the first broker listener (not a combined node's controller
+        listener, which answers clients UNSUPPORTED_FEATURE), else the first listener."""
+        for listener in self.config.broker_listeners:
+            if listener.name in self._ports:
+                return listener.host or "0.0.0.0", self._ports[listener.name]
+        return self.bound[0]
+
     async def start(self) -> None:
         cfg = self.config
         self._dir_locks = _lock_dirs(_data_dirs(cfg))
@@ -240,6 +249,7 @@ class Node:
                              api_versions_list(BROKER_APIS))
         if cfg["remote.log.storage.system.enable"]:
             self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms)
+            await self.remote.check()
             self.broker.remote = self.replicas.remote = self.remote
             self.replicas.tier_listener = self.remote.log_manager
         for listener_cfg, sock in sockets:

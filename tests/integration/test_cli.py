@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import socket
 import subprocess
 import sys
@@ -433,3 +434,113 @@ def test_bad_librdkafka_setting_fails_with_one_line(broker_bootstrap):
                      "--bootstrap-server", broker_bootstrap)
     assert result.returncode == 1
     assert "no.such.property" in one_error_line(result)
+
+
+def test_command_config_file_is_read_as_java_properties(broker_bootstrap, tmp_path):
+    """Kafka's --command-config: a properties file, continuations and `key value` lines included."""
+    config = tmp_path / "client.properties"
+    config.write_text("# librdkafka settings\nclient.id tierlog-\\\n    cli-test\nsocket.timeout.ms: 10000\n")
+    name = new_topic(broker_bootstrap)
+    assert name in json_of(ok("topics", "list", "--json", "--command-config", str(config),
+                              "--bootstrap-server", broker_bootstrap))
+    config.write_text("client.id=\\uZZ\n")
+    result = tierlog("topics", "list", "--command-config", str(config), "--bootstrap-server", broker_bootstrap)
+    assert result.returncode == 2
+    assert "Invalid \\u escape" in one_error_line(result)
+
+
+def test_tables_are_tab_separated_in_a_pipe_and_drawn_on_a_terminal(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    name = new_topic(broker_bootstrap, partitions=2)
+    title, header, *rows = ok("topics", "describe", name, *b).stdout.decode().splitlines()
+    assert title.startswith(f"Topic: {name}")
+    assert header.split("\t")[:2] == ["Partition", "Leader"]
+    assert [row.split("\t")[0] for row in rows] == ["0", "1"]
+    assert all(len(row.split("\t")) == len(header.split("\t")) for row in rows)
+    drawn = _on_a_terminal("topics", "describe", name, *b)
+    assert "┃" in drawn and "\t" not in drawn
+
+
+def _on_a_terminal(*args: str) -> str:
+    """Run `tierlog ARGS` with stdout on a pseudo-terminal; what it wrote there."""
+    primary, secondary = pty.openpty()
+    with subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", *args], stdout=secondary,
+                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL) as proc:
+        os.close(secondary)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:          # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(RUN_TIMEOUT_S) == 0, proc.stderr.read()
+    os.close(primary)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("args, pointer", [
+    (["produce", "t", "--bogus"], "tierlog produce --help"),
+    (["topics", "create", "t", "extra"], "tierlog topics create --help"),
+    (["groups", "reset-offsets", "--group", "g", "--to-earliest", "--nope"], "tierlog groups reset-offsets --help"),
+    (["consume"], "tierlog consume --help"),
+    (["nosuchcommand"], "tierlog --help"),
+])
+def test_usage_errors_point_at_the_subcommands_help(args, pointer):
+    result = tierlog(*args)
+    assert result.returncode == 2
+    assert one_error_line(result).endswith(f"(see '{pointer}')")
+
+
+@pytest.mark.parametrize("args", [
+    ["topics", "create", "{name}", "--config", "retention.ms=abc"],
+    ["configs", "alter", "--topic", "{existing}", "--set", "min.cleanable.dirty.ratio=half"],
+])
+def test_a_bad_config_value_is_explained_in_kafkas_words(broker_bootstrap, args):
+    existing = new_topic(broker_bootstrap)
+    args = [a.format(name=f"cli-{uuid.uuid4().hex[:10]}", existing=existing) for a in args]
+    error = one_error_line(tierlog(*args, "--bootstrap-server", broker_bootstrap))
+    assert "not a number of type" in error and "INVALID_CONFIG" in error
+    assert "literal" not in error and "float" not in error, error
+
+
+def test_a_bad_remote_storage_setting_is_explained_without_python():
+    result = tierlog("remote", "ls", "--storage", "s3://bucket/prefix",
+                     "--set", "rsm.config.storage.s3.multipart.part.size.bytes=abc")
+    assert one_error_line(result) == "rsm.config.storage.s3.multipart.part.size.bytes must be an integer, got 'abc'"
+
+
+# --- kafka-console-consumer / -producer spellings ----------------------------------------------
+
+
+def test_console_producer_and_consumer_spellings(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    name = new_topic(broker_bootstrap)
+    ok("produce", "--topic", name, "--property", "parse.key=true", "--property", "key.separator=:", *b,
+       stdin=b"a:1\nb:2\n")
+    ok("produce", "--topic", name, "--property", "parse.key=true", *b, stdin=b"c\t3\n")   # a tab by default
+    printed = ok("consume", "--topic", name, "--from-beginning", "--property", "print.key=true",
+                 "--property", "print.partition=true", "--property", "print.offset=true", "--max-messages", "3", *b)
+    assert printed.stdout.splitlines() == [b"Partition:0\tOffset:0\ta\t1", b"Partition:0\tOffset:1\tb\t2",
+                                           b"Partition:0\tOffset:2\tc\t3"]
+    stamped = ok("consume", name, "--property", "print.timestamp=true", "--property", "print.key=true",
+                 "--property", "print.value=false", "--property", "key.separator=|", "--max-messages", "1", *b)
+    timestamp, key = stamped.stdout.strip().split(b"|")
+    assert timestamp.startswith(b"CreateTime:") and int(timestamp.split(b":")[1]) > 0 and key == b"a"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["consume", "t", "--topic", "t"], "give the topic once"),
+    (["consume", "t", "--property", "print.nope=true"], "unknown property 'print.nope' (supported: print.timestamp"),
+    (["consume", "t", "--property", "print.key=yes"], "print.key: expected true or false, got 'yes'"),
+    (["consume", "t", "--format", "json", "--property", "print.key=true"], "not of json"),
+    (["produce", "t", "--property", "parse.headers=true"], "unknown property 'parse.headers'"),
+    (["produce", "t", "--property", "parse.key=true", "--property", "key.separator="], "must not be empty"),
+    (["produce", "t", "--key-separator", ""], "must not be empty"),
+])
+def test_console_spelling_mistakes_are_usage_errors(args, expected):
+    result = tierlog(*args, "--bootstrap-server", "127.0.0.1:1")
+    assert result.returncode == 2
+    assert expected in one_error_line(result)

@@ -79,11 +79,9 @@ def _partition(cluster, broker, topic) -> dict | None:
 
 
 def _cli_table_row(text: str) -> dict:
-    """The header and the one partition row of `topics describe`'s table, as a dict."""
-    lines = [line for line in text.splitlines() if "┃" in line or "│" in line]
-    header = [c.strip() for c in lines[0].split("┃")]
-    [row] = [[c.strip() for c in line.split("│")] for line in lines[1:]]
-    return dict(zip(header, row))
+    """The header and the one partition row of `topics describe`'s table (tab-separated in a pipe), as a dict."""
+    header, row = [line.split("\t") for line in text.splitlines() if "\t" in line]
+    return dict(zip(header, row, strict=True))
 
 
 def test_elr_and_leader_epoch_after_the_isr_falls_below_min_isr(cluster):

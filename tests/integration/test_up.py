@@ -31,6 +31,7 @@ def _up(tmp_path, *args):
         assert m, line
         nodes.append((int(m[1]), m[2]))
         proc.pids = getattr(proc, "pids", {}) | {int(m[1]): int(m[3])}
+        proc.listen = getattr(proc, "listen", {}) | {int(m[1]): int(m[4])}
 
 
 def _stop(proc):
@@ -71,9 +72,14 @@ def test_up_combined_single_process(tmp_path):
     try:
         assert nodes == [(1, "broker,controller")]
         assert bootstrap == f"127.0.0.1:{port}"
+        assert proc.listen[1] == port, "the node line names the broker listener, not the controller's"
         create_topic(bootstrap, "one", 1)
         produce_all(bootstrap, "one", [(0, None, b"v", None, None)] * 100)
         assert len(consume_all(bootstrap, "one", 1, 100)) == 100
+        log = tmp_path / "d" / "node-1" / "node.log"
+        cmdline = Path(f"/proc/{proc.pids[1]}/cmdline").read_bytes().split(b"\0")
+        assert cmdline[cmdline.index(b"--log-file") + 1] == str(log).encode(), "the node rotates its own log"
+        assert "serving" in log.read_text()
     finally:
         _stop(proc)
 

@@ -1,6 +1,12 @@
 import pytest
 
-from tierlog.config import ConfigError, NodeConfig, parse_listeners, parse_properties
+from tierlog.config import (
+    ConfigError,
+    NodeConfig,
+    format_properties,
+    parse_listeners,
+    parse_properties,
+)
 
 
 def test_properties_parsing_handles_comments_and_separators():
@@ -82,3 +88,24 @@ def test_request_bounds_are_bounded_by_default_and_take_kafkas_forms():
 def test_bad_request_bounds_name_the_key(props, key):
     with pytest.raises(ConfigError, match=key):
         NodeConfig({"node.id": "1", **props})
+
+
+def test_properties_are_java_properties():
+    text = ("a.key value\nb.key:  spaced value  \ncontinued = one,\\\n    two,\\\n    three\n"
+            "escaped=tab\\there \\u0041 back\\\\slash\nempty.key\nrepeated=1\nrepeated=2\n")
+    assert parse_properties(text) == {
+        "a.key": "value", "b.key": "spaced value", "continued": "one,two,three",
+        "escaped": "tab\there A back\\slash", "empty.key": "", "repeated": "2"}
+
+
+def test_a_bad_unicode_escape_is_a_config_error():
+    with pytest.raises(ConfigError, match="bad properties file"):
+        parse_properties("log.dirs=/data/\\uZZZZ\n")
+
+
+def test_format_properties_reads_back():
+    props = {"log.dirs": "C:\\data\\tierlog", "listeners": "PLAINTEXT://h:1", "odd": "a\nb\tc", "empty": ""}
+    text = format_properties(props, "written by a test")
+    assert text.startswith("# written by a test\n")
+    assert "listeners=PLAINTEXT://h:1\n" in text      # readable as written: no needless escapes
+    assert parse_properties(text) == props

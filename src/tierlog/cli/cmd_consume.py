@@ -14,7 +14,9 @@ counts from its latest assignment (a member assigned nothing within
 no record arrived for ``--timeout-ms``, or until Ctrl-C. Record formats are
 described in `tierlog.cli.record_format`. Prints ``consumed N records`` on
 stderr at the end. An offset outside the log is an error, not a silent
-jump (``auto.offset.reset=error``).
+jump (``auto.offset.reset=error``). kafka-console-consumer's ``--topic``,
+``--from-beginning`` and ``--property print.key=true``-style options work too
+(`tierlog.cli.console_compat`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ import time
 from confluent_kafka import Consumer, KafkaError
 
 from tierlog.cli.connection import Connection
+from tierlog.cli.console_compat import (
+    add_consumer_properties,
+    add_from_beginning,
+    add_topic,
+)
 from tierlog.cli.errors import CliError, describe_kafka_error
 from tierlog.cli.options import connection_options, non_negative_int, positive_int
 from tierlog.cli.record_format import FORMATS, formatter
@@ -50,6 +57,7 @@ examples:
   tierlog consume orders --from @1700000000000 --format json --max-messages 10
   tierlog consume orders --partition 2 --from 1000 --format kv --print-headers
   tierlog consume orders --group billing --timeout-ms 5000
+  tierlog consume --topic orders --from-beginning --property print.key=true --property print.offset=true
 """
 
 
@@ -71,7 +79,7 @@ def _check(message) -> bool:
 
 def _print_records(conn: Connection, args: argparse.Namespace, idle_from=None) -> int:
     """``idle_from()``: when the idle time started, if later than the last record (a group's assignment)."""
-    line_of = formatter(args.format, args.print_headers)
+    line_of = formatter(args.format, args.layout)
     out = sys.stdout.buffer
     printed, idle_since = 0, time.monotonic()
     group = args.group is not None
@@ -145,10 +153,11 @@ def register(subparsers) -> None:
         description="Print records of a topic, one per line (as a group member with --group).",
         epilog=_EPILOG,
     )
-    parser.add_argument("topic", metavar="TOPIC", help="topic to read")
+    add_topic(parser, "topic to read")
     parser.add_argument("--from", dest="start", type=start_position, default=StartPosition("earliest"),
                         metavar="earliest|latest|OFFSET|@TIMESTAMP_MS",
                         help="where to start in each partition")
+    add_from_beginning(parser, StartPosition("earliest"))
     parser.add_argument("--partition", type=non_negative_int, metavar="N",
                         help="read only this partition (default: all)")
     parser.add_argument("--max-messages", type=positive_int, metavar="N",
@@ -161,4 +170,5 @@ def register(subparsers) -> None:
                         help="start value/kv lines with h1:v1,h2:v2<TAB>")
     parser.add_argument("--group", metavar="GROUP",
                         help="consume as a member of this consumer group, committing what was printed")
+    add_consumer_properties(parser)
     parser.set_defaults(func=run)

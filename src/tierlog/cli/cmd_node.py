@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 
 from tierlog.config import ConfigError, NodeConfig
 from tierlog.parent_watch import exit_with_parent
 
 from .errors import CliError
+from .node_log import NODE_LOG_BACKUPS, NODE_LOG_MAX_BYTES, log_to_file, log_to_stderr
+from .options import non_negative_int, positive_int
 
 __all__ = ["register", "run"]
 
@@ -25,6 +26,13 @@ def register(subparsers) -> None:
                    help="override a config key (repeatable)")
     p.add_argument("--log-level", default=os.environ.get("TIERLOG_LOG_LEVEL", "INFO"),
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (default INFO)")
+    p.add_argument("--log-file", metavar="FILE",
+                   help="log (and stderr) to FILE, rotated by size like Kafka's server.log "
+                        "(default: stderr, not rotated)")
+    p.add_argument("--log-file-max-bytes", type=positive_int, default=NODE_LOG_MAX_BYTES, metavar="BYTES",
+                   help="size at which FILE becomes FILE.1, FILE.1 becomes FILE.2, ...")
+    p.add_argument("--log-file-backups", type=non_negative_int, default=NODE_LOG_BACKUPS, metavar="N",
+                   help="rotated files kept (FILE.1 .. FILE.N)")
     p.set_defaults(func=run)
 
 
@@ -41,8 +49,10 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 def run(args) -> int:
     from tierlog.node import run_node
     exit_with_parent()
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s [%(name)s] %(message)s")
+    if args.log_file:
+        log_to_file(args.log_file, args.log_level, args.log_file_max_bytes, args.log_file_backups)
+    else:
+        log_to_stderr(args.log_level)
     try:
         config = NodeConfig.from_file(args.config, parse_overrides(args.set))
     except ConfigError as e:
@@ -51,7 +61,7 @@ def run(args) -> int:
         logging.getLogger("tierlog.config").warning("unknown config %s ignored", key)
 
     def ready(node) -> None:
-        host, port = node.bound[0]
+        host, port = node.client_address
         metrics = "" if node.metrics_endpoint is None else " metrics={}:{}".format(*node.metrics_endpoint.bound)
         print(f"node {config.node_id} roles={','.join(config['process.roles'])} pid={os.getpid()} "
               f"listen={host}:{port}{metrics}", flush=True)

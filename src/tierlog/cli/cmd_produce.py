@@ -5,6 +5,8 @@ Lines are bytes, passed through as they are, less the line ending (``\\n`` or
 at the first SEP; a line without SEP is an error. ``--header`` and
 ``--timestamp`` apply to every record. The topic must exist: unlike the
 console producer, this command never creates one by accident.
+kafka-console-producer's ``--topic`` and ``--property parse.key=true`` (with
+``key.separator``, a tab by default) work too (`tierlog.cli.console_compat`).
 
 Prints ``produced N records`` on stderr once every record is acknowledged;
 exits 1 with the first delivery error if any record failed.
@@ -20,6 +22,7 @@ from typing import BinaryIO
 from confluent_kafka import KafkaError, Producer
 
 from tierlog.cli.connection import Connection
+from tierlog.cli.console_compat import add_producer_properties, add_topic
 from tierlog.cli.errors import CliError, describe_kafka_error
 from tierlog.cli.options import (
     connection_options,
@@ -41,6 +44,7 @@ _EPILOG = """\
 examples:
   echo hello | tierlog produce greetings
   tierlog produce orders --file orders.txt --key-separator : --header source=import
+  tierlog produce --topic orders --property parse.key=true --property key.separator=:
 """
 
 
@@ -130,15 +134,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _separator(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "produce", parents=[connection_options()],
         help="write records to a topic, one per input line",
         description="Produce one record per line of a file or stdin.", epilog=_EPILOG,
     )
-    parser.add_argument("topic", metavar="TOPIC", help="an existing topic")
+    add_topic(parser, "an existing topic")
     parser.add_argument("--file", metavar="PATH", help="read lines from PATH instead of stdin")
-    parser.add_argument("--key-separator", metavar="SEP", help="split each line into KEY SEP VALUE")
+    parser.add_argument("--key-separator", type=_separator, metavar="SEP", help="split each line into KEY SEP VALUE")
     parser.add_argument("--header", type=key_value, action="append", default=[], metavar="K=V",
                         help="add this header to every record; repeatable")
     parser.add_argument("--partition", type=non_negative_int, metavar="N",
@@ -148,4 +158,5 @@ def register(subparsers) -> None:
                         help="batch compression codec")
     parser.add_argument("--timestamp", type=positive_int, metavar="MS",
                         help="record timestamp, ms since the epoch (default: now)")
+    add_producer_properties(parser)
     parser.set_defaults(func=run)

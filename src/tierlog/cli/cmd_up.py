@@ -27,11 +27,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from tierlog.config import ConfigError, format_properties, parse_properties
+from tierlog.extras import MissingExtraError, require
 from tierlog.parent_watch import child_env, exit_with_parent
 from tierlog.tiered.factory import RemoteStorageConfigError, location_settings
 
 from .cmd_node import parse_overrides
-from .errors import CliError
+from .errors import ERROR_PREFIX, CliError
 from .up_layout import check_data_dir
 
 __all__ = ["register", "run"]
@@ -109,9 +111,8 @@ def node_properties(plan: NodePlan, host: str, voters: str, cluster_id: str, log
         "metrics.prometheus.listener": f"{host}:0",
     }
     props.update(overrides)
-    lines = ["# Written by `tierlog up`; restart this node by hand with: tierlog node --config <this file>"]
-    lines += [f"{k}={v}" for k, v in props.items()]
-    return "\n".join(lines) + "\n"
+    return format_properties(props, "Written by `tierlog up`; restart this node by hand with: "
+                                    "tierlog node --config <this file>")
 
 
 def tiering_properties(location: str | None, data_dir: Path) -> dict[str, str]:
@@ -119,7 +120,9 @@ def tiering_properties(location: str | None, data_dir: Path) -> dict[str, str]:
     and KIP-1023's follower fetch from the earliest pending upload offset."""
     if location is None:
         location = str(data_dir / "remote-storage")
-    elif not location.startswith("s3://"):
+    elif location.startswith("s3://"):
+        _require_s3()
+    else:
         location = str(Path(location).resolve())
     try:
         settings = location_settings(location)
@@ -127,6 +130,13 @@ def tiering_properties(location: str | None, data_dir: Path) -> dict[str, str]:
         raise CliError(f"--remote-storage: {e}") from None
     return {"remote.log.storage.system.enable": "true", "follower.fetch.last.tiered.offset.enable": "true",
             **settings}
+
+
+def _require_s3() -> None:
+    try:
+        require("s3", "--remote-storage s3://...")
+    except MissingExtraError as e:
+        raise CliError(str(e)) from None
 
 
 def _parse_listen(text: str) -> tuple[str, int]:
@@ -194,9 +204,12 @@ def _watch(procs, stopping) -> None:
 def _cluster_id(data_dir: Path) -> str:
     """The id already written in a node's properties, else a new one (Kafka's base64 uuid)."""
     for conf in sorted(data_dir.glob("node-*/server.properties")):
-        for line in conf.read_text().splitlines():
-            if line.startswith("cluster.id="):
-                return line.split("=", 1)[1].strip()
+        try:
+            cluster_id = parse_properties(conf.read_text()).get("cluster.id")
+        except ConfigError as e:
+            raise CliError(f"{conf}: {e}") from None
+        if cluster_id:
+            return cluster_id
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
@@ -205,11 +218,13 @@ def _start_node(node_id: int, data_dir: Path, properties: str) -> subprocess.Pop
     node_dir.mkdir(parents=True, exist_ok=True)
     conf = node_dir / "server.properties"
     conf.write_text(properties)
-    cmd = [sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(conf)]
-    with open(node_dir / "node.log", "ab") as log_file:      # the child keeps its own handle
+    log = node_dir / "node.log"         # rotated by the node (cli/node_log.py)
+    cmd = [sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(conf), "--log-file", str(log)]
+    with open(log, "ab") as log_file:      # until the node opens it itself; the child keeps its own handle
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, text=True,
                                 start_new_session=True, env=child_env())
     proc.node_dir = node_dir
+    proc.node_id = node_id
     return proc
 
 
@@ -221,17 +236,20 @@ def _wait_ready(proc: subprocess.Popen) -> None:
             print(line.rstrip(), flush=True)
             return
         if not line and proc.poll() is not None:
-            tail = _tail(proc.node_dir / "node.log")
-            raise CliError(f"node in {proc.node_dir} failed to start: {tail}")
-    raise CliError(f"node in {proc.node_dir} did not start within {READY_TIMEOUT_S}s")
+            log = proc.node_dir / "node.log"
+            raise CliError(f"node {proc.node_id} failed to start: {_last_error(log)} (see {log})")
+    raise CliError(f"node {proc.node_id} did not start within {READY_TIMEOUT_S}s (see {proc.node_dir}/node.log)")
 
 
-def _tail(path: Path) -> str:
+def _last_error(path: Path) -> str:
+    """The node's own one-line error (its ``tierlog: error:`` prefix dropped), else its log's last line."""
     try:
         lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
     except OSError:
         return "no log"
-    return lines[-1] if lines else "no log"
+    if not lines:
+        return "no log"
+    return lines[-1].removeprefix(ERROR_PREFIX)
 
 
 def _stop_all(procs) -> None:

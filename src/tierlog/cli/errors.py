@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
-__all__ = ["CliError", "UsageError", "describe_exception", "describe_kafka_error"]
+__all__ = ["ERROR_PREFIX", "CliError", "UsageError", "describe_exception", "describe_kafka_error"]
+
+ERROR_PREFIX = "tierlog: error: "      # what starts every error line of the command
 
 
 class CliError(Exception):

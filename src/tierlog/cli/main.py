@@ -16,8 +16,9 @@ from collections.abc import Sequence
 
 from confluent_kafka import KafkaException
 
-from tierlog.cli.errors import CliError, describe_exception
+from tierlog.cli.errors import ERROR_PREFIX, CliError, describe_exception
 from tierlog.cli.parser import CliArgumentParser
+from tierlog.extras import MissingExtraError
 
 __all__ = ["build_parser", "main"]
 
@@ -35,6 +36,7 @@ tierlog: a Kafka-compatible, replicated, tiered log.
 
 The client commands speak the Kafka protocol, so they work against tierlog and
 any Kafka-compatible broker. Run 'tierlog COMMAND --help' for a command's options.
+Tables are drawn on a terminal and tab-separated lines otherwise (for awk, cut).
 """
 
 _EPILOG = """\
@@ -73,7 +75,7 @@ def build_parser() -> CliArgumentParser:
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"tierlog: error: {' '.join(message.split())}\n")
+    sys.stderr.write(f"{ERROR_PREFIX}{' '.join(message.split())}\n")
     sys.stderr.flush()
 
 
@@ -93,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return _quiet_broken_pipe()
-    except (KafkaException, OSError, ValueError) as exc:
+    except (KafkaException, OSError, ValueError, MissingExtraError) as exc:
         _error(describe_exception(exc))
         return 1
     except KeyboardInterrupt:

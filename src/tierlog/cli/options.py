@@ -7,8 +7,8 @@ subcommand, so they can be written after it, as with Kafka's tools):
     Default: the ``TIERLOG_BOOTSTRAP`` environment variable, else 127.0.0.1:9092.
 ``--command-config KEY=VALUE | FILE``
     Raw librdkafka settings, repeatable. A value without ``=`` names a Java
-    style properties file (``key=value`` lines, ``#`` comments), the form
-    Kafka's ``--command-config`` takes.
+    properties file (read as ``server.properties`` is), the form Kafka's
+    ``--command-config`` takes.
 ``--timeout SECONDS``
     Upper bound on any wait for the cluster.
 """
@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+
+from tierlog.config import ConfigError, parse_properties
 
 __all__ = [
     "BOOTSTRAP_ENV",
@@ -45,19 +47,13 @@ def key_value(text: str) -> tuple[str, str]:
 
 def _properties_pairs(path: Path) -> list[tuple[str, str]]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot read {path}: {exc.strerror}") from exc
-    pairs = []
-    for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
-        if cut < 0:
-            raise argparse.ArgumentTypeError(f"{path}:{number}: expected key=value")
-        pairs.append((line[:cut].strip(), line[cut + 1 :].strip()))
-    return pairs
+    try:
+        return list(parse_properties(text).items())
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(f"{path}: {exc}") from None
 
 
 def _command_config(text: str) -> list[tuple[str, str]]:

@@ -16,6 +16,11 @@
 With ``--print-headers``, the value and kv formats start each line with the
 headers, ``h1:v1,h2:v2<TAB>`` (``NO_HEADERS`` when there are none), as
 kafka-console-consumer's ``print.headers`` does.
+
+The value and kv formats are two cases of kafka-console-consumer's line
+(Kafka's DefaultMessageFormatter), which ``ConsoleLayout`` describes in full:
+``[CreateTime:MS<SEP>][Partition:P<SEP>][Offset:O<SEP>][HEADERS<SEP>][KEY<SEP>]VALUE``,
+each part there when its ``print.*`` property is true, SEP its ``key.separator``.
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
 
-__all__ = ["FORMATS", "formatter"]
+__all__ = ["FORMATS", "ConsoleLayout", "console_formatter", "formatter", "layout_of"]
 
 FORMATS = ("value", "kv", "json")
 _NULL = b"null"
@@ -34,15 +40,52 @@ _TAB = b"\t"
 _TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
 
 
-def _or_null(data: bytes | None) -> bytes:
-    return _NULL if data is None else data
+@dataclass(frozen=True)
+class ConsoleLayout:
+    """The parts of a kafka-console-consumer line and its separators (its ``--property`` names)."""
+
+    print_timestamp: bool = False
+    print_partition: bool = False
+    print_offset: bool = False
+    print_headers: bool = False
+    print_key: bool = False
+    print_value: bool = True
+    key_separator: bytes = _TAB
+    headers_separator: bytes = b","
+    headers_key_separator: bytes = b":"
+    null_literal: bytes = _NULL
 
 
-def _headers_prefix(message: Message) -> bytes:
+def _timestamp_part(message: Message, layout: ConsoleLayout) -> bytes:
+    kind, ms = message.timestamp()
+    name = _TIMESTAMP_TYPES.get(kind)
+    return b"NO_TIMESTAMP" if name is None else f"{name}:{ms}".encode()
+
+
+def _headers_part(message: Message, layout: ConsoleLayout) -> bytes:
     headers = message.headers()
     if not headers:
-        return b"NO_HEADERS" + _TAB
-    return b",".join(k.encode() + b":" + _or_null(v) for k, v in headers) + _TAB
+        return b"NO_HEADERS"
+    null = layout.null_literal
+    return layout.headers_separator.join(k.encode() + layout.headers_key_separator + (null if v is None else v)
+                                         for k, v in headers)
+
+
+_PARTS: tuple[tuple[str, Callable[[Message, ConsoleLayout], bytes]], ...] = (
+    ("print_timestamp", _timestamp_part),
+    ("print_partition", lambda m, _layout: b"Partition:%d" % m.partition()),
+    ("print_offset", lambda m, _layout: b"Offset:%d" % m.offset()),
+    ("print_headers", _headers_part),
+    ("print_key", lambda m, layout: layout.null_literal if m.key() is None else m.key()),
+    ("print_value", lambda m, layout: layout.null_literal if m.value() is None else m.value()),
+)
+
+
+def console_formatter(layout: ConsoleLayout) -> Callable[[Message], bytes]:
+    """The line (without newline) kafka-console-consumer prints for one record with ``layout``."""
+    parts = [part for flag, part in _PARTS if getattr(layout, flag)]
+    separator = layout.key_separator
+    return lambda message: separator.join(part(message, layout) for part in parts)
 
 
 def _put_bytes(target: dict, field: str, data: bytes | None) -> None:
@@ -76,19 +119,11 @@ def _as_json(message: Message) -> bytes:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _as_value(message: Message) -> bytes:
-    return _or_null(message.value())
+def formatter(name: str, layout: ConsoleLayout) -> Callable[[Message], bytes]:
+    """The line (without newline) for one record: ``json``, or the console line of ``layout``."""
+    return _as_json if name == "json" else console_formatter(layout)
 
 
-def _as_kv(message: Message) -> bytes:
-    return _or_null(message.key()) + _TAB + _or_null(message.value())
-
-
-def formatter(name: str, print_headers: bool) -> Callable[[Message], bytes]:
-    """The line (without newline) for one record, in format `name`."""
-    if name == "json":
-        return _as_json
-    body = _as_kv if name == "kv" else _as_value
-    if not print_headers:
-        return body
-    return lambda message: _headers_prefix(message) + body(message)
+def layout_of(name: str, print_headers: bool) -> ConsoleLayout:
+    """The console layout the ``value`` and ``kv`` formats stand for."""
+    return ConsoleLayout(print_key=name == "kv", print_headers=print_headers)

@@ -1,7 +1,10 @@
 """Output helpers: rich tables for people, JSON for scripts, notes on stderr.
 
 Results go to stdout; progress and confirmations ("produced 3 records") go to
-stderr so that stdout can be piped.
+stderr so that stdout can be piped. A table on a terminal is drawn by rich; on
+anything else (a pipe, a file) it is plain text for awk and cut: a header line,
+then one line per row, cells separated by tabs (tabs and line breaks inside a
+cell become spaces).
 """
 
 from __future__ import annotations
@@ -33,7 +36,16 @@ def make_table(*columns: str, title: str | None = None) -> Table:
 
 
 def print_table(table: Table) -> None:
-    stdout_console().print(table)
+    if sys.stdout.isatty():
+        stdout_console().print(table)
+        return
+    columns = [[_plain(column.header), *(_plain(cell) for cell in column.cells)] for column in table.columns]
+    sys.stdout.write("".join("\t".join(row) + "\n" for row in zip(*columns, strict=True)))
+    sys.stdout.flush()
+
+
+def _plain(cell) -> str:
+    return " ".join(str(cell).replace("\t", " ").splitlines())
 
 
 def print_json(value: Any) -> None:

@@ -1,15 +1,16 @@
 """Clients of our own: a small blocking Kafka client for the Spark data source.
 
-``Cluster`` (bootstrap + Metadata, ListOffsets by leader), ``read_range`` (Fetch
-from the leader, records decoded straight into Arrow batches).
+``Cluster`` (bootstrap + Metadata, ListOffsets by leader) comes with every
+install. ``read_range`` (Fetch from the leader, records decoded straight into
+Arrow batches) and the Arrow names need the ``spark`` extra (pyarrow, numpy);
+they are imported when first used, so ``import tierlog.client`` works without it
+and using them without it is a one-line MissingExtraError.
 """
 
-from tierlog.client.arrow_records import (
-    HEADERS_TYPE,
-    KAFKA_SCHEMA,
-    KAFKA_SCHEMA_WITH_HEADERS,
-    decode_fetched,
-)
+from __future__ import annotations
+
+import importlib
+
 from tierlog.client.cluster import (
     EARLIEST,
     LATEST,
@@ -17,14 +18,24 @@ from tierlog.client.cluster import (
     KafkaError,
     parse_bootstrap,
 )
-from tierlog.client.fetcher import (
-    DataLossError,
-    read_range,
-    receive_message_max_bytes_for,
-)
+from tierlog.extras import require
 
 __all__ = [
     "EARLIEST", "HEADERS_TYPE", "KAFKA_SCHEMA", "KAFKA_SCHEMA_WITH_HEADERS", "LATEST",
     "Cluster", "DataLossError", "KafkaError",
     "decode_fetched", "parse_bootstrap", "read_range", "receive_message_max_bytes_for",
 ]
+
+_ARROW_NAMES = {
+    "HEADERS_TYPE": "arrow_records", "KAFKA_SCHEMA": "arrow_records",
+    "KAFKA_SCHEMA_WITH_HEADERS": "arrow_records", "decode_fetched": "arrow_records",
+    "DataLossError": "fetcher", "read_range": "fetcher", "receive_message_max_bytes_for": "fetcher",
+}
+
+
+def __getattr__(name: str):
+    module = _ARROW_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    require("spark", "tierlog's Arrow reader")
+    return getattr(importlib.import_module(f"tierlog.client.{module}"), name)

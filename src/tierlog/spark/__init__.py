@@ -9,9 +9,15 @@
 Options, schema and semantics follow Spark's Kafka source and sink; no JVM
 connector jar is needed. Spark's Python workers must run an interpreter with
 tierlog installed (set PYSPARK_PYTHON, e.g. to ``sys.executable``).
+It needs the ``spark`` extra (``pip install 'tierlog[spark]'``); without it,
+importing this package raises a one-line MissingExtraError naming it.
 """
 
 from __future__ import annotations
+
+from tierlog.extras import require
+
+require("spark", "the tierlog Spark data source")     # before the modules that import pyspark
 
 from tierlog.spark.options import OptionError
 from tierlog.spark.source import SCHEMA, SCHEMA_WITH_HEADERS, TierlogDataSource

@@ -199,13 +199,13 @@ def _parse(definition: TopicConfigDef, raw: Any) -> Any:
     """Convert a string (or already-typed) value to the config's Python type."""
     kind = definition.type
     if kind in (ConfigType.INT, ConfigType.LONG):
-        value = raw if isinstance(raw, int) and not isinstance(raw, bool) else int(str(raw).strip())
+        value = raw if isinstance(raw, int) and not isinstance(raw, bool) else _number(int, raw, kind)
         limit = INT_MAX if kind == ConfigType.INT else LONG_MAX
         if not -limit - 1 <= value <= limit:
             raise ValueError(f"{value} does not fit in {kind}")
         return value
     if kind == ConfigType.DOUBLE:
-        return float(raw)
+        return _number(float, raw, kind)
     if kind == ConfigType.BOOLEAN:
         if isinstance(raw, bool):
             return raw
@@ -217,6 +217,14 @@ def _parse(definition: TopicConfigDef, raw: Any) -> Any:
         items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
         return tuple(s.strip() for s in items if str(s).strip())
     return str(raw).strip()
+
+
+def _number(convert, raw: Any, kind: str):
+    """``convert(raw)``; a ValueError in Kafka's words, not Python's ("invalid literal for int()")."""
+    try:
+        return convert(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"not a number of type {kind}") from None
 
 
 def _render(definition: TopicConfigDef, value: Any) -> str:

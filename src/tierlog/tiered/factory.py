@@ -10,6 +10,8 @@ Keys (values are strings, as in server.properties):
     rsm.config.storage.s3.region                        s3: region (default boto3's)
     rsm.config.storage.s3.path.style.access.enabled     s3: true | false (default false)
     rsm.config.storage.s3.multipart.part.size.bytes     s3: part size, 5 MiB..5 GiB (default 8 MiB)
+    rsm.config.storage.s3.create.bucket                 s3: true: a broker creates a missing bucket at
+                                                        its start; false (default): refuses to start
 
 Credentials come from boto3's chain. Unknown ``rsm.config.storage.*`` keys are
 errors (a typo would otherwise silently select a default).
@@ -19,14 +21,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tierlog.extras import MissingExtraError
 from tierlog.tiered.fs_store import FsObjectStore
 from tierlog.tiered.object_store import ObjectStore
+from tierlog.tiered.s3_check import CREATE_BUCKET_KEY
 from tierlog.tiered.s3_store import PART_BYTES_DEFAULT, S3ObjectStore, S3Settings
 
 __all__ = [
     "BACKEND",
     "FS_ROOT",
     "S3_BUCKET",
+    "S3_CREATE_BUCKET",
     "S3_ENDPOINT_URL",
     "S3_PART_BYTES",
     "S3_PATH_STYLE",
@@ -47,8 +52,9 @@ S3_ENDPOINT_URL = _P + "s3.endpoint.url"
 S3_REGION = _P + "s3.region"
 S3_PATH_STYLE = _P + "s3.path.style.access.enabled"
 S3_PART_BYTES = _P + "s3.multipart.part.size.bytes"
+S3_CREATE_BUCKET = CREATE_BUCKET_KEY
 _KNOWN = frozenset({BACKEND, FS_ROOT, S3_BUCKET, S3_PREFIX, S3_ENDPOINT_URL, S3_REGION,
-                    S3_PATH_STYLE, S3_PART_BYTES})
+                    S3_PATH_STYLE, S3_PART_BYTES, S3_CREATE_BUCKET})
 _BOOLS = {"true": True, "false": False}
 
 
@@ -68,22 +74,38 @@ def object_store_from_config(settings: dict[str, str]) -> ObjectStore:
             raise RemoteStorageConfigError(f"{FS_ROOT} is required for the fs backend")
         return FsObjectStore(Path(root))
     if backend == "s3":
-        return S3ObjectStore(_s3_settings(settings))
+        try:
+            return S3ObjectStore(_s3_settings(settings))
+        except MissingExtraError as exc:
+            raise RemoteStorageConfigError(str(exc)) from None
     raise RemoteStorageConfigError(f"{BACKEND} must be fs or s3, got {backend!r}")
 
 
 def _s3_settings(settings: dict[str, str]) -> S3Settings:
-    path_style = str(settings.get(S3_PATH_STYLE, "false")).strip().lower()
-    if path_style not in _BOOLS:
-        raise RemoteStorageConfigError(f"{S3_PATH_STYLE} must be true or false, got {path_style!r}")
+    part_bytes = _integer(settings, S3_PART_BYTES, PART_BYTES_DEFAULT)
     try:
-        part_bytes = int(settings.get(S3_PART_BYTES, PART_BYTES_DEFAULT))
         return S3Settings(
             bucket=str(settings.get(S3_BUCKET) or ""), prefix=str(settings.get(S3_PREFIX) or ""),
             endpoint_url=settings.get(S3_ENDPOINT_URL) or None, region=settings.get(S3_REGION) or None,
-            path_style=_BOOLS[path_style], part_bytes=part_bytes)
+            path_style=_boolean(settings, S3_PATH_STYLE), part_bytes=part_bytes,
+            create_bucket=_boolean(settings, S3_CREATE_BUCKET))
     except ValueError as exc:
         raise RemoteStorageConfigError(f"bad S3 remote storage settings: {exc}") from None
+
+
+def _integer(settings: dict[str, str], key: str, default: int) -> int:
+    text = str(settings.get(key, default)).strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise RemoteStorageConfigError(f"{key} must be an integer, got {text!r}") from None
+
+
+def _boolean(settings: dict[str, str], key: str) -> bool:
+    text = str(settings.get(key, "false")).strip().lower()
+    if text not in _BOOLS:
+        raise RemoteStorageConfigError(f"{key} must be true or false, got {text!r}")
+    return _BOOLS[text]
 
 
 def location_settings(location: str) -> dict[str, str]:

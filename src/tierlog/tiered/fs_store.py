@@ -36,6 +36,14 @@ class FsObjectStore:
     def describe(self) -> str:
         return str(self.root)
 
+    def check(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RemoteStorageError(f"cannot create remote storage directory {self.root}: {exc.strerror}") from None
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise RemoteStorageError(f"remote storage directory {self.root} is not writable")
+
     def _path(self, key: str) -> Path:
         parts = key.split("/")
         assert key and all(p not in ("", ".", "..") for p in parts), f"bad object key {key!r}"

@@ -43,6 +43,10 @@ class ObjectStore(Protocol):
     def describe(self) -> str:
         """Where the store lives, for messages (``/dir`` or ``s3://bucket/prefix``)."""
 
+    def check(self) -> None:
+        """At a broker's start: raise RemoteStorageError naming what to fix when the store
+        cannot be used (no credentials, no bucket, a directory that cannot be written)."""
+
     def put_bytes(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key``, replacing any object there."""
 

@@ -8,6 +8,8 @@
 - Reads are ranged GETs (``Range: bytes=start-end``); ``checksum`` streams the
   object back in ``part_bytes`` chunks.
 - Deleting a missing key succeeds (S3's DeleteObject is idempotent).
+- boto3 comes with the ``s3`` extra; without it, building a store raises
+  MissingExtraError naming the extra.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from pathlib import Path
 
 from crc32c import crc32c
 
+from tierlog.extras import require
 from tierlog.tiered.object_store import (
     ObjectChecksum,
     RemoteResourceNotFoundError,
     RemoteStorageError,
 )
+from tierlog.tiered.s3_check import check_bucket
 
 __all__ = [
     "PART_BYTES_DEFAULT",
@@ -39,6 +43,8 @@ PART_BYTES_MAX = 5 * 1024 * 1024 * 1024    # S3's largest part
 PART_BYTES_DEFAULT = 8 * 1024 * 1024
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 _LIST_PAGE_KEYS = 1000
+# the start-up check gives up on a silent endpoint within seconds, not boto3's minutes
+_PROBE_CONFIG = {"connect_timeout": 5, "read_timeout": 10, "retries": {"mode": "standard", "total_max_attempts": 2}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +55,7 @@ class S3Settings:
     region: str | None = None
     path_style: bool = False
     part_bytes: int = PART_BYTES_DEFAULT
+    create_bucket: bool = False      # check(): create a missing bucket instead of refusing it
 
     def __post_init__(self) -> None:
         if not self.bucket:
@@ -58,14 +65,16 @@ class S3Settings:
                              f"got {self.part_bytes}")
 
 
-def _client(settings: S3Settings):
+def _client(settings: S3Settings, **config):
+    require("s3", "S3 remote storage")
     import boto3
     from botocore.config import Config
 
     addressing = "path" if settings.path_style else "auto"
-    config = Config(s3={"addressing_style": addressing}, retries={"mode": "standard"})
+    config.setdefault("retries", {"mode": "standard"})
     return boto3.session.Session().client(
-        "s3", endpoint_url=settings.endpoint_url, region_name=settings.region, config=config)
+        "s3", endpoint_url=settings.endpoint_url, region_name=settings.region,
+        config=Config(s3={"addressing_style": addressing}, **config))
 
 
 class S3ObjectStore:
@@ -74,10 +83,18 @@ class S3ObjectStore:
     def __init__(self, settings: S3Settings, client=None) -> None:
         self.settings = settings
         self._prefix = settings.prefix.strip("/") + "/" if settings.prefix.strip("/") else ""
+        self._injected = client is not None
         self._s3 = client if client is not None else _client(settings)
 
     def describe(self) -> str:
         return f"s3://{self.settings.bucket}/{self._prefix}"
+
+    def check(self) -> None:
+        """At a node's start: credentials found and the bucket there (created when
+        ``create_bucket``), else RemoteStorageError naming what to fix. An endpoint that
+        does not answer is only logged (uploads retry, reads get errors)."""
+        probe = self._s3 if self._injected else _client(self.settings, **_PROBE_CONFIG)
+        check_bucket(probe, self.settings.bucket, self.settings.create_bucket)
 
     def _key(self, key: str) -> str:
         assert key and not key.startswith("/"), f"bad object key {key!r}"

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tierlog.tiered import FsObjectStore, RemoteResourceNotFoundError
+from tierlog.tiered import (
+    FsObjectStore,
+    RemoteResourceNotFoundError,
+    RemoteStorageError,
+)
 
 
 def test_listing_by_prefix_ignores_temporary_files_and_other_partitions(tmp_path):
@@ -37,3 +41,11 @@ def test_put_replaces_and_delete_removes_empty_directories(tmp_path):
 def test_keys_that_escape_the_root_are_programmer_errors(tmp_path, key):
     with pytest.raises(AssertionError):
         FsObjectStore(tmp_path).put_bytes(key, b"x")
+
+
+def test_check_creates_the_root_or_says_why_it_cannot(tmp_path):
+    FsObjectStore(tmp_path / "a" / "b").check()
+    assert (tmp_path / "a" / "b").is_dir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RemoteStorageError, match="cannot create remote storage directory"):
+        FsObjectStore(tmp_path / "file" / "root").check()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 
 import boto3
 import pytest
@@ -126,3 +127,46 @@ def test_an_unreachable_endpoint_is_a_remote_storage_error(s3_env, tmp_path):
                                      path_style=True))
     with pytest.raises(RemoteStorageError, match="S3 put k failed"):
         store.put_bytes("k", b"v")
+
+
+# --- the start-up check -------------------------------------------------------------------
+
+
+def test_check_passes_on_an_existing_bucket(s3_store):
+    s3_store.check()
+
+
+def test_check_refuses_a_missing_bucket(s3_settings):
+    missing = S3Settings(**{**_fields(s3_settings), "bucket": f"missing-{uuid.uuid4().hex[:8]}"})
+    with pytest.raises(RemoteStorageError, match=r"does not exist: create it, or set "
+                                                 r"rsm\.config\.storage\.s3\.create\.bucket=true"):
+        S3ObjectStore(missing).check()
+
+
+def test_check_creates_a_missing_bucket_when_told_to(s3_settings):
+    settings = S3Settings(**{**_fields(s3_settings), "bucket": f"made-{uuid.uuid4().hex[:8]}", "create_bucket": True})
+    store = S3ObjectStore(settings)
+    store.check()
+    store.check()                          # already there: fine
+    store.put_bytes("k", b"v")
+    assert store.get_range("k", 0) == b"v"
+
+
+def test_check_refuses_when_boto3_finds_no_credentials(s3_settings, monkeypatch):
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    with pytest.raises(RemoteStorageError, match="no AWS credentials found"):
+        S3ObjectStore(s3_settings).check()
+
+
+def test_check_lets_an_unreachable_endpoint_pass(s3_env, caplog):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    store = S3ObjectStore(S3Settings(bucket="b", endpoint_url=f"http://127.0.0.1:{port}", region=REGION,
+                                     path_style=True))
+    store.check()
+    assert "not reachable at start-up" in caplog.text

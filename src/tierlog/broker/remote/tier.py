@@ -7,11 +7,15 @@
 - ``follower_pool``: threads reading remote state for the follower path (``follower_state``).
 
 A bad storage setting fails the broker's start with a one-line error naming the
-key; an unreachable store does not (uploads retry, reads get errors).
+key, and so does a store that cannot be used (``check``: no S3 credentials, no
+bucket unless ``rsm.config.storage.s3.create.bucket=true``, access refused, a
+directory that cannot be written); an unreachable store does not (uploads
+retry, reads get errors).
 """
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,6 +23,7 @@ from tierlog.config import ConfigError
 from tierlog.tiered import (
     RemoteSegmentStore,
     RemoteStorageConfigError,
+    RemoteStorageError,
     object_store_from_config,
 )
 
@@ -35,6 +40,7 @@ class RemoteTier:
             store = object_store_from_config(config.prefixed("rsm.config."))
         except RemoteStorageConfigError as e:
             raise ConfigError(f"remote storage: {e}") from None
+        self._store = store
         self.segments = RemoteSegmentStore(store)
         self.metadata = RemoteLogMetadataManager(config.node_id, config, metadata_view, controller_channel, clock_ms)
         self.log_manager = RemoteLogManager(config.node_id, config, self.segments, self.metadata, clock_ms)
@@ -43,6 +49,13 @@ class RemoteTier:
         self.reader = RemoteReader(config, self.segments, self.metadata, Path(cache_dir))
         self.follower_pool = ThreadPoolExecutor(int(config["remote.log.manager.follower.thread.pool.size"]),
                                                 thread_name_prefix="rlm-follower")
+
+    async def check(self) -> None:
+        """Refuse a store that cannot be used (ConfigError, one line), off the event loop."""
+        try:
+            await asyncio.to_thread(self._store.check)
+        except RemoteStorageError as e:
+            raise ConfigError(f"remote storage {self._store.describe()}: {e}") from None
 
     async def start(self) -> None:
         await self.reader.start()

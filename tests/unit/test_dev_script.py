@@ -1,0 +1,79 @@
+"""`./dev`: its usage lists every command; each command installs the extras it needs, once.
+
+The script runs in a scratch copy of the checkout whose ``.venv/bin/python`` and
+``.venv/bin/tierlog`` are stand-ins that log their arguments, and whose Java is a
+stand-in too, so nothing is installed and nothing is started.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_STAND_IN = '#!/bin/sh\necho "$(basename "$0") $*" >> "$DEV_CALLS"\n'
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    for name in ("dev", "pyproject.toml"):
+        shutil.copy2(ROOT / name, tmp_path / name)
+    for tool in (".venv/bin/python", ".venv/bin/tierlog", "jdk/bin/java"):
+        path = tmp_path / tool
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_STAND_IN)
+        path.chmod(0o755)
+    return tmp_path
+
+
+def _dev(checkout: Path, *args: str) -> tuple[int, list[str], str]:
+    calls = checkout / "calls.log"
+    calls.write_text("")
+    env = {**os.environ, "DEV_CALLS": str(calls), "JAVA_HOME": str(checkout / "jdk")}
+    result = subprocess.run(["bash", str(checkout / "dev"), *args], env=env, capture_output=True, text=True,
+                            timeout=60, check=False)
+    return result.returncode, calls.read_text().splitlines(), result.stdout
+
+
+def _installs(calls: list[str]) -> list[str]:
+    return [c.removeprefix("python -m pip install --quiet ") for c in calls if "-e ." in c]
+
+
+def test_usage_lists_every_command():
+    result = subprocess.run(["bash", str(ROOT / "dev")], capture_output=True, text=True, timeout=30, check=False)
+    assert result.returncode == 2
+    for command in ("./dev up", "./dev test", "./dev pipeline", "./dev setup"):
+        assert command in result.stdout, result.stdout
+
+
+def test_up_installs_the_core_once(checkout):
+    code, calls, _ = _dev(checkout, "up", "--brokers", "1")
+    assert code == 0 and _installs(calls) == ["-e ."] and calls[-1] == "tierlog up --brokers 1"
+    code, calls, _ = _dev(checkout, "up")
+    assert code == 0 and _installs(calls) == [] and calls == ["tierlog up"]
+
+
+def test_test_installs_dev_after_up_and_dev_then_serves_every_command(checkout):
+    _dev(checkout, "up")
+    code, calls, _ = _dev(checkout, "test", "-k", "x")
+    assert code == 0 and _installs(calls) == ["-e .[dev]"]
+    assert calls[-1].startswith("python -m pytest") and calls[-1].endswith("-k x")
+    for command in ("up", "pipeline", "setup"):
+        assert _installs(_dev(checkout, command)[1]) == [], command
+
+
+def test_pipeline_installs_spark_and_checks_it(checkout):
+    code, calls, _ = _dev(checkout, "pipeline", "--duration", "1")
+    assert code == 0 and _installs(calls) == ["-e .[spark]"]
+    assert calls[-2:] == ["python -m tierlog.extras spark", "python -m tierlog.spark.pipeline --duration 1"]
+
+
+def test_a_changed_pyproject_installs_again(checkout):
+    _dev(checkout, "up")
+    later = time.time() + 5
+    os.utime(checkout / "pyproject.toml", (later, later))
+    assert _installs(_dev(checkout, "up")[1]) == ["-e ."]
