@@ -186,7 +186,7 @@ def plot(doc: dict, path: Path) -> None:
     axes[1].set(title="p99 latency, ms (log)", xlabel="partitions (log)", xscale="log", yscale="log")
     for ax in axes:
         ax.legend(fontsize=7)
-    fig.suptitle(f"tierlog {doc['machine_before'].get('git_commit', '')[:7]}: 3 brokers, RF 3, acks=all, "
+    fig.suptitle(f"tierlog {doc['machine_before'].get('tierlog_commit') or ''}: 3 brokers, RF 3, acks=all, "
                  "1 KiB records")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -216,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     doc = {"workload": "3 brokers, 1 controller, RF 3, min.insync.replicas 2, acks=all, 1 KiB, linger.ms 5",
            "step_seconds": args.seconds, "rates": list(args.rates), "machine_before": machine_facts(),
+           "pythonpath": os.environ.get("PYTHONPATH"),      # another checkout's src/ measured, if set
            "rows": []}
     with tempfile.TemporaryDirectory(prefix="tierlog-bench-parts-") as tmp:
         cluster = Cluster(Path(tmp), brokers=3, controllers=1, settings=dict(kv.split("=", 1) for kv in args.set))
