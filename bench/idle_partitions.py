@@ -36,7 +36,8 @@ POLL_S = 1.0
 
 
 def create(bootstrap: str, partitions: int, rf: int) -> float:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # the answer of one CreateTopics this large can take longer than librdkafka's socket.timeout.ms
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 300_000})
     start = time.monotonic()
     fut = admin.create_topics([NewTopic("idle", partitions, rf)], operation_timeout=CREATE_TIMEOUT_S,
                               request_timeout=CREATE_TIMEOUT_S)["idle"]
