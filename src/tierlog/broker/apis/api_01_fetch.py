@@ -82,8 +82,11 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
         keys = [r.key for r in reads if r.key is not None]
         await broker.replicas.wait_for_data(keys, wait_ms / 1000, replica_id, view)
         again = {id(r.sp): r.sp for r in reads}
-        again.update((id(sp), sp) for sp in view.take_changed())
-        reads = _read_all(broker, list(again.values()), version, replica_id, isolation, max_bytes, follower)
+        changed = {id(sp): sp for sp in view.take_changed() if id(sp) not in again}
+        # the follower's state of a partition marked while parked is updated now (the first pass
+        # did the others): an ISR expand may wait on exactly that
+        reads = _read_all(broker, [*again.values(), *changed.values()], version, replica_id, isolation,
+                          max_bytes, follower, updated=again.keys())
     for r in reads:
         if r.size > 0 or r.more:
             view.keep(r.sp)         # read again next time, named or not (applied, or the budget ran out)
@@ -147,10 +150,14 @@ def _satisfied(reads, min_bytes) -> bool:
     return any(r.error or r.diverging for r in reads) or sum(r.size for r in reads) >= min_bytes
 
 
-def _read_all(broker, partitions, version, replica_id, isolation, max_bytes, follower=None) -> list[_Read]:
+def _read_all(broker, partitions, version, replica_id, isolation, max_bytes, follower=None,
+              updated=()) -> list[_Read]:
+    """Read ``partitions`` in order within ``max_bytes``; ``follower`` (a replica's epoch): update
+    the leader's view of that replica for each, except those whose ``id`` is in ``updated``."""
     reads, budget, first = [], max_bytes, True
     for sp in partitions:
-        r = _read_one(broker, sp, version, replica_id, isolation, budget, first, follower)
+        r = _read_one(broker, sp, version, replica_id, isolation, budget, first,
+                      None if id(sp) in updated else follower)
         budget -= r.size
         first = first and not r.size
         reads.append(r)
