@@ -13,28 +13,48 @@ from pathlib import Path
 READY_TIMEOUT_S = 30
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+PORT_BLOCK_BAND = 4000      # ports per pytest-xdist worker
 
 
-PORT_BLOCK_BAND = 4000      # ports per xdist worker for free_port_block
+def _worker_band() -> range:
+    """This pytest-xdist worker's own ports, below the kernel's ephemeral range (32768-60999).
 
-
-def free_port_block(offsets: tuple[int, ...]) -> int:
-    """A base port with base + o free for every offset (``tierlog up --listen`` takes a run of them).
-
-    free_port() hands out ephemeral ports, and the ones after it may belong to another test's
-    outgoing connection a moment later. These come from below the kernel's ephemeral range,
-    which outgoing connections never use, in a band of its own per pytest-xdist worker.
+    A port the kernel hands out for ``bind(0)`` is free only until the test binds it again:
+    in between, any outgoing connection on the machine may take it as its local port (CI saw
+    a node fail with "Address already in use" that way). Ports below the ephemeral range are
+    never taken by outgoing connections, and each worker has a band of its own.
     """
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
     low = 12000 + worker * PORT_BLOCK_BAND
-    for base in random.Random().sample(range(low, low + PORT_BLOCK_BAND - max(offsets)), 200):
+    return range(low, low + PORT_BLOCK_BAND)
+
+
+_next_in_band: dict[range, int] = {}
+
+
+def _candidates(band: range, span: int):
+    """Bases in ``band`` in turn from where the last call stopped, so no port is handed out twice
+    before the band wraps (a port handed out but not bound yet still looks free)."""
+    first = _next_in_band.setdefault(band, random.Random().randrange(len(band)))
+    for i in range(len(band)):
+        base = band[(first + i) % len(band)]
+        if base + span < band.stop:
+            _next_in_band[band] = (first + i + span + 1) % len(band)
+            yield base
+
+
+def free_port() -> int:
+    """A port nothing listens on, from this worker's band (see _worker_band)."""
+    return free_port_block((0,))
+
+
+def free_port_block(offsets: tuple[int, ...]) -> int:
+    """A base port with base + o free for every offset (``tierlog up --listen`` takes a run of them)."""
+    band = _worker_band()
+    for base in _candidates(band, max(offsets)):
         if all(_bindable(base + o) for o in offsets):
             return base
-    raise RuntimeError(f"no free block of ports for offsets {offsets} in {low}-{low + PORT_BLOCK_BAND}")
+    raise RuntimeError(f"no free block of ports for offsets {offsets} in {band.start}-{band.stop}")
 
 
 def _bindable(port: int) -> bool:
