@@ -3,6 +3,7 @@
     python bench/idle_partitions.py                                  # 10,000 partitions RF 1 on 1 broker, 60 s idle
     python bench/idle_partitions.py --brokers 3 --partitions 9000 --rf 3   # 3,000 replicas... per broker x 3
     python bench/idle_partitions.py --idle-seconds 600               # the 10-minute watch
+    python bench/idle_partitions.py --partitions 3000 --profile      # py-spy on the first broker while creating
 
 Starts ``tierlog up --controllers 1 --brokers B`` in a temp dir, creates one
 topic of ``--partitions`` partitions and replication factor ``--rf``, and times
@@ -17,6 +18,7 @@ Writes ``results/idle_partitions_<label>.json`` and prints a summary line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -26,6 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from machine import facts as machine_facts
 from partitions import cpu_seconds
@@ -33,6 +36,7 @@ from replication import Cluster
 
 CREATE_TIMEOUT_S = 600.0
 POLL_S = 1.0
+METADATA_TIMEOUT_S = 10.0     # a Metadata answer slower than this is recorded as failed
 
 
 def create(bootstrap: str, partitions: int, rf: int) -> float:
@@ -55,16 +59,37 @@ def watch(bootstrap: str, brokers: int, seconds: float, pids: dict[int, int]) ->
     """CPU per node over ``seconds`` and the samples where the Metadata answer lacked a broker."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     before = {n: cpu_seconds(p) for n, p in pids.items()}
-    start, short, samples = time.monotonic(), [], 0
+    start, short, samples, slow = time.monotonic(), [], 0, []
     while time.monotonic() - start < seconds:
-        listed = len(admin.list_topics(timeout=10).brokers)
+        asked = time.monotonic()
+        try:
+            listed = len(admin.list_topics(timeout=METADATA_TIMEOUT_S).brokers)
+        except KafkaException as exc:
+            slow.append({"t_s": round(asked - start, 1), "error": str(exc)})
+            continue
         samples += 1
+        if time.monotonic() - asked > 1.0:
+            slow.append({"t_s": round(asked - start, 1), "metadata_s": round(time.monotonic() - asked, 2)})
         if listed < brokers:
             short.append({"t_s": round(time.monotonic() - start, 1), "brokers_listed": listed})
         time.sleep(POLL_S)
     wall = time.monotonic() - start
     cores = {n: (cpu_seconds(p) - before[n]) / wall for n, p in pids.items()}
-    return {"seconds": wall, "cores": cores, "metadata_samples": samples, "samples_missing_a_broker": short}
+    return {"seconds": wall, "cores": cores, "metadata_samples": samples, "samples_missing_a_broker": short,
+            "metadata_slow_or_failed": slow}
+
+
+def _create(cluster: Cluster, args, label: str) -> float:
+    if not args.profile:
+        return create(cluster.bootstrap, args.partitions, args.rf)
+    from profile import read_folded, sampling, top_text
+    folded = args.out / f"idle_partitions_{label}-create.folded"
+    args.out.mkdir(parents=True, exist_ok=True)
+    broker = next(info["pid"] for info in cluster.nodes.values() if "broker" in info["roles"])
+    with sampling(broker, folded):
+        seconds = create(cluster.bootstrap, args.partitions, args.rf)
+    print(top_text(read_folded(folded), {}), flush=True)
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,17 +99,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rf", type=int, default=1)
     p.add_argument("--settle-seconds", type=float, default=20.0)
     p.add_argument("--idle-seconds", type=float, default=60.0)
+    p.add_argument("--profile", action="store_true",
+                   help="py-spy the first broker during creation (results/idle_partitions_<label>-create.folded)")
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="keep the cluster's files here (default: a temp dir, removed after)")
     p.add_argument("--label", default=None)
     p.add_argument("--out", type=Path, default=HERE / "results")
     args = p.parse_args(argv)
     label = args.label or f"{args.partitions}x{args.rf}-on-{args.brokers}"
     doc = {"brokers": args.brokers, "partitions": args.partitions, "rf": args.rf,
            "machine_before": machine_facts()}
-    with tempfile.TemporaryDirectory(prefix="tierlog-bench-idle-") as tmp:
-        cluster = Cluster(Path(tmp), brokers=args.brokers, controllers=1)
+    with contextlib.ExitStack() as stack:
+        tmp = args.data_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tierlog-bench-idle-")))
+        tmp.mkdir(parents=True, exist_ok=True)
+        cluster = Cluster(tmp, brokers=args.brokers, controllers=1)
         try:
             pids = {n: info["pid"] for n, info in cluster.nodes.items()}
-            doc["create_s"] = create(cluster.bootstrap, args.partitions, args.rf)
+            doc["create_s"] = _create(cluster, args, label)
             print(f"created {args.partitions} partitions RF {args.rf} in {doc['create_s']:.1f} s", flush=True)
             time.sleep(args.settle_seconds)
             doc["idle"] = watch(cluster.bootstrap, args.brokers, args.idle_seconds, pids)
@@ -94,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     idle = doc["idle"]
     per_broker = [c for n, c in idle["cores"].items() if "broker" in doc["roles"][n]]
     print(f"idle over {idle['seconds']:.0f} s: brokers {', '.join(f'{c:.3f}' for c in per_broker)} cores; "
-          f"{len(idle['samples_missing_a_broker'])} of {idle['metadata_samples']} Metadata samples missed a broker",
+          f"{len(idle['samples_missing_a_broker'])} of {idle['metadata_samples']} Metadata samples missed a broker, "
+          f"{len(idle['metadata_slow_or_failed'])} took over 1 s or failed",
           flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"idle_partitions_{label}.json").write_text(json.dumps(doc, indent=1))

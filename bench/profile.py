@@ -60,7 +60,7 @@ def profile_node(records: int, folded: Path) -> dict:
     try:
         broker = brokers.start_broker("tierlog", workroot / "tierlog")
         try:
-            with _sampling(broker.pid, folded):
+            with sampling(broker.pid, folded):
                 return {p.name: run.run_phase(broker, p) for p in phases}
         finally:
             broker.stop()
@@ -69,7 +69,7 @@ def profile_node(records: int, folded: Path) -> dict:
 
 
 @contextlib.contextmanager
-def _sampling(pid: int, folded: Path):
+def sampling(pid: int, folded: Path):
     """py-spy attached to ``pid`` for the duration of the block; Ctrl-C (SIGINT)
     makes it stop and write the samples."""
     cmd = [py_spy(), "record", "--pid", str(pid), "--format", "raw", "--rate", str(SAMPLE_HZ),

@@ -1,7 +1,8 @@
 """The partitions this broker hosts, kept in line with the metadata image.
 
 ``apply_image`` creates the logs of partitions assigned to this node, deletes
-the logs of topics that are gone and pushes topic config changes to the logs.
+the logs of topics that are gone and pushes topic config changes to the logs,
+partition by partition in slices of the event loop's time (``apply_slices``).
 Appends wake fetches that long-poll on a partition (``wait_for_data``).
 
 Built with everything it uses (the controller channel for AlterPartition, the
@@ -21,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Protocol
 
@@ -40,6 +41,7 @@ from tierlog.replication.leader_moves import LeaderMoves
 from tierlog.storage import LogConfig, LogManager
 
 from .alter_partition_sender import AlterPartitionSender
+from .apply_slices import ApplySlices
 from .fetch_session import FetchSessionCache
 from .fetcher_shell import FetcherShell
 from .partition import Partition
@@ -104,6 +106,7 @@ class ReplicaManager:
         self.coordinator_listener: TierListener | None = None   # the group coordinator (__consumer_offsets) too
         self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
         self._image = MetadataImage.empty("", -1)       # the image applied last
+        self._slices = ApplySlices()
 
     def _listeners(self) -> list[TierListener]:
         return [lst for lst in (self.tier_listener, self.coordinator_listener) if lst is not None]
@@ -126,13 +129,16 @@ class ReplicaManager:
         partition); without one, or after broker or cluster config changes, every partition is."""
         base, self._image = self._image, image
         if delta is None or delta.image is not base or delta.changed_brokers or delta.changed_configs:
-            self._apply_all(image)
+            steps = self._apply_all(image)
         else:
-            for name in delta.changed_topics:
-                self._apply_topic(image, base.topics.get(name), image.topics.get(name))
-        self.fetcher_shell.sync()
+            steps = self._apply_topics(image, base, delta.changed_topics)
+        self._slices.submit(steps, self.fetcher_shell.sync)     # a large change in slices (apply_slices)
 
-    def _apply_all(self, image: MetadataImage) -> None:
+    def _apply_topics(self, image: MetadataImage, base: MetadataImage, names) -> Iterator[None]:
+        for name in names:
+            yield from self._apply_topic(image, base.topics.get(name), image.topics.get(name))
+
+    def _apply_all(self, image: MetadataImage) -> Iterator[None]:
         wanted = {}
         for topic in image.topics.values():
             for p in topic.partitions:
@@ -140,20 +146,25 @@ class ReplicaManager:
                     wanted[(topic.name, p.partition)] = (topic, p)
         for key in [k for k in self.partitions if k not in wanted]:
             self._drop(key, topic_deleted=key[0] not in image.topics)
+            yield
         for key in [k for k in self.logs.logs() if k not in wanted]:
             log.info("deleting log of %s-%d: not in the metadata image", *key)
             self.logs.delete(*key)
+            yield
         self.fetchers.last_tiered_offset_enable = self._last_tiered_offset_enable(image)
         configs: dict[str, LogConfig] = {}
         for key, (topic, p) in wanted.items():
             config = configs.get(topic.name) or configs.setdefault(topic.name, self.log_config(topic))
             self._follow(image, topic, p, config)
+            yield
 
-    def _apply_topic(self, image: MetadataImage, old: TopicInfo | None, new: TopicInfo | None) -> None:
+    def _apply_topic(self, image: MetadataImage, old: TopicInfo | None,
+                     new: TopicInfo | None) -> Iterator[None]:
         """One changed topic: its partitions whose record changed (all of them when its configs did)."""
         if new is None or (old is not None and old.topic_id != new.topic_id):
             for p in old.partitions if old is not None else ():
                 self._unhost((old.name, p.partition), topic_deleted=new is None)
+                yield
             if new is None:
                 return
             old = None
@@ -166,6 +177,7 @@ class ReplicaManager:
                 self._follow(image, new, p, config)
             else:
                 self._unhost((new.name, p.partition), topic_deleted=False)
+            yield
 
     def _follow(self, image: MetadataImage, topic: TopicInfo, p, config: LogConfig) -> None:
         part = self._ensure(topic, p, config)

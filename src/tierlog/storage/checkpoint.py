@@ -35,9 +35,9 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"   # high waterma
 _VERSION = 0
 
 
-def write_checkpoint(path: Path, lines: list[str], version: int = _VERSION) -> None:
+def write_checkpoint(path: Path, lines: list[str], version: int = _VERSION, sync: bool = True) -> None:
     text = f"{version}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
-    atomic_write(path, text.encode("utf-8"))
+    atomic_write(path, text.encode("utf-8"), sync)
 
 
 def read_checkpoint(path: Path, fields: int, version: int = _VERSION) -> list[list[str]] | None:
@@ -59,8 +59,8 @@ def read_checkpoint(path: Path, fields: int, version: int = _VERSION) -> list[li
     return entries
 
 
-def write_epoch_entries(path: Path, entries: list[tuple[int, int]]) -> None:
-    write_checkpoint(path, [f"{epoch} {offset}" for epoch, offset in entries])
+def write_epoch_entries(path: Path, entries: list[tuple[int, int]], sync: bool = True) -> None:
+    write_checkpoint(path, [f"{epoch} {offset}" for epoch, offset in entries], sync=sync)
 
 
 def read_epoch_entries(path: Path) -> list[tuple[int, int]] | None:

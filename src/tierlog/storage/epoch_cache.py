@@ -17,7 +17,9 @@ Semantics follow Kafka's LeaderEpochFileCache:
 
 Every change is written through immediately (tmp + fsync + rename), with two
 exceptions. With ``defer_additions`` (partition logs), a new latest epoch that
-replaces no entry waits for the log's next flush, which writes it before the
+replaces no entry, or that starts at the log end (a new leader's epoch, an
+appended batch: the entries it replaces start there too, so they cover no
+record), waits for the log's next flush, which writes it before the
 recovery point passes it: a crash loses only entries whose batches lie past the
 recovery point, and recovery re-adds those from the batches (Kafka stopped
 fsyncing the checkpoint on epoch changes too, KAFKA-15046); an entry with no
@@ -108,8 +110,13 @@ class LeaderEpochCache:
 
     # --- changes (each persisted) ------------------------------------------------------------
 
-    def assign(self, epoch: int, start_offset: int) -> bool:
-        """Record that ``epoch`` starts at ``start_offset``; True if the cache changed."""
+    def assign(self, epoch: int, start_offset: int, at_log_end: bool = False) -> bool:
+        """Record that ``epoch`` starts at ``start_offset``; True if the cache changed.
+
+        ``at_log_end``: ``start_offset`` is the log end (a leader's new epoch, an appended
+        batch), so an entry it replaces starts there too and covers no record: with
+        ``defer_additions`` the change can wait for the next flush like any addition.
+        """
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
         if self._epochs and self._epochs[-1] == epoch and start_offset >= self._starts[-1]:
@@ -120,7 +127,7 @@ class LeaderEpochCache:
             self._starts.pop()
             replaced = True
         self._add(epoch, start_offset)
-        if self.defer_additions and not replaced:
+        if self.defer_additions and (at_log_end or not replaced):
             self._unwritten = True
         else:
             self._changed()
@@ -135,13 +142,13 @@ class LeaderEpochCache:
         if latest is not None and leader_epoch < latest:
             raise AssertionError(f"append with leader epoch {leader_epoch} below the latest epoch {latest}")
         if latest is None or leader_epoch > latest:
-            self.assign(leader_epoch, start_offset)
+            self.assign(leader_epoch, start_offset, at_log_end=True)
 
     def assign_from_batch(self, partition_leader_epoch: int, base_offset: int) -> None:
         """A replicated batch: its epoch is added when above the latest (or the first)."""
         latest = self.latest_epoch
         if partition_leader_epoch >= 0 and (latest is None or partition_leader_epoch > latest):
-            self.assign(partition_leader_epoch, base_offset)
+            self.assign(partition_leader_epoch, base_offset, at_log_end=True)
 
     def truncate_from_end(self, end_offset: int) -> bool:
         if self._truncate_from_end(end_offset):
@@ -171,9 +178,13 @@ class LeaderEpochCache:
         self._starts.clear()
         self._changed()
 
-    def flush(self) -> None:
-        write_epoch_entries(self.path, self.entries())
+    def flush(self, sync: bool = True) -> None:
+        write_epoch_entries(self.path, self.entries(), sync)
         self._unwritten = False
+
+    def write_at_next_flush(self) -> None:
+        """Leave the checkpoint file to the owner's next flush (``flush_if_changed`` / ``take_unwritten``)."""
+        self._unwritten = True
 
     def flush_if_changed(self) -> None:
         if self._unwritten:

@@ -76,19 +76,34 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     return match.group(1), int(match.group(2))
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` crash-safely (tmp file, fsync, rename, dir fsync)."""
+def atomic_write(path: Path, data: bytes, sync: bool = True) -> None:
+    """Replace ``path`` with ``data`` crash-safely (tmp file, fsync, rename, dir fsync).
+
+    ``sync=False`` skips both fsyncs: the replace is atomic for a process crash, and the
+    caller makes it durable later (``fsync_path`` of the file, then its directory).
+    """
     tmp = path.with_name(path.name + TMP_SUFFIX)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if sync:
+        fsync_dir(path.parent)
+
+
+def fsync_path(path: Path) -> None:
+    """fsync a file by name (its contents and size)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(directory: Path) -> None:

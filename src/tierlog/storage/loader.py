@@ -16,6 +16,13 @@ Steps:
    missing or malformed), add epochs seen during recovery, and truncate it to the
    recovered log end and the log start offset.
 5. fsync what recovery rewrote, so the recovery point can be the log end.
+
+A new log (no segment yet) is created with ``sync_new=False`` by a LogManager
+that makes it durable later, off the event loop (``LogManager.create``): its
+files are written but not fsynced, and its (empty) leader-epoch-checkpoint is
+left to the log's first flush. A machine crash before that loses at most an
+empty log (recreated from the metadata image) or leaves an empty file, which
+reads as absent.
 """
 
 from __future__ import annotations
@@ -61,15 +68,18 @@ def load_log(
     recovery_point: int | None,
     log_start_offset: int | None,
     clean_shutdown: bool,
+    sync_new: bool = True,
 ) -> LoadedLog:
     directory.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(directory)
     segments = _open_segments(directory, config, now_ms)
     epoch_cache, epochs_trusted = _load_epoch_cache(directory)
-    if not segments:
+    created = not segments
+    if created:
         base = max(log_start_offset or 0, 0)
         segments = [LogSegment.create(directory, base, config.index_interval_bytes, config.segment_index_bytes, now_ms)]
-        fsync_dir(directory)
+        if sync_new:
+            fsync_dir(directory)
     else:
         first_recovered = _first_to_recover(segments, recovery_point, clean_shutdown)
         if not epochs_trusted:
@@ -79,7 +89,9 @@ def load_log(
     start = _log_start(segments, log_start_offset, log_end, config)
     epoch_cache.truncate_from_end(log_end)
     epoch_cache.truncate_from_start(start)
-    if not epochs_trusted:
+    if created and not sync_new:
+        epoch_cache.write_at_next_flush()   # an empty log's checkpoint: no file to create now
+    elif not epochs_trusted:
         epoch_cache.flush()  # like Kafka, the checkpoint exists from the start
     return LoadedLog(segments, epoch_cache, start, log_end)
 

@@ -135,6 +135,7 @@ class Log(LogDurability):
         clean_shutdown: bool = False,
         rng: random.Random | None = None,
         writer: Writer | None = None,
+        sync_new: bool = True,
     ) -> Log:
         """Create or recover the log in ``directory``.
 
@@ -142,10 +143,11 @@ class Log(LogDurability):
         checkpoints (LogManager passes them); unknown recovery point means every
         segment is scanned. ``clean_shutdown`` skips recovery entirely. ``writer``
         (the log directory's, LogManager passes it) runs the time-driven flushes.
+        ``sync_new=False``: a new log's files are not fsynced (the caller does it, ``loader``).
         """
         directory = Path(directory)
-        loaded = load_log(directory, config, now_ms, recovery_point, log_start_offset, clean_shutdown)
-        topic_id = reconcile_topic_id(directory, topic_id)
+        loaded = load_log(directory, config, now_ms, recovery_point, log_start_offset, clean_shutdown, sync_new)
+        topic_id = reconcile_topic_id(directory, topic_id, sync_new)
         return cls(directory, config, topic_id, loaded.segments, loaded.epoch_cache, loaded.log_start_offset,
                    loaded.recovery_point, now_ms, rng or random.Random(str(directory)), writer)
 
@@ -253,8 +255,8 @@ class Log(LogDurability):
         """Record that ``leader_epoch`` starts at ``start_offset`` (Kafka's
         maybeAssignEpochStartOffset, called when this replica becomes leader).
 
-        A new epoch is added to the leader-epoch cache and leader-epoch-checkpoint is
-        written through; an epoch already the latest is left alone; an epoch below the
+        A new epoch is added to the leader-epoch cache and written to leader-epoch-checkpoint
+        by the next flush (``epoch_cache``); an epoch already the latest is left alone; an epoch below the
         latest raises AssertionError; a negative epoch is ignored.
         """
         with self._lock, self._io():

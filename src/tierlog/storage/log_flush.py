@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tierlog.storage.checkpoint import write_epoch_entries
 from tierlog.storage.epoch_cache import LeaderEpochCache
-from tierlog.storage.files import fsync_dir
+from tierlog.storage.files import fsync_dir, fsync_path
 from tierlog.storage.segment import LogSegment
 
 __all__ = ["FlushPlan", "sync_flush", "take_flush"]
@@ -71,7 +71,7 @@ def sync_flush(plan: FlushPlan, still_live: Callable[[LogSegment], bool], dir_li
                 raise
     for segment, path in plan.indexes:
         try:
-            _fsync_path(path)
+            fsync_path(path)
         except FileNotFoundError:
             continue
         except OSError:
@@ -85,11 +85,3 @@ def sync_flush(plan: FlushPlan, still_live: Callable[[LogSegment], bool], dir_li
                 raise
     if plan.epochs is not None:
         write_epoch_entries(*plan.epochs)
-
-
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

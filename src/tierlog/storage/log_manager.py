@@ -17,7 +17,9 @@ Per log directory, as Kafka keeps them:
   offline; ``clean_limit_of`` gives it each log's high watermark).
 
 Each log directory has one writer thread (``DirWriter``) for its background disk
-syncs: the logs' time-driven flushes (after a roll, flush.ms) and the three
+syncs: the logs' time-driven flushes (after a roll, flush.ms), the fsyncs of
+newly created logs (``create`` writes their files unsynced, so one metadata commit
+creating thousands of partitions costs the event loop no fsync), and the three
 checkpoint files above, whose contents are snapshotted on the caller's thread
 (the event loop) and written on the writer, in order. ``flush_all`` and ``close``
 wait for them. A failed background write takes its directory offline at the next
@@ -62,11 +64,13 @@ from tierlog.storage.files import (
     DELETE_DIR_SUFFIX,
     atomic_write,
     fsync_dir,
+    fsync_path,
     parse_partition_dir,
     partition_dir_name,
 )
 from tierlog.storage.log import Log
 from tierlog.storage.log_cleaner import CleanerConfig, LogDirCleaner
+from tierlog.storage.partition_metadata import PARTITION_METADATA_FILE
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
@@ -106,6 +110,8 @@ class LogManager:
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self._writers = {log_dir: DirWriter(log_dir) for log_dir in self.log_dirs}
         self._failed_dirs: set[Path] = set()     # background writes failed here (set on a writer thread)
+        self._unsynced: dict[Path, list[Path]] = {}   # log dir -> partition dirs created, not yet fsynced
+        self._unsynced_lock = threading.Lock()        # not _lock: close() holds that while it waits for the writer
         self._lock = threading.RLock()
         self._now_ms = now_ms
         self._last_retention_ms = now_ms
@@ -211,11 +217,37 @@ class LogManager:
             path = log_dir / partition_dir_name(topic, partition)
             if self._is_reserved(path):
                 raise KafkaStorageError(f"{path} is reserved by this node; no partition log may live there")
-            log = Log.open(path, config, now_ms, topic_id, writer=self._writers[log_dir])
-            fsync_dir(log_dir)
+            log = Log.open(path, config, now_ms, topic_id, writer=self._writers[log_dir], sync_new=False)
+            self._sync_later(log_dir, path)
             self._logs[key] = log
             self._home[key] = log_dir
             return log
+
+    def _sync_later(self, log_dir: Path, partition_dir: Path) -> None:
+        """Make a new log durable on ``log_dir``'s writer thread, with the others created meanwhile.
+
+        Creating thousands of partitions at once (one metadata commit) then costs the event
+        loop no fsync: the writer syncs each new log's files and directory, then ``log_dir``
+        once for the lot. Data appended meanwhile is made durable by the log's own flush.
+        """
+        with self._unsynced_lock:
+            pending = self._unsynced.setdefault(log_dir, [])
+            pending.append(partition_dir)
+            first = len(pending) == 1
+        if first:
+            self._writers[log_dir].submit(self._sync_created, log_dir)
+
+    def _sync_created(self, log_dir: Path) -> None:
+        """On ``log_dir``'s writer: fsync the logs created since the last call; a failure marks the dir."""
+        with self._unsynced_lock:
+            created = self._unsynced.pop(log_dir, [])
+        try:
+            for partition_dir in created:
+                _sync_new_log(partition_dir)
+            fsync_dir(log_dir)
+        except OSError as exc:
+            _log.error("cannot sync new logs in %s: %s", log_dir, exc)
+            self._failed_dirs.add(log_dir)
 
     def _is_reserved(self, path: Path) -> bool:
         return _identity(path) in self._reserved
@@ -224,6 +256,8 @@ class LogManager:
         online = [d for d in self.log_dirs if d not in self.offline_dirs]
         if not online:
             raise KafkaStorageError("no online log directory")
+        if len(online) == 1:
+            return online[0]
         counts = {d: 0 for d in online}
         for home in self._home.values():
             if home in counts:
@@ -377,6 +411,16 @@ class LogManager:
             self._pending_dir_deletes = [(w, log) for w, log in self._pending_dir_deletes if w > now_ms]
             for log in due:
                 log.delete()
+
+
+def _sync_new_log(partition_dir: Path) -> None:
+    """fsync what ``Log.open(sync_new=False)`` wrote (a log deleted since then is skipped)."""
+    try:
+        if (partition_dir / PARTITION_METADATA_FILE).exists():
+            fsync_path(partition_dir / PARTITION_METADATA_FILE)
+        fsync_dir(partition_dir)
+    except FileNotFoundError:
+        return
 
 
 def _identity(path: Path) -> Path:

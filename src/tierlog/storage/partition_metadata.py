@@ -48,6 +48,8 @@ def read_topic_id(directory: Path) -> bytes | None:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         return None
+    if not lines:       # written but never synced when the machine went down (a new log's)
+        return None
     fields = dict(_split(path, line) for line in lines if line.strip())
     if fields.get("version") != str(_VERSION) or "topic_id" not in fields:
         raise CorruptCheckpointError(f"{path}: expected 'version: 0' and 'topic_id: ...'")
@@ -57,9 +59,9 @@ def read_topic_id(directory: Path) -> bytes | None:
         raise CorruptCheckpointError(f"{path}: {exc}") from None
 
 
-def write_topic_id(directory: Path, topic_id: bytes) -> None:
+def write_topic_id(directory: Path, topic_id: bytes, sync: bool = True) -> None:
     text = f"version: {_VERSION}\ntopic_id: {topic_id_to_str(topic_id)}"
-    atomic_write(directory / PARTITION_METADATA_FILE, text.encode("utf-8"))
+    atomic_write(directory / PARTITION_METADATA_FILE, text.encode("utf-8"), sync)
 
 
 def _split(path: Path, line: str) -> tuple[str, str]:
@@ -69,7 +71,7 @@ def _split(path: Path, line: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def reconcile_topic_id(directory: Path, topic_id: bytes | None) -> bytes | None:
+def reconcile_topic_id(directory: Path, topic_id: bytes | None, sync: bool = True) -> bytes | None:
     """The directory's topic id: the recorded one when ``topic_id`` is None, else
     ``topic_id`` (recorded now if none was); a different recorded id is an error."""
     recorded = read_topic_id(directory)
@@ -78,5 +80,5 @@ def reconcile_topic_id(directory: Path, topic_id: bytes | None) -> bytes | None:
     if recorded is not None and recorded != topic_id:
         raise InconsistentTopicIdError(f"{directory} belongs to another topic id than the one given")
     if recorded is None:
-        write_topic_id(directory, topic_id)
+        write_topic_id(directory, topic_id, sync)
     return topic_id

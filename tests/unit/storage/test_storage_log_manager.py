@@ -149,3 +149,56 @@ def test_reserved_dir_is_never_a_partition_log(tmp_path):
     assert manager.get("__cluster_metadata", 0) is None and not manager.delete("__cluster_metadata", 0)
     manager.close()
     assert sorted(p.name for p in reserved.iterdir()) == ["raft-log-start"]
+
+
+def _record_fsyncs(monkeypatch) -> list[tuple[str, str]]:
+    """(thread name, path) of every os.fsync from now on."""
+    import threading
+    real, synced = os.fsync, []
+
+    def fsync(fd):
+        synced.append((threading.current_thread().name, os.readlink(f"/proc/self/fd/{fd}")))
+        real(fd)
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+def test_a_new_log_is_synced_by_the_writer_not_the_caller(tmp_path, monkeypatch):
+    manager = LogManager([tmp_path], NOW)
+    synced = _record_fsyncs(monkeypatch)
+    logs = [manager.create("t", p, TOPIC_ID, config(), NOW) for p in (0, 1)]
+    manager.wait_for_writes()
+    assert all(thread.startswith("log-writer") for thread, _ in synced), synced
+    paths = {path for _, path in synced}
+    for p in (0, 1):
+        assert {str(tmp_path / f"t-{p}"), str(tmp_path / f"t-{p}" / "partition.metadata")} <= paths
+    assert str(tmp_path) in paths and not manager.offline_dirs
+    assert not (tmp_path / "t-0" / "leader-epoch-checkpoint").exists()    # an empty log's: left to its flush
+    logs[0].assign_epoch_start_offset(3, 0)
+    logs[0].flush(NOW)
+    assert (tmp_path / "t-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n3 0\n"
+    manager.close()
+
+
+def test_a_log_deleted_before_its_sync_leaves_the_dir_online(tmp_path):
+    manager = LogManager([tmp_path], NOW)
+    manager._writers[tmp_path].submit(lambda: __import__("time").sleep(0.2))   # hold the writer back
+    manager.create("t", 0, TOPIC_ID, config(), NOW)
+    manager.delete("t", 0, NOW)
+    manager.wait_for_writes()
+    assert not manager.offline_dirs
+    manager.close()
+
+
+def test_files_a_crash_left_empty_read_as_absent(tmp_path):
+    """What a machine crash before the creation sync can leave: empty files, read as absent."""
+    manager = LogManager([tmp_path], NOW)
+    manager.create("t", 0, TOPIC_ID, config(), NOW).append(batch(3), 0, NOW)
+    manager.close()
+    os.remove(tmp_path / CLEAN_SHUTDOWN_FILE)
+    for name in ("partition.metadata", "leader-epoch-checkpoint"):
+        (tmp_path / "t-0" / name).write_bytes(b"")
+    manager = LogManager([tmp_path], NOW)
+    log = manager.create("t", 0, TOPIC_ID, config(), NOW)
+    assert log.topic_id == TOPIC_ID and offsets_in(read_all(log)) == [0, 1, 2] and not manager.offline_dirs
+    manager.close()
