@@ -2,7 +2,8 @@
 
 Beside the group coordinator (``tierlog.coordinator``'s other modules, ``__consumer_offsets``):
 ``state`` holds one transactional id's states and transitions (Kafka's
-``TransactionMetadata``), ``records`` the key/value layouts of ``__transaction_state``.
+``TransactionMetadata``), ``records`` the key/value layouts of ``__transaction_state``,
+``requests`` what InitProducerId and AddPartitionsToTxn decide before a write.
 """
 from .records import (
     TransactionLogValue,
