@@ -4,6 +4,8 @@ from tierlog.coordinator.transaction.requests import (
     ProducerIdAndEpoch,
     add_partitions,
     check_init_producer_id,
+    complete_end_txn,
+    end_txn,
     init_producer_id,
     new_transaction_metadata,
     verify_partitions,
@@ -102,3 +104,70 @@ def test_verification_answers_per_partition():
     assert verify_partitions(None, 4001, 0, [("t", 0)]) == {("t", 0): E.INVALID_PRODUCER_ID_MAPPING}
     meta.complete_transition(meta.prepare_abort_or_commit(S.PREPARE_ABORT, 0, -1, T0))
     assert verify_partitions(meta, 4001, 0, [("t", 0)]) == {("t", 0): E.CONCURRENT_TRANSACTIONS}
+
+
+def _end(meta, epoch, commit=True, tv=0, from_client=True, pid=4001, new_ids=None):
+    return end_txn(meta, pid, epoch, commit, from_client, tv, new_ids or _ids(), T0)
+
+
+def _ended(meta, decision, commit=True):
+    """Prepare* written, then the markers: Complete* written."""
+    meta.complete_transition(decision.transit)
+    complete = complete_end_txn(meta, decision.transit.producer_id, decision.transit.last_producer_epoch
+                                if meta.client_transaction_version >= 2 else decision.transit.producer_epoch,
+                                commit, T0)
+    assert complete.error == E.NONE
+    meta.complete_transition(complete.transit)
+    return meta
+
+
+def test_end_txn_v1_commits_and_a_repeat_is_answered_without_a_write():
+    meta = _ongoing()
+    decision = _end(meta, 0)
+    assert (decision.error, decision.transit.state, decision.transit.producer_epoch) == (E.NONE, S.PREPARE_COMMIT, 0)
+    assert _end(meta, 0).error == E.CONCURRENT_TRANSACTIONS                     # the write is in flight
+    meta.complete_transition(decision.transit)
+    assert _end(meta, 0).error == E.CONCURRENT_TRANSACTIONS                     # markers being written
+    assert _end(meta, 0, commit=False).error == E.INVALID_TXN_STATE             # contradicts the commit
+    complete = complete_end_txn(meta, 4001, 0, True, T0)
+    meta.complete_transition(complete.transit)
+    assert _end(meta, 0) == (E.NONE, None, 4001, 0)                             # a retry of the commit
+    assert _end(meta, 0, commit=False).error == E.INVALID_TXN_STATE
+
+
+def test_end_txn_checks_the_producer_and_refuses_an_empty_transaction():
+    meta = _ongoing()
+    assert end_txn(None, 4001, 0, True, True, 0, _ids(), T0).error == E.INVALID_PRODUCER_ID_MAPPING
+    assert _end(meta, 0, pid=4002).error == E.INVALID_PRODUCER_ID_MAPPING
+    assert _end(meta, 1).error == E.PRODUCER_FENCED
+    assert _end(_ready(), 0).error == E.INVALID_TXN_STATE
+
+
+def test_end_txn_v2_bumps_the_epoch_and_recognises_its_retry():
+    meta = _ongoing()
+    decision = _end(meta, 0, tv=2)
+    assert (decision.transit.producer_epoch, decision.transit.last_producer_epoch) == (1, 0)
+    _ended(meta, decision)
+    assert (meta.state, meta.producer_epoch) == (S.COMPLETE_COMMIT, 1)
+    assert _end(meta, 0, tv=2) == (E.NONE, None, 4001, 1)                       # the retry, with the new epoch
+    assert _end(meta, 1, tv=2).error == E.PRODUCER_FENCED                       # epoch 1 has no transaction
+
+
+def test_end_txn_v2_on_an_exhausted_epoch_moves_to_a_new_producer_id_and_a_retry_still_works():
+    meta = _ongoing()
+    meta.producer_epoch = 32766
+    decision = _end(meta, 32766, tv=2, new_ids=_ids(9000))
+    assert (decision.transit.producer_epoch, decision.transit.next_producer_id) == (32767, 9000)
+    _ended(meta, decision)
+    assert (meta.producer_id, meta.producer_epoch, meta.previous_producer_id) == (9000, 0, 4001)
+    assert _end(meta, 32766, tv=2) == (E.NONE, None, 9000, 0)                   # the retry across the overflow
+
+
+def test_the_coordinators_abort_takes_a_pending_fence():
+    meta = _ongoing()
+    fence = init_producer_id(meta, 60_000, None, _ids(), T0).transit
+    decision = _end(meta, fence.producer_epoch, commit=False, from_client=False)
+    assert (decision.transit.state, decision.transit.producer_epoch) == (S.PREPARE_ABORT, 1)
+    _ended(meta, decision, commit=False)
+    assert (meta.state, meta.producer_epoch) == (S.COMPLETE_ABORT, 1)
+    assert _end(meta, 0, commit=False).error == E.PRODUCER_FENCED              # the fenced producer's own abort

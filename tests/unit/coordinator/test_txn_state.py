@@ -131,7 +131,7 @@ def test_a_fenced_ongoing_transaction_aborts_at_the_bumped_epoch():
     assert (fence.state, fence.producer_epoch) == (S.PREPARE_EPOCH_FENCE, 1)
     with pytest.raises(AssertionError):
         meta.complete_transition(fence)                                     # never written on its own
-    meta.take_epoch_fence(fence)
+    meta.take_epoch_fence(fence.producer_epoch)
     _done(meta, meta.prepare_abort_or_commit(S.PREPARE_ABORT, 0, -1, T0 + 30))
     assert (meta.state, meta.producer_epoch, meta.last_producer_epoch) == (S.PREPARE_ABORT, 1, NO_PRODUCER_EPOCH)
 

@@ -3,7 +3,7 @@
 Beside the group coordinator (``tierlog.coordinator``'s other modules, ``__consumer_offsets``):
 ``state`` holds one transactional id's states and transitions (Kafka's
 ``TransactionMetadata``), ``records`` the key/value layouts of ``__transaction_state``,
-``requests`` what InitProducerId and AddPartitionsToTxn decide before a write.
+``requests`` what InitProducerId, AddPartitionsToTxn and EndTxn decide before a write.
 """
 from .records import (
     TransactionLogValue,

@@ -1,6 +1,7 @@
-"""What the transaction coordinator decides for InitProducerId and AddPartitionsToTxn before it
-writes anything (Kafka's ``TransactionCoordinator.handleInitProducerId`` /
-``handleAddPartitionsToTransaction`` / ``handleVerifyPartitionsInTransaction``), sans-IO.
+"""What the transaction coordinator decides for InitProducerId, AddPartitionsToTxn and EndTxn
+before it writes anything (Kafka's ``TransactionCoordinator.handleInitProducerId`` /
+``handleAddPartitionsToTransaction`` / ``handleVerifyPartitionsInTransaction`` /
+``endTransaction``), sans-IO.
 
 Each answers an error, or a ``TxnTransit`` to append to ``__transaction_state``
 (acks=all) and complete once committed.  Rules:
@@ -21,6 +22,16 @@ Each answers an error, or a ``TxnTransit`` to append to ``__transaction_state``
   an Ongoing transaction answer NONE without a write.
 - Verification (v4+ VerifyOnly, KIP-890 part 1): per partition NONE if it is in
   the transaction, else TRANSACTION_ABORTABLE; the producer checks as above.
+- EndTxn (``end_txn``, also the coordinator's own abort after a fence): another
+  producer id INVALID_PRODUCER_ID_MAPPING (except a TV2 retry across an epoch
+  overflow); a wrong epoch PRODUCER_FENCED (TV2: a retry shows the stored epoch =
+  sent + 1; TV1: the sent epoch must be the stored one); a transition in flight
+  CONCURRENT_TRANSACTIONS; Ongoing -> PrepareCommit / PrepareAbort (TV2 bumps the
+  epoch and takes a new producer id when it is exhausted); repeating a completed
+  or completing result answers NONE (with the producer id and epoch) or
+  CONCURRENT_TRANSACTIONS, contradicting it INVALID_TXN_STATE, as does ending an
+  Empty transaction.  ``complete_end_txn``: once Prepare* is written, the
+  Complete* transit to write after the markers (the client is answered then).
 """
 from __future__ import annotations
 
@@ -31,14 +42,17 @@ from tierlog.protocol.errors import ErrorCode
 
 from .state import (
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    SHORT_MAX,
+    TV_2,
     TransactionMetadata,
     TransactionState,
     TxnTransit,
     is_epoch_exhausted,
 )
 
-__all__ = ["Decision", "ProducerIdAndEpoch", "add_partitions", "check_init_producer_id", "init_producer_id",
-           "new_transaction_metadata", "verify_partitions"]
+__all__ = ["Decision", "EndTxnDecision", "ProducerIdAndEpoch", "add_partitions", "check_init_producer_id",
+           "complete_end_txn", "end_txn", "init_producer_id", "new_transaction_metadata", "verify_partitions"]
 
 S = TransactionState
 
@@ -125,3 +139,88 @@ def _producer_error(meta: TransactionMetadata | None, producer_id: int, producer
     if meta.producer_epoch != producer_epoch:
         return ErrorCode.PRODUCER_FENCED
     return ErrorCode.NONE
+
+
+class EndTxnDecision(NamedTuple):
+    """EndTxn's error, or the Prepare* transit to write; NONE without a transit repeats a completed
+    end (answered with ``producer_id`` / ``producer_epoch``)."""
+
+    error: int = ErrorCode.NONE
+    transit: TxnTransit | None = None
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+_ENDING = {S.PREPARE_COMMIT: True, S.PREPARE_ABORT: False}
+_ENDED = {S.COMPLETE_COMMIT: True, S.COMPLETE_ABORT: False}
+
+
+def end_txn(meta: TransactionMetadata | None, producer_id: int, producer_epoch: int, commit: bool,
+            from_client: bool, client_transaction_version: int, new_producer_id: Callable[[], int],
+            now_ms: int) -> EndTxnDecision:
+    """Kafka's ``endTransaction`` before the append (``from_client`` False: the coordinator's abort of
+    a fenced or timed-out transaction, which takes the pending PrepareEpochFence)."""
+    if meta is None:
+        return EndTxnDecision(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+    fencing = meta.pending_state is S.PREPARE_EPOCH_FENCE
+    tv2 = not fencing and meta.client_transaction_version >= TV_2
+    retry_on_overflow = tv2 and meta.previous_producer_id == producer_id and producer_epoch == SHORT_MAX - 1 \
+        and meta.producer_epoch == 0
+    if meta.producer_id != producer_id and not retry_on_overflow:
+        return EndTxnDecision(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+    if not _valid_end_epoch(meta, producer_epoch, from_client, tv2, retry_on_overflow):
+        return EndTxnDecision(ErrorCode.PRODUCER_FENCED)
+    if meta.pending_transition_in_progress and not fencing:
+        return EndTxnDecision(ErrorCode.CONCURRENT_TRANSACTIONS)
+    if meta.state is S.ONGOING:
+        return _prepare_end(meta, producer_epoch, commit, fencing, client_transaction_version, new_producer_id, now_ms)
+    if meta.state in _ENDED and _ENDED[meta.state] == commit:
+        return EndTxnDecision(ErrorCode.NONE, None, meta.producer_id, meta.producer_epoch)
+    if meta.state in _ENDING and _ENDING[meta.state] == commit:
+        return EndTxnDecision(ErrorCode.CONCURRENT_TRANSACTIONS)
+    assert meta.state not in (S.DEAD, S.PREPARE_EPOCH_FENCE), f"{meta.transactional_id}: {meta.state}"
+    return EndTxnDecision(ErrorCode.INVALID_TXN_STATE)
+
+
+def _valid_end_epoch(meta: TransactionMetadata, producer_epoch: int, from_client: bool, tv2: bool,
+                     retry_on_overflow: bool) -> bool:
+    if not tv2:     # TV1: clients never bump the epoch without the coordinator
+        return (not from_client or producer_epoch == meta.producer_epoch) and producer_epoch >= meta.producer_epoch
+    retry_on_bump = meta.producer_epoch == producer_epoch + 1      # the stored epoch is the one this end bumped to
+    if meta.state in _ENDING:
+        return retry_on_bump
+    if meta.state in _ENDED:
+        return retry_on_bump or retry_on_overflow
+    return producer_epoch == meta.producer_epoch
+
+
+def _prepare_end(meta: TransactionMetadata, producer_epoch: int, commit: bool, fencing: bool,
+                 client_transaction_version: int, new_producer_id: Callable[[], int], now_ms: int) -> EndTxnDecision:
+    next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+    next_producer_id = NO_PRODUCER_ID
+    if client_transaction_version >= TV_2 and not fencing and meta.epoch_exhausted:
+        next_producer_id = new_producer_id()
+    if fencing:
+        if commit:          # only the coordinator's abort takes a fence
+            return EndTxnDecision(ErrorCode.CONCURRENT_TRANSACTIONS)
+        meta.take_epoch_fence(producer_epoch)
+    return EndTxnDecision(ErrorCode.NONE, meta.prepare_abort_or_commit(next_state, client_transaction_version,
+                                                                       next_producer_id, now_ms))
+
+
+def complete_end_txn(meta: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool,
+                     now_ms: int) -> Decision:
+    """After the Prepare* record is committed: the Complete* transit (written once the markers
+    are), or the error to answer instead (the coordinator epoch check, NOT_COORDINATOR, is the
+    shell's)."""
+    if meta.producer_id != producer_id:
+        return Decision(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+    bumped = meta.client_transaction_version >= TV_2 and meta.producer_epoch == producer_epoch + 1
+    if meta.producer_epoch != producer_epoch and not bumped:
+        return Decision(ErrorCode.PRODUCER_FENCED)
+    if meta.pending_transition_in_progress:
+        return Decision(ErrorCode.CONCURRENT_TRANSACTIONS)
+    if meta.state not in _ENDING or _ENDING[meta.state] != commit:
+        assert meta.state not in (S.DEAD, S.PREPARE_EPOCH_FENCE), f"{meta.transactional_id}: {meta.state}"
+        return Decision(ErrorCode.INVALID_TXN_STATE)
+    return Decision(ErrorCode.NONE, meta.prepare_complete(now_ms))

@@ -238,12 +238,12 @@ class TransactionMetadata:
         return TxnTransit(producer_id, self.producer_id, next_producer_id, epoch, last_epoch, timeout_ms, state,
                           partitions, start_ms, update_ms, client_transaction_version)
 
-    def take_epoch_fence(self, fence: TxnTransit) -> None:
+    def take_epoch_fence(self, producer_epoch: int) -> None:
         """A fence is never written on its own (Kafka's ``endTransaction``): its bumped epoch is taken
         at once, the pending state cleared, and the PrepareAbort that follows carries it."""
-        assert fence.state is TransactionState.PREPARE_EPOCH_FENCE and self.pending_state is fence.state, (self, fence)
+        assert self.pending_state is TransactionState.PREPARE_EPOCH_FENCE, self
         self.pending_state = None
-        self.producer_epoch, self.last_producer_epoch = fence.producer_epoch, NO_PRODUCER_EPOCH
+        self.producer_epoch, self.last_producer_epoch = producer_epoch, NO_PRODUCER_EPOCH
 
     def revert_pending(self) -> None:
         """The transit's record was not written: no transition is pending any more."""
