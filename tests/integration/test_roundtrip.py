@@ -72,6 +72,28 @@ def test_kafka_python_round_trip(shared_node):
             assert (m.key, m.value, m.timestamp) == (f"k{i}".encode(), f"v{i}".encode(), base_ts + i)
 
 
+def test_read_committed_consumer_reads_to_the_last_stable_offset(shared_node):
+    """``Partition.max_offset``: with no transaction open the last stable offset is the high
+    watermark, so a read_committed consumer gets the same watermarks and every acknowledged record."""
+    topic = "rt-read-committed"
+    create_topic(shared_node.bootstrap, topic, 1)
+    n = 500
+    produce_all(shared_node.bootstrap, topic, [(0, None, f"r{i}".encode(), None, None) for i in range(n)])
+    c = Consumer({"bootstrap.servers": shared_node.bootstrap, "group.id": "rt-read-committed",
+                  "enable.auto.commit": False, "isolation.level": "read_committed"})
+    try:
+        assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (0, n)
+        c.assign([TopicPartition(topic, 0, -2)])
+        values, deadline = [], time.monotonic() + 30
+        while len(values) < n and time.monotonic() < deadline:
+            for m in c.consume(1000, 0.5):
+                assert m.error() is None, m.error()
+                values.append(m.value())
+    finally:
+        c.close()
+    assert values == [f"r{i}".encode() for i in range(n)]
+
+
 def test_offsets_for_times(shared_node):
     topic = "rt-timestamps"
     create_topic(shared_node.bootstrap, topic, 1)

@@ -121,24 +121,18 @@ class FetcherShell:
         part = self.replicas.by_id(action.key)
         if part is None:
             return
-        plog = part.log
         now = self.clock_ms()
         try:
             if isinstance(action, Append):
-                plog.append_as_follower(bytearray(action.records), now)
+                part.append_as_follower(bytearray(action.records), now)
             elif isinstance(action, UpdateHighWatermark):
-                if action.high_watermark >= 0:
-                    part.follower_hw = min(action.high_watermark, plog.log_end_offset)
-                if action.leader_log_start_offset > plog.log_start_offset:
-                    plog.increment_log_start_offset(min(action.leader_log_start_offset, part.high_watermark))
+                part.update_follower_high_watermark(action.high_watermark, action.leader_log_start_offset)
             elif isinstance(action, TruncateTo):
                 log.info("%s-%d: truncating to %d", part.topic, part.index, action.offset)
-                plog.truncate_to(action.offset)
-                part.follower_hw = min(part.follower_hw, plog.log_end_offset)
+                part.truncate_to(action.offset)
             elif isinstance(action, TruncateFullyAndStartAt):
                 log.info("%s-%d: restarting the log at %d", part.topic, part.index, action.offset)
-                plog.truncate_fully_and_start_at(action.offset)
-                part.follower_hw = action.offset
+                part.truncate_fully_and_start_at(action.offset)
             elif isinstance(action, BuildRemoteLogAuxState):
                 error = await build_remote_log_aux_state(self.replicas.remote, conn, self.replicas.node_id, part,
                                                          action.leader_epoch, action.start_offset,
@@ -150,7 +144,7 @@ class FetcherShell:
             elif isinstance(action, ListLeaderOffset):
                 error, offset = await self._leader_offset(conn, part, action)
                 log.info("%s-%d: out of range at %d; leader %d answered %s offset %d (error %d)", part.topic,
-                         part.index, plog.log_end_offset, leader, "latest" if action.timestamp == -1 else "earliest",
+                         part.index, part.log_end_offset, leader, "latest" if action.timestamp == -1 else "earliest",
                          offset, error)
                 follow_ups = state.on_leader_offset(action.key, action.leader_epoch, action.timestamp, error, offset,
                                                     self.clock_ms())

@@ -8,8 +8,8 @@
   request still waiting in it NOT_COORDINATOR.  A shard is used only while its
   partition keeps the leader state it was loaded under.
 - Requests (``run``): the shard's call returns an ``Output``; its records are
-  appended as one batch at the partition's leader epoch with acks=all
-  semantics, and its answers wait until the high watermark passes them (at most
+  appended as one batch with acks=all through ``ReplicaManager.append_records``
+  (``Partition.append_as_leader``, origin coordinator, as Produce does), and its answers wait until the high watermark passes them (at most
   offsets.commit.timeout.ms: then COORDINATOR_NOT_AVAILABLE, or
   NOT_COORDINATOR when leadership moved).  Answers without records wait for the
   latest write still in flight (and get its error): they may show state that write
@@ -43,9 +43,8 @@ from tierlog.coordinator import (
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import Record, build_batch, decode_batches
-from tierlog.storage import KafkaStorageError
 
-from .partition import Partition
+from .partition import AppendOrigin, FetchIsolation, Partition
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinator"]
 
@@ -55,6 +54,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 TICK_S = 0.1
 LOAD_READ_BYTES = 1024 * 1024
 TOPIC_CREATE_RETRY_MS = 5000
+ACKS_ALL = -1
 
 
 @dataclass
@@ -119,10 +119,15 @@ class GroupCoordinator:
 
     async def _load(self, hosted: _Hosted) -> None:
         part, shard = hosted.part, GroupShard(hosted.part.index, self.config, self._rng)
-        offset = max(part.log.log_start_offset, part.log.local_log_start_offset)
-        end = part.log.log_end_offset
+        offset = max(part.log_start_offset, part.local_log_start_offset)
+        end = part.log_end_offset
         while offset < end and self._leading(hosted):
-            data = part.log.read(offset, LOAD_READ_BYTES).to_bytes()
+            read = part.read(offset, LOAD_READ_BYTES, FetchIsolation.LOG_END)
+            if read.error:      # the log moved under the load: it stays unloaded (LOAD_IN_PROGRESS)
+                log.warning("%s-%d: cannot load from offset %d: error %d", OFFSETS_TOPIC, part.index, offset,
+                            read.error)
+                return
+            data = b"".join(region.read() for region in read.parts)
             if not data:
                 break
             for header, records in decode_batches(data):
@@ -257,15 +262,14 @@ class GroupCoordinator:
         if not self._leading(hosted):
             return ErrorCode.NOT_COORDINATOR, None
         part, now = hosted.part, self._clock_ms()
-        if self._replicas.check_acks_all(part):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None        # ISR below min.insync.replicas
         batch = bytearray(build_batch([Record(i, now, k, v) for i, (k, v) in enumerate(records)]))
-        try:
-            result = part.log.append(batch, part.leader_epoch, now)
-        except KafkaStorageError:
+        outcome, fut = self._replicas.append_records(part, batch, AppendOrigin.COORDINATOR, ACKS_ALL,
+                                                     self._commit_timeout_ms)
+        if outcome.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            return ErrorCode.NOT_COORDINATOR, None
+        if outcome.error:       # ISR below min.insync.replicas, the disk, ...: not in the log
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        end = result.last_offset + 1
-        fut = self._replicas.on_leader_append(part, end, -1, self._commit_timeout_ms)
+        end = outcome.end_offset
         code = await fut if fut is not None else ErrorCode.NONE
         if code == ErrorCode.NOT_LEADER_OR_FOLLOWER or not self._leading(hosted):
             return ErrorCode.NOT_COORDINATOR, end

@@ -44,7 +44,7 @@ from .alter_partition_sender import AlterPartitionSender
 from .apply_slices import ApplySlices
 from .fetch_session import FetchSessionCache
 from .fetcher_shell import FetcherShell
-from .partition import Partition
+from .partition import AppendOrigin, AppendOutcome, Partition
 from .sweep import Sweep
 
 __all__ = ["LAST_TIERED_OFFSET_ENABLE", "ReplicaManager", "TierListener"]
@@ -200,7 +200,7 @@ class ReplicaManager:
         return self._static_last_tiered_offset_enable
 
     def _tiering(self, part: Partition) -> TopicTiering:
-        config = part.log.config
+        config = part.config
         return TopicTiering(tiered=self.remote is not None and config.remote_storage_enable,
                             compacted=config.compact_enabled)
 
@@ -212,15 +212,15 @@ class ReplicaManager:
             plog = existing or self.logs.create(topic.name, p.partition, topic.topic_id,
                                                 config, self._clock_ms())
             part = self.partitions[key] = Partition(topic.name, p.partition, topic.topic_id, plog,
-                                                    p.leader, p.leader_epoch)
+                                                    p.leader, p.leader_epoch,
+                                                    replica_fetch_ms=self._replica_fetch_ms)
             # Kafka's replication-offset-checkpoint: never start above what was
             # known committed (a restarted replica must not expose unreplicated records)
             part.follower_hw = self.logs.checkpointed_high_watermark(*key) if existing is not None else 0
             self._by_id[(topic.topic_id, p.partition)] = part
             return part
         part.leader_id, part.leader_epoch = p.leader, p.leader_epoch
-        if part.log.config != config:
-            part.log.update_config(config)
+        part.update_config(config)
         return part
 
     def _drop(self, key, topic_deleted: bool = False) -> None:
@@ -272,11 +272,9 @@ class ReplicaManager:
             if ls is None or ls.leader_epoch != p.leader_epoch:
                 self.fetchers.stop_following(id_key)
                 self._fail_waiting(part)
-                leo = part.log.log_end_offset
-                hw = min(part.high_watermark, leo)
-                part.log.assign_epoch_start_offset(p.leader_epoch, leo)
+                hw, leo = part.start_leader_epoch(p.leader_epoch)
                 config = LeaderConfig(replica_lag_time_max_ms=self._lag_ms,
-                                      min_insync_replicas=part.log.config.min_insync_replicas,
+                                      min_insync_replicas=part.config.min_insync_replicas,
                                       eligible_local_log_bytes=self._eligible_bytes(image, part))
                 part.leader_state = LeaderState(
                     topic_id=part.topic_id, partition=part.index, leader_id=self.node_id,
@@ -299,7 +297,7 @@ class ReplicaManager:
                 ls.config = replace(ls.config, eligible_local_log_bytes=self._eligible_bytes(image, part))
                 self._on_update(part, ls.on_partition_metadata(
                     leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, isr=tuple(p.isr),
-                    replicas=tuple(p.replicas), now_ms=now, leader_leo=part.log.log_end_offset, fenced=fenced,
+                    replicas=tuple(p.replicas), now_ms=now, leader_leo=part.log_end_offset, fenced=fenced,
                     recovering=p.leader_recovery_state == RECOVERING))
             return
         if part.leader_state is not None:
@@ -309,7 +307,8 @@ class ReplicaManager:
             self._fail_waiting(part)
             self.notify_changed(part)   # parked fetches of it learn at once that it moved
         if p.leader >= 0:
-            if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.log, self._tiering(part)):
+            if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.follower_view(),
+                                            self._tiering(part)):
                 log.info("%s-%d: following %d at epoch %d", part.topic, part.index, p.leader, p.leader_epoch)
                 for listener in self._listeners():
                     listener.on_follower(part)
@@ -326,32 +325,25 @@ class ReplicaManager:
             return -1
 
     # leader side ---------------------------------------------------------------
-    def check_acks_all(self, part: Partition) -> int:
-        ls = part.leader_state
-        if ls is None:
-            return 0
-        return part.purgatory.check_before_append(len(ls.isr), ls.effective_min_isr)
-
-    def on_leader_append(self, part: Partition, required_offset: int, acks: int,
-                         timeout_ms: int) -> asyncio.Future | None:
-        """After a leader append: move the HW; for acks=all a future of the error code (None: done)."""
-        ls = part.leader_state
-        now = self._clock_ms()
-        fut = None
-        if ls is not None and acks == -1 and ls.high_watermark < required_offset:
-            fut = asyncio.get_running_loop().create_future()
-            part.purgatory.add(fut, required_offset, now, timeout_ms)
-        if ls is not None:
-            self._on_update(part, ls.on_leader_append(part.log.log_end_offset, now, self._replica_fetch_ms))
+    def append_records(self, part: Partition, records: bytearray, origin: AppendOrigin, required_acks: int,
+                       timeout_ms: int) -> tuple[AppendOutcome, asyncio.Future | None]:
+        """Append as the leader (``Partition.append_as_leader``) and act on what moved; for acks=all
+        also a future of the error code once the high watermark passes the batch (None: no wait).
+        The one way Produce and the coordinators write (Kafka's ``ReplicaManager.appendRecords``)."""
+        waiter = asyncio.get_running_loop().create_future() if required_acks == -1 else None
+        outcome = part.append_as_leader(records, origin, required_acks, self._clock_ms(), waiter, timeout_ms)
+        if not outcome.appended:
+            return outcome, None
+        self._on_update(part, outcome.update)
         self.notify_changed(part)
-        return fut
+        return outcome, waiter if outcome.parked else None
 
     def on_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int, replica_epoch: int,
                           fields: dict) -> int:
         ls = part.leader_state
         if ls is None:
             return 0
-        leo = part.log.log_end_offset
+        leo = part.log_end_offset
         if fetch_offset > leo:
             return 0
         self.leader_moves.fetched(replica_id, part.key)
@@ -369,7 +361,7 @@ class ReplicaManager:
         self._active.add(part.key)
         self._complete(part.purgatory.on_high_watermark(ls.high_watermark, len(ls.isr), ls.effective_min_isr))
         if part.deletes:
-            self._complete_deletes(part.deletes.on_low_watermark(ls.low_watermark(part.log.log_start_offset)))
+            self._complete_deletes(part.deletes.on_low_watermark(ls.low_watermark(part.log_start_offset)))
         if upd.hw_advanced:
             self.notify_changed(part)
         if upd.alter_partition is not None:
@@ -401,21 +393,14 @@ class ReplicaManager:
         leader, POLICY_VIOLATION without cleanup.policy=delete,
         OFFSET_OUT_OF_RANGE outside [0, high watermark].
         """
-        ls = part.leader_state
-        if ls is None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, None
-        if "delete" not in part.log.config.cleanup_policy:
-            return ErrorCode.POLICY_VIOLATION, -1, None
-        hw = part.high_watermark
-        target = hw if offset == -1 else offset
-        if not 0 <= target <= hw:
-            return ErrorCode.OFFSET_OUT_OF_RANGE, -1, None
-        if part.deletes.full:
-            return ErrorCode.REQUEST_TIMED_OUT, -1, None
-        if part.log.increment_log_start_offset(target):
+        error, target, moved = part.delete_records_on_leader(offset)
+        if error:
+            return error, -1, None
+        if moved:
             log.info("%s-%d: log start offset raised to %d (DeleteRecords)", part.topic, part.index, target)
             self.notify_changed(part)
-        lw = ls.low_watermark(part.log.log_start_offset)
+        ls = part.leader_state
+        lw = ls.low_watermark(part.log_start_offset)
         if lw >= target:
             return ErrorCode.NONE, lw, None
         fut = asyncio.get_running_loop().create_future()
@@ -435,7 +420,7 @@ class ReplicaManager:
             return
         now = self._clock_ms()
         self._on_update(part, ls.on_alter_partition_response(
-            error, now_ms=now, leader_leo=part.log.log_end_offset, leader_epoch=answer.get("LeaderEpoch", -1),
+            error, now_ms=now, leader_leo=part.log_end_offset, leader_epoch=answer.get("LeaderEpoch", -1),
             partition_epoch=answer.get("PartitionEpoch", -1), isr=tuple(answer.get("Isr", ()))))
 
     async def _tick_loop(self) -> None:
@@ -468,16 +453,14 @@ class ReplicaManager:
     def _quiet(self, part: Partition) -> bool:
         """Nothing a tick could change: no parked request, a settled ISR that has the whole log."""
         ls = part.leader_state
-        return not part.purgatory and not part.deletes and ls.settled(part.log.log_end_offset)
+        return not part.purgatory and not part.deletes and ls.settled(part.log_end_offset)
 
     def _tick_one(self, part: Partition, now: int) -> None:
         ls = part.leader_state
         self._complete(part.purgatory.expire(now))
         if part.deletes:
-            self._complete_deletes(part.deletes.expire(now, ls.low_watermark(part.log.log_start_offset)))
-        plog = part.log
-        self._on_update(part, ls.tick(now, plog.log_end_offset,
-                                      LocalLog(plog.local_log_start_timestamp, plog.local_log_size_bytes)))
+            self._complete_deletes(part.deletes.expire(now, ls.low_watermark(part.log_start_offset)))
+        self._on_update(part, ls.tick(now, part.log_end_offset, part.local_log()))
 
     # -- appends and long polls -------------------------------------------------
     def notify_changed(self, part: Partition) -> None:

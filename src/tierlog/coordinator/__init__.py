@@ -4,7 +4,8 @@
 ``coordinator_partition`` maps a group id to its partition; ``records`` holds
 Kafka's key/value layouts of that topic.  The broker's shell
 (``broker/group_coordinator.py``) loads shards, appends their records and
-answers requests once the records are committed.
+answers requests once the records are committed.  The transaction
+coordinator's core is the ``transaction`` subpackage (``__transaction_state``).
 """
 from tierlog.coordinator.config import GroupConfig
 from tierlog.coordinator.consumer_group import CONSUMER, ConsumerGroup, TopicsView

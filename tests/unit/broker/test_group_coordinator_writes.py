@@ -11,33 +11,51 @@ assignment a new coordinator would not know of.
 import asyncio
 
 from tierlog.broker.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
-from tierlog.broker.partition import Partition
+from tierlog.broker.partition import AppendOrigin, Partition
 from tierlog.config import NodeConfig
 from tierlog.coordinator import GroupState
 from tierlog.protocol.errors import ErrorCode as E
-from tierlog.replication import LeaderState
+from tierlog.replication import LeaderConfig, LeaderState
 from tierlog.storage import Log, LogConfig
 
 NOW = 1_700_000_000_000
 
 
 class Replicas:
-    """ReplicaManager's two calls: refused while ``refuse`` is set, not committed in time while
-    ``time_out`` is, else committed at once."""
+    """``ReplicaManager.append_records`` over the real ``Partition.append_as_leader``: the ISR is the
+    leader and follower 2 (min.insync.replicas 2).  With ``refuse`` set the ISR has shrunk to the
+    leader alone, so the partition refuses the write before the log (NOT_ENOUGH_REPLICAS); with
+    ``time_out`` set follower 2 does not fetch and the write is not committed in time; else it
+    fetches the whole log at once."""
 
     def __init__(self):
         self.refuse = self.time_out = False
+        self._partition_epoch = 0
 
-    def check_acks_all(self, part):
-        return E.NOT_ENOUGH_REPLICAS if self.refuse else E.NONE
+    def set_isr(self, part, isr):
+        self._partition_epoch += 1
+        part.leader_state.on_partition_metadata(leader_epoch=1, partition_epoch=self._partition_epoch, isr=isr,
+                                                replicas=(1, 2), now_ms=NOW, leader_leo=part.log_end_offset)
 
-    def on_leader_append(self, part, required_offset, acks, timeout_ms):
-        if not self.time_out:
-            part.leader_state.on_leader_append(part.log.log_end_offset, NOW)      # the ISR is the leader alone
-            return None
-        fut = asyncio.get_running_loop().create_future()
-        fut.set_result(E.REQUEST_TIMED_OUT)
-        return fut
+    def append_records(self, part, records, origin, required_acks, timeout_ms):
+        assert origin is AppendOrigin.COORDINATOR and required_acks == -1
+        self.set_isr(part, (1,) if self.refuse else (1, 2))
+        waiter = asyncio.get_running_loop().create_future()
+        outcome = part.append_as_leader(records, origin, required_acks, NOW, waiter, timeout_ms)
+        if not outcome.appended:
+            return outcome, None
+        if self.time_out:
+            waiter.set_result(E.REQUEST_TIMED_OUT)
+        else:
+            follower_fetch(part)
+            assert part.high_watermark == outcome.end_offset
+            waiter.set_result(E.NONE)
+        return outcome, waiter
+
+
+def follower_fetch(part) -> None:
+    """Follower 2 fetches the leader's whole log: the high watermark reaches the log end."""
+    part.leader_state.on_follower_fetch(2, part.log_end_offset, now_ms=NOW, leader_leo=part.log_end_offset)
 
 
 def _coordinator(tmp_path) -> tuple[GroupCoordinator, Replicas]:
@@ -45,8 +63,8 @@ def _coordinator(tmp_path) -> tuple[GroupCoordinator, Replicas]:
     log = Log.open(tmp_path / f"{OFFSETS_TOPIC}-0", LogConfig.from_props({}), NOW)
     part = Partition(OFFSETS_TOPIC, 0, b"\x05" * 16, log, leader_id=1, leader_epoch=1)
     part.leader_state = LeaderState(topic_id=part.topic_id, partition=0, leader_id=1, leader_epoch=1,
-                                    partition_epoch=0, replicas=(1,), isr=(1,), high_watermark=0,
-                                    log_end_offset=0, now_ms=NOW)
+                                    partition_epoch=0, replicas=(1, 2), isr=(1, 2), high_watermark=0,
+                                    log_end_offset=0, now_ms=NOW, config=LeaderConfig(min_insync_replicas=2))
     replicas = Replicas()
     coordinator = GroupCoordinator(config, replicas, lambda: NOW)
     coordinator.on_leader(part)
@@ -100,7 +118,7 @@ def test_a_commit_that_timed_out_takes_effect_once_the_high_watermark_passes_it(
         assert _code(await _commit(coordinator, 5)) == E.COORDINATOR_NOT_AVAILABLE
         hosted = coordinator.locate("g")[0]
         assert hosted.shard.offsets.get("g", "t", 0) is None
-        hosted.part.leader_state.on_leader_append(hosted.part.log.log_end_offset, NOW)     # the follower caught up
+        follower_fetch(hosted.part)         # the follower caught up
         for _ in range(100):                # the coordinator's 100 ms ticker applies it
             if hosted.shard.offsets.get("g", "t", 0) is not None:
                 break

@@ -5,10 +5,10 @@ Batches stay bytes: the records are never decoded.  acks must be -1, 0 or 1
 after the leader's append; acks=-1 waits in the partition's purgatory until the
 high watermark covers the batch (every ISR member has it) or TimeoutMs passes
 (REQUEST_TIMED_OUT), and is refused with NOT_ENOUGH_REPLICAS before the append
-when the ISR is under min.insync.replicas.  v10 errors carry KIP-951's CurrentLeader and
+when the ISR is under min.insync.replicas (all of it in ``Partition.append_as_leader``, through
+``ReplicaManager.append_records``, which parks acks=all).  v10 errors carry KIP-951's CurrentLeader and
 NodeEndpoints; a partition this broker may not know the leader of yet waits for
-its metadata to catch up first (``stale_metadata``).  Idempotent producers are served by the log's producer state
-(``storage.producer_state``): a retried batch is answered with its original
+its metadata to catch up first (``stale_metadata``).  Idempotent producers are served by the partition's producer state: a retried batch is answered with its original
 offsets and not appended again, a sequence gap with OUT_OF_ORDER_SEQUENCE_NUMBER,
 an old producer epoch with INVALID_PRODUCER_EPOCH.  Clients never write to
 ``__consumer_offsets`` or ``__transaction_state`` (INVALID_TOPIC_EXCEPTION, Kafka's
@@ -17,13 +17,12 @@ an old producer epoch with INVALID_PRODUCER_EPOCH.  Clients never write to
 """
 import asyncio
 
-from tierlog.metadata.topic_rules import CLIENT_UNWRITABLE_TOPICS
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.storage import InvalidRecordError, KafkaStorageError, ProducerStateError
 
 from ..leader_hint import HINTED_ERRORS, LeaderHints
+from ..partition import AppendOrigin, append_origin_error
 from .context import HandlerContext
 from .stale_metadata import catch_up_once, produce_may_be_stale
 
@@ -35,10 +34,9 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
         await catch_up_once(broker)
     acks = request["Acks"]
     hints = LeaderHints(broker, header.listener)
-    now = broker.clock_ms()
     topics, waits = [], []
     for t in request["TopicData"]:
-        parts = [_produce_one(broker, t["Name"], p, acks, now, hints, request.get("TimeoutMs", 30000), waits)
+        parts = [_produce_one(broker, t["Name"], p, acks, hints, request.get("TimeoutMs", 30000), waits)
                  for p in t["PartitionData"]]
         topics.append({"Name": t["Name"], "PartitionResponses": parts})
     if waits:
@@ -53,11 +51,11 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     return {"Responses": topics, "ThrottleTimeMs": 0, "NodeEndpoints": hints.node_endpoints()}
 
 
-def _produce_one(broker, topic, pdata, acks, now, hints, timeout_ms, waits) -> dict:
+def _produce_one(broker, topic, pdata, acks, hints, timeout_ms, waits) -> dict:
     index = pdata["Index"]
     resp = {"Index": index, "ErrorCode": ErrorCode.NONE, "BaseOffset": -1, "LogAppendTimeMs": -1,
             "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
-    error, message = _append(broker, topic, index, pdata["Records"], acks, now, resp, timeout_ms, waits)
+    error, message = _append(broker, topic, index, pdata["Records"], acks, resp, timeout_ms, waits)
     if error:
         resp["ErrorCode"], resp["ErrorMessage"] = error, message
         if error in HINTED_ERRORS:
@@ -65,30 +63,23 @@ def _produce_one(broker, topic, pdata, acks, now, hints, timeout_ms, waits) -> d
     return resp
 
 
-def _append(broker, topic, index, records, acks, now, resp, timeout_ms, waits):
+def _append(broker, topic, index, records, acks, resp, timeout_ms, waits):
     if acks not in (-1, 0, 1):
         return ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of -1, 0, 1"
-    if topic in CLIENT_UNWRITABLE_TOPICS:
-        return ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
+    error, message = append_origin_error(topic, AppendOrigin.CLIENT)
+    if error:
+        return error, message
     part, error = broker.led_partition(topic, index)
     if error:
         return error, None
     if not records:
         return ErrorCode.INVALID_RECORD, "the produce request has no records"
-    if acks == -1:
-        error = broker.replicas.check_acks_all(part)
-        if error:
-            return error, None
-    try:
-        result = part.log.append(records, part.leader_epoch, now)
-    except (InvalidRecordError, ProducerStateError) as e:
-        return e.error_code, str(e)
-    except KafkaStorageError as e:
-        return ErrorCode.KAFKA_STORAGE_ERROR, str(e)
-    fut = broker.replicas.on_leader_append(part, result.last_offset + 1, acks, timeout_ms)
+    outcome, fut = broker.replicas.append_records(part, records, AppendOrigin.CLIENT, acks, timeout_ms)
+    if outcome.error:
+        return outcome.error, outcome.message
     if fut is not None:
         waits.append((topic, resp, fut))
-    resp["BaseOffset"] = result.base_offset
-    resp["LogAppendTimeMs"] = result.log_append_time_ms
-    resp["LogStartOffset"] = result.log_start_offset
+    resp["BaseOffset"] = outcome.base_offset
+    resp["LogAppendTimeMs"] = outcome.log_append_time_ms
+    resp["LogStartOffset"] = outcome.log_start_offset
     return ErrorCode.NONE, None

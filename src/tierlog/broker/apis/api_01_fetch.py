@@ -15,7 +15,8 @@
   ``fetch.max.bytes``) per response; the first partition with data returns at
   least one whole batch even when larger (Kafka's "min one message").
 - Consumers read up to the high watermark (READ_UNCOMMITTED) or the last stable
-  offset (READ_COMMITTED); replicas (ReplicaId >= 0) up to the log end.
+  offset (READ_COMMITTED); replicas (ReplicaId >= 0) up to the log end
+  (``Partition.read`` by ``FetchIsolation``).
 - LastFetchedEpoch (v12+) is checked against the leader epoch cache and a
   mismatch answered with DivergingEpoch (KIP-595 / KIP-320).
 - v12+ errors carry KIP-951's CurrentLeader; v16 adds NodeEndpoints. Before
@@ -42,17 +43,16 @@ import asyncio
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.storage import KafkaStorageError, OffsetOutOfRangeError
-from tierlog.tiered.read_rules import FetchSource, TieredLogState, fetch_source
+from tierlog.tiered.read_rules import FetchSource, fetch_source
 
 from ..fetch_session import FetchSessionError, SessionPartition
 from ..leader_hint import HINTED_ERRORS, LeaderHints
+from ..partition import FetchIsolation
 from .context import HandlerContext
 from .stale_metadata import catch_up_once, may_be_stale
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FETCH, 4, 19
 TOPIC_IDS_FROM = 13
-READ_COMMITTED = 1
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
@@ -175,12 +175,11 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, followe
     if part is None:
         return _Read(sp, (name, sp.partition) if error == ErrorCode.NOT_LEADER_OR_FOLLOWER else None, error)
     r = _Read(sp, part.key, part.check_epoch(sp.current_leader_epoch) or error)
-    r.hw, r.lso, r.log_start = part.high_watermark, part.last_stable_offset, part.log.log_start_offset
+    r.hw, r.lso, r.log_start = part.high_watermark, part.last_stable_offset, part.log_start_offset
     if r.error:
         return r
     if sp.last_fetched_epoch >= 0 and _diverges(part, sp, r):
         return r
-    upper = part.log.log_end_offset if replica_id >= 0 else (r.lso if isolation == READ_COMMITTED else r.hw)
     limit = min(sp.max_bytes, max(budget, 0))
     source = _tiered_source(broker, part, sp.fetch_offset, replica_id)
     if source is FetchSource.REMOTE:
@@ -190,15 +189,10 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, followe
     if source is FetchSource.OFFSET_MOVED_TO_TIERED_STORAGE:
         r.error = ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
         return r
-    try:
-        result = part.log.read(sp.fetch_offset, limit, upper_bound=upper, min_one_batch=first)
-    except OffsetOutOfRangeError:
-        r.error = ErrorCode.OFFSET_OUT_OF_RANGE
-    except KafkaStorageError:
-        r.error = ErrorCode.KAFKA_STORAGE_ERROR
-    else:
-        r.parts, r.size = result.parts, result.size
-        r.more = not r.size and sp.fetch_offset < min(upper, part.log.log_end_offset)
+    read = part.read(sp.fetch_offset, limit, FetchIsolation.of(replica_id, isolation), min_one_batch=first)
+    r.error = read.error
+    if not read.error:
+        r.parts, r.size, r.more = read.parts, read.size, read.more
         if follower is not None:
             # a session partition the request does not name is fetched at the position it last named
             # (Kafka updates every session partition's follower state on every fetch)
@@ -211,12 +205,9 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, followe
 
 def _tiered_source(broker, part, offset: int, replica_id: int) -> FetchSource | None:
     """KIP-405: where a fetch below the local log start of a tiered log is served from (None: local rules)."""
-    plog = part.log
-    if broker.remote is None or not plog.config.remote_storage_enable or offset >= plog.local_log_start_offset:
+    if broker.remote is None or not part.tiered or offset >= part.local_log_start_offset:
         return None
-    state = TieredLogState(True, plog.log_start_offset, plog.local_log_start_offset, plog.log_end_offset,
-                           plog.highest_offset_in_remote_storage)
-    return fetch_source(state, offset, from_follower=replica_id >= 0)
+    return fetch_source(part.tiered_state(), offset, from_follower=replica_id >= 0)
 
 
 async def _read_remote(broker, reads: list[_Read], max_bytes: int) -> None:
@@ -244,7 +235,7 @@ async def _read_remote(broker, reads: list[_Read], max_bytes: int) -> None:
 
 def _diverges(part, sp, r) -> bool:
     """KIP-595 "Fetch": the follower's last fetched epoch ends earlier on the leader."""
-    epoch, end_offset = part.log.end_offset_for_epoch(sp.last_fetched_epoch)
+    epoch, end_offset = part.end_offset_for_epoch(sp.last_fetched_epoch)
     if epoch < sp.last_fetched_epoch or end_offset < sp.fetch_offset:
         r.diverging = {"Epoch": epoch, "EndOffset": end_offset}
         return True

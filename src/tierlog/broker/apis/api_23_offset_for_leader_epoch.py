@@ -27,5 +27,5 @@ def _one(broker, topic, p) -> dict:
         return out
     out["ErrorCode"] = out["ErrorCode"] or part.check_epoch(p.get("CurrentLeaderEpoch", -1))
     if not out["ErrorCode"]:
-        out["LeaderEpoch"], out["EndOffset"] = part.log.end_offset_for_epoch(p["LeaderEpoch"])
+        out["LeaderEpoch"], out["EndOffset"] = part.end_offset_for_epoch(p["LeaderEpoch"])
     return out

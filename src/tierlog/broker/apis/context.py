@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from tierlog.broker.fetch_session import FetchSessionCache, SessionView
-    from tierlog.broker.partition import Partition
+    from tierlog.broker.partition import AppendOrigin, AppendOutcome, Partition
     from tierlog.broker.producer_ids import ProducerIdManager
     from tierlog.config import NodeConfig
     from tierlog.metadata import BrokerInfo, MetadataImage
@@ -57,10 +57,8 @@ class HostedReplicas(Protocol):
 
     def get(self, topic: str, partition: int) -> Partition | None: ...
 
-    def check_acks_all(self, part: Partition) -> int: ...
-
-    def on_leader_append(self, part: Partition, required_offset: int, acks: int,
-                         timeout_ms: int) -> asyncio.Future | None: ...
+    def append_records(self, part: Partition, records: bytearray, origin: AppendOrigin, required_acks: int,
+                       timeout_ms: int) -> tuple[AppendOutcome, asyncio.Future | None]: ...
 
     def on_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int, replica_epoch: int,
                           fields: dict) -> int: ...

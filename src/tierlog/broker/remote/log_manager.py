@@ -94,7 +94,7 @@ class RemoteLogManager:
     def on_follower(self, part) -> None:
         self._cancel(part.key)
         self._followed[tip_of(part)] = part
-        if part.log.config.remote_storage_enable:
+        if part.tiered:
             self.metadata.assign(tip_of(part))
             self._on_metadata(tip_of(part))
 
@@ -102,7 +102,7 @@ class RemoteLogManager:
         self._cancel(part.key)
         tip = tip_of(part)
         self._followed.pop(tip, None)
-        if topic_deleted and part.log.config.remote_storage_enable:
+        if topic_deleted and part.tiered:
             self._tasks.spawn(self._delete_partition(tip), name=f"rlm-delete-{part.topic}-{part.index}")
         else:
             self.metadata.unassign(tip)
@@ -135,7 +135,7 @@ class RemoteLogManager:
         while still_leader():
             delay = self.interval_s
             try:
-                if part.log.config.remote_storage_enable:
+                if part.tiered:
                     self.metadata.assign(tip)
                     if not self.metadata.is_ready(tip):
                         await asyncio.sleep(READY_POLL_S)
@@ -143,10 +143,10 @@ class RemoteLogManager:
                     if not resumed:
                         self._resume(tip, part)
                         resumed = True
-                    if not part.log.config.values["remote.log.copy.disable"]:
+                    if not part.config.values["remote.log.copy.disable"]:
                         await copy_pass(self.ctx, tip, part, still_leader)
                     await expiration_pass(self.ctx, tip, part)
-                elif part.log.config.values["remote.log.delete.on.disable"] and self.metadata.cache(tip):
+                elif part.config.values["remote.log.delete.on.disable"] and self.metadata.cache(tip):
                     await self._delete_all(tip)
                 failures = 0
             except RemoteStorageError as e:
@@ -158,7 +158,7 @@ class RemoteLogManager:
 
     def _resume(self, tip: TopicIdPartition, part) -> None:
         """Where uploads stopped (a new leader's first step, Kafka's findHighestRemoteOffset)."""
-        cache, entries, log_end = self.metadata.cache(tip), part.log.epoch_entries(), part.log.log_end_offset
+        cache, entries, log_end = self.metadata.cache(tip), part.epoch_entries(), part.log_end_offset
         found = find_highest_remote_offset(entries, log_end, cache.highest_offset_for_epoch)
         offset = min(found.offset, highest_offset_in_lineage(cache.finished_segments(), entries, log_end))
         part.log.highest_offset_in_remote_storage = offset
@@ -170,8 +170,8 @@ class RemoteLogManager:
         cache = self.metadata.cache(tip)
         if part is None or cache is None or part.leader_state is not None:
             return
-        highest = highest_offset_in_lineage(cache.finished_segments(), part.log.epoch_entries(),
-                                            part.log.log_end_offset)
+        highest = highest_offset_in_lineage(cache.finished_segments(), part.epoch_entries(),
+                                            part.log_end_offset)
         if highest >= 0:
             part.log.highest_offset_in_remote_storage = highest
 

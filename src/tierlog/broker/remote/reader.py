@@ -142,7 +142,7 @@ class RemoteReader:
         cache = self.metadata.cache(tip)
         if cache is None:
             return None
-        entries, log_end = part.log.epoch_entries(), part.log.log_end_offset
+        entries, log_end = part.epoch_entries(), part.log_end_offset
         found = cache.segment_for(epoch_for_offset(entries, offset), offset)
         if found is not None and within_leader_epochs(found, entries, log_end):
             return found
@@ -203,15 +203,15 @@ class RemoteReader:
         cache = self.metadata.cache(tip)
         if cache is None:
             return None
-        entries, log_end = part.log.epoch_entries(), part.log.log_end_offset
+        entries, log_end = part.epoch_entries(), part.log_end_offset
         for meta in cache.finished_segments():
-            if meta.max_timestamp_ms >= timestamp and meta.end_offset >= part.log.log_start_offset \
+            if meta.max_timestamp_ms >= timestamp and meta.end_offset >= part.log_start_offset \
                     and within_leader_epochs(meta, entries, log_end):
                 found = await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(
                     self._pool, self._find_timestamp, meta, timestamp), self.list_offsets_timeout_s)
                 if found is not None:
                     offset, ts = found
-                    return offset, ts, epoch_for_offset(part.log.epoch_entries(), offset)
+                    return offset, ts, epoch_for_offset(part.epoch_entries(), offset)
         return None
 
     def _find_timestamp(self, meta: RemoteLogSegmentMetadata, timestamp: int) -> tuple[int, int] | None:

@@ -1,0 +1,72 @@
+"""What a partition's append and read take and give back (Kafka's AppendOrigin, FetchIsolation,
+LogAppendInfo / LogReadInfo, reduced to what tierlog answers with)."""
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+from tierlog.protocol.errors import ErrorCode
+from tierlog.replication import LeaderUpdate
+from tierlog.storage import FileRegion
+
+__all__ = ["AppendOrigin", "AppendOutcome", "FetchIsolation", "PartitionRead"]
+
+READ_COMMITTED = 1          # the wire's IsolationLevel (Fetch, ListOffsets)
+
+
+class AppendOrigin(enum.Enum):
+    """Who appends (Kafka's ``AppendOrigin``): a producer through Produce, a coordinator of this
+    broker (its own records, also to internal topics), or the replica fetcher (batches the leader
+    already stamped)."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+    REPLICATION = "replication"
+
+
+class FetchIsolation(enum.Enum):
+    """How far a read may go (Kafka's ``FetchIsolation``): a replica to the log end, a
+    read_uncommitted consumer to the high watermark, a read_committed one to the last stable offset."""
+
+    LOG_END = "log_end"
+    HIGH_WATERMARK = "high_watermark"
+    TXN_COMMITTED = "txn_committed"
+
+    @classmethod
+    def of(cls, replica_id: int, isolation_level: int) -> FetchIsolation:
+        """Kafka's ``FetchIsolation.apply(replicaId, isolationLevel)``: any replica (id >= 0) reads
+        to the log end, whatever IsolationLevel it sends."""
+        if replica_id >= 0:
+            return cls.LOG_END
+        return cls.TXN_COMMITTED if isolation_level == READ_COMMITTED else cls.HIGH_WATERMARK
+
+
+class AppendOutcome(NamedTuple):
+    """One append as the leader: an error (nothing appended unless ``appended``) or the offsets
+    given.  ``update``: what the append changed in the leader state, for the replica manager to
+    act on (complete parked requests, send AlterPartition); ``parked``: the caller's waiter was
+    parked until the high watermark passes ``end_offset`` (acks=all)."""
+
+    error: int = ErrorCode.NONE
+    message: str | None = None
+    base_offset: int = -1
+    end_offset: int = -1                  # exclusive: last offset + 1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    appended: bool = False
+    parked: bool = False
+    update: LeaderUpdate | None = None
+
+    @classmethod
+    def refused(cls, error: int, message: str | None = None) -> AppendOutcome:
+        return cls(error=error, message=message)
+
+
+class PartitionRead(NamedTuple):
+    """Whole batches as file regions; ``more``: nothing came back although the bound is above the
+    fetch offset (the fetch is not done waiting); an error reads nothing."""
+
+    error: int = ErrorCode.NONE
+    parts: tuple[FileRegion, ...] | list[FileRegion] = ()
+    size: int = 0
+    more: bool = False

@@ -1,0 +1,27 @@
+"""The transaction coordinator (KIP-98, KIP-360, KIP-890; ``__transaction_state``), sans-IO.
+
+Beside the group coordinator (``tierlog.coordinator``'s other modules, ``__consumer_offsets``):
+``state`` holds one transactional id's states and transitions (Kafka's
+``TransactionMetadata``), ``records`` the key/value layouts of ``__transaction_state``,
+``requests`` what InitProducerId, AddPartitionsToTxn and EndTxn decide before a write.
+"""
+from .records import (
+    TransactionLogValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    log_value,
+    metadata_from_log,
+)
+from .state import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TransactionMetadata,
+    TransactionState,
+    TxnTransit,
+)
+
+__all__ = ["NO_PRODUCER_EPOCH", "NO_PRODUCER_ID", "TransactionLogValue", "TransactionMetadata", "TransactionState",
+           "TxnTransit", "decode_key", "decode_value", "encode_key", "encode_value", "log_value",
+           "metadata_from_log"]
