@@ -85,6 +85,8 @@ _DEFS = [
        "empty host: every interface); unset: not served."),
     _d("broker.heartbeat.interval.ms", "int", 2000, "How often a broker heartbeats to the controller."),
     _d("broker.session.timeout.ms", "int", 9000, "Heartbeat silence after which the controller fences a broker."),
+    _d("log.dir.failure.timeout.ms", "long", 30000,
+       "A broker that cannot report a failed log dir to the controller within this time shuts down."),
     _d("replica.lag.time.max.ms", "long", 30000, "A follower not caught up this long leaves the ISR."),
     _d("replica.fetch.max.bytes", "int", 1048576, "Bytes per partition in a follower fetch."),
     _d("replica.fetch.response.max.bytes", "int", 10485760, "Bytes of one follower fetch response."),

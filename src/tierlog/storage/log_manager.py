@@ -20,8 +20,16 @@ Each log directory has one writer thread (``DirWriter``) for its background disk
 syncs: the logs' time-driven flushes (after a roll, flush.ms) and the three
 checkpoint files above, whose contents are snapshotted on the caller's thread
 (the event loop) and written on the writer, in order. ``flush_all`` and ``close``
-wait for them. A failed background write takes its directory offline at the next
-``tick`` (or ``wait_for_writes``).
+wait for them.
+
+Log directory failure (Kafka's JBOD handling): an I/O error anywhere in a log
+directory (an append, a flush, a checkpoint: ``ENOSPC``, ``EIO``...) is reported
+to the manager's ``LogDirFailureChannel``; the next ``tick`` (or
+``wait_for_writes``, ``flush_all``) takes that directory offline: its logs are
+closed and dropped, nothing more is written there, no new log is placed there,
+its cleaner stops, and ``on_dir_offline(log_dir)`` tells the node (which reports
+it to the controller and shuts down once every directory failed). A directory
+stays offline until the node restarts.
 
 Deleting a partition renames its directory to
 ``<topic>-<partition>.<32 hex>-delete``; its descriptors close and the directory
@@ -56,6 +64,7 @@ from tierlog.storage.checkpoint import (
     write_offsets,
 )
 from tierlog.storage.config import LogConfig
+from tierlog.storage.dir_failure import LogDirFailureChannel
 from tierlog.storage.dir_writer import DirWriter
 from tierlog.storage.errors import CorruptCheckpointError, KafkaStorageError
 from tierlog.storage.files import (
@@ -92,6 +101,7 @@ class LogManager:
         cleaner: CleanerConfig | None = None,
         clock_ms: Callable[[], int] | None = None,
         reserved_dirs: Iterable[Path] = (),
+        on_dir_offline: Callable[[Path], None] = lambda _dir: None,
     ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         self._reserved = frozenset(_identity(Path(d)) for d in reserved_dirs)
@@ -105,7 +115,8 @@ class LogManager:
         self._checkpointed_hw: dict[TopicPartition, int] = {}
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self._writers = {log_dir: DirWriter(log_dir) for log_dir in self.log_dirs}
-        self._failed_dirs: set[Path] = set()     # background writes failed here (set on a writer thread)
+        self.failures = LogDirFailureChannel()   # I/O errors of any thread, drained by _take_failed_offline
+        self._on_dir_offline = on_dir_offline
         self._lock = threading.RLock()
         self._now_ms = now_ms
         self._last_retention_ms = now_ms
@@ -166,12 +177,14 @@ class LogManager:
         log = Log.open(
             Path(entry.path), self._config_for(key[0]), now_ms,
             recovery_point=recovery_points.get(key), log_start_offset=start_offsets.get(key),
-            clean_shutdown=clean and key in recovery_points, writer=self._writers[log_dir],
+            clean_shutdown=clean and key in recovery_points, writer=self._writers[log_dir], failures=self.failures,
         )
         self._logs[key] = log
         self._home[key] = log_dir
 
     def _take_offline(self, log_dir: Path) -> None:
+        if log_dir in self.offline_dirs:
+            return
         self.offline_dirs.add(log_dir)
         cleaner = getattr(self, "cleaners", {}).pop(log_dir, None)
         if cleaner is not None:
@@ -180,6 +193,9 @@ class LogManager:
             log = self._logs.pop(key)
             del self._home[key]
             log.close()
+        _log.error("log directory %s is offline; %d of %d log directories remain online",
+                   log_dir, len(self._online_dirs()), len(self.log_dirs))
+        self._on_dir_offline(log_dir)
 
     # --- lookup and lifecycle -----------------------------------------------------------------
 
@@ -211,8 +227,14 @@ class LogManager:
             path = log_dir / partition_dir_name(topic, partition)
             if self._is_reserved(path):
                 raise KafkaStorageError(f"{path} is reserved by this node; no partition log may live there")
-            log = Log.open(path, config, now_ms, topic_id, writer=self._writers[log_dir])
-            fsync_dir(log_dir)
+            try:
+                log = Log.open(path, config, now_ms, topic_id, writer=self._writers[log_dir],
+                               failures=self.failures)
+                fsync_dir(log_dir)
+            except OSError as exc:
+                self.failures.report(log_dir, f"creating {path.name}: {exc}")
+                self._take_failed_offline()
+                raise KafkaStorageError(f"cannot create {path}: {exc}") from exc
             self._logs[key] = log
             self._home[key] = log_dir
             return log
@@ -360,13 +382,11 @@ class LogManager:
                 write_offsets(log_dir / name, offsets)
         except OSError as exc:
             _log.error("cannot write checkpoints in %s: %s", log_dir, exc)
-            self._failed_dirs.add(log_dir)
+            self.failures.report(log_dir, f"writing checkpoints: {exc}")
 
     def _take_failed_offline(self) -> None:
-        for log_dir in list(self._failed_dirs):
-            self._failed_dirs.discard(log_dir)
-            if log_dir not in self.offline_dirs:
-                self._take_offline(log_dir)
+        for log_dir in self.failures.take():
+            self._take_offline(log_dir)
 
     def _online_dirs(self) -> list[Path]:
         return [d for d in self.log_dirs if d not in self.offline_dirs]
