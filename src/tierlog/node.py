@@ -287,6 +287,8 @@ class Node:
 
     def _on_log_dir_offline(self, log_dir: Path) -> None:
         """The log manager took ``log_dir`` offline: report it in the heartbeats (KIP-858)."""
+        if self.replicas is not None:
+            self.replicas.mark_offline()
         if self.lifecycle is not None:
             self.lifecycle.propagate_directory_failure(self._dir_ids[log_dir])
 

@@ -11,6 +11,12 @@ logs to keep, so no image is applied before); ``stop`` cancels and awaits the
 ticker, the fetchers and in-flight AlterPartition requests, then checkpoints the
 high watermarks.
 
+A failed log dir (``mark_offline``, Kafka's handleLogDirFailure): the
+partitions whose log was there are dropped (parked requests fail, fetchers
+stop) and stay offline: later images do not host them again until the broker
+restarts.  The controller moves their leadership away (it fences a broker with
+no online log dir).
+
 KIP-1023: every image applied pushes ``follower.fetch.last.tiered.offset.enable``
 (this broker's dynamic value, else the cluster-wide dynamic value from the
 image's ConfigRecords, else server.properties) to the fetchers, and each
@@ -104,6 +110,7 @@ class ReplicaManager:
         self.coordinator_listener: TierListener | None = None   # the group coordinator (__consumer_offsets) too
         self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
         self._image = MetadataImage.empty("", -1)       # the image applied last
+        self.offline: set[tuple[str, int]] = set()      # partitions whose log dir failed
 
     def _listeners(self) -> list[TierListener]:
         return [lst for lst in (self.tier_listener, self.coordinator_listener) if lst is not None]
@@ -168,13 +175,27 @@ class ReplicaManager:
                 self._unhost((new.name, p.partition), topic_deleted=False)
 
     def _follow(self, image: MetadataImage, topic: TopicInfo, p, config: LogConfig) -> None:
+        if (topic.name, p.partition) in self.offline:
+            return
         part = self._ensure(topic, p, config)
         try:
             self._transition(image, part, p)
         except Exception:
             log.exception("%s-%d: leader/follower transition failed", *part.key)
 
+    def mark_offline(self) -> None:
+        """Stop hosting every partition whose log went offline with its log dir."""
+        gone = [key for key, part in self.partitions.items() if part.log.offline]
+        for key in gone:
+            self._drop(key)
+            self.offline.add(key)
+        if gone:
+            log.warning("%d partitions offline with their log dir: %s", len(gone),
+                        ", ".join(f"{t}-{p}" for t, p in sorted(gone)[:20]))
+            self.fetcher_shell.sync()
+
     def _unhost(self, key: tuple[str, int], topic_deleted: bool) -> None:
+        self.offline.discard(key)
         self._drop(key, topic_deleted)
         if self.logs.get(*key) is not None:
             log.info("deleting log of %s-%d: not in the metadata image", *key)
@@ -443,7 +464,7 @@ class ReplicaManager:
         keys = self._active.union(self._sweep.take(self.partitions))
         for key in keys:
             part = self.partitions.get(key)
-            if part is None or part.leader_state is None:
+            if part is None or part.leader_state is None or part.log.offline:     # offline: mark_offline is due
                 self._active.discard(key)
                 continue
             self._tick_one(part, now)
