@@ -27,8 +27,8 @@ _MOUNT = 'mkdir -p "$0" && mount -t tmpfs -o size=64m tmpfs "$0" && exec "$@"'
 def _can_mount_privately() -> bool:
     if shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt || "
-                            "mount -t tmpfs -o size=1m tmpfs /tmp"], capture_output=True)
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /tmp"],
+                           check=False, capture_output=True)
     return probe.returncode == 0
 
 
