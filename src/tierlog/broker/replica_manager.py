@@ -183,6 +183,10 @@ class ReplicaManager:
         except Exception:
             log.exception("%s-%d: leader/follower transition failed", *part.key)
 
+    def check_log_dirs(self) -> None:
+        """A log just failed: take its dir offline now (``mark_offline`` follows through the node)."""
+        self.logs.take_failed_offline()
+
     def mark_offline(self) -> None:
         """Stop hosting every partition whose log went offline with its log dir."""
         gone = [key for key, part in self.partitions.items() if part.log.offline]

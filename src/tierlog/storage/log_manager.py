@@ -295,6 +295,11 @@ class LogManager:
                        if home == log_dir and key in self._checkpointed_hw}
                 self._writers[log_dir].submit(self._write_files, log_dir, [(REPLICATION_OFFSET_CHECKPOINT, hws)])
 
+    def take_failed_offline(self) -> None:
+        """Take the directories reported failed offline now, not at the next ``tick``."""
+        with self._lock:
+            self._take_failed_offline()
+
     def wait_for_writes(self) -> None:
         """Wait for every queued background write; take directories that failed offline."""
         for writer in self._writers.values():
