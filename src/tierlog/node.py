@@ -238,7 +238,9 @@ class Node:
         cfg = self.config
         self.logs = LogManager(cfg.log_dirs, wall_clock_ms(), cfg["log.retention.check.interval.ms"],
                                cleaner=CleanerConfig.from_props(cfg.values), clock_ms=wall_clock_ms,
-                               reserved_dirs=[self._metadata_dir()], on_dir_offline=self._on_log_dir_offline)
+                               reserved_dirs=[self._metadata_dir()], on_dir_offline=self._on_log_dir_offline,
+                               verify_bytes_per_second=cfg["log.segment.verify.bytes.per.second"],
+                               on_corrupt=self._on_corrupt_segment)
         online_ids = [self._dir_ids[d] for d in cfg.log_dirs if d not in self.logs.offline_dirs]
         if not online_ids:
             raise ConfigError(f"broker {cfg.node_id}: every log dir is offline ({', '.join(map(str, cfg.log_dirs))})")
@@ -291,6 +293,11 @@ class Node:
             self.replicas.mark_offline()
         if self.lifecycle is not None:
             self.lifecycle.propagate_directory_failure(self._dir_ids[log_dir])
+
+    def _on_corrupt_segment(self, bad) -> None:
+        """A closed segment's batch failed its CRC: a follower fetches it again (ReplicaManager)."""
+        if self.replicas is not None:
+            self.replicas.on_corrupt_segment(bad.key, bad.offset)
 
     def _on_fatal(self, reason: str) -> None:
         """The broker cannot go on (every log dir failed...): stop cleanly, exit with ``reason``."""

@@ -183,6 +183,30 @@ class ReplicaManager:
         except Exception:
             log.exception("%s-%d: leader/follower transition failed", *part.key)
 
+    def on_corrupt_segment(self, key: tuple[str, int], offset: int) -> None:
+        """The background check found a bad batch in a closed segment of ``key`` from ``offset`` on.
+
+        A follower truncates there and fetches the rest again from its leader; a
+        leader has nobody to fetch from and says so (its followers' copies are good:
+        move leadership, then restart it to truncate).
+        """
+        part = self.partitions.get(key)
+        if part is None:
+            return
+        if part.leader_state is not None:
+            log.error("%s-%d: this leader's log is corrupt from offset %d and it cannot fetch it again; elect "
+                      "another leader (tierlog elect-leaders) and restart this broker", *key, offset)
+            return
+        id_key = (part.topic_id, part.index)
+        self.fetchers.stop_following(id_key)
+        part.log.truncate_to(offset)
+        part.follower_hw = min(part.follower_hw, part.log.log_end_offset)
+        log.warning("%s-%d: truncated to %d after a corrupt batch; fetching it again from leader %d",
+                    *key, offset, part.leader_id)
+        if part.leader_id >= 0:
+            self.fetchers.become_follower(id_key, part.leader_id, part.leader_epoch, part.log, self._tiering(part))
+        self.fetcher_shell.sync()
+
     def check_log_dirs(self) -> None:
         """A log just failed: take its dir offline now (``mark_offline`` follows through the node)."""
         self.logs.take_failed_offline()

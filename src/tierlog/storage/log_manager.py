@@ -31,6 +31,11 @@ its cleaner stops, and ``on_dir_offline(log_dir)`` tells the node (which reports
 it to the controller and shuts down once every directory failed). A directory
 stays offline until the node restarts.
 
+Closed segments are CRC-checked in the background (``SegmentVerifier``, at most
+``verify_bytes_per_second``, in ``tick``); each bad batch found is logged at
+ERROR and handed to ``on_corrupt`` (a follower truncates there and fetches
+again).
+
 Deleting a partition renames its directory to
 ``<topic>-<partition>.<32 hex>-delete``; its descriptors close and the directory
 is removed after file.delete.delay.ms (in ``tick``), so fetch regions already
@@ -76,6 +81,7 @@ from tierlog.storage.files import (
 )
 from tierlog.storage.log import Log
 from tierlog.storage.log_cleaner import CleanerConfig, LogDirCleaner
+from tierlog.storage.segment_verifier import Corruption, SegmentVerifier
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
@@ -102,6 +108,8 @@ class LogManager:
         clock_ms: Callable[[], int] | None = None,
         reserved_dirs: Iterable[Path] = (),
         on_dir_offline: Callable[[Path], None] = lambda _dir: None,
+        verify_bytes_per_second: int = 0,
+        on_corrupt: Callable[[Corruption], None] = lambda _c: None,
     ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         self._reserved = frozenset(_identity(Path(d)) for d in reserved_dirs)
@@ -117,6 +125,9 @@ class LogManager:
         self._writers = {log_dir: DirWriter(log_dir) for log_dir in self.log_dirs}
         self.failures = LogDirFailureChannel()   # I/O errors of any thread, drained by _take_failed_offline
         self._on_dir_offline = on_dir_offline
+        self._verifier = SegmentVerifier(verify_bytes_per_second)
+        self._on_corrupt = on_corrupt
+        self._last_verify_ms = now_ms
         self._lock = threading.RLock()
         self._now_ms = now_ms
         self._last_retention_ms = now_ms
@@ -324,6 +335,17 @@ class LogManager:
             if now_ms - self._last_checkpoint_ms >= self.checkpoint_interval_ms:
                 self._write_checkpoints(wait=False)
             self._delete_due_dirs(now_ms)
+            self._verify_segments(now_ms)
+
+    def _verify_segments(self, now_ms: int) -> None:
+        elapsed, self._last_verify_ms = now_ms - self._last_verify_ms, now_ms
+        if self._verifier.bytes_per_second <= 0:
+            return
+        for bad in self._verifier.step(dict(self._logs), elapsed):
+            _log.error("%s-%d: corrupt batch in closed segment %d at position %d (%s); offsets from %d on "
+                       "are not trusted", bad.key[0], bad.key[1], bad.segment_base, bad.position, bad.error,
+                       bad.offset)
+            self._on_corrupt(bad)
 
     def flush_all(self, now_ms: int) -> None:
         with self._lock:
