@@ -85,7 +85,7 @@ _DEFS = [
        "empty host: every interface); unset: not served."),
     _d("broker.heartbeat.interval.ms", "int", 2000, "How often a broker heartbeats to the controller."),
     _d("broker.session.timeout.ms", "int", 9000, "Heartbeat silence after which the controller fences a broker."),
-    _d("log.segment.verify.bytes.per.second", "long", 8388608,
+    _d("log.segment.verify.bytes.per.second", "long", 1048576,
        "tierlog: closed segments' batches are CRC-checked in the background at most this fast (0: off)."),
     _d("log.dir.failure.timeout.ms", "long", 30000,
        "A broker that cannot report a failed log dir to the controller within this time shuts down."),

@@ -11,6 +11,11 @@ starting over once every log was walked.  ``step`` runs on the caller's thread
 the first offset it can no longer vouch for (the offset after the last good
 batch of the segment, its base offset when the first batch is bad).  What to do
 is the caller's: a follower truncates there and fetches again from its leader.
+Each bad batch is reported once (a leader's stays until an operator acts).
+
+The walk runs on the event loop in Python per batch (the CRC in C): at the
+default 1 MiB/s a log of 100-byte batches costs about 10k header checks a
+second, a few tens of ms; a broker holding 100 GB is walked about once a day.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ class SegmentVerifier:
         self._cursor: _Cursor | None = None
         self._visited: set[TopicPartition] = set()      # logs walked in this round
         self._wrapped = False                           # a new round began: the step ends there
-        self.bytes_checked = 0                          # since start, for tests and metrics
+        self._reported: set[tuple[TopicPartition, int, int]] = set()   # (log, segment, position) told once
 
     def step(self, logs: dict[TopicPartition, object], elapsed_ms: int) -> list[Corruption]:
         """Check up to ``bytes_per_second * elapsed_ms`` bytes of closed segments."""
@@ -65,7 +70,8 @@ class SegmentVerifier:
                 return found
             used, self._cursor, bad = self._check(logs, cursor, budget)
             budget -= max(used, _VISIT_COST)        # empty or vanished segments cost something too
-            if bad is not None:
+            if bad is not None and (bad.key, bad.segment_base, bad.position) not in self._reported:
+                self._reported.add((bad.key, bad.segment_base, bad.position))
                 found.append(bad)
         return found
 
