@@ -49,6 +49,7 @@ class _Cursor(NamedTuple):
     segment_base: int
     position: int               # a batch boundary
     next_offset: int            # the offset after the last good batch
+    inode: int | None = None    # of the file walked so far (a cleaner's swap replaces it: start over)
 
 
 class SegmentVerifier:
@@ -81,17 +82,18 @@ class SegmentVerifier:
         if segment is None:
             return 0, self._next_segment(logs, cursor), None
         try:
-            position, next_offset, error = _verify(segment.log_path, cursor.position, segment.size,
-                                                   cursor.next_offset, budget)
+            inode, position, next_offset, error = _verify(segment.log_path, cursor, segment.size, budget)
         except OSError:                 # deleted or truncated meanwhile: the next segment
             return 0, self._next_segment(logs, cursor), None
+        if inode != cursor.inode and cursor.position:       # replaced since the last step: from the start
+            return 0, _Cursor(cursor.key, cursor.segment_base, 0, cursor.segment_base, inode), None
         used = position - cursor.position
         if error is not None:
             bad = Corruption(cursor.key, cursor.segment_base, position, next_offset, error)
             return used, self._next_log(logs, cursor.key), bad
-        if position >= segment.size:
+        if position >= segment.size or used == 0:      # done, or it changed under us: the next one
             return used, self._next_segment(logs, cursor), None
-        return used, cursor._replace(position=position, next_offset=next_offset), None
+        return used, cursor._replace(position=position, next_offset=next_offset, inode=inode), None
 
     def _next_segment(self, logs, cursor: _Cursor | None) -> _Cursor | None:
         """The closed segment after ``cursor``'s in its log, else the first of the next log."""
@@ -130,11 +132,15 @@ def _segment(log, base: int):
     return next((s for s in _rolled(log) if s.base_offset == base), None)
 
 
-def _verify(path, start: int, size: int, next_offset: int, budget: int) -> tuple[int, int, str | None]:
-    """Check batches from ``start`` (at most about ``budget`` bytes): (position reached, next offset, error)."""
+def _verify(path, cursor: _Cursor, size: int, budget: int) -> tuple[int, int, int, str | None]:
+    """Check batches from the cursor (at most about ``budget`` bytes): (inode, position reached,
+    next offset, error); nothing is checked when the file is not the one the cursor walked."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        return _walk(fd, start, size, next_offset, budget, read_exact)
+        inode = os.fstat(fd).st_ino
+        if cursor.position and inode != cursor.inode:
+            return inode, cursor.position, cursor.next_offset, None
+        return inode, *_walk(fd, cursor.position, size, cursor.next_offset, budget, read_exact)
     finally:
         os.close(fd)
 
@@ -145,7 +151,7 @@ def _walk(fd: int, pos: int, size: int, next_offset: int, budget: int,
     while pos < end:
         head = read(fd, min(_CHUNK, size - pos), pos)
         if len(head) < HEADER_SIZE:
-            return pos, next_offset, "file shorter than its recorded size"
+            return pos, next_offset, None       # changed under us (a swap, a truncation): not corruption
         view, offset = memoryview(head), 0
         while pos + offset < end and offset + HEADER_SIZE <= len(view):
             length = int.from_bytes(view[offset + 8:offset + 12], "big", signed=True)
@@ -156,7 +162,7 @@ def _walk(fd: int, pos: int, size: int, next_offset: int, budget: int,
                     break
                 view = memoryview(read(fd, length + 12, pos))          # one batch larger than the chunk
                 if len(view) < length + 12:
-                    return pos, next_offset, "file shorter than its recorded size"
+                    return pos, next_offset, None       # changed under us (a swap, a truncation): not corruption
                 continue
             try:
                 header = validate_batch(view, offset)
