@@ -67,7 +67,7 @@ from tierlog.server.raft_driver import RaftDriver
 from tierlog.storage import CleanerConfig, LogManager
 from tierlog.storage.dir_lock import DirInUseError, DirLock
 
-__all__ = ["Node", "run_node"]
+__all__ = ["Node", "NodeFailure", "run_node"]
 
 log = logging.getLogger(__name__)
 REPLICATION_SETTINGS = ("replica.lag.time.max.ms", "request.timeout.ms", "replica.fetch.wait.max.ms",
@@ -77,6 +77,10 @@ REPLICATION_SETTINGS = ("replica.lag.time.max.ms", "request.timeout.ms", "replic
 META_PROPERTIES = "meta.properties"
 TICK_MIN_MS = 50
 READY_TIMEOUT_S = 120
+
+
+class NodeFailure(Exception):
+    """The node stopped by itself (every log dir failed...): one line for its exit."""
 
 
 class _Listener:
@@ -145,6 +149,8 @@ class Node:
         self.metrics_endpoint: MetricsEndpoint | None = None   # when metrics.prometheus.listener is set
         self._stopped = asyncio.Event()
         self._dir_locks: list[DirLock] = []          # Kafka's .lock in every log dir and the metadata dir
+        self._dir_ids: dict[Path, bytes] = {}           # log dir -> its directory.id (KIP-858)
+        self.failure: str | None = None                 # why the node stopped by itself (None: asked to)
         # every listener's connections count against the node's limits and share its request memory
         self._connection_quotas = ConnectionQuotas(config["max.connections"], config["max.connections.per.ip"],
                                                    _resolve_hosts(config.ip_overrides))
@@ -166,7 +172,7 @@ class Node:
     async def start(self) -> None:
         cfg = self.config
         self._dir_locks = _lock_dirs(_data_dirs(cfg))
-        cluster_id = _ensure_meta_properties(cfg)
+        cluster_id, self._dir_ids = _ensure_meta_properties(cfg)
         if cfg.metrics_listener is not None:
             self.metrics_endpoint = await MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener)
         voters = cfg.voters or {cfg.node_id: None}
@@ -232,13 +238,18 @@ class Node:
         cfg = self.config
         self.logs = LogManager(cfg.log_dirs, wall_clock_ms(), cfg["log.retention.check.interval.ms"],
                                cleaner=CleanerConfig.from_props(cfg.values), clock_ms=wall_clock_ms,
-                               reserved_dirs=[self._metadata_dir()])
+                               reserved_dirs=[self._metadata_dir()], on_dir_offline=self._on_log_dir_offline,
+                               verify_bytes_per_second=cfg["log.segment.verify.bytes.per.second"],
+                               on_corrupt=self._on_corrupt_segment)
+        online_ids = [self._dir_ids[d] for d in cfg.log_dirs if d not in self.logs.offline_dirs]
+        if not online_ids:
+            raise ConfigError(f"broker {cfg.node_id}: every log dir is offline ({', '.join(map(str, cfg.log_dirs))})")
         sockets = [(listener_cfg, bind(listener_cfg.host, listener_cfg.port)) for listener_cfg in cfg.broker_listeners]
         for listener_cfg, sock in sockets:
             self._ports[listener_cfg.name] = sock.getsockname()[1]
         manager = BrokerLifecycleManager(cfg.node_id, uuid.uuid4().bytes,
                                          [self._endpoint(lst) for lst in cfg.broker_listeners], cfg["broker.rack"],
-                                         cfg, cluster_id=cluster_id)
+                                         cfg, cluster_id=cluster_id, log_dirs=online_ids)
         controller_channel = self._controller_channel("forwarding", voters, loader)
         self.replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms,
                                        self._controller_channel("alter-partition", voters, loader),
@@ -256,7 +267,7 @@ class Node:
             await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS, listener_cfg.name), sock)
         self.lifecycle = LifecycleLoop(manager, self._controller_channel("lifecycle", voters, loader),
                                        lambda: loader.image.provenance.last_contained_offset,
-                                       cfg["controller.quorum.request.timeout.ms"] / 1000)
+                                       cfg["controller.quorum.request.timeout.ms"] / 1000, self._on_fatal)
         self.lifecycle.start()
         try:
             await asyncio.wait_for(self.lifecycle.wait_running(), READY_TIMEOUT_S)
@@ -275,6 +286,24 @@ class Node:
             await self.remote.start()
         replicas.apply_image(loader.image)
         loader.subscribe(replicas.apply_image)
+
+    def _on_log_dir_offline(self, log_dir: Path) -> None:
+        """The log manager took ``log_dir`` offline: report it in the heartbeats (KIP-858)."""
+        if self.replicas is not None:
+            self.replicas.mark_offline()
+        if self.lifecycle is not None:
+            self.lifecycle.propagate_directory_failure(self._dir_ids[log_dir])
+
+    def _on_corrupt_segment(self, bad) -> None:
+        """A closed segment's batch failed its CRC: a follower fetches it again (ReplicaManager)."""
+        if self.replicas is not None:
+            self.replicas.on_corrupt_segment(bad.key, bad.offset)
+
+    def _on_fatal(self, reason: str) -> None:
+        """The broker cannot go on (every log dir failed...): stop cleanly, exit with ``reason``."""
+        log.error("broker %d shutting down: %s", self.config.node_id, reason)
+        self.failure = reason
+        self.request_stop()
 
     def _endpoint(self, listener_cfg) -> Endpoint:
         """What this broker registers: the advertised host of the listener and its bound port."""
@@ -379,8 +408,10 @@ def _snapshot_settings(cfg: NodeConfig) -> dict:
     return out
 
 
-def _ensure_meta_properties(cfg: NodeConfig) -> str:
-    """Every log dir carries meta.properties with the same cluster and node id, as in Kafka."""
+def _ensure_meta_properties(cfg: NodeConfig) -> tuple[str, dict[Path, bytes]]:
+    """Every log dir carries meta.properties with the same cluster and node id, as in Kafka,
+    and a ``directory.id`` of its own (KIP-858; added to a file that has none).
+    Returns the cluster id and each log dir's directory id."""
     found = {}
     for d in cfg.log_dirs:
         path = d / META_PROPERTIES
@@ -393,12 +424,31 @@ def _ensure_meta_properties(cfg: NodeConfig) -> str:
     ids = {p.get("cluster.id") for p in found.values()} | ({cfg["cluster.id"]} if cfg["cluster.id"] else set())
     if len(ids) > 1:
         raise ConfigError(f"log dirs belong to different clusters: {sorted(i for i in ids if i)}")
-    cluster_id = ids.pop() if ids else base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = ids.pop() if ids else _uuid_str(uuid.uuid4().bytes)
+    dir_ids = {}
     for d in cfg.log_dirs:
-        if d not in found:
-            _write_atomically(d / META_PROPERTIES,
-                              f"version=1\ncluster.id={cluster_id}\nnode.id={cfg.node_id}\n")
-    return cluster_id
+        dir_id = found.get(d, {}).get("directory.id")
+        if dir_id is None:
+            dir_id = _uuid_str(uuid.uuid4().bytes)
+            _write_atomically(d / META_PROPERTIES, f"version=1\ncluster.id={cluster_id}\nnode.id={cfg.node_id}\n"
+                                                   f"directory.id={dir_id}\n")
+        dir_ids[d] = _uuid_bytes(dir_id)
+    return cluster_id, dir_ids
+
+
+def _uuid_str(raw: bytes) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _uuid_bytes(text: str) -> bytes:
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError:
+        raw = b""
+    if len(raw) != 16:
+        raise ConfigError(f"meta.properties: directory.id {text!r} is not a Kafka Uuid")
+    return raw
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -422,6 +472,8 @@ async def _serve(config: NodeConfig, on_ready) -> None:
         await node.wait_stopped()
     finally:
         await node.stop()
+    if node.failure is not None:
+        raise NodeFailure(f"node {config.node_id}: {node.failure}")
 
 
 def _log_task_stacks() -> None:

@@ -77,6 +77,7 @@ class NodeProcess:
         self.config_path = self.root / "server.properties"
         self.log_path = self.root / "node.log"
         self.proc: subprocess.Popen | None = None
+        self.launcher: list[str] = []       # a command prefix the node runs under (e.g. unshare)
         self.announced: dict[str, str] = {}      # the fields of its last "node <id> ..." line
         self.props = {"node.id": str(node_id), "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
                       "log.dirs": str(self.data_dir), **(props or {})}
@@ -89,7 +90,7 @@ class NodeProcess:
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
         with open(self.log_path, "ab") as log:      # the child keeps its own descriptor
-            self.proc = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "node", "--config",
+            self.proc = subprocess.Popen([*self.launcher, sys.executable, "-m", "tierlog.cli.main", "node", "--config",
                                           str(self.config_path)], stdout=subprocess.PIPE, stderr=log, text=True)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:

@@ -29,6 +29,16 @@ every ``FAST_HEARTBEAT_MS`` while fenced or shutting down, so that unfencing
 and the shutdown go-ahead arrive quickly (Kafka's broker does the same).
 Failures back off exponentially from ``retry.backoff.ms`` (100) up to
 ``retry.backoff.max.ms`` (1000); a response resets the backoff.
+
+Log directory failure (KIP-858, Kafka's BrokerLifecycleManager): the broker
+registers the ids of its online log dirs (``LogDirs``, from each dir's
+meta.properties ``directory.id``); ``propagate_directory_failure`` adds a failed
+dir to ``OfflineLogDirs``, which every later heartbeat carries, and asks for a
+heartbeat at once.  A dir counts as reported once a heartbeat that carried it
+was answered without error.  ``shutdown_reason`` says when the broker must stop:
+a failed dir not reported within ``log.dir.failure.timeout.ms`` (30000), or
+every registered log dir failed and reported (the controller has fenced the
+broker and moved its leaderships; nothing is left to serve).
 """
 from __future__ import annotations
 
@@ -92,7 +102,7 @@ class BrokerLifecycleManager:
 
     def __init__(self, node_id: int, incarnation_id: bytes, endpoints: list[Endpoint], rack: str | None,
                  config: Mapping[str, object], *, cluster_id: str, previous_broker_epoch: int = -1,
-                 features: list[dict] | None = None):
+                 features: list[dict] | None = None, log_dirs: list[bytes] = ()):
         assert len(incarnation_id) == 16
         self.node_id = node_id
         self.incarnation_id = incarnation_id
@@ -104,6 +114,10 @@ class BrokerLifecycleManager:
         self.backoff_max_ms = int(config.get("retry.backoff.max.ms", 1000))
         self.previous_broker_epoch = previous_broker_epoch
         self.features = list(features or [])
+        self.log_dirs = list(log_dirs)          # ids of the log dirs online at registration
+        self.log_dir_failure_timeout_ms = int(config.get("log.dir.failure.timeout.ms", 30000))
+        self._offline_dirs: dict[bytes, int] = {}   # failed dir id -> report deadline (-1: reported)
+        self._sent_offline: tuple[bytes, ...] = ()  # OfflineLogDirs of the heartbeat in flight
         self.state = BrokerState.STARTING
         self.broker_epoch = -1
         self.is_caught_up = False
@@ -128,12 +142,13 @@ class BrokerLifecycleManager:
             self._in_flight = ApiKey.BROKER_REGISTRATION
             return LifecycleRequest(ApiKey.BROKER_REGISTRATION, self.REGISTRATION_VERSION, self._registration())
         self._in_flight = ApiKey.BROKER_HEARTBEAT
+        self._sent_offline = tuple(self._offline_dirs)
         return LifecycleRequest(ApiKey.BROKER_HEARTBEAT, self.HEARTBEAT_VERSION, {
             "BrokerId": self.node_id, "BrokerEpoch": self.broker_epoch,
             "CurrentMetadataOffset": current_metadata_offset,
             "WantFence": False,
             "WantShutDown": self.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN,
-            "OfflineLogDirs": [],
+            "OfflineLogDirs": list(self._sent_offline),
         })
 
     def _registration(self) -> dict:
@@ -141,7 +156,8 @@ class BrokerLifecycleManager:
             "BrokerId": self.node_id, "ClusterId": self.cluster_id, "IncarnationId": self.incarnation_id,
             "Listeners": [{"Name": e.name, "Host": e.host, "Port": e.port, "SecurityProtocol": e.security_protocol}
                           for e in self.endpoints],
-            "Features": self.features, "Rack": self.rack, "IsMigratingZkBroker": False, "LogDirs": [],
+            "Features": self.features, "Rack": self.rack, "IsMigratingZkBroker": False,
+            "LogDirs": [d for d in self.log_dirs if d not in self._offline_dirs],
             "PreviousBrokerEpoch": self.previous_broker_epoch,
         }
 
@@ -198,6 +214,8 @@ class BrokerLifecycleManager:
             self._retry_later(now_ms)
             return
         self._failures = 0
+        for d in self._sent_offline:
+            self._offline_dirs[d] = -1                  # the controller knows
         self.is_caught_up = bool(response.get("IsCaughtUp", False))
         self.is_fenced = bool(response.get("IsFenced", True))
         if self.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN:
@@ -210,6 +228,30 @@ class BrokerLifecycleManager:
             self._transition(BrokerState.RECOVERY)
         fast = self.state is not BrokerState.RUNNING
         self._next_send_ms = now_ms + (FAST_HEARTBEAT_MS if fast else self.heartbeat_interval_ms)
+
+    # -- log directory failure -----------------------------------------------
+
+    def propagate_directory_failure(self, dir_id: bytes, now_ms: int) -> None:
+        """Report ``dir_id`` offline in every heartbeat from now on, the next one at once."""
+        if dir_id in self._offline_dirs:
+            return
+        self._offline_dirs[dir_id] = now_ms + self.log_dir_failure_timeout_ms
+        if self._in_flight is None and self.state is not BrokerState.STARTING:
+            self._next_send_ms = min(self._next_send_ms, now_ms)
+
+    @property
+    def offline_dirs(self) -> list[bytes]:
+        return list(self._offline_dirs)
+
+    def shutdown_reason(self, now_ms: int) -> str | None:
+        """Why this broker must stop now because of failed log dirs (None: it need not)."""
+        late = [d for d, deadline in self._offline_dirs.items() if 0 <= deadline <= now_ms]
+        if late:
+            return (f"{len(late)} failed log dir(s) not reported to the controller within "
+                    f"log.dir.failure.timeout.ms ({self.log_dir_failure_timeout_ms} ms)")
+        if self.log_dirs and all(self._offline_dirs.get(d) == -1 for d in self.log_dirs):
+            return "every log dir failed"
+        return None
 
     # -- commands ------------------------------------------------------------
 

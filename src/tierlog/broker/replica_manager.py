@@ -12,6 +12,12 @@ logs to keep, so no image is applied before); ``stop`` cancels and awaits the
 ticker, the fetchers and in-flight AlterPartition requests, then checkpoints the
 high watermarks.
 
+A failed log dir (``mark_offline``, Kafka's handleLogDirFailure): the
+partitions whose log was there are dropped (parked requests fail, fetchers
+stop) and stay offline: later images do not host them again until the broker
+restarts.  The controller moves their leadership away (it fences a broker with
+no online log dir).
+
 KIP-1023: every image applied pushes ``follower.fetch.last.tiered.offset.enable``
 (this broker's dynamic value, else the cluster-wide dynamic value from the
 image's ConfigRecords, else server.properties) to the fetchers, and each
@@ -107,6 +113,7 @@ class ReplicaManager:
         self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
         self._image = MetadataImage.empty("", -1)       # the image applied last
         self._slices = ApplySlices()
+        self.offline: set[tuple[str, int]] = set()      # partitions whose log dir failed
 
     def _listeners(self) -> list[TierListener]:
         return [lst for lst in (self.tier_listener, self.coordinator_listener) if lst is not None]
@@ -180,13 +187,55 @@ class ReplicaManager:
             yield
 
     def _follow(self, image: MetadataImage, topic: TopicInfo, p, config: LogConfig) -> None:
+        if (topic.name, p.partition) in self.offline:
+            return
         part = self._ensure(topic, p, config)
         try:
             self._transition(image, part, p)
         except Exception:
             log.exception("%s-%d: leader/follower transition failed", *part.key)
 
+    def on_corrupt_segment(self, key: tuple[str, int], offset: int) -> None:
+        """The background check found a bad batch in a closed segment of ``key`` from ``offset`` on.
+
+        A follower truncates there and fetches the rest again from its leader; a
+        leader has nobody to fetch from and says so (its followers' copies are good:
+        move leadership, then restart it to truncate).
+        """
+        part = self.partitions.get(key)
+        if part is None:
+            return
+        if part.leader_state is not None:
+            log.error("%s-%d: this leader's log is corrupt from offset %d and it cannot fetch it again; elect "
+                      "another leader (tierlog elect-leaders) and restart this broker", *key, offset)
+            return
+        id_key = (part.topic_id, part.index)
+        self.fetchers.stop_following(id_key)
+        part.log.truncate_to(offset)
+        part.follower_hw = min(part.follower_hw, part.log.log_end_offset)
+        log.warning("%s-%d: truncated to %d after a corrupt batch; fetching it again from leader %d",
+                    *key, offset, part.leader_id)
+        if part.leader_id >= 0:
+            self.fetchers.become_follower(id_key, part.leader_id, part.leader_epoch, part.log, self._tiering(part))
+        self.fetcher_shell.sync()
+
+    def check_log_dirs(self) -> None:
+        """A log just failed: take its dir offline now (``mark_offline`` follows through the node)."""
+        self.logs.take_failed_offline()
+
+    def mark_offline(self) -> None:
+        """Stop hosting every partition whose log went offline with its log dir."""
+        gone = [key for key, part in self.partitions.items() if part.log.offline]
+        for key in gone:
+            self._drop(key)
+            self.offline.add(key)
+        if gone:
+            log.warning("%d partitions offline with their log dir: %s", len(gone),
+                        ", ".join(f"{t}-{p}" for t, p in sorted(gone)[:20]))
+            self.fetcher_shell.sync()
+
     def _unhost(self, key: tuple[str, int], topic_deleted: bool) -> None:
+        self.offline.discard(key)
         self._drop(key, topic_deleted)
         if self.logs.get(*key) is not None:
             log.info("deleting log of %s-%d: not in the metadata image", *key)
@@ -440,7 +489,7 @@ class ReplicaManager:
         keys = self._active.union(self._sweep.take(self.partitions))
         for key in keys:
             part = self.partitions.get(key)
-            if part is None or part.leader_state is None:
+            if part is None or part.leader_state is None or part.log.offline:     # offline: mark_offline is due
                 self._active.discard(key)
                 continue
             self._tick_one(part, now)

@@ -47,7 +47,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 
 def run(args) -> int:
-    from tierlog.node import run_node
+    from tierlog.node import NodeFailure, run_node
     exit_with_parent()
     if args.log_file:
         log_to_file(args.log_file, args.log_level, args.log_file_max_bytes, args.log_file_backups)
@@ -68,7 +68,7 @@ def run(args) -> int:
 
     try:
         run_node(config, ready)
-    except ConfigError as e:
+    except (ConfigError, NodeFailure) as e:
         raise CliError(str(e)) from None
     except OSError as e:
         raise CliError(f"node {config.node_id}: {e.strerror or e}") from None

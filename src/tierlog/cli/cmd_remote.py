@@ -1,4 +1,4 @@
-"""`tierlog remote ls`: what tiered storage holds, read straight from the store.
+"""`tierlog remote ls` / `verify`: what tiered storage holds, read straight from the store.
 
 No broker is involved: the command lists the objects under ``--storage`` (a
 directory, or ``s3://BUCKET/PREFIX``) and reads each segment's manifest, so it
@@ -17,6 +17,12 @@ that did not finish, or a delete that stopped halfway) marked as such.
                     "leader_epochs": [[0, 0]], "max_timestamp_ms": ..., "size_bytes": ...}],
       "unfinished": [{"segment_id": "...", "start_offset": 1000, "objects": [".log"],
                       "reason": "no manifest"}]}]}
+
+``verify`` checks every finished segment's objects against the size and
+CRC-32C its manifest recorded, and the offsets between segments
+(``tiered.verify``): one row per problem (missing, corrupt, gap) with the
+partition, offsets, object key and the ``tierlog delete-records`` command that
+moves the log start past it; exit 1 when there is any, 0 when none.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from tierlog.tiered import (
     RemoteStorageError,
     list_partitions,
     object_store_from_location,
+    verify_partition,
 )
 
 __all__ = ["listing_json", "register"]
@@ -47,6 +54,7 @@ examples:
   tierlog remote ls --storage tierlog-data/remote-storage --topic orders --json
   tierlog remote ls --storage s3://my-bucket/tierlog \\
       --set rsm.config.storage.s3.region=eu-west-1
+  tierlog remote verify --storage tierlog-data/remote-storage --topic orders
   tierlog remote ls --storage s3://bucket/prefix --set rsm.config.storage.s3.endpoint.url=http://127.0.0.1:9000 \\
       --set rsm.config.storage.s3.path.style.access.enabled=true
 """
@@ -95,7 +103,7 @@ def _print_table(listings: list[PartitionListing]) -> None:
     print_table(table)
 
 
-def run_ls(args: argparse.Namespace) -> int:
+def _open_store(args: argparse.Namespace):
     foreign = sorted(key for key, _ in args.set or [] if not key.startswith(_SETTING_PREFIX))
     if foreign:
         raise CliError(f"--set takes {_SETTING_PREFIX}* settings only, not {', '.join(foreign)}")
@@ -103,9 +111,44 @@ def run_ls(args: argparse.Namespace) -> int:
         raise CliError(f"no remote storage directory {args.storage}")
     try:
         store = object_store_from_location(args.storage, dict(args.set or []))
-        listings = list_partitions(store, args.topic)
+        return store, list_partitions(store, args.topic)
     except (RemoteStorageConfigError, RemoteStorageError) as exc:
         raise CliError(str(exc)) from None
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    store, listings = _open_store(args)
+    try:
+        problems = [p for listing in listings for p in verify_partition(store, listing)]
+    except RemoteStorageError as exc:
+        raise CliError(str(exc)) from None
+    segments = sum(len(p.segments) for p in listings)
+    if args.json:
+        print_json({"storage": store.describe(), "segments_checked": segments,
+                    "problems": [_problem_json(p) for p in problems]})
+    elif problems:
+        table = make_table("PARTITION", "START", "END", "PROBLEM", "OBJECT", "DETAIL", "TO SKIP IT")
+        for p in problems:
+            table.add_row(f"{p.topic}-{p.partition}", str(p.start_offset), str(p.end_offset), p.kind,
+                          p.key or "-", p.detail, _skip_command(p))
+        print_table(table)
+    if problems:
+        raise CliError(f"{len(problems)} problem(s) in {segments} remote segment(s) of {store.describe()}")
+    note(f"{segments} remote segment(s) in {len(listings)} partition(s) verified, no problem")
+    return 0
+
+
+def _problem_json(p) -> dict:
+    return {"topic": p.topic, "partition": p.partition, "start_offset": p.start_offset,
+            "end_offset": p.end_offset, "problem": p.kind, "object": p.key, "detail": p.detail}
+
+
+def _skip_command(p) -> str:
+    return f"tierlog delete-records --topic {p.topic} --partition {p.partition} --offset {p.end_offset + 1}"
+
+
+def run_ls(args: argparse.Namespace) -> int:
+    store, listings = _open_store(args)
     if args.json:
         print_json(listing_json(store.describe(), listings))
         return 0
@@ -135,3 +178,17 @@ def register(subparsers) -> None:
     ls.add_argument("--set", action="append", type=key_value, metavar="KEY=VALUE",
                     help="a remote storage setting (rsm.config.storage.*), repeatable")
     ls.set_defaults(func=run_ls)
+    verify = actions.add_parser(
+        "verify", help="check remote segments against their manifests (exit 1 on data loss)",
+        description="Check every finished remote segment: each object its manifest names must exist "
+                    "with the size and CRC-32C recorded at upload, and no offsets may be missing "
+                    "between segments. Lists missing, corrupt and gap problems and exits 1 when "
+                    "there is any; 'tierlog delete-records' moves the log start past one.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verify.add_argument("--storage", required=True, metavar="DIR|s3://BUCKET/PREFIX",
+                        help="the remote storage: a directory or an S3 bucket and prefix")
+    verify.add_argument("--topic", metavar="TOPIC", help="only this topic's partitions")
+    verify.add_argument("--json", action="store_true", help="print one JSON object")
+    verify.add_argument("--set", action="append", type=key_value, metavar="KEY=VALUE",
+                        help="a remote storage setting (rsm.config.storage.*), repeatable")
+    verify.set_defaults(func=run_verify)

@@ -25,8 +25,22 @@ Kafka's ClusterControlManager and BrokerHeartbeatManager behaviours, our code:
   Moving leaders away from a fenced or shutting-down broker is *derived* by
   the metadata image from these event records (KIP-630's small records): the
   controller writes no PartitionChangeRecord for it.
+  - Log directory failure (KIP-858): OfflineLogDirs names the broker's failed
+    log dirs.  Dirs it had registered online and now reports offline are
+    dropped from its registration (BrokerRegistrationChangeRecord LogDirs = the
+    remaining online dirs, as Kafka's handleDirectoriesOffline); once none of
+    its registered dirs is online the broker is fenced (FenceBrokerRecord, from
+    any state; SHUTDOWN_NOW if it also wants to shut down) and never unfenced
+    while it reports them.  Fencing moves its leaderships to in-sync replicas
+    and takes it out of every ISR (derived, below).  tierlog has no replica ->
+    directory assignments (Kafka's AssignReplicasToDirs, key 73), so a broker
+    that still has an online dir keeps its partitions: a partial failure is
+    recorded and logged, and the broker's own log manager answers
+    KAFKA_STORAGE_ERROR for the logs it lost.
+
 * A session expires ``broker.session.timeout.ms`` after the last heartbeat;
   ``tick`` fences every active broker whose session expired.
+* Every fence and unfence is logged, one line with the reason.
 * UnregisterBroker: UnregisterBrokerRecord, or BROKER_ID_NOT_REGISTERED.
 
 Methods take the current (pending) image and ``next_offset``, the offset the
@@ -34,6 +48,8 @@ first record returned will get; they return ``(records, response)``.
 """
 from __future__ import annotations
 
+import base64
+import logging
 from collections.abc import Callable
 
 from tierlog.metadata.records import (
@@ -52,6 +68,7 @@ from .heartbeats import HeartbeatTracker
 __all__ = ["CONTROLLED_SHUTDOWN", "FENCED", "SHUTDOWN_NOW", "UNFENCED", "ClusterControlManager"]
 
 FENCED, UNFENCED, CONTROLLED_SHUTDOWN, SHUTDOWN_NOW = "FENCED", "UNFENCED", "CONTROLLED_SHUTDOWN", "SHUTDOWN_NOW"
+_log = logging.getLogger(__name__)
 
 
 class ClusterControlManager:
@@ -116,9 +133,13 @@ class ClusterControlManager:
         offset = request["CurrentMetadataOffset"]
         self.sessions.touch(broker_id, now_ms, offset)
         caught_up = offset >= reg.epoch
+        offline = _offline_registered_dirs(reg, request)
+        no_online_dir = bool(reg.log_dirs) and len(offline) == len(reg.log_dirs)
         current = self._state(reg)
-        nxt = self._next_state(current, request, broker_id, caught_up, image, leads_partitions)
-        records = self._records_for(current, nxt, reg, next_offset)
+        nxt = self._next_state(current, request, broker_id, caught_up, image, leads_partitions, no_online_dir)
+        records = self._dir_change_records(reg, offline, no_online_dir)
+        records += self._records_for(current, nxt, reg, next_offset,
+                                     _heartbeat_reason(nxt, request, offset, no_online_dir, offline))
         fenced = nxt in (FENCED, SHUTDOWN_NOW)
         return records, {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "IsCaughtUp": caught_up,
                          "IsFenced": fenced, "ShouldShutDown": nxt == SHUTDOWN_NOW}
@@ -129,13 +150,26 @@ class ClusterControlManager:
             return FENCED
         return CONTROLLED_SHUTDOWN if reg.in_controlled_shutdown else UNFENCED
 
+    @staticmethod
+    def _dir_change_records(reg, offline: list[bytes], no_online_dir: bool) -> list:
+        """Kafka's handleDirectoriesOffline: the registration keeps only its online dirs."""
+        if not offline or no_online_dir:
+            return []       # nothing new, or the fence says it (an empty LogDirs would mean "no change")
+        online = tuple(d for d in reg.log_dirs if d not in offline)
+        _log.warning("broker %d (epoch %d): log dirs %s offline, %s remain online; its partitions in them "
+                     "answer KAFKA_STORAGE_ERROR until it restarts", reg.node_id, reg.epoch,
+                     _dir_names(offline), _dir_names(online))
+        return [BrokerRegistrationChangeRecord(broker_id=reg.node_id, broker_epoch=reg.epoch, log_dirs=online)]
+
     def _next_state(self, current: str, request: dict, broker_id: int, caught_up: bool, image,
-                    leads_partitions: Callable[[int], bool]) -> str:
+                    leads_partitions: Callable[[int], bool], no_online_dir: bool = False) -> str:
         want_fence, want_shutdown = request["WantFence"], request["WantShutDown"]
         if current == FENCED:
             if want_shutdown:
                 return SHUTDOWN_NOW
-            return UNFENCED if caught_up and not want_fence else FENCED
+            return UNFENCED if caught_up and not want_fence and not no_online_dir else FENCED
+        if no_online_dir:
+            return SHUTDOWN_NOW if want_shutdown else FENCED
         if want_fence:
             return SHUTDOWN_NOW if want_shutdown else FENCED
         if current == UNFENCED:
@@ -151,13 +185,15 @@ class ClusterControlManager:
         offsets = [self.sessions.metadata_offset(b) for b in active]
         return min(offsets) if offsets else 2**63 - 1
 
-    def _records_for(self, current: str, nxt: str, reg, next_offset: int) -> list:
+    def _records_for(self, current: str, nxt: str, reg, next_offset: int, reason: str) -> list:
         if nxt == current or (current == FENCED and nxt == SHUTDOWN_NOW):
             return []
         if nxt in (FENCED, SHUTDOWN_NOW):
             self._shutdown_offsets.pop(reg.node_id, None)
+            _log.warning("fencing broker %d (epoch %d): %s", reg.node_id, reg.epoch, reason)
             return [FenceBrokerRecord(id=reg.node_id, epoch=reg.epoch)]
         if nxt == UNFENCED:
+            _log.info("unfencing broker %d (epoch %d): %s", reg.node_id, reg.epoch, reason)
             return [UnfenceBrokerRecord(id=reg.node_id, epoch=reg.epoch)]
         assert nxt == CONTROLLED_SHUTDOWN, (current, nxt)
         self._shutdown_offsets[reg.node_id] = next_offset
@@ -185,6 +221,8 @@ class ClusterControlManager:
         for b in self.sessions.expired(live, now_ms):
             reg = image.brokers.get(b)
             self._shutdown_offsets.pop(b, None)
+            _log.warning("fencing broker %d (epoch %d): no heartbeat within broker.session.timeout.ms (%d ms)",
+                         b, reg.epoch, self.sessions.session_timeout_ms)
             out.append(FenceBrokerRecord(id=b, epoch=reg.epoch))
         return out
 
@@ -200,6 +238,32 @@ class ClusterControlManager:
         if broker_epoch != -1 and reg.epoch != broker_epoch:
             return ErrorCode.STALE_BROKER_EPOCH
         return 0
+
+
+def _offline_registered_dirs(reg, request: dict) -> list[bytes]:
+    """The broker's registered online log dirs that its heartbeat reports offline."""
+    reported = set(request.get("OfflineLogDirs") or ())
+    return [d for d in reg.log_dirs if d in reported]
+
+
+def _heartbeat_reason(nxt: str, request: dict, offset: int, no_online_dir: bool, offline: list[bytes]) -> str:
+    """Why a heartbeat moves the broker to ``nxt`` (for the one line logged per fence / unfence)."""
+    if nxt == UNFENCED:
+        return f"caught up with the metadata log (offset {offset})"
+    if no_online_dir:
+        return f"every log dir offline ({_dir_names(offline)})"
+    if nxt == SHUTDOWN_NOW and not request["WantFence"]:
+        return "controlled shutdown complete (it leads no partition)"
+    return "it asked to be fenced (WantFence)"
+
+
+def _dir_names(dirs) -> str:
+    return ", ".join(_uuid_str(d) for d in dirs) or "none"
+
+
+def _uuid_str(raw: bytes) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def _hb_response(error: int) -> dict:

@@ -265,7 +265,7 @@ class MetadataDelta:
         self._set_broker(r.broker_id, BrokerInfo(
             r.broker_id, ep.host if ep else "", ep.port if ep else 0, r.rack,
             r.broker_epoch, bool(r.fenced), bool(r.in_controlled_shutdown),
-            bytes(r.incarnation_id), tuple(r.endpoints), tuple(r.features)), r)
+            bytes(r.incarnation_id), tuple(r.endpoints), tuple(r.features), tuple(r.log_dirs)), r)
 
     def _checked(self, node_id: int, epoch: int) -> BrokerInfo:
         b = self.broker(node_id)
@@ -291,7 +291,8 @@ class MetadataDelta:
         b = self._checked(r.broker_id, r.broker_epoch)
         fenced = {1: True, -1: False}.get(r.fenced, b.fenced)
         icsd = True if r.in_controlled_shutdown == 1 else b.in_controlled_shutdown
-        self._set_broker(r.broker_id, replace(b, fenced=fenced, in_controlled_shutdown=icsd), r)
+        log_dirs = tuple(r.log_dirs) if r.log_dirs else b.log_dirs     # empty: no change (Kafka's tagged default)
+        self._set_broker(r.broker_id, replace(b, fenced=fenced, in_controlled_shutdown=icsd, log_dirs=log_dirs), r)
 
     # -- derivation (KIP-630 events) --------------------------------------------
     def _topics_hosting(self, node_id: int) -> list[str]:

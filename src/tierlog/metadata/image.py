@@ -66,6 +66,7 @@ class BrokerInfo:
     incarnation_id: bytes = ZERO_UUID
     endpoints: tuple[BrokerEndpoint, ...] = ()
     features: tuple[BrokerFeature, ...] = ()
+    log_dirs: tuple[bytes, ...] = ()    # KIP-858: ids of its online log dirs, as registered / last changed
 
     @property
     def usable(self) -> bool:

@@ -40,7 +40,7 @@ __all__ = [
 def broker_record(b: BrokerInfo) -> RegisterBrokerRecord:
     """The RegisterBrokerRecord that rebuilds ``b`` exactly."""
     return RegisterBrokerRecord(b.node_id, b.incarnation_id, b.epoch, b.endpoints, b.features,
-                                b.rack, b.fenced, b.in_controlled_shutdown)
+                                b.rack, b.fenced, b.in_controlled_shutdown, log_dirs=b.log_dirs)
 
 
 def partition_record(topic_id: bytes, p: PartitionInfo) -> PartitionRecord:

@@ -8,11 +8,16 @@ next deadline.  ``wait_running`` resolves once the controller has unfenced the
 broker (it registered and caught up with the metadata log).  ``shutdown``
 runs Kafka's controlled shutdown: WantShutDown heartbeats until the controller
 has moved leadership away and answers ShouldShutDown (bounded by a deadline).
+``propagate_directory_failure`` reports a failed log dir in the next heartbeat;
+when the manager says the broker must stop (``shutdown_reason``: every log dir
+failed, or a failure could not be reported in time) ``on_fatal(reason)`` is
+called once (the node stops).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from tierlog.broker.controller_channel import ControllerChannel, ControllerUnavailable
 from tierlog.broker.lifecycle import BrokerLifecycleManager, BrokerState
@@ -59,8 +64,10 @@ class MetadataView:
 
 class LifecycleLoop:
     def __init__(self, manager: BrokerLifecycleManager, controller_channel: ControllerChannel, metadata_offset,
-                 request_timeout_s: float):
+                 request_timeout_s: float, on_fatal: Callable[[str], None] = lambda _reason: None):
         self.manager = manager
+        self.on_fatal = on_fatal
+        self._fatal_reported = False
         self.controller_channel = controller_channel
         self.metadata_offset = metadata_offset      # () -> last metadata offset this broker applied
         self.request_timeout_s = request_timeout_s
@@ -74,9 +81,20 @@ class LifecycleLoop:
     async def wait_running(self) -> None:
         await self._running.wait()
 
+    def propagate_directory_failure(self, dir_id: bytes) -> None:
+        self.manager.propagate_directory_failure(dir_id, wall_clock_ms())
+        self._wake.set()
+
+    def _check_fatal(self, now: int) -> None:
+        reason = self.manager.shutdown_reason(now)
+        if reason is not None and not self._fatal_reported:
+            self._fatal_reported = True
+            self.on_fatal(reason)
+
     async def _run(self) -> None:
         while self.manager.state is not BrokerState.SHUTTING_DOWN:
             now = wall_clock_ms()
+            self._check_fatal(now)
             req = self.manager.next_request(now, self.metadata_offset())
             if req is not None:
                 await self._exchange(req)

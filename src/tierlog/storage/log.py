@@ -49,6 +49,7 @@ from tierlog.storage.append_checks import (
     writable,
 )
 from tierlog.storage.config import LogConfig
+from tierlog.storage.dir_failure import LogDirFailureChannel
 from tierlog.storage.dir_writer import Writer
 from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.storage.errors import KafkaStorageError, OffsetOutOfRangeError
@@ -88,7 +89,8 @@ class Log(LogDurability):
 
     def __init__(self, directory: Path, config: LogConfig, topic_id: bytes | None, segments: list[LogSegment],
                  epoch_cache: LeaderEpochCache, log_start_offset: int, recovery_point: int, now_ms: int,
-                 rng: random.Random, writer: Writer | None = None) -> None:
+                 rng: random.Random, writer: Writer | None = None,
+                 failures: LogDirFailureChannel | None = None) -> None:
         self.directory = directory
         self.config = config
         self.topic_id = topic_id
@@ -111,6 +113,7 @@ class Log(LogDurability):
         self._flush_lock = threading.Lock()           # one flush at a time; taken before _lock
         self._truncations = 0                         # a flush that saw fewer does not move the recovery point
         self._writer = writer
+        self._failures = failures
         self._flush_queued = False
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
@@ -135,6 +138,7 @@ class Log(LogDurability):
         clean_shutdown: bool = False,
         rng: random.Random | None = None,
         writer: Writer | None = None,
+        failures: LogDirFailureChannel | None = None,
         sync_new: bool = True,
     ) -> Log:
         """Create or recover the log in ``directory``.
@@ -142,14 +146,15 @@ class Log(LogDurability):
         ``recovery_point`` / ``log_start_offset`` come from the log directory's
         checkpoints (LogManager passes them); unknown recovery point means every
         segment is scanned. ``clean_shutdown`` skips recovery entirely. ``writer``
-        (the log directory's, LogManager passes it) runs the time-driven flushes.
+        (the log directory's, LogManager passes it) runs the time-driven flushes;
+        ``failures`` hears of an I/O error of this log, as one of its directory's.
         ``sync_new=False``: a new log's files are not fsynced (the caller does it, ``loader``).
         """
         directory = Path(directory)
         loaded = load_log(directory, config, now_ms, recovery_point, log_start_offset, clean_shutdown, sync_new)
         topic_id = reconcile_topic_id(directory, topic_id, sync_new)
         return cls(directory, config, topic_id, loaded.segments, loaded.epoch_cache, loaded.log_start_offset,
-                   loaded.recovery_point, now_ms, rng or random.Random(str(directory)), writer)
+                   loaded.recovery_point, now_ms, rng or random.Random(str(directory)), writer, failures)
 
     def assign_topic_id(self, topic_id: bytes) -> None:
         """Record the topic id of a log created without one; a different id is an error."""
@@ -588,6 +593,8 @@ class Log(LogDurability):
             yield
         except OSError as exc:
             self._offline = True
+            if self._failures is not None:
+                self._failures.report(self.directory.parent, f"{self.directory.name}: {exc}")
             raise KafkaStorageError(f"I/O error in {self.directory}: {exc}") from exc
 
     def __repr__(self) -> str:

@@ -22,8 +22,21 @@ newly created logs (``create`` writes their files unsynced, so one metadata comm
 creating thousands of partitions costs the event loop no fsync), and the three
 checkpoint files above, whose contents are snapshotted on the caller's thread
 (the event loop) and written on the writer, in order. ``flush_all`` and ``close``
-wait for them. A failed background write takes its directory offline at the next
-``tick`` (or ``wait_for_writes``).
+wait for them.
+
+Log directory failure (Kafka's JBOD handling): an I/O error anywhere in a log
+directory (an append, a flush, a checkpoint: ``ENOSPC``, ``EIO``...) is reported
+to the manager's ``LogDirFailureChannel``; the next ``tick`` (or
+``wait_for_writes``, ``flush_all``) takes that directory offline: its logs are
+closed and dropped, nothing more is written there, no new log is placed there,
+its cleaner stops, and ``on_dir_offline(log_dir)`` tells the node (which reports
+it to the controller and shuts down once every directory failed). A directory
+stays offline until the node restarts.
+
+Closed segments are CRC-checked in the background (``SegmentVerifier``, at most
+``verify_bytes_per_second``, in ``tick``); each bad batch found is logged at
+ERROR and handed to ``on_corrupt`` (a follower truncates there and fetches
+again).
 
 Deleting a partition renames its directory to
 ``<topic>-<partition>.<32 hex>-delete``; its descriptors close and the directory
@@ -58,6 +71,7 @@ from tierlog.storage.checkpoint import (
     write_offsets,
 )
 from tierlog.storage.config import LogConfig
+from tierlog.storage.dir_failure import LogDirFailureChannel
 from tierlog.storage.dir_writer import DirWriter
 from tierlog.storage.errors import CorruptCheckpointError, KafkaStorageError
 from tierlog.storage.files import (
@@ -71,6 +85,7 @@ from tierlog.storage.files import (
 from tierlog.storage.log import Log
 from tierlog.storage.log_cleaner import CleanerConfig, LogDirCleaner
 from tierlog.storage.partition_metadata import PARTITION_METADATA_FILE
+from tierlog.storage.segment_verifier import Corruption, SegmentVerifier
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
@@ -96,6 +111,9 @@ class LogManager:
         cleaner: CleanerConfig | None = None,
         clock_ms: Callable[[], int] | None = None,
         reserved_dirs: Iterable[Path] = (),
+        on_dir_offline: Callable[[Path], None] = lambda _dir: None,
+        verify_bytes_per_second: int = 0,
+        on_corrupt: Callable[[Corruption], None] = lambda _c: None,
     ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         self._reserved = frozenset(_identity(Path(d)) for d in reserved_dirs)
@@ -109,9 +127,13 @@ class LogManager:
         self._checkpointed_hw: dict[TopicPartition, int] = {}
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self._writers = {log_dir: DirWriter(log_dir) for log_dir in self.log_dirs}
-        self._failed_dirs: set[Path] = set()     # background writes failed here (set on a writer thread)
         self._unsynced: dict[Path, list[Path]] = {}   # log dir -> partition dirs created, not yet fsynced
         self._unsynced_lock = threading.Lock()        # not _lock: close() holds that while it waits for the writer
+        self.failures = LogDirFailureChannel()   # I/O errors of any thread, drained by _take_failed_offline
+        self._on_dir_offline = on_dir_offline
+        self._verifier = SegmentVerifier(verify_bytes_per_second)
+        self._on_corrupt = on_corrupt
+        self._last_verify_ms = now_ms
         self._lock = threading.RLock()
         self._now_ms = now_ms
         self._last_retention_ms = now_ms
@@ -172,12 +194,14 @@ class LogManager:
         log = Log.open(
             Path(entry.path), self._config_for(key[0]), now_ms,
             recovery_point=recovery_points.get(key), log_start_offset=start_offsets.get(key),
-            clean_shutdown=clean and key in recovery_points, writer=self._writers[log_dir],
+            clean_shutdown=clean and key in recovery_points, writer=self._writers[log_dir], failures=self.failures,
         )
         self._logs[key] = log
         self._home[key] = log_dir
 
     def _take_offline(self, log_dir: Path) -> None:
+        if log_dir in self.offline_dirs:
+            return
         self.offline_dirs.add(log_dir)
         cleaner = getattr(self, "cleaners", {}).pop(log_dir, None)
         if cleaner is not None:
@@ -186,6 +210,9 @@ class LogManager:
             log = self._logs.pop(key)
             del self._home[key]
             log.close()
+        _log.error("log directory %s is offline; %d of %d log directories remain online",
+                   log_dir, len(self._online_dirs()), len(self.log_dirs))
+        self._on_dir_offline(log_dir)
 
     # --- lookup and lifecycle -----------------------------------------------------------------
 
@@ -217,7 +244,13 @@ class LogManager:
             path = log_dir / partition_dir_name(topic, partition)
             if self._is_reserved(path):
                 raise KafkaStorageError(f"{path} is reserved by this node; no partition log may live there")
-            log = Log.open(path, config, now_ms, topic_id, writer=self._writers[log_dir], sync_new=False)
+            try:
+                log = Log.open(path, config, now_ms, topic_id, writer=self._writers[log_dir],
+                               failures=self.failures, sync_new=False)
+            except OSError as exc:
+                self.failures.report(log_dir, f"creating {path.name}: {exc}")
+                self._take_failed_offline()
+                raise KafkaStorageError(f"cannot create {path}: {exc}") from exc
             self._sync_later(log_dir, path)
             self._logs[key] = log
             self._home[key] = log_dir
@@ -246,8 +279,7 @@ class LogManager:
                 _sync_new_log(partition_dir)
             fsync_dir(log_dir)
         except OSError as exc:
-            _log.error("cannot sync new logs in %s: %s", log_dir, exc)
-            self._failed_dirs.add(log_dir)
+            self.failures.report(log_dir, f"syncing new logs: {exc}")
 
     def _is_reserved(self, path: Path) -> bool:
         return _identity(path) in self._reserved
@@ -307,6 +339,11 @@ class LogManager:
                        if home == log_dir and key in self._checkpointed_hw}
                 self._writers[log_dir].submit(self._write_files, log_dir, [(REPLICATION_OFFSET_CHECKPOINT, hws)])
 
+    def take_failed_offline(self) -> None:
+        """Take the directories reported failed offline now, not at the next ``tick``."""
+        with self._lock:
+            self._take_failed_offline()
+
     def wait_for_writes(self) -> None:
         """Wait for every queued background write; take directories that failed offline."""
         for writer in self._writers.values():
@@ -331,6 +368,17 @@ class LogManager:
             if now_ms - self._last_checkpoint_ms >= self.checkpoint_interval_ms:
                 self._write_checkpoints(wait=False)
             self._delete_due_dirs(now_ms)
+            self._verify_segments(now_ms)
+
+    def _verify_segments(self, now_ms: int) -> None:
+        elapsed, self._last_verify_ms = now_ms - self._last_verify_ms, now_ms
+        if self._verifier.bytes_per_second <= 0:
+            return
+        for bad in self._verifier.step(dict(self._logs), elapsed):
+            _log.error("%s-%d: corrupt batch in closed segment %d at position %d (%s); offsets from %d on "
+                       "are not trusted", bad.key[0], bad.key[1], bad.segment_base, bad.position, bad.error,
+                       bad.offset)
+            self._on_corrupt(bad)
 
     def flush_all(self, now_ms: int) -> None:
         with self._lock:
@@ -394,13 +442,11 @@ class LogManager:
                 write_offsets(log_dir / name, offsets)
         except OSError as exc:
             _log.error("cannot write checkpoints in %s: %s", log_dir, exc)
-            self._failed_dirs.add(log_dir)
+            self.failures.report(log_dir, f"writing checkpoints: {exc}")
 
     def _take_failed_offline(self) -> None:
-        for log_dir in list(self._failed_dirs):
-            self._failed_dirs.discard(log_dir)
-            if log_dir not in self.offline_dirs:
-                self._take_offline(log_dir)
+        for log_dir in self.failures.take():
+            self._take_offline(log_dir)
 
     def _online_dirs(self) -> list[Path]:
         return [d for d in self.log_dirs if d not in self.offline_dirs]

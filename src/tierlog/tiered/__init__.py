@@ -25,6 +25,7 @@ from tierlog.tiered.batch_check import (
     CorruptRemoteDataError,
     check_batches,
 )
+from tierlog.tiered.data_loss import LossKind, RemoteDataLoss
 from tierlog.tiered.factory import (
     RemoteStorageConfigError,
     object_store_from_config,
@@ -67,6 +68,7 @@ from tierlog.tiered.segment_store import (
     RemoteSegmentStore,
     UploadVerificationError,
 )
+from tierlog.tiered.verify import SegmentProblem, verify_partition
 
 __all__ = [
     "REMOTE_LOG_METADATA_TOPIC",
@@ -76,10 +78,12 @@ __all__ = [
     "FsObjectStore",
     "IndexType",
     "LogSegmentData",
+    "LossKind",
     "ManifestError",
     "ObjectChecksum",
     "ObjectStore",
     "PartitionListing",
+    "RemoteDataLoss",
     "RemoteLogMetadataCache",
     "RemoteLogMetadataFormatError",
     "RemoteLogSegmentId",
@@ -95,6 +99,7 @@ __all__ = [
     "S3ObjectStore",
     "S3Settings",
     "SegmentManifest",
+    "SegmentProblem",
     "TopicIdPartition",
     "UnfinishedSegment",
     "UploadVerificationError",
@@ -109,4 +114,5 @@ __all__ = [
     "object_store_from_location",
     "partition_prefix",
     "segment_key",
+    "verify_partition",
 ]

@@ -4,6 +4,10 @@
 producer snapshot and leader-epoch checkpoint as separate objects, verifies
 each one (the size and CRC-32C the store holds must equal the local file's),
 and only then writes the ``.manifest`` (see :mod:`tierlog.tiered.manifest`).
+Before anything is written, every batch of the local ``.log`` is checked
+(sizes, CRC-32C): a segment whose data went bad on the local disk since it was
+appended raises ``CorruptLocalSegmentError`` and is never uploaded (remote
+storage would keep the damage after local retention deleted the good replicas).
 A failed copy deletes whatever it wrote and raises ``RemoteStorageError``.
 ``delete_log_segment`` removes the manifest first, so a half-deleted segment
 reads as unfinished, never as whole. Every call is idempotent.
@@ -11,11 +15,13 @@ reads as unfinished, never as whole. Every call is idempotent.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from crc32c import crc32c
 
+from tierlog.storage.batch_scan import ScanStop, scan_valid_batches
 from tierlog.tiered.layout import LOG_SUFFIX, MANIFEST_SUFFIX, IndexType, segment_key
 from tierlog.tiered.manifest import SegmentManifest
 from tierlog.tiered.object_store import (
@@ -28,7 +34,8 @@ from tierlog.tiered.segment_metadata import (
     RemoteLogSegmentState,
 )
 
-__all__ = ["LogSegmentData", "RemoteSegmentStore", "UploadVerificationError", "file_checksum"]
+__all__ = ["CorruptLocalSegmentError", "LogSegmentData", "RemoteSegmentStore", "UploadVerificationError",
+           "check_local_segment", "file_checksum"]
 
 _READ_CHUNK_BYTES = 1024 * 1024
 _ALL_SUFFIXES = (LOG_SUFFIX, *(t.value for t in IndexType), MANIFEST_SUFFIX)
@@ -36,6 +43,25 @@ _ALL_SUFFIXES = (LOG_SUFFIX, *(t.value for t in IndexType), MANIFEST_SUFFIX)
 
 class UploadVerificationError(RemoteStorageError):
     """What the store holds after an upload differs from what was sent."""
+
+
+class CorruptLocalSegmentError(RemoteStorageError):
+    """The local segment to upload has a batch that fails its checks: it is not uploaded."""
+
+
+def check_local_segment(path: Path) -> None:
+    """Check every batch of a local ``.log`` (sizes, CRC-32C); CorruptLocalSegmentError at the first bad one."""
+    stop = ScanStop()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        for _ in scan_valid_batches(fd, size, stop):
+            pass
+    finally:
+        os.close(fd)
+    if stop.error is not None:
+        raise CorruptLocalSegmentError(f"{path}: bad batch at position {stop.position} ({stop.error}); "
+                                       "not uploading it")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +99,7 @@ class RemoteSegmentStore:
     def copy_log_segment(self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData) -> SegmentManifest:
         """Upload, verify, then write the manifest; on failure clean up and raise."""
         try:
+            check_local_segment(data.log_segment)
             objects = self._upload_all(metadata, data)
             manifest = SegmentManifest(
                 metadata.with_state(RemoteLogSegmentState.COPY_SEGMENT_FINISHED), objects)

@@ -138,3 +138,50 @@ def test_illegal_transition_asserts():
     m = _mgr()
     with pytest.raises(AssertionError):
         m._transition(BrokerState.RUNNING)
+
+
+DIR_A, DIR_B = b"\x0a" * 16, b"\x0b" * 16
+
+
+def _running_with_dirs(**config):
+    m = BrokerLifecycleManager(1, INC, [Endpoint("PLAINTEXT", "127.0.0.1", 9092)], "r1", config,
+                               cluster_id="c1", log_dirs=[DIR_A, DIR_B])
+    req = _registered(m)
+    assert req.request["LogDirs"] == [DIR_A, DIR_B]
+    m.next_request(0, 5)
+    m.handle_response(_hb(fenced=False, caught_up=True), 0)
+    assert m.state is BrokerState.RUNNING
+    return m
+
+
+def test_a_failed_log_dir_is_reported_in_every_heartbeat_at_once():
+    m = _running_with_dirs()
+    assert m.next_request(1, 5) is None                     # next heartbeat not due yet
+    m.propagate_directory_failure(DIR_A, 1)
+    req = m.next_request(1, 5)                              # at once
+    assert req.api_key == ApiKey.BROKER_HEARTBEAT and req.request["OfflineLogDirs"] == [DIR_A]
+    m.handle_response(_hb(fenced=False, caught_up=True), 2)
+    assert m.shutdown_reason(10**9) is None                 # reported; one dir is still online
+    req = m.next_request(10**9, 5)
+    assert req.request["OfflineLogDirs"] == [DIR_A]         # still carried
+    m.handle_response(_hb(fenced=False, caught_up=True), 10**9)
+
+
+def test_every_log_dir_failed_and_reported_means_shut_down():
+    m = _running_with_dirs()
+    m.propagate_directory_failure(DIR_A, 1)
+    m.propagate_directory_failure(DIR_B, 1)
+    req = m.next_request(1, 5)
+    assert sorted(req.request["OfflineLogDirs"]) == [DIR_A, DIR_B]
+    assert m.shutdown_reason(2) is None                     # not acknowledged yet
+    m.handle_response(_hb(fenced=True, caught_up=True), 2)
+    assert m.shutdown_reason(3) == "every log dir failed"
+
+
+def test_a_failure_not_reported_within_log_dir_failure_timeout_means_shut_down():
+    m = _running_with_dirs(**{"log.dir.failure.timeout.ms": 1000})
+    m.propagate_directory_failure(DIR_A, 100)
+    m.next_request(100, 5)
+    m.handle_failure(200)                                   # no controller
+    assert m.shutdown_reason(1099) is None
+    assert "log.dir.failure.timeout.ms (1000 ms)" in m.shutdown_reason(1100)

@@ -133,3 +133,55 @@ def test_unregister():
     assert r.response["ErrorCode"] == 0 and 1 not in h.qc.image.brokers
     r = h.call(64, 0, {"BrokerId": 1})
     assert r.response["ErrorCode"] == ErrorCode.BROKER_ID_NOT_REGISTERED
+
+
+DIR_A, DIR_B = b"\x0a" * 16, b"\x0b" * 16
+
+
+def _with_dirs(h, broker_id, dirs):
+    req = registration(broker_id)
+    req["LogDirs"] = list(dirs)
+    r = h.call(62, 3, req)
+    h.epochs[broker_id] = r.response["BrokerEpoch"]
+    assert h.heartbeat(broker_id).response["IsFenced"] is False
+    assert h.qc.image.brokers[broker_id].log_dirs == tuple(dirs)
+
+
+def _hb_offline(h, broker_id, offline, **kw):
+    req = heartbeat(broker_id, h.epochs[broker_id], h.qc.next_offset - 1, **kw)
+    req["OfflineLogDirs"] = list(offline)
+    return h.call(63, 1, req)
+
+
+def test_a_broker_whose_every_log_dir_is_offline_is_fenced_and_stays_fenced(caplog):
+    h = Harness()
+    h.start_brokers(1)
+    _with_dirs(h, 2, [DIR_A, DIR_B])
+    r = _hb_offline(h, 2, [DIR_A])                          # one of two: recorded, still unfenced
+    assert r.records == [BrokerRegistrationChangeRecord(broker_id=2, broker_epoch=h.epochs[2], log_dirs=(DIR_B,))]
+    assert not r.response["IsFenced"] and h.qc.image.brokers[2].log_dirs == (DIR_B,)
+    assert _hb_offline(h, 2, [DIR_A]).records == []         # nothing new
+    with caplog.at_level("INFO", logger="tierlog.controller.cluster_control"):
+        r = _hb_offline(h, 2, [DIR_A, DIR_B])
+    assert r.records == [FenceBrokerRecord(id=2, epoch=h.epochs[2])] and r.response["IsFenced"]
+    assert h.qc.image.brokers[2].fenced
+    assert [m for m in caplog.messages if "fencing broker 2" in m] == [
+        f"fencing broker 2 (epoch {h.epochs[2]}): every log dir offline (CwsLCwsLCwsLCwsLCwsLCw)"]
+    r = _hb_offline(h, 2, [DIR_A, DIR_B])                   # caught up, but nothing to serve from
+    assert r.records == [] and r.response["IsFenced"]
+    assert _hb_offline(h, 2, [DIR_A, DIR_B], want_shutdown=True).response["ShouldShutDown"]
+
+
+def test_fence_and_unfence_are_logged_with_their_reason(caplog):
+    h = Harness(broker_session_timeout_ms=9000)
+    with caplog.at_level("INFO", logger="tierlog.controller.cluster_control"):
+        h.start_brokers(1)
+        h.now = 9000
+        h.qc.tick(h.now)
+        h.heartbeat(1, want_fence=False)
+        h.heartbeat(1, want_fence=True)
+    assert caplog.messages == [
+        "unfencing broker 1 (epoch 0): caught up with the metadata log (offset 0)",
+        "fencing broker 1 (epoch 0): no heartbeat within broker.session.timeout.ms (9000 ms)",
+        "unfencing broker 1 (epoch 0): caught up with the metadata log (offset 2)",
+        "fencing broker 1 (epoch 0): it asked to be fenced (WantFence)"]

@@ -202,3 +202,31 @@ def test_files_a_crash_left_empty_read_as_absent(tmp_path):
     log = manager.create("t", 0, TOPIC_ID, config(), NOW)
     assert log.topic_id == TOPIC_ID and offsets_in(read_all(log)) == [0, 1, 2] and not manager.offline_dirs
     manager.close()
+def test_an_append_that_hits_enospc_takes_its_dir_offline_at_the_next_tick(tmp_path, monkeypatch):
+    import errno
+
+    from tierlog.storage.segment import LogSegment
+    good, full = tmp_path / "good", tmp_path / "full"
+    told = []
+    manager = LogManager([good, full], NOW, on_dir_offline=told.append)
+    logs = {p: manager.create("t", p, None, config(), NOW) for p in range(2)}
+    victim = next(p for p in logs if manager.log_dir_of("t", p) == full)
+    survivor = logs[1 - victim]
+
+    def no_space(self, data, headers):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    with monkeypatch.context() as m:
+        m.setattr(LogSegment, "append", no_space)
+        with pytest.raises(KafkaStorageError, match="No space left"):
+            logs[victim].append(batch(), 0, NOW)
+    assert manager.failures.has_failed(full) and told == []      # reported, not yet acted on
+    manager.tick(NOW + 1)
+    assert told == [full] and manager.offline_dirs == {full}
+    assert manager.get("t", victim) is None and manager.get("t", 1 - victim) is survivor
+    survivor.append(batch(), 0, NOW)                               # the other dir keeps working
+    assert manager.create("t", 5, None, config(), NOW) is manager.get("t", 5)
+    assert manager.log_dir_of("t", 5) == good                      # nothing new goes to the failed dir
+    manager.tick(NOW + 2)
+    assert told == [full]                                          # told once
+    manager.close()
+    assert (good / CLEAN_SHUTDOWN_FILE).exists() and not (full / CLEAN_SHUTDOWN_FILE).exists()

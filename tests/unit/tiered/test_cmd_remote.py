@@ -98,3 +98,43 @@ def test_ls_reports_a_bad_s3_setting_as_one_line(tmp_path, capsys):
             "rsm.config.storage.s3.path.style.access.enabled=maybe"]
     assert main(argv) == 1
     assert "true or false" in capsys.readouterr().err
+
+
+def test_verify_lists_missing_corrupt_and_gaps_and_exits_1(tmp_path, capsys):
+    root = tmp_path / "remote"
+    rss = RemoteSegmentStore(FsObjectStore(root))
+    files = write_segment(tmp_path / "local", 0, batches(0, 4))
+    segs = [metadata(0, 19), metadata(20, 39), metadata(40, 59), metadata(80, 99)]     # 60..79: gone whole
+    for m in segs:
+        rss.copy_log_segment(m, files)
+    assert main(["remote", "verify", "--storage", str(root)]) == 1
+    assert "1 problem(s) in 4 remote segment(s)" in capsys.readouterr().err    # the gap only
+    (root / segment_key(segs[0].segment_id, 0, ".log")).unlink()
+    index = root / segment_key(segs[1].segment_id, 20, ".index")
+    index.write_bytes(b"\xff" + index.read_bytes()[1:])
+    assert main(["remote", "verify", "--storage", str(root), "--topic", "orders", "--json"]) == 1
+    captured = capsys.readouterr()
+    problems = json.loads(captured.out)["problems"]
+    assert [(p["start_offset"], p["end_offset"], p["problem"], p["object"]) for p in problems] == [
+        (0, 19, "missing", segment_key(segs[0].segment_id, 0, ".log")),
+        (20, 39, "corrupt", segment_key(segs[1].segment_id, 20, ".index")),
+        (60, 79, "gap", None)]
+    assert captured.err.startswith("tierlog: error: 3 problem(s)")
+    assert main(["remote", "verify", "--storage", str(root)]) == 1
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert rows[0].endswith("tierlog delete-records --topic orders --partition 0 --offset 20")
+
+
+def test_verify_of_a_sound_store_exits_0(tmp_path, capsys):
+    root = tmp_path / "remote"
+    _build_store(root, tmp_path)            # an unfinished upload is not data loss
+    assert main(["remote", "verify", "--storage", str(root)]) == 0
+    assert "3 remote segment(s) in 2 partition(s) verified, no problem" in capsys.readouterr().err
+
+
+def test_data_loss_counts_each_segment_once():
+    from tierlog.tiered import LossKind, RemoteDataLoss
+    loss = RemoteDataLoss()
+    assert loss.report("a", LossKind.MISSING) and not loss.report("a", LossKind.MISSING)
+    assert loss.report("b", LossKind.CORRUPT) and not loss.report("b", LossKind.MISSING)
+    assert (loss.missing_segments, loss.corrupt_segments, loss.lost_segments) == (1, 1, 2)

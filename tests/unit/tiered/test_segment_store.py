@@ -134,3 +134,15 @@ def test_segment_without_manifest_lists_as_unfinished(store, tmp_path):
     assert listing.topic_id_partition == TP
     assert [s.metadata.segment_id for s in listing.segments] == [done.segment_id]
     assert [(u.start_offset, u.suffixes, u.reason) for u in listing.unfinished] == [(10, (".log",), "no manifest")]
+
+
+def test_a_local_segment_damaged_on_disk_is_never_uploaded(store, tmp_path):
+    from tierlog.tiered.segment_store import CorruptLocalSegmentError
+    files = write_segment(tmp_path / "local", 0, batches(0, 3))
+    data = bytearray(files.log_segment.read_bytes())
+    data[len(data) // 2] ^= 0x01                    # a bit flipped inside the second batch's records
+    files.log_segment.write_bytes(bytes(data))
+    rss = RemoteSegmentStore(store)
+    with pytest.raises(CorruptLocalSegmentError, match="CRC"):
+        rss.copy_log_segment(metadata(0, 14), files)
+    assert store.list_keys(partition_prefix(TP)) == []     # nothing written

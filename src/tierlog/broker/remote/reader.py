@@ -10,7 +10,15 @@ reads from there through the chunk cache (fetching the next chunk ahead while
 the answer is served) and returns whole batches from the one
 holding ``offset``: at most ``max_bytes``, but at least one batch when
 ``min_one`` (Kafka's rule for the first partition of a response). Every batch
-is CRC-checked before it is served; a corrupt one answers KAFKA_STORAGE_ERROR.
+is CRC-checked before it is served.
+
+Remote data loss (``tiered.data_loss``): a finished segment whose object is
+missing from the store, or whose batches fail their CRC, answers
+UNKNOWN_SERVER_ERROR, Kafka's answer and one every client surfaces to the
+application (see that module for why).  Each such segment is logged once at
+ERROR (partition, offsets, object key) and counted in ``data_loss``.  Other
+store errors (unreachable, throttled) stay KAFKA_STORAGE_ERROR: retriable, the
+client fetches again.
 
 Reads run on ``remote.log.reader.threads`` threads; at most
 ``remote.log.reader.max.pending.tasks`` may wait for one, and GETs keep to
@@ -42,6 +50,7 @@ from tierlog.tiered import (
     CorruptRemoteDataError,
     IndexType,
     RemoteLogSegmentMetadata,
+    RemoteResourceNotFoundError,
     RemoteSegmentStore,
     RemoteStorageError,
     TopicIdPartition,
@@ -53,6 +62,7 @@ from tierlog.tiered.chunk_cache import (
     DEFAULT_CHUNK_SIZE,
     ChunkCache,
 )
+from tierlog.tiered.data_loss import LossKind, RemoteDataLoss
 from tierlog.tiered.layout import LOG_SUFFIX
 from tierlog.tiered.lineage import within_leader_epochs
 from tierlog.tiered.read_rules import epoch_for_offset
@@ -90,6 +100,7 @@ class RemoteReader:
         self._stats_task: asyncio.Task | None = None
         self._get_limit = ByteRateLimit(int(config["remote.log.manager.fetch.max.bytes.per.second"]), time.monotonic())
         self._get_limit_lock = threading.Lock()
+        self.data_loss = RemoteDataLoss()
 
     async def start(self) -> None:
         self._stats_task = asyncio.get_running_loop().create_task(self._log_stats())
@@ -115,9 +126,9 @@ class RemoteReader:
         try:
             data, end = await loop.run_in_executor(self._pool, self._read_batches, meta, offset, max_bytes, min_one)
         except CorruptRemoteDataError as e:
-            log.error("%s-%d: corrupt data in remote segment [%d, %d]: %s", part.topic, part.index,
-                      meta.start_offset, meta.end_offset, e)
-            return RemoteRead(ErrorCode.KAFKA_STORAGE_ERROR)
+            return self._lost(part, meta, LossKind.CORRUPT, e)
+        except RemoteResourceNotFoundError as e:
+            return self._lost(part, meta, LossKind.MISSING, e)
         except RemoteStorageError as e:
             log.warning("%s-%d: remote read at %d failed: %s", part.topic, part.index, offset, e)
             return RemoteRead(ErrorCode.KAFKA_STORAGE_ERROR)
@@ -125,6 +136,16 @@ class RemoteReader:
             self._pending -= 1
         self._read_ahead(meta, end)
         return RemoteRead(ErrorCode.NONE, data)
+
+    def _lost(self, part, meta: RemoteLogSegmentMetadata, kind: LossKind, cause: Exception) -> RemoteRead:
+        """A lost remote segment: logged once, counted, UNKNOWN_SERVER_ERROR (see the module docstring)."""
+        if self.data_loss.report(meta.segment_id, kind):
+            log.error("%s-%d: remote segment [%d, %d] is %s (object %s: %s); fetches in it get "
+                      "UNKNOWN_SERVER_ERROR until it is uploaded again or the log start moves past it "
+                      "(tierlog remote verify, tierlog delete-records)", part.topic, part.index,
+                      meta.start_offset, meta.end_offset, kind.value,
+                      segment_key(meta.segment_id, meta.start_offset, LOG_SUFFIX), cause)
+        return RemoteRead(ErrorCode.UNKNOWN_SERVER_ERROR)
 
     def _read_ahead(self, meta: RemoteLogSegmentMetadata, position: int) -> None:
         """Fetch the chunk after the one a sequential reader is in, while it is served (one GET
