@@ -152,7 +152,7 @@ class FetcherShell:
                     await self._apply(state, conn, leader, follow_up)
         except Exception as e:      # noqa: BLE001 - the next fetch starts again from the log end
             log.warning("%s-%d: cannot apply %s: %s", part.topic, part.index, type(action).__name__, e)
-            if plog.offline:        # its log dir failed: drop it before the next fetch request reads it
+            if part.offline:        # its log dir failed: drop it before the next fetch request reads it
                 self.replicas.check_log_dirs()
 
     async def _probe(self, state, conn, leader, probes: list[ProbeTieredStart]) -> None:

@@ -211,12 +211,12 @@ class ReplicaManager:
             return
         id_key = (part.topic_id, part.index)
         self.fetchers.stop_following(id_key)
-        part.log.truncate_to(offset)
-        part.follower_hw = min(part.follower_hw, part.log.log_end_offset)
+        part.truncate_to(offset)
         log.warning("%s-%d: truncated to %d after a corrupt batch; fetching it again from leader %d",
                     *key, offset, part.leader_id)
         if part.leader_id >= 0:
-            self.fetchers.become_follower(id_key, part.leader_id, part.leader_epoch, part.log, self._tiering(part))
+            self.fetchers.become_follower(id_key, part.leader_id, part.leader_epoch, part.follower_view(),
+                                          self._tiering(part))
         self.fetcher_shell.sync()
 
     def check_log_dirs(self) -> None:
@@ -225,7 +225,7 @@ class ReplicaManager:
 
     def mark_offline(self) -> None:
         """Stop hosting every partition whose log went offline with its log dir."""
-        gone = [key for key, part in self.partitions.items() if part.log.offline]
+        gone = [key for key, part in self.partitions.items() if part.offline]
         for key in gone:
             self._drop(key)
             self.offline.add(key)
@@ -489,7 +489,7 @@ class ReplicaManager:
         keys = self._active.union(self._sweep.take(self.partitions))
         for key in keys:
             part = self.partitions.get(key)
-            if part is None or part.leader_state is None or part.log.offline:     # offline: mark_offline is due
+            if part is None or part.leader_state is None or part.offline:     # offline: mark_offline is due
                 self._active.discard(key)
                 continue
             self._tick_one(part, now)

@@ -144,6 +144,11 @@ class Partition:
         return self.high_watermark
 
     @property
+    def offline(self) -> bool:
+        """Its log is closed or its log dir failed."""
+        return self.log.offline
+
+    @property
     def config(self) -> LogConfig:
         return self.log.config
 
