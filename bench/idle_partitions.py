@@ -7,11 +7,14 @@
 
 Starts ``tierlog up --controllers 1 --brokers B`` in a temp dir, creates one
 topic of ``--partitions`` partitions and replication factor ``--rf``, and times
-CreateTopics until every partition has a leader (the creation time).  Then,
-after ``--settle-seconds``, it watches the idle cluster for ``--idle-seconds``:
-the CPU of each broker and of the controller (``/proc/<pid>/stat``), and once a
+CreateTopics until every partition has a leader (the creation time) and until
+one acks=1 record went to each partition (the time to serve: brokers apply a
+large creation in slices, ``broker/apply_slices.py``).  Then, after
+``--settle-seconds``, it watches the idle cluster for ``--idle-seconds``: the
+CPU of each broker and of the controller (``/proc/<pid>/stat``), and once a
 second the brokers the Metadata answer lists (a fenced broker is left out), so
-any fencing shows up as a sample with fewer than B brokers.
+any fencing shows up as a sample with fewer than B brokers; Metadata answers
+slower than 1 s, or failed, are recorded too.
 
 Writes ``results/idle_partitions_<label>.json`` and prints a summary line.
 """
@@ -53,6 +56,21 @@ def create(bootstrap: str, partitions: int, rf: int) -> float:
             return time.monotonic() - start
         time.sleep(POLL_S)
     raise RuntimeError(f"not every partition has a leader after {CREATE_TIMEOUT_S:.0f} s")
+
+
+def serve(bootstrap: str, partitions: int, started: float) -> float:
+    """Seconds from ``started`` until one acks=1 record went to every partition (each broker
+    applies a creation in slices, so a partition may be led in the image before it serves)."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 20,
+                         "message.timeout.ms": int(CREATE_TIMEOUT_S * 1000)})
+    failed = []
+    for p in range(partitions):
+        producer.produce("idle", b"x", partition=p, on_delivery=lambda err, _m: err and failed.append(err))
+        producer.poll(0)
+    if producer.flush(CREATE_TIMEOUT_S) or failed:
+        raise RuntimeError(f"not every partition took a record: {failed[:3]}")
+    return time.monotonic() - started
 
 
 def watch(bootstrap: str, brokers: int, seconds: float, pids: dict[int, int]) -> dict:
@@ -115,8 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         cluster = Cluster(tmp, brokers=args.brokers, controllers=1)
         try:
             pids = {n: info["pid"] for n, info in cluster.nodes.items()}
+            started = time.monotonic()
             doc["create_s"] = _create(cluster, args, label)
-            print(f"created {args.partitions} partitions RF {args.rf} in {doc['create_s']:.1f} s", flush=True)
+            doc["serve_s"] = serve(cluster.bootstrap, args.partitions, started)
+            print(f"created {args.partitions} partitions RF {args.rf} in {doc['create_s']:.1f} s, a record "
+                  f"written to each after {doc['serve_s']:.1f} s", flush=True)
             time.sleep(args.settle_seconds)
             doc["idle"] = watch(cluster.bootstrap, args.brokers, args.idle_seconds, pids)
         finally:

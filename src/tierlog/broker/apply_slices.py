@@ -41,6 +41,7 @@ class ApplySlices:
         self._min_steps = min_steps
         self._clock = clock
         self._queue: deque[tuple[Iterator[None], Callable[[], None]]] = deque()
+        self._closed = False
 
     @property
     def pending(self) -> bool:
@@ -49,9 +50,16 @@ class ApplySlices:
 
     def submit(self, steps: Iterator[None], done: Callable[[], None]) -> None:
         """Apply ``steps`` after the changes before it; ``done()`` after its last step."""
+        if self._closed:
+            return
         self._queue.append((steps, done))
         if len(self._queue) == 1:
             self._run()
+
+    def close(self) -> None:
+        """Drop the steps not run yet and take no more (the broker is stopping)."""
+        self._closed = True
+        self._queue.clear()
 
     def _run(self) -> None:
         deadline, ran = self._clock() + self._slice_s, 0

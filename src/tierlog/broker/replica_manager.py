@@ -295,6 +295,7 @@ class ReplicaManager:
 
     async def stop(self) -> None:
         """Cancel and await the ticker, the fetchers and AlterPartition requests; checkpoint the HWs."""
+        self._slices.close()
         await self._tasks.close()
         await self.fetcher_shell.stop_all()
         self.checkpoint_high_watermarks()

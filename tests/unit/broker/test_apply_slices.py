@@ -69,3 +69,18 @@ def test_a_failing_step_skips_the_rest_of_its_change_only():
     slices.submit(failing(), lambda: done.append("x"))
     slices.submit(steps(record, "b", 2), lambda: done.append("b"))
     assert record == ["x", "b0", "b1"] and done == ["x", "b"] and not slices.pending
+
+
+def test_close_drops_what_is_left_and_takes_no_more():
+    clock, record, done = Clock(), [], []
+
+    async def scenario():
+        slices = ApplySlices(slice_s=2.0, min_steps=1, clock=clock)
+        slices.submit(steps(record, "a", 10, clock), lambda: done.append("a"))
+        slices.close()
+        slices.submit(steps(record, "b", 1, clock), lambda: done.append("b"))
+        await asyncio.sleep(0.01)
+        return slices.pending
+
+    assert asyncio.run(scenario()) is False
+    assert record == ["a0", "a1"] and done == []
