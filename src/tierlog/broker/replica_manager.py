@@ -104,6 +104,7 @@ class ReplicaManager:
         self.coordinator_listener: TierListener | None = None   # the group coordinator (__consumer_offsets) too
         self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
         self._image = MetadataImage.empty("", -1)       # the image applied last
+        self.isr_changes = {"shrink": 0, "expand": 0}   # accepted AlterPartitions (IsrShrinks/ExpandsPerSec)
 
     def _listeners(self) -> list[TierListener]:
         return [lst for lst in (self.tier_listener, self.coordinator_listener) if lst is not None]
@@ -419,6 +420,8 @@ class ReplicaManager:
             if part.leader_state is ls:
                 ls.on_alter_partition_failure(self._clock_ms())
             return
+        if error == ErrorCode.NONE and item.reason in self.isr_changes:
+            self.isr_changes[item.reason] += 1
         if part.leader_state is not ls:
             return
         now = self._clock_ms()

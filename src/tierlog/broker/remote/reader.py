@@ -57,6 +57,7 @@ from tierlog.tiered.layout import LOG_SUFFIX
 from tierlog.tiered.lineage import within_leader_epochs
 from tierlog.tiered.read_rules import epoch_for_offset
 
+from ..topic_stats import BrokerTopicStats
 from .rate_limit import ByteRateLimit
 
 __all__ = ["RemoteRead", "RemoteReader"]
@@ -75,8 +76,10 @@ class RemoteRead(NamedTuple):
 
 
 class RemoteReader:
-    def __init__(self, config, segments: RemoteSegmentStore, metadata, cache_dir: Path):
+    def __init__(self, config, segments: RemoteSegmentStore, metadata, cache_dir: Path,
+                 stats: BrokerTopicStats | None = None):
         rsm = config.prefixed("rsm.config.")
+        self.stats = stats or BrokerTopicStats(lambda topic_id: None)   # RemoteFetchBytes / RemoteFetchErrors
         self.segments = segments
         self.metadata = metadata
         self.chunks = ChunkCache(cache_dir, int(rsm.get("rsm.config.chunk.size", DEFAULT_CHUNK_SIZE)),
@@ -117,13 +120,16 @@ class RemoteReader:
         except CorruptRemoteDataError as e:
             log.error("%s-%d: corrupt data in remote segment [%d, %d]: %s", part.topic, part.index,
                       meta.start_offset, meta.end_offset, e)
+            self.stats.remote_fetch_failed(part.topic)
             return RemoteRead(ErrorCode.KAFKA_STORAGE_ERROR)
         except RemoteStorageError as e:
             log.warning("%s-%d: remote read at %d failed: %s", part.topic, part.index, offset, e)
+            self.stats.remote_fetch_failed(part.topic)
             return RemoteRead(ErrorCode.KAFKA_STORAGE_ERROR)
         finally:
             self._pending -= 1
         self._read_ahead(meta, end)
+        self.stats.remote_fetched(part.topic, len(data))
         return RemoteRead(ErrorCode.NONE, data)
 
     def _read_ahead(self, meta: RemoteLogSegmentMetadata, position: int) -> None:
