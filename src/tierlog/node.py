@@ -65,10 +65,10 @@ from tierlog.net.tasks import TaskSet
 from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
 from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
 from tierlog.raft.file_snapshots import FileSnapshotStore
-from tierlog.server.broker_role import LifecycleLoop, MetadataView
-from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
 from tierlog.server.broker_metrics import BrokerMetricsCollector
+from tierlog.server.broker_role import LifecycleLoop, MetadataView
 from tierlog.server.controller_metrics import ControllerMetricsCollector
+from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
 from tierlog.server.metrics_endpoint import MetricsEndpoint
 from tierlog.server.raft_driver import RaftDriver
 from tierlog.storage import CleanerConfig, LogManager

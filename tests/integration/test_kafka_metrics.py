@@ -9,13 +9,12 @@ import urllib.error
 import urllib.request
 
 import pytest
+from clients import produce_all
 from cluster import Cluster, running, wait_for
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 from tiered import TIERED_TOPIC, fs_props
-
-from clients import produce_all
 
 pytestmark = pytest.mark.integration
 BTM = "kafka_server_brokertopicmetrics_"
