@@ -48,8 +48,11 @@ def record_count(records) -> int:
     view = memoryview(records)
     count, pos, end = 0, 0, len(view)
     while end - pos >= RECORDS_COUNT_OFFSET + 4:
+        length = int.from_bytes(view[pos + LENGTH_OFFSET:pos + LENGTH_OFFSET + 4], "big", signed=True)
+        if length < RECORDS_COUNT_OFFSET + 4 - LOG_OVERHEAD:
+            break                   # not a batch: nothing more to count
         count += int.from_bytes(view[pos + RECORDS_COUNT_OFFSET:pos + RECORDS_COUNT_OFFSET + 4], "big")
-        pos += LOG_OVERHEAD + int.from_bytes(view[pos + LENGTH_OFFSET:pos + LENGTH_OFFSET + 4], "big", signed=True)
+        pos += LOG_OVERHEAD + length
     return count
 
 

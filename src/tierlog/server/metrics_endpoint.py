@@ -12,12 +12,13 @@ without its body. This module only frames HTTP/1.1 around it, with every limit
 named: at most ``CONNECTIONS_MAX`` scrapes at a time (more are closed at once), a
 request head of at most ``REQUEST_HEAD_MAX_BYTES`` read within ``READ_TIMEOUT_S``,
 one response per connection. Another path is 404, a malformed head 400, a head too
-large 431. ``close()`` stops listening and ends the scrapes in progress.
+large 431, a collector that raises 500 (logged; the node goes on). ``close()`` stops listening and ends the scrapes in progress.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
@@ -26,6 +27,7 @@ from tierlog.net.server import bind
 
 __all__ = ["CONNECTIONS_MAX", "PATH", "READ_TIMEOUT_S", "REQUEST_HEAD_MAX_BYTES", "MetricsEndpoint"]
 
+log = logging.getLogger(__name__)
 CONNECTIONS_MAX = 8
 REQUEST_HEAD_MAX_BYTES = 8192
 READ_TIMEOUT_S = 5.0
@@ -100,7 +102,11 @@ class MetricsEndpoint:
         if head_only:
             environ = {**environ, "REQUEST_METHOD": "GET"}
         answer: list = []
-        body = b"".join(self._app(environ, lambda status, headers: answer.extend((status, headers))))
+        try:
+            body = b"".join(self._app(environ, lambda status, headers: answer.extend((status, headers))))
+        except Exception:
+            log.exception("collecting metrics failed")
+            return _text("500 Internal Server Error", "collecting metrics failed (see the node's log)")
         return answer[0], answer[1], body, not head_only
 
 
