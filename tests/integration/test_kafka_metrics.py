@@ -85,12 +85,9 @@ def test_produce_and_consume_move_the_topic_and_request_counters(metered):
     assert _total(brokers, "kafka_network_requestmetrics_requests_total", request="FetchFollower") >= 1
     assert _total(brokers, "kafka_log_log_size", topic="metered") >= 3 * bytes_in     # RF 3
     assert _total(brokers, "kafka_server_replicamanager_partitioncount") >= 3 * 3 + 1 + 2
-    # on a loaded machine a follower may fall behind replica.lag.time.max.ms for a while (or a broker
-    # miss its session): the gauges follow, and come back once it caught up
+    # on a loaded machine a broker may miss its session for a while: the gauge follows
     wait_for(lambda: _total(brokers, "kafka_server_replicamanager_leadercount") >= 3 + 1 + 1, 30,
              "every partition led")
-    wait_for(lambda: _total(brokers, "kafka_server_replicamanager_underreplicatedpartitions") == 0, 30,
-             "no under-replicated partition")
 
 
 def test_group_lag_is_what_was_left_unconsumed_and_the_dashboard_reads_served_names(metered):
@@ -148,6 +145,15 @@ def test_head_gzip_openmetrics_and_process_metrics(metered):
 
 
 def test_under_replicated_partitions_when_a_follower_dies(metered):
+    # on a loaded machine a follower may fall behind replica.lag.time.max.ms for a while: wait until
+    # every ISR is whole again (ISR expands), then kill one
+    try:
+        wait_for(lambda: _total(metered.brokers, "kafka_server_replicamanager_underreplicatedpartitions") == 0,
+                 90, "no under-replicated partition")
+    except AssertionError:
+        under = [s.labels for b in metered.brokers for s in _samples(b)
+                 if s.name == "kafka_cluster_partition_underreplicated" and s.value]
+        raise AssertionError(f"still under-replicated: {under}\n{metered.logs_tail(60)}") from None
     victim = metered.brokers[2]
     victim.kill9()
     live = [b for b in metered.brokers if b is not victim]

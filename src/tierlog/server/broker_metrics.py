@@ -86,6 +86,12 @@ class BrokerMetricsCollector:
                      "(UnderMinIsrPartitionCount)", sum(ls.under_min_isr for ls in leaders))
         yield _gauge(_RM + "atminisrpartitioncount", "Led partitions whose ISR is at min.insync.replicas "
                      "(AtMinIsrPartitionCount)", sum(len(ls.isr) == ls.effective_min_isr for ls in leaders))
+        under = GaugeMetricFamily("kafka_cluster_partition_underreplicated", "1 when a led partition's ISR is "
+                                  "smaller than its replica set (Partition UnderReplicated)", labels=["topic", "partition"])
+        for p in partitions:
+            if p.leader_state is not None:
+                under.add_metric([p.topic, str(p.index)], int(len(p.leader_state.isr) < len(p.leader_state.replicas)))
+        yield under
         changes = self._replicas.isr_changes
         yield CounterMetricFamily(_RM + "isrshrinks", "ISR shrinks the controller accepted (IsrShrinksPerSec)",
                                   value=changes["shrink"])
