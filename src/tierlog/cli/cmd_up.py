@@ -109,13 +109,19 @@ def metrics_listener(node_id: int, host: str, port: int, override: str | None) -
     """Node ``node_id``'s ``metrics.prometheus.listener``: the base port + node id, the base
     being ``METRICS_PORT_OFFSET`` above ``port`` or the override's port (0: a free port)."""
     if override is None:
-        return f"{host}:{port + METRICS_PORT_OFFSET + node_id}"
+        return _metrics_address(host, port + METRICS_PORT_OFFSET + node_id, f"--listen port + {METRICS_PORT_OFFSET}")
     if not override:
         return ""           # metrics off
     mhost, sep, mport = override.rpartition(":")
     if not sep or not mhost or not mport.isdigit() or int(mport) > 65535:
         raise CliError(f"--set {METRICS_LISTENER} expects HOST:PORT, got {override!r}")
-    return f"{mhost}:{int(mport) + node_id if int(mport) else 0}"
+    return _metrics_address(mhost, int(mport) + node_id if int(mport) else 0, f"{METRICS_LISTENER} port")
+
+
+def _metrics_address(host: str, port: int, base: str) -> str:
+    if port > 65535:
+        raise CliError(f"metrics port {port} (the {base} + node id) is above 65535")
+    return f"{host}:{port}"
 
 
 def node_properties(plan: NodePlan, host: str, voters: str, cluster_id: str, log_dir: Path,

@@ -26,6 +26,10 @@ def test_node_n_gets_the_base_port_plus_n():
     assert metrics_listener(4, "127.0.0.1", 9092, "") == ""                          # off
     with pytest.raises(CliError, match="metrics.prometheus.listener expects HOST:PORT"):
         metrics_listener(1, "127.0.0.1", 9092, "7000")
+    with pytest.raises(CliError, match=r"metrics port 65536 \(the metrics.prometheus.listener port \+ node id\)"):
+        metrics_listener(1, "127.0.0.1", 9092, "h:65535")
+    with pytest.raises(CliError, match=r"metrics port 65736 \(the --listen port \+ 200 \+ node id\)"):
+        metrics_listener(1, "127.0.0.1", 65535, None)
 
 
 def test_the_scrape_config_lists_every_node_with_metrics():
