@@ -152,6 +152,7 @@ class Node:
         ProcessCollector(registry=self.metrics_registry)
         self.request_metrics = RequestMetrics(self.metrics_registry)
         self.metrics_endpoint: MetricsEndpoint | None = None   # when metrics.prometheus.listener is set
+        self._scrape_preparers: list = []       # scrape-time collectors' prepare(), run on the loop per scrape
         self._stopped = asyncio.Event()
         self._dir_locks: list[DirLock] = []          # Kafka's .lock in every log dir and the metadata dir
         # every listener's connections count against the node's limits and share its request memory
@@ -177,7 +178,8 @@ class Node:
         self._dir_locks = _lock_dirs(_data_dirs(cfg))
         cluster_id = _ensure_meta_properties(cfg)
         if cfg.metrics_listener is not None:
-            self.metrics_endpoint = await MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener)
+            self.metrics_endpoint = await MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener,
+                                                                prepare=self._prepare_scrape)
         voters = cfg.voters or {cfg.node_id: None}
         self.peers = Peers(f"tierlog-node-{cfg.node_id}",
                            {n: a for n, a in voters.items() if a is not None and n != cfg.node_id})
@@ -263,8 +265,10 @@ class Node:
             await self.remote.check()
             self.broker.remote = self.replicas.remote = self.remote
             self.replicas.tier_listener = self.remote.log_manager
-        self.metrics_registry.register(BrokerMetricsCollector(self.replicas, topic_stats, self.broker.groups,
-                                                              self.remote, lambda: metadata_view.image))
+        collector = BrokerMetricsCollector(self.replicas, topic_stats, self.broker.groups, self.remote,
+                                           lambda: metadata_view.image)
+        self.metrics_registry.register(collector)
+        self._scrape_preparers.append(collector.prepare)
         observers = (self.request_metrics, topic_stats)
         for listener_cfg, sock in sockets:
             await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS, listener_cfg.name, observers),
@@ -290,6 +294,10 @@ class Node:
             await self.remote.start()
         replicas.apply_image(loader.image)
         loader.subscribe(replicas.apply_image)
+
+    def _prepare_scrape(self) -> None:
+        for prepare in self._scrape_preparers:
+            prepare()
 
     def _endpoint(self, listener_cfg) -> Endpoint:
         """What this broker registers: the advertised host of the listener and its bound port."""

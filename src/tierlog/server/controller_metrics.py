@@ -10,7 +10,9 @@ Kafka's controllers report them (JMX exporter names, docs/metrics.md):
   reported by the active controller only, 0 elsewhere, as in Kafka, so a sum over the
   quorum counts each once.
 
-One pass over the image's partitions per scrape; nothing between scrapes.
+One pass over the image's partitions per scrape, on the scrape's worker thread (the
+image is immutable, ``active`` and ``committed_image`` are single attribute reads);
+nothing between scrapes.
 """
 from __future__ import annotations
 

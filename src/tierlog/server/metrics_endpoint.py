@@ -2,9 +2,11 @@
 
 ``await MetricsEndpoint.start(registry, host, port)`` binds at once (port 0: any
 free port; ``bound`` is the real address; a bind failure is a ConfigError) and
-serves ``/metrics`` from the node's own event loop, so the scrape-time collectors
-read the broker's state where it changes, with no lock and no thread. The answer
-is prometheus-client's own exposition (``make_wsgi_app``, called with the request
+serves ``/metrics`` from the node's own event loop: ``prepare()`` (the scrape-time
+collectors' snapshots of the broker's state, taken where that state changes) runs
+on the loop, then the collection, encoding and compression on a worker thread, so
+a large scrape does not stall the loop for its encoding. The answer is
+prometheus-client's own exposition (``make_wsgi_app``, called with the request
 as a WSGI environ): the Prometheus text format, or OpenMetrics when the scraper's
 ``Accept`` asks for it, gzip when its ``Accept-Encoding`` allows, ``name[]=``
 filters, OPTIONS, and 405 for methods other than GET; HEAD is answered as the GET
@@ -35,20 +37,22 @@ PATH = "/metrics"
 
 
 class MetricsEndpoint:
-    def __init__(self, registry: CollectorRegistry, host: str, port: int):
+    def __init__(self, registry: CollectorRegistry, host: str, port: int, prepare=None):
         self._app = make_wsgi_app(registry)
+        self._prepare = prepare or (lambda: None)
         self.bound = (host, port)
         self._server: asyncio.Server | None = None
         self._scrapes: set[asyncio.Task] = set()
 
     @classmethod
-    async def start(cls, registry: CollectorRegistry, host: str, port: int) -> MetricsEndpoint:
+    async def start(cls, registry: CollectorRegistry, host: str, port: int, prepare=None) -> MetricsEndpoint:
+        """``prepare()``: called on the event loop before each scrape is collected."""
         try:
             sock = bind(host, port)
         except OSError as e:
             raise ConfigError(f"metrics.prometheus.listener: cannot listen on {host}:{port}: "
                               f"{e.strerror or e}") from None
-        endpoint = cls(registry, host, sock.getsockname()[1])
+        endpoint = cls(registry, host, sock.getsockname()[1], prepare)
         endpoint._server = await asyncio.start_server(endpoint._accept, sock=sock, limit=REQUEST_HEAD_MAX_BYTES)
         return endpoint
 
@@ -93,7 +97,12 @@ class MetricsEndpoint:
             return _text("400 Bad Request", "bad request line")
         if environ["PATH_INFO"] != PATH:
             return _text("404 Not Found", f"see {PATH}")
-        return self.respond(environ)
+        try:
+            self._prepare()
+        except Exception:
+            log.exception("preparing the metrics failed")
+            return _text("500 Internal Server Error", "collecting metrics failed (see the node's log)")
+        return await asyncio.to_thread(self.respond, environ)
 
     def respond(self, environ: dict) -> tuple[str, list, bytes, bool]:
         """prometheus-client's answer to ``environ`` (status, headers, body, whether to send the

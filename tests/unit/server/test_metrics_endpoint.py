@@ -2,11 +2,13 @@
 import asyncio
 import gzip
 import socket
+import threading
 import urllib.error
 import urllib.request
 
 import pytest
 from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
 
 from tierlog.config import ConfigError
 from tierlog.metadata.apply_metrics import ApplyMetrics
@@ -131,3 +133,32 @@ def test_a_failing_collector_is_a_500_and_the_endpoint_goes_on():
         return [await asyncio.to_thread(_get, host, port) for _ in range(2)]
 
     assert [status for status, _ in asyncio.run(_serve(registry, check))] == [500, 500]
+
+
+def test_prepare_runs_on_the_loop_and_the_collection_on_a_worker_thread():
+    threads = {}
+
+    class TwoPhase:
+        def prepare(self):
+            threads["prepare"] = threading.get_ident()
+
+        def collect(self):
+            threads["collect"] = threading.get_ident()
+            yield GaugeMetricFamily("two_phase", "a snapshot's value", value=1)
+
+    registry = CollectorRegistry()
+    collector = TwoPhase()
+    registry.register(collector)
+
+    async def serve():
+        loop_thread = threading.get_ident()
+        endpoint = await MetricsEndpoint.start(registry, "127.0.0.1", 0, prepare=collector.prepare)
+        try:
+            status, text = await asyncio.to_thread(_get, *endpoint.bound)
+        finally:
+            await endpoint.close()
+        return loop_thread, status, text
+
+    loop_thread, status, text = asyncio.run(serve())
+    assert status == 200 and "two_phase 1.0" in text
+    assert threads["prepare"] == loop_thread != threads["collect"]
