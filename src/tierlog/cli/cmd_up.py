@@ -187,6 +187,7 @@ def run(args) -> int:
         raise CliError(refusal)
     overrides = {**tiering_properties(args.remote_storage, data_dir), **parse_overrides(args.set)}
     metrics_override = overrides.pop(METRICS_LISTENER, None)
+    metrics = {p.node_id: metrics_listener(p.node_id, host, port, metrics_override) for p in plans}
     cluster_id = _cluster_id(data_dir)
     voters = ",".join(f"{p.node_id}@{host}:{p.controller_port}" for p in plans if "controller" in p.roles)
     procs = []
@@ -200,7 +201,7 @@ def run(args) -> int:
     try:
         for plan in plans:
             text = node_properties(plan, host, voters, cluster_id, data_dir / f"node-{plan.node_id}" / "data",
-                                   overrides, metrics_listener(plan.node_id, host, port, metrics_override))
+                                   overrides, metrics[plan.node_id])
             procs.append(_start_node(plan.node_id, data_dir, text))
             procs[-1].is_controller_only = plan.roles == ("controller",)
         targets = [(proc.node_id, ",".join(plan.roles), _field(_wait_ready(proc), "metrics"))
