@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
 from prometheus_client.parser import text_string_to_metric_families
-from tiered import TIERED_TOPIC, fs_props
+from tiered import TIERED_TOPIC, fs_props, wait_tiered
 
 from tierlog.cli.monitoring import dashboard_metrics
 
@@ -127,6 +127,16 @@ def test_tiering_moves_the_remote_copy_metrics(metered):
              "a segment of tiered-metered copied to remote storage")
     assert _total(metered.brokers, BTM + "remotelogsizebytes", topic="tiered-metered") > 0
     assert _total(metered.brokers, BTM + "remotecopyerrors_total", topic="tiered-metered") == 0
+    # once local retention dropped the copied segments, a read from offset 0 is served from remote storage
+    wait_tiered(metered, "tiered-metered", 1, {0: 3500})
+    consumer = Consumer({"bootstrap.servers": metered.bootstrap, "group.id": "tiered-reader"})
+    consumer.assign([TopicPartition("tiered-metered", 0, 0)])
+    first = None
+    while first is None:
+        first = next((m for m in consumer.consume(1, 1) if m.error() is None), None)
+    consumer.close()
+    assert first.offset() == 0
+    assert _total(metered.brokers, BTM + "remotefetchbytes_total", topic="tiered-metered") > 0
 
 
 def test_head_gzip_openmetrics_and_process_metrics(metered):
