@@ -14,11 +14,14 @@ it reports ready (the ``node ...`` line) then.  ``stop()`` runs the broker's
 controlled shutdown, cancels and awaits every background task, resigns quorum
 leadership, closes listeners, flushes logs.
 
-Metrics: every batch the loader applies goes to ``ApplyMetrics`` (Kafka's
-``broker-metadata-metrics``: last applied offset, timestamp and lag, and a
-histogram of the lag) in the node's own ``CollectorRegistry``; with
-``metrics.prometheus.listener`` set, ``MetricsEndpoint`` serves it at
-``/metrics`` from start-up (bound first) until ``stop()``.
+Metrics, in the node's own ``CollectorRegistry`` (docs/metrics.md): every batch the
+loader applies goes to ``ApplyMetrics`` (Kafka's ``broker-metadata-metrics``); every
+answered request to ``RequestMetrics`` (the dispatchers' observer) and, on a broker,
+to ``BrokerTopicStats``; the broker's and the controller's gauges are collected at
+scrape time (``BrokerMetricsCollector``, ``ControllerMetricsCollector``), and the
+process's by prometheus-client's ``ProcessCollector``. With
+``metrics.prometheus.listener`` set, ``MetricsEndpoint`` serves them at ``/metrics``
+from start-up (bound first) until ``stop()``.
 
 A node with both roles and no ``controller.quorum.voters`` is a quorum of one
 (development mode): it needs no controller listener.
@@ -36,7 +39,7 @@ import socket
 import uuid
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector
 
 from tierlog.broker.apis import REGISTRY as BROKER_APIS
 from tierlog.broker.broker import Broker
@@ -44,6 +47,7 @@ from tierlog.broker.controller_channel import ControllerChannel
 from tierlog.broker.lifecycle import BrokerLifecycleManager, Endpoint
 from tierlog.broker.remote.tier import RemoteTier
 from tierlog.broker.replica_manager import LAST_TIERED_OFFSET_ENABLE, ReplicaManager
+from tierlog.broker.topic_stats import BrokerTopicStats
 from tierlog.clock import wall_clock_ms
 from tierlog.config import ConfigError, NodeConfig, parse_properties
 from tierlog.controller.config import ControllerConfig
@@ -55,12 +59,15 @@ from tierlog.net.client import Peers
 from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
 from tierlog.net.memory_pool import MemoryPool
+from tierlog.net.request_metrics import RequestMetrics
 from tierlog.net.server import Limits, Server, bind
 from tierlog.net.tasks import TaskSet
 from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
 from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
 from tierlog.raft.file_snapshots import FileSnapshotStore
+from tierlog.server.broker_metrics import BrokerMetricsCollector
 from tierlog.server.broker_role import LifecycleLoop, MetadataView
+from tierlog.server.controller_metrics import ControllerMetricsCollector
 from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
 from tierlog.server.metrics_endpoint import MetricsEndpoint
 from tierlog.server.raft_driver import RaftDriver
@@ -146,7 +153,10 @@ class Node:
         self.replicas: ReplicaManager | None = None
         self.remote: RemoteTier | None = None       # tiered storage, when remote.log.storage.system.enable
         self.metrics_registry = CollectorRegistry()     # this node's, not prometheus-client's global one
+        ProcessCollector(registry=self.metrics_registry)
+        self.request_metrics = RequestMetrics(self.metrics_registry)
         self.metrics_endpoint: MetricsEndpoint | None = None   # when metrics.prometheus.listener is set
+        self._scrape_preparers: list = []       # scrape-time collectors' prepare(), run on the loop per scrape
         self._stopped = asyncio.Event()
         self._dir_locks: list[DirLock] = []          # Kafka's .lock in every log dir and the metadata dir
         self._dir_ids: dict[Path, bytes] = {}           # log dir -> its directory.id (KIP-858)
@@ -174,7 +184,8 @@ class Node:
         self._dir_locks = _lock_dirs(_data_dirs(cfg))
         cluster_id, self._dir_ids = _ensure_meta_properties(cfg)
         if cfg.metrics_listener is not None:
-            self.metrics_endpoint = await MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener)
+            self.metrics_endpoint = await MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener,
+                                                                prepare=self._prepare_scrape)
         voters = cfg.voters or {cfg.node_id: None}
         self.peers = Peers(f"tierlog-node-{cfg.node_id}",
                            {n: a for n, a in voters.items() if a is not None and n != cfg.node_id})
@@ -184,6 +195,7 @@ class Node:
             controller_config = ControllerConfig.from_props(cfg, cfg.topic_defaults(), cluster_id)
             quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms())
             self.controller_server = ControllerServer(cfg.node_id, self.driver, quorum_controller)
+            self.metrics_registry.register(ControllerMetricsCollector(quorum_controller))
         listener = _Listener(loader, self.controller_server, ApplyMetrics(self.metrics_registry, wall_clock_ms()))
         raft = self._open_raft(cluster_id, frozenset(voters), listener)
         listener.generator = SnapshotGenerator.from_config(raft.create_snapshot, _snapshot_settings(cfg),
@@ -194,7 +206,7 @@ class Node:
             self.controller_server.start_ticker()
         for listener_cfg in cfg.controller_listeners:
             await self._serve(listener_cfg, RequestDispatcher(self.controller_server, CONTROLLER_APIS,
-                                                                      listener_cfg.name))
+                                                              listener_cfg.name, (self.request_metrics,)))
         if self.is_broker:
             await self._start_broker(cluster_id, loader, list(voters))
         self._tasks.spawn(self._ticker(listener, loader), name="node-ticker")
@@ -256,15 +268,22 @@ class Node:
                                        lambda: manager.broker_epoch, lambda: loader.image,
                                        {k: cfg[k] for k in REPLICATION_SETTINGS})
         metadata_view = MetadataView(loader)
+        topic_stats = BrokerTopicStats(lambda topic_id: _topic_name(metadata_view.image, topic_id))
         self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
                              api_versions_list(BROKER_APIS))
         if cfg["remote.log.storage.system.enable"]:
-            self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms)
+            self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms, topic_stats)
             await self.remote.check()
             self.broker.remote = self.replicas.remote = self.remote
             self.replicas.tier_listener = self.remote.log_manager
+        collector = BrokerMetricsCollector(self.replicas, topic_stats, self.broker.groups, self.remote,
+                                           lambda: metadata_view.image)
+        self.metrics_registry.register(collector)
+        self._scrape_preparers.append(collector.prepare)
+        observers = (self.request_metrics, topic_stats)
         for listener_cfg, sock in sockets:
-            await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS, listener_cfg.name), sock)
+            await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS, listener_cfg.name, observers),
+                              sock)
         self.lifecycle = LifecycleLoop(manager, self._controller_channel("lifecycle", voters, loader),
                                        lambda: loader.image.provenance.last_contained_offset,
                                        cfg["controller.quorum.request.timeout.ms"] / 1000, self._on_fatal)
@@ -304,6 +323,10 @@ class Node:
         log.error("broker %d shutting down: %s", self.config.node_id, reason)
         self.failure = reason
         self.request_stop()
+
+    def _prepare_scrape(self) -> None:
+        for prepare in self._scrape_preparers:
+            prepare()
 
     def _endpoint(self, listener_cfg) -> Endpoint:
         """What this broker registers: the advertised host of the listener and its bound port."""
@@ -498,6 +521,11 @@ def run_node(config: NodeConfig, on_ready=lambda node: None) -> None:
         asyncio.run(_serve(config, on_ready))
     else:
         uvloop.run(_serve(config, on_ready))
+
+
+def _topic_name(image, topic_id: bytes) -> str | None:
+    topic = image.topic_by_id(topic_id)
+    return None if topic is None else topic.name
 
 
 def _listed_unfenced(image, node_id: int) -> bool:

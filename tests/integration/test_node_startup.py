@@ -137,7 +137,7 @@ def test_up_reports_the_nodes_error_once(tmp_path, moto):
     settings = [f"--set={k}={v}" for k, v in moto.settings().items() if "bucket" not in k and "prefix" not in k]
     result = subprocess.run(
         [sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(tmp_path / "d"), "--combined",
-         "--controllers", "1", "--brokers", "1", "--listen", f"127.0.0.1:{free_port_block((0, 100))}",
+         "--controllers", "1", "--brokers", "1", "--listen", f"127.0.0.1:{free_port_block((0, 100, 201))}",
          "--remote-storage", f"s3://{bucket}/p", *settings],
         capture_output=True, text=True, timeout=120, env=_env(**MOTO_CREDENTIALS), check=False)
     assert result.returncode == 1

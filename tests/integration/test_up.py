@@ -1,9 +1,11 @@
 """`tierlog up`: one line per node, the bootstrap line, clients served, a clean stop on SIGTERM."""
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 from clients import consume_all, create_topic, produce_all
@@ -15,9 +17,10 @@ NODE_LINE = re.compile(r"^node (\d+) roles=([a-z,]+) pid=(\d+) listen=127\.0\.0\
                        r"metrics=127\.0\.0\.1:(\d+)$")
 
 
-def _up(tmp_path, *args):
-    # brokers take port, port + 1, ...; controllers 100 above (tierlog up's CONTROLLER_PORT_OFFSET)
-    port = free_port_block((0, 1, 2, 100, 101, 102))
+def _up(tmp_path, *args, port=None):
+    # brokers take port, port + 1, ...; controllers 100 above (tierlog up's CONTROLLER_PORT_OFFSET);
+    # node N's metrics port + 200 + N (METRICS_PORT_OFFSET)
+    port = port or free_port_block((0, 1, 2, 100, 101, 102, *range(201, 207)))
     proc = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(tmp_path / "d"),
                              "--listen", f"127.0.0.1:{port}", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -32,6 +35,7 @@ def _up(tmp_path, *args):
         nodes.append((int(m[1]), m[2]))
         proc.pids = getattr(proc, "pids", {}) | {int(m[1]): int(m[3])}
         proc.listen = getattr(proc, "listen", {}) | {int(m[1]): int(m[4])}
+        proc.metrics = getattr(proc, "metrics", {}) | {int(m[1]): int(m[5])}
 
 
 def _stop(proc):
@@ -80,8 +84,16 @@ def test_up_combined_single_process(tmp_path):
         cmdline = Path(f"/proc/{proc.pids[1]}/cmdline").read_bytes().split(b"\0")
         assert cmdline[cmdline.index(b"--log-file") + 1] == str(log).encode(), "the node rotates its own log"
         assert "serving" in log.read_text()
+        assert proc.metrics == {1: port + 201}
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port + 201}/metrics", timeout=5).status == 200
     finally:
         _stop(proc)
+    again, _, _, _ = _up(tmp_path, "--controllers", "1", "--brokers", "1", "--combined", port=port)
+    _stop(again)
+    assert again.metrics == {1: port + 201}, "the same metrics port after a restart"
+    scrape = (tmp_path / "d" / "monitoring" / "prometheus.yml").read_text()
+    assert f"- targets: ['127.0.0.1:{port + 201}']" in scrape and "role: 'broker,controller'" in scrape
+    assert json.loads((tmp_path / "d" / "monitoring" / "grafana-dashboard.json").read_text())["uid"]
 
 
 def test_up_refuses_a_bad_plan_with_one_line(tmp_path):
@@ -93,7 +105,10 @@ def test_up_refuses_a_bad_plan_with_one_line(tmp_path):
 
 def test_nodes_stop_when_up_is_killed(tmp_path):
     """A `tierlog up` killed with SIGKILL (no chance to stop its nodes) leaves no node running."""
-    proc, _, _, _ = _up(tmp_path, "--controllers", "1", "--brokers", "2")
+    base = free_port_block((1, 2, 3))
+    proc, _, _, _ = _up(tmp_path, "--controllers", "1", "--brokers", "2",
+                        "--set", f"metrics.prometheus.listener=127.0.0.1:{base}")
+    assert proc.metrics == {1: base + 1, 2: base + 2, 3: base + 3}, "the listener's port + node id"
     pids = list(proc.pids.values())
     assert len(pids) == 3
     proc.kill()

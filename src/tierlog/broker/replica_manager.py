@@ -114,6 +114,7 @@ class ReplicaManager:
         self._image = MetadataImage.empty("", -1)       # the image applied last
         self._slices = ApplySlices()
         self.offline: set[tuple[str, int]] = set()      # partitions whose log dir failed
+        self.isr_changes = {"shrink": 0, "expand": 0}   # accepted AlterPartitions (IsrShrinks/ExpandsPerSec)
 
     def _listeners(self) -> list[TierListener]:
         return [lst for lst in (self.tier_listener, self.coordinator_listener) if lst is not None]
@@ -466,6 +467,8 @@ class ReplicaManager:
             if part.leader_state is ls:
                 ls.on_alter_partition_failure(self._clock_ms())
             return
+        if error == ErrorCode.NONE and item.reason in self.isr_changes:
+            self.isr_changes[item.reason] += 1
         if part.leader_state is not ls:
             return
         now = self._clock_ms()

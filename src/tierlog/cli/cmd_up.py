@@ -10,10 +10,16 @@ says otherwise; a topic is tiered with ``--config remote.storage.enable=true``.
 ``follower.fetch.last.tiered.offset.enable`` is on (KIP-1023: an empty follower
 of a tiered topic copies only what is not in remote storage yet; Kafka's default
 is off; ``--set follower.fetch.last.tiered.offset.enable=false`` turns it off).
-Every node serves its metrics to Prometheus on a free port of its own
-(``metrics.prometheus.listener=<host>:0``), named in its ``node ... metrics=HOST:PORT``
-line. The command prints ``bootstrap.servers=...`` once every node accepts clients
-and stops the nodes cleanly (SIGTERM, then waits) on Ctrl-C or SIGTERM.
+Every node serves its metrics to Prometheus on a port of its own that stays the
+same across restarts: node N at the metrics base port + N, the base being
+``METRICS_PORT_OFFSET`` (200) above the ``--listen`` port (9092: node 1 at 9293), or
+the port of ``--set metrics.prometheus.listener=HOST:PORT`` (port 0: every node a
+free port of its own), named in its ``node ... metrics=HOST:PORT`` line. Once every
+node is ready, ``<data-dir>/monitoring/`` gets a Prometheus scrape config of the
+nodes (``prometheus.yml``) and the Grafana dashboard (``grafana-dashboard.json``,
+cli/monitoring.py). The command prints ``bootstrap.servers=...`` once every node
+accepts clients, then ``monitoring=<dir>``, and stops the nodes cleanly (SIGTERM,
+then waits) on Ctrl-C or SIGTERM.
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ from tierlog.tiered.factory import RemoteStorageConfigError, location_settings
 
 from .cmd_node import parse_overrides
 from .errors import ERROR_PREFIX, CliError
+from .monitoring import write_monitoring
 from .up_layout import check_data_dir
 
 __all__ = ["register", "run"]
@@ -43,6 +50,8 @@ STOP_TIMEOUT_S = 30
 
 
 CONTROLLER_PORT_OFFSET = 100     # controller listeners sit 100 ports above the broker listeners
+METRICS_PORT_OFFSET = 200        # node N serves metrics at --listen's port + 200 + N
+METRICS_LISTENER = "metrics.prometheus.listener"
 
 
 def register(subparsers) -> None:
@@ -51,8 +60,11 @@ def register(subparsers) -> None:
         description="Start a local tierlog cluster with the embedded defaults and keep it running until "
                     "Ctrl-C: by default 3 controllers (the metadata quorum) and 3 brokers, each its own "
                     "process. Prints 'node <id> roles=... pid=... listen=... metrics=HOST:PORT' per node "
-                    "(Prometheus metrics at http://HOST:PORT/metrics), then "
-                    "'bootstrap.servers=HOST:PORT[,...]' once every broker accepts clients.")
+                    "(Prometheus metrics at http://HOST:PORT/metrics; node N at the --listen port + "
+                    f"{METRICS_PORT_OFFSET} + N, or at PORT + N with --set {METRICS_LISTENER}=HOST:PORT, "
+                    "PORT 0: a free port each), then 'bootstrap.servers=HOST:PORT[,...]' once every broker "
+                    "accepts clients, then 'monitoring=DIR': a Prometheus scrape config (prometheus.yml) "
+                    "and a Grafana dashboard (grafana-dashboard.json) of the cluster.")
     p.add_argument("--data-dir", default="./tierlog-data", help="where nodes keep data")
     p.add_argument("--listen", default="127.0.0.1:9092", metavar="HOST:PORT",
                    help="first broker's listener; later brokers take the following ports and "
@@ -93,8 +105,27 @@ def plan_cluster(controllers: int, brokers: int, combined: bool, port: int) -> l
             + [NodePlan(controllers + i + 1, ("broker",), port + i, None) for i in range(brokers)])
 
 
+def metrics_listener(node_id: int, host: str, port: int, override: str | None) -> str:
+    """Node ``node_id``'s ``metrics.prometheus.listener``: the base port + node id, the base
+    being ``METRICS_PORT_OFFSET`` above ``port`` or the override's port (0: a free port)."""
+    if override is None:
+        return _metrics_address(host, port + METRICS_PORT_OFFSET + node_id, f"--listen port + {METRICS_PORT_OFFSET}")
+    if not override:
+        return ""           # metrics off
+    mhost, sep, mport = override.rpartition(":")
+    if not sep or not mhost or not mport.isdigit() or int(mport) > 65535:
+        raise CliError(f"--set {METRICS_LISTENER} expects HOST:PORT, got {override!r}")
+    return _metrics_address(mhost, int(mport) + node_id if int(mport) else 0, f"{METRICS_LISTENER} port")
+
+
+def _metrics_address(host: str, port: int, base: str) -> str:
+    if port > 65535:
+        raise CliError(f"metrics port {port} (the {base} + node id) is above 65535")
+    return f"{host}:{port}"
+
+
 def node_properties(plan: NodePlan, host: str, voters: str, cluster_id: str, log_dir: Path,
-                    overrides: dict[str, str]) -> str:
+                    overrides: dict[str, str], metrics: str | None = None) -> str:
     listeners = []
     if plan.broker_port is not None:
         listeners.append(f"PLAINTEXT://{host}:{plan.broker_port}")
@@ -108,7 +139,7 @@ def node_properties(plan: NodePlan, host: str, voters: str, cluster_id: str, log
         "controller.listener.names": "CONTROLLER",
         "controller.quorum.voters": voters,
         "log.dirs": str(log_dir),
-        "metrics.prometheus.listener": f"{host}:0",
+        METRICS_LISTENER: f"{host}:0" if metrics is None else metrics,
     }
     props.update(overrides)
     return format_properties(props, "Written by `tierlog up`; restart this node by hand with: "
@@ -155,6 +186,8 @@ def run(args) -> int:
     if refusal is not None:
         raise CliError(refusal)
     overrides = {**tiering_properties(args.remote_storage, data_dir), **parse_overrides(args.set)}
+    metrics_override = overrides.pop(METRICS_LISTENER, None)
+    metrics = {p.node_id: metrics_listener(p.node_id, host, port, metrics_override) for p in plans}
     cluster_id = _cluster_id(data_dir)
     voters = ",".join(f"{p.node_id}@{host}:{p.controller_port}" for p in plans if "controller" in p.roles)
     procs = []
@@ -168,13 +201,15 @@ def run(args) -> int:
     try:
         for plan in plans:
             text = node_properties(plan, host, voters, cluster_id, data_dir / f"node-{plan.node_id}" / "data",
-                                   overrides)
+                                   overrides, metrics[plan.node_id])
             procs.append(_start_node(plan.node_id, data_dir, text))
             procs[-1].is_controller_only = plan.roles == ("controller",)
-        for proc in procs:
-            _wait_ready(proc)
+        targets = [(proc.node_id, ",".join(plan.roles), _field(_wait_ready(proc), "metrics"))
+                   for proc, plan in zip(procs, plans, strict=True)]
         brokers = [f"{host}:{p.broker_port}" for p in plans if p.broker_port is not None]
         print(f"bootstrap.servers={','.join(brokers)}", flush=True)
+        write_monitoring(data_dir / "monitoring", targets)
+        print(f"monitoring={data_dir / 'monitoring'}", flush=True)
         _watch(procs, lambda: stopping)
     except KeyboardInterrupt:
         pass
@@ -228,13 +263,19 @@ def _start_node(node_id: int, data_dir: Path, properties: str) -> subprocess.Pop
     return proc
 
 
-def _wait_ready(proc: subprocess.Popen) -> None:
+def _field(node_line: str, name: str) -> str | None:
+    """A ``name=value`` field of a node line (None: not there)."""
+    return next((word.split("=", 1)[1] for word in node_line.split() if word.startswith(name + "=")), None)
+
+
+def _wait_ready(proc: subprocess.Popen) -> str:
+    """The node's ``node ...`` line, printed, once it is ready."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if line.startswith("node "):
             print(line.rstrip(), flush=True)
-            return
+            return line.strip()
         if not line and proc.poll() is not None:
             log = proc.node_dir / "node.log"
             raise CliError(f"node {proc.node_id} failed to start: {_last_error(log)} (see {log})")

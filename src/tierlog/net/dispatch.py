@@ -8,11 +8,18 @@ Kafka's rules: an unknown API key, a version we do not support (but for
 ApiVersions) or a body that does not decode is a protocol violation that closes
 the connection; an ApiVersions request at an unsupported version is answered at
 v0 with UNSUPPORTED_VERSION and our list, so the client can retry.
+
+Every answered request (acks=0 Produce included: its answer is None) goes to the
+dispatcher's ``observers`` once its response is ready:
+``observer.on_response(header, request, response, received_ns, started_ns)``
+(``RequestMetrics``, the broker's ``BrokerTopicStats``); a request that closes the
+connection is not observed.
 """
 from __future__ import annotations
 
 import inspect
 import logging
+import time
 
 from tierlog.protocol import (
     ProtocolError,
@@ -41,12 +48,14 @@ class RequestDispatcher:
     (Kafka's request context listener name: Metadata and KIP-951 endpoints are given on it), and
     the client's address as ``header.client_host`` (a group member's host)."""
 
-    def __init__(self, context, registry: dict, listener: str | None = None):
+    def __init__(self, context, registry: dict, listener: str | None = None, observers: tuple = ()):
         self.context = context
         self.registry = registry
         self.listener = listener
+        self.observers = observers
 
-    def __call__(self, frame: bytearray, client_host: str = ""):
+    def __call__(self, frame: bytearray, client_host: str = "", received_ns: int | None = None):
+        started_ns = time.monotonic_ns()
         try:
             header, offset = decode_request_header(frame)
         except ProtocolError as e:
@@ -67,12 +76,20 @@ class RequestDispatcher:
             raise CloseConnection(f"malformed api key {header.api_key} v{header.api_version} request: {e}") \
                 from None
         result = api.handle(self.context, header, body)
+        timing = (started_ns if received_ns is None else received_ns, started_ns)
         if inspect.isawaitable(result):
-            return self._finish(header, result)
+            return self._finish(header, body, result, timing)
+        self._observe(header, body, result, timing)
         return self._encode(header, result)
 
-    async def _finish(self, header, pending):
-        return self._encode(header, await pending)
+    async def _finish(self, header, body, pending, timing):
+        result = await pending
+        self._observe(header, body, result, timing)
+        return self._encode(header, result)
+
+    def _observe(self, header, request, response, timing) -> None:
+        for observer in self.observers:
+            observer.on_response(header, request, response, *timing)
 
     @staticmethod
     def _encode(header, body):

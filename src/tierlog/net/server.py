@@ -24,8 +24,9 @@ Bounds (``Limits``; what happens at each):
 A closed connection drops its buffers and queued frames and gives their bytes
 back to the pool.
 
-The handler is ``handle(frame: bytearray, client_host: str) -> parts | awaitable[parts] | None``
-(``client_host``: the peer's IP address, "" when it has none):
+The handler is ``handle(frame: bytearray, client_host: str, received_ns: int) -> parts | awaitable[parts] | None``
+(``client_host``: the peer's IP address, "" when it has none; ``received_ns``: ``time.monotonic_ns()``
+when the whole frame had arrived, for the request metrics):
 ``parts`` is a list of bytes-like objects and file regions (objects with
 ``__len__`` and ``read()``/``fd``/``offset``), ``None`` means no response
 (acks=0).  A handler raising ``CloseConnection`` closes this connection only;
@@ -38,6 +39,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
@@ -76,7 +78,7 @@ class Limits:
         self.read_ms = read_ms
 
 
-Handler = Callable[[bytearray, str], "list | Awaitable[list] | None"]
+Handler = Callable[[bytearray, str, int], "list | Awaitable[list] | None"]
 
 
 class _Connection(asyncio.BufferedProtocol):
@@ -91,7 +93,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._frame_fill = 0
         self._grow = 0                           # bytes reserved for the frame buffer's next growth
         self._reserved = 0                       # bytes this connection holds in the pool
-        self._queue: deque[bytearray] = deque()
+        self._queue: deque[tuple[bytearray, int]] = deque()   # (frame, monotonic ns when complete)
         self._wake = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
@@ -223,7 +225,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._grow = 0
 
     def _enqueue(self, frame: bytearray):
-        self._queue.append(frame)
+        self._queue.append((frame, time.monotonic_ns()))
         self._wake.set()
         if len(self._queue) >= self._limits.queued_max_requests:
             self._pause(_QUEUE)
@@ -280,12 +282,12 @@ class _Connection(asyncio.BufferedProtocol):
                     self._wake.clear()
                     await self._wake.wait()
                     continue
-                frame = self._queue.popleft()
+                frame, received_ns = self._queue.popleft()
                 if len(self._queue) < self._limits.queued_max_requests // 2 + 1:
                     self._resume(_QUEUE)
                 self._server.request_started(self)
                 try:
-                    result = handle(frame, self.client_host)
+                    result = handle(frame, self.client_host, received_ns)
                     if result is not None and not isinstance(result, list):
                         result = await result
                 finally:

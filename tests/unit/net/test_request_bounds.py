@@ -76,7 +76,7 @@ async def _until(predicate, timeout_s=10.0):
 
 def test_a_declared_size_allocates_nothing_until_bytes_arrive():
     async def main():
-        server = _serve(lambda frame, host: [bytes(frame[:4])])
+        server = _serve(lambda frame, host, *_: [bytes(frame[:4])])
         port = await _start(server)
         pool = server.limits.pool
         _, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -91,7 +91,7 @@ def test_a_declared_size_allocates_nothing_until_bytes_arrive():
 
 def test_a_large_frame_arriving_in_pieces_is_handled_whole():
     async def main():
-        server = _serve(lambda frame, host: [len(frame).to_bytes(4, "big"), bytes(frame[-3:])])
+        server = _serve(lambda frame, host, *_: [len(frame).to_bytes(4, "big"), bytes(frame[-3:])])
         port = await _start(server)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         body = bytes(range(256)) * 4096 + b"end"            # 1 MiB + 3
@@ -112,7 +112,7 @@ def test_an_exhausted_pool_stops_reading_until_memory_comes_back():
     async def main():
         gate, handled = asyncio.Event(), []
 
-        async def held(frame, host):
+        async def held(frame, host, *_):
             handled.append(len(frame))
             await gate.wait()
             return [b"ok"]
@@ -144,7 +144,7 @@ def test_an_exhausted_pool_stops_reading_until_memory_comes_back():
 ])
 def test_lingering_connections_are_closed(idle_ms, read_ms, payload):
     async def main():
-        server = _serve(lambda frame, host: [b"ok"], idle_ms=idle_ms, read_ms=read_ms)
+        server = _serve(lambda frame, host, *_: [b"ok"], idle_ms=idle_ms, read_ms=read_ms)
         port = await _start(server)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(payload)
@@ -157,7 +157,7 @@ def test_lingering_connections_are_closed(idle_ms, read_ms, payload):
 
 def test_connections_over_the_per_ip_limit_are_closed_when_accepted():
     async def main():
-        server = _serve(lambda frame, host: [b"ok"], quotas=ConnectionQuotas(100, 2))
+        server = _serve(lambda frame, host, *_: [b"ok"], quotas=ConnectionQuotas(100, 2))
         port = await _start(server)
         kept = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
         await _until(lambda: server.connection_count == 2)

@@ -14,7 +14,7 @@ def test_a_socket_bound_first_serves_frames_once_the_server_runs():
     async def main():
         sock = bind("127.0.0.1", 0)
         port = sock.getsockname()[1]
-        server = Server(lambda frame, host: [b"re:" + bytes(frame)], limits())
+        server = Server(lambda frame, host, *_: [b"re:" + bytes(frame)], limits())
         assert await server.serve(sock) == port
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write((5).to_bytes(4, "big") + b"hello")
@@ -40,7 +40,7 @@ def test_stop_ends_the_worker_of_a_connection_waiting_in_its_handler():
     async def main():
         entered, ended = asyncio.Event(), []
 
-        async def slow(frame, host):
+        async def slow(frame, host, *_):
             entered.set()
             try:
                 await asyncio.Event().wait()

@@ -48,6 +48,7 @@ from tierlog.tiered.copy_rules import (
 )
 from tierlog.tiered.upload_epochs import leader_epoch_checkpoint, segment_leader_epochs
 
+from ..topic_stats import BrokerTopicStats
 from .rate_limit import ByteRateLimit
 
 __all__ = ["TaskContext", "copy_pass", "metadata_update"]
@@ -60,8 +61,9 @@ class TaskContext:
     """What copy and expiration passes use: the store, the metadata, the pools, the rate limit, the clock."""
 
     def __init__(self, node_id: int, segments: RemoteSegmentStore, metadata, pool: Executor, delete_pool: Executor,
-                 limit: ByteRateLimit, clock_ms) -> None:
+                 limit: ByteRateLimit, clock_ms, stats: BrokerTopicStats | None = None) -> None:
         self.node_id, self.segments, self.metadata = node_id, segments, metadata
+        self.stats = stats or BrokerTopicStats(lambda topic_id: None)   # RemoteCopyBytes / RemoteCopyErrors
         self.pool, self.delete_pool, self.limit, self.clock_ms = pool, delete_pool, limit, clock_ms
         self.in_flight: set[RemoteLogSegmentId] = set()
         self.uploads: dict[TopicIdPartition, set[Future]] = {}
@@ -126,12 +128,14 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
             await asyncio.sleep(wait)
         await ctx.upload(tip, metadata, data)
     except RemoteStorageError:
+        ctx.stats.remote_copy_failed(tip.topic)
         await _abandon(ctx, metadata)
         raise
     finally:
         ctx.in_flight.discard(metadata.segment_id)
     await ctx.metadata.publish(metadata_update(ctx, metadata, _S.COPY_SEGMENT_FINISHED))
     plog.highest_offset_in_remote_storage = max(plog.highest_offset_in_remote_storage, metadata.end_offset)
+    ctx.stats.remote_copied(tip.topic, seg.size)
     log.info("%s-%d: copied [%d, %d] (%d bytes) to remote storage", tip.topic, tip.partition,
              metadata.start_offset, metadata.end_offset, seg.size)
 

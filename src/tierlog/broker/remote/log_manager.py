@@ -49,6 +49,7 @@ from tierlog.tiered.copy_rules import find_highest_remote_offset
 from tierlog.tiered.layout import MANIFEST_SUFFIX
 from tierlog.tiered.lineage import highest_offset_in_lineage
 
+from ..topic_stats import BrokerTopicStats
 from .copy_task import TaskContext, copy_pass
 from .expiration_task import delete_segment, expiration_pass
 from .rate_limit import ByteRateLimit
@@ -64,7 +65,8 @@ def tip_of(part) -> TopicIdPartition:
 
 
 class RemoteLogManager:
-    def __init__(self, node_id: int, config, segments: RemoteSegmentStore, metadata, clock_ms):
+    def __init__(self, node_id: int, config, segments: RemoteSegmentStore, metadata, clock_ms,
+                 stats: BrokerTopicStats | None = None):
         self.node_id = node_id
         self.segments = segments
         self.metadata = metadata
@@ -78,7 +80,7 @@ class RemoteLogManager:
                                            thread_name_prefix="rlm-expiration")
         self.ctx = TaskContext(node_id, segments, metadata, self._copier, self._deleter,
                                ByteRateLimit(int(config["remote.log.manager.copy.max.bytes.per.second"]),
-                                             time.monotonic()), clock_ms)
+                                             time.monotonic()), clock_ms, stats)
         self._rng = random.Random()
         self._tasks = TaskSet(f"remote log manager {node_id}")
         self._running: dict[tuple[str, int], asyncio.Task] = {}

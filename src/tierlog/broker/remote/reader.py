@@ -67,6 +67,7 @@ from tierlog.tiered.layout import LOG_SUFFIX
 from tierlog.tiered.lineage import within_leader_epochs
 from tierlog.tiered.read_rules import epoch_for_offset
 
+from ..topic_stats import BrokerTopicStats
 from .rate_limit import ByteRateLimit
 
 __all__ = ["RemoteRead", "RemoteReader"]
@@ -85,8 +86,10 @@ class RemoteRead(NamedTuple):
 
 
 class RemoteReader:
-    def __init__(self, config, segments: RemoteSegmentStore, metadata, cache_dir: Path):
+    def __init__(self, config, segments: RemoteSegmentStore, metadata, cache_dir: Path,
+                 stats: BrokerTopicStats | None = None):
         rsm = config.prefixed("rsm.config.")
+        self.stats = stats or BrokerTopicStats(lambda topic_id: None)   # RemoteFetchBytes / RemoteFetchErrors
         self.segments = segments
         self.metadata = metadata
         self.chunks = ChunkCache(cache_dir, int(rsm.get("rsm.config.chunk.size", DEFAULT_CHUNK_SIZE)),
@@ -131,14 +134,17 @@ class RemoteReader:
             return self._lost(part, meta, LossKind.MISSING, e)
         except RemoteStorageError as e:
             log.warning("%s-%d: remote read at %d failed: %s", part.topic, part.index, offset, e)
+            self.stats.remote_fetch_failed(part.topic)
             return RemoteRead(ErrorCode.KAFKA_STORAGE_ERROR)
         finally:
             self._pending -= 1
         self._read_ahead(meta, end)
+        self.stats.remote_fetched(part.topic, len(data))
         return RemoteRead(ErrorCode.NONE, data)
 
     def _lost(self, part, meta: RemoteLogSegmentMetadata, kind: LossKind, cause: Exception) -> RemoteRead:
         """A lost remote segment: logged once, counted, UNKNOWN_SERVER_ERROR (see the module docstring)."""
+        self.stats.remote_fetch_failed(part.topic)
         if self.data_loss.report(meta.segment_id, kind):
             log.error("%s-%d: remote segment [%d, %d] is %s (object %s: %s); fetches in it get "
                       "UNKNOWN_SERVER_ERROR until it is uploaded again or the log start moves past it "

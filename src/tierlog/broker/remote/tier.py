@@ -27,6 +27,7 @@ from tierlog.tiered import (
     object_store_from_config,
 )
 
+from ..topic_stats import BrokerTopicStats
 from .log_manager import RemoteLogManager
 from .metadata_manager import RemoteLogMetadataManager
 from .reader import RemoteReader
@@ -35,7 +36,7 @@ __all__ = ["RemoteTier"]
 
 
 class RemoteTier:
-    def __init__(self, config, metadata_view, controller_channel, clock_ms):
+    def __init__(self, config, metadata_view, controller_channel, clock_ms, stats: BrokerTopicStats | None = None):
         try:
             store = object_store_from_config(config.prefixed("rsm.config."))
         except RemoteStorageConfigError as e:
@@ -43,10 +44,10 @@ class RemoteTier:
         self._store = store
         self.segments = RemoteSegmentStore(store)
         self.metadata = RemoteLogMetadataManager(config.node_id, config, metadata_view, controller_channel, clock_ms)
-        self.log_manager = RemoteLogManager(config.node_id, config, self.segments, self.metadata, clock_ms)
+        self.log_manager = RemoteLogManager(config.node_id, config, self.segments, self.metadata, clock_ms, stats)
         cache_dir = config.prefixed("rsm.config.").get("rsm.config.fetch.chunk.cache.path") or \
             str(Path(config.log_dirs[0]) / "remote-log-chunk-cache")
-        self.reader = RemoteReader(config, self.segments, self.metadata, Path(cache_dir))
+        self.reader = RemoteReader(config, self.segments, self.metadata, Path(cache_dir), stats)
         self.follower_pool = ThreadPoolExecutor(int(config["remote.log.manager.follower.thread.pool.size"]),
                                                 thread_name_prefix="rlm-follower")
 
