@@ -22,6 +22,14 @@ histogram of the lag) in the node's own ``CollectorRegistry``; with
 
 A node with both roles and no ``controller.quorum.voters`` is a quorum of one
 (development mode): it needs no controller listener.
+
+Transport security (``net.security.node_security``): each listener serves the
+protocol ``listener.security.protocol.map`` gives it (an SSL listener with its
+``ssl.*`` settings' context, built before anything is bound, so a listener
+without a usable keystore stops the start with one line); the Raft replica and
+the controller channels connect with the first controller listener's security,
+replica fetchers and the remote log metadata manager to other brokers'
+``inter.broker.listener.name`` endpoints with that listener's.
 """
 from __future__ import annotations
 
@@ -51,11 +59,13 @@ from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.apply_metrics import ApplyMetrics
 from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
-from tierlog.net.client import Peers
+from tierlog.net.client import PeerRoute, Peers
 from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
 from tierlog.net.memory_pool import MemoryPool
+from tierlog.net.security import NodeSecurity, SecurityConfigError, node_security
 from tierlog.net.server import Limits, Server, bind
+from tierlog.net.ssl_context import server_context
 from tierlog.net.tasks import TaskSet
 from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
 from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
@@ -149,6 +159,7 @@ class Node:
         self._connection_quotas = ConnectionQuotas(config["max.connections"], config["max.connections.per.ip"],
                                                    _resolve_hosts(config.ip_overrides))
         self._request_memory = MemoryPool(config.request_memory_bytes)
+        self.security, self._ssl_contexts = _security(config)
 
     @property
     def is_broker(self) -> bool:
@@ -171,7 +182,8 @@ class Node:
             self.metrics_endpoint = await MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener)
         voters = cfg.voters or {cfg.node_id: None}
         self.peers = Peers(f"tierlog-node-{cfg.node_id}",
-                           {n: a for n, a in voters.items() if a is not None and n != cfg.node_id})
+                           {n: a for n, a in voters.items() if a is not None and n != cfg.node_id},
+                           self.security.controller)
         loader = MetadataLoader(cluster_id=cluster_id)
         self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000)
         if "controller" in cfg.roles:
@@ -221,7 +233,7 @@ class Node:
         a heartbeat or an AlterPartition would wait behind this node's parked metadata
         Fetch (up to its 500 ms wait); nor does a slow forward hold up a heartbeat."""
         cfg = self.config
-        peers = Peers(f"tierlog-node-{cfg.node_id}-{purpose}", dict(self.peers.addresses))
+        peers = Peers(f"tierlog-node-{cfg.node_id}-{purpose}", dict(self.peers.addresses), self.security.controller)
         self._channel_peers.append(peers)
         return ControllerChannel(peers, voters, lambda: loader.image.controller_id if
                                  loader.image.controller_id >= 0 else None,
@@ -243,12 +255,12 @@ class Node:
         self.replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms,
                                        self._controller_channel("alter-partition", voters, loader),
                                        lambda: manager.broker_epoch, lambda: loader.image,
-                                       {k: cfg[k] for k in REPLICATION_SETTINGS})
+                                       {k: cfg[k] for k in REPLICATION_SETTINGS}, self._inter_broker_route())
         metadata_view = MetadataView(loader)
         self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
                              api_versions_list(BROKER_APIS))
         if cfg["remote.log.storage.system.enable"]:
-            self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms)
+            self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms, self._inter_broker_route())
             await self.remote.check()
             self.broker.remote = self.replicas.remote = self.remote
             self.replicas.tier_listener = self.remote.log_manager
@@ -276,18 +288,22 @@ class Node:
         replicas.apply_image(loader.image)
         loader.subscribe(replicas.apply_image)
 
+    def _inter_broker_route(self) -> PeerRoute:
+        return PeerRoute(self.config.inter_broker_listener, self.security.inter_broker)
+
     def _endpoint(self, listener_cfg) -> Endpoint:
         """What this broker registers: the advertised host of the listener and its bound port."""
         adv = next((a for a in self.config.advertised if a.name == listener_cfg.name), listener_cfg)
         port = adv.port if adv is not listener_cfg and adv.port else self._ports[listener_cfg.name]
-        return Endpoint(listener_cfg.name, adv.host or "127.0.0.1", port)
+        return Endpoint(listener_cfg.name, adv.host or "127.0.0.1", port,
+                        self.security.listeners[listener_cfg.name].protocol)
 
     async def _serve(self, listener_cfg, dispatcher, sock=None) -> None:
         """Serve ``listener_cfg`` on ``sock`` (bound already) or on a socket bound now."""
         cfg = self.config
         limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], self._connection_quotas,
                         self._request_memory, cfg["connections.max.idle.ms"], cfg["socket.request.read.timeout.ms"])
-        server = Server(dispatcher, limits)
+        server = Server(dispatcher, limits, self._ssl_contexts.get(listener_cfg.name))
         port = await server.serve(sock if sock is not None else bind(listener_cfg.host, listener_cfg.port))
         self.servers.append(server)
         self.bound.append((listener_cfg.host or "0.0.0.0", port))
@@ -338,6 +354,18 @@ class Node:
         for lock in self._dir_locks:
             lock.release()
         log.info("node %d stopped", self.config.node_id)
+
+
+def _security(cfg: NodeConfig) -> tuple[NodeSecurity, dict]:
+    """The node's security spec and its SSL listeners' contexts (ConfigError: cannot honour it)."""
+    try:
+        security = node_security(cfg.raw, [lst.name for lst in cfg.listeners], cfg.controller_listener_names,
+                                 cfg.inter_broker_listener if "broker" in cfg.roles else None)
+        contexts = {name: server_context(spec.ssl) for name, spec in security.listeners.items()
+                    if spec.ssl is not None}
+    except SecurityConfigError as e:
+        raise ConfigError(str(e)) from None
+    return security, contexts
 
 
 def _data_dirs(cfg: NodeConfig) -> list[Path]:

@@ -24,6 +24,15 @@ Bounds (``Limits``; what happens at each):
 A closed connection drops its buffers and queued frames and gives their bytes
 back to the pool.
 
+Transport security: a ``Server`` given an ``ssl.SSLContext`` (an SSL listener,
+``net.ssl_context.server_context``) serves TLS; asyncio completes the handshake
+before ``connection_made``, and a failed handshake (a plaintext client, an
+untrusted client certificate) ends the connection with a debug line, no
+traceback; the handshake has ``socket.request.read.timeout.ms`` to finish.
+File regions go out with ``os.sendfile`` on plaintext connections only:
+on TLS they are read and written through the transport (sendfile would put
+cleartext on the socket, past the encryption).
+
 The handler is ``handle(frame: bytearray, client_host: str) -> parts | awaitable[parts] | None``
 (``client_host``: the peer's IP address, "" when it has none):
 ``parts`` is a list of bytes-like objects and file regions (objects with
@@ -38,6 +47,7 @@ import asyncio
 import logging
 import os
 import socket
+import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable
 
@@ -100,6 +110,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._admitted = False
         self.transport = None
         self._worker = None
+        self._zero_copy = server.ssl_context is None      # sendfile bypasses TLS
 
     # -- asyncio protocol callbacks -------------------------------------------------
     def connection_made(self, transport):
@@ -310,7 +321,7 @@ class _Connection(asyncio.BufferedProtocol):
             if isinstance(p, (bytes, bytearray, memoryview)):
                 out.append(p)
                 continue
-            if len(p) >= SENDFILE_MIN_BYTES:
+            if self._zero_copy and len(p) >= SENDFILE_MIN_BYTES:
                 self.transport.writelines(out)
                 out = []
                 if self.transport.get_write_buffer_size() == 0:
@@ -323,7 +334,8 @@ class _Connection(asyncio.BufferedProtocol):
             await self._can_write.wait()
 
     def _sendfile(self, region):
-        """Send a file region from the page cache; only called while the transport's buffer is empty."""
+        """Send a file region from the page cache; only called while the transport's buffer is empty,
+        on a plaintext connection."""
         sock = self.transport.get_extra_info("socket")
         offset, remaining = region.offset, len(region)
         try:
@@ -350,11 +362,13 @@ class _Connection(asyncio.BufferedProtocol):
 
 
 class Server:
-    """Listens on one host:port and feeds frames of every connection to ``handler``."""
+    """Listens on one host:port and feeds frames of every connection to ``handler``
+    (over TLS when given ``ssl_context``)."""
 
-    def __init__(self, handler: Handler, limits: Limits):
+    def __init__(self, handler: Handler, limits: Limits, ssl_context: ssl.SSLContext | None = None):
         self.handler = handler
         self.limits = limits
+        self.ssl_context = ssl_context
         self.deadlines = ConnectionDeadlines(limits.idle_ms, limits.read_ms)
         self._connections: set[_Connection] = set()
         self._server: asyncio.base_events.Server | None = None
@@ -390,9 +404,16 @@ class Server:
     async def serve(self, sock: socket.socket) -> int:
         """Serve the connections of a listening socket from ``bind``; the bound port."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _Connection(self), sock=sock, backlog=BACKLOG)
+        self._server = await loop.create_server(lambda: _Connection(self), sock=sock, backlog=BACKLOG,
+                                                **self._tls_options())
         self._sweeper = loop.create_task(self._sweep(), name=f"deadlines-{sock.getsockname()[1]}")
         return sock.getsockname()[1]
+
+    def _tls_options(self) -> dict:
+        """A TLS handshake gets ``socket.request.read.timeout.ms`` to finish, as a frame does."""
+        if self.ssl_context is None:
+            return {}
+        return {"ssl": self.ssl_context, "ssl_handshake_timeout": self.limits.read_ms / 1000}
 
     async def _sweep(self) -> None:
         """Close the connections past ``connections.max.idle.ms`` or ``socket.request.read.timeout.ms``."""
