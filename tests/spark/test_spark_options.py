@@ -44,3 +44,23 @@ def test_split_and_rate_limit():
     assert all(r.size <= 300 for r in split_ranges([OffsetRange("t", 0, 0, 1000)], None, 300))
     ends = rate_limit({("t", 0): 0, ("t", 1): 0}, {("t", 0): 900, ("t", 1): 100}, 100)
     assert ends == {("t", 0): 90, ("t", 1): 10}
+
+
+def test_security_options_reach_the_source_and_the_sink():
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "a"}
+    tls = {"kafka.security.protocol": "SSL", "kafka.ssl.truststore.type": "PEM",
+           "kafka.ssl.truststore.location": "/ca.crt", "kafka.ssl.keystore.type": "PEM",
+           "kafka.ssl.keystore.location": "/me.pem"}
+    source = parse_source_options({**base, **tls}, streaming=False)
+    assert source.security.protocol.name == "SSL"
+    assert source.security.ssl.truststore_location == "/ca.crt" and source.security.ssl.keystore_location == "/me.pem"
+    sink = parse_sink_options({**base, **tls, "topic": "t"}).producer_config
+    assert sink["ssl.ca.location"] == "/ca.crt" and sink["ssl.key.location"] == "/me.pem"
+    assert "ssl.truststore.location" not in sink and sink["security.protocol"] == "SSL"
+    for bad, named in (({"kafka.ssl.ca.location": "/ca.crt"}, "security.protocol is PLAINTEXT"),
+                       ({"kafka.security.protocol": "SASL_SSL"}, "SASL"),
+                       ({**tls, "kafka.ssl.truststore.type": "JKS"}, "JKS is not supported")):
+        with pytest.raises(OptionError, match=named):
+            parse_source_options({**base, **bad}, streaming=False)
+        with pytest.raises(OptionError, match=named):
+            parse_sink_options({**base, **bad, "topic": "t"})

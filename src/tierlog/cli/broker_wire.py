@@ -8,8 +8,10 @@ ends at the command's deadline (--timeout). Failing to reach any server is a
 `CliError` in the same words as librdkafka's path:
 ``cannot reach bootstrap server HOST:PORT (reason)``.
 
-A command whose --command-config asks for TLS or SASL cannot use this (it
-speaks plaintext only): `usable` says so, and the command keeps to librdkafka.
+The connection speaks what --command-config asks for (``security.protocol`` and
+``ssl.*``, Kafka's client names or librdkafka's; `BrokerWire.from_args`), through
+``net.connect`` like every tierlog connection. SASL is not implemented yet: `usable`
+says so, and a command that can keeps to librdkafka.
 """
 
 from __future__ import annotations
@@ -21,19 +23,33 @@ from typing import Self
 from tierlog.cli.errors import CliError
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.request_pipeline import PeerUnavailable
+from tierlog.net.security import (
+    PLAINTEXT,
+    Security,
+    SecurityConfigError,
+    client_security,
+)
 from tierlog.protocol import APIS, ApiKey
 
-__all__ = ["BrokerWire", "usable"]
+__all__ = ["BrokerWire", "security_of", "usable"]
 
 _CLIENT_ID = "tierlog-cli"
-_PLAINTEXT = "plaintext"
+_SASL = ("sasl_plaintext", "sasl_ssl")
 
 
 def usable(args: argparse.Namespace) -> bool:
-    """Whether the connection settings allow a plaintext connection of our own."""
+    """Whether tierlog's own connection can speak what --command-config asks for (not SASL yet)."""
     settings = dict(args.command_config)
-    protocol = settings.get("security.protocol", _PLAINTEXT).strip().lower()
-    return protocol == _PLAINTEXT and not any(k.startswith(("sasl.", "ssl.")) for k in settings)
+    protocol = settings.get("security.protocol", "plaintext").strip().lower()
+    return protocol not in _SASL and not any(k.startswith("sasl.") for k in settings)
+
+
+def security_of(args: argparse.Namespace) -> Security:
+    """The connection security --command-config asks for; a `CliError` naming a setting it cannot honour."""
+    try:
+        return client_security(dict(args.command_config))
+    except SecurityConfigError as exc:
+        raise CliError(f"--command-config: {exc}") from None
 
 
 def _split_host_port(text: str) -> tuple[str, int]:
@@ -46,13 +62,19 @@ def _split_host_port(text: str) -> tuple[str, int]:
 class BrokerWire:
     """One connection to a broker; requests in turn, all within one deadline."""
 
-    def __init__(self, bootstrap: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, security: Security = PLAINTEXT) -> None:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
+        self.security = security
         self.deadline = time.monotonic() + timeout_s
         self.address = ""
         self.versions: dict[int, tuple[int, int]] = {}   # api key -> (min, max) the broker serves
         self._conn: BlockingConnection | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Self:
+        """A wire to --bootstrap-server within --timeout, with --command-config's security."""
+        return cls(args.bootstrap_server, args.timeout, security_of(args))
 
     def __enter__(self) -> Self:
         self.connect()
@@ -76,7 +98,8 @@ class BrokerWire:
 
     def _open(self, address: str) -> None:
         host, port = _split_host_port(address)
-        self._conn = BlockingConnection(host, port, client_id=_CLIENT_ID, timeout_s=self._remaining_or_raise())
+        self._conn = BlockingConnection(host, port, client_id=_CLIENT_ID, timeout_s=self._remaining_or_raise(),
+                                        security=self.security)
         self.address = address
         answer = self.request(ApiKey.API_VERSIONS, {}, version=0)
         if answer.get("ErrorCode"):

@@ -110,7 +110,7 @@ def _check_errors(address: str, response: dict) -> None:
 
 
 def _query(args: argparse.Namespace) -> tuple[dict, str | None]:
-    with BrokerWire(args.bootstrap_server, args.timeout) as wire:
+    with BrokerWire.from_args(args) as wire:
         return _describe_quorum(wire)
 
 

@@ -31,7 +31,7 @@ progress and none failed, so a script can wait with
 
 confluent-kafka offers neither AlterPartitionReassignments (45) nor
 ListPartitionReassignments (46), so this command speaks the protocol itself
-(`BrokerWire`, plaintext only); brokers forward both to the active controller.
+(`BrokerWire`, plaintext or TLS); brokers forward both to the active controller.
 """
 
 from __future__ import annotations
@@ -276,8 +276,8 @@ def run(args: argparse.Namespace) -> int:
     if args.mode == "generate" and (args.topics_to_move_json_file is None or args.broker_list is None):
         raise UsageError("--generate needs --topics-to-move-json-file and --broker-list")
     if not broker_wire.usable(args):
-        raise CliError("tierlog reassign speaks plaintext only; --command-config asks for TLS or SASL")
-    with BrokerWire(args.bootstrap_server, args.timeout) as wire:
+        raise CliError("tierlog reassign does not speak SASL yet; --command-config asks for it")
+    with BrokerWire.from_args(args) as wire:
         return _MODES[args.mode](args, wire)
 
 

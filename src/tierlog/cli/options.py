@@ -6,9 +6,13 @@ subcommand, so they can be written after it, as with Kafka's tools):
 ``--bootstrap-server HOST:PORT``
     Default: the ``TIERLOG_BOOTSTRAP`` environment variable, else 127.0.0.1:9092.
 ``--command-config KEY=VALUE | FILE``
-    Raw librdkafka settings, repeatable. A value without ``=`` names a Java
+    Client settings, repeatable. A value without ``=`` names a Java
     properties file (read as ``server.properties`` is), the form Kafka's
-    ``--command-config`` takes.
+    ``--command-config`` takes. ``security.protocol=SSL`` with Kafka's client
+    ``ssl.*`` names (``ssl.truststore.location``, ``ssl.keystore.location``, types
+    PEM or PKCS12) or librdkafka's (``ssl.ca.location``, ...) connects over TLS,
+    librdkafka's clients and tierlog's own connection alike; other keys are
+    librdkafka settings.
 ``--timeout SECONDS``
     Upper bound on any wait for the cluster.
 """
@@ -110,7 +114,8 @@ def connection_options() -> argparse.ArgumentParser:
         action="extend",
         type=_command_config,
         default=[],
-        help="raw librdkafka setting or properties file; repeatable",
+        help="client setting or properties file (Kafka's client names: security.protocol, ssl.*; "
+             "or librdkafka's); repeatable",
     )
     group.add_argument(
         "--timeout",

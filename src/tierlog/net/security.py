@@ -43,6 +43,7 @@ __all__ = [
     "node_security",
     "node_ssl_settings",
     "parse_protocol_map",
+    "to_librdkafka",
 ]
 
 
@@ -215,6 +216,9 @@ def client_security(props: Mapping[str, str]) -> Security:
     Java names or librdkafka's). Settings of a protocol not asked for are refused, so a
     forgotten ``security.protocol=SSL`` never means a silent plaintext connection."""
     protocol = SecurityProtocol.parse("security.protocol", props.get("security.protocol", "PLAINTEXT"))
+    sasl = sorted(k for k in props if k.startswith("sasl."))
+    if sasl:
+        raise SecurityConfigError(f"{sasl[0]}: SASL is not supported by tierlog yet")
     if protocol.uses_sasl:
         raise SecurityConfigError(f"security.protocol={protocol.name}: SASL is not supported by tierlog yet")
     ssl_props = {k: v for k, v in props.items() if k.startswith("ssl.") or k == "enable.ssl.certificate.verification"}
@@ -353,3 +357,41 @@ def _check_keys(props: Mapping[str, str], listeners: list[str], controller_names
             raise SecurityConfigError(f"{key}: not supported by tierlog; supported security settings: "
                                       f"listener.security.protocol.map, inter.broker.listener.name and "
                                       f"{', '.join(sorted(NODE_SSL_KEYS))} (also as listener.name.<l>.ssl.*)")
+
+
+# Kafka's (Java) client ssl.* names that librdkafka spells differently; a PEM keystore file
+# holds the key and the chain, which librdkafka reads as certificate and key from one file.
+_JAVA_TO_LIBRDKAFKA_PEM = {"ssl.truststore.location": ("ssl.ca.location",),
+                           "ssl.truststore.certificates": ("ssl.ca.pem",),
+                           "ssl.keystore.certificate.chain": ("ssl.certificate.pem",),
+                           "ssl.keystore.key": ("ssl.key.pem",),
+                           "ssl.keystore.location": ("ssl.certificate.location", "ssl.key.location")}
+_DROPPED_FOR_LIBRDKAFKA = ("ssl.keystore.type", "ssl.truststore.type", "ssl.protocol", "ssl.enabled.protocols")
+
+
+def to_librdkafka(props: Mapping[str, str]) -> dict[str, str]:
+    """Client properties in Kafka's Java form, as librdkafka (confluent-kafka) settings.
+
+    librdkafka names pass through; Java-only ones are translated after ``client_security``
+    has checked them all (a PKCS12 keystore is librdkafka's ``ssl.keystore.location``).
+    What librdkafka cannot take (a PKCS12 truststore, ssl.enabled.protocols) raises
+    ``SecurityConfigError`` rather than being dropped."""
+    security = client_security(props)
+    out = {k: v for k, v in props.items() if k not in _JAVA_TO_LIBRDKAFKA_PEM and k not in _DROPPED_FOR_LIBRDKAFKA
+               and k != "ssl.truststore.password"}
+    settings = security.ssl
+    if settings is None:
+        return out
+    if settings.enabled_protocols != _TLS_VERSIONS:
+        raise SecurityConfigError("ssl.enabled.protocols: librdkafka (the CLI's and the sink's client) has no "
+                                  "such setting; leave it at TLSv1.2,TLSv1.3")
+    if settings.truststore_type == "PKCS12" and settings.truststore_location:
+        raise SecurityConfigError("ssl.truststore.type=PKCS12 is not supported by librdkafka: use a PEM truststore")
+    for key, targets in _JAVA_TO_LIBRDKAFKA_PEM.items():
+        if key in props and props[key].strip():
+            if key == "ssl.keystore.location" and settings.keystore_type == "PKCS12":
+                targets = ("ssl.keystore.location",)
+            out.update(dict.fromkeys(targets, props[key]))
+    if "ssl.endpoint.identification.algorithm" in props:
+        out["ssl.endpoint.identification.algorithm"] = settings.endpoint_identification_algorithm or "none"
+    return out
