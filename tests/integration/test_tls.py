@@ -170,6 +170,7 @@ def test_cli_takes_kafka_client_properties(tls_node, certs, tmp_path):
     described = json.loads(_cli("topics", "describe", "cli-tls", "--json", *common).stdout)  # tierlog's own wire
     assert [len(t["partitions"]) for t in described] == [2], described
     assert "cli-tls" in _cli("topics", "list", *common).stdout
+    assert json.loads(_cli("metadata", "quorum", "--json", *common).stdout)["leader_id"] == 1
     plain = _cli("topics", "list", "--bootstrap-server", tls_node.mtls, "--timeout", "3", check=False)
     assert plain.returncode != 0 and len(plain.stderr.strip().splitlines()) == 1, plain.stderr
     bad = tmp_path / "bad.properties"

@@ -29,6 +29,7 @@ __all__ = [
     "BOOTSTRAP_ENV",
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_TIMEOUT_S",
+    "add_command_config",
     "connection_options",
     "key_value",
     "non_negative_int",
@@ -98,6 +99,19 @@ def positive_float(text: str) -> float:
     return value
 
 
+def add_command_config(group) -> None:
+    """``--command-config`` on a parser or argument group (every command that connects has it)."""
+    group.add_argument(
+        "--command-config",
+        metavar="KEY=VALUE|FILE",
+        action="extend",
+        type=_command_config,
+        default=[],
+        help="client setting or properties file (Kafka's client names: security.protocol, ssl.*; "
+             "or librdkafka's); repeatable",
+    )
+
+
 def connection_options() -> argparse.ArgumentParser:
     """A parent parser holding the options every client command shares."""
     parent = argparse.ArgumentParser(add_help=False)
@@ -108,15 +122,7 @@ def connection_options() -> argparse.ArgumentParser:
         default=os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP,
         help=f"broker to connect to (env {BOOTSTRAP_ENV})",
     )
-    group.add_argument(
-        "--command-config",
-        metavar="KEY=VALUE|FILE",
-        action="extend",
-        type=_command_config,
-        default=[],
-        help="client setting or properties file (Kafka's client names: security.protocol, ssl.*; "
-             "or librdkafka's); repeatable",
-    )
+    add_command_config(group)
     group.add_argument(
         "--timeout",
         metavar="SECONDS",
