@@ -63,7 +63,14 @@ from tierlog.net.client import PeerRoute, Peers
 from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
 from tierlog.net.memory_pool import MemoryPool
-from tierlog.net.security import NodeSecurity, SecurityConfigError, node_security
+from tierlog.net.sasl_gate import sasl_sessions
+from tierlog.net.sasl_plain import PlainAuthenticator
+from tierlog.net.security import (
+    NodeSecurity,
+    SecurityConfigError,
+    listener_prefix,
+    node_security,
+)
 from tierlog.net.server import Limits, Server, bind
 from tierlog.net.ssl_context import server_context
 from tierlog.net.tasks import TaskSet
@@ -159,7 +166,7 @@ class Node:
         self._connection_quotas = ConnectionQuotas(config["max.connections"], config["max.connections.per.ip"],
                                                    _resolve_hosts(config.ip_overrides))
         self._request_memory = MemoryPool(config.request_memory_bytes)
-        self.security, self._ssl_contexts = _security(config)
+        self.security, self._ssl_contexts, self._sasl_sessions = _security(config)
 
     @property
     def is_broker(self) -> bool:
@@ -303,7 +310,8 @@ class Node:
         cfg = self.config
         limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], self._connection_quotas,
                         self._request_memory, cfg["connections.max.idle.ms"], cfg["socket.request.read.timeout.ms"])
-        server = Server(dispatcher, limits, self._ssl_contexts.get(listener_cfg.name))
+        server = Server(dispatcher, limits, self._ssl_contexts.get(listener_cfg.name),
+                        self._sasl_sessions.get(listener_cfg.name))
         port = await server.serve(sock if sock is not None else bind(listener_cfg.host, listener_cfg.port))
         self.servers.append(server)
         self.bound.append((listener_cfg.host or "0.0.0.0", port))
@@ -356,16 +364,21 @@ class Node:
         log.info("node %d stopped", self.config.node_id)
 
 
-def _security(cfg: NodeConfig) -> tuple[NodeSecurity, dict]:
-    """The node's security spec and its SSL listeners' contexts (ConfigError: cannot honour it)."""
+def _security(cfg: NodeConfig) -> tuple[NodeSecurity, dict, dict]:
+    """The node's security spec, its SSL listeners' contexts and its SASL listeners' per-connection
+    gates (ConfigError: the node cannot honour it)."""
     try:
         security = node_security(cfg.raw, [lst.name for lst in cfg.listeners], cfg.controller_listener_names,
                                  cfg.inter_broker_listener if "broker" in cfg.roles else None)
         contexts = {name: server_context(spec.ssl) for name, spec in security.listeners.items()
                     if spec.ssl is not None}
+        sessions = {name: sasl_sessions(name, {
+            mechanism: PlainAuthenticator.from_jaas(f"{listener_prefix(name)}{mechanism.lower()}.sasl.jaas.config",
+                                                    jaas) for mechanism, jaas in mechanisms.items()})
+            for name, mechanisms in security.sasl.items()}
     except SecurityConfigError as e:
         raise ConfigError(str(e)) from None
-    return security, contexts
+    return security, contexts, sessions
 
 
 def _data_dirs(cfg: NodeConfig) -> list[Path]:

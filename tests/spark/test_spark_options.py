@@ -57,8 +57,11 @@ def test_security_options_reach_the_source_and_the_sink():
     sink = parse_sink_options({**base, **tls, "topic": "t"}).producer_config
     assert sink["ssl.ca.location"] == "/ca.crt" and sink["ssl.key.location"] == "/me.pem"
     assert "ssl.truststore.location" not in sink and sink["security.protocol"] == "SSL"
+    sasl = {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN"}
+    assert parse_sink_options({**base, **sasl, "topic": "t"}).producer_config["sasl.mechanism"] == "PLAIN"
+    with pytest.raises(OptionError, match="do not speak SASL yet"):       # the source's own connections
+        parse_source_options({**base, **sasl}, streaming=False)
     for bad, named in (({"kafka.ssl.ca.location": "/ca.crt"}, "security.protocol is PLAINTEXT"),
-                       ({"kafka.security.protocol": "SASL_SSL"}, "SASL"),
                        ({**tls, "kafka.ssl.truststore.type": "JKS"}, "JKS is not supported")):
         with pytest.raises(OptionError, match=named):
             parse_source_options({**base, **bad}, streaming=False)

@@ -17,10 +17,15 @@ properties (``client_security``) in Kafka's Java form (``ssl.truststore.*``,
 ``ssl.keystore.*``) or librdkafka's (``ssl.ca.location``,
 ``ssl.certificate.location``, ``ssl.key.location``).
 
-Nothing here is silently ignored: an ``ssl.*`` setting tierlog cannot honour, a
-value outside what Kafka allows, or SSL without what it needs raises
+SASL listeners (SASL_PLAINTEXT, SASL_SSL) serve the PLAIN mechanism
+(``sasl.enabled.mechanisms``, per listener ``listener.name.<l>.sasl.enabled.mechanisms``;
+its users in ``listener.name.<l>.plain.sasl.jaas.config``, read by ``net.sasl_plain``).
+Nodes do not speak SASL to each other yet: the inter-broker and controller listeners
+must be PLAINTEXT or SSL.
+
+Nothing here is silently ignored: an ``ssl.*`` / ``sasl.*`` setting tierlog cannot
+honour, a value outside what Kafka allows, or SSL / SASL without what it needs raises
 ``SecurityConfigError`` (a ``ValueError``) with a one-line message naming the key.
-SASL (SASL_PLAINTEXT, SASL_SSL) is not implemented yet and is refused the same way.
 """
 
 from __future__ import annotations
@@ -211,22 +216,25 @@ def node_ssl_settings(props: Mapping[str, str], listener: str, serving: bool = T
     return settings
 
 
-def client_security(props: Mapping[str, str]) -> Security:
+def client_security(props: Mapping[str, str], *, allow_sasl: bool = False) -> Security:
     """A client's security from its properties (``security.protocol`` and ``ssl.*``, Kafka's
     Java names or librdkafka's). Settings of a protocol not asked for are refused, so a
-    forgotten ``security.protocol=SSL`` never means a silent plaintext connection."""
+    forgotten ``security.protocol=SSL`` never means a silent plaintext connection.
+    tierlog's own connections do not speak SASL yet: SASL settings are refused unless
+    ``allow_sasl`` (librdkafka's clients, which do, through ``to_librdkafka``)."""
     protocol = SecurityProtocol.parse("security.protocol", props.get("security.protocol", "PLAINTEXT"))
     sasl = sorted(k for k in props if k.startswith("sasl."))
-    if sasl:
-        raise SecurityConfigError(f"{sasl[0]}: SASL is not supported by tierlog yet")
-    if protocol.uses_sasl:
-        raise SecurityConfigError(f"security.protocol={protocol.name}: SASL is not supported by tierlog yet")
+    if sasl and not allow_sasl:
+        raise SecurityConfigError(f"{sasl[0]}: tierlog's own client connections do not speak SASL yet")
+    if protocol.uses_sasl and not allow_sasl:
+        raise SecurityConfigError(f"security.protocol={protocol.name}: tierlog's own client connections do not "
+                                  "speak SASL yet")
     ssl_props = {k: v for k, v in props.items() if k.startswith("ssl.") or k == "enable.ssl.certificate.verification"}
     if not protocol.uses_tls:
         if ssl_props:
             raise SecurityConfigError(f"{min(ssl_props)} is set but security.protocol is {protocol.name}: "
                                       "set security.protocol=SSL")
-        return PLAINTEXT
+        return Security(protocol)
     values = {}
     for key, text in ssl_props.items():
         name = _NODE_KEYS.get(key) or _LIBRDKAFKA_KEYS.get(key)
@@ -312,6 +320,7 @@ class NodeSecurity:
     listeners: Mapping[str, Security]
     controller: Security
     inter_broker: Security
+    sasl: Mapping[str, Mapping[str, str]] = field(default_factory=dict)   # listener -> mechanism -> JAAS
 
 
 def node_security(props: Mapping[str, str], listeners: list[str], controller_names: list[str],
@@ -322,9 +331,39 @@ def node_security(props: Mapping[str, str], listeners: list[str], controller_nam
     wanted = dict.fromkeys([*listeners, *controller_names[:1], *([inter_broker_listener] if inter_broker_listener
                                                                  else [])])
     out = {name: _listener_security(props, name, protocols, name in listeners) for name in wanted}
+    between_nodes = [*controller_names[:1], *([inter_broker_listener] if inter_broker_listener else [])]
+    for name in between_nodes:
+        if out[name].protocol.uses_sasl:
+            raise SecurityConfigError(f"listener {name} is {out[name].protocol.name}, but nodes do not speak SASL "
+                                      "to each other yet: make the inter-broker and controller listeners "
+                                      "PLAINTEXT or SSL")
     return NodeSecurity({name: out[name] for name in listeners},
                         out[controller_names[0]] if controller_names else PLAINTEXT,
-                        out[inter_broker_listener] if inter_broker_listener else PLAINTEXT)
+                        out[inter_broker_listener] if inter_broker_listener else PLAINTEXT,
+                        {name: _sasl_mechanisms(props, name) for name in listeners if out[name].protocol.uses_sasl})
+
+
+SASL_MECHANISMS = ("PLAIN",)       # what SASL listeners can serve
+
+
+def _sasl_mechanisms(props: Mapping[str, str], listener: str) -> dict[str, str]:
+    """``sasl.enabled.mechanisms`` of a SASL listener, each with its JAAS configuration."""
+    prefix = listener_prefix(listener)
+    key = prefix + "sasl.enabled.mechanisms" if prefix + "sasl.enabled.mechanisms" in props \
+        else "sasl.enabled.mechanisms"
+    names = [m.strip().upper() for m in props.get(key, "GSSAPI").split(",") if m.strip()]   # Kafka's default
+    unsupported = [m for m in names if m not in SASL_MECHANISMS]
+    if unsupported or not names:
+        raise SecurityConfigError(f"{key}: {unsupported[0] if unsupported else 'empty'} is not supported on "
+                                  f"listener {listener} (tierlog serves {', '.join(SASL_MECHANISMS)}; "
+                                  "Kafka's default is GSSAPI)")
+    out = {}
+    for name in names:
+        jaas_key = f"{prefix}{name.lower()}.sasl.jaas.config"
+        if not props.get(jaas_key, "").strip():
+            raise SecurityConfigError(f"listener {listener} enables SASL {name} but has no users: set {jaas_key}")
+        out[name] = props[jaas_key]
+    return out
 
 
 def _listener_security(props: Mapping[str, str], name: str, protocols: dict[str, SecurityProtocol],
@@ -332,10 +371,10 @@ def _listener_security(props: Mapping[str, str], name: str, protocols: dict[str,
     protocol = protocols.get(name)
     if protocol is None:
         raise SecurityConfigError(f"listener.security.protocol.map: no security protocol for listener {name}")
-    if protocol.uses_sasl:
-        raise SecurityConfigError(f"listener {name}: {protocol.name} is not supported by tierlog yet "
-                                  "(SASL); use PLAINTEXT or SSL")
     return Security(protocol, node_ssl_settings(props, name, serving) if protocol.uses_tls else None)
+
+
+_JAAS_KEYS = tuple(f"{m.lower()}.sasl.jaas.config" for m in SASL_MECHANISMS)
 
 
 def _check_keys(props: Mapping[str, str], listeners: list[str], controller_names: list[str]) -> None:
@@ -353,10 +392,13 @@ def _check_keys(props: Mapping[str, str], listeners: list[str], controller_names
             setting = key
         else:
             continue
-        if setting not in NODE_SSL_KEYS:
+        honoured = setting in NODE_SSL_KEYS or setting == "sasl.enabled.mechanisms" or \
+            (key.startswith("listener.name.") and setting in _JAAS_KEYS)
+        if not honoured:
             raise SecurityConfigError(f"{key}: not supported by tierlog; supported security settings: "
-                                      f"listener.security.protocol.map, inter.broker.listener.name and "
-                                      f"{', '.join(sorted(NODE_SSL_KEYS))} (also as listener.name.<l>.ssl.*)")
+                                      f"listener.security.protocol.map, inter.broker.listener.name, "
+                                      f"{', '.join(sorted(NODE_SSL_KEYS))} (also as listener.name.<l>.ssl.*), "
+                                      "sasl.enabled.mechanisms and listener.name.<l>.plain.sasl.jaas.config")
 
 
 # Kafka's (Java) client ssl.* names that librdkafka spells differently; a PEM keystore file
@@ -376,7 +418,7 @@ def to_librdkafka(props: Mapping[str, str]) -> dict[str, str]:
     has checked them all (a PKCS12 keystore is librdkafka's ``ssl.keystore.location``).
     What librdkafka cannot take (a PKCS12 truststore, ssl.enabled.protocols) raises
     ``SecurityConfigError`` rather than being dropped."""
-    security = client_security(props)
+    security = client_security(props, allow_sasl=True)
     out = {k: v for k, v in props.items() if k not in _JAVA_TO_LIBRDKAFKA_PEM and k not in _DROPPED_FOR_LIBRDKAFKA
                and k != "ssl.truststore.password"}
     settings = security.ssl

@@ -37,7 +37,9 @@ The handler is ``handle(frame: bytearray, client_host: str) -> parts | awaitable
 (``client_host``: the peer's IP address, "" when it has none):
 ``parts`` is a list of bytes-like objects and file regions (objects with
 ``__len__`` and ``read()``/``fd``/``offset``), ``None`` means no response
-(acks=0).  A handler raising ``CloseConnection`` closes this connection only;
+(acks=0).  ``session``, when given, wraps the handler once per connection (SASL
+listeners: ``net.sasl_gate``).  A handler raising ``CloseConnection`` closes this connection only
+(after sending its ``response``, when it has one);
 any other exception is logged and closes it too.  Nothing a peer sends can stop
 the server.
 """
@@ -70,7 +72,12 @@ _QUEUE, _MEMORY = "queued.max.requests", "queued.max.request.bytes"   # why a co
 
 
 class CloseConnection(Exception):
-    """Raised by a handler to drop the connection (framing or protocol violation)."""
+    """Raised by a handler to drop the connection (framing or protocol violation); with
+    ``response`` (encoded parts), that answer is sent first (a failed SASL authentication)."""
+
+    def __init__(self, message: str, response: list | None = None):
+        super().__init__(message)
+        self.response = response
 
 
 class Limits:
@@ -111,6 +118,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.transport = None
         self._worker = None
         self._zero_copy = server.ssl_context is None      # sendfile bypasses TLS
+        self._handle = server.session(server.handler) if server.session else server.handler
 
     # -- asyncio protocol callbacks -------------------------------------------------
     def connection_made(self, transport):
@@ -284,7 +292,7 @@ class _Connection(asyncio.BufferedProtocol):
 
     # -- the worker: one request at a time, responses in order ---------------------
     async def _run(self):
-        handle = self._server.handler
+        handle = self._handle
         try:
             while not self._closed:
                 if not self._queue:
@@ -307,6 +315,8 @@ class _Connection(asyncio.BufferedProtocol):
                 self._server.request_done(self)
         except CloseConnection as e:
             log.info("closing %s: %s", self.peer, e)
+            if e.response is not None and not self._closed:
+                await self._send(e.response)
             self.close()
         except asyncio.CancelledError:
             pass
@@ -365,10 +375,12 @@ class Server:
     """Listens on one host:port and feeds frames of every connection to ``handler``
     (over TLS when given ``ssl_context``)."""
 
-    def __init__(self, handler: Handler, limits: Limits, ssl_context: ssl.SSLContext | None = None):
+    def __init__(self, handler: Handler, limits: Limits, ssl_context: ssl.SSLContext | None = None,
+                 session: Callable[[Handler], Handler] | None = None):
         self.handler = handler
         self.limits = limits
         self.ssl_context = ssl_context
+        self.session = session          # per-connection wrapper of the handler (a SASL gate)
         self.deadlines = ConnectionDeadlines(limits.idle_ms, limits.read_ms)
         self._connections: set[_Connection] = set()
         self._server: asyncio.base_events.Server | None = None

@@ -71,11 +71,11 @@ def test_listener_specs_with_per_listener_overrides(certs):
     ({"listener.security.protocol.map": "PLAINTEXT:SSL"}, "has no keystore"),
     ({"listener.security.protocol.map": "PLAINTEXT:SSL", "ssl.keystore.location": "/x.jks"},
      "ssl.keystore.type=JKS is not supported"),
-    ({"listener.security.protocol.map": "PLAINTEXT:SASL_SSL"}, "SASL_SSL is not supported"),
+    ({"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT"}, "do not speak SASL to each other"),
     ({"listener.security.protocol.map": "OTHER:SSL"}, "no security protocol for listener PLAINTEXT"),
     ({"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}, "ssl.cipher.suites: not supported"),
     ({"ssl.principal.mapping.rules": "DEFAULT"}, "ssl.principal.mapping.rules: not supported"),
-    ({"sasl.enabled.mechanisms": "PLAIN"}, "sasl.enabled.mechanisms: not supported"),
+    ({"sasl.mechanism.inter.broker.protocol": "PLAIN"}, "sasl.mechanism.inter.broker.protocol: not supported"),
     ({"listener.name.nope.ssl.keystore.location": "/x"}, "no listener of that name"),
     ({"listener.security.protocol.map": "PLAINTEXT:SSL", "ssl.keystore.type": "PEM",
       "ssl.keystore.location": "k.pem", "ssl.enabled.protocols": "TLSv1.1"}, "TLSv1.1 is not supported"),
@@ -87,6 +87,23 @@ def test_listener_specs_with_per_listener_overrides(certs):
 def test_what_a_node_cannot_honour_is_refused(props, message):
     with pytest.raises(SecurityConfigError, match=message):
         _node(props)
+
+
+def test_sasl_listeners_serve_plain_with_jaas_users():
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+            'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+    base = {"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,BROKER:PLAINTEXT"}
+    spec = _node({**base, "sasl.enabled.mechanisms": "PLAIN", "listener.name.client.plain.sasl.jaas.config": jaas},
+                 ("CLIENT", "BROKER"), inter="BROKER")
+    assert spec.sasl == {"CLIENT": {"PLAIN": jaas}}
+    assert spec.listeners["CLIENT"].protocol is SecurityProtocol.SASL_PLAINTEXT
+    with pytest.raises(SecurityConfigError, match="GSSAPI is not supported"):     # Kafka's default mechanism
+        _node({**base, "listener.name.client.plain.sasl.jaas.config": jaas}, ("CLIENT", "BROKER"), inter="BROKER")
+    with pytest.raises(SecurityConfigError, match="SCRAM-SHA-512 is not supported"):
+        _node({**base, "listener.name.client.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"},
+              ("CLIENT", "BROKER"), inter="BROKER")
+    with pytest.raises(SecurityConfigError, match="has no users: set listener.name.client.plain.sasl.jaas.config"):
+        _node({**base, "sasl.enabled.mechanisms": "PLAIN"}, ("CLIENT", "BROKER"), inter="BROKER")
 
 
 def test_client_security_accepts_kafka_and_librdkafka_names(certs):
