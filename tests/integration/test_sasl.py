@@ -10,11 +10,13 @@ closes the connection; the CLI's librdkafka commands take sasl.* from
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import uuid
 
 import pytest
+from cluster import log_end_offset, wait_for
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from nodeproc import NodeProcess, free_port
@@ -142,7 +144,58 @@ def test_cli_takes_sasl_settings(sasl_node, tmp_path):
     listed = subprocess.run([*run, "topics", "list", *common], capture_output=True, text=True, timeout=60,
                             check=False)
     assert "cli-sasl" in listed.stdout, listed.stderr
-    own_wire = subprocess.run([*run, "metadata", "quorum", *common], capture_output=True, text=True, timeout=60,
-                              check=False)
-    assert own_wire.returncode != 0 and "do not speak SASL yet" in own_wire.stderr, own_wire.stderr
-    assert len(own_wire.stderr.strip().splitlines()) == 1
+    own_wire = subprocess.run([*run, "metadata", "quorum", "--json", *common], capture_output=True, text=True,
+                              timeout=60, check=False)          # tierlog's own connection, SASL/PLAIN
+    assert own_wire.returncode == 0 and json.loads(own_wire.stdout)["leader_id"] == 1, own_wire.stderr
+    props.write_text(props.read_text().replace("alice-secret", "wrong"))
+    refused = subprocess.run([*run, "metadata", "quorum", *common], capture_output=True, text=True, timeout=60,
+                             check=False)
+    assert refused.returncode != 0 and "Invalid username or password" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_cluster_traffic_over_sasl_ssl(tmp_path):
+    """Raft, registration, heartbeats, forwarding and replica fetches between 1 controller and
+    2 brokers over SASL_SSL with PLAIN (each node logs in with its JAAS username/password);
+    an RF 2 topic written acks=all reaches both replicas."""
+    certs = DevCa.create(tmp_path / "tls")
+    node_cert = certs.issue("node", ["localhost", "127.0.0.1"])
+    cport, ports = free_port(), [free_port(), free_port()]
+    common = {"cluster.id": "tierlog-sasl-cluster", "controller.quorum.voters": f"1@localhost:{cport}",
+              "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "BROKER",
+              "listener.security.protocol.map": "CONTROLLER:SASL_SSL,BROKER:SASL_SSL",
+              "sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+              "sasl.mechanism.controller.protocol": "PLAIN",
+              "listener.name.controller.plain.sasl.jaas.config": JAAS,
+              "listener.name.broker.plain.sasl.jaas.config": JAAS,
+              "ssl.keystore.type": "PEM", "ssl.keystore.location": str(node_cert.keystore),
+              "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.cert_path),
+              "offsets.topic.replication.factor": "2", "offsets.topic.num.partitions": "2",
+              "broker.heartbeat.interval.ms": "300"}
+    nodes = [NodeProcess(tmp_path / "c1", 1, cport, {**common, "process.roles": "controller",
+                                                     "listeners": f"CONTROLLER://127.0.0.1:{cport}"})]
+    nodes += [NodeProcess(tmp_path / f"b{i + 2}", i + 2, p, {**common, "process.roles": "broker",
+                                                             "listeners": f"BROKER://127.0.0.1:{p}"})
+              for i, p in enumerate(ports)]
+    try:
+        for n in nodes:
+            n.start()
+        conf = {"bootstrap.servers": ",".join(n.bootstrap for n in nodes[1:]), "security.protocol": "SASL_SSL",
+                "sasl.mechanisms": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret",
+                "ssl.ca.location": str(certs.cert_path)}
+        admin = AdminClient(conf)
+        admin.create_topics([NewTopic("replicated", 1, 2)])["replicated"].result(timeout=30)
+        producer = Producer({**conf, "acks": "all"})
+        for i in range(100):
+            producer.produce("replicated", b"r%d" % i)
+        assert producer.flush(30) == 0
+        assert sorted(admin.list_topics("replicated", timeout=10).topics["replicated"].partitions[0].isrs) == [2, 3]
+        for broker in nodes[1:]:
+            wait_for(lambda b=broker: log_end_offset(b.data_dir / "replicated-0") == 100, 20,
+                     f"node {broker.node_id}'s replica")
+    finally:
+        for n in reversed(nodes):
+            n.stop()
+    for n in nodes:
+        log = n.log_path.read_text(errors="replace")
+        assert "Traceback" not in log and "SASL authentication failed" not in log, n.log_tail(60)

@@ -57,10 +57,16 @@ def test_security_options_reach_the_source_and_the_sink():
     sink = parse_sink_options({**base, **tls, "topic": "t"}).producer_config
     assert sink["ssl.ca.location"] == "/ca.crt" and sink["ssl.key.location"] == "/me.pem"
     assert "ssl.truststore.location" not in sink and sink["security.protocol"] == "SSL"
-    sasl = {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN"}
-    assert parse_sink_options({**base, **sasl, "topic": "t"}).producer_config["sasl.mechanism"] == "PLAIN"
-    with pytest.raises(OptionError, match="do not speak SASL yet"):       # the source's own connections
-        parse_source_options({**base, **sasl}, streaming=False)
+    sasl = {"kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "PLAIN",
+            "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                                      'username="alice" password="s3cret";'}
+    sink = parse_sink_options({**base, **sasl, "topic": "t"}).producer_config
+    assert (sink["sasl.username"], sink["sasl.password"]) == ("alice", "s3cret") and "sasl.jaas.config" not in sink
+    creds = parse_source_options({**base, **sasl}, streaming=False).security.sasl
+    assert (creds.mechanism, creds.username, creds.password) == ("PLAIN", "alice", "s3cret")
+    assert "s3cret" not in repr(creds)
+    with pytest.raises(OptionError, match="SCRAM-SHA-512 is not supported"):
+        parse_source_options({**base, **sasl, "kafka.sasl.mechanism": "SCRAM-SHA-512"}, streaming=False)
     for bad, named in (({"kafka.ssl.ca.location": "/ca.crt"}, "security.protocol is PLAINTEXT"),
                        ({**tls, "kafka.ssl.truststore.type": "JKS"}, "JKS is not supported")):
         with pytest.raises(OptionError, match=named):

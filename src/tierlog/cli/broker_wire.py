@@ -8,10 +8,11 @@ ends at the command's deadline (--timeout). Failing to reach any server is a
 `CliError` in the same words as librdkafka's path:
 ``cannot reach bootstrap server HOST:PORT (reason)``.
 
-The connection speaks what --command-config asks for (``security.protocol`` and
-``ssl.*``, Kafka's client names or librdkafka's; `BrokerWire.from_args`), through
-``net.connect`` like every tierlog connection. SASL is not implemented yet: `usable`
-says so, and a command that can keeps to librdkafka.
+The connection speaks what --command-config asks for (``security.protocol``,
+``ssl.*`` and SASL/PLAIN's ``sasl.*``, Kafka's client names or librdkafka's;
+`BrokerWire.from_args`), through ``net.connect`` like every tierlog connection.
+What it cannot speak (a SCRAM mechanism) `usable` says, and a command that can
+keeps to librdkafka.
 """
 
 from __future__ import annotations
@@ -34,14 +35,16 @@ from tierlog.protocol import APIS, ApiKey
 __all__ = ["BrokerWire", "security_of", "usable"]
 
 _CLIENT_ID = "tierlog-cli"
-_SASL = ("sasl_plaintext", "sasl_ssl")
 
 
 def usable(args: argparse.Namespace) -> bool:
-    """Whether tierlog's own connection can speak what --command-config asks for (not SASL yet)."""
-    settings = dict(args.command_config)
-    protocol = settings.get("security.protocol", "plaintext").strip().lower()
-    return protocol not in _SASL and not any(k.startswith("sasl.") for k in settings)
+    """Whether tierlog's own connection can speak what --command-config asks for (plaintext,
+    TLS, SASL/PLAIN; not SCRAM, which librdkafka's clients may still use)."""
+    try:
+        client_security(dict(args.command_config))
+    except SecurityConfigError:
+        return False
+    return True
 
 
 def security_of(args: argparse.Namespace) -> Security:

@@ -40,7 +40,6 @@ import argparse
 import random
 from pathlib import Path
 
-from tierlog.cli import broker_wire
 from tierlog.cli.broker_wire import BrokerWire
 from tierlog.cli.errors import CliError, UsageError
 from tierlog.cli.options import connection_options
@@ -275,8 +274,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--{args.mode} needs --reassignment-json-file")
     if args.mode == "generate" and (args.topics_to_move_json_file is None or args.broker_list is None):
         raise UsageError("--generate needs --topics-to-move-json-file and --broker-list")
-    if not broker_wire.usable(args):
-        raise CliError("tierlog reassign does not speak SASL yet; --command-config asks for it")
     with BrokerWire.from_args(args) as wire:
         return _MODES[args.mode](args, wire)
 

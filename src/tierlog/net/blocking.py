@@ -7,7 +7,9 @@ one round trip. Each call has a timeout (the connection's ``timeout_s`` unless
 given) that covers the whole call. Any failure, a timeout, a closed socket or
 a protocol violation raises ``PeerUnavailable`` and closes the connection:
 a half-read answer leaves nothing usable. The socket comes from
-``net.connect.connect`` with the connection's ``Security`` (plaintext by default). ``sent``, when given, counts the
+``net.connect.connect`` with the connection's ``Security`` (plaintext by default);
+with SASL credentials the connection authenticates (``net.sasl_client``) before it
+is handed out. ``sent``, when given, counts the
 requests sent by (address, api key): the client's own instrumentation.
 """
 
@@ -17,6 +19,7 @@ import socket
 import time
 from collections import Counter
 
+from tierlog.net import sasl_client
 from tierlog.net.connect import connect, describe_failure
 from tierlog.net.request_pipeline import (
     RECEIVE_MESSAGE_MAX_BYTES,
@@ -44,6 +47,17 @@ class BlockingConnection:
         except OSError as e:
             reason = _reason(e)
             raise PeerUnavailable(f"cannot connect to {self.address}: {reason}", reason) from None
+        if security.sasl is not None:
+            self._authenticate(security)
+
+    def _authenticate(self, security: Security) -> None:
+        """SASL before anything else (``net.sasl_client``); a refusal closes the connection."""
+        try:
+            sasl_client.check_handshake(self.request(*sasl_client.handshake_request(security.sasl)), security.sasl)
+            sasl_client.check_authenticate(self.request(*sasl_client.authenticate_request(security.sasl)))
+        except PeerUnavailable as e:
+            self.close()
+            raise PeerUnavailable(f"cannot connect to {self.address}: {e.reason}", e.reason) from None
 
     @property
     def address(self) -> str:

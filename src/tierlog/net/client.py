@@ -15,7 +15,8 @@ timeout (the connect included), after which its answer is dropped when it
 comes; more than ``inflight_max`` such late answers owed close the connection.
 
 Connections are made by ``net.connect.open_connection`` with the ``Security`` the
-``PeerConnection`` (or ``Peers``) was given: TLS when the peer's listener is SSL.
+``PeerConnection`` (or ``Peers``) was given: TLS when the peer's listener is SSL, and
+SASL (``net.sasl_client``) before the first request when it is SASL_*.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from tierlog.net import sasl_client
 from tierlog.net.connect import describe_failure, open_connection
 from tierlog.net.request_pipeline import (
     RECEIVE_MESSAGE_MAX_BYTES,
@@ -131,6 +133,32 @@ class PeerConnection:
             raise PeerUnavailable(f"cannot connect to {self.address}: {describe_failure(e)}") from None
         self.pipeline.reset()
         self._transport = transport
+        if self.security.sasl is not None:
+            await self._authenticate()
+
+    async def _authenticate(self) -> None:
+        """SASL before anything else (``net.sasl_client``); a refusal fails the connection."""
+        creds = self.security.sasl
+        try:
+            sasl_client.check_handshake(await self._exchange(*sasl_client.handshake_request(creds)), creds)
+            sasl_client.check_authenticate(await self._exchange(*sasl_client.authenticate_request(creds)))
+        except PeerUnavailable as e:
+            self._fail_all(e)
+            raise PeerUnavailable(f"cannot connect to {self.address}: {e.reason}", e.reason) from None
+
+    async def _exchange(self, api_key: int, version: int, body: dict) -> dict:
+        """One request on the connection being opened (no slot: the opener holds one)."""
+        cid, frame = self.pipeline.request(api_key, version, body)
+        fut = asyncio.get_running_loop().create_future()
+        self._pending[cid] = fut
+        self._transport.write(frame)
+        try:
+            return await asyncio.wait_for(fut, CONNECT_TIMEOUT_S)
+        except TimeoutError:
+            raise PeerUnavailable(f"{self.address}: no SASL answer within {CONNECT_TIMEOUT_S:g}s", "timed out") \
+                from None
+        finally:
+            self._pending.pop(cid, None)
 
     def _on_frame(self, frame: bytes) -> None:
         try:

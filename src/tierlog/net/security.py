@@ -20,8 +20,10 @@ properties (``client_security``) in Kafka's Java form (``ssl.truststore.*``,
 SASL listeners (SASL_PLAINTEXT, SASL_SSL) serve the PLAIN mechanism
 (``sasl.enabled.mechanisms``, per listener ``listener.name.<l>.sasl.enabled.mechanisms``;
 its users in ``listener.name.<l>.plain.sasl.jaas.config``, read by ``net.sasl_plain``).
-Nodes do not speak SASL to each other yet: the inter-broker and controller listeners
-must be PLAINTEXT or SSL.
+A node connecting to a SASL inter-broker or controller listener logs in with that
+JAAS entry's ``username`` / ``password`` and ``sasl.mechanism.inter.broker.protocol`` /
+``sasl.mechanism.controller.protocol`` (Kafka's default GSSAPI is refused: set PLAIN);
+clients' credentials are ``SaslCredentials`` from ``client_security``.
 
 Nothing here is silently ignored: an ``ssl.*`` / ``sasl.*`` setting tierlog cannot
 honour, a value outside what Kafka allows, or SSL / SASL without what it needs raises
@@ -31,14 +33,17 @@ honour, a value outside what Kafka allows, or SSL / SASL without what it needs r
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 __all__ = [
     "CLIENT_AUTH",
     "NODE_SSL_KEYS",
     "PLAINTEXT",
+    "PLAIN_LOGIN_MODULE",
     "NodeSecurity",
+    "SaslCredentials",
     "Security",
     "SecurityConfigError",
     "SecurityProtocol",
@@ -47,6 +52,7 @@ __all__ = [
     "listener_prefix",
     "node_security",
     "node_ssl_settings",
+    "parse_plain_jaas",
     "parse_protocol_map",
     "to_librdkafka",
 ]
@@ -119,17 +125,55 @@ class SslSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SaslCredentials:
+    """What an outbound connection authenticates with (PLAIN)."""
+
+    mechanism: str
+    username: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Security:
-    """What one listener serves or one connection speaks."""
+    """What one listener serves or one connection speaks (``sasl``: an outbound connection's
+    credentials; a listener's users are in ``NodeSecurity.sasl``)."""
 
     protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
     ssl: SslSettings | None = field(default=None)
+    sasl: SaslCredentials | None = field(default=None)
 
     def __post_init__(self):
         assert (self.ssl is not None) == self.protocol.uses_tls, "TLS settings go with SSL protocols only"
 
 
 PLAINTEXT = Security()
+PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+_JAAS_OPTION = re.compile(r'\s*([A-Za-z0-9_.-]+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def parse_plain_jaas(key: str, text: str) -> dict[str, str]:
+    """The options of one PlainLoginModule entry (``name -> value``)."""
+    body = text.strip()
+    if not body.startswith(PLAIN_LOGIN_MODULE):
+        raise SecurityConfigError(f"{key}: want {PLAIN_LOGIN_MODULE} required user_<name>=\"<password>\" ...;")
+    body = body[len(PLAIN_LOGIN_MODULE):].strip()
+    flag, _, body = body.partition(" ")
+    if flag != "required":
+        raise SecurityConfigError(f"{key}: the login module must be 'required'")
+    body = body.strip()
+    if not body.endswith(";"):
+        raise SecurityConfigError(f"{key}: the JAAS entry must end with ';'")
+    body, options, pos = body[:-1], {}, 0
+    while pos < len(body.rstrip()):
+        m = _JAAS_OPTION.match(body, pos)
+        if m is None:
+            raise SecurityConfigError(f"{key}: cannot parse the options at {body[pos:pos + 20]!r} "
+                                      '(want name="value")')
+        options[m.group(1)] = re.sub(r"\\(.)", r"\1", m.group(2))
+        pos = m.end()
+    return options
+
+
 
 # ssl.* keys a node honours, with the SslSettings field each sets. Kafka's other ssl.*
 # keys (ssl.cipher.suites with Java's names, ssl.provider, ssl.keymanager.algorithm,
@@ -216,25 +260,18 @@ def node_ssl_settings(props: Mapping[str, str], listener: str, serving: bool = T
     return settings
 
 
-def client_security(props: Mapping[str, str], *, allow_sasl: bool = False) -> Security:
-    """A client's security from its properties (``security.protocol`` and ``ssl.*``, Kafka's
-    Java names or librdkafka's). Settings of a protocol not asked for are refused, so a
-    forgotten ``security.protocol=SSL`` never means a silent plaintext connection.
-    tierlog's own connections do not speak SASL yet: SASL settings are refused unless
-    ``allow_sasl`` (librdkafka's clients, which do, through ``to_librdkafka``)."""
+def client_security(props: Mapping[str, str]) -> Security:
+    """A client's security from its properties (``security.protocol``, ``ssl.*`` and ``sasl.*``,
+    Kafka's Java names or librdkafka's). Settings of a protocol not asked for are refused, so a
+    forgotten ``security.protocol=SSL`` never means a silent plaintext connection."""
     protocol = SecurityProtocol.parse("security.protocol", props.get("security.protocol", "PLAINTEXT"))
-    sasl = sorted(k for k in props if k.startswith("sasl."))
-    if sasl and not allow_sasl:
-        raise SecurityConfigError(f"{sasl[0]}: tierlog's own client connections do not speak SASL yet")
-    if protocol.uses_sasl and not allow_sasl:
-        raise SecurityConfigError(f"security.protocol={protocol.name}: tierlog's own client connections do not "
-                                  "speak SASL yet")
+    sasl = _client_sasl(props, protocol)
     ssl_props = {k: v for k, v in props.items() if k.startswith("ssl.") or k == "enable.ssl.certificate.verification"}
     if not protocol.uses_tls:
         if ssl_props:
             raise SecurityConfigError(f"{min(ssl_props)} is set but security.protocol is {protocol.name}: "
-                                      "set security.protocol=SSL")
-        return Security(protocol)
+                                      "set security.protocol=SSL (or SASL_SSL)")
+        return Security(protocol, sasl=sasl)
     values = {}
     for key, text in ssl_props.items():
         name = _NODE_KEYS.get(key) or _LIBRDKAFKA_KEYS.get(key)
@@ -248,7 +285,34 @@ def client_security(props: Mapping[str, str], *, allow_sasl: bool = False) -> Se
             values[name] = text
     settings = _settings(values, "ssl.", keystore_default="PEM")
     _check_ssl_protocol(ssl_props.get("ssl.protocol"), settings)
-    return Security(protocol, settings)
+    return Security(protocol, settings, sasl)
+
+
+_CLIENT_SASL_KEYS = ("sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password", "sasl.jaas.config")
+
+
+def _client_sasl(props: Mapping[str, str], protocol: SecurityProtocol) -> SaslCredentials | None:
+    """PLAIN credentials from ``sasl.mechanism`` (librdkafka: ``sasl.mechanisms``) and
+    ``sasl.jaas.config`` (Java) or ``sasl.username`` / ``sasl.password`` (librdkafka)."""
+    keys = sorted(k for k in props if k.startswith("sasl."))
+    if not protocol.uses_sasl:
+        if keys:
+            raise SecurityConfigError(f"{keys[0]} is set but security.protocol is {protocol.name}: "
+                                      "set security.protocol=SASL_PLAINTEXT or SASL_SSL")
+        return None
+    unknown = [k for k in keys if k not in _CLIENT_SASL_KEYS]
+    if unknown:
+        raise SecurityConfigError(f"{unknown[0]}: not a client sasl setting tierlog supports")
+    mechanism = (props.get("sasl.mechanism") or props.get("sasl.mechanisms") or "GSSAPI").strip().upper()
+    if mechanism not in SASL_MECHANISMS:
+        raise SecurityConfigError(f"sasl.mechanism={mechanism} is not supported (tierlog: "
+                                  f"{', '.join(SASL_MECHANISMS)})")
+    options = parse_plain_jaas("sasl.jaas.config", props["sasl.jaas.config"]) if "sasl.jaas.config" in props \
+        else {"username": props.get("sasl.username", ""), "password": props.get("sasl.password")}
+    if not options.get("username") or options.get("password") is None:
+        raise SecurityConfigError("SASL PLAIN needs a user: set sasl.username and sasl.password "
+                                  "(or sasl.jaas.config with username and password)")
+    return SaslCredentials(mechanism, options["username"], options["password"])
 
 
 def _settings(values: dict[str, str], prefix: str, keystore_default: str) -> SslSettings:
@@ -327,23 +391,37 @@ def node_security(props: Mapping[str, str], listeners: list[str], controller_nam
                   inter_broker_listener: str | None) -> NodeSecurity:
     """Every listener's ``Security`` from Kafka's configs; refuses what tierlog cannot honour."""
     protocols = parse_protocol_map(props.get("listener.security.protocol.map"), controller_names)
-    _check_keys(props, listeners, controller_names)
+    _check_keys(props, [*listeners, *controller_names, *protocols])
     wanted = dict.fromkeys([*listeners, *controller_names[:1], *([inter_broker_listener] if inter_broker_listener
                                                                  else [])])
     out = {name: _listener_security(props, name, protocols, name in listeners) for name in wanted}
-    between_nodes = [*controller_names[:1], *([inter_broker_listener] if inter_broker_listener else [])]
-    for name in between_nodes:
-        if out[name].protocol.uses_sasl:
-            raise SecurityConfigError(f"listener {name} is {out[name].protocol.name}, but nodes do not speak SASL "
-                                      "to each other yet: make the inter-broker and controller listeners "
-                                      "PLAINTEXT or SSL")
-    return NodeSecurity({name: out[name] for name in listeners},
-                        out[controller_names[0]] if controller_names else PLAINTEXT,
-                        out[inter_broker_listener] if inter_broker_listener else PLAINTEXT,
+    controller = _outbound(props, out[controller_names[0]], controller_names[0],
+                           "sasl.mechanism.controller.protocol") if controller_names else PLAINTEXT
+    inter_broker = _outbound(props, out[inter_broker_listener], inter_broker_listener,
+                             "sasl.mechanism.inter.broker.protocol") if inter_broker_listener else PLAINTEXT
+    return NodeSecurity({name: out[name] for name in listeners}, controller, inter_broker,
                         {name: _sasl_mechanisms(props, name) for name in listeners if out[name].protocol.uses_sasl})
 
 
 SASL_MECHANISMS = ("PLAIN",)       # what SASL listeners can serve
+
+
+def _outbound(props: Mapping[str, str], security: Security, listener: str, mechanism_key: str) -> Security:
+    """A node's connections to ``listener``: its security plus, for SASL, the node's own
+    credentials (``username`` / ``password`` of the listener's JAAS configuration of the
+    mechanism ``mechanism_key`` names, as Kafka's brokers log in)."""
+    if not security.protocol.uses_sasl:
+        return security
+    mechanism = props.get(mechanism_key, "GSSAPI").strip().upper()      # Kafka's default
+    if mechanism not in SASL_MECHANISMS:
+        raise SecurityConfigError(f"{mechanism_key}={mechanism} is not supported for listener {listener} "
+                                  f"(tierlog: {', '.join(SASL_MECHANISMS)})")
+    jaas_key = f"{listener_prefix(listener)}{mechanism.lower()}.sasl.jaas.config"
+    options = parse_plain_jaas(jaas_key, props.get(jaas_key, ""))
+    if not options.get("username") or "password" not in options:
+        raise SecurityConfigError(f"{jaas_key}: the node's own username=\"...\" password=\"...\" are needed "
+                                  f"to connect to listener {listener}")
+    return replace(security, sasl=SaslCredentials(mechanism, options["username"], options["password"]))
 
 
 def _sasl_mechanisms(props: Mapping[str, str], listener: str) -> dict[str, str]:
@@ -375,30 +453,34 @@ def _listener_security(props: Mapping[str, str], name: str, protocols: dict[str,
 
 
 _JAAS_KEYS = tuple(f"{m.lower()}.sasl.jaas.config" for m in SASL_MECHANISMS)
+_NODE_SASL_KEYS = ("sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol",
+                   "sasl.mechanism.controller.protocol")
 
 
-def _check_keys(props: Mapping[str, str], listeners: list[str], controller_names: list[str]) -> None:
-    """Every security key is one tierlog honours: ``ssl.*`` keys it knows, per-listener
-    overrides of them for a listener it has; SASL and ``security.*`` keys are refused."""
-    known = {listener_prefix(n) for n in [*listeners, *controller_names]}
+def _check_keys(props: Mapping[str, str], names: list[str]) -> None:
+    """Every security key is one tierlog honours: the ``ssl.*`` and ``sasl.*`` keys it knows,
+    per-listener overrides of them for a listener the config names; others (Kerberos,
+    OAUTHBEARER, ``security.*``, Java plug-in classes) are refused."""
+    known = {listener_prefix(n) for n in names}     # listeners, controller listeners, the protocol map's
     for key in sorted(props):
         if key.startswith("listener.name."):
             prefix = next((p for p in known if key.startswith(p)), None)
             if prefix is None:
-                raise SecurityConfigError(f"{key}: no listener of that name in listeners or "
-                                          "controller.listener.names")
+                raise SecurityConfigError(f"{key}: no listener of that name in listeners, "
+                                          "controller.listener.names or listener.security.protocol.map")
             setting = key[len(prefix):]
         elif key.startswith(("ssl.", "sasl.", "security.")):
             setting = key
         else:
             continue
-        honoured = setting in NODE_SSL_KEYS or setting == "sasl.enabled.mechanisms" or \
+        honoured = setting in NODE_SSL_KEYS or setting in _NODE_SASL_KEYS or \
             (key.startswith("listener.name.") and setting in _JAAS_KEYS)
         if not honoured:
             raise SecurityConfigError(f"{key}: not supported by tierlog; supported security settings: "
                                       f"listener.security.protocol.map, inter.broker.listener.name, "
                                       f"{', '.join(sorted(NODE_SSL_KEYS))} (also as listener.name.<l>.ssl.*), "
-                                      "sasl.enabled.mechanisms and listener.name.<l>.plain.sasl.jaas.config")
+                                      "sasl.enabled.mechanisms, sasl.mechanism.inter.broker.protocol, "
+                                      "sasl.mechanism.controller.protocol and listener.name.<l>.plain.sasl.jaas.config")
 
 
 # Kafka's (Java) client ssl.* names that librdkafka spells differently; a PEM keystore file
@@ -418,9 +500,11 @@ def to_librdkafka(props: Mapping[str, str]) -> dict[str, str]:
     has checked them all (a PKCS12 keystore is librdkafka's ``ssl.keystore.location``).
     What librdkafka cannot take (a PKCS12 truststore, ssl.enabled.protocols) raises
     ``SecurityConfigError`` rather than being dropped."""
-    security = client_security(props, allow_sasl=True)
+    security = client_security(props)
     out = {k: v for k, v in props.items() if k not in _JAVA_TO_LIBRDKAFKA_PEM and k not in _DROPPED_FOR_LIBRDKAFKA
-               and k != "ssl.truststore.password"}
+               and k not in ("ssl.truststore.password", "sasl.jaas.config")}
+    if security.sasl is not None and "sasl.jaas.config" in props:
+        out |= {"sasl.username": security.sasl.username, "sasl.password": security.sasl.password}
     settings = security.ssl
     if settings is None:
         return out

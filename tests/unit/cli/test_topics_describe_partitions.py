@@ -106,8 +106,12 @@ def test_columns_follow_what_the_source_carries():
 @pytest.mark.parametrize("settings, expected", [
     ([], True), ([("security.protocol", "PLAINTEXT")], True), ([("security.protocol", "SSL")], True),
     ([("sasl.mechanism", "PLAIN")], False), ([("security.protocol", "SASL_SSL")], False),
-    ([("ssl.ca.location", "/x")], True), ([("linger.ms", "5")], True)])
-def test_own_connection_in_plaintext_and_tls_not_sasl(settings, expected):
+    ([("security.protocol", "SASL_PLAINTEXT"), ("sasl.mechanism", "PLAIN"), ("sasl.username", "a"),
+      ("sasl.password", "b")], True),
+    ([("security.protocol", "SASL_PLAINTEXT"), ("sasl.mechanism", "SCRAM-SHA-256"), ("sasl.username", "a"),
+      ("sasl.password", "b")], False),
+    ([("ssl.ca.location", "/x")], False), ([("linger.ms", "5")], True)])   # ssl.* without SSL: refused
+def test_own_connection_in_plaintext_tls_and_sasl_plain(settings, expected):
     assert broker_wire.usable(argparse.Namespace(command_config=settings)) is expected
 
 

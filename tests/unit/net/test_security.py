@@ -71,11 +71,11 @@ def test_listener_specs_with_per_listener_overrides(certs):
     ({"listener.security.protocol.map": "PLAINTEXT:SSL"}, "has no keystore"),
     ({"listener.security.protocol.map": "PLAINTEXT:SSL", "ssl.keystore.location": "/x.jks"},
      "ssl.keystore.type=JKS is not supported"),
-    ({"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT"}, "do not speak SASL to each other"),
+    ({"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT"}, "sasl.mechanism.inter.broker.protocol=GSSAPI"),
     ({"listener.security.protocol.map": "OTHER:SSL"}, "no security protocol for listener PLAINTEXT"),
     ({"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}, "ssl.cipher.suites: not supported"),
     ({"ssl.principal.mapping.rules": "DEFAULT"}, "ssl.principal.mapping.rules: not supported"),
-    ({"sasl.mechanism.inter.broker.protocol": "PLAIN"}, "sasl.mechanism.inter.broker.protocol: not supported"),
+    ({"sasl.kerberos.service.name": "kafka"}, "sasl.kerberos.service.name: not supported"),
     ({"listener.name.nope.ssl.keystore.location": "/x"}, "no listener of that name"),
     ({"listener.security.protocol.map": "PLAINTEXT:SSL", "ssl.keystore.type": "PEM",
       "ssl.keystore.location": "k.pem", "ssl.enabled.protocols": "TLSv1.1"}, "TLSv1.1 is not supported"),
@@ -115,6 +115,17 @@ def test_client_security_accepts_kafka_and_librdkafka_names(certs):
     assert java.ssl.truststore_location == rdkafka.ssl.truststore_location == str(certs["ca"])
     assert rdkafka.ssl.keystore_key_location == str(certs["client"].key)
     assert client_security({}) == PLAINTEXT
+    sasl = client_security({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "plain",
+                            "sasl.username": "alice", "sasl.password": "pw"})
+    assert (sasl.sasl.mechanism, sasl.sasl.username, sasl.sasl.password) == ("PLAIN", "alice", "pw")
+    for bad, message in (({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}, "needs a user"),
+                         ({"security.protocol": "SASL_PLAINTEXT", "sasl.username": "a", "sasl.password": "b"},
+                          "GSSAPI is not supported"),          # Kafka's and librdkafka's default
+                         ({"sasl.username": "a"}, "security.protocol is PLAINTEXT"),
+                         ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                           "sasl.kerberos.service.name": "kafka"}, "not a client sasl setting")):
+        with pytest.raises(SecurityConfigError, match=message):
+            client_security(bad)
     with pytest.raises(SecurityConfigError, match="security.protocol is PLAINTEXT"):
         client_security({"ssl.ca.location": str(certs["ca"])})
 
