@@ -232,7 +232,7 @@ _DEFS = [
 ]
 
 PLUGIN_PREFIXES = ("rsm.config.", "rlmm.config.")   # remote storage / metadata plugin settings, passed through
-# transport security settings, checked by the node's security spec (net.security) at start:
+# transport security settings, checked by the node's security spec (net.node_security) at start:
 # never unknown-and-ignored, each one honoured or refused
 SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.", "security.")
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}

@@ -23,7 +23,7 @@ histogram of the lag) in the node's own ``CollectorRegistry``; with
 A node with both roles and no ``controller.quorum.voters`` is a quorum of one
 (development mode): it needs no controller listener.
 
-Transport security (``net.security.node_security``): each listener serves the
+Transport security (``net.node_security.node_security``): each listener serves the
 protocol ``listener.security.protocol.map`` gives it (an SSL listener with its
 ``ssl.*`` settings' context, built before anything is bound, so a listener
 without a usable keystore stops the start with one line); the Raft replica and
@@ -63,14 +63,10 @@ from tierlog.net.client import PeerRoute, Peers
 from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
 from tierlog.net.memory_pool import MemoryPool
+from tierlog.net.node_security import NodeSecurity, node_security
 from tierlog.net.sasl_gate import sasl_sessions
 from tierlog.net.sasl_plain import PlainAuthenticator
-from tierlog.net.security import (
-    NodeSecurity,
-    SecurityConfigError,
-    listener_prefix,
-    node_security,
-)
+from tierlog.net.security import SecurityConfigError, listener_prefix
 from tierlog.net.server import Limits, Server, bind
 from tierlog.net.ssl_context import server_context
 from tierlog.net.tasks import TaskSet

@@ -24,8 +24,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from nodeproc import NodeProcess, free_port
 
 from tierlog.client.cluster import LATEST, Cluster
+from tierlog.net.client_security import client_security
 from tierlog.net.dev_certs import DevCa
-from tierlog.net.security import client_security
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -23,13 +23,9 @@ from typing import Self
 
 from tierlog.cli.errors import CliError
 from tierlog.net.blocking import BlockingConnection
+from tierlog.net.client_security import client_security
 from tierlog.net.request_pipeline import PeerUnavailable
-from tierlog.net.security import (
-    PLAINTEXT,
-    Security,
-    SecurityConfigError,
-    client_security,
-)
+from tierlog.net.security import PLAINTEXT, Security, SecurityConfigError
 from tierlog.protocol import APIS, ApiKey
 
 __all__ = ["BrokerWire", "security_of", "usable"]

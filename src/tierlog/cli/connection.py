@@ -6,7 +6,7 @@ short slices so librdkafka's error callback runs, fails fast with
 with a clear message at the deadline instead of hanging.
 
 --command-config settings go to librdkafka as given, except Kafka's (Java)
-client ssl.* names, which are translated (``net.security.to_librdkafka``), so one
+client ssl.* names, which are translated (``net.client_security.to_librdkafka``), so one
 client.properties file serves every command. librdkafka's own log lines are silenced (``log_level=0``); its errors reach
 the user through `BrokerHealth`. ``--command-config debug=...`` turns its
 logging back on.
@@ -24,7 +24,8 @@ from confluent_kafka import KafkaError, KafkaException
 
 from tierlog.cli.errors import CliError
 from tierlog.cli.health import BrokerHealth
-from tierlog.net.security import SecurityConfigError, to_librdkafka
+from tierlog.net.client_security import to_librdkafka
+from tierlog.net.security import SecurityConfigError
 
 __all__ = ["Connection"]
 

@@ -14,7 +14,7 @@ broker not yet caught up cannot send us back to the old leader.
 
 Each node connection asks ApiVersions first, so requests use the highest
 version both sides speak (``version_for``). Every connection is made with the
-cluster's ``security`` (``net.security.client_security`` of the client's properties:
+cluster's ``security`` (``net.client_security.client_security`` of the client's properties:
 plaintext, or TLS with Kafka's ssl.* settings). ``sent`` counts requests sent, by
 (address, api key), ``leader_hints_taken`` the hints followed.
 """

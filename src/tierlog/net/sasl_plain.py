@@ -19,11 +19,8 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
-from tierlog.net.security import (
-    PLAIN_LOGIN_MODULE,
-    SecurityConfigError,
-    parse_plain_jaas,
-)
+from tierlog.net.jaas import PLAIN_LOGIN_MODULE, parse_plain_jaas
+from tierlog.net.security import SecurityConfigError
 
 __all__ = ["PLAIN_LOGIN_MODULE", "PlainAuthenticator", "parse_plain_jaas"]
 

@@ -11,13 +11,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tierlog.net.security import (
-    PLAINTEXT,
-    Security,
-    SecurityConfigError,
-    client_security,
-    to_librdkafka,
-)
+from tierlog.net.client_security import client_security, to_librdkafka
+from tierlog.net.security import PLAINTEXT, Security, SecurityConfigError
 
 __all__ = ["OffsetSpec", "OptionError", "SinkOptions", "SourceOptions", "parse_sink_options",
            "parse_source_options", "tp_key"]

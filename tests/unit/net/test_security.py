@@ -9,18 +9,13 @@ import pytest
 
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.client import PeerConnection
+from tierlog.net.client_security import client_security
 from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.dev_certs import DevCa
 from tierlog.net.memory_pool import MemoryPool
+from tierlog.net.node_security import node_security, parse_protocol_map
 from tierlog.net.request_pipeline import PeerUnavailable
-from tierlog.net.security import (
-    PLAINTEXT,
-    SecurityConfigError,
-    SecurityProtocol,
-    client_security,
-    node_security,
-    parse_protocol_map,
-)
+from tierlog.net.security import PLAINTEXT, SecurityConfigError, SecurityProtocol
 from tierlog.net.server import Limits, Server, bind
 from tierlog.net.ssl_context import client_context, server_context
 from tierlog.protocol import ApiKey, decode_request_header, encode_response
