@@ -77,16 +77,18 @@ class Broker:
         return self.process.returncode
 
 
-def start_broker(name: str, workdir: Path, props: dict | None = None, env: dict | None = None) -> Broker:
+def start_broker(name: str, workdir: Path, props: dict | None = None, env: dict | None = None,
+                 port: int | None = None) -> Broker:
     """Start broker ``name`` with its files under ``workdir``; returns once it serves Metadata.
-    ``props``: extra tierlog settings; ``env``: extra environment variables."""
+    ``props``: extra tierlog settings; ``env``: extra environment variables; ``port``: the
+    plaintext port (a free one when None; set it when ``props`` has listeners of its own)."""
     starters = {"tierlog": _start_tierlog, "tansu": _start_tansu}
     if name not in starters:
         raise ValueError(f"unknown broker {name!r}; known: {', '.join(BROKERS)}")
     if props and name != "tierlog":
         raise ValueError("extra settings are for tierlog only")
     workdir.mkdir(parents=True, exist_ok=True)
-    broker = starters[name](workdir, free_port(), props or {}, env or {})
+    broker = starters[name](workdir, port or free_port(), props or {}, env or {})
     try:
         _wait_ready(broker)
     except BaseException:

@@ -59,6 +59,12 @@ _DEFS = [
     _d("advertised.listeners", "list", None, "Listeners told to clients; defaults to listeners."),
     _d("log.dirs", "list", "./tierlog-data/node-1", "Directories holding partition logs."),
     _d("controller.listener.names", "list", "CONTROLLER", "Listeners the controller role serves (Raft, registration)."),
+    _d("listener.security.protocol.map", "string", None,
+       "LISTENER_NAME:SECURITY_PROTOCOL pairs (PLAINTEXT, SSL); unset: each protocol's name maps to itself "
+       "and the controller listeners to PLAINTEXT (Kafka's KRaft default)."),
+    _d("inter.broker.listener.name", "string", None,
+       "Listener brokers use to reach each other (replica fetches, remote log metadata); "
+       "unset: the first broker listener (Kafka's default is the one named PLAINTEXT)."),
     _d("controller.quorum.voters", "list", None,
        "Metadata quorum voters as id@host:port; unset on a lone combined node (it is its own quorum)."),
     _d("controller.quorum.bootstrap.servers", "list", None, "Alias of the voters' endpoints (host:port)."),
@@ -230,6 +236,9 @@ _DEFS = [
 ]
 
 PLUGIN_PREFIXES = ("rsm.config.", "rlmm.config.")   # remote storage / metadata plugin settings, passed through
+# transport security settings, checked by the node's security spec (net.node_security) at start:
+# never unknown-and-ignored, each one honoured or refused
+SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.", "security.")
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
 _PARSERS: dict[str, Callable[[str], object]] = {
     "int": int, "long": int, "double": float, "string": str,
@@ -324,7 +333,8 @@ class NodeConfig:
         self.values: dict[str, object] = {}
         for name, d in BROKER_CONFIGS.items():
             self.values[name] = self._parse(d, props.get(name))
-        self.unknown = sorted(k for k in props if k not in BROKER_CONFIGS and not k.startswith(PLUGIN_PREFIXES))
+        self.unknown = sorted(k for k in props if k not in BROKER_CONFIGS
+                              and not k.startswith(PLUGIN_PREFIXES + SECURITY_PREFIXES))
         if self.values["node.id"] is None:
             raise ConfigError("node.id: required")
         self.listeners = parse_listeners(self.values["listeners"])
@@ -337,9 +347,19 @@ class NodeConfig:
             raise ConfigError(f"process.roles: want broker, controller or both, got {','.join(self.roles)!r}")
         self.voters = parse_voters(self.values["controller.quorum.voters"] or [])
         self._check_quorum()
+        self._check_inter_broker_listener()
         self._check_request_bounds()
         metrics = self.values["metrics.prometheus.listener"]
         self.metrics_listener = parse_host_port("metrics.prometheus.listener", metrics) if metrics else None
+
+    def _check_inter_broker_listener(self) -> None:
+        name = self.values["inter.broker.listener.name"]
+        if not name or "broker" not in self.roles:
+            return
+        if name.strip().upper() in self.controller_listener_names:
+            raise ConfigError(f"inter.broker.listener.name: {name} is a controller listener")
+        if name.strip().upper() not in {lst.name for lst in self.broker_listeners}:
+            raise ConfigError(f"inter.broker.listener.name: {name} is not one of the listeners")
 
     def _check_request_bounds(self) -> None:
         for key in ("socket.request.max.bytes", "queued.max.requests", "connections.max.idle.ms",
@@ -379,6 +399,18 @@ class NodeConfig:
     def broker_listeners(self) -> list[Listener]:
         names = {n.upper() for n in self.values["controller.listener.names"]}
         return [lst for lst in self.listeners if lst.name not in names]
+
+    @property
+    def controller_listener_names(self) -> list[str]:
+        return [n.upper() for n in self.values["controller.listener.names"]]
+
+    @property
+    def inter_broker_listener(self) -> str | None:
+        """``inter.broker.listener.name``, else the first broker listener (None: no broker listener)."""
+        name = self.values["inter.broker.listener.name"]
+        if name:
+            return name.strip().upper()
+        return self.broker_listeners[0].name if self.broker_listeners else None
 
     @staticmethod
     def _parse(d: ConfigDef, text: str | None) -> object:

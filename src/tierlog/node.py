@@ -25,6 +25,14 @@ from start-up (bound first) until ``stop()``.
 
 A node with both roles and no ``controller.quorum.voters`` is a quorum of one
 (development mode): it needs no controller listener.
+
+Transport security (``net.node_security.node_security``): each listener serves the
+protocol ``listener.security.protocol.map`` gives it (an SSL listener with its
+``ssl.*`` settings' context, built before anything is bound, so a listener
+without a usable keystore stops the start with one line); the Raft replica and
+the controller channels connect with the first controller listener's security,
+replica fetchers and the remote log metadata manager to other brokers'
+``inter.broker.listener.name`` endpoints with that listener's.
 """
 from __future__ import annotations
 
@@ -55,12 +63,17 @@ from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.apply_metrics import ApplyMetrics
 from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
-from tierlog.net.client import Peers
+from tierlog.net.client import PeerRoute, Peers
 from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
 from tierlog.net.memory_pool import MemoryPool
+from tierlog.net.node_security import NodeSecurity, node_security
 from tierlog.net.request_metrics import RequestMetrics
+from tierlog.net.sasl_gate import sasl_sessions
+from tierlog.net.sasl_plain import PlainAuthenticator
+from tierlog.net.security import SecurityConfigError, listener_prefix
 from tierlog.net.server import Limits, Server, bind
+from tierlog.net.ssl_context import server_context
 from tierlog.net.tasks import TaskSet
 from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
 from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
@@ -165,6 +178,7 @@ class Node:
         self._connection_quotas = ConnectionQuotas(config["max.connections"], config["max.connections.per.ip"],
                                                    _resolve_hosts(config.ip_overrides))
         self._request_memory = MemoryPool(config.request_memory_bytes)
+        self.security, self._ssl_contexts, self._sasl_sessions = _security(config)
 
     @property
     def is_broker(self) -> bool:
@@ -188,7 +202,8 @@ class Node:
                                                                 prepare=self._prepare_scrape)
         voters = cfg.voters or {cfg.node_id: None}
         self.peers = Peers(f"tierlog-node-{cfg.node_id}",
-                           {n: a for n, a in voters.items() if a is not None and n != cfg.node_id})
+                           {n: a for n, a in voters.items() if a is not None and n != cfg.node_id},
+                           self.security.controller)
         loader = MetadataLoader(cluster_id=cluster_id)
         self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000)
         if "controller" in cfg.roles:
@@ -239,7 +254,7 @@ class Node:
         a heartbeat or an AlterPartition would wait behind this node's parked metadata
         Fetch (up to its 500 ms wait); nor does a slow forward hold up a heartbeat."""
         cfg = self.config
-        peers = Peers(f"tierlog-node-{cfg.node_id}-{purpose}", dict(self.peers.addresses))
+        peers = Peers(f"tierlog-node-{cfg.node_id}-{purpose}", dict(self.peers.addresses), self.security.controller)
         self._channel_peers.append(peers)
         return ControllerChannel(peers, voters, lambda: loader.image.controller_id if
                                  loader.image.controller_id >= 0 else None,
@@ -266,13 +281,14 @@ class Node:
         self.replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms,
                                        self._controller_channel("alter-partition", voters, loader),
                                        lambda: manager.broker_epoch, lambda: loader.image,
-                                       {k: cfg[k] for k in REPLICATION_SETTINGS})
+                                       {k: cfg[k] for k in REPLICATION_SETTINGS}, self._inter_broker_route())
         metadata_view = MetadataView(loader)
         topic_stats = BrokerTopicStats(lambda topic_id: _topic_name(metadata_view.image, topic_id))
         self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
                              api_versions_list(BROKER_APIS))
         if cfg["remote.log.storage.system.enable"]:
-            self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms, topic_stats)
+            self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms, topic_stats,
+                                     self._inter_broker_route())
             await self.remote.check()
             self.broker.remote = self.replicas.remote = self.remote
             self.replicas.tier_listener = self.remote.log_manager
@@ -328,18 +344,23 @@ class Node:
         for prepare in self._scrape_preparers:
             prepare()
 
+    def _inter_broker_route(self) -> PeerRoute:
+        return PeerRoute(self.config.inter_broker_listener, self.security.inter_broker)
+
     def _endpoint(self, listener_cfg) -> Endpoint:
         """What this broker registers: the advertised host of the listener and its bound port."""
         adv = next((a for a in self.config.advertised if a.name == listener_cfg.name), listener_cfg)
         port = adv.port if adv is not listener_cfg and adv.port else self._ports[listener_cfg.name]
-        return Endpoint(listener_cfg.name, adv.host or "127.0.0.1", port)
+        return Endpoint(listener_cfg.name, adv.host or "127.0.0.1", port,
+                        self.security.listeners[listener_cfg.name].protocol)
 
     async def _serve(self, listener_cfg, dispatcher, sock=None) -> None:
         """Serve ``listener_cfg`` on ``sock`` (bound already) or on a socket bound now."""
         cfg = self.config
         limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], self._connection_quotas,
                         self._request_memory, cfg["connections.max.idle.ms"], cfg["socket.request.read.timeout.ms"])
-        server = Server(dispatcher, limits)
+        server = Server(dispatcher, limits, self._ssl_contexts.get(listener_cfg.name),
+                        self._sasl_sessions.get(listener_cfg.name))
         port = await server.serve(sock if sock is not None else bind(listener_cfg.host, listener_cfg.port))
         self.servers.append(server)
         self.bound.append((listener_cfg.host or "0.0.0.0", port))
@@ -390,6 +411,23 @@ class Node:
         for lock in self._dir_locks:
             lock.release()
         log.info("node %d stopped", self.config.node_id)
+
+
+def _security(cfg: NodeConfig) -> tuple[NodeSecurity, dict, dict]:
+    """The node's security spec, its SSL listeners' contexts and its SASL listeners' per-connection
+    gates (ConfigError: the node cannot honour it)."""
+    try:
+        security = node_security(cfg.raw, [lst.name for lst in cfg.listeners], cfg.controller_listener_names,
+                                 cfg.inter_broker_listener if "broker" in cfg.roles else None)
+        contexts = {name: server_context(spec.ssl) for name, spec in security.listeners.items()
+                    if spec.ssl is not None}
+        sessions = {name: sasl_sessions(name, {
+            mechanism: PlainAuthenticator.from_jaas(f"{listener_prefix(name)}{mechanism.lower()}.sasl.jaas.config",
+                                                    jaas) for mechanism, jaas in mechanisms.items()})
+            for name, mechanisms in security.sasl.items()}
+    except SecurityConfigError as e:
+        raise ConfigError(str(e)) from None
+    return security, contexts, sessions
 
 
 def _data_dirs(cfg: NodeConfig) -> list[Path]:

@@ -44,3 +44,32 @@ def test_split_and_rate_limit():
     assert all(r.size <= 300 for r in split_ranges([OffsetRange("t", 0, 0, 1000)], None, 300))
     ends = rate_limit({("t", 0): 0, ("t", 1): 0}, {("t", 0): 900, ("t", 1): 100}, 100)
     assert ends == {("t", 0): 90, ("t", 1): 10}
+
+
+def test_security_options_reach_the_source_and_the_sink():
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "a"}
+    tls = {"kafka.security.protocol": "SSL", "kafka.ssl.truststore.type": "PEM",
+           "kafka.ssl.truststore.location": "/ca.crt", "kafka.ssl.keystore.type": "PEM",
+           "kafka.ssl.keystore.location": "/me.pem"}
+    source = parse_source_options({**base, **tls}, streaming=False)
+    assert source.security.protocol.name == "SSL"
+    assert source.security.ssl.truststore_location == "/ca.crt" and source.security.ssl.keystore_location == "/me.pem"
+    sink = parse_sink_options({**base, **tls, "topic": "t"}).producer_config
+    assert sink["ssl.ca.location"] == "/ca.crt" and sink["ssl.key.location"] == "/me.pem"
+    assert "ssl.truststore.location" not in sink and sink["security.protocol"] == "SSL"
+    sasl = {"kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "PLAIN",
+            "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                                      'username="alice" password="s3cret";'}
+    sink = parse_sink_options({**base, **sasl, "topic": "t"}).producer_config
+    assert (sink["sasl.username"], sink["sasl.password"]) == ("alice", "s3cret") and "sasl.jaas.config" not in sink
+    creds = parse_source_options({**base, **sasl}, streaming=False).security.sasl
+    assert (creds.mechanism, creds.username, creds.password) == ("PLAIN", "alice", "s3cret")
+    assert "s3cret" not in repr(creds)
+    with pytest.raises(OptionError, match="SCRAM-SHA-512 is not supported"):
+        parse_source_options({**base, **sasl, "kafka.sasl.mechanism": "SCRAM-SHA-512"}, streaming=False)
+    for bad, named in (({"kafka.ssl.ca.location": "/ca.crt"}, "security.protocol is PLAINTEXT"),
+                       ({**tls, "kafka.ssl.truststore.type": "JKS"}, "JKS is not supported")):
+        with pytest.raises(OptionError, match=named):
+            parse_source_options({**base, **bad}, streaming=False)
+        with pytest.raises(OptionError, match=named):
+            parse_sink_options({**base, **bad, "topic": "t"})

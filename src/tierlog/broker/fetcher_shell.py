@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from tierlog.net.client import PeerConnection, PeerUnavailable
+from tierlog.net.client import DEFAULT_ROUTE, PeerConnection, PeerRoute, PeerUnavailable
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -48,8 +48,9 @@ LIST_OFFSETS_TIMEOUT_S = 10.0
 
 
 class FetcherShell:
-    def __init__(self, replicas, image_fn, clock_ms):
+    def __init__(self, replicas, image_fn, clock_ms, route: PeerRoute = DEFAULT_ROUTE):
         self.replicas = replicas            # ReplicaManager: .fetchers, .by_id, .node_id
+        self.route = route                  # the leaders' inter-broker listener and its security
         self.image_fn = image_fn
         self.clock_ms = clock_ms
         self.tasks: dict[int, asyncio.Task] = {}       # the running task per leader we follow
@@ -77,13 +78,14 @@ class FetcherShell:
                 if state is None:
                     return
                 info = self.image_fn().brokers.get(leader)
-                if info is None:
+                address = None if info is None else self.route.address(info)
+                if address is None:
                     await asyncio.sleep(0.5)
                     continue
-                if conn is None or (conn.host, conn.port) != (info.host, info.port):
+                if conn is None or (conn.host, conn.port) != address:
                     if conn is not None:
                         conn.close()
-                    conn = PeerConnection(info.host, info.port, f"replica-fetcher-{self.replicas.node_id}")
+                    conn = self.route.connection(*address, f"replica-fetcher-{self.replicas.node_id}")
                 probes = state.take_probes(self.clock_ms())
                 if probes:
                     await self._probe(state, conn, leader, probes)

@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from tierlog.metadata import MetadataImage, TopicInfo
+from tierlog.net.client import DEFAULT_ROUTE, PeerRoute
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
@@ -76,8 +77,10 @@ ELIGIBLE_BYTES = "leader.election.eligible.local.log.bytes"     # KIP-1303
 class ReplicaManager:
     def __init__(self, node_id: int, logs: LogManager, topic_defaults: dict[str, str],
                  clock_ms: Callable[[], int], controller_channel, broker_epoch: Callable[[], int],
-                 image_fn: Callable[[], MetadataImage], config: Mapping[str, object] | None = None):
-        """``controller_channel``: async ``.send`` (AlterPartition); ``config``: the replica.* settings."""
+                 image_fn: Callable[[], MetadataImage], config: Mapping[str, object] | None = None,
+                 inter_broker: PeerRoute = DEFAULT_ROUTE):
+        """``controller_channel``: async ``.send`` (AlterPartition); ``config``: the replica.* settings;
+        ``inter_broker``: how the fetchers reach leaders."""
         cfg = config or {}
         self.node_id = node_id
         self.logs = logs
@@ -103,7 +106,7 @@ class ReplicaManager:
             max_bytes=int(cfg.get("replica.fetch.response.max.bytes", 10 * 1024 * 1024)),
             partition_max_bytes=int(cfg.get("replica.fetch.max.bytes", 1024 * 1024)),
             backoff_ms=int(cfg.get("replica.fetch.backoff.ms", 1000))))
-        self.fetcher_shell = FetcherShell(self, image_fn, clock_ms)
+        self.fetcher_shell = FetcherShell(self, image_fn, clock_ms, inter_broker)
         self.leader_moves = LeaderMoves(int(cfg.get("replica.fetch.wait.max.ms", 500)))
         self._tasks = TaskSet(f"replica manager {node_id}")     # the ticker and AlterPartition requests
         self._alter_sender = AlterPartitionSender(controller_channel, node_id, broker_epoch,

@@ -8,8 +8,11 @@ ends at the command's deadline (--timeout). Failing to reach any server is a
 `CliError` in the same words as librdkafka's path:
 ``cannot reach bootstrap server HOST:PORT (reason)``.
 
-A command whose --command-config asks for TLS or SASL cannot use this (it
-speaks plaintext only): `usable` says so, and the command keeps to librdkafka.
+The connection speaks what --command-config asks for (``security.protocol``,
+``ssl.*`` and SASL/PLAIN's ``sasl.*``, Kafka's client names or librdkafka's;
+`BrokerWire.from_args`), through ``net.connect`` like every tierlog connection.
+What it cannot speak (a SCRAM mechanism) `usable` says, and a command that can
+keeps to librdkafka.
 """
 
 from __future__ import annotations
@@ -20,20 +23,32 @@ from typing import Self
 
 from tierlog.cli.errors import CliError
 from tierlog.net.blocking import BlockingConnection
+from tierlog.net.client_security import client_security
 from tierlog.net.request_pipeline import PeerUnavailable
+from tierlog.net.security import PLAINTEXT, Security, SecurityConfigError
 from tierlog.protocol import APIS, ApiKey
 
-__all__ = ["BrokerWire", "usable"]
+__all__ = ["BrokerWire", "security_of", "usable"]
 
 _CLIENT_ID = "tierlog-cli"
-_PLAINTEXT = "plaintext"
 
 
 def usable(args: argparse.Namespace) -> bool:
-    """Whether the connection settings allow a plaintext connection of our own."""
-    settings = dict(args.command_config)
-    protocol = settings.get("security.protocol", _PLAINTEXT).strip().lower()
-    return protocol == _PLAINTEXT and not any(k.startswith(("sasl.", "ssl.")) for k in settings)
+    """Whether tierlog's own connection can speak what --command-config asks for (plaintext,
+    TLS, SASL/PLAIN; not SCRAM, which librdkafka's clients may still use)."""
+    try:
+        client_security(dict(args.command_config))
+    except SecurityConfigError:
+        return False
+    return True
+
+
+def security_of(args: argparse.Namespace) -> Security:
+    """The connection security --command-config asks for; a `CliError` naming a setting it cannot honour."""
+    try:
+        return client_security(dict(args.command_config))
+    except SecurityConfigError as exc:
+        raise CliError(f"--command-config: {exc}") from None
 
 
 def _split_host_port(text: str) -> tuple[str, int]:
@@ -46,13 +61,19 @@ def _split_host_port(text: str) -> tuple[str, int]:
 class BrokerWire:
     """One connection to a broker; requests in turn, all within one deadline."""
 
-    def __init__(self, bootstrap: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, security: Security = PLAINTEXT) -> None:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
+        self.security = security
         self.deadline = time.monotonic() + timeout_s
         self.address = ""
         self.versions: dict[int, tuple[int, int]] = {}   # api key -> (min, max) the broker serves
         self._conn: BlockingConnection | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Self:
+        """A wire to --bootstrap-server within --timeout, with --command-config's security."""
+        return cls(args.bootstrap_server, args.timeout, security_of(args))
 
     def __enter__(self) -> Self:
         self.connect()
@@ -76,7 +97,8 @@ class BrokerWire:
 
     def _open(self, address: str) -> None:
         host, port = _split_host_port(address)
-        self._conn = BlockingConnection(host, port, client_id=_CLIENT_ID, timeout_s=self._remaining_or_raise())
+        self._conn = BlockingConnection(host, port, client_id=_CLIENT_ID, timeout_s=self._remaining_or_raise(),
+                                        security=self.security)
         self.address = address
         answer = self.request(ApiKey.API_VERSIONS, {}, version=0)
         if answer.get("ErrorCode"):

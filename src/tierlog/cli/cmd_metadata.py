@@ -36,6 +36,7 @@ from tierlog.cli.options import (
     BOOTSTRAP_ENV,
     DEFAULT_BOOTSTRAP,
     DEFAULT_TIMEOUT_S,
+    add_command_config,
     positive_float,
 )
 from tierlog.cli.render import make_table, note, print_json, print_table
@@ -110,7 +111,7 @@ def _check_errors(address: str, response: dict) -> None:
 
 
 def _query(args: argparse.Namespace) -> tuple[dict, str | None]:
-    with BrokerWire(args.bootstrap_server, args.timeout) as wire:
+    with BrokerWire.from_args(args) as wire:
         return _describe_quorum(wire)
 
 
@@ -333,6 +334,7 @@ def _server_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT...]",
                        default=os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP,
                        help=f"a broker, or a controller's CONTROLLER listener (env {BOOTSTRAP_ENV})")
+    add_command_config(group)
     group.add_argument("--timeout", metavar="SECONDS", type=positive_float, default=DEFAULT_TIMEOUT_S,
                        help="give up waiting for the cluster after this long")
 

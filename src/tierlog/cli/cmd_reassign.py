@@ -31,7 +31,7 @@ progress and none failed, so a script can wait with
 
 confluent-kafka offers neither AlterPartitionReassignments (45) nor
 ListPartitionReassignments (46), so this command speaks the protocol itself
-(`BrokerWire`, plaintext only); brokers forward both to the active controller.
+(`BrokerWire`, plaintext or TLS); brokers forward both to the active controller.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ import argparse
 import random
 from pathlib import Path
 
-from tierlog.cli import broker_wire
 from tierlog.cli.broker_wire import BrokerWire
 from tierlog.cli.errors import CliError, UsageError
 from tierlog.cli.options import connection_options
@@ -275,9 +274,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--{args.mode} needs --reassignment-json-file")
     if args.mode == "generate" and (args.topics_to_move_json_file is None or args.broker_list is None):
         raise UsageError("--generate needs --topics-to-move-json-file and --broker-list")
-    if not broker_wire.usable(args):
-        raise CliError("tierlog reassign speaks plaintext only; --command-config asks for TLS or SASL")
-    with BrokerWire(args.bootstrap_server, args.timeout) as wire:
+    with BrokerWire.from_args(args) as wire:
         return _MODES[args.mode](args, wire)
 
 

@@ -5,7 +5,9 @@ short slices so librdkafka's error callback runs, fails fast with
 ``cannot reach bootstrap server X`` once every broker is down, and gives up
 with a clear message at the deadline instead of hanging.
 
-librdkafka's own log lines are silenced (``log_level=0``); its errors reach
+--command-config settings go to librdkafka as given, except Kafka's (Java)
+client ssl.* names, which are translated (``net.client_security.to_librdkafka``), so one
+client.properties file serves every command. librdkafka's own log lines are silenced (``log_level=0``); its errors reach
 the user through `BrokerHealth`. ``--command-config debug=...`` turns its
 logging back on.
 """
@@ -22,6 +24,8 @@ from confluent_kafka import KafkaError, KafkaException
 
 from tierlog.cli.errors import CliError
 from tierlog.cli.health import BrokerHealth
+from tierlog.net.client_security import to_librdkafka
+from tierlog.net.security import SecurityConfigError
 
 __all__ = ["Connection"]
 
@@ -41,11 +45,19 @@ def _client_config(args: argparse.Namespace, health: BrokerHealth, settings: dic
         "socket.connection.setup.timeout.ms": timeout_ms,
     }
     config.update(settings)
-    user = dict(args.command_config)
+    user = _librdkafka_settings(dict(args.command_config))
     if "debug" in user and "log_level" not in user:
         config["log_level"] = 7
     config.update(user)
     return config
+
+
+def _librdkafka_settings(user: dict) -> dict:
+    """--command-config with Kafka's client ssl.* names translated (a `CliError` if not honourable)."""
+    try:
+        return to_librdkafka(user)
+    except SecurityConfigError as exc:
+        raise CliError(f"--command-config: {exc}") from None
 
 
 class Connection:

@@ -55,7 +55,7 @@ def _broker_addresses(wire: BrokerWire) -> dict[int, str]:
 
 def _ask_leader(wire: BrokerWire, address: str, partitions: list[tuple[str, dict]], version: int) -> None:
     try:
-        leader = BrokerWire(address, wire.remaining_s())
+        leader = BrokerWire(address, wire.remaining_s(), wire.security)
         leader.connect()
     except (CliError, TimeoutError):        # an unreachable leader leaves its partitions unknown
         return

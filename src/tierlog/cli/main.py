@@ -51,7 +51,7 @@ a first session:
 
 connection options (on every client command):
   --bootstrap-server HOST:PORT   default: $TIERLOG_BOOTSTRAP, else 127.0.0.1:9092
-  --command-config KEY=VALUE     raw librdkafka setting (or a properties file)
+  --command-config KEY=VALUE     client setting, or a properties file (security.protocol, ssl.*)
   --timeout SECONDS              give up waiting for the cluster after this long
 """
 

@@ -6,9 +6,13 @@ subcommand, so they can be written after it, as with Kafka's tools):
 ``--bootstrap-server HOST:PORT``
     Default: the ``TIERLOG_BOOTSTRAP`` environment variable, else 127.0.0.1:9092.
 ``--command-config KEY=VALUE | FILE``
-    Raw librdkafka settings, repeatable. A value without ``=`` names a Java
+    Client settings, repeatable. A value without ``=`` names a Java
     properties file (read as ``server.properties`` is), the form Kafka's
-    ``--command-config`` takes.
+    ``--command-config`` takes. ``security.protocol=SSL`` with Kafka's client
+    ``ssl.*`` names (``ssl.truststore.location``, ``ssl.keystore.location``, types
+    PEM or PKCS12) or librdkafka's (``ssl.ca.location``, ...) connects over TLS,
+    librdkafka's clients and tierlog's own connection alike; other keys are
+    librdkafka settings.
 ``--timeout SECONDS``
     Upper bound on any wait for the cluster.
 """
@@ -25,6 +29,7 @@ __all__ = [
     "BOOTSTRAP_ENV",
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_TIMEOUT_S",
+    "add_command_config",
     "connection_options",
     "key_value",
     "non_negative_int",
@@ -94,6 +99,19 @@ def positive_float(text: str) -> float:
     return value
 
 
+def add_command_config(group) -> None:
+    """``--command-config`` on a parser or argument group (every command that connects has it)."""
+    group.add_argument(
+        "--command-config",
+        metavar="KEY=VALUE|FILE",
+        action="extend",
+        type=_command_config,
+        default=[],
+        help="client setting or properties file (Kafka's client names: security.protocol, ssl.*; "
+             "or librdkafka's); repeatable",
+    )
+
+
 def connection_options() -> argparse.ArgumentParser:
     """A parent parser holding the options every client command shares."""
     parent = argparse.ArgumentParser(add_help=False)
@@ -104,14 +122,7 @@ def connection_options() -> argparse.ArgumentParser:
         default=os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP,
         help=f"broker to connect to (env {BOOTSTRAP_ENV})",
     )
-    group.add_argument(
-        "--command-config",
-        metavar="KEY=VALUE|FILE",
-        action="extend",
-        type=_command_config,
-        default=[],
-        help="raw librdkafka setting or properties file; repeatable",
-    )
+    add_command_config(group)
     group.add_argument(
         "--timeout",
         metavar="SECONDS",

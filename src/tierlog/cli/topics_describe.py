@@ -6,8 +6,9 @@ Sources, best first:
    lists it (`topic_partitions`): the only one with each partition's leader
    epoch, eligible leader replicas (ELR) and last known ELR; plus ongoing
    reassignments when the broker also serves ListPartitionReassignments (46).
-   Spoken over tierlog's own plaintext connection (confluent-kafka has no
-   such call), so not used when --command-config asks for TLS or SASL.
+   Spoken over tierlog's own connection (confluent-kafka has no such call),
+   plaintext, TLS or SASL/PLAIN as --command-config asks; not used when it asks
+   for what that connection cannot speak.
 2. The DescribeTopics admin call (Metadata v10+, which carries topic ids).
 3. Plain metadata, without ids, against a broker too old for 2.
 
@@ -157,7 +158,7 @@ def _describe_with_librdkafka(args: argparse.Namespace, names: list[str]) -> lis
 def describe(args: argparse.Namespace, names: list[str]) -> list[dict]:
     """Descriptions of the named topics, or of every topic when none is named."""
     if broker_wire.usable(args):
-        with broker_wire.BrokerWire(args.bootstrap_server, args.timeout) as wire:
+        with broker_wire.BrokerWire.from_args(args) as wire:
             if wire.version(ApiKey.DESCRIBE_TOPIC_PARTITIONS) is not None:
                 descriptions = describe_partitions(wire, names)
                 add_log_offsets(wire, descriptions)

@@ -13,7 +13,9 @@ never overrides a cached leader with an older leader epoch (same topic id), so a
 broker not yet caught up cannot send us back to the old leader.
 
 Each node connection asks ApiVersions first, so requests use the highest
-version both sides speak (``version_for``). ``sent`` counts requests sent, by
+version both sides speak (``version_for``). Every connection is made with the
+cluster's ``security`` (``net.client_security.client_security`` of the client's properties:
+plaintext, or TLS with Kafka's ssl.* settings). ``sent`` counts requests sent, by
 (address, api key), ``leader_hints_taken`` the hints followed.
 """
 
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from tierlog.client.leader_hint import leader_update
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.request_pipeline import RECEIVE_MESSAGE_MAX_BYTES, PeerUnavailable
+from tierlog.net.security import PLAINTEXT, Security
 from tierlog.protocol import ApiKey, describe, is_retriable
 from tierlog.protocol.errors import ErrorCode
 
@@ -77,8 +80,9 @@ class Cluster:
 
     def __init__(self, bootstrap_servers: str, *, client_id: str = "tierlog-spark",
                  timeout_s: float = 30.0, retry_timeout_s: float = 30.0,
-                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES):
+                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES, security: Security = PLAINTEXT):
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.security = security
         self.client_id = client_id
         self.timeout_s = timeout_s
         self.retry_timeout_s = retry_timeout_s
@@ -98,7 +102,8 @@ class Cluster:
 
     def _open(self, host: str, port: int) -> BlockingConnection:
         return BlockingConnection(host, port, client_id=self.client_id, timeout_s=self.timeout_s,
-                                  receive_message_max_bytes=self.receive_message_max_bytes, sent=self.sent)
+                                  receive_message_max_bytes=self.receive_message_max_bytes, sent=self.sent,
+                                  security=self.security)
 
     def _any_connection(self) -> BlockingConnection:
         if self._any is not None:

@@ -6,7 +6,10 @@ outstanding request's answer, so requests may be pipelined; ``request`` is
 one round trip. Each call has a timeout (the connection's ``timeout_s`` unless
 given) that covers the whole call. Any failure, a timeout, a closed socket or
 a protocol violation raises ``PeerUnavailable`` and closes the connection:
-a half-read answer leaves nothing usable. ``sent``, when given, counts the
+a half-read answer leaves nothing usable. The socket comes from
+``net.connect.connect`` with the connection's ``Security`` (plaintext by default);
+with SASL credentials the connection authenticates (``net.sasl_client``) before it
+is handed out. ``sent``, when given, counts the
 requests sent by (address, api key): the client's own instrumentation.
 """
 
@@ -16,34 +19,45 @@ import socket
 import time
 from collections import Counter
 
+from tierlog.net import sasl_client
+from tierlog.net.connect import connect, describe_failure
 from tierlog.net.request_pipeline import (
     RECEIVE_MESSAGE_MAX_BYTES,
     SIZE,
     PeerUnavailable,
     RequestPipeline,
 )
+from tierlog.net.security import PLAINTEXT, Security
 
 __all__ = ["BlockingConnection"]
-
-_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024
 
 
 class BlockingConnection:
     """A socket to ``host:port`` with Kafka framing and correlation ids."""
 
     def __init__(self, host: str, port: int, *, client_id: str, timeout_s: float,
-                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES, sent: Counter | None = None):
+                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES, sent: Counter | None = None,
+                 security: Security = PLAINTEXT):
         self.host, self.port = host, port
         self.timeout_s = timeout_s
         self.sent = sent
         self.pipeline = RequestPipeline(client_id, receive_message_max_bytes)
         try:
-            self._sock: socket.socket | None = socket.create_connection((host, port), timeout=timeout_s)
-            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RECEIVE_BUFFER_BYTES)
+            self._sock: socket.socket | None = connect(host, port, security, timeout_s)
         except OSError as e:
             reason = _reason(e)
             raise PeerUnavailable(f"cannot connect to {self.address}: {reason}", reason) from None
+        if security.sasl is not None:
+            self._authenticate(security)
+
+    def _authenticate(self, security: Security) -> None:
+        """SASL before anything else (``net.sasl_client``); a refusal closes the connection."""
+        try:
+            sasl_client.check_handshake(self.request(*sasl_client.handshake_request(security.sasl)), security.sasl)
+            sasl_client.check_authenticate(self.request(*sasl_client.authenticate_request(security.sasl)))
+        except PeerUnavailable as e:
+            self.close()
+            raise PeerUnavailable(f"cannot connect to {self.address}: {e.reason}", e.reason) from None
 
     @property
     def address(self) -> str:
@@ -121,6 +135,4 @@ class BlockingConnection:
 
 
 def _reason(exc: OSError) -> str:
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    return exc.strerror or str(exc) or type(exc).__name__
+    return describe_failure(exc)

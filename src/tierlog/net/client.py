@@ -13,21 +13,29 @@ Bounds: a response frame larger than ``receive.message.max.bytes``
 (``RECEIVE_MESSAGE_MAX_BYTES``) closes the connection; every request has a
 timeout (the connect included), after which its answer is dropped when it
 comes; more than ``inflight_max`` such late answers owed close the connection.
+
+Connections are made by ``net.connect.open_connection`` with the ``Security`` the
+``PeerConnection`` (or ``Peers``) was given: TLS when the peer's listener is SSL, and
+SASL (``net.sasl_client``) before the first request when it is SASL_*.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
+from tierlog.net import sasl_client
+from tierlog.net.connect import describe_failure, open_connection
 from tierlog.net.request_pipeline import (
     RECEIVE_MESSAGE_MAX_BYTES,
     SIZE,
     PeerUnavailable,
     RequestPipeline,
 )
+from tierlog.net.security import PLAINTEXT, Security
 from tierlog.protocol import APIS
 
-__all__ = ["PeerConnection", "PeerUnavailable", "Peers"]
+__all__ = ["DEFAULT_ROUTE", "PeerConnection", "PeerRoute", "PeerUnavailable", "Peers"]
 
 log = logging.getLogger(__name__)
 INFLIGHT_MAX = 64
@@ -67,8 +75,9 @@ class PeerConnection:
     """One pipelined connection to ``host:port``."""
 
     def __init__(self, host: str, port: int, client_id: str, inflight_max: int = INFLIGHT_MAX,
-                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES):
+                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES, security: Security = PLAINTEXT):
         self.host, self.port = host, port
+        self.security = security
         self.client_id = client_id
         self.inflight_max = inflight_max
         self.pipeline = RequestPipeline(client_id, receive_message_max_bytes)
@@ -118,13 +127,38 @@ class PeerConnection:
                 self._connecting = None
 
     async def _open(self) -> None:
-        loop = asyncio.get_running_loop()
         try:
-            transport, _ = await loop.create_connection(lambda: _ClientProtocol(self), self.host, self.port)
+            transport = await open_connection(self.host, self.port, self.security, lambda: _ClientProtocol(self))
         except OSError as e:
-            raise PeerUnavailable(f"cannot connect to {self.address}: {e.strerror or e}") from None
+            raise PeerUnavailable(f"cannot connect to {self.address}: {describe_failure(e)}") from None
         self.pipeline.reset()
         self._transport = transport
+        if self.security.sasl is not None:
+            await self._authenticate()
+
+    async def _authenticate(self) -> None:
+        """SASL before anything else (``net.sasl_client``); a refusal fails the connection."""
+        creds = self.security.sasl
+        try:
+            sasl_client.check_handshake(await self._exchange(*sasl_client.handshake_request(creds)), creds)
+            sasl_client.check_authenticate(await self._exchange(*sasl_client.authenticate_request(creds)))
+        except PeerUnavailable as e:
+            self._fail_all(e)
+            raise PeerUnavailable(f"cannot connect to {self.address}: {e.reason}", e.reason) from None
+
+    async def _exchange(self, api_key: int, version: int, body: dict) -> dict:
+        """One request on the connection being opened (no slot: the opener holds one)."""
+        cid, frame = self.pipeline.request(api_key, version, body)
+        fut = asyncio.get_running_loop().create_future()
+        self._pending[cid] = fut
+        self._transport.write(frame)
+        try:
+            return await asyncio.wait_for(fut, CONNECT_TIMEOUT_S)
+        except TimeoutError:
+            raise PeerUnavailable(f"{self.address}: no SASL answer within {CONNECT_TIMEOUT_S:g}s", "timed out") \
+                from None
+        finally:
+            self._pending.pop(cid, None)
 
     def _on_frame(self, frame: bytes) -> None:
         try:
@@ -151,10 +185,12 @@ class PeerConnection:
 
 
 class Peers:
-    """Node id -> address, with one lazily opened connection per node."""
+    """Node id -> address, with one lazily opened connection per node, all with ``security``."""
 
-    def __init__(self, client_id: str, addresses: dict[int, tuple[str, int]] | None = None):
+    def __init__(self, client_id: str, addresses: dict[int, tuple[str, int]] | None = None,
+                 security: Security = PLAINTEXT):
         self.client_id = client_id
+        self.security = security
         self.addresses: dict[int, tuple[str, int]] = dict(addresses or {})
         self._conns: dict[int, PeerConnection] = {}
 
@@ -171,7 +207,8 @@ class Peers:
         if conn is None:
             if node_id not in self.addresses:
                 raise PeerUnavailable(f"no address for node {node_id}")
-            conn = self._conns[node_id] = PeerConnection(*self.addresses[node_id], self.client_id)
+            conn = self._conns[node_id] = PeerConnection(*self.addresses[node_id], self.client_id,
+                                                                 security=self.security)
         v = APIS[api_key].max_version if version is None else version
         return await conn.request(api_key, v, body, timeout_s)
 
@@ -179,3 +216,25 @@ class Peers:
         for conn in self._conns.values():
             conn.close()
         self._conns.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class PeerRoute:
+    """How a node reaches other brokers: their endpoint on ``listener``
+    (``inter.broker.listener.name``; None: the first one registered) with ``security``."""
+
+    listener: str | None = None
+    security: Security = PLAINTEXT
+
+    def address(self, broker) -> tuple[str, int] | None:
+        """``broker``'s (host, port) on the listener (a ``BrokerInfo``; None: no endpoint there)."""
+        return broker.address(self.listener)
+
+    def connection(self, host: str, port: int, client_id: str) -> PeerConnection:
+        return PeerConnection(host, port, client_id, security=self.security)
+
+    def peers(self, client_id: str) -> Peers:
+        return Peers(client_id, security=self.security)
+
+
+DEFAULT_ROUTE = PeerRoute()     # the first registered endpoint, plaintext

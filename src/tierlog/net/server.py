@@ -24,12 +24,23 @@ Bounds (``Limits``; what happens at each):
 A closed connection drops its buffers and queued frames and gives their bytes
 back to the pool.
 
+Transport security: a ``Server`` given an ``ssl.SSLContext`` (an SSL listener,
+``net.ssl_context.server_context``) serves TLS; asyncio completes the handshake
+before ``connection_made``, and a failed handshake (a plaintext client, an
+untrusted client certificate) ends the connection with a debug line, no
+traceback; the handshake has ``socket.request.read.timeout.ms`` to finish.
+File regions go out with ``os.sendfile`` on plaintext connections only:
+on TLS they are read and written through the transport (sendfile would put
+cleartext on the socket, past the encryption).
+
 The handler is ``handle(frame: bytearray, client_host: str, received_ns: int) -> parts | awaitable[parts] | None``
 (``client_host``: the peer's IP address, "" when it has none; ``received_ns``: ``time.monotonic_ns()``
 when the whole frame had arrived, for the request metrics):
 ``parts`` is a list of bytes-like objects and file regions (objects with
 ``__len__`` and ``read()``/``fd``/``offset``), ``None`` means no response
-(acks=0).  A handler raising ``CloseConnection`` closes this connection only;
+(acks=0).  ``session``, when given, wraps the handler once per connection (SASL
+listeners: ``net.sasl_gate``).  A handler raising ``CloseConnection`` closes this connection only
+(after sending its ``response``, when it has one);
 any other exception is logged and closes it too.  Nothing a peer sends can stop
 the server.
 """
@@ -39,6 +50,7 @@ import asyncio
 import logging
 import os
 import socket
+import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -62,7 +74,12 @@ _QUEUE, _MEMORY = "queued.max.requests", "queued.max.request.bytes"   # why a co
 
 
 class CloseConnection(Exception):
-    """Raised by a handler to drop the connection (framing or protocol violation)."""
+    """Raised by a handler to drop the connection (framing or protocol violation); with
+    ``response`` (encoded parts), that answer is sent first (a failed SASL authentication)."""
+
+    def __init__(self, message: str, response: list | None = None):
+        super().__init__(message)
+        self.response = response
 
 
 class Limits:
@@ -102,6 +119,8 @@ class _Connection(asyncio.BufferedProtocol):
         self._admitted = False
         self.transport = None
         self._worker = None
+        self._zero_copy = server.ssl_context is None      # sendfile bypasses TLS
+        self._handle = server.session(server.handler) if server.session else server.handler
 
     # -- asyncio protocol callbacks -------------------------------------------------
     def connection_made(self, transport):
@@ -275,7 +294,7 @@ class _Connection(asyncio.BufferedProtocol):
 
     # -- the worker: one request at a time, responses in order ---------------------
     async def _run(self):
-        handle = self._server.handler
+        handle = self._handle
         try:
             while not self._closed:
                 if not self._queue:
@@ -298,6 +317,8 @@ class _Connection(asyncio.BufferedProtocol):
                 self._server.request_done(self)
         except CloseConnection as e:
             log.info("closing %s: %s", self.peer, e)
+            if e.response is not None and not self._closed:
+                await self._send(e.response)
             self.close()
         except asyncio.CancelledError:
             pass
@@ -312,7 +333,7 @@ class _Connection(asyncio.BufferedProtocol):
             if isinstance(p, (bytes, bytearray, memoryview)):
                 out.append(p)
                 continue
-            if len(p) >= SENDFILE_MIN_BYTES:
+            if self._zero_copy and len(p) >= SENDFILE_MIN_BYTES:
                 self.transport.writelines(out)
                 out = []
                 if self.transport.get_write_buffer_size() == 0:
@@ -325,7 +346,8 @@ class _Connection(asyncio.BufferedProtocol):
             await self._can_write.wait()
 
     def _sendfile(self, region):
-        """Send a file region from the page cache; only called while the transport's buffer is empty."""
+        """Send a file region from the page cache; only called while the transport's buffer is empty,
+        on a plaintext connection."""
         sock = self.transport.get_extra_info("socket")
         offset, remaining = region.offset, len(region)
         try:
@@ -352,11 +374,15 @@ class _Connection(asyncio.BufferedProtocol):
 
 
 class Server:
-    """Listens on one host:port and feeds frames of every connection to ``handler``."""
+    """Listens on one host:port and feeds frames of every connection to ``handler``
+    (over TLS when given ``ssl_context``)."""
 
-    def __init__(self, handler: Handler, limits: Limits):
+    def __init__(self, handler: Handler, limits: Limits, ssl_context: ssl.SSLContext | None = None,
+                 session: Callable[[Handler], Handler] | None = None):
         self.handler = handler
         self.limits = limits
+        self.ssl_context = ssl_context
+        self.session = session          # per-connection wrapper of the handler (a SASL gate)
         self.deadlines = ConnectionDeadlines(limits.idle_ms, limits.read_ms)
         self._connections: set[_Connection] = set()
         self._server: asyncio.base_events.Server | None = None
@@ -392,9 +418,16 @@ class Server:
     async def serve(self, sock: socket.socket) -> int:
         """Serve the connections of a listening socket from ``bind``; the bound port."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _Connection(self), sock=sock, backlog=BACKLOG)
+        self._server = await loop.create_server(lambda: _Connection(self), sock=sock, backlog=BACKLOG,
+                                                **self._tls_options())
         self._sweeper = loop.create_task(self._sweep(), name=f"deadlines-{sock.getsockname()[1]}")
         return sock.getsockname()[1]
+
+    def _tls_options(self) -> dict:
+        """A TLS handshake gets ``socket.request.read.timeout.ms`` to finish, as a frame does."""
+        if self.ssl_context is None:
+            return {}
+        return {"ssl": self.ssl_context, "ssl_handshake_timeout": self.limits.read_ms / 1000}
 
     async def _sweep(self) -> None:
         """Close the connections past ``connections.max.idle.ms`` or ``socket.request.read.timeout.ms``."""

@@ -11,6 +11,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from tierlog.net.client_security import client_security, to_librdkafka
+from tierlog.net.security import PLAINTEXT, Security, SecurityConfigError
+
 __all__ = ["OffsetSpec", "OptionError", "SinkOptions", "SourceOptions", "parse_sink_options",
            "parse_source_options", "tp_key"]
 
@@ -67,6 +70,7 @@ class SourceOptions:
     fetch_max_bytes: int
     retry_timeout_s: float
     client_id: str
+    security: Security = PLAINTEXT               # kafka.security.protocol, kafka.ssl.*
 
 
 @dataclass(frozen=True)
@@ -231,6 +235,23 @@ def _check_kafka_options(options: Mapping, refused: dict) -> None:
             raise OptionError(f"{key}: not supported by the tierlog source and sink, {refused[k[6:]]}")
 
 
+_SECURITY_PREFIXES = ("kafka.security.", "kafka.ssl.", "kafka.sasl.", "kafka.enable.ssl.")
+
+
+def _security_props(options: Mapping) -> dict[str, str]:
+    """The kafka.security.protocol / kafka.ssl.* / kafka.sasl.* options, without ``kafka.``."""
+    return {k.lower()[6:]: str(v) for k, v in options.items() if k.lower().startswith(_SECURITY_PREFIXES)}
+
+
+def _security(options: Mapping) -> Security:
+    """The source's connection security, checked on the driver: a setting tierlog cannot
+    honour is an error, never a silent plaintext connection."""
+    try:
+        return client_security(_security_props(options))
+    except SecurityConfigError as exc:
+        raise OptionError(f"kafka.{exc}") from None
+
+
 def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
     bootstrap = _bootstrap(options)
     _check_kafka_options(options, _UNSUPPORTED_KAFKA)
@@ -268,6 +289,7 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         fetch_max_bytes=_int(options, "kafka.fetch.max.bytes", 1024) or 8 * 1024 * 1024,
         retry_timeout_s=(_int(options, "kafka.request.timeout.ms", 1) or 30_000) / 1000,
         client_id=str(_get(options, "kafka.client.id") or "tierlog-spark"),
+        security=_security(options),
     )
 
 
@@ -281,6 +303,10 @@ def parse_sink_options(options: Mapping) -> SinkOptions:
         k = key.lower()
         if k.startswith("kafka.") and k != "kafka.bootstrap.servers":
             config[key[6:]] = str(value)
+    try:
+        config = to_librdkafka(config)          # Kafka's client ssl.* names, as librdkafka's
+    except SecurityConfigError as exc:
+        raise OptionError(f"kafka.{exc}") from None
     flush_timeout_ms = int(config.get("message.timeout.ms", 120_000)) + 30_000
     topic = _get(options, "topic")
     return SinkOptions(bootstrap, str(topic) if topic else None, config, flush_timeout_ms / 1000)

@@ -105,7 +105,8 @@ class TierlogDataSource(DataSource):
 
 def _read_partition(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:
     cluster = Cluster(opts.bootstrap_servers, client_id=opts.client_id, retry_timeout_s=opts.retry_timeout_s,
-                      receive_message_max_bytes=receive_message_max_bytes_for(opts.fetch_max_bytes))
+                      receive_message_max_bytes=receive_message_max_bytes_for(opts.fetch_max_bytes),
+                      security=opts.security)
     try:
         yield from read_range(cluster, part.topic, part.partition, part.start, part.end,
                               include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss,
@@ -127,7 +128,7 @@ class _ClusterOnDriver:
     def _client(self) -> Cluster:
         if self._cluster is None:
             self._cluster = Cluster(self.opts.bootstrap_servers, client_id=self.opts.client_id,
-                                    retry_timeout_s=self.opts.retry_timeout_s)
+                                    retry_timeout_s=self.opts.retry_timeout_s, security=self.opts.security)
         return self._cluster
 
     def _close(self) -> None:

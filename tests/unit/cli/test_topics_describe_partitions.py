@@ -104,9 +104,14 @@ def test_columns_follow_what_the_source_carries():
 
 
 @pytest.mark.parametrize("settings, expected", [
-    ([], True), ([("security.protocol", "PLAINTEXT")], True), ([("security.protocol", "SSL")], False),
-    ([("sasl.mechanism", "PLAIN")], False), ([("ssl.ca.location", "/x")], False), ([("linger.ms", "5")], True)])
-def test_own_connection_only_in_plaintext(settings, expected):
+    ([], True), ([("security.protocol", "PLAINTEXT")], True), ([("security.protocol", "SSL")], True),
+    ([("sasl.mechanism", "PLAIN")], False), ([("security.protocol", "SASL_SSL")], False),
+    ([("security.protocol", "SASL_PLAINTEXT"), ("sasl.mechanism", "PLAIN"), ("sasl.username", "a"),
+      ("sasl.password", "b")], True),
+    ([("security.protocol", "SASL_PLAINTEXT"), ("sasl.mechanism", "SCRAM-SHA-256"), ("sasl.username", "a"),
+      ("sasl.password", "b")], False),
+    ([("ssl.ca.location", "/x")], False), ([("linger.ms", "5")], True)])   # ssl.* without SSL: refused
+def test_own_connection_in_plaintext_tls_and_sasl_plain(settings, expected):
     assert broker_wire.usable(argparse.Namespace(command_config=settings)) is expected
 
 

@@ -6,7 +6,9 @@ key types answer COORDINATOR_NOT_AVAILABLE (v0-3) per key.  v4+ is batched
 controller (offsets.topic.num.partitions, offsets.topic.replication.factor or
 the number of live brokers if fewer, cleanup.policy=compact,
 offsets.topic.segment.bytes), answering COORDINATOR_NOT_AVAILABLE until its
-partition has a leader.
+partition has a leader. The coordinator's address is its endpoint on the listener the
+request came in on (as in Kafka: a TLS or SASL client is never sent to another
+listener's port); a coordinator without one answers COORDINATOR_NOT_AVAILABLE.
 """
 from tierlog.broker.group_coordinator import OFFSETS_TOPIC
 from tierlog.protocol.api import ApiKey
@@ -23,7 +25,7 @@ BATCHED_FROM = 4
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     batched = header.api_version >= BATCHED_FROM
     keys = request["CoordinatorKeys"] if batched else [request["Key"]]
-    found = [_find(broker, key, request.get("KeyType", GROUP_KEY_TYPE)) for key in keys]
+    found = [_find(broker, key, request.get("KeyType", GROUP_KEY_TYPE), header.listener) for key in keys]
     if batched:
         return {"ThrottleTimeMs": 0, "Coordinators": found}
     one = found[0]
@@ -31,7 +33,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
             "NodeId": one["NodeId"], "Host": one["Host"], "Port": one["Port"]}
 
 
-def _find(broker, key: str, key_type: int) -> dict:
+def _find(broker, key: str, key_type: int, listener: str | None) -> dict:
     if key_type != GROUP_KEY_TYPE:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"no coordinator for key type {key_type}")
     topic = broker.image.topics.get(OFFSETS_TOPIC)
@@ -40,10 +42,13 @@ def _find(broker, key: str, key_type: int) -> dict:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is being created")
     index = broker.groups.partition_for(key)
     leader = topic.partitions[index].leader if index < len(topic.partitions) else -1
-    endpoint = broker.endpoint(leader) if leader >= 0 else None
-    if endpoint is None:
+    info = broker.endpoint(leader) if leader >= 0 else None
+    if info is None:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC}-{index} has no leader")
-    return {"Key": key, "NodeId": leader, "Host": endpoint.host, "Port": endpoint.port,
+    address = info.address(listener)      # the coordinator on the listener the client came in on
+    if address is None:
+        return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"node {leader} has no {listener} listener")
+    return {"Key": key, "NodeId": leader, "Host": address[0], "Port": address[1],
             "ErrorCode": ErrorCode.NONE, "ErrorMessage": None}
 
 

@@ -23,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from tierlog.net.client import Peers, PeerUnavailable
+from tierlog.net.client import DEFAULT_ROUTE, PeerRoute, Peers, PeerUnavailable
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -61,7 +61,8 @@ class RemoteMetadataUnavailable(RemoteStorageError):
 
 
 class RemoteLogMetadataManager:
-    def __init__(self, node_id: int, config, metadata, controller_channel, clock_ms: Callable[[], int]):
+    def __init__(self, node_id: int, config, metadata, controller_channel, clock_ms: Callable[[], int],
+                 inter_broker: PeerRoute = DEFAULT_ROUTE):
         self.node_id = node_id
         self.num_partitions = int(config["remote.log.metadata.topic.num.partitions"])
         self._replication_factor = int(config["remote.log.metadata.topic.replication.factor"])
@@ -69,7 +70,8 @@ class RemoteLogMetadataManager:
         self._metadata = metadata                     # .image, async .wait_for(predicate, timeout_s)
         self._controller = controller_channel
         self._clock_ms = clock_ms
-        self._peers = Peers(f"tierlog-rlmm-{node_id}")        # produces; each consumer has its own connections
+        self._route = inter_broker                    # the leaders' inter-broker listener and its security
+        self._peers = inter_broker.peers(f"tierlog-rlmm-{node_id}")   # produces; each consumer has its own
         self._caches: dict[TopicIdPartition, RemoteLogMetadataCache] = {}
         self._positions: dict[int, ConsumedPosition] = {}
         self._consumers: dict[int, asyncio.Task] = {}
@@ -161,9 +163,10 @@ class RemoteLogMetadataManager:
             return None
         leader = topic.partitions[partition].leader
         info = self._metadata.image.brokers.get(leader)
-        if leader < 0 or info is None:
+        address = None if leader < 0 or info is None else self._route.address(info)
+        if address is None:
             return None
-        (peers or self._peers).set_address(leader, info.host, info.port)
+        (peers or self._peers).set_address(leader, *address)
         return leader
 
     # --- producing -----------------------------------------------------------------------------------
@@ -207,7 +210,7 @@ class RemoteLogMetadataManager:
     async def _consume(self, partition: int, position: ConsumedPosition) -> None:
         # its own connections: a broker answers one request per connection at a time, so a parked
         # fetch would hold back produces and other partitions' fetches sharing the connection
-        peers = Peers(f"tierlog-rlmm-{self.node_id}-{partition}")
+        peers = self._route.peers(f"tierlog-rlmm-{self.node_id}-{partition}")
         try:
             while True:
                 try:

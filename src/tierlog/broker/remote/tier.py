@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tierlog.config import ConfigError
+from tierlog.net.client import DEFAULT_ROUTE, PeerRoute
 from tierlog.tiered import (
     RemoteSegmentStore,
     RemoteStorageConfigError,
@@ -36,14 +37,16 @@ __all__ = ["RemoteTier"]
 
 
 class RemoteTier:
-    def __init__(self, config, metadata_view, controller_channel, clock_ms, stats: BrokerTopicStats | None = None):
+    def __init__(self, config, metadata_view, controller_channel, clock_ms, stats: BrokerTopicStats | None = None,
+                 inter_broker: PeerRoute = DEFAULT_ROUTE):
         try:
             store = object_store_from_config(config.prefixed("rsm.config."))
         except RemoteStorageConfigError as e:
             raise ConfigError(f"remote storage: {e}") from None
         self._store = store
         self.segments = RemoteSegmentStore(store)
-        self.metadata = RemoteLogMetadataManager(config.node_id, config, metadata_view, controller_channel, clock_ms)
+        self.metadata = RemoteLogMetadataManager(config.node_id, config, metadata_view, controller_channel, clock_ms,
+                                                 inter_broker)
         self.log_manager = RemoteLogManager(config.node_id, config, self.segments, self.metadata, clock_ms, stats)
         cache_dir = config.prefixed("rsm.config.").get("rsm.config.fetch.chunk.cache.path") or \
             str(Path(config.log_dirs[0]) / "remote-log-chunk-cache")

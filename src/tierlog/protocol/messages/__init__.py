@@ -47,6 +47,8 @@ from tierlog.protocol.messages import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
     unregister_broker,
     vote,
@@ -65,7 +67,7 @@ _MODULES = (
     broker_registration, broker_heartbeat, unregister_broker,
     allocate_producer_ids, describe_topic_partitions,
     alter_configs, delete_records, create_partitions, describe_log_dirs, delete_groups, offset_delete,
-    consumer_group_heartbeat, consumer_group_describe,
+    consumer_group_heartbeat, consumer_group_describe, sasl_handshake, sasl_authenticate,
 )
 
 #: every API with schemas, by key

@@ -1,0 +1,19 @@
+"""SaslHandshake (17), v1 (v0's raw tokens are gone in Kafka 4.0, KIP-896).
+
+Listed by ApiVersions on every listener, as Kafka does. On a SASL listener the
+connection's ``net.sasl_gate.SaslGate`` answers it before authentication; a
+handshake that reaches this handler (a PLAINTEXT / SSL listener, or a second one
+after authentication: re-authentication, KIP-368, is not implemented) is answered
+ILLEGAL_SASL_STATE, as Kafka's KafkaApis does.
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.SASL_HANDSHAKE, 1, 1
+
+
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    return {"ErrorCode": ErrorCode.ILLEGAL_SASL_STATE, "Mechanisms": []}

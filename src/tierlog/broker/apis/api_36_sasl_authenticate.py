@@ -1,0 +1,18 @@
+"""SaslAuthenticate (36), v0-2: SASL tokens after SaslHandshake v1 (KIP-152).
+
+Answered by the connection's ``net.sasl_gate.SaslGate`` on a SASL listener; one
+that reaches this handler (no handshake on this connection, or after
+authentication) is ILLEGAL_SASL_STATE, as in Kafka.
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.SASL_AUTHENTICATE, 0, 2
+
+
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    return {"ErrorCode": ErrorCode.ILLEGAL_SASL_STATE, "ErrorMessage": "Unexpected SaslAuthenticate request",
+            "AuthBytes": b"", "SessionLifetimeMs": 0}

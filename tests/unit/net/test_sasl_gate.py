@@ -1,0 +1,101 @@
+"""SASL PLAIN and the per-connection SASL gate, driven with encoded frames (no sockets)."""
+
+import pytest
+
+from tierlog.net.sasl_gate import sasl_sessions
+from tierlog.net.sasl_plain import FAILED, PlainAuthenticator, parse_plain_jaas
+from tierlog.net.security import SecurityConfigError
+from tierlog.net.server import CloseConnection
+from tierlog.protocol import decode_response, encode_request
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        'password="admin-secret" user_admin="admin-secret" user_alice="al\\"ice";')
+
+
+def test_jaas_options_and_users():
+    assert parse_plain_jaas("k", JAAS) == {"username": "admin", "password": "admin-secret",
+                                           "user_admin": "admin-secret", "user_alice": 'al"ice'}
+    plain = PlainAuthenticator.from_jaas("k", JAAS)
+    assert plain.authenticate(b'\x00alice\x00al"ice') == "alice"
+    assert plain.authenticate(b'alice\x00alice\x00al"ice') == "alice"          # authzid = the user
+    for token in (b"\x00alice\x00wrong", b"\x00mallory\x00x", b"bob\x00alice\x00al\"ice", b"alice", b"\xff\x00a\x00b",
+                  b"\x00\x00admin-secret"):
+        assert plain.authenticate(token) is None
+    for bad, message in (("Other required;", "want org.apache"), (JAAS.rstrip(";"), "end with ';'"),
+                         (JAAS.replace("required", "optional"), "must be 'required'"),
+                         ('org.apache.kafka.common.security.plain.PlainLoginModule required user_a=b;', "cannot parse"),
+                         ('org.apache.kafka.common.security.plain.PlainLoginModule required username="a";', "no users")):
+        with pytest.raises(SecurityConfigError, match=message):
+            PlainAuthenticator.from_jaas("k", bad)
+
+
+class Inner:
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, frame, host):
+        self.seen.append(bytes(frame))
+        return ["inner"]
+
+
+def _gate():
+    inner = Inner()
+    return sasl_sessions("SASL", {"PLAIN": PlainAuthenticator.from_jaas("k", JAAS)})(inner), inner
+
+
+def _frame(api_key, version, body):
+    return bytearray(encode_request(api_key, version, 7, "t", body))
+
+
+def _answer(api_key, version, parts):
+    return decode_response(api_key, version, b"".join(bytes(p) for p in parts))[1]
+
+
+def test_handshake_then_authenticate_then_everything_passes():
+    gate, inner = _gate()
+    assert gate(_frame(ApiKey.API_VERSIONS, 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"})) \
+        == ["inner"]
+    hello = _answer(ApiKey.SASL_HANDSHAKE, 1, gate(_frame(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})))
+    assert hello == {"ErrorCode": 0, "Mechanisms": ["PLAIN"]}
+    done = _answer(ApiKey.SASL_AUTHENTICATE, 2, gate(_frame(ApiKey.SASL_AUTHENTICATE, 2,
+                                                            {"AuthBytes": b'\x00alice\x00al"ice'})))
+    assert done["ErrorCode"] == 0 and done["SessionLifetimeMs"] == 0 and gate.principal == "User:alice"
+    metadata = _frame(ApiKey.METADATA, 12, {"Topics": None, "AllowAutoTopicCreation": False})
+    assert gate(metadata) == ["inner"] and inner.seen[-1] == bytes(metadata)
+
+
+def test_a_wrong_password_is_answered_then_closed():
+    gate, _ = _gate()
+    gate(_frame(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"}))
+    with pytest.raises(CloseConnection) as e:
+        gate(_frame(ApiKey.SASL_AUTHENTICATE, 1, {"AuthBytes": b"\x00alice\x00nope"}))
+    answer = _answer(ApiKey.SASL_AUTHENTICATE, 1, e.value.response)
+    assert answer["ErrorCode"] == ErrorCode.SASL_AUTHENTICATION_FAILED and answer["ErrorMessage"] == FAILED
+    assert gate.principal is None
+
+
+def test_an_unknown_mechanism_is_answered_with_the_list_then_closed():
+    gate, _ = _gate()
+    with pytest.raises(CloseConnection) as e:
+        gate(_frame(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "SCRAM-SHA-512"}))
+    assert _answer(ApiKey.SASL_HANDSHAKE, 1, e.value.response) == {
+        "ErrorCode": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Mechanisms": ["PLAIN"]}
+
+
+@pytest.mark.parametrize("frames", [
+    [(ApiKey.METADATA, 12, {"Topics": None, "AllowAutoTopicCreation": False})],              # before any SASL
+    [(ApiKey.SASL_AUTHENTICATE, 2, {"AuthBytes": b"\x00a\x00b"})],                            # before the handshake
+    [(ApiKey.SASL_HANDSHAKE, 0, {"Mechanism": "PLAIN"})],                                    # v0: raw tokens, gone
+    [(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"}),
+     (ApiKey.METADATA, 12, {"Topics": None, "AllowAutoTopicCreation": False})],              # between the two
+])
+def test_out_of_order_requests_close_the_connection(frames):
+    gate, inner = _gate()
+    *first, last = frames
+    for frame in first:
+        gate(_frame(*frame))
+    with pytest.raises(CloseConnection, match="ILLEGAL_SASL_STATE"):
+        gate(_frame(*last))
+    assert inner.seen == []
