@@ -35,7 +35,7 @@ class Inner:
     def __init__(self):
         self.seen = []
 
-    def __call__(self, frame, host):
+    def __call__(self, frame, host, received_ns=None):
         self.seen.append(bytes(frame))
         return ["inner"]
 

@@ -148,7 +148,7 @@ def test_pkcs12_and_inline_pem_keystores_load(certs):
 
 # -- the one outbound connect against a TLS server ---------------------------------------------------
 
-def _handler(frame, _host):
+def _handler(frame, _host, _received_ns=None):
     header, _ = decode_request_header(frame)
     return list(encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, ANSWER))
 
@@ -255,7 +255,7 @@ def test_file_regions_go_through_tls_not_sendfile(certs, tmp_path):
 
     async def run():
         limits = Limits(1 << 20, 10, ConnectionQuotas(100, 100, {}), MemoryPool(1 << 24))
-        server = Server(lambda frame, host: [b"\x00\x00\x00\x07", Region()], limits, _listener(certs, "none"))
+        server = Server(lambda frame, host, received_ns: [b"\x00\x00\x00\x07", Region()], limits, _listener(certs, "none"))
         port = await server.serve(bind("127.0.0.1", 0))
         try:
             def fetch():
