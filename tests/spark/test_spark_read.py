@@ -13,9 +13,12 @@ def _reader(spark, node, **options):
     return r.load()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def written(spark_node):
-    """Two partitions: null and empty keys, null values, headers (null header values too), zstd batches."""
+    """Two partitions: null and empty keys, null values, headers (null header values too), zstd batches.
+
+    Session-scoped like ``spark_node``, whose topic it creates: with ``--dist worksteal`` a worker can
+    leave this module and come back, which would set up a module-scoped fixture a second time."""
     create_topic(spark_node.bootstrap, "read-a", 2)
     records = []
     for i in range(3000):
