@@ -3,7 +3,11 @@ import uuid
 
 from tierlog.spark.planning import OffsetRange
 from tierlog.spark.remote_planning import cover_range, lineage_source, readable_segments
-from tierlog.tiered.segment_metadata import RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition
+from tierlog.tiered.segment_metadata import (
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    TopicIdPartition,
+)
 
 TP = TopicIdPartition(b"t" * 16, "t", 0)
 
