@@ -8,7 +8,17 @@ import pytest
 from clients import create_topic, produce_all
 from cluster import wait_for
 from nodeproc import NodeProcess
-from tiered import EARLIEST_LOCAL, LATEST_TIERED, TIERED_TOPIC, fs_props, offsets
+from tiered import (
+    EARLIEST_LOCAL,
+    LATEST_TIERED,
+    MOTO_CREDENTIALS,
+    MOTO_REGION,
+    TIERED_BROKER,
+    TIERED_TOPIC,
+    MotoServer,
+    fs_props,
+    offsets,
+)
 
 from tierlog.spark.source import TierlogDataSource
 
@@ -32,24 +42,46 @@ def _records():
     return out
 
 
+def _fill(node) -> None:
+    create_topic(node.bootstrap, TOPIC, PARTITIONS, TIERED_TOPIC)
+    records = _records()
+    produce_all(node.bootstrap, TOPIC, records[:RECORDS // 2])
+    produce_all(node.bootstrap, TOPIC, records[RECORDS // 2:], **{"compression.type": "zstd"})
+    wait_for(lambda: all((offsets(node, TOPIC, p, LATEST_TIERED) or -1) >= 1000
+                         and (offsets(node, TOPIC, p, EARLIEST_LOCAL) or 0) > 0 for p in range(PARTITIONS)),
+             120, f"{TOPIC} mostly uploaded and deleted locally", interval_s=0.5)
+
+
 @pytest.fixture(scope="module")
 def tiered_node(tmp_path_factory):
     root = tmp_path_factory.mktemp("spark-remote")
     remote = root / "remote-storage"
     node = NodeProcess(root / "node-1", props=fs_props(remote)).start()
     try:
-        create_topic(node.bootstrap, TOPIC, PARTITIONS, TIERED_TOPIC)
-        records = _records()
-        produce_all(node.bootstrap, TOPIC, records[:RECORDS // 2])
-        produce_all(node.bootstrap, TOPIC, records[RECORDS // 2:], **{"compression.type": "zstd"})
-        wait_for(lambda: all((offsets(node, TOPIC, p, LATEST_TIERED) or -1) >= 1000
-                             and (offsets(node, TOPIC, p, EARLIEST_LOCAL) or 0) > 0 for p in range(PARTITIONS)),
-                 120, f"{TOPIC} mostly uploaded and deleted locally", interval_s=0.5)
+        _fill(node)
         node.remote = remote
         yield node
     finally:
         if node.alive():
             node.stop()
+
+
+@pytest.fixture(scope="module")
+def s3_tiered_node(tmp_path_factory):
+    """The same topic on a moto S3 store (executors get the credentials from spark.executorEnv)."""
+    root = tmp_path_factory.mktemp("spark-remote-s3")
+    with pytest.MonkeyPatch.context() as env, MotoServer(root) as moto:
+        for key, value in {**MOTO_CREDENTIALS, "AWS_DEFAULT_REGION": MOTO_REGION}.items():
+            env.setenv(key, value)
+        env.delenv("AWS_PROFILE", raising=False)
+        node = NodeProcess(root / "node-1", props={**TIERED_BROKER, **moto.settings()}).start()
+        try:
+            _fill(node)
+            node.settings = moto.settings()
+            yield node
+        finally:
+            if node.alive():
+                node.stop()
 
 
 def _options(node, **extra):
@@ -104,3 +136,13 @@ def test_remote_storage_option_errors(spark, tiered_node):
         _plan(_options(tiered_node, remoteStorage="s3:///prefix"))
     with pytest.raises(Exception, match="remoteStorage: unknown remote storage setting"):
         _plan(_options(tiered_node, remoteStorage=str(tiered_node.remote), **{"rsm.config.storage.bogus": "1"}))
+
+
+def test_direct_read_from_s3_equals_the_broker_read(spark, s3_tiered_node):
+    settings = s3_tiered_node.settings
+    location = f"s3://{settings['rsm.config.storage.s3.bucket.name']}/{settings['rsm.config.storage.s3.prefix']}"
+    store_options = {k: v for k, v in settings.items() if k.startswith("rsm.config.storage.s3.")
+                     and not k.endswith((".bucket.name", ".prefix"))}
+    direct = _options(s3_tiered_node, remoteStorage=location, **store_options)
+    assert sum(p.segment is not None for p in _plan(direct)) >= PARTITIONS
+    assert _rows(spark, direct) == _rows(spark, _options(s3_tiered_node, remoteStorage="off"))
