@@ -15,6 +15,11 @@ Phases, all against one tierlog node started here, in the same run:
 5. spark copy: the same read written with ``format("tierlog")`` to a second
    topic (acks=all), i.e. read + write.
 
+``--tiered``: instead, a tiered topic (fs remote storage, 16 MiB segments, small local
+retention) is filled and, once at least 90% of it is uploaded and gone locally, read
+by Spark through the brokers (``remoteStorage=off``) and straight from remote
+storage (``remoteStorage=DIR``), each after a warm-up, in the same run.
+
 MB/s counts record value bytes (MiB = 2^20). Results go to
 ``bench/results/spark_<timestamp>.json`` and ``bench/results/spark_latest.json``.
 """
@@ -34,17 +39,23 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]   # bench/profile.py shadows profile
 sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
 
-from nodeproc import NodeProcess  # noqa: E402
+from nodeproc import NodeProcess
 
 RECORD = 1024
 
 
-def fill(bootstrap: str, topic: str, partitions: int, n: int) -> float:
+TIERED_SEGMENT_BYTES = 16 * 1024 * 1024
+TIERED_TOPIC = {"remote.storage.enable": "true", "segment.bytes": str(TIERED_SEGMENT_BYTES),
+                "local.retention.bytes": str(TIERED_SEGMENT_BYTES)}
+TIERED_SHARE = 0.9          # read once this share of every partition is uploaded
+
+
+def fill(bootstrap: str, topic: str, partitions: int, n: int, config: dict | None = None) -> float:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(30)
     p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 20, "batch.size": 1_000_000,
                   "queue.buffering.max.kbytes": 512 * 1024})
     value = os.urandom(RECORD)
@@ -108,14 +119,83 @@ def spark_session():
     return s
 
 
+def wait_tiered(bootstrap: str, topic: str, partitions: int, n: int) -> dict:
+    from tierlog.client import Cluster
+    from tierlog.tiered.read_rules import LATEST_TIERED
+
+    cluster = Cluster(bootstrap)
+    tps = [(topic, p) for p in range(partitions)]
+    deadline = time.monotonic() + 600
+    while True:
+        tiered = cluster.list_offsets(tps, LATEST_TIERED)
+        if all(off + 1 >= TIERED_SHARE * n / partitions for off in tiered.values()):
+            cluster.close()
+            return {f"{t}-{p}": off for (t, p), off in tiered.items()}
+        if time.monotonic() > deadline:
+            raise SystemExit(f"not tiered after 600 s: {tiered}")
+        time.sleep(1)
+
+
+def spark_sum(spark, bootstrap: str, topic: str, options: dict) -> tuple[float, int]:
+    reader = spark.read.format("tierlog").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    t = time.perf_counter()
+    total = reader.load().selectExpr("sum(length(value)) as b").collect()[0].b
+    dt = time.perf_counter() - t
+    return dt, total
+
+
+def tiered_main(args, n: int, mib: float) -> dict:
+    from tiered import fs_props  # tests/integration
+
+    root = Path(tempfile.mkdtemp(prefix="bench-spark-tiered-"))
+    remote = root / "remote-storage"
+    node = NodeProcess(root / "node-1", props=fs_props(remote)).start()
+    out: dict = {"mode": "tiered", "size_mib": mib, "records": n, "partitions": args.partitions,
+                 "segment_bytes": TIERED_SEGMENT_BYTES, "machine": {"cpus": os.cpu_count()}}
+    try:
+        out["fill_s"] = fill(node.bootstrap, "bench-tiered", args.partitions, n, TIERED_TOPIC)
+        out["highest_tiered"] = wait_tiered(node.bootstrap, "bench-tiered", args.partitions, n)
+        print(f"filled {mib:.0f} MiB in {out['fill_s']:.1f} s; tiered: {out['highest_tiered']}")
+        spark = spark_session()
+        for name, options in (("spark_read_brokers", {"remoteStorage": "off"}),
+                              ("spark_read_direct", {"remoteStorage": str(remote)})):
+            spark_sum(spark, node.bootstrap, "bench-tiered", {**options, "endingOffsets": json.dumps(
+                {"bench-tiered": {str(p): 100 for p in range(args.partitions)}})})          # warm-up
+            dt, total = spark_sum(spark, node.bootstrap, "bench-tiered", options)
+            assert total == n * RECORD, total
+            out[name] = {"seconds": dt, "mib_s": mib / dt}
+            print(f"{name} (local[2], sum(length(value))): {mib / dt:.0f} MiB/s")
+        spark.stop()
+    finally:
+        node.stop()
+    out["direct_vs_brokers"] = out["spark_read_direct"]["mib_s"] / out["spark_read_brokers"]["mib_s"]
+    return out
+
+
+def write_results(prefix: str, out: dict) -> None:
+    results = HERE / "results"
+    results.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for name in (f"{prefix}_{stamp}.json", f"{prefix}_latest.json"):
+        (results / name).write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--no-copy", action="store_true", help="skip the topic-to-topic copy")
+    ap.add_argument("--tiered", action="store_true",
+                    help="a tiered topic read through the brokers and straight from remote storage")
     args = ap.parse_args()
     n = args.size_mib * 1024 * 1024 // RECORD
     mib = n * RECORD / 2**20
+    if args.tiered:
+        write_results("spark_tiered", tiered_main(args, n, mib))
+        return
     node = NodeProcess(Path(tempfile.mkdtemp(prefix="bench-spark-")) / "node-1").start()
     out: dict = {"size_mib": mib, "records": n, "record_bytes": RECORD, "partitions": args.partitions,
                  "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
@@ -163,12 +243,7 @@ def main() -> None:
         node.stop()
     out["machine"]["load_avg_end"] = os.getloadavg()
     out["spark_vs_consumer"] = out["spark_read"]["mib_s"] / out["confluent_consumer"]["mib_s"]
-    results = HERE / "results"
-    results.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    for name in (f"spark_{stamp}.json", "spark_latest.json"):
-        (results / name).write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps(out, indent=2))
+    write_results("spark", out)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import pytest
 from nodeproc import (
     NodeProcess,  # tests/integration, on pytest's pythonpath (pyproject.toml)
 )
+from tiered import MOTO_CREDENTIALS, MOTO_REGION
 
 
 def _java_found() -> bool:
@@ -31,6 +32,10 @@ def spark():
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.python.worker.reuse", "true")
                .config("spark.sql.streaming.stopTimeout", "30s")
+               # the moto server's dummy credentials, for executors reading an S3 store directly
+               .config("spark.executorEnv.AWS_ACCESS_KEY_ID", MOTO_CREDENTIALS["AWS_ACCESS_KEY_ID"])
+               .config("spark.executorEnv.AWS_SECRET_ACCESS_KEY", MOTO_CREDENTIALS["AWS_SECRET_ACCESS_KEY"])
+               .config("spark.executorEnv.AWS_DEFAULT_REGION", MOTO_REGION)
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     tierlog.spark.register(session)

@@ -37,6 +37,7 @@ __all__ = ["EARLIEST", "LATEST", "Cluster", "KafkaError", "TopicPartition", "par
 
 METADATA_VERSION = 12       # Kafka 2.8+; topic names (v13 only adds a top-level error code)
 LIST_OFFSETS_VERSION = 7    # Kafka 2.8+: timestamps, -1 latest, -2 earliest
+LIST_OFFSETS_TIERED_VERSION = 9     # -5: the highest offset in remote storage (KIP-405)
 API_VERSIONS_VERSION = 3    # Kafka 2.4+
 LATEST = -1                 # ListOffsets timestamp: the high watermark (exclusive end)
 EARLIEST = -2               # ListOffsets timestamp: the log start offset
@@ -335,7 +336,8 @@ class Cluster:
             {"Name": t, "Partitions": [{"PartitionIndex": p, "CurrentLeaderEpoch": -1, "Timestamp": ts_of[(t, p)]}
                                        for p in ps]} for t, ps in by_topic.items()]}
         try:
-            resp = self.connection(node).request(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body)
+            version = LIST_OFFSETS_TIERED_VERSION if any(ts_of[tp] == -5 for tp in group) else LIST_OFFSETS_VERSION
+            resp = self.connection(node).request(ApiKey.LIST_OFFSETS, version, body)
         except PeerUnavailable:
             self.drop_connection(node)
             yield from ((tp, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1) for tp in group)   # retry after a refresh

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from tierlog.net.client_security import client_security, to_librdkafka
 from tierlog.net.security import PLAINTEXT, Security, SecurityConfigError
 
-__all__ = ["OffsetSpec", "OptionError", "SinkOptions", "SourceOptions", "parse_sink_options",
+__all__ = ["REMOTE_AUTO", "REMOTE_OFF", "OffsetSpec", "OptionError", "SinkOptions", "SourceOptions", "parse_sink_options",
            "parse_source_options", "tp_key"]
 
 EARLIEST, LATEST = -2, -1        # Spark's Kafka JSON: -2 earliest, -1 latest
+REMOTE_AUTO, REMOTE_OFF = "auto", "off"
+_RSM_PREFIX = "rsm.config."
 
 # kafka.* options the Kafka source refuses too, with the reason it gives
 _UNSUPPORTED_KAFKA = {
@@ -71,6 +73,8 @@ class SourceOptions:
     retry_timeout_s: float
     client_id: str
     security: Security = PLAINTEXT               # kafka.security.protocol, kafka.ssl.*
+    remote_storage: str = REMOTE_OFF             # off | auto | a DIR or s3://BUCKET/PREFIX
+    remote_settings: tuple[tuple[str, str], ...] = ()    # rsm.config.* options, for the object store
 
 
 @dataclass(frozen=True)
@@ -276,6 +280,7 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
     strategy = str(_get(options, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise OptionError(f"startingOffsetsByTimestampStrategy: {strategy!r} is not 'error' or 'latest'")
+    remote = _remote_storage(options)
     return SourceOptions(
         bootstrap_servers=bootstrap, subscribe=subscribe, subscribe_pattern=pattern, assign=assign,
         starting=starting, ending=ending, timestamp_strategy=strategy,
@@ -290,7 +295,21 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         retry_timeout_s=(_int(options, "kafka.request.timeout.ms", 1) or 30_000) / 1000,
         client_id=str(_get(options, "kafka.client.id") or "tierlog-spark"),
         security=_security(options),
+        remote_storage=remote[0], remote_settings=remote[1],
     )
+
+
+def _remote_storage(options: Mapping) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """``remoteStorage`` (auto, off, a directory or s3://BUCKET/PREFIX) and the ``rsm.config.*`` options."""
+    value = str(_get(options, "remoteStorage") or REMOTE_AUTO).strip()
+    settings = tuple(sorted((str(k).lower(), str(v)) for k, v in options.items()
+                            if str(k).lower().startswith(_RSM_PREFIX)))
+    if value.lower() in (REMOTE_AUTO, REMOTE_OFF):
+        return value.lower(), settings
+    if value.startswith("s3://") and not value[len("s3://"):].partition("/")[0]:
+        raise OptionError(f"remoteStorage: no bucket in {value!r} (want s3://BUCKET/PREFIX, a directory, "
+                          "auto or off)")
+    return value, settings
 
 
 def parse_sink_options(options: Mapping) -> SinkOptions:

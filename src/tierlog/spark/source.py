@@ -36,10 +36,14 @@ from tierlog.client import (
     EARLIEST,
     LATEST,
     Cluster,
+    DataLossError,
     read_range,
     receive_message_max_bytes_for,
 )
+from tierlog.net.request_pipeline import PeerUnavailable
 from tierlog.spark.options import (
+    REMOTE_AUTO,
+    REMOTE_OFF,
     OptionError,
     SourceOptions,
     parse_sink_options,
@@ -55,6 +59,11 @@ from tierlog.spark.planning import (
     split_ranges,
     to_json,
 )
+from tierlog.spark.remote_planning import cover_range
+from tierlog.spark.remote_read import read_segment_range
+from tierlog.spark.remote_store import StoreView, open_store, store_ranges
+from tierlog.tiered import RemoteLogSegmentMetadata, list_partitions
+from tierlog.tiered.read_rules import LATEST_TIERED
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "TierlogDataSource", "TierlogPartition"]
 
@@ -66,14 +75,18 @@ SCHEMA_WITH_HEADERS = SCHEMA + ", headers array<struct<key: string, value: binar
 
 
 class TierlogPartition(InputPartition):
-    """One task's work: ``[start, end)`` of one topic partition."""
+    """One task's work: ``[start, end)`` of one topic partition, through the brokers or, when
+    ``segment`` is set, straight from that remote segment."""
 
-    def __init__(self, topic: str, partition: int, start: int, end: int):
+    def __init__(self, topic: str, partition: int, start: int, end: int,
+                 segment: RemoteLogSegmentMetadata | None = None):
         super().__init__((topic, partition, start, end))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
+        self.segment = segment
 
     def __repr__(self) -> str:
-        return f"TierlogPartition({self.topic}-{self.partition} [{self.start}, {self.end}))"
+        where = f" remote segment {self.segment.start_offset}" if self.segment is not None else ""
+        return f"TierlogPartition({self.topic}-{self.partition} [{self.start}, {self.end}){where})"
 
 
 class TierlogDataSource(DataSource):
@@ -104,6 +117,10 @@ class TierlogDataSource(DataSource):
 
 
 def _read_partition(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:
+    if part.segment is not None:
+        yield from read_segment_range(open_store(opts), part.segment, part.start, part.end,
+                                      include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss)
+        return
     cluster = Cluster(opts.bootstrap_servers, client_id=opts.client_id, retry_timeout_s=opts.retry_timeout_s,
                       receive_message_max_bytes=receive_message_max_bytes_for(opts.fetch_max_bytes),
                       security=opts.security)
@@ -113,6 +130,33 @@ def _read_partition(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.
                               max_bytes=opts.fetch_max_bytes, retry_timeout_s=opts.retry_timeout_s)
     finally:
         cluster.close()
+
+
+def _direct_to_partitions(opts: SourceOptions, view: StoreView, ranges: list[OffsetRange],
+                          highest: dict | None, topic_ids: dict) -> list[TierlogPartition]:
+    """Remote pieces one task per segment (split by maxRecordsPerPartition), the rest as usual."""
+    parts, brokers = [], []
+    for r in ranges:
+        tp = (r.topic, r.partition)
+        bound = None if highest is None else highest[tp]
+        segments, tiered = view.readable(tp, topic_ids.get(r.topic), bound)
+        cover = cover_range(r, segments, tiered)
+        for piece, segment in cover.remote:
+            parts += [TierlogPartition(p.topic, p.partition, p.start, p.end, segment)
+                      for p in split_ranges([piece], None, opts.max_records_per_partition)]
+        brokers += cover.brokers
+    if highest is None and any(r.size for r in brokers):
+        missing = ", ".join(f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in brokers if r.size)
+        raise DataLossError(f"no broker answers and remote storage does not hold {missing}")
+    return parts + _to_partitions(opts, brokers)
+
+
+def _store_topics(opts: SourceOptions, store) -> list[str]:
+    if opts.subscribe is not None:
+        return list(opts.subscribe)
+    if opts.assign is not None:
+        return sorted({t for t, _ in opts.assign})
+    return sorted({p.topic_id_partition.topic for p in list_partitions(store)})
 
 
 def _to_partitions(opts: SourceOptions, ranges: list[OffsetRange]) -> list[TierlogPartition]:
@@ -147,20 +191,42 @@ class TierlogBatchReader(_ClusterOnDriver, DataSourceReader):
         self.opts = opts
 
     def partitions(self) -> list[TierlogPartition]:
-        cluster = self._client()
+        if self.opts.remote_storage in (REMOTE_OFF, REMOTE_AUTO):     # auto: detection not done yet
+            try:
+                return _to_partitions(self.opts, self._broker_ranges(self._client()))
+            finally:
+                self._close()
+        return self._direct_partitions()
+
+    def _broker_ranges(self, cluster: Cluster) -> list[OffsetRange]:
+        tps = discover(cluster, self.opts)
+        starts = resolve(cluster, self.opts.starting, tps, self.opts.timestamp_strategy)
+        ends = resolve(cluster, self.opts.ending, tps, "latest")
+        ranges = []
+        for tp in tps:
+            if starts[tp] > ends[tp]:
+                raise OptionError(f"{self.opts.starting.option}: starting offset {starts[tp]} of "
+                                  f"{tp[0]}-{tp[1]} is after its ending offset {ends[tp]}")
+            ranges.append(OffsetRange(tp[0], tp[1], starts[tp], ends[tp]))
+        return ranges
+
+    def _direct_partitions(self) -> list[TierlogPartition]:
+        """Ranges from the brokers (or from the store when none answers), read directly where
+        remote segments hold them (``remote_planning``)."""
+        store = open_store(self.opts)
         try:
-            tps = discover(cluster, self.opts)
-            starts = resolve(cluster, self.opts.starting, tps, self.opts.timestamp_strategy)
-            ends = resolve(cluster, self.opts.ending, tps, "latest")
-            ranges = []
-            for tp in tps:
-                if starts[tp] > ends[tp]:
-                    raise OptionError(f"{self.opts.starting.option}: starting offset {starts[tp]} of "
-                                      f"{tp[0]}-{tp[1]} is after its ending offset {ends[tp]}")
-                ranges.append(OffsetRange(tp[0], tp[1], starts[tp], ends[tp]))
-            return _to_partitions(self.opts, ranges)
+            cluster = self._client()
+            ranges = self._broker_ranges(cluster)
+            highest = cluster.list_offsets([(r.topic, r.partition) for r in ranges], LATEST_TIERED)
+            topic_ids = {r.topic: cluster.topic_ids.get(r.topic) for r in ranges}
+            view = StoreView.of_topics(store, sorted(topic_ids))
+        except PeerUnavailable as exc:
+            log.warning("tierlog: no broker answers (%s); planning the read from %s alone", exc, store.describe())
+            view = StoreView.of_topics(store, _store_topics(self.opts, store))
+            ranges, highest, topic_ids = store_ranges(view, self.opts), None, {}
         finally:
             self._close()
+        return _direct_to_partitions(self.opts, view, ranges, highest, topic_ids)
 
     def read(self, partition: TierlogPartition) -> Iterator[pa.RecordBatch]:
         return _read_partition(self.opts, partition)

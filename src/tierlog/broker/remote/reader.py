@@ -33,7 +33,6 @@ STATS_LOG_INTERVAL_S when they changed.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import logging
 import struct
 import threading
@@ -65,6 +64,7 @@ from tierlog.tiered.chunk_cache import (
 from tierlog.tiered.data_loss import LossKind, RemoteDataLoss
 from tierlog.tiered.layout import LOG_SUFFIX
 from tierlog.tiered.lineage import within_leader_epochs
+from tierlog.tiered.offset_index import OFFSET_ENTRY_BYTES, parse_offset_index
 from tierlog.tiered.read_rules import epoch_for_offset
 
 from ..topic_stats import BrokerTopicStats
@@ -74,7 +74,6 @@ __all__ = ["RemoteRead", "RemoteReader"]
 
 log = logging.getLogger(__name__)
 STATS_LOG_INTERVAL_S = 2.0
-_OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _BATCH_HEAD = 61           # enough of a batch header for its offsets and length
 _LAST_DELTA_AT, _MAX_TS_AT = 23, 35
@@ -199,11 +198,9 @@ class RemoteReader:
     def _position(self, meta: RemoteLogSegmentMetadata, offset: int) -> int:
         """The file position of the last index entry at or below ``offset`` (0 without one)."""
         base = self._file_base(meta)
-        relatives, positions = self._indexes.get((meta.segment_id, IndexType.OFFSET),
-                                                 lambda: _parse_offset_index(self.segments.fetch_index(
-                                                     meta, IndexType.OFFSET)))
-        found = bisect.bisect_right(relatives, offset - base) - 1
-        return positions[found] if found >= 0 else 0
+        index = self._indexes.get((meta.segment_id, IndexType.OFFSET),
+                                  lambda: parse_offset_index(self.segments.fetch_index(meta, IndexType.OFFSET)))
+        return index.position_for(base, offset)
 
     def _file_base(self, meta: RemoteLogSegmentMetadata) -> int:
         """The base offset of the uploaded file (its first batch's): index entries are relative to it."""
@@ -271,11 +268,6 @@ def _ignore_failure(future) -> None:
         future.exception()
 
 
-def _parse_offset_index(data: bytes) -> tuple[list[int], list[int]]:
-    entries = [_OFFSET_ENTRY.unpack_from(data, i) for i in range(0, len(data) - len(data) % 8, 8)]
-    return [r for r, _ in entries], [p for _, p in entries]
-
-
 class _IndexCache:
     """Remote index objects in memory, least recently used dropped beyond ``max_bytes``."""
 
@@ -303,4 +295,4 @@ class _IndexCache:
 
 def _size(item) -> int:
     """Bytes an index takes as Kafka's file (8 per offset entry)."""
-    return len(item[0]) * _OFFSET_ENTRY.size if isinstance(item, tuple) else len(item)
+    return len(item[0]) * OFFSET_ENTRY_BYTES if isinstance(item, tuple) else len(item)

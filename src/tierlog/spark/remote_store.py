@@ -1,0 +1,126 @@
+"""The driver's view of remote storage for direct reads: the store, each partition's
+readable segments, and offset ranges planned from the store alone when no broker answers.
+
+Everything here reads the store the way ``tierlog remote ls`` does (the segment
+manifests, ``tiered.listing``), plus one ``.leader_epoch_checkpoint`` per
+partition for the lineage (``remote_planning``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tierlog.spark.options import OptionError, SourceOptions
+from tierlog.spark.planning import OffsetRange
+from tierlog.spark.remote_planning import lineage_source, readable_segments
+from tierlog.tiered import (
+    IndexType,
+    ObjectStore,
+    PartitionListing,
+    RemoteSegmentStore,
+    RemoteStorageConfigError,
+    list_partitions,
+    object_store_from_location,
+)
+from tierlog.tiered.segment_metadata import RemoteLogSegmentMetadata
+from tierlog.tiered.upload_epochs import (
+    EpochCheckpointError,
+    parse_leader_epoch_checkpoint,
+)
+
+__all__ = ["StoreView", "open_store", "store_ranges"]
+
+TP = tuple[str, int]
+
+
+def open_store(opts: SourceOptions) -> ObjectStore:
+    """The object store ``remoteStorage`` and the ``rsm.config.*`` options name."""
+    try:
+        return object_store_from_location(opts.remote_storage, dict(opts.remote_settings))
+    except RemoteStorageConfigError as exc:
+        raise OptionError(f"remoteStorage: {exc}") from None
+
+
+@dataclass
+class StoreView:
+    """The finished segments of the partitions of some topics, as the store lists them."""
+
+    store: ObjectStore
+    listings: dict[TP, list[PartitionListing]]
+
+    @classmethod
+    def of_topics(cls, store: ObjectStore, topics: list[str]) -> StoreView:
+        listings: dict[TP, list[PartitionListing]] = {}
+        for topic in topics:
+            for p in list_partitions(store, topic):
+                tp = p.topic_id_partition
+                listings.setdefault((tp.topic, tp.partition), []).append(p)
+        return cls(store, listings)
+
+    def listing(self, tp: TP, topic_id: bytes | None) -> PartitionListing | None:
+        """The partition's listing; of ``topic_id`` when known, else the only one there is."""
+        found = self.listings.get(tp, [])
+        if topic_id is not None:
+            found = [p for p in found if p.topic_id_partition.topic_id == topic_id]
+        if len(found) > 1:
+            raise OptionError(f"remoteStorage: {tp[0]}-{tp[1]} has segments of {len(found)} topic ids in "
+                              f"{self.store.describe()} (a deleted and recreated topic); start a broker so the "
+                              "current one is known")
+        return found[0] if found else None
+
+    def readable(self, tp: TP, topic_id: bytes | None,
+                 highest_tiered: int | None) -> tuple[list[RemoteLogSegmentMetadata], int]:
+        """The segments that may be read directly, and the highest offset they may serve (-1: none)."""
+        listing = self.listing(tp, topic_id)
+        segments = [m.metadata for m in listing.segments] if listing else []
+        source = lineage_source(segments, highest_tiered)
+        if source is None:
+            return [], -1
+        highest = source.end_offset if highest_tiered is None else highest_tiered
+        kept = readable_segments(segments, self._epochs(source), highest + 1)
+        return kept, highest
+
+    def _epochs(self, segment: RemoteLogSegmentMetadata) -> list[tuple[int, int]]:
+        data = RemoteSegmentStore(self.store).fetch_index(segment, IndexType.LEADER_EPOCH)
+        try:
+            return parse_leader_epoch_checkpoint(data)
+        except EpochCheckpointError as exc:
+            raise OptionError(f"remoteStorage: segment {segment.start_offset} of "
+                              f"{segment.topic_id_partition.topic}-{segment.topic_id_partition.partition}: {exc}") from None
+
+
+def store_ranges(view: StoreView, opts: SourceOptions) -> list[OffsetRange]:
+    """Offset ranges planned from the store alone (no broker answers): earliest and latest are the
+    first and last offsets in remote storage; timestamps need a broker."""
+    ranges = []
+    for tp in _store_partitions(view, opts):
+        listing = view.listing(tp, None)
+        if listing is None or listing.start_offset is None:
+            continue
+        first, after = listing.start_offset, listing.end_offset + 1
+        start = _store_offset(opts.starting, tp, first, after)
+        end = _store_offset(opts.ending, tp, first, after)
+        ranges.append(OffsetRange(tp[0], tp[1], start, max(start, end)))
+    return ranges
+
+
+def _store_partitions(view: StoreView, opts: SourceOptions) -> list[TP]:
+    if opts.assign is not None:
+        return list(opts.assign)
+    if opts.subscribe is not None:
+        return sorted(tp for tp in view.listings if tp[0] in opts.subscribe)
+    rx = re.compile(opts.subscribe_pattern or "")
+    return sorted(tp for tp in view.listings if rx.fullmatch(tp[0]))
+
+
+def _store_offset(spec, tp: TP, first: int, after: int) -> int:
+    if spec.kind == "earliest":
+        return first
+    if spec.kind == "latest":
+        return after
+    if spec.kind == "offsets" and tp in spec.offsets:
+        offset = spec.offsets[tp]
+        return first if offset == -2 else after if offset == -1 else offset
+    raise OptionError(f"{spec.option}: with no broker reachable only earliest, latest and offsets of every "
+                      f"partition read can be planned from remote storage ({tp[0]}-{tp[1]})")

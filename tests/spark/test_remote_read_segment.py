@@ -1,0 +1,71 @@
+"""An executor's read of one remote segment (no Spark, no broker): rows, data loss, corruption."""
+import uuid
+
+import pytest
+
+from tierlog.client import DataLossError
+from tierlog.records import Record, build_batch
+from tierlog.spark.remote_read import read_segment_range
+from tierlog.tiered import (
+    CorruptRemoteDataError,
+    FsObjectStore,
+    LogSegmentData,
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteSegmentStore,
+    TopicIdPartition,
+    segment_key,
+)
+from tierlog.tiered.layout import LOG_SUFFIX
+
+TP = TopicIdPartition(bytes(range(16)), "orders", 3)
+NOW = 1_700_000_000_000
+
+
+def _upload(tmp_path, batches=10, per_batch=5):
+    data = b"".join(build_batch([Record(o, NOW + o, b"k%d" % o, b"v%d" % o) for o in range(b, b + per_batch)],
+                                base_offset=b) for b in range(0, batches * per_batch, per_batch))
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / "0.log").write_bytes(data)
+    (local / "0.index").write_bytes(bytes(8))                  # one entry: offset 0 at position 0
+    (local / "0.timeindex").write_bytes(NOW.to_bytes(8, "big") + bytes(4))
+    meta = RemoteLogSegmentMetadata(
+        segment_id=RemoteLogSegmentId(TP, uuid.uuid4().bytes), start_offset=0, end_offset=batches * per_batch - 1,
+        max_timestamp_ms=NOW, broker_id=1, event_timestamp_ms=NOW, segment_leader_epochs=((0, 0),),
+        segment_size_in_bytes=len(data))
+    store = FsObjectStore(tmp_path / "remote")
+    RemoteSegmentStore(store).copy_log_segment(
+        meta, LogSegmentData(local / "0.log", local / "0.index", local / "0.timeindex", None, b"0\n1\n0 0\n"))
+    return store, meta
+
+
+def _offsets(batches):
+    return [o for b in batches for o in b.column("offset").to_pylist()]
+
+
+def test_reads_exactly_the_range_with_the_partition_and_values(tmp_path):
+    store, meta = _upload(tmp_path)
+    got = list(read_segment_range(store, meta, 12, 37, include_headers=False, fail_on_data_loss=True))
+    assert _offsets(got) == list(range(12, 37))
+    assert {p for b in got for p in b.column("partition").to_pylist()} == {3}
+    assert [bytes(v) for b in got for v in b.column("value").to_pylist()] == [b"v%d" % o for o in range(12, 37)]
+
+
+def test_a_segment_deleted_after_planning_is_failOnDataLoss_s_decision(tmp_path):
+    store, meta = _upload(tmp_path)
+    (tmp_path / "remote" / segment_key(meta.segment_id, 0, LOG_SUFFIX)).unlink()
+    with pytest.raises(DataLossError, match=r"orders-3: remote segment \[0, 49\].*gone.*offsets 0..49"):
+        list(read_segment_range(store, meta, 0, 50, include_headers=False, fail_on_data_loss=True))
+    assert list(read_segment_range(store, meta, 0, 50, include_headers=False, fail_on_data_loss=False)) == []
+
+
+def test_a_corrupt_batch_fails_the_read(tmp_path):
+    store, meta = _upload(tmp_path)
+    path = tmp_path / "remote" / segment_key(meta.segment_id, 0, LOG_SUFFIX)
+    data = bytearray(path.read_bytes())
+    second = 12 + int.from_bytes(data[8:12], "big")         # the second batch starts here
+    data[second + 61 + 3] ^= 0xFF                            # a byte of its first record
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptRemoteDataError, match="bad batch"):
+        list(read_segment_range(store, meta, 0, 50, include_headers=False, fail_on_data_loss=False))

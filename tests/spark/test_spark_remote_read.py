@@ -1,0 +1,148 @@
+"""Direct remote reads (remoteStorage): rows read straight from the segment objects equal the
+rows read through the broker, and the tiered range is still readable with the broker stopped."""
+import json
+import random
+import time
+
+import pytest
+from clients import create_topic, produce_all
+from cluster import wait_for
+from nodeproc import NodeProcess
+from tiered import (
+    EARLIEST_LOCAL,
+    LATEST_TIERED,
+    MOTO_CREDENTIALS,
+    MOTO_REGION,
+    TIERED_BROKER,
+    TIERED_TOPIC,
+    MotoServer,
+    fs_props,
+    offsets,
+)
+
+from tierlog.spark.source import TierlogDataSource
+
+TOPIC = "remote-read"
+PARTITIONS = 2
+RECORDS = 8000
+COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+
+
+def _records():
+    """About 2.6 MiB per partition in 1 MiB segments: null keys, headers, plain and zstd batches
+    (timestamps of now: older ones would expire by retention.ms at once)."""
+    now_ms = int(time.time() * 1000)
+    out = []
+    rng = random.Random(25)
+    for i in range(RECORDS):
+        key = None if i % 7 == 0 else b"key-%d" % i
+        value = b"%08d" % i + rng.randbytes(300 + i % 700)      # incompressible: zstd batches stay big
+        headers = [("h", b"%d" % i), ("none", None)] if i % 5 == 0 else None
+        out.append((i % PARTITIONS, key, value, headers, now_ms + i))
+    return out
+
+
+def _fill(node) -> None:
+    create_topic(node.bootstrap, TOPIC, PARTITIONS, TIERED_TOPIC)
+    records = _records()
+    produce_all(node.bootstrap, TOPIC, records[:RECORDS // 2])
+    produce_all(node.bootstrap, TOPIC, records[RECORDS // 2:], **{"compression.type": "zstd"})
+    wait_for(lambda: all((offsets(node, TOPIC, p, LATEST_TIERED) or -1) >= 1000
+                         and (offsets(node, TOPIC, p, EARLIEST_LOCAL) or 0) > 0 for p in range(PARTITIONS)),
+             120, f"{TOPIC} mostly uploaded and deleted locally", interval_s=0.5)
+
+
+@pytest.fixture(scope="module")
+def tiered_node(tmp_path_factory):
+    root = tmp_path_factory.mktemp("spark-remote")
+    remote = root / "remote-storage"
+    node = NodeProcess(root / "node-1", props=fs_props(remote)).start()
+    try:
+        _fill(node)
+        node.remote = remote
+        yield node
+    finally:
+        if node.alive():
+            node.stop()
+
+
+@pytest.fixture(scope="module")
+def s3_tiered_node(tmp_path_factory):
+    """The same topic on a moto S3 store (executors get the credentials from spark.executorEnv)."""
+    root = tmp_path_factory.mktemp("spark-remote-s3")
+    with pytest.MonkeyPatch.context() as env, MotoServer(root) as moto:
+        for key, value in {**MOTO_CREDENTIALS, "AWS_DEFAULT_REGION": MOTO_REGION}.items():
+            env.setenv(key, value)
+        env.delenv("AWS_PROFILE", raising=False)
+        node = NodeProcess(root / "node-1", props={**TIERED_BROKER, **moto.settings()}).start()
+        try:
+            _fill(node)
+            node.settings = moto.settings()
+            yield node
+        finally:
+            if node.alive():
+                node.stop()
+
+
+def _options(node, **extra):
+    return {"kafka.bootstrap.servers": node.bootstrap, "subscribe": TOPIC, "includeHeaders": "true", **extra}
+
+
+def _rows(spark, options):
+    reader = spark.read.format("tierlog")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return sorted((tuple(r) for r in reader.load().select(*COLUMNS).collect()), key=lambda r: (r[3], r[4]))
+
+
+def _plan(options):
+    source = TierlogDataSource(options)
+    return source.reader(source.schema()).partitions()
+
+
+def test_direct_read_equals_the_broker_read(spark, tiered_node):
+    ends = json.dumps({TOPIC: {str(p): 3900 for p in range(PARTITIONS)}})
+    starts = json.dumps({TOPIC: {"0": 5, "1": -2}})
+    direct = _options(tiered_node, remoteStorage=str(tiered_node.remote), startingOffsets=starts, endingOffsets=ends)
+    plan = _plan(direct)
+    remote = [p for p in plan if p.segment is not None]
+    tiered = {p: offsets(tiered_node, TOPIC, p, LATEST_TIERED) for p in range(PARTITIONS)}
+    assert {p.partition for p in remote} == set(range(PARTITIONS)), plan
+    assert all(p.end <= tiered[p.partition] + 1 for p in remote), (plan, tiered)
+    assert sum(p.end - p.start for p in plan) == (3900 - 5) + 3900           # every offset once
+    assert any(p.segment is None for p in plan), plan                        # the local tail via the broker
+
+    through_broker = _rows(spark, _options(tiered_node, remoteStorage="off", startingOffsets=starts,
+                                           endingOffsets=ends))
+    assert len(through_broker) == (3900 - 5) + 3900
+    assert _rows(spark, direct) == through_broker
+
+
+def test_tiered_range_reads_with_the_broker_stopped(spark, tiered_node):
+    tiered = {p: offsets(tiered_node, TOPIC, p, LATEST_TIERED) for p in range(PARTITIONS)}
+    ends = json.dumps({TOPIC: {str(p): tiered[p] + 1 for p in range(PARTITIONS)}})
+    through_broker = _rows(spark, _options(tiered_node, remoteStorage="off", endingOffsets=ends))
+    tiered_node.stop()
+    options = _options(tiered_node, remoteStorage=str(tiered_node.remote), endingOffsets=ends,
+                       **{"kafka.request.timeout.ms": "2000"})
+    assert all(p.segment is not None for p in _plan(options))
+    assert _rows(spark, options) == through_broker
+    latest = _rows(spark, {**options, "endingOffsets": "latest"})          # latest: the store's last offset
+    assert latest == through_broker
+
+
+def test_remote_storage_option_errors(spark, tiered_node):
+    with pytest.raises(Exception, match="remoteStorage"):
+        _plan(_options(tiered_node, remoteStorage="s3:///prefix"))
+    with pytest.raises(Exception, match="remoteStorage: unknown remote storage setting"):
+        _plan(_options(tiered_node, remoteStorage=str(tiered_node.remote), **{"rsm.config.storage.bogus": "1"}))
+
+
+def test_direct_read_from_s3_equals_the_broker_read(spark, s3_tiered_node):
+    settings = s3_tiered_node.settings
+    location = f"s3://{settings['rsm.config.storage.s3.bucket.name']}/{settings['rsm.config.storage.s3.prefix']}"
+    store_options = {k: v for k, v in settings.items() if k.startswith("rsm.config.storage.s3.")
+                     and not k.endswith((".bucket.name", ".prefix"))}
+    direct = _options(s3_tiered_node, remoteStorage=location, **store_options)
+    assert sum(p.segment is not None for p in _plan(direct)) >= PARTITIONS
+    assert _rows(spark, direct) == _rows(spark, _options(s3_tiered_node, remoteStorage="off"))
