@@ -70,6 +70,11 @@ class LogDurability:
         """Closed, or taken offline by an I/O error (maybe in a background flush)."""
         return self._offline
 
+    @property
+    def has_rolled_segments(self) -> bool:
+        """Whether the log has a segment besides the active one (read without the lock, like ``tick_due``)."""
+        return len(self._segments) > 1
+
     def tick_due(self, now_ms: int) -> bool:
         """Whether ``tick`` has work now: files to delete, a rolled segment or ``flush.ms`` to flush.
 

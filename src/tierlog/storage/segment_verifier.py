@@ -33,6 +33,7 @@ __all__ = ["Corruption", "SegmentVerifier"]
 
 _CHUNK = 1024 * 1024
 _VISIT_COST = 64 * 1024     # bytes a step charges for moving to another segment
+LOGS_LOOKED_AT_PER_STEP = 256   # logs a step looks through for closed segments, at most (idle logs have none)
 TopicPartition = tuple[str, int]
 
 
@@ -56,7 +57,9 @@ class SegmentVerifier:
     def __init__(self, bytes_per_second: int) -> None:
         self.bytes_per_second = bytes_per_second
         self._cursor: _Cursor | None = None
-        self._visited: set[TopicPartition] = set()      # logs walked in this round
+        self._round: list[TopicPartition] = []          # the logs of this round, in order
+        self._index = 0                                 # the next one to look at
+        self._looked = 0                                # logs looked at in this step
         self._wrapped = False                           # a new round began: the step ends there
         self._reported: set[tuple[TopicPartition, int, int]] = set()   # (log, segment, position) told once
 
@@ -64,8 +67,8 @@ class SegmentVerifier:
         """Check up to ``bytes_per_second * elapsed_ms`` bytes of closed segments."""
         budget = self.bytes_per_second * max(0, elapsed_ms) // 1000
         found: list[Corruption] = []
-        self._wrapped = False
-        while budget > 0 and logs and not self._wrapped:
+        self._wrapped, self._looked = False, 0
+        while budget > 0 and logs and not self._wrapped and self._looked < LOGS_LOOKED_AT_PER_STEP:
             cursor = self._cursor or self._next_segment(logs, None)
             if cursor is None:
                 return found
@@ -106,16 +109,27 @@ class SegmentVerifier:
         return self._next_log(logs, None)
 
     def _next_log(self, logs, current: TopicPartition | None) -> _Cursor | None:
-        if current is not None:
-            self._visited.add(current)
-        for _round in range(2):
-            for key in sorted(k for k in logs if k not in self._visited):
-                self._visited.add(key)
-                rolled = _rolled(logs[key])
-                if rolled:
-                    return _Cursor(key, rolled[0].base_offset, 0, rolled[0].base_offset)
-            self._visited.clear()       # every log walked: start a new round
-            self._wrapped = True
+        """The first closed segment of the next log of the round that has one. A step looks at
+        no more than LOGS_LOOKED_AT_PER_STEP logs, so thousands of idle logs (one segment
+        each) cost a tick a bounded look, and a round ends the step that begins the next."""
+        for _ in range(len(logs) + 1):
+            if self._looked >= LOGS_LOOKED_AT_PER_STEP:
+                return None
+            if self._index >= len(self._round):
+                if self._round:
+                    self._wrapped = True
+                self._round, self._index = sorted(logs), 0      # logs created meanwhile join here
+                if self._wrapped:
+                    return None
+            key = self._round[self._index]
+            self._index += 1
+            self._looked += 1
+            log = logs.get(key)
+            if log is None or not log.has_rolled_segments:
+                continue
+            rolled = _rolled(log)
+            if rolled:
+                return _Cursor(key, rolled[0].base_offset, 0, rolled[0].base_offset)
         return None
 
 

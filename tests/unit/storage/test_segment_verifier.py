@@ -54,3 +54,32 @@ def test_the_manager_reports_corruption_once_per_walk_and_a_sound_log_never(tmp_
         manager.tick(NOW + i * 1000)
     assert reported == []
     manager.close()
+
+
+class _IdleLog:
+    """A log with only its active segment, counting how often the verifier asks for its segments."""
+    offline = False
+    has_rolled_segments = False
+    asked = 0
+
+    def rolled_segments(self):
+        _IdleLog.asked += 1
+        return []
+
+
+def test_a_step_over_thousands_of_idle_logs_looks_at_a_bounded_number_and_the_round_goes_on(tmp_path):
+    from tierlog.storage.segment_verifier import LOGS_LOOKED_AT_PER_STEP
+    manager = LogManager([tmp_path], NOW)
+    busy = _log_with_segments(manager, "t")
+    logs = {(f"idle-{i:05d}", 0): _IdleLog() for i in range(3 * LOGS_LOOKED_AT_PER_STEP)}
+    logs[("zz-busy", 0)] = busy                                # sorted last: reached on the 4th step
+    verifier = SegmentVerifier(bytes_per_second=10 * 1024 * 1024)
+    flipped = busy.rolled_segments()[0]
+    _flip(flipped.log_path, 100)
+    found = []
+    for step in range(4):
+        found += verifier.step(logs, elapsed_ms=1000)
+        assert verifier._looked <= LOGS_LOOKED_AT_PER_STEP
+        assert (found == []) == (step < 3)
+    assert _IdleLog.asked == 0 and found[0].key == ("zz-busy", 0)
+    manager.close()
