@@ -10,6 +10,8 @@ from nodeproc import (
 )
 from tiered import MOTO_CREDENTIALS, MOTO_REGION
 
+from tierlog.spark.pipeline import JVM_THREAD_STACK
+
 
 def _java_found() -> bool:
     home = os.environ.get("JAVA_HOME")
@@ -32,6 +34,7 @@ def spark():
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.python.worker.reuse", "true")
                .config("spark.sql.streaming.stopTimeout", "30s")
+               .config("spark.driver.extraJavaOptions", JVM_THREAD_STACK)
                # the moto server's dummy credentials, for executors reading an S3 store directly
                .config("spark.executorEnv.AWS_ACCESS_KEY_ID", MOTO_CREDENTIALS["AWS_ACCESS_KEY_ID"])
                .config("spark.executorEnv.AWS_SECRET_ACCESS_KEY", MOTO_CREDENTIALS["AWS_SECRET_ACCESS_KEY"])

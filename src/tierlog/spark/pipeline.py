@@ -38,6 +38,12 @@ from tierlog.parent_watch import child_env
 
 EVENTS_TOPIC = "events"
 RESULTS_TOPIC = "event-counts"
+# The driver JVM's thread stack. A streaming query's execution thread once died of a
+# StackOverflowError deep in java.util.regex (a recursive pattern over a long string; the caller
+# was cut off the trace), with pyspark 4.2.1 and 4.3.0 alike, in about one run in four of
+# tests/spark/test_pipeline.py. 16 MiB instead of the JVM's 1 MiB leaves room for it; which Spark
+# regex and which string is still to find.
+JVM_THREAD_STACK = "-Xss16m"
 ACTIONS = ("view", "click", "add_to_cart", "purchase")
 
 
@@ -184,6 +190,7 @@ def _spark():
 
     spark = (SparkSession.builder.master("local[2]").appName("tierlog-pipeline")
              .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
+             .config("spark.driver.extraJavaOptions", JVM_THREAD_STACK)
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.showConsoleProgress", "false")      # the rich view shows progress
              .getOrCreate())
