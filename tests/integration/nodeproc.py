@@ -127,3 +127,15 @@ class NodeProcess:
     def restart(self) -> NodeProcess:
         self.stop()
         return self.start()
+
+
+def one_controller_and_brokers(root: Path, controller_port: int, broker_ports: list[int],
+                               common: dict) -> list[NodeProcess]:
+    """Node 1, a controller on a CONTROLLER listener, then a broker per port (ids 2, 3, ...) on a
+    BROKER listener, all with ``common`` (the security tests' small clusters); not started."""
+    nodes = [NodeProcess(root / "c1", 1, controller_port, {**common, "process.roles": "controller",
+                                                           "listeners": f"CONTROLLER://127.0.0.1:{controller_port}"})]
+    nodes += [NodeProcess(root / f"b{i + 2}", i + 2, p, {**common, "process.roles": "broker",
+                                                         "listeners": f"BROKER://127.0.0.1:{p}"})
+              for i, p in enumerate(broker_ports)]
+    return nodes

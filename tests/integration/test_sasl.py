@@ -19,7 +19,7 @@ import pytest
 from cluster import log_end_offset, wait_for
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from nodeproc import NodeProcess, free_port
+from nodeproc import NodeProcess, free_port, one_controller_and_brokers
 
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.dev_certs import DevCa
@@ -172,11 +172,7 @@ def test_cluster_traffic_over_sasl_ssl(tmp_path):
               "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.cert_path),
               "offsets.topic.replication.factor": "2", "offsets.topic.num.partitions": "2",
               "broker.heartbeat.interval.ms": "300"}
-    nodes = [NodeProcess(tmp_path / "c1", 1, cport, {**common, "process.roles": "controller",
-                                                     "listeners": f"CONTROLLER://127.0.0.1:{cport}"})]
-    nodes += [NodeProcess(tmp_path / f"b{i + 2}", i + 2, p, {**common, "process.roles": "broker",
-                                                             "listeners": f"BROKER://127.0.0.1:{p}"})
-              for i, p in enumerate(ports)]
+    nodes = one_controller_and_brokers(tmp_path, cport, ports, common)
     try:
         for n in nodes:
             n.start()
