@@ -45,7 +45,8 @@ class Broker:
         self.fetch_max_bytes = config["fetch.max.bytes"]
         self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
         self.remote = None      # broker.remote.RemoteTier when remote.log.storage.system.enable, set by the node
-        self.groups = GroupCoordinator(config, replicas, clock_ms)      # consumer groups (__consumer_offsets)
+        self.groups = GroupCoordinator(config, replicas, clock_ms,      # consumer groups (__consumer_offsets)
+                                       lambda group_id: metadata.image.group_config(group_id))
         replicas.coordinator_listener = self.groups
 
     async def _allocate_producer_ids(self) -> range:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from tierlog.coordinator import (
@@ -68,7 +68,8 @@ class _Hosted:
 
 
 class GroupCoordinator:
-    def __init__(self, config, replicas, clock_ms: Callable[[], int]):
+    def __init__(self, config, replicas, clock_ms: Callable[[], int],
+                 group_configs: Callable[[str], Mapping[str, str]] = lambda group_id: {}):
         self.node_id = config.node_id
         self.config = GroupConfig.from_node_config(config)
         self.num_partitions = config["offsets.topic.num.partitions"]
@@ -83,6 +84,7 @@ class GroupCoordinator:
         self._ticking = False
         self._last_topic_create_ms = -TOPIC_CREATE_RETRY_MS
         self._view: tuple[object, TopicsView] | None = None
+        self._group_configs = group_configs         # group id -> its dynamic configs (the image's)
 
     # -- leadership ----------------------------------------------------------------------
     def on_leader(self, part: Partition) -> None:
@@ -118,7 +120,7 @@ class GroupCoordinator:
                 and part.leader_state is hosted.leader_state)
 
     async def _load(self, hosted: _Hosted) -> None:
-        part, shard = hosted.part, GroupShard(hosted.part.index, self.config, self._rng)
+        part, shard = hosted.part, GroupShard(hosted.part.index, self.config, self._rng, self._group_configs)
         offset = max(part.log_start_offset, part.local_log_start_offset)
         end = part.log_end_offset
         while offset < end and self._leading(hosted):

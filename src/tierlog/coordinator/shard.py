@@ -13,12 +13,14 @@ from offsets (simple consumers, generation -1 commits) are Empty classic
 groups with protocol type "".  An empty group of one type becomes the other
 when a member of the other protocol joins it; a non-empty one refuses
 (INCONSISTENT_GROUP_PROTOCOL for a classic join, GROUP_ID_NOT_FOUND for a
-consumer heartbeat).
+consumer heartbeat).  A consumer group's session timeout and heartbeat interval are
+its dynamic group configs (``group_configs``, KIP-848) where it has them.
 """
 from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable, Mapping
 
 from tierlog.protocol.errors import ErrorCode
 
@@ -48,10 +50,12 @@ _S = GroupState
 
 
 class GroupShard:
-    def __init__(self, partition: int, config: GroupConfig, rng: random.Random):
+    def __init__(self, partition: int, config: GroupConfig, rng: random.Random,
+                 group_configs: Callable[[str], Mapping[str, str]] = lambda group_id: {}):
         self.partition = partition
         self.config = config
         self._rng = rng
+        self._group_configs = group_configs         # group id -> its dynamic configs (KIP-848, from the image)
         self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
         self.offsets = OffsetStore()
         self._next_retention_check_ms: int | None = None
@@ -93,7 +97,7 @@ class GroupShard:
         """Loading is over: loaded members' sessions start now."""
         for group in self.groups.values():
             if isinstance(group, ConsumerGroup):
-                group.loaded(now_ms, self.config.consumer_session_timeout_ms)
+                group.loaded(now_ms, self.group_config(group.group_id).consumer_session_timeout_ms)
                 continue
             for m in group.members.values():
                 m.heartbeat_deadline_ms = now_ms + m.session_timeout_ms
@@ -112,8 +116,12 @@ class GroupShard:
                 classic.assignment_lost(group, generation, c)
         return c.out
 
-    def _ctx(self, now_ms: int) -> classic.Ctx:
-        return classic.Ctx(self.config, now_ms, Output(), self._new_member_id)
+    def _ctx(self, now_ms: int, config: GroupConfig | None = None) -> classic.Ctx:
+        return classic.Ctx(config or self.config, now_ms, Output(), self._new_member_id)
+
+    def group_config(self, group_id: str) -> GroupConfig:
+        """The settings a group runs with: the broker's, with the group's own dynamic configs."""
+        return self.config.for_group(self._group_configs(group_id))
 
     def _new_member_id(self, client_id: str) -> str:
         return f"{client_id}-{uuid.UUID(int=self._rng.getrandbits(128), version=4)}"
@@ -171,7 +179,7 @@ class GroupShard:
     # -- the consumer protocol (KIP-848) --------------------------------------------------------
     def consumer_heartbeat(self, req: dict, token, now_ms: int, view: TopicsView) -> Output:
         """``req``: ConsumerGroupHeartbeat fields plus ``client_id``, ``client_host``."""
-        c = self._ctx(now_ms)
+        c = self._ctx(now_ms, self.group_config(req["GroupId"]))
         c.out.answer(token, consumer.heartbeat(self.groups, req, c, view))
         return c.out
 

@@ -70,6 +70,7 @@ from .image import (
 from .pmap import REMOVE
 from .records import (
     CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
     NO_LEADER,
     NO_LEADER_CHANGE,
@@ -146,6 +147,7 @@ class MetadataDelta:
         self._replicas_changed: set[str] = set()
         self._touched: dict[int, set[str]] = {}
         self._configs: dict = {}             # broker resource -> dict | REMOVE
+        self._group_configs: dict = {}       # group id -> dict (empty: none left)
         self._producer_ids = None
         self._static_thresholds = (-1, -1)   # KIP-1303 defaults carried by the event being replayed
         self._handlers = {
@@ -433,11 +435,13 @@ class MetadataDelta:
             if c is None or c is REMOVE:
                 base = None if c is REMOVE else self.image.configs.get(r.resource_name)
                 c = self._configs[r.resource_name] = dict(base or {})
-            if r.value is None:
-                c.pop(r.name, None)
-            else:
-                c[r.name] = r.value
-        # other resource types (client metrics, groups, ...) are not kept
+            _set(c, r)
+        elif r.resource_type == CONFIG_RESOURCE_GROUP:
+            c = self._group_configs.get(r.resource_name)
+            if c is None:
+                c = self._group_configs[r.resource_name] = dict(self.image.group_configs.get(r.resource_name) or {})
+            _set(c, r)
+        # other resource types (client metrics, ...) are not kept
 
     def _producer_ids_rec(self, r: ProducerIdsRecord) -> None:
         current = self._producer_ids or self.image.producer_ids
@@ -461,6 +465,10 @@ class MetadataDelta:
         if self._configs:
             configs = configs.evolve({k: REMOVE if v is REMOVE or not v else MappingProxyType(v)
                                       for k, v in self._configs.items()})
+        group_configs = img.group_configs
+        if self._group_configs:
+            group_configs = group_configs.evolve({k: MappingProxyType(v) if v else REMOVE
+                                                  for k, v in self._group_configs.items()})
         return MetadataImage(
             img.cluster_id, img.controller_id,
             img.brokers.evolve(self._brokers),
@@ -470,7 +478,15 @@ class MetadataDelta:
             reindex(img.broker_topics, pairs),
             configs,
             self._producer_ids or img.producer_ids,
-            provenance or img.provenance)
+            provenance or img.provenance,
+            group_configs)
+
+
+def _set(configs: dict, r: ConfigRecord) -> None:
+    if r.value is None:
+        configs.pop(r.name, None)
+    else:
+        configs[r.name] = r.value
 
 
 def _as_int(value, default: int) -> int:

@@ -137,6 +137,7 @@ class MetadataImage:
     configs: Mapping = field(default_factory=PMap)  # broker resource name ("" = cluster) -> MappingProxyType
     producer_ids: ProducerIdsRecord | None = None
     provenance: MetadataProvenance = _NO_PROVENANCE
+    group_configs: Mapping = field(default_factory=PMap)  # group id -> MappingProxyType (KIP-848 group configs)
 
     def __post_init__(self):
         s = object.__setattr__
@@ -146,6 +147,8 @@ class MetadataImage:
             s(self, "topics", PMap(self.topics))
         if not isinstance(self.configs, PMap):
             s(self, "configs", PMap(self.configs))
+        if not isinstance(self.group_configs, PMap):
+            s(self, "group_configs", PMap(self.group_configs))
         if self.topic_ids is None:
             s(self, "topic_ids", PMap((t.topic_id, t.name) for t in self.topics.values()))
         if self.broker_topics is None:
@@ -202,6 +205,10 @@ class MetadataImage:
 
     def broker_configs(self, node_id: int) -> Mapping:
         return self.configs.get(str(node_id), _EMPTY_CONFIGS)
+
+    def group_config(self, group_id: str) -> Mapping:
+        """A group's dynamic configs (ConfigRecords of resource type GROUP)."""
+        return self.group_configs.get(group_id, _EMPTY_CONFIGS)
 
     def config(self, name: str, topic: TopicInfo | None = None, default=None):
         """A topic override, else the cluster-wide broker config, else ``default``."""

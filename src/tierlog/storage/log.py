@@ -222,7 +222,7 @@ class Log(LogDurability):
         with self._lock, self._io():
             self._clock_ms = now_ms
             validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=True)
-            check_produced(validated, self.config, now_ms, records)
+            check_produced(validated, self.config, now_ms, records, self.directory.name)
             duplicate = self._producers.check(validated.headers)
             if duplicate is not None:       # a producer's retry of a batch already in the log
                 return AppendResult(duplicate.base_offset, duplicate.last_offset, NO_TIMESTAMP,

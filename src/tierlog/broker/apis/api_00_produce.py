@@ -12,7 +12,9 @@ its metadata to catch up first (``stale_metadata``).  Idempotent producers are s
 offsets and not appended again, a sequence gap with OUT_OF_ORDER_SEQUENCE_NUMBER,
 an old producer epoch with INVALID_PRODUCER_EPOCH.  Clients never write to
 ``__consumer_offsets`` or ``__transaction_state`` (INVALID_TOPIC_EXCEPTION, Kafka's
-"Cannot append to internal topic"; the group coordinator appends without this API).  Left out: transactions
+"Cannot append to internal topic"; the group coordinator appends without this API).  A batch
+with invalid records (keyless records to a compacted topic) is refused whole with INVALID_RECORD,
+its RecordErrors (v8+, KIP-467) naming each bad record's index and ErrorMessage summing them up.  Left out: transactions
 (InitProducerId refuses a TransactionalId, so clients never send transactional batches).
 """
 import asyncio
@@ -76,6 +78,7 @@ def _append(broker, topic, index, records, acks, resp, timeout_ms, waits):
         return ErrorCode.INVALID_RECORD, "the produce request has no records"
     outcome, fut = broker.replicas.append_records(part, records, AppendOrigin.CLIENT, acks, timeout_ms)
     if outcome.error:
+        resp["RecordErrors"] = [{"BatchIndex": i, "BatchIndexErrorMessage": m} for i, m in outcome.record_errors]
         return outcome.error, outcome.message
     if fut is not None:
         waits.append((topic, resp, fut))

@@ -56,10 +56,12 @@ class AppendOutcome(NamedTuple):
     appended: bool = False
     parked: bool = False
     update: LeaderUpdate | None = None
+    record_errors: tuple[tuple[int, str], ...] = ()     # (batch index, message): KIP-467 RecordErrors
 
     @classmethod
-    def refused(cls, error: int, message: str | None = None) -> AppendOutcome:
-        return cls(error=error, message=message)
+    def refused(cls, error: int, message: str | None = None,
+                record_errors: tuple[tuple[int, str], ...] = ()) -> AppendOutcome:
+        return cls(error=error, message=message, record_errors=record_errors)
 
 
 class PartitionRead(NamedTuple):

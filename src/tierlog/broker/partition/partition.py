@@ -225,7 +225,9 @@ class Partition:
                 return AppendOutcome.refused(error)
         try:
             result = self.log.append(records, self.leader_epoch, now_ms)
-        except (InvalidRecordError, ProducerStateError) as e:
+        except InvalidRecordError as e:
+            return AppendOutcome.refused(e.error_code, str(e), e.record_errors)
+        except ProducerStateError as e:
             return AppendOutcome.refused(e.error_code, str(e))
         except KafkaStorageError as e:
             return AppendOutcome.refused(ErrorCode.KAFKA_STORAGE_ERROR, str(e))
