@@ -134,6 +134,7 @@ def test_group_apis_on_the_wire(cluster):
     left = request("127.0.0.1", port[coord], ApiKey.LEAVE_GROUP, {"GroupId": "wire-a", "Members": [
         {"MemberId": member, "GroupInstanceId": None}]}, 3)
     assert left["ErrorCode"] == 0 and left["Members"][0]["ErrorCode"] == 0
+    create_topic(cluster.bootstrap, "t")     # offsets of unknown topics are refused (UNKNOWN_TOPIC_OR_PARTITION)
     commit = request("127.0.0.1", port[coord], ApiKey.OFFSET_COMMIT, {
         "GroupId": "wire-a", "GenerationIdOrMemberEpoch": -1, "MemberId": "", "Topics": [
             {"Name": "t", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": 7, "CommittedMetadata": "m"}]}]}, 8)

@@ -26,13 +26,13 @@ writes nothing.
 from __future__ import annotations
 
 from tierlog.config import BROKER_CONFIGS
+from tierlog.metadata.group_rules import validate_group_configs
 from tierlog.metadata.records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
 )
-from tierlog.metadata.group_rules import validate_group_configs
 from tierlog.metadata.topic_rules import (
     RuleError,
     TieringRules,

@@ -71,8 +71,8 @@ def _check_keys(records, validated: ValidatedRecords, partition: str) -> None:
     for position, header in zip(validated.positions, validated.headers, strict=True):
         for index, record in enumerate(decode_records(view[position:position + header.size], header)):
             if record.key is None:
-                errors.append((index, f"Compacted topic cannot accept message without key in topic partition "
-                                      f"{partition}."))
+                message = f"Compacted topic cannot accept message without key in topic partition {partition}."
+                errors.append((index, message))
     if errors:
         shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:MAX_ERRORS_SHOWN])
         raise InvalidRecordError(INVALID_RECORD, f"One or more records have been rejected due to {len(errors)} "

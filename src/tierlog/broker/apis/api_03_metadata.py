@@ -16,7 +16,11 @@ v10+ may name a topic by TopicId (Name null): an unknown id answers
 UNKNOWN_TOPIC_ID, an entry with neither a name nor an id INVALID_REQUEST. The
 response's Name is nullable only from v12, so v10-11 answers "" there.
 """
-from tierlog.metadata.topic_rules import CLUSTER_METADATA_TOPIC, RuleError, validate_topic_name
+from tierlog.metadata.topic_rules import (
+    CLUSTER_METADATA_TOPIC,
+    RuleError,
+    validate_topic_name,
+)
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader

@@ -18,7 +18,11 @@ alter answered by another broker shows the new value. Kafka answers from its
 local cache at once and may show the old value for a moment.
 """
 from tierlog.config import BROKER_CONFIGS
-from tierlog.metadata.group_rules import GROUP_CONFIG_NAMES, broker_default_key, broker_group_settings
+from tierlog.metadata.group_rules import (
+    GROUP_CONFIG_NAMES,
+    broker_default_key,
+    broker_group_settings,
+)
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
