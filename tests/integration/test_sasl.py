@@ -19,7 +19,7 @@ import pytest
 from cluster import log_end_offset, wait_for
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from nodeproc import NodeProcess, free_port, one_controller_and_brokers
+from nodeproc import NodeProcess, free_port, one_controller_and_brokers, start_all
 
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.dev_certs import DevCa
@@ -174,8 +174,7 @@ def test_cluster_traffic_over_sasl_ssl(tmp_path):
               "broker.heartbeat.interval.ms": "300"}
     nodes = one_controller_and_brokers(tmp_path, cport, ports, common)
     try:
-        for n in nodes:
-            n.start()
+        start_all(nodes)
         conf = {"bootstrap.servers": ",".join(n.bootstrap for n in nodes[1:]), "security.protocol": "SASL_SSL",
                 "sasl.mechanisms": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret",
                 "ssl.ca.location": str(certs.cert_path)}
