@@ -281,7 +281,8 @@ class Node:
         self.replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms,
                                        self._controller_channel("alter-partition", voters, loader),
                                        lambda: manager.broker_epoch, lambda: loader.image,
-                                       {k: cfg[k] for k in REPLICATION_SETTINGS}, self._inter_broker_route())
+                                       {k: cfg[k] for k in REPLICATION_SETTINGS}, self._inter_broker_route(),
+                                       dir_ids=self._dir_ids)
         metadata_view = MetadataView(loader)
         topic_stats = BrokerTopicStats(lambda topic_id: _topic_name(metadata_view.image, topic_id))
         self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
