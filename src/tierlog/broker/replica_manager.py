@@ -15,8 +15,10 @@ high watermarks.
 A failed log dir (``mark_offline``, Kafka's handleLogDirFailure): the
 partitions whose log was there are dropped (parked requests fail, fetchers
 stop) and stay offline: later images do not host them again until the broker
-restarts.  The controller moves their leadership away (it fences a broker with
-no online log dir).
+restarts.  The controller moves their leadership away (KIP-858: exactly the
+replicas assigned to the failed dir; it fences a broker with no online log dir).
+Where each hosted replica's log lives is reported to the controller
+(AssignReplicasToDirs, ``dir_assignments``) whenever the image says otherwise.
 
 KIP-1023: every image applied pushes ``follower.fetch.last.tiered.offset.enable``
 (this broker's dynamic value, else the cluster-wide dynamic value from the

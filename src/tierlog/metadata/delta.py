@@ -31,6 +31,8 @@ partition deterministically from the state the log has built so far:
 * unusable -> usable: every leaderless partition listing the broker runs the
   same ANY election (the broker may now be a valid ELR / last-known leader, or
   an unclean candidate).
+* a replica whose log dir is offline (KIP-858, ``directories``: its assigned
+  dir is not among its broker's registered online dirs) is never elected.
 * a change bumps ``partition_epoch``; a leader change also bumps ``leader_epoch``
   (an ISR-only change keeps the leader epoch, as current Kafka does).
 
@@ -47,6 +49,10 @@ Every replica of the metadata log replays the same records with the same
 append timestamps, so it derives the same image. Snapshots write derived
 state explicitly (PartitionRecords with the resulting leader/ISR/ELR), and
 brokers are written before topics, so loading a snapshot derives nothing.
+
+Directories (KIP-858): a PartitionChangeRecord without ``Directories`` that
+changes the replicas keeps the kept replicas' dirs and gives new ones their
+broker's default (``directories.realign``), so replicas and dirs stay aligned.
 
 Replay errors (a record referring to an unknown topic / broker, a broker epoch
 mismatch) raise :class:`MetadataReplayError` and leave the delta unchanged by

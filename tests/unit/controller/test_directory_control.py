@@ -137,3 +137,25 @@ def test_directories_survive_a_snapshot_and_the_record_codec():
     assert r.response["ErrorCode"] == 0 and r.records
     p = h.qc.image.topics["t"].partitions[0]
     assert p.directory(2) == DIR_B and len(p.directories) == len(p.replicas)
+
+
+def test_after_a_restart_without_the_failed_dir_the_replica_is_offline_until_reassigned():
+    h = Harness()
+    _start(h, {**ONE_DIR, 2: [DIR_A, DIR_B]})
+    t = _topic(h, partitions=1)
+    _assign(h, 2, DIR_A, t.topic_id, [0])
+    _hb_offline(h, 2, [DIR_A])
+    assert h.qc.image.topics["t"].partitions[0].leader == 1
+    h.heartbeat(2, want_fence=True)                 # stopped...
+    req = registration(2, n=1)                      # ...and restarted with only its healthy dir
+    req["LogDirs"] = [DIR_B]
+    h.epochs[2] = h.call(62, 3, req).response["BrokerEpoch"]
+    assert h.heartbeat(2).response["IsFenced"] is False
+    h.heartbeat(1, want_fence=True)
+    h.heartbeat(3, want_fence=True)                 # broker 2 is the only usable replica left
+    assert h.qc.image.topics["t"].partitions[0].leader == -1      # its replica is still on DIR_A
+    h.heartbeat(3)                                  # the last ISR member (now in the ELR, KIP-966) is back
+    assert h.qc.image.topics["t"].partitions[0].leader == 3
+    _assign(h, 2, DIR_B, t.topic_id, [0])           # it recreated the log in its healthy dir
+    p0 = h.qc.image.topics["t"].partitions[0]
+    assert p0.directory(2) == DIR_B and 2 not in h.qc.image.topics["t"].partitions[0].isr
