@@ -82,10 +82,12 @@ class ReplicaManager:
     def __init__(self, node_id: int, logs: LogManager, topic_defaults: dict[str, str],
                  clock_ms: Callable[[], int], controller_channel, broker_epoch: Callable[[], int],
                  image_fn: Callable[[], MetadataImage], config: Mapping[str, object] | None = None,
-                 inter_broker: PeerRoute = DEFAULT_ROUTE, dir_ids: Mapping[Path, bytes] | None = None):
+                 inter_broker: PeerRoute = DEFAULT_ROUTE, dir_ids: Mapping[Path, bytes] | None = None,
+                 assignment_channel=None):
         """``controller_channel``: async ``.send`` (AlterPartition, AssignReplicasToDirs); ``config``: the
         replica.* settings; ``inter_broker``: how the fetchers reach leaders; ``dir_ids``: each log dir's
-        ``directory.id`` (KIP-858)."""
+        ``directory.id`` (KIP-858); ``assignment_channel``: the channel for AssignReplicasToDirs (default:
+        ``controller_channel``)."""
         cfg = config or {}
         self.node_id = node_id
         self.logs = logs
@@ -117,8 +119,8 @@ class ReplicaManager:
         self._alter_sender = AlterPartitionSender(controller_channel, node_id, broker_epoch,
                                                   self._request_timeout_ms / 1000, self._tasks)
         self._dir_ids = dict(dir_ids or {})
-        self.dir_assignments = DirAssignmentSender(DirAssignments(node_id), controller_channel, image_fn,
-                                                   broker_epoch, clock_ms, self._request_timeout_ms / 1000,
+        self.dir_assignments = DirAssignmentSender(DirAssignments(node_id), assignment_channel or controller_channel,
+                                                   image_fn, broker_epoch, clock_ms, self._request_timeout_ms / 1000,
                                                    self._tasks)
         self.tier_listener: TierListener | None = None   # tiered storage follows leadership through it
         self.coordinator_listener: TierListener | None = None   # the group coordinator (__consumer_offsets) too
