@@ -134,7 +134,7 @@ def partition_from_record(r: PartitionRecord) -> PartitionInfo:
         r.partition_epoch, tuple(r.eligible_leader_replicas or ()),
         tuple(r.last_known_elr or ()), tuple(r.adding_replicas), tuple(r.removing_replicas),
         r.leader_recovery_state, _coverage(r.local_log_coverage, r.replicas),
-        tuple(bytes(d) for d in r.directories) if len(r.directories) == len(r.replicas) else ())
+        tuple(r.directories) if len(r.directories) == len(r.replicas) else ())
 
 
 def _coverage(entries, replicas) -> tuple[ReplicaLogCoverage, ...]:
@@ -409,7 +409,7 @@ class MetadataDelta:
                 merged[c.broker_id] = c
             local_log = _coverage(merged.values(), replicas)
         if r.directories is not None:
-            dirs = tuple(bytes(d) for d in r.directories)
+            dirs = tuple(r.directories)
         elif replicas != p.replicas:
             dirs = realign(p.replicas, p.directories, replicas, self.broker)
         else:
