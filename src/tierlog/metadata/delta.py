@@ -31,6 +31,8 @@ partition deterministically from the state the log has built so far:
 * unusable -> usable: every leaderless partition listing the broker runs the
   same ANY election (the broker may now be a valid ELR / last-known leader, or
   an unclean candidate).
+* a replica whose log dir is offline (KIP-858, ``directories``: its assigned
+  dir is not among its broker's registered online dirs) is never elected.
 * a change bumps ``partition_epoch``; a leader change also bumps ``leader_epoch``
   (an ISR-only change keeps the leader epoch, as current Kafka does).
 
@@ -48,6 +50,10 @@ append timestamps, so it derives the same image. Snapshots write derived
 state explicitly (PartitionRecords with the resulting leader/ISR/ELR), and
 brokers are written before topics, so loading a snapshot derives nothing.
 
+Directories (KIP-858): a PartitionChangeRecord without ``Directories`` that
+changes the replicas keeps the kept replicas' dirs and gives new ones their
+broker's default (``directories.realign``), so replicas and dirs stay aligned.
+
 Replay errors (a record referring to an unknown topic / broker, a broker epoch
 mismatch) raise :class:`MetadataReplayError` and leave the delta unchanged by
 that record.
@@ -57,6 +63,7 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
+from .directories import offline_replicas, realign
 from .election import EligibilityThresholds, elect_leader, remove_from_isr
 from .image import (
     LEADER_RECOVERING,
@@ -127,7 +134,8 @@ def partition_from_record(r: PartitionRecord) -> PartitionInfo:
         r.partition_id, r.leader, r.leader_epoch, tuple(r.replicas), tuple(r.isr),
         r.partition_epoch, tuple(r.eligible_leader_replicas or ()),
         tuple(r.last_known_elr or ()), tuple(r.adding_replicas), tuple(r.removing_replicas),
-        r.leader_recovery_state, _coverage(r.local_log_coverage, r.replicas))
+        r.leader_recovery_state, _coverage(r.local_log_coverage, r.replicas),
+        tuple(r.directories) if len(r.directories) == len(r.replicas) else ())
 
 
 def _coverage(entries, replicas) -> tuple[ReplicaLogCoverage, ...]:
@@ -228,6 +236,11 @@ class MetadataDelta:
         ids = set(self.image.brokers) | set(self._brokers)
         return {i for i in ids if (b := self.broker(i)) is not None and b.usable}
 
+    def _usable_for(self, p: PartitionInfo, usable: set[int]) -> set[int]:
+        """``usable`` without the replicas of ``p`` whose log dir is offline (KIP-858: they cannot lead)."""
+        offline = offline_replicas(p.replicas, p.directories, self.broker)
+        return usable - offline if offline else usable
+
     def _cluster_config(self, name: str, default=None):
         c = self._configs.get("")
         if c is None:
@@ -323,7 +336,7 @@ class MetadataDelta:
                 leader, lke, is_unclean = p.leader, p.last_known_elr, False
                 if leader == node_id or leader == NO_LEADER:
                     res = elect_leader(
-                        replicas=p.replicas, isr=isr, leader=NO_LEADER, usable=usable,
+                        replicas=p.replicas, isr=isr, leader=NO_LEADER, usable=self._usable_for(p, usable),
                         elr=elr, last_known_elr=lke, unclean_allowed=unclean,
                         coverage=p.coverage(), thresholds=thresholds, now_ms=self.now_ms)
                     leader, isr, elr, lke, is_unclean = (
@@ -346,7 +359,7 @@ class MetadataDelta:
                 if p.leader != NO_LEADER or node_id not in p.replicas:
                     continue
                 res = elect_leader(
-                    replicas=p.replicas, isr=p.isr, leader=NO_LEADER, usable=usable,
+                    replicas=p.replicas, isr=p.isr, leader=NO_LEADER, usable=self._usable_for(p, usable),
                     elr=p.elr, last_known_elr=p.last_known_elr, unclean_allowed=unclean,
                     coverage=p.coverage(), thresholds=thresholds, now_ms=self.now_ms)
                 if res.leader == NO_LEADER:
@@ -397,6 +410,12 @@ class MetadataDelta:
             for c in r.local_log_coverage or ():
                 merged[c.broker_id] = c
             local_log = _coverage(merged.values(), replicas)
+        if r.directories is not None:
+            dirs = tuple(r.directories)
+        elif replicas != p.replicas:
+            dirs = realign(p.replicas, p.directories, replicas, self.broker)
+        else:
+            dirs = p.directories
         w.partitions[r.partition_id] = PartitionInfo(
             p.partition,
             r.leader if leader_changed else p.leader,
@@ -409,7 +428,7 @@ class MetadataDelta:
             p.adding_replicas if r.adding_replicas is None else tuple(r.adding_replicas),
             p.removing_replicas if r.removing_replicas is None else tuple(r.removing_replicas),
             p.leader_recovery_state if r.leader_recovery_state == -1 else r.leader_recovery_state,
-            local_log)
+            local_log, dirs if len(dirs) == len(replicas) else ())
         if replicas != p.replicas:
             self._replicas_changed.add(w.name)
             self._touch(w.name, replicas)

@@ -95,6 +95,13 @@ class PartitionInfo:
     removing_replicas: tuple[int, ...] = ()
     leader_recovery_state: int = LEADER_RECOVERED
     local_log: tuple[ReplicaLogCoverage, ...] = ()   # KIP-1303, sorted by broker id
+    directories: tuple[bytes, ...] = ()         # KIP-858: each replica's log dir id, in replica order; () unknown
+
+    def directory(self, broker_id: int) -> bytes | None:
+        """The dir id assigned to ``broker_id``'s replica (None: not a replica or not recorded)."""
+        if len(self.directories) != len(self.replicas) or broker_id not in self.replicas:
+            return None
+        return self.directories[self.replicas.index(broker_id)]
 
     def coverage(self) -> dict[int, ReplicaLogCoverage]:
         return {c.broker_id: c for c in self.local_log}

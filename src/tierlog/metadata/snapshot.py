@@ -48,7 +48,7 @@ def partition_record(topic_id: bytes, p: PartitionInfo) -> PartitionRecord:
     """The PartitionRecord that rebuilds ``p`` exactly (derived state included)."""
     return PartitionRecord(
         p.partition, topic_id, p.replicas, p.isr, p.removing_replicas, p.adding_replicas,
-        p.leader, p.leader_recovery_state, p.leader_epoch, p.partition_epoch, (),
+        p.leader, p.leader_recovery_state, p.leader_epoch, p.partition_epoch, p.directories,
         p.elr or None, p.last_known_elr or None, p.local_log)
 
 

@@ -568,6 +568,11 @@ class Log(LogDurability):
             with self._lock:
                 self._close_all()
 
+    def close_handlers(self) -> None:
+        """Close descriptors and write nothing (Kafka's closeHandlers): its log dir failed."""
+        with self._lock:
+            self._close_all()
+
     def delete(self) -> None:
         """Close and remove the whole partition directory now."""
         with self._lock:

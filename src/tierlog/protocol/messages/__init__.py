@@ -12,6 +12,7 @@ from tierlog.protocol.messages import (
     alter_partition,
     alter_partition_reassignments,
     api_versions,
+    assign_replicas_to_dirs,
     begin_quorum_epoch,
     broker_heartbeat,
     broker_registration,
@@ -68,6 +69,7 @@ _MODULES = (
     allocate_producer_ids, describe_topic_partitions,
     alter_configs, delete_records, create_partitions, describe_log_dirs, delete_groups, offset_delete,
     consumer_group_heartbeat, consumer_group_describe, sasl_handshake, sasl_authenticate,
+    assign_replicas_to_dirs,
 )
 
 #: every API with schemas, by key
