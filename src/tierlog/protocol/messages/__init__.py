@@ -7,6 +7,8 @@ handlers in ``broker/apis`` register. The KRaft control-record payloads
 
 from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.messages import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     allocate_producer_ids,
     alter_configs,
     alter_partition,
@@ -30,6 +32,7 @@ from tierlog.protocol.messages import (
     describe_topic_partitions,
     elect_leaders,
     end_quorum_epoch,
+    end_txn,
     fetch,
     fetch_snapshot,
     find_coordinator,
@@ -50,8 +53,10 @@ from tierlog.protocol.messages import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
     unregister_broker,
     vote,
+    write_txn_markers,
 )
 
 __all__ = ["APIS"]
@@ -68,6 +73,7 @@ _MODULES = (
     allocate_producer_ids, describe_topic_partitions,
     alter_configs, delete_records, create_partitions, describe_log_dirs, delete_groups, offset_delete,
     consumer_group_heartbeat, consumer_group_describe, sasl_handshake, sasl_authenticate,
+    add_partitions_to_txn, add_offsets_to_txn, end_txn, write_txn_markers, txn_offset_commit,
 )
 
 #: every API with schemas, by key
