@@ -42,9 +42,9 @@ from tierlog.coordinator import (
 )
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
-from tierlog.records import Record, build_batch, decode_batches
 
-from .partition import AppendOrigin, FetchIsolation, Partition
+from .coordinator_log import append_and_wait, load_log
+from .partition import Partition
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinator"]
 
@@ -52,9 +52,7 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TICK_S = 0.1
-LOAD_READ_BYTES = 1024 * 1024
 TOPIC_CREATE_RETRY_MS = 5000
-ACKS_ALL = -1
 
 
 @dataclass
@@ -119,26 +117,14 @@ class GroupCoordinator:
 
     async def _load(self, hosted: _Hosted) -> None:
         part, shard = hosted.part, GroupShard(hosted.part.index, self.config, self._rng)
-        offset = max(part.log_start_offset, part.local_log_start_offset)
-        end = part.log_end_offset
-        while offset < end and self._leading(hosted):
-            read = part.read(offset, LOAD_READ_BYTES, FetchIsolation.LOG_END)
-            if read.error:      # the log moved under the load: it stays unloaded (LOAD_IN_PROGRESS)
-                log.warning("%s-%d: cannot load from offset %d: error %d", OFFSETS_TOPIC, part.index, offset,
-                            read.error)
-                return
-            data = b"".join(region.read() for region in read.parts)
-            if not data:
-                break
-            for header, records in decode_batches(data):
-                offset = header.next_offset
-                if not header.is_control:
-                    _replay(shard, part.index, records)
-            await asyncio.sleep(0)
-        if self._leading(hosted):
+
+        def replay(header, records) -> None:
+            if not header.is_control:
+                _replay(shard, part.index, records)
+        if await load_log(part, lambda: self._leading(hosted), replay):
             shard.loaded(self._clock_ms())
             hosted.shard = shard
-            log.info("%s-%d: loaded %d groups up to offset %d", OFFSETS_TOPIC, part.index, len(shard.groups), end)
+            log.info("%s-%d: loaded %d groups", OFFSETS_TOPIC, part.index, len(shard.groups))
 
     # -- requests ------------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
@@ -259,21 +245,8 @@ class GroupCoordinator:
 
     async def _write(self, hosted: _Hosted, records: list) -> tuple[ErrorCode, int | None]:
         """(error, the end offset of the records in the log; None if they did not reach it)."""
-        if not self._leading(hosted):
-            return ErrorCode.NOT_COORDINATOR, None
-        part, now = hosted.part, self._clock_ms()
-        batch = bytearray(build_batch([Record(i, now, k, v) for i, (k, v) in enumerate(records)]))
-        outcome, fut = self._replicas.append_records(part, batch, AppendOrigin.COORDINATOR, ACKS_ALL,
-                                                     self._commit_timeout_ms)
-        if outcome.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-            return ErrorCode.NOT_COORDINATOR, None
-        if outcome.error:       # ISR below min.insync.replicas, the disk, ...: not in the log
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        end = outcome.end_offset
-        code = await fut if fut is not None else ErrorCode.NONE
-        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER or not self._leading(hosted):
-            return ErrorCode.NOT_COORDINATOR, end
-        return (ErrorCode.COORDINATOR_NOT_AVAILABLE if code else ErrorCode.NONE), end
+        return await append_and_wait(self._replicas, hosted.part, records, self._commit_timeout_ms, self._clock_ms(),
+                                     lambda: self._leading(hosted))
 
     # -- time ------------------------------------------------------------------------------
     async def _tick_loop(self) -> None:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from tierlog.protocol import ErrorCode, RequestHeader
     from tierlog.storage import LogManager
 
-__all__ = ["ControllerSender", "GroupCoordinatorService", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource", "Response"]
+__all__ = ["ControllerSender", "GroupCoordinatorService", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource", "Response",
+           "TransactionCoordinatorService"]
 
 
 class MetadataSource(Protocol):
@@ -101,6 +102,27 @@ class GroupCoordinatorService(Protocol):
     def topics_view(self, image: MetadataImage) -> object: ...
 
 
+class TransactionCoordinatorService(Protocol):
+    """The transaction coordinator (``broker.transaction_coordinator.TransactionCoordinator``)."""
+
+    num_partitions: int
+    replication_factor: int
+    min_isr: int
+    segment_bytes: int
+
+    def partition_for(self, transactional_id: str) -> int: ...
+
+    def should_create_topic(self) -> bool: ...
+
+    async def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int,
+                               producer_epoch: int) -> tuple[int, int, int]: ...
+
+    async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                             partitions: frozenset[tuple[str, int]]) -> int: ...
+
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int: ...
+
+
 @runtime_checkable
 class HandlerContext(Protocol):
     """The broker as request handlers see it."""
@@ -119,6 +141,7 @@ class HandlerContext(Protocol):
     fetch_wait_max_ms: int
     remote: RemoteReads | None
     groups: GroupCoordinatorService
+    transactions: TransactionCoordinatorService
 
     @property
     def image(self) -> MetadataImage: ...
