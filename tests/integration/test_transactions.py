@@ -1,0 +1,133 @@
+"""Transactions over sockets (KIP-98) with confluent-kafka: commit and abort across partitions
+led by two brokers (the markers go to each leader), read_committed vs read_uncommitted, the last
+stable offset holding back an open transaction, zombie fencing, a transaction aborted by its
+timeout.  One cluster for the module (1 controller, 2 brokers), each test with its own topic and
+transactional ids."""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from cluster import FAST_REPLICATION, Cluster, running
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+pytestmark = pytest.mark.integration
+
+PROPS = {**FAST_REPLICATION, "transaction.state.log.num.partitions": "4",
+         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "300",
+         "offsets.topic.num.partitions": "4", "group.initial.rebalance.delay.ms": "100"}
+
+
+@pytest.fixture(scope="module")
+def boot(tmp_path_factory):
+    with running(Cluster(tmp_path_factory.mktemp("txn"), controllers=1, brokers=2, props=PROPS)) as c:
+        yield c.bootstrap
+
+
+def new_topic(boot: str, partitions: int = 2) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": boot})
+    admin.create_topics([NewTopic(name, partitions, 2)], request_timeout=15)[name].result(timeout=20)
+    return name
+
+
+def txn_producer(boot: str, tid: str, **conf) -> Producer:
+    p = Producer({"bootstrap.servers": boot, "transactional.id": tid, "linger.ms": 5, **conf})
+    p.init_transactions(30)
+    return p
+
+
+def read(boot: str, topic: str, partitions: int, isolation: str, until: int | None = None,
+         timeout_s: float = 20) -> list[bytes]:
+    """Every value of ``topic`` a consumer at ``isolation`` gets: until ``until`` values arrive, or
+    until it stands at the end of every partition (its last stable offset / high watermark)."""
+    c = Consumer({"bootstrap.servers": boot, "group.id": f"r-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+                  "isolation.level": isolation, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values, at_end = [], set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                at_end.add(m.partition())
+            else:
+                values.append(m.value())
+                at_end.discard(m.partition())
+            if (until is not None and len(values) >= until) or (until is None and len(at_end) == partitions):
+                return sorted(values)
+        raise AssertionError(f"{isolation} read of {topic}: {sorted(values)} by the deadline")
+    finally:
+        c.close()
+
+
+def produce_txn(p: Producer, topic: str, values: dict[int, list[bytes]], commit: bool) -> None:
+    p.begin_transaction()
+    for part, vs in values.items():
+        for v in vs:
+            p.produce(topic, v, partition=part)
+    if commit:
+        p.commit_transaction(30)
+    else:
+        assert p.flush(30) == 0         # abort_transaction purges what is not sent yet
+        p.abort_transaction(30)
+
+
+def test_read_committed_sees_committed_transactions_only(boot):
+    topic = new_topic(boot)
+    p = txn_producer(boot, f"tid-{topic}")
+    produce_txn(p, topic, {0: [b"c1-0", b"c1-1"], 1: [b"c1-2"]}, commit=True)
+    produce_txn(p, topic, {0: [b"a-0"], 1: [b"a-1", b"a-2"]}, commit=False)
+    produce_txn(p, topic, {0: [b"c2-0"], 1: [b"c2-1"]}, commit=True)
+    committed = sorted([b"c1-0", b"c1-1", b"c1-2", b"c2-0", b"c2-1"])
+    assert read(boot, topic, 2, "read_committed") == committed
+    assert read(boot, topic, 2, "read_uncommitted") == sorted(committed + [b"a-0", b"a-1", b"a-2"])
+    # an open transaction holds read_committed readers at its first offset (the last stable offset)
+    p.begin_transaction()
+    p.produce(topic, b"open-0", partition=0)
+    p.flush(10)
+    assert b"open-0" in read(boot, topic, 2, "read_uncommitted")
+    assert read(boot, topic, 2, "read_committed") == committed
+    c = Consumer({"bootstrap.servers": boot, "group.id": "lso", "isolation.level": "read_committed"})
+    _low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    c.close()
+    p.commit_transaction(30)
+    assert read(boot, topic, 2, "read_committed", until=6) == sorted(committed + [b"open-0"])
+    # ListOffsets latest for read_committed is the last stable offset: the open transaction's first
+    # offset, 7 (partition 0 holds 2 + 1 + 1 records of three transactions and their 3 markers)
+    assert high == 7
+
+
+def test_a_second_producer_with_the_same_transactional_id_fences_the_first(boot):
+    topic = new_topic(boot)
+    tid = f"tid-{topic}"
+    zombie = txn_producer(boot, tid)
+    zombie.begin_transaction()
+    zombie.produce(topic, b"zombie", partition=0)
+    zombie.flush(10)
+    fresh = txn_producer(boot, tid)           # fences the zombie and aborts its transaction
+    with pytest.raises(KafkaException) as e:
+        zombie.produce(topic, b"zombie-2", partition=1)
+        zombie.commit_transaction(30)
+    assert e.value.args[0].fatal(), e.value.args[0]
+    produce_txn(fresh, topic, {0: [b"fresh-0"], 1: [b"fresh-1"]}, commit=True)
+    assert read(boot, topic, 2, "read_committed") == [b"fresh-0", b"fresh-1"]
+
+
+def test_a_transaction_past_its_timeout_is_aborted(boot):
+    topic = new_topic(boot, 1)
+    slow = txn_producer(boot, f"slow-{topic}", **{"transaction.timeout.ms": 1000})
+    slow.begin_transaction()
+    slow.produce(topic, b"doomed", partition=0)
+    slow.flush(10)
+    other = txn_producer(boot, f"other-{topic}")
+    produce_txn(other, topic, {0: [b"after"]}, commit=True)
+    # "after" is behind the open transaction: read_committed sees it once the coordinator aborted it
+    assert read(boot, topic, 1, "read_committed", until=1) == [b"after"]
+    assert read(boot, topic, 1, "read_uncommitted") == [b"after", b"doomed"]
+    with pytest.raises(KafkaException):
+        slow.commit_transaction(30)
