@@ -131,3 +131,53 @@ def test_a_transaction_past_its_timeout_is_aborted(boot):
     assert read(boot, topic, 1, "read_uncommitted") == [b"after", b"doomed"]
     with pytest.raises(KafkaException):
         slow.commit_transaction(30)
+
+
+def test_consume_transform_produce_commits_offsets_with_the_transaction(boot):
+    source, sink = new_topic(boot, 1), new_topic(boot, 1)
+    plain = Producer({"bootstrap.servers": boot})
+    for i in range(6):
+        plain.produce(source, b"in-%d" % i, partition=0)
+    assert plain.flush(30) == 0
+    group = f"ctp-{source}"
+
+    def consumer() -> Consumer:
+        c = Consumer({"bootstrap.servers": boot, "group.id": group, "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+        c.subscribe([source])
+        return c
+
+    def run_once(c: Consumer, p: Producer, count: int, commit: bool) -> None:
+        """Read ``count`` records, write them transformed and their offsets in one transaction."""
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < count and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got.append(m)
+        assert len(got) == count, got
+        p.begin_transaction()
+        for m in got:
+            p.produce(sink, m.value().replace(b"in", b"out"), partition=0)
+        p.send_offsets_to_transaction([TopicPartition(source, 0, got[-1].offset() + 1)],
+                                      c.consumer_group_metadata(), 30)
+        produce_txn_end(p, commit)
+
+    c, p = consumer(), txn_producer(boot, f"ctp-{source}")
+    run_once(c, p, 2, commit=True)         # in-0, in-1 done
+    run_once(c, p, 2, commit=False)        # in-2, in-3 aborted: their offsets are not committed
+    c.close()
+    c = consumer()                         # resumes at the committed offset 2
+    run_once(c, p, 4, commit=True)
+    committed = c.committed([TopicPartition(source, 0)], timeout=10)[0].offset
+    c.close()
+    assert committed == 6
+    assert read(boot, sink, 1, "read_committed") == sorted(b"out-%d" % i for i in range(6))
+
+
+def produce_txn_end(p: Producer, commit: bool) -> None:
+    if commit:
+        p.commit_transaction(30)
+    else:
+        assert p.flush(30) == 0
+        p.abort_transaction(30)

@@ -53,8 +53,8 @@ class Broker:
         self.remote = None      # broker.remote.RemoteTier when remote.log.storage.system.enable, set by the node
         self.groups = GroupCoordinator(config, replicas, clock_ms)      # consumer groups (__consumer_offsets)
         replicas.coordinator_listener = self.groups
-        markers = TxnMarkerSender(self.node_id, lambda: self.image, replicas, self.led_partition, None, clock_ms,
-                                  config["request.timeout.ms"], inter_broker)
+        markers = TxnMarkerSender(self.node_id, lambda: self.image, replicas, self.led_partition,
+                                  self.groups.on_txn_marker, clock_ms, config["request.timeout.ms"], inter_broker)
         self.transactions = TransactionCoordinator(config, replicas, self._txn_producer_id, markers, clock_ms)
         replicas.txn_listener = self.transactions       # transactions (__transaction_state)
 

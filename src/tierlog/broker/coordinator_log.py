@@ -44,12 +44,16 @@ async def load_log(part: Partition, leading: Callable[[], bool], replay: Callabl
 
 
 async def append_and_wait(replicas, part: Partition, records: list[tuple[bytes, bytes | None]], timeout_ms: int,
-                          now_ms: int, leading: Callable[[], bool]) -> tuple[ErrorCode, int | None]:
+                          now_ms: int, leading: Callable[[], bool],
+                          producer: tuple[int, int] | None = None) -> tuple[ErrorCode, int | None]:
     """Append ``records`` (key, value) as one batch, acks=all: (error, the end offset of the
-    records in the log; None if they did not reach it)."""
+    records in the log; None if they did not reach it).  ``producer`` (id, epoch): a
+    transactional batch of that producer, without sequence (Kafka's TxnOffsetCommit records)."""
     if not leading():
         return ErrorCode.NOT_COORDINATOR, None
-    batch = bytearray(build_batch([Record(i, now_ms, k, v) for i, (k, v) in enumerate(records)]))
+    pid, epoch = producer or (-1, -1)
+    batch = bytearray(build_batch([Record(i, now_ms, k, v) for i, (k, v) in enumerate(records)],
+                                  producer_id=pid, producer_epoch=epoch, transactional=producer is not None))
     outcome, fut = replicas.append_records(part, batch, AppendOrigin.COORDINATOR, ACKS_ALL, timeout_ms)
     if outcome.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
         return ErrorCode.NOT_COORDINATOR, None

@@ -42,6 +42,7 @@ from tierlog.coordinator import (
 )
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
+from tierlog.records.control import COMMIT, control_marker
 
 from .coordinator_log import append_and_wait, load_log
 from .partition import Partition
@@ -119,7 +120,13 @@ class GroupCoordinator:
         part, shard = hosted.part, GroupShard(hosted.part.index, self.config, self._rng)
 
         def replay(header, records) -> None:
-            if not header.is_control:
+            if header.is_control:
+                marker = control_marker(records)
+                if marker is not None:
+                    shard.complete_txn(header.producer_id, marker == COMMIT)
+            elif header.is_transactional:
+                _replay_txn(shard, part.index, header.producer_id, records)
+            else:
                 _replay(shard, part.index, records)
         if await load_log(part, lambda: self._leading(hosted), replay):
             shard.loaded(self._clock_ms())
@@ -193,7 +200,7 @@ class GroupCoordinator:
                                                name=f"group-append-{hosted.part.index}")
 
     async def _append(self, hosted: _Hosted, out: Output, previous: asyncio.Task | None) -> ErrorCode:
-        error, end = await self._write(hosted, out.records)
+        error, end = await self._write(hosted, out.records, out.txn_producer)
         if error and end is None:
             # refused before the log (nothing awaited yet): reload before a later write appends
             # records made from what this one changed
@@ -205,7 +212,7 @@ class GroupCoordinator:
             await previous      # answers leave in log order; a write that committed needs nothing of earlier ones
         if error:
             self._fail(hosted, out, error)
-            if out.on_commit:
+            if out.on_commit and out.txn_producer is None:
                 hosted.late.append((end, out.on_commit))      # applied if the high watermark passes it
             if out.on_failure and hosted.shard is not None and self._leading(hosted):
                 lost = hosted.shard.write_failed(out.on_failure, self._clock_ms())
@@ -213,7 +220,7 @@ class GroupCoordinator:
             return error
         if hosted.shard is not None:
             self._apply_late(hosted, end)       # committed too: they come before this write
-            hosted.shard.apply_committed(out.on_commit)
+            hosted.shard.apply_committed(out.on_commit, out.txn_producer[0] if out.txn_producer else -1)
         for token, response in out.answers:
             _resolve(token, response)
         return ErrorCode.NONE
@@ -243,10 +250,18 @@ class GroupCoordinator:
         for token, response in out.answers:
             _resolve(token, with_error(response, error) if error else response)
 
-    async def _write(self, hosted: _Hosted, records: list) -> tuple[ErrorCode, int | None]:
+    async def _write(self, hosted: _Hosted, records: list,
+                     producer: tuple[int, int] | None = None) -> tuple[ErrorCode, int | None]:
         """(error, the end offset of the records in the log; None if they did not reach it)."""
         return await append_and_wait(self._replicas, hosted.part, records, self._commit_timeout_ms, self._clock_ms(),
-                                     lambda: self._leading(hosted))
+                                     lambda: self._leading(hosted), producer)
+
+    def on_txn_marker(self, part: Partition, producer_id: int, commit: bool) -> None:
+        """A transaction marker of ``producer_id`` is committed on ``part`` (``txn_marker_writer``):
+        the offsets it committed in that transaction take effect, or are dropped (KIP-98)."""
+        hosted = self._hosted.get(part.index)
+        if part.topic == OFFSETS_TOPIC and hosted is not None and hosted.shard is not None:
+            hosted.shard.complete_txn(producer_id, commit)
 
     # -- time ------------------------------------------------------------------------------
     async def _tick_loop(self) -> None:
@@ -276,6 +291,16 @@ def _replay(shard: GroupShard, index: int, records) -> None:
             continue
         try:
             shard.replay(r.key, r.value)
+        except Exception as e:     # noqa: BLE001 - a bad record is skipped, not fatal to the load
+            log.warning("%s-%d: skipping unreadable record at offset %d: %s", OFFSETS_TOPIC, index, r.offset, e)
+
+
+def _replay_txn(shard: GroupShard, index: int, producer_id: int, records) -> None:
+    for r in records:
+        if r.key is None:
+            continue
+        try:
+            shard.replay_txn(producer_id, r.key, r.value)
         except Exception as e:     # noqa: BLE001 - a bad record is skipped, not fatal to the load
             log.warning("%s-%d: skipping unreadable record at offset %d: %s", OFFSETS_TOPIC, index, r.offset, e)
 

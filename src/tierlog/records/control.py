@@ -16,7 +16,7 @@ from tierlog.records.errors import CORRUPT_MESSAGE, InvalidRecordError
 from tierlog.records.header import BatchHeader
 from tierlog.records.record import Record
 
-__all__ = ["ABORT", "COMMIT", "build_marker", "read_marker"]
+__all__ = ["ABORT", "COMMIT", "build_marker", "control_marker", "read_marker"]
 
 ABORT, COMMIT = 0, 1
 _KEY = struct.Struct(">hh")
@@ -30,6 +30,15 @@ def build_marker(producer_id: int, producer_epoch: int, commit: bool, coordinato
     value = _VALUE.pack(_VERSION, coordinator_epoch)
     return build_batch([Record(0, timestamp_ms, key, value)], producer_id=producer_id,
                        producer_epoch=producer_epoch, base_sequence=-1, transactional=True, control=True)
+
+
+def control_marker(records: list[Record]) -> int | None:
+    """ABORT or COMMIT for the decoded records of a transaction marker batch, else None."""
+    key = records[0].key if records else None
+    if key is None or len(key) < _KEY.size:
+        return None
+    control_type = _KEY.unpack_from(key, 0)[1]
+    return control_type if control_type in (ABORT, COMMIT) else None
 
 
 def read_marker(batch, header: BatchHeader) -> tuple[int, int]:

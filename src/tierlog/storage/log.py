@@ -215,8 +215,10 @@ class Log(LogDurability):
 
     # --- appends -----------------------------------------------------------------------------
 
-    def append(self, records: bytearray, leader_epoch: int, now_ms: int) -> AppendResult:
+    def append(self, records: bytearray, leader_epoch: int, now_ms: int, client: bool = True) -> AppendResult:
         """Append one producer batch as leader: validate, assign offsets, stamp, write.
+        ``client`` False: a coordinator's batch, exempt from Kafka's client-origin batch checks
+        (a TxnOffsetCommit batch has a producer id and no sequence).
 
         ``records`` is stamped in place: pass a bytearray or a writable memoryview
         (a read-only buffer is copied first).
@@ -224,7 +226,7 @@ class Log(LogDurability):
         records = writable(records)
         with self._lock, self._io():
             self._clock_ms = now_ms
-            validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=True)
+            validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=client)
             check_produced(validated, self.config, now_ms, records)
             duplicate = self._producers.check(validated.headers)
             if duplicate is not None:       # a producer's retry of a batch already in the log

@@ -144,7 +144,10 @@ class ProducerStateManager:
                 if marker is not None and h.producer_id >= 0:
                     ended.extend(self._end_txn(h, *marker))
                 continue
-            if h.producer_id < 0 or h.base_sequence < 0:
+            if h.producer_id < 0 or (h.base_sequence < 0 and not h.is_transactional):
+                continue
+            if h.base_sequence < 0:         # a group coordinator's TxnOffsetCommit batch: no sequence
+                self._open_txn(h)
                 continue
             p = self._producers.get(h.producer_id)
             if p is None or h.producer_epoch > p.epoch:
@@ -155,6 +158,14 @@ class ProducerStateManager:
             if h.is_transactional and p.txn_first_offset == NO_OFFSET:
                 p.txn_first_offset = h.base_offset
         return ended
+
+    def _open_txn(self, h) -> None:
+        p = self._producers.get(h.producer_id)
+        if p is None:
+            p = self._producers[h.producer_id] = _Producer(h.producer_epoch)
+        p.epoch = max(p.epoch, h.producer_epoch)
+        if p.txn_first_offset == NO_OFFSET:
+            p.txn_first_offset = h.base_offset
 
     def _end_txn(self, h, control_type: int, coordinator_epoch: int) -> list[CompletedTxn]:
         p = self._producers.get(h.producer_id)

@@ -15,5 +15,5 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.WRITE_TXN_MARKERS, 0, 1
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     results = await write_markers(broker.replicas, broker.led_partition, request["Markers"],
-                                  broker.config["request.timeout.ms"], broker.clock_ms())
+                                  broker.config["request.timeout.ms"], broker.clock_ms(), broker.groups.on_txn_marker)
     return {"Markers": results}

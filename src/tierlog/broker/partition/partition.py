@@ -229,9 +229,11 @@ class Partition:
             error = self.purgatory.check_before_append(len(ls.isr), ls.effective_min_isr)
             if error:
                 return AppendOutcome.refused(error)
-        append = self.log.append_marker if origin is AppendOrigin.MARKER else self.log.append
         try:
-            result = append(records, self.leader_epoch, now_ms)
+            if origin is AppendOrigin.MARKER:
+                result = self.log.append_marker(records, self.leader_epoch, now_ms)
+            else:
+                result = self.log.append(records, self.leader_epoch, now_ms, origin is AppendOrigin.CLIENT)
         except (InvalidRecordError, ProducerStateError) as e:
             return AppendOutcome.refused(e.error_code, str(e))
         except KafkaStorageError as e:
