@@ -9,9 +9,11 @@ import time
 import uuid
 
 import pytest
-from cluster import FAST_REPLICATION, Cluster, running
+from cluster import FAST_REPLICATION, Cluster, request, running
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tierlog.protocol.api import ApiKey
 
 pytestmark = pytest.mark.integration
 
@@ -21,9 +23,14 @@ PROPS = {**FAST_REPLICATION, "transaction.state.log.num.partitions": "4",
 
 
 @pytest.fixture(scope="module")
-def boot(tmp_path_factory):
+def txn_cluster(tmp_path_factory):
     with running(Cluster(tmp_path_factory.mktemp("txn"), controllers=1, brokers=2, props=PROPS)) as c:
-        yield c.bootstrap
+        yield c
+
+
+@pytest.fixture(scope="module")
+def boot(txn_cluster):
+    return txn_cluster.bootstrap
 
 
 def new_topic(boot: str, partitions: int = 2) -> str:
@@ -181,3 +188,23 @@ def produce_txn_end(p: Producer, commit: bool) -> None:
     else:
         assert p.flush(30) == 0
         p.abort_transaction(30)
+
+
+def test_a_transaction_completes_after_its_coordinator_is_killed(txn_cluster, boot):
+    """Last in the module: it kills a broker (and restarts it).  The new leader of the
+    transactional id's __transaction_state partition loads it and serves the commit."""
+    topic = new_topic(boot)
+    tid = f"tid-{topic}"
+    p = txn_producer(boot, tid)
+    p.begin_transaction()
+    p.produce(topic, b"k-0", partition=0)
+    p.produce(topic, b"k-1", partition=1)
+    assert p.flush(30) == 0
+    any_broker = txn_cluster.brokers[0]
+    found = request("127.0.0.1", any_broker.port, ApiKey.FIND_COORDINATOR,
+                    {"KeyType": 1, "CoordinatorKeys": [tid]}, version=4)["Coordinators"][0]
+    coordinator = txn_cluster.broker(found["NodeId"])
+    coordinator.kill9()
+    coordinator.restart()
+    p.commit_transaction(60)
+    assert read(boot, topic, 2, "read_committed", until=2, timeout_s=60) == [b"k-0", b"k-1"]
