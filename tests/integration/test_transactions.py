@@ -5,6 +5,9 @@ timeout.  One cluster for the module (1 controller, 2 brokers), each test with i
 transactional ids."""
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 import uuid
 
@@ -188,6 +191,37 @@ def produce_txn_end(p: Producer, commit: bool) -> None:
     else:
         assert p.flush(30) == 0
         p.abort_transaction(30)
+
+
+def tierlog(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tierlog.cli.main", *args], capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def test_an_open_transaction_is_listed_described_and_its_producer_shown(txn_cluster, boot):
+    topic = new_topic(boot, 1)
+    tid = f"tid-{topic}"
+    p = txn_producer(boot, tid)
+    p.begin_transaction()
+    p.produce(topic, b"open", partition=0)
+    assert p.flush(30) == 0
+    listed = tierlog("transactions", "list", "--json", "--bootstrap-server", boot)
+    assert listed.returncode == 0, listed.stderr
+    assert [t["state"] for t in json.loads(listed.stdout) if t["transactional_id"] == tid] == ["Ongoing"]
+    described = tierlog("transactions", "describe", "--transactional-id", tid, "--json", "--bootstrap-server", boot)
+    assert described.returncode == 0, described.stderr
+    desc = json.loads(described.stdout)
+    assert (desc["state"], desc["partitions"], desc["producer_epoch"]) == ("Ongoing", [f"{topic}-0"], 0)
+    missing = tierlog("transactions", "describe", "--transactional-id", "nobody", "--bootstrap-server", boot)
+    assert missing.returncode != 0 and "TRANSACTIONAL_ID_NOT_FOUND" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+    producers = []
+    for b in txn_cluster.brokers:       # DescribeProducers at the partition's leader
+        resp = request("127.0.0.1", b.port, ApiKey.DESCRIBE_PRODUCERS,
+                       {"Topics": [{"Name": topic, "PartitionIndexes": [0]}]}, version=0)
+        producers += resp["Topics"][0]["Partitions"][0]["ActiveProducers"]
+    assert [(x["ProducerId"], x["CurrentTxnStartOffset"]) for x in producers] == [(desc["producer_id"], 0)]
+    p.abort_transaction(30)
 
 
 def test_a_transaction_completes_after_its_coordinator_is_killed(txn_cluster, boot):

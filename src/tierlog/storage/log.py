@@ -291,6 +291,11 @@ class Log(LogDurability):
         with self._lock:
             return self._txn_index.aborted_between(fetch_offset, upper_bound)
 
+    def active_producers(self) -> list:
+        """The producer state's producers (``producer_state.ActiveProducer``)."""
+        with self._lock:
+            return self._producers.active()
+
     def ongoing_transactions(self) -> dict[int, tuple[int, int]]:
         """Producer id -> (epoch, first offset) of each open transaction."""
         with self._lock:

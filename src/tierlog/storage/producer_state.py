@@ -35,13 +35,30 @@ from typing import NamedTuple
 from tierlog.protocol.errors import ErrorCode
 from tierlog.storage.producer_snapshot import SnapshotEntry
 
-__all__ = ["ABORT_MARKER", "COMMIT_MARKER", "MAX_CACHED_BATCHES", "CompletedTxn", "Duplicate", "ProducerStateError",
-           "ProducerStateManager"]
+__all__ = [
+    "ABORT_MARKER",
+    "COMMIT_MARKER",
+    "MAX_CACHED_BATCHES",
+    "ActiveProducer",
+    "CompletedTxn",
+    "Duplicate",
+    "ProducerStateError",
+    "ProducerStateManager",
+]
 
 MAX_CACHED_BATCHES = 5          # Kafka keeps the last five batches per producer
 INT32_MAX = 2**31 - 1
 ABORT_MARKER, COMMIT_MARKER = 0, 1      # ControlRecordType of a transaction marker
 NO_OFFSET = -1
+
+
+class ActiveProducer(NamedTuple):
+    producer_id: int
+    epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    txn_first_offset: int           # -1: no open transaction
 
 
 class CompletedTxn(NamedTuple):
@@ -194,6 +211,11 @@ class ProducerStateManager:
         firsts = [p.txn_first_offset for pid, p in self._producers.items()
                   if pid != exclude_producer and p.txn_first_offset != NO_OFFSET]
         return min(firsts) if firsts else None
+
+    def active(self) -> list[ActiveProducer]:
+        """Every known producer (DescribeProducers, KIP-664)."""
+        return [ActiveProducer(pid, p.epoch, p.last_sequence, p.last_timestamp, p.coordinator_epoch,
+                               p.txn_first_offset) for pid, p in sorted(self._producers.items())]
 
     def ongoing(self) -> dict[int, tuple[int, int]]:
         """Producer id -> (epoch, first offset) of each open transaction (DescribeProducers)."""

@@ -122,6 +122,10 @@ class TransactionCoordinatorService(Protocol):
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int: ...
 
+    def describe(self, transactional_id: str) -> tuple[object | None, int]: ...
+
+    def transactions(self) -> tuple[list, bool]: ...
+
 
 @runtime_checkable
 class HandlerContext(Protocol):

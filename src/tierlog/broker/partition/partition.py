@@ -304,9 +304,10 @@ class Partition:
             if isolation is FetchIsolation.TXN_COMMITTED and result.size else ()
         return PartitionRead(ErrorCode.NONE, result.parts, result.size, more, aborted)
 
-    def ongoing_transactions(self) -> dict[int, tuple[int, int]]:
-        """Producer id -> (epoch, first offset) of each open transaction (DescribeProducers)."""
-        return self.log.ongoing_transactions()
+    def active_producers(self) -> list:
+        """Its producers: id, epoch, last sequence and timestamp, coordinator epoch, open
+        transaction's first offset (DescribeProducers)."""
+        return self.log.active_producers()
 
     def check_epoch(self, current_leader_epoch: int) -> int:
         """Kafka's fencing of a request's CurrentLeaderEpoch: NONE, FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH."""

@@ -28,8 +28,10 @@ from tierlog.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_quorum,
     describe_topic_partitions,
+    describe_transactions,
     elect_leaders,
     end_quorum_epoch,
     end_txn,
@@ -44,6 +46,7 @@ from tierlog.protocol.messages import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -74,6 +77,7 @@ _MODULES = (
     alter_configs, delete_records, create_partitions, describe_log_dirs, delete_groups, offset_delete,
     consumer_group_heartbeat, consumer_group_describe, sasl_handshake, sasl_authenticate,
     add_partitions_to_txn, add_offsets_to_txn, end_txn, write_txn_markers, txn_offset_commit,
+    describe_producers, describe_transactions, list_transactions,
 )
 
 #: every API with schemas, by key
