@@ -17,6 +17,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.records import Record, build_batch
 
 pytestmark = pytest.mark.integration
 
@@ -191,6 +193,44 @@ def produce_txn_end(p: Producer, commit: bool) -> None:
     else:
         assert p.flush(30) == 0
         p.abort_transaction(30)
+
+
+def leader_port(txn_cluster, topic: str, index: int) -> int:
+    meta = request("127.0.0.1", txn_cluster.brokers[0].port, ApiKey.METADATA, {"Topics": [{"Name": topic}]}, version=9)
+    leader = meta["Topics"][0]["Partitions"][index]["LeaderId"]
+    return txn_cluster.broker(leader).port
+
+
+def test_a_first_transactional_write_to_a_partition_outside_the_transaction_is_refused(txn_cluster, boot):
+    """KIP-890 part 1: the leader asks the coordinator before a producer's first transactional
+    batch on a partition; one the producer did not add to its transaction is refused."""
+    topic = new_topic(boot, 1)
+    tid = f"raw-{topic}"
+    port = txn_cluster.brokers[0].port
+    coordinator = request("127.0.0.1", port, ApiKey.FIND_COORDINATOR, {"KeyType": 1, "CoordinatorKeys": [tid]},
+                          version=4)["Coordinators"][0]
+    init = request("127.0.0.1", coordinator["Port"], ApiKey.INIT_PRODUCER_ID,
+                   {"TransactionalId": tid, "TransactionTimeoutMs": 60000}, version=4)
+    pid, epoch = init["ProducerId"], init["ProducerEpoch"]
+
+    def produce() -> int:
+        batch = build_batch([Record(0, int(time.time() * 1000), None, b"v")], producer_id=pid, producer_epoch=epoch,
+                            base_sequence=0, transactional=True)
+        body = {"TransactionalId": tid, "Acks": -1, "TimeoutMs": 10000, "TopicData": [
+            {"Name": topic, "PartitionData": [{"Index": 0, "Records": batch}]}]}
+        resp = request("127.0.0.1", leader_port(txn_cluster, topic, 0), ApiKey.PRODUCE, body, version=9)
+        return resp["Responses"][0]["PartitionResponses"][0]["ErrorCode"]
+
+    assert produce() == ErrorCode.INVALID_TXN_STATE
+    added = request("127.0.0.1", coordinator["Port"], ApiKey.ADD_PARTITIONS_TO_TXN,
+                    {"V3AndBelowTransactionalId": tid, "V3AndBelowProducerId": pid, "V3AndBelowProducerEpoch": epoch,
+                     "V3AndBelowTopics": [{"Name": topic, "Partitions": [0]}]}, version=3)
+    assert added["ResultsByTopicV3AndBelow"][0]["ResultsByPartition"][0]["PartitionErrorCode"] == ErrorCode.NONE
+    assert produce() == ErrorCode.NONE
+    ended = request("127.0.0.1", coordinator["Port"], ApiKey.END_TXN,
+                    {"TransactionalId": tid, "ProducerId": pid, "ProducerEpoch": epoch, "Committed": True}, version=3)
+    assert ended["ErrorCode"] == ErrorCode.NONE
+    assert read(boot, topic, 1, "read_committed", until=1) == [b"v"]
 
 
 def tierlog(*args: str) -> subprocess.CompletedProcess:

@@ -25,6 +25,7 @@ from .replica_manager import ReplicaManager
 from .transaction_coordinator import ProducerIdsUnavailable as TxnProducerIdsUnavailable
 from .transaction_coordinator import TransactionCoordinator
 from .txn_marker_sender import TxnMarkerSender
+from .txn_verification import TxnVerifier
 
 __all__ = ["Broker", "ProducerIdsUnavailable"]
 
@@ -57,6 +58,7 @@ class Broker:
                                   self.groups.on_txn_marker, clock_ms, config["request.timeout.ms"], inter_broker)
         self.transactions = TransactionCoordinator(config, replicas, self._txn_producer_id, markers, clock_ms)
         replicas.txn_listener = self.transactions       # transactions (__transaction_state)
+        self.txn_verifier = TxnVerifier(self.node_id, lambda: self.image, replicas, self.transactions, inter_broker)
 
     async def _txn_producer_id(self) -> int:
         try:
@@ -98,3 +100,4 @@ class Broker:
         await self.background.close()
         await self.groups.close()
         await self.transactions.close()
+        self.txn_verifier.close()

@@ -296,6 +296,11 @@ class Log(LogDurability):
         with self._lock:
             return self._producers.active()
 
+    def open_transaction_epoch(self, producer_id: int) -> int | None:
+        """The producer's epoch if it has an open transaction here, else None."""
+        with self._lock:
+            return self._producers.open_txn_epoch(producer_id)
+
     def ongoing_transactions(self) -> dict[int, tuple[int, int]]:
         """Producer id -> (epoch, first offset) of each open transaction."""
         with self._lock:

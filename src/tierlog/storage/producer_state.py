@@ -212,6 +212,11 @@ class ProducerStateManager:
                   if pid != exclude_producer and p.txn_first_offset != NO_OFFSET]
         return min(firsts) if firsts else None
 
+    def open_txn_epoch(self, producer_id: int) -> int | None:
+        """The producer's epoch if it has an open transaction here, else None."""
+        p = self._producers.get(producer_id)
+        return p.epoch if p is not None and p.txn_first_offset != NO_OFFSET else None
+
     def active(self) -> list[ActiveProducer]:
         """Every known producer (DescribeProducers, KIP-664)."""
         return [ActiveProducer(pid, p.epoch, p.last_sequence, p.last_timestamp, p.coordinator_epoch,

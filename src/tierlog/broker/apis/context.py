@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tierlog.storage import LogManager
 
 __all__ = ["ControllerSender", "GroupCoordinatorService", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource", "Response",
-           "TransactionCoordinatorService"]
+           "TransactionCoordinatorService", "TxnVerification"]
 
 
 class MetadataSource(Protocol):
@@ -126,6 +126,15 @@ class TransactionCoordinatorService(Protocol):
 
     def transactions(self) -> tuple[list, bool]: ...
 
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]: ...
+
+
+class TxnVerification(Protocol):
+    """KIP-890 part 1 at the leader (``broker.txn_verification.TxnVerifier``)."""
+
+    async def verify(self, request: dict) -> dict[tuple[str, int], int]: ...
+
 
 @runtime_checkable
 class HandlerContext(Protocol):
@@ -146,6 +155,7 @@ class HandlerContext(Protocol):
     remote: RemoteReads | None
     groups: GroupCoordinatorService
     transactions: TransactionCoordinatorService
+    txn_verifier: TxnVerification
 
     @property
     def image(self) -> MetadataImage: ...

@@ -304,6 +304,10 @@ class Partition:
             if isolation is FetchIsolation.TXN_COMMITTED and result.size else ()
         return PartitionRead(ErrorCode.NONE, result.parts, result.size, more, aborted)
 
+    def open_transaction_epoch(self, producer_id: int) -> int | None:
+        """The epoch of the producer's open transaction here, None without one (KIP-890 part 1)."""
+        return self.log.open_transaction_epoch(producer_id)
+
     def active_producers(self) -> list:
         """Its producers: id, epoch, last sequence and timestamp, coordinator epoch, open
         transaction's first offset (DescribeProducers)."""
