@@ -195,6 +195,30 @@ def produce_txn_end(p: Producer, commit: bool) -> None:
         p.abort_transaction(30)
 
 
+def test_kafka_python_transactional_producer_and_read_committed_consumer(boot):
+    from kafka import KafkaConsumer, KafkaProducer
+    topic = new_topic(boot, 2)
+    p = KafkaProducer(bootstrap_servers=boot, transactional_id=f"kp-{topic}")
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(topic, b"kp-aborted", partition=0)
+    p.flush()
+    p.abort_transaction()
+    p.begin_transaction()
+    p.send(topic, b"kp-0", partition=0)
+    p.send(topic, b"kp-1", partition=1)
+    p.commit_transaction()
+    p.close()
+    c = KafkaConsumer(topic, bootstrap_servers=boot, isolation_level="read_committed",
+                      auto_offset_reset="earliest", group_id=None)
+    values, deadline = [], time.monotonic() + 30
+    while len(values) < 2 and time.monotonic() < deadline:     # the aborted record comes first if at all
+        values += [m.value for batch in c.poll(timeout_ms=500).values() for m in batch]
+    c.close()
+    assert sorted(values) == [b"kp-0", b"kp-1"]
+    assert read(boot, topic, 2, "read_uncommitted") == [b"kp-0", b"kp-1", b"kp-aborted"]
+
+
 def leader_port(txn_cluster, topic: str, index: int) -> int:
     meta = request("127.0.0.1", txn_cluster.brokers[0].port, ApiKey.METADATA, {"Topics": [{"Name": topic}]}, version=9)
     leader = meta["Topics"][0]["Partitions"][index]["LeaderId"]
