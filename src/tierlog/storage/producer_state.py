@@ -19,7 +19,8 @@ transaction at that batch's base offset (``txn_first_offset``); a control batch
 (a COMMIT or ABORT marker, ``marker`` = its control type) closes it and is
 returned as a ``CompletedTxn``; a marker of an older epoch is fenced
 (INVALID_PRODUCER_EPOCH, Kafka's ``checkProducerEpoch`` for markers).
-``first_unstable_offset(high_watermark)`` is what bounds the last stable offset:
+``first_unstable_offset(high_watermark)`` is what bounds the last stable offset
+(its cost is in the open and unreplicated transactions, not in the producers):
 the first offset of the oldest transaction that is open, or whose marker is not
 yet below the high watermark (Kafka's ``ongoingTxns`` and ``unreplicatedTxns``).  The state is rebuilt from batch headers when a log is opened
 (``rebuild``, from the latest ``.snapshot`` file and the batches after it), so
@@ -103,6 +104,7 @@ class ProducerStateManager:
     def __init__(self):
         self._producers: dict[int, _Producer] = {}
         self._unreplicated: deque[CompletedTxn] = deque()     # ended, marker not yet below the high watermark
+        self._open: dict[int, int] = {}     # producer id -> first offset of its open transaction (few)
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -173,7 +175,7 @@ class ProducerStateManager:
             p.batches.append((h.base_sequence, _last_sequence(h), h.base_offset, h.last_offset))
             p.last_timestamp = h.max_timestamp
             if h.is_transactional and p.txn_first_offset == NO_OFFSET:
-                p.txn_first_offset = h.base_offset
+                p.txn_first_offset = self._open[h.producer_id] = h.base_offset
         return ended
 
     def _open_txn(self, h) -> None:
@@ -182,7 +184,7 @@ class ProducerStateManager:
             p = self._producers[h.producer_id] = _Producer(h.producer_epoch)
         p.epoch = max(p.epoch, h.producer_epoch)
         if p.txn_first_offset == NO_OFFSET:
-            p.txn_first_offset = h.base_offset
+            p.txn_first_offset = self._open[h.producer_id] = h.base_offset
 
     def _end_txn(self, h, control_type: int, coordinator_epoch: int) -> list[CompletedTxn]:
         p = self._producers.get(h.producer_id)
@@ -192,6 +194,7 @@ class ProducerStateManager:
         p.coordinator_epoch = coordinator_epoch
         p.last_timestamp = h.max_timestamp
         first, p.txn_first_offset = p.txn_first_offset, NO_OFFSET
+        self._open.pop(h.producer_id, None)
         if first == NO_OFFSET:
             return []           # a marker of a transaction with no data here (a retry, or an empty one)
         done = CompletedTxn(h.producer_id, first, h.base_offset, control_type == ABORT_MARKER)
@@ -202,14 +205,12 @@ class ProducerStateManager:
         """The first offset of the oldest transaction not yet decided below ``high_watermark``."""
         while self._unreplicated and self._unreplicated[0].last_offset < high_watermark:
             self._unreplicated.popleft()
-        firsts = [p.txn_first_offset for p in self._producers.values() if p.txn_first_offset != NO_OFFSET]
-        firsts += [t.first_offset for t in self._unreplicated]
+        firsts = [*self._open.values(), *(t.first_offset for t in self._unreplicated)]
         return min(firsts) if firsts else None
 
     def open_txn_first_offset(self, exclude_producer: int) -> int | None:
         """The oldest open transaction of another producer (an aborted transaction's lastStableOffset)."""
-        firsts = [p.txn_first_offset for pid, p in self._producers.items()
-                  if pid != exclude_producer and p.txn_first_offset != NO_OFFSET]
+        firsts = [first for pid, first in self._open.items() if pid != exclude_producer]
         return min(firsts) if firsts else None
 
     def open_txn_epoch(self, producer_id: int) -> int | None:
@@ -224,8 +225,7 @@ class ProducerStateManager:
 
     def ongoing(self) -> dict[int, tuple[int, int]]:
         """Producer id -> (epoch, first offset) of each open transaction (DescribeProducers)."""
-        return {pid: (p.epoch, p.txn_first_offset) for pid, p in self._producers.items()
-                if p.txn_first_offset != NO_OFFSET}
+        return {pid: (self._producers[pid].epoch, first) for pid, first in sorted(self._open.items())}
 
     def rebuild(self, headers, snapshot: list[SnapshotEntry] = (),
                 markers: dict[int, tuple[int, int]] | None = None) -> list[CompletedTxn]:
@@ -233,11 +233,14 @@ class ProducerStateManager:
         the transactions the replay saw end."""
         self._producers.clear()
         self._unreplicated.clear()
+        self._open.clear()
         for e in snapshot:
             first = (e.last_sequence - e.offset_delta) % (INT32_MAX + 1)
             p = self._producers[e.producer_id] = _Producer(e.epoch, last_timestamp=e.timestamp,
                                                            txn_first_offset=e.current_txn_first_offset,
                                                            coordinator_epoch=e.coordinator_epoch)
+            if e.current_txn_first_offset != NO_OFFSET:
+                self._open[e.producer_id] = e.current_txn_first_offset
             if e.last_sequence >= 0:
                 p.batches.append((first, e.last_sequence, e.last_offset - e.offset_delta, e.last_offset))
         ended = []

@@ -74,6 +74,7 @@ class TransactionIndexes:
                 except OSError as exc:
                     log.warning("%s: cannot read %s: %s", directory.name, path.name, exc)
         self._entries.sort(key=lambda be: be[1].last_offset)
+        self._lasts = [e.last_offset for _b, e in self._entries]     # for bisect
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -83,13 +84,18 @@ class TransactionIndexes:
         with open(_path(self.directory, segment_base), "ab") as f:
             f.write(encode_entry(entry))
         self._entries.append((segment_base, entry))
+        self._lasts.append(entry.last_offset)
 
     def aborted_between(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """Entries whose transaction overlaps [fetch_offset, upper_bound) (Kafka's
         ``collectAbortedTxns``: lastOffset >= fetch offset and firstOffset < the end)."""
-        lasts = [e.last_offset for _b, e in self._entries]
-        start = bisect.bisect_left(lasts, fetch_offset)
-        return [e for _b, e in self._entries[start:] if e.first_offset < upper_bound]
+        out = []
+        for _b, e in self._entries[bisect.bisect_left(self._lasts, fetch_offset):]:
+            if e.first_offset < upper_bound:
+                out.append(e)
+            if e.last_stable_offset >= upper_bound:
+                break       # Kafka's stop: no entry after this one starts below the bound
+        return out
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose marker is at or above ``offset`` (the log was truncated, or a replay
@@ -98,6 +104,7 @@ class TransactionIndexes:
         if len(keep) == len(self._entries):
             return
         self._entries = keep
+        self._lasts = self._lasts[:len(keep)]
         self._rewrite({b for b, _e in self._entries} | {b for b in self._bases_on_disk()})
 
     def drop_segments_below(self, base: int) -> None:
@@ -105,12 +112,13 @@ class TransactionIndexes:
         if not self._entries or self._entries[0][0] >= base:
             return
         self._entries = [be for be in self._entries if be[0] >= base]
+        self._lasts = [e.last_offset for _b, e in self._entries]
         for b in self._bases_on_disk():
             if b < base:
                 _path(self.directory, b).unlink(missing_ok=True)
 
     def clear(self) -> None:
-        self._entries = []
+        self._entries, self._lasts = [], []
         for b in self._bases_on_disk():
             _path(self.directory, b).unlink(missing_ok=True)
 
