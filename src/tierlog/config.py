@@ -133,6 +133,8 @@ _DEFS = [
        "How often the transaction coordinator looks for transactions past their timeout and aborts them."),
     _d("transactional.id.expiration.ms", "int", 604800000,
        "A transactional id without a transaction for this long expires."),
+    _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
+       "How often the transaction coordinator looks for transactional ids to expire."),
     _d("offsets.retention.minutes", "int", 10080, "Offsets of a group without members expire after this long."),
     _d("offsets.retention.check.interval.ms", "long", 600000, "How often expired offsets are looked for."),
     _d("offset.metadata.max.bytes", "int", 4096, "Longest metadata string an offset commit may carry."),

@@ -21,10 +21,12 @@
   CONCURRENT_TRANSACTIONS (the client retries and gets the next epoch); the old producer's
   requests then get PRODUCER_FENCED and its batches INVALID_PRODUCER_EPOCH at the leaders.
 - Timeouts: every ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` an Ongoing
-  transaction older than its timeout is fenced and aborted the same way.
+  transaction older than its timeout is fenced and aborted the same way.  Every
+  ``transaction.remove.expired.transaction.cleanup.interval.ms`` a transactional id whose last
+  transaction ended (Empty, Complete*) more than ``transactional.id.expiration.ms`` ago expires:
+  its tombstone is written (Dead) and it is forgotten.
 
-Left out: ``transactional.id.expiration.ms`` (ids never expire yet) and transaction.version 2
-(EndTxn above v4 is not served, so clients keep TV1 epochs).
+Left out: transaction.version 2 (EndTxn above v4 is not served, so clients keep TV1 epochs).
 """
 from __future__ import annotations
 
@@ -85,6 +87,9 @@ class TransactionCoordinator:
         self.segment_bytes = config["transaction.state.log.segment.bytes"]
         self.max_timeout_ms = config["transaction.max.timeout.ms"]
         self._abort_interval_s = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
+        self._expire_interval_ms = config["transaction.remove.expired.transaction.cleanup.interval.ms"]
+        self._expiration_ms = config["transactional.id.expiration.ms"]
+        self._next_expiry_ms = clock_ms() + self._expire_interval_ms
         self._write_timeout_ms = config["request.timeout.ms"]
         self._replicas = replicas
         self._next_producer_id = next_producer_id        # async () -> int
@@ -290,7 +295,11 @@ class TransactionCoordinator:
         while True:
             await asyncio.sleep(self._abort_interval_s)
             try:
-                self.abort_timed_out(self._clock_ms())
+                now = self._clock_ms()
+                self.abort_timed_out(now)
+                if now >= self._next_expiry_ms:
+                    self._next_expiry_ms = now + self._expire_interval_ms
+                    self.expire_transactional_ids(now)
             except Exception:
                 log.exception("transaction coordinator %d: timeout check failed", self.node_id)
 
@@ -306,6 +315,26 @@ class TransactionCoordinator:
                     fence = meta.prepare_fence_producer_epoch()
                     self._tasks.spawn(self._abort_fenced(hosted, meta, fence),
                                       name=f"txn-timeout-{meta.transactional_id}")
+
+    def expire_transactional_ids(self, now_ms: int) -> None:
+        """Kafka's ``removeExpiredTransactionalIds``: ended ids idle past transactional.id.expiration.ms."""
+        for hosted in list(self._hosted.values()):
+            if hosted.txns is None or not self._leading(hosted):
+                continue
+            for meta in list(hosted.txns.values()):
+                if meta.state.expiration_allowed and not meta.pending_transition_in_progress \
+                        and meta.last_update_timestamp_ms + self._expiration_ms <= now_ms:
+                    self._tasks.spawn(self._expire(hosted, meta), name=f"txn-expire-{meta.transactional_id}")
+
+    async def _expire(self, hosted: _Hosted, meta: TransactionMetadata) -> None:
+        meta.prepare_dead()
+        error, _end = await append_and_wait(self._replicas, hosted.part, [(encode_key(meta.transactional_id), None)],
+                                            self._write_timeout_ms, self._clock_ms(), lambda: self._leading(hosted))
+        meta.revert_pending()
+        if not error and self._leading(hosted) and hosted.txns.get(meta.transactional_id) is meta:
+            meta.state = S.DEAD
+            del hosted.txns[meta.transactional_id]
+            log.info("%s: transactional id expired", meta.transactional_id)
 
     async def close(self) -> None:
         self._hosted.clear()
