@@ -5,7 +5,11 @@ transactional id."""
 import asyncio
 
 from tierlog.broker.partition import AppendOutcome
-from tierlog.broker.transaction_coordinator import TXN_TOPIC, TransactionCoordinator, _Hosted
+from tierlog.broker.transaction_coordinator import (
+    TXN_TOPIC,
+    TransactionCoordinator,
+    _Hosted,
+)
 from tierlog.coordinator.transaction import TransactionState, decode_key, decode_value
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import decode_batches
@@ -86,7 +90,7 @@ def test_commit_writes_prepare_then_markers_then_complete():
 def test_a_new_producer_fences_and_aborts_the_ongoing_transaction():
     async def run():
         now = [1000]
-        c, replicas, markers = coordinator(now)
+        c, _replicas, markers = coordinator(now)
         await c.init_producer_id("tx", 5000, -1, -1)
         await c.add_partitions("tx", 1000, 0, frozenset({("t", 0)}))
         assert (await c.init_producer_id("tx", 5000, -1, -1))[0] == ErrorCode.CONCURRENT_TRANSACTIONS
