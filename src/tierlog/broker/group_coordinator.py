@@ -64,6 +64,7 @@ class _Hosted:
     waiting: dict = field(default_factory=dict)         # token -> error answer builder
     last_append: asyncio.Task | None = None             # the latest write: answers without records wait for it
     late: list = field(default_factory=list)            # (end offset, on_commit) of writes not committed in time
+    early_markers: list = field(default_factory=list)   # (producer id, commit) of markers committed while loading
 
 
 class GroupCoordinator:
@@ -130,6 +131,8 @@ class GroupCoordinator:
                 _replay(shard, part.index, records)
         if await load_log(part, lambda: self._leading(hosted), replay):
             shard.loaded(self._clock_ms())
+            for producer_id, commit in hosted.early_markers:      # a second completion is a no-op
+                shard.complete_txn(producer_id, commit)
             hosted.shard = shard
             log.info("%s-%d: loaded %d groups", OFFSETS_TOPIC, part.index, len(shard.groups))
 
@@ -260,7 +263,11 @@ class GroupCoordinator:
         """A transaction marker of ``producer_id`` is committed on ``part`` (``txn_marker_writer``):
         the offsets it committed in that transaction take effect, or are dropped (KIP-98)."""
         hosted = self._hosted.get(part.index)
-        if part.topic == OFFSETS_TOPIC and hosted is not None and hosted.shard is not None:
+        if part.topic != OFFSETS_TOPIC or hosted is None:
+            return
+        if hosted.shard is None:        # loading: the load may have read to an end below the marker
+            hosted.early_markers.append((producer_id, commit))
+        else:
             hosted.shard.complete_txn(producer_id, commit)
 
     # -- time ------------------------------------------------------------------------------
