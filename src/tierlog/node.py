@@ -286,7 +286,7 @@ class Node:
         metadata_view = MetadataView(loader)
         topic_stats = BrokerTopicStats(lambda topic_id: _topic_name(metadata_view.image, topic_id))
         self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
-                             api_versions_list(BROKER_APIS))
+                             api_versions_list(BROKER_APIS), inter_broker=self._inter_broker_route())
         if cfg["remote.log.storage.system.enable"]:
             self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms, topic_stats,
                                      self._inter_broker_route())

@@ -124,6 +124,7 @@ class ReplicaManager:
                                                    self._tasks)
         self.tier_listener: TierListener | None = None   # tiered storage follows leadership through it
         self.coordinator_listener: TierListener | None = None   # the group coordinator (__consumer_offsets) too
+        self.txn_listener: TierListener | None = None   # and the transaction coordinator (__transaction_state)
         self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
         self._image = MetadataImage.empty("", -1)       # the image applied last
         self._slices = ApplySlices()
@@ -131,7 +132,7 @@ class ReplicaManager:
         self.isr_changes = {"shrink": 0, "expand": 0}   # accepted AlterPartitions (IsrShrinks/ExpandsPerSec)
 
     def _listeners(self) -> list[TierListener]:
-        return [lst for lst in (self.tier_listener, self.coordinator_listener) if lst is not None]
+        return [lst for lst in (self.tier_listener, self.coordinator_listener, self.txn_listener) if lst is not None]
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
