@@ -23,6 +23,14 @@ CRC-32C its manifest recorded, and the offsets between segments
 (``tiered.verify``): one row per problem (missing, corrupt, gap) with the
 partition, offsets, object key and the ``tierlog delete-records`` command that
 moves the log start past it; exit 1 when there is any, 0 when none.
+
+Encrypted stores (``rsm.config.encryption.*``): ``ls`` needs no key (manifests
+hold no record bytes; the table's STATE and the JSON's ``key_id`` say which key
+each segment is encrypted under). ``verify`` needs every key the segments name,
+given as ``--key-file ID=FILE`` or ``--set rsm.config.encryption.keys.ID.file=FILE``
+(``.env=VARIABLE``): it then decrypts every object whole, so a chunk altered in
+the store is a corrupt segment. A key missing, or one that does not open the
+first segment encrypted under it (the wrong key), is a one-line error.
 """
 
 from __future__ import annotations
@@ -36,17 +44,26 @@ from tierlog.cli.options import key_value
 from tierlog.cli.render import make_table, note, print_json, print_table
 from tierlog.storage import topic_id_to_str
 from tierlog.tiered import (
+    IndexType,
     PartitionListing,
+    RemoteSegmentStore,
     RemoteStorageConfigError,
     RemoteStorageError,
     list_partitions,
     object_store_from_location,
     verify_partition,
 )
+from tierlog.tiered.encrypted_objects import RemoteEncryptionKeyError
+from tierlog.tiered.encryption_config import (
+    ENABLED,
+    EncryptionConfigError,
+    encryption_from_config,
+)
+from tierlog.tiered.verify import encrypted_key_ids
 
 __all__ = ["listing_json", "register"]
 
-_SETTING_PREFIX = "rsm.config.storage."
+_SETTING_PREFIXES = ("rsm.config.storage.", "rsm.config.encryption.")
 
 _EPILOG = """\
 examples:
@@ -55,6 +72,8 @@ examples:
   tierlog remote ls --storage s3://my-bucket/tierlog \\
       --set rsm.config.storage.s3.region=eu-west-1
   tierlog remote verify --storage tierlog-data/remote-storage --topic orders
+  tierlog remote verify --storage tierlog-data/remote-storage --key-file k1=/etc/tierlog/k1.key \\
+      --key-file k2=/etc/tierlog/k2.key
   tierlog remote ls --storage s3://bucket/prefix --set rsm.config.storage.s3.endpoint.url=http://127.0.0.1:9000 \\
       --set rsm.config.storage.s3.path.style.access.enabled=true
 """
@@ -64,7 +83,8 @@ def _segment_json(manifest) -> dict:
     m = manifest.metadata
     return {"segment_id": topic_id_to_str(m.segment_id.id), "start_offset": m.start_offset,
             "end_offset": m.end_offset, "leader_epochs": [list(e) for e in m.segment_leader_epochs],
-            "max_timestamp_ms": m.max_timestamp_ms, "size_bytes": m.segment_size_in_bytes}
+            "max_timestamp_ms": m.max_timestamp_ms, "size_bytes": m.segment_size_in_bytes,
+            "key_id": manifest.key_id}
 
 
 def listing_json(store_name: str, listings: list[PartitionListing]) -> dict:
@@ -95,7 +115,8 @@ def _print_table(listings: list[PartitionListing]) -> None:
         rows = [(s.metadata.start_offset, str(s.metadata.end_offset),
                  " ".join(f"{e}@{o}" for e, o in s.metadata.segment_leader_epochs),
                  _time(s.metadata.max_timestamp_ms), str(s.metadata.segment_size_in_bytes),
-                 topic_id_to_str(s.metadata.segment_id.id), "finished") for s in p.segments]
+                 topic_id_to_str(s.metadata.segment_id.id),
+                 "finished" if s.key_id is None else f"finished (key {s.key_id})") for s in p.segments]
         rows += [(u.start_offset, "-", "-", "-", "-", topic_id_to_str(u.segment_uuid), f"unfinished ({u.reason})")
                  for u in p.unfinished]
         for start, *rest in sorted(rows, key=lambda r: r[0]):
@@ -103,23 +124,66 @@ def _print_table(listings: list[PartitionListing]) -> None:
     print_table(table)
 
 
-def _open_store(args: argparse.Namespace):
-    foreign = sorted(key for key, _ in args.set or [] if not key.startswith(_SETTING_PREFIX))
+def _settings(args: argparse.Namespace) -> dict[str, str]:
+    foreign = sorted(key for key, _ in args.set or [] if not key.startswith(_SETTING_PREFIXES))
     if foreign:
-        raise CliError(f"--set takes {_SETTING_PREFIX}* settings only, not {', '.join(foreign)}")
+        raise CliError(f"--set takes {' and '.join(p + '*' for p in _SETTING_PREFIXES)} settings only, "
+                       f"not {', '.join(foreign)}")
+    settings = dict(args.set or [])
+    for key_id, path in getattr(args, "key_file", None) or []:
+        settings[f"rsm.config.encryption.keys.{key_id}.file"] = path
+    return settings
+
+
+def _open_store(args: argparse.Namespace):
+    settings = _settings(args)
     if not args.storage.startswith("s3://") and not Path(args.storage).is_dir():
         raise CliError(f"no remote storage directory {args.storage}")
     try:
-        store = object_store_from_location(args.storage, dict(args.set or []))
+        store = object_store_from_location(args.storage, settings)
         return store, list_partitions(store, args.topic)
     except (RemoteStorageConfigError, RemoteStorageError) as exc:
         raise CliError(str(exc)) from None
 
 
+def _segment_store(store, settings: dict[str, str], listings: list[PartitionListing]) -> RemoteSegmentStore:
+    """The store with the keys the encrypted segments need; a missing or wrong key is a CliError."""
+    try:
+        encryption = encryption_from_config({k: v for k, v in settings.items() if k != ENABLED})
+    except EncryptionConfigError as exc:
+        raise CliError(str(exc)) from None
+    segments = RemoteSegmentStore(store, encryption)
+    have = encryption.keys.key_ids if encryption.keys else []
+    needed = encrypted_key_ids(listings)
+    missing = sorted(set(needed) - set(have))
+    if missing:
+        raise CliError(f"segments are encrypted under key(s) {', '.join(missing)}: give each as --key-file "
+                       f"ID=FILE (or --set rsm.config.encryption.keys.ID.file=FILE)")
+    for key_id, manifest in needed.items():
+        try:
+            segments.fetch_index(manifest.metadata, IndexType.LEADER_EPOCH)
+        except RemoteEncryptionKeyError as exc:
+            raise CliError(f"key {key_id!r} does not open remote segment {manifest.metadata.start_offset} of "
+                           f"{_partition_name(manifest)} (the wrong key?): {_detail(exc)}") from None
+        except RemoteStorageError:
+            pass                # missing or corrupt: verify reports it as a problem of that segment
+    return segments
+
+
+def _partition_name(manifest) -> str:
+    tp = manifest.metadata.topic_id_partition
+    return f"{tp.topic}-{tp.partition}"
+
+
+def _detail(exc: Exception) -> str:
+    return str(exc).split(": ", 1)[-1]
+
+
 def run_verify(args: argparse.Namespace) -> int:
     store, listings = _open_store(args)
+    segments = _segment_store(store, _settings(args), listings)
     try:
-        problems = [p for listing in listings for p in verify_partition(store, listing)]
+        problems = [p for listing in listings for p in verify_partition(store, listing, segments)]
     except RemoteStorageError as exc:
         raise CliError(str(exc)) from None
     segments = sum(len(p.segments) for p in listings)
@@ -176,19 +240,24 @@ def register(subparsers) -> None:
     ls.add_argument("--topic", metavar="TOPIC", help="only this topic's partitions")
     ls.add_argument("--json", action="store_true", help="print one JSON object")
     ls.add_argument("--set", action="append", type=key_value, metavar="KEY=VALUE",
-                    help="a remote storage setting (rsm.config.storage.*), repeatable")
+                    help="a remote storage setting (rsm.config.storage.*, rsm.config.encryption.*), repeatable")
     ls.set_defaults(func=run_ls)
     verify = actions.add_parser(
         "verify", help="check remote segments against their manifests (exit 1 on data loss)",
         description="Check every finished remote segment: each object its manifest names must exist "
                     "with the size and CRC-32C recorded at upload, and no offsets may be missing "
                     "between segments. Lists missing, corrupt and gap problems and exits 1 when "
-                    "there is any; 'tierlog delete-records' moves the log start past one.",
+                    "there is any; 'tierlog delete-records' moves the log start past one. Segments "
+                    "encrypted at rest are decrypted whole, with the keys --key-file gives.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("--storage", required=True, metavar="DIR|s3://BUCKET/PREFIX",
                         help="the remote storage: a directory or an S3 bucket and prefix")
     verify.add_argument("--topic", metavar="TOPIC", help="only this topic's partitions")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.add_argument("--set", action="append", type=key_value, metavar="KEY=VALUE",
-                        help="a remote storage setting (rsm.config.storage.*), repeatable")
+                        help="a remote storage setting (rsm.config.storage.*, rsm.config.encryption.*), "
+                             "repeatable")
+    verify.add_argument("--key-file", action="append", type=key_value, metavar="ID=FILE",
+                        help="the key with id ID that segments are encrypted under (base64, hex or raw "
+                             "32 bytes), repeatable; same as --set rsm.config.encryption.keys.ID.file=FILE")
     verify.set_defaults(func=run_verify)

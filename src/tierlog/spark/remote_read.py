@@ -27,6 +27,7 @@ from tierlog.records import InvalidRecordError
 from tierlog.records.header import HEADER_SIZE, LENGTH_OFFSET, LOG_OVERHEAD
 from tierlog.tiered import (
     CorruptRemoteDataError,
+    EncryptionSettings,
     IndexType,
     ObjectStore,
     RemoteLogSegmentMetadata,
@@ -46,10 +47,12 @@ _BASE_OFFSET_BYTES = 8
 
 
 def read_segment_range(store: ObjectStore, segment: RemoteLogSegmentMetadata, start: int, end: int, *,
-                       include_headers: bool, fail_on_data_loss: bool) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the records of ``segment`` with ``start <= offset < end``."""
+                       include_headers: bool, fail_on_data_loss: bool,
+                       encryption: EncryptionSettings | None = None) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the records of ``segment`` with ``start <= offset < end`` (an encrypted
+    segment decrypted with ``encryption``'s keys, only the chunks read)."""
     try:
-        yield from _read(RemoteSegmentStore(store), segment, start, end, include_headers)
+        yield from _read(RemoteSegmentStore(store, encryption), segment, start, end, include_headers)
     except RemoteResourceNotFoundError as exc:
         tp = segment.topic_id_partition
         lost = (f"{tp.topic}-{tp.partition}: remote segment [{segment.start_offset}, {segment.end_offset}] "

@@ -15,11 +15,14 @@ from tierlog.spark.options import OptionError, SourceOptions
 from tierlog.spark.planning import OffsetRange
 from tierlog.spark.remote_planning import lineage_source, readable_segments
 from tierlog.tiered import (
+    EncryptionConfigError,
+    EncryptionSettings,
     IndexType,
     ObjectStore,
     PartitionListing,
     RemoteSegmentStore,
     RemoteStorageConfigError,
+    encryption_from_config,
     list_partitions,
     object_store_from_location,
 )
@@ -29,7 +32,7 @@ from tierlog.tiered.upload_epochs import (
     parse_leader_epoch_checkpoint,
 )
 
-__all__ = ["StoreView", "open_store", "store_ranges"]
+__all__ = ["StoreView", "open_encryption", "open_store", "store_ranges"]
 
 TP = tuple[str, int]
 
@@ -42,21 +45,32 @@ def open_store(opts: SourceOptions) -> ObjectStore:
         raise OptionError(f"remoteStorage: {exc}") from None
 
 
+def open_encryption(opts: SourceOptions) -> EncryptionSettings:
+    """The keys the ``rsm.config.encryption.*`` options give (segments encrypted at rest), read where
+    this runs: a key file must exist on the driver and every executor, a key variable be set there."""
+    try:
+        return encryption_from_config(dict(opts.remote_settings))
+    except EncryptionConfigError as exc:
+        raise OptionError(f"remoteStorage: {exc}") from None
+
+
 @dataclass
 class StoreView:
     """The finished segments of the partitions of some topics, as the store lists them."""
 
     store: ObjectStore
     listings: dict[TP, list[PartitionListing]]
+    encryption: EncryptionSettings | None = None
 
     @classmethod
-    def of_topics(cls, store: ObjectStore, topics: list[str]) -> StoreView:
+    def of_topics(cls, store: ObjectStore, topics: list[str],
+                  encryption: EncryptionSettings | None = None) -> StoreView:
         listings: dict[TP, list[PartitionListing]] = {}
         for topic in topics:
             for p in list_partitions(store, topic):
                 tp = p.topic_id_partition
                 listings.setdefault((tp.topic, tp.partition), []).append(p)
-        return cls(store, listings)
+        return cls(store, listings, encryption)
 
     def listing(self, tp: TP, topic_id: bytes | None) -> PartitionListing | None:
         """The partition's listing; of ``topic_id`` when known, else the only one there is."""
@@ -82,7 +96,7 @@ class StoreView:
         return kept, highest
 
     def _epochs(self, segment: RemoteLogSegmentMetadata) -> list[tuple[int, int]]:
-        data = RemoteSegmentStore(self.store).fetch_index(segment, IndexType.LEADER_EPOCH)
+        data = RemoteSegmentStore(self.store, self.encryption).fetch_index(segment, IndexType.LEADER_EPOCH)
         try:
             return parse_leader_epoch_checkpoint(data)
         except EpochCheckpointError as exc:

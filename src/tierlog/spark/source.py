@@ -61,7 +61,12 @@ from tierlog.spark.planning import (
 )
 from tierlog.spark.remote_planning import cover_range
 from tierlog.spark.remote_read import read_segment_range
-from tierlog.spark.remote_store import StoreView, open_store, store_ranges
+from tierlog.spark.remote_store import (
+    StoreView,
+    open_encryption,
+    open_store,
+    store_ranges,
+)
 from tierlog.tiered import RemoteLogSegmentMetadata, list_partitions
 from tierlog.tiered.read_rules import LATEST_TIERED
 
@@ -119,7 +124,8 @@ class TierlogDataSource(DataSource):
 def _read_partition(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:
     if part.segment is not None:
         yield from read_segment_range(open_store(opts), part.segment, part.start, part.end,
-                                      include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss)
+                                      include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss,
+                                      encryption=open_encryption(opts))
         return
     cluster = Cluster(opts.bootstrap_servers, client_id=opts.client_id, retry_timeout_s=opts.retry_timeout_s,
                       receive_message_max_bytes=receive_message_max_bytes_for(opts.fetch_max_bytes),
@@ -213,16 +219,16 @@ class TierlogBatchReader(_ClusterOnDriver, DataSourceReader):
     def _direct_partitions(self) -> list[TierlogPartition]:
         """Ranges from the brokers (or from the store when none answers), read directly where
         remote segments hold them (``remote_planning``)."""
-        store = open_store(self.opts)
+        store, encryption = open_store(self.opts), open_encryption(self.opts)
         try:
             cluster = self._client()
             ranges = self._broker_ranges(cluster)
             highest = cluster.list_offsets([(r.topic, r.partition) for r in ranges], LATEST_TIERED)
             topic_ids = {r.topic: cluster.topic_ids.get(r.topic) for r in ranges}
-            view = StoreView.of_topics(store, sorted(topic_ids))
+            view = StoreView.of_topics(store, sorted(topic_ids), encryption)
         except PeerUnavailable as exc:
             log.warning("tierlog: no broker answers (%s); planning the read from %s alone", exc, store.describe())
-            view = StoreView.of_topics(store, _store_topics(self.opts, store))
+            view = StoreView.of_topics(store, _store_topics(self.opts, store), encryption)
             ranges, highest, topic_ids = store_ranges(view, self.opts), None, {}
         finally:
             self._close()

@@ -4,7 +4,9 @@ Remote storage: an ``ObjectStore`` (``FsObjectStore`` for a local directory,
 ``S3ObjectStore`` through boto3, built by ``object_store_from_config``) under a
 ``RemoteSegmentStore`` that copies, verifies, reads and deletes segments in
 Kafka's layout, each described by a JSON manifest written last
-(``list_partitions`` reads a store with no broker).
+(``list_partitions`` reads a store with no broker). Uploads may be encrypted at
+rest (``encryption``: AES-256-GCM chunks, per-segment data keys wrapped by the
+``rsm.config.encryption.*`` keys of ``encryption_config``).
 
 Remote log metadata: Kafka's records of ``__remote_log_metadata``
 (``encode_remote_log_metadata`` / ``decode_remote_log_metadata``), the topic
@@ -26,6 +28,13 @@ from tierlog.tiered.batch_check import (
     check_batches,
 )
 from tierlog.tiered.data_loss import LossKind, RemoteDataLoss
+from tierlog.tiered.encrypted_objects import RemoteEncryptionKeyError
+from tierlog.tiered.encryption import DecryptionError, EncryptionKeyError, KeyRing
+from tierlog.tiered.encryption_config import (
+    EncryptionConfigError,
+    EncryptionSettings,
+    encryption_from_config,
+)
 from tierlog.tiered.factory import (
     RemoteStorageConfigError,
     object_store_from_config,
@@ -75,8 +84,13 @@ __all__ = [
     "ApplyResult",
     "CheckedBatches",
     "CorruptRemoteDataError",
+    "DecryptionError",
+    "EncryptionConfigError",
+    "EncryptionKeyError",
+    "EncryptionSettings",
     "FsObjectStore",
     "IndexType",
+    "KeyRing",
     "LogSegmentData",
     "LossKind",
     "ManifestError",
@@ -84,6 +98,7 @@ __all__ = [
     "ObjectStore",
     "PartitionListing",
     "RemoteDataLoss",
+    "RemoteEncryptionKeyError",
     "RemoteLogMetadataCache",
     "RemoteLogMetadataFormatError",
     "RemoteLogSegmentId",
@@ -106,6 +121,7 @@ __all__ = [
     "check_batches",
     "decode_remote_log_metadata",
     "encode_remote_log_metadata",
+    "encryption_from_config",
     "is_valid_partition_delete_transition",
     "is_valid_segment_transition",
     "list_partitions",

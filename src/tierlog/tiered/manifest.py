@@ -11,6 +11,13 @@ and max timestamps from the manifests alone. Example::
      "max_timestamp_ms": 1700000000000, "leader_epochs": [[0, 0], [1, 500]],
      "broker_id": 1, "event_timestamp_ms": 1700000001000,
      "objects": {".log": {"size": 1048576, "crc32c": 123}, ".index": {...}, ...}}
+
+An encrypted upload's manifest (format 2, so a tierlog that cannot decrypt
+refuses it instead of serving ciphertext) adds ``"encryption": {"key_id":
+"k1"}``: the id of the key its objects' data key is wrapped under
+(``tiered.encryption``); sizes and CRC-32Cs are those of the stored, encrypted
+objects. The manifest holds no record bytes and is not encrypted, so listing a
+store needs no key.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import json
 from dataclasses import dataclass
 
 from tierlog.storage import topic_id_from_str, topic_id_to_str
+from tierlog.tiered.encryption import check_key_id, custom_metadata, encrypted_key_id
 from tierlog.tiered.object_store import ObjectChecksum
 from tierlog.tiered.segment_metadata import (
     RemoteLogSegmentId,
@@ -30,6 +38,7 @@ from tierlog.tiered.segment_metadata import (
 __all__ = ["MANIFEST_FORMAT", "ManifestError", "SegmentManifest"]
 
 MANIFEST_FORMAT = 1
+ENCRYPTED_MANIFEST_FORMAT = 2
 MANIFEST_MAX_BYTES = 1024 * 1024
 
 
@@ -45,8 +54,9 @@ class SegmentManifest:
     def to_json(self) -> bytes:
         m = self.metadata
         tp = m.topic_id_partition
+        key_id = encrypted_key_id(m.custom_metadata)
         doc = {
-            "format": MANIFEST_FORMAT, "topic": tp.topic, "partition": tp.partition,
+            "format": MANIFEST_FORMAT if key_id is None else ENCRYPTED_MANIFEST_FORMAT, "topic": tp.topic, "partition": tp.partition,
             "topic_id": topic_id_to_str(tp.topic_id), "segment_id": topic_id_to_str(m.segment_id.id),
             "start_offset": m.start_offset, "end_offset": m.end_offset,
             "max_timestamp_ms": m.max_timestamp_ms,
@@ -55,7 +65,14 @@ class SegmentManifest:
             "segment_size_bytes": m.segment_size_in_bytes,
             "objects": {s: {"size": c.size, "crc32c": c.crc32c} for s, c in sorted(self.objects.items())},
         }
+        if key_id is not None:
+            doc["encryption"] = {"key_id": key_id}
         return json.dumps(doc, indent=1).encode("utf-8")
+
+    @property
+    def key_id(self) -> str | None:
+        """The id of the key the segment's objects are encrypted under (None: not encrypted)."""
+        return encrypted_key_id(self.metadata.custom_metadata)
 
     @classmethod
     def from_json(cls, data: bytes) -> SegmentManifest:
@@ -63,7 +80,7 @@ class SegmentManifest:
             raise ManifestError(f"manifest of {len(data)} bytes is larger than {MANIFEST_MAX_BYTES}")
         try:
             doc = json.loads(data)
-            if doc["format"] != MANIFEST_FORMAT:
+            if doc["format"] not in (MANIFEST_FORMAT, ENCRYPTED_MANIFEST_FORMAT):
                 raise ManifestError(f"unknown manifest format {doc['format']!r}")
             return cls(_metadata(doc), {s: ObjectChecksum(int(c["size"]), int(c["crc32c"]))
                                         for s, c in doc["objects"].items()})
@@ -83,4 +100,12 @@ def _metadata(doc: dict) -> RemoteLogSegmentMetadata:
         segment_leader_epochs=tuple((int(e), int(o)) for e, o in doc["leader_epochs"]),
         segment_size_in_bytes=int(doc["segment_size_bytes"]),
         state=RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
+        custom_metadata=_encryption(doc),
     )
+
+
+def _encryption(doc: dict) -> bytes | None:
+    """The CustomMetadata an encrypted upload's manifest stands for (None: a plain upload)."""
+    if doc["format"] == MANIFEST_FORMAT:
+        return None
+    return custom_metadata(check_key_id(str(doc["encryption"]["key_id"])))

@@ -9,6 +9,13 @@ Before anything is written, every batch of the local ``.log`` is checked
 appended raises ``CorruptLocalSegmentError`` and is never uploaded (remote
 storage would keep the damage after local retention deleted the good replicas).
 A failed copy deletes whatever it wrote and raises ``RemoteStorageError``.
+
+With ``rsm.config.encryption.enabled`` (``EncryptionSettings``), each upload gets
+a fresh data key and every object is stored encrypted (``tiered.encryption``'s
+chunked format, through ``EncryptedObjects``); the size and CRC-32C verified and
+recorded are the stored (encrypted) form's, and the key id goes into the
+manifest and the metadata's CustomMetadata, from which reads know to decrypt
+(ranges of the ``.log`` fetch only the chunks that hold them).
 ``delete_log_segment`` removes the manifest first, so a half-deleted segment
 reads as unfinished, never as whole. Every call is idempotent.
 """
@@ -16,12 +23,20 @@ reads as unfinished, never as whole. Every call is idempotent.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from crc32c import crc32c
 
 from tierlog.storage.batch_scan import ScanStop, scan_valid_batches
+from tierlog.tiered.encrypted_objects import EncryptedObjects
+from tierlog.tiered.encryption import (
+    ObjectContext,
+    custom_metadata,
+    encrypted_key_id,
+    new_data_key,
+)
+from tierlog.tiered.encryption_config import EncryptionSettings
 from tierlog.tiered.layout import LOG_SUFFIX, MANIFEST_SUFFIX, IndexType, segment_key
 from tierlog.tiered.manifest import SegmentManifest
 from tierlog.tiered.object_store import (
@@ -88,8 +103,11 @@ def file_checksum(path: Path) -> ObjectChecksum:
 class RemoteSegmentStore:
     """Copy, read and delete segments in one object store."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, encryption: EncryptionSettings | None = None,
+                 staging_dir: Path | None = None) -> None:
         self.store = store
+        self.encryption = encryption or EncryptionSettings(None)
+        self._encrypted = EncryptedObjects(store, self.encryption, staging_dir)
 
     def _key(self, metadata: RemoteLogSegmentMetadata, suffix: str) -> str:
         return segment_key(metadata.segment_id, metadata.start_offset, suffix)
@@ -100,6 +118,8 @@ class RemoteSegmentStore:
         """Upload, verify, then write the manifest; on failure clean up and raise."""
         try:
             check_local_segment(data.log_segment)
+            if self.encryption.enabled:
+                metadata = replace(metadata, custom_metadata=custom_metadata(self.encryption.keys.active_id))
             objects = self._upload_all(metadata, data)
             manifest = SegmentManifest(
                 metadata.with_state(RemoteLogSegmentState.COPY_SEGMENT_FINISHED), objects)
@@ -116,15 +136,25 @@ class RemoteSegmentStore:
                  IndexType.TIMESTAMP.value: data.time_index}
         if data.producer_snapshot is not None:
             files[IndexType.PRODUCER_SNAPSHOT.value] = data.producer_snapshot
+        data_key = new_data_key() if self.encryption.enabled else None
         objects = {}
         for suffix, path in files.items():
-            expected = file_checksum(path)
-            self.store.put_file(self._key(metadata, suffix), path)
+            key = self._key(metadata, suffix)
+            if data_key is None:
+                expected = file_checksum(path)
+                self.store.put_file(key, path)
+            else:
+                expected = self._encrypted.put_file(key, path, _context(metadata, suffix), data_key)
             objects[suffix] = self._verified(metadata, suffix, expected)
         epochs = bytes(data.leader_epoch_checkpoint)
         suffix = IndexType.LEADER_EPOCH.value
-        self.store.put_bytes(self._key(metadata, suffix), epochs)
-        objects[suffix] = self._verified(metadata, suffix, ObjectChecksum(len(epochs), crc32c(epochs)))
+        if data_key is None:
+            self.store.put_bytes(self._key(metadata, suffix), epochs)
+            expected = ObjectChecksum(len(epochs), crc32c(epochs))
+        else:
+            expected = self._encrypted.put_bytes(self._key(metadata, suffix), epochs, _context(metadata, suffix),
+                                                 data_key)
+        objects[suffix] = self._verified(metadata, suffix, expected)
         return objects
 
     def _verified(self, metadata, suffix: str, expected: ObjectChecksum) -> ObjectChecksum:
@@ -139,12 +169,26 @@ class RemoteSegmentStore:
 
     def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start_position: int,
                           end_position: int | None = None) -> bytes:
-        """Bytes [start_position, end_position) of the segment's ``.log`` (None: to its end)."""
-        return self.store.get_range(self._key(metadata, LOG_SUFFIX), start_position, end_position)
+        """Bytes [start_position, end_position) of the segment's ``.log`` (None: to its end), decrypted
+        when the segment is encrypted."""
+        return self._get(metadata, LOG_SUFFIX, start_position, end_position)
 
     def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> bytes:
-        """The whole index object of ``index_type``."""
-        return self.store.get_range(self._key(metadata, index_type.value), 0)
+        """The whole index object of ``index_type`` (decrypted when the segment is encrypted)."""
+        return self._get(metadata, index_type.value, 0, None)
+
+    def _get(self, metadata: RemoteLogSegmentMetadata, suffix: str, start: int, end: int | None) -> bytes:
+        key_id = encrypted_key_id(metadata.custom_metadata)
+        if key_id is None:
+            return self.store.get_range(self._key(metadata, suffix), start, end)
+        return self._encrypted.get_range(self._key(metadata, suffix), key_id, _context(metadata, suffix), start, end)
+
+    def authenticate(self, metadata: RemoteLogSegmentMetadata, suffix: str) -> None:
+        """Decrypt every chunk of an encrypted segment's object (``tierlog remote verify``): raises
+        CorruptRemoteDataError or RemoteEncryptionKeyError; nothing to do for a plain segment."""
+        key_id = encrypted_key_id(metadata.custom_metadata)
+        if key_id is not None:
+            self._encrypted.authenticate(self._key(metadata, suffix), key_id, _context(metadata, suffix))
 
     def read_manifest(self, metadata: RemoteLogSegmentMetadata) -> SegmentManifest:
         return SegmentManifest.from_json(self.store.get_range(self._key(metadata, MANIFEST_SUFFIX), 0))
@@ -161,3 +205,7 @@ class RemoteSegmentStore:
             self.delete_log_segment(metadata)
         except RemoteStorageError:     # the copy failed already; the next attempt cleans up again
             pass
+
+
+def _context(metadata: RemoteLogSegmentMetadata, suffix: str) -> ObjectContext:
+    return ObjectContext(metadata.segment_id.id, suffix)

@@ -39,6 +39,7 @@ from tierlog.tiered import (
     RemoteLogSegmentState,
     RemoteSegmentStore,
     RemoteStorageError,
+    SegmentManifest,
     TopicIdPartition,
 )
 from tierlog.tiered.copy_rules import (
@@ -68,13 +69,14 @@ class TaskContext:
         self.in_flight: set[RemoteLogSegmentId] = set()
         self.uploads: dict[TopicIdPartition, set[Future]] = {}
 
-    async def upload(self, tip: TopicIdPartition, metadata: RemoteLogSegmentMetadata, data: LogSegmentData) -> None:
+    async def upload(self, tip: TopicIdPartition, metadata: RemoteLogSegmentMetadata,
+                     data: LogSegmentData) -> SegmentManifest:
         """The verified upload on the copier pool, tracked until its worker thread is done with it."""
         future = self.pool.submit(self.segments.copy_log_segment, metadata, data)
         running = self.uploads.setdefault(tip, set())
         running.add(future)
         future.add_done_callback(running.discard)
-        await asyncio.wrap_future(future)
+        return await asyncio.wrap_future(future)
 
     async def uploads_finished(self, tip: TopicIdPartition) -> None:
         """Wait until no worker thread runs an upload of ``tip`` (a cancelled copy task's keeps going)."""
@@ -126,14 +128,15 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
         wait = ctx.limit.delay_s(seg.size, asyncio.get_running_loop().time())
         if wait > 0:
             await asyncio.sleep(wait)
-        await ctx.upload(tip, metadata, data)
+        manifest = await ctx.upload(tip, metadata, data)
     except RemoteStorageError:
         ctx.stats.remote_copy_failed(tip.topic)
         await _abandon(ctx, metadata)
         raise
     finally:
         ctx.in_flight.discard(metadata.segment_id)
-    await ctx.metadata.publish(metadata_update(ctx, metadata, _S.COPY_SEGMENT_FINISHED))
+    await ctx.metadata.publish(metadata_update(ctx, metadata, _S.COPY_SEGMENT_FINISHED,
+                                               manifest.metadata.custom_metadata))   # encrypted: the key id
     plog.highest_offset_in_remote_storage = max(plog.highest_offset_in_remote_storage, metadata.end_offset)
     ctx.stats.remote_copied(tip.topic, seg.size)
     log.info("%s-%d: copied [%d, %d] (%d bytes) to remote storage", tip.topic, tip.partition,
@@ -148,6 +151,7 @@ async def _abandon(ctx: TaskContext, metadata: RemoteLogSegmentMetadata) -> None
         log.debug("cannot mark abandoned upload %s deleted: %s", metadata.segment_id, e)
 
 
-def metadata_update(ctx: TaskContext, metadata: RemoteLogSegmentMetadata, state: RemoteLogSegmentState):
+def metadata_update(ctx: TaskContext, metadata: RemoteLogSegmentMetadata, state: RemoteLogSegmentState,
+                    custom_metadata: bytes | None = None):
     """This broker moving ``metadata``'s segment to ``state`` now."""
-    return RemoteLogSegmentMetadataUpdate(metadata.segment_id, ctx.clock_ms(), state, ctx.node_id)
+    return RemoteLogSegmentMetadataUpdate(metadata.segment_id, ctx.clock_ms(), state, ctx.node_id, custom_metadata)

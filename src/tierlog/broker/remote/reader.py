@@ -16,7 +16,10 @@ Remote data loss (``tiered.data_loss``): a finished segment whose object is
 missing from the store, or whose batches fail their CRC, answers
 UNKNOWN_SERVER_ERROR, Kafka's answer and one every client surfaces to the
 application (see that module for why).  Each such segment is logged once at
-ERROR (partition, offsets, object key) and counted in ``data_loss``.  Other
+ERROR (partition, offsets, object key) and counted in ``data_loss``.  An
+encrypted segment whose key this broker lacks (or whose key does not open it)
+answers UNKNOWN_SERVER_ERROR too, logged once per segment; a chunk that fails
+authentication is corrupt data.  Other
 store errors (unreachable, throttled) stay KAFKA_STORAGE_ERROR: retriable, the
 client fetches again.
 
@@ -62,6 +65,7 @@ from tierlog.tiered.chunk_cache import (
     ChunkCache,
 )
 from tierlog.tiered.data_loss import LossKind, RemoteDataLoss
+from tierlog.tiered.encrypted_objects import RemoteEncryptionKeyError
 from tierlog.tiered.layout import LOG_SUFFIX
 from tierlog.tiered.lineage import within_leader_epochs
 from tierlog.tiered.offset_index import OFFSET_ENTRY_BYTES, parse_offset_index
@@ -74,6 +78,7 @@ __all__ = ["RemoteRead", "RemoteReader"]
 
 log = logging.getLogger(__name__)
 STATS_LOG_INTERVAL_S = 2.0
+KEY_ERRORS_LOGGED = 1000
 _TIME_ENTRY = struct.Struct(">qi")
 _BATCH_HEAD = 61           # enough of a batch header for its offsets and length
 _LAST_DELTA_AT, _MAX_TS_AT = 23, 35
@@ -103,6 +108,7 @@ class RemoteReader:
         self._get_limit = ByteRateLimit(int(config["remote.log.manager.fetch.max.bytes.per.second"]), time.monotonic())
         self._get_limit_lock = threading.Lock()
         self.data_loss = RemoteDataLoss()
+        self._key_errors: set[object] = set()       # segments whose key problem was logged
 
     async def start(self) -> None:
         self._stats_task = asyncio.get_running_loop().create_task(self._log_stats())
@@ -127,6 +133,8 @@ class RemoteReader:
         loop = asyncio.get_running_loop()
         try:
             data, end = await loop.run_in_executor(self._pool, self._read_batches, meta, offset, max_bytes, min_one)
+        except RemoteEncryptionKeyError as e:
+            return self._no_key(part, meta, e)
         except CorruptRemoteDataError as e:
             return self._lost(part, meta, LossKind.CORRUPT, e)
         except RemoteResourceNotFoundError as e:
@@ -150,6 +158,17 @@ class RemoteReader:
                       "(tierlog remote verify, tierlog delete-records)", part.topic, part.index,
                       meta.start_offset, meta.end_offset, kind.value,
                       segment_key(meta.segment_id, meta.start_offset, LOG_SUFFIX), cause)
+        return RemoteRead(ErrorCode.UNKNOWN_SERVER_ERROR)
+
+    def _no_key(self, part, meta: RemoteLogSegmentMetadata, cause: Exception) -> RemoteRead:
+        """An encrypted segment this broker has no (right) key for: never served, logged once per
+        segment (up to KEY_ERRORS_LOGGED), UNKNOWN_SERVER_ERROR as for lost data (the key is the
+        operator's to fix; the client reports it and fetches again)."""
+        self.stats.remote_fetch_failed(part.topic)
+        if meta.segment_id not in self._key_errors and len(self._key_errors) < KEY_ERRORS_LOGGED:
+            self._key_errors.add(meta.segment_id)
+            log.error("%s-%d: remote segment [%d, %d] cannot be decrypted: %s; fetches in it get "
+                      "UNKNOWN_SERVER_ERROR", part.topic, part.index, meta.start_offset, meta.end_offset, cause)
         return RemoteRead(ErrorCode.UNKNOWN_SERVER_ERROR)
 
     def _read_ahead(self, meta: RemoteLogSegmentMetadata, position: int) -> None:

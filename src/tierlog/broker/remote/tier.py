@@ -1,12 +1,14 @@
 """Everything tiered storage adds to a broker, built when ``remote.log.storage.system.enable`` is on.
 
-- ``segments``: the RemoteSegmentStore over the store ``rsm.config.storage.*`` describe;
+- ``segments``: the RemoteSegmentStore over the store ``rsm.config.storage.*`` describe, encrypting
+  uploads and decrypting reads with the ``rsm.config.encryption.*`` keys (encrypted uploads are staged
+  in ``<first log dir>/remote-log-upload-staging``);
 - ``metadata``: the topic-based RemoteLogMetadataManager (``__remote_log_metadata``);
 - ``log_manager``: the RemoteLogManager (uploads, expiration; ReplicaManager's TierListener);
 - ``reader``: the RemoteReader serving fetches and ListOffsets below the local log start;
 - ``follower_pool``: threads reading remote state for the follower path (``follower_state``).
 
-A bad storage setting fails the broker's start with a one-line error naming the
+A bad storage or encryption setting (an unreadable key file, an unset key variable) fails the broker's start with a one-line error naming the
 key, and so does a store that cannot be used (``check``: no S3 credentials, no
 bucket unless ``rsm.config.storage.s3.create.bucket=true``, access refused, a
 directory that cannot be written); an unreachable store does not (uploads
@@ -27,6 +29,10 @@ from tierlog.tiered import (
     RemoteStorageError,
     object_store_from_config,
 )
+from tierlog.tiered.encryption_config import (
+    EncryptionConfigError,
+    encryption_from_config,
+)
 
 from ..topic_stats import BrokerTopicStats
 from .log_manager import RemoteLogManager
@@ -41,10 +47,11 @@ class RemoteTier:
                  inter_broker: PeerRoute = DEFAULT_ROUTE):
         try:
             store = object_store_from_config(config.prefixed("rsm.config."))
-        except RemoteStorageConfigError as e:
+            encryption = encryption_from_config(config.prefixed("rsm.config."))
+        except (RemoteStorageConfigError, EncryptionConfigError) as e:
             raise ConfigError(f"remote storage: {e}") from None
         self._store = store
-        self.segments = RemoteSegmentStore(store)
+        self.segments = RemoteSegmentStore(store, encryption, Path(config.log_dirs[0]) / "remote-log-upload-staging")
         self.metadata = RemoteLogMetadataManager(config.node_id, config, metadata_view, controller_channel, clock_ms,
                                                  inter_broker)
         self.log_manager = RemoteLogManager(config.node_id, config, self.segments, self.metadata, clock_ms, stats)
