@@ -290,6 +290,7 @@ class ReplicaManager:
             # known committed (a restarted replica must not expose unreplicated records)
             part.follower_hw = self.logs.checkpointed_high_watermark(*key) if existing is not None else 0
             self._by_id[(topic.topic_id, p.partition)] = part
+            part.update_config(config)          # a log loaded at start has the defaults until now
             return part
         part.leader_id, part.leader_epoch = p.leader, p.leader_epoch
         part.update_config(config)

@@ -167,10 +167,8 @@ def _recover(segments: list[LogSegment], first: int, epoch_cache: LeaderEpochCac
 
 def _log_start(segments: list[LogSegment], checkpointed: int | None, log_end: int, config: LogConfig) -> int:
     first_base = segments[0].base_offset
-    if checkpointed is None:
-        start = first_base
-    elif config.remote_storage_enable:
-        start = checkpointed  # older data may live in remote storage
-    else:
-        start = max(checkpointed, first_base)
+    # A start below the first segment is kept: older data may live in remote storage, and a
+    # broker loads its logs before the metadata says which topics are tiered (``config`` is then
+    # the defaults); Log.update_config raises it to the first segment for a topic that is not.
+    start = first_base if checkpointed is None else checkpointed
     return min(start, log_end)

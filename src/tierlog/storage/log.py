@@ -602,8 +602,9 @@ class Log(LogDurability):
     # --- lifecycle --------------------------------------------------------------------------------
 
     def update_config(self, config: LogConfig) -> None:
-        with self._lock:
+        with self._lock, self._io():
             self.config = config
+            self._after_start_moved()       # not tiered: the log starts at its first segment at least
             for segment in self._segments:
                 segment.index_interval_bytes = config.index_interval_bytes
             active = self._segments[-1]

@@ -235,3 +235,25 @@ def test_segment_jitter_is_deterministic_per_directory_and_bounded(tmp_path):
         rolls.append(times)
         log.close()
     assert rolls[0] == rolls[1] and rolls[0] and 100 <= rolls[0][0] <= 1050
+
+
+def test_a_tiered_log_reloaded_before_its_config_is_known_keeps_its_log_start(tmp_path):
+    """A broker loads its logs with the default config, before the metadata says a topic is tiered:
+    a log start below the first local segment (older data in remote storage) must survive that,
+    or remote retention would delete the remote segments below the raised start."""
+    tiered = config(remote_storage_enable="true", local_retention_bytes=1)
+    log = Log.open(tmp_path / "t-0", tiered, NOW)
+    for _ in range(40):
+        log.append(batch(3), 0, NOW)
+    log.highest_offset_in_remote_storage = log.rolled_segments()[-1].next_offset - 1
+    log.enforce_retention(NOW)
+    first_local = log.local_log_start_offset
+    assert first_local > 0 and log.log_start_offset == 0
+    log.close()
+    reopened = Log.open(tmp_path / "t-0", config(), NOW, log_start_offset=0)      # defaults: not tiered
+    assert reopened.log_start_offset == 0 and reopened.epoch_entries()[0] == (0, 0)
+    reopened.update_config(tiered)                                                # the metadata arrives
+    assert reopened.log_start_offset == 0
+    reopened.update_config(config())                                              # a topic that is not tiered
+    assert reopened.log_start_offset == first_local == reopened.epoch_entries()[0][1]
+    reopened.close()
