@@ -90,7 +90,7 @@ def test_ls_rejects_settings_that_are_not_remote_storage_settings(tmp_path, caps
     (tmp_path / "remote").mkdir()
     argv = ["remote", "ls", "--storage", str(tmp_path / "remote"), "--set", "remote.log.reader.threads=3"]
     assert main(argv) == 1
-    assert "rsm.config.storage.* settings only" in capsys.readouterr().err
+    assert "rsm.config.storage.* and rsm.config.encryption.* settings only" in capsys.readouterr().err
 
 
 def test_ls_reports_a_bad_s3_setting_as_one_line(tmp_path, capsys):
@@ -138,3 +138,81 @@ def test_data_loss_counts_each_segment_once():
     assert loss.report("a", LossKind.MISSING) and not loss.report("a", LossKind.MISSING)
     assert loss.report("b", LossKind.CORRUPT) and not loss.report("b", LossKind.MISSING)
     assert (loss.missing_segments, loss.corrupt_segments, loss.lost_segments) == (1, 1, 2)
+
+
+# --- encrypted stores ---------------------------------------------------------------------------
+
+def _encrypted_store(root, tmp_path):
+    """Two segments under key k1, one under k2 (rotated); returns the key files."""
+    import base64
+    import os
+
+    from tierlog.tiered import EncryptionSettings, KeyRing
+
+    k1, k2 = os.urandom(32), os.urandom(32)
+    (tmp_path / "k1.key").write_text(base64.b64encode(k1).decode())
+    (tmp_path / "k2.key").write_text(k2.hex())
+    (tmp_path / "wrong.key").write_text(base64.b64encode(os.urandom(32)).decode())
+    files = write_segment(tmp_path / "local", 0, batches(0, 4))
+    segs = [metadata(0, 19), metadata(20, 39), metadata(40, 59)]
+    old = RemoteSegmentStore(FsObjectStore(root), EncryptionSettings(KeyRing({"k1": k1}, "k1"), 4096))
+    new = RemoteSegmentStore(FsObjectStore(root), EncryptionSettings(KeyRing({"k1": k1, "k2": k2}, "k2"), 4096))
+    old.copy_log_segment(segs[0], files)
+    old.copy_log_segment(segs[1], files)
+    new.copy_log_segment(segs[2], files)
+    return segs, {name: str(tmp_path / f"{name}.key") for name in ("k1", "k2", "wrong")}
+
+
+def test_ls_of_an_encrypted_store_needs_no_key_and_names_each_segments_key(tmp_path, capsys):
+    root = tmp_path / "remote"
+    _encrypted_store(root, tmp_path)
+    assert main(["remote", "ls", "--storage", str(root), "--json"]) == 0
+    [orders] = json.loads(capsys.readouterr().out)["partitions"]
+    assert [s["key_id"] for s in orders["segments"]] == ["k1", "k1", "k2"]
+    assert main(["remote", "ls", "--storage", str(root)]) == 0
+    assert "finished (key k2)" in capsys.readouterr().out
+
+
+def test_verify_of_an_encrypted_store_needs_its_keys(tmp_path, capsys):
+    root = tmp_path / "remote"
+    _segs, keys = _encrypted_store(root, tmp_path)
+    assert main(["remote", "verify", "--storage", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "encrypted under key(s) k1, k2" in err and "--key-file" in err
+    assert main(["remote", "verify", "--storage", str(root), "--key-file", f"k1={keys['k1']}"]) == 1
+    assert "key(s) k2" in capsys.readouterr().err
+    argv = ["remote", "verify", "--storage", str(root), "--key-file", f"k1={keys['wrong']}",
+            "--key-file", f"k2={keys['k2']}"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "key 'k1' does not open remote segment 0 of orders-0 (the wrong key?)" in err
+    argv = ["remote", "verify", "--storage", str(root), "--key-file", f"k1={keys['k1']}",
+            "--set", f"rsm.config.encryption.keys.k2.file={keys['k2']}"]
+    assert main(argv) == 0
+    assert "3 remote segment(s) in 1 partition(s) verified, no problem" in capsys.readouterr().err
+    assert main(["remote", "verify", "--storage", str(root), "--key-file", "k1=/nonexistent"]) == 1
+    assert "cannot read key 'k1' from /nonexistent" in capsys.readouterr().err
+
+
+def test_verify_with_the_keys_finds_an_altered_chunk_whose_crc_was_rewritten(tmp_path, capsys):
+    from crc32c import crc32c
+
+    from tierlog.tiered.encryption import HEADER_BYTES
+
+    root = tmp_path / "remote"
+    segs, keys = _encrypted_store(root, tmp_path)
+    path = root / segment_key(segs[1].segment_id, 20, ".log")
+    stored = bytearray(path.read_bytes())
+    stored[HEADER_BYTES + 40] ^= 0x01
+    path.write_bytes(bytes(stored))
+    manifest_path = root / segment_key(segs[1].segment_id, 20, ".manifest")       # a careful attacker
+    doc = json.loads(manifest_path.read_bytes())
+    doc["objects"][".log"]["crc32c"] = crc32c(bytes(stored))
+    manifest_path.write_text(json.dumps(doc))
+    argv = ["remote", "verify", "--storage", str(root), "--json", "--key-file", f"k1={keys['k1']}",
+            "--key-file", f"k2={keys['k2']}"]
+    assert main(argv) == 1
+    [problem] = json.loads(capsys.readouterr().out)["problems"]
+    assert (problem["start_offset"], problem["problem"], problem["object"]) == \
+        (20, "corrupt", segment_key(segs[1].segment_id, 20, ".log"))
+    assert "chunk 0 fails authentication" in problem["detail"]

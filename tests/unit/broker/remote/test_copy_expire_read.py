@@ -293,3 +293,26 @@ def test_a_late_finished_upload_of_an_old_leader_is_not_uploaded_again(tmp_path)
 def metadata_for(start, end):
     return RemoteLogSegmentMetadata(RemoteLogSegmentId(TIP, bytes(range(1, 17))), start, end, NOW, 2, NOW,
                                     ((0, start),), 100)
+
+
+def test_encrypted_uploads_are_served_decrypted_and_never_without_the_key(tmp_path):
+    import os
+
+    from tierlog.tiered import EncryptionSettings, KeyRing
+
+    keys = EncryptionSettings(KeyRing({"k1": os.urandom(32)}, "k1"), 4096)
+    part, metadata = _partition(tmp_path, local_retention_bytes=2000), InMemoryMetadata()
+    original = read_all(part.log, 0)
+    store = FsObjectStore(tmp_path / "remote")
+    ctx = TaskContext(1, RemoteSegmentStore(store, keys), metadata, ThreadPoolExecutor(2), ThreadPoolExecutor(1),
+                      ByteRateLimit(UNLIMITED, 0.0), lambda: NOW)
+    _copy(ctx, part)
+    assert all(m.custom_metadata for m in metadata.cache(TIP).finished_segments())    # FINISHED names the key
+    part.log.enforce_retention(NOW)
+    assert part.log.local_log_start_offset > 0
+    cfg = NodeConfig({"node.id": "1", "rsm.config.chunk.size": "1000"})
+    reader = RemoteReader(cfg, RemoteSegmentStore(store, keys), metadata, tmp_path / "chunks")
+    answer = asyncio.run(reader.read(part, 0, 1500, True))
+    assert answer.error == ErrorCode.NONE and original.startswith(bytes(answer.records)) and answer.records
+    keyless = RemoteReader(cfg, RemoteSegmentStore(store), metadata, tmp_path / "chunks2")
+    assert asyncio.run(keyless.read(part, 0, 1500, True)) == (ErrorCode.UNKNOWN_SERVER_ERROR, b"")
