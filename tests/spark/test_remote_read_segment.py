@@ -69,3 +69,39 @@ def test_a_corrupt_batch_fails_the_read(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(CorruptRemoteDataError, match="bad batch"):
         list(read_segment_range(store, meta, 0, 50, include_headers=False, fail_on_data_loss=False))
+
+
+def test_an_encrypted_segment_reads_the_same_rows_with_the_key_and_none_without(tmp_path):
+    import base64
+    import os
+
+    from tierlog.spark.options import parse_source_options
+    from tierlog.spark.remote_store import StoreView, open_encryption
+    from tierlog.tiered import EncryptionSettings, KeyRing, RemoteEncryptionKeyError
+
+    key = os.urandom(32)
+    (tmp_path / "k1.key").write_text(base64.b64encode(key).decode())
+    data = b"".join(build_batch([Record(o, NOW + o, b"k%d" % o, b"v%d" % o) for o in range(b, b + 5)],
+                                base_offset=b) for b in range(0, 50, 5))
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / "0.log").write_bytes(data)
+    (local / "0.index").write_bytes(bytes(8))
+    (local / "0.timeindex").write_bytes(NOW.to_bytes(8, "big") + bytes(4))
+    meta = RemoteLogSegmentMetadata(
+        segment_id=RemoteLogSegmentId(TP, uuid.uuid4().bytes), start_offset=0, end_offset=49, max_timestamp_ms=NOW,
+        broker_id=1, event_timestamp_ms=NOW, segment_leader_epochs=((0, 0),), segment_size_in_bytes=len(data))
+    store = FsObjectStore(tmp_path / "remote")
+    manifest = RemoteSegmentStore(store, EncryptionSettings(KeyRing({"k1": key}, "k1"), 4096)).copy_log_segment(
+        meta, LogSegmentData(local / "0.log", local / "0.index", local / "0.timeindex", None, b"0\n1\n0 0\n"))
+    opts = parse_source_options({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "orders",
+                                 "remoteStorage": str(tmp_path / "remote"),
+                                 "rsm.config.encryption.keys.K1.file": str(tmp_path / "k1.key")}, streaming=False)
+    encryption = open_encryption(opts)                      # Spark option keys are case-insensitive
+    segment = StoreView.of_topics(store, ["orders"], encryption).readable(("orders", 3), None, None)[0][0]
+    assert segment == manifest.metadata
+    got = list(read_segment_range(store, segment, 12, 37, include_headers=False, fail_on_data_loss=True,
+                                  encryption=encryption))
+    assert _offsets(got) == list(range(12, 37))
+    with pytest.raises(RemoteEncryptionKeyError, match="not configured"):
+        list(read_segment_range(store, segment, 12, 37, include_headers=False, fail_on_data_loss=True))

@@ -100,8 +100,10 @@ class EncryptedObjects:
 
     # --- read ---------------------------------------------------------------------------------
 
-    def get_range(self, key: str, key_id: str, context: ObjectContext, start: int, end: int | None = None) -> bytes:
-        """Plaintext [start, end) of the object (``end`` None: to its end); fewer at its end."""
+    def get_range(self, key: str, key_id: str, context: ObjectContext, start: int,
+                  end: int | None = None) -> bytes | bytearray:
+        """Plaintext [start, end) of the object (``end`` None: to its end); fewer at its end (a
+        bytearray no one else holds: the caller may keep it)."""
         dec = self._decryptor(key, key_id, context)
         end = dec.layout.plain_size if end is None else min(end, dec.layout.plain_size)
         if start >= end:

@@ -228,12 +228,15 @@ class ObjectEncryptor:
     def header(self) -> bytes:
         return self._header.encode()
 
-    def chunk(self, index: int, plain: bytes | memoryview) -> bytes:
+    def chunk(self, index: int, plain: bytes | memoryview) -> bytearray:
         assert len(plain) == self.layout.plain_length(index), (index, len(plain))
-        nonce = self._random(NONCE_BYTES)
-        return nonce + self._aead.encrypt(nonce, bytes(plain), self._context.aad() + _CHUNK_INDEX.pack(index))
+        sealed = bytearray(len(plain) + CHUNK_OVERHEAD)
+        sealed[:NONCE_BYTES] = nonce = self._random(NONCE_BYTES)
+        self._aead.encrypt_into(nonce, plain, self._context.aad() + _CHUNK_INDEX.pack(index),
+                                memoryview(sealed)[NONCE_BYTES:])
+        return sealed
 
-    def chunks(self, data: bytes | memoryview) -> Iterator[bytes]:
+    def chunks(self, data: bytes | memoryview) -> Iterator[bytearray]:
         """Every chunk of ``data``, the whole plaintext of the object."""
         view = memoryview(data)
         for index in range(self.layout.chunks):
@@ -256,24 +259,36 @@ class ObjectDecryptor:
         self._context = context
         self._aead = AESGCM(data_key)
 
-    def decrypt(self, stored: bytes | memoryview, first: int, start: int, end: int) -> bytes:
-        """Plaintext [start, end) from ``stored``, the stored bytes of chunks ``first``.. (``span``)."""
-        out = bytearray()
-        view, pos, index = memoryview(stored), 0, first
+    def decrypt(self, stored: bytes | memoryview, first: int, start: int, end: int) -> bytearray:
+        """Plaintext [start, end) from ``stored``, the stored bytes of chunks ``first``.. (``span``).
+        Whole chunks are decrypted straight into the answer (one buffer, no copy after: allocating
+        and faulting in megabytes is what costs most here)."""
+        out = bytearray(end - start)
+        view, pos, index, filled = memoryview(stored), 0, first, 0
         while index * self.layout.chunk_size < end:
-            size = self.layout.plain_length(index) + CHUNK_OVERHEAD
-            if len(view) - pos < size:
-                raise DecryptionError(f"encrypted chunk {index} cut short ({len(view) - pos} of {size} bytes)")
-            plain = self._open(index, view[pos:pos + size])
+            length = self.layout.plain_length(index)
+            if len(view) - pos < length + CHUNK_OVERHEAD:
+                raise DecryptionError(f"encrypted chunk {index} cut short ({len(view) - pos} of "
+                                      f"{length + CHUNK_OVERHEAD} bytes)")
             base = index * self.layout.chunk_size
-            out += plain[max(0, start - base):end - base]
-            pos, index = pos + size, index + 1
-        return bytes(out)
+            lo, hi = max(0, start - base), min(length, end - base)
+            sealed = view[pos:pos + length + CHUNK_OVERHEAD]
+            if lo == 0 and hi == length:
+                self._open(index, sealed, memoryview(out)[filled:filled + length])
+            else:
+                out[filled:filled + hi - lo] = memoryview(self._open(index, sealed))[lo:hi]
+            pos, index, filled = pos + length + CHUNK_OVERHEAD, index + 1, filled + hi - lo
+        return out
 
-    def _open(self, index: int, sealed: memoryview) -> bytes:
+    def _open(self, index: int, sealed: memoryview, into: memoryview | None = None) -> bytes | None:
+        """One chunk's plaintext (``into`` a buffer of its size, when given); the buffer's contents
+        are not to be used when this raises."""
+        aad = self._context.aad() + _CHUNK_INDEX.pack(index)
         try:
-            return self._aead.decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:],
-                                      self._context.aad() + _CHUNK_INDEX.pack(index))
+            if into is None:
+                return self._aead.decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], aad)
+            self._aead.decrypt_into(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], aad, into)
+            return None
         except InvalidTag:
             raise DecryptionError(f"encrypted chunk {index} fails authentication (altered or corrupt)") from None
 
@@ -285,7 +300,7 @@ def encrypt_object(keys: KeyRing, data_key: bytes, context: ObjectContext, data:
     return enc.header() + b"".join(enc.chunks(data))
 
 
-def decrypt_object(keys: KeyRing, context: ObjectContext, stored: bytes) -> bytes:
+def decrypt_object(keys: KeyRing, context: ObjectContext, stored: bytes) -> bytes | bytearray:
     """The whole plaintext of a stored object; its size must be exactly what its header says."""
     header = ObjectHeader.parse(stored)
     if len(stored) != header.layout.stored_size:

@@ -168,16 +168,17 @@ class RemoteSegmentStore:
     # --- read -------------------------------------------------------------------------------
 
     def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start_position: int,
-                          end_position: int | None = None) -> bytes:
+                          end_position: int | None = None) -> bytes | bytearray:
         """Bytes [start_position, end_position) of the segment's ``.log`` (None: to its end), decrypted
         when the segment is encrypted."""
         return self._get(metadata, LOG_SUFFIX, start_position, end_position)
 
     def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> bytes:
         """The whole index object of ``index_type`` (decrypted when the segment is encrypted)."""
-        return self._get(metadata, index_type.value, 0, None)
+        return bytes(self._get(metadata, index_type.value, 0, None))
 
-    def _get(self, metadata: RemoteLogSegmentMetadata, suffix: str, start: int, end: int | None) -> bytes:
+    def _get(self, metadata: RemoteLogSegmentMetadata, suffix: str, start: int,
+             end: int | None) -> bytes | bytearray:
         key_id = encrypted_key_id(metadata.custom_metadata)
         if key_id is None:
             return self.store.get_range(self._key(metadata, suffix), start, end)

@@ -27,7 +27,10 @@ from tierlog.tiered.encryption import (
     encrypted_key_id,
     new_data_key,
 )
-from tierlog.tiered.encryption_config import EncryptionConfigError, encryption_from_config
+from tierlog.tiered.encryption_config import (
+    EncryptionConfigError,
+    encryption_from_config,
+)
 
 K1, K2 = os.urandom(32), os.urandom(32)
 RING = KeyRing({"k1": K1}, "k1")
