@@ -14,7 +14,8 @@ figure of merit is the first reader's encrypted / plain ratio (goal >= 0.8x);
 the median over the rounds is reported. Also measured in this process: the
 format's own encrypt and decrypt MiB/s (``tiered.encryption``, one 64 MiB object).
 
-Writes ``results/tiered_encryption_<timestamp>.json`` and ``..._latest.json``.
+Writes ``results/tiered_encryption_<timestamp>.json``, ``..._latest.json`` and
+``results/tiered_encryption.png`` (``--plot-only`` redraws it from the latest JSON).
 """
 from __future__ import annotations
 
@@ -120,12 +121,35 @@ def _summary(runs: list[dict]) -> dict:
             "encrypted_vs_plain_first": round(sealed / plain, 2)}
 
 
+def plot(doc: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4))
+    labels = [f"{'encrypted' if r['encrypted'] else 'plain'} #{i // 2 + 1}" for i, r in enumerate(doc["runs"])]
+    xs = range(len(labels))
+    ax.bar([x - 0.2 for x in xs], [r["first"]["mib_per_s"] for r in doc["runs"]], 0.4, label="1st reader (GET)")
+    ax.bar([x + 0.2 for x in xs], [r["second"]["mib_per_s"] for r in doc["runs"]], 0.4,
+           label="2nd reader (chunk cache)")
+    ax.set_xticks(list(xs), labels)
+    ax.set_ylabel("MiB/s consumed from offset 0")
+    ax.set_title(f"remote reads, plain vs encrypted (median 1st-reader ratio "
+                 f"{doc['summary']['encrypted_vs_plain_first']}x)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--mib", type=float, default=256.0, help="data per run (default 256 MiB)")
     p.add_argument("--rounds", type=int, default=2, help="plain + encrypted runs, alternating (default 2)")
     p.add_argument("--out", type=Path, default=HERE / "results")
+    p.add_argument("--plot-only", action="store_true", help="redraw the plot from the latest JSON")
     args = p.parse_args(argv)
+    if args.plot_only:
+        plot(json.loads((args.out / "tiered_encryption_latest.json").read_text()), args.out / "tiered_encryption.png")
+        return 0
     runs = []
     for _ in range(args.rounds):
         for encrypted in (False, True):
@@ -142,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for name in (f"tiered_encryption_{stamp}.json", "tiered_encryption_latest.json"):
         (args.out / name).write_text(json.dumps(doc, indent=1))
+    plot(doc, args.out / "tiered_encryption.png")
     print(json.dumps({"format": doc["format"], "summary": doc["summary"]}, indent=1))
     return 0
 
