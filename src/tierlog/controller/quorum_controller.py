@@ -37,7 +37,7 @@ elections (topic override > cluster-wide dynamic value > static default).
   33 AlterConfigs 0-2, 37 CreatePartitions 0-3, 44 IncrementalAlterConfigs 0-1, 45 AlterPartitionReassignments 0-1,
   46 ListPartitionReassignments 0, 56 AlterPartition 0-4,
   62 BrokerRegistration 0-4, 63 BrokerHeartbeat 0-1, 64 UnregisterBroker 0,
-  67 AllocateProducerIds 0.
+  67 AllocateProducerIds 0, 51 AlterUserScramCredentials 0.
 """
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ from .partition_creation import create_partitions
 from .producer_ids import allocate_producer_ids
 from .reassignment import ReassignmentControlManager
 from .replication_control import ReplicationControlManager
+from .scram_control import alter_user_scram_credentials
 
 __all__ = ["SUPPORTED_APIS", "ControllerResult", "QuorumController"]
 
@@ -70,6 +71,7 @@ SUPPORTED_APIS = {
     ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.ALTER_PARTITION: (0, 4), ApiKey.BROKER_REGISTRATION: (0, 4),
     ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.UNREGISTER_BROKER: (0, 0), ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 
@@ -119,6 +121,7 @@ class QuorumController:
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: lambda r, v, n: self.reassignments.alter(r, v, self._image, n),
             # read at the committed offset, as Kafka does: an uncommitted start is not listed
             ApiKey.LIST_PARTITION_REASSIGNMENTS: lambda r, v, n: ([], self.reassignments.list(r, self.committed_image)),
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: lambda r, v, n: alter_user_scram_credentials(r, self._image),
         }
 
     # -- state ----------------------------------------------------------------
@@ -300,6 +303,10 @@ def not_controller_response(api_key: int, version: int, request: dict) -> dict:
                 "ErrorCode": nc, "ErrorMessage": None, "Responses": []}
     if api_key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ErrorMessage": None, "Topics": []}
+    if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+        return {"ThrottleTimeMs": 0, "Results": [
+            {"User": u["Name"], "ErrorCode": nc, "ErrorMessage": None}
+            for u in [*(request.get("Deletions") or []), *(request.get("Upsertions") or [])]]}
     if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ProducerIdStart": -1, "ProducerIdLen": 0}
     raise AssertionError(f"no NOT_CONTROLLER answer for api {api_key}")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from .pmap import REMOVE, PMap
+from .scram_image import ScramImage
 from .records import (
     BrokerEndpoint,
     BrokerFeature,
@@ -137,6 +138,7 @@ class MetadataImage:
     configs: Mapping = field(default_factory=PMap)  # broker resource name ("" = cluster) -> MappingProxyType
     producer_ids: ProducerIdsRecord | None = None
     provenance: MetadataProvenance = _NO_PROVENANCE
+    scram: ScramImage = ScramImage()     # SCRAM credentials (metadata.scram_image)
 
     def __post_init__(self):
         s = object.__setattr__

@@ -141,7 +141,10 @@ class PeerConnection:
         creds = self.security.sasl
         try:
             sasl_client.check_handshake(await self._exchange(*sasl_client.handshake_request(creds)), creds)
-            sasl_client.check_authenticate(await self._exchange(*sasl_client.authenticate_request(creds)))
+            login = sasl_client.ClientExchange(creds)
+            token = login.first()
+            while token is not None:
+                token = login.next(await self._exchange(*sasl_client.authenticate_request(token)))
         except PeerUnavailable as e:
             self._fail_all(e)
             raise PeerUnavailable(f"cannot connect to {self.address}: {e.reason}", e.reason) from None

@@ -8,6 +8,7 @@ handlers in ``broker/apis`` register. The KRaft control-record payloads
 from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.messages import (
     allocate_producer_ids,
+    alter_user_scram_credentials,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
@@ -28,6 +29,7 @@ from tierlog.protocol.messages import (
     describe_log_dirs,
     describe_quorum,
     describe_topic_partitions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_quorum_epoch,
     fetch,
@@ -68,6 +70,7 @@ _MODULES = (
     allocate_producer_ids, describe_topic_partitions,
     alter_configs, delete_records, create_partitions, describe_log_dirs, delete_groups, offset_delete,
     consumer_group_heartbeat, consumer_group_describe, sasl_handshake, sasl_authenticate,
+    describe_user_scram_credentials, alter_user_scram_credentials,
 )
 
 #: every API with schemas, by key
