@@ -61,6 +61,7 @@ from tierlog.config import ConfigError, NodeConfig, parse_properties
 from tierlog.controller.config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.apply_metrics import ApplyMetrics
+from tierlog.metadata.bootstrap import BootstrapError, read_bootstrap
 from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.scram import ScramMechanism
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
@@ -211,7 +212,8 @@ class Node:
         self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000)
         if "controller" in cfg.roles:
             controller_config = ControllerConfig.from_props(cfg, cfg.topic_defaults(), cluster_id)
-            quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms())
+            quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms(),
+                                                 bootstrap_records=self._bootstrap_records())
             self.controller_server = ControllerServer(cfg.node_id, self.driver, quorum_controller)
             self.metrics_registry.register(ControllerMetricsCollector(quorum_controller))
         listener = _Listener(loader, self.controller_server, ApplyMetrics(self.metrics_registry, wall_clock_ms()))
@@ -346,6 +348,13 @@ class Node:
     def _prepare_scrape(self) -> None:
         for prepare in self._scrape_preparers:
             prepare()
+
+    def _bootstrap_records(self) -> list:
+        """``tierlog format``'s records for a new cluster (metadata/bootstrap.py)."""
+        try:
+            return read_bootstrap(self._metadata_dir().parent)
+        except BootstrapError as e:
+            raise ConfigError(str(e)) from None
 
     def _scram_credential(self, mechanism, user: str):
         """The SCRAM credential of ``user`` in this node's metadata image (None: none yet)."""
