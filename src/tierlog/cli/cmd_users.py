@@ -60,11 +60,15 @@ def _alterations(args: argparse.Namespace) -> list:
 def run_alter(args: argparse.Namespace) -> int:
     alterations = _alterations(args)
     conn = Connection(AdminClient, args)
-    futures = conn.client.alter_user_scram_credentials(alterations, request_timeout=conn.timeout_s)
-    conn.wait(list(futures.values()), f"SCRAM credentials of {args.entity_name}")
-    for user, future in futures.items():
-        if future.exception() is not None:
-            raise CliError(f"cannot alter the SCRAM credentials of {user}: {describe_exception(future.exception())}")
+    # one request per mechanism: a KRaft controller refuses a user altered twice in one request
+    # (DUPLICATE_RESOURCE, Kafka's ScramControlManager), which two mechanisms at once would be
+    for alteration in alterations:
+        futures = conn.client.alter_user_scram_credentials([alteration], request_timeout=conn.timeout_s)
+        conn.wait(list(futures.values()), f"SCRAM credentials of {args.entity_name}")
+        for user, future in futures.items():
+            if future.exception() is not None:
+                raise CliError(f"cannot alter the SCRAM credentials of {user}: "
+                               f"{describe_exception(future.exception())}")
     print(f"altered SCRAM credentials of user {args.entity_name}")
     return 0
 

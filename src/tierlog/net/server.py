@@ -316,7 +316,8 @@ class _Connection(asyncio.BufferedProtocol):
                     await self._send(result)
                 self._server.request_done(self)
         except CloseConnection as e:
-            log.info("closing %s: %s", self.peer, e)
+            # an answered close (a failed SASL login) is logged by its gate, rate limited
+            (log.debug if e.response is not None else log.info)("closing %s: %s", self.peer, e)
             if e.response is not None and not self._closed:
                 await self._send(e.response)
             self.close()
