@@ -102,10 +102,12 @@ class ScramServer:
     image's credential (None: no such user)."""
 
     def __init__(self, mechanism: ScramMechanism,
-                 lookup: Callable[[ScramMechanism, str], ScramCredential | None]):
+                 lookup: Callable[[ScramMechanism, str], ScramCredential | None],
+                 nonce: Callable[[], str] = lambda: secrets.token_urlsafe(NONCE_BYTES)):
         self.mechanism = mechanism
         self.failure_message = scram_failure_message(mechanism)
         self._lookup = lookup
+        self._new_nonce = nonce
         self._step = 0
         self.complete = False
         self.user: str | None = None
@@ -135,7 +137,7 @@ class ScramServer:
         self.user, self._gs2, self._first_bare = user, f"{flag},{authzid},", bare
         self._credential = self._lookup(self.mechanism, user)
         salt, iterations = self._salt_of(user)
-        self._nonce = attrs[1][1] + secrets.token_urlsafe(NONCE_BYTES)
+        self._nonce = attrs[1][1] + self._new_nonce()
         self._server_first = f"r={self._nonce},s={base64.b64encode(salt).decode()},i={iterations}"
         return self._server_first.encode()
 
