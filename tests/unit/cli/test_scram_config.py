@@ -11,8 +11,8 @@ def test_entries():
                                  "--add-config", need_name=False)
     assert [(e.mechanism, e.name, e.password, e.iterations) for e in entries] == [
         (ScramMechanism.SCRAM_SHA_256, None, "alice-secret", 8192), (ScramMechanism.SCRAM_SHA_512, None, "a,b]c", 4096)]
-    admin, = parse_scram_config("SCRAM-SHA-512=[name=admin,password=s]", "--add-scram", need_name=True)
-    assert (admin.name, admin.password) == ("admin", "s") and "s" not in repr(admin).replace("SHA", "")
+    admin, = parse_scram_config("SCRAM-SHA-512=[name=admin,password=pw-42]", "--add-scram", need_name=True)
+    assert (admin.name, admin.password) == ("admin", "pw-42") and "pw-42" not in repr(admin)
     assert parse_scram_mechanisms("SCRAM-SHA-256,SCRAM-SHA-512", "--delete-config") == list(ScramMechanism)
 
 
@@ -22,7 +22,7 @@ def test_entries():
     ("SCRAM-SHA-512=[iterations=4096]", False, "needs password"),
     ("SCRAM-SHA-512=[password=x]", True, "needs name=USER"),
     ("SCRAM-SHA-512=[name=a,password=x]", False, "--entity-name"),
-    ("SCRAM-SHA-512=password=x", False, "want MECHANISM=["),
+    ("SCRAM-SHA-512=password=x", False, r"want MECHANISM=\["),
     ("SCRAM-SHA-512=[password=\"x]", False, "unbalanced"),
     ("SCRAM-SHA-512=[salt=x,password=secret-value]", False, "want name|password|iterations"),
 ])
