@@ -120,6 +120,9 @@ class PeerConnection:
             return
         if self._connecting is None:
             self._connecting = asyncio.ensure_future(self._open())
+            # a caller that gave up (its wait_for timed out) leaves the shielded open running:
+            # its failure is seen here, never logged as "Task exception was never retrieved"
+            self._connecting.add_done_callback(lambda t: t.cancelled() or t.exception())
         try:
             await asyncio.shield(self._connecting)
         finally:
