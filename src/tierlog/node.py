@@ -438,9 +438,10 @@ def _security(cfg: NodeConfig, scram_lookup) -> tuple[NodeSecurity, dict, dict]:
                                  cfg.inter_broker_listener if "broker" in cfg.roles else None)
         contexts = {name: server_context(spec.ssl) for name, spec in security.listeners.items()
                     if spec.ssl is not None}
+        delay_s = cfg["connection.failed.authentication.delay.ms"] / 1000
         sessions = {name: sasl_sessions(name, {
-            mechanism: _sasl_server(name, mechanism, jaas, scram_lookup) for mechanism, jaas in mechanisms.items()})
-            for name, mechanisms in security.sasl.items()}
+            mechanism: _sasl_server(name, mechanism, jaas, scram_lookup) for mechanism, jaas in mechanisms.items()},
+            delay_s) for name, mechanisms in security.sasl.items()}
     except SecurityConfigError as e:
         raise ConfigError(str(e)) from None
     return security, contexts, sessions

@@ -199,11 +199,30 @@ def test_failed_logins_and_clients_without_credentials_are_refused(secured):
               "ssl.ca.location": str(secured.ca)})
     mechanism = _refusal({**_user_conf(secured, "admin"), "sasl.mechanisms": "PLAIN"})
     assert "PLAIN" in mechanism and "SCRAM-SHA-512" in mechanism, mechanism      # not enabled: the list is named
+    _kafka_python_refusal(secured)
+
+
+def _kafka_python_refusal(cluster) -> None:
+    """kafka-python logs Kafka's message (it reads the answer before the delayed close) and fails."""
+    import logging
+
     from kafka import KafkaProducer
-    from kafka.errors import KafkaError
-    with pytest.raises(KafkaError):
-        KafkaProducer(bootstrap_servers=secured.bootstrap, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
-                      sasl_plain_username="admin", sasl_plain_password="wrong", ssl_cafile=str(secured.ca))
+    from kafka.errors import KafkaTimeoutError
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logging.getLogger("kafka").addHandler(handler)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, security_protocol="SASL_SSL",
+                             sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="admin", sasl_plain_password="wrong",
+                             ssl_cafile=str(cluster.ca), api_version=(3, 0), max_block_ms=3000)
+    try:
+        with pytest.raises(KafkaTimeoutError):
+            producer.partitions_for("anything")
+    finally:
+        producer.close(timeout=1)
+        logging.getLogger("kafka").removeHandler(handler)
+    assert any("SaslAuthenticationFailedError" in m and "invalid credentials with SASL mechanism SCRAM-SHA-512" in m
+               for m in seen), seen[-5:]
 
 
 def test_cli_users_and_credentials_survive_a_restart(secured):

@@ -14,7 +14,8 @@ Kafka's SaslServerAuthenticator rules, per connection:
   the session's token; once the session is complete every later frame goes to the
   dispatcher (SessionLifetimeMs 0: no re-authentication, KIP-368's
   connections.max.reauth.ms is not implemented); failure answers
-  SASL_AUTHENTICATION_FAILED with Kafka's message and closes the connection. Failures
+  SASL_AUTHENTICATION_FAILED with Kafka's message and closes the connection
+  ``connection.failed.authentication.delay.ms`` later (KIP-306; nothing is read meanwhile). Failures
   are logged at most once per ``FAILURE_LOG_INTERVAL_S`` with a count, never the
   user name or the token.
 
@@ -92,8 +93,9 @@ class SaslGate:
     ``mechanisms``: SASL name -> a factory of per-connection sessions (``evaluate(token) ->
     bytes`` raising ``SaslFailure``, ``complete``, ``user``, ``failure_message``)."""
 
-    def __init__(self, inner, mechanisms: Mapping[str, Callable], failures: _FailureLog):
+    def __init__(self, inner, mechanisms: Mapping[str, Callable], failures: _FailureLog, failure_delay_s: float = 0.0):
         self._inner = inner
+        self._failure_delay_s = failure_delay_s
         self._mechanisms = mechanisms
         self._failures = failures
         self._state = _HANDSHAKE
@@ -145,18 +147,20 @@ class SaslGate:
                       "AuthBytes": b"", "SessionLifetimeMs": 0}
             self._failures.failed(client_host)
             raise CloseConnection("SASL_AUTHENTICATION_FAILED", response=encode_response(
-                header.api_key, header.api_version, header.correlation_id, answer)) from None
+                header.api_key, header.api_version, header.correlation_id, answer),
+                linger_s=self._failure_delay_s) from None
         answer = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "AuthBytes": token, "SessionLifetimeMs": 0}
         if session.complete:
             self.principal, self._state, self._session = f"User:{session.user}", _AUTHENTICATED, None
         return encode_response(header.api_key, header.api_version, header.correlation_id, answer)
 
 
-def sasl_sessions(listener: str, mechanisms: Mapping[str, Callable]) -> Callable:
+def sasl_sessions(listener: str, mechanisms: Mapping[str, Callable], failure_delay_s: float = 0.0) -> Callable:
     """The per-connection wrapper a SASL listener's ``Server`` applies to its dispatcher.
     ``mechanisms``: name -> session factory, or a ``PlainAuthenticator`` (wrapped in
-    ``PlainSession``)."""
+    ``PlainSession``); a failed login is closed ``failure_delay_s`` after its answer
+    (``connection.failed.authentication.delay.ms``, KIP-306)."""
     failures = _FailureLog(listener)
     factories = {name: (lambda a=m: PlainSession(a)) if isinstance(m, PlainAuthenticator) else m
                  for name, m in mechanisms.items()}
-    return lambda inner: SaslGate(inner, factories, failures)
+    return lambda inner: SaslGate(inner, factories, failures, failure_delay_s)

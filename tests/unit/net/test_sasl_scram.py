@@ -117,7 +117,8 @@ def _answer(api_key, version, parts):
 def _gate(cred):
     seen = []
     factory = lambda: ScramServer(SHA512, lambda m, u: cred if u == "alice" else None)   # noqa: E731
-    return sasl_sessions("SASL_SSL", {"SCRAM-SHA-512": factory})(lambda f, h, r=None: seen.append(f) or ["in"]), seen
+    return sasl_sessions("SASL_SSL", {"SCRAM-SHA-512": factory}, failure_delay_s=0.1)(
+        lambda f, h, r=None: seen.append(f) or ["in"]), seen
 
 
 def test_gate_runs_two_scram_round_trips_then_passes_requests():
@@ -144,6 +145,7 @@ def test_gate_failure_is_kafkas_message_and_closes(user, password):
     assert first["ErrorCode"] == 0
     with pytest.raises(CloseConnection) as closed:
         gate(_frame(ApiKey.SASL_AUTHENTICATE, 1, {"AuthBytes": client.final(first["AuthBytes"])}))
+    assert closed.value.linger_s == 0.1              # connection.failed.authentication.delay.ms (KIP-306)
     answer = _answer(ApiKey.SASL_AUTHENTICATE, 1, closed.value.response)
     assert answer["ErrorCode"] == ErrorCode.SASL_AUTHENTICATION_FAILED
     assert answer["ErrorMessage"] == scram_failure_message(SHA512) == (
