@@ -42,10 +42,10 @@ from tierlog.extras import MissingExtraError, require
 from tierlog.parent_watch import child_env, exit_with_parent
 from tierlog.tiered.factory import RemoteStorageConfigError, location_settings
 
+from .cmd_format import METADATA_LOG, scram_records
 from .cmd_node import parse_overrides
 from .errors import ERROR_PREFIX, CliError
 from .monitoring import write_monitoring
-from .cmd_format import METADATA_LOG, scram_records
 from .up_layout import check_data_dir
 from .up_security import SECURITY_MODES, UpSecurity, prepare_security
 

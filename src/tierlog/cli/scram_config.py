@@ -9,7 +9,12 @@ echo a password.
 """
 from __future__ import annotations
 
-from tierlog.metadata.scram import DEFAULT_ITERATIONS, MAX_ITERATIONS, MIN_ITERATIONS, ScramMechanism
+from tierlog.metadata.scram import (
+    DEFAULT_ITERATIONS,
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
+    ScramMechanism,
+)
 
 from .errors import CliError
 

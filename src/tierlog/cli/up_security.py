@@ -103,7 +103,9 @@ def _jaas(module: str, **options: str) -> str:
 
 def _certificates(tls_dir: Path, host: str) -> Path:
     """``tls_dir``'s CA certificate, making the CA and the node certificate on the first run."""
-    from tierlog.net.dev_certs import DevCa     # cryptography: loaded only when TLS is asked for
+    from tierlog.net.dev_certs import (
+        DevCa,  # cryptography: loaded only when TLS is asked for
+    )
     if not (tls_dir / "ca.crt").exists() or not (tls_dir / "node.pem").exists():
         DevCa.create(tls_dir).issue("node", list(dict.fromkeys([host, "localhost", "127.0.0.1"])))
     return tls_dir / "ca.crt"

@@ -18,7 +18,10 @@ from tierlog.metadata.scram import (
     ScramMechanism,
     credential_from_salted_password,
 )
-from tierlog.metadata.scram_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
+from tierlog.metadata.scram_records import (
+    RemoveUserScramCredentialRecord,
+    UserScramCredentialRecord,
+)
 from tierlog.protocol.errors import ErrorCode
 
 __all__ = ["alter_user_scram_credentials"]

@@ -28,13 +28,13 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from .pmap import REMOVE, PMap
-from .scram_image import ScramImage
 from .records import (
     BrokerEndpoint,
     BrokerFeature,
     ProducerIdsRecord,
     ReplicaLogCoverage,
 )
+from .scram_image import ScramImage
 
 __all__ = [
     "LEADER_RECOVERED",
@@ -124,6 +124,7 @@ class MetadataProvenance:
 
 
 _NO_PROVENANCE = MetadataProvenance()
+_NO_SCRAM = ScramImage()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +139,7 @@ class MetadataImage:
     configs: Mapping = field(default_factory=PMap)  # broker resource name ("" = cluster) -> MappingProxyType
     producer_ids: ProducerIdsRecord | None = None
     provenance: MetadataProvenance = _NO_PROVENANCE
-    scram: ScramImage = ScramImage()     # SCRAM credentials (metadata.scram_image)
+    scram: ScramImage = _NO_SCRAM        # SCRAM credentials (metadata.scram_image)
 
     def __post_init__(self):
         s = object.__setattr__

@@ -8,11 +8,20 @@ from controller_helpers import Harness
 
 from tierlog.controller.config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
-from tierlog.metadata.bootstrap import BootstrapError, decode_bootstrap, encode_bootstrap, read_bootstrap, write_bootstrap
+from tierlog.metadata.bootstrap import (
+    BootstrapError,
+    decode_bootstrap,
+    encode_bootstrap,
+    read_bootstrap,
+    write_bootstrap,
+)
 from tierlog.metadata.image import MetadataImage
 from tierlog.metadata.records import decode, encode
 from tierlog.metadata.scram import ScramMechanism, new_credential, salted_password
-from tierlog.metadata.scram_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
+from tierlog.metadata.scram_records import (
+    RemoveUserScramCredentialRecord,
+    UserScramCredentialRecord,
+)
 from tierlog.metadata.snapshot import load_snapshot, snapshot_records
 from tierlog.protocol.errors import ErrorCode
 

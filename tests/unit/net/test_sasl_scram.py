@@ -14,15 +14,20 @@ from tierlog.metadata.scram import (
 )
 from tierlog.net.client_security import client_security, to_librdkafka
 from tierlog.net.node_security import node_security
+from tierlog.net.request_pipeline import PeerUnavailable
 from tierlog.net.sasl_client import ClientExchange
 from tierlog.net.sasl_gate import sasl_sessions
-from tierlog.net.sasl_scram import SaslFailure, ScramClient, ScramServer, scram_failure_message
+from tierlog.net.sasl_scram import (
+    SaslFailure,
+    ScramClient,
+    ScramServer,
+    scram_failure_message,
+)
 from tierlog.net.security import SaslCredentials, SecurityConfigError
 from tierlog.net.server import CloseConnection
 from tierlog.protocol import decode_response, encode_request
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
-from tierlog.net.request_pipeline import PeerUnavailable
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 # RFC 7677 section 3
@@ -116,13 +121,13 @@ def _answer(api_key, version, parts):
 
 def _gate(cred):
     seen = []
-    factory = lambda: ScramServer(SHA512, lambda m, u: cred if u == "alice" else None)   # noqa: E731
+    factory = lambda: ScramServer(SHA512, lambda m, u: cred if u == "alice" else None)
     return sasl_sessions("SASL_SSL", {"SCRAM-SHA-512": factory}, failure_delay_s=0.1)(
         lambda f, h, r=None: seen.append(f) or ["in"]), seen
 
 
 def test_gate_runs_two_scram_round_trips_then_passes_requests():
-    gate, seen = _gate(new_credential(SHA512, "alice-secret"))
+    gate, _ = _gate(new_credential(SHA512, "alice-secret"))
     hello = _answer(ApiKey.SASL_HANDSHAKE, 1, gate(_frame(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "SCRAM-SHA-512"})))
     assert hello["ErrorCode"] == 0 and hello["Mechanisms"] == ["SCRAM-SHA-512"]
     login = ClientExchange(SaslCredentials("SCRAM-SHA-512", "alice", "alice-secret"))

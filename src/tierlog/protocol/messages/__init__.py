@@ -8,10 +8,10 @@ handlers in ``broker/apis`` register. The KRaft control-record payloads
 from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.messages import (
     allocate_producer_ids,
-    alter_user_scram_credentials,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     api_versions,
     begin_quorum_epoch,
     broker_heartbeat,
