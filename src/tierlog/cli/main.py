@@ -51,7 +51,8 @@ a first session:
 
 connection options (on every client command):
   --bootstrap-server HOST:PORT   default: $TIERLOG_BOOTSTRAP, else 127.0.0.1:9092
-  --command-config KEY=VALUE     client setting, or a properties file (security.protocol, ssl.*)
+  --command-config KEY=VALUE     client setting, or a properties file (security.protocol, ssl.*, sasl.*;
+                                 `tierlog up --security sasl_ssl` writes one: tierlog-data/client.properties)
   --timeout SECONDS              give up waiting for the cluster after this long
 """
 
