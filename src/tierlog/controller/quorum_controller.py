@@ -42,7 +42,8 @@ first tick's, so that no broker registration can make the image look used first.
   33 AlterConfigs 0-2, 37 CreatePartitions 0-3, 44 IncrementalAlterConfigs 0-1, 45 AlterPartitionReassignments 0-1,
   46 ListPartitionReassignments 0, 56 AlterPartition 0-4,
   62 BrokerRegistration 0-4, 63 BrokerHeartbeat 0-1, 64 UnregisterBroker 0,
-  67 AllocateProducerIds 0, 51 AlterUserScramCredentials 0.
+  67 AllocateProducerIds 0, 73 AssignReplicasToDirs 0 (``directory_control``),
+  51 AlterUserScramCredentials 0.
 """
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ from tierlog.protocol.errors import ErrorCode
 from .cluster_control import ClusterControlManager
 from .config import ControllerConfig
 from .config_control import ConfigControlManager
+from .directory_control import DirectoryControlManager
 from .leader_balance import BalanceSchedule, partitions_to_balance
 from .partition_control import PartitionControlManager
 from .partition_creation import create_partitions
@@ -76,6 +78,7 @@ SUPPORTED_APIS = {
     ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.ALTER_PARTITION: (0, 4), ApiKey.BROKER_REGISTRATION: (0, 4),
     ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.UNREGISTER_BROKER: (0, 0), ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
@@ -104,6 +107,7 @@ class QuorumController:
         self.replication = ReplicationControlManager(config, rng)
         self.partitions = PartitionControlManager(config)
         self.configs = ConfigControlManager(config)
+        self.directories = DirectoryControlManager(config, self.partitions.thresholds)
         self.reassignments = ReassignmentControlManager(config.unclean_leader_election_enable,
                                                         self.partitions.thresholds)
         self.balance = BalanceSchedule(config.auto_leader_rebalance_enable, config.leader_imbalance_check_interval_ms)
@@ -128,6 +132,7 @@ class QuorumController:
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: lambda r, v, n: self.reassignments.alter(r, v, self._image, n),
             # read at the committed offset, as Kafka does: an uncommitted start is not listed
             ApiKey.LIST_PARTITION_REASSIGNMENTS: lambda r, v, n: ([], self.reassignments.list(r, self.committed_image)),
+            ApiKey.ASSIGN_REPLICAS_TO_DIRS: lambda r, v, n: self.directories.assign_replicas_to_dirs(r, self._image, n),
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: lambda r, v, n: alter_user_scram_credentials(r, self._image),
         }
 
@@ -168,7 +173,8 @@ class QuorumController:
     def _heartbeat(self, request: dict, version: int, now_ms: int):
         image = self._image
         return self.cluster.heartbeat(request, image, now_ms, self._next_offset,
-                                      lambda b: next(image.partitions_led_by(b), None) is not None)
+                                      lambda b: next(image.partitions_led_by(b), None) is not None,
+                                      lambda b, dirs: self.directories.offline_dir_changes(image, b, dirs, now_ms))
 
     def _alter_partition(self, request: dict, version: int, now_ms: int):
         return self.partitions.alter_partition(request, version, self._image, now_ms)
@@ -335,4 +341,6 @@ def not_controller_response(api_key: int, version: int, request: dict) -> dict:
             for u in [*(request.get("Deletions") or []), *(request.get("Upsertions") or [])]]}
     if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ProducerIdStart": -1, "ProducerIdLen": 0}
+    if api_key == ApiKey.ASSIGN_REPLICAS_TO_DIRS:
+        return {"ThrottleTimeMs": 0, "ErrorCode": nc, "Directories": []}
     raise AssertionError(f"no NOT_CONTROLLER answer for api {api_key}")

@@ -63,6 +63,7 @@ from .scram_records import RemoveUserScramCredentialRecord, UserScramCredentialR
 
 __all__ = [
     "CONFIG_RESOURCE_BROKER",
+    "CONFIG_RESOURCE_GROUP",
     "CONFIG_RESOURCE_TOPIC",
     "ELIGIBLE_LOCAL_LOG_BYTES_TAG",
     "ELIGIBLE_LOCAL_LOG_MS_TAG",
@@ -107,6 +108,7 @@ NO_LEADER_CHANGE = -2
 #: ConfigRecord.resource_type values (Kafka's ConfigResource.Type)
 CONFIG_RESOURCE_TOPIC = 2
 CONFIG_RESOURCE_BROKER = 4
+CONFIG_RESOURCE_GROUP = 32
 
 
 class UnknownRecordError(ProtocolError):

@@ -3,7 +3,10 @@
 A request for an unknown topic creates it when ``auto.create.topics.enable`` is
 on and the client allows it (AllowAutoTopicCreation, v4+; always for older
 versions), except ``__cluster_metadata``, which is never a topic (its creation is
-refused: UNKNOWN_TOPIC_OR_PARTITION, Kafka's answer once its creation failed).  Offline replicas are always empty; authorized operations are not
+refused: UNKNOWN_TOPIC_OR_PARTITION, Kafka's answer once its creation failed).  An unknown topic with an illegal name
+(empty, ".", "..", longer than 249 characters, characters other than ASCII
+letters, digits, ".", "_" and "-") answers INVALID_TOPIC_EXCEPTION, auto-create
+or not, as Kafka does, so a producer fails its records at once.  Offline replicas are always empty; authorized operations are not
 computed (-2147483648). Brokers are the unfenced ones, each at its endpoint on
 the listener the request came in on (a broker without one is left out, as
 Kafka's getAliveBrokerNodes). The v13 top-level ErrorCode is always 0 (this
@@ -13,7 +16,11 @@ v10+ may name a topic by TopicId (Name null): an unknown id answers
 UNKNOWN_TOPIC_ID, an entry with neither a name nor an id INVALID_REQUEST. The
 response's Name is nullable only from v12, so v10-11 answers "" there.
 """
-from tierlog.metadata.topic_rules import CLUSTER_METADATA_TOPIC
+from tierlog.metadata.topic_rules import (
+    CLUSTER_METADATA_TOPIC,
+    RuleError,
+    validate_topic_name,
+)
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
@@ -75,6 +82,8 @@ def _topic(broker, name, allow_create) -> dict:
     if name is None:                              # neither a name nor an id
         return _error(ErrorCode.INVALID_REQUEST, None)
     topic = broker.image.topics.get(name)
+    if topic is None and not _legal_name(name):
+        return _error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
     if topic is None:
         if not (allow_create and broker.config["auto.create.topics.enable"]) or name == CLUSTER_METADATA_TOPIC:
             return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
@@ -88,6 +97,16 @@ def _topic(broker, name, allow_create) -> dict:
                         "IsrNodes": list(p.isr), "OfflineReplicas": []} for p in topic.partitions],
         "TopicAuthorizedOperations": OPS_NOT_REQUESTED,
     }
+
+
+def _legal_name(name: str) -> bool:
+    """Kafka's Topic.validate (no creation is attempted for an illegal name, with or without
+    auto-create: KafkaApis and AutoTopicCreationManager answer INVALID_TOPIC_EXCEPTION)."""
+    try:
+        validate_topic_name(name)
+    except RuleError:
+        return False
+    return True
 
 
 def auto_create(broker, name: str) -> None:

@@ -1,5 +1,11 @@
 """OffsetCommit (8), v0-9: commit a group's offsets to ``__consumer_offsets``.
 
+Partitions of topics this broker's metadata does not know, and unknown
+partitions of known topics, answer UNKNOWN_TOPIC_OR_PARTITION before the group
+is looked at (Kafka's KafkaApis.handleOffsetCommitRequest, every version); the
+rest go to the coordinator, and a request left with none is answered without it.
+A broker whose image lacks a partition first catches up with the quorum once
+(``stale_metadata``), as Produce does, so a topic created a moment ago is known.
 Answered once the records are committed (acks=all) or with
 COORDINATOR_NOT_AVAILABLE after offsets.commit.timeout.ms.  Members are checked
 (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
@@ -9,19 +15,49 @@ KIP-848 consumer group the generation is the member epoch (v9+; a different
 one is STALE_MEMBER_EPOCH, and its members must use v9+: UNSUPPORTED_VERSION).
 """
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
 from .context import HandlerContext
+from .stale_metadata import catch_up_once
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_COMMIT, 0, 9
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
-    def error(code):
-        return {"Topics": [{"Name": t["Name"], "Partitions": [
-            {"PartitionIndex": p["PartitionIndex"], "ErrorCode": code} for p in t["Partitions"]]}
-            for t in request["Topics"]]}
-    req = {**request, "version": header.api_version}
-    resp = await broker.groups.run(request["GroupId"], lambda shard, token, now: shard.commit_offsets(req, token, now),
-                                   error)
-    return {"ThrottleTimeMs": 0, "Topics": resp["Topics"]}
+    known = _known(broker.image, request["Topics"])
+    if _count(known) < _count(request["Topics"]):        # a topic just created may not be in this image yet
+        await catch_up_once(broker)
+        known = _known(broker.image, request["Topics"])
+    answered = {}
+    if known:
+        def error(code):
+            return {"Topics": [{"Name": t["Name"], "Partitions": [
+                {"PartitionIndex": p["PartitionIndex"], "ErrorCode": code} for p in t["Partitions"]]}
+                for t in known]}
+        req = {**request, "Topics": known, "version": header.api_version}
+        resp = await broker.groups.run(request["GroupId"],
+                                       lambda shard, token, now: shard.commit_offsets(req, token, now), error)
+        answered = {(t["Name"], p["PartitionIndex"]): p for t in resp["Topics"] for p in t["Partitions"]}
+    return {"ThrottleTimeMs": 0, "Topics": [
+        {"Name": t["Name"], "Partitions": [
+            answered.get((t["Name"], p["PartitionIndex"])) or _unknown(p["PartitionIndex"]) for p in t["Partitions"]]}
+        for t in request["Topics"]]}
+
+
+def _known(image, topics: list[dict]) -> list[dict]:
+    """The request's topics cut down to the partitions the image knows (topics left empty dropped)."""
+    known = []
+    for t in topics:
+        parts = [p for p in t["Partitions"] if image.partition(t["Name"], p["PartitionIndex"]) is not None]
+        if parts:
+            known.append({**t, "Partitions": parts})
+    return known
+
+
+def _count(topics: list[dict]) -> int:
+    return sum(len(t["Partitions"]) for t in topics)
+
+
+def _unknown(index: int) -> dict:
+    return {"PartitionIndex": index, "ErrorCode": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}

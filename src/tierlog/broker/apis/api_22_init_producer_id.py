@@ -1,10 +1,13 @@
-"""InitProducerId (22), v0-5: producer ids and epochs for idempotent producers.
+"""InitProducerId (22), v0-5: producer ids and epochs for idempotent and transactional producers.
 
-Idempotence only: there is no transaction coordinator yet, so a request with a
-TransactionalId answers INVALID_REQUEST and transactional clients fail fast.
-A producer that re-initialises with its id and epoch (v3+, KIP-360) keeps its
-id with the next epoch.  Duplicate and sequence checks live in the log
-(``storage.producer_state``).
+Without a TransactionalId: a fresh id from the controller's blocks; a producer that
+re-initialises with its id and epoch (v3+, KIP-360) keeps its id with the next epoch.
+With one: the transaction coordinator of that id answers (``broker.transactions``:
+NOT_COORDINATOR off it, "" INVALID_REQUEST, a timeout above transaction.max.timeout.ms
+INVALID_TRANSACTION_TIMEOUT, the epoch bump and fencing rules of KIP-98 / KIP-360, an
+Ongoing transaction fenced, aborted and answered CONCURRENT_TRANSACTIONS).  Duplicate
+and sequence checks live in the log (``storage.producer_state``).  PRODUCER_FENCED is
+answered as INVALID_PRODUCER_EPOCH below v4 (Kafka's rule: older clients do not know 90).
 """
 from tierlog.broker.broker import ProducerIdsUnavailable
 from tierlog.broker.controller_channel import ControllerUnavailable
@@ -15,12 +18,22 @@ from tierlog.protocol.header import RequestHeader
 from .context import HandlerContext, Response
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.INIT_PRODUCER_ID, 0, 5
+PRODUCER_FENCED_FROM = 4
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
     if request.get("TransactionalId") is not None:
-        return _error(ErrorCode.INVALID_REQUEST)
+        return _init_transactional(broker, header.api_version, request)
     return _init(broker, request)
+
+
+async def _init_transactional(broker, version: int, request: dict) -> dict:
+    error, pid, epoch = await broker.transactions.init_producer_id(
+        request["TransactionalId"], request["TransactionTimeoutMs"], request.get("ProducerId", -1),
+        request.get("ProducerEpoch", -1))
+    if error == ErrorCode.PRODUCER_FENCED and version < PRODUCER_FENCED_FROM:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return {"ThrottleTimeMs": 0, "ErrorCode": error, "ProducerId": pid, "ProducerEpoch": epoch}
 
 
 async def _init(broker, request) -> dict:

@@ -7,12 +7,15 @@ handlers in ``broker/apis`` register. The KRaft control-record payloads
 
 from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.messages import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     allocate_producer_ids,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
+    assign_replicas_to_dirs,
     begin_quorum_epoch,
     broker_heartbeat,
     broker_registration,
@@ -27,11 +30,14 @@ from tierlog.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_quorum,
     describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
     end_quorum_epoch,
+    end_txn,
     fetch,
     fetch_snapshot,
     find_coordinator,
@@ -43,6 +49,7 @@ from tierlog.protocol.messages import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -52,8 +59,10 @@ from tierlog.protocol.messages import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
     unregister_broker,
     vote,
+    write_txn_markers,
 )
 
 __all__ = ["APIS"]
@@ -70,6 +79,9 @@ _MODULES = (
     allocate_producer_ids, describe_topic_partitions,
     alter_configs, delete_records, create_partitions, describe_log_dirs, delete_groups, offset_delete,
     consumer_group_heartbeat, consumer_group_describe, sasl_handshake, sasl_authenticate,
+    assign_replicas_to_dirs,
+    add_partitions_to_txn, add_offsets_to_txn, end_txn, write_txn_markers, txn_offset_commit,
+    describe_producers, describe_transactions, list_transactions,
     describe_user_scram_credentials, alter_user_scram_credentials,
 )
 
