@@ -162,6 +162,10 @@ _DEFS = [
        "(Kafka's default, unbounded in practice)."),
     _d("connections.max.idle.ms", "long", 600000,
        "A connection without a request in progress, bytes in or a response out for this long is closed."),
+    _d("connection.failed.authentication.delay.ms", "int", 100,
+       "A connection whose SASL authentication failed gets its answer at once and is closed this long "
+       "after it (Kafka's KIP-306; 0: at once): a guesser's next try waits for it, and clients that read "
+       "the answer and the close together (kafka-python over TLS) still see the error."),
     _d("socket.request.read.timeout.ms", "long", 30000,
        "tierlog's own: a request frame still incomplete this long after its first byte closes its connection "
        "(slow senders holding request memory)."),
@@ -380,8 +384,9 @@ class NodeConfig:
                     "socket.request.read.timeout.ms", "max.connections"):
             if self.values[key] <= 0:
                 raise ConfigError(f"{key}: must be positive, got {self.values[key]}")
-        if self.values["max.connections.per.ip"] < 0:
-            raise ConfigError("max.connections.per.ip: must not be negative")
+        for key in ("max.connections.per.ip", "connection.failed.authentication.delay.ms"):
+            if self.values[key] < 0:
+                raise ConfigError(f"{key}: must not be negative")
         pool = self.values["queued.max.request.bytes"]
         if pool == 0 or pool < -1:
             raise ConfigError(f"queued.max.request.bytes: want a positive byte count or -1, got {pool}")

@@ -61,7 +61,9 @@ from tierlog.config import ConfigError, NodeConfig, parse_properties
 from tierlog.controller.config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.apply_metrics import ApplyMetrics
+from tierlog.metadata.bootstrap import BootstrapError, read_bootstrap
 from tierlog.metadata.loader import MetadataLoader
+from tierlog.metadata.scram import ScramMechanism
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
 from tierlog.net.client import PeerRoute, Peers
 from tierlog.net.connection_quotas import ConnectionQuotas
@@ -71,6 +73,7 @@ from tierlog.net.node_security import NodeSecurity, node_security
 from tierlog.net.request_metrics import RequestMetrics
 from tierlog.net.sasl_gate import sasl_sessions
 from tierlog.net.sasl_plain import PlainAuthenticator
+from tierlog.net.sasl_scram import ScramServer
 from tierlog.net.security import SecurityConfigError, listener_prefix
 from tierlog.net.server import Limits, Server, bind
 from tierlog.net.ssl_context import server_context
@@ -178,7 +181,8 @@ class Node:
         self._connection_quotas = ConnectionQuotas(config["max.connections"], config["max.connections.per.ip"],
                                                    _resolve_hosts(config.ip_overrides))
         self._request_memory = MemoryPool(config.request_memory_bytes)
-        self.security, self._ssl_contexts, self._sasl_sessions = _security(config)
+        self._loader: MetadataLoader | None = None       # the committed image (SCRAM logins read it)
+        self.security, self._ssl_contexts, self._sasl_sessions = _security(config, self._scram_credential)
 
     @property
     def is_broker(self) -> bool:
@@ -204,11 +208,12 @@ class Node:
         self.peers = Peers(f"tierlog-node-{cfg.node_id}",
                            {n: a for n, a in voters.items() if a is not None and n != cfg.node_id},
                            self.security.controller)
-        loader = MetadataLoader(cluster_id=cluster_id)
+        loader = self._loader = MetadataLoader(cluster_id=cluster_id)
         self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000)
         if "controller" in cfg.roles:
             controller_config = ControllerConfig.from_props(cfg, cfg.topic_defaults(), cluster_id)
-            quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms())
+            quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms(),
+                                                 bootstrap_records=self._bootstrap_records())
             self.controller_server = ControllerServer(cfg.node_id, self.driver, quorum_controller)
             self.metrics_registry.register(ControllerMetricsCollector(quorum_controller))
         listener = _Listener(loader, self.controller_server, ApplyMetrics(self.metrics_registry, wall_clock_ms()))
@@ -352,6 +357,17 @@ class Node:
         for prepare in self._scrape_preparers:
             prepare()
 
+    def _bootstrap_records(self) -> list:
+        """``tierlog format``'s records for a new cluster (metadata/bootstrap.py)."""
+        try:
+            return read_bootstrap(self._metadata_dir().parent)
+        except BootstrapError as e:
+            raise ConfigError(str(e)) from None
+
+    def _scram_credential(self, mechanism, user: str):
+        """The SCRAM credential of ``user`` in this node's metadata image (None: none yet)."""
+        return None if self._loader is None else self._loader.image.scram.credential(mechanism, user)
+
     def _inter_broker_route(self) -> PeerRoute:
         return PeerRoute(self.config.inter_broker_listener, self.security.inter_broker)
 
@@ -421,21 +437,30 @@ class Node:
         log.info("node %d stopped", self.config.node_id)
 
 
-def _security(cfg: NodeConfig) -> tuple[NodeSecurity, dict, dict]:
+def _security(cfg: NodeConfig, scram_lookup) -> tuple[NodeSecurity, dict, dict]:
     """The node's security spec, its SSL listeners' contexts and its SASL listeners' per-connection
-    gates (ConfigError: the node cannot honour it)."""
+    gates (ConfigError: the node cannot honour it). SCRAM logins read ``scram_lookup(mechanism,
+    user)``: the credentials of the node's metadata image."""
     try:
         security = node_security(cfg.raw, [lst.name for lst in cfg.listeners], cfg.controller_listener_names,
                                  cfg.inter_broker_listener if "broker" in cfg.roles else None)
         contexts = {name: server_context(spec.ssl) for name, spec in security.listeners.items()
                     if spec.ssl is not None}
+        delay_s = cfg["connection.failed.authentication.delay.ms"] / 1000
         sessions = {name: sasl_sessions(name, {
-            mechanism: PlainAuthenticator.from_jaas(f"{listener_prefix(name)}{mechanism.lower()}.sasl.jaas.config",
-                                                    jaas) for mechanism, jaas in mechanisms.items()})
-            for name, mechanisms in security.sasl.items()}
+            mechanism: _sasl_server(name, mechanism, jaas, scram_lookup) for mechanism, jaas in mechanisms.items()},
+            delay_s) for name, mechanisms in security.sasl.items()}
     except SecurityConfigError as e:
         raise ConfigError(str(e)) from None
     return security, contexts, sessions
+
+
+def _sasl_server(listener: str, mechanism: str, jaas: str | None, scram_lookup):
+    """PLAIN's users from the listener's JAAS entry; a SCRAM session factory over the image."""
+    scram = ScramMechanism.by_name(mechanism)
+    if scram is not None:
+        return lambda: ScramServer(scram, scram_lookup)
+    return PlainAuthenticator.from_jaas(f"{listener_prefix(listener)}{mechanism.lower()}.sasl.jaas.config", jaas)
 
 
 def _data_dirs(cfg: NodeConfig) -> list[Path]:

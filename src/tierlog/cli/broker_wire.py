@@ -9,9 +9,9 @@ ends at the command's deadline (--timeout). Failing to reach any server is a
 ``cannot reach bootstrap server HOST:PORT (reason)``.
 
 The connection speaks what --command-config asks for (``security.protocol``,
-``ssl.*`` and SASL/PLAIN's ``sasl.*``, Kafka's client names or librdkafka's;
+``ssl.*`` and SASL/PLAIN's or SCRAM's ``sasl.*``, Kafka's client names or librdkafka's;
 `BrokerWire.from_args`), through ``net.connect`` like every tierlog connection.
-What it cannot speak (a SCRAM mechanism) `usable` says, and a command that can
+What it cannot speak (GSSAPI, OAUTHBEARER) `usable` says, and a command that can
 keeps to librdkafka.
 """
 
@@ -35,7 +35,7 @@ _CLIENT_ID = "tierlog-cli"
 
 def usable(args: argparse.Namespace) -> bool:
     """Whether tierlog's own connection can speak what --command-config asks for (plaintext,
-    TLS, SASL/PLAIN; not SCRAM, which librdkafka's clients may still use)."""
+    TLS, SASL/PLAIN and SCRAM; not a mechanism librdkafka may still speak, such as GSSAPI)."""
     try:
         client_security(dict(args.command_config))
     except SecurityConfigError:

@@ -20,6 +20,10 @@ nodes (``prometheus.yml``) and the Grafana dashboard (``grafana-dashboard.json``
 cli/monitoring.py). The command prints ``bootstrap.servers=...`` once every node
 accepts clients, then ``monitoring=<dir>``, and stops the nodes cleanly (SIGTERM,
 then waits) on Ctrl-C or SIGTERM.
+``--security ssl|sasl_plaintext|sasl_ssl`` (default plaintext) secures every listener,
+inter-broker and controller traffic included (cli/up_security.py: a development CA
+under ``<data-dir>/tls/``, SCRAM-SHA-512 with the super user ``admin``, bootstrapped into
+the new cluster's metadata log), and prints ``client.properties=<path>``.
 """
 from __future__ import annotations
 
@@ -38,10 +42,12 @@ from tierlog.extras import MissingExtraError, require
 from tierlog.parent_watch import child_env, exit_with_parent
 from tierlog.tiered.factory import RemoteStorageConfigError, location_settings
 
+from .cmd_format import METADATA_LOG, scram_records
 from .cmd_node import parse_overrides
 from .errors import ERROR_PREFIX, CliError
 from .monitoring import write_monitoring
 from .up_layout import check_data_dir
+from .up_security import SECURITY_MODES, UpSecurity, prepare_security
 
 __all__ = ["register", "run"]
 
@@ -79,6 +85,10 @@ def register(subparsers) -> None:
                         "S3 endpoint, region and path style through --set rsm.config.storage.s3.*")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config on every node (repeatable)")
+    p.add_argument("--security", choices=SECURITY_MODES, default="plaintext",
+                   help="secure every listener: TLS with a development CA under <data-dir>/tls, and/or "
+                        "SASL/SCRAM-SHA-512 with the super user 'admin' (random password); prints "
+                        "client.properties=PATH, for --command-config on every command")
     p.set_defaults(func=run)
 
 
@@ -125,10 +135,10 @@ def _metrics_address(host: str, port: int, base: str) -> str:
 
 
 def node_properties(plan: NodePlan, host: str, voters: str, cluster_id: str, log_dir: Path,
-                    overrides: dict[str, str], metrics: str | None = None) -> str:
+                    overrides: dict[str, str], metrics: str | None = None, broker_listener: str = "PLAINTEXT") -> str:
     listeners = []
     if plan.broker_port is not None:
-        listeners.append(f"PLAINTEXT://{host}:{plan.broker_port}")
+        listeners.append(f"{broker_listener}://{host}:{plan.broker_port}")
     if plan.controller_port is not None:
         listeners.append(f"CONTROLLER://{host}:{plan.controller_port}")
     props = {
@@ -185,7 +195,10 @@ def run(args) -> int:
     refusal = check_data_dir(data_dir, {p.node_id: tuple(sorted(p.roles)) for p in plans})
     if refusal is not None:
         raise CliError(refusal)
-    overrides = {**tiering_properties(args.remote_storage, data_dir), **parse_overrides(args.set)}
+    existing = any(data_dir.glob("node-*/server.properties"))
+    security = prepare_security(args.security, data_dir, host, existing)
+    overrides = {**tiering_properties(args.remote_storage, data_dir), **security.node_props,
+                 **parse_overrides(args.set)}
     metrics_override = overrides.pop(METRICS_LISTENER, None)
     metrics = {p.node_id: metrics_listener(p.node_id, host, port, metrics_override) for p in plans}
     cluster_id = _cluster_id(data_dir)
@@ -200,8 +213,11 @@ def run(args) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     try:
         for plan in plans:
-            text = node_properties(plan, host, voters, cluster_id, data_dir / f"node-{plan.node_id}" / "data",
-                                   overrides, metrics[plan.node_id])
+            log_dir = data_dir / f"node-{plan.node_id}" / "data"
+            if "controller" in plan.roles:
+                _bootstrap(log_dir, security)
+            text = node_properties(plan, host, voters, cluster_id, log_dir, overrides, metrics[plan.node_id],
+                                   security.broker_listener)
             procs.append(_start_node(plan.node_id, data_dir, text))
             procs[-1].is_controller_only = plan.roles == ("controller",)
         targets = [(proc.node_id, ",".join(plan.roles), _field(_wait_ready(proc), "metrics"))
@@ -210,6 +226,8 @@ def run(args) -> int:
         print(f"bootstrap.servers={','.join(brokers)}", flush=True)
         write_monitoring(data_dir / "monitoring", targets)
         print(f"monitoring={data_dir / 'monitoring'}", flush=True)
+        if security.client_properties is not None:
+            print(f"client.properties={security.client_properties}", flush=True)
         _watch(procs, lambda: stopping)
     except KeyboardInterrupt:
         pass
@@ -218,6 +236,14 @@ def run(args) -> int:
         _stop_all([p for p in procs if not p.is_controller_only])
         _stop_all([p for p in procs if p.is_controller_only])
     return 0
+
+
+def _bootstrap(log_dir: Path, security: UpSecurity) -> None:
+    """A new controller's bootstrap records: the SCRAM users (``tierlog format --add-scram``)."""
+    if not security.scram or (log_dir / METADATA_LOG).exists():
+        return
+    from tierlog.metadata.bootstrap import write_bootstrap
+    write_bootstrap(log_dir, scram_records(security.scram))
 
 
 def _watch(procs, stopping) -> None:

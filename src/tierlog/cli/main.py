@@ -25,10 +25,10 @@ __all__ = ["build_parser", "main"]
 
 # Order is the order of `tierlog --help`. cmd_up and cmd_node are optional so
 # the client commands work in an install (or checkout) that lacks them.
-_COMMANDS = ("cmd_up", "cmd_node", "cmd_topics", "cmd_configs", "cmd_produce",
+_COMMANDS = ("cmd_up", "cmd_node", "cmd_format", "cmd_topics", "cmd_configs", "cmd_users", "cmd_produce",
              "cmd_consume", "cmd_groups", "cmd_transactions", "cmd_perf", "cmd_metadata", "cmd_elect_leaders",
              "cmd_reassign", "cmd_remote", "cmd_delete_records")
-_OPTIONAL = frozenset({"cmd_up", "cmd_node"})
+_OPTIONAL = frozenset({"cmd_up", "cmd_node", "cmd_format"})
 _SIGINT_EXIT = 130
 _SIGPIPE_EXIT = 141
 
@@ -52,7 +52,8 @@ a first session:
 
 connection options (on every client command):
   --bootstrap-server HOST:PORT   default: $TIERLOG_BOOTSTRAP, else 127.0.0.1:9092
-  --command-config KEY=VALUE     client setting, or a properties file (security.protocol, ssl.*)
+  --command-config KEY=VALUE     client setting, or a properties file (security.protocol, ssl.*, sasl.*;
+                                 `tierlog up --security sasl_ssl` writes one: tierlog-data/client.properties)
   --timeout SECONDS              give up waiting for the cluster after this long
 """
 

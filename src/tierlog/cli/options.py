@@ -107,7 +107,7 @@ def add_command_config(group) -> None:
         action="extend",
         type=_command_config,
         default=[],
-        help="client setting or properties file (Kafka's client names: security.protocol, ssl.*; "
+        help="client setting or properties file (Kafka's client names: security.protocol, ssl.*, sasl.*; "
              "or librdkafka's); repeatable",
     )
 

@@ -7,7 +7,7 @@ Sources, best first:
    epoch, eligible leader replicas (ELR) and last known ELR; plus ongoing
    reassignments when the broker also serves ListPartitionReassignments (46).
    Spoken over tierlog's own connection (confluent-kafka has no such call),
-   plaintext, TLS or SASL/PLAIN as --command-config asks; not used when it asks
+   plaintext, TLS or SASL (PLAIN, SCRAM) as --command-config asks; not used when it asks
    for what that connection cannot speak.
 2. The DescribeTopics admin call (Metadata v10+, which carries topic ids).
 3. Plain metadata, without ids, against a broker too old for 2.

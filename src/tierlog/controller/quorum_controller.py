@@ -32,12 +32,18 @@ controller's static KIP-1303 defaults (``EligibleLocalLogMs`` /
 derives then read the same effective thresholds as this controller's explicit
 elections (topic override > cluster-wide dynamic value > static default).
 
+Bootstrap records (``metadata.bootstrap``: ``tierlog format --add-scram``'s SCRAM
+credentials) are written once, first thing, when this controller becomes active on an
+image that holds nothing yet (a new cluster): before the first request's records or the
+first tick's, so that no broker registration can make the image look used first.
+
 ``handle`` accepts (api key: versions):
   19 CreateTopics 0-7, 20 DeleteTopics 0-6, 43 ElectLeaders 0-2,
   33 AlterConfigs 0-2, 37 CreatePartitions 0-3, 44 IncrementalAlterConfigs 0-1, 45 AlterPartitionReassignments 0-1,
   46 ListPartitionReassignments 0, 56 AlterPartition 0-4,
   62 BrokerRegistration 0-4, 63 BrokerHeartbeat 0-1, 64 UnregisterBroker 0,
-  67 AllocateProducerIds 0, 73 AssignReplicasToDirs 0 (``directory_control``).
+  67 AllocateProducerIds 0, 73 AssignReplicasToDirs 0 (``directory_control``),
+  51 AlterUserScramCredentials 0.
 """
 from __future__ import annotations
 
@@ -61,6 +67,7 @@ from .partition_creation import create_partitions
 from .producer_ids import allocate_producer_ids
 from .reassignment import ReassignmentControlManager
 from .replication_control import ReplicationControlManager
+from .scram_control import alter_user_scram_credentials
 
 __all__ = ["SUPPORTED_APIS", "ControllerResult", "QuorumController"]
 
@@ -72,6 +79,7 @@ SUPPORTED_APIS = {
     ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.UNREGISTER_BROKER: (0, 0), ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 
@@ -89,8 +97,10 @@ class ControllerResult:
 
 class QuorumController:
     def __init__(self, node_id: int, config: ControllerConfig, rng: random.Random, now_ms: int = 0,
-                 image: MetadataImage | None = None):
+                 image: MetadataImage | None = None, bootstrap_records: list = ()):
         self.node_id = node_id
+        self._bootstrap = list(bootstrap_records)
+        self._bootstrap_pending = False         # active on a new cluster: write them first
         self.config = config
         self.rng = rng
         self.cluster = ClusterControlManager(config.cluster_id, config.broker_session_timeout_ms)
@@ -123,6 +133,7 @@ class QuorumController:
             # read at the committed offset, as Kafka does: an uncommitted start is not listed
             ApiKey.LIST_PARTITION_REASSIGNMENTS: lambda r, v, n: ([], self.reassignments.list(r, self.committed_image)),
             ApiKey.ASSIGN_REPLICAS_TO_DIRS: lambda r, v, n: self.directories.assign_replicas_to_dirs(r, self._image, n),
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: lambda r, v, n: alter_user_scram_credentials(r, self._image),
         }
 
     # -- state ----------------------------------------------------------------
@@ -144,11 +155,20 @@ class QuorumController:
         if not self.active:
             return ControllerResult([], not_controller_response(api_key, version, request))
         self.cluster.start_missing_sessions(self._image, now_ms)
+        boot = self._write_bootstrap(now_ms)
         records, response = self._handlers[api_key](request, version, now_ms)
         result = self._write(records, now_ms, response)
+        if boot:
+            result = ControllerResult([*boot.records, *result.records], result.response, boot.base_offset, now_ms)
         if api_key == ApiKey.ALTER_PARTITION and records:
             _refresh_alter_partition(result.response, version, self._image)
         return result
+
+    def _write_bootstrap(self, now_ms: int) -> ControllerResult | None:
+        if not self._bootstrap_pending:
+            return None
+        self._bootstrap_pending = False
+        return self._write(list(self._bootstrap), now_ms, None)
 
     def _heartbeat(self, request: dict, version: int, now_ms: int):
         image = self._image
@@ -200,6 +220,7 @@ class QuorumController:
         self._uncommitted.clear()
         self.cluster.deactivate()
         self.balance.stop()                 # restarted by the first tick of an active term
+        self._bootstrap_pending = is_active and bool(self._bootstrap) and _is_new_cluster(committed_image)
         self._next_offset = committed_image.high_watermark_offset if next_offset is None else next_offset
 
     def replay(self, record, offset: int, timestamp_ms: int = 0, epoch: int = -1) -> None:
@@ -222,6 +243,9 @@ class QuorumController:
         (``leader_balance``); a NoOpRecord when idle."""
         if not self.active:
             return []
+        boot = self._write_bootstrap(now_ms)
+        if boot is not None:
+            return boot.records
         self.cluster.start_missing_sessions(self._image, now_ms)
         records = self.cluster.fence_expired(self._image, now_ms)
         if not records:                     # a fence first; a due balance check runs at the next tick
@@ -253,6 +277,12 @@ class QuorumController:
         if self.config.max_idle_interval_ms > 0:
             deadlines.append(self._last_write_ms + self.config.max_idle_interval_ms)
         return min(deadlines) if deadlines else None
+
+
+def _is_new_cluster(image: MetadataImage) -> bool:
+    """No metadata record applied yet (Raft control records do not count)."""
+    return not image.brokers and not image.topics and not image.configs and image.producer_ids is None \
+        and not len(image.scram)
 
 
 def _refresh_alter_partition(response: dict, version: int, image: MetadataImage) -> None:
@@ -305,6 +335,10 @@ def not_controller_response(api_key: int, version: int, request: dict) -> dict:
                 "ErrorCode": nc, "ErrorMessage": None, "Responses": []}
     if api_key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ErrorMessage": None, "Topics": []}
+    if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+        return {"ThrottleTimeMs": 0, "Results": [
+            {"User": u["Name"], "ErrorCode": nc, "ErrorMessage": None}
+            for u in [*(request.get("Deletions") or []), *(request.get("Upsertions") or [])]]}
     if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ProducerIdStart": -1, "ProducerIdLen": 0}
     if api_key == ApiKey.ASSIGN_REPLICAS_TO_DIRS:

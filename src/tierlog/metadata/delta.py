@@ -95,6 +95,9 @@ from .records import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from .scram import ScramMechanism
+from .scram_image import credential_of
+from .scram_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 
 __all__ = [
     "ELIGIBLE_LOCAL_LOG_BYTES",
@@ -157,6 +160,7 @@ class MetadataDelta:
         self._configs: dict = {}             # broker resource -> dict | REMOVE
         self._group_configs: dict = {}       # group id -> dict (empty: none left)
         self._producer_ids = None
+        self._scram: dict = {}               # (mechanism, user) -> ScramCredential | None (removed)
         self._static_thresholds = (-1, -1)   # KIP-1303 defaults carried by the event being replayed
         self._handlers = {
             RegisterBrokerRecord: self._register, UnregisterBrokerRecord: self._unregister,
@@ -166,6 +170,8 @@ class MetadataDelta:
             RemoveTopicRecord: self._remove_topic, ProducerIdsRecord: self._producer_ids_rec,
             BrokerRegistrationChangeRecord: self._registration_change,
             NoOpRecord: lambda r: None,
+            UserScramCredentialRecord: self._scram_credential,
+            RemoveUserScramCredentialRecord: self._remove_scram_credential,
         }
 
     # -- what changed (for subscribers) ---------------------------------------
@@ -469,6 +475,17 @@ class MetadataDelta:
                 f"next producer id {r.next_producer_id} < {current.next_producer_id}")
         self._producer_ids = r
 
+    def _scram_credential(self, r: UserScramCredentialRecord) -> None:
+        if ScramMechanism.by_type(r.mechanism) is None:
+            raise MetadataReplayError(f"unknown SCRAM mechanism {r.mechanism} for user {r.name}")
+        self._scram[(r.mechanism, r.name)] = credential_of(r)
+
+    def _remove_scram_credential(self, r: RemoveUserScramCredentialRecord) -> None:
+        key = (r.mechanism, r.name)
+        if self._scram.get(key, self.image.scram.credentials.get(key)) is None:
+            raise MetadataReplayError(f"no SCRAM credential to remove for user {r.name} mechanism {r.mechanism}")
+        self._scram[key] = None
+
     # -- apply -------------------------------------------------------------------
     def apply(self, provenance: MetadataProvenance | None = None) -> MetadataImage:
         """The next image: untouched topics, brokers and buckets are shared."""
@@ -498,7 +515,8 @@ class MetadataDelta:
             configs,
             self._producer_ids or img.producer_ids,
             provenance or img.provenance,
-            group_configs)
+            group_configs,
+            img.scram.with_changes(self._scram))
 
 
 def _set(configs: dict, r: ConfigRecord) -> None:

@@ -34,6 +34,7 @@ from .records import (
     ProducerIdsRecord,
     ReplicaLogCoverage,
 )
+from .scram_image import ScramImage
 
 __all__ = [
     "LEADER_RECOVERED",
@@ -130,6 +131,7 @@ class MetadataProvenance:
 
 
 _NO_PROVENANCE = MetadataProvenance()
+_NO_SCRAM = ScramImage()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +147,7 @@ class MetadataImage:
     producer_ids: ProducerIdsRecord | None = None
     provenance: MetadataProvenance = _NO_PROVENANCE
     group_configs: Mapping = field(default_factory=PMap)  # group id -> MappingProxyType (KIP-848 group configs)
+    scram: ScramImage = _NO_SCRAM        # SCRAM credentials (metadata.scram_image)
 
     def __post_init__(self):
         s = object.__setattr__

@@ -58,6 +58,9 @@ from tierlog.protocol.primitives import (
 )
 from tierlog.protocol.schema import Field, Struct
 
+from .scram_records import SCHEMAS as _SCRAM_SCHEMAS
+from .scram_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
+
 __all__ = [
     "CONFIG_RESOURCE_BROKER",
     "CONFIG_RESOURCE_GROUP",
@@ -82,11 +85,13 @@ __all__ = [
     "ProducerIdsRecord",
     "RegisterBrokerRecord",
     "RemoveTopicRecord",
+    "RemoveUserScramCredentialRecord",
     "ReplicaLogCoverage",
     "TopicRecord",
     "UnfenceBrokerRecord",
     "UnknownRecordError",
     "UnregisterBrokerRecord",
+    "UserScramCredentialRecord",
     "decode",
     "encode",
 ]
@@ -290,7 +295,8 @@ class NoOpRecord:
 MetadataRecord = (RegisterBrokerRecord | UnregisterBrokerRecord | TopicRecord
                   | PartitionRecord | ConfigRecord | PartitionChangeRecord
                   | FenceBrokerRecord | UnfenceBrokerRecord | RemoveTopicRecord
-                  | ProducerIdsRecord | BrokerRegistrationChangeRecord | NoOpRecord)
+                  | ProducerIdsRecord | BrokerRegistrationChangeRecord | NoOpRecord
+                  | UserScramCredentialRecord | RemoveUserScramCredentialRecord)
 
 
 # -- schemas (Kafka's wire layouts; all flexible from version 0) ----------------
@@ -377,6 +383,7 @@ _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max
         *_STATIC_DEFAULTS,
     ], name="BrokerRegistrationChangeRecord"), 0, 2),
     NoOpRecord: (Struct([], name="NoOpRecord"), 0, 0),
+    **_SCRAM_SCHEMAS,
 }
 
 RECORD_TYPES: dict[int, type] = {cls.API_KEY: cls for cls in _SCHEMAS}

@@ -5,7 +5,8 @@ in an order that derives nothing on load: brokers first (their fenced /
 controlled-shutdown state written explicitly), broker configs, group configs, then per topic
 its TopicRecord, topic ConfigRecords and one PartitionRecord per partition with
 the full derived state (leader, epochs, ISR, ELR, last known ELR, recovery
-state, KIP-1303 coverage), then the ProducerIdsRecord.
+state, KIP-1303 coverage), then the ProducerIdsRecord, then one
+UserScramCredentialRecord per SCRAM credential.
 
 ``load_snapshot(records)`` replays them through a :class:`MetadataDelta` onto an
 empty image. For every image built by replaying records,
@@ -69,6 +70,7 @@ def snapshot_records(image: MetadataImage) -> Iterator:
             yield partition_record(t.topic_id, p)
     if image.producer_ids is not None:
         yield image.producer_ids
+    yield from image.scram.records()
 
 
 def snapshot_record_bytes(image: MetadataImage) -> Iterator[bytes]:

@@ -54,7 +54,10 @@ class BlockingConnection:
         """SASL before anything else (``net.sasl_client``); a refusal closes the connection."""
         try:
             sasl_client.check_handshake(self.request(*sasl_client.handshake_request(security.sasl)), security.sasl)
-            sasl_client.check_authenticate(self.request(*sasl_client.authenticate_request(security.sasl)))
+            login = sasl_client.ClientExchange(security.sasl)
+            token = login.first()
+            while token is not None:
+                token = login.next(self.request(*sasl_client.authenticate_request(token)))
         except PeerUnavailable as e:
             self.close()
             raise PeerUnavailable(f"cannot connect to {self.address}: {e.reason}", e.reason) from None

@@ -120,6 +120,9 @@ class PeerConnection:
             return
         if self._connecting is None:
             self._connecting = asyncio.ensure_future(self._open())
+            # a caller that gave up (its wait_for timed out) leaves the shielded open running:
+            # its failure is seen here, never logged as "Task exception was never retrieved"
+            self._connecting.add_done_callback(lambda t: t.cancelled() or t.exception())
         try:
             await asyncio.shield(self._connecting)
         finally:
@@ -141,7 +144,10 @@ class PeerConnection:
         creds = self.security.sasl
         try:
             sasl_client.check_handshake(await self._exchange(*sasl_client.handshake_request(creds)), creds)
-            sasl_client.check_authenticate(await self._exchange(*sasl_client.authenticate_request(creds)))
+            login = sasl_client.ClientExchange(creds)
+            token = login.first()
+            while token is not None:
+                token = login.next(await self._exchange(*sasl_client.authenticate_request(token)))
         except PeerUnavailable as e:
             self._fail_all(e)
             raise PeerUnavailable(f"cannot connect to {self.address}: {e.reason}", e.reason) from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tierlog.net.jaas import parse_plain_jaas
+from tierlog.net.jaas import parse_jaas
 from tierlog.net.security import (
     SASL_MECHANISMS,
     SSL_KEYS,
@@ -68,7 +68,7 @@ def client_security(props: Mapping[str, str]) -> Security:
 _CLIENT_SASL_KEYS = ("sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password", "sasl.jaas.config")
 
 def _client_sasl(props: Mapping[str, str], protocol: SecurityProtocol) -> SaslCredentials | None:
-    """PLAIN credentials from ``sasl.mechanism`` (librdkafka: ``sasl.mechanisms``) and
+    """PLAIN / SCRAM credentials from ``sasl.mechanism`` (librdkafka: ``sasl.mechanisms``) and
     ``sasl.jaas.config`` (Java) or ``sasl.username`` / ``sasl.password`` (librdkafka)."""
     keys = sorted(k for k in props if k.startswith("sasl."))
     if not protocol.uses_sasl:
@@ -83,10 +83,10 @@ def _client_sasl(props: Mapping[str, str], protocol: SecurityProtocol) -> SaslCr
     if mechanism not in SASL_MECHANISMS:
         raise SecurityConfigError(f"sasl.mechanism={mechanism} is not supported (tierlog: "
                                   f"{', '.join(SASL_MECHANISMS)})")
-    options = parse_plain_jaas("sasl.jaas.config", props["sasl.jaas.config"]) if "sasl.jaas.config" in props \
+    options = parse_jaas("sasl.jaas.config", props["sasl.jaas.config"], mechanism) if "sasl.jaas.config" in props \
         else {"username": props.get("sasl.username", ""), "password": props.get("sasl.password")}
     if not options.get("username") or options.get("password") is None:
-        raise SecurityConfigError("SASL PLAIN needs a user: set sasl.username and sasl.password "
+        raise SecurityConfigError(f"SASL {mechanism} needs a user: set sasl.username and sasl.password "
                                   "(or sasl.jaas.config with username and password)")
     return SaslCredentials(mechanism, options["username"], options["password"])
 

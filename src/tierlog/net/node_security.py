@@ -8,12 +8,17 @@ the SSL settings of listener ``L`` are the node's ``ssl.*`` settings, overridden
 ``inter.broker.listener.name``'s (the same settings in client mode, as Kafka's
 inter-broker clients use the listener's keystore and truststore).
 
-SASL listeners (SASL_PLAINTEXT, SASL_SSL) serve the PLAIN mechanism
-(``sasl.enabled.mechanisms``, per listener ``listener.name.<l>.sasl.enabled.mechanisms``;
-its users in ``listener.name.<l>.plain.sasl.jaas.config``, read by ``net.sasl_plain``).
-A node connecting to a SASL inter-broker or controller listener logs in with that
-JAAS entry's ``username`` / ``password`` and ``sasl.mechanism.inter.broker.protocol`` /
-``sasl.mechanism.controller.protocol`` (Kafka's default GSSAPI is refused: set PLAIN).
+SASL listeners (SASL_PLAINTEXT, SASL_SSL) serve PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
+(``sasl.enabled.mechanisms``, per listener ``listener.name.<l>.sasl.enabled.mechanisms``).
+PLAIN's users are in ``listener.name.<l>.plain.sasl.jaas.config`` (``net.sasl_plain``);
+SCRAM's are the credentials in the metadata log (UserScramCredentialRecords, the image's
+``scram``). A node connecting to a SASL inter-broker or controller listener logs in with
+``sasl.mechanism.inter.broker.protocol`` / ``sasl.mechanism.controller.protocol`` (Kafka's
+default GSSAPI is refused) and the ``username`` / ``password`` of that listener's JAAS entry
+for the mechanism (``listener.name.<l>.<mechanism>.sasl.jaas.config``, PlainLoginModule or
+ScramLoginModule, as in Kafka). SCRAM is refused on controller listeners: controllers
+authenticate each other before the metadata log that holds the credentials can be read
+(Kafka's KIP-900 leaves SCRAM off the controller listener too); use PLAIN there.
 
 Every ``ssl.*`` / ``sasl.*`` / ``listener.name.*`` key is honoured or refused
 (``SecurityConfigError``), never ignored.
@@ -24,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from tierlog.net.jaas import parse_plain_jaas
+from tierlog.net.jaas import parse_jaas
 from tierlog.net.security import (
     NODE_SSL_KEYS,
     PLAINTEXT,
@@ -96,7 +101,8 @@ class NodeSecurity:
     listeners: Mapping[str, Security]
     controller: Security
     inter_broker: Security
-    sasl: Mapping[str, Mapping[str, str]] = field(default_factory=dict)   # listener -> mechanism -> JAAS
+    # listener -> mechanism -> its JAAS configuration (PLAIN's users; None for SCRAM: the metadata log's)
+    sasl: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
 
 def node_security(props: Mapping[str, str], listeners: list[str], controller_names: list[str],
                   inter_broker_listener: str | None) -> NodeSecurity:
@@ -111,7 +117,8 @@ def node_security(props: Mapping[str, str], listeners: list[str], controller_nam
     inter_broker = _outbound(props, out[inter_broker_listener], inter_broker_listener,
                              "sasl.mechanism.inter.broker.protocol") if inter_broker_listener else PLAINTEXT
     return NodeSecurity({name: out[name] for name in listeners}, controller, inter_broker,
-                        {name: _sasl_mechanisms(props, name) for name in listeners if out[name].protocol.uses_sasl})
+                        {name: _sasl_mechanisms(props, name, name in controller_names) for name in listeners
+         if out[name].protocol.uses_sasl})
 
 def _outbound(props: Mapping[str, str], security: Security, listener: str, mechanism_key: str) -> Security:
     """A node's connections to ``listener``: its security plus, for SASL, the node's own
@@ -123,15 +130,22 @@ def _outbound(props: Mapping[str, str], security: Security, listener: str, mecha
     if mechanism not in SASL_MECHANISMS:
         raise SecurityConfigError(f"{mechanism_key}={mechanism} is not supported for listener {listener} "
                                   f"(tierlog: {', '.join(SASL_MECHANISMS)})")
+    if mechanism != "PLAIN" and mechanism_key == "sasl.mechanism.controller.protocol":
+        raise SecurityConfigError(_SCRAM_ON_CONTROLLER.format(key=f"{mechanism_key}={mechanism}"))
     jaas_key = f"{listener_prefix(listener)}{mechanism.lower()}.sasl.jaas.config"
-    options = parse_plain_jaas(jaas_key, props.get(jaas_key, ""))
+    options = parse_jaas(jaas_key, props.get(jaas_key, ""), mechanism)
     if not options.get("username") or "password" not in options:
         raise SecurityConfigError(f"{jaas_key}: the node's own username=\"...\" password=\"...\" are needed "
                                   f"to connect to listener {listener}")
     return replace(security, sasl=SaslCredentials(mechanism, options["username"], options["password"]))
 
-def _sasl_mechanisms(props: Mapping[str, str], listener: str) -> dict[str, str]:
-    """``sasl.enabled.mechanisms`` of a SASL listener, each with its JAAS configuration."""
+_SCRAM_ON_CONTROLLER = ("{key}: SCRAM cannot authenticate controllers (their credentials live in the "
+                        "metadata log the controllers replicate); use PLAIN on the controller listener")
+
+
+def _sasl_mechanisms(props: Mapping[str, str], listener: str, controller: bool) -> dict[str, str | None]:
+    """``sasl.enabled.mechanisms`` of a SASL listener, each with its JAAS configuration
+    (PLAIN's users; SCRAM needs none on the serving side)."""
     prefix = listener_prefix(listener)
     key = prefix + "sasl.enabled.mechanisms" if prefix + "sasl.enabled.mechanisms" in props \
         else "sasl.enabled.mechanisms"
@@ -141,8 +155,13 @@ def _sasl_mechanisms(props: Mapping[str, str], listener: str) -> dict[str, str]:
         raise SecurityConfigError(f"{key}: {unsupported[0] if unsupported else 'empty'} is not supported on "
                                   f"listener {listener} (tierlog serves {', '.join(SASL_MECHANISMS)}; "
                                   "Kafka's default is GSSAPI)")
-    out = {}
+    out: dict[str, str | None] = {}
     for name in names:
+        if name != "PLAIN":
+            if controller:
+                raise SecurityConfigError(_SCRAM_ON_CONTROLLER.format(key=f"{key}={name} (listener {listener})"))
+            out[name] = None
+            continue
         jaas_key = f"{prefix}{name.lower()}.sasl.jaas.config"
         if not props.get(jaas_key, "").strip():
             raise SecurityConfigError(f"listener {listener} enables SASL {name} but has no users: set {jaas_key}")
@@ -184,4 +203,5 @@ def _check_keys(props: Mapping[str, str], names: list[str]) -> None:
                                       f"listener.security.protocol.map, inter.broker.listener.name, "
                                       f"{', '.join(sorted(NODE_SSL_KEYS))} (also as listener.name.<l>.ssl.*), "
                                       "sasl.enabled.mechanisms, sasl.mechanism.inter.broker.protocol, "
-                                      "sasl.mechanism.controller.protocol and listener.name.<l>.plain.sasl.jaas.config")
+                                      "sasl.mechanism.controller.protocol and listener.name.<l>.<mechanism>.sasl.jaas.config "
+                                      f"({', '.join(m.lower() for m in SASL_MECHANISMS)})")

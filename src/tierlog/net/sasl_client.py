@@ -1,21 +1,26 @@
-"""The client side of SASL PLAIN, without IO: the two requests an outbound connection sends
-right after it connects (and its TLS handshake, for SASL_SSL), and what their answers mean.
+"""The client side of SASL, without IO: the requests an outbound connection sends right
+after it connects (and its TLS handshake, for SASL_SSL), and what their answers mean.
 
-SaslHandshake v1 names the mechanism; SaslAuthenticate carries ``\\0user\\0password``
-(RFC 4616, empty authzid). An error in either answer fails the connection with the
-broker's message (``SASL authentication failed: Authentication failed: Invalid username
-or password``); ``net.blocking`` and ``net.client`` run the exchange before the
-connection carries anything else.
+SaslHandshake v1 names the mechanism; then SaslAuthenticate requests carry the
+mechanism's tokens: PLAIN one (``\\0user\\0password``, RFC 4616, empty authzid), SCRAM
+two (``net.sasl_scram.ScramClient``; the server's final message is verified, so a server
+without the user's credential cannot pose as the cluster). ``ClientExchange`` gives the
+next token for each answer until it returns None. An error in any answer fails the
+connection with the broker's message (``SASL authentication failed: Authentication
+failed: Invalid username or password``); ``net.blocking`` and ``net.client`` run the
+exchange before the connection carries anything else.
 """
 
 from __future__ import annotations
 
+from tierlog.metadata.scram import ScramMechanism
 from tierlog.net.request_pipeline import PeerUnavailable
+from tierlog.net.sasl_scram import SaslFailure, ScramClient
 from tierlog.net.security import SaslCredentials
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode, describe
 
-__all__ = ["HANDSHAKE_VERSION", "authenticate_request", "check_authenticate", "check_handshake",
+__all__ = ["HANDSHAKE_VERSION", "ClientExchange", "authenticate_request", "check_authenticate", "check_handshake",
            "handshake_request"]
 
 HANDSHAKE_VERSION = 1          # v0's raw tokens are gone (KIP-896)
@@ -33,8 +38,7 @@ def check_handshake(answer: dict, creds: SaslCredentials) -> None:
         raise PeerUnavailable(reason, reason)
 
 
-def authenticate_request(creds: SaslCredentials) -> tuple[int, int, dict]:
-    token = b"\x00" + creds.username.encode() + b"\x00" + creds.password.encode()
+def authenticate_request(token: bytes) -> tuple[int, int, dict]:
     return ApiKey.SASL_AUTHENTICATE, AUTHENTICATE_VERSION, {"AuthBytes": token}
 
 
@@ -42,3 +46,31 @@ def check_authenticate(answer: dict) -> None:
     if answer["ErrorCode"] != ErrorCode.NONE:
         reason = f"SASL authentication failed: {answer.get('ErrorMessage') or describe(answer['ErrorCode'])}"
         raise PeerUnavailable(reason, reason)
+
+
+class ClientExchange:
+    """One login: ``first()`` is the first token, ``next(answer)`` the token after the broker's
+    SaslAuthenticate answer (checked here), None once the mechanism is done."""
+
+    def __init__(self, creds: SaslCredentials):
+        scram = ScramMechanism.by_name(creds.mechanism)
+        self._scram = None if scram is None else ScramClient(scram, creds.username, creds.password)
+        self._plain = b"\x00" + creds.username.encode() + b"\x00" + creds.password.encode()
+        self._step = 0
+
+    def first(self) -> bytes:
+        return self._plain if self._scram is None else self._scram.first()
+
+    def next(self, answer: dict) -> bytes | None:
+        check_authenticate(answer)
+        self._step += 1
+        if self._scram is None or self._step > 2:
+            return None
+        try:
+            if self._step == 1:
+                return self._scram.final(bytes(answer["AuthBytes"]))
+            self._scram.verify(bytes(answer["AuthBytes"]))
+        except SaslFailure as e:
+            reason = f"SASL authentication failed: {e}"
+            raise PeerUnavailable(reason, reason) from None
+        return None

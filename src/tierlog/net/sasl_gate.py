@@ -9,10 +9,13 @@ Kafka's SaslServerAuthenticator rules, per connection:
 - SaslHandshake names a mechanism: an enabled one is answered with the enabled
   list and the connection waits for SaslAuthenticate; another is answered
   UNSUPPORTED_SASL_MECHANISM (with the list) and the connection closes;
-- SaslAuthenticate carries the client's token: success answers NONE (and
-  SessionLifetimeMs 0: no re-authentication, KIP-368's connections.max.reauth.ms is
-  not implemented) and every later frame goes to the dispatcher; failure answers
-  SASL_AUTHENTICATION_FAILED with Kafka's message and closes the connection. Failures
+- SaslAuthenticate carries the client's token to the mechanism's per-connection
+  session (PLAIN: one round trip; SCRAM, ``net.sasl_scram``: two); each answer carries
+  the session's token; once the session is complete every later frame goes to the
+  dispatcher (SessionLifetimeMs 0: no re-authentication, KIP-368's
+  connections.max.reauth.ms is not implemented); failure answers
+  SASL_AUTHENTICATION_FAILED with Kafka's message and closes the connection
+  ``connection.failed.authentication.delay.ms`` later (KIP-306; nothing is read meanwhile). Failures
   are logged at most once per ``FAILURE_LOG_INTERVAL_S`` with a count, never the
   user name or the token.
 
@@ -36,9 +39,10 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
 from .sasl_plain import FAILED, PlainAuthenticator
+from .sasl_scram import SaslFailure
 from .server import CloseConnection
 
-__all__ = ["FAILURE_LOG_INTERVAL_S", "SaslGate", "sasl_sessions"]
+__all__ = ["FAILURE_LOG_INTERVAL_S", "PlainSession", "SaslGate", "sasl_sessions"]
 
 log = logging.getLogger(__name__)
 FAILURE_LOG_INTERVAL_S = 60.0
@@ -63,15 +67,39 @@ class _FailureLog:
         self.suppressed, self.last = 0, now
 
 
-class SaslGate:
-    """Wraps the listener's dispatcher for one connection until it has authenticated."""
+class PlainSession:
+    """PLAIN as a one-step session (the users are the listener's ``PlainAuthenticator``)."""
 
-    def __init__(self, inner, mechanisms: Mapping[str, PlainAuthenticator], failures: _FailureLog):
+    failure_message = FAILED
+
+    def __init__(self, authenticator: PlainAuthenticator):
+        self._authenticator = authenticator
+        self.complete = False
+        self.user: str | None = None
+
+    def evaluate(self, token: bytes) -> bytes:
+        if self.complete:
+            raise SaslFailure("PLAIN exchange already finished")
+        self.user = self._authenticator.authenticate(token)
+        if self.user is None:
+            raise SaslFailure("invalid PLAIN credentials")
+        self.complete = True
+        return b""
+
+
+class SaslGate:
+    """Wraps the listener's dispatcher for one connection until it has authenticated.
+
+    ``mechanisms``: SASL name -> a factory of per-connection sessions (``evaluate(token) ->
+    bytes`` raising ``SaslFailure``, ``complete``, ``user``, ``failure_message``)."""
+
+    def __init__(self, inner, mechanisms: Mapping[str, Callable], failures: _FailureLog, failure_delay_s: float = 0.0):
         self._inner = inner
+        self._failure_delay_s = failure_delay_s
         self._mechanisms = mechanisms
         self._failures = failures
         self._state = _HANDSHAKE
-        self._mechanism: PlainAuthenticator | None = None
+        self._session = None
         self.principal: str | None = None
 
     def __call__(self, frame: bytearray, client_host: str = "", received_ns: int | None = None):
@@ -100,29 +128,39 @@ class SaslGate:
 
     def _handshake(self, header, body: dict):
         enabled = sorted(self._mechanisms)
-        mechanism = self._mechanisms.get(body["Mechanism"])
-        answer = {"ErrorCode": ErrorCode.NONE if mechanism else ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+        factory = self._mechanisms.get(body["Mechanism"])
+        answer = {"ErrorCode": ErrorCode.NONE if factory else ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                   "Mechanisms": enabled}
         parts = encode_response(header.api_key, header.api_version, header.correlation_id, answer)
-        if mechanism is None:
+        if factory is None:
             raise CloseConnection(f"UNSUPPORTED_SASL_MECHANISM {body['Mechanism']!r}", response=parts)
-        self._mechanism, self._state = mechanism, _AUTHENTICATE
+        self._session, self._state = factory(), _AUTHENTICATE
         return parts
 
     def _authenticate(self, header, body: dict, client_host: str):
-        user = self._mechanism.authenticate(body["AuthBytes"])
-        ok = user is not None
-        answer = {"ErrorCode": ErrorCode.NONE if ok else ErrorCode.SASL_AUTHENTICATION_FAILED,
-                  "ErrorMessage": None if ok else FAILED, "AuthBytes": b"", "SessionLifetimeMs": 0}
-        parts = encode_response(header.api_key, header.api_version, header.correlation_id, answer)
-        if not ok:
+        session = self._session
+        try:
+            token = session.evaluate(body["AuthBytes"])
+        except SaslFailure as e:
+            log.debug("SASL authentication failed: %s", e)
+            answer = {"ErrorCode": ErrorCode.SASL_AUTHENTICATION_FAILED, "ErrorMessage": session.failure_message,
+                      "AuthBytes": b"", "SessionLifetimeMs": 0}
             self._failures.failed(client_host)
-            raise CloseConnection("SASL_AUTHENTICATION_FAILED", response=parts)
-        self.principal, self._state = f"User:{user}", _AUTHENTICATED
-        return parts
+            raise CloseConnection("SASL_AUTHENTICATION_FAILED", response=encode_response(
+                header.api_key, header.api_version, header.correlation_id, answer),
+                linger_s=self._failure_delay_s) from None
+        answer = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "AuthBytes": token, "SessionLifetimeMs": 0}
+        if session.complete:
+            self.principal, self._state, self._session = f"User:{session.user}", _AUTHENTICATED, None
+        return encode_response(header.api_key, header.api_version, header.correlation_id, answer)
 
 
-def sasl_sessions(listener: str, mechanisms: Mapping[str, PlainAuthenticator]) -> Callable:
-    """The per-connection wrapper a SASL listener's ``Server`` applies to its dispatcher."""
+def sasl_sessions(listener: str, mechanisms: Mapping[str, Callable], failure_delay_s: float = 0.0) -> Callable:
+    """The per-connection wrapper a SASL listener's ``Server`` applies to its dispatcher.
+    ``mechanisms``: name -> session factory, or a ``PlainAuthenticator`` (wrapped in
+    ``PlainSession``); a failed login is closed ``failure_delay_s`` after its answer
+    (``connection.failed.authentication.delay.ms``, KIP-306)."""
     failures = _FailureLog(listener)
-    return lambda inner: SaslGate(inner, mechanisms, failures)
+    factories = {name: (lambda a=m: PlainSession(a)) if isinstance(m, PlainAuthenticator) else m
+                 for name, m in mechanisms.items()}
+    return lambda inner: SaslGate(inner, factories, failures, failure_delay_s)

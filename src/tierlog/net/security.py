@@ -100,7 +100,7 @@ class SslSettings:
 
 @dataclass(frozen=True, slots=True)
 class SaslCredentials:
-    """What an outbound connection authenticates with (PLAIN)."""
+    """What an outbound connection authenticates with (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)."""
 
     mechanism: str
     username: str
@@ -145,7 +145,7 @@ _ACCEPTED_KEYS = ("ssl.protocol",)
 
 NODE_SSL_KEYS = frozenset(SSL_KEYS) | frozenset(_ACCEPTED_KEYS)
 
-SASL_MECHANISMS = ("PLAIN",)       # what SASL listeners can serve
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")       # what SASL listeners can serve
 
 def listener_prefix(listener: str) -> str:
     """Kafka's per-listener config prefix: ``listener.name.<lower-case name>.``."""

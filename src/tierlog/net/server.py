@@ -77,9 +77,10 @@ class CloseConnection(Exception):
     """Raised by a handler to drop the connection (framing or protocol violation); with
     ``response`` (encoded parts), that answer is sent first (a failed SASL authentication)."""
 
-    def __init__(self, message: str, response: list | None = None):
+    def __init__(self, message: str, response: list | None = None, linger_s: float = 0.0):
         super().__init__(message)
         self.response = response
+        self.linger_s = linger_s        # after the answer, before the close (connection.failed.authentication.delay.ms)
 
 
 class Limits:
@@ -316,9 +317,12 @@ class _Connection(asyncio.BufferedProtocol):
                     await self._send(result)
                 self._server.request_done(self)
         except CloseConnection as e:
-            log.info("closing %s: %s", self.peer, e)
+            # an answered close (a failed SASL login) is logged by its gate, rate limited
+            (log.debug if e.response is not None else log.info)("closing %s: %s", self.peer, e)
             if e.response is not None and not self._closed:
                 await self._send(e.response)
+                if e.linger_s > 0:
+                    await asyncio.sleep(e.linger_s)
             self.close()
         except asyncio.CancelledError:
             pass

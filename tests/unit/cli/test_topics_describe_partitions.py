@@ -109,9 +109,11 @@ def test_columns_follow_what_the_source_carries():
     ([("security.protocol", "SASL_PLAINTEXT"), ("sasl.mechanism", "PLAIN"), ("sasl.username", "a"),
       ("sasl.password", "b")], True),
     ([("security.protocol", "SASL_PLAINTEXT"), ("sasl.mechanism", "SCRAM-SHA-256"), ("sasl.username", "a"),
+      ("sasl.password", "b")], True),
+    ([("security.protocol", "SASL_PLAINTEXT"), ("sasl.mechanism", "SCRAM-SHA-1"), ("sasl.username", "a"),
       ("sasl.password", "b")], False),
     ([("ssl.ca.location", "/x")], False), ([("linger.ms", "5")], True)])   # ssl.* without SSL: refused
-def test_own_connection_in_plaintext_tls_and_sasl_plain(settings, expected):
+def test_own_connection_in_plaintext_tls_and_sasl(settings, expected):
     assert broker_wire.usable(argparse.Namespace(command_config=settings)) is expected
 
 

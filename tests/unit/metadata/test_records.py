@@ -13,11 +13,13 @@ from tierlog.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     ReplicaLogCoverage,
     TopicRecord,
     UnfenceBrokerRecord,
     UnknownRecordError,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
     decode,
     encode,
 )
@@ -47,6 +49,8 @@ SAMPLES = [
     ProducerIdsRecord(1, 2, 3000),
     BrokerRegistrationChangeRecord(1, 2, -1, 1),
     NoOpRecord(),
+    UserScramCredentialRecord("alice", 2, b"salt", b"s" * 64, b"k" * 64, 8192),
+    RemoveUserScramCredentialRecord("alice", 1),
 ]
 
 
@@ -57,7 +61,7 @@ def test_round_trip(record):
 
 def test_every_api_key_has_a_sample():
     assert {type(r).API_KEY for r in SAMPLES} == set(RECORD_TYPES)
-    assert sorted(RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 17, 20]
+    assert sorted(RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 11, 15, 17, 20, 22]
 
 
 def test_golden_framing():

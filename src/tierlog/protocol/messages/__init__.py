@@ -13,6 +13,7 @@ from tierlog.protocol.messages import (
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     api_versions,
     assign_replicas_to_dirs,
     begin_quorum_epoch,
@@ -33,6 +34,7 @@ from tierlog.protocol.messages import (
     describe_quorum,
     describe_topic_partitions,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_quorum_epoch,
     end_txn,
@@ -80,6 +82,7 @@ _MODULES = (
     assign_replicas_to_dirs,
     add_partitions_to_txn, add_offsets_to_txn, end_txn, write_txn_markers, txn_offset_commit,
     describe_producers, describe_transactions, list_transactions,
+    describe_user_scram_credentials, alter_user_scram_credentials,
 )
 
 #: every API with schemas, by key

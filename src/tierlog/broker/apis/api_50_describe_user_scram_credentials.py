@@ -1,0 +1,26 @@
+"""DescribeUserScramCredentials (50), v0: answered from the broker's image (Kafka's
+ScramImage.describe), after catching up with the quorum's high watermark so that a
+describe right after an alter through another broker shows it (as DescribeConfigs).
+
+Per user its mechanisms and iteration counts; a user named twice is DUPLICATE_RESOURCE,
+one without credentials RESOURCE_NOT_FOUND; null or no users: every user. Salts and keys
+never leave the cluster. (Authorization, DESCRIBE on the cluster, comes with the ACLs.)
+"""
+from __future__ import annotations
+
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+from .forward import catch_up
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0
+CATCH_UP_TIMEOUT_S = 2.0
+
+
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    await catch_up(broker, CATCH_UP_TIMEOUT_S)
+    users = [u["Name"] for u in request.get("Users") or []]
+    return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None,
+            "Results": broker.image.scram.describe(users)}

@@ -1,0 +1,71 @@
+"""``tierlog format --config server.properties --add-scram 'SCRAM-SHA-512=[name=admin,password=...]'``:
+the bootstrap records of a new cluster (Kafka's ``kafka-storage.sh format --add-scram``, KIP-900).
+
+Writes ``<metadata dir>/bootstrap.records`` (metadata/bootstrap.py): one
+UserScramCredentialRecord per credential, salted and hashed here (salt from ``secrets``),
+never the password. The first active controller of the new cluster writes them to the
+metadata log before anything else, so SCRAM users, the brokers' own included, can log in
+from the start. Format every controller with the same credentials. A node whose metadata
+log already holds data is refused: its cluster exists, use ``tierlog users`` there.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tierlog.config import ConfigError, NodeConfig
+from tierlog.metadata.bootstrap import write_bootstrap
+from tierlog.metadata.scram import new_credential
+from tierlog.metadata.scram_records import UserScramCredentialRecord
+
+from .cmd_node import parse_overrides
+from .errors import CliError
+from .scram_config import ScramEntry, parse_scram_config
+
+__all__ = ["format_node", "register", "run", "scram_records"]
+
+METADATA_LOG = "__cluster_metadata-0"
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "format", help="write a new node's bootstrap records (SCRAM users)",
+        description="Prepare a node of a new cluster (like kafka-storage.sh format): write the SCRAM "
+                    "credentials the first active controller puts in the metadata log before anything "
+                    "else, into <metadata.log.dir or first log dir>/bootstrap.records. Passwords are "
+                    "salted and hashed here; the file holds no password.")
+    p.add_argument("--config", required=True, metavar="FILE", help="the node's server.properties")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    p.add_argument("--add-scram", action="append", default=[], required=True,
+                   metavar="'SCRAM-SHA-512=[name=USER,password=P]'",
+                   help="a SCRAM credential (optionally iterations=N); repeatable")
+    p.set_defaults(func=run)
+
+
+def scram_records(entries: list[ScramEntry]) -> list[UserScramCredentialRecord]:
+    records = []
+    for e in entries:
+        c = new_credential(e.mechanism, e.password, e.iterations)
+        records.append(UserScramCredentialRecord(e.name, e.mechanism, c.salt, c.stored_key, c.server_key,
+                                                 c.iterations))
+    return records
+
+
+def format_node(config: NodeConfig, entries: list[ScramEntry]) -> Path:
+    """Write the bootstrap file of ``config``'s node (CliError: its metadata log has data)."""
+    metadata_dir = Path(config["metadata.log.dir"] or config.log_dirs[0])
+    log_dir = metadata_dir / METADATA_LOG
+    if log_dir.is_dir() and any(p.suffix == ".log" and p.stat().st_size for p in log_dir.iterdir()):
+        raise CliError(f"{log_dir} already holds metadata: this node's cluster exists, "
+                       "so bootstrap records would never be read (add users with `tierlog users`)")
+    return write_bootstrap(metadata_dir, scram_records(entries))
+
+
+def run(args) -> int:
+    try:
+        config = NodeConfig.from_file(args.config, parse_overrides(args.set))
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    entries = [e for text in args.add_scram for e in parse_scram_config(text, "--add-scram", need_name=True)]
+    path = format_node(config, entries)
+    print(f"wrote {len(entries)} SCRAM credential(s) to {path}")
+    return 0
