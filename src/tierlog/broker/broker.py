@@ -12,6 +12,7 @@ from __future__ import annotations
 from tierlog.clock import wall_clock_ms
 from tierlog.config import NodeConfig
 from tierlog.metadata import BrokerInfo, MetadataImage
+from tierlog.metadata.authorizer import authorizer_from_config
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -46,6 +47,7 @@ class Broker:
         self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
         self.remote = None      # broker.remote.RemoteTier when remote.log.storage.system.enable, set by the node
         self.groups = GroupCoordinator(config, replicas, clock_ms)      # consumer groups (__consumer_offsets)
+        self.authorizer = authorizer_from_config(config.raw)             # KIP-801; None: no ACL checks
         replicas.coordinator_listener = self.groups
 
     async def _allocate_producer_ids(self) -> range:

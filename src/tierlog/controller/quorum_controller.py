@@ -37,7 +37,7 @@ elections (topic override > cluster-wide dynamic value > static default).
   33 AlterConfigs 0-2, 37 CreatePartitions 0-3, 44 IncrementalAlterConfigs 0-1, 45 AlterPartitionReassignments 0-1,
   46 ListPartitionReassignments 0, 56 AlterPartition 0-4,
   62 BrokerRegistration 0-4, 63 BrokerHeartbeat 0-1, 64 UnregisterBroker 0,
-  67 AllocateProducerIds 0.
+  67 AllocateProducerIds 0, 30 CreateAcls 0-3, 31 DeleteAcls 0-3.
 """
 from __future__ import annotations
 
@@ -51,6 +51,8 @@ from tierlog.metadata.records import EVENT_RECORDS, NoOpRecord
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
+from .acl_control import AclControlManager
+from .acl_control import not_controller as acls_not_controller
 from .cluster_control import ClusterControlManager
 from .config import ControllerConfig
 from .config_control import ConfigControlManager
@@ -70,6 +72,7 @@ SUPPORTED_APIS = {
     ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.ALTER_PARTITION: (0, 4), ApiKey.BROKER_REGISTRATION: (0, 4),
     ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.UNREGISTER_BROKER: (0, 0), ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.CREATE_ACLS: (0, 3), ApiKey.DELETE_ACLS: (0, 3),
 }
 
 
@@ -97,6 +100,7 @@ class QuorumController:
         self.configs = ConfigControlManager(config)
         self.reassignments = ReassignmentControlManager(config.unclean_leader_election_enable,
                                                         self.partitions.thresholds)
+        self.acls = AclControlManager(rng)
         self.balance = BalanceSchedule(config.auto_leader_rebalance_enable, config.leader_imbalance_check_interval_ms)
         self.active = False
         self.committed_image = image or MetadataImage.empty(config.cluster_id or "", -1)
@@ -119,6 +123,8 @@ class QuorumController:
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: lambda r, v, n: self.reassignments.alter(r, v, self._image, n),
             # read at the committed offset, as Kafka does: an uncommitted start is not listed
             ApiKey.LIST_PARTITION_REASSIGNMENTS: lambda r, v, n: ([], self.reassignments.list(r, self.committed_image)),
+            ApiKey.CREATE_ACLS: lambda r, v, n: self.acls.create_acls(r, self._image),
+            ApiKey.DELETE_ACLS: lambda r, v, n: self.acls.delete_acls(r, self._image),
         }
 
     # -- state ----------------------------------------------------------------
@@ -302,4 +308,6 @@ def not_controller_response(api_key: int, version: int, request: dict) -> dict:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ErrorMessage": None, "Topics": []}
     if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ProducerIdStart": -1, "ProducerIdLen": 0}
+    if api_key in (ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
+        return acls_not_controller(api_key == ApiKey.CREATE_ACLS, request)
     raise AssertionError(f"no NOT_CONTROLLER answer for api {api_key}")

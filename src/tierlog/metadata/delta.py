@@ -73,6 +73,7 @@ from .records import (
     CONFIG_RESOURCE_TOPIC,
     NO_LEADER,
     NO_LEADER_CHANGE,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     FenceBrokerRecord,
@@ -81,6 +82,7 @@ from .records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     ReplicaLogCoverage,
     TopicRecord,
@@ -147,6 +149,7 @@ class MetadataDelta:
         self._touched: dict[int, set[str]] = {}
         self._configs: dict = {}             # broker resource -> dict | REMOVE
         self._producer_ids = None
+        self._acls: dict = {}                # ACL id -> AclBinding | REMOVE (KIP-801)
         self._static_thresholds = (-1, -1)   # KIP-1303 defaults carried by the event being replayed
         self._handlers = {
             RegisterBrokerRecord: self._register, UnregisterBrokerRecord: self._unregister,
@@ -156,6 +159,7 @@ class MetadataDelta:
             RemoveTopicRecord: self._remove_topic, ProducerIdsRecord: self._producer_ids_rec,
             BrokerRegistrationChangeRecord: self._registration_change,
             NoOpRecord: lambda r: None,
+            AccessControlEntryRecord: self._acl, RemoveAccessControlEntryRecord: self._remove_acl,
         }
 
     # -- what changed (for subscribers) ---------------------------------------
@@ -172,6 +176,11 @@ class MetadataDelta:
     def changed_configs(self) -> set[str]:
         """Broker config resources ("" the cluster default, else a broker id) changed by this delta."""
         return set(self._configs)
+
+    @property
+    def changed_acls(self) -> bool:
+        """True when this delta added or removed an ACL."""
+        return bool(self._acls)
 
     # -- replay ----------------------------------------------------------------
     def replay(self, record, now_ms: int | None = None) -> None:
@@ -446,6 +455,21 @@ class MetadataDelta:
                 f"next producer id {r.next_producer_id} < {current.next_producer_id}")
         self._producer_ids = r
 
+    def _has_acl(self, acl_id: bytes) -> bool:
+        pending = self._acls.get(acl_id)
+        return pending is not REMOVE and (pending is not None or acl_id in self.image.acls)
+
+    def _acl(self, r: AccessControlEntryRecord) -> None:
+        # Kafka's AclControlManager.replay: an id is added once
+        if self._has_acl(r.id):
+            raise MetadataReplayError(f"an ACL with id {r.id.hex()} already exists")
+        self._acls[r.id] = r.binding()
+
+    def _remove_acl(self, r: RemoveAccessControlEntryRecord) -> None:
+        if not self._has_acl(r.id):
+            raise MetadataReplayError(f"no ACL with id {r.id.hex()} to remove")
+        self._acls[r.id] = REMOVE
+
     # -- apply -------------------------------------------------------------------
     def apply(self, provenance: MetadataProvenance | None = None) -> MetadataImage:
         """The next image: untouched topics, brokers and buckets are shared."""
@@ -470,7 +494,8 @@ class MetadataDelta:
             reindex(img.broker_topics, pairs),
             configs,
             self._producer_ids or img.producer_ids,
-            provenance or img.provenance)
+            provenance or img.provenance,
+            img.acls.evolve(self._acls) if self._acls else img.acls)
 
 
 def _as_int(value, default: int) -> int:

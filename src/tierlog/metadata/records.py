@@ -58,7 +58,11 @@ from tierlog.protocol.primitives import (
 )
 from tierlog.protocol.schema import Field, Struct
 
+from .acl_records import ACL_SCHEMAS, AccessControlEntryRecord, RemoveAccessControlEntryRecord
+
 __all__ = [
+    "AccessControlEntryRecord",
+    "RemoveAccessControlEntryRecord",
     "CONFIG_RESOURCE_BROKER",
     "CONFIG_RESOURCE_TOPIC",
     "ELIGIBLE_LOCAL_LOG_BYTES_TAG",
@@ -377,6 +381,7 @@ _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max
     NoOpRecord: (Struct([], name="NoOpRecord"), 0, 0),
 }
 
+_SCHEMAS.update(ACL_SCHEMAS)         # KIP-801 ACL records, kept in their own module
 RECORD_TYPES: dict[int, type] = {cls.API_KEY: cls for cls in _SCHEMAS}
 #: records whose replay may derive elections; they carry the controller's static KIP-1303 defaults
 EVENT_RECORDS = (RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,

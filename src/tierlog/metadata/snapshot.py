@@ -2,7 +2,7 @@
 
 ``snapshot_records(image)`` yields the records that rebuild ``image`` exactly,
 in an order that derives nothing on load: brokers first (their fenced /
-controlled-shutdown state written explicitly), broker configs, then per topic
+controlled-shutdown state written explicitly), broker configs, ACLs, then per topic
 its TopicRecord, topic ConfigRecords and one PartitionRecord per partition with
 the full derived state (leader, epochs, ISR, ELR, last known ELR, recovery
 state, KIP-1303 coverage), then the ProducerIdsRecord.
@@ -20,6 +20,7 @@ from .image import BrokerInfo, MetadataImage, MetadataProvenance, PartitionInfo
 from .records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_TOPIC,
+    AccessControlEntryRecord,
     ConfigRecord,
     PartitionRecord,
     RegisterBrokerRecord,
@@ -57,6 +58,8 @@ def snapshot_records(image: MetadataImage) -> Iterator:
     for resource in sorted(image.configs):
         for name, value in image.configs[resource].items():
             yield ConfigRecord(CONFIG_RESOURCE_BROKER, resource, name, value)
+    for acl_id in sorted(image.acls):
+        yield AccessControlEntryRecord.of(acl_id, image.acls[acl_id])
     for t in image.topics.values():
         yield TopicRecord(t.name, t.topic_id)
         for name, value in t.configs.items():

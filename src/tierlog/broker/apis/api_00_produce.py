@@ -14,6 +14,7 @@ an old producer epoch with INVALID_PRODUCER_EPOCH.  Clients never write to
 ``__consumer_offsets`` or ``__transaction_state`` (INVALID_TOPIC_EXCEPTION, Kafka's
 "Cannot append to internal topic"; the group coordinator appends without this API).  Left out: transactions
 (InitProducerId refuses a TransactionalId, so clients never send transactional batches).
+ACLs: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions (``authz``).
 """
 import asyncio
 
@@ -23,6 +24,7 @@ from tierlog.protocol.header import RequestHeader
 
 from ..leader_hint import HINTED_ERRORS, LeaderHints
 from ..partition import AppendOrigin, append_origin_error
+from . import authz
 from .context import HandlerContext
 from .stale_metadata import catch_up_once, produce_may_be_stale
 
@@ -35,9 +37,13 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     acks = request["Acks"]
     hints = LeaderHints(broker, header.listener)
     topics, waits = [], []
+    writable = authz.allowed_topics(broker, header, authz.Op.WRITE, (t["Name"] for t in request["TopicData"]))
     for t in request["TopicData"]:
-        parts = [_produce_one(broker, t["Name"], p, acks, hints, request.get("TimeoutMs", 30000), waits)
-                 for p in t["PartitionData"]]
+        if t["Name"] not in writable:
+            parts = [_refused(p["Index"]) for p in t["PartitionData"]]
+        else:
+            parts = [_produce_one(broker, t["Name"], p, acks, hints, request.get("TimeoutMs", 30000), waits)
+                     for p in t["PartitionData"]]
         topics.append({"Name": t["Name"], "PartitionResponses": parts})
     if waits:
         errors = await asyncio.gather(*(fut for _, _, fut in waits))
@@ -49,6 +55,11 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     if acks == 0:
         return None
     return {"Responses": topics, "ThrottleTimeMs": 0, "NodeEndpoints": hints.node_endpoints()}
+
+
+def _refused(index: int) -> dict:
+    return {"Index": index, "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "BaseOffset": -1,
+            "LogAppendTimeMs": -1, "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
 
 
 def _produce_one(broker, topic, pdata, acks, hints, timeout_ms, waits) -> dict:

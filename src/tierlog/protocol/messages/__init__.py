@@ -17,11 +17,14 @@ from tierlog.protocol.messages import (
     broker_registration,
     consumer_group_describe,
     consumer_group_heartbeat,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -68,6 +71,7 @@ _MODULES = (
     allocate_producer_ids, describe_topic_partitions,
     alter_configs, delete_records, create_partitions, describe_log_dirs, delete_groups, offset_delete,
     consumer_group_heartbeat, consumer_group_describe, sasl_handshake, sasl_authenticate,
+    describe_acls, create_acls, delete_acls,
 )
 
 #: every API with schemas, by key
