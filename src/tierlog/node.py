@@ -70,6 +70,7 @@ from tierlog.net.memory_pool import MemoryPool
 from tierlog.net.node_security import NodeSecurity, node_security
 from tierlog.net.request_metrics import RequestMetrics
 from tierlog.net.sasl_gate import sasl_sessions
+from tierlog.net.ssl_principal import PRINCIPAL_MAPPING_RULES, SslPrincipalMapper, peer_principal
 from tierlog.net.sasl_plain import PlainAuthenticator
 from tierlog.net.security import SecurityConfigError, listener_prefix
 from tierlog.net.server import Limits, Server, bind
@@ -179,6 +180,7 @@ class Node:
                                                    _resolve_hosts(config.ip_overrides))
         self._request_memory = MemoryPool(config.request_memory_bytes)
         self.security, self._ssl_contexts, self._sasl_sessions = _security(config)
+        self._principals = _ssl_principals(config, self.security)     # SSL listeners: the certificate's principal
 
     @property
     def is_broker(self) -> bool:
@@ -360,7 +362,7 @@ class Node:
         limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], self._connection_quotas,
                         self._request_memory, cfg["connections.max.idle.ms"], cfg["socket.request.read.timeout.ms"])
         server = Server(dispatcher, limits, self._ssl_contexts.get(listener_cfg.name),
-                        self._sasl_sessions.get(listener_cfg.name))
+                        self._sasl_sessions.get(listener_cfg.name), self._principals.get(listener_cfg.name))
         port = await server.serve(sock if sock is not None else bind(listener_cfg.host, listener_cfg.port))
         self.servers.append(server)
         self.bound.append((listener_cfg.host or "0.0.0.0", port))
@@ -428,6 +430,21 @@ def _security(cfg: NodeConfig) -> tuple[NodeSecurity, dict, dict]:
     except SecurityConfigError as e:
         raise ConfigError(str(e)) from None
     return security, contexts, sessions
+
+
+def _ssl_principals(cfg: NodeConfig, security: NodeSecurity) -> dict:
+    """SSL listeners' principal builders: ``ssl.principal.mapping.rules`` (or the listener's
+    ``listener.name.<l>.ssl.principal.mapping.rules``) applied to the client certificate."""
+    out = {}
+    try:
+        for name, spec in security.listeners.items():
+            if spec.ssl is not None and not spec.protocol.uses_sasl:
+                rules = cfg.raw.get(f"{listener_prefix(name)}{PRINCIPAL_MAPPING_RULES}",
+                                    cfg.raw.get(PRINCIPAL_MAPPING_RULES))
+                out[name] = peer_principal(SslPrincipalMapper(rules))
+    except SecurityConfigError as e:
+        raise ConfigError(str(e)) from None
+    return out
 
 
 def _data_dirs(cfg: NodeConfig) -> list[Path]:

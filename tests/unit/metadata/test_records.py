@@ -2,6 +2,8 @@ import pytest
 
 from tierlog.metadata.records import (
     RECORD_TYPES,
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
     BrokerEndpoint,
     BrokerFeature,
     BrokerRegistrationChangeRecord,
@@ -47,6 +49,8 @@ SAMPLES = [
     ProducerIdsRecord(1, 2, 3000),
     BrokerRegistrationChangeRecord(1, 2, -1, 1),
     NoOpRecord(),
+    AccessControlEntryRecord(TID, 2, "orders", 4, "User:alice", "*", 4, 3),
+    RemoveAccessControlEntryRecord(TID),
 ]
 
 
@@ -57,7 +61,7 @@ def test_round_trip(record):
 
 def test_every_api_key_has_a_sample():
     assert {type(r).API_KEY for r in SAMPLES} == set(RECORD_TYPES)
-    assert sorted(RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 17, 20]
+    assert sorted(RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 17, 18, 19, 20]
 
 
 def test_golden_framing():

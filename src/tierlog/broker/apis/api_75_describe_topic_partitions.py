@@ -39,6 +39,7 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 __all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "describe", "handle"]
@@ -56,13 +57,16 @@ _OFF = EligibilityThresholds()          # KIP-1303 off (-1, -1)
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     defaults = EligibilityThresholds(_int(broker.config[ELIGIBLE_MS]), _int(broker.config[ELIGIBLE_BYTES]))
-    return describe(broker.image, request, broker.config[PARTITION_LIMIT_CONFIG], defaults, broker.clock_ms())
+    return describe(broker.image, request, broker.config[PARTITION_LIMIT_CONFIG], defaults, broker.clock_ms(),
+                    lambda name: authz.topic(broker, header, authz.Op.DESCRIBE, name))
 
 
 def describe(image: MetadataImage, request: dict, limit_max: int,
-             eligibility_defaults: EligibilityThresholds = _OFF, now_ms: int = 0) -> dict:
+             eligibility_defaults: EligibilityThresholds = _OFF, now_ms: int = 0,
+             may_describe=lambda name: True) -> dict:
     """The response to ``request`` from ``image``, answering at most ``limit_max`` partitions;
-    ``eligibility_defaults`` are the static KIP-1303 thresholds, ``now_ms`` the time they are judged at."""
+    ``eligibility_defaults`` are the static KIP-1303 thresholds, ``now_ms`` the time they are judged at;
+    a topic ``may_describe`` refuses is left out, or TOPIC_AUTHORIZATION_FAILED when named (ACLs)."""
     judge = (eligibility_defaults, now_ms)
     named = [t["Name"] for t in request.get("Topics") or []]
     cursor = request.get("Cursor")
@@ -76,6 +80,10 @@ def describe(image: MetadataImage, request: dict, limit_max: int,
         if budget <= 0:
             next_cursor = {"TopicName": name, "PartitionIndex": 0}
             break
+        if not may_describe(name):
+            if named:
+                topics.append(_topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name))
+            continue
         topic = image.topics.get(name)
         if topic is None:
             if named:
