@@ -11,13 +11,16 @@ transactional ids; with ``--idempotent`` IDEMPOTENT_WRITE on the cluster);
 ``--consumer`` adds READ and DESCRIBE on the topics and READ on the groups.
 ``--remove`` without principals removes every ACL of the resources; it asks before
 removing unless ``--force``. ``--list`` without resources lists every ACL;
-``--principal`` narrows it. Output is kafka-acls.sh's. Over the wire through
-confluent-kafka's AdminClient (CreateAcls, DescribeAcls, DeleteAcls).
+``--principal`` narrows it. Output is kafka-acls.sh's. --add and --remove go through
+confluent-kafka's AdminClient (CreateAcls, DeleteAcls); --list sends DescribeAcls over
+tierlog's own connection (``broker_wire``), because librdkafka drops DescribeAcls'
+error code and a refused listing would read as "no ACLs".
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import NamedTuple
 
 from confluent_kafka.admin import (
     AclBinding,
@@ -29,9 +32,12 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from tierlog.cli.broker_wire import BrokerWire, usable
 from tierlog.cli.connection import Connection
 from tierlog.cli.errors import CliError, UsageError, describe_exception
 from tierlog.cli.options import connection_options
+from tierlog.protocol import ApiKey
+from tierlog.protocol.errors import ErrorCode
 
 __all__ = ["register"]
 
@@ -40,8 +46,7 @@ _OPERATIONS = {op.name.replace("_", "").lower(): op for op in AclOperation
                if op not in (AclOperation.UNKNOWN, AclOperation.ANY)}
 _PATTERNS = {"literal": ResourcePatternType.LITERAL, "prefixed": ResourcePatternType.PREFIXED,
              "any": ResourcePatternType.ANY, "match": ResourcePatternType.MATCH}
-_TYPE_NAMES = {ResourceType.TOPIC: "TOPIC", ResourceType.GROUP: "GROUP", ResourceType.BROKER: "CLUSTER",
-               ResourceType.TRANSACTIONAL_ID: "TRANSACTIONAL_ID"}
+_TYPE_NAMES = {2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID", 6: "DELEGATION_TOKEN", 7: "USER"}
 
 _EPILOG = """\
 examples:
@@ -52,6 +57,10 @@ examples:
   tierlog acls --remove --allow-principal User:alice --operation Write --topic t1 --force
   tierlog acls --list --command-config client.properties
 """
+
+
+def _code(member) -> int:
+    return member.value
 
 
 def _operation(text: str) -> AclOperation:
@@ -125,38 +134,61 @@ def _pattern(args) -> ResourcePatternType:
     return _PATTERNS[args.resource_pattern_type]
 
 
-def _describe(binding) -> str:
-    return (f"(principal={binding.principal}, host={binding.host}, operation={binding.operation.name}, "
-            f"permissionType={binding.permission_type.name})")
+class _Acl(NamedTuple):
+    """One ACL as the CLI prints it, from confluent-kafka's AclBinding or a DescribeAcls answer."""
+
+    restype: int
+    name: str
+    pattern: int
+    principal: str
+    host: str
+    operation: int
+    permission: int
+
+    @classmethod
+    def of(cls, b) -> _Acl:
+        return cls(b.restype.value, b.name, b.resource_pattern_type.value, b.principal, b.host, b.operation.value,
+                   b.permission_type.value)
 
 
-def _resource_label(kind, name, pattern) -> str:
-    return (f"ResourcePattern(resourceType={_TYPE_NAMES.get(kind, kind.name)}, name={name}, "
-            f"patternType={pattern.name})")
+def _describe(acl: _Acl) -> str:
+    return (f"(principal={acl.principal}, host={acl.host}, operation={_name(AclOperation, acl.operation)}, "
+            f"permissionType={_name(AclPermissionType, acl.permission)})")
 
 
-def _print_grouped(bindings, heading: str) -> None:
+def _name(enum, code: int) -> str:
+    try:
+        return enum(code).name
+    except ValueError:
+        return f"UNKNOWN({code})"
+
+
+def _resource_label(kind: int, name: str, pattern: int) -> str:
+    kind_name = _TYPE_NAMES.get(kind) or _name(ResourceType, kind)
+    return f"ResourcePattern(resourceType={kind_name}, name={name}, patternType={_name(ResourcePatternType, pattern)})"
+
+
+def _print_grouped(acls, heading: str) -> None:
     grouped: dict[tuple, list] = {}
-    for b in bindings:
-        grouped.setdefault((b.restype, b.name, b.resource_pattern_type), []).append(b)
-    for (kind, name, pattern), entries in sorted(grouped.items(), key=lambda kv: (int(kv[0][0]), kv[0][1],
-                                                                                 int(kv[0][2]))):
+    for a in acls:
+        grouped.setdefault((a.restype, a.name, a.pattern), []).append(a)
+    for (kind, name, pattern), entries in sorted(grouped.items()):
         print(f"{heading} `{_resource_label(kind, name, pattern)}`: ")
-        for b in sorted(entries, key=_describe):
-            print(f" \t{_describe(b)} ")
+        for a in sorted(set(entries), key=_describe):
+            print(f" \t{_describe(a)} ")
         print()
 
 
 def run_add(args, conn: Connection, resources) -> int:
     bindings = [AclBinding(kind, name, _pattern(args), principal, host, op, perm)
                 for (kind, name), ops in _operations_by_resource(args, resources).items()
-                for principal, host, perm in _entries(args) for op in sorted(ops, key=int)]
+                for principal, host, perm in _entries(args) for op in sorted(ops, key=_code)]
     futures = conn.client.create_acls(bindings, request_timeout=conn.timeout_s)
     conn.wait(futures.values(), "ACL creation")
     for binding, future in futures.items():
         if future.exception() is not None:
-            raise CliError(f"cannot add {_describe(binding)}: {describe_exception(future.exception())}")
-    _print_grouped(bindings, "Adding ACLs for resource")
+            raise CliError(f"cannot add {_describe(_Acl.of(binding))}: {describe_exception(future.exception())}")
+    _print_grouped([_Acl.of(b) for b in bindings], "Adding ACLs for resource")
     return 0
 
 
@@ -171,7 +203,7 @@ def _filters(args, resources) -> list[AclBindingFilter]:
             continue
         for principal, host, perm in entries:
             out += [AclBindingFilter(kind, name, _pattern(args), principal, host, op, perm)
-                    for op in (sorted(ops, key=int) or [AclOperation.ANY])]
+                    for op in (sorted(ops, key=_code) or [AclOperation.ANY])]
     return out
 
 
@@ -193,26 +225,59 @@ def run_remove(args, conn: Connection, resources) -> int:
     for f, future in futures.items():
         if future.exception() is not None:
             raise CliError(f"cannot remove ACLs: {describe_exception(future.exception())}")
-        removed += future.result()
+        removed += [_Acl.of(b) for b in future.result()]
     if not removed:
         print("no matching ACLs")
     _print_grouped(removed, "Removed ACLs for resource")
     return 0
 
 
-def run_list(args, conn: Connection, resources) -> int:
-    pattern = _PATTERNS[args.resource_pattern_type or "any"]
-    filters = [AclBindingFilter(kind, name, pattern, args.principal, None, AclOperation.ANY, AclPermissionType.ANY)
-               for kind, name in resources] or [
-        AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, args.principal, None, AclOperation.ANY,
-                         AclPermissionType.ANY)]
-    found = []
-    for f in filters:
+def _list_filters(args, resources) -> list[dict]:
+    """DescribeAcls requests: one per resource, or one for every ACL."""
+    pattern = _PATTERNS[args.resource_pattern_type or "any"].value
+    wanted = [(kind.value, name, pattern) for kind, name in resources] or [(1, None, 1)]     # 1: ANY
+    return [{"ResourceTypeFilter": kind, "ResourceNameFilter": name, "PatternTypeFilter": p,
+             "PrincipalFilter": args.principal, "HostFilter": None, "Operation": 1, "PermissionType": 1}
+            for kind, name, p in wanted]
+
+
+def _described(answer: dict) -> list[_Acl]:
+    return [_Acl(r["ResourceType"], r["ResourceName"], r["PatternType"], a["Principal"], a["Host"], a["Operation"],
+                 a["PermissionType"]) for r in answer["Resources"] for a in r["Acls"]]
+
+
+def run_list(args, resources) -> int:
+    """Over tierlog's own connection: librdkafka drops DescribeAcls' error code (a refusal would
+    read as "no ACLs"); a SCRAM --command-config, which that connection cannot speak, uses librdkafka."""
+    if not usable(args):
+        return _list_with_librdkafka(args, resources)
+    found: list[_Acl] = []
+    with BrokerWire.from_args(args) as wire:
+        version = wire.version(ApiKey.DESCRIBE_ACLS)
+        if version is None:
+            raise CliError(f"{wire.address} does not serve DescribeAcls (API 29)")
+        for body in _list_filters(args, resources):
+            answer = wire.call(ApiKey.DESCRIBE_ACLS, body, version, "DescribeAcls")
+            if answer["ErrorCode"]:
+                raise CliError(f"cannot list ACLs: {_name(ErrorCode, answer['ErrorCode'])}"
+                               + (f" ({answer['ErrorMessage']})" if answer.get("ErrorMessage") else ""))
+            found += _described(answer)
+    _print_grouped(found, "Current ACLs for resource")
+    return 0
+
+
+def _list_with_librdkafka(args, resources) -> int:
+    conn = Connection(AdminClient, args)
+    found: list[_Acl] = []
+    for body in _list_filters(args, resources):
+        f = AclBindingFilter(ResourceType(body["ResourceTypeFilter"]), body["ResourceNameFilter"],
+                             ResourcePatternType(body["PatternTypeFilter"]), body["PrincipalFilter"], None,
+                             AclOperation.ANY, AclPermissionType.ANY)
         future = conn.client.describe_acls(f, request_timeout=conn.timeout_s)
         conn.wait([future], "ACL listing")
         if future.exception() is not None:
             raise CliError(f"cannot list ACLs: {describe_exception(future.exception())}")
-        found += future.result()
+        found += [_Acl.of(b) for b in future.result()]
     _print_grouped(found, "Current ACLs for resource")
     return 0
 
@@ -222,8 +287,10 @@ def run(args: argparse.Namespace) -> int:
     if args.action != "list" and args.resource_pattern_type is None:
         args.resource_pattern_type = "literal"
     _check(args, resources)
+    if args.action == "list":
+        return run_list(args, resources)
     conn = Connection(AdminClient, args)
-    return {"add": run_add, "remove": run_remove, "list": run_list}[args.action](args, conn, resources)
+    return {"add": run_add, "remove": run_remove}[args.action](args, conn, resources)
 
 
 def register(subparsers) -> None:

@@ -7,7 +7,7 @@ SECURITY_DISABLED, as Kafka's; a filter with an UNKNOWN field is INVALID_REQUEST
 """
 from tierlog.metadata.acls import filter_of
 from tierlog.protocol.api import ApiKey
-from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.errors import ErrorCode, describe
 from tierlog.protocol.header import RequestHeader
 
 from . import authz
@@ -21,7 +21,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     if broker.authorizer is None:
         return _error(ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
     if not authz.cluster(broker, header, authz.Op.DESCRIBE):
-        return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+        return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, describe(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
     f = filter_of(request)
     problem = f.problem()
     if problem is not None:

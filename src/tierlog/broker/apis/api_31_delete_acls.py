@@ -6,7 +6,7 @@ controller removes every ACL each filter matches (RemoveAccessControlEntryRecord
 ``controller.acl_control``); the broker answers once its own image has caught up.
 """
 from tierlog.protocol.api import ApiKey
-from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.errors import ErrorCode, describe
 from tierlog.protocol.header import RequestHeader
 
 from . import authz
@@ -21,7 +21,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Resp
     if broker.authorizer is None:
         return _all(request, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
     if not authz.cluster(broker, header, authz.Op.ALTER):
-        return _all(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+        return _all(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, describe(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
     return forward_and_catch_up(broker, header, request,
                                 lambda r: _all(r, ErrorCode.REQUEST_TIMED_OUT, TIMED_OUT_MESSAGE))
 
