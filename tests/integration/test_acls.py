@@ -260,7 +260,7 @@ def test_cli_adds_lists_and_removes(cluster, granted):
                    "--resource-pattern-type", "prefixed")
     assert removed.returncode == 0, removed.stderr
     assert "principal=User:bob" in removed.stdout
-    left = AdminClient(_conf(cluster, "admin")).describe_acls(ANY).result(timeout=30)
+    left = granted.describe_acls(ANY).result(timeout=30)
     assert not [b for b in left if b.principal == "User:bob"]
 
 
