@@ -1,7 +1,9 @@
 """ACLs end to end (KIP-801 StandardAuthorizer) on one secured 1+2 cluster, with real clients.
 
 Every node runs ``authorizer.class.name=...StandardAuthorizer`` on SASL_PLAINTEXT listeners
-with PLAIN users from JAAS; the nodes log in as ``admin``, the one super user. alice may
+with PLAIN users from JAAS (and a mutual-TLS listener whose principal is the client
+certificate's CN through ``ssl.principal.mapping.rules``); the nodes log in as ``admin``,
+the one super user. alice may
 write and read ``t1`` only and read the group ``g1``: her produce to ``t2`` is
 TOPIC_AUTHORIZATION_FAILED (on the wire and in confluent-kafka), her Metadata does not
 list ``t2``, her consumer group needs READ on the group; confluent-kafka's AdminClient
@@ -41,6 +43,7 @@ from kafka.admin import ResourceType as KpResourceType
 from nodeproc import NodeProcess, free_port, one_controller_and_brokers
 
 from tierlog.net.blocking import BlockingConnection
+from tierlog.net.dev_certs import DevCa
 from tierlog.net.security import SaslCredentials, Security, SecurityProtocol
 from tierlog.protocol import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -69,16 +72,35 @@ def _common(cport: int) -> dict:
             "broker.heartbeat.interval.ms": "300"}
 
 
+def _with_tls_listener(node: NodeProcess, certs: dict) -> NodeProcess:
+    """A broker that also serves a mutual-TLS CLIENT listener whose principal is the
+    certificate's CN (``ssl.principal.mapping.rules``)."""
+    node.tls_port = free_port()
+    node.props.update({
+        "listeners": f"{node.props['listeners']},CLIENT://127.0.0.1:{node.tls_port}",
+        "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT,BROKER:SASL_PLAINTEXT,CLIENT:SSL",
+        "listener.name.client.ssl.client.auth": "required",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs["node"].keystore),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs["ca"]),
+        "ssl.principal.mapping.rules": "RULE:^CN=([^,]+).*$/$1/L,DEFAULT"})
+    return node
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("acls")
+    ca = DevCa.create(root / "tls")
+    certs = {"ca": ca.cert_path, "node": ca.issue("node", ["localhost", "127.0.0.1"]),
+             "alice": ca.issue("Alice", ["alice"])}
     cport = free_port()
     nodes = one_controller_and_brokers(root, cport, [free_port(), free_port()], _common(cport))
+    nodes[1:] = [_with_tls_listener(n, certs) for n in nodes[1:]]
     for n in nodes:
         n.start()
     cluster = type("Cluster", (), {})()
-    cluster.nodes, cluster.root, cluster.cport = nodes, root, cport
+    cluster.nodes, cluster.root, cluster.cport, cluster.certs = nodes, root, cport, certs
     cluster.bootstrap = ",".join(n.bootstrap for n in nodes[1:])
+    cluster.tls_bootstrap = ",".join(f"127.0.0.1:{n.tls_port}" for n in nodes[1:])
     admin = AdminClient(_conf(cluster, "admin"))
     for f in admin.create_topics([NewTopic("t1", 2, 2), NewTopic("t2", 1, 2)]).values():
         f.result(timeout=60)
@@ -158,6 +180,24 @@ def test_alice_writes_t1_and_not_t2(cluster, granted):
     finally:
         conn.close()
     assert answer["Responses"][0]["PartitionResponses"][0]["ErrorCode"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_alices_certificate_is_user_alice(cluster, granted):
+    """On the mutual-TLS listener the certificate CN=Alice maps to User:alice (RULE ... /L): the
+    same ACLs apply."""
+    conf = {"bootstrap.servers": cluster.tls_bootstrap, "security.protocol": "SSL",
+            "ssl.ca.location": str(cluster.certs["ca"]), "log_level": 0,
+            "ssl.certificate.location": str(cluster.certs["alice"].cert),
+            "ssl.key.location": str(cluster.certs["alice"].key)}
+    seen = _visible_topics(conf)
+    assert "t1" in seen and "t2" not in seen
+    producer = Producer({**conf, "message.timeout.ms": 20000})
+    results = {}
+    for topic in ("t1", "t2"):
+        producer.produce(topic, b"tls", on_delivery=lambda err, msg, t=topic: results.setdefault(t, err))
+    producer.flush(30)
+    assert results["t1"] is None
+    assert results["t2"] is not None and results["t2"].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
 
 def test_alice_metadata_hides_t2(cluster, granted):
