@@ -70,11 +70,15 @@ from tierlog.net.memory_pool import MemoryPool
 from tierlog.net.node_security import NodeSecurity, node_security
 from tierlog.net.request_metrics import RequestMetrics
 from tierlog.net.sasl_gate import sasl_sessions
-from tierlog.net.ssl_principal import PRINCIPAL_MAPPING_RULES, SslPrincipalMapper, peer_principal
 from tierlog.net.sasl_plain import PlainAuthenticator
 from tierlog.net.security import SecurityConfigError, listener_prefix
 from tierlog.net.server import Limits, Server, bind
 from tierlog.net.ssl_context import server_context
+from tierlog.net.ssl_principal import (
+    PRINCIPAL_MAPPING_RULES,
+    SslPrincipalMapper,
+    peer_principal,
+)
 from tierlog.net.tasks import TaskSet
 from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
 from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog

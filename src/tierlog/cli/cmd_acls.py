@@ -222,7 +222,7 @@ def run_remove(args, conn: Connection, resources) -> int:
     futures = conn.client.delete_acls(_filters(args, resources), request_timeout=conn.timeout_s)
     conn.wait(futures.values(), "ACL removal")
     removed = []
-    for f, future in futures.items():
+    for future in futures.values():
         if future.exception() is not None:
             raise CliError(f"cannot remove ACLs: {describe_exception(future.exception())}")
         removed += [_Acl.of(b) for b in future.result()]

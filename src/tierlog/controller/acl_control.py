@@ -18,8 +18,17 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
-from tierlog.metadata.acls import AclBinding, InvalidAcl, binding_of, filter_of, validate_binding
-from tierlog.metadata.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from tierlog.metadata.acls import (
+    AclBinding,
+    InvalidAcl,
+    binding_of,
+    filter_of,
+    validate_binding,
+)
+from tierlog.metadata.records import (
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
+)
 from tierlog.protocol.errors import ErrorCode
 
 __all__ = ["MAX_RECORDS_PER_REQUEST", "AclControlManager", "not_controller"]

@@ -58,11 +58,13 @@ from tierlog.protocol.primitives import (
 )
 from tierlog.protocol.schema import Field, Struct
 
-from .acl_records import ACL_SCHEMAS, AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from .acl_records import (
+    ACL_SCHEMAS,
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
+)
 
 __all__ = [
-    "AccessControlEntryRecord",
-    "RemoveAccessControlEntryRecord",
     "CONFIG_RESOURCE_BROKER",
     "CONFIG_RESOURCE_TOPIC",
     "ELIGIBLE_LOCAL_LOG_BYTES_TAG",
@@ -73,6 +75,7 @@ __all__ = [
     "NO_LEADER",
     "NO_LEADER_CHANGE",
     "RECORD_TYPES",
+    "AccessControlEntryRecord",
     "BrokerEndpoint",
     "BrokerFeature",
     "BrokerRegistrationChangeRecord",
@@ -84,6 +87,7 @@ __all__ = [
     "PartitionRecord",
     "ProducerIdsRecord",
     "RegisterBrokerRecord",
+    "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
     "ReplicaLogCoverage",
     "TopicRecord",

@@ -3,7 +3,10 @@ import random
 
 from tierlog.controller.acl_control import AclControlManager
 from tierlog.metadata import MetadataDelta, MetadataImage
-from tierlog.metadata.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from tierlog.metadata.records import (
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
+)
 from tierlog.protocol.errors import ErrorCode
 
 

@@ -6,15 +6,31 @@ from tierlog.metadata import MetadataDelta, MetadataImage
 from tierlog.metadata.acls import (
     AclBinding,
     AclBindingFilter,
-    AclOperation as Op,
-    AclPermissionType as Perm,
     InvalidAcl,
-    PatternType as Pat,
-    ResourceType as Res,
     validate_binding,
 )
-from tierlog.metadata.authorizer import STANDARD_AUTHORIZER, AclIndex, Authorizer, authorizer_from_config
-from tierlog.metadata.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from tierlog.metadata.acls import (
+    AclOperation as Op,
+)
+from tierlog.metadata.acls import (
+    AclPermissionType as Perm,
+)
+from tierlog.metadata.acls import (
+    PatternType as Pat,
+)
+from tierlog.metadata.acls import (
+    ResourceType as Res,
+)
+from tierlog.metadata.authorizer import (
+    STANDARD_AUTHORIZER,
+    AclIndex,
+    Authorizer,
+    authorizer_from_config,
+)
+from tierlog.metadata.records import (
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
+)
 from tierlog.metadata.snapshot import load_snapshot, snapshot_records
 
 ALICE, BOB = "User:alice", "User:bob"

@@ -3,7 +3,6 @@ import pytest
 from tierlog.metadata.records import (
     RECORD_TYPES,
     AccessControlEntryRecord,
-    RemoveAccessControlEntryRecord,
     BrokerEndpoint,
     BrokerFeature,
     BrokerRegistrationChangeRecord,
@@ -14,6 +13,7 @@ from tierlog.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     ReplicaLogCoverage,
     TopicRecord,
