@@ -61,6 +61,7 @@ from tierlog.config import ConfigError, NodeConfig, parse_properties
 from tierlog.controller.config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.apply_metrics import ApplyMetrics
+from tierlog.metadata.authorizer import authorizer_from_config
 from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
 from tierlog.net.client import PeerRoute, Peers
@@ -215,7 +216,8 @@ class Node:
         if "controller" in cfg.roles:
             controller_config = ControllerConfig.from_props(cfg, cfg.topic_defaults(), cluster_id)
             quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms())
-            self.controller_server = ControllerServer(cfg.node_id, self.driver, quorum_controller)
+            self.controller_server = ControllerServer(cfg.node_id, self.driver, quorum_controller,
+                                                      authorizer_from_config(cfg.raw))
             self.metrics_registry.register(ControllerMetricsCollector(quorum_controller))
         listener = _Listener(loader, self.controller_server, ApplyMetrics(self.metrics_registry, wall_clock_ms()))
         raft = self._open_raft(cluster_id, frozenset(voters), listener)

@@ -267,6 +267,15 @@ def test_alice_may_not_manage_acls(cluster, granted):
                                                                    ACLResourcePatternType.ANY)))
     finally:
         alice_kp.close()
+    # nor straight at the controller: its listener serves the nodes (CLUSTER_ACTION) only
+    conn = _wire(cluster.nodes[0], "alice")
+    try:
+        direct = conn.request(ApiKey.CREATE_ACLS, 3, {"Creations": [
+            {"ResourceType": 2, "ResourceName": "t2", "ResourcePatternType": 3, "Principal": "User:alice",
+             "Host": "*", "Operation": 4, "PermissionType": 3}]})
+    finally:
+        conn.close()
+    assert direct["Results"][0]["ErrorCode"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     alice = AdminClient(_conf(cluster, "alice"))
     future = alice.create_acls([_allow("t2", AclOperation.WRITE)])
     with pytest.raises(KafkaException) as refused:

@@ -96,9 +96,8 @@ class AclControlManager:
         return records, {"ThrottleTimeMs": 0, "FilterResults": results}
 
 
-def not_controller(api_key_is_create: bool, request: dict) -> dict:
-    """The NOT_CONTROLLER answer of CreateAcls / DeleteAcls."""
-    nc = ErrorCode.NOT_CONTROLLER
+def not_controller(api_key_is_create: bool, request: dict, nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict:
+    """The NOT_CONTROLLER (or ``nc``) answer of CreateAcls / DeleteAcls."""
     if api_key_is_create:
         return {"ThrottleTimeMs": 0, "Results": [_error(nc) for _ in request["Creations"]]}
     return {"ThrottleTimeMs": 0, "FilterResults": [{**_error(nc), "MatchingAcls": []} for _ in request["Filters"]]}

@@ -269,9 +269,10 @@ def _refresh_alter_partition(response: dict, version: int, image: MetadataImage)
                          LeaderRecoveryState=part.leader_recovery_state, PartitionEpoch=part.partition_epoch)
 
 
-def not_controller_response(api_key: int, version: int, request: dict) -> dict:
-    """The answer of a controller that is not active: NOT_CONTROLLER, shaped per API."""
-    nc = ErrorCode.NOT_CONTROLLER
+def not_controller_response(api_key: int, version: int, request: dict,
+                            nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict:
+    """The answer of a controller that is not active: NOT_CONTROLLER (or ``nc``: a refused
+    caller's CLUSTER_AUTHORIZATION_FAILED), shaped per API."""
     if api_key == ApiKey.CREATE_TOPICS:
         return {"ThrottleTimeMs": 0, "Topics": [
             {"Name": t["Name"], "TopicId": bytes(16), "ErrorCode": nc, "ErrorMessage": None, "NumPartitions": -1,
@@ -309,5 +310,5 @@ def not_controller_response(api_key: int, version: int, request: dict) -> dict:
     if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ProducerIdStart": -1, "ProducerIdLen": 0}
     if api_key in (ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
-        return acls_not_controller(api_key == ApiKey.CREATE_ACLS, request)
+        return acls_not_controller(api_key == ApiKey.CREATE_ACLS, request, nc)
     raise AssertionError(f"no NOT_CONTROLLER answer for api {api_key}")
