@@ -214,12 +214,16 @@ def test_alice_metadata_hides_t2(cluster, granted):
                                                   "AllowAutoTopicCreation": False,
                                                   "IncludeClusterAuthorizedOperations": True,
                                                   "IncludeTopicAuthorizedOperations": True})
+        partitions = conn.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"Topics": [], "ResponsePartitionLimit": 2000,
+                                                                       "Cursor": None})
     finally:
         conn.close()
     assert answer["Topics"][0]["ErrorCode"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert answer["ClusterAuthorizedOperations"] == 0                  # alice has no cluster ACL
     ops = mine["Topics"][0]["TopicAuthorizedOperations"]
     assert ops == (1 << AclOperation.READ.value) | (1 << AclOperation.WRITE.value) | (1 << AclOperation.DESCRIBE.value)
+    described = {t["Name"]: t["TopicAuthorizedOperations"] for t in partitions["Topics"]}
+    assert "t2" not in described and described["t1"] == ops
 
 
 def _consume_error_or_message(conf: dict, group: str):
