@@ -289,11 +289,12 @@ class Node:
         self.replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms,
                                        self._controller_channel("alter-partition", voters, loader),
                                        lambda: manager.broker_epoch, lambda: loader.image,
-                                       {k: cfg[k] for k in REPLICATION_SETTINGS}, self._inter_broker_route())
+                                       {k: cfg[k] for k in REPLICATION_SETTINGS}, self._inter_broker_route(),
+                                       dir_ids=self._dir_ids, assignment_channel=self._assignment_channel(voters, loader))
         metadata_view = MetadataView(loader)
         topic_stats = BrokerTopicStats(lambda topic_id: _topic_name(metadata_view.image, topic_id))
         self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
-                             api_versions_list(BROKER_APIS))
+                             api_versions_list(BROKER_APIS), inter_broker=self._inter_broker_route())
         if cfg["remote.log.storage.system.enable"]:
             self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms, topic_stats,
                                      self._inter_broker_route())
@@ -329,6 +330,13 @@ class Node:
             await self.remote.start()
         replicas.apply_image(loader.image)
         loader.subscribe(replicas.apply_image)
+
+    def _assignment_channel(self, voters: list[int], loader: MetadataLoader) -> ControllerChannel | None:
+        """AssignReplicasToDirs gets a channel of its own (Kafka's "directory-assignments") when the broker
+        has several log dirs; with one, the controller assigns new replicas to it at creation and only replicas
+        recorded before KIP-858 are assigned (on the AlterPartition channel)."""
+        return self._controller_channel("directory-assignments", voters, loader) if len(self.config.log_dirs) > 1 \
+            else None
 
     def _on_log_dir_offline(self, log_dir: Path) -> None:
         """The log manager took ``log_dir`` offline: report it in the heartbeats (KIP-858)."""

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from nodeproc import NodeProcess, free_port
+from nodeproc import NodeProcess, free_port, start_all, stop_all
 
 from tierlog.protocol import APIS, decode_response, encode_request
 
@@ -110,16 +110,13 @@ class Cluster:
         return "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(lines)}" for n in self.nodes)
 
     def start(self) -> Cluster:
-        for c in self.controllers:
-            c.start()
-        for b in self.brokers:
-            b.start()
+        start_all(self.nodes)
         return self
 
     def stop(self) -> None:
-        for n in reversed(self.nodes):
-            if n.alive():
-                n.stop()
+        """The brokers side by side (each a controlled shutdown), then the controllers."""
+        stop_all(self.brokers)
+        stop_all(self.controllers)
 
     def controller(self, node_id: int) -> NodeProcess:
         return next(c for c in self.controllers if c.node_id == node_id)

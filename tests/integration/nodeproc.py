@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-READY_TIMEOUT_S = 30
+READY_TIMEOUT_S = 30        # per node; nodes started side by side (start_all) share their sum
 
 
 PORT_BLOCK_BAND = 4000      # ports per pytest-xdist worker
@@ -87,13 +87,21 @@ class NodeProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> NodeProcess:
+        return self.spawn().wait_ready()
+
+    def spawn(self, ready_timeout_s: float = READY_TIMEOUT_S) -> NodeProcess:
+        """Start the process without waiting for it (see :func:`start_all`)."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
         with open(self.log_path, "ab") as log:      # the child keeps its own descriptor
             self.proc = subprocess.Popen([*self.launcher, sys.executable, "-m", "tierlog.cli.main", "node", "--config",
                                           str(self.config_path)], stdout=subprocess.PIPE, stderr=log, text=True)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
+        self._ready_deadline = time.monotonic() + ready_timeout_s
+        return self
+
+    def wait_ready(self) -> NodeProcess:
+        """Until the node prints its ready line; a node that exits or stays silent is an error."""
+        while time.monotonic() < self._ready_deadline:
             line = self.proc.stdout.readline()
             if line.startswith("node "):     # node <id> roles=... pid=... listen=... [metrics=...]
                 self.announced = dict(w.split("=", 1) for w in line.split()[2:] if "=" in w)
@@ -113,11 +121,16 @@ class NodeProcess:
 
     def stop(self, timeout: float = 30) -> int:
         """SIGTERM and wait; a node paused with SIGSTOP is resumed first (it would not act on SIGTERM)."""
+        self.signal_stop()
+        if self.proc is not None:
+            self.proc.wait(timeout)
+        return self.proc.returncode if self.proc else 0
+
+    def signal_stop(self) -> None:
+        """SIGTERM without waiting (see :func:`stop_all`)."""
         if self.alive():
             self.proc.send_signal(signal.SIGCONT)
             self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout)
-        return self.proc.returncode if self.proc else 0
 
     def kill9(self) -> None:
         if self.alive():
@@ -127,6 +140,24 @@ class NodeProcess:
     def restart(self) -> NodeProcess:
         self.stop()
         return self.start()
+
+
+def start_all(nodes: list[NodeProcess]) -> list[NodeProcess]:
+    """Spawn every node, then wait for each to be ready: the nodes start side by side (brokers
+    retry their registration until the controllers answer, as under `tierlog up`)."""
+    for n in nodes:
+        n.spawn(READY_TIMEOUT_S * len(nodes))
+    for n in nodes:
+        n.wait_ready()
+    return nodes
+
+
+def stop_all(nodes: list[NodeProcess], timeout: float = 30) -> None:
+    """SIGTERM every node, then wait for each: they shut down side by side."""
+    for n in nodes:
+        n.signal_stop()
+    for n in nodes:
+        n.stop(timeout)
 
 
 def one_controller_and_brokers(root: Path, controller_port: int, broker_ports: list[int],

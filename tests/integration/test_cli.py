@@ -171,6 +171,18 @@ def _topic_configs(bootstrap: str, topic: str, *extra: str) -> dict[str, dict]:
     return {entry["name"]: entry for entry in described["configs"]}
 
 
+def test_configs_of_a_group(broker_bootstrap):
+    """KIP-848 group configs through the GROUP resource: any group id, only its own values by default."""
+    b = ["--bootstrap-server", broker_bootstrap]
+    group = f"cli-group-{uuid.uuid4().hex[:8]}"
+    ok("configs", "alter", "--group", group, "--set", "consumer.session.timeout.ms=50000", *b)
+    described = json_of(ok("configs", "describe", "--group", group, "--json", *b))
+    assert described["resource"] == "group" and [(e["name"], e["value"], e["source"]) for e in described[
+        "configs"]] == [("consumer.session.timeout.ms", "50000", "GROUP_CONFIG")]
+    line = one_error_line(tierlog("configs", "alter", "--group", group, "--set", "consumer.session.timeout.ms=1", *b))
+    assert "consumer.session.timeout.ms must be greater than or equal to" in line, line
+
+
 def test_configs_alter_set_and_delete(broker_bootstrap):
     b = ["--bootstrap-server", broker_bootstrap]
     topic = new_topic(broker_bootstrap)

@@ -19,7 +19,13 @@ import pytest
 from cluster import log_end_offset, wait_for
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from nodeproc import NodeProcess, free_port, one_controller_and_brokers
+from nodeproc import (
+    NodeProcess,
+    free_port,
+    one_controller_and_brokers,
+    start_all,
+    stop_all,
+)
 
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.dev_certs import DevCa
@@ -174,8 +180,7 @@ def test_cluster_traffic_over_sasl_ssl(tmp_path):
               "broker.heartbeat.interval.ms": "300"}
     nodes = one_controller_and_brokers(tmp_path, cport, ports, common)
     try:
-        for n in nodes:
-            n.start()
+        start_all(nodes)
         conf = {"bootstrap.servers": ",".join(n.bootstrap for n in nodes[1:]), "security.protocol": "SASL_SSL",
                 "sasl.mechanisms": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret",
                 "ssl.ca.location": str(certs.cert_path)}
@@ -190,8 +195,8 @@ def test_cluster_traffic_over_sasl_ssl(tmp_path):
             wait_for(lambda b=broker: log_end_offset(b.data_dir / "replicated-0") == 100, 20,
                      f"node {broker.node_id}'s replica")
     finally:
-        for n in reversed(nodes):
-            n.stop()
+        stop_all(nodes[1:])
+        stop_all(nodes[:1])
     for n in nodes:
         log = n.log_path.read_text(errors="replace")
         assert "Traceback" not in log and "SASL authentication failed" not in log, n.log_tail(60)

@@ -21,7 +21,13 @@ import pytest
 from cluster import log_end_offset, wait_for
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from nodeproc import NodeProcess, free_port, one_controller_and_brokers
+from nodeproc import (
+    NodeProcess,
+    free_port,
+    one_controller_and_brokers,
+    start_all,
+    stop_all,
+)
 
 from tierlog.client.cluster import LATEST, Cluster
 from tierlog.net.client_security import client_security
@@ -210,8 +216,7 @@ def test_cluster_traffic_over_mutual_tls(tmp_path, certs):
               "offsets.topic.num.partitions": "2", "broker.heartbeat.interval.ms": "300"}
     nodes = one_controller_and_brokers(tmp_path, cport, ports, common)
     try:
-        for n in nodes:
-            n.start()
+        start_all(nodes)
         bootstrap = ",".join(n.bootstrap for n in nodes[1:])
         conf = _rdkafka(certs, mutual=True)
         admin = AdminClient({"bootstrap.servers": bootstrap, **conf})
@@ -226,8 +231,8 @@ def test_cluster_traffic_over_mutual_tls(tmp_path, certs):
             wait_for(lambda b=broker: log_end_offset(b.data_dir / "replicated-0") == 100, 20,
                      f"node {broker.node_id}'s replica")
     finally:
-        for n in reversed(nodes):
-            n.stop()
+        stop_all(nodes[1:])
+        stop_all(nodes[:1])
     for n in nodes:
         assert "Traceback" not in n.log_path.read_text(errors="replace"), n.log_tail(60)
 

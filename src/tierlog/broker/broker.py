@@ -3,7 +3,7 @@
 Handlers get a ``Broker`` and reach the metadata image (``image``; ``metadata``
 to wait for a change), the active controller (``controller_channel``, a channel that
 forwards admin requests), the hosted partitions (``replicas``), fetch sessions,
-the group coordinator (``groups``) and settings through it; background work a handler starts (an automatic topic
+the group coordinator (``groups``), the transaction coordinator (``transactions``) and settings through it; background work a handler starts (an automatic topic
 creation) goes to ``background``, which ``close`` cancels and awaits.  It holds
 no request logic of its own.
 """
@@ -13,14 +13,20 @@ from tierlog.clock import wall_clock_ms
 from tierlog.config import NodeConfig
 from tierlog.metadata import BrokerInfo, MetadataImage
 from tierlog.metadata.authorizer import authorizer_from_config
+from tierlog.net.client import DEFAULT_ROUTE, PeerRoute
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
+from .controller_channel import ControllerUnavailable
 from .group_coordinator import GroupCoordinator
 from .lifecycle import BrokerLifecycleManager
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .transaction_coordinator import ProducerIdsUnavailable as TxnProducerIdsUnavailable
+from .transaction_coordinator import TransactionCoordinator
+from .txn_marker_sender import TxnMarkerSender
+from .txn_verification import TxnVerifier
 
 __all__ = ["Broker", "ProducerIdsUnavailable"]
 
@@ -31,7 +37,8 @@ class ProducerIdsUnavailable(Exception):
 
 class Broker:
     def __init__(self, config: NodeConfig, metadata, controller_channel, replicas: ReplicaManager,
-                 lifecycle: BrokerLifecycleManager, api_versions: list[dict], clock_ms=wall_clock_ms):
+                 lifecycle: BrokerLifecycleManager, api_versions: list[dict], clock_ms=wall_clock_ms,
+                 inter_broker: PeerRoute = DEFAULT_ROUTE):
         self.config = config
         self.node_id = config.node_id
         self.metadata = metadata            # .image, async .wait_for(predicate, timeout_s)
@@ -46,9 +53,21 @@ class Broker:
         self.fetch_max_bytes = config["fetch.max.bytes"]
         self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
         self.remote = None      # broker.remote.RemoteTier when remote.log.storage.system.enable, set by the node
-        self.groups = GroupCoordinator(config, replicas, clock_ms)      # consumer groups (__consumer_offsets)
+        self.groups = GroupCoordinator(config, replicas, clock_ms,      # consumer groups (__consumer_offsets)
+                                       lambda group_id: metadata.image.group_config(group_id))
         self.authorizer = authorizer_from_config(config.raw)             # KIP-801; None: no ACL checks
         replicas.coordinator_listener = self.groups
+        markers = TxnMarkerSender(self.node_id, lambda: self.image, replicas, self.led_partition,
+                                  self.groups.on_txn_marker, clock_ms, config["request.timeout.ms"], inter_broker)
+        self.transactions = TransactionCoordinator(config, replicas, self._txn_producer_id, markers, clock_ms)
+        replicas.txn_listener = self.transactions       # transactions (__transaction_state)
+        self.txn_verifier = TxnVerifier(self.node_id, lambda: self.image, replicas, self.transactions, inter_broker)
+
+    async def _txn_producer_id(self) -> int:
+        try:
+            return await self.producer_ids.next_id()
+        except (ControllerUnavailable, ProducerIdsUnavailable) as e:
+            raise TxnProducerIdsUnavailable(str(e)) from e
 
     async def _allocate_producer_ids(self) -> range:
         """A block from the controller (AllocateProducerIds, 67); ``broker_epoch`` fences stale brokers."""
@@ -83,3 +102,5 @@ class Broker:
         """Cancel and await the background work handlers started, and the group coordinator's."""
         await self.background.close()
         await self.groups.close()
+        await self.transactions.close()
+        self.txn_verifier.close()

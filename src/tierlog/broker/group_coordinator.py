@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from tierlog.coordinator import (
@@ -42,9 +42,10 @@ from tierlog.coordinator import (
 )
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
-from tierlog.records import Record, build_batch, decode_batches
+from tierlog.records.control import COMMIT, control_marker
 
-from .partition import AppendOrigin, FetchIsolation, Partition
+from .coordinator_log import append_and_wait, load_log
+from .partition import Partition
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinator"]
 
@@ -52,9 +53,7 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TICK_S = 0.1
-LOAD_READ_BYTES = 1024 * 1024
 TOPIC_CREATE_RETRY_MS = 5000
-ACKS_ALL = -1
 
 
 @dataclass
@@ -65,10 +64,12 @@ class _Hosted:
     waiting: dict = field(default_factory=dict)         # token -> error answer builder
     last_append: asyncio.Task | None = None             # the latest write: answers without records wait for it
     late: list = field(default_factory=list)            # (end offset, on_commit) of writes not committed in time
+    early_markers: list = field(default_factory=list)   # (producer id, commit) of markers committed while loading
 
 
 class GroupCoordinator:
-    def __init__(self, config, replicas, clock_ms: Callable[[], int]):
+    def __init__(self, config, replicas, clock_ms: Callable[[], int],
+                 group_configs: Callable[[str], Mapping[str, str]] = lambda group_id: {}):
         self.node_id = config.node_id
         self.config = GroupConfig.from_node_config(config)
         self.num_partitions = config["offsets.topic.num.partitions"]
@@ -83,6 +84,7 @@ class GroupCoordinator:
         self._ticking = False
         self._last_topic_create_ms = -TOPIC_CREATE_RETRY_MS
         self._view: tuple[object, TopicsView] | None = None
+        self._group_configs = group_configs         # group id -> its dynamic configs (the image's)
 
     # -- leadership ----------------------------------------------------------------------
     def on_leader(self, part: Partition) -> None:
@@ -118,27 +120,23 @@ class GroupCoordinator:
                 and part.leader_state is hosted.leader_state)
 
     async def _load(self, hosted: _Hosted) -> None:
-        part, shard = hosted.part, GroupShard(hosted.part.index, self.config, self._rng)
-        offset = max(part.log_start_offset, part.local_log_start_offset)
-        end = part.log_end_offset
-        while offset < end and self._leading(hosted):
-            read = part.read(offset, LOAD_READ_BYTES, FetchIsolation.LOG_END)
-            if read.error:      # the log moved under the load: it stays unloaded (LOAD_IN_PROGRESS)
-                log.warning("%s-%d: cannot load from offset %d: error %d", OFFSETS_TOPIC, part.index, offset,
-                            read.error)
-                return
-            data = b"".join(region.read() for region in read.parts)
-            if not data:
-                break
-            for header, records in decode_batches(data):
-                offset = header.next_offset
-                if not header.is_control:
-                    _replay(shard, part.index, records)
-            await asyncio.sleep(0)
-        if self._leading(hosted):
+        part, shard = hosted.part, GroupShard(hosted.part.index, self.config, self._rng, self._group_configs)
+
+        def replay(header, records) -> None:
+            if header.is_control:
+                marker = control_marker(records)
+                if marker is not None:
+                    shard.complete_txn(header.producer_id, marker == COMMIT)
+            elif header.is_transactional:
+                _replay_txn(shard, part.index, header.producer_id, records)
+            else:
+                _replay(shard, part.index, records)
+        if await load_log(part, lambda: self._leading(hosted), replay):
             shard.loaded(self._clock_ms())
+            for producer_id, commit in hosted.early_markers:      # a second completion is a no-op
+                shard.complete_txn(producer_id, commit)
             hosted.shard = shard
-            log.info("%s-%d: loaded %d groups up to offset %d", OFFSETS_TOPIC, part.index, len(shard.groups), end)
+            log.info("%s-%d: loaded %d groups", OFFSETS_TOPIC, part.index, len(shard.groups))
 
     # -- requests ------------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
@@ -207,7 +205,7 @@ class GroupCoordinator:
                                                name=f"group-append-{hosted.part.index}")
 
     async def _append(self, hosted: _Hosted, out: Output, previous: asyncio.Task | None) -> ErrorCode:
-        error, end = await self._write(hosted, out.records)
+        error, end = await self._write(hosted, out.records, out.txn_producer)
         if error and end is None:
             # refused before the log (nothing awaited yet): reload before a later write appends
             # records made from what this one changed
@@ -219,7 +217,7 @@ class GroupCoordinator:
             await previous      # answers leave in log order; a write that committed needs nothing of earlier ones
         if error:
             self._fail(hosted, out, error)
-            if out.on_commit:
+            if out.on_commit and out.txn_producer is None:
                 hosted.late.append((end, out.on_commit))      # applied if the high watermark passes it
             if out.on_failure and hosted.shard is not None and self._leading(hosted):
                 lost = hosted.shard.write_failed(out.on_failure, self._clock_ms())
@@ -227,7 +225,7 @@ class GroupCoordinator:
             return error
         if hosted.shard is not None:
             self._apply_late(hosted, end)       # committed too: they come before this write
-            hosted.shard.apply_committed(out.on_commit)
+            hosted.shard.apply_committed(out.on_commit, out.txn_producer[0] if out.txn_producer else -1)
         for token, response in out.answers:
             _resolve(token, response)
         return ErrorCode.NONE
@@ -257,23 +255,22 @@ class GroupCoordinator:
         for token, response in out.answers:
             _resolve(token, with_error(response, error) if error else response)
 
-    async def _write(self, hosted: _Hosted, records: list) -> tuple[ErrorCode, int | None]:
+    async def _write(self, hosted: _Hosted, records: list,
+                     producer: tuple[int, int] | None = None) -> tuple[ErrorCode, int | None]:
         """(error, the end offset of the records in the log; None if they did not reach it)."""
-        if not self._leading(hosted):
-            return ErrorCode.NOT_COORDINATOR, None
-        part, now = hosted.part, self._clock_ms()
-        batch = bytearray(build_batch([Record(i, now, k, v) for i, (k, v) in enumerate(records)]))
-        outcome, fut = self._replicas.append_records(part, batch, AppendOrigin.COORDINATOR, ACKS_ALL,
-                                                     self._commit_timeout_ms)
-        if outcome.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-            return ErrorCode.NOT_COORDINATOR, None
-        if outcome.error:       # ISR below min.insync.replicas, the disk, ...: not in the log
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        end = outcome.end_offset
-        code = await fut if fut is not None else ErrorCode.NONE
-        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER or not self._leading(hosted):
-            return ErrorCode.NOT_COORDINATOR, end
-        return (ErrorCode.COORDINATOR_NOT_AVAILABLE if code else ErrorCode.NONE), end
+        return await append_and_wait(self._replicas, hosted.part, records, self._commit_timeout_ms, self._clock_ms(),
+                                     lambda: self._leading(hosted), producer)
+
+    def on_txn_marker(self, part: Partition, producer_id: int, commit: bool) -> None:
+        """A transaction marker of ``producer_id`` is committed on ``part`` (``txn_marker_writer``):
+        the offsets it committed in that transaction take effect, or are dropped (KIP-98)."""
+        hosted = self._hosted.get(part.index)
+        if part.topic != OFFSETS_TOPIC or hosted is None:
+            return
+        if hosted.shard is None:        # loading: the load may have read to an end below the marker
+            hosted.early_markers.append((producer_id, commit))
+        else:
+            hosted.shard.complete_txn(producer_id, commit)
 
     # -- time ------------------------------------------------------------------------------
     async def _tick_loop(self) -> None:
@@ -303,6 +300,16 @@ def _replay(shard: GroupShard, index: int, records) -> None:
             continue
         try:
             shard.replay(r.key, r.value)
+        except Exception as e:     # noqa: BLE001 - a bad record is skipped, not fatal to the load
+            log.warning("%s-%d: skipping unreadable record at offset %d: %s", OFFSETS_TOPIC, index, r.offset, e)
+
+
+def _replay_txn(shard: GroupShard, index: int, producer_id: int, records) -> None:
+    for r in records:
+        if r.key is None:
+            continue
+        try:
+            shard.replay_txn(producer_id, r.key, r.value)
         except Exception as e:     # noqa: BLE001 - a bad record is skipped, not fatal to the load
             log.warning("%s-%d: skipping unreadable record at offset %d: %s", OFFSETS_TOPIC, index, r.offset, e)
 

@@ -15,8 +15,10 @@ high watermarks.
 A failed log dir (``mark_offline``, Kafka's handleLogDirFailure): the
 partitions whose log was there are dropped (parked requests fail, fetchers
 stop) and stay offline: later images do not host them again until the broker
-restarts.  The controller moves their leadership away (it fences a broker with
-no online log dir).
+restarts.  The controller moves their leadership away (KIP-858: exactly the
+replicas assigned to the failed dir; it fences a broker with no online log dir).
+Where each hosted replica's log lives is reported to the controller
+(AssignReplicasToDirs, ``dir_assignments``) whenever the image says otherwise.
 
 KIP-1023: every image applied pushes ``follower.fetch.last.tiered.offset.enable``
 (this broker's dynamic value, else the cluster-wide dynamic value from the
@@ -30,6 +32,7 @@ import logging
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Protocol
 
 from tierlog.metadata import MetadataImage, TopicInfo
@@ -49,6 +52,7 @@ from tierlog.storage import LogConfig, LogManager
 
 from .alter_partition_sender import AlterPartitionSender
 from .apply_slices import ApplySlices
+from .dir_assignments import DirAssignments, DirAssignmentSender
 from .fetch_session import FetchSessionCache
 from .fetcher_shell import FetcherShell
 from .partition import AppendOrigin, AppendOutcome, Partition
@@ -78,9 +82,12 @@ class ReplicaManager:
     def __init__(self, node_id: int, logs: LogManager, topic_defaults: dict[str, str],
                  clock_ms: Callable[[], int], controller_channel, broker_epoch: Callable[[], int],
                  image_fn: Callable[[], MetadataImage], config: Mapping[str, object] | None = None,
-                 inter_broker: PeerRoute = DEFAULT_ROUTE):
-        """``controller_channel``: async ``.send`` (AlterPartition); ``config``: the replica.* settings;
-        ``inter_broker``: how the fetchers reach leaders."""
+                 inter_broker: PeerRoute = DEFAULT_ROUTE, dir_ids: Mapping[Path, bytes] | None = None,
+                 assignment_channel=None):
+        """``controller_channel``: async ``.send`` (AlterPartition, AssignReplicasToDirs); ``config``: the
+        replica.* settings; ``inter_broker``: how the fetchers reach leaders; ``dir_ids``: each log dir's
+        ``directory.id`` (KIP-858); ``assignment_channel``: the channel for AssignReplicasToDirs (default:
+        ``controller_channel``)."""
         cfg = config or {}
         self.node_id = node_id
         self.logs = logs
@@ -111,8 +118,13 @@ class ReplicaManager:
         self._tasks = TaskSet(f"replica manager {node_id}")     # the ticker and AlterPartition requests
         self._alter_sender = AlterPartitionSender(controller_channel, node_id, broker_epoch,
                                                   self._request_timeout_ms / 1000, self._tasks)
+        self._dir_ids = dict(dir_ids or {})
+        self.dir_assignments = DirAssignmentSender(DirAssignments(node_id), assignment_channel or controller_channel,
+                                                   image_fn, broker_epoch, clock_ms, self._request_timeout_ms / 1000,
+                                                   self._tasks)
         self.tier_listener: TierListener | None = None   # tiered storage follows leadership through it
         self.coordinator_listener: TierListener | None = None   # the group coordinator (__consumer_offsets) too
+        self.txn_listener: TierListener | None = None   # and the transaction coordinator (__transaction_state)
         self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
         self._image = MetadataImage.empty("", -1)       # the image applied last
         self._slices = ApplySlices()
@@ -120,7 +132,7 @@ class ReplicaManager:
         self.isr_changes = {"shrink": 0, "expand": 0}   # accepted AlterPartitions (IsrShrinks/ExpandsPerSec)
 
     def _listeners(self) -> list[TierListener]:
-        return [lst for lst in (self.tier_listener, self.coordinator_listener) if lst is not None]
+        return [lst for lst in (self.tier_listener, self.coordinator_listener, self.txn_listener) if lst is not None]
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
@@ -194,10 +206,17 @@ class ReplicaManager:
         if (topic.name, p.partition) in self.offline:
             return
         part = self._ensure(topic, p, config)
+        self._observe_dir(topic, p)
         try:
             self._transition(image, part, p)
         except Exception:
             log.exception("%s-%d: leader/follower transition failed", *part.key)
+
+    def _observe_dir(self, topic: TopicInfo, p) -> None:
+        """KIP-858: tell the controller where this replica's log lives if the image says otherwise."""
+        dir_id = self._dir_ids.get(self.logs.log_dir_of(topic.name, p.partition))
+        if dir_id is not None and self.dir_assignments.core.observe(topic.topic_id, p, dir_id):
+            self.dir_assignments.kick()
 
     def on_corrupt_segment(self, key: tuple[str, int], offset: int) -> None:
         """The background check found a bad batch in a closed segment of ``key`` from ``offset`` on.

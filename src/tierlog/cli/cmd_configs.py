@@ -2,7 +2,8 @@
 
 ``describe`` shows, like kafka-configs.sh, only the dynamic overrides of the
 resource (source DYNAMIC_TOPIC_CONFIG for a topic, DYNAMIC_BROKER_CONFIG for
-a broker) unless ``--all`` is given. ``alter`` uses IncrementalAlterConfigs,
+a broker, GROUP_CONFIG for a group's KIP-848 configs) unless ``--all`` is given.
+A group need not exist (Kafka keeps configs for any group id). ``alter`` uses IncrementalAlterConfigs,
 so configs not named are left as they are.
 """
 
@@ -29,24 +30,29 @@ __all__ = ["register"]
 _DYNAMIC_SOURCE = {
     ResourceType.TOPIC: ConfigSource.DYNAMIC_TOPIC_CONFIG,
     ResourceType.BROKER: ConfigSource.DYNAMIC_BROKER_CONFIG,
+    ResourceType.GROUP: ConfigSource.GROUP_CONFIG,
 }
+_KIND_NAME = {ResourceType.TOPIC: "topic", ResourceType.BROKER: "broker", ResourceType.GROUP: "group"}
 
 _EPILOG = """\
 examples:
   tierlog configs describe --topic orders
   tierlog configs describe --broker 1 --all --json
   tierlog configs alter --topic orders --set retention.ms=3600000 --delete cleanup.policy
+  tierlog configs alter --group billing --set consumer.session.timeout.ms=30000
 """
 
 
 def _resource(args: argparse.Namespace) -> tuple[ResourceType, str]:
     if args.topic is not None:
         return ResourceType.TOPIC, args.topic
+    if args.group is not None:
+        return ResourceType.GROUP, args.group
     return ResourceType.BROKER, str(args.broker)
 
 
 def _label(kind: ResourceType, name: str) -> str:
-    return f"{'topic' if kind == ResourceType.TOPIC else 'broker'} {name}"
+    return f"{_KIND_NAME[kind]} {name}"
 
 
 def _check_exists(conn: Connection, kind: ResourceType, name: str) -> None:
@@ -109,8 +115,7 @@ def run_describe(args: argparse.Namespace) -> int:
         dynamic = _DYNAMIC_SOURCE[kind].name
         entries = [e for e in entries if e["source"] == dynamic]
     if args.json:
-        kind_name = "topic" if kind == ResourceType.TOPIC else "broker"
-        print_json({"resource": kind_name, "name": name, "configs": entries})
+        print_json({"resource": _KIND_NAME[kind], "name": name, "configs": entries})
     else:
         _show(entries, _label(kind, name), args.all)
     return 0
@@ -147,18 +152,20 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--topic", metavar="NAME", help="a topic's configs")
     target.add_argument("--broker", type=non_negative_int, metavar="ID", help="a broker's configs")
+    target.add_argument("--group", metavar="ID", help="a consumer group's KIP-848 configs "
+                        "(consumer.session.timeout.ms, consumer.heartbeat.interval.ms)")
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "configs", help="describe and alter topic and broker configs",
+        "configs", help="describe and alter topic, broker and group configs",
         description="Describe and alter configs (like kafka-configs.sh).", epilog=_EPILOG,
     )
     actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
     common = connection_options()
 
     describe = actions.add_parser("describe", parents=[common], help="show configs",
-                                  description="Show a topic's or broker's configs.")
+                                  description="Show a topic's, broker's or group's configs.")
     _add_target(describe)
     describe.add_argument("--all", action="store_true", help="every config, not only dynamic overrides")
     describe.add_argument("--json", action="store_true", help="print one JSON object")

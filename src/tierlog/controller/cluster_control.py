@@ -32,11 +32,11 @@ Kafka's ClusterControlManager and BrokerHeartbeatManager behaviours, our code:
     its registered dirs is online the broker is fenced (FenceBrokerRecord, from
     any state; SHUTDOWN_NOW if it also wants to shut down) and never unfenced
     while it reports them.  Fencing moves its leaderships to in-sync replicas
-    and takes it out of every ISR (derived, below).  tierlog has no replica ->
-    directory assignments (Kafka's AssignReplicasToDirs, key 73), so a broker
-    that still has an online dir keeps its partitions: a partial failure is
-    recorded and logged, and the broker's own log manager answers
-    KAFKA_STORAGE_ERROR for the logs it lost.
+    and takes it out of every ISR (derived, below).  A partial failure moves
+    only the replicas assigned to the failed dirs (``offline_changes``: the
+    PartitionChangeRecords of ``directory_control``, written before the
+    registration change), as Kafka's handleDirectoriesOffline; the broker keeps
+    leading the partitions of its healthy dirs.
 
 * A session expires ``broker.session.timeout.ms`` after the last heartbeat;
   ``tick`` fences every active broker whose session expired.
@@ -123,7 +123,8 @@ class ClusterControlManager:
     # -- BrokerHeartbeat (63) -----------------------------------------------
 
     def heartbeat(self, request: dict, image, now_ms: int, next_offset: int,
-                  leads_partitions: Callable[[int], bool]) -> tuple[list, dict]:
+                  leads_partitions: Callable[[int], bool],
+                  offline_changes: Callable[[int, list[bytes]], list] = lambda _b, _dirs: []) -> tuple[list, dict]:
         broker_id = request["BrokerId"]
         reg = image.brokers.get(broker_id)
         if reg is None:
@@ -137,7 +138,7 @@ class ClusterControlManager:
         no_online_dir = bool(reg.log_dirs) and len(offline) == len(reg.log_dirs)
         current = self._state(reg)
         nxt = self._next_state(current, request, broker_id, caught_up, image, leads_partitions, no_online_dir)
-        records = self._dir_change_records(reg, offline, no_online_dir)
+        records = self._dir_change_records(reg, offline, no_online_dir, offline_changes)
         records += self._records_for(current, nxt, reg, next_offset,
                                      _heartbeat_reason(nxt, request, offset, no_online_dir, offline))
         fenced = nxt in (FENCED, SHUTDOWN_NOW)
@@ -151,15 +152,17 @@ class ClusterControlManager:
         return CONTROLLED_SHUTDOWN if reg.in_controlled_shutdown else UNFENCED
 
     @staticmethod
-    def _dir_change_records(reg, offline: list[bytes], no_online_dir: bool) -> list:
-        """Kafka's handleDirectoriesOffline: the registration keeps only its online dirs."""
+    def _dir_change_records(reg, offline: list[bytes], no_online_dir: bool, offline_changes) -> list:
+        """Kafka's handleDirectoriesOffline: the replicas in the failed dirs go offline, then the
+        registration keeps only its online dirs."""
         if not offline or no_online_dir:
             return []       # nothing new, or the fence says it (an empty LogDirs would mean "no change")
         online = tuple(d for d in reg.log_dirs if d not in offline)
-        _log.warning("broker %d (epoch %d): log dirs %s offline, %s remain online; its partitions in them "
-                     "answer KAFKA_STORAGE_ERROR until it restarts", reg.node_id, reg.epoch,
-                     _dir_names(offline), _dir_names(online))
-        return [BrokerRegistrationChangeRecord(broker_id=reg.node_id, broker_epoch=reg.epoch, log_dirs=online)]
+        moved = offline_changes(reg.node_id, offline)
+        _log.warning("broker %d (epoch %d): log dirs %s offline, %s remain online; %d partitions with a replica "
+                     "there change leader or ISR", reg.node_id, reg.epoch, _dir_names(offline), _dir_names(online),
+                     len(moved))
+        return [*moved, BrokerRegistrationChangeRecord(broker_id=reg.node_id, broker_epoch=reg.epoch, log_dirs=online)]
 
     def _next_state(self, current: str, request: dict, broker_id: int, caught_up: bool, image,
                     leads_partitions: Callable[[int], bool], no_online_dir: bool = False) -> str:

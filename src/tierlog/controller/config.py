@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from tierlog.metadata.group_rules import broker_group_settings
+
 __all__ = ["PRODUCER_ID_BLOCK_SIZE", "ControllerConfig"]
 
 PRODUCER_ID_BLOCK_SIZE = 1000       # Kafka's block size for AllocateProducerIds
@@ -26,6 +28,7 @@ class ControllerConfig:
     leader_imbalance_check_interval_ms: int = 300_000   # leader.imbalance.check.interval.seconds, in ms
     remote_log_storage_system_enable: bool = False  # remote.log.storage.system.enable (KIP-405)
     topic_defaults: Mapping[str, object] = field(default_factory=dict)  # topic config name -> broker-level default
+    group_settings: Mapping[str, int] = field(default_factory=lambda: broker_group_settings({}))  # group.consumer.*
 
     @classmethod
     def from_props(cls, props: Mapping[str, object], topic_defaults: Mapping[str, object] | None = None,
@@ -54,6 +57,7 @@ class ControllerConfig:
             leader_imbalance_check_interval_ms=_check_interval_ms(get("leader.imbalance.check.interval.seconds", 300)),
             remote_log_storage_system_enable=_bool(get("remote.log.storage.system.enable", False)),
             topic_defaults=dict(topic_defaults or {}),
+            group_settings=broker_group_settings(props),
         )
 
 

@@ -1,4 +1,4 @@
-"""IncrementalAlterConfigs (44) and AlterConfigs (33) on the controller: topic and broker resources.
+"""IncrementalAlterConfigs (44) and AlterConfigs (33) on the controller: topic, broker and group resources.
 
 Topic resources (type 2): the topic must exist (UNKNOWN_TOPIC_OR_PARTITION);
 SET / DELETE / APPEND / SUBTRACT apply to its overrides with the rules of
@@ -10,7 +10,9 @@ broker configs are read by whoever needs them from the image), except that the
 KIP-1303 thresholds (``leader.election.eligible.local.log.ms`` / ``.bytes``,
 dynamic cluster-wide per the KIP) must be longs >= -1, and a known boolean broker
 config (e.g. KIP-1023's ``follower.fetch.last.tiered.offset.enable``) must be true
-or false (INVALID_CONFIG).  A resource
+or false (INVALID_CONFIG).  Group resources (type 32, KIP-848): a group id (any, existing
+or not, as Kafka; "" -> INVALID_REQUEST), its configs checked as a whole by
+``metadata.group_rules`` against this controller's group.consumer.* bounds.  A resource
 named twice -> INVALID_REQUEST; other types -> INVALID_REQUEST.
 
 AlterConfigs (33, the legacy whole-set alter) gives each resource's complete
@@ -24,8 +26,10 @@ writes nothing.
 from __future__ import annotations
 
 from tierlog.config import BROKER_CONFIGS
+from tierlog.metadata.group_rules import validate_group_configs
 from tierlog.metadata.records import (
     CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
 )
@@ -91,6 +95,12 @@ class ConfigControlManager:
             after = apply(before, r["Configs"], None)
             _check_broker_longs(after)
             _check_broker_booleans(before, after)
+        elif kind == CONFIG_RESOURCE_GROUP:
+            if not name:
+                raise RuleError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+            before = dict(image.group_config(name))
+            after = apply(before, r["Configs"], None)
+            validate_group_configs(after, self.config.group_settings)
         else:
             raise RuleError(ErrorCode.INVALID_REQUEST, f"Resource type {kind} cannot be altered here.")
         return _diff(kind, name, before, after)

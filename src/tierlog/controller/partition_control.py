@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tierlog.metadata.directories import offline_replicas
 from tierlog.metadata.election import (
     Election,
     EligibilityThresholds,
@@ -227,7 +228,7 @@ class PartitionControlManager:
                 return ErrorCode.ELECTION_NOT_NEEDED, None
             election = Election.UNCLEAN
         result = elect_leader(replicas=part.replicas, isr=part.isr, leader=part.leader,
-                              usable=image.usable_brokers(), election=election, elr=part.elr,
+                              usable=image.usable_brokers() - _offline(part, image), election=election, elr=part.elr,
                               last_known_elr=part.last_known_elr, coverage=part.coverage(),
                               thresholds=thresholds, now_ms=now_ms)
         if result.leader == NO_LEADER or (kind == PREFERRED and result.leader != target):
@@ -248,6 +249,11 @@ class PartitionControlManager:
         ms = image.config("leader.election.eligible.local.log.ms", topic, self.config.eligible_local_log_ms)
         size = image.config("leader.election.eligible.local.log.bytes", topic, self.config.eligible_local_log_bytes)
         return EligibilityThresholds(_int(ms, -1), _int(size, -1))
+
+
+def _offline(part, image) -> frozenset[int]:
+    """Replicas of ``part`` on an offline log dir (KIP-858): never elected."""
+    return offline_replicas(part.replicas, part.directories, image.brokers.get)
 
 
 def _int(value, default: int) -> int:

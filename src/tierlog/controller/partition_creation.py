@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from tierlog.metadata.directories import directories_for
 from tierlog.metadata.records import PartitionRecord
 from tierlog.metadata.topic_rules import MAX_PARTITIONS, RuleError
 from tierlog.protocol.errors import ErrorCode
@@ -75,7 +76,8 @@ def _one(t: dict, image, rng: random.Random) -> list[PartitionRecord]:
             raise RuleError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual partition "
                             f"assignment for partition {index} are fenced or in controlled shutdown.")
         records.append(PartitionRecord(partition_id=index, topic_id=topic.topic_id, replicas=tuple(replicas),
-                                       isr=isr, leader=isr[0], leader_epoch=0, partition_epoch=0))
+                                       isr=isr, leader=isr[0], leader_epoch=0, partition_epoch=0,
+                                       directories=directories_for(replicas, image.brokers.get)))
     return records
 
 

@@ -37,7 +37,8 @@ elections (topic override > cluster-wide dynamic value > static default).
   33 AlterConfigs 0-2, 37 CreatePartitions 0-3, 44 IncrementalAlterConfigs 0-1, 45 AlterPartitionReassignments 0-1,
   46 ListPartitionReassignments 0, 56 AlterPartition 0-4,
   62 BrokerRegistration 0-4, 63 BrokerHeartbeat 0-1, 64 UnregisterBroker 0,
-  67 AllocateProducerIds 0, 30 CreateAcls 0-3, 31 DeleteAcls 0-3.
+  67 AllocateProducerIds 0, 73 AssignReplicasToDirs 0 (``directory_control``),
+  30 CreateAcls 0-3, 31 DeleteAcls 0-3.
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ from .acl_control import not_controller as acls_not_controller
 from .cluster_control import ClusterControlManager
 from .config import ControllerConfig
 from .config_control import ConfigControlManager
+from .directory_control import DirectoryControlManager
 from .leader_balance import BalanceSchedule, partitions_to_balance
 from .partition_control import PartitionControlManager
 from .partition_creation import create_partitions
@@ -73,6 +75,7 @@ SUPPORTED_APIS = {
     ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.UNREGISTER_BROKER: (0, 0), ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.CREATE_ACLS: (0, 3), ApiKey.DELETE_ACLS: (0, 3),
+    ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0),
 }
 
 
@@ -98,6 +101,7 @@ class QuorumController:
         self.replication = ReplicationControlManager(config, rng)
         self.partitions = PartitionControlManager(config)
         self.configs = ConfigControlManager(config)
+        self.directories = DirectoryControlManager(config, self.partitions.thresholds)
         self.reassignments = ReassignmentControlManager(config.unclean_leader_election_enable,
                                                         self.partitions.thresholds)
         self.acls = AclControlManager(rng)
@@ -125,6 +129,7 @@ class QuorumController:
             ApiKey.LIST_PARTITION_REASSIGNMENTS: lambda r, v, n: ([], self.reassignments.list(r, self.committed_image)),
             ApiKey.CREATE_ACLS: lambda r, v, n: self.acls.create_acls(r, self._image),
             ApiKey.DELETE_ACLS: lambda r, v, n: self.acls.delete_acls(r, self._image),
+            ApiKey.ASSIGN_REPLICAS_TO_DIRS: lambda r, v, n: self.directories.assign_replicas_to_dirs(r, self._image, n),
         }
 
     # -- state ----------------------------------------------------------------
@@ -155,7 +160,8 @@ class QuorumController:
     def _heartbeat(self, request: dict, version: int, now_ms: int):
         image = self._image
         return self.cluster.heartbeat(request, image, now_ms, self._next_offset,
-                                      lambda b: next(image.partitions_led_by(b), None) is not None)
+                                      lambda b: next(image.partitions_led_by(b), None) is not None,
+                                      lambda b, dirs: self.directories.offline_dir_changes(image, b, dirs, now_ms))
 
     def _alter_partition(self, request: dict, version: int, now_ms: int):
         return self.partitions.alter_partition(request, version, self._image, now_ms)
@@ -311,4 +317,6 @@ def not_controller_response(api_key: int, version: int, request: dict,
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ProducerIdStart": -1, "ProducerIdLen": 0}
     if api_key in (ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
         return acls_not_controller(api_key == ApiKey.CREATE_ACLS, request, nc)
+    if api_key == ApiKey.ASSIGN_REPLICAS_TO_DIRS:
+        return {"ThrottleTimeMs": 0, "ErrorCode": nc, "Directories": []}
     raise AssertionError(f"no NOT_CONTROLLER answer for api {api_key}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 import uuid
 
+from tierlog.metadata.directories import directories_for
 from tierlog.metadata.records import (
     CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
@@ -97,7 +98,8 @@ class ReplicationControlManager:
                 code = ErrorCode.INVALID_REPLICA_ASSIGNMENT if t["Assignments"] else ErrorCode.INVALID_REPLICATION_FACTOR
                 raise RuleError(code, f"All brokers for partition {index} are fenced or in controlled shutdown.")
             records.append(PartitionRecord(partition_id=index, topic_id=topic_id, replicas=tuple(replicas),
-                                           isr=isr, leader=isr[0], leader_epoch=0, partition_epoch=0))
+                                           isr=isr, leader=isr[0], leader_epoch=0, partition_epoch=0,
+                                           directories=directories_for(replicas, image.brokers.get)))
         return records
 
     def _assignments(self, t: dict, image) -> list[tuple[int, ...]]:

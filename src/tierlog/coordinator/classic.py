@@ -26,7 +26,11 @@ group and puts answers and records in the output.  The rules (Kafka's):
 - Heartbeat: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, and
   REBALANCE_IN_PROGRESS while preparing a rebalance.  A member not heard from
   within its session timeout is removed (not while it waits in a join or sync).
-- LeaveGroup removes members (by member id or, for static members, instance id).
+- LeaveGroup removes members (by member id or, for static members, instance id).  A
+  removal (LeaveGroup or an expired session) that leaves every remaining member
+  joined ends the join phase at once, even within a new group's initial delay
+  (Kafka's removeMemberAndUpdateClassicGroup): the last member leaving makes the
+  group Empty right away, so DeleteGroups after the consumers' close() succeeds.
 """
 from __future__ import annotations
 
@@ -356,8 +360,8 @@ def remove_member(group: ClassicGroup, member_id: str, c: Ctx) -> None:
         c.out.answer(member.sync_token, _sync_answer(ErrorCode.UNKNOWN_MEMBER_ID, group))
     if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
         _prepare_rebalance(group, c)
-    else:
-        _try_complete_join(group, c)
+    elif group.state is _S.PREPARING_REBALANCE and group.all_joined():
+        _complete_join(group, c)        # Kafka's removeMemberAndUpdateClassicGroup: at once, initial delay or not
 
 
 # -- timeouts -----------------------------------------------------------------------------

@@ -5,7 +5,15 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from tierlog.metadata.group_rules import (
+    HEARTBEAT_INTERVAL,
+    SESSION_TIMEOUT,
+    broker_default_key,
+    effective_group_configs,
+)
 
 from .assignors import ASSIGNORS
 
@@ -26,6 +34,10 @@ class GroupConfig:
     consumer_session_timeout_ms: int = 45000        # group.consumer.session.timeout.ms
     consumer_max_size: int = 2147483647             # group.consumer.max.size
     consumer_assignors: tuple[str, ...] = ("uniform", "range")     # group.consumer.assignors; the first is the default
+    consumer_min_heartbeat_interval_ms: int = 5000  # group.consumer.min.heartbeat.interval.ms
+    consumer_max_heartbeat_interval_ms: int = 15000     # group.consumer.max.heartbeat.interval.ms
+    consumer_min_session_timeout_ms: int = 45000    # group.consumer.min.session.timeout.ms
+    consumer_max_session_timeout_ms: int = 60000    # group.consumer.max.session.timeout.ms
 
     @classmethod
     def from_node_config(cls, cfg) -> GroupConfig:
@@ -41,7 +53,29 @@ class GroupConfig:
             consumer_session_timeout_ms=_within(cfg, "group.consumer.session.timeout.ms"),
             consumer_max_size=cfg["group.consumer.max.size"],
             consumer_assignors=_assignors(cfg["group.consumer.assignors"]),
+            consumer_min_heartbeat_interval_ms=cfg["group.consumer.min.heartbeat.interval.ms"],
+            consumer_max_heartbeat_interval_ms=cfg["group.consumer.max.heartbeat.interval.ms"],
+            consumer_min_session_timeout_ms=cfg["group.consumer.min.session.timeout.ms"],
+            consumer_max_session_timeout_ms=cfg["group.consumer.max.session.timeout.ms"],
         )
+
+    def for_group(self, overrides: Mapping[str, str]) -> GroupConfig:
+        """These settings with a group's dynamic configs (KIP-848 ``consumer.session.timeout.ms``,
+        ``consumer.heartbeat.interval.ms``; ``metadata.group_rules``) in place of the broker's."""
+        if not overrides:
+            return self
+        values = effective_group_configs(overrides, self._group_settings())
+        return replace(self, consumer_session_timeout_ms=values[SESSION_TIMEOUT],
+                       consumer_heartbeat_interval_ms=values[HEARTBEAT_INTERVAL])
+
+    def _group_settings(self) -> dict[str, int]:
+        k = broker_default_key
+        return {k(HEARTBEAT_INTERVAL): self.consumer_heartbeat_interval_ms,
+                k(HEARTBEAT_INTERVAL, "min"): self.consumer_min_heartbeat_interval_ms,
+                k(HEARTBEAT_INTERVAL, "max"): self.consumer_max_heartbeat_interval_ms,
+                k(SESSION_TIMEOUT): self.consumer_session_timeout_ms,
+                k(SESSION_TIMEOUT, "min"): self.consumer_min_session_timeout_ms,
+                k(SESSION_TIMEOUT, "max"): self.consumer_max_session_timeout_ms}
 
 
 def _within(cfg, key: str) -> int:

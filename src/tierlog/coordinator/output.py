@@ -9,6 +9,9 @@ each response's ErrorCode.  ``on_commit``: offset commits the core applies
 an offset that is not replicated.  ``on_failure``: (group id, generation) of
 classic assignments the core takes back if the write fails
 (``GroupShard.write_failed``: Kafka resets them and rebalances the group).
+``txn_producer``: (producer id, epoch) of a TxnOffsetCommit: the records go in one
+transactional batch of that producer, and ``on_commit`` waits for its transaction's
+marker (KIP-98) instead of applying at once.
 Tokens are the shell's (futures); the core only hands them back.
 """
 from __future__ import annotations
@@ -26,6 +29,7 @@ class Output:
     answers: list[tuple[object, dict]] = field(default_factory=list)
     on_commit: list[tuple[object, dict | None]] = field(default_factory=list)   # (OffsetKey, value or None)
     on_failure: list[tuple[str, int]] = field(default_factory=list)             # (group id, generation)
+    txn_producer: tuple[int, int] | None = None                                 # TxnOffsetCommit's producer
 
     def answer(self, token, response: dict) -> None:
         if token is not None:

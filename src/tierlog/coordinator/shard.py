@@ -6,19 +6,25 @@ the start, then :meth:`GroupShard.loaded`; afterwards every request method takes
 the caller's token and ``now_ms`` and returns an :class:`~.output.Output` (the
 records to append, the answers to send once they are committed, offsets to
 :meth:`GroupShard.apply_committed` then).  :meth:`GroupShard.tick` runs the
-timeouts and offset expiry.  Groups are keyed by id; each has a ``type``:
+timeouts and offset expiry.  Offsets committed in a transaction (TxnOffsetCommit,
+KIP-98 / KIP-447) wait per producer id until that transaction's marker reaches the
+partition (``complete_txn``: a commit applies them, an abort drops them); on load
+they come from the transactional batches and the markers of the log
+(``replay_txn``).  Groups are keyed by id; each has a ``type``:
 ``classic`` (``ClassicGroup``, rules in ``classic.py``) or ``consumer``
 (KIP-848, ``ConsumerGroup``, rules in ``consumer.py``).  Groups known only
 from offsets (simple consumers, generation -1 commits) are Empty classic
 groups with protocol type "".  An empty group of one type becomes the other
 when a member of the other protocol joins it; a non-empty one refuses
 (INCONSISTENT_GROUP_PROTOCOL for a classic join, GROUP_ID_NOT_FOUND for a
-consumer heartbeat).
+consumer heartbeat).  A consumer group's session timeout and heartbeat interval are
+its dynamic group configs (``group_configs``, KIP-848) where it has them.
 """
 from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable, Mapping
 
 from tierlog.protocol.errors import ErrorCode
 
@@ -48,13 +54,16 @@ _S = GroupState
 
 
 class GroupShard:
-    def __init__(self, partition: int, config: GroupConfig, rng: random.Random):
+    def __init__(self, partition: int, config: GroupConfig, rng: random.Random,
+                 group_configs: Callable[[str], Mapping[str, str]] = lambda group_id: {}):
         self.partition = partition
         self.config = config
         self._rng = rng
+        self._group_configs = group_configs         # group id -> its dynamic configs (KIP-848, from the image)
         self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
         self.offsets = OffsetStore()
         self._next_retention_check_ms: int | None = None
+        self._txn_offsets: dict[int, list[tuple[OffsetKey, dict]]] = {}    # producer id -> offsets awaiting its marker
 
     # -- loading ------------------------------------------------------------------------
     def replay(self, key: bytes, value: bytes | None) -> None:
@@ -93,15 +102,34 @@ class GroupShard:
         """Loading is over: loaded members' sessions start now."""
         for group in self.groups.values():
             if isinstance(group, ConsumerGroup):
-                group.loaded(now_ms, self.config.consumer_session_timeout_ms)
+                group.loaded(now_ms, self.group_config(group.group_id).consumer_session_timeout_ms)
                 continue
             for m in group.members.values():
                 m.heartbeat_deadline_ms = now_ms + m.session_timeout_ms
         self._next_retention_check_ms = now_ms + self.config.retention_check_interval_ms
 
-    def apply_committed(self, applies: list) -> None:
+    def apply_committed(self, applies: list, producer_id: int = -1) -> None:
+        """Offsets whose records are committed take effect; those of a transaction
+        (``producer_id`` >= 0) once its marker commits it."""
+        if producer_id >= 0:
+            self._txn_offsets.setdefault(producer_id, []).extend(applies)
+            return
         for key, value in applies:
             self.offsets.apply(key, value)
+
+    def replay_txn(self, producer_id: int, key: bytes, value: bytes | None) -> None:
+        """A record of a transactional batch (load): an offset that waits for its marker."""
+        k = decode_key(key)
+        if isinstance(k, OffsetKey):
+            self.apply_committed([(k, decode_value(k, value))], producer_id)
+            self.groups.setdefault(k.group, ClassicGroup(k.group))
+
+    def complete_txn(self, producer_id: int, commit: bool) -> None:
+        """The producer's transaction marker is committed: its offsets apply or are dropped."""
+        for key, value in self._txn_offsets.pop(producer_id, ()) if commit else ():
+            self.offsets.apply(key, value)
+        self._txn_offsets.pop(producer_id, None)
+
 
     def write_failed(self, lost: list[tuple[str, int]], now_ms: int) -> Output:
         """A write with ``Output.on_failure`` items failed: take those assignments back."""
@@ -112,8 +140,12 @@ class GroupShard:
                 classic.assignment_lost(group, generation, c)
         return c.out
 
-    def _ctx(self, now_ms: int) -> classic.Ctx:
-        return classic.Ctx(self.config, now_ms, Output(), self._new_member_id)
+    def _ctx(self, now_ms: int, config: GroupConfig | None = None) -> classic.Ctx:
+        return classic.Ctx(config or self.config, now_ms, Output(), self._new_member_id)
+
+    def group_config(self, group_id: str) -> GroupConfig:
+        """The settings a group runs with: the broker's, with the group's own dynamic configs."""
+        return self.config.for_group(self._group_configs(group_id))
 
     def _new_member_id(self, client_id: str) -> str:
         return f"{client_id}-{uuid.UUID(int=self._rng.getrandbits(128), version=4)}"
@@ -171,7 +203,7 @@ class GroupShard:
     # -- the consumer protocol (KIP-848) --------------------------------------------------------
     def consumer_heartbeat(self, req: dict, token, now_ms: int, view: TopicsView) -> Output:
         """``req``: ConsumerGroupHeartbeat fields plus ``client_id``, ``client_host``."""
-        c = self._ctx(now_ms)
+        c = self._ctx(now_ms, self.group_config(req["GroupId"]))
         c.out.answer(token, consumer.heartbeat(self.groups, req, c, view))
         return c.out
 
@@ -201,6 +233,14 @@ class GroupShard:
         c.out.answer(token, {"Topics": topics})
         return c.out
 
+    def txn_commit_offsets(self, req: dict, token, now_ms: int) -> Output:
+        """TxnOffsetCommit: the records in the producer's transaction; they take effect with its
+        commit marker.  KIP-447: a member id / generation given (v3+) are checked like OffsetCommit's."""
+        commit = {**req, "GenerationIdOrMemberEpoch": req.get("GenerationId", -1), "version": 9}
+        out = self.commit_offsets(commit, token, now_ms)
+        out.txn_producer = (req["ProducerId"], req["ProducerEpoch"])
+        return out
+
     def _check_commit(self, req: dict, now_ms: int) -> int:
         group_id, generation, member_id = req["GroupId"], req.get("GenerationIdOrMemberEpoch", -1), req.get(
             "MemberId", "")
@@ -225,9 +265,18 @@ class GroupShard:
             m.heartbeat_deadline_ms = now_ms + m.session_timeout_ms
         return error
 
-    def fetch_offsets(self, group_id: str, topics: list[dict] | None) -> dict:
-        """One group's OffsetFetch answer (v8 shape)."""
-        return {"GroupId": group_id, "Topics": self.offsets.fetch(group_id, topics), "ErrorCode": ErrorCode.NONE}
+    def fetch_offsets(self, group_id: str, topics: list[dict] | None, require_stable: bool = False) -> dict:
+        """One group's OffsetFetch answer (v8 shape); ``require_stable`` (KIP-447): a partition whose
+        offset waits for a transaction answers UNSTABLE_OFFSET_COMMIT (the consumer retries)."""
+        answer = self.offsets.fetch(group_id, topics)
+        if require_stable:
+            pending = {(k.topic, k.partition) for offsets in self._txn_offsets.values() for k, _v in offsets
+                       if k.group == group_id}
+            for t in answer:
+                for p in t["Partitions"]:
+                    if (t["Name"], p["PartitionIndex"]) in pending:
+                        p["CommittedOffset"], p["ErrorCode"] = -1, ErrorCode.UNSTABLE_OFFSET_COMMIT
+        return {"GroupId": group_id, "Topics": answer, "ErrorCode": ErrorCode.NONE}
 
     def delete_offsets(self, group_id: str, topics: list[dict], token, now_ms: int) -> Output:
         c = self._ctx(now_ms)

@@ -31,6 +31,8 @@ partition deterministically from the state the log has built so far:
 * unusable -> usable: every leaderless partition listing the broker runs the
   same ANY election (the broker may now be a valid ELR / last-known leader, or
   an unclean candidate).
+* a replica whose log dir is offline (KIP-858, ``directories``: its assigned
+  dir is not among its broker's registered online dirs) is never elected.
 * a change bumps ``partition_epoch``; a leader change also bumps ``leader_epoch``
   (an ISR-only change keeps the leader epoch, as current Kafka does).
 
@@ -48,6 +50,10 @@ append timestamps, so it derives the same image. Snapshots write derived
 state explicitly (PartitionRecords with the resulting leader/ISR/ELR), and
 brokers are written before topics, so loading a snapshot derives nothing.
 
+Directories (KIP-858): a PartitionChangeRecord without ``Directories`` that
+changes the replicas keeps the kept replicas' dirs and gives new ones their
+broker's default (``directories.realign``), so replicas and dirs stay aligned.
+
 Replay errors (a record referring to an unknown topic / broker, a broker epoch
 mismatch) raise :class:`MetadataReplayError` and leave the delta unchanged by
 that record.
@@ -57,6 +63,7 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
+from .directories import offline_replicas, realign
 from .election import EligibilityThresholds, elect_leader, remove_from_isr
 from .image import (
     LEADER_RECOVERING,
@@ -70,6 +77,7 @@ from .image import (
 from .pmap import REMOVE
 from .records import (
     CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
     NO_LEADER,
     NO_LEADER_CHANGE,
@@ -128,7 +136,8 @@ def partition_from_record(r: PartitionRecord) -> PartitionInfo:
         r.partition_id, r.leader, r.leader_epoch, tuple(r.replicas), tuple(r.isr),
         r.partition_epoch, tuple(r.eligible_leader_replicas or ()),
         tuple(r.last_known_elr or ()), tuple(r.adding_replicas), tuple(r.removing_replicas),
-        r.leader_recovery_state, _coverage(r.local_log_coverage, r.replicas))
+        r.leader_recovery_state, _coverage(r.local_log_coverage, r.replicas),
+        tuple(r.directories) if len(r.directories) == len(r.replicas) else ())
 
 
 def _coverage(entries, replicas) -> tuple[ReplicaLogCoverage, ...]:
@@ -148,6 +157,7 @@ class MetadataDelta:
         self._replicas_changed: set[str] = set()
         self._touched: dict[int, set[str]] = {}
         self._configs: dict = {}             # broker resource -> dict | REMOVE
+        self._group_configs: dict = {}       # group id -> dict (empty: none left)
         self._producer_ids = None
         self._acls: dict = {}                # ACL id -> AclBinding | REMOVE (KIP-801)
         self._static_thresholds = (-1, -1)   # KIP-1303 defaults carried by the event being replayed
@@ -234,6 +244,11 @@ class MetadataDelta:
     def _usable(self) -> set[int]:
         ids = set(self.image.brokers) | set(self._brokers)
         return {i for i in ids if (b := self.broker(i)) is not None and b.usable}
+
+    def _usable_for(self, p: PartitionInfo, usable: set[int]) -> set[int]:
+        """``usable`` without the replicas of ``p`` whose log dir is offline (KIP-858: they cannot lead)."""
+        offline = offline_replicas(p.replicas, p.directories, self.broker)
+        return usable - offline if offline else usable
 
     def _cluster_config(self, name: str, default=None):
         c = self._configs.get("")
@@ -330,7 +345,7 @@ class MetadataDelta:
                 leader, lke, is_unclean = p.leader, p.last_known_elr, False
                 if leader == node_id or leader == NO_LEADER:
                     res = elect_leader(
-                        replicas=p.replicas, isr=isr, leader=NO_LEADER, usable=usable,
+                        replicas=p.replicas, isr=isr, leader=NO_LEADER, usable=self._usable_for(p, usable),
                         elr=elr, last_known_elr=lke, unclean_allowed=unclean,
                         coverage=p.coverage(), thresholds=thresholds, now_ms=self.now_ms)
                     leader, isr, elr, lke, is_unclean = (
@@ -353,7 +368,7 @@ class MetadataDelta:
                 if p.leader != NO_LEADER or node_id not in p.replicas:
                     continue
                 res = elect_leader(
-                    replicas=p.replicas, isr=p.isr, leader=NO_LEADER, usable=usable,
+                    replicas=p.replicas, isr=p.isr, leader=NO_LEADER, usable=self._usable_for(p, usable),
                     elr=p.elr, last_known_elr=p.last_known_elr, unclean_allowed=unclean,
                     coverage=p.coverage(), thresholds=thresholds, now_ms=self.now_ms)
                 if res.leader == NO_LEADER:
@@ -404,6 +419,12 @@ class MetadataDelta:
             for c in r.local_log_coverage or ():
                 merged[c.broker_id] = c
             local_log = _coverage(merged.values(), replicas)
+        if r.directories is not None:
+            dirs = tuple(r.directories)
+        elif replicas != p.replicas:
+            dirs = realign(p.replicas, p.directories, replicas, self.broker)
+        else:
+            dirs = p.directories
         w.partitions[r.partition_id] = PartitionInfo(
             p.partition,
             r.leader if leader_changed else p.leader,
@@ -416,7 +437,7 @@ class MetadataDelta:
             p.adding_replicas if r.adding_replicas is None else tuple(r.adding_replicas),
             p.removing_replicas if r.removing_replicas is None else tuple(r.removing_replicas),
             p.leader_recovery_state if r.leader_recovery_state == -1 else r.leader_recovery_state,
-            local_log)
+            local_log, dirs if len(dirs) == len(replicas) else ())
         if replicas != p.replicas:
             self._replicas_changed.add(w.name)
             self._touch(w.name, replicas)
@@ -442,11 +463,13 @@ class MetadataDelta:
             if c is None or c is REMOVE:
                 base = None if c is REMOVE else self.image.configs.get(r.resource_name)
                 c = self._configs[r.resource_name] = dict(base or {})
-            if r.value is None:
-                c.pop(r.name, None)
-            else:
-                c[r.name] = r.value
-        # other resource types (client metrics, groups, ...) are not kept
+            _set(c, r)
+        elif r.resource_type == CONFIG_RESOURCE_GROUP:
+            c = self._group_configs.get(r.resource_name)
+            if c is None:
+                c = self._group_configs[r.resource_name] = dict(self.image.group_configs.get(r.resource_name) or {})
+            _set(c, r)
+        # other resource types (client metrics, ...) are not kept
 
     def _producer_ids_rec(self, r: ProducerIdsRecord) -> None:
         current = self._producer_ids or self.image.producer_ids
@@ -485,6 +508,10 @@ class MetadataDelta:
         if self._configs:
             configs = configs.evolve({k: REMOVE if v is REMOVE or not v else MappingProxyType(v)
                                       for k, v in self._configs.items()})
+        group_configs = img.group_configs
+        if self._group_configs:
+            group_configs = group_configs.evolve({k: MappingProxyType(v) if v else REMOVE
+                                                  for k, v in self._group_configs.items()})
         return MetadataImage(
             img.cluster_id, img.controller_id,
             img.brokers.evolve(self._brokers),
@@ -495,7 +522,15 @@ class MetadataDelta:
             configs,
             self._producer_ids or img.producer_ids,
             provenance or img.provenance,
-            img.acls.evolve(self._acls) if self._acls else img.acls)
+            acls=img.acls.evolve(self._acls) if self._acls else img.acls,
+            group_configs=group_configs)
+
+
+def _set(configs: dict, r: ConfigRecord) -> None:
+    if r.value is None:
+        configs.pop(r.name, None)
+    else:
+        configs[r.name] = r.value
 
 
 def _as_int(value, default: int) -> int:

@@ -95,6 +95,13 @@ class PartitionInfo:
     removing_replicas: tuple[int, ...] = ()
     leader_recovery_state: int = LEADER_RECOVERED
     local_log: tuple[ReplicaLogCoverage, ...] = ()   # KIP-1303, sorted by broker id
+    directories: tuple[bytes, ...] = ()         # KIP-858: each replica's log dir id, in replica order; () unknown
+
+    def directory(self, broker_id: int) -> bytes | None:
+        """The dir id assigned to ``broker_id``'s replica (None: not a replica or not recorded)."""
+        if len(self.directories) != len(self.replicas) or broker_id not in self.replicas:
+            return None
+        return self.directories[self.replicas.index(broker_id)]
 
     def coverage(self) -> dict[int, ReplicaLogCoverage]:
         return {c.broker_id: c for c in self.local_log}
@@ -138,6 +145,7 @@ class MetadataImage:
     producer_ids: ProducerIdsRecord | None = None
     provenance: MetadataProvenance = _NO_PROVENANCE
     acls: Mapping = field(default_factory=PMap)     # KIP-801: ACL id (16 bytes) -> acls.AclBinding
+    group_configs: Mapping = field(default_factory=PMap)  # group id -> MappingProxyType (KIP-848 group configs)
 
     def __post_init__(self):
         s = object.__setattr__
@@ -149,6 +157,8 @@ class MetadataImage:
             s(self, "topics", PMap(self.topics))
         if not isinstance(self.configs, PMap):
             s(self, "configs", PMap(self.configs))
+        if not isinstance(self.group_configs, PMap):
+            s(self, "group_configs", PMap(self.group_configs))
         if self.topic_ids is None:
             s(self, "topic_ids", PMap((t.topic_id, t.name) for t in self.topics.values()))
         if self.broker_topics is None:
@@ -205,6 +215,10 @@ class MetadataImage:
 
     def broker_configs(self, node_id: int) -> Mapping:
         return self.configs.get(str(node_id), _EMPTY_CONFIGS)
+
+    def group_config(self, group_id: str) -> Mapping:
+        """A group's dynamic configs (ConfigRecords of resource type GROUP)."""
+        return self.group_configs.get(group_id, _EMPTY_CONFIGS)
 
     def config(self, name: str, topic: TopicInfo | None = None, default=None):
         """A topic override, else the cluster-wide broker config, else ``default``."""

@@ -66,6 +66,7 @@ from .acl_records import (
 
 __all__ = [
     "CONFIG_RESOURCE_BROKER",
+    "CONFIG_RESOURCE_GROUP",
     "CONFIG_RESOURCE_TOPIC",
     "ELIGIBLE_LOCAL_LOG_BYTES_TAG",
     "ELIGIBLE_LOCAL_LOG_MS_TAG",
@@ -110,6 +111,7 @@ NO_LEADER_CHANGE = -2
 #: ConfigRecord.resource_type values (Kafka's ConfigResource.Type)
 CONFIG_RESOURCE_TOPIC = 2
 CONFIG_RESOURCE_BROKER = 4
+CONFIG_RESOURCE_GROUP = 32
 
 
 class UnknownRecordError(ProtocolError):

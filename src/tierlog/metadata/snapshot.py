@@ -3,6 +3,7 @@
 ``snapshot_records(image)`` yields the records that rebuild ``image`` exactly,
 in an order that derives nothing on load: brokers first (their fenced /
 controlled-shutdown state written explicitly), broker configs, ACLs, then per topic
+controlled-shutdown state written explicitly), broker configs, group configs, then per topic
 its TopicRecord, topic ConfigRecords and one PartitionRecord per partition with
 the full derived state (leader, epochs, ISR, ELR, last known ELR, recovery
 state, KIP-1303 coverage), then the ProducerIdsRecord.
@@ -19,6 +20,7 @@ from .delta import MetadataDelta
 from .image import BrokerInfo, MetadataImage, MetadataProvenance, PartitionInfo
 from .records import (
     CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
     AccessControlEntryRecord,
     ConfigRecord,
@@ -48,7 +50,7 @@ def partition_record(topic_id: bytes, p: PartitionInfo) -> PartitionRecord:
     """The PartitionRecord that rebuilds ``p`` exactly (derived state included)."""
     return PartitionRecord(
         p.partition, topic_id, p.replicas, p.isr, p.removing_replicas, p.adding_replicas,
-        p.leader, p.leader_recovery_state, p.leader_epoch, p.partition_epoch, (),
+        p.leader, p.leader_recovery_state, p.leader_epoch, p.partition_epoch, p.directories,
         p.elr or None, p.last_known_elr or None, p.local_log)
 
 
@@ -60,6 +62,9 @@ def snapshot_records(image: MetadataImage) -> Iterator:
             yield ConfigRecord(CONFIG_RESOURCE_BROKER, resource, name, value)
     for acl_id in sorted(image.acls):
         yield AccessControlEntryRecord.of(acl_id, image.acls[acl_id])
+    for group_id in sorted(image.group_configs):
+        for name, value in image.group_configs[group_id].items():
+            yield ConfigRecord(CONFIG_RESOURCE_GROUP, group_id, name, value)
     for t in image.topics.values():
         yield TopicRecord(t.name, t.topic_id)
         for name, value in t.configs.items():

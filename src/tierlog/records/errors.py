@@ -35,12 +35,19 @@ INCONSISTENT_TOPIC_ID = ErrorCode.INCONSISTENT_TOPIC_ID
 
 
 class InvalidRecordError(Exception):
-    """A record batch failed validation; ``error_code`` is the Kafka error to answer with."""
+    """A record batch failed validation; ``error_code`` is the Kafka error to answer with.
 
-    def __init__(self, error_code: int, message: str) -> None:
+    ``record_errors``: (batch index, message) of each record that failed on its own
+    (KIP-467: Produce v8+ answers them as RecordErrors, so a client fails exactly those
+    records with the error and the rest of the batch as collateral).
+    """
+
+    def __init__(self, error_code: int, message: str,
+                 record_errors: tuple[tuple[int, str], ...] = ()) -> None:
         super().__init__(message)
         self.error_code = error_code
         self.message = message
+        self.record_errors = record_errors
 
     def __repr__(self) -> str:
         return f"InvalidRecordError({self.error_code}, {self.message!r})"

@@ -2,7 +2,8 @@
 
 Leader appends (from producers) must carry exactly one batch (Kafka's rule for
 v2), fit in a segment, have a key in every record when the topic is compacted
-(INVALID_RECORD, as Kafka's LogValidator), and have CreateTime timestamps within
+(INVALID_RECORD, as Kafka's LogValidator: the whole batch is refused and each keyless
+record is named by its index, KIP-467), and have CreateTime timestamps within
 [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms].
 The timestamps checked are the header's baseTimestamp and maxTimestamp, not each
 record's: records are not decoded on the append path. Follower appends must
@@ -38,9 +39,11 @@ from tierlog.storage.errors import UnexpectedAppendOffsetError
 __all__ = ["check_follower_offsets", "check_produced", "stamp", "writable"]
 
 
-def check_produced(validated: ValidatedRecords, config: LogConfig, now_ms: int, records=b"") -> None:
+def check_produced(validated: ValidatedRecords, config: LogConfig, now_ms: int, records=b"",
+                   partition: str = "") -> None:
     """Raise ``InvalidRecordError`` unless this is an acceptable producer append
-    (``records``: the validated bytes, decoded for compacted topics' key check)."""
+    (``records``: the validated bytes, decoded for compacted topics' key check;
+    ``partition``: the ``topic-partition`` its messages name)."""
     if len(validated.headers) != 1:
         raise InvalidRecordError(
             INVALID_RECORD, f"a produce request must carry exactly one v2 batch, got {len(validated.headers)}"
@@ -52,17 +55,29 @@ def check_produced(validated: ValidatedRecords, config: LogConfig, now_ms: int, 
     for header in validated.headers:
         _check_timestamps(header, config, now_ms)
     if config.compact_enabled:
-        _check_keys(records, validated)
+        _check_keys(records, validated, partition)
 
 
-def _check_keys(records, validated: ValidatedRecords) -> None:
-    """Compacted topics: every record needs a key (Kafka's LogValidator; the records are
-    decoded, and decompressed, only for these topics)."""
+MAX_ERRORS_SHOWN = 3        # Kafka's LogValidator names at most three record errors in its message
+
+
+def _check_keys(records, validated: ValidatedRecords, partition: str) -> None:
+    """Compacted topics: every record needs a key (Kafka's LogValidator.validateKey; the
+    records are decoded, and decompressed, only for these topics).  Every keyless record
+    is collected with its index in the batch before the batch is refused
+    (LogValidator.processRecordErrors)."""
     view = memoryview(records)
+    errors = []
     for position, header in zip(validated.positions, validated.headers, strict=True):
-        for record in decode_records(view[position:position + header.size], header):
+        for index, record in enumerate(decode_records(view[position:position + header.size], header)):
             if record.key is None:
-                raise InvalidRecordError(INVALID_RECORD, "Compacted topic cannot accept message without key")
+                message = f"Compacted topic cannot accept message without key in topic partition {partition}."
+                errors.append((index, message))
+    if errors:
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:MAX_ERRORS_SHOWN])
+        raise InvalidRecordError(INVALID_RECORD, f"One or more records have been rejected due to {len(errors)} "
+                                 f"record errors in total, and only showing the first three errors at most: "
+                                 f"[{shown}]", tuple(errors))
 
 
 def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int) -> None:

@@ -39,6 +39,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from tierlog.records.control import read_marker
 from tierlog.records.header import NO_TIMESTAMP, BatchHeader, TimestampType
 from tierlog.records.validate import validate
 from tierlog.storage import retention
@@ -68,7 +69,7 @@ from tierlog.storage.log_read import (
 from tierlog.storage.partition_metadata import reconcile_topic_id
 from tierlog.storage.producer_snapshot import decode_snapshot
 from tierlog.storage.producer_snapshots import ProducerSnapshots, replay_source
-from tierlog.storage.producer_state import ProducerStateManager
+from tierlog.storage.producer_state import CompletedTxn, ProducerStateManager
 from tierlog.storage.results import (
     AppendResult,
     CleaningView,
@@ -77,6 +78,7 @@ from tierlog.storage.results import (
 )
 from tierlog.storage.roll import roll_jitter_ms, should_roll
 from tierlog.storage.segment import LogSegment
+from tierlog.storage.txn_index import AbortedTxn, TransactionIndexes
 
 __all__ = ["Log", "SegmentInfo"]
 
@@ -120,6 +122,7 @@ class Log(LogDurability):
         self._producers = ProducerStateManager()
         self._snapshots = ProducerSnapshots(directory)
         self._snapshots.delete_above(self.log_end_offset)
+        self._txn_index = TransactionIndexes(directory)     # aborted transactions (.txnindex)
         self._rebuild_producers()
         self._jitter_active()
 
@@ -212,8 +215,10 @@ class Log(LogDurability):
 
     # --- appends -----------------------------------------------------------------------------
 
-    def append(self, records: bytearray, leader_epoch: int, now_ms: int) -> AppendResult:
+    def append(self, records: bytearray, leader_epoch: int, now_ms: int, client: bool = True) -> AppendResult:
         """Append one producer batch as leader: validate, assign offsets, stamp, write.
+        ``client`` False: a coordinator's batch, exempt from Kafka's client-origin batch checks
+        (a TxnOffsetCommit batch has a producer id and no sequence).
 
         ``records`` is stamped in place: pass a bytearray or a writable memoryview
         (a read-only buffer is copied first).
@@ -221,8 +226,8 @@ class Log(LogDurability):
         records = writable(records)
         with self._lock, self._io():
             self._clock_ms = now_ms
-            validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=True)
-            check_produced(validated, self.config, now_ms, records)
+            validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=client)
+            check_produced(validated, self.config, now_ms, records, self.directory.name)
             duplicate = self._producers.check(validated.headers)
             if duplicate is not None:       # a producer's retry of a batch already in the log
                 return AppendResult(duplicate.base_offset, duplicate.last_offset, NO_TIMESTAMP,
@@ -256,6 +261,51 @@ class Log(LogDurability):
         self._maybe_flush_by_messages(now_ms)
         return result
 
+    def append_marker(self, records: bytearray, leader_epoch: int, now_ms: int) -> AppendResult:
+        """Append a transaction marker as leader (WriteTxnMarkers, never a producer): the
+        producer state checks its epoch (a marker older than the producer's is fenced) and ends
+        the producer's open transaction, an abort going into the ``.txnindex``."""
+        records = writable(records)
+        with self._lock, self._io():
+            self._clock_ms = now_ms
+            validated = validate(records, max_batch_bytes=self.config.max_message_bytes)
+            assert len(validated.headers) == 1 and validated.headers[0].is_control, validated.headers
+            self._producers.check(validated.headers)
+            base = self.log_end_offset
+            headers = stamp(records, validated, base, leader_epoch, NO_TIMESTAMP)
+            self._epochs.assign_leader_epoch(leader_epoch, base)
+            self._append_batches(records, headers, now_ms)
+            result = AppendResult(base, base, NO_TIMESTAMP, self.log_start_offset, validated.max_timestamp, 1)
+        self._maybe_flush_by_messages(now_ms)
+        return result
+
+    # --- transactions (KIP-98) ------------------------------------------------------------------
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the oldest transaction undecided below ``high_watermark``."""
+        with self._lock:
+            return self._producers.first_unstable_offset(high_watermark)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed read of [fetch_offset, upper_bound) must skip."""
+        with self._lock:
+            return self._txn_index.aborted_between(fetch_offset, upper_bound)
+
+    def active_producers(self) -> list:
+        """The producer state's producers (``producer_state.ActiveProducer``)."""
+        with self._lock:
+            return self._producers.active()
+
+    def open_transaction_epoch(self, producer_id: int) -> int | None:
+        """The producer's epoch if it has an open transaction here, else None."""
+        with self._lock:
+            return self._producers.open_txn_epoch(producer_id)
+
+    def ongoing_transactions(self) -> dict[int, tuple[int, int]]:
+        """Producer id -> (epoch, first offset) of each open transaction."""
+        with self._lock:
+            return self._producers.ongoing()
+
     def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
         """Record that ``leader_epoch`` starts at ``start_offset`` (Kafka's
         maybeAssignEpochStartOffset, called when this replica becomes leader).
@@ -269,7 +319,20 @@ class Log(LogDurability):
 
     def _rebuild_producers(self) -> None:
         """Idempotent producer state (``producer_snapshots.replay_source`` says from what)."""
-        self._producers.rebuild(*replay_source(self._snapshots, self._segments, self._bases, self.log_end_offset))
+        headers, entries, start, markers = replay_source(self._snapshots, self._segments, self._bases,
+                                                         self.log_end_offset)
+        self._txn_index.truncate_to(start)       # the replay indexes the aborts from ``start`` again
+        self._index_aborted(self._producers.rebuild(headers, entries, markers))
+
+    def _index_aborted(self, ended: list[CompletedTxn]) -> None:
+        """KIP-98: an ABORT marker of a non-empty transaction goes into the ``.txnindex`` of the
+        segment holding it, with the oldest other open transaction as its lastStableOffset."""
+        for txn in ended:
+            if txn.aborted:
+                other = self._producers.open_txn_first_offset(txn.producer_id)
+                lso = txn.last_offset + 1 if other is None else other
+                base = self._bases[segment_index(self._bases, txn.last_offset)]
+                self._txn_index.append(base, AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
 
     def _append_batches(self, records, headers: list[BatchHeader], now_ms: int) -> None:
         """Write batches, rolling between groups that would overflow segment.bytes."""
@@ -283,7 +346,10 @@ class Log(LogDurability):
                 j += 1
             segment = self._maybe_roll(size, max_timestamp, headers[i].base_offset, headers[j - 1].last_offset, now_ms)
             segment.append(view[position:position + size], headers[i:j])
-            self._producers.update(headers[i:j])        # after a roll's snapshot, which is of the state before
+            markers = {h.base_offset: read_marker(view[p:p + h.size], h) for h, p in
+                       _control_positions(headers[i:j], position)}
+            # after a roll's snapshot, which is of the state before
+            self._index_aborted(self._producers.update(headers[i:j], markers))
             position, i = position + size, j
 
     # --- rolling -------------------------------------------------------------------------------
@@ -449,6 +515,7 @@ class Log(LogDurability):
             del self._bases[:count]
             self._after_start_moved()
             self._snapshots.delete_below(self._segments[0].base_offset)
+            self._txn_index.drop_segments_below(self._segments[0].base_offset)
         return count
 
     def _after_start_moved(self) -> None:
@@ -507,6 +574,7 @@ class Log(LogDurability):
         self._bases = [offset]
         self._epochs.clear()
         self._snapshots.delete_above(-1)
+        self._txn_index.clear()
         self._producers.rebuild(())
         self.log_start_offset = offset if log_start_offset is None else log_start_offset
         self._local_start_floor = offset
@@ -548,6 +616,7 @@ class Log(LogDurability):
             self.directory.rename(directory)
             self.directory = directory
             self._snapshots.directory = directory
+            self._txn_index.directory = directory
             self._epochs.path = directory / self._epochs.path.name
             for segment in self._segments + [s for _w, s in self._pending_deletes]:
                 segment.move_to(directory)
@@ -567,6 +636,11 @@ class Log(LogDurability):
         finally:
             with self._lock:
                 self._close_all()
+
+    def close_handlers(self) -> None:
+        """Close descriptors and write nothing (Kafka's closeHandlers): its log dir failed."""
+        with self._lock:
+            self._close_all()
 
     def delete(self) -> None:
         """Close and remove the whole partition directory now."""
@@ -601,3 +675,10 @@ class Log(LogDurability):
         return (f"Log({self.directory.name}, start={self.log_start_offset}, end={self.log_end_offset}, "
                 f"segments={len(self._segments)})")
 
+
+def _control_positions(headers: list[BatchHeader], position: int):
+    """(header, position in the appended bytes) of each control batch among ``headers``."""
+    for h in headers:
+        if h.is_control:
+            yield h, position
+        position += h.size

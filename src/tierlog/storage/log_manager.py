@@ -209,7 +209,7 @@ class LogManager:
         for key in [k for k, home in self._home.items() if home == log_dir]:
             log = self._logs.pop(key)
             del self._home[key]
-            log.close()
+            log.close_handlers()        # nothing more is written to a failed dir (other logs there would fail too)
         _log.error("log directory %s is offline; %d of %d log directories remain online",
                    log_dir, len(self._online_dirs()), len(self.log_dirs))
         self._on_dir_offline(log_dir)

@@ -13,7 +13,9 @@ big-endian::
       OffsetDelta int32 | Timestamp int64 | CoordinatorEpoch int32 | CurrentTxnFirstOffset int64
 
 OffsetDelta is the last batch's last offset minus its base offset.
-tierlog has no transactions: CoordinatorEpoch and CurrentTxnFirstOffset are -1.
+CoordinatorEpoch is that of the producer's latest transaction marker, CurrentTxnFirstOffset the
+first offset of its open transaction (-1: none; KIP-98). A producer known only from a marker has
+LastSequence -1.
 """
 
 from __future__ import annotations

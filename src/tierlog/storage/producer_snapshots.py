@@ -13,7 +13,8 @@ import logging
 import os
 from pathlib import Path
 
-from tierlog.storage.batch_scan import scan_headers
+from tierlog.records.control import read_marker
+from tierlog.storage.batch_scan import read_exact, scan_headers
 from tierlog.storage.producer_snapshot import (
     ProducerSnapshotError,
     SnapshotEntry,
@@ -69,12 +70,27 @@ class ProducerSnapshots:
 
 
 def replay_source(snapshots: ProducerSnapshots, segments, bases: list[int], log_end_offset: int):
-    """(batch headers to replay, snapshot entries) that rebuild a log's producer state: the latest
-    readable snapshot and the batches from its offset on, or without one the last two segments."""
+    """(batch headers to replay, snapshot entries, the offset the replay starts at, the markers
+    of the replayed control batches) that rebuild a log's producer state: the latest readable
+    snapshot and the batches from its offset on, or without one the last two segments.  The
+    markers dict (base offset -> (control type, coordinator epoch)) fills as the headers are
+    iterated."""
     found = snapshots.latest(log_end_offset)
+    markers: dict[int, tuple[int, int]] = {}
     if found is None:
-        return (h for seg in segments[-2:] for _pos, h in scan_headers(seg.fd, 0, seg.size)), []
-    offset, entries = found
-    first = max(0, bisect.bisect_right(bases, offset) - 1)
-    return (h for seg in segments[first:] for _pos, h in scan_headers(seg.fd, 0, seg.size)
-            if h.base_offset >= offset), entries
+        chosen, offset, entries = segments[-2:], -1, []
+    else:
+        offset, entries = found
+        chosen = segments[max(0, bisect.bisect_right(bases, offset) - 1):]
+    start = max(offset, chosen[0].base_offset) if chosen else offset
+    return _headers(chosen, offset, markers), entries, start, markers
+
+
+def _headers(segments, from_offset: int, markers: dict):
+    for seg in segments:
+        for pos, h in scan_headers(seg.fd, 0, seg.size):
+            if h.base_offset < from_offset:
+                continue
+            if h.is_control:
+                markers[h.base_offset] = read_marker(read_exact(seg.fd, h.size, pos), h)
+            yield h

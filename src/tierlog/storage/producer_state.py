@@ -12,7 +12,17 @@ offset).  An incoming batch is
   (OUT_OF_ORDER_SEQUENCE_NUMBER).
 
 An unknown producer (new, or state lost with old segments) is accepted at any
-sequence.  The state is rebuilt from batch headers when a log is opened
+sequence.
+
+Transactions (KIP-98): a producer's first transactional batch opens its
+transaction at that batch's base offset (``txn_first_offset``); a control batch
+(a COMMIT or ABORT marker, ``marker`` = its control type) closes it and is
+returned as a ``CompletedTxn``; a marker of an older epoch is fenced
+(INVALID_PRODUCER_EPOCH, Kafka's ``checkProducerEpoch`` for markers).
+``first_unstable_offset(high_watermark)`` is what bounds the last stable offset
+(its cost is in the open and unreplicated transactions, not in the producers):
+the first offset of the oldest transaction that is open, or whose marker is not
+yet below the high watermark (Kafka's ``ongoingTxns`` and ``unreplicatedTxns``).  The state is rebuilt from batch headers when a log is opened
 (``rebuild``, from the latest ``.snapshot`` file and the batches after it), so
 duplicates are caught across restarts too; ``snapshot`` is what such a file holds.  Sans-IO: batch
 headers in, verdicts out.
@@ -21,14 +31,44 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tierlog.protocol.errors import ErrorCode
 from tierlog.storage.producer_snapshot import SnapshotEntry
 
-__all__ = ["MAX_CACHED_BATCHES", "Duplicate", "ProducerStateError", "ProducerStateManager"]
+__all__ = [
+    "ABORT_MARKER",
+    "COMMIT_MARKER",
+    "MAX_CACHED_BATCHES",
+    "ActiveProducer",
+    "CompletedTxn",
+    "Duplicate",
+    "ProducerStateError",
+    "ProducerStateManager",
+]
 
 MAX_CACHED_BATCHES = 5          # Kafka keeps the last five batches per producer
 INT32_MAX = 2**31 - 1
+ABORT_MARKER, COMMIT_MARKER = 0, 1      # ControlRecordType of a transaction marker
+NO_OFFSET = -1
+
+
+class ActiveProducer(NamedTuple):
+    producer_id: int
+    epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    txn_first_offset: int           # -1: no open transaction
+
+
+class CompletedTxn(NamedTuple):
+    """A transaction its marker ended: offsets ``first_offset`` .. ``last_offset`` (the marker)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
 
 
 class ProducerStateError(Exception):
@@ -48,6 +88,8 @@ class _Producer:
     epoch: int
     batches: deque = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
     last_timestamp: int = -1
+    txn_first_offset: int = NO_OFFSET        # the open transaction's first offset
+    coordinator_epoch: int = -1              # of the latest marker
 
     @property
     def last_sequence(self) -> int:
@@ -61,6 +103,8 @@ def _last_sequence(header) -> int:
 class ProducerStateManager:
     def __init__(self):
         self._producers: dict[int, _Producer] = {}
+        self._unreplicated: deque[CompletedTxn] = deque()     # ended, marker not yet below the high watermark
+        self._open: dict[int, int] = {}     # producer id -> first offset of its open transaction (few)
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -68,6 +112,9 @@ class ProducerStateManager:
     def check(self, headers) -> Duplicate | None:
         """Verdict on the batches of one append; raises ProducerStateError."""
         for h in headers:
+            if h.is_control:
+                self._check_marker(h)
+                continue
             if h.producer_id < 0 or h.base_sequence < 0:
                 continue
             dup = self._check_one(h)
@@ -77,6 +124,12 @@ class ProducerStateManager:
                                              "a duplicate batch arrived together with other batches")
                 return dup
         return None
+
+    def _check_marker(self, h) -> None:
+        p = self._producers.get(h.producer_id)
+        if p is not None and h.producer_epoch < p.epoch:
+            raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                                     f"marker epoch {h.producer_epoch} of producer {h.producer_id} is older than {p.epoch}")
 
     def _check_one(self, h) -> Duplicate | None:
         p = self._producers.get(h.producer_id)
@@ -100,37 +153,115 @@ class ProducerStateManager:
                                      f"producer {h.producer_id}: sequence {h.base_sequence}, expected {expected}")
         return None
 
-    def update(self, headers) -> None:
-        """Record appended batches (offsets already assigned)."""
+    def update(self, headers, markers: dict[int, tuple[int, int]] | None = None) -> list[CompletedTxn]:
+        """Record appended batches (offsets already assigned); ``markers``: base offset of each
+        control batch -> (control type, coordinator epoch).  Returns the transactions ended."""
+        ended = []
         for h in headers:
-            if h.producer_id < 0 or h.base_sequence < 0:
+            if h.is_control:
+                marker = (markers or {}).get(h.base_offset)
+                if marker is not None and h.producer_id >= 0:
+                    ended.extend(self._end_txn(h, *marker))
+                continue
+            if h.producer_id < 0 or (h.base_sequence < 0 and not h.is_transactional):
+                continue
+            if h.base_sequence < 0:         # a group coordinator's TxnOffsetCommit batch: no sequence
+                self._open_txn(h)
                 continue
             p = self._producers.get(h.producer_id)
             if p is None or h.producer_epoch > p.epoch:
-                p = self._producers[h.producer_id] = _Producer(h.producer_epoch)
+                first = p.txn_first_offset if p is not None else NO_OFFSET
+                p = self._producers[h.producer_id] = _Producer(h.producer_epoch, txn_first_offset=first)
             p.batches.append((h.base_sequence, _last_sequence(h), h.base_offset, h.last_offset))
             p.last_timestamp = h.max_timestamp
+            if h.is_transactional and p.txn_first_offset == NO_OFFSET:
+                p.txn_first_offset = self._open[h.producer_id] = h.base_offset
+        return ended
 
-    def rebuild(self, headers, snapshot: list[SnapshotEntry] = ()) -> None:
-        """Forget everything, load ``snapshot`` and replay batch headers (after it) in log order."""
+    def _open_txn(self, h) -> None:
+        p = self._producers.get(h.producer_id)
+        if p is None:
+            p = self._producers[h.producer_id] = _Producer(h.producer_epoch)
+        p.epoch = max(p.epoch, h.producer_epoch)
+        if p.txn_first_offset == NO_OFFSET:
+            p.txn_first_offset = self._open[h.producer_id] = h.base_offset
+
+    def _end_txn(self, h, control_type: int, coordinator_epoch: int) -> list[CompletedTxn]:
+        p = self._producers.get(h.producer_id)
+        if p is None:
+            p = self._producers[h.producer_id] = _Producer(h.producer_epoch)
+        p.epoch = max(p.epoch, h.producer_epoch)
+        p.coordinator_epoch = coordinator_epoch
+        p.last_timestamp = h.max_timestamp
+        first, p.txn_first_offset = p.txn_first_offset, NO_OFFSET
+        self._open.pop(h.producer_id, None)
+        if first == NO_OFFSET:
+            return []           # a marker of a transaction with no data here (a retry, or an empty one)
+        done = CompletedTxn(h.producer_id, first, h.base_offset, control_type == ABORT_MARKER)
+        self._unreplicated.append(done)
+        return [done]
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the oldest transaction not yet decided below ``high_watermark``."""
+        while self._unreplicated and self._unreplicated[0].last_offset < high_watermark:
+            self._unreplicated.popleft()
+        firsts = [*self._open.values(), *(t.first_offset for t in self._unreplicated)]
+        return min(firsts) if firsts else None
+
+    def open_txn_first_offset(self, exclude_producer: int) -> int | None:
+        """The oldest open transaction of another producer (an aborted transaction's lastStableOffset)."""
+        firsts = [first for pid, first in self._open.items() if pid != exclude_producer]
+        return min(firsts) if firsts else None
+
+    def open_txn_epoch(self, producer_id: int) -> int | None:
+        """The producer's epoch if it has an open transaction here, else None."""
+        p = self._producers.get(producer_id)
+        return p.epoch if p is not None and p.txn_first_offset != NO_OFFSET else None
+
+    def active(self) -> list[ActiveProducer]:
+        """Every known producer (DescribeProducers, KIP-664)."""
+        return [ActiveProducer(pid, p.epoch, p.last_sequence, p.last_timestamp, p.coordinator_epoch,
+                               p.txn_first_offset) for pid, p in sorted(self._producers.items())]
+
+    def ongoing(self) -> dict[int, tuple[int, int]]:
+        """Producer id -> (epoch, first offset) of each open transaction (DescribeProducers)."""
+        return {pid: (self._producers[pid].epoch, first) for pid, first in sorted(self._open.items())}
+
+    def rebuild(self, headers, snapshot: list[SnapshotEntry] = (),
+                markers: dict[int, tuple[int, int]] | None = None) -> list[CompletedTxn]:
+        """Forget everything, load ``snapshot`` and replay batch headers (after it) in log order;
+        the transactions the replay saw end."""
         self._producers.clear()
+        self._unreplicated.clear()
+        self._open.clear()
         for e in snapshot:
             first = (e.last_sequence - e.offset_delta) % (INT32_MAX + 1)
-            p = self._producers[e.producer_id] = _Producer(e.epoch, last_timestamp=e.timestamp)
-            p.batches.append((first, e.last_sequence, e.last_offset - e.offset_delta, e.last_offset))
+            p = self._producers[e.producer_id] = _Producer(e.epoch, last_timestamp=e.timestamp,
+                                                           txn_first_offset=e.current_txn_first_offset,
+                                                           coordinator_epoch=e.coordinator_epoch)
+            if e.current_txn_first_offset != NO_OFFSET:
+                self._open[e.producer_id] = e.current_txn_first_offset
+            if e.last_sequence >= 0:
+                p.batches.append((first, e.last_sequence, e.last_offset - e.offset_delta, e.last_offset))
+        ended = []
         for h in headers:
-            if not h.is_control:
-                self.update((h,))
+            ended.extend(self.update((h,), markers))
+        return ended
 
     def last_offsets(self) -> dict[int, int]:
         """Producer id -> last offset of its last batch (the log cleaner keeps that batch)."""
         return {pid: p.batches[-1][3] for pid, p in self._producers.items() if p.batches}
 
     def snapshot(self) -> list[SnapshotEntry]:
-        """The state as Kafka's snapshot holds it: each producer's epoch and last batch."""
+        """The state as Kafka's snapshot holds it: each producer's epoch, last batch, open
+        transaction's first offset and latest marker's coordinator epoch."""
         out = []
         for pid, p in sorted(self._producers.items()):
             if p.batches:
                 _first, last_seq, base, last = p.batches[-1]
-                out.append(SnapshotEntry(pid, p.epoch, last_seq, last, last - base, p.last_timestamp))
+                out.append(SnapshotEntry(pid, p.epoch, last_seq, last, last - base, p.last_timestamp,
+                                         p.coordinator_epoch, p.txn_first_offset))
+            elif p.txn_first_offset != NO_OFFSET or p.coordinator_epoch >= 0:
+                out.append(SnapshotEntry(pid, p.epoch, -1, -1, 0, p.last_timestamp, p.coordinator_epoch,
+                                         p.txn_first_offset))
         return out

@@ -76,6 +76,19 @@ def test_broker_resources_are_replaced_too():
     assert _alter(h, [_res(4, "abc")]).response["Responses"][0]["ErrorCode"] == ErrorCode.INVALID_REQUEST
 
 
+def test_group_resources_are_replaced_too():
+    """Kafka's legacy AlterConfigs takes GROUP resources (32) like IncrementalAlterConfigs does."""
+    h = _harness()
+    r = _alter(h, [_res(32, "g", consumer_heartbeat_interval_ms="6000")])
+    assert r.response["Responses"][0]["ErrorCode"] == 0
+    assert dict(h.qc.image.group_config("g")) == {"consumer.heartbeat.interval.ms": "6000"}
+    r = _alter(h, [_res(32, "g", consumer_session_timeout_ms="50000")])
+    assert dict(h.qc.image.group_config("g")) == {"consumer.session.timeout.ms": "50000"}
+    assert ConfigRecord(32, "g", "consumer.heartbeat.interval.ms", None) in r.records
+    bad = _alter(h, [_res(32, "g", consumer_session_timeout_ms="10")])
+    assert bad.response["Responses"][0]["ErrorCode"] == ErrorCode.INVALID_CONFIG and bad.records == []
+
+
 def test_a_standby_answers_not_controller():
     h = _harness()
     h.qc.on_leader_change(False, h.qc.committed_image)

@@ -2,6 +2,7 @@ from collections import Counter
 
 from controller_helpers import Harness
 
+from tierlog.metadata.group_rules import broker_group_settings
 from tierlog.metadata.records import (
     ConfigRecord,
     PartitionRecord,
@@ -231,3 +232,27 @@ def test_reserved_names_cannot_be_created_or_deleted():
                                   {"Name": None, "TopicId": tid}], "TimeoutMs": 100})
     assert r.records == []
     assert [t["ErrorCode"] for t in r.response["Responses"]] == [ErrorCode.INVALID_REQUEST] * 2
+
+
+def test_incremental_alter_group_configs():
+    """KIP-848 group configs (resource type 32): validated as a whole against the controller's
+    group.consumer.* bounds, one ConfigRecord per change, any group id but the default resource."""
+    h = Harness(group_settings=broker_group_settings({"group.consumer.min.session.timeout.ms": 3000,
+                                                      "group.consumer.min.heartbeat.interval.ms": 500}))
+    r = _alter(h, [_res(32, "g", ("consumer.session.timeout.ms", 0, "3000"),
+                        ("consumer.heartbeat.interval.ms", 0, "1000"))])
+    assert r.response["Responses"][0]["ErrorCode"] == 0
+    assert r.records == [ConfigRecord(32, "g", "consumer.heartbeat.interval.ms", "1000"),
+                         ConfigRecord(32, "g", "consumer.session.timeout.ms", "3000")]
+    assert dict(h.qc.image.group_config("g")) == {"consumer.session.timeout.ms": "3000",
+                                                  "consumer.heartbeat.interval.ms": "1000"}
+    bad = [_res(32, "g", ("consumer.session.timeout.ms", 0, "2999")), _res(32, "h", ("no.such", 0, "1")),
+           _res(32, "", ("consumer.session.timeout.ms", 0, "3000")),
+           _res(32, "k", ("consumer.heartbeat.interval.ms", 0, "45000"))]      # not below the session timeout
+    codes = [x["ErrorCode"] for x in _alter(h, bad).response["Responses"]]
+    assert codes == [ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_REQUEST,
+                     ErrorCode.INVALID_CONFIG]
+    r = _alter(h, [_res(32, "g", ("consumer.session.timeout.ms", 1, None), ("consumer.heartbeat.interval.ms", 1, None))])
+    assert r.records == [ConfigRecord(32, "g", "consumer.heartbeat.interval.ms", None),
+                         ConfigRecord(32, "g", "consumer.session.timeout.ms", None)]
+    assert dict(h.qc.image.group_config("g")) == {} and "g" not in h.qc.image.group_configs

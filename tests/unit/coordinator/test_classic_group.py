@@ -324,3 +324,21 @@ def test_offsets_of_a_group_known_only_from_the_log_expire():
     assert not [r for o in s.tick(1000) for r in o.records]        # committed at 50: due at 1050
     outs = s.tick(1100)
     assert "simple" not in s.groups and len([r for o in outs for r in o.records]) == 2   # offset + group tombstones
+
+
+def test_last_leave_inside_the_initial_delay_empties_the_group_at_once():
+    """Kafka's removeMemberAndUpdateClassicGroup: a removal that leaves every member joined ends the
+    join phase at once, initial delay or not (so DeleteGroups right after the leave succeeds)."""
+    cfg = GroupConfig(initial_rebalance_delay_ms=5000, min_session_timeout_ms=100, max_session_timeout_ms=10_000)
+    s = shard(cfg)
+    a, out = join_new(s, "a")
+    _b, out = join_new(s, "b", now=10)
+    assert s.groups["g"].state is GroupState.PREPARING_REBALANCE and not out.answers
+    got = answers(s.leave("g", [(a, None)], "la", 20))
+    assert got["la"]["Members"][0]["ErrorCode"] == E.NONE and got["a"]["ErrorCode"] == E.UNKNOWN_MEMBER_ID
+    assert got["b"]["ErrorCode"] == E.NONE and got["b"]["GenerationId"] == 1       # b alone, joined: at once
+    s2 = shard(cfg)
+    a, _ = join_new(s2, "a")
+    got = answers(s2.leave("g", [(a, None)], "la", 20))
+    assert got["a"]["ErrorCode"] == E.UNKNOWN_MEMBER_ID and s2.groups["g"].state is GroupState.EMPTY
+    assert answers(s2.delete_groups(["g"], "d", 21))["d"]["Results"][0]["ErrorCode"] == E.NONE

@@ -283,3 +283,19 @@ def test_server_assignor_is_chosen_by_the_members(assignor):
     s = shard()
     join(s, "a", assignor=assignor)
     assert s.consumer_describe("g", VIEW)["AssignorName"] == assignor
+
+
+def test_a_group_config_sets_the_members_session_timeout_and_heartbeat_interval():
+    """KIP-848 group configs (consumer.session.timeout.ms / consumer.heartbeat.interval.ms) replace
+    the broker's for that group only, clamped to the broker's bounds."""
+    cfg = GroupConfig(consumer_heartbeat_interval_ms=5000, consumer_session_timeout_ms=45000,
+                      consumer_min_session_timeout_ms=1000, consumer_min_heartbeat_interval_ms=100)
+    overrides = {"fast": {"consumer.session.timeout.ms": "2000", "consumer.heartbeat.interval.ms": "500"},
+                 "clamped": {"consumer.session.timeout.ms": "10"}}
+    s = GroupShard(0, cfg, random.Random(1), lambda group_id: overrides.get(group_id, {}))
+    fast, _ = hb(s, member="f", group="fast")
+    slow, _ = hb(s, member="s", group="slow")
+    assert fast["HeartbeatIntervalMs"] == 500 and slow["HeartbeatIntervalMs"] == 5000
+    s.tick(2001)
+    assert not s.groups["fast"].members and "s" in s.groups["slow"].members
+    assert s.group_config("clamped").consumer_session_timeout_ms == 1000

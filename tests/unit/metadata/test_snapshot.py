@@ -30,7 +30,7 @@ BROKERS = st.integers(1, 5)
 def _record(data, img: MetadataImage):
     kind = data.draw(st.sampled_from([
         "register", "fence", "unfence", "change", "unregister", "topic", "pchange",
-        "remove", "tconfig", "bconfig", "pids"]))
+        "remove", "tconfig", "bconfig", "gconfig", "pids"]))
     b = data.draw(BROKERS)
     epoch = img.brokers[b].epoch if b in img.brokers else 0
     if kind == "register":
@@ -76,6 +76,11 @@ def _record(data, img: MetadataImage):
                             data.draw(st.sampled_from(["leader.election.eligible.local.log.ms",
                                                        "y"])),
                             data.draw(st.sampled_from([None, "1000", "-1"])))
+    if kind == "gconfig":
+        return ConfigRecord(32, data.draw(st.sampled_from(["g1", "g2"])),
+                            data.draw(st.sampled_from(["consumer.session.timeout.ms",
+                                                       "consumer.heartbeat.interval.ms"])),
+                            data.draw(st.sampled_from([None, "3000", "500"])))
     return ProducerIdsRecord(b, epoch, img.next_producer_id + data.draw(st.integers(0, 2000)))
 
 

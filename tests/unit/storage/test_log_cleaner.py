@@ -249,10 +249,15 @@ def test_a_torn_cleaned_file_is_discarded_at_recovery(tmp_path, monkeypatch):
 @pytest.mark.parametrize("compression", [0, 1, 4])
 def test_a_compacted_log_rejects_a_batch_with_a_keyless_record(tmp_path, compression):
     log = _log(tmp_path)
-    batch = build_batch([Record(0, NOW, b"k", b"v"), Record(1, NOW, None, b"no key")], compression=compression)
+    batch = build_batch([Record(0, NOW, b"k", b"v"), Record(1, NOW, None, b"no key"), Record(2, NOW, None, b"x")],
+                        compression=compression)
     with pytest.raises(InvalidRecordError) as raised:
         log.append(bytearray(batch), 0, NOW)
     assert raised.value.error_code == INVALID_RECORD
+    # KIP-467: every keyless record named by its index in the batch, the message sums them up
+    assert [i for i, _ in raised.value.record_errors] == [1, 2]
+    assert all(f"without key in topic partition {log.directory.name}." in m for _, m in raised.value.record_errors)
+    assert "due to 2 record errors" in raised.value.message
     assert log.log_end_offset == 0
     plain = Log.open(tmp_path / "d-0", config(), NOW)        # cleanup.policy=delete takes it
     assert plain.append(bytearray(batch), 0, NOW).base_offset == 0

@@ -12,9 +12,14 @@ its metadata to catch up first (``stale_metadata``).  Idempotent producers are s
 offsets and not appended again, a sequence gap with OUT_OF_ORDER_SEQUENCE_NUMBER,
 an old producer epoch with INVALID_PRODUCER_EPOCH.  Clients never write to
 ``__consumer_offsets`` or ``__transaction_state`` (INVALID_TOPIC_EXCEPTION, Kafka's
-"Cannot append to internal topic"; the group coordinator appends without this API).  Left out: transactions
-(InitProducerId refuses a TransactionalId, so clients never send transactional batches).
-ACLs: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions (``authz``).
+"Cannot append to internal topic"; the group coordinator appends without this API).  A batch
+with invalid records (keyless records to a compacted topic) is refused whole with INVALID_RECORD,
+its RecordErrors (v8+, KIP-467) naming each bad record's index and ErrorMessage summing them up.
+Transactional batches: before a producer's first batch of a transaction on a partition the leader
+verifies with the coordinator that the partition is in the transaction (KIP-890 part 1,
+``txn_verification``: INVALID_TXN_STATE if not, NOT_ENOUGH_REPLICAS while the coordinator cannot answer).
+ACLs (``authz``): WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions; a
+transactional request also WRITE on its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 import asyncio
 
@@ -36,13 +41,15 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
         await catch_up_once(broker)
     acks = request["Acks"]
     hints = LeaderHints(broker, header.listener)
+    refused = await broker.txn_verifier.verify(request)        # KIP-890 part 1
     topics, waits = [], []
-    writable = authz.allowed_topics(broker, header, authz.Op.WRITE, (t["Name"] for t in request["TopicData"]))
+    writable, denied = _writable(broker, header, request)
     for t in request["TopicData"]:
         if t["Name"] not in writable:
-            parts = [_refused(p["Index"]) for p in t["PartitionData"]]
+            parts = [_not_authorized(p["Index"], denied) for p in t["PartitionData"]]
         else:
-            parts = [_produce_one(broker, t["Name"], p, acks, hints, request.get("TimeoutMs", 30000), waits)
+            parts = [_produce_one(broker, t["Name"], p, acks, hints, request.get("TimeoutMs", 30000), waits,
+                                  refused.get((t["Name"], p["Index"])))
                      for p in t["PartitionData"]]
         topics.append({"Name": t["Name"], "PartitionResponses": parts})
     if waits:
@@ -57,16 +64,28 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     return {"Responses": topics, "ThrottleTimeMs": 0, "NodeEndpoints": hints.node_endpoints()}
 
 
-def _refused(index: int) -> dict:
-    return {"Index": index, "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "BaseOffset": -1,
+def _not_authorized(index: int, code: ErrorCode) -> dict:
+    return {"Index": index, "ErrorCode": code, "BaseOffset": -1,
             "LogAppendTimeMs": -1, "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
 
 
-def _produce_one(broker, topic, pdata, acks, hints, timeout_ms, waits) -> dict:
+def _writable(broker, header, request) -> tuple[set, ErrorCode]:
+    """The topics this request may write, and the error of the others (Kafka's handleProduceRequest)."""
+    txn_id = request.get("TransactionalId")
+    if txn_id is not None and not authz.transactional_id(broker, header, authz.Op.WRITE, txn_id):
+        return set(), ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    names = (t["Name"] for t in request["TopicData"])
+    return authz.allowed_topics(broker, header, authz.Op.WRITE, names), ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def _produce_one(broker, topic, pdata, acks, hints, timeout_ms, waits, refused=None) -> dict:
     index = pdata["Index"]
     resp = {"Index": index, "ErrorCode": ErrorCode.NONE, "BaseOffset": -1, "LogAppendTimeMs": -1,
             "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
-    error, message = _append(broker, topic, index, pdata["Records"], acks, resp, timeout_ms, waits)
+    if refused:
+        error, message = refused, "the partition is not in the producer's transaction (KIP-890)"
+    else:
+        error, message = _append(broker, topic, index, pdata["Records"], acks, resp, timeout_ms, waits)
     if error:
         resp["ErrorCode"], resp["ErrorMessage"] = error, message
         if error in HINTED_ERRORS:
@@ -87,6 +106,7 @@ def _append(broker, topic, index, records, acks, resp, timeout_ms, waits):
         return ErrorCode.INVALID_RECORD, "the produce request has no records"
     outcome, fut = broker.replicas.append_records(part, records, AppendOrigin.CLIENT, acks, timeout_ms)
     if outcome.error:
+        resp["RecordErrors"] = [{"BatchIndex": i, "BatchIndexErrorMessage": m} for i, m in outcome.record_errors]
         return outcome.error, outcome.message
     if fut is not None:
         waits.append((topic, resp, fut))

@@ -16,7 +16,9 @@
   least one whole batch even when larger (Kafka's "min one message").
 - Consumers read up to the high watermark (READ_UNCOMMITTED) or the last stable
   offset (READ_COMMITTED); replicas (ReplicaId >= 0) up to the log end
-  (``Partition.read`` by ``FetchIsolation``).
+  (``Partition.read`` by ``FetchIsolation``); a READ_COMMITTED answer lists the
+  aborted transactions overlapping what it reads (AbortedTransactions, from the
+  log's ``.txnindex``; KIP-98), which the consumer skips.
 - LastFetchedEpoch (v12+) is checked against the leader epoch cache and a
   mismatch answered with DivergingEpoch (KIP-595 / KIP-320).
 - v12+ errors carry KIP-951's CurrentLeader; v16 adds NodeEndpoints. Before
@@ -53,6 +55,8 @@ from ..partition import FetchIsolation
 from . import authz
 from .context import HandlerContext
 from .stale_metadata import catch_up_once, may_be_stale
+
+READ_COMMITTED = 1
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FETCH, 4, 19
 TOPIC_IDS_FROM = 13
@@ -155,7 +159,8 @@ def _replica_id(request, version) -> int:
 
 
 class _Read:
-    __slots__ = ("diverging", "error", "hw", "key", "log_start", "lso", "more", "parts", "remote", "size", "sp")
+    __slots__ = ("aborted", "diverging", "error", "hw", "key", "log_start", "lso", "more", "parts", "remote", "size",
+                 "sp")
 
     def __init__(self, sp, key=None, error=ErrorCode.NONE):
         self.sp, self.key, self.error = sp, key, error
@@ -164,6 +169,7 @@ class _Read:
         self.hw = self.lso = self.log_start = -1
         self.diverging = None
         self.remote = None          # (partition, its byte budget, first) when served from remote storage
+        self.aborted = None         # read_committed: the aborted transactions in what is read (KIP-98)
 
 
 def _satisfied(reads, min_bytes) -> bool:
@@ -217,6 +223,8 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, may_rea
     r.error = read.error
     if not read.error:
         r.parts, r.size, r.more = read.parts, read.size, read.more
+        if isolation == READ_COMMITTED and replica_id < 0:
+            r.aborted = [{"ProducerId": a.producer_id, "FirstOffset": a.first_offset} for a in read.aborted]
         if follower is not None:
             # a session partition the request does not name is fetched at the position it last named
             # (Kafka updates every session partition's follower state on every fetch)
@@ -283,7 +291,7 @@ def _response(broker, view, reads, version, listener=None) -> dict:
 
 def _partition(r: _Read, hints: LeaderHints) -> dict:
     out = {"PartitionIndex": r.sp.partition, "ErrorCode": r.error, "HighWatermark": r.hw,
-           "LastStableOffset": r.lso, "LogStartOffset": r.log_start, "AbortedTransactions": None,
+           "LastStableOffset": r.lso, "LogStartOffset": r.log_start, "AbortedTransactions": r.aborted,
            "PreferredReadReplica": -1, "Records": r.parts or b""}
     if r.diverging is not None:
         out["DivergingEpoch"] = r.diverging

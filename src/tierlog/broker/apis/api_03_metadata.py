@@ -3,7 +3,10 @@
 A request for an unknown topic creates it when ``auto.create.topics.enable`` is
 on and the client allows it (AllowAutoTopicCreation, v4+; always for older
 versions), except ``__cluster_metadata``, which is never a topic (its creation is
-refused: UNKNOWN_TOPIC_OR_PARTITION, Kafka's answer once its creation failed).  Offline replicas are always empty.
+refused: UNKNOWN_TOPIC_OR_PARTITION, Kafka's answer once its creation failed).  An unknown topic with an illegal name
+(empty, ".", "..", longer than 249 characters, characters other than ASCII
+letters, digits, ".", "_" and "-") answers INVALID_TOPIC_EXCEPTION, auto-create
+or not, as Kafka does, so a producer fails its records at once.  Offline replicas are always empty.
 ACLs (``authz``): a topic the principal may not DESCRIBE is left out of an all-topics
 answer and answered TOPIC_AUTHORIZATION_FAILED when named (whether or not it exists);
 auto-creation needs CREATE on the cluster or the topic (else TOPIC_AUTHORIZATION_FAILED).
@@ -17,7 +20,11 @@ UNKNOWN_TOPIC_ID, an entry with neither a name nor an id INVALID_REQUEST. The
 response's Name is nullable only from v12, so v10-11 answers "" there.
 """
 from tierlog.metadata.acls import CLUSTER_NAME, ResourceType
-from tierlog.metadata.topic_rules import CLUSTER_METADATA_TOPIC
+from tierlog.metadata.topic_rules import (
+    CLUSTER_METADATA_TOPIC,
+    RuleError,
+    validate_topic_name,
+)
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
@@ -89,6 +96,8 @@ def _topic(broker, header, name, allow_create) -> dict:
     if not authz.topic(broker, header, authz.Op.DESCRIBE, name):     # existence is not revealed
         return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
     topic = broker.image.topics.get(name)
+    if topic is None and not _legal_name(name):
+        return _error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
     if topic is None:
         if not (allow_create and broker.config["auto.create.topics.enable"]) or name == CLUSTER_METADATA_TOPIC:
             return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
@@ -104,6 +113,16 @@ def _topic(broker, header, name, allow_create) -> dict:
                         "IsrNodes": list(p.isr), "OfflineReplicas": []} for p in topic.partitions],
         "TopicAuthorizedOperations": OPS_NOT_REQUESTED,
     }
+
+
+def _legal_name(name: str) -> bool:
+    """Kafka's Topic.validate (no creation is attempted for an illegal name, with or without
+    auto-create: KafkaApis and AutoTopicCreationManager answer INVALID_TOPIC_EXCEPTION)."""
+    try:
+        validate_topic_name(name)
+    except RuleError:
+        return False
+    return True
 
 
 def auto_create(broker, name: str) -> None:

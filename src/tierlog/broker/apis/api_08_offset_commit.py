@@ -1,5 +1,11 @@
 """OffsetCommit (8), v0-9: commit a group's offsets to ``__consumer_offsets``.
 
+Partitions of topics this broker's metadata does not know, and unknown
+partitions of known topics, answer UNKNOWN_TOPIC_OR_PARTITION before the group
+is looked at (Kafka's KafkaApis.handleOffsetCommitRequest, every version); the
+rest go to the coordinator, and a request left with none is answered without it.
+A broker whose image lacks a partition first catches up with the quorum once
+(``stale_metadata``), as Produce does, so a topic created a moment ago is known.
 Answered once the records are committed (acks=all) or with
 COORDINATOR_NOT_AVAILABLE after offsets.commit.timeout.ms.  Members are checked
 (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
@@ -16,6 +22,7 @@ from tierlog.protocol.header import RequestHeader
 
 from . import authz
 from .context import HandlerContext
+from .stale_metadata import catch_up_once
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_COMMIT, 0, 9
 
@@ -26,14 +33,41 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     readable = authz.allowed_topics(broker, header, authz.Op.READ, (t["Name"] for t in request["Topics"]))
     allowed = [t for t in request["Topics"] if t["Name"] in readable]
     refused = _errors([t for t in request["Topics"] if t["Name"] not in readable], ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    if not allowed and refused:
-        return {"ThrottleTimeMs": 0, "Topics": refused}
-    req = {**request, "Topics": allowed, "version": header.api_version}
-    resp = await broker.groups.run(request["GroupId"], lambda shard, token, now: shard.commit_offsets(req, token, now),
-                                   lambda code: {"Topics": _errors(allowed, code)})
-    return {"ThrottleTimeMs": 0, "Topics": resp["Topics"] + refused}
+    known = _known(broker.image, allowed)
+    if _count(known) < _count(allowed):        # a topic just created may not be in this image yet
+        await catch_up_once(broker)
+        known = _known(broker.image, allowed)
+    answered = {}
+    if known:
+        req = {**request, "Topics": known, "version": header.api_version}
+        resp = await broker.groups.run(request["GroupId"],
+                                       lambda shard, token, now: shard.commit_offsets(req, token, now),
+                                       lambda code: {"Topics": _errors(known, code)})
+        answered = {(t["Name"], p["PartitionIndex"]): p for t in resp["Topics"] for p in t["Partitions"]}
+    return {"ThrottleTimeMs": 0, "Topics": [
+        {"Name": t["Name"], "Partitions": [
+            answered.get((t["Name"], p["PartitionIndex"])) or _unknown(p["PartitionIndex"]) for p in t["Partitions"]]}
+        for t in allowed] + refused}
 
 
 def _errors(topics: list[dict], code: int) -> list[dict]:
     return [{"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": code}
                                                for p in t["Partitions"]]} for t in topics]
+
+
+def _known(image, topics: list[dict]) -> list[dict]:
+    """The request's topics cut down to the partitions the image knows (topics left empty dropped)."""
+    known = []
+    for t in topics:
+        parts = [p for p in t["Partitions"] if image.partition(t["Name"], p["PartitionIndex"]) is not None]
+        if parts:
+            known.append({**t, "Partitions": parts})
+    return known
+
+
+def _count(topics: list[dict]) -> int:
+    return sum(len(t["Partitions"]) for t in topics)
+
+
+def _unknown(index: int) -> dict:
+    return {"PartitionIndex": index, "ErrorCode": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}

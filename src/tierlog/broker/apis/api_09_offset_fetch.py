@@ -2,8 +2,9 @@
 
 v2+ Topics null = every committed offset; v8+ several groups per request, each
 answered by its own coordinator partition (a group elsewhere gets
-NOT_COORDINATOR).  RequireStable (v7) is always satisfied: there are no
-transactional offset commits.  v0-1 carry coordinator errors per partition.
+NOT_COORDINATOR).  RequireStable (v7+, KIP-447): a partition whose offset was
+committed in a transaction not decided yet answers UNSTABLE_OFFSET_COMMIT.  v0-1
+carry coordinator errors per partition.
 ACLs: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED), DESCRIBE on each named topic
 (else TOPIC_AUTHORIZATION_FAILED for its partitions); asking for all offsets leaves out
 the topics the principal may not describe.
@@ -22,12 +23,13 @@ TOP_LEVEL_ERROR_FROM = 2
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     if header.api_version >= BATCHED_FROM:
-        return {"ThrottleTimeMs": 0, "Groups": [_group(broker, header, g["GroupId"], g["Topics"])
+        stable = request.get("RequireStable", False)
+        return {"ThrottleTimeMs": 0, "Groups": [_group(broker, header, g["GroupId"], g["Topics"], stable)
                                                 for g in request["Groups"]]}
     topics = request["Topics"] or None
     if topics is None and header.api_version < TOP_LEVEL_ERROR_FROM:
         topics = []
-    g = _group(broker, header, request["GroupId"], topics)
+    g = _group(broker, header, request["GroupId"], topics, request.get("RequireStable", False))
     if g["ErrorCode"] and header.api_version < TOP_LEVEL_ERROR_FROM:
         g["Topics"] = [{"Name": t["Name"], "Partitions": [
             {"PartitionIndex": p, "CommittedOffset": -1, "Metadata": "", "ErrorCode": g["ErrorCode"]}
@@ -35,11 +37,11 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     return {"ThrottleTimeMs": 0, "Topics": g["Topics"], "ErrorCode": g["ErrorCode"]}
 
 
-def _group(broker, header, group_id: str, topics) -> dict:
+def _group(broker, header, group_id: str, topics, require_stable: bool = False) -> dict:
     if not authz.group(broker, header, authz.Op.DESCRIBE, group_id):
         return {"GroupId": group_id, "Topics": [], "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     names = None if topics is None else (t["Name"] for t in topics)
-    answer = broker.groups.read(group_id, lambda shard: shard.fetch_offsets(group_id, topics),
+    answer = broker.groups.read(group_id, lambda shard: shard.fetch_offsets(group_id, topics, require_stable),
                                 lambda code: {"GroupId": group_id, "Topics": [], "ErrorCode": code})
     if broker.authorizer is None:
         return answer

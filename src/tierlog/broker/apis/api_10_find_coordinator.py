@@ -1,18 +1,22 @@
-"""FindCoordinator (10), v0-6: the broker leading a group's ``__consumer_offsets`` partition.
+"""FindCoordinator (10), v0-6: the broker leading a group's ``__consumer_offsets`` partition
+(key type 0) or a transactional id's ``__transaction_state`` partition (key type 1).
 
-Key type 0 (group) only: there is no transaction or share coordinator, so other
-key types answer COORDINATOR_NOT_AVAILABLE (v0-3) per key.  v4+ is batched
-(CoordinatorKeys).  The first request creates ``__consumer_offsets`` through the
-controller (offsets.topic.num.partitions, offsets.topic.replication.factor or
-the number of live brokers if fewer, cleanup.policy=compact,
-offsets.topic.segment.bytes), answering COORDINATOR_NOT_AVAILABLE until its
-partition has a leader. The coordinator's address is its endpoint on the listener the
+Other key types (share groups) answer COORDINATOR_NOT_AVAILABLE per key.  v4+ is batched
+(CoordinatorKeys).  The first request of a key type creates its topic through the
+controller, answering COORDINATOR_NOT_AVAILABLE until its partition has a leader:
+``__consumer_offsets`` with offsets.topic.num.partitions, offsets.topic.replication.factor
+(or the number of live brokers if fewer), cleanup.policy=compact, offsets.topic.segment.bytes;
+``__transaction_state`` with transaction.state.log.num.partitions,
+transaction.state.log.replication.factor (or fewer brokers), min.insync.replicas
+transaction.state.log.min.isr (at most the replication factor), compact,
+transaction.state.log.segment.bytes.  Neither is ever tiered.  The coordinator's address is its endpoint on the listener the
 request came in on (as in Kafka: a TLS or SASL client is never sent to another
 listener's port); a coordinator without one answers COORDINATOR_NOT_AVAILABLE.
 ACLs: DESCRIBE on the group (transactional id), else GROUP_AUTHORIZATION_FAILED
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 from tierlog.broker.group_coordinator import OFFSETS_TOPIC
+from tierlog.broker.transaction_coordinator import TXN_TOPIC
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
@@ -22,6 +26,7 @@ from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FIND_COORDINATOR, 0, 6
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 BATCHED_FROM = 4
 
 
@@ -39,17 +44,21 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
 
 
 def _find(broker, key: str, key_type: int, listener: str | None) -> dict:
-    if key_type != GROUP_KEY_TYPE:
+    if key_type == GROUP_KEY_TYPE:
+        name, coordinator, create = OFFSETS_TOPIC, broker.groups, _create_offsets_topic
+    elif key_type == TRANSACTION_KEY_TYPE:
+        name, coordinator, create = TXN_TOPIC, broker.transactions, _create_transaction_topic
+    else:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"no coordinator for key type {key_type}")
-    topic = broker.image.topics.get(OFFSETS_TOPIC)
+    topic = broker.image.topics.get(name)
     if topic is None:
-        _create_offsets_topic(broker)
-        return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is being created")
-    index = broker.groups.partition_for(key)
+        create(broker)
+        return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{name} is being created")
+    index = coordinator.partition_for(key)
     leader = topic.partitions[index].leader if index < len(topic.partitions) else -1
     info = broker.endpoint(leader) if leader >= 0 else None
     if info is None:
-        return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC}-{index} has no leader")
+        return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{name}-{index} has no leader")
     address = info.address(listener)      # the coordinator on the listener the client came in on
     if address is None:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"node {leader} has no {listener} listener")
@@ -71,16 +80,30 @@ def _error(key: str, code: int, message: str) -> dict:
 
 
 def _create_offsets_topic(broker) -> None:
-    if not broker.groups.should_create_topic():
-        return
+    if broker.groups.should_create_topic():
+        groups = broker.groups
+        _create(broker, OFFSETS_TOPIC, groups.num_partitions, _replication_factor(broker, groups.replication_factor),
+                {"cleanup.policy": "compact", "segment.bytes": str(groups.segment_bytes),
+                 "compression.type": "producer"})
+
+
+def _create_transaction_topic(broker) -> None:
+    if broker.transactions.should_create_topic():
+        txns = broker.transactions
+        rf = _replication_factor(broker, txns.replication_factor)
+        _create(broker, TXN_TOPIC, txns.num_partitions, rf,
+                {"cleanup.policy": "compact", "segment.bytes": str(txns.segment_bytes),
+                 "min.insync.replicas": str(max(1, min(txns.min_isr, rf))), "compression.type": "producer"})
+
+
+def _replication_factor(broker, wanted: int) -> int:
     live = sum(1 for b in broker.image.brokers.values() if not b.fenced)
-    groups = broker.groups
-    body = {"Topics": [{"Name": OFFSETS_TOPIC, "NumPartitions": groups.num_partitions,
-                        "ReplicationFactor": max(1, min(groups.replication_factor, live)), "Assignments": [],
-                        "Configs": [{"Name": "cleanup.policy", "Value": "compact"},
-                                    {"Name": "segment.bytes", "Value": str(groups.segment_bytes)},
-                                    {"Name": "compression.type", "Value": "producer"},
-                                    {"Name": "remote.storage.enable", "Value": "false"}]}],   # internal: never tiered
+    return max(1, min(wanted, live))
+
+
+def _create(broker, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
+    configs = {**configs, "remote.storage.enable": "false"}      # internal: never tiered
+    body = {"Topics": [{"Name": name, "NumPartitions": partitions, "ReplicationFactor": replication_factor,
+                        "Assignments": [], "Configs": [{"Name": k, "Value": v} for k, v in configs.items()]}],
             "timeoutMs": 10000, "validateOnly": False}
-    broker.background.spawn(broker.controller_channel.send(ApiKey.CREATE_TOPICS, body, 10.0, 7),
-                            name=f"create-{OFFSETS_TOPIC}")
+    broker.background.spawn(broker.controller_channel.send(ApiKey.CREATE_TOPICS, body, 10.0, 7), name=f"create-{name}")

@@ -1,11 +1,15 @@
-"""InitProducerId (22), v0-5: producer ids and epochs for idempotent producers.
+"""InitProducerId (22), v0-5: producer ids and epochs for idempotent and transactional producers.
 
-Idempotence only: there is no transaction coordinator yet, so a request with a
-TransactionalId answers INVALID_REQUEST and transactional clients fail fast.
-A producer that re-initialises with its id and epoch (v3+, KIP-360) keeps its
-id with the next epoch.  Duplicate and sequence checks live in the log
-(``storage.producer_state``).
-ACLs (KIP-679): IDEMPOTENT_WRITE on the cluster or WRITE on any topic, else
+Without a TransactionalId: a fresh id from the controller's blocks; a producer that
+re-initialises with its id and epoch (v3+, KIP-360) keeps its id with the next epoch.
+With one: the transaction coordinator of that id answers (``broker.transactions``:
+NOT_COORDINATOR off it, "" INVALID_REQUEST, a timeout above transaction.max.timeout.ms
+INVALID_TRANSACTION_TIMEOUT, the epoch bump and fencing rules of KIP-98 / KIP-360, an
+Ongoing transaction fenced, aborted and answered CONCURRENT_TRANSACTIONS).  Duplicate
+and sequence checks live in the log (``storage.producer_state``).  PRODUCER_FENCED is
+answered as INVALID_PRODUCER_EPOCH below v4 (Kafka's rule: older clients do not know 90).
+ACLs: a TransactionalId needs WRITE on it (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an
+idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on any topic (KIP-679), else
 CLUSTER_AUTHORIZATION_FAILED.
 """
 from tierlog.broker.broker import ProducerIdsUnavailable
@@ -18,16 +22,28 @@ from . import authz
 from .context import HandlerContext, Response
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.INIT_PRODUCER_ID, 0, 5
+PRODUCER_FENCED_FROM = 4
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
     if request.get("TransactionalId") is not None:
-        return _error(ErrorCode.INVALID_REQUEST)
+        if not authz.transactional_id(broker, header, authz.Op.WRITE, request["TransactionalId"]):
+            return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return _init_transactional(broker, header.api_version, request)
     # KIP-679: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
     if not (authz.cluster(broker, header, authz.Op.IDEMPOTENT_WRITE)
             or authz.any_topic(broker, header, authz.Op.WRITE)):
         return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     return _init(broker, request)
+
+
+async def _init_transactional(broker, version: int, request: dict) -> dict:
+    error, pid, epoch = await broker.transactions.init_producer_id(
+        request["TransactionalId"], request["TransactionTimeoutMs"], request.get("ProducerId", -1),
+        request.get("ProducerEpoch", -1))
+    if error == ErrorCode.PRODUCER_FENCED and version < PRODUCER_FENCED_FROM:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return {"ThrottleTimeMs": 0, "ErrorCode": error, "ProducerId": pid, "ProducerEpoch": epoch}
 
 
 async def _init(broker, request) -> dict:

@@ -1,4 +1,7 @@
-"""DescribeConfigs (32), v1-4: topic configs (override, broker default, built-in default) and this broker's.
+"""DescribeConfigs (32), v1-4: topic configs (override, broker default, built-in default), this broker's,
+and a group's (KIP-848 resource type GROUP, 32: ``consumer.session.timeout.ms`` and
+``consumer.heartbeat.interval.ms``, GROUP_CONFIG when set for the group, else DEFAULT_CONFIG
+with this broker's group.consumer.* value; any group id, existing or not, as Kafka).
 
 ConfigSource follows Kafka: TOPIC_CONFIG for a topic override,
 DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG for a broker value set
@@ -17,6 +20,11 @@ ACLs: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster 
 broker (CLUSTER_AUTHORIZATION_FAILED).
 """
 from tierlog.config import BROKER_CONFIGS
+from tierlog.metadata.group_rules import (
+    GROUP_CONFIG_NAMES,
+    broker_default_key,
+    broker_group_settings,
+)
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
@@ -28,8 +36,9 @@ from .forward import catch_up
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_CONFIGS, 1, 4
 CATCH_UP_TIMEOUT_S = 1.0
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 3, 4, 5
+GROUP_CONFIG = 8
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
                 "class": 8, "password": 9}
 _BROKER_SYNONYM = {d.topic_synonym: d.name for d in BROKER_CONFIGS.values() if d.topic_synonym}
@@ -61,6 +70,11 @@ def _resource(broker, r, synonyms, docs, refusal=None) -> dict:
             out["ErrorMessage"] = f"This is broker {broker.node_id}; ask broker {r['ResourceName']} itself."
             return out
         entries = broker_config_entries(broker) if r["ResourceName"] else []
+    elif r["ResourceType"] == GROUP:
+        if not r["ResourceName"]:
+            out["ErrorCode"], out["ErrorMessage"] = ErrorCode.INVALID_REQUEST, "Group name must not be empty"
+            return out
+        entries = group_config_entries(broker, r["ResourceName"])
     else:
         out["ErrorCode"], out["ErrorMessage"] = ErrorCode.INVALID_REQUEST, "Unsupported resource type."
         return out
@@ -110,6 +124,22 @@ def broker_config_entries(broker) -> list[dict]:
                         "IsDefault": chain[0]["Source"] == DEFAULT_CONFIG, "ConfigSource": chain[0]["Source"],
                         "IsSensitive": False, "Synonyms": chain,
                         "ConfigType": CONFIG_TYPES.get(d.type, 0), "Documentation": d.doc})
+    return entries
+
+
+def group_config_entries(broker, group_id: str) -> list[dict]:
+    """A group's configs (KIP-848, ``metadata.group_rules``): GROUP_CONFIG when the group has its own
+    value, else DEFAULT_CONFIG with this broker's group.consumer.* setting (Kafka's createGroupConfigEntry)."""
+    overrides, settings = broker.image.group_config(group_id), broker_group_settings(broker.config)
+    entries = []
+    for name in GROUP_CONFIG_NAMES:
+        key = broker_default_key(name)
+        source = GROUP_CONFIG if name in overrides else DEFAULT_CONFIG
+        value = overrides[name] if name in overrides else str(settings[key])
+        entries.append({"Name": name, "Value": value, "ReadOnly": False, "IsDefault": source == DEFAULT_CONFIG,
+                        "ConfigSource": source, "IsSensitive": False,
+                        "Synonyms": [{"Name": name, "Value": value, "Source": source}],
+                        "ConfigType": CONFIG_TYPES["int"], "Documentation": BROKER_CONFIGS[key].doc})
     return entries
 
 

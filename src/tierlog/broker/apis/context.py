@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from tierlog.protocol import ErrorCode, RequestHeader
     from tierlog.storage import LogManager
 
-__all__ = ["ControllerSender", "GroupCoordinatorService", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource", "Response"]
+__all__ = ["ControllerSender", "GroupCoordinatorService", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource", "Response",
+           "TransactionCoordinatorService", "TxnVerification"]
 
 
 class MetadataSource(Protocol):
@@ -102,6 +103,40 @@ class GroupCoordinatorService(Protocol):
     def topics_view(self, image: MetadataImage) -> object: ...
 
 
+class TransactionCoordinatorService(Protocol):
+    """The transaction coordinator (``broker.transaction_coordinator.TransactionCoordinator``)."""
+
+    num_partitions: int
+    replication_factor: int
+    min_isr: int
+    segment_bytes: int
+
+    def partition_for(self, transactional_id: str) -> int: ...
+
+    def should_create_topic(self) -> bool: ...
+
+    async def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int,
+                               producer_epoch: int) -> tuple[int, int, int]: ...
+
+    async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                             partitions: frozenset[tuple[str, int]]) -> int: ...
+
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int: ...
+
+    def describe(self, transactional_id: str) -> tuple[object | None, int]: ...
+
+    def transactions(self) -> tuple[list, bool]: ...
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]: ...
+
+
+class TxnVerification(Protocol):
+    """KIP-890 part 1 at the leader (``broker.txn_verification.TxnVerifier``)."""
+
+    async def verify(self, request: dict) -> dict[tuple[str, int], int]: ...
+
+
 @runtime_checkable
 class HandlerContext(Protocol):
     """The broker as request handlers see it."""
@@ -121,6 +156,8 @@ class HandlerContext(Protocol):
     remote: RemoteReads | None
     groups: GroupCoordinatorService
     authorizer: Authorizer | None       # None: authorizer.class.name unset, no ACL checks
+    transactions: TransactionCoordinatorService
+    txn_verifier: TxnVerification
 
     @property
     def image(self) -> MetadataImage: ...

@@ -16,11 +16,12 @@ READ_COMMITTED = 1          # the wire's IsolationLevel (Fetch, ListOffsets)
 
 class AppendOrigin(enum.Enum):
     """Who appends (Kafka's ``AppendOrigin``): a producer through Produce, a coordinator of this
-    broker (its own records, also to internal topics), or the replica fetcher (batches the leader
-    already stamped)."""
+    broker (its own records, also to internal topics), a transaction coordinator's marker
+    (WriteTxnMarkers: a control batch), or the replica fetcher (batches the leader already stamped)."""
 
     CLIENT = "client"
     COORDINATOR = "coordinator"
+    MARKER = "marker"
     REPLICATION = "replication"
 
 
@@ -56,17 +57,21 @@ class AppendOutcome(NamedTuple):
     appended: bool = False
     parked: bool = False
     update: LeaderUpdate | None = None
+    record_errors: tuple[tuple[int, str], ...] = ()     # (batch index, message): KIP-467 RecordErrors
 
     @classmethod
-    def refused(cls, error: int, message: str | None = None) -> AppendOutcome:
-        return cls(error=error, message=message)
+    def refused(cls, error: int, message: str | None = None,
+                record_errors: tuple[tuple[int, str], ...] = ()) -> AppendOutcome:
+        return cls(error=error, message=message, record_errors=record_errors)
 
 
 class PartitionRead(NamedTuple):
     """Whole batches as file regions; ``more``: nothing came back although the bound is above the
-    fetch offset (the fetch is not done waiting); an error reads nothing."""
+    fetch offset (the fetch is not done waiting); an error reads nothing.  ``aborted``: a
+    read_committed read's aborted transactions overlapping it (the log's ``AbortedTxn``s)."""
 
     error: int = ErrorCode.NONE
     parts: tuple[FileRegion, ...] | list[FileRegion] = ()
     size: int = 0
     more: bool = False
+    aborted: tuple | list = ()

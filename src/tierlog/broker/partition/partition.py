@@ -13,12 +13,16 @@ touch its log (Kafka's ``Partition``):
   offsets and stamps the leader epoch; an acks=all waiter is parked in the
   partition's purgatory; the leader state learns the new log end offset and
   returns what moved (high watermark, an AlterPartition to send), which the
-  replica manager acts on.
+  replica manager acts on.  Origin MARKER (WriteTxnMarkers) appends a
+  transaction marker instead: the producer state fences a marker of an older
+  epoch and ends the producer's transaction (an abort is indexed in ``.txnindex``).
 - ``append_as_follower`` (origin replication): the leader's batches as they are.
 - ``read(offset, max_bytes, isolation)`` (``Partition.fetchRecords``): whole
   batches below ``max_offset(isolation)``, the one place that bounds what a reader
   may see: the log end for replicas, the high watermark for read_uncommitted, the
-  last stable offset for read_committed.
+  last stable offset for read_committed (KIP-98: the first offset of the oldest
+  transaction not decided below the high watermark), whose reads also carry the
+  aborted transactions they overlap.
 - ListOffsets lookups (``fetch_offset_for_timestamp``, ``offsets``), epoch
   lookups, DeleteRecords on the leader, the follower's truncations and high
   watermark.
@@ -130,9 +134,11 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        """KIP-98: the first offset of the oldest open transaction, else the high watermark.
-        Transactions will bound it here (the producer state's first unstable offset)."""
-        return self.high_watermark
+        """KIP-98: the first offset of the oldest transaction not decided below the high
+        watermark (open, or its marker not yet replicated), else the high watermark."""
+        hw = self.high_watermark
+        unstable = self.log.first_unstable_offset(hw)
+        return hw if unstable is None else min(hw, unstable)
 
     def max_offset(self, isolation: FetchIsolation) -> int:
         """The exclusive bound of what a reader at ``isolation`` may see (Kafka's
@@ -224,8 +230,13 @@ class Partition:
             if error:
                 return AppendOutcome.refused(error)
         try:
-            result = self.log.append(records, self.leader_epoch, now_ms)
-        except (InvalidRecordError, ProducerStateError) as e:
+            if origin is AppendOrigin.MARKER:
+                result = self.log.append_marker(records, self.leader_epoch, now_ms)
+            else:
+                result = self.log.append(records, self.leader_epoch, now_ms, origin is AppendOrigin.CLIENT)
+        except InvalidRecordError as e:
+            return AppendOutcome.refused(e.error_code, str(e), e.record_errors)
+        except ProducerStateError as e:
             return AppendOutcome.refused(e.error_code, str(e))
         except KafkaStorageError as e:
             return AppendOutcome.refused(ErrorCode.KAFKA_STORAGE_ERROR, str(e))
@@ -291,7 +302,18 @@ class Partition:
         except KafkaStorageError:
             return PartitionRead(ErrorCode.KAFKA_STORAGE_ERROR)
         more = not result.size and fetch_offset < min(upper, self.log.log_end_offset)
-        return PartitionRead(ErrorCode.NONE, result.parts, result.size, more)
+        aborted = self.log.aborted_transactions(fetch_offset, upper) \
+            if isolation is FetchIsolation.TXN_COMMITTED and result.size else ()
+        return PartitionRead(ErrorCode.NONE, result.parts, result.size, more, aborted)
+
+    def open_transaction_epoch(self, producer_id: int) -> int | None:
+        """The epoch of the producer's open transaction here, None without one (KIP-890 part 1)."""
+        return self.log.open_transaction_epoch(producer_id)
+
+    def active_producers(self) -> list:
+        """Its producers: id, epoch, last sequence and timestamp, coordinator epoch, open
+        transaction's first offset (DescribeProducers)."""
+        return self.log.active_producers()
 
     def check_epoch(self, current_leader_epoch: int) -> int:
         """Kafka's fencing of a request's CurrentLeaderEpoch: NONE, FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH."""

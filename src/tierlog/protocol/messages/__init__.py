@@ -7,11 +7,14 @@ handlers in ``broker/apis`` register. The KRaft control-record payloads
 
 from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.messages import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     allocate_producer_ids,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
     api_versions,
+    assign_replicas_to_dirs,
     begin_quorum_epoch,
     broker_heartbeat,
     broker_registration,
@@ -29,10 +32,13 @@ from tierlog.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_quorum,
     describe_topic_partitions,
+    describe_transactions,
     elect_leaders,
     end_quorum_epoch,
+    end_txn,
     fetch,
     fetch_snapshot,
     find_coordinator,
@@ -44,6 +50,7 @@ from tierlog.protocol.messages import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -53,8 +60,10 @@ from tierlog.protocol.messages import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
     unregister_broker,
     vote,
+    write_txn_markers,
 )
 
 __all__ = ["APIS"]
@@ -72,6 +81,9 @@ _MODULES = (
     alter_configs, delete_records, create_partitions, describe_log_dirs, delete_groups, offset_delete,
     consumer_group_heartbeat, consumer_group_describe, sasl_handshake, sasl_authenticate,
     describe_acls, create_acls, delete_acls,
+    assign_replicas_to_dirs,
+    add_partitions_to_txn, add_offsets_to_txn, end_txn, write_txn_markers, txn_offset_commit,
+    describe_producers, describe_transactions, list_transactions,
 )
 
 #: every API with schemas, by key

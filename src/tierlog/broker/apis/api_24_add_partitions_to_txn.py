@@ -1,0 +1,64 @@
+"""AddPartitionsToTxn (24), v0-5: a transactional producer adds partitions to its transaction
+before its first write to each (KIP-98), at the transaction coordinator of its id (v0-3);
+v4+ is the broker-to-broker batched form, whose VerifyOnly transactions a partition leader
+sends before a producer's first transactional batch there (KIP-890 part 1): per partition NONE
+if it is in the producer's ongoing transaction, else TRANSACTION_ABORTABLE (or the producer's
+error for all of them).
+
+One error for every partition (the coordinator's: NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
+below v2), CONCURRENT_TRANSACTIONS, ...); a partition
+that does not exist answers UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED
+(nothing is added), as Kafka answers.  Left out: authorization (Kafka requires CLUSTER_ACTION
+for v4+).
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5
+PRODUCER_FENCED_FROM = 2           # older clients do not know PRODUCER_FENCED (Kafka answers 47)
+BATCHED_FROM = 4
+
+
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    if header.api_version >= BATCHED_FROM:
+        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE,
+                "ResultsByTransaction": [await _batched(broker, t) for t in request["Transactions"]]}
+    topics = request["V3AndBelowTopics"]
+    wanted = [(t["Name"], index) for t in topics for index in t["Partitions"]]
+    unknown = {p for p in wanted if not _exists(broker.image, *p)}
+    if unknown:
+        errors = {p: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if p in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                  for p in wanted}
+    else:
+        error = await broker.transactions.add_partitions(request["V3AndBelowTransactionalId"],
+                                                         request["V3AndBelowProducerId"],
+                                                         request["V3AndBelowProducerEpoch"], frozenset(wanted))
+        if error == ErrorCode.PRODUCER_FENCED and header.api_version < PRODUCER_FENCED_FROM:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH
+        errors = dict.fromkeys(wanted, error)
+    return {"ThrottleTimeMs": 0, "ResultsByTopicV3AndBelow": [
+        {"Name": t["Name"], "ResultsByPartition": [
+            {"PartitionIndex": i, "PartitionErrorCode": errors[(t["Name"], i)]} for i in t["Partitions"]]}
+        for t in topics]}
+
+
+async def _batched(broker, txn: dict) -> dict:
+    wanted = [(t["Name"], index) for t in txn["Topics"] for index in t["Partitions"]]
+    tid, pid, epoch = txn["TransactionalId"], txn["ProducerId"], txn["ProducerEpoch"]
+    if txn["VerifyOnly"]:
+        errors = broker.transactions.verify_partitions(tid, pid, epoch, wanted)
+    else:
+        errors = dict.fromkeys(wanted, await broker.transactions.add_partitions(tid, pid, epoch, frozenset(wanted)))
+    return {"TransactionalId": tid, "TopicResults": [
+        {"Name": t["Name"], "ResultsByPartition": [
+            {"PartitionIndex": i, "PartitionErrorCode": errors[(t["Name"], i)]} for i in t["Partitions"]]}
+        for t in txn["Topics"]]}
+
+
+def _exists(image, topic: str, index: int) -> bool:
+    info = image.topics.get(topic)
+    return info is not None and 0 <= index < len(info.partitions)

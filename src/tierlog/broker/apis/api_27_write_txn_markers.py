@@ -1,0 +1,19 @@
+"""WriteTxnMarkers (27), v0-1: a transaction coordinator has this broker append COMMIT or ABORT
+markers to the partitions it leads (``txn_marker_writer``: one control batch per partition,
+acks=all, the producer state fencing markers of an older producer or coordinator epoch).
+
+Broker-to-broker only (Kafka requires CLUSTER_ACTION; authorization is not checked here yet).
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.header import RequestHeader
+
+from ..txn_marker_writer import write_markers
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.WRITE_TXN_MARKERS, 0, 1
+
+
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    results = await write_markers(broker.replicas, broker.led_partition, request["Markers"],
+                                  broker.config["request.timeout.ms"], broker.clock_ms(), broker.groups.on_txn_marker)
+    return {"Markers": results}

@@ -1,0 +1,32 @@
+"""DescribeTransactions (65), v0 (KIP-664): transactional ids' state at their coordinator:
+state name (Kafka's: "Ongoing", "PrepareCommit", ...), timeout, start time, producer id and
+epoch, partitions.  Per id NOT_COORDINATOR off its coordinator, COORDINATOR_LOAD_IN_PROGRESS
+while it loads, TRANSACTIONAL_ID_NOT_FOUND for an id it does not know.
+"""
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.header import RequestHeader
+
+from .context import HandlerContext
+
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_TRANSACTIONS, 0, 0
+
+
+def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    return {"ThrottleTimeMs": 0,
+            "TransactionStates": [_describe(broker, tid) for tid in request["TransactionalIds"]]}
+
+
+def _describe(broker, tid: str) -> dict:
+    meta, error = broker.transactions.describe(tid)
+    if meta is None:
+        return {"ErrorCode": error or ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "TransactionalId": tid,
+                "TransactionState": "", "TransactionTimeoutMs": 0, "TransactionStartTimeMs": -1, "ProducerId": -1,
+                "ProducerEpoch": -1, "Topics": []}
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in sorted(meta.partitions):
+        by_topic.setdefault(topic, []).append(index)
+    return {"ErrorCode": ErrorCode.NONE, "TransactionalId": tid, "TransactionState": meta.state.kafka_name,
+            "TransactionTimeoutMs": meta.timeout_ms, "TransactionStartTimeMs": meta.start_timestamp_ms,
+            "ProducerId": meta.producer_id, "ProducerEpoch": meta.producer_epoch,
+            "Topics": [{"Topic": t, "Partitions": ids} for t, ids in by_topic.items()]}

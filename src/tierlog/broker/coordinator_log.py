@@ -1,0 +1,66 @@
+"""What the group and the transaction coordinators do alike with the partition of their
+internal topic they lead (``__consumer_offsets``, ``__transaction_state``): load it from the
+log after becoming its leader, and append their records to it with acks=all through
+``ReplicaManager.append_records`` (origin coordinator), answering the coordinator errors Kafka's
+coordinators answer (NOT_COORDINATOR once leadership moved, COORDINATOR_NOT_AVAILABLE for any
+other failure)."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from tierlog.protocol.errors import ErrorCode
+from tierlog.records import Record, build_batch, decode_batches
+
+from .partition import AppendOrigin, FetchIsolation, Partition
+
+__all__ = ["LOAD_READ_BYTES", "append_and_wait", "load_log"]
+
+log = logging.getLogger(__name__)
+
+LOAD_READ_BYTES = 1024 * 1024
+ACKS_ALL = -1
+
+
+async def load_log(part: Partition, leading: Callable[[], bool], replay: Callable[[object, list], None]) -> bool:
+    """Read the partition's log from its start to the end it has now, handing each batch's
+    (header, records) to ``replay``; True when it got to the end while still leading."""
+    offset = max(part.log_start_offset, part.local_log_start_offset)
+    end = part.log_end_offset
+    while offset < end and leading():
+        read = part.read(offset, LOAD_READ_BYTES, FetchIsolation.LOG_END)
+        if read.error:      # the log moved under the load: it stays unloaded (LOAD_IN_PROGRESS)
+            log.warning("%s-%d: cannot load from offset %d: error %d", part.topic, part.index, offset, read.error)
+            return False
+        data = b"".join(region.read() for region in read.parts)
+        if not data:
+            break
+        for header, records in decode_batches(data):
+            offset = header.next_offset
+            replay(header, records)
+        await asyncio.sleep(0)
+    return leading()
+
+
+async def append_and_wait(replicas, part: Partition, records: list[tuple[bytes, bytes | None]], timeout_ms: int,
+                          now_ms: int, leading: Callable[[], bool],
+                          producer: tuple[int, int] | None = None) -> tuple[ErrorCode, int | None]:
+    """Append ``records`` (key, value) as one batch, acks=all: (error, the end offset of the
+    records in the log; None if they did not reach it).  ``producer`` (id, epoch): a
+    transactional batch of that producer, without sequence (Kafka's TxnOffsetCommit records)."""
+    if not leading():
+        return ErrorCode.NOT_COORDINATOR, None
+    pid, epoch = producer or (-1, -1)
+    batch = bytearray(build_batch([Record(i, now_ms, k, v) for i, (k, v) in enumerate(records)],
+                                  producer_id=pid, producer_epoch=epoch, transactional=producer is not None))
+    outcome, fut = replicas.append_records(part, batch, AppendOrigin.COORDINATOR, ACKS_ALL, timeout_ms)
+    if outcome.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        return ErrorCode.NOT_COORDINATOR, None
+    if outcome.error:       # ISR below min.insync.replicas, the disk, ...: not in the log
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+    end = outcome.end_offset
+    code = await fut if fut is not None else ErrorCode.NONE
+    if code == ErrorCode.NOT_LEADER_OR_FOLLOWER or not leading():
+        return ErrorCode.NOT_COORDINATOR, end
+    return (ErrorCode.COORDINATOR_NOT_AVAILABLE if code else ErrorCode.NONE), end

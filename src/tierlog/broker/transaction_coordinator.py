@@ -1,0 +1,365 @@
+"""The transaction coordinator's asyncio shell: the transactional ids of each
+``__transaction_state`` partition this broker leads, driven by the sans-IO rules of
+``coordinator.transaction`` (KIP-98, KIP-360; Kafka's ``TransactionCoordinator`` and
+``TransactionStateManager``).
+
+- Leadership (``ReplicaManager`` calls ``on_leader`` / ``on_follower`` / ``on_stopped``, as for
+  the group coordinator): becoming leader of a partition loads its transactional ids by reading
+  its log (``coordinator_log.load_log``; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS,
+  other partitions NOT_COORDINATOR) and then resumes every transaction it finds in
+  PrepareCommit / PrepareAbort (its markers are sent again, then Complete* written).  The
+  partition's leader epoch is the coordinator epoch the markers carry.
+- Requests: the rules decide an error or a ``TxnTransit``; a transit's record is appended with
+  acks=all (``coordinator_log.append_and_wait``) and applied once committed
+  (``complete_transition``), else reverted (``revert_pending``) and the error answered.
+  While a transit is pending the rules answer CONCURRENT_TRANSACTIONS.
+- EndTxn is answered once Prepare* is committed; the markers (``TxnMarkerSender``) then go to
+  every partition of the transaction and, once all are written, Complete* is appended (retried
+  while this broker leads the partition; a new leader resumes from Prepare*).
+- Fencing: InitProducerId on an Ongoing transaction fences its producer (epoch + 1,
+  PrepareEpochFence, never written on its own) and aborts it with that epoch, answering
+  CONCURRENT_TRANSACTIONS (the client retries and gets the next epoch); the old producer's
+  requests then get PRODUCER_FENCED and its batches INVALID_PRODUCER_EPOCH at the leaders.
+- Timeouts: every ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` an Ongoing
+  transaction older than its timeout is fenced and aborted the same way.  Every
+  ``transaction.remove.expired.transaction.cleanup.interval.ms`` a transactional id whose last
+  transaction ended (Empty, Complete*) more than ``transactional.id.expiration.ms`` ago expires:
+  its tombstone is written (Dead) and it is forgotten.
+
+Left out: transaction.version 2 (EndTxn above v4 is not served, so clients keep TV1 epochs).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tierlog.coordinator import coordinator_partition
+from tierlog.coordinator.transaction import (
+    TransactionMetadata,
+    TransactionState,
+    TxnTransit,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    log_value,
+    metadata_from_log,
+)
+from tierlog.coordinator.transaction import requests as rules
+from tierlog.net.tasks import TaskSet
+from tierlog.protocol.errors import ErrorCode
+
+from .coordinator_log import append_and_wait, load_log
+from .partition import Partition
+
+__all__ = ["TXN_TOPIC", "TransactionCoordinator"]
+
+log = logging.getLogger(__name__)
+
+TXN_TOPIC = "__transaction_state"
+TOPIC_CREATE_RETRY_MS = 5000
+COMPLETE_RETRY_BACKOFF_S = 0.1
+VALUE_VERSION = 0               # transaction.version 0/1 clients: TransactionLogValue v0
+CLIENT_TRANSACTION_VERSION = 0
+S = TransactionState
+
+
+class ProducerIdsUnavailable(Exception):
+    """No producer id could be had from the controller."""
+
+
+@dataclass
+class _Hosted:
+    part: Partition
+    leader_state: object
+    coordinator_epoch: int
+    txns: dict[str, TransactionMetadata] | None = None     # None while loading
+
+
+class TransactionCoordinator:
+    def __init__(self, config, replicas, next_producer_id: Callable, markers, clock_ms: Callable[[], int]):
+        self.node_id = config.node_id
+        self.num_partitions = config["transaction.state.log.num.partitions"]
+        self.replication_factor = config["transaction.state.log.replication.factor"]
+        self.min_isr = config["transaction.state.log.min.isr"]
+        self.segment_bytes = config["transaction.state.log.segment.bytes"]
+        self.max_timeout_ms = config["transaction.max.timeout.ms"]
+        self._abort_interval_s = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
+        self._expire_interval_ms = config["transaction.remove.expired.transaction.cleanup.interval.ms"]
+        self._expiration_ms = config["transactional.id.expiration.ms"]
+        self._next_expiry_ms = clock_ms() + self._expire_interval_ms
+        self._write_timeout_ms = config["request.timeout.ms"]
+        self._replicas = replicas
+        self._next_producer_id = next_producer_id        # async () -> int
+        self._markers = markers                          # TxnMarkerSender
+        self._clock_ms = clock_ms
+        self._hosted: dict[int, _Hosted] = {}
+        self._tasks = TaskSet(f"transaction coordinator {self.node_id}")
+        self._ticking = False
+        self._last_topic_create_ms = -TOPIC_CREATE_RETRY_MS
+
+    # -- leadership ----------------------------------------------------------------------
+    def on_leader(self, part: Partition) -> None:
+        if part.topic != TXN_TOPIC:
+            return
+        self._hosted.pop(part.index, None)
+        hosted = self._hosted[part.index] = _Hosted(part, part.leader_state, part.leader_epoch)
+        self._tasks.spawn(self._load(hosted), name=f"txn-load-{part.index}")
+        if not self._ticking:
+            self._ticking = True
+            self._tasks.spawn(self._abort_loop(), name="txn-coordinator-timeouts")
+
+    def on_follower(self, part: Partition) -> None:
+        if part.topic == TXN_TOPIC:
+            self._drop(part.index)
+
+    def on_stopped(self, part: Partition, topic_deleted: bool) -> None:
+        if part.topic == TXN_TOPIC:
+            self._drop(part.index)
+
+    def _drop(self, index: int) -> None:
+        if self._hosted.pop(index, None) is not None:
+            log.info("%s-%d: no longer coordinating its transactions", TXN_TOPIC, index)
+
+    def _leading(self, hosted: _Hosted) -> bool:
+        part = hosted.part
+        return (self._hosted.get(part.index) is hosted and part.leader_state is not None
+                and part.leader_state is hosted.leader_state)
+
+    async def _load(self, hosted: _Hosted) -> None:
+        txns: dict[str, TransactionMetadata] = {}
+
+        def replay(header, records) -> None:
+            if not header.is_control:
+                _replay(txns, hosted.part.index, records)
+        if not await load_log(hosted.part, lambda: self._leading(hosted), replay):
+            return
+        hosted.txns = txns
+        log.info("%s-%d: loaded %d transactional ids", TXN_TOPIC, hosted.part.index, len(txns))
+        for meta in txns.values():
+            if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                self._spawn_complete(hosted, meta)
+
+    # -- finding a transactional id -----------------------------------------------------------
+    def partition_for(self, transactional_id: str) -> int:
+        """Kafka's ``partitionFor``: abs(Java hashCode) % transaction.state.log.num.partitions."""
+        return coordinator_partition(transactional_id, self.num_partitions)
+
+    def should_create_topic(self) -> bool:
+        """At most one creation of __transaction_state in flight per TOPIC_CREATE_RETRY_MS."""
+        now = self._clock_ms()
+        if now - self._last_topic_create_ms < TOPIC_CREATE_RETRY_MS:
+            return False
+        self._last_topic_create_ms = now
+        return True
+
+    def locate(self, transactional_id: str) -> tuple[_Hosted | None, int]:
+        hosted = self._hosted.get(self.partition_for(transactional_id))
+        if hosted is None or not self._leading(hosted):
+            return None, ErrorCode.NOT_COORDINATOR
+        if hosted.txns is None:
+            return None, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return hosted, ErrorCode.NONE
+
+    def transactions(self) -> tuple[list[TransactionMetadata], bool]:
+        """The transactional ids loaded here, and whether a partition is still loading."""
+        hosted = [h for h in self._hosted.values() if self._leading(h)]
+        return [m for h in hosted if h.txns is not None for m in h.txns.values()], \
+            any(h.txns is None for h in hosted)
+
+    def describe(self, transactional_id: str) -> tuple[TransactionMetadata | None, int]:
+        hosted, error = self.locate(transactional_id)
+        return (None, error) if error else (hosted.txns.get(transactional_id), ErrorCode.NONE)
+
+    # -- requests ------------------------------------------------------------------------------
+    async def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int,
+                               producer_epoch: int) -> tuple[int, int, int]:
+        """InitProducerId with a transactional id: (error, producer id, epoch)."""
+        error = rules.check_init_producer_id(transactional_id, timeout_ms, self.max_timeout_ms)
+        if error:
+            return error, -1, -1
+        hosted, error = self.locate(transactional_id)
+        if error:
+            return error, -1, -1
+        meta = hosted.txns.get(transactional_id)
+        fresh = -1
+        if meta is None or meta.epoch_exhausted:        # a producer id may be needed: get one first
+            try:
+                fresh = await self._next_producer_id()
+            except ProducerIdsUnavailable:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1
+            hosted, error = self.locate(transactional_id)
+            if error:
+                return error, -1, -1
+            meta = hosted.txns.get(transactional_id)
+        now = self._clock_ms()
+        if meta is None:
+            meta = hosted.txns[transactional_id] = rules.new_transaction_metadata(transactional_id, fresh,
+                                                                                   timeout_ms, now)
+        expected = rules.ProducerIdAndEpoch(producer_id, producer_epoch) if producer_id >= 0 else None
+        decision = rules.init_producer_id(meta, timeout_ms, expected, lambda: _given(fresh), now)
+        if decision.error or decision.transit is None:
+            return decision.error, -1, -1
+        if decision.transit.state is S.PREPARE_EPOCH_FENCE:
+            self._tasks.spawn(self._abort_fenced(hosted, meta, decision.transit), name=f"txn-fence-{transactional_id}")
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        error = await self._write(hosted, meta, decision.transit)
+        if error:
+            return error, -1, -1
+        return ErrorCode.NONE, meta.producer_id, meta.producer_epoch
+
+    async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                             partitions: frozenset[tuple[str, int]]) -> int:
+        """AddPartitionsToTxn (client versions) and AddOffsetsToTxn: one error for all."""
+        hosted, error = self.locate(transactional_id)
+        if error:
+            return error
+        meta = hosted.txns.get(transactional_id)
+        decision = rules.add_partitions(meta, producer_id, producer_epoch, partitions, self._clock_ms())
+        if decision.error or decision.transit is None:
+            return decision.error
+        return await self._write(hosted, meta, decision.transit)
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """KIP-890 part 1's verify-only AddPartitionsToTxn: each partition's error."""
+        hosted, error = self.locate(transactional_id)
+        if error:
+            return dict.fromkeys(partitions, error)
+        return rules.verify_partitions(hosted.txns.get(transactional_id), producer_id, producer_epoch, partitions)
+
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int:
+        """EndTxn: answered once PrepareCommit / PrepareAbort is committed; the markers follow."""
+        hosted, error = self.locate(transactional_id)
+        if error:
+            return error
+        meta = hosted.txns.get(transactional_id)
+        decision = rules.end_txn(meta, producer_id, producer_epoch, commit, True, CLIENT_TRANSACTION_VERSION,
+                                 lambda: _given(-1), self._clock_ms())
+        if decision.error or decision.transit is None:
+            return decision.error
+        error = await self._write(hosted, meta, decision.transit)
+        if not error:
+            self._spawn_complete(hosted, meta)
+        return error
+
+    # -- writing and completing ------------------------------------------------------------------
+    async def _write(self, hosted: _Hosted, meta: TransactionMetadata, transit: TxnTransit) -> int:
+        """Append the transit's record (acks=all) and apply it once committed."""
+        record = (encode_key(meta.transactional_id), encode_value(log_value(transit), VALUE_VERSION))
+        error, _end = await append_and_wait(self._replicas, hosted.part, [record], self._write_timeout_ms,
+                                            self._clock_ms(), lambda: self._leading(hosted))
+        if error or not self._leading(hosted):
+            meta.revert_pending()
+            return error or ErrorCode.NOT_COORDINATOR
+        meta.complete_transition(transit)
+        return ErrorCode.NONE
+
+    async def _abort_fenced(self, hosted: _Hosted, meta: TransactionMetadata, fence: TxnTransit) -> None:
+        """The coordinator's abort of a fenced or timed-out transaction (Kafka's endTransaction with
+        isFromClient false): it takes the fence's epoch and writes PrepareAbort."""
+        decision = rules.end_txn(meta, meta.producer_id, fence.producer_epoch, False, False,
+                                 CLIENT_TRANSACTION_VERSION, lambda: _given(-1), self._clock_ms())
+        if decision.transit is None:
+            if meta.pending_state is S.PREPARE_EPOCH_FENCE:
+                meta.revert_pending()
+            log.info("%s: cannot abort the fenced transaction: error %d", meta.transactional_id, decision.error)
+            return
+        if await self._write(hosted, meta, decision.transit):
+            meta.has_failed_epoch_fence = True          # the next fence keeps this epoch
+            return
+        log.info("%s: aborting the transaction of producer %d, fenced at epoch %d", meta.transactional_id,
+                 meta.producer_id, meta.producer_epoch)
+        self._spawn_complete(hosted, meta)
+
+    def _spawn_complete(self, hosted: _Hosted, meta: TransactionMetadata) -> None:
+        self._tasks.spawn(self._complete(hosted, meta), name=f"txn-markers-{meta.transactional_id}")
+
+    async def _complete(self, hosted: _Hosted, meta: TransactionMetadata) -> None:
+        """Write the markers of a Prepare* transaction, then its Complete* record."""
+        commit = meta.state is S.PREPARE_COMMIT
+        written = await self._markers.write(meta.producer_id, meta.producer_epoch, commit, hosted.coordinator_epoch,
+                                            frozenset(meta.partitions), lambda: self._leading(hosted))
+        while written and self._leading(hosted):
+            if meta.pending_transition_in_progress:
+                await asyncio.sleep(COMPLETE_RETRY_BACKOFF_S)
+                continue
+            if not await self._write(hosted, meta, meta.prepare_complete(self._clock_ms())):
+                return
+            await asyncio.sleep(COMPLETE_RETRY_BACKOFF_S)
+
+    # -- time ------------------------------------------------------------------------------------
+    async def _abort_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._abort_interval_s)
+            try:
+                now = self._clock_ms()
+                self.abort_timed_out(now)
+                if now >= self._next_expiry_ms:
+                    self._next_expiry_ms = now + self._expire_interval_ms
+                    self.expire_transactional_ids(now)
+            except Exception:
+                log.exception("transaction coordinator %d: timeout check failed", self.node_id)
+
+    def abort_timed_out(self, now_ms: int) -> None:
+        """Fence and abort every Ongoing transaction older than its timeout (Kafka's
+        ``abortTimedOutTransactions``)."""
+        for hosted in list(self._hosted.values()):
+            if hosted.txns is None or not self._leading(hosted):
+                continue
+            for meta in list(hosted.txns.values()):
+                if meta.state is S.ONGOING and not meta.pending_transition_in_progress \
+                        and meta.start_timestamp_ms + meta.timeout_ms < now_ms:
+                    fence = meta.prepare_fence_producer_epoch()
+                    self._tasks.spawn(self._abort_fenced(hosted, meta, fence),
+                                      name=f"txn-timeout-{meta.transactional_id}")
+
+    def expire_transactional_ids(self, now_ms: int) -> None:
+        """Kafka's ``removeExpiredTransactionalIds``: ended ids idle past transactional.id.expiration.ms."""
+        for hosted in list(self._hosted.values()):
+            if hosted.txns is None or not self._leading(hosted):
+                continue
+            for meta in list(hosted.txns.values()):
+                if meta.state.expiration_allowed and not meta.pending_transition_in_progress \
+                        and meta.last_update_timestamp_ms + self._expiration_ms <= now_ms:
+                    self._tasks.spawn(self._expire(hosted, meta), name=f"txn-expire-{meta.transactional_id}")
+
+    async def _expire(self, hosted: _Hosted, meta: TransactionMetadata) -> None:
+        meta.prepare_dead()
+        error, _end = await append_and_wait(self._replicas, hosted.part, [(encode_key(meta.transactional_id), None)],
+                                            self._write_timeout_ms, self._clock_ms(), lambda: self._leading(hosted))
+        meta.revert_pending()
+        if not error and self._leading(hosted) and hosted.txns.get(meta.transactional_id) is meta:
+            meta.state = S.DEAD
+            del hosted.txns[meta.transactional_id]
+            log.info("%s: transactional id expired", meta.transactional_id)
+
+    async def close(self) -> None:
+        self._hosted.clear()
+        await self._tasks.close()
+        self._markers.close()
+
+
+def _given(producer_id: int) -> int:
+    assert producer_id >= 0, "a new producer id was needed but none was fetched"
+    return producer_id
+
+
+def _replay(txns: dict[str, TransactionMetadata], index: int, records) -> None:
+    for r in records:
+        if r.key is None:
+            continue
+        try:
+            tid = decode_key(r.key)
+            if tid is None:
+                continue
+            value = decode_value(r.value)
+        except Exception as e:     # noqa: BLE001 - a bad record is skipped, not fatal to the load
+            log.warning("%s-%d: skipping unreadable record at offset %d: %s", TXN_TOPIC, index, r.offset, e)
+            continue
+        if value is None:
+            txns.pop(tid, None)
+        else:
+            txns[tid] = metadata_from_log(tid, value)

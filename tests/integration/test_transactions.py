@@ -1,0 +1,308 @@
+"""Transactions over sockets (KIP-98) with confluent-kafka: commit and abort across partitions
+led by two brokers (the markers go to each leader), read_committed vs read_uncommitted, the last
+stable offset holding back an open transaction, zombie fencing, a transaction aborted by its
+timeout.  One cluster for the module (1 controller, 2 brokers), each test with its own topic and
+transactional ids."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from cluster import FAST_REPLICATION, Cluster, request, running
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+from tierlog.records import Record, build_batch
+
+pytestmark = pytest.mark.integration
+
+PROPS = {**FAST_REPLICATION, "transaction.state.log.num.partitions": "4",
+         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "300",
+         "offsets.topic.num.partitions": "4", "group.initial.rebalance.delay.ms": "100"}
+
+
+@pytest.fixture(scope="module")
+def txn_cluster(tmp_path_factory):
+    with running(Cluster(tmp_path_factory.mktemp("txn"), controllers=1, brokers=2, props=PROPS)) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def boot(txn_cluster):
+    return txn_cluster.bootstrap
+
+
+def new_topic(boot: str, partitions: int = 2) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": boot})
+    admin.create_topics([NewTopic(name, partitions, 2)], request_timeout=15)[name].result(timeout=20)
+    return name
+
+
+def txn_producer(boot: str, tid: str, **conf) -> Producer:
+    p = Producer({"bootstrap.servers": boot, "transactional.id": tid, "linger.ms": 5, **conf})
+    p.init_transactions(30)
+    return p
+
+
+def read(boot: str, topic: str, partitions: int, isolation: str, until: int | None = None,
+         timeout_s: float = 20) -> list[bytes]:
+    """Every value of ``topic`` a consumer at ``isolation`` gets: until ``until`` values arrive, or
+    until it stands at the end of every partition (its last stable offset / high watermark)."""
+    c = Consumer({"bootstrap.servers": boot, "group.id": f"r-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+                  "isolation.level": isolation, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values, at_end = [], set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                at_end.add(m.partition())
+            else:
+                values.append(m.value())
+                at_end.discard(m.partition())
+            if (until is not None and len(values) >= until) or (until is None and len(at_end) == partitions):
+                return sorted(values)
+        raise AssertionError(f"{isolation} read of {topic}: {sorted(values)} by the deadline")
+    finally:
+        c.close()
+
+
+def produce_txn(p: Producer, topic: str, values: dict[int, list[bytes]], commit: bool) -> None:
+    p.begin_transaction()
+    for part, vs in values.items():
+        for v in vs:
+            p.produce(topic, v, partition=part)
+    if commit:
+        p.commit_transaction(30)
+    else:
+        assert p.flush(30) == 0         # abort_transaction purges what is not sent yet
+        p.abort_transaction(30)
+
+
+def test_read_committed_sees_committed_transactions_only(boot):
+    topic = new_topic(boot)
+    p = txn_producer(boot, f"tid-{topic}")
+    produce_txn(p, topic, {0: [b"c1-0", b"c1-1"], 1: [b"c1-2"]}, commit=True)
+    produce_txn(p, topic, {0: [b"a-0"], 1: [b"a-1", b"a-2"]}, commit=False)
+    produce_txn(p, topic, {0: [b"c2-0"], 1: [b"c2-1"]}, commit=True)
+    committed = sorted([b"c1-0", b"c1-1", b"c1-2", b"c2-0", b"c2-1"])
+    assert read(boot, topic, 2, "read_committed") == committed
+    assert read(boot, topic, 2, "read_uncommitted") == sorted(committed + [b"a-0", b"a-1", b"a-2"])
+    # an open transaction holds read_committed readers at its first offset (the last stable offset)
+    p.begin_transaction()
+    p.produce(topic, b"open-0", partition=0)
+    p.flush(10)
+    assert b"open-0" in read(boot, topic, 2, "read_uncommitted")
+    assert read(boot, topic, 2, "read_committed") == committed
+    c = Consumer({"bootstrap.servers": boot, "group.id": "lso", "isolation.level": "read_committed"})
+    _low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    c.close()
+    p.commit_transaction(30)
+    assert read(boot, topic, 2, "read_committed", until=6) == sorted(committed + [b"open-0"])
+    # ListOffsets latest for read_committed is the last stable offset: the open transaction's first
+    # offset, 7 (partition 0 holds 2 + 1 + 1 records of three transactions and their 3 markers)
+    assert high == 7
+
+
+def test_a_second_producer_with_the_same_transactional_id_fences_the_first(boot):
+    topic = new_topic(boot)
+    tid = f"tid-{topic}"
+    zombie = txn_producer(boot, tid)
+    zombie.begin_transaction()
+    zombie.produce(topic, b"zombie", partition=0)
+    zombie.flush(10)
+    fresh = txn_producer(boot, tid)           # fences the zombie and aborts its transaction
+    with pytest.raises(KafkaException) as e:
+        zombie.produce(topic, b"zombie-2", partition=1)
+        zombie.commit_transaction(30)
+    assert e.value.args[0].fatal(), e.value.args[0]
+    produce_txn(fresh, topic, {0: [b"fresh-0"], 1: [b"fresh-1"]}, commit=True)
+    assert read(boot, topic, 2, "read_committed") == [b"fresh-0", b"fresh-1"]
+
+
+def test_a_transaction_past_its_timeout_is_aborted(boot):
+    topic = new_topic(boot, 1)
+    slow = txn_producer(boot, f"slow-{topic}", **{"transaction.timeout.ms": 1000})
+    slow.begin_transaction()
+    slow.produce(topic, b"doomed", partition=0)
+    slow.flush(10)
+    other = txn_producer(boot, f"other-{topic}")
+    produce_txn(other, topic, {0: [b"after"]}, commit=True)
+    # "after" is behind the open transaction: read_committed sees it once the coordinator aborted it
+    assert read(boot, topic, 1, "read_committed", until=1) == [b"after"]
+    assert read(boot, topic, 1, "read_uncommitted") == [b"after", b"doomed"]
+    with pytest.raises(KafkaException):
+        slow.commit_transaction(30)
+
+
+def test_consume_transform_produce_commits_offsets_with_the_transaction(boot):
+    source, sink = new_topic(boot, 1), new_topic(boot, 1)
+    plain = Producer({"bootstrap.servers": boot})
+    for i in range(6):
+        plain.produce(source, b"in-%d" % i, partition=0)
+    assert plain.flush(30) == 0
+    group = f"ctp-{source}"
+
+    def consumer() -> Consumer:
+        c = Consumer({"bootstrap.servers": boot, "group.id": group, "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+        c.subscribe([source])
+        return c
+
+    def run_once(c: Consumer, p: Producer, count: int, commit: bool) -> None:
+        """Read ``count`` records, write them transformed and their offsets in one transaction."""
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < count and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got.append(m)
+        assert len(got) == count, got
+        p.begin_transaction()
+        for m in got:
+            p.produce(sink, m.value().replace(b"in", b"out"), partition=0)
+        p.send_offsets_to_transaction([TopicPartition(source, 0, got[-1].offset() + 1)],
+                                      c.consumer_group_metadata(), 30)
+        produce_txn_end(p, commit)
+
+    c, p = consumer(), txn_producer(boot, f"ctp-{source}")
+    run_once(c, p, 2, commit=True)         # in-0, in-1 done
+    run_once(c, p, 2, commit=False)        # in-2, in-3 aborted: their offsets are not committed
+    c.close()
+    c = consumer()                         # resumes at the committed offset 2
+    run_once(c, p, 4, commit=True)
+    committed = c.committed([TopicPartition(source, 0)], timeout=10)[0].offset
+    c.close()
+    assert committed == 6
+    assert read(boot, sink, 1, "read_committed") == sorted(b"out-%d" % i for i in range(6))
+
+
+def produce_txn_end(p: Producer, commit: bool) -> None:
+    if commit:
+        p.commit_transaction(30)
+    else:
+        assert p.flush(30) == 0
+        p.abort_transaction(30)
+
+
+def test_kafka_python_transactional_producer_and_read_committed_consumer(boot):
+    from kafka import KafkaConsumer, KafkaProducer
+    topic = new_topic(boot, 2)
+    p = KafkaProducer(bootstrap_servers=boot, transactional_id=f"kp-{topic}")
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(topic, b"kp-aborted", partition=0)
+    p.flush()
+    p.abort_transaction()
+    p.begin_transaction()
+    p.send(topic, b"kp-0", partition=0)
+    p.send(topic, b"kp-1", partition=1)
+    p.commit_transaction()
+    p.close()
+    c = KafkaConsumer(topic, bootstrap_servers=boot, isolation_level="read_committed",
+                      auto_offset_reset="earliest", group_id=None)
+    values, deadline = [], time.monotonic() + 30
+    while len(values) < 2 and time.monotonic() < deadline:     # the aborted record comes first if at all
+        values += [m.value for batch in c.poll(timeout_ms=500).values() for m in batch]
+    c.close()
+    assert sorted(values) == [b"kp-0", b"kp-1"]
+    assert read(boot, topic, 2, "read_uncommitted") == [b"kp-0", b"kp-1", b"kp-aborted"]
+
+
+def leader_port(txn_cluster, topic: str, index: int) -> int:
+    meta = request("127.0.0.1", txn_cluster.brokers[0].port, ApiKey.METADATA, {"Topics": [{"Name": topic}]}, version=9)
+    leader = meta["Topics"][0]["Partitions"][index]["LeaderId"]
+    return txn_cluster.broker(leader).port
+
+
+def test_a_first_transactional_write_to_a_partition_outside_the_transaction_is_refused(txn_cluster, boot):
+    """KIP-890 part 1: the leader asks the coordinator before a producer's first transactional
+    batch on a partition; one the producer did not add to its transaction is refused."""
+    topic = new_topic(boot, 1)
+    tid = f"raw-{topic}"
+    port = txn_cluster.brokers[0].port
+    coordinator = request("127.0.0.1", port, ApiKey.FIND_COORDINATOR, {"KeyType": 1, "CoordinatorKeys": [tid]},
+                          version=4)["Coordinators"][0]
+    init = request("127.0.0.1", coordinator["Port"], ApiKey.INIT_PRODUCER_ID,
+                   {"TransactionalId": tid, "TransactionTimeoutMs": 60000}, version=4)
+    pid, epoch = init["ProducerId"], init["ProducerEpoch"]
+
+    def produce() -> int:
+        batch = build_batch([Record(0, int(time.time() * 1000), None, b"v")], producer_id=pid, producer_epoch=epoch,
+                            base_sequence=0, transactional=True)
+        body = {"TransactionalId": tid, "Acks": -1, "TimeoutMs": 10000, "TopicData": [
+            {"Name": topic, "PartitionData": [{"Index": 0, "Records": batch}]}]}
+        resp = request("127.0.0.1", leader_port(txn_cluster, topic, 0), ApiKey.PRODUCE, body, version=9)
+        return resp["Responses"][0]["PartitionResponses"][0]["ErrorCode"]
+
+    assert produce() == ErrorCode.INVALID_TXN_STATE
+    added = request("127.0.0.1", coordinator["Port"], ApiKey.ADD_PARTITIONS_TO_TXN,
+                    {"V3AndBelowTransactionalId": tid, "V3AndBelowProducerId": pid, "V3AndBelowProducerEpoch": epoch,
+                     "V3AndBelowTopics": [{"Name": topic, "Partitions": [0]}]}, version=3)
+    assert added["ResultsByTopicV3AndBelow"][0]["ResultsByPartition"][0]["PartitionErrorCode"] == ErrorCode.NONE
+    assert produce() == ErrorCode.NONE
+    ended = request("127.0.0.1", coordinator["Port"], ApiKey.END_TXN,
+                    {"TransactionalId": tid, "ProducerId": pid, "ProducerEpoch": epoch, "Committed": True}, version=3)
+    assert ended["ErrorCode"] == ErrorCode.NONE
+    assert read(boot, topic, 1, "read_committed", until=1) == [b"v"]
+
+
+def tierlog(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tierlog.cli.main", *args], capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def test_an_open_transaction_is_listed_described_and_its_producer_shown(txn_cluster, boot):
+    topic = new_topic(boot, 1)
+    tid = f"tid-{topic}"
+    p = txn_producer(boot, tid)
+    p.begin_transaction()
+    p.produce(topic, b"open", partition=0)
+    assert p.flush(30) == 0
+    listed = tierlog("transactions", "list", "--json", "--bootstrap-server", boot)
+    assert listed.returncode == 0, listed.stderr
+    assert [t["state"] for t in json.loads(listed.stdout) if t["transactional_id"] == tid] == ["Ongoing"]
+    described = tierlog("transactions", "describe", "--transactional-id", tid, "--json", "--bootstrap-server", boot)
+    assert described.returncode == 0, described.stderr
+    desc = json.loads(described.stdout)
+    assert (desc["state"], desc["partitions"], desc["producer_epoch"]) == ("Ongoing", [f"{topic}-0"], 0)
+    missing = tierlog("transactions", "describe", "--transactional-id", "nobody", "--bootstrap-server", boot)
+    assert missing.returncode != 0 and "TRANSACTIONAL_ID_NOT_FOUND" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+    producers = []
+    for b in txn_cluster.brokers:       # DescribeProducers at the partition's leader
+        resp = request("127.0.0.1", b.port, ApiKey.DESCRIBE_PRODUCERS,
+                       {"Topics": [{"Name": topic, "PartitionIndexes": [0]}]}, version=0)
+        producers += resp["Topics"][0]["Partitions"][0]["ActiveProducers"]
+    assert [(x["ProducerId"], x["CurrentTxnStartOffset"]) for x in producers] == [(desc["producer_id"], 0)]
+    p.abort_transaction(30)
+
+
+def test_a_transaction_completes_after_its_coordinator_is_killed(txn_cluster, boot):
+    """Last in the module: it kills a broker (and restarts it).  The new leader of the
+    transactional id's __transaction_state partition loads it and serves the commit."""
+    topic = new_topic(boot)
+    tid = f"tid-{topic}"
+    p = txn_producer(boot, tid)
+    p.begin_transaction()
+    p.produce(topic, b"k-0", partition=0)
+    p.produce(topic, b"k-1", partition=1)
+    assert p.flush(30) == 0
+    any_broker = txn_cluster.brokers[0]
+    found = request("127.0.0.1", any_broker.port, ApiKey.FIND_COORDINATOR,
+                    {"KeyType": 1, "CoordinatorKeys": [tid]}, version=4)["Coordinators"][0]
+    coordinator = txn_cluster.broker(found["NodeId"])
+    coordinator.kill9()
+    coordinator.restart()
+    p.commit_transaction(60)
+    assert read(boot, topic, 2, "read_committed", until=2, timeout_s=60) == [b"k-0", b"k-1"]

@@ -1,0 +1,126 @@
+"""The transaction coordinator's shell with its log and marker sender faked: what it writes to
+``__transaction_state`` for InitProducerId / AddPartitionsToTxn / EndTxn, the markers it sends,
+the fence of an Ongoing transaction, the abort of one past its timeout and the expiry of an idle
+transactional id."""
+import asyncio
+
+from tierlog.broker.partition import AppendOutcome
+from tierlog.broker.transaction_coordinator import (
+    TXN_TOPIC,
+    TransactionCoordinator,
+    _Hosted,
+)
+from tierlog.coordinator.transaction import TransactionState, decode_key, decode_value
+from tierlog.protocol.errors import ErrorCode
+from tierlog.records import decode_batches
+
+S = TransactionState
+CONFIG = {"transaction.state.log.num.partitions": 1, "transaction.state.log.replication.factor": 1,
+          "transaction.state.log.min.isr": 1, "transaction.state.log.segment.bytes": 1 << 20,
+          "transaction.max.timeout.ms": 60000, "transaction.abort.timed.out.transaction.cleanup.interval.ms": 3600000,
+          "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
+          "transactional.id.expiration.ms": 10000, "request.timeout.ms": 1000}
+
+
+class Config(dict):
+    node_id = 1
+
+
+class Part:
+    topic, index, leader_epoch, leader_state = TXN_TOPIC, 0, 7, object()
+
+
+class Replicas:
+    """Appends land at once (acks=all answered with no wait); the records are kept."""
+
+    def __init__(self):
+        self.written = []
+
+    def append_records(self, part, records, origin, acks, timeout_ms):
+        for _h, recs in decode_batches(bytes(records)):
+            self.written += [(decode_key(r.key), decode_value(r.value)) for r in recs]
+        return AppendOutcome(ErrorCode.NONE, end_offset=len(self.written), appended=True), None
+
+
+class Markers:
+    def __init__(self):
+        self.sent = []
+
+    async def write(self, pid, epoch, commit, coordinator_epoch, partitions, still_valid):
+        self.sent.append((pid, epoch, commit, coordinator_epoch, sorted(partitions)))
+        return True
+
+    def close(self):
+        pass
+
+
+async def _pid():
+    return 1000
+
+
+def coordinator(now):
+    replicas, markers = Replicas(), Markers()
+    c = TransactionCoordinator(Config(CONFIG), replicas, _pid, markers, lambda: now[0])
+    part = Part()
+    c._hosted[0] = _Hosted(part, part.leader_state, part.leader_epoch, {})
+    return c, replicas, markers
+
+
+async def settle():
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def test_commit_writes_prepare_then_markers_then_complete():
+    async def run():
+        now = [1000]
+        c, replicas, markers = coordinator(now)
+        assert await c.init_producer_id("tx", 5000, -1, -1) == (ErrorCode.NONE, 1000, 0)
+        assert await c.add_partitions("tx", 1000, 0, frozenset({("t", 0), ("t", 1)})) == ErrorCode.NONE
+        assert await c.add_partitions("tx", 1000, 1, frozenset({("t", 2)})) == ErrorCode.PRODUCER_FENCED
+        assert await c.end_txn("tx", 1000, 0, True) == ErrorCode.NONE
+        await settle()
+        assert markers.sent == [(1000, 0, True, 7, [("t", 0), ("t", 1)])]
+        assert [v.state for _k, v in replicas.written] == [S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT]
+        assert c.describe("tx")[0].state is S.COMPLETE_COMMIT
+        await c.close()
+    asyncio.run(run())
+
+
+def test_a_new_producer_fences_and_aborts_the_ongoing_transaction():
+    async def run():
+        now = [1000]
+        c, _replicas, markers = coordinator(now)
+        await c.init_producer_id("tx", 5000, -1, -1)
+        await c.add_partitions("tx", 1000, 0, frozenset({("t", 0)}))
+        assert (await c.init_producer_id("tx", 5000, -1, -1))[0] == ErrorCode.CONCURRENT_TRANSACTIONS
+        await settle()
+        assert markers.sent == [(1000, 1, False, 7, [("t", 0)])]       # aborted at the fenced epoch
+        assert await c.init_producer_id("tx", 5000, -1, -1) == (ErrorCode.NONE, 1000, 2)
+        assert await c.end_txn("tx", 1000, 0, True) == ErrorCode.PRODUCER_FENCED
+        await c.close()
+    asyncio.run(run())
+
+
+def test_timed_out_transactions_are_aborted_and_idle_ids_expire():
+    async def run():
+        now = [1000]
+        c, replicas, markers = coordinator(now)
+        await c.init_producer_id("tx", 5000, -1, -1)
+        await c.add_partitions("tx", 1000, 0, frozenset({("t", 0)}))
+        c.abort_timed_out(5000)              # not yet past its 5 s timeout
+        await settle()
+        assert markers.sent == []
+        now[0] = 6001
+        c.abort_timed_out(6001)
+        await settle()
+        assert markers.sent == [(1000, 1, False, 7, [("t", 0)])]
+        assert c.describe("tx")[0].state is S.COMPLETE_ABORT
+        c.expire_transactional_ids(6001 + 9999)
+        await settle()
+        assert c.describe("tx")[0] is not None
+        c.expire_transactional_ids(6001 + 10000)
+        await settle()
+        assert c.describe("tx") == (None, ErrorCode.NONE) and replicas.written[-1] == ("tx", None)
+        await c.close()
+    asyncio.run(run())

@@ -1,0 +1,83 @@
+"""A log's transactions (KIP-98): markers end them, the first unstable offset bounds the last
+stable offset, aborts go into ``.txnindex`` files with Kafka's 34-byte entries and outlive a
+reopen, a truncation and a replay."""
+import pytest
+from storage_helpers import NOW, batch, config
+
+from tierlog.protocol.errors import ErrorCode
+from tierlog.records import parse_header
+from tierlog.records.control import COMMIT, build_marker, read_marker
+from tierlog.storage import Log, ProducerStateError
+from tierlog.storage.txn_index import AbortedTxn, decode_entries
+
+
+def txn_batch(pid, epoch, seq, count=2):
+    return batch(count, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True)
+
+
+def marker(pid, epoch, commit, coordinator_epoch=3):
+    return bytearray(build_marker(pid, epoch, commit, coordinator_epoch, NOW))
+
+
+@pytest.fixture
+def log(tmp_path):
+    log = Log.open(tmp_path / "t-0", config(), NOW)
+    yield log
+    log.close()
+
+
+def test_marker_layout_round_trips():
+    data = build_marker(9, 2, True, 7, NOW)
+    h = parse_header(data, 0)
+    assert h.is_control and h.is_transactional and h.producer_id == 9 and h.base_sequence == -1
+    assert read_marker(data, h) == (COMMIT, 7)
+
+
+def test_open_transactions_bound_the_first_unstable_offset_until_the_marker_is_replicated(log):
+    assert log.first_unstable_offset(0) is None
+    log.append(txn_batch(1, 0, 0), 0, NOW)                 # 0-1
+    log.append(batch(2), 0, NOW)                           # 2-3, not transactional
+    log.append(txn_batch(2, 0, 0), 0, NOW)                 # 4-5
+    assert log.first_unstable_offset(6) == 0
+    assert log.ongoing_transactions() == {1: (0, 0), 2: (0, 4)}
+    log.append_marker(marker(1, 0, True), 0, NOW)          # 6: commits producer 1
+    assert log.first_unstable_offset(6) == 0               # its marker is not below the high watermark yet
+    assert log.first_unstable_offset(7) == 4
+    log.append_marker(marker(2, 0, False), 0, NOW)         # 7: aborts producer 2
+    assert log.first_unstable_offset(8) is None
+    assert log.aborted_transactions(0, 8) == [AbortedTxn(2, 4, 7, 8)]
+    assert log.aborted_transactions(8, 9) == []
+    assert log.aborted_transactions(0, 4) == []            # the fetched range ends before it starts
+
+
+def test_abort_index_entries_are_on_disk_and_survive_reopen_and_truncation(tmp_path):
+    log = Log.open(tmp_path / "t-0", config(), NOW)
+    log.append(txn_batch(1, 0, 0), 0, NOW)                 # 0-1
+    log.append(txn_batch(2, 0, 0), 0, NOW)                 # 2-3
+    log.append_marker(marker(1, 0, False), 0, NOW)         # 4: abort 1 while 2 is open
+    files = list((tmp_path / "t-0").glob("*.txnindex"))
+    assert [f.name for f in files] == ["00000000000000000000.txnindex"]
+    assert decode_entries(files[0].read_bytes()) == [AbortedTxn(1, 0, 4, 2)]
+    assert len(files[0].read_bytes()) == 34
+    log.close()
+    log = Log.open(tmp_path / "t-0", config(), NOW)
+    assert log.aborted_transactions(0, 5) == [AbortedTxn(1, 0, 4, 2)]
+    assert log.ongoing_transactions() == {2: (0, 2)}       # producer 2's transaction is still open
+    log.truncate_to(4)                                      # the marker goes: transaction 1 is open again
+    assert log.aborted_transactions(0, 5) == []
+    assert log.ongoing_transactions() == {1: (0, 0), 2: (0, 2)}
+    log.close()
+
+
+def test_a_marker_older_than_the_producer_epoch_is_fenced(log):
+    log.append(txn_batch(1, 3, 0), 0, NOW)
+    with pytest.raises(ProducerStateError) as e:
+        log.append_marker(marker(1, 2, True), 0, NOW)
+    assert e.value.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    log.append_marker(marker(1, 3, False), 0, NOW)
+    assert log.ongoing_transactions() == {}
+
+
+def test_a_marker_without_data_here_is_appended_and_indexes_nothing(log):
+    log.append_marker(marker(5, 0, False), 0, NOW)
+    assert log.log_end_offset == 1 and log.aborted_transactions(0, 1) == []
