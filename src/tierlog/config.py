@@ -155,6 +155,11 @@ _DEFS = [
     _d("group.consumer.assignors", "string", "uniform,range",
        "Server-side assignors of consumer-protocol groups (uniform, range); the first is the default."),
     _d("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted; larger closes the connection."),
+    _d("authorizer.class.name", "string", "",
+       "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACL checks on (KIP-801); empty: none."),
+    _d("super.users", "string", "", "Principals (';'-separated, e.g. User:admin) every ACL check allows."),
+    _d("allow.everyone.if.no.acl.found", "boolean", False,
+       "With the authorizer on: allow an operation on a resource no ACL names at all."),
     _d("queued.max.requests", "int", 500, "Requests read ahead per connection before reading pauses."),
     _d("queued.max.request.bytes", "long", 134217728,
        "Bytes of request frames the node's connections may buffer together (frames queued or being read); "

@@ -61,6 +61,7 @@ from tierlog.config import ConfigError, NodeConfig, parse_properties
 from tierlog.controller.config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.apply_metrics import ApplyMetrics
+from tierlog.metadata.authorizer import authorizer_from_config
 from tierlog.metadata.bootstrap import BootstrapError, read_bootstrap
 from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.scram import ScramMechanism
@@ -77,6 +78,11 @@ from tierlog.net.sasl_scram import ScramServer
 from tierlog.net.security import SecurityConfigError, listener_prefix
 from tierlog.net.server import Limits, Server, bind
 from tierlog.net.ssl_context import server_context
+from tierlog.net.ssl_principal import (
+    PRINCIPAL_MAPPING_RULES,
+    SslPrincipalMapper,
+    peer_principal,
+)
 from tierlog.net.tasks import TaskSet
 from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
 from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
@@ -183,6 +189,7 @@ class Node:
         self._request_memory = MemoryPool(config.request_memory_bytes)
         self._loader: MetadataLoader | None = None       # the committed image (SCRAM logins read it)
         self.security, self._ssl_contexts, self._sasl_sessions = _security(config, self._scram_credential)
+        self._principals = _ssl_principals(config, self.security)     # SSL listeners: the certificate's principal
 
     @property
     def is_broker(self) -> bool:
@@ -214,7 +221,8 @@ class Node:
             controller_config = ControllerConfig.from_props(cfg, cfg.topic_defaults(), cluster_id)
             quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms(),
                                                  bootstrap_records=self._bootstrap_records())
-            self.controller_server = ControllerServer(cfg.node_id, self.driver, quorum_controller)
+            self.controller_server = ControllerServer(cfg.node_id, self.driver, quorum_controller,
+                                                      authorizer_from_config(cfg.raw))
             self.metrics_registry.register(ControllerMetricsCollector(quorum_controller))
         listener = _Listener(loader, self.controller_server, ApplyMetrics(self.metrics_registry, wall_clock_ms()))
         raft = self._open_raft(cluster_id, frozenset(voters), listener)
@@ -384,7 +392,7 @@ class Node:
         limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], self._connection_quotas,
                         self._request_memory, cfg["connections.max.idle.ms"], cfg["socket.request.read.timeout.ms"])
         server = Server(dispatcher, limits, self._ssl_contexts.get(listener_cfg.name),
-                        self._sasl_sessions.get(listener_cfg.name))
+                        self._sasl_sessions.get(listener_cfg.name), self._principals.get(listener_cfg.name))
         port = await server.serve(sock if sock is not None else bind(listener_cfg.host, listener_cfg.port))
         self.servers.append(server)
         self.bound.append((listener_cfg.host or "0.0.0.0", port))
@@ -461,6 +469,21 @@ def _sasl_server(listener: str, mechanism: str, jaas: str | None, scram_lookup):
     if scram is not None:
         return lambda: ScramServer(scram, scram_lookup)
     return PlainAuthenticator.from_jaas(f"{listener_prefix(listener)}{mechanism.lower()}.sasl.jaas.config", jaas)
+
+
+def _ssl_principals(cfg: NodeConfig, security: NodeSecurity) -> dict:
+    """SSL listeners' principal builders: ``ssl.principal.mapping.rules`` (or the listener's
+    ``listener.name.<l>.ssl.principal.mapping.rules``) applied to the client certificate."""
+    out = {}
+    try:
+        for name, spec in security.listeners.items():
+            if spec.ssl is not None and not spec.protocol.uses_sasl:
+                rules = cfg.raw.get(f"{listener_prefix(name)}{PRINCIPAL_MAPPING_RULES}",
+                                    cfg.raw.get(PRINCIPAL_MAPPING_RULES))
+                out[name] = peer_principal(SslPrincipalMapper(rules))
+    except SecurityConfigError as e:
+        raise ConfigError(str(e)) from None
+    return out
 
 
 def _data_dirs(cfg: NodeConfig) -> list[Path]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from tierlog.clock import wall_clock_ms
 from tierlog.config import NodeConfig
 from tierlog.metadata import BrokerInfo, MetadataImage
+from tierlog.metadata.authorizer import authorizer_from_config
 from tierlog.net.client import DEFAULT_ROUTE, PeerRoute
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.api import ApiKey
@@ -54,6 +55,7 @@ class Broker:
         self.remote = None      # broker.remote.RemoteTier when remote.log.storage.system.enable, set by the node
         self.groups = GroupCoordinator(config, replicas, clock_ms,      # consumer groups (__consumer_offsets)
                                        lambda group_id: metadata.image.group_config(group_id))
+        self.authorizer = authorizer_from_config(config.raw)             # KIP-801; None: no ACL checks
         replicas.coordinator_listener = self.groups
         markers = TxnMarkerSender(self.node_id, lambda: self.image, replicas, self.led_partition,
                                   self.groups.on_txn_marker, clock_ms, config["request.timeout.ms"], inter_broker)

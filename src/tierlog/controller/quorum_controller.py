@@ -44,6 +44,7 @@ first tick's, so that no broker registration can make the image look used first.
   62 BrokerRegistration 0-4, 63 BrokerHeartbeat 0-1, 64 UnregisterBroker 0,
   67 AllocateProducerIds 0, 73 AssignReplicasToDirs 0 (``directory_control``),
   51 AlterUserScramCredentials 0.
+  30 CreateAcls 0-3, 31 DeleteAcls 0-3.
 """
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ from tierlog.metadata.records import EVENT_RECORDS, NoOpRecord
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
+from .acl_control import AclControlManager
+from .acl_control import not_controller as acls_not_controller
 from .cluster_control import ClusterControlManager
 from .config import ControllerConfig
 from .config_control import ConfigControlManager
@@ -78,6 +81,7 @@ SUPPORTED_APIS = {
     ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.ALTER_PARTITION: (0, 4), ApiKey.BROKER_REGISTRATION: (0, 4),
     ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.UNREGISTER_BROKER: (0, 0), ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.CREATE_ACLS: (0, 3), ApiKey.DELETE_ACLS: (0, 3),
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
@@ -110,6 +114,7 @@ class QuorumController:
         self.directories = DirectoryControlManager(config, self.partitions.thresholds)
         self.reassignments = ReassignmentControlManager(config.unclean_leader_election_enable,
                                                         self.partitions.thresholds)
+        self.acls = AclControlManager(rng)
         self.balance = BalanceSchedule(config.auto_leader_rebalance_enable, config.leader_imbalance_check_interval_ms)
         self.active = False
         self.committed_image = image or MetadataImage.empty(config.cluster_id or "", -1)
@@ -132,6 +137,8 @@ class QuorumController:
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: lambda r, v, n: self.reassignments.alter(r, v, self._image, n),
             # read at the committed offset, as Kafka does: an uncommitted start is not listed
             ApiKey.LIST_PARTITION_REASSIGNMENTS: lambda r, v, n: ([], self.reassignments.list(r, self.committed_image)),
+            ApiKey.CREATE_ACLS: lambda r, v, n: self.acls.create_acls(r, self._image),
+            ApiKey.DELETE_ACLS: lambda r, v, n: self.acls.delete_acls(r, self._image),
             ApiKey.ASSIGN_REPLICAS_TO_DIRS: lambda r, v, n: self.directories.assign_replicas_to_dirs(r, self._image, n),
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: lambda r, v, n: alter_user_scram_credentials(r, self._image),
         }
@@ -298,9 +305,10 @@ def _refresh_alter_partition(response: dict, version: int, image: MetadataImage)
                          LeaderRecoveryState=part.leader_recovery_state, PartitionEpoch=part.partition_epoch)
 
 
-def not_controller_response(api_key: int, version: int, request: dict) -> dict:
-    """The answer of a controller that is not active: NOT_CONTROLLER, shaped per API."""
-    nc = ErrorCode.NOT_CONTROLLER
+def not_controller_response(api_key: int, version: int, request: dict,
+                            nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict:
+    """The answer of a controller that is not active: NOT_CONTROLLER (or ``nc``: a refused
+    caller's CLUSTER_AUTHORIZATION_FAILED), shaped per API."""
     if api_key == ApiKey.CREATE_TOPICS:
         return {"ThrottleTimeMs": 0, "Topics": [
             {"Name": t["Name"], "TopicId": bytes(16), "ErrorCode": nc, "ErrorMessage": None, "NumPartitions": -1,
@@ -341,6 +349,8 @@ def not_controller_response(api_key: int, version: int, request: dict) -> dict:
             for u in [*(request.get("Deletions") or []), *(request.get("Upsertions") or [])]]}
     if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ProducerIdStart": -1, "ProducerIdLen": 0}
+    if api_key in (ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
+        return acls_not_controller(api_key == ApiKey.CREATE_ACLS, request, nc)
     if api_key == ApiKey.ASSIGN_REPLICAS_TO_DIRS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "Directories": []}
     raise AssertionError(f"no NOT_CONTROLLER answer for api {api_key}")

@@ -81,6 +81,7 @@ from .records import (
     CONFIG_RESOURCE_TOPIC,
     NO_LEADER,
     NO_LEADER_CHANGE,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     FenceBrokerRecord,
@@ -89,6 +90,7 @@ from .records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     ReplicaLogCoverage,
     TopicRecord,
@@ -161,6 +163,7 @@ class MetadataDelta:
         self._group_configs: dict = {}       # group id -> dict (empty: none left)
         self._producer_ids = None
         self._scram: dict = {}               # (mechanism, user) -> ScramCredential | None (removed)
+        self._acls: dict = {}                # ACL id -> AclBinding | REMOVE (KIP-801)
         self._static_thresholds = (-1, -1)   # KIP-1303 defaults carried by the event being replayed
         self._handlers = {
             RegisterBrokerRecord: self._register, UnregisterBrokerRecord: self._unregister,
@@ -172,6 +175,7 @@ class MetadataDelta:
             NoOpRecord: lambda r: None,
             UserScramCredentialRecord: self._scram_credential,
             RemoveUserScramCredentialRecord: self._remove_scram_credential,
+            AccessControlEntryRecord: self._acl, RemoveAccessControlEntryRecord: self._remove_acl,
         }
 
     # -- what changed (for subscribers) ---------------------------------------
@@ -188,6 +192,11 @@ class MetadataDelta:
     def changed_configs(self) -> set[str]:
         """Broker config resources ("" the cluster default, else a broker id) changed by this delta."""
         return set(self._configs)
+
+    @property
+    def changed_acls(self) -> bool:
+        """True when this delta added or removed an ACL."""
+        return bool(self._acls)
 
     # -- replay ----------------------------------------------------------------
     def replay(self, record, now_ms: int | None = None) -> None:
@@ -485,6 +494,20 @@ class MetadataDelta:
         if self._scram.get(key, self.image.scram.credentials.get(key)) is None:
             raise MetadataReplayError(f"no SCRAM credential to remove for user {r.name} mechanism {r.mechanism}")
         self._scram[key] = None
+    def _has_acl(self, acl_id: bytes) -> bool:
+        pending = self._acls.get(acl_id)
+        return pending is not REMOVE and (pending is not None or acl_id in self.image.acls)
+
+    def _acl(self, r: AccessControlEntryRecord) -> None:
+        # Kafka's AclControlManager.replay: an id is added once
+        if self._has_acl(r.id):
+            raise MetadataReplayError(f"an ACL with id {r.id.hex()} already exists")
+        self._acls[r.id] = r.binding()
+
+    def _remove_acl(self, r: RemoveAccessControlEntryRecord) -> None:
+        if not self._has_acl(r.id):
+            raise MetadataReplayError(f"no ACL with id {r.id.hex()} to remove")
+        self._acls[r.id] = REMOVE
 
     # -- apply -------------------------------------------------------------------
     def apply(self, provenance: MetadataProvenance | None = None) -> MetadataImage:
@@ -515,8 +538,9 @@ class MetadataDelta:
             configs,
             self._producer_ids or img.producer_ids,
             provenance or img.provenance,
-            group_configs,
-            img.scram.with_changes(self._scram))
+            acls=img.acls.evolve(self._acls) if self._acls else img.acls,
+            group_configs=group_configs,
+            scram=img.scram.with_changes(self._scram))
 
 
 def _set(configs: dict, r: ConfigRecord) -> None:

@@ -1,4 +1,4 @@
-"""The immutable cluster metadata image: brokers, topics, partitions, configs.
+"""The immutable cluster metadata image: brokers, topics, partitions, configs, ACLs.
 
 Brokers answer Metadata, DescribeCluster and DescribeConfigs from an image and
 decide leadership from it; the controller validates requests against it. An
@@ -146,11 +146,14 @@ class MetadataImage:
     configs: Mapping = field(default_factory=PMap)  # broker resource name ("" = cluster) -> MappingProxyType
     producer_ids: ProducerIdsRecord | None = None
     provenance: MetadataProvenance = _NO_PROVENANCE
+    acls: Mapping = field(default_factory=PMap)     # KIP-801: ACL id (16 bytes) -> acls.AclBinding
     group_configs: Mapping = field(default_factory=PMap)  # group id -> MappingProxyType (KIP-848 group configs)
     scram: ScramImage = _NO_SCRAM        # SCRAM credentials (metadata.scram_image)
 
     def __post_init__(self):
         s = object.__setattr__
+        if not isinstance(self.acls, PMap):
+            s(self, "acls", PMap(self.acls))
         if not isinstance(self.brokers, PMap):
             s(self, "brokers", PMap(self.brokers))
         if not isinstance(self.topics, PMap):

@@ -58,6 +58,11 @@ from tierlog.protocol.primitives import (
 )
 from tierlog.protocol.schema import Field, Struct
 
+from .acl_records import (
+    ACL_SCHEMAS,
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
+)
 from .scram_records import SCHEMAS as _SCRAM_SCHEMAS
 from .scram_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 
@@ -73,6 +78,7 @@ __all__ = [
     "NO_LEADER",
     "NO_LEADER_CHANGE",
     "RECORD_TYPES",
+    "AccessControlEntryRecord",
     "BrokerEndpoint",
     "BrokerFeature",
     "BrokerRegistrationChangeRecord",
@@ -84,6 +90,7 @@ __all__ = [
     "PartitionRecord",
     "ProducerIdsRecord",
     "RegisterBrokerRecord",
+    "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
     "RemoveUserScramCredentialRecord",
     "ReplicaLogCoverage",
@@ -386,6 +393,7 @@ _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max
     **_SCRAM_SCHEMAS,
 }
 
+_SCHEMAS.update(ACL_SCHEMAS)         # KIP-801 ACL records, kept in their own module
 RECORD_TYPES: dict[int, type] = {cls.API_KEY: cls for cls in _SCHEMAS}
 #: records whose replay may derive elections; they carry the controller's static KIP-1303 defaults
 EVENT_RECORDS = (RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,

@@ -2,6 +2,7 @@
 
 ``snapshot_records(image)`` yields the records that rebuild ``image`` exactly,
 in an order that derives nothing on load: brokers first (their fenced /
+controlled-shutdown state written explicitly), broker configs, ACLs, then per topic
 controlled-shutdown state written explicitly), broker configs, group configs, then per topic
 its TopicRecord, topic ConfigRecords and one PartitionRecord per partition with
 the full derived state (leader, epochs, ISR, ELR, last known ELR, recovery
@@ -22,6 +23,7 @@ from .records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
+    AccessControlEntryRecord,
     ConfigRecord,
     PartitionRecord,
     RegisterBrokerRecord,
@@ -59,6 +61,8 @@ def snapshot_records(image: MetadataImage) -> Iterator:
     for resource in sorted(image.configs):
         for name, value in image.configs[resource].items():
             yield ConfigRecord(CONFIG_RESOURCE_BROKER, resource, name, value)
+    for acl_id in sorted(image.acls):
+        yield AccessControlEntryRecord.of(acl_id, image.acls[acl_id])
     for group_id in sorted(image.group_configs):
         for name, value in image.group_configs[group_id].items():
             yield ConfigRecord(CONFIG_RESOURCE_GROUP, group_id, name, value)

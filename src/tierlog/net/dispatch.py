@@ -32,9 +32,10 @@ from tierlog.protocol.errors import ErrorCode
 
 from .server import CloseConnection
 
-__all__ = ["RequestDispatcher", "api_versions_list"]
+__all__ = ["ANONYMOUS", "RequestDispatcher", "api_versions_list"]
 
 log = logging.getLogger(__name__)
+ANONYMOUS = "User:ANONYMOUS"        # Kafka's KafkaPrincipal.ANONYMOUS
 
 
 def api_versions_list(registry: dict) -> list[dict]:
@@ -45,8 +46,10 @@ def api_versions_list(registry: dict) -> list[dict]:
 class RequestDispatcher:
     """``context`` is what handlers get (a Broker or a controller server); it has ``api_versions``.
     ``listener`` names the listener this dispatcher serves: handlers see it as ``header.listener``
-    (Kafka's request context listener name: Metadata and KIP-951 endpoints are given on it), and
-    the client's address as ``header.client_host`` (a group member's host)."""
+    (Kafka's request context listener name: Metadata and KIP-951 endpoints are given on it),
+    the client's address as ``header.client_host`` (a group member's host) and who sent it as
+    ``header.principal`` (Kafka's KafkaPrincipal: given by the SASL gate or the TLS listener's
+    principal builder, ``User:ANONYMOUS`` otherwise; the ACL checks use it)."""
 
     def __init__(self, context, registry: dict, listener: str | None = None, observers: tuple = ()):
         self.context = context
@@ -54,13 +57,14 @@ class RequestDispatcher:
         self.listener = listener
         self.observers = observers
 
-    def __call__(self, frame: bytearray, client_host: str = "", received_ns: int | None = None):
+    def __call__(self, frame: bytearray, client_host: str = "", received_ns: int | None = None,
+                 principal: str = ANONYMOUS):
         started_ns = time.monotonic_ns()
         try:
             header, offset = decode_request_header(frame)
         except ProtocolError as e:
             raise CloseConnection(f"bad request header: {e}") from None
-        header = header._replace(listener=self.listener, client_host=client_host)
+        header = header._replace(listener=self.listener, client_host=client_host, principal=principal)
         api = self.registry.get(header.api_key)
         if api is None:
             raise CloseConnection(f"unknown api key {header.api_key}")

@@ -102,9 +102,9 @@ class SaslGate:
         self._session = None
         self.principal: str | None = None
 
-    def __call__(self, frame: bytearray, client_host: str = "", received_ns: int | None = None):
-        if self._state == _AUTHENTICATED:
-            return self._inner(frame, client_host, received_ns)
+    def __call__(self, frame: bytearray, client_host: str = "", received_ns: int | None = None, **_):
+        if self._state == _AUTHENTICATED:       # the SASL identity is the principal (also on SASL_SSL)
+            return self._inner(frame, client_host, received_ns, principal=self.principal)
         try:
             header, offset = decode_request_header(frame)
         except ProtocolError as e:

@@ -122,7 +122,7 @@ PLAINTEXT = Security()
 
 # ssl.* keys a node honours, with the SslSettings field each sets. Kafka's other ssl.*
 # keys (ssl.cipher.suites with Java's names, ssl.provider, ssl.keymanager.algorithm,
-# ssl.engine.factory.class, ssl.principal.mapping.rules, ...) are refused, not ignored.
+# ssl.engine.factory.class, ...) are refused, not ignored.
 SSL_KEYS = {
     "ssl.keystore.type": "keystore_type",
     "ssl.keystore.location": "keystore_location",
@@ -141,7 +141,8 @@ SSL_KEYS = {
 
 # ssl.protocol (SSLContext's protocol, Kafka default TLSv1.3) is accepted when it names
 # a version ssl.enabled.protocols allows: Python's contexts negotiate within those.
-_ACCEPTED_KEYS = ("ssl.protocol",)
+_ACCEPTED_KEYS = ("ssl.protocol",
+                  "ssl.principal.mapping.rules")    # honoured by the listener's principal (net.ssl_principal)
 
 NODE_SSL_KEYS = frozenset(SSL_KEYS) | frozenset(_ACCEPTED_KEYS)
 

@@ -39,7 +39,9 @@ when the whole frame had arrived, for the request metrics):
 ``parts`` is a list of bytes-like objects and file regions (objects with
 ``__len__`` and ``read()``/``fd``/``offset``), ``None`` means no response
 (acks=0).  ``session``, when given, wraps the handler once per connection (SASL
-listeners: ``net.sasl_gate``).  A handler raising ``CloseConnection`` closes this connection only
+listeners: ``net.sasl_gate``); ``principal_of``, when given (TLS listeners), names the
+connection's principal from its peer certificate once the handshake is done, and the
+handler gets it as ``principal=`` (None refuses the connection).  A handler raising ``CloseConnection`` closes this connection only
 (after sending its ``response``, when it has one);
 any other exception is logged and closes it too.  Nothing a peer sends can stop
 the server.
@@ -47,6 +49,7 @@ the server.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -131,6 +134,8 @@ class _Connection(asyncio.BufferedProtocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.peer = transport.get_extra_info("peername")
         self.client_host = self.peer[0] if isinstance(self.peer, tuple) else ""
+        if self._server.principal_of is not None and not self._bind_principal(transport):
+            return
         refused_by = self._limits.quotas.admit(self.client_host)
         if refused_by is not None:
             log.info("refusing a connection from %s: %s reached", self.peer, refused_by)
@@ -140,6 +145,17 @@ class _Connection(asyncio.BufferedProtocol):
         self._admitted = True
         self._server.opened(self)
         self._worker = asyncio.get_running_loop().create_task(self._run())
+
+    def _bind_principal(self, transport) -> bool:
+        """Requests of this connection carry its certificate's principal (Kafka's SSL principal builder)."""
+        principal = self._server.principal_of(transport)
+        if principal is None:
+            log.info("refusing a connection from %s: no ssl.principal.mapping.rules rule applies", self.peer)
+            self._closed = True
+            transport.abort()
+            return False
+        self._handle = functools.partial(self._handle, principal=principal)
+        return True
 
     def connection_lost(self, exc):
         self._closed = True
@@ -382,11 +398,13 @@ class Server:
     (over TLS when given ``ssl_context``)."""
 
     def __init__(self, handler: Handler, limits: Limits, ssl_context: ssl.SSLContext | None = None,
-                 session: Callable[[Handler], Handler] | None = None):
+                 session: Callable[[Handler], Handler] | None = None,
+                 principal_of: Callable[[asyncio.BaseTransport], str | None] | None = None):
         self.handler = handler
         self.limits = limits
         self.ssl_context = ssl_context
         self.session = session          # per-connection wrapper of the handler (a SASL gate)
+        self.principal_of = principal_of    # TLS: the peer certificate's principal (None: refused)
         self.deadlines = ConnectionDeadlines(limits.idle_ms, limits.read_ms)
         self._connections: set[_Connection] = set()
         self._server: asyncio.base_events.Server | None = None

@@ -43,6 +43,7 @@ class RequestHeader(NamedTuple):
     client_id: str | None
     listener: str | None = None     # not on the wire: the listener it came in on (set by the dispatcher)
     client_host: str = ""           # not on the wire: the client's IP address (set by the dispatcher)
+    principal: str = "User:ANONYMOUS"   # not on the wire: who sent it (SASL / TLS; set by the dispatcher)
 
 
 def encode_request_header(api_key: int, api_version: int, correlation_id: int,

@@ -6,6 +6,9 @@ proposed to Raft at the offsets the controller expects, and the response leaves
 once they are committed (or NOT_CONTROLLER if leadership moved meanwhile).
 Quorum RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot) go
 to the Raft driver; DescribeQuorum is answered from the replica's view.
+With an authorizer (``authorizer.class.name``), only principals allowed CLUSTER_ACTION on
+the cluster (the nodes: super users) may send the controller's and the quorum's requests:
+others get CLUSTER_AUTHORIZATION_FAILED (quorum requests: the connection closes).
 """
 from __future__ import annotations
 
@@ -21,6 +24,9 @@ from tierlog.controller.quorum_controller import (
     not_controller_response,
 )
 from tierlog.metadata import records as metadata_records
+from tierlog.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
+from tierlog.metadata.authorizer import Authorizer
+from tierlog.net.server import CloseConnection
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol import APIS, ApiKey, ErrorCode
 from tierlog.raft import wire
@@ -38,8 +44,10 @@ RAFT_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, Ap
 class ControllerServer:
     """Context of the controller listener's handlers (``api_versions`` for ApiVersions)."""
 
-    def __init__(self, node_id: int, driver: RaftDriver, quorum_controller: QuorumController):
+    def __init__(self, node_id: int, driver: RaftDriver, quorum_controller: QuorumController,
+                 authorizer: Authorizer | None = None):
         self.node_id = node_id
+        self.authorizer = authorizer        # KIP-801: only nodes (CLUSTER_ACTION) may use this listener
         self.driver = driver
         self.quorum_controller = quorum_controller
         self.api_versions = [{"ApiKey": k, "MinVersion": m.MIN_VERSION, "MaxVersion": m.MAX_VERSION}
@@ -141,11 +149,28 @@ class _Api:
         self.handle = handle
 
 
+def node_may_call(server, header) -> bool:
+    """The controller listener serves the nodes (Kafka's ControllerApis: CLUSTER_ACTION on the
+    cluster; brokers forward clients' admin requests after checking them, as their own
+    principal). A request of this process's own broker role (no principal) is trusted."""
+    principal = getattr(header, "principal", None)
+    if server.authorizer is None or principal is None:
+        return True
+    acls = server.quorum_controller.committed_image.acls
+    return server.authorizer.authorize(acls, principal, header.client_host, AclOperation.CLUSTER_ACTION,
+                                       ResourceType.CLUSTER, CLUSTER_NAME)
+
+
 def _raft_handler(server, header, request):
+    if not node_may_call(server, header):
+        raise CloseConnection(f"{header.principal} may not send quorum requests (CLUSTER_ACTION)")
     return server.driver.handle(header.api_key, request)
 
 
 def _controller_handler(server, header, request):
+    if not node_may_call(server, header):
+        return not_controller_response(header.api_key, header.api_version, request,
+                                       ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     return server.submit(header.api_key, header.api_version, request)
 
 

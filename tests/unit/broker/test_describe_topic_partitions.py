@@ -2,7 +2,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tierlog.broker.apis.api_75_describe_topic_partitions import describe
+from tierlog.broker.apis.api_75_describe_topic_partitions import TopicAccess, describe
 from tierlog.metadata.image import BrokerInfo, MetadataImage, PartitionInfo, TopicInfo
 from tierlog.protocol.errors import ErrorCode
 
@@ -173,3 +173,14 @@ def test_following_next_cursor_visits_every_partition_once_in_order(counts, limi
             break
         assert page or r["Topics"], "a page with a cursor must make progress"
     assert cursor is None and seen == expected
+
+
+def test_acls_hide_topics_and_give_the_operations():
+    access = TopicAccess(lambda name: name != "secret", lambda name: 1 << 8)
+    image = _image([_topic("open", 1, 1), _topic("secret", 1, 2)])
+    everything = describe(image, _req(), 2000, access=access)
+    assert [t["Name"] for t in everything["Topics"]] == ["open"]
+    assert everything["Topics"][0]["TopicAuthorizedOperations"] == 1 << 8
+    named = describe(image, _req(["secret", "missing-but-refused"]), 2000,
+                     access=TopicAccess(lambda name: False, lambda name: 0))
+    assert [t["ErrorCode"] for t in named["Topics"]] == [ErrorCode.TOPIC_AUTHORIZATION_FAILED] * 2

@@ -43,6 +43,7 @@ class FakeReplicas:
 
 class FakeBroker:
     node_id, remote, fetch_max_bytes, fetch_wait_max_ms = 1, None, 1 << 20, 500
+    authorizer = None       # no ACL checks
 
     def __init__(self, part: Partition):
         self.replicas = FakeReplicas(part)

@@ -20,6 +20,7 @@ class FakeBroker:
     def __init__(self, part: Partition, node_id: int):
         self.part, self.node_id = part, node_id
         self.remote = None          # tiering off
+        self.authorizer = None      # no ACL checks
 
     def led_partition(self, topic, index):
         if (topic, index) != self.part.key:

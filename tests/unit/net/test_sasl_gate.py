@@ -34,9 +34,11 @@ def test_jaas_options_and_users():
 class Inner:
     def __init__(self):
         self.seen = []
+        self.principals = []
 
-    def __call__(self, frame, host, received_ns=None):
+    def __call__(self, frame, host, received_ns=None, principal="User:ANONYMOUS"):
         self.seen.append(bytes(frame))
+        self.principals.append(principal)
         return ["inner"]
 
 
@@ -64,6 +66,7 @@ def test_handshake_then_authenticate_then_everything_passes():
     assert done["ErrorCode"] == 0 and done["SessionLifetimeMs"] == 0 and gate.principal == "User:alice"
     metadata = _frame(ApiKey.METADATA, 12, {"Topics": None, "AllowAutoTopicCreation": False})
     assert gate(metadata) == ["inner"] and inner.seen[-1] == bytes(metadata)
+    assert inner.principals[-1] == "User:alice"          # what the ACL checks see
 
 
 def test_a_wrong_password_is_answered_then_closed():

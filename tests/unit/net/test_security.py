@@ -69,7 +69,7 @@ def test_listener_specs_with_per_listener_overrides(certs):
     ({"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT"}, "sasl.mechanism.inter.broker.protocol=GSSAPI"),
     ({"listener.security.protocol.map": "OTHER:SSL"}, "no security protocol for listener PLAINTEXT"),
     ({"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}, "ssl.cipher.suites: not supported"),
-    ({"ssl.principal.mapping.rules": "DEFAULT"}, "ssl.principal.mapping.rules: not supported"),
+    ({"ssl.engine.factory.class": "x.Y"}, "ssl.engine.factory.class: not supported"),
     ({"sasl.kerberos.service.name": "kafka"}, "sasl.kerberos.service.name: not supported"),
     ({"listener.name.nope.ssl.keystore.location": "/x"}, "no listener of that name"),
     ({"listener.security.protocol.map": "PLAINTEXT:SSL", "ssl.keystore.type": "PEM",

@@ -26,7 +26,8 @@ def _encode(key: int, kind: str, version: int, body: dict) -> bytes:
 def _decode(key: int, kind: str, version: int, frame: bytes) -> dict:
     if kind == "request":
         header, offset = decode_request_header(frame)
-        assert header == (key, version, 42, "client-1", None, "")     # decoded, not dispatched: no listener or host
+        # decoded, not dispatched: no listener, host or principal
+        assert header == (key, version, 42, "client-1", None, "", "User:ANONYMOUS")
         return decode_request(key, version, frame, offset)
     correlation_id, body = decode_response(key, version, frame)
     assert correlation_id == 42

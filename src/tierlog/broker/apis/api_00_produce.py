@@ -18,6 +18,8 @@ its RecordErrors (v8+, KIP-467) naming each bad record's index and ErrorMessage 
 Transactional batches: before a producer's first batch of a transaction on a partition the leader
 verifies with the coordinator that the partition is in the transaction (KIP-890 part 1,
 ``txn_verification``: INVALID_TXN_STATE if not, NOT_ENOUGH_REPLICAS while the coordinator cannot answer).
+ACLs (``authz``): WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions; a
+transactional request also WRITE on its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 import asyncio
 
@@ -27,6 +29,7 @@ from tierlog.protocol.header import RequestHeader
 
 from ..leader_hint import HINTED_ERRORS, LeaderHints
 from ..partition import AppendOrigin, append_origin_error
+from . import authz
 from .context import HandlerContext
 from .stale_metadata import catch_up_once, produce_may_be_stale
 
@@ -40,10 +43,14 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     hints = LeaderHints(broker, header.listener)
     refused = await broker.txn_verifier.verify(request)        # KIP-890 part 1
     topics, waits = [], []
+    writable, denied = _writable(broker, header, request)
     for t in request["TopicData"]:
-        parts = [_produce_one(broker, t["Name"], p, acks, hints, request.get("TimeoutMs", 30000), waits,
-                              refused.get((t["Name"], p["Index"])))
-                 for p in t["PartitionData"]]
+        if t["Name"] not in writable:
+            parts = [_not_authorized(p["Index"], denied) for p in t["PartitionData"]]
+        else:
+            parts = [_produce_one(broker, t["Name"], p, acks, hints, request.get("TimeoutMs", 30000), waits,
+                                  refused.get((t["Name"], p["Index"])))
+                     for p in t["PartitionData"]]
         topics.append({"Name": t["Name"], "PartitionResponses": parts})
     if waits:
         errors = await asyncio.gather(*(fut for _, _, fut in waits))
@@ -55,6 +62,20 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     if acks == 0:
         return None
     return {"Responses": topics, "ThrottleTimeMs": 0, "NodeEndpoints": hints.node_endpoints()}
+
+
+def _not_authorized(index: int, code: ErrorCode) -> dict:
+    return {"Index": index, "ErrorCode": code, "BaseOffset": -1,
+            "LogAppendTimeMs": -1, "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
+
+
+def _writable(broker, header, request) -> tuple[set, ErrorCode]:
+    """The topics this request may write, and the error of the others (Kafka's handleProduceRequest)."""
+    txn_id = request.get("TransactionalId")
+    if txn_id is not None and not authz.transactional_id(broker, header, authz.Op.WRITE, txn_id):
+        return set(), ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    names = (t["Name"] for t in request["TopicData"])
+    return authz.allowed_topics(broker, header, authz.Op.WRITE, names), ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
 def _produce_one(broker, topic, pdata, acks, hints, timeout_ms, waits, refused=None) -> dict:

@@ -35,6 +35,8 @@
   from remote storage (``broker.remote.reader``), every such partition at once,
   each waiting at most remote.fetch.max.wait.ms (then it comes back empty); no
   long poll when one was asked; a follower's gets OFFSET_MOVED_TO_TIERED_STORAGE.
+- ACLs: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic
+  (else TOPIC_AUTHORIZATION_FAILED for its partitions; ``authz``).
 Records are file regions (the transport sends them with os.sendfile), or bytes
 read from remote storage.
 """
@@ -50,6 +52,7 @@ from tierlog.tiered.read_rules import FetchSource, fetch_source
 from ..fetch_session import FetchSessionError, SessionPartition
 from ..leader_hint import HINTED_ERRORS, LeaderHints
 from ..partition import FetchIsolation
+from . import authz
 from .context import HandlerContext
 from .stale_metadata import catch_up_once, may_be_stale
 
@@ -74,10 +77,11 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     if replica_id >= 0:
         follower = _replica_epoch(request, version)
         broker.replicas.on_replica_fetch(replica_id)
-    reads = _read_all(broker, view.partitions, version, replica_id, isolation, max_bytes, follower)
+    may_read = _may_read(broker, header, replica_id)
+    reads = _read_all(broker, view.partitions, version, replica_id, isolation, max_bytes, may_read, follower)
     if any(may_be_stale(r.key and broker.replicas.get(*r.key), r.error) for r in reads if r.error):
         await catch_up_once(broker)
-        reads = _read_all(broker, view.partitions, version, replica_id, isolation, max_bytes, follower)
+        reads = _read_all(broker, view.partitions, version, replica_id, isolation, max_bytes, may_read, follower)
     wait_ms = min(request["MaxWaitMs"], broker.fetch_wait_max_ms)
     if any(r.remote for r in reads):
         await _read_remote(broker, reads, max_bytes)
@@ -90,11 +94,29 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
         # the follower's state of a partition marked while parked is updated now (the first pass
         # did the others): an ISR expand may wait on exactly that
         reads = _read_all(broker, [*again.values(), *changed.values()], version, replica_id, isolation,
-                          max_bytes, follower, updated=again.keys())
+                          max_bytes, may_read, follower, updated=again.keys())
     for r in reads:
         if r.size > 0 or r.more:
             view.keep(r.sp)         # read again next time, named or not (applied, or the budget ran out)
     return _response(broker, view, reads, version, header.listener)
+
+
+def _may_read(broker, header, replica_id: int):
+    """The ACL rule of this fetch (Kafka's KafkaApis.handleFetchRequest): a follower needs
+    CLUSTER_ACTION on the cluster, a consumer READ on each topic; a partition refused
+    answers TOPIC_AUTHORIZATION_FAILED."""
+    if broker.authorizer is None:
+        return lambda name: True
+    if replica_id >= 0:
+        ok = authz.cluster(broker, header, authz.Op.CLUSTER_ACTION)
+        return lambda name: ok
+    seen: dict[str, bool] = {}
+
+    def may_read(name: str) -> bool:
+        if name not in seen:
+            seen[name] = authz.topic(broker, header, authz.Op.READ, name)
+        return seen[name]
+    return may_read
 
 
 def _moved_here(broker, replica_id: int, view, version: int) -> bool:
@@ -156,13 +178,13 @@ def _satisfied(reads, min_bytes) -> bool:
     return any(r.error or r.diverging for r in reads) or sum(r.size for r in reads) >= min_bytes
 
 
-def _read_all(broker, partitions, version, replica_id, isolation, max_bytes, follower=None,
+def _read_all(broker, partitions, version, replica_id, isolation, max_bytes, may_read, follower=None,
               updated=()) -> list[_Read]:
     """Read ``partitions`` in order within ``max_bytes``; ``follower`` (a replica's epoch): update
     the leader's view of that replica for each, except those whose ``id`` is in ``updated``."""
     reads, budget, first = [], max_bytes, True
     for sp in partitions:
-        r = _read_one(broker, sp, version, replica_id, isolation, budget, first,
+        r = _read_one(broker, sp, version, replica_id, isolation, budget, first, may_read,
                       None if id(sp) in updated else follower)
         budget -= r.size
         first = first and not r.size
@@ -170,13 +192,15 @@ def _read_all(broker, partitions, version, replica_id, isolation, max_bytes, fol
     return reads
 
 
-def _read_one(broker, sp, version, replica_id, isolation, budget, first, follower=None) -> _Read:
+def _read_one(broker, sp, version, replica_id, isolation, budget, first, may_read, follower=None) -> _Read:
     name = sp.topic_key
     if version >= TOPIC_IDS_FROM:
         info = broker.image.topic_by_id(sp.topic_key)
         if info is None:
             return _Read(sp, error=ErrorCode.UNKNOWN_TOPIC_ID)
         name = info.name
+    if not may_read(name):
+        return _Read(sp, error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     part, error = broker.led_partition(name, sp.partition)
     if part is None:
         return _Read(sp, (name, sp.partition) if error == ErrorCode.NOT_LEADER_OR_FOLLOWER else None, error)

@@ -23,6 +23,7 @@ A timestamp with no record at or after it answers offset -1.  A consumer never
 gets an offset at or past its last fetchable one (the high watermark): such a
 lookup answers -1, or OFFSET_NOT_AVAILABLE (retriable), as latest does, while a
 new leader's high watermark has not reached the start of its epoch yet.
+ACLs: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -39,6 +40,7 @@ from ..partition.offsets import (
     MAX_TIMESTAMP,
     fetch_offset_for_timestamp,
 )
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LIST_OFFSETS, 1, 11
@@ -54,9 +56,14 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     isolation = FetchIsolation.of(-1, request.get("IsolationLevel", READ_UNCOMMITTED)) \
         if replica_id == CONSUMER_REPLICA_ID else FetchIsolation.LOG_END
     topics = []
+    describable = authz.allowed_topics(broker, header, authz.Op.DESCRIBE, (t["Name"] for t in request["Topics"]))
     for t in request["Topics"]:
-        parts = [await _one(broker, header.api_version, replica_id, isolation, t["Name"], p)
-                 for p in t["Partitions"]]
+        if t["Name"] not in describable:
+            parts = [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                      "Timestamp": -1, "Offset": -1, "LeaderEpoch": -1} for p in t["Partitions"]]
+        else:
+            parts = [await _one(broker, header.api_version, replica_id, isolation, t["Name"], p)
+                     for p in t["Partitions"]]
         topics.append({"Name": t["Name"], "Partitions": parts})
     return {"ThrottleTimeMs": 0, "Topics": topics}
 

@@ -6,8 +6,11 @@ versions), except ``__cluster_metadata``, which is never a topic (its creation i
 refused: UNKNOWN_TOPIC_OR_PARTITION, Kafka's answer once its creation failed).  An unknown topic with an illegal name
 (empty, ".", "..", longer than 249 characters, characters other than ASCII
 letters, digits, ".", "_" and "-") answers INVALID_TOPIC_EXCEPTION, auto-create
-or not, as Kafka does, so a producer fails its records at once.  Offline replicas are always empty; authorized operations are not
-computed (-2147483648). Brokers are the unfenced ones, each at its endpoint on
+or not, as Kafka does, so a producer fails its records at once.  Offline replicas are always empty.
+ACLs (``authz``): a topic the principal may not DESCRIBE is left out of an all-topics
+answer and answered TOPIC_AUTHORIZATION_FAILED when named (whether or not it exists);
+auto-creation needs CREATE on the cluster or the topic (else TOPIC_AUTHORIZATION_FAILED).
+Include{Cluster,Topic}AuthorizedOperations get the real bit sets (else -2147483648). Brokers are the unfenced ones, each at its endpoint on
 the listener the request came in on (a broker without one is left out, as
 Kafka's getAliveBrokerNodes). The v13 top-level ErrorCode is always 0 (this
 broker never asks a client to rebootstrap).
@@ -16,6 +19,7 @@ v10+ may name a topic by TopicId (Name null): an unknown id answers
 UNKNOWN_TOPIC_ID, an entry with neither a name nor an id INVALID_REQUEST. The
 response's Name is nullable only from v12, so v10-11 answers "" there.
 """
+from tierlog.metadata.acls import CLUSTER_NAME, ResourceType
 from tierlog.metadata.topic_rules import (
     CLUSTER_METADATA_TOPIC,
     RuleError,
@@ -25,6 +29,7 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.METADATA, 1, 13
@@ -34,9 +39,14 @@ OPS_NOT_REQUESTED = -2147483648
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
-    names = _requested_names(broker, request)
+    names = _requested_names(broker, header, request)
     allow_create = request.get("AllowAutoTopicCreation", True) if header.api_version >= 4 else True
-    topics = [_topic(broker, name, allow_create) for name in names]
+    topics = [_topic(broker, header, name, allow_create) for name in names]
+    if request.get("IncludeTopicAuthorizedOperations"):
+        for t in topics:
+            if t["ErrorCode"] == ErrorCode.NONE:
+                t["TopicAuthorizedOperations"] = authz.authorized_operations(broker, header, ResourceType.TOPIC,
+                                                                             t["Name"])
     if header.api_version < 12:
         for t in topics:
             t["Name"] = t["Name"] if t["Name"] is not None else ""
@@ -47,7 +57,9 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
         "ClusterId": image.cluster_id,
         "ControllerId": broker.node_id,     # KRaft: clients reach the controller through a broker
         "Topics": topics,
-        "ClusterAuthorizedOperations": OPS_NOT_REQUESTED,
+        "ClusterAuthorizedOperations": (authz.authorized_operations(broker, header, ResourceType.CLUSTER,
+                                                                    CLUSTER_NAME)
+                                        if request.get("IncludeClusterAuthorizedOperations") else OPS_NOT_REQUESTED),
         "ErrorCode": ErrorCode.NONE,
     }
 
@@ -62,10 +74,10 @@ def _brokers(image, listener) -> list[dict]:
     return out
 
 
-def _requested_names(broker, request) -> list:
+def _requested_names(broker, header, request) -> list:
     wanted = request.get("Topics")
-    if wanted is None:
-        return sorted(broker.image.topics)
+    if wanted is None:      # all topics: those the principal may not describe are left out
+        return sorted(authz.allowed_topics(broker, header, authz.Op.DESCRIBE, broker.image.topics))
     names = []
     for t in wanted:
         name = t.get("Name")
@@ -76,17 +88,21 @@ def _requested_names(broker, request) -> list:
     return names
 
 
-def _topic(broker, name, allow_create) -> dict:
+def _topic(broker, header, name, allow_create) -> dict:
     if isinstance(name, tuple):                   # asked by an id we do not know
         return _error(ErrorCode.UNKNOWN_TOPIC_ID, None, name[1])
     if name is None:                              # neither a name nor an id
         return _error(ErrorCode.INVALID_REQUEST, None)
+    if not authz.topic(broker, header, authz.Op.DESCRIBE, name):     # existence is not revealed
+        return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
     topic = broker.image.topics.get(name)
     if topic is None and not _legal_name(name):
         return _error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
     if topic is None:
         if not (allow_create and broker.config["auto.create.topics.enable"]) or name == CLUSTER_METADATA_TOPIC:
             return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+        if not (authz.cluster(broker, header, authz.Op.CREATE) or authz.topic(broker, header, authz.Op.CREATE, name)):
+            return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
         auto_create(broker, name)
         return _error(ErrorCode.LEADER_NOT_AVAILABLE, name)     # Kafka's answer while it is being created
     return {

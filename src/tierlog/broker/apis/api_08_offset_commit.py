@@ -13,11 +13,14 @@ REBALANCE_IN_PROGRESS); a group without members takes generation -1 commits
 (simple consumers).  v2-4 RetentionTimeMs sets an expire timestamp.  For a
 KIP-848 consumer group the generation is the member epoch (v9+; a different
 one is STALE_MEMBER_EPOCH, and its members must use v9+: UNSUPPORTED_VERSION).
+ACLs: READ on the group (else GROUP_AUTHORIZATION_FAILED for every partition) and READ on
+each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions, the others are committed).
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 from .stale_metadata import catch_up_once
 
@@ -25,24 +28,31 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_COMMIT, 0, 9
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
-    known = _known(broker.image, request["Topics"])
-    if _count(known) < _count(request["Topics"]):        # a topic just created may not be in this image yet
+    if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
+        return {"ThrottleTimeMs": 0, "Topics": _errors(request["Topics"], ErrorCode.GROUP_AUTHORIZATION_FAILED)}
+    readable = authz.allowed_topics(broker, header, authz.Op.READ, (t["Name"] for t in request["Topics"]))
+    allowed = [t for t in request["Topics"] if t["Name"] in readable]
+    refused = _errors([t for t in request["Topics"] if t["Name"] not in readable], ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    known = _known(broker.image, allowed)
+    if _count(known) < _count(allowed):        # a topic just created may not be in this image yet
         await catch_up_once(broker)
-        known = _known(broker.image, request["Topics"])
+        known = _known(broker.image, allowed)
     answered = {}
     if known:
-        def error(code):
-            return {"Topics": [{"Name": t["Name"], "Partitions": [
-                {"PartitionIndex": p["PartitionIndex"], "ErrorCode": code} for p in t["Partitions"]]}
-                for t in known]}
         req = {**request, "Topics": known, "version": header.api_version}
         resp = await broker.groups.run(request["GroupId"],
-                                       lambda shard, token, now: shard.commit_offsets(req, token, now), error)
+                                       lambda shard, token, now: shard.commit_offsets(req, token, now),
+                                       lambda code: {"Topics": _errors(known, code)})
         answered = {(t["Name"], p["PartitionIndex"]): p for t in resp["Topics"] for p in t["Partitions"]}
     return {"ThrottleTimeMs": 0, "Topics": [
         {"Name": t["Name"], "Partitions": [
             answered.get((t["Name"], p["PartitionIndex"])) or _unknown(p["PartitionIndex"]) for p in t["Partitions"]]}
-        for t in request["Topics"]]}
+        for t in allowed] + refused}
+
+
+def _errors(topics: list[dict], code: int) -> list[dict]:
+    return [{"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": code}
+                                               for p in t["Partitions"]]} for t in topics]
 
 
 def _known(image, topics: list[dict]) -> list[dict]:

@@ -5,10 +5,15 @@ answered by its own coordinator partition (a group elsewhere gets
 NOT_COORDINATOR).  RequireStable (v7+, KIP-447): a partition whose offset was
 committed in a transaction not decided yet answers UNSTABLE_OFFSET_COMMIT.  v0-1
 carry coordinator errors per partition.
+ACLs: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED), DESCRIBE on each named topic
+(else TOPIC_AUTHORIZATION_FAILED for its partitions); asking for all offsets leaves out
+the topics the principal may not describe.
 """
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_FETCH, 0, 9
@@ -19,12 +24,12 @@ TOP_LEVEL_ERROR_FROM = 2
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     if header.api_version >= BATCHED_FROM:
         stable = request.get("RequireStable", False)
-        return {"ThrottleTimeMs": 0, "Groups": [_group(broker, g["GroupId"], g["Topics"], stable)
+        return {"ThrottleTimeMs": 0, "Groups": [_group(broker, header, g["GroupId"], g["Topics"], stable)
                                                 for g in request["Groups"]]}
     topics = request["Topics"] or None
     if topics is None and header.api_version < TOP_LEVEL_ERROR_FROM:
         topics = []
-    g = _group(broker, request["GroupId"], topics, request.get("RequireStable", False))
+    g = _group(broker, header, request["GroupId"], topics, request.get("RequireStable", False))
     if g["ErrorCode"] and header.api_version < TOP_LEVEL_ERROR_FROM:
         g["Topics"] = [{"Name": t["Name"], "Partitions": [
             {"PartitionIndex": p, "CommittedOffset": -1, "Metadata": "", "ErrorCode": g["ErrorCode"]}
@@ -32,6 +37,22 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     return {"ThrottleTimeMs": 0, "Topics": g["Topics"], "ErrorCode": g["ErrorCode"]}
 
 
-def _group(broker, group_id: str, topics, require_stable: bool = False) -> dict:
-    return broker.groups.read(group_id, lambda shard: shard.fetch_offsets(group_id, topics, require_stable),
-                              lambda code: {"GroupId": group_id, "Topics": [], "ErrorCode": code})
+def _group(broker, header, group_id: str, topics, require_stable: bool = False) -> dict:
+    if not authz.group(broker, header, authz.Op.DESCRIBE, group_id):
+        return {"GroupId": group_id, "Topics": [], "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+    names = None if topics is None else (t["Name"] for t in topics)
+    answer = broker.groups.read(group_id, lambda shard: shard.fetch_offsets(group_id, topics, require_stable),
+                                lambda code: {"GroupId": group_id, "Topics": [], "ErrorCode": code})
+    if broker.authorizer is None:
+        return answer
+    if names is None:           # all of the group's offsets: only the topics the principal may describe
+        describable = authz.allowed_topics(broker, header, authz.Op.DESCRIBE, (t["Name"] for t in answer["Topics"]))
+        return {**answer, "Topics": [t for t in answer["Topics"] if t["Name"] in describable]}
+    describable = authz.allowed_topics(broker, header, authz.Op.DESCRIBE, names)
+    return {**answer, "Topics": [t if t["Name"] in describable else _refused(t) for t in answer["Topics"]]}
+
+
+def _refused(topic: dict) -> dict:
+    return {"Name": topic["Name"], "Partitions": [
+        {**p, "CommittedOffset": -1, "CommittedLeaderEpoch": -1, "Metadata": "",
+         "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED} for p in topic["Partitions"]]}

@@ -12,6 +12,8 @@ transaction.state.log.min.isr (at most the replication factor), compact,
 transaction.state.log.segment.bytes.  Neither is ever tiered.  The coordinator's address is its endpoint on the listener the
 request came in on (as in Kafka: a TLS or SASL client is never sent to another
 listener's port); a coordinator without one answers COORDINATOR_NOT_AVAILABLE.
+ACLs: DESCRIBE on the group (transactional id), else GROUP_AUTHORIZATION_FAILED
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 from tierlog.broker.group_coordinator import OFFSETS_TOPIC
 from tierlog.broker.transaction_coordinator import TXN_TOPIC
@@ -19,6 +21,7 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FIND_COORDINATOR, 0, 6
@@ -30,7 +33,9 @@ BATCHED_FROM = 4
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     batched = header.api_version >= BATCHED_FROM
     keys = request["CoordinatorKeys"] if batched else [request["Key"]]
-    found = [_find(broker, key, request.get("KeyType", GROUP_KEY_TYPE), header.listener) for key in keys]
+    key_type = request.get("KeyType", GROUP_KEY_TYPE)
+    found = [_find(broker, key, key_type, header.listener) if _may_describe(broker, header, key, key_type)
+             else _error(key, _REFUSED.get(key_type, ErrorCode.GROUP_AUTHORIZATION_FAILED), None) for key in keys]
     if batched:
         return {"ThrottleTimeMs": 0, "Coordinators": found}
     one = found[0]
@@ -59,6 +64,15 @@ def _find(broker, key: str, key_type: int, listener: str | None) -> dict:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"node {leader} has no {listener} listener")
     return {"Key": key, "NodeId": leader, "Host": address[0], "Port": address[1],
             "ErrorCode": ErrorCode.NONE, "ErrorMessage": None}
+
+
+_REFUSED = {GROUP_KEY_TYPE: ErrorCode.GROUP_AUTHORIZATION_FAILED, 1: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+
+
+def _may_describe(broker, header, key: str, key_type: int) -> bool:
+    if key_type == GROUP_KEY_TYPE:
+        return authz.group(broker, header, authz.Op.DESCRIBE, key)
+    return authz.transactional_id(broker, header, authz.Op.DESCRIBE, key)
 
 
 def _error(key: str, code: int, message: str) -> dict:

@@ -3,11 +3,14 @@
 v4+ uses the two-step join (MEMBER_ID_REQUIRED); v5+ static membership.  The
 answer waits for the join phase to end.  Left out: SkipAssignment (v9) is
 always false (no broker-side assignors); the member's host is not known here.
+ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 from tierlog.coordinator.classic import join_error
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.JOIN_GROUP, 0, 9
@@ -18,8 +21,11 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     # the member's host as Kafka shows it: "/127.0.0.1"
     req = dict(request, client_id=header.client_id or "", client_host=f"/{header.client_host}",
                version=header.api_version)
-    resp = await broker.groups.run(request["GroupId"], lambda shard, token, now: shard.join(req, token, now),
-                                   lambda code: join_error(code, request["MemberId"]))
+    if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
+        resp = join_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, request["MemberId"])
+    else:
+        resp = await broker.groups.run(request["GroupId"], lambda shard, token, now: shard.join(req, token, now),
+                                       lambda code: join_error(code, request["MemberId"]))
     if header.api_version < NULLABLE_PROTOCOL_FROM and resp["ProtocolName"] is None:
         resp = dict(resp, ProtocolName="")
     return dict(resp, ThrottleTimeMs=0)

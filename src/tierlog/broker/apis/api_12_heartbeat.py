@@ -2,16 +2,21 @@
 
 Errors: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION,
 REBALANCE_IN_PROGRESS (rejoin), and the coordinator errors.
+ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.HEARTBEAT, 0, 4
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
+        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     resp = await broker.groups.run(request["GroupId"], lambda shard, token, now: shard.heartbeat(request, token, now),
                                    lambda code: {"ErrorCode": code})
     return {"ThrottleTimeMs": 0, "ErrorCode": resp["ErrorCode"]}

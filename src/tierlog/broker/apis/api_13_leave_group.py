@@ -2,10 +2,13 @@
 
 v0-2 name one MemberId (its error is the top-level ErrorCode); v3+ batch
 members, by member id or static group instance id, with per-member errors.
+ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LEAVE_GROUP, 0, 5
@@ -13,6 +16,8 @@ BATCHED_FROM = 3
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
+        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED, "Members": []}
     batched = header.api_version >= BATCHED_FROM
     members = ([(m["MemberId"], m.get("GroupInstanceId")) for m in request["Members"]] if batched
                else [(request["MemberId"], None)])

@@ -4,11 +4,14 @@ The controller validates and places the topics (``tierlog.controller``),
 replication factor included.  Once it answers, the broker waits (up to the
 request's timeoutMs) until the created topics are in its own metadata image,
 so a client that asks this broker for Metadata right after sees them.
+ACLs: CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED for it (the
+others are created).
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext, Response
 from .forward import forward_and_wait
 
@@ -16,7 +19,18 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CREATE_TOPICS, 2, 7
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
-    return _forward(broker, header, request)
+    if broker.authorizer is None:
+        return _forward(broker, header, request)
+    on_cluster = authz.cluster(broker, header, authz.Op.CREATE)
+    return authz.forward_allowed(
+        request, "Topics", "Topics",
+        lambda t: on_cluster or authz.topic(broker, header, authz.Op.CREATE, t["Name"]),
+        _refused, lambda r: _forward(broker, header, r))
+
+
+def _refused(t: dict) -> dict:
+    return {"Name": t["Name"], "TopicId": bytes(16), "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            "ErrorMessage": None, "NumPartitions": -1, "ReplicationFactor": -1, "Configs": None}
 
 
 def _forward(broker, header, request):

@@ -2,15 +2,18 @@
 
 The broker then waits (up to TimeoutMs) until the deleted topics are gone from
 its own image; its logs go when the image drops them (ReplicaManager).
+ACLs: DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED for it (the others are deleted).
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext, Response
 from .forward import forward_and_wait
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_TOPICS, 1, 6
+NAMES_OR_IDS_FROM = 6
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
@@ -18,4 +21,28 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Resp
         names = {r["Name"] for r in response["Responses"] if r["ErrorCode"] == ErrorCode.NONE and r["Name"]}
         return lambda image: not any(n in image.topics for n in names)
 
-    return forward_and_wait(broker, header, request, deleted, request.get("TimeoutMs", 0))
+    def forward(r):
+        return forward_and_wait(broker, header, r, deleted, request.get("TimeoutMs", 0))
+    if broker.authorizer is None:
+        return forward(request)
+    if header.api_version < NAMES_OR_IDS_FROM:
+        return authz.forward_allowed(request, "TopicNames", "Responses",
+                                     lambda n: authz.topic(broker, header, authz.Op.DELETE, n),
+                                     lambda n: _refused(n, bytes(16)), forward)
+    return authz.forward_allowed(request, "Topics", "Responses", lambda t: _may_delete(broker, header, t),
+                                 lambda t: _refused(t.get("Name"), t.get("TopicId", bytes(16))), forward)
+
+
+def _may_delete(broker, header, t: dict) -> bool:
+    name = t.get("Name")
+    if name is None:            # by id: an unknown id is the controller's to answer
+        info = broker.image.topic_by_id(t.get("TopicId", bytes(16)))
+        if info is None:
+            return True
+        name = info.name
+    return authz.topic(broker, header, authz.Op.DELETE, name)
+
+
+def _refused(name, topic_id: bytes) -> dict:
+    return {"Name": name, "TopicId": topic_id, "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            "ErrorMessage": None}

@@ -15,6 +15,7 @@ until the low watermark, the smallest log start over the ISR, reaches the
 offset -- followers take the leader's LogStartOffset from Fetch responses and
 report theirs in the next Fetch -- or TimeoutMs passes (REQUEST_TIMED_OUT).
 LowWatermark is that low watermark (-1 with an error).  Nothing is left out.
+ACLs: DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 """
 import asyncio
 
@@ -22,6 +23,7 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_RECORDS, 0, 2
@@ -30,10 +32,15 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_RECORDS, 0, 2
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     timeout_ms = request.get("TimeoutMs", 0)
     topics, waits = [], []
+    deletable = authz.allowed_topics(broker, header, authz.Op.DELETE, (t["Name"] for t in request["Topics"]))
     for t in request["Topics"]:
         parts = []
         for p in t["Partitions"]:
             out = {"PartitionIndex": p["PartitionIndex"], "LowWatermark": -1, "ErrorCode": ErrorCode.NONE}
+            if t["Name"] not in deletable:
+                out["ErrorCode"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                parts.append(out)
+                continue
             fut = _start(broker, t["Name"], p, timeout_ms, out)
             if fut is not None:
                 waits.append((out, fut))

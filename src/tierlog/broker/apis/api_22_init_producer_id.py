@@ -8,6 +8,9 @@ INVALID_TRANSACTION_TIMEOUT, the epoch bump and fencing rules of KIP-98 / KIP-36
 Ongoing transaction fenced, aborted and answered CONCURRENT_TRANSACTIONS).  Duplicate
 and sequence checks live in the log (``storage.producer_state``).  PRODUCER_FENCED is
 answered as INVALID_PRODUCER_EPOCH below v4 (Kafka's rule: older clients do not know 90).
+ACLs: a TransactionalId needs WRITE on it (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an
+idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on any topic (KIP-679), else
+CLUSTER_AUTHORIZATION_FAILED.
 """
 from tierlog.broker.broker import ProducerIdsUnavailable
 from tierlog.broker.controller_channel import ControllerUnavailable
@@ -15,6 +18,7 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext, Response
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.INIT_PRODUCER_ID, 0, 5
@@ -23,7 +27,13 @@ PRODUCER_FENCED_FROM = 4
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
     if request.get("TransactionalId") is not None:
+        if not authz.transactional_id(broker, header, authz.Op.WRITE, request["TransactionalId"]):
+            return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return _init_transactional(broker, header.api_version, request)
+    # KIP-679: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+    if not (authz.cluster(broker, header, authz.Op.IDEMPOTENT_WRITE)
+            or authz.any_topic(broker, header, authz.Op.WRITE)):
+        return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     return _init(broker, request)
 
 

@@ -2,11 +2,14 @@
 
 Used by consumers to detect log truncation (KIP-320) and by followers to find
 where their log diverges.  CurrentLeaderEpoch is fenced like Fetch's.
+ACLs: a follower (ReplicaId >= 0) needs CLUSTER_ACTION on the cluster, a client DESCRIBE on
+the topic; else TOPIC_AUTHORIZATION_FAILED.
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4
@@ -14,8 +17,17 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     topics = []
+    if request.get("ReplicaId", -1) >= 0:       # a follower: CLUSTER_ACTION on the cluster
+        ok = authz.cluster(broker, header, authz.Op.CLUSTER_ACTION)
+        allowed = {t["Topic"] for t in request["Topics"]} if ok else set()
+    else:
+        allowed = authz.allowed_topics(broker, header, authz.Op.DESCRIBE, (t["Topic"] for t in request["Topics"]))
     for t in request["Topics"]:
-        parts = [_one(broker, t["Topic"], p) for p in t["Partitions"]]
+        if t["Topic"] not in allowed:
+            parts = [{"ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Partition": p["Partition"],
+                      "LeaderEpoch": -1, "EndOffset": -1} for p in t["Partitions"]]
+        else:
+            parts = [_one(broker, t["Topic"], p) for p in t["Partitions"]]
         topics.append({"Topic": t["Topic"], "Partitions": parts})
     return {"ThrottleTimeMs": 0, "Topics": topics}
 

@@ -16,6 +16,8 @@ has caught up with the quorum's high watermark (one DescribeQuorum round trip to
 the active controller, at most CATCH_UP_TIMEOUT_S), so a describe right after an
 alter answered by another broker shows the new value. Kafka answers from its
 local cache at once and may show the old value for a moment.
+ACLs: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for a
+broker (CLUSTER_AUTHORIZATION_FAILED).
 """
 from tierlog.config import BROKER_CONFIGS
 from tierlog.metadata.group_rules import (
@@ -28,6 +30,7 @@ from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 from tierlog.storage import TOPIC_CONFIGS
 
+from . import authz
 from .context import HandlerContext
 from .forward import catch_up
 
@@ -43,14 +46,18 @@ _BROKER_SYNONYM = {d.topic_synonym: d.name for d in BROKER_CONFIGS.values() if d
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     await catch_up(broker, CATCH_UP_TIMEOUT_S)
-    results = [_resource(broker, r, request.get("IncludeSynonyms", False),
-                         request.get("IncludeDocumentation", False)) for r in request["Resources"]]
+    results = [_resource(broker, r, request.get("IncludeSynonyms", False), request.get("IncludeDocumentation", False),
+                         authz.config_refusal(broker, header, authz.Op.DESCRIBE_CONFIGS, r))
+               for r in request["Resources"]]
     return {"ThrottleTimeMs": 0, "Results": results}
 
 
-def _resource(broker, r, synonyms, docs) -> dict:
+def _resource(broker, r, synonyms, docs, refusal=None) -> dict:
     out = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "ResourceType": r["ResourceType"],
            "ResourceName": r["ResourceName"], "Configs": []}
+    if refusal is not None:
+        out["ErrorCode"] = refusal
+        return out
     if r["ResourceType"] == TOPIC:
         topic = broker.image.topics.get(r["ResourceName"])
         if topic is None:

@@ -11,6 +11,7 @@ AlterReplicaLogDirs is not served).  v4 adds each dir's TotalBytes and
 UsableBytes (the volume's size and the space free for us; -1 when they cannot
 be read).  An offline dir answers KAFKA_STORAGE_ERROR with no topics.  v0
 (removed in Kafka 4.0, KIP-896) is not served.
+ACLs: DESCRIBE on the cluster, else no dirs (v3+: CLUSTER_AUTHORIZATION_FAILED).
 """
 import shutil
 from collections import defaultdict
@@ -19,6 +20,7 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_LOG_DIRS, 1, 4
@@ -26,6 +28,8 @@ INVALID_OFFSET_LAG = -1
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    if not authz.cluster(broker, header, authz.Op.DESCRIBE):     # Kafka: an empty answer, v3+ with the error
+        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Results": []}
     logs = broker.replicas.logs
     wanted = _wanted(request.get("Topics"))
     by_dir = defaultdict(lambda: defaultdict(list))

@@ -8,11 +8,13 @@ partitions, so Metadata from this broker shows them; the brokers that host
 them create their logs as they apply the image.  ValidateOnly changes nothing
 and does not wait.  If no controller answers in time every topic gets
 REQUEST_TIMED_OUT.
+ACLs: ALTER on the topic, else TOPIC_AUTHORIZATION_FAILED for it.
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_wait
 
@@ -27,8 +29,15 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Resp
         return lambda image: all(n in image.topics and len(image.topics[n].partitions) >= counts[n] for n in names)
 
     wait = not request.get("ValidateOnly", False)
-    return forward_and_wait(broker, header, request, grown if wait else None, request.get("TimeoutMs", 0),
-                            _timed_out)
+
+    def forward(r):
+        return forward_and_wait(broker, header, r, grown if wait else None, request.get("TimeoutMs", 0), _timed_out)
+    if broker.authorizer is None:
+        return forward(request)
+    return authz.forward_allowed(request, "Topics", "Results",
+                                 lambda t: authz.topic(broker, header, authz.Op.ALTER, t["Name"]),
+                                 lambda t: {"Name": t["Name"], "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                            "ErrorMessage": None}, forward)
 
 
 def _timed_out(request: dict) -> dict:

@@ -2,20 +2,28 @@
 
 Per group: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or the tombstones of its
 offsets and metadata are written (answered once committed).
+ACLs: DELETE on the group, else GROUP_AUTHORIZATION_FAILED for it.
 """
 import asyncio
 
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_GROUPS, 0, 2
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
-    answers = await asyncio.gather(*(_delete(broker, g) for g in request["GroupsNames"]))
+    answers = await asyncio.gather(*(_delete(broker, g) if authz.group(broker, header, authz.Op.DELETE, g)
+                                     else _refused(g) for g in request["GroupsNames"]))
     return {"ThrottleTimeMs": 0, "Results": [r for a in answers for r in a["Results"]]}
+
+
+async def _refused(group_id: str) -> dict:
+    return {"Results": [{"GroupId": group_id, "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED}]}
 
 
 def _delete(broker, group_id: str):

@@ -11,11 +11,13 @@ When no controller answers in time, every named partition gets
 REQUEST_TIMED_OUT; a request for every partition (null TopicPartitions) gets
 it as the top-level ErrorCode (v1+; v0 has no such field and answers an empty
 result list).
+ACLs: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
 
@@ -23,7 +25,17 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ELECT_LEADERS, 0, 2
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+    if not authz.cluster(broker, header, authz.Op.ALTER):
+        return _refused(request)
     return forward_and_catch_up(broker, header, request, timed_out=timed_out)
+
+
+def _refused(request: dict) -> dict:
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return {"ThrottleTimeMs": 0, "ErrorCode": code, "ReplicaElectionResults": [
+        {"Topic": t["Topic"], "PartitionResult": [{"PartitionId": p, "ErrorCode": code, "ErrorMessage": None}
+                                                  for p in t["Partitions"]]}
+        for t in request.get("TopicPartitions") or []]}
 
 
 def timed_out(request: dict) -> dict:

@@ -6,11 +6,13 @@ answers per partition.  The broker then waits until its own image has caught
 up with the controller's high watermark, so Metadata on this broker already
 shows the merged replica list.  No controller answers in time:
 REQUEST_TIMED_OUT at top level and for every partition.  Nothing is left out.
+ACLs: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
 
@@ -27,4 +29,7 @@ def timed_out(request: dict) -> dict:
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+    if not authz.cluster(broker, header, authz.Op.ALTER):
+        return {"ThrottleTimeMs": 0, "AllowReplicationFactorChange": request.get("AllowReplicationFactorChange", True),
+                "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None, "Responses": []}
     return forward_and_catch_up(broker, header, request, timed_out=timed_out)

@@ -3,11 +3,13 @@
 The controller answers from its committed image (Topics null: every
 reassigning partition).  No controller answers in time: REQUEST_TIMED_OUT at
 top level.  Nothing is left out.
+ACLs: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_wait
 
@@ -20,4 +22,7 @@ def timed_out(request: dict) -> dict:
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+    if not authz.cluster(broker, header, authz.Op.DESCRIBE):
+        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None,
+                "Topics": []}
     return forward_and_wait(broker, header, request, None, 0, timed_out=timed_out)

@@ -6,6 +6,7 @@ not see as NOT_CONTROLLER.  So while the broker's idea of the leader is stale
 (a leader change in flight), the request is re-sent for up to
 ``RETRY_FOR_S``; then the last answer is relayed as it is.  No controller at
 all: REQUEST_TIMED_OUT at top level.
+ACLs: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_QUORUM, 0, 2
@@ -32,6 +34,8 @@ def _not_leader(response: dict) -> bool:
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    if not authz.cluster(broker, header, authz.Op.DESCRIBE):
+        return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None, "Topics": [], "Nodes": []}
     deadline = time.monotonic() + RETRY_FOR_S
     while True:
         try:

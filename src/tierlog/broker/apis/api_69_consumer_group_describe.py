@@ -4,10 +4,13 @@ Per group: its state, group and assignment epochs, assignor, and each
 member's subscription, current and target assignment (topic ids and names);
 GROUP_ID_NOT_FOUND for unknown or classic groups, INVALID_GROUP_ID for "",
 and the coordinator errors.  Authorized operations are not computed.
+ACLs: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1
@@ -17,6 +20,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     view = broker.groups.topics_view(broker.image)
     return {"ThrottleTimeMs": 0, "Groups": [
         broker.groups.read(g, lambda shard, g=g: shard.consumer_describe(g, view), lambda code, g=g: _error(g, code))
+        if authz.group(broker, header, authz.Op.DESCRIBE, g) else _error(g, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         for g in request["GroupIds"]]}
 
 

@@ -16,7 +16,9 @@ Answered from this broker's metadata image, with Kafka's paging rules
   an empty Topics nothing is answered for it;
 - a Cursor whose topic is not among the named topics, or whose partition is
   negative, answers INVALID_REQUEST for every named topic (Kafka's error
-  response for the request).
+  response for the request);
+- ACLs: a topic the caller may not DESCRIBE is left out, or answered
+  TOPIC_AUTHORIZATION_FAILED when named; TopicAuthorizedOperations is the caller's bit set.
 
 Per partition: the leader if it is a registered broker (else -1), the leader
 epoch, replicas and ISR as in the image, the ELR and last known ELR (KIP-966,
@@ -26,12 +28,15 @@ lists every replica's reported local log coverage from the image and whether
 it is eligible now, with the effective thresholds: topic override, else the
 cluster-wide dynamic value, else this broker's server.properties default
 (the controller elects with *its* static default; ``tierlog up`` gives every
-node the same file). Left out: authorization (no ACLs:
-TopicAuthorizedOperations is -2147483648) and internal topics (tierlog has
-none; IsInternal is true only for __consumer_offsets).
+node the same file). Left out: internal topics (tierlog has none; IsInternal is
+true only for __consumer_offsets).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
+from tierlog.metadata.acls import ResourceType
 from tierlog.metadata.election import EligibilityThresholds, is_eligible
 from tierlog.metadata.image import MetadataImage, PartitionInfo, TopicInfo
 from tierlog.metadata.topic_rules import RuleError, validate_topic_name
@@ -39,9 +44,10 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
-__all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "describe", "handle"]
+__all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "TopicAccess", "describe", "handle"]
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0
 PARTITION_LIMIT_CONFIG = "max.request.partition.size.limit"
@@ -50,19 +56,33 @@ NO_TOPIC_ID = bytes(16)
 OPS_NOT_COMPUTED = -2147483648
 
 
+class TopicAccess(NamedTuple):
+    """What the ACLs let the caller see: ``may_describe(name)``, ``operations(name)`` (a bit set)."""
+
+    may_describe: Callable[[str], bool]
+    operations: Callable[[str], int]
+
+
+_OPEN = TopicAccess(lambda name: True, lambda name: OPS_NOT_COMPUTED)
 ELIGIBLE_MS, ELIGIBLE_BYTES = "leader.election.eligible.local.log.ms", "leader.election.eligible.local.log.bytes"
 _OFF = EligibilityThresholds()          # KIP-1303 off (-1, -1)
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     defaults = EligibilityThresholds(_int(broker.config[ELIGIBLE_MS]), _int(broker.config[ELIGIBLE_BYTES]))
-    return describe(broker.image, request, broker.config[PARTITION_LIMIT_CONFIG], defaults, broker.clock_ms())
+    access = TopicAccess(lambda name: authz.topic(broker, header, authz.Op.DESCRIBE, name),
+                         lambda name: authz.authorized_operations(broker, header, ResourceType.TOPIC, name))
+    return describe(broker.image, request, broker.config[PARTITION_LIMIT_CONFIG], defaults, broker.clock_ms(), access)
 
 
 def describe(image: MetadataImage, request: dict, limit_max: int,
-             eligibility_defaults: EligibilityThresholds = _OFF, now_ms: int = 0) -> dict:
+             eligibility_defaults: EligibilityThresholds = _OFF, now_ms: int = 0,
+             access: TopicAccess | None = None) -> dict:
     """The response to ``request`` from ``image``, answering at most ``limit_max`` partitions;
-    ``eligibility_defaults`` are the static KIP-1303 thresholds, ``now_ms`` the time they are judged at."""
+    ``eligibility_defaults`` are the static KIP-1303 thresholds, ``now_ms`` the time they are judged at;
+    ``access``: the ACLs (a topic it refuses is left out, or TOPIC_AUTHORIZATION_FAILED when named;
+    TopicAuthorizedOperations); None: everything allowed, operations not computed."""
+    access = access or _OPEN
     judge = (eligibility_defaults, now_ms)
     named = [t["Name"] for t in request.get("Topics") or []]
     cursor = request.get("Cursor")
@@ -76,6 +96,10 @@ def describe(image: MetadataImage, request: dict, limit_max: int,
         if budget <= 0:
             next_cursor = {"TopicName": name, "PartitionIndex": 0}
             break
+        if not access.may_describe(name):
+            if named:
+                topics.append(_topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name))
+            continue
         topic = image.topics.get(name)
         if topic is None:
             if named:
@@ -83,7 +107,7 @@ def describe(image: MetadataImage, request: dict, limit_max: int,
             continue
         first = cursor["PartitionIndex"] if cursor and name == start_name else 0
         answered, next_index = _partitions(image, topic, first, budget, judge)
-        topics.append(_topic(topic, answered))
+        topics.append(_topic(topic, answered, access.operations(name)))
         if next_index is not None:
             next_cursor = {"TopicName": name, "PartitionIndex": next_index}
             break
@@ -144,9 +168,9 @@ def _partition(image: MetadataImage, p: PartitionInfo, thresholds: EligibilityTh
     }
 
 
-def _topic(topic: TopicInfo, partitions: list) -> dict:
+def _topic(topic: TopicInfo, partitions: list, operations: int = OPS_NOT_COMPUTED) -> dict:
     return {"ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": topic.name == "__consumer_offsets",
-            "Partitions": partitions, "TopicAuthorizedOperations": OPS_NOT_COMPUTED}
+            "Partitions": partitions, "TopicAuthorizedOperations": operations}
 
 
 def _unknown(name: str) -> dict:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tierlog.broker.producer_ids import ProducerIdManager
     from tierlog.config import NodeConfig
     from tierlog.metadata import BrokerInfo, MetadataImage
+    from tierlog.metadata.authorizer import Authorizer
     from tierlog.protocol import ErrorCode, RequestHeader
     from tierlog.storage import LogManager
 
@@ -154,6 +155,7 @@ class HandlerContext(Protocol):
     fetch_wait_max_ms: int
     remote: RemoteReads | None
     groups: GroupCoordinatorService
+    authorizer: Authorizer | None       # None: authorizer.class.name unset, no ACL checks
     transactions: TransactionCoordinatorService
     txn_verifier: TxnVerification
 
