@@ -123,7 +123,7 @@ def _gate(cred):
     seen = []
     factory = lambda: ScramServer(SHA512, lambda m, u: cred if u == "alice" else None)
     return sasl_sessions("SASL_SSL", {"SCRAM-SHA-512": factory}, failure_delay_s=0.1)(
-        lambda f, h, r=None: seen.append(f) or ["in"]), seen
+        lambda f, h, r=None, **_: seen.append(f) or ["in"]), seen
 
 
 def test_gate_runs_two_scram_round_trips_then_passes_requests():
