@@ -241,8 +241,8 @@ def _show(description: dict) -> None:
     replication = len(first["replicas"]) - len(first["adding"] or []) if first else 0
     topic_id = description["topic_id"] or "unknown"
     title = (
-        f"Topic: {description['topic']}  TopicId: {topic_id}  "
-        f"PartitionCount: {len(partitions)}  ReplicationFactor: {replication}"
+        f"Topic: {description['topic']}\tTopicId: {topic_id}\t"
+        f"PartitionCount: {len(partitions)}\tReplicationFactor: {replication}"
     )
     columns = _columns(partitions)
     table = make_table(*(heading for heading, _ in columns))
