@@ -49,6 +49,7 @@ def session(holding: str) -> list[str]:
     return _commands(next(b for b in _blocks() if holding in b))
 
 
+@pytest.mark.timeout(600)      # about 20 commands, a 6 MB produce and its read back from remote storage
 def test_the_readme_sessions_run_as_written(tmp_path):
     props = {**fs_props(tmp_path / "tierlog-data" / "remote-storage"), **README_UP_SETTINGS}
     with running(Cluster(tmp_path / "cluster", controllers=1, brokers=4, props=props)) as cluster:
