@@ -465,7 +465,7 @@ def test_tables_are_tab_separated_in_a_pipe_and_drawn_on_a_terminal(broker_boots
     b = ["--bootstrap-server", broker_bootstrap]
     name = new_topic(broker_bootstrap, partitions=2)
     title, header, *rows = ok("topics", "describe", name, *b).stdout.decode().splitlines()
-    assert title.startswith(f"Topic: {name}")
+    assert title.split("\t")[0] == f"Topic: {name}" and title.split("\t")[2] == "PartitionCount: 2"
     assert header.split("\t")[:2] == ["Partition", "Leader"]
     assert [row.split("\t")[0] for row in rows] == ["0", "1"]
     assert all(len(row.split("\t")) == len(header.split("\t")) for row in rows)
@@ -556,3 +556,76 @@ def test_console_spelling_mistakes_are_usage_errors(args, expected):
     result = tierlog(*args, "--bootstrap-server", "127.0.0.1:1")
     assert result.returncode == 2
     assert expected in one_error_line(result)
+
+
+# --- results as JSON, log dirs, column help -------------------------------------------------------
+
+
+def test_every_command_that_prints_a_result_prints_it_as_json(broker_bootstrap, tmp_path):
+    b = ["--bootstrap-server", broker_bootstrap]
+    name = f"cli-{uuid.uuid4().hex[:10]}"
+    assert json_of(ok("topics", "create", name, "--partitions", "2", "--json", *b)) == {"topic": name, "created": True}
+    assert json_of(ok("topics", "create", name, "--if-not-exists", "--json", *b)) == {"topic": name, "created": False}
+    assert json_of(ok("topics", "alter", name, "--partitions", "3", "--json", *b)) == {"topic": name, "partitions": 3}
+    produced = json_of(ok("produce", name, "--partition", "1", "--json", *b, stdin=b"a\nb\nc\n"))
+    assert produced == {"topic": name, "records": 3,
+                        "partitions": [{"partition": 1, "records": 3, "first_offset": 0, "last_offset": 2}]}
+    altered = json_of(ok("configs", "alter", "--topic", name, "--set", "retention.ms=600000", "--json", *b))
+    assert altered == {"resource": "topic", "name": name, "set": {"retention.ms": "600000"}, "deleted": []}
+    deleted = json_of(ok("delete-records", "--topic", name, "--partition", "1", "--offset", "2", "--json", *b))
+    assert deleted == {"topic": name, "partition": 1, "low_watermark": 2}
+    elected = json_of(ok("elect-leaders", "--preferred", "--topic", name, "--json", *b))
+    assert elected["election_type"] == "PREFERRED" and elected["elected"] == [] and elected["failed"] == []
+    assert sorted(p["partition"] for p in elected["not_needed"]) == [0, 1, 2]
+
+    (tmp_path / "topics.json").write_text(json.dumps({"version": 1, "topics": [{"topic": name}]}))
+    broker = json_of(ok("topics", "describe", name, "--json", *b))[0]["partitions"][0]["leader"]
+    generated = json_of(ok("reassign", "--generate", "--topics-to-move-json-file", str(tmp_path / "topics.json"),
+                           "--broker-list", str(broker), "--json", *b))
+    assert generated["current"] == generated["proposed"]     # one broker: nowhere else to go
+    (tmp_path / "plan.json").write_text(json.dumps(generated["proposed"]))
+    plan = ["--reassignment-json-file", str(tmp_path / "plan.json"), "--json"]
+    executed = json_of(ok("reassign", "--execute", *plan, *b))
+    assert executed["current"] == generated["current"] and executed["refused"] == []
+    assert sorted(p["partition"] for p in executed["started"]) == [0, 1, 2]
+    poll_until(lambda: tierlog("reassign", "--verify", *plan, *b).returncode == 0, "the no-op plan to complete")
+    verified = json_of(ok("reassign", "--verify", *plan, *b))
+    assert {p["status"] for p in verified["partitions"]} == {"complete"}
+    assert json_of(ok("reassign", "--list", "--json", *b)) == {"reassignments": []}
+
+    gone = tierlog("topics", "delete", name, "no-such-topic-here", "--json", *b)
+    assert json_of(gone) == {"deleted": [name], "errors": ["topic 'no-such-topic-here' does not exist"]}
+    assert one_error_line(gone) == "topic 'no-such-topic-here' does not exist"
+
+
+def test_log_dirs_describe_lists_each_replica_with_its_size(broker_bootstrap):
+    b = ["--bootstrap-server", broker_bootstrap]
+    name = new_topic(broker_bootstrap, partitions=2)
+    ok("produce", name, "--partition", "1", *b, stdin=b"x" * 100 + b"\n")
+    described = json_of(ok("log-dirs", "describe", "--topic-list", name, "--json", *b))
+    assert described["version"] == 1
+    [broker] = described["brokers"]
+    [log_dir] = broker["logDirs"]
+    assert log_dir["error"] is None and log_dir["totalBytes"] >= log_dir["usableBytes"] > 0
+    sizes = {p["partition"]: p["size"] for p in log_dir["partitions"]}
+    assert sorted(sizes) == [f"{name}-0", f"{name}-1"] and sizes[f"{name}-0"] == 0 and sizes[f"{name}-1"] > 100
+    assert all(p["offsetLag"] == 0 and p["isFuture"] is False for p in log_dir["partitions"])
+
+    header, *rows = ok("log-dirs", "describe", "--topic-list", name, *b).stdout.decode().splitlines()
+    assert header.split("\t") == ["Broker", "LogDir", "Status", "Partition", "Size", "OffsetLag"]
+    assert [row.split("\t")[3:5] for row in rows] == [[f"{name}-0", "0"], [f"{name}-1", str(sizes[f"{name}-1"])]]
+    missing = one_error_line(tierlog("log-dirs", "describe", "--broker-list", "999", *b))
+    assert missing.startswith("broker(s) 999 not in the cluster (brokers: ")
+
+
+def test_topics_describe_help_explains_every_column_it_prints(broker_bootstrap):
+    name = new_topic(broker_bootstrap)
+    _, header, *_ = ok("topics", "describe", name, "--bootstrap-server", broker_bootstrap).stdout.decode().splitlines()
+    help_text = ok("topics", "describe", "--help").stdout.decode()
+    glossary = help_text.split("columns:", 1)[1]
+    explained = {line.split()[0] for line in glossary.splitlines() if line.startswith("  ") and line.split()}
+    columns = header.split("\t")
+    assert "HighestTieredOffset" in columns and "LeaderEpoch" in columns
+    assert set(columns) <= explained | {"Removing"}, set(columns) - explained
+    for heading in ("LocalLog", "NotEligible", "LastKnownElr", "Offline", "Adding"):
+        assert heading in explained

@@ -73,3 +73,67 @@ def test_security_options_reach_the_source_and_the_sink():
             parse_source_options({**base, **bad}, streaming=False)
         with pytest.raises(OptionError, match=named):
             parse_sink_options({**base, **bad, "topic": "t"})
+
+
+BASE = {"kafka.bootstrap.servers": "h:1", "subscribe": "a"}
+
+
+@pytest.mark.parametrize("option, value, named", [
+    ("kafka.max.poll.records", "5", ("kafka.max.poll.records: not supported by the tierlog source (it honours "
+                                     "kafka.bootstrap.servers, kafka.client.id, kafka.group.id")),
+    ("kafka.isolation.level", "read_committed", "kafka.isolation.level: 'read_committed' is not supported"),
+    ("kafkaConsumer.pollTimeoutMs", "soon", "kafkaConsumer.pollTimeoutMs: 'soon' is not an integer"),
+    ("fetchOffset.numRetries", "-1", "fetchOffset.numRetries: -1 must be at least 0"),
+    ("fetchOffset.retryIntervalMs", "x", "fetchOffset.retryIntervalMs: 'x' is not an integer"),
+    ("groupIdPrefix", " ", "groupIdPrefix: an empty prefix"),
+])
+def test_unsupported_kafka_options_and_bad_kafka_source_options_are_refused(option, value, named):
+    with pytest.raises(OptionError) as raised:
+        parse_source_options({**BASE, option: value}, streaming=False)
+    assert str(raised.value).startswith(named)
+
+
+def test_the_kafka_sources_remaining_options():
+    batch = parse_source_options(BASE, streaming=False)
+    assert batch.group_id.startswith("spark-kafka-relation-") and batch.client_id == f"consumer-{batch.group_id}-1"
+    assert (batch.poll_timeout_s, batch.fetch_offset_retries, batch.fetch_offset_retry_interval_s) == (120, 3, 0.01)
+    stream = parse_source_options({**BASE, "groupIdPrefix": "audit", "kafkaConsumer.pollTimeoutMs": "5000",
+                                   "fetchOffset.numRetries": "0", "fetchOffset.retryIntervalMs": "250",
+                                   "kafka.isolation.level": "read_uncommitted"}, streaming=True)
+    assert stream.group_id.startswith("audit-") and stream.group_id != batch.group_id
+    assert (stream.poll_timeout_s, stream.fetch_offset_retries, stream.fetch_offset_retry_interval_s) == (5, 0, 0.25)
+    fixed = parse_source_options({**BASE, "kafka.group.id": "billing", "groupIdPrefix": "ignored",
+                                  "kafka.client.id": "me"}, streaming=True)
+    assert (fixed.group_id, fixed.client_id) == ("billing", "me")
+
+
+def test_offset_queries_are_asked_again_then_the_failure_names_the_options():
+    from tierlog.client import KafkaError
+    from tierlog.spark.fetch_offset import with_offset_retries
+
+    opts = parse_source_options({**BASE, "fetchOffset.numRetries": "2", "fetchOffset.retryIntervalMs": "40"},
+                                streaming=False)
+    calls, slept = [], []
+
+    def failing_twice():
+        calls.append(1)
+        if len(calls) <= 2:
+            raise KafkaError(5, "no leader")
+        return "offsets"
+    assert with_offset_retries(opts, "the offsets", failing_twice, sleep=slept.append) == "offsets"
+    assert slept == [0.04, 0.04]
+
+    def always():
+        raise KafkaError(5, "no leader")
+    with pytest.raises(KafkaError) as raised:
+        with_offset_retries(opts, "the offsets", always, sleep=slept.append)
+    assert "failed 3 time(s) (fetchOffset.numRetries=2, fetchOffset.retryIntervalMs=40)" in raised.value.__notes__[0]
+
+
+def test_offsets_behind_latest_as_the_kafka_source_reports_them():
+    from tierlog.spark import offsets_behind_latest
+
+    source = {"endOffset": {"t": {"0": 100, "1": 100}}, "latestOffset": '{"t": {"0": 300, "1": 101}}'}
+    assert offsets_behind_latest(source) == {"minOffsetsBehindLatest": "1", "maxOffsetsBehindLatest": "200",
+                                             "avgOffsetsBehindLatest": "100.5"}
+    assert offsets_behind_latest({"endOffset": None, "latestOffset": None}) is None

@@ -4,6 +4,7 @@ import time
 
 import pytest
 from clients import create_topic, produce_all
+from nodeproc import free_port
 
 
 def _reader(spark, node, **options):
@@ -87,6 +88,8 @@ def test_starting_timestamp(spark, spark_node, written):
     ({"subscribe": "read-a", "kafka.auto.offset.reset": "earliest"}, "kafka.auto.offset.reset"),
     ({"subscribe": "read-a", "assign": '{"read-a": [0]}'}, "subscribe"),
     ({"subscribe": "read-a", "minPartitions": "zero"}, "minPartitions"),
+    ({"subscribe": "read-a", "kafka.isolation.level": "read_committed"}, "kafka.isolation.level"),
+    ({"subscribe": "read-a", "kafka.max.poll.records": "5"}, "kafka.max.poll.records: not supported"),
 ])
 def test_bad_option_names_the_option(spark, spark_node, written, options, named):
     with pytest.raises(Exception, match=named):
@@ -96,3 +99,27 @@ def test_bad_option_names_the_option(spark, spark_node, written, options, named)
 def test_missing_bootstrap_names_the_option(spark):
     with pytest.raises(Exception, match="kafka.bootstrap.servers"):
         spark.read.format("tierlog").option("subscribe", "read-a").load().count()
+
+
+def test_empty_missing_and_unmatched_reads_give_an_empty_dataframe(spark, spark_node):
+    """Spark's Kafka source: no partition to read, no rows (a missing topic has no partitions)."""
+    create_topic(spark_node.bootstrap, "read-empty", 2)
+    for options in ({"subscribe": "read-empty"}, {"subscribe": "read-no-such-topic"},
+                    {"subscribePattern": "read-nothing-[0-9]+"}):
+        df = _reader(spark, spark_node, **options)
+        assert df.collect() == [] and df.columns[:2] == ["key", "value"], options
+
+
+def test_the_kafka_sources_remaining_options_are_taken(spark, spark_node, written):
+    df = _reader(spark, spark_node, subscribe="read-a", groupIdPrefix="audit",
+                 **{"kafkaConsumer.pollTimeoutMs": "30000", "fetchOffset.numRetries": "1",
+                    "fetchOffset.retryIntervalMs": "50", "kafka.isolation.level": "read_uncommitted"})
+    assert df.count() == len(written)
+
+
+def test_offset_queries_are_asked_again_then_fail_naming_the_options(spark):
+    r = (spark.read.format("tierlog").option("kafka.bootstrap.servers", f"127.0.0.1:{free_port()}")
+         .option("subscribe", "read-a").option("kafka.request.timeout.ms", "300")
+         .option("fetchOffset.numRetries", "1").option("fetchOffset.retryIntervalMs", "20"))
+    with pytest.raises(Exception, match=r"failed 2 time\(s\) \(fetchOffset.numRetries=1, fetchOffset.retryIntervalMs=20\)"):
+        r.load().count()

@@ -3,6 +3,8 @@ import time
 
 from clients import create_topic, produce_all
 
+from tierlog.spark import offsets_behind_latest
+
 
 class BatchSink:
     """Idempotent: a re-run micro-batch replaces what the same batch id wrote."""
@@ -39,11 +41,15 @@ def test_stop_and_restart_from_checkpoint_exactly_once(spark, spark_node, tmp_pa
     # 1. a running query, stopped after its first batches (maxOffsetsPerTrigger keeps batches small)
     query = _stream(spark, spark_node, sink, checkpoint, maxOffsetsPerTrigger="200").trigger(
         processingTime="200 milliseconds").start()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180        # a loaded 2-core machine may take a minute per batch
     while len(sink.batches) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
     query.stop()
     assert len(sink.batches) >= 2 and all(len(b) <= 200 for b in sink.batches.values())
+    # the Kafka source's progress metrics: batch 0 took 100 of each partition's 300 records
+    first = next(p for p in query.recentProgress if p["numInputRows"] > 0)
+    assert offsets_behind_latest(first["sources"][0]) == {
+        "minOffsetsBehindLatest": "200", "maxOffsetsBehindLatest": "200", "avgOffsetsBehindLatest": "200.0"}
 
     # 2. more data, and a new topic matching the pattern (new partitions are picked up from earliest)
     _produce(spark_node, "stream-a1", 2, 600, 300)

@@ -44,3 +44,17 @@ def test_delivery_failure_fails_the_task(spark, spark_node):
     with pytest.raises(Exception, match="not delivered|undelivered|Unknown partition"):
         (df.write.format("tierlog").option("kafka.bootstrap.servers", spark_node.bootstrap)
            .option("topic", "write-c").option("kafka.message.timeout.ms", "3000").mode("append").save())
+
+
+def test_the_default_save_mode_appends_like_the_kafka_sink_and_overwrite_is_refused(spark, spark_node):
+    create_topic(spark_node.bootstrap, "write-d", 1)
+    df = spark.range(20).selectExpr("cast(id as string) as value")
+    writer = df.write.format("tierlog").option("kafka.bootstrap.servers", spark_node.bootstrap).option("topic", "write-d")
+    writer.save()                                   # Spark's default mode, ErrorIfExists
+    df.write.save(format="tierlog", mode="errorifexists", topic="write-d",
+                  **{"kafka.bootstrap.servers": spark_node.bootstrap})
+    back = (spark.read.format("tierlog").option("kafka.bootstrap.servers", spark_node.bootstrap)
+            .option("subscribe", "write-d").load().selectExpr("cast(value as string) v").collect())
+    assert sorted(int(r.v) for r in back) == sorted(list(range(20)) * 2)
+    with pytest.raises(Exception, match="save mode Overwrite is not allowed for tierlog"):
+        writer.mode("overwrite").save()

@@ -23,7 +23,14 @@ from confluent_kafka.admin import (
 from tierlog.cli.connection import Connection
 from tierlog.cli.errors import CliError, describe_exception
 from tierlog.cli.options import connection_options, key_value, non_negative_int
-from tierlog.cli.render import make_table, note, print_json, print_table
+from tierlog.cli.render import (
+    add_json_option,
+    make_table,
+    note,
+    print_json,
+    print_result,
+    print_table,
+)
 
 __all__ = ["register"]
 
@@ -144,7 +151,9 @@ def run_alter(args: argparse.Namespace) -> int:
     conn.wait([future], f"config change of {_label(kind, name)}")
     if future.exception() is not None:
         raise CliError(f"cannot alter {_label(kind, name)}: {describe_exception(future.exception())}")
-    print(f"altered configs of {_label(kind, name)}")
+    kind_name = "topic" if kind == ResourceType.TOPIC else "broker"
+    print_result(args, f"altered configs of {_label(kind, name)}",
+                 {"resource": kind_name, "name": name, "set": dict(args.set), "deleted": list(dict.fromkeys(args.delete))})
     return 0
 
 
@@ -178,4 +187,5 @@ def register(subparsers) -> None:
                        metavar="K=V", help="set a config; repeatable")
     alter.add_argument("--delete", "--delete-config", action="append", default=[], metavar="K",
                        help="remove an override (back to the default); repeatable")
+    add_json_option(alter, "{resource, name, set: {key: value}, deleted: [keys]}")
     alter.set_defaults(func=run_alter)

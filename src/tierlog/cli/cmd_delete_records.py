@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 from tierlog.cli.connection import Connection
 from tierlog.cli.errors import CliError, describe_exception
 from tierlog.cli.options import connection_options, non_negative_int
+from tierlog.cli.render import add_json_option, print_result
 
 __all__ = ["register"]
 
@@ -43,6 +44,9 @@ def _offset(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     conn = Connection(AdminClient, args)
+    partitions = conn.topic_metadata(args.topic).partitions
+    if args.partition not in partitions:
+        raise CliError(f"topic {args.topic!r} has no partition {args.partition} (it has {len(partitions)})")
     target = TopicPartition(args.topic, args.partition, args.offset)
     futures = conn.client.delete_records([target], request_timeout=args.timeout)
     conn.wait(futures.values(), "DeleteRecords")
@@ -51,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         deleted = future.result()
     except KafkaException as exc:
         raise CliError(f"{args.topic}-{args.partition}: {describe_exception(exc)}") from None
-    print(f"{args.topic}-{args.partition}: low watermark {deleted.low_watermark}")
+    print_result(args, f"{args.topic}-{args.partition}: low watermark {deleted.low_watermark}",
+                 {"topic": args.topic, "partition": args.partition, "low_watermark": deleted.low_watermark})
     return 0
 
 
@@ -66,4 +71,5 @@ def register(subparsers) -> None:
     parser.add_argument("--partition", required=True, type=non_negative_int, metavar="P", help="the partition")
     parser.add_argument("--offset", required=True, type=_offset, metavar="OFFSET",
                         help="the new log start offset (-1: the high watermark)")
+    add_json_option(parser, "{topic, partition, low_watermark}")
     parser.set_defaults(func=run)

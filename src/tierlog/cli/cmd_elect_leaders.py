@@ -12,7 +12,9 @@ Output, as Kafka's tool prints it: one line for the partitions elected, one
 for those that already had the right leader ("Valid replica already elected")
 and one per partition that failed; any failure exits 1 with one error line.
 With ``--all-topic-partitions`` the cluster answers only for the partitions
-that needed an election.
+that needed an election. ``--json`` prints the same as one JSON document:
+``{"election_type", "elected": [{topic, partition}], "not_needed": [...],
+"failed": [{topic, partition, error}]}``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from tierlog.cli.errors import (
     describe_kafka_error,
 )
 from tierlog.cli.options import connection_options, non_negative_int
-from tierlog.cli.render import note
+from tierlog.cli.render import add_json_option, note, print_json
 
 __all__ = ["outcome", "read_partitions_file", "register"]
 
@@ -129,7 +131,23 @@ def run(args: argparse.Namespace) -> int:
     if future.exception() is not None:
         raise CliError(f"leader election failed: {describe_exception(future.exception())}")
     results = {(tp.topic, tp.partition): _error_of(v) for tp, v in future.result().items()}
+    if args.json:
+        return _report_json(kind.upper(), *outcome(results))
     return _report(kind.upper(), *outcome(results))
+
+
+def _split(name: str) -> dict:
+    topic, _, partition = name.rpartition("-")
+    return {"topic": topic, "partition": int(partition)}
+
+
+def _report_json(kind: str, elected: list[str], not_needed: list[str], failed: list[tuple[str, str]]) -> int:
+    print_json({"election_type": kind, "elected": [_split(n) for n in elected],
+                "not_needed": [_split(n) for n in not_needed],
+                "failed": [{**_split(n), "error": error} for n, error in failed]})
+    if failed:
+        raise CliError(f"{len(failed)} replica(s) could not be elected")
+    return 0
 
 
 def _report(kind: str, elected: list[str], not_needed: list[str], failed: list[tuple[str, str]]) -> int:
@@ -162,4 +180,5 @@ def register(subparsers) -> None:
     which.add_argument("--all-topic-partitions", action="store_true", help="every partition of every topic")
     which.add_argument("--path-to-json-file", metavar="FILE", help='JSON: {"partitions": [{"topic", "partition"}]}')
     parser.add_argument("--partition", type=non_negative_int, metavar="P", help="one partition of --topic")
+    add_json_option(parser, "{election_type, elected, not_needed, failed}")
     parser.set_defaults(func=run)

@@ -8,8 +8,10 @@ console producer, this command never creates one by accident.
 kafka-console-producer's ``--topic`` and ``--property parse.key=true`` (with
 ``key.separator``, a tab by default) work too (`tierlog.cli.console_compat`).
 
-Prints ``produced N records`` on stderr once every record is acknowledged;
-exits 1 with the first delivery error if any record failed.
+Prints ``produced N records`` on stderr once every record is acknowledged
+(``--json``: one JSON document on stdout with, per partition, the records and
+the first and last offsets they got; null offsets with ``--acks 0``); exits 1
+with the first delivery error if any record failed.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from tierlog.cli.options import (
     positive_int,
 )
 from tierlog.cli.producing import drain, send
-from tierlog.cli.render import note
+from tierlog.cli.render import add_json_option, note, print_json
 
 __all__ = ["ACKS", "COMPRESSIONS", "register"]
 
@@ -53,21 +55,37 @@ class _BadLine(CliError):
 
 
 class _Tally:
-    """Delivery callback: counts sent and acknowledged records, keeps the first error."""
+    """Delivery callback: counts sent and acknowledged records, keeps the first error and,
+    per partition, the records acknowledged and the lowest and highest offsets they got."""
 
     def __init__(self) -> None:
         self.sent = 0
         self.delivered = 0
         self.failed = 0
         self.first_error: KafkaError | None = None
+        self.partitions: dict[int, list] = {}      # partition -> [records, first offset, last offset]
 
-    def __call__(self, error: KafkaError | None, _message) -> None:
+    def __call__(self, error: KafkaError | None, message) -> None:
         if error is None:
             self.delivered += 1
+            self._acknowledged(message.partition(), message.offset())
             return
         self.failed += 1
         if self.first_error is None:
             self.first_error = error
+
+
+    def _acknowledged(self, partition: int, offset: int | None) -> None:
+        entry = self.partitions.setdefault(partition, [0, None, None])
+        entry[0] += 1
+        if offset is not None and offset >= 0:      # no offset with acks=0
+            entry[1] = offset if entry[1] is None else min(entry[1], offset)
+            entry[2] = offset if entry[2] is None else max(entry[2], offset)
+
+    def document(self, topic: str) -> dict:
+        return {"topic": topic, "records": self.delivered,
+                "partitions": [{"partition": p, "records": n, "first_offset": first, "last_offset": last}
+                               for p, (n, first, last) in sorted(self.partitions.items())]}
 
 
 def _record(line: bytes, number: int, args: argparse.Namespace, headers: list) -> dict:
@@ -130,7 +148,10 @@ def run(args: argparse.Namespace) -> int:
             _finish(conn, tally)
             raise CliError(f"{exc.message}; {tally.delivered} records before it were produced") from None
     _finish(conn, tally)
-    note(f"produced {tally.delivered} records")
+    if args.json:
+        print_json(tally.document(args.topic))
+    else:
+        note(f"produced {tally.delivered} records")
     return 0
 
 
@@ -159,4 +180,5 @@ def register(subparsers) -> None:
     parser.add_argument("--timestamp", type=positive_int, metavar="MS",
                         help="record timestamp, ms since the epoch (default: now)")
     add_producer_properties(parser)
+    add_json_option(parser, "{topic, records, partitions: [{partition, records, first_offset, last_offset}]}")
     parser.set_defaults(func=run)

@@ -29,6 +29,13 @@ failed partition; 3 from ``--verify`` while some reassignment is still in
 progress and none failed, so a script can wait with
 ``while tierlog reassign --verify ...; [ $? -eq 3 ]; do sleep 5; done``.
 
+``--json`` prints each mode's result as one JSON document instead (plans in the
+tool's own JSON form): ``--generate`` ``{current, proposed}``; ``--execute``
+``{current, started, refused}`` (``current`` is the rollback plan); ``--verify``
+``{partitions: [{topic, partition, status, replicas, target}]}``; ``--cancel``
+``{cancelled, not_in_progress, refused}``; ``--list`` ``{reassignments: [{topic,
+partition, replicas, adding, removing}]}``. Exit statuses are the same.
+
 confluent-kafka offers neither AlterPartitionReassignments (45) nor
 ListPartitionReassignments (46), so this command speaks the protocol itself
 (`BrokerWire`, plaintext or TLS); brokers forward both to the active controller.
@@ -51,11 +58,13 @@ from tierlog.cli.reassign_plan import (
     broker_list,
     parse_plan,
     parse_topics,
+    plan_document,
     plan_text,
     propose,
     read_json,
     status,
 )
+from tierlog.cli.render import add_json_option, print_result
 from tierlog.controller.placement import UsableBroker
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -137,6 +146,10 @@ def _name(key: tuple[str, int]) -> str:
     return f"{key[0]}-{key[1]}"
 
 
+def _tp(key: tuple[str, int], **more) -> dict:
+    return {"topic": key[0], "partition": key[1], **more}
+
+
 # -- the modes --------------------------------------------------------------------
 
 def _check_plan(plan: Plan, current: Plan) -> None:
@@ -176,11 +189,9 @@ def _generate(args, wire: BrokerWire) -> int:
     moving = {k: v for k, v in current.items() if k[0] in names}
     _check_replication_factors(moving, args.broker_list)
     proposed = propose(moving, chosen, random.Random())     # any refusal comes before the first line printed
-    print("Current partition replica assignment")
-    print(plan_text(moving))
-    print()
-    print("Proposed partition reassignment configuration")
-    print(plan_text(proposed))
+    print_result(args, ["Current partition replica assignment", plan_text(moving), "",
+                        "Proposed partition reassignment configuration", plan_text(proposed)],
+                 {"current": plan_document(moving), "proposed": plan_document(proposed)})
     return 0
 
 
@@ -192,18 +203,17 @@ def _execute(args, wire: BrokerWire) -> int:
     if not args.additional and _ongoing(wire):
         raise CliError("cannot execute because there is an existing partition reassignment; use --additional "
                        "to start this one in addition (a partition in both moves to this plan's replicas)")
-    print("Current partition replica assignment")
-    print()
-    print(plan_text({k: current[k] for k in plan}))
-    print()
-    print("Save this to use as the --reassignment-json-file option during rollback")
+    rollback = {k: current[k] for k in plan}
+    if not args.json:
+        print(f"Current partition replica assignment\n\n{plan_text(rollback)}\n\n"
+              "Save this to use as the --reassignment-json-file option during rollback")
     failed = _alter(wire, plan, not args.disallow_replication_factor_change)
-    started = [_name(k) for k in plan if k not in failed]
-    if started:
-        print(f"Successfully started partition reassignment(s) for {','.join(started)}")
+    started = [k for k in plan if k not in failed]
+    lines = [f"Successfully started partition reassignment(s) for {','.join(map(_name, started))}"] if started else []
+    lines += [f"{_name(key)}: {text}" for key, (_, text) in failed.items()]
+    print_result(args, lines, {"current": plan_document(rollback), "started": [_tp(k) for k in started],
+                               "refused": [_tp(k, error=text) for k, (_, text) in failed.items()]})
     if failed:
-        for key, (_, text) in failed.items():
-            print(f"{_name(key)}: {text}")
         raise CliError(f"reassignment of {len(failed)} partition(s) refused: "
                        + ", ".join(_name(k) for k in failed))
     return 0
@@ -213,23 +223,28 @@ def _verify(args, wire: BrokerWire) -> int:
     plan = parse_plan(read_json(args.reassignment_json_file), str(args.reassignment_json_file))
     ongoing = _ongoing(wire)            # first: a reassignment ending in between is then seen as complete
     _, current = _cluster(wire)
-    print("Status of partition reassignment:")
-    verdicts = {}
-    for key, target in plan.items():
-        verdicts[key] = status(target, current.get(key), key in ongoing)
-        if verdicts[key] == COMPLETE:
-            print(f"Reassignment of partition {_name(key)} is complete.")
-        elif verdicts[key] == IN_PROGRESS:
-            print(f"Reassignment of partition {_name(key)} is still in progress.")
-        elif key not in current:
-            print(f"Partition {_name(key)} does not exist.")
-        else:
-            print(f"There is no active reassignment of partition {_name(key)}, but its replicas are "
-                  f"{list(current[key])} rather than {list(target)}.")
+    verdicts = {key: status(target, current.get(key), key in ongoing) for key, target in plan.items()}
+    lines = ["Status of partition reassignment:"]
+    lines += [_verdict_line(key, verdicts[key], current.get(key), plan[key]) for key in plan]
+    print_result(args, lines, {"partitions": [
+        _tp(key, status=verdicts[key] if key in current else "missing",
+            replicas=list(current[key]) if key in current else None, target=list(plan[key])) for key in plan]})
     failed = [_name(k) for k, v in verdicts.items() if v == FAILED]
     if failed:
         raise CliError(f"reassignment failed for {', '.join(failed)}")
     return IN_PROGRESS_EXIT if IN_PROGRESS in verdicts.values() else 0
+
+
+def _verdict_line(key: tuple[str, int], verdict: str, replicas: tuple[int, ...] | None,
+                  target: tuple[int, ...]) -> str:
+    if verdict == COMPLETE:
+        return f"Reassignment of partition {_name(key)} is complete."
+    if verdict == IN_PROGRESS:
+        return f"Reassignment of partition {_name(key)} is still in progress."
+    if replicas is None:
+        return f"Partition {_name(key)} does not exist."
+    return (f"There is no active reassignment of partition {_name(key)}, but its replicas are "
+            f"{list(replicas)} rather than {list(target)}.")
 
 
 def _cancel(args, wire: BrokerWire) -> int:
@@ -237,28 +252,26 @@ def _cancel(args, wire: BrokerWire) -> int:
     failed = _alter(wire, dict.fromkeys(plan), True)
     idle = [k for k, (code, _) in failed.items() if code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS]
     refused = {k: text for k, (code, text) in failed.items() if k not in idle}
-    cancelled = [_name(k) for k in plan if k not in failed]
-    if cancelled:
-        print(f"Successfully cancelled partition reassignment(s) for: {','.join(cancelled)}")
-    if idle:
-        print(f"No reassignment in progress for: {','.join(_name(k) for k in idle)}")
+    cancelled = [k for k in plan if k not in failed]
+    lines = [f"Successfully cancelled partition reassignment(s) for: {','.join(map(_name, cancelled))}"] \
+        if cancelled else []
+    lines += [f"No reassignment in progress for: {','.join(_name(k) for k in idle)}"] if idle else []
+    lines += [f"{_name(key)}: {text}" for key, text in refused.items()]
+    print_result(args, lines, {"cancelled": [_tp(k) for k in cancelled], "not_in_progress": [_tp(k) for k in idle],
+                               "refused": [_tp(k, error=text) for k, text in refused.items()]})
     if refused:
-        for key, text in refused.items():
-            print(f"{_name(key)}: {text}")
         raise CliError(f"cancel refused for {', '.join(_name(k) for k in refused)}")
     return 0
 
 
 def _list(args, wire: BrokerWire) -> int:
     ongoing = _ongoing(wire)
-    if not ongoing:
-        print("No partition reassignments found.")
-        return 0
-    print("Current partition reassignments:")
-    for key in sorted(ongoing):
-        p = ongoing[key]
-        print(f"{_name(key)}: replicas: {_ids(p['Replicas'])}. adding: {_ids(p['AddingReplicas'])}. "
-              f"removing: {_ids(p['RemovingReplicas'])}.")
+    lines = ["Current partition reassignments:"] if ongoing else ["No partition reassignments found."]
+    lines += [f"{_name(key)}: replicas: {_ids(p['Replicas'])}. adding: {_ids(p['AddingReplicas'])}. "
+              f"removing: {_ids(p['RemovingReplicas'])}." for key, p in sorted(ongoing.items())]
+    print_result(args, lines, {"reassignments": [
+        _tp(key, replicas=p["Replicas"], adding=p["AddingReplicas"], removing=p["RemovingReplicas"])
+        for key, p in sorted(ongoing.items())]})
     return 0
 
 
@@ -303,4 +316,5 @@ def register(subparsers) -> None:
                         help="for --execute: go ahead while other reassignments are in progress")
     parser.add_argument("--disallow-replication-factor-change", action="store_true",
                         help="for --execute: refuse plans that change a partition's replication factor (KIP-860)")
+    add_json_option(parser, "the mode's result")
     parser.set_defaults(func=run)

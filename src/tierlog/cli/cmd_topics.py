@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from tierlog.cli.connection import Connection
 from tierlog.cli.errors import CliError, describe_exception
 from tierlog.cli.options import connection_options, key_value, positive_int
-from tierlog.cli.render import note, print_json
+from tierlog.cli.render import add_json_option, note, print_json, print_result
 from tierlog.cli.topics_describe import run_describe
 
 __all__ = ["register"]
@@ -48,11 +48,12 @@ def run_create(args: argparse.Namespace) -> int:
     error = future.exception()
     if _error_code(error) == KafkaError.TOPIC_ALREADY_EXISTS:
         if args.if_not_exists:
+            print_result(args, [], {"topic": args.name, "created": False})
             return 0
         raise CliError(f"topic {args.name!r} already exists")
     if error is not None:
         raise CliError(f"cannot create topic {args.name!r}: {describe_exception(error)}")
-    print(f"created topic {args.name}")
+    print_result(args, f"created topic {args.name}", {"topic": args.name, "created": True})
     return 0
 
 
@@ -78,7 +79,8 @@ def run_alter(args: argparse.Namespace) -> int:
         raise CliError(f"topic {args.name!r} does not exist")
     if error is not None:
         raise CliError(f"cannot add partitions to topic {args.name!r}: {describe_exception(error)}")
-    print(f"topic {args.name} now has {args.partitions} partitions")
+    print_result(args, f"topic {args.name} now has {args.partitions} partitions",
+                 {"topic": args.name, "partitions": args.partitions})
     return 0
 
 
@@ -88,16 +90,17 @@ def run_delete(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(args.names))
     futures = conn.client.delete_topics(names, request_timeout=conn.timeout_s)
     conn.wait(futures.values(), "topic deletion")
-    failures = []
+    deleted, failures = [], []
     for name in names:
         error = futures[name].exception()
         if error is None:
-            print(f"deleted topic {name}")
+            deleted.append(name)
         elif _error_code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
             if not args.if_exists:
                 failures.append(f"topic {name!r} does not exist")
         else:
             failures.append(f"cannot delete topic {name!r}: {describe_exception(error)}")
+    print_result(args, [f"deleted topic {name}" for name in deleted], {"deleted": deleted, "errors": failures})
     for extra in failures[1:]:
         note(f"tierlog: {extra}")
     if failures:
@@ -117,6 +120,7 @@ def _add_create(actions, common) -> None:
                         help="topic config override, e.g. retention.ms=60000; repeatable")
     parser.add_argument("--if-not-exists", action="store_true",
                         help="succeed quietly if the topic already exists")
+    add_json_option(parser, "{topic, created} (created false: it existed, with --if-not-exists)")
     parser.set_defaults(func=run_create)
 
 
@@ -127,14 +131,44 @@ def _add_list(actions, common) -> None:
     parser.set_defaults(func=run_list)
 
 
+_DESCRIBE_TEXT = """\
+Describe topics (all topics when none is named), like kafka-topics.sh --describe:
+a line per topic (Topic, TopicId, PartitionCount, ReplicationFactor), then a row
+per partition. Columns a broker cannot give are left out: LeaderEpoch, Elr and
+the offsets come from DescribeTopicPartitions (API 75) and ListOffsets to each
+leader, which tierlog's own connection asks (not over SASL/SCRAM).
+
+columns:
+  Partition            the partition's index
+  Leader               the broker that leads it ("none": no leader, it is offline)
+  LeaderEpoch          the leader's epoch; one more at every change of leader
+  Replicas             the brokers holding a replica, the preferred leader first
+  Isr                  in-sync replicas: caught up with the leader; acks=all waits for them
+  Elr                  eligible leader replicas (KIP-966): out of the ISR, yet holding every
+                       committed record, so still safe to elect
+  LastKnownElr         ELR members when the partition lost its last leader (only when any)
+  Offline              replicas on a broker or log dir that is offline (only when any)
+  Adding / Removing    replicas an ongoing reassignment adds / removes (only when any)
+  LogStartOffset       the first offset a consumer can read, locally or from remote
+                       storage (ListOffsets -2)
+  LocalLogStartOffset  the first offset still on the leader's disk (ListOffsets -4);
+                       older records are read from remote storage
+  HighestTieredOffset  the last offset copied to remote storage (ListOffsets -5);
+                       "-": nothing copied (or the topic is not tiered)
+  LocalLog             per replica REPLICA:SIZE/AGE, its local log's size and the age of its
+                       earliest local record as last reported to the controller (KIP-1303);
+                       "?": not reported yet
+  NotEligible          replicas whose local log is shorter than
+                       leader.election.eligible.local.log.ms / .bytes: an election picks them
+                       only when no eligible replica can lead (KIP-1303)
+"?" in an offset column: the leader did not answer; "-" in a list: empty.
+"""
+
+
 def _add_describe(actions, common) -> None:
     parser = actions.add_parser(
         "describe", parents=[common], help="show partitions, leaders, leader epochs, replicas, ISR and ELR",
-        description="Describe topics (all topics when none is named): per partition its leader, "
-                    "leader epoch, replicas, in-sync replicas (Isr) and eligible leader replicas "
-                    "(Elr, KIP-966), with LastKnownElr, Offline, Adding and Removing replicas when "
-                    "there are any. Leader epochs and ELR come from DescribeTopicPartitions (API 75); "
-                    "against a broker without it (or over TLS/SASL) those columns are left out.")
+        description=_DESCRIBE_TEXT)
     parser.add_argument("names", nargs="*", metavar="NAME", help="topics to describe")
     parser.add_argument("--json", action="store_true", help="print a JSON array of descriptions")
     parser.set_defaults(func=run_describe)
@@ -148,6 +182,7 @@ def _add_alter(actions, common) -> None:
     parser.add_argument("name", metavar="NAME", help="topic name")
     parser.add_argument("--partitions", type=positive_int, metavar="N", required=True,
                         help="the topic's new total partition count")
+    add_json_option(parser, "{topic, partitions}")
     parser.set_defaults(func=run_alter)
 
 
@@ -157,6 +192,7 @@ def _add_delete(actions, common) -> None:
     parser.add_argument("names", nargs="+", metavar="NAME", help="topics to delete")
     parser.add_argument("--if-exists", action="store_true",
                         help="succeed quietly for topics that do not exist")
+    add_json_option(parser, "{deleted: [names], errors: [messages]}")
     parser.set_defaults(func=run_delete)
 
 

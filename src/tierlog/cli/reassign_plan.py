@@ -25,7 +25,8 @@ from pathlib import Path
 from tierlog.cli.errors import CliError
 from tierlog.controller.placement import PlacementError, UsableBroker, place
 
-__all__ = ["MAX_JSON_FILE_BYTES", "Plan", "broker_list", "parse_plan", "parse_topics", "plan_text", "propose",
+__all__ = ["MAX_JSON_FILE_BYTES", "Plan", "broker_list", "parse_plan", "parse_topics", "plan_document", "plan_text",
+           "propose",
            "read_json", "status"]
 
 MAX_JSON_FILE_BYTES = 16 * 1024 * 1024
@@ -105,10 +106,15 @@ def parse_topics(data, source: str) -> list[str]:
     return names
 
 
-def plan_text(plan: Plan) -> str:
-    """A plan as one line of JSON, partitions sorted by topic and partition."""
+def plan_document(plan: Plan) -> dict:
+    """A plan in kafka-reassign-partitions' JSON form, partitions sorted by topic and partition."""
     partitions = [{"topic": t, "partition": p, "replicas": list(plan[(t, p)])} for t, p in sorted(plan)]
-    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
+    return {"version": 1, "partitions": partitions}
+
+
+def plan_text(plan: Plan) -> str:
+    """A plan as one line of JSON (`plan_document`)."""
+    return json.dumps(plan_document(plan), separators=(",", ":"))
 
 
 def propose(current: Plan, brokers: list[UsableBroker], rng: random.Random) -> Plan:

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["make_table", "note", "print_json", "print_table", "stdout_console"]
+__all__ = ["add_json_option", "make_table", "note", "print_json", "print_result", "print_table", "stdout_console"]
 
 _PIPE_WIDTH = 200  # rich uses 80 columns when stdout is not a terminal
 
@@ -58,3 +58,18 @@ def note(message: str) -> None:
     """A one-line message for the person at the terminal, on stderr."""
     sys.stderr.write(message + "\n")
     sys.stderr.flush()
+
+
+def add_json_option(parser, what: str) -> None:
+    """``--json`` on a command that prints a result: ``what`` names the document it prints."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as one JSON document")
+
+
+def print_result(args, text: str | list[str], document: Any) -> None:
+    """A command's result: ``document`` as one line of JSON with ``--json``, else ``text``'s lines."""
+    if getattr(args, "json", False):
+        print_json(document)
+        return
+    for line in [text] if isinstance(text, str) else text:
+        sys.stdout.write(line + "\n")
+    sys.stdout.flush()

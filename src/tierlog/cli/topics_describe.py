@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import sys
 import time
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
@@ -240,9 +241,10 @@ def _show(description: dict) -> None:
     first = partitions[0] if partitions else None     # Kafka: a reassignment's added replicas do not count
     replication = len(first["replicas"]) - len(first["adding"] or []) if first else 0
     topic_id = description["topic_id"] or "unknown"
+    sep = "  " if sys.stdout.isatty() else "\t"       # kafka-topics' tabs, for awk and cut
     title = (
-        f"Topic: {description['topic']}  TopicId: {topic_id}  "
-        f"PartitionCount: {len(partitions)}  ReplicationFactor: {replication}"
+        f"Topic: {description['topic']}{sep}TopicId: {topic_id}{sep}"
+        f"PartitionCount: {len(partitions)}{sep}ReplicationFactor: {replication}"
     )
     columns = _columns(partitions)
     table = make_table(*(heading for heading, _ in columns))

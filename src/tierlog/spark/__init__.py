@@ -20,11 +20,17 @@ from tierlog.extras import require
 require("spark", "the tierlog Spark data source")     # before the modules that import pyspark
 
 from tierlog.spark.options import OptionError
+from tierlog.spark.progress import offsets_behind_latest
+from tierlog.spark.save_mode import default_mode_appends
 from tierlog.spark.source import SCHEMA, SCHEMA_WITH_HEADERS, TierlogDataSource
 
-__all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "OptionError", "TierlogDataSource", "register"]
+__all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "OptionError", "TierlogDataSource", "offsets_behind_latest", "register"]
 
 
 def register(spark) -> None:
-    """Make ``format("tierlog")`` available in ``spark`` (a SparkSession)."""
+    """Make ``format("tierlog")`` available in ``spark`` (a SparkSession), and a batch write to it
+    in Spark's default save mode append, as with Spark's Kafka sink (`tierlog.spark.save_mode`)."""
+    from pyspark.sql.readwriter import DataFrameWriter
+
     spark.dataSource.register(TierlogDataSource)
+    default_mode_appends(DataFrameWriter)

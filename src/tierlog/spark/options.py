@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tierlog.net.client_security import client_security, to_librdkafka
 from tierlog.net.security import PLAINTEXT, Security, SecurityConfigError
 
-__all__ = ["REMOTE_AUTO", "REMOTE_OFF", "OffsetSpec", "OptionError", "SinkOptions", "SourceOptions", "parse_sink_options",
+__all__ = ["REMOTE_AUTO", "REMOTE_OFF", "SOURCE_KAFKA_OPTIONS", "OffsetSpec", "OptionError", "SinkOptions", "SourceOptions", "parse_sink_options",
            "parse_source_options", "tp_key"]
 
 EARLIEST, LATEST = -2, -1        # Spark's Kafka JSON: -2 earliest, -1 latest
@@ -29,6 +30,14 @@ _UNSUPPORTED_KAFKA = {
     "enable.auto.commit": "the source keeps offsets in Spark's checkpoint, not in Kafka",
     "interceptor.classes": "interceptors do not apply to this source",
 }
+# kafka.* options the source honours, besides the security ones (_SECURITY_PREFIXES)
+SOURCE_KAFKA_OPTIONS = ("kafka.bootstrap.servers", "kafka.client.id", "kafka.group.id", "kafka.fetch.max.bytes",
+                        "kafka.request.timeout.ms", "kafka.isolation.level")
+_READ_UNCOMMITTED = "read_uncommitted"
+# Spark's Kafka source: group ids are <prefix>-<uuid>, prefixes by query kind; offsets asked again on failure
+_GROUP_ID_PREFIX = {False: "spark-kafka-relation", True: "spark-kafka-source"}
+FETCH_OFFSET_RETRIES, FETCH_OFFSET_RETRY_INTERVAL_MS = 3, 10
+POLL_TIMEOUT_MS = 120_000          # Spark's default, spark.network.timeout
 _UNSUPPORTED_KAFKA_SINK = {
     "key.serializer": "keys are written as bytes (string columns are UTF-8 encoded)",
     "value.serializer": "values are written as bytes (string columns are UTF-8 encoded)",
@@ -72,6 +81,10 @@ class SourceOptions:
     fetch_max_bytes: int
     retry_timeout_s: float
     client_id: str
+    group_id: str = ""                           # kafka.group.id, or groupIdPrefix-<uuid>
+    poll_timeout_s: float = POLL_TIMEOUT_MS / 1000        # kafkaConsumer.pollTimeoutMs, on executors
+    fetch_offset_retries: int = FETCH_OFFSET_RETRIES      # fetchOffset.numRetries, on the driver
+    fetch_offset_retry_interval_s: float = FETCH_OFFSET_RETRY_INTERVAL_MS / 1000   # fetchOffset.retryIntervalMs
     security: Security = PLAINTEXT               # kafka.security.protocol, kafka.ssl.*
     remote_storage: str = REMOTE_OFF             # off | auto | a DIR or s3://BUCKET/PREFIX
     remote_settings: tuple[tuple[str, str], ...] = ()    # rsm.config.* options, for the object store
@@ -239,6 +252,31 @@ def _check_kafka_options(options: Mapping, refused: dict) -> None:
             raise OptionError(f"{key}: not supported by the tierlog source and sink, {refused[k[6:]]}")
 
 
+def _check_source_kafka_options(options: Mapping) -> None:
+    """A kafka.* option the source does not honour is an error naming it, never silently ignored."""
+    for key in options:
+        k = key.lower()
+        if k.startswith("kafka.") and k not in SOURCE_KAFKA_OPTIONS and not k.startswith(_SECURITY_PREFIXES):
+            raise OptionError(f"{key}: not supported by the tierlog source (it honours "
+                              f"{', '.join(SOURCE_KAFKA_OPTIONS)} and kafka.security.protocol, kafka.ssl.*, "
+                              "kafka.sasl.*)")
+    level = str(_get(options, "kafka.isolation.level") or _READ_UNCOMMITTED).strip().lower()
+    if level != _READ_UNCOMMITTED:
+        raise OptionError(f"kafka.isolation.level: {level!r} is not supported by the tierlog source, which reads "
+                          "read_uncommitted (tierlog serves no transactions yet, so both read the same records)")
+
+
+def _group_id(options: Mapping, streaming: bool) -> str:
+    """kafka.group.id, else ``<groupIdPrefix>-<uuid>`` as Spark's Kafka source makes one per query."""
+    given = _get(options, "kafka.group.id")
+    if given is not None and str(given).strip():
+        return str(given).strip()
+    prefix = str(_get(options, "groupIdPrefix") or _GROUP_ID_PREFIX[streaming]).strip()
+    if not prefix:
+        raise OptionError("groupIdPrefix: an empty prefix")
+    return f"{prefix}-{uuid.uuid4()}"
+
+
 _SECURITY_PREFIXES = ("kafka.security.", "kafka.ssl.", "kafka.sasl.", "kafka.enable.ssl.")
 
 
@@ -259,6 +297,7 @@ def _security(options: Mapping) -> Security:
 def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
     bootstrap = _bootstrap(options)
     _check_kafka_options(options, _UNSUPPORTED_KAFKA)
+    _check_source_kafka_options(options)
     subscribe, pattern, assign = _subscription(options)
     starting = _offset_spec(options, "starting", streaming) or OffsetSpec(
         "latest" if streaming else "earliest", option="startingOffsets")
@@ -281,6 +320,7 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
     if strategy not in ("error", "latest"):
         raise OptionError(f"startingOffsetsByTimestampStrategy: {strategy!r} is not 'error' or 'latest'")
     remote = _remote_storage(options)
+    group_id = _group_id(options, streaming)
     return SourceOptions(
         bootstrap_servers=bootstrap, subscribe=subscribe, subscribe_pattern=pattern, assign=assign,
         starting=starting, ending=ending, timestamp_strategy=strategy,
@@ -293,10 +333,24 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         max_trigger_delay_ms=_duration_ms(options, "maxTriggerDelay", 15 * 60_000),
         fetch_max_bytes=_int(options, "kafka.fetch.max.bytes", 1024) or 8 * 1024 * 1024,
         retry_timeout_s=(_int(options, "kafka.request.timeout.ms", 1) or 30_000) / 1000,
-        client_id=str(_get(options, "kafka.client.id") or "tierlog-spark"),
+        client_id=str(_get(options, "kafka.client.id") or f"consumer-{group_id}-1"),   # Kafka's default form
+        group_id=group_id,
+        poll_timeout_s=(_int(options, "kafkaConsumer.pollTimeoutMs") or POLL_TIMEOUT_MS) / 1000,
+        fetch_offset_retries=_retries(options),
+        fetch_offset_retry_interval_s=_retry_interval_ms(options) / 1000,
         security=_security(options),
         remote_storage=remote[0], remote_settings=remote[1],
     )
+
+
+def _retries(options: Mapping) -> int:
+    value = _int(options, "fetchOffset.numRetries", minimum=0)
+    return FETCH_OFFSET_RETRIES if value is None else value
+
+
+def _retry_interval_ms(options: Mapping) -> int:
+    value = _int(options, "fetchOffset.retryIntervalMs", minimum=0)
+    return FETCH_OFFSET_RETRY_INTERVAL_MS if value is None else value
 
 
 def _remote_storage(options: Mapping) -> tuple[str, tuple[tuple[str, str], ...]]:

@@ -13,13 +13,16 @@
    values keyed by action) through foreachBatch and the ``tierlog`` sink, and
    the closed windows to Parquet files under ``--out`` (append mode).
 
-Progress (events produced, each query's batches and rates, the latest windows)
-is shown with rich while it runs. Ctrl-C or ``--duration`` stops everything.
+Progress (events produced, each query's batches, rates and offsets behind the
+latest, the latest windows) is shown with rich while it runs on a terminal; in a
+pipe or a file it is one plain line every 5 s, never wrapped (`console_for`).
+Ctrl-C or ``--duration`` stops everything.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -280,6 +283,14 @@ def _progress(query) -> dict:
     return json.loads(p.json) if hasattr(p, "json") else dict(p)
 
 
+def _behind(query) -> str:
+    """The Kafka source's maxOffsetsBehindLatest of the query's last batch ("-" before one)."""
+    from tierlog.spark.progress import offsets_behind_latest
+
+    metrics = offsets_behind_latest((_progress(query).get("sources") or [{}])[0])
+    return f"{int(metrics['maxOffsetsBehindLatest']):,}" if metrics else "-"
+
+
 def _events_read(query) -> int:
     src = (_progress(query).get("sources") or [{}])[0]
     end = src.get("endOffset")
@@ -312,13 +323,14 @@ def _view(gen: Generator, queries, results: LatestResults, out: Path, started: f
                  "events produced", f"{gen.sent:,}", "delivery errors", f"{gen.errors:,}",
                  "result records", f"{results.received:,}", "parquet files", f"{files:,}")
     qt = Table(title="streaming queries", expand=False)
-    for col in ("query", "batch", "input rows", "input rows/s", "processed rows/s", "events read"):
+    for col in ("query", "batch", "input rows", "input rows/s", "processed rows/s", "events read",
+                "max behind latest"):
         qt.add_column(col, justify="right" if col != "query" else "left")
     for q in queries:
         p = _progress(q)
         qt.add_row(q.name, str(p.get("batchId", "-")), f"{p.get('numInputRows', 0):,}",
                    f"{p.get('inputRowsPerSecond', 0) or 0:,.0f}", f"{p.get('processedRowsPerSecond', 0) or 0:,.0f}",
-                   f"{_events_read(q):,}")
+                   f"{_events_read(q):,}", _behind(q))
     wt = Table(title=f"latest windows (topic {RESULTS_TOPIC})")
     for col in ("window start", "action", "events", "amount"):
         wt.add_column(col, justify="right" if col in ("events", "amount") else "left")
@@ -330,7 +342,8 @@ def _view(gen: Generator, queries, results: LatestResults, out: Path, started: f
 def _status_line(gen: Generator, queries, results: LatestResults, out: Path, started: float) -> str:
     """One plain line of progress, for output that is not a terminal (logs, CI)."""
     files = len(list((out / "parquet").glob("*.parquet"))) if (out / "parquet").exists() else 0
-    batches = ", ".join(f"{q.name} batch {_progress(q).get('batchId', '-')}" for q in queries)
+    batches = ", ".join(f"{q.name} batch {_progress(q).get('batchId', '-')} ({_behind(q)} behind)"
+                        for q in queries)
     return (f"{time.monotonic() - started:4.0f} s: {gen.sent:,} events produced, {batches}, "
             f"{results.received:,} result records, {files} parquet files")
 
@@ -374,16 +387,27 @@ class Summary:
                 f"{self.parquet_path}, first one {at(self.first_parquet_s)}")
 
 
+def console_for(file=None):
+    """A rich console on ``file`` (stdout): live views on a terminal; elsewhere plain, colourless
+    lines that are never wrapped (rich would wrap them at 80 columns)."""
+    from rich.console import Console
+
+    console = Console(file=file, highlight=False)
+    if console.is_terminal:
+        return console
+    return Console(file=file, highlight=False, no_color=True, soft_wrap=True, width=_PLAIN_WIDTH)
+
+
+_PLAIN_WIDTH = 1000      # columns of a console that is not a terminal (soft_wrap keeps lines whole)
+
+
 def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: threading.Event | None = None
         ) -> Summary:
     """Create the topics, generate events and run the queries until ``args.duration`` or ``stopping``.
 
     ``spark``: a session to use (and leave running); by default one is started and stopped.
     """
-    from rich.console import Console
-    from rich.live import Live
-
-    console = console or Console()
+    console = console or console_for()
     stopping = stopping or threading.Event()
     gen = results = None
     own_spark = spark is None
@@ -409,10 +433,9 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
         started = time.monotonic()
         console.print(f"queries running: {args.window} windows, watermark {args.watermark}, "
                       f"a micro-batch every {args.trigger}")
-        live = Live(_view(gen, queries, results, out, started), console=console, refresh_per_second=2,
-                    auto_refresh=console.is_terminal)
+        live = _live(console, _view(gen, queries, results, out, started))
         last_line = 0.0
-        with live:
+        with live or contextlib.nullcontext():
             while not stopping.is_set():
                 now = time.monotonic()
                 if args.duration and now - started >= args.duration:
@@ -422,13 +445,16 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
                     raise SystemExit(f"pipeline: query {failed[0].name} stopped: {failed[0].exception()}")
                 if first_parquet is None and parquet_rows(out / "parquet")[1]:
                     first_parquet = now - started
-                if console.is_terminal:
+                if live is not None:
                     live.update(_view(gen, queries, results, out, started))
                 elif now - last_line >= 5:
                     console.print(_status_line(gen, queries, results, out, started))
                     last_line = now
                 stopping.wait(1)
-            live.update(_view(gen, queries, results, out, started))
+            if live is not None:
+                live.update(_view(gen, queries, results, out, started))
+            else:
+                console.print(_status_line(gen, queries, results, out, started))
         console.print("[bold]stopping[/]")
         events_read = max((_events_read(q) for q in queries), default=0)
     finally:
@@ -459,11 +485,18 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
         first_parquet_s=first_parquet, parquet_path=out / "parquet")
 
 
+def _live(console, view):
+    """A rich Live view on a terminal; None elsewhere (plain status lines instead)."""
+    if not console.is_terminal:
+        return None
+    from rich.live import Live
+
+    return Live(view, console=console, refresh_per_second=2)
+
+
 def main(argv=None) -> int:
     args = _parse_args(argv)
-    from rich.console import Console
-
-    console = Console()
+    console = console_for()
     out = Path(args.out).resolve()
     cluster = None
     if args.bootstrap:

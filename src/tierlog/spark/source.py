@@ -41,6 +41,7 @@ from tierlog.client import (
     receive_message_max_bytes_for,
 )
 from tierlog.net.request_pipeline import PeerUnavailable
+from tierlog.spark.fetch_offset import with_offset_retries
 from tierlog.spark.options import (
     REMOTE_AUTO,
     REMOTE_OFF,
@@ -112,6 +113,9 @@ class TierlogDataSource(DataSource):
         return TierlogStreamReader(parse_source_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        if overwrite:       # Spark's Kafka sink refuses it too: records cannot be replaced
+            raise OptionError("mode: save mode Overwrite is not allowed for tierlog; allowed save modes are "
+                              "Append and ErrorIfExists (the default)")
         return TierlogBatchWriter(self.options, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
@@ -121,7 +125,9 @@ class TierlogDataSource(DataSource):
 # -- reading -------------------------------------------------------------------------
 
 
-def _read_partition(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:
+def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.RecordBatch]:
+    if not isinstance(part, TierlogPartition):
+        return      # nothing to read: PySpark stands one default partition in for an empty plan
     if part.segment is not None:
         yield from read_segment_range(open_store(opts), part.segment, part.start, part.end,
                                       include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss,
@@ -133,7 +139,11 @@ def _read_partition(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.
     try:
         yield from read_range(cluster, part.topic, part.partition, part.start, part.end,
                               include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss,
-                              max_bytes=opts.fetch_max_bytes, retry_timeout_s=opts.retry_timeout_s)
+                              max_bytes=opts.fetch_max_bytes, retry_timeout_s=opts.poll_timeout_s)
+    except PeerUnavailable as exc:
+        exc.add_note(f"tierlog: no answer for {opts.poll_timeout_s * 1000:.0f} ms "
+                     "(kafkaConsumer.pollTimeoutMs)")
+        raise
     finally:
         cluster.close()
 
@@ -205,9 +215,11 @@ class TierlogBatchReader(_ClusterOnDriver, DataSourceReader):
         return self._direct_partitions()
 
     def _broker_ranges(self, cluster: Cluster) -> list[OffsetRange]:
-        tps = discover(cluster, self.opts)
-        starts = resolve(cluster, self.opts.starting, tps, self.opts.timestamp_strategy)
-        ends = resolve(cluster, self.opts.ending, tps, "latest")
+        def query():
+            tps = discover(cluster, self.opts)
+            return (tps, resolve(cluster, self.opts.starting, tps, self.opts.timestamp_strategy),
+                    resolve(cluster, self.opts.ending, tps, "latest"))
+        tps, starts, ends = with_offset_retries(self.opts, "planning the read's offsets", query)
         ranges = []
         for tp in tps:
             if starts[tp] > ends[tp]:
@@ -234,7 +246,7 @@ class TierlogBatchReader(_ClusterOnDriver, DataSourceReader):
             self._close()
         return _direct_to_partitions(self.opts, view, ranges, highest, topic_ids)
 
-    def read(self, partition: TierlogPartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read_partition(self.opts, partition)
 
 
@@ -249,8 +261,10 @@ class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTrig
 
     def initialOffset(self) -> dict:
         cluster = self._client()
-        tps = discover(cluster, self.opts)
-        return to_json(resolve(cluster, self.opts.starting, tps, self.opts.timestamp_strategy))
+
+        def query():
+            return resolve(cluster, self.opts.starting, discover(cluster, self.opts), self.opts.timestamp_strategy)
+        return to_json(with_offset_retries(self.opts, "the starting offsets", query))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_offsets_per_trigger:
@@ -269,8 +283,8 @@ class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTrig
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         cluster = self._client()
         begin = from_json(start)
-        tps = discover(cluster, self.opts)
-        latest = cluster.list_offsets(tps, LATEST)
+        latest = with_offset_retries(self.opts, "the latest offsets",
+                                     lambda: cluster.list_offsets(discover(cluster, self.opts), LATEST))
         self._latest = dict(latest)
         if self._target is not None:
             latest = {tp: min(off, self._target[tp]) for tp, off in latest.items() if tp in self._target}
