@@ -40,7 +40,13 @@ from kafka.admin import (
     ResourcePatternFilter,
 )
 from kafka.admin import ResourceType as KpResourceType
-from nodeproc import NodeProcess, free_port, one_controller_and_brokers
+from nodeproc import (
+    NodeProcess,
+    free_port,
+    one_controller_and_brokers,
+    start_all,
+    stop_all,
+)
 
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.dev_certs import DevCa
@@ -95,8 +101,7 @@ def cluster(tmp_path_factory):
     cport = free_port()
     nodes = one_controller_and_brokers(root, cport, [free_port(), free_port()], _common(cport))
     nodes[1:] = [_with_tls_listener(n, certs) for n in nodes[1:]]
-    for n in nodes:
-        n.start()
+    start_all(nodes)
     cluster = type("Cluster", (), {})()
     cluster.nodes, cluster.root, cluster.cport, cluster.certs = nodes, root, cport, certs
     cluster.bootstrap = ",".join(n.bootstrap for n in nodes[1:])
@@ -105,8 +110,8 @@ def cluster(tmp_path_factory):
     for f in admin.create_topics([NewTopic("t1", 2, 2), NewTopic("t2", 1, 2)]).values():
         f.result(timeout=60)
     yield cluster
-    for n in reversed(cluster.nodes):
-        n.stop()
+    stop_all(cluster.nodes[1:])
+    stop_all(cluster.nodes[:1])
     for n in cluster.nodes:
         log = n.log_path.read_text(errors="replace")
         assert "Traceback" not in log, n.log_tail(60)
@@ -285,6 +290,35 @@ def test_alice_may_not_manage_acls(cluster, granted):
     with pytest.raises(KafkaException) as refused:
         next(iter(future.values())).result(timeout=30)
     assert refused.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_transactions_and_credentials_need_their_acls(cluster, granted):
+    """Transactional ids need WRITE (confluent-kafka's init_transactions fails), the brokers'
+    own transaction APIs CLUSTER_ACTION, SCRAM credentials ALTER / DESCRIBE on the cluster."""
+    producer = Producer({**_conf(cluster, "alice"), "transactional.id": "alices-txn"})
+    with pytest.raises(KafkaException) as refused:
+        producer.init_transactions(20)
+    assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    conn = _wire(cluster.nodes[1], "alice")
+    try:
+        end = conn.request(ApiKey.END_TXN, 4, {"TransactionalId": "alices-txn", "ProducerId": 1,
+                                                "ProducerEpoch": 0, "Committed": True})
+        verify = conn.request(ApiKey.ADD_PARTITIONS_TO_TXN, 5, {"Transactions": [
+            {"TransactionalId": "x", "ProducerId": 1, "ProducerEpoch": 0, "VerifyOnly": True,
+             "Topics": [{"Name": "t1", "Partitions": [0]}]}]})
+        markers = conn.request(ApiKey.WRITE_TXN_MARKERS, 1, {"Markers": [
+            {"ProducerId": 1, "ProducerEpoch": 0, "TransactionResult": True, "CoordinatorEpoch": 0,
+             "Topics": [{"Name": "t1", "PartitionIndexes": [0]}]}]})
+        alter = conn.request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, {"Deletions": [], "Upsertions": [
+            {"Name": "admin", "Mechanism": 2, "Iterations": 8192, "Salt": b"s" * 16, "SaltedPassword": b"p" * 64}]})
+        describe = conn.request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"Users": None})
+    finally:
+        conn.close()
+    assert end["ErrorCode"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert verify["ErrorCode"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert markers["Markers"][0]["Topics"][0]["Partitions"][0]["ErrorCode"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert [(r["User"], r["ErrorCode"]) for r in alter["Results"]] == [("admin", ErrorCode.CLUSTER_AUTHORIZATION_FAILED)]
+    assert describe["ErrorCode"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 def _cli(cluster, user: str, *args: str) -> subprocess.CompletedProcess:

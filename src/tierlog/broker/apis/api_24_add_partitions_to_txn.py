@@ -9,13 +9,16 @@ One error for every partition (the coordinator's: NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
 below v2), CONCURRENT_TRANSACTIONS, ...); a partition
 that does not exist answers UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED
-(nothing is added), as Kafka answers.  Left out: authorization (Kafka requires CLUSTER_ACTION
-for v4+).
+(nothing is added), as Kafka answers.  ACLs (Kafka's handleAddPartitionsToTxnRequest): v0-3 need
+WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere) and WRITE on
+each topic (TOPIC_AUTHORIZATION_FAILED there, OPERATION_NOT_ATTEMPTED elsewhere); v4+ is for
+brokers only: CLUSTER_ACTION on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5
@@ -25,14 +28,16 @@ BATCHED_FROM = 4
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     if header.api_version >= BATCHED_FROM:
+        if not authz.cluster(broker, header, authz.Op.CLUSTER_ACTION):
+            return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                    "ResultsByTransaction": []}
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE,
                 "ResultsByTransaction": [await _batched(broker, t) for t in request["Transactions"]]}
     topics = request["V3AndBelowTopics"]
     wanted = [(t["Name"], index) for t in topics for index in t["Partitions"]]
-    unknown = {p for p in wanted if not _exists(broker.image, *p)}
-    if unknown:
-        errors = {p: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if p in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
-                  for p in wanted}
+    refused = _refused(broker, header, request["V3AndBelowTransactionalId"], wanted)
+    if refused:
+        errors = {p: refused.get(p, ErrorCode.OPERATION_NOT_ATTEMPTED) for p in wanted}
     else:
         error = await broker.transactions.add_partitions(request["V3AndBelowTransactionalId"],
                                                          request["V3AndBelowProducerId"],
@@ -57,6 +62,15 @@ async def _batched(broker, txn: dict) -> dict:
         {"Name": t["Name"], "ResultsByPartition": [
             {"PartitionIndex": i, "PartitionErrorCode": errors[(t["Name"], i)]} for i in t["Partitions"]]}
         for t in txn["Topics"]]}
+
+
+def _refused(broker, header: RequestHeader, transactional_id: str, wanted: list) -> dict:
+    """Partition -> why it cannot be added (ACLs first, then existence); empty: all can."""
+    if not authz.transactional_id(broker, header, authz.Op.WRITE, transactional_id):
+        return dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    writable = authz.allowed_topics(broker, header, authz.Op.WRITE, (name for name, _ in wanted))
+    return {p: ErrorCode.TOPIC_AUTHORIZATION_FAILED if p[0] not in writable else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            for p in wanted if p[0] not in writable or not _exists(broker.image, *p)}
 
 
 def _exists(image, topic: str, index: int) -> bool:

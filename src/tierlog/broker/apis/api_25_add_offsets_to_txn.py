@@ -3,13 +3,15 @@
 transaction, so that the transaction's markers reach the group coordinator (KIP-98).
 
 Errors are the transaction coordinator's (as AddPartitionsToTxn); an empty group id is
-INVALID_GROUP_ID.  PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v2.
+INVALID_GROUP_ID.  PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v2.  ACLs (Kafka):
+WRITE on the transactional id, then READ on the group.
 """
 from tierlog.broker.group_coordinator import OFFSETS_TOPIC
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ADD_OFFSETS_TO_TXN, 0, 4
@@ -20,6 +22,10 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     group_id = request["GroupId"]
     if not group_id:
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.INVALID_GROUP_ID}
+    if not authz.transactional_id(broker, header, authz.Op.WRITE, request["TransactionalId"]):
+        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    if not authz.group(broker, header, authz.Op.READ, group_id):
+        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     partition = (OFFSETS_TOPIC, broker.groups.partition_for(group_id))
     error = await broker.transactions.add_partitions(request["TransactionalId"], request["ProducerId"],
                                                      request["ProducerEpoch"], frozenset({partition}))

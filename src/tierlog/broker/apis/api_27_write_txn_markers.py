@@ -2,18 +2,26 @@
 markers to the partitions it leads (``txn_marker_writer``: one control batch per partition,
 acks=all, the producer state fencing markers of an older producer or coordinator epoch).
 
-Broker-to-broker only (Kafka requires CLUSTER_ACTION; authorization is not checked here yet).
+Broker-to-broker only: CLUSTER_ACTION on the cluster, else every partition answers
+CLUSTER_AUTHORIZATION_FAILED (Kafka's handleWriteTxnMarkersRequest).
 """
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
 from ..txn_marker_writer import write_markers
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.WRITE_TXN_MARKERS, 0, 1
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    if not authz.cluster(broker, header, authz.Op.CLUSTER_ACTION):
+        return {"Markers": [{"ProducerId": m["ProducerId"], "Topics": [
+            {"Name": t["Name"], "Partitions": [
+                {"PartitionIndex": i, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+                for i in t["PartitionIndexes"]]} for t in m["Topics"]]} for m in request["Markers"]]}
     results = await write_markers(broker.replicas, broker.led_partition, request["Markers"],
                                   broker.config["request.timeout.ms"], broker.clock_ms(), broker.groups.on_txn_marker)
     return {"Markers": results}

@@ -6,22 +6,39 @@ once committed; the offsets take effect only when the transaction's COMMIT marke
 group's ``__consumer_offsets`` partition (an ABORT drops them; ``GroupShard.complete_txn``).
 Errors as OffsetCommit's (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, INVALID_GROUP_ID,
 OFFSET_METADATA_TOO_LARGE, ...); v3+ (KIP-447) checks a given member id and generation
-(UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID).  Left out: the check that the
+(UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID).  ACLs (Kafka): WRITE on the
+transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere), READ on the group
+(GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED there; the other
+partitions are committed).  Left out: the check that the
 producer added the group's partition to its transaction (AddOffsetsToTxn) first.
 """
 from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.TXN_OFFSET_COMMIT, 0, 4
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
-    def error(code):
-        return {"Topics": [{"Name": t["Name"], "Partitions": [
-            {"PartitionIndex": p["PartitionIndex"], "ErrorCode": code} for p in t["Partitions"]]}
-            for t in request["Topics"]]}
-    resp = await broker.groups.run(request["GroupId"],
-                                   lambda shard, token, now: shard.txn_commit_offsets(request, token, now), error)
-    return {"ThrottleTimeMs": 0, "Topics": resp["Topics"]}
+    if not authz.transactional_id(broker, header, authz.Op.WRITE, request["TransactionalId"]):
+        return {"ThrottleTimeMs": 0, "Topics": _answer(request["Topics"], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)}
+    if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
+        return {"ThrottleTimeMs": 0, "Topics": _answer(request["Topics"], ErrorCode.GROUP_AUTHORIZATION_FAILED)}
+    readable = authz.allowed_topics(broker, header, authz.Op.READ, (t["Name"] for t in request["Topics"]))
+    allowed = [t for t in request["Topics"] if t["Name"] in readable]
+    refused = _answer([t for t in request["Topics"] if t["Name"] not in readable],
+                      ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    if not allowed:
+        return {"ThrottleTimeMs": 0, "Topics": refused}
+    resp = await broker.groups.run(
+        request["GroupId"], lambda shard, token, now: shard.txn_commit_offsets({**request, "Topics": allowed}, token, now),
+        lambda code: {"Topics": _answer(allowed, code)})
+    return {"ThrottleTimeMs": 0, "Topics": resp["Topics"] + refused}
+
+
+def _answer(topics: list, code: int) -> list:
+    return [{"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": code}
+                                               for p in t["Partitions"]]} for t in topics]

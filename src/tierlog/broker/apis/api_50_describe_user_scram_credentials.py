@@ -4,7 +4,7 @@ describe right after an alter through another broker shows it (as DescribeConfig
 
 Per user its mechanisms and iteration counts; a user named twice is DUPLICATE_RESOURCE,
 one without credentials RESOURCE_NOT_FOUND; null or no users: every user. Salts and keys
-never leave the cluster. (Authorization, DESCRIBE on the cluster, comes with the ACLs.)
+never leave the cluster. Needs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED, as Kafka).
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 from .forward import catch_up
 
@@ -20,6 +21,9 @@ CATCH_UP_TIMEOUT_S = 2.0
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    if not authz.cluster(broker, header, authz.Op.DESCRIBE):
+        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None,
+                "Results": []}
     await catch_up(broker, CATCH_UP_TIMEOUT_S)
     users = [u["Name"] for u in request.get("Users") or []]
     return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None,

@@ -4,7 +4,7 @@ broker does (``controller.scram_control`` checks it and writes the records).
 Once the controller answers, the broker waits (at most ``forward.IMAGE_WAIT_MAX_S``)
 until its own image shows every accepted change, so the user can log in through this
 broker at once. No controller in time: REQUEST_TIMED_OUT per user.
-(Authorization, ALTER on the cluster, comes with the ACLs.)
+Needs ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED per user, as Kafka).
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_wait
 
@@ -20,6 +21,8 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+    if not authz.cluster(broker, header, authz.Op.ALTER):
+        return _every_user(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     deleted = {(d["Mechanism"], d["Name"]) for d in request.get("Deletions") or []}
     upserted = {(u["Mechanism"], u["Name"]): u["Iterations"] for u in request.get("Upsertions") or []}
 
@@ -37,6 +40,9 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Resp
 
 
 def _timed_out(request: dict) -> dict:
+    return _every_user(request, ErrorCode.REQUEST_TIMED_OUT, TIMED_OUT_MESSAGE)
+
+
+def _every_user(request: dict, code: int, message: str | None) -> dict:
     names = dict.fromkeys(x["Name"] for x in [*(request.get("Deletions") or []), *(request.get("Upsertions") or [])])
-    return {"ThrottleTimeMs": 0, "Results": [
-        {"User": n, "ErrorCode": ErrorCode.REQUEST_TIMED_OUT, "ErrorMessage": TIMED_OUT_MESSAGE} for n in names]}
+    return {"ThrottleTimeMs": 0, "Results": [{"User": n, "ErrorCode": code, "ErrorMessage": message} for n in names]}

@@ -1,21 +1,30 @@
 """DescribeProducers (61), v0 (KIP-664): the producers a partition's leader knows, with the
 first offset of each one's open transaction (CurrentTxnStartOffset, -1 without one) and the
 coordinator epoch of its latest marker.  Per partition NOT_LEADER_OR_FOLLOWER off the leader,
-UNKNOWN_TOPIC_OR_PARTITION for one that does not exist.
+UNKNOWN_TOPIC_OR_PARTITION for one that does not exist, TOPIC_AUTHORIZATION_FAILED without READ on
+its topic (Kafka).
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_PRODUCERS, 0, 0
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+    readable = authz.allowed_topics(broker, header, authz.Op.READ, (t["Name"] for t in request["Topics"]))
     return {"ThrottleTimeMs": 0, "Topics": [
-        {"Name": t["Name"], "Partitions": [_partition(broker, t["Name"], i) for i in t["PartitionIndexes"]]}
+        {"Name": t["Name"], "Partitions": [_partition(broker, t["Name"], i) if t["Name"] in readable else _refused(i)
+                                           for i in t["PartitionIndexes"]]}
         for t in request["Topics"]]}
+
+
+def _refused(index: int) -> dict:
+    return {"PartitionIndex": index, "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "ErrorMessage": None,
+            "ActiveProducers": []}
 
 
 def _partition(broker, topic: str, index: int) -> dict:

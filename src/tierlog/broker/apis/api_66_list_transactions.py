@@ -1,13 +1,15 @@
 """ListTransactions (66), v0-1 (KIP-664, KIP-994): the transactions this broker coordinates,
 filtered by state names (unknown names come back in UnknownStateFilters), producer ids and (v1)
 how long they have run (DurationFilter ms, -1: any).  COORDINATOR_LOAD_IN_PROGRESS while a
-``__transaction_state`` partition it leads is still loading.
+``__transaction_state`` partition it leads is still loading.  Only ids the principal may DESCRIBE
+are listed (Kafka).
 """
 from tierlog.coordinator.transaction import TransactionState
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
+from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LIST_TRANSACTIONS, 0, 1
@@ -24,7 +26,8 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     listed = [{"TransactionalId": m.transactional_id, "ProducerId": m.producer_id,
                "TransactionState": m.state.kafka_name} for m in txns
               if (not names or m.state in states) and (not pids or m.producer_id in pids)
-              and (duration < 0 or (m.start_timestamp_ms >= 0 and now - m.start_timestamp_ms > duration))]
+              and (duration < 0 or (m.start_timestamp_ms >= 0 and now - m.start_timestamp_ms > duration))
+              and authz.transactional_id(broker, header, authz.Op.DESCRIBE, m.transactional_id)]
     error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if loading else ErrorCode.NONE
     return {"ThrottleTimeMs": 0, "ErrorCode": error, "UnknownStateFilters": unknown,
             "TransactionStates": sorted(listed, key=lambda t: t["TransactionalId"])}
