@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from tierlog.parent_watch import child_env
+
 READY_TIMEOUT_S = 30        # per node; nodes started side by side (start_all) share their sum
 
 
@@ -95,7 +97,8 @@ class NodeProcess:
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
         with open(self.log_path, "ab") as log:      # the child keeps its own descriptor
             self.proc = subprocess.Popen([*self.launcher, sys.executable, "-m", "tierlog.cli.main", "node", "--config",
-                                          str(self.config_path)], stdout=subprocess.PIPE, stderr=log, text=True)
+                                          str(self.config_path)], stdout=subprocess.PIPE, stderr=log, text=True,
+                                         env=child_env())     # it ends with this test process
         self._ready_deadline = time.monotonic() + ready_timeout_s
         return self
 
@@ -145,10 +148,14 @@ class NodeProcess:
 def start_all(nodes: list[NodeProcess]) -> list[NodeProcess]:
     """Spawn every node, then wait for each to be ready: the nodes start side by side (brokers
     retry their registration until the controllers answer, as under `tierlog up`)."""
-    for n in nodes:
-        n.spawn(READY_TIMEOUT_S * len(nodes))
-    for n in nodes:
-        n.wait_ready()
+    try:
+        for n in nodes:
+            n.spawn(READY_TIMEOUT_S * len(nodes))
+        for n in nodes:
+            n.wait_ready()
+    except BaseException:
+        stop_all(nodes)         # none left running behind a failed start
+        raise
     return nodes
 
 
