@@ -42,7 +42,7 @@ they are). Then every segment below that end is rewritten:
 - control batches are kept whole, and transactional batches are compacted like any
   other: tierlog has no transaction coordinator, so there are no aborted
   transactions to remove and no markers to expire (decision stated in
-  docs/architecture.md).
+  docs/storage.md).
 
 Groups (``group_segments``): consecutive segments from the start whose total size
 stays within segment.bytes and whose offset span fits the int32 relative offsets
