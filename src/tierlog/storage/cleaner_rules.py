@@ -40,9 +40,8 @@ they are). Then every segment below that end is rewritten:
   batch of each group of segments rewritten together (so the cleaned segment ends
   at the same offset as the segments it replaces, which recovery relies on);
 - control batches are kept whole, and transactional batches are compacted like any
-  other: tierlog has no transaction coordinator, so there are no aborted
-  transactions to remove and no markers to expire (decision stated in
-  docs/storage.md).
+  other: aborted transactions' data are not removed and markers not expired yet
+  (docs/storage.md).
 
 Groups (``group_segments``): consecutive segments from the start whose total size
 stays within segment.bytes and whose offset span fits the int32 relative offsets
