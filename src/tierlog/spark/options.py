@@ -263,7 +263,7 @@ def _check_source_kafka_options(options: Mapping) -> None:
     level = str(_get(options, "kafka.isolation.level") or _READ_UNCOMMITTED).strip().lower()
     if level != _READ_UNCOMMITTED:
         raise OptionError(f"kafka.isolation.level: {level!r} is not supported by the tierlog source, which reads "
-                          "read_uncommitted (tierlog serves no transactions yet, so both read the same records)")
+                          "read_uncommitted, Spark's default (it does not filter aborted transactions yet)")
 
 
 def _group_id(options: Mapping, streaming: bool) -> str:
