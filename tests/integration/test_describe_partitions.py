@@ -79,8 +79,11 @@ def _partition(cluster, broker, topic) -> dict | None:
 
 
 def _cli_table_row(text: str) -> dict:
-    """The header and the one partition row of `topics describe`'s table (tab-separated in a pipe), as a dict."""
-    header, row = [line.split("\t") for line in text.splitlines() if "\t" in line]
+    """The header and the one partition row of `topics describe`'s table (tab-separated in a pipe, after
+    the topic's summary line), as a dict."""
+    lines = [line.split("\t") for line in text.splitlines() if "\t" in line]
+    [at] = [i for i, fields in enumerate(lines) if fields[0] == "Partition"]
+    header, row = lines[at:]
     return dict(zip(header, row, strict=True))
 
 

@@ -65,7 +65,12 @@ def test_security_options_reach_the_source_and_the_sink():
     creds = parse_source_options({**base, **sasl}, streaming=False).security.sasl
     assert (creds.mechanism, creds.username, creds.password) == ("PLAIN", "alice", "s3cret")
     assert "s3cret" not in repr(creds)
-    with pytest.raises(OptionError, match="SCRAM-SHA-512 is not supported"):
+    scram = {**sasl, "kafka.sasl.mechanism": "SCRAM-SHA-512",
+             "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                       'username="alice" password="s3cret";'}
+    creds = parse_source_options({**base, **scram}, streaming=False).security.sasl
+    assert (creds.mechanism, creds.username, creds.password) == ("SCRAM-SHA-512", "alice", "s3cret")
+    with pytest.raises(OptionError, match="want org.apache.kafka.common.security.scram.ScramLoginModule"):
         parse_source_options({**base, **sasl, "kafka.sasl.mechanism": "SCRAM-SHA-512"}, streaming=False)
     for bad, named in (({"kafka.ssl.ca.location": "/ca.crt"}, "security.protocol is PLAINTEXT"),
                        ({**tls, "kafka.ssl.truststore.type": "JKS"}, "JKS is not supported")):
