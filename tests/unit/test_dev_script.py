@@ -54,7 +54,7 @@ def test_up_installs_the_core_once(checkout):
     code, calls, _ = _dev(checkout, "up", "--brokers", "1")
     assert code == 0 and _installs(calls) == ["-e ."] and calls[-1] == "tierlog up --brokers 1"
     code, calls, _ = _dev(checkout, "up")
-    assert code == 0 and _installs(calls) == [] and calls == ["tierlog up"]
+    assert code == 0 and _installs(calls) == [] and calls == ["python -m compileall -q -j 0 src tests", "tierlog up"]
 
 
 def test_test_installs_dev_after_up_and_dev_then_serves_every_command(checkout):
