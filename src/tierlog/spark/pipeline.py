@@ -36,6 +36,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from tierlog.parent_watch import child_env
 
@@ -300,10 +301,12 @@ def _events_read(query) -> int:
 
 
 def parquet_rows(path: Path) -> tuple[int, int]:
-    """(files, rows) of the Parquet output written so far."""
+    """(files, rows) of the Parquet output committed so far: the files the sink's
+    ``_spark_metadata`` log lists, which is what a reader of the directory sees (a batch
+    interrupted by the stop leaves files it never committed)."""
     import pyarrow.parquet as pq
 
-    files = sorted(path.glob("*.parquet")) if path.exists() else []
+    files = _committed_files(path)
     rows = 0
     for f in files:
         try:
@@ -311,6 +314,27 @@ def parquet_rows(path: Path) -> tuple[int, int]:
         except Exception:        # noqa: BLE001, S110 - a file being written right now: counted next time
             pass
     return len(files), rows
+
+
+def _committed_files(path: Path) -> list[Path]:
+    """The files Spark's file sink committed under ``path``: each ``_spark_metadata/<batch>``
+    (or ``<batch>.compact``) file is a version line, then one JSON entry per file with its
+    ``path`` and ``action`` (add / delete)."""
+    log = path / "_spark_metadata"
+    if not log.is_dir():
+        return sorted(path.glob("*.parquet")) if path.exists() else []
+    batches = sorted((f for f in log.iterdir() if f.name.split(".")[0].isdigit()),
+                     key=lambda f: int(f.name.split(".")[0]))
+    committed: dict[str, bool] = {}
+    for batch in batches:
+        try:
+            lines = batch.read_text().splitlines()[1:]
+        except OSError:             # being written right now: counted next time
+            continue
+        for line in lines:
+            entry = json.loads(line)
+            committed[entry["path"]] = entry.get("action", "add") == "add"
+    return sorted(Path(unquote(urlparse(p).path)) for p, added in committed.items() if added)
 
 
 def _view(gen: Generator, queries, results: LatestResults, out: Path, started: float):
