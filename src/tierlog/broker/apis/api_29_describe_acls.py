@@ -14,12 +14,11 @@ from . import authz
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_ACLS, 1, 3
-NO_AUTHORIZER = "No Authorizer is configured."
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     if broker.authorizer is None:
-        return _error(ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
+        return _error(ErrorCode.SECURITY_DISABLED, authz.NO_AUTHORIZER)
     if not authz.cluster(broker, header, authz.Op.DESCRIBE):
         return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, describe(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
     f = filter_of(request)

@@ -6,24 +6,17 @@ controller removes every ACL each filter matches (RemoveAccessControlEntryRecord
 ``controller.acl_control``); the broker answers once its own image has caught up.
 """
 from tierlog.protocol.api import ApiKey
-from tierlog.protocol.errors import ErrorCode, describe
+from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
 from . import authz
 from .context import HandlerContext, Response
-from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_ACLS, 1, 3
-NO_AUTHORIZER = "No Authorizer is configured."
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
-    if broker.authorizer is None:
-        return _all(request, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
-    if not authz.cluster(broker, header, authz.Op.ALTER):
-        return _all(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, describe(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
-    return forward_and_catch_up(broker, header, request,
-                                lambda r: _all(r, ErrorCode.REQUEST_TIMED_OUT, TIMED_OUT_MESSAGE))
+    return authz.forward_acl_write(broker, header, request, _all)
 
 
 def _all(request: dict, code: ErrorCode, message: str | None) -> dict:

@@ -14,14 +14,24 @@ from collections.abc import Iterable
 
 from tierlog.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
 from tierlog.metadata.authorizer import operations_bitfield
-from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.errors import ErrorCode, describe
 from tierlog.protocol.header import RequestHeader
 
 from .context import HandlerContext
 
-__all__ = ["allowed_topics", "any_topic", "authorized_operations", "cluster", "config_refusal", "forward_allowed",
-           "forward_configs", "group", "topic",
-           "transactional_id"]
+__all__ = [
+    "allowed_topics",
+    "any_topic",
+    "authorized_operations",
+    "cluster",
+    "config_refusal",
+    "forward_acl_write",
+    "forward_allowed",
+    "forward_configs",
+    "group",
+    "topic",
+    "transactional_id",
+]
 
 Op = AclOperation
 
@@ -77,6 +87,24 @@ def authorized_operations(broker: HandlerContext, header: RequestHeader, resourc
     if a is None:
         return operations_bitfield(ops)
     return a.authorized_operations(broker.image.acls, header.principal, header.client_host, resource_type, name, ops)
+
+
+NO_AUTHORIZER = "No Authorizer is configured."
+
+
+def forward_acl_write(broker: HandlerContext, header: RequestHeader, request: dict, answer_all):
+    """CreateAcls / DeleteAcls: SECURITY_DISABLED without an authorizer and
+    CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster (for every item, as Kafka);
+    else forwarded to the controller and answered once this broker's image caught up.
+    ``answer_all(request, code, message)``: the answer with one code for every item."""
+    from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
+    if broker.authorizer is None:
+        return answer_all(request, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
+    if not cluster(broker, header, Op.ALTER):
+        return answer_all(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                          describe(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+    return forward_and_catch_up(broker, header, request,
+                                lambda r: answer_all(r, ErrorCode.REQUEST_TIMED_OUT, TIMED_OUT_MESSAGE))
 
 
 async def forward_allowed(request: dict, items_key: str, results_key: str, may, refused, forward) -> dict:
