@@ -66,10 +66,11 @@ from tierlog.storage.log_read import (
     segment_index,
     segment_infos,
 )
+from tierlog.storage.log_transactions import LogTransactions
 from tierlog.storage.partition_metadata import reconcile_topic_id
 from tierlog.storage.producer_snapshot import decode_snapshot
-from tierlog.storage.producer_snapshots import ProducerSnapshots, replay_source
-from tierlog.storage.producer_state import CompletedTxn, ProducerStateManager
+from tierlog.storage.producer_snapshots import ProducerSnapshots
+from tierlog.storage.producer_state import ProducerStateManager
 from tierlog.storage.results import (
     AppendResult,
     CleaningView,
@@ -78,7 +79,7 @@ from tierlog.storage.results import (
 )
 from tierlog.storage.roll import roll_jitter_ms, should_roll
 from tierlog.storage.segment import LogSegment
-from tierlog.storage.txn_index import AbortedTxn, TransactionIndexes
+from tierlog.storage.txn_index import TransactionIndexes
 
 __all__ = ["Log", "SegmentInfo"]
 
@@ -86,7 +87,7 @@ _EMPTY = ReadResult([], 0)
 _log = logging.getLogger(__name__)
 
 
-class Log(LogDurability):
+class Log(LogDurability, LogTransactions):
     """A partition's log. Build with ``Log.open``."""
 
     def __init__(self, directory: Path, config: LogConfig, topic_id: bytes | None, segments: list[LogSegment],
@@ -279,33 +280,6 @@ class Log(LogDurability):
         self._maybe_flush_by_messages(now_ms)
         return result
 
-    # --- transactions (KIP-98) ------------------------------------------------------------------
-
-    def first_unstable_offset(self, high_watermark: int) -> int | None:
-        """The first offset of the oldest transaction undecided below ``high_watermark``."""
-        with self._lock:
-            return self._producers.first_unstable_offset(high_watermark)
-
-    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """The aborted transactions a read_committed read of [fetch_offset, upper_bound) must skip."""
-        with self._lock:
-            return self._txn_index.aborted_between(fetch_offset, upper_bound)
-
-    def active_producers(self) -> list:
-        """The producer state's producers (``producer_state.ActiveProducer``)."""
-        with self._lock:
-            return self._producers.active()
-
-    def open_transaction_epoch(self, producer_id: int) -> int | None:
-        """The producer's epoch if it has an open transaction here, else None."""
-        with self._lock:
-            return self._producers.open_txn_epoch(producer_id)
-
-    def ongoing_transactions(self) -> dict[int, tuple[int, int]]:
-        """Producer id -> (epoch, first offset) of each open transaction."""
-        with self._lock:
-            return self._producers.ongoing()
-
     def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
         """Record that ``leader_epoch`` starts at ``start_offset`` (Kafka's
         maybeAssignEpochStartOffset, called when this replica becomes leader).
@@ -316,23 +290,6 @@ class Log(LogDurability):
         """
         with self._lock, self._io():
             self._epochs.assign_leader_epoch(leader_epoch, start_offset)
-
-    def _rebuild_producers(self) -> None:
-        """Idempotent producer state (``producer_snapshots.replay_source`` says from what)."""
-        headers, entries, start, markers = replay_source(self._snapshots, self._segments, self._bases,
-                                                         self.log_end_offset)
-        self._txn_index.truncate_to(start)       # the replay indexes the aborts from ``start`` again
-        self._index_aborted(self._producers.rebuild(headers, entries, markers))
-
-    def _index_aborted(self, ended: list[CompletedTxn]) -> None:
-        """KIP-98: an ABORT marker of a non-empty transaction goes into the ``.txnindex`` of the
-        segment holding it, with the oldest other open transaction as its lastStableOffset."""
-        for txn in ended:
-            if txn.aborted:
-                other = self._producers.open_txn_first_offset(txn.producer_id)
-                lso = txn.last_offset + 1 if other is None else other
-                base = self._bases[segment_index(self._bases, txn.last_offset)]
-                self._txn_index.append(base, AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
 
     def _append_batches(self, records, headers: list[BatchHeader], now_ms: int) -> None:
         """Write batches, rolling between groups that would overflow segment.bytes."""

@@ -1,0 +1,58 @@
+"""The transaction side of :class:`~tierlog.storage.log.Log` (KIP-98): the queries of its
+producer state and aborted-transaction index, and their rebuild on open.
+
+A mixin over the log's own state (``_lock``, ``_producers``, ``_txn_index``, ``_snapshots``,
+``_segments``, ``_bases``), like ``log_durability``; ``Log`` is the one class that uses it.
+"""
+from __future__ import annotations
+
+from tierlog.storage.log_read import segment_index
+from tierlog.storage.producer_snapshots import replay_source
+from tierlog.storage.producer_state import CompletedTxn
+from tierlog.storage.txn_index import AbortedTxn
+
+__all__ = ["LogTransactions"]
+
+
+class LogTransactions:
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the oldest transaction undecided below ``high_watermark``."""
+        with self._lock:
+            return self._producers.first_unstable_offset(high_watermark)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed read of [fetch_offset, upper_bound) must skip."""
+        with self._lock:
+            return self._txn_index.aborted_between(fetch_offset, upper_bound)
+
+    def active_producers(self) -> list:
+        """The producer state's producers (``producer_state.ActiveProducer``)."""
+        with self._lock:
+            return self._producers.active()
+
+    def open_transaction_epoch(self, producer_id: int) -> int | None:
+        """The producer's epoch if it has an open transaction here, else None."""
+        with self._lock:
+            return self._producers.open_txn_epoch(producer_id)
+
+    def ongoing_transactions(self) -> dict[int, tuple[int, int]]:
+        """Producer id -> (epoch, first offset) of each open transaction."""
+        with self._lock:
+            return self._producers.ongoing()
+
+    def _rebuild_producers(self) -> None:
+        """Idempotent producer state (``producer_snapshots.replay_source`` says from what)."""
+        headers, entries, start, markers = replay_source(self._snapshots, self._segments, self._bases,
+                                                         self.log_end_offset)
+        self._txn_index.truncate_to(start)       # the replay indexes the aborts from ``start`` again
+        self._index_aborted(self._producers.rebuild(headers, entries, markers))
+
+    def _index_aborted(self, ended: list[CompletedTxn]) -> None:
+        """KIP-98: an ABORT marker of a non-empty transaction goes into the ``.txnindex`` of the
+        segment holding it, with the oldest other open transaction as its lastStableOffset."""
+        for txn in ended:
+            if txn.aborted:
+                other = self._producers.open_txn_first_offset(txn.producer_id)
+                lso = txn.last_offset + 1 if other is None else other
+                base = self._bases[segment_index(self._bases, txn.last_offset)]
+                self._txn_index.append(base, AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
