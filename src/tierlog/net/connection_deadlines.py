@@ -8,10 +8,14 @@ only at the connections that are due (the oldest first), never at all of them:
 - read: a request frame whose first byte arrived ``socket.request.read.timeout.ms``
   ago and is still incomplete (slow senders holding request memory; Kafka has
   no such bound and relies on the idle timeout, which a byte a minute defeats).
+  The clock stops while the server itself does not read the connection (its
+  request queue or the request memory is full): a client pipelining large
+  requests to a busy broker is not a slow sender, and was closed as one.
 
 The shell reports ``received`` (bytes in, ``frame_open`` whether a frame is
 incomplete after them), ``request_started`` / ``request_done`` (a request being
-handled is never idle) and ``forget``; it polls ``expired(now_ms)`` every
+handled is never idle), ``paused`` / ``resumed`` (reading stopped and started
+again by the server) and ``forget``; it polls ``expired(now_ms)`` every
 ``poll_interval_ms``.
 """
 from __future__ import annotations
@@ -32,6 +36,8 @@ class ConnectionDeadlines:
         self._idle_since: dict[Hashable, int] = {}     # not busy: conn -> last activity, oldest first
         self._frame_since: dict[Hashable, int] = {}    # conn -> first byte of its incomplete frame
         self._busy: set[Hashable] = set()
+        self._paused: set[Hashable] = set()             # not read by the server for now
+        self._paused_in_frame: set[Hashable] = set()    # ... with a frame incomplete
 
     @property
     def poll_interval_ms(self) -> int:
@@ -45,6 +51,9 @@ class ConnectionDeadlines:
             self._touch(conn, now_ms)
         if not frame_open:
             self._frame_since.pop(conn, None)
+            self._paused_in_frame.discard(conn)
+        elif conn in self._paused:          # bytes read just before the pause took effect
+            self._paused_in_frame.add(conn)
         elif conn not in self._frame_since:
             self._frame_since[conn] = now_ms
 
@@ -56,10 +65,25 @@ class ConnectionDeadlines:
         self._busy.discard(conn)
         self._touch(conn, now_ms)
 
+    def paused(self, conn: Hashable) -> None:
+        """The server stopped reading ``conn``: its incomplete frame's clock stops."""
+        self._paused.add(conn)
+        if self._frame_since.pop(conn, None) is not None:
+            self._paused_in_frame.add(conn)
+
+    def resumed(self, conn: Hashable, now_ms: int) -> None:
+        """Reading again: an incomplete frame gets the whole ``read_ms`` from now."""
+        self._paused.discard(conn)
+        if conn in self._paused_in_frame:
+            self._paused_in_frame.discard(conn)
+            self._frame_since[conn] = now_ms
+
     def forget(self, conn: Hashable) -> None:
         self._idle_since.pop(conn, None)
         self._frame_since.pop(conn, None)
         self._busy.discard(conn)
+        self._paused.discard(conn)
+        self._paused_in_frame.discard(conn)
 
     def expired(self, now_ms: int) -> list[tuple[Hashable, str]]:
         """Connections past a deadline, each with the config that closes it; forgotten here."""

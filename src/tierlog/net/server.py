@@ -301,6 +301,7 @@ class _Connection(asyncio.BufferedProtocol):
     def _pause(self, reason: str) -> None:
         if not self._pauses and not self._closed:
             self.transport.pause_reading()
+            self._server.reading_paused(self)
         self._pauses.add(reason)
 
     def _resume(self, reason: str) -> None:
@@ -308,6 +309,7 @@ class _Connection(asyncio.BufferedProtocol):
             self._pauses.discard(reason)
             if not self._pauses and not self._closed:
                 self.transport.resume_reading()
+                self._server.reading_resumed(self)
 
     # -- the worker: one request at a time, responses in order ---------------------
     async def _run(self):
@@ -424,6 +426,13 @@ class Server:
 
     def request_started(self, conn: _Connection) -> None:
         self.deadlines.request_started(conn)
+
+    def reading_paused(self, conn: _Connection) -> None:
+        self.deadlines.paused(conn)
+
+    def reading_resumed(self, conn: _Connection) -> None:
+        if conn in self._connections:
+            self.deadlines.resumed(conn, monotonic_ms())
 
     def request_done(self, conn: _Connection) -> None:
         if conn in self._connections:

@@ -55,6 +55,35 @@ def test_a_frame_completed_in_time_clears_its_read_deadline():
     assert d.expired(600) == [] and d.expired(650) == [("c", READ)]
 
 
+def test_the_read_clock_stops_while_the_server_does_not_read():
+    """A client pipelining to a busy broker (request queue full) is not a slow sender."""
+    d = ConnectionDeadlines(idle_ms=100_000, read_ms=300)
+    d.opened("c", 0)
+    d.received("c", 100, frame_open=True)
+    d.paused("c")                               # queued.max.requests reached: no reads
+    assert d.expired(5_000) == []
+    d.resumed("c", 5_000)                       # the frame gets read_ms from here
+    assert d.expired(5_299) == [] and d.expired(5_300) == [("c", READ)]
+
+
+def test_a_frame_begun_in_the_read_that_paused_waits_for_the_resume():
+    d = ConnectionDeadlines(idle_ms=100_000, read_ms=300)
+    d.opened("c", 0)
+    d.paused("c")                               # the queue filled while this read was parsed
+    d.received("c", 100, frame_open=True)
+    assert d.expired(5_000) == []
+    d.resumed("c", 5_000)
+    assert d.expired(5_300) == [("c", READ)]
+
+
+def test_a_pause_between_frames_leaves_no_read_clock():
+    d = ConnectionDeadlines(idle_ms=100_000, read_ms=300)
+    d.opened("c", 0)
+    d.paused("c")
+    d.resumed("c", 1_000)
+    assert d.expired(50_000) == []
+
+
 # -- the server ------------------------------------------------------------------------------
 
 def _serve(handler, pool_bytes=1 << 24, idle_ms=600_000, read_ms=30_000, quotas=None):
@@ -134,6 +163,34 @@ def test_an_exhausted_pool_stops_reading_until_memory_comes_back():
         await _until(lambda: pool.used == 0)
         w1.close()
         w2.close()
+        await server.stop()
+    asyncio.run(main())
+
+
+def test_a_client_pipelining_to_a_busy_server_is_not_closed_as_a_slow_sender():
+    """queued.max.requests full: the server stops reading, and a frame begun meanwhile may wait
+    longer than socket.request.read.timeout.ms without the connection being closed."""
+    async def main():
+        gate, handled = asyncio.Event(), []
+
+        async def held(frame, host, *_):
+            await gate.wait()
+            handled.append(bytes(frame))
+            return [b"ok"]
+
+        server = _serve(held, read_ms=200)          # queued.max.requests 16
+        port = await _start(server)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        frames = [(1).to_bytes(4, "big") + bytes([i]) for i in range(20)]
+        writer.write(b"".join(frames) + (3).to_bytes(4, "big") + b"e")      # and half a frame
+        await asyncio.sleep(0.6)                    # three read timeouts while the server is full
+        assert server.connection_count == 1
+        gate.set()
+        writer.write(b"nd")
+        for _ in range(21):
+            assert await reader.readexactly(6) == (2).to_bytes(4, "big") + b"ok"
+        assert handled[-1] == b"end"
+        writer.close()
         await server.stop()
     asyncio.run(main())
 
