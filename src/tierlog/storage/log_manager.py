@@ -127,6 +127,9 @@ class LogManager:
         self._checkpointed_hw: dict[TopicPartition, int] = {}
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self._writers = {log_dir: DirWriter(log_dir) for log_dir in self.log_dirs}
+        # (log dir, checkpoint file) -> the offsets last written there: an unchanged file is not
+        # written again (10,000 idle partitions rewrote and fsynced it every 5 s); set by the writers
+        self._written: dict[tuple[Path, str], dict[TopicPartition, int]] = {}
         self._unsynced: dict[Path, list[Path]] = {}   # log dir -> partition dirs created, not yet fsynced
         self._unsynced_lock = threading.Lock()        # not _lock: close() holds that while it waits for the writer
         self.failures = LogDirFailureChannel()   # I/O errors of any thread, drained by _take_failed_offline
@@ -436,10 +439,14 @@ class LogManager:
             self._take_failed_offline()
 
     def _write_files(self, log_dir: Path, files: list[tuple[str, dict[TopicPartition, int]]]) -> None:
-        """On ``log_dir``'s writer: write the checkpoint files; a failure marks the directory."""
+        """On ``log_dir``'s writer: write the checkpoint files that changed since last written;
+        a failure marks the directory."""
         try:
             for name, offsets in files:
+                if self._written.get((log_dir, name)) == offsets:
+                    continue
                 write_offsets(log_dir / name, offsets)
+                self._written[(log_dir, name)] = offsets
         except OSError as exc:
             _log.error("cannot write checkpoints in %s: %s", log_dir, exc)
             self.failures.report(log_dir, f"writing checkpoints: {exc}")
