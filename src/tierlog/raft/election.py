@@ -119,9 +119,11 @@ class Election:
         elif len(q.voters) - len(s.rejected) < q.majority() and s.backoff_until_ms is None:
             self.start_backoff(s, now_ms)
 
-    def start_backoff(self, s: Candidate, now_ms: int) -> None:
-        backoff = election_backoff_ms(self._rng, s.retries, self._config.election_backoff_max_ms)
-        self._quorum.start_backoff(now_ms + backoff)
+    def start_backoff(self, s: Candidate, now_ms: int) -> int:
+        """Back off before the next candidacy; when the backoff ends."""
+        until_ms = now_ms + election_backoff_ms(self._rng, s.retries, self._config.election_backoff_max_ms)
+        self._quorum.start_backoff(until_ms)
+        return until_ms
 
     # ---- Begin/EndQuorumEpoch
 

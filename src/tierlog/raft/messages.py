@@ -112,7 +112,7 @@ class FetchSnapshotRequest:  # api key 59
 @dataclass(frozen=True, eq=False)
 class FetchSnapshotResponse:
     error: int
-    leader_id: int
+    leader_id: int | None
     leader_epoch: int
     snapshot_id: OffsetAndEpoch | None = None
     size: int = -1

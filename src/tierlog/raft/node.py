@@ -212,6 +212,7 @@ class RaftNode:
 
     def handle_request(self, sender_id: int, request: object, now_ms: int) -> RequestOutcome:
         token = None
+        response: object | None
         if isinstance(request, VoteRequest):
             response = self.election.on_vote_request(request, now_ms)
         elif isinstance(request, BeginQuorumEpochRequest):
@@ -233,18 +234,20 @@ class RaftNode:
         if matched and getattr(response, "error", Err.NONE) != Err.NONE:
             self.requests.backoff(sender_id, now_ms)
         if hasattr(response, "leader_epoch"):
-            self._observe_leader(_leader(response.leader_id), response.leader_epoch, now_ms)
-        if matched:
-            if isinstance(response, VoteResponse):
-                self.election.on_vote_response(sender_id, request, response, now_ms)
-            elif isinstance(response, BeginQuorumEpochResponse):
-                self.election.on_begin_epoch_response(sender_id, request, response)
-            elif isinstance(response, EndQuorumEpochResponse):
-                self.election.on_end_epoch_response(sender_id, request, response)
-            elif isinstance(response, FetchResponse):
-                self.follower_fetch.on_fetch_response(sender_id, request, response, now_ms)
-            elif isinstance(response, FetchSnapshotResponse):
-                self.follower_fetch.on_fetch_snapshot_response(sender_id, request, response, now_ms)
+            self._observe_leader(_leader(getattr(response, "leader_id")), response.leader_epoch, now_ms)
+        if not matched:
+            return self._finish(now_ms)
+        # the request manager matched the answer to its request, so the pairs below are the only ones
+        if isinstance(response, VoteResponse) and isinstance(request, VoteRequest):
+            self.election.on_vote_response(sender_id, request, response, now_ms)
+        elif isinstance(response, BeginQuorumEpochResponse) and isinstance(request, BeginQuorumEpochRequest):
+            self.election.on_begin_epoch_response(sender_id, request, response)
+        elif isinstance(response, EndQuorumEpochResponse) and isinstance(request, EndQuorumEpochRequest):
+            self.election.on_end_epoch_response(sender_id, request, response)
+        elif isinstance(response, FetchResponse) and isinstance(request, FetchRequest):
+            self.follower_fetch.on_fetch_response(sender_id, request, response, now_ms)
+        elif isinstance(response, FetchSnapshotResponse) and isinstance(request, FetchSnapshotRequest):
+            self.follower_fetch.on_fetch_snapshot_response(sender_id, request, response, now_ms)
         return self._finish(now_ms)
 
     def handle_log_flushed(self, now_ms: int) -> Output:
@@ -353,7 +356,9 @@ class RaftNode:
         self._leaving_state()
         self.snapshot_fetcher.abort()
         start = self.log.end_offset
-        granted = sorted(self.quorum.state.granted)
+        candidate = self.quorum.state
+        assert isinstance(candidate, Candidate)
+        granted = sorted(candidate.granted)
         progress = LeaderProgress(self.node_id, self.voters, start, self.high_watermark, self.config, now_ms)
         s = self.quorum.to_leader(start, progress)
         self.metrics["elections-won"] += 1
@@ -449,8 +454,7 @@ class RaftNode:
             self._wake(s.backoff_until_ms)
             return
         if now_ms >= s.election_deadline_ms:
-            self.election.start_backoff(s, now_ms)
-            self._wake(s.backoff_until_ms)
+            self._wake(self.election.start_backoff(s, now_ms))
             return
         self._wake(s.election_deadline_ms)
         last = self.election.own_last()
@@ -496,5 +500,5 @@ class RaftNode:
 _id = leader_id_or_none
 
 
-def _leader(leader_id: int) -> int | None:
+def _leader(leader_id: int | None) -> int | None:
     return None if leader_id is None or leader_id < 0 else leader_id

@@ -48,10 +48,10 @@ class LogStartRetention:
         """KIP-630 'Validation of Snapshot and Log', before anything else runs."""
         log, ids = self._log, self._snapshots.list()
         latest = ids[-1] if ids else None
-        disagrees = latest is not None and latest.offset >= log.start_offset and (
-            latest.offset > log.end_offset or not log.is_batch_boundary(latest.offset)
-            or log.epoch_of(latest.offset - 1) != latest.epoch)
-        if disagrees:  # the snapshot is committed state: the log restarts at it
+        if latest is not None and latest.offset >= log.start_offset and (
+                latest.offset > log.end_offset or not log.is_batch_boundary(latest.offset)
+                or log.epoch_of(latest.offset - 1) != latest.epoch):
+            # the snapshot disagrees with the log, and it is committed state: the log restarts at it
             log.truncate_fully_and_start_at(latest.offset, latest.epoch)
         start = log.start_offset
         if start > 0 and not any(start <= s.offset <= log.end_offset for s in ids):

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from tierlog.raft.leader import LeaderProgress
 from tierlog.raft.quorum_store import ElectionState, QuorumStateStore
@@ -105,6 +106,7 @@ class Resigned:
 
 
 State = Unattached | Candidate | Leader | Follower | Resigned
+S = TypeVar("S", Unattached, Candidate, Leader, Follower, Resigned)
 
 _LEGAL = {
     ("unattached", "unattached"): "higher_or_vote",
@@ -197,14 +199,14 @@ class QuorumState:
             assert new.name in ("unattached", "follower"), f"observer {self.node_id} cannot become {new.name}"
         d = new.epoch - old.epoch
         if rule == "higher_or_vote":
-            ok = d > 0 or (d == 0 and old.voted_id is None and new.voted_id is not None)
+            ok = d > 0 or (d == 0 and _voted_id(old) is None and _voted_id(new) is not None)
         elif rule == "higher_or_observer_same":
             ok = d > 0 or (d == 0 and not self.is_voter)
         else:
             ok = {"higher": d > 0, "same": d == 0, "next": d == 1, "same_or_higher": d >= 0}[rule]
         assert ok, f"node {self.node_id}: illegal epoch change {old} -> {new}"
 
-    def _transition(self, new: State, persisted: ElectionState) -> State:
+    def _transition(self, new: S, persisted: ElectionState) -> S:
         self._check(new)
         self._unpersisted = persisted  # the shell makes it durable before any effect leaves
         self.state = new
@@ -286,3 +288,8 @@ class QuorumState:
         s = self.state
         assert isinstance(s, Follower), f"node {self.node_id}: EndQuorumEpoch as {s.name}"
         s.fetch_deadline_ms = min(s.fetch_deadline_ms, deadline_ms)
+
+
+def _voted_id(state: State) -> int | None:
+    """Whom ``state`` voted for in its epoch: only an Unattached state records a vote."""
+    return state.voted_id if isinstance(state, Unattached) else None

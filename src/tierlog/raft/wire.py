@@ -77,10 +77,10 @@ _RESULT_LISTS = {ApiKey.VOTE: "Topics", ApiKey.BEGIN_QUORUM_EPOCH: "Topics", Api
 
 def invalid_request_response(api_key: int) -> dict:
     """The answer to an ``InvalidQuorumRequest``: top-level INVALID_REQUEST, no partitions."""
-    return {"ErrorCode": ErrorCode.INVALID_REQUEST, _RESULT_LISTS[api_key]: []}
+    return {"ErrorCode": ErrorCode.INVALID_REQUEST, _RESULT_LISTS[ApiKey(api_key)]: []}
 
 
-def _topic(partition: dict, name_field: str = "TopicName", name: str = METADATA_TOPIC) -> list[dict]:
+def _topic(partition: dict, name_field: str = "TopicName", name: str | bytes = METADATA_TOPIC) -> list[dict]:
     return [{name_field: name, "Partitions": [partition]}]
 
 

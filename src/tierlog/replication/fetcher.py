@@ -218,10 +218,10 @@ class FetcherState:
         for key in candidates:
             p = self.partitions.get(key)
             fetchable = p is not None and p.ready(now_ms)
-            if fetchable and self._probe_due(p):
+            if p is not None and fetchable and self._probe_due(p):
                 probe_due.add(key)
                 fetchable = False
-            if not fetchable:
+            if p is None or not fetchable:
                 if members.pop(key, None) is not None:
                     forgotten.append((key, key[1]))
                 continue

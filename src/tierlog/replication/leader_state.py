@@ -204,7 +204,7 @@ class LeaderState:
                                     isr: tuple[int, ...] = ()) -> LeaderUpdate:
         """The controller's answer for our partition (top-level errors are passed here too)."""
         p = self.isr_state.proposal
-        if p is None or not p.in_flight:
+        if p is None or not p.in_flight or p.sent is None:
             return LeaderUpdate(self._hw)            # superseded by a metadata update
         if error_code == ErrorCode.NONE:
             self._apply_success(p.sent, leader_epoch, partition_epoch, tuple(isr))
@@ -306,6 +306,7 @@ class LeaderState:
         if not self.isr_state.ready_to_send(now_ms):
             return None
         p = self.isr_state.proposal
+        assert p is not None                       # ready_to_send: a proposal waits
         members = tuple(IsrMember(rid, self._broker_epoch(rid), self.local_log_of(rid)) for rid in p.new_isr)
         item = AlterPartitionItem(self.topic_id, self.partition, self.leader_epoch, self.partition_epoch,
                                   members, p.kind.value)
@@ -330,5 +331,6 @@ class LeaderState:
                 self.committed_local_logs[m.broker_id] = m.local_log
 
     def _retry_later(self, now_ms: int) -> None:
-        attempts = self.isr_state.proposal.attempts
+        proposal = self.isr_state.proposal
+        attempts = proposal.attempts if proposal is not None else 0
         self.isr_state.retry_later(now_ms + self.config.alter_partition_backoff.delay_ms(attempts))
