@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 import javaproperties
@@ -42,7 +43,7 @@ class ConfigError(ValueError):
 class ConfigDef:
     name: str
     type: str            # "int", "long", "string", "boolean", "list", "double"
-    default: object      # None = no default (required or optional-null)
+    default: Any         # None = no default (required or optional-null)
     doc: str
     topic_synonym: str | None = None   # the topic-level config this broker key defaults
 

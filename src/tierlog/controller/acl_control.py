@@ -59,7 +59,8 @@ class AclControlManager:
 
     def create_acls(self, request: dict, image) -> tuple[list, dict]:
         existing = set(image.acls.values())
-        records, results = [], []
+        records: list[AccessControlEntryRecord] = []
+        results: list[dict] = []
         for creation in request["Creations"]:
             b = binding_of(creation)
             try:
@@ -78,7 +79,8 @@ class AclControlManager:
 
     def delete_acls(self, request: dict, image) -> tuple[list, dict]:
         removed: set[bytes] = set()
-        records, results = [], []
+        records: list[RemoveAccessControlEntryRecord] = []
+        results: list[dict] = []
         for raw in request["Filters"]:
             f = filter_of(raw)
             problem = f.problem()

@@ -101,7 +101,8 @@ class DirectoryControlManager:
             return [], _response(ErrorCode.BROKER_ID_NOT_REGISTERED)
         if reg.epoch != request["BrokerEpoch"]:
             return [], _response(ErrorCode.STALE_BROKER_EPOCH)
-        records, dirs_out = [], []
+        records: list[PartitionChangeRecord] = []
+        dirs_out: list[dict] = []
         for d in request["Directories"]:
             dir_id = bytes(d["Id"])
             online = is_online(dir_id, reg.log_dirs)

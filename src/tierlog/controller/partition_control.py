@@ -161,8 +161,9 @@ class PartitionControlManager:
                 # KIP-1303: the coverage this very request reports counts in the election
                 fresh = {**known, **{c.broker_id: c for c in coverage or ()}}
                 record = build_change(topic.topic_id, part, done, ctx, elr, fresh)
-                return replace(record, local_log_coverage=coverage,
-                               leader_recovery_state=recovery if recovery_changed else -1)
+                if record is not None:
+                    return replace(record, local_log_coverage=coverage,
+                                   leader_recovery_state=recovery if recovery_changed else -1)
         if not isr_changed and coverage is None and not recovery_changed:
             return None
         return PartitionChangeRecord(
@@ -193,7 +194,8 @@ class PartitionControlManager:
         kind = request.get("ElectionType", PREFERRED) if version >= 1 else PREFERRED
         if kind not in (PREFERRED, UNCLEAN):
             return [], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.INVALID_REQUEST, "ReplicaElectionResults": []}
-        records, results = [], []
+        records: list[PartitionChangeRecord] = []
+        results: list[dict] = []
         wanted = request.get("TopicPartitions")
         if wanted is None:
             for topic in image.topics.values():

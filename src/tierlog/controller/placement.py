@@ -63,14 +63,14 @@ def _striped_order(brokers: list[UsableBroker], rng: random.Random) -> tuple[lis
     racks: dict[object, list[int]] = {}
     rack_of: dict[int, object] = {}
     for b in sorted(brokers, key=lambda b: b.node_id):
-        key = b.rack if b.rack is not None else ("", b.node_id)     # no rack: a rack of its own
+        key: object = b.rack if b.rack is not None else ("", b.node_id)     # no rack: a rack of its own
         racks.setdefault(key, []).append(b.node_id)
         rack_of[b.node_id] = key
     rack_keys = sorted(racks, key=repr)
     rng.shuffle(rack_keys)
     for key in rack_keys:
         rng.shuffle(racks[key])
-    order = []
+    order: list[int] = []
     for i in range(max(len(v) for v in racks.values())):
         order.extend(racks[k][i] for k in rack_keys if i < len(racks[k]))
     return order, rack_of

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from tierlog.metadata.delta import MetadataDelta
@@ -101,7 +102,7 @@ class ControllerResult:
 
 class QuorumController:
     def __init__(self, node_id: int, config: ControllerConfig, rng: random.Random, now_ms: int = 0,
-                 image: MetadataImage | None = None, bootstrap_records: list = ()):
+                 image: MetadataImage | None = None, bootstrap_records: Sequence = ()):
         self.node_id = node_id
         self._bootstrap = list(bootstrap_records)
         self._bootstrap_pending = False         # active on a new cluster: write them first
@@ -157,6 +158,7 @@ class QuorumController:
     # -- requests -------------------------------------------------------------
 
     def handle(self, api_key: int, version: int, request: dict, now_ms: int) -> ControllerResult:
+        api_key = ApiKey(api_key)
         lo, hi = SUPPORTED_APIS.get(api_key, (0, -1))
         assert lo <= version <= hi, f"api {api_key} v{version} is not handled by the controller"
         if not self.active:
@@ -167,7 +169,7 @@ class QuorumController:
         result = self._write(records, now_ms, response)
         if boot:
             result = ControllerResult([*boot.records, *result.records], result.response, boot.base_offset, now_ms)
-        if api_key == ApiKey.ALTER_PARTITION and records:
+        if api_key == ApiKey.ALTER_PARTITION and records and result.response is not None:
             _refresh_alter_partition(result.response, version, self._image)
         return result
 

@@ -90,7 +90,7 @@ class ReplicationControlManager:
                                TieringRules(name, self.config.remote_log_storage_system_enable))
         usable = image.usable_brokers()
         topic_id = uuid.UUID(int=self.rng.getrandbits(128), version=4).bytes
-        records = [TopicRecord(name=name, topic_id=topic_id)]
+        records: list[TopicRecord | ConfigRecord | PartitionRecord] = [TopicRecord(name=name, topic_id=topic_id)]
         records += [ConfigRecord(CONFIG_RESOURCE_TOPIC, name, k, v) for k, v in sorted(configs.items())]
         for index, replicas in enumerate(assignments):
             isr = tuple(r for r in replicas if r in usable)

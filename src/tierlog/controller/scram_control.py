@@ -77,6 +77,7 @@ def alter_user_scram_credentials(request: dict, image: MetadataImage) -> tuple[l
         c = credential_from_salted_password(mechanism, bytes(u["Salt"]), bytes(u["SaltedPassword"]), u["Iterations"])
         records.append(UserScramCredentialRecord(u["Name"], mechanism, c.salt, c.stored_key, c.server_key,
                                                  c.iterations))
-    results = [{"User": n, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None} for n in [*deletions, *upsertions]]
+    results: list[dict] = [{"User": n, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None}
+                           for n in [*deletions, *upsertions]]
     results += [{"User": n, "ErrorCode": code, "ErrorMessage": msg} for n, (code, msg) in errors.items()]
     return records, {"ThrottleTimeMs": 0, "Results": results}

@@ -60,7 +60,9 @@ that record.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 from types import MappingProxyType
 
 from .directories import offline_replicas, realign
@@ -161,11 +163,11 @@ class MetadataDelta:
         self._touched: dict[int, set[str]] = {}
         self._configs: dict = {}             # broker resource -> dict | REMOVE
         self._group_configs: dict = {}       # group id -> dict (empty: none left)
-        self._producer_ids = None
+        self._producer_ids: ProducerIdsRecord | None = None
         self._scram: dict = {}               # (mechanism, user) -> ScramCredential | None (removed)
         self._acls: dict = {}                # ACL id -> AclBinding | REMOVE (KIP-801)
         self._static_thresholds = (-1, -1)   # KIP-1303 defaults carried by the event being replayed
-        self._handlers = {
+        self._handlers: dict[type, Callable[[Any], None]] = {
             RegisterBrokerRecord: self._register, UnregisterBrokerRecord: self._unregister,
             TopicRecord: self._topic, PartitionRecord: self._partition,
             ConfigRecord: self._config, PartitionChangeRecord: self._partition_change,

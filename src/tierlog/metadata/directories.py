@@ -19,6 +19,7 @@ on an offline dir can neither lead nor be elected.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 __all__ = [
     "LOST",
@@ -37,7 +38,14 @@ MIGRATING = bytes(16)
 UNASSIGNED = bytes(15) + b"\x01"
 LOST = bytes(15) + b"\x02"
 _RESERVED_BELOW = 100
-BrokerLookup = Callable[[int], object]     # broker id -> BrokerInfo (``log_dirs``) or None
+
+
+class HasLogDirs(Protocol):
+    @property
+    def log_dirs(self) -> tuple[bytes, ...]: ...
+
+
+BrokerLookup = Callable[[int], HasLogDirs | None]     # broker id -> BrokerInfo (``log_dirs``) or None
 
 
 def is_reserved(dir_id: bytes) -> bool:

@@ -22,6 +22,7 @@ controller's that accepted the value; Kafka 4.1 clamps the same way).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from tierlog.config import BROKER_CONFIGS
 from tierlog.protocol.errors import ErrorCode
@@ -45,7 +46,7 @@ def broker_default_key(name: str, bound: str = "") -> str:
 GROUP_CONFIG_BROKER_KEYS = tuple(broker_default_key(n, b) for n in GROUP_CONFIG_NAMES for b in ("", "min", "max"))
 
 
-def broker_group_settings(props: Mapping[str, object]) -> dict[str, int]:
+def broker_group_settings(props: Mapping[str, Any]) -> dict[str, int]:
     """``GROUP_CONFIG_BROKER_KEYS`` from a node config or a plain mapping (missing: the built-in default)."""
     out = {}
     for key in GROUP_CONFIG_BROKER_KEYS:

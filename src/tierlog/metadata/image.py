@@ -23,7 +23,7 @@ offset a snapshot of this image carries.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 ZERO_UUID = bytes(16)
-_EMPTY_CONFIGS = MappingProxyType({})
+_EMPTY_CONFIGS: Mapping[str, str] = MappingProxyType({})
 
 LEADER_RECOVERED = 0
 LEADER_RECOVERING = 1      # elected uncleanly and still recovering
@@ -132,22 +132,24 @@ class MetadataProvenance:
 
 _NO_PROVENANCE = MetadataProvenance()
 _NO_SCRAM = ScramImage()
+_DERIVE = PMap()        # a derived field not given: computed in __post_init__ (compared by identity)
 
 
 @dataclass(frozen=True, slots=True)
 class MetadataImage:
     cluster_id: str
     controller_id: int
-    brokers: Mapping                     # node_id -> BrokerInfo
-    topics: Mapping                      # name -> TopicInfo
+    # every mapping is a PMap once constructed (a plain Mapping given is converted)
+    brokers: PMap                        # node_id -> BrokerInfo
+    topics: PMap                         # name -> TopicInfo
     epoch: int = field(default=0, compare=False)   # bumps on every change
-    topic_ids: Mapping | None = None     # topic id -> name (derived)
-    broker_topics: Mapping | None = None  # broker id -> PMap(topic name -> count) (derived)
-    configs: Mapping = field(default_factory=PMap)  # broker resource name ("" = cluster) -> MappingProxyType
+    topic_ids: PMap = field(default_factory=lambda: _DERIVE)       # topic id -> name (derived)
+    broker_topics: PMap = field(default_factory=lambda: _DERIVE)   # broker id -> PMap(topic name -> count) (derived)
+    configs: PMap = field(default_factory=PMap)  # broker resource name ("" = cluster) -> MappingProxyType
     producer_ids: ProducerIdsRecord | None = None
     provenance: MetadataProvenance = _NO_PROVENANCE
-    acls: Mapping = field(default_factory=PMap)     # KIP-801: ACL id (16 bytes) -> acls.AclBinding
-    group_configs: Mapping = field(default_factory=PMap)  # group id -> MappingProxyType (KIP-848 group configs)
+    acls: PMap = field(default_factory=PMap)     # KIP-801: ACL id (16 bytes) -> acls.AclBinding
+    group_configs: PMap = field(default_factory=PMap)  # group id -> MappingProxyType (KIP-848 group configs)
     scram: ScramImage = _NO_SCRAM        # SCRAM credentials (metadata.scram_image)
 
     def __post_init__(self):
@@ -162,14 +164,14 @@ class MetadataImage:
             s(self, "configs", PMap(self.configs))
         if not isinstance(self.group_configs, PMap):
             s(self, "group_configs", PMap(self.group_configs))
-        if self.topic_ids is None:
+        if self.topic_ids is _DERIVE:
             s(self, "topic_ids", PMap((t.topic_id, t.name) for t in self.topics.values()))
-        if self.broker_topics is None:
+        if self.broker_topics is _DERIVE:
             s(self, "broker_topics", reindex(PMap(), [(None, t) for t in self.topics.values()]))
 
     @classmethod
     def empty(cls, cluster_id: str = "", controller_id: int = -1,
-              brokers: list[BrokerInfo] = ()) -> MetadataImage:
+              brokers: Iterable[BrokerInfo] = ()) -> MetadataImage:
         return cls(cluster_id, controller_id, PMap({b.node_id: b for b in brokers}), PMap())
 
     # -- lookups -------------------------------------------------------------

@@ -58,7 +58,7 @@ class PMap(Mapping):
 
     def _build(self, data: dict) -> None:
         nb = _nbuckets(len(data))
-        buckets = [{} for _ in range(nb)]
+        buckets: list[dict] = [{} for _ in range(nb)]
         mask = nb - 1
         for k, v in data.items():
             buckets[_h(k) & mask][k] = v

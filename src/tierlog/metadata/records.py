@@ -47,7 +47,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from dataclasses import fields as dc_fields
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tierlog.protocol.codec import Output, decode_struct, encode_struct
 from tierlog.protocol.primitives import (
@@ -308,11 +308,16 @@ MetadataRecord = (RegisterBrokerRecord | UnregisterBrokerRecord | TopicRecord
 
 # -- schemas (Kafka's wire layouts; all flexible from version 0) ----------------
 
-_COVERAGE_FIELD = {"tag": LOCAL_LOG_COVERAGE_TAG}
+_COVERAGE_FIELD: dict[str, Any] = {"tag": LOCAL_LOG_COVERAGE_TAG}
 _STATIC_DEFAULTS = [
     Field("EligibleLocalLogMs", "int64", tag=ELIGIBLE_LOCAL_LOG_MS_TAG, default=-1),
     Field("EligibleLocalLogBytes", "int64", tag=ELIGIBLE_LOCAL_LOG_BYTES_TAG, default=-1),
 ]
+
+def _api_key(record_class: type) -> int:
+    """The metadata record type of a record class (its ``API_KEY``)."""
+    return getattr(record_class, "API_KEY")
+
 
 _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max version)
     RegisterBrokerRecord: (Struct([
@@ -394,7 +399,7 @@ _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max
 }
 
 _SCHEMAS.update(ACL_SCHEMAS)         # KIP-801 ACL records, kept in their own module
-RECORD_TYPES: dict[int, type] = {cls.API_KEY: cls for cls in _SCHEMAS}
+RECORD_TYPES: dict[int, type] = {_api_key(cls): cls for cls in _SCHEMAS}
 #: records whose replay may derive elections; they carry the controller's static KIP-1303 defaults
 EVENT_RECORDS = (RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,
                  BrokerRegistrationChangeRecord)
@@ -469,7 +474,7 @@ def _header(api_key: int, version: int) -> bytes:
     return encode_uvarint(FRAME_VERSION) + encode_uvarint(api_key) + encode_uvarint(version)
 
 
-_HEADERS = {cls: _header(cls.API_KEY, hi) for cls, (_, _, hi) in _SCHEMAS.items()}
+_HEADERS = {cls: _header(_api_key(cls), hi) for cls, (_, _, hi) in _SCHEMAS.items()}
 
 
 def encode(record, version: int | None = None) -> bytes:
@@ -513,4 +518,4 @@ def decode(data) -> MetadataRecord:
     return binding.from_dict(d)
 
 
-_DECODERS = {cls.API_KEY: (*spec, _binding(cls)) for cls, spec in _SCHEMAS.items()}
+_DECODERS = {_api_key(cls): (*spec, _binding(cls)) for cls, spec in _SCHEMAS.items()}

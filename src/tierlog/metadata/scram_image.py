@@ -22,7 +22,7 @@ __all__ = ["DESCRIBE_DUPLICATE_USER", "DESCRIBE_USER_THAT_DOES_NOT_EXIST", "Scra
 DESCRIBE_USER_THAT_DOES_NOT_EXIST = "Attempt to describe a user credential that does not exist: "
 DESCRIBE_DUPLICATE_USER = "Cannot describe SCRAM credentials for the same user twice in a single request: "
 
-_EMPTY = MappingProxyType({})
+_EMPTY: Mapping = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
 from tierlog.storage import TOPIC_CONFIGS, LogConfig
@@ -134,7 +135,7 @@ class TieringRules:
 
 
 def apply_config_op(configs: dict[str, str], name: str, op: int, value: str | None,
-                    known: Mapping[str, object] | None = TOPIC_CONFIGS) -> None:
+                    known: Mapping[str, Any] | None = TOPIC_CONFIGS) -> None:
     """One IncrementalAlterConfigs operation on ``configs`` (in place).
 
     ``known``: the config definitions (with ``type`` and ``default``) the

@@ -239,6 +239,8 @@ class LogConfig:
     """Resolved topic config. Attributes carry the values the log acts on."""
 
     __slots__ = ("overrides", "values")
+    values: Mapping[str, Any]
+    overrides: frozenset[str]
 
     def __init__(self, values: Mapping[str, Any] | None = None, overrides: frozenset[str] = frozenset()) -> None:
         resolved = {name: d.default for name, d in _ALL_DEFS.items()}
