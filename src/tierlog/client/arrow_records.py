@@ -71,7 +71,8 @@ def decode_fetched(records, topic: str, partition: int, start: int, end: int,
     fetch size limit cut it) is left for the next fetch.
     """
     view = memoryview(records) if records is not None else memoryview(b"")
-    payloads, base_offsets, counts, base_ts, max_ts, log_append = [], [], [], [], [], []
+    payloads: list[bytes | tuple[int, int]] = []    # decompressed, or (start, end) in the fetched view
+    base_offsets, counts, base_ts, max_ts, log_append = [], [], [], [], []
     pos, next_offset, nbytes, compressed = 0, start, 0, False
     while len(view) - pos >= HEADER_SIZE:
         length = int.from_bytes(view[pos + LENGTH_OFFSET:pos + LENGTH_OFFSET + 4], "big", signed=True)
@@ -100,7 +101,7 @@ def decode_fetched(records, topic: str, partition: int, start: int, end: int,
         return DecodedChunk(None, next_offset, 0)
     if compressed:                          # decompressed payloads joined into one buffer
         parts = [view[p[0]:p[1]] if isinstance(p, tuple) else p for p in payloads]
-        buf = b"".join(parts)
+        buf: bytes | memoryview = b"".join(parts)
         spans, at = [], 0
         for part, count in zip(parts, counts):
             spans.append((at, at + len(part), count))

@@ -304,7 +304,8 @@ class Cluster:
         deadline = time.monotonic() + self.retry_timeout_s
         while pending:
             by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
-            retry, last_error = [], (ErrorCode.NONE, "")
+            retry: list[TopicPartition] = []
+            last_error: tuple[int, str] = (ErrorCode.NONE, "")
             for tp in pending:
                 try:
                     by_leader[self.leader(tp)].append(tp)

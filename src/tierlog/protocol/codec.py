@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import struct as _struct
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from tierlog.protocol.primitives import (
     FIXED_FORMATS,
@@ -74,7 +74,7 @@ class Output(bytearray):
 
     def __init__(self):
         super().__init__()
-        self.splices: list[tuple[int, object]] = []
+        self.splices: list[tuple[int, Any]] = []
 
     def splice(self, part) -> None:
         """Put ``part`` at the current end of the output, uncopied."""
@@ -85,7 +85,8 @@ class Output(bytearray):
         if not self.splices:
             return [self]
         view = memoryview(self)
-        parts, start = [], 0
+        parts: list = []
+        start = 0
         for at, part in self.splices:
             if at > start:
                 parts.append(view[start:at])
@@ -242,11 +243,12 @@ def _compile_struct(struct: Struct, version: int, flexible: bool) -> Plan:
 
 def _make_tag_encoder(fields: list[Field], version: int, flexible: bool):
     entries = []
-    for f in sorted(fields, key=lambda f: f.tag):
+    tagged = [(f.tag, f) for f in fields if f.tag is not None]
+    for tag, f in sorted(tagged, key=lambda tf: tf[0]):
         nullable = f.nullable_in(version)
         enc, _ = _type_codec(f.type, version, flexible, nullable)
         default = f.default_in(version)
-        entries.append((f.name, f.tag, enc, _default_test(f.type, version, flexible, default), default))
+        entries.append((f.name, tag, enc, _default_test(f.type, version, flexible, default), default))
 
     def enc_tags(out: Output, d: dict) -> None:
         present = []
@@ -314,15 +316,15 @@ def _deep_copy(value):
     return value
 
 
-def _default_test(type_, version: int, flexible: bool, default) -> Callable[[object], bool]:
+def _default_test(type_, version: int, flexible: bool, default) -> Callable[[Any], bool]:
     """A predicate telling whether a tagged field's value equals its default."""
     if isinstance(type_, Struct) and default is not None:
         tests = [(f.name, f.default_in(version),
                   _default_test(f.type, version, flexible, f.default_in(version)))
                  for f in type_.fields_in(version)]
-        return lambda v: v is None or all(t(v.get(n, d)) for n, d, t in tests)
+        return lambda v: v is None or all(t(v.get(n, d)) for n, d, t in tests)    # v: a dict
     if isinstance(type_, ArrayOf) and default is not None:
-        return lambda v: v is None or list(v) == default
+        return lambda v: v is None or list(v) == default                         # v: a sequence
     if default is None:
         return lambda v: v is None
     return lambda v: v == default
@@ -545,7 +547,7 @@ def _general_items(element, version: int, flexible: bool):
             enc_one(out, item)
 
     def dec_items(buf, pos: int, n: int):
-        items = []
+        items: list = []
         append = items.append
         for _ in range(n):
             item, pos = dec_one(buf, pos)

@@ -165,7 +165,7 @@ class Struct:
             raise ValueError(f"duplicate field names in {name or names}")
         self.fields = tuple(fields)
         self.name = name or "Struct"
-        self.plans = {}
+        self.plans: dict = {}
 
     def __repr__(self) -> str:
         return f"Struct({self.name}, {len(self.fields)} fields)"

@@ -20,7 +20,9 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
+from collections.abc import Callable
 from enum import IntEnum
+from typing import Any
 
 import cramjam
 import lz4.frame
@@ -69,7 +71,7 @@ class CompressionType(IntEnum):
             raise ValueError(f"unknown compression type {name!r}") from None
 
 
-def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
+def compress(codec: int, data: bytes | bytearray | memoryview, level: int | None = None) -> bytes:
     """Compress ``data`` with ``codec``; ``level`` None means the codec's default."""
     if codec == CompressionType.NONE:
         return bytes(data)
@@ -196,7 +198,7 @@ def _check_room(out: bytearray, max_size: int) -> None:
         raise InvalidRecordError(CORRUPT_MESSAGE, f"decompressed payload exceeds {max_size} bytes")
 
 
-_DECODERS = {
+_DECODERS: dict[int, Callable[[Any, int], bytes]] = {
     CompressionType.GZIP: _gzip_decode,
     CompressionType.SNAPPY: _snappy_decode,
     CompressionType.LZ4: _lz4_decode,
