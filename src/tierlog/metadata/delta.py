@@ -62,8 +62,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 from types import MappingProxyType
+from typing import Any
 
 from .directories import offline_replicas, realign
 from .election import EligibilityThresholds, elect_leader, remove_from_isr

@@ -316,7 +316,7 @@ _STATIC_DEFAULTS = [
 
 def _api_key(record_class: type) -> int:
     """The metadata record type of a record class (its ``API_KEY``)."""
-    return getattr(record_class, "API_KEY")
+    return record_class.API_KEY
 
 
 _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max version)

@@ -7,6 +7,7 @@ Kafka's exception for it is a ``RetriableException``. Descriptions are our own.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Self
 
 __all__ = ["ErrorCode", "describe", "is_retriable"]
 
@@ -17,7 +18,7 @@ class ErrorCode(IntEnum):
     retriable: bool
     text: str
 
-    def __new__(cls, code: int, retriable: bool, text: str) -> ErrorCode:
+    def __new__(cls, code: int, retriable: bool, text: str) -> Self:
         member = int.__new__(cls, code)
         member._value_ = code
         member.retriable = retriable
