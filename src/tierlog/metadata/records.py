@@ -314,12 +314,7 @@ _STATIC_DEFAULTS = [
     Field("EligibleLocalLogBytes", "int64", tag=ELIGIBLE_LOCAL_LOG_BYTES_TAG, default=-1),
 ]
 
-def _api_key(record_class: type) -> int:
-    """The metadata record type of a record class (its ``API_KEY``)."""
-    return record_class.API_KEY
-
-
-_SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max version)
+_SCHEMAS: dict[Any, tuple[Struct, int, int]] = {   # class -> (schema, min, max version)
     RegisterBrokerRecord: (Struct([
         Field("BrokerId", "int32"),
         Field("IsMigratingZkBroker", "bool", versions="2+", default=False),
@@ -399,7 +394,7 @@ _SCHEMAS: dict[type, tuple[Struct, int, int]] = {   # class -> (schema, min, max
 }
 
 _SCHEMAS.update(ACL_SCHEMAS)         # KIP-801 ACL records, kept in their own module
-RECORD_TYPES: dict[int, type] = {_api_key(cls): cls for cls in _SCHEMAS}
+RECORD_TYPES: dict[int, type] = {cls.API_KEY: cls for cls in _SCHEMAS}
 #: records whose replay may derive elections; they carry the controller's static KIP-1303 defaults
 EVENT_RECORDS = (RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,
                  BrokerRegistrationChangeRecord)
@@ -474,7 +469,7 @@ def _header(api_key: int, version: int) -> bytes:
     return encode_uvarint(FRAME_VERSION) + encode_uvarint(api_key) + encode_uvarint(version)
 
 
-_HEADERS = {cls: _header(_api_key(cls), hi) for cls, (_, _, hi) in _SCHEMAS.items()}
+_HEADERS = {cls: _header(cls.API_KEY, hi) for cls, (_, _, hi) in _SCHEMAS.items()}
 
 
 def encode(record, version: int | None = None) -> bytes:
@@ -518,4 +513,4 @@ def decode(data) -> MetadataRecord:
     return binding.from_dict(d)
 
 
-_DECODERS = {_api_key(cls): (*spec, _binding(cls)) for cls, spec in _SCHEMAS.items()}
+_DECODERS = {cls.API_KEY: (*spec, _binding(cls)) for cls, spec in _SCHEMAS.items()}

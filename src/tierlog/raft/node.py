@@ -233,8 +233,9 @@ class RaftNode:
         matched = self.requests.answered(sender_id, request)
         if matched and getattr(response, "error", Err.NONE) != Err.NONE:
             self.requests.backoff(sender_id, now_ms)
-        if hasattr(response, "leader_epoch"):
-            self._observe_leader(_leader(response.leader_id), response.leader_epoch, now_ms)
+        leader_epoch = getattr(response, "leader_epoch", None)
+        if leader_epoch is not None:
+            self._observe_leader(_leader(getattr(response, "leader_id", None)), leader_epoch, now_ms)
         if not matched:
             return self._finish(now_ms)
         # the request manager matched the answer to its request, so the pairs below are the only ones
