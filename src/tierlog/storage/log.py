@@ -52,6 +52,7 @@ from tierlog.storage.append_checks import (
 from tierlog.storage.config import LogConfig
 from tierlog.storage.dir_failure import LogDirFailureChannel
 from tierlog.storage.dir_writer import Writer
+from tierlog.storage.timed_work import TimedWork
 from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from tierlog.storage.files import SWAP_SUFFIX, fsync_dir
@@ -93,7 +94,7 @@ class Log(LogDurability, LogTransactions):
     def __init__(self, directory: Path, config: LogConfig, topic_id: bytes | None, segments: list[LogSegment],
                  epoch_cache: LeaderEpochCache, log_start_offset: int, recovery_point: int, now_ms: int,
                  rng: random.Random, writer: Writer | None = None,
-                 failures: LogDirFailureChannel | None = None) -> None:
+                 failures: LogDirFailureChannel | None = None, timed: TimedWork | None = None) -> None:
         self.directory = directory
         self.config = config
         self.topic_id = topic_id
@@ -111,7 +112,8 @@ class Log(LogDurability, LogTransactions):
         self._dir_dirty = False
         self._last_flush_ms = now_ms
         self._first_timestamp: tuple[tuple, int] | None = None  # (key, local_log_start_timestamp)
-        self._clock_ms = now_ms  # the latest now_ms seen, for calls that take none
+        self._clock_ms = now_ms  # the latest now_ms seen, for calls that take none (see _latest_ms)
+        self._timed = timed or TimedWork()
         self._roll_flush_offset: int | None = None   # a rolled segment's end, to flush up to in tick
         self._flush_lock = threading.Lock()           # one flush at a time; taken before _lock
         self._truncations = 0                         # a flush that saw fewer does not move the recovery point
@@ -144,6 +146,7 @@ class Log(LogDurability, LogTransactions):
         writer: Writer | None = None,
         failures: LogDirFailureChannel | None = None,
         sync_new: bool = True,
+        timed: TimedWork | None = None,
     ) -> Log:
         """Create or recover the log in ``directory``.
 
@@ -153,12 +156,13 @@ class Log(LogDurability, LogTransactions):
         (the log directory's, LogManager passes it) runs the time-driven flushes;
         ``failures`` hears of an I/O error of this log, as one of its directory's.
         ``sync_new=False``: a new log's files are not fsynced (the caller does it, ``loader``).
+        ``timed``: where the log says it has time-driven work, and reads the time (``log_durability``).
         """
         directory = Path(directory)
         loaded = load_log(directory, config, now_ms, recovery_point, log_start_offset, clean_shutdown, sync_new)
         topic_id = reconcile_topic_id(directory, topic_id, sync_new)
         return cls(directory, config, topic_id, loaded.segments, loaded.epoch_cache, loaded.log_start_offset,
-                   loaded.recovery_point, now_ms, rng or random.Random(str(directory)), writer, failures)
+                   loaded.recovery_point, now_ms, rng or random.Random(str(directory)), writer, failures, timed)
 
     def assign_topic_id(self, topic_id: bytes) -> None:
         """Record the topic id of a log created without one; a different id is an error."""
@@ -327,6 +331,7 @@ class Log(LogDurability, LogTransactions):
         else:
             old.write_out_indexes()
             self._roll_flush_offset = new_base
+            self._timed.due()
             self._snapshots.write(new_base, self._producers.snapshot())
         config = self.config
         segment = LogSegment.create(self.directory, new_base, config.index_interval_bytes, config.segment_index_bytes,
@@ -526,7 +531,7 @@ class Log(LogDurability, LogTransactions):
         self._remove_segments(self._segments, None)
         config = self.config
         segment = LogSegment.create(self.directory, offset, config.index_interval_bytes, config.segment_index_bytes,
-                                    self._clock_ms)
+                                    self._latest_ms())
         self._segments = [segment]
         self._bases = [offset]
         self._epochs.clear()
@@ -542,11 +547,13 @@ class Log(LogDurability, LogTransactions):
 
     def _remove_segments(self, segments: list[LogSegment], now_ms: int | None) -> None:
         """Rename to ``.deleted`` now; close and remove after file.delete.delay.ms."""
-        when = (self._clock_ms if now_ms is None else now_ms) + self.config.file_delete_delay_ms
+        when = (self._latest_ms() if now_ms is None else now_ms) + self.config.file_delete_delay_ms
         for segment in segments:
             segment.mark_deleted()
             self._pending_deletes.append((when, segment))
         self._dir_dirty = self._dir_dirty or bool(segments)
+        if segments:
+            self._timed.due()
 
     def _delete_expired(self, now_ms: int) -> None:
         due = [segment for when, segment in self._pending_deletes if when <= now_ms]
@@ -561,6 +568,7 @@ class Log(LogDurability, LogTransactions):
     def update_config(self, config: LogConfig) -> None:
         with self._lock, self._io():
             self.config = config
+            self._timed.due()               # flush.ms may be finite now
             self._after_start_moved()       # not tiered: the log starts at its first segment at least
             for segment in self._segments:
                 segment.index_interval_bytes = config.index_interval_bytes
@@ -590,7 +598,7 @@ class Log(LogDurability, LogTransactions):
                     self._snapshots.write(self.log_end_offset, self._producers.snapshot())
         try:
             if online:
-                self.flush(self._clock_ms)
+                self.flush(self._latest_ms())
         finally:
             with self._lock:
                 self._close_all()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from tierlog.storage.config import LONG_MAX
 from tierlog.storage.errors import KafkaStorageError
 from tierlog.storage.log_flush import sync_flush, take_flush
 from tierlog.storage.segment import LogSegment
@@ -74,6 +75,18 @@ class LogDurability:
     def has_rolled_segments(self) -> bool:
         """Whether the log has a segment besides the active one (read without the lock, like ``tick_due``)."""
         return len(self._segments) > 1
+
+    @property
+    def has_timed_work(self) -> bool:
+        """Whether ``tick`` may have work now or later without the log saying so again
+        (``TimedWork.due``): files waiting for deletion, a rolled segment to flush, a finite
+        ``flush.ms``. Read without the lock, like ``tick_due``."""
+        return bool(self._pending_deletes) or self._roll_flush_offset is not None or self._flush_queued or (
+            self.config.flush_ms < LONG_MAX)
+
+    def _latest_ms(self) -> int:
+        """The latest time seen by this log or its manager's ticks (an idle log is not ticked)."""
+        return max(self._clock_ms, self._timed.now_ms)
 
     def tick_due(self, now_ms: int) -> bool:
         """Whether ``tick`` has work now: files to delete, a rolled segment or ``flush.ms`` to flush.

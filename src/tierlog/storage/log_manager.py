@@ -86,6 +86,7 @@ from tierlog.storage.log import Log
 from tierlog.storage.log_cleaner import CleanerConfig, LogDirCleaner
 from tierlog.storage.partition_metadata import PARTITION_METADATA_FILE
 from tierlog.storage.segment_verifier import Corruption, SegmentVerifier
+from tierlog.storage.timed_work import TimedWorkInbox
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
@@ -125,6 +126,8 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._home: dict[TopicPartition, Path] = {}
         self._checkpointed_hw: dict[TopicPartition, int] = {}
+        self._inbox = TimedWorkInbox(now_ms)          # logs saying they have time-driven work
+        self._timed: set[TopicPartition] = set()      # the logs a tick visits (timed_work)
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self._writers = {log_dir: DirWriter(log_dir) for log_dir in self.log_dirs}
         # (log dir, checkpoint file) -> the offsets last written there: an unchanged file is not
@@ -198,9 +201,11 @@ class LogManager:
             Path(entry.path), self._config_for(key[0]), now_ms,
             recovery_point=recovery_points.get(key), log_start_offset=start_offsets.get(key),
             clean_shutdown=clean and key in recovery_points, writer=self._writers[log_dir], failures=self.failures,
+            timed=self._inbox.for_log(key),
         )
         self._logs[key] = log
         self._home[key] = log_dir
+        self._timed.add(key)
 
     def _take_offline(self, log_dir: Path) -> None:
         if log_dir in self.offline_dirs:
@@ -249,7 +254,7 @@ class LogManager:
                 raise KafkaStorageError(f"{path} is reserved by this node; no partition log may live there")
             try:
                 log = Log.open(path, config, now_ms, topic_id, writer=self._writers[log_dir],
-                               failures=self.failures, sync_new=False)
+                               failures=self.failures, sync_new=False, timed=self._inbox.for_log(key))
             except OSError as exc:
                 self.failures.report(log_dir, f"creating {path.name}: {exc}")
                 self._take_failed_offline()
@@ -257,6 +262,7 @@ class LogManager:
             self._sync_later(log_dir, path)
             self._logs[key] = log
             self._home[key] = log_dir
+            self._timed.add(key)
             return log
 
     def _sync_later(self, log_dir: Path, partition_dir: Path) -> None:
@@ -357,13 +363,12 @@ class LogManager:
     # --- periodic work --------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> None:
-        """Per-log time policies, retention every interval, checkpoints, delayed deletes."""
+        """Per-log time policies (of the logs with time-driven work only: ``timed_work``),
+        retention every interval, checkpoints, delayed deletes."""
         with self._lock:
-            self._now_ms = now_ms
+            self._now_ms = self._inbox.now_ms = now_ms
             self._take_failed_offline()
-            for key, log in list(self._logs.items()):
-                if log.tick_due(now_ms):
-                    self._guarded(key, log.tick, now_ms)
+            self._tick_timed(now_ms)
             if now_ms - self._last_retention_ms >= self.retention_check_interval_ms:
                 self._last_retention_ms = now_ms
                 for key, log in list(self._logs.items()):
@@ -372,6 +377,19 @@ class LogManager:
                 self._write_checkpoints(wait=False)
             self._delete_due_dirs(now_ms)
             self._verify_segments(now_ms)
+
+    def _tick_timed(self, now_ms: int) -> None:
+        timed = self._timed
+        timed |= self._inbox.take()
+        for key in list(timed):
+            log = self._logs.get(key)
+            if log is None:
+                timed.discard(key)
+                continue
+            if log.tick_due(now_ms):
+                self._guarded(key, log.tick, now_ms)
+            if not log.has_timed_work:
+                timed.discard(key)
 
     def _verify_segments(self, now_ms: int) -> None:
         elapsed, self._last_verify_ms = now_ms - self._last_verify_ms, now_ms

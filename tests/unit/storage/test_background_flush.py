@@ -151,3 +151,49 @@ def test_a_failed_background_flush_takes_the_log_dir_offline(tmp_path, monkeypat
     manager.tick(NOW + 2)
     assert tmp_path in manager.offline_dirs and manager.get("t", 0) is None
     manager.close()
+
+
+def test_a_manager_tick_visits_only_the_logs_with_time_driven_work(tmp_path):
+    """10,000 idle logs cost a tick nothing: a log is visited while it has a rolled segment to
+    flush, files to delete or a finite flush.ms (storage.timed_work), and again once it rolls."""
+    manager = LogManager([tmp_path], NOW)
+    idle = [manager.create("t", p, None, config(), NOW) for p in range(3)]
+    visited = []
+    for log in idle:
+        real = log.tick_due
+        log.tick_due = lambda now, log=log, real=real: visited.append(log) or real(now)
+    manager.tick(NOW + 1_000)                   # new logs are looked at once
+    assert len(visited) == 3
+    visited.clear()
+    manager.tick(NOW + 2_000)
+    assert visited == []                        # nothing to do: not visited
+    rolled = idle[1]
+    while rolled.segment_count < 2:
+        rolled.append(batch(3, value_size=300), 0, NOW + 2_500)
+    manager.tick(NOW + 3_000)
+    manager.wait_for_writes()
+    assert visited == [rolled] and rolled.recovery_point == rolled.segment_infos()[-1].base_offset
+    manager.tick(NOW + 4_000)                   # its flush was still queued at the last tick: one more look
+    visited.clear()
+    manager.tick(NOW + 5_000)
+    assert visited == []
+    manager.close()
+
+
+def test_an_idle_log_reads_the_managers_time_for_its_delayed_deletions(tmp_path):
+    """A log that is not ticked still schedules a truncation's file deletion from the manager's
+    latest tick, not from its last append (which would delete the files at once)."""
+    manager = LogManager([tmp_path], NOW)
+    log = manager.create("t", 0, None, config(file_delete_delay_ms=60_000), NOW)
+    while log.segment_count < 3:
+        log.append(batch(3, value_size=300), 0, NOW)
+    for at in (NOW + 1_000, NOW + 2_000):       # the rolls flushed: the log leaves the timed set
+        manager.tick(at)
+        manager.wait_for_writes()
+    manager.tick(NOW + 200_000)                 # minutes later (before a retention check), the log idle
+    log.truncate_to(1)
+    manager.tick(NOW + 200_001)
+    assert any(p.name.endswith(".deleted") for p in (tmp_path / "t-0").iterdir())
+    manager.tick(NOW + 260_001)
+    assert not any(p.name.endswith(".deleted") for p in (tmp_path / "t-0").iterdir())
+    manager.close()
