@@ -52,7 +52,6 @@ from tierlog.storage.append_checks import (
 from tierlog.storage.config import LogConfig
 from tierlog.storage.dir_failure import LogDirFailureChannel
 from tierlog.storage.dir_writer import Writer
-from tierlog.storage.timed_work import TimedWork
 from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from tierlog.storage.files import SWAP_SUFFIX, fsync_dir
@@ -80,6 +79,7 @@ from tierlog.storage.results import (
 )
 from tierlog.storage.roll import roll_jitter_ms, should_roll
 from tierlog.storage.segment import LogSegment
+from tierlog.storage.timed_work import TimedWork
 from tierlog.storage.txn_index import TransactionIndexes
 
 __all__ = ["Log", "SegmentInfo"]
