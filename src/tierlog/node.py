@@ -291,21 +291,21 @@ class Node:
                                          [self._endpoint(lst) for lst in cfg.broker_listeners], cfg["broker.rack"],
                                          cfg, cluster_id=cluster_id, log_dirs=online_ids)
         controller_channel = self._controller_channel("forwarding", voters, loader)
-        self.replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms,
-                                       self._controller_channel("alter-partition", voters, loader),
-                                       lambda: manager.broker_epoch, lambda: loader.image,
-                                       {k: cfg[k] for k in REPLICATION_SETTINGS}, self._inter_broker_route(),
-                                       dir_ids=self._dir_ids, assignment_channel=self._assignment_channel(voters, loader))
         metadata_view = MetadataView(loader)
         topic_stats = BrokerTopicStats(lambda topic_id: _topic_name(metadata_view.image, topic_id))
-        self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
-                             api_versions_list(BROKER_APIS), inter_broker=self._inter_broker_route())
         if cfg["remote.log.storage.system.enable"]:
             self.remote = RemoteTier(cfg, metadata_view, controller_channel, wall_clock_ms, topic_stats,
                                      self._inter_broker_route())
             await self.remote.check()
-            self.broker.remote = self.replicas.remote = self.remote
-            self.replicas.tier_listener = self.remote.log_manager
+        self.replicas = ReplicaManager(cfg.node_id, self.logs, cfg.topic_defaults(), wall_clock_ms,
+                                       self._controller_channel("alter-partition", voters, loader),
+                                       lambda: manager.broker_epoch, lambda: loader.image,
+                                       {k: cfg[k] for k in REPLICATION_SETTINGS}, self._inter_broker_route(),
+                                       dir_ids=self._dir_ids, remote=self.remote,
+                                       assignment_channel=self._assignment_channel(voters, loader))
+        self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
+                             api_versions_list(BROKER_APIS), inter_broker=self._inter_broker_route(),
+                             remote=self.remote)
         collector = BrokerMetricsCollector(self.replicas, topic_stats, self.broker.groups, self.remote,
                                            lambda: metadata_view.image)
         self.metrics_registry.register(collector)

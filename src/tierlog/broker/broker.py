@@ -38,7 +38,7 @@ class ProducerIdsUnavailable(Exception):
 class Broker:
     def __init__(self, config: NodeConfig, metadata, controller_channel, replicas: ReplicaManager,
                  lifecycle: BrokerLifecycleManager, api_versions: list[dict], clock_ms=wall_clock_ms,
-                 inter_broker: PeerRoute = DEFAULT_ROUTE):
+                 inter_broker: PeerRoute = DEFAULT_ROUTE, remote=None):
         self.config = config
         self.node_id = config.node_id
         self.metadata = metadata            # .image, async .wait_for(predicate, timeout_s)
@@ -52,15 +52,15 @@ class Broker:
         self.background = TaskSet(f"broker {self.node_id}")
         self.fetch_max_bytes = config["fetch.max.bytes"]
         self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
-        self.remote = None      # broker.remote.RemoteTier when remote.log.storage.system.enable, set by the node
+        self.remote = remote    # broker.remote.RemoteTier when remote.log.storage.system.enable
         self.groups = GroupCoordinator(config, replicas, clock_ms,      # consumer groups (__consumer_offsets)
                                        lambda group_id: metadata.image.group_config(group_id))
         self.authorizer = authorizer_from_config(config.raw)             # KIP-801; None: no ACL checks
-        replicas.coordinator_listener = self.groups
+        replicas.add_leadership_listener(self.groups)
         markers = TxnMarkerSender(self.node_id, lambda: self.image, replicas, self.led_partition,
                                   self.groups.on_txn_marker, clock_ms, config["request.timeout.ms"], inter_broker)
         self.transactions = TransactionCoordinator(config, replicas, self._txn_producer_id, markers, clock_ms)
-        replicas.txn_listener = self.transactions       # transactions (__transaction_state)
+        replicas.add_leadership_listener(self.transactions)     # transactions (__transaction_state)
         self.txn_verifier = TxnVerifier(self.node_id, lambda: self.image, replicas, self.transactions, inter_broker)
 
     async def _txn_producer_id(self) -> int:

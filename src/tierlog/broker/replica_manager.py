@@ -83,11 +83,12 @@ class ReplicaManager:
                  clock_ms: Callable[[], int], controller_channel, broker_epoch: Callable[[], int],
                  image_fn: Callable[[], MetadataImage], config: Mapping[str, object] | None = None,
                  inter_broker: PeerRoute = DEFAULT_ROUTE, dir_ids: Mapping[Path, bytes] | None = None,
-                 assignment_channel=None):
+                 assignment_channel=None, remote=None):
         """``controller_channel``: async ``.send`` (AlterPartition, AssignReplicasToDirs); ``config``: the
         replica.* settings; ``inter_broker``: how the fetchers reach leaders; ``dir_ids``: each log dir's
         ``directory.id`` (KIP-858); ``assignment_channel``: the channel for AssignReplicasToDirs (default:
-        ``controller_channel``)."""
+        ``controller_channel``); ``remote``: the broker's RemoteTier when tiered storage is on (the
+        follower path reads remote storage; its log manager follows leadership)."""
         cfg = config or {}
         self.node_id = node_id
         self.logs = logs
@@ -122,17 +123,21 @@ class ReplicaManager:
         self.dir_assignments = DirAssignmentSender(DirAssignments(node_id), assignment_channel or controller_channel,
                                                    image_fn, broker_epoch, clock_ms, self._request_timeout_ms / 1000,
                                                    self._tasks)
-        self.tier_listener: TierListener | None = None   # tiered storage follows leadership through it
-        self.coordinator_listener: TierListener | None = None   # the group coordinator (__consumer_offsets) too
-        self.txn_listener: TierListener | None = None   # and the transaction coordinator (__transaction_state)
-        self.remote = None      # the broker's RemoteTier (the follower path reads remote storage), set by the node
+        self.remote = remote
+        # who follows leadership changes: tiered storage, then the coordinators (add_leadership_listener)
+        self._leadership_listeners: list[TierListener] = [remote.log_manager] if remote is not None else []
         self._image = MetadataImage.empty("", -1)       # the image applied last
         self._slices = ApplySlices()
         self.offline: set[tuple[str, int]] = set()      # partitions whose log dir failed
         self.isr_changes = {"shrink": 0, "expand": 0}   # accepted AlterPartitions (IsrShrinks/ExpandsPerSec)
 
+    def add_leadership_listener(self, listener: TierListener) -> None:
+        """``listener`` hears of every partition this broker starts or stops leading (the group and
+        transaction coordinators load and unload their partitions through it)."""
+        self._leadership_listeners.append(listener)
+
     def _listeners(self) -> list[TierListener]:
-        return [lst for lst in (self.tier_listener, self.coordinator_listener, self.txn_listener) if lst is not None]
+        return self._leadership_listeners
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
