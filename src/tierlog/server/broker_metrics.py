@@ -54,7 +54,7 @@ assert set(TOPIC_COUNTERS) == set(COUNTERS)
 
 class PartitionRow(NamedTuple):
     topic: str
-    index: int
+    partition: int
     size: int
     log_end: int
     log_start: int
@@ -181,7 +181,7 @@ def _replica_manager(s: BrokerSnapshot) -> Iterator[Metric]:
     under = GaugeMetricFamily("kafka_cluster_partition_underreplicated", "1 when a led partition's ISR is "
                               "smaller than its replica set (Partition UnderReplicated)", labels=["topic", "partition"])
     for r in led:
-        under.add_metric([r.topic, str(r.index)], int(r.isr < r.replicas))
+        under.add_metric([r.topic, str(r.partition)], int(r.isr < r.replicas))
     yield under
     yield CounterMetricFamily(_RM + "isrshrinks", "ISR shrinks the controller accepted (IsrShrinksPerSec)",
                               value=s.isr_shrinks)
@@ -197,7 +197,7 @@ def _logs(rows: list[PartitionRow]) -> Iterator[Metric]:
     start = GaugeMetricFamily("kafka_log_log_logstartoffset", "Log start offset (Log LogStartOffset)", labels=labels)
     segments = GaugeMetricFamily("kafka_log_log_numlogsegments", "Local segments (Log NumLogSegments)", labels=labels)
     for r in rows:
-        key = [r.topic, str(r.index)]
+        key = [r.topic, str(r.partition)]
         size.add_metric(key, r.size)
         end.add_metric(key, r.log_end)
         start.add_metric(key, r.log_start)

@@ -64,8 +64,7 @@ class ControllerServer:
 
     def on_leader_change(self, leader: LeaderAndEpoch, image) -> None:
         active = leader.leader_id == self.node_id
-        raft = self.driver.raft
-        next_offset = raft.log.end_offset if active else None
+        next_offset = self.driver.node.log.end_offset if active else None
         self.quorum_controller.on_leader_change(active, image, next_offset)
         self.driver.fail_waiters_on_leader_change()
         log.info("metadata quorum leader is %s (epoch %d)%s", leader.leader_id, leader.epoch,
@@ -80,14 +79,16 @@ class ControllerServer:
 
     async def submit(self, api_key: int, version: int, request: dict) -> dict:
         result = self.quorum_controller.handle(api_key, version, request, wall_clock_ms())
+        response = result.response
+        assert response is not None             # every request gets an answer
         if not result.records:
-            return result.response
+            return response
         try:
             await self._append(result.records, result.base_offset)
         except (TimeoutError, NotLeaderError, NotLeaderAnymore) as e:
             log.info("api %d not committed (%s); answering NOT_CONTROLLER", api_key, type(e).__name__)
             return not_controller_response(api_key, version, request)
-        return result.response
+        return response
 
     async def _append(self, records: list, base_offset: int) -> None:
         await self.driver.wait_committed(self._propose(records, base_offset), COMMIT_TIMEOUT_S)

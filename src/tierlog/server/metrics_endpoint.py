@@ -70,6 +70,7 @@ class MetricsEndpoint:
             writer.close()
             return
         task = asyncio.current_task()
+        assert task is not None                 # a connection callback runs in its own task
         self._scrapes.add(task)
         try:
             status, headers, body, with_body = await self._answer(reader)

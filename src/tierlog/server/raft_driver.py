@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from tierlog.clock import wall_clock_ms
 from tierlog.net.client import Peers, PeerUnavailable
 from tierlog.net.tasks import cancel_and_wait
+from tierlog.protocol.api import ApiKey
 from tierlog.raft import wire
 from tierlog.raft.node import Output, RaftNode
 
@@ -54,10 +55,16 @@ class RaftDriver:
         self.raft = raft
         self._task = asyncio.get_running_loop().create_task(self._run())
 
+    @property
+    def node(self) -> RaftNode:
+        """The Raft replica this drives (``start`` gave it)."""
+        assert self.raft is not None, "RaftDriver.start() first"
+        return self.raft
+
     async def stop(self) -> None:
         """Resign leadership (EndQuorumEpoch) and stop the timer loop."""
         if self.raft is not None and self._task is not None:
-            self._apply(self.raft.resign(wall_clock_ms()))
+            self._apply(self.node.resign(wall_clock_ms()))
             await self.flushed()
             await asyncio.sleep(0.05)     # let the EndQuorumEpoch requests leave
         await cancel_and_wait([t for t in (self._task, *self._sends) if t is not None], "raft driver")
@@ -71,7 +78,7 @@ class RaftDriver:
 
     async def _run(self) -> None:
         while True:
-            self._apply(self.raft.tick(wall_clock_ms()))
+            self._apply(self.node.tick(wall_clock_ms()))
             delay = max(0.0, min(TICK_MAX_S, (self._deadline_ms - wall_clock_ms()) / 1000))
             self._wake.clear()
             try:
@@ -86,7 +93,9 @@ class RaftDriver:
             self._write(out)
         if self._held or (self._written is not None and not self._written.done()):
             self._held += 1
-            self._written.add_done_callback(lambda w: self._release_held(w, out, answer, response))
+            written = self._written
+            assert written is not None
+            written.add_done_callback(lambda w: self._release_held(w, out, answer, response))
         else:
             self._release(out, answer, response)
         self._deadline_ms = out.next_deadline_ms
@@ -95,7 +104,7 @@ class RaftDriver:
         self._release_waiters()
 
     def _write(self, out: Output) -> None:
-        raft, state, flush = self.raft, out.quorum_state, out.flush_log_to is not None
+        raft, state, flush = self.node, out.quorum_state, out.flush_log_to is not None
 
         def write() -> None:  # on the writer thread
             if state is not None:
@@ -109,7 +118,7 @@ class RaftDriver:
 
     def _log_flushed(self, written: asyncio.Future) -> None:
         if not written.cancelled() and written.exception() is None:
-            self._apply(self.raft.handle_log_flushed(wall_clock_ms()))
+            self._apply(self.node.handle_log_flushed(wall_clock_ms()))
 
     def _release_held(self, written: asyncio.Future, out: Output, answer, response) -> None:
         self._held -= 1
@@ -139,13 +148,13 @@ class RaftDriver:
     async def _send(self, dest: int, request) -> None:
         api_key, body = wire.request_to_dict(request)
         try:
-            resp = await self.peers.request(dest, api_key, body, self.request_timeout_s, wire.VERSIONS[api_key])
+            resp = await self.peers.request(dest, api_key, body, self.request_timeout_s, wire.VERSIONS[ApiKey(api_key)])
             response = wire.response_from_dict(api_key, resp)
         except (TimeoutError, PeerUnavailable) as e:
             log.debug("quorum request %s to node %d failed: %s", type(request).__name__, dest, e)
-            self._apply(self.raft.handle_send_failure(dest, request, wall_clock_ms()))
+            self._apply(self.node.handle_send_failure(dest, request, wall_clock_ms()))
             return
-        self._apply(self.raft.handle_response(dest, request, response, wall_clock_ms()))
+        self._apply(self.node.handle_response(dest, request, response, wall_clock_ms()))
 
     async def handle(self, api_key: int, body: dict) -> dict:
         """Answer one inbound quorum request (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
@@ -156,9 +165,10 @@ class RaftDriver:
         except wire.InvalidQuorumRequest as e:
             log.info("answering INVALID_REQUEST: %s", e)
             return wire.invalid_request_response(api_key)
-        outcome = self.raft.handle_request(_sender(request), request, wall_clock_ms())
+        outcome = self.node.handle_request(_sender(request), request, wall_clock_ms())
         fut = asyncio.get_running_loop().create_future()
         if outcome.response is None:
+            assert outcome.token is not None        # parked: its answer comes under this token
             self._parked[outcome.token] = fut
             self._apply(outcome.output)
         else:
@@ -168,13 +178,13 @@ class RaftDriver:
     def propose(self, records: list[bytes]) -> int:
         """Append records (as leader) now; returns the offset of the last one."""
         now = wall_clock_ms()
-        last = self.raft.propose(records, now)
-        self._apply(self.raft.tick(now))
+        last = self.node.propose(records, now)
+        self._apply(self.node.tick(now))
         return last
 
     async def wait_committed(self, offset: int, timeout_s: float) -> None:
         """Until the high watermark passes ``offset`` (inclusive); TimeoutError otherwise."""
-        if self.raft.high_watermark > offset:
+        if self.node.high_watermark > offset:
             return
         fut = asyncio.get_running_loop().create_future()
         self._seq += 1
@@ -182,7 +192,7 @@ class RaftDriver:
         await asyncio.wait_for(fut, timeout_s)
 
     def _release_waiters(self) -> None:
-        hw = self.raft.high_watermark
+        hw = self.node.high_watermark
         while self._waiters and self._waiters[0][0] < hw:
             _, _, fut = heapq.heappop(self._waiters)
             if not fut.done():
