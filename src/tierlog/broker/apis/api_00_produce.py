@@ -36,13 +36,14 @@ from .stale_metadata import catch_up_once, produce_may_be_stale
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.PRODUCE, 3, 10
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict | None:
     if produce_may_be_stale(broker, request):
         await catch_up_once(broker)
     acks = request["Acks"]
     hints = LeaderHints(broker, header.listener)
     refused = await broker.txn_verifier.verify(request)        # KIP-890 part 1
-    topics, waits = [], []
+    topics: list[dict] = []
+    waits: list[tuple[str, dict, asyncio.Future]] = []
     writable, denied = _writable(broker, header, request)
     for t in request["TopicData"]:
         if t["Name"] not in writable:

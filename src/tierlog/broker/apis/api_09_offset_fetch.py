@@ -33,7 +33,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     if g["ErrorCode"] and header.api_version < TOP_LEVEL_ERROR_FROM:
         g["Topics"] = [{"Name": t["Name"], "Partitions": [
             {"PartitionIndex": p, "CommittedOffset": -1, "Metadata": "", "ErrorCode": g["ErrorCode"]}
-            for p in t["PartitionIndexes"]]} for t in topics]
+            for p in t["PartitionIndexes"]]} for t in topics or ()]
     return {"ThrottleTimeMs": 0, "Topics": g["Topics"], "ErrorCode": g["ErrorCode"]}
 
 

@@ -75,7 +75,7 @@ def _may_describe(broker, header, key: str, key_type: int) -> bool:
     return authz.transactional_id(broker, header, authz.Op.DESCRIBE, key)
 
 
-def _error(key: str, code: int, message: str) -> dict:
+def _error(key: str, code: int, message: str | None) -> dict:
     return {"Key": key, "NodeId": -1, "Host": "", "Port": -1, "ErrorCode": code, "ErrorMessage": message}
 
 

@@ -7,6 +7,7 @@ ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 from . import authz
 from .context import HandlerContext
@@ -14,7 +15,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.HEARTBEAT, 0, 4
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: HeartbeatRequest) -> HeartbeatResponse:
     if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     resp = await broker.groups.run(request["GroupId"], lambda shard, token, now: shard.heartbeat(request, token, now),

@@ -7,6 +7,7 @@ ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.leave_group import LeaveGroupRequest, LeaveGroupResponse
 
 from . import authz
 from .context import HandlerContext
@@ -15,7 +16,7 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LEAVE_GROUP, 0, 5
 BATCHED_FROM = 3
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: LeaveGroupRequest) -> LeaveGroupResponse:
     if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED, "Members": []}
     batched = header.api_version >= BATCHED_FROM

@@ -8,6 +8,7 @@ ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.sync_group import SyncGroupRequest, SyncGroupResponse
 
 from . import authz
 from .context import HandlerContext
@@ -15,7 +16,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.SYNC_GROUP, 0, 5
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: SyncGroupRequest) -> SyncGroupResponse:
     if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED, "ProtocolType": None,
                 "ProtocolName": None, "Assignment": b""}

@@ -20,10 +20,14 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_GROUPS, 0, 5
 
 def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     view = broker.groups.topics_view(broker.image)
-    return {"ThrottleTimeMs": 0, "Groups": [
-        broker.groups.read(g, lambda shard, g=g: shard.describe(g, view), lambda code, g=g: _error(g, code))
-        if authz.group(broker, header, authz.Op.DESCRIBE, g) else _error(g, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        for g in request["Groups"]]}
+    return {"ThrottleTimeMs": 0, "Groups": [_describe(broker, header, view, g) for g in request["Groups"]]}
+
+
+def _describe(broker: HandlerContext, header: RequestHeader, view: object, group_id: str) -> dict:
+    if not authz.group(broker, header, authz.Op.DESCRIBE, group_id):
+        return _error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    return broker.groups.read(group_id, lambda shard: shard.describe(group_id, view),
+                              lambda code: _error(group_id, code))
 
 
 def _error(group_id: str, code: int) -> dict:

@@ -8,6 +8,7 @@ ACLs: every group with DESCRIBE on the cluster, else only the groups the princip
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.list_groups import ListGroupsRequest, ListGroupsResponse
 
 from . import authz
 from .context import HandlerContext
@@ -15,7 +16,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LIST_GROUPS, 0, 5
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: ListGroupsRequest) -> ListGroupsResponse:
     shards, loading = broker.groups.loaded_shards()
     groups = [g for shard in shards
               for g in shard.list_groups(request.get("StatesFilter") or [], request.get("TypesFilter") or [])]

@@ -9,11 +9,15 @@ ILLEGAL_SASL_STATE, as Kafka's KafkaApis does.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.sasl_handshake import (
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.SASL_HANDSHAKE, 1, 1
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: SaslHandshakeRequest) -> SaslHandshakeResponse:
     return {"ErrorCode": ErrorCode.ILLEGAL_SASL_STATE, "Mechanisms": []}

@@ -10,6 +10,10 @@ from tierlog.broker.group_coordinator import OFFSETS_TOPIC
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -18,7 +22,7 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ADD_OFFSETS_TO_TXN, 0, 4
 PRODUCER_FENCED_FROM = 2           # older clients do not know PRODUCER_FENCED (Kafka answers 47)
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
     group_id = request["GroupId"]
     if not group_id:
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.INVALID_GROUP_ID}

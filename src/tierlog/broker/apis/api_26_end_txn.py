@@ -11,6 +11,7 @@ v5 (transaction.version 2, KIP-890 part 2's epoch bump on every end).
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.end_txn import EndTxnRequest, EndTxnResponse
 
 from . import authz
 from .context import HandlerContext
@@ -19,7 +20,7 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.END_TXN, 0, 4
 PRODUCER_FENCED_FROM = 2           # older clients do not know PRODUCER_FENCED (Kafka answers 47)
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: EndTxnRequest) -> EndTxnResponse:
     if not authz.transactional_id(broker, header, authz.Op.WRITE, request["TransactionalId"]):
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     error = await broker.transactions.end_txn(request["TransactionalId"], request["ProducerId"],

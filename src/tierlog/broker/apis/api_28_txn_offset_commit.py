@@ -15,6 +15,10 @@ producer added the group's partition to its transaction (AddOffsetsToTxn) first.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -22,7 +26,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.TXN_OFFSET_COMMIT, 0, 4
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     if not authz.transactional_id(broker, header, authz.Op.WRITE, request["TransactionalId"]):
         return {"ThrottleTimeMs": 0, "Topics": _answer(request["Topics"], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)}
     if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):

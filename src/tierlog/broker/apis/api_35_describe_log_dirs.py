@@ -15,6 +15,7 @@ ACLs: DESCRIBE on the cluster, else no dirs (v3+: CLUSTER_AUTHORIZATION_FAILED).
 """
 import shutil
 from collections import defaultdict
+from pathlib import Path
 
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -32,7 +33,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Results": []}
     logs = broker.replicas.logs
     wanted = _wanted(request.get("Topics"))
-    by_dir = defaultdict(lambda: defaultdict(list))
+    by_dir: defaultdict[Path, defaultdict[str, list]] = defaultdict(lambda: defaultdict(list))
     for (topic, index), log in sorted(logs.logs().items()):
         if wanted is not None and index not in wanted.get(topic, ()):
             continue

@@ -7,12 +7,16 @@ authentication) is ILLEGAL_SASL_STATE, as in Kafka.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.sasl_authenticate import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+)
 
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.SASL_AUTHENTICATE, 0, 2
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
     return {"ErrorCode": ErrorCode.ILLEGAL_SASL_STATE, "ErrorMessage": "Unexpected SaslAuthenticate request",
             "AuthBytes": b"", "SessionLifetimeMs": 0}

@@ -9,6 +9,10 @@ import asyncio
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.delete_groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -16,7 +20,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_GROUPS, 0, 2
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     answers = await asyncio.gather(*(_delete(broker, g) if authz.group(broker, header, authz.Op.DELETE, g)
                                      else _refused(g) for g in request["GroupsNames"]))
     return {"ThrottleTimeMs": 0, "Results": [r for a in answers for r in a["Results"]]}

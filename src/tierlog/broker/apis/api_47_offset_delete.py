@@ -9,6 +9,10 @@ TOPIC_AUTHORIZATION_FAILED for its partitions).
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -16,7 +20,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_DELETE, 0, 0
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
     group_id = request["GroupId"]
     if not authz.group(broker, header, authz.Op.DELETE, group_id):
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED, "Topics": []}

@@ -8,6 +8,10 @@ from tierlog.metadata.acls import CLUSTER_NAME, ResourceType
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.describe_cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -15,7 +19,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_CLUSTER, 0, 1
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: DescribeClusterRequest) -> DescribeClusterResponse:
     image = broker.image
     return {
         "ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "EndpointType": 1,

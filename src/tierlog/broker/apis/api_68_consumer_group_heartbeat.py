@@ -11,6 +11,10 @@ ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -18,7 +22,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
     if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED, "ErrorMessage": None,
                 "MemberId": None, "MemberEpoch": 0, "HeartbeatIntervalMs": 0, "Assignment": None}

@@ -82,7 +82,7 @@ def any_topic(broker: HandlerContext, header: RequestHeader, op: int) -> bool:
 
 
 def authorized_operations(broker: HandlerContext, header: RequestHeader, resource_type: int, name: str) -> int:
-    ops = SUPPORTED_OPERATIONS[resource_type]
+    ops = SUPPORTED_OPERATIONS[ResourceType(resource_type)]
     a = broker.authorizer
     if a is None:
         return operations_bitfield(ops)

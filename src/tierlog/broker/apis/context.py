@@ -102,6 +102,8 @@ class GroupCoordinatorService(Protocol):
 
     def topics_view(self, image: MetadataImage) -> object: ...
 
+    def on_txn_marker(self, part, producer_id: int, commit: bool) -> None: ...
+
 
 class TransactionCoordinatorService(Protocol):
     """The transaction coordinator (``broker.transaction_coordinator.TransactionCoordinator``)."""
