@@ -265,8 +265,8 @@ def _result(proc: subprocess.Popen, timeout: float) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def _coordinator_pid(cluster, group: str) -> int:
-    """The pid of the broker leading ``group``'s ``__consumer_offsets`` partition (its coordinator)."""
+def _coordinator(cluster, group: str) -> tuple[int, int]:
+    """(node id, partition) of the broker leading ``group``'s ``__consumer_offsets`` partition (its coordinator)."""
     from confluent_kafka.admin import AdminClient
 
     from tierlog.coordinator import coordinator_partition
@@ -275,11 +275,22 @@ def _coordinator_pid(cluster, group: str) -> int:
     while time.monotonic() < deadline:
         topic = admin.list_topics("__consumer_offsets", timeout=30).topics.get("__consumer_offsets")
         if topic is not None and topic.error is None and topic.partitions:
-            leader = topic.partitions[coordinator_partition(group, len(topic.partitions))].leader
-            if leader in cluster.nodes:
-                return cluster.nodes[leader]["pid"]
+            index = coordinator_partition(group, len(topic.partitions))
+            if topic.partitions[index].leader in cluster.nodes:
+                return topic.partitions[index].leader, index
         time.sleep(0.2)
     raise RuntimeError("__consumer_offsets has no leader for the group")
+
+
+def _log_batches(cluster, node: int, index: int) -> tuple[int, int]:
+    """(batches, records) in the coordinator's ``__consumer_offsets-<index>`` log so far."""
+    from tierlog.records import iter_batches
+    batches = records = 0
+    for segment in sorted((cluster.node_dir(node) / "data" / f"__consumer_offsets-{index}").glob("*.log")):
+        for _, header in iter_batches(segment.read_bytes(), partial_ok=True):
+            batches += 1
+            records += header.records_count
+    return batches, records
 
 
 def _percentiles(latencies: list[float]) -> dict | None:
@@ -309,8 +320,10 @@ def commit_run(cluster, args, topic: str, mode: str) -> dict:
                       "--seconds", str(args.commit_seconds)], 0)
              for i in range(args.committers)]
     brokers = {n: info["pid"] for n, info in cluster.nodes.items() if "broker" in info["roles"]}
-    coordinator = _coordinator_pid(cluster, group)
+    node, index = _coordinator(cluster, group)
+    coordinator = cluster.nodes[node]["pid"]
     start_at = _go(procs)
+    batches_before = _log_batches(cluster, node, index)
     time.sleep(max(0.0, start_at - time.time()))
     folded = args.out / f"groups_commits_{mode}_{args.committers}.folded"
     spy = _py_spy(coordinator, folded) if args.profile else None
@@ -322,13 +335,14 @@ def commit_run(cluster, args, topic: str, mode: str) -> dict:
     if spy is not None:
         _stop_profile(spy)
     workers = [_result(p, args.commit_seconds + 120) for p in procs]
+    batches, records = (a - b for a, b in zip(_log_batches(cluster, node, index), batches_before, strict=True))
     ok = sum(w.get("ok", 0) for w in workers)
     latencies = [x for w in workers for x in w.pop("latencies_ms", [])]
     run = {"mode": mode, "committers": args.committers, "seconds": args.commit_seconds, "commits": ok,
            "commits_per_s": ok / args.commit_seconds, "errors": sum(w.get("errors", 0) for w in workers),
            "latency_ms": _percentiles(latencies), "broker_cpu_s": cpu,
            "coordinator_pid": coordinator, "cpu_s_per_1k_commits": 1000 * sum(cpu.values()) / max(ok, 1),
-           "client_cpu_s": clients_cpu,
+           "client_cpu_s": clients_cpu, "offsets_batches": batches, "offsets_records": records,
            "loadavg_after": os.getloadavg(), "goal_met": ok / args.commit_seconds >= COMMIT_GOAL_PER_S,
            "workers": workers}
     lat = run["latency_ms"] or {}
@@ -336,7 +350,8 @@ def commit_run(cluster, args, topic: str, mode: str) -> dict:
           f"p50 {lat.get('p50', float('nan')):.1f} ms p99 {lat.get('p99', float('nan')):.1f} ms, "
           f"{run['cpu_s_per_1k_commits']:.2f} broker CPU-s per 1k commits "
           f"(per broker {', '.join(f'{n}: {c:.1f}' for n, c in sorted(cpu.items()))}; "
-          f"committers {clients_cpu:.1f} CPU-s), "
+          f"committers {clients_cpu:.1f} CPU-s), {records / max(batches, 1):.1f} records per "
+          f"__consumer_offsets batch, "
           f"load {os.getloadavg()[0]:.2f}", flush=True)
     if spy is not None:
         run["profile_top"] = _profile_top(folded)
