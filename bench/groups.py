@@ -49,6 +49,7 @@ CONSUME_LOSS_GOAL = 0.10
 QUIET_S = 3.0
 FORM_TIMEOUT_S = 180.0
 READY_TIMEOUT_S = 300.0                          # 100 committer processes starting on a loaded 2-core machine
+PROFILE_HZ = 100                                 # py-spy's rate on the coordinator (--profile)
 GO_DELAY_S = 1.0                                 # the common window opens this long after the last is ready
 # librdkafka pauses a broker's fetches for fetch.queue.backoff.ms (default 1000) when its local queue is
 # full (queued.max.messages.kbytes), a race between its fetcher and the Python loop that added a whole
@@ -299,15 +300,18 @@ def _percentiles(latencies: list[float]) -> dict | None:
 
 
 def _py_spy(pid: int, out: Path) -> subprocess.Popen:
-    """py-spy on ``pid`` at 100 Hz without pausing it (--nonblocking), raw folded stacks to ``out``."""
+    """py-spy on ``pid`` at PROFILE_HZ without pausing it (--nonblocking), raw folded stacks to ``out``."""
     from profile import py_spy
     return subprocess.Popen([py_spy(), "record", "--nonblocking", "--pid", str(pid), "--format", "raw",
-                             "--rate", "100", "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--rate", str(PROFILE_HZ), "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _profile_top(folded: Path) -> str:
-    from profile import read_folded, top_text
-    return top_text(read_folded(folded), {}) if folded.exists() else "(no samples)"
+    from profile import SAMPLE_HZ, read_folded, top_text
+    if not folded.exists():
+        return "(no samples)"
+    return top_text(read_folded(folded), {}).replace(f"at {SAMPLE_HZ} Hz", f"at {PROFILE_HZ} Hz", 1)
 
 
 def commit_run(cluster, args, topic: str, mode: str) -> dict:
