@@ -61,7 +61,9 @@ log = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 TICK_S = 0.1
 TOPIC_CREATE_RETRY_MS = 5000
-RECORD_OVERHEAD = 24                # a record's framing in a v2 batch, at most (lengths, deltas, attributes)
+# a record's framing in a v2 batch at most: its varint length, offset delta, key and value lengths,
+# attributes, headers count, and a zero timestamp delta (every record of a batch has the batch's now_ms)
+RECORD_OVERHEAD = 24
 BATCH_OVERHEAD = 61                 # a v2 batch's header
 
 

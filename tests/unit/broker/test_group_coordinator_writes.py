@@ -78,9 +78,9 @@ def replicate(part, offset: int | None = None) -> None:
         c.token.set_result(c.error)
 
 
-def _coordinator(tmp_path) -> tuple[GroupCoordinator, Replicas]:
+def _coordinator(tmp_path, log_props: dict | None = None) -> tuple[GroupCoordinator, Replicas]:
     config = NodeConfig({"node.id": "1", "offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"})
-    log = Log.open(tmp_path / f"{OFFSETS_TOPIC}-0", LogConfig.from_props({}), NOW)
+    log = Log.open(tmp_path / f"{OFFSETS_TOPIC}-0", LogConfig.from_props(log_props or {}), NOW)
     part = Partition(OFFSETS_TOPIC, 0, b"\x05" * 16, log, leader_id=1, leader_epoch=1)
     part.leader_state = LeaderState(topic_id=part.topic_id, partition=0, leader_id=1, leader_epoch=1,
                                     partition_epoch=0, replicas=(1, 2), isr=(1, 2), high_watermark=0,
@@ -91,10 +91,10 @@ def _coordinator(tmp_path) -> tuple[GroupCoordinator, Replicas]:
     return coordinator, replicas
 
 
-def _run(tmp_path, scenario) -> None:
+def _run(tmp_path, scenario, log_props: dict | None = None) -> None:
     """``scenario(coordinator, replicas)`` on a loaded coordinator, closed after."""
     async def main():
-        coordinator, replicas = _coordinator(tmp_path)
+        coordinator, replicas = _coordinator(tmp_path, log_props)
         await _loaded(coordinator)
         try:
             await scenario(coordinator, replicas)
@@ -253,6 +253,15 @@ def test_a_round_while_a_batch_is_in_flight_is_the_next_append_answered_after_it
         replicate(coordinator.locate("g")[0].part)
         assert [_code(await t) for t in first + second] == [E.NONE] * 3
     _run(tmp_path, scenario)
+
+
+def test_a_round_larger_than_max_message_bytes_is_split_into_batches_that_fit(tmp_path):
+    async def scenario(coordinator, replicas):
+        tasks = await _one_round(*(_commit(coordinator, 5, g) for g in GROUPS))
+        assert [_code(await t) for t in tasks] == [E.NONE] * 3
+        assert [len(b) for b in _batches(replicas)] == [2, 1]
+        assert all(len(b) <= 200 for b in replicas.batches)
+    _run(tmp_path, scenario, {"max.message.bytes": "200"})
 
 
 def test_a_refused_append_fails_every_commit_in_its_batch(tmp_path):
