@@ -224,7 +224,7 @@ class GroupCoordinator:
 
     # -- output ----------------------------------------------------------------------------
     def _emit(self, hosted: _Hosted, out: Output) -> None:
-        if out.txn_producer is not None:        # a transaction's records go alone, after what came before
+        if out.txn_producer is not None and out.records:    # a transaction's records go alone, after the round's
             self._flush(hosted, hosted.pending)
             self._write(hosted, [out], out.txn_producer)
             return

@@ -294,11 +294,11 @@ def test_a_batch_in_flight_when_leadership_moves_answers_not_coordinator(tmp_pat
     _run(tmp_path, scenario)
 
 
-def _txn_commit(coordinator, offset: int, group: str):
+def _txn_commit(coordinator, offset: int, group: str, metadata: str = ""):
     req = {"TransactionalId": "tx", "GroupId": group, "ProducerId": 7, "ProducerEpoch": 0, "GenerationId": -1,
            "MemberId": "", "GroupInstanceId": None,
            "Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": offset,
-                                                    "CommittedLeaderEpoch": -1, "CommittedMetadata": ""}]}]}
+                                                    "CommittedLeaderEpoch": -1, "CommittedMetadata": metadata}]}]}
     return coordinator.run(group, lambda shard, token, now: shard.txn_commit_offsets(req, token, now),
                            lambda code: {"Topics": [{"Name": "t", "Partitions": [
                                {"PartitionIndex": 0, "ErrorCode": code}]}]})
@@ -315,4 +315,12 @@ def test_a_txn_offset_commit_is_a_transactional_batch_of_its_own_after_the_round
         assert shard.offsets.get("h", "t", 0) is None           # until its transaction's marker commits it
         shard.complete_txn(7, True)
         assert shard.offsets.get("h", "t", 0).offset == 9
+    _run(tmp_path, scenario)
+
+
+def test_a_txn_offset_commit_without_records_appends_nothing(tmp_path):
+    async def scenario(coordinator, replicas):
+        resp = await _txn_commit(coordinator, 9, "h", metadata="x" * 5000)     # over offset.metadata.max.bytes
+        assert _code(resp) == E.OFFSET_METADATA_TOO_LARGE
+        assert replicas.batches == []
     _run(tmp_path, scenario)
