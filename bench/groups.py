@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -47,11 +48,13 @@ COMMIT_GOAL_PER_S = 20_000
 CONSUME_LOSS_GOAL = 0.10
 QUIET_S = 3.0
 FORM_TIMEOUT_S = 180.0
-START_DELAY_S = 4.0
+READY_TIMEOUT_S = 300.0                          # 100 committer processes starting on a loaded 2-core machine
+PROFILE_HZ = 100                                 # py-spy's rate on the coordinator (--profile)
+GO_DELAY_S = 1.0                                 # the common window opens this long after the last is ready
 # librdkafka pauses a broker's fetches for fetch.queue.backoff.ms (default 1000) when its local queue is
 # full (queued.max.messages.kbytes), a race between its fetcher and the Python loop that added a whole
 # second to some runs of either mode; both modes use the same short backoff
-FETCH_QUEUE_BACKOFF_MS = 10                      # committers start together this long after launch
+FETCH_QUEUE_BACKOFF_MS = 10
 PROTOCOLS = {"classic-eager": {"partition.assignment.strategy": "range"},
              "classic-cooperative": {"partition.assignment.strategy": "cooperative-sticky"},
              "consumer (KIP-848)": {"group.protocol": "consumer"}}
@@ -60,7 +63,8 @@ PROTOCOLS = {"classic-eager": {"partition.assignment.strategy": "range"},
 # -- workers (child processes) -------------------------------------------------------------
 
 def worker_commit(args) -> dict:
-    """Commit offsets 1, 2, 3, ... for one partition between start_at and start_at + seconds."""
+    """Commit offsets 1, 2, 3, ... for one partition for ``seconds`` from the start time the parent
+    writes on stdin once every committer printed "ready" (so slow start-ups do not eat the window)."""
     done = {"ok": 0, "errors": 0, "first_error": None, "inflight": 0}
 
     def on_commit(err, _parts):
@@ -78,8 +82,10 @@ def worker_commit(args) -> dict:
     tp = TopicPartition(args.topic, args.partition)
     consumer.assign([tp])
     consumer.committed([tp], timeout=30)              # finds the coordinator before the clock starts
-    end = args.start_at + args.seconds
-    time.sleep(max(0.0, args.start_at - time.time()))
+    print("ready", flush=True)
+    start_at = float(sys.stdin.readline())
+    end = start_at + args.seconds
+    time.sleep(max(0.0, start_at - time.time()))
     offset, latencies = 0, []
     while time.time() < end:
         offset += 1
@@ -95,7 +101,7 @@ def worker_commit(args) -> dict:
                 done["first_error"] = done["first_error"] or str(e)
         else:
             while done["inflight"] >= args.window:
-                consumer.poll(0.001)                  # serves commit callbacks
+                consumer.poll(0.005)                  # serves commit callbacks (100 processes: no busy loop)
             done["inflight"] += 1
             consumer.commit(offsets=[TopicPartition(args.topic, args.partition, offset)], asynchronous=True)
             consumer.poll(0)
@@ -104,10 +110,9 @@ def worker_commit(args) -> dict:
         consumer.poll(0.01)
     last = consumer.committed([tp], timeout=30)[0].offset
     consumer.close()
-    lat = sorted(latencies)
     return {"partition": args.partition, "ok": done["ok"], "errors": done["errors"],
             "first_error": done["first_error"], "last_committed": last, "attempted": offset,
-            "latency_ms": lat and {"p50": 1000 * lat[len(lat) // 2], "p99": 1000 * lat[int(len(lat) * 0.99)]}}
+            "latencies_ms": [round(1000 * x, 3) for x in latencies]}
 
 
 class _Member:
@@ -237,8 +242,21 @@ def worker_consume(args) -> dict:
 # -- driver -------------------------------------------------------------------------------
 
 def _worker(argv: list[str], timeout: float) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(Path(__file__)), *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, str(Path(__file__)), *argv], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _go(procs: list[subprocess.Popen]) -> float:
+    """Wait until every committer printed "ready", then give them all one start time."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    for p in procs:
+        if p.stdout.readline().strip() != "ready" or time.monotonic() > deadline:
+            raise RuntimeError(f"a committer did not start: {p.stderr.read()[-2000:]}")
+    start_at = time.time() + GO_DELAY_S
+    for p in procs:
+        p.stdin.write(f"{start_at}\n")
+        p.stdin.flush()
+    return start_at
 
 
 def _result(proc: subprocess.Popen, timeout: float) -> dict:
@@ -248,25 +266,109 @@ def _result(proc: subprocess.Popen, timeout: float) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def part_commits(bootstrap: str, args) -> list[dict]:
+def _coordinator(cluster, group: str) -> tuple[int, int]:
+    """(node id, partition) of the broker leading ``group``'s ``__consumer_offsets`` partition (its coordinator)."""
+    from confluent_kafka.admin import AdminClient
+
+    from tierlog.coordinator import coordinator_partition
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    deadline = time.monotonic() + FORM_TIMEOUT_S
+    while time.monotonic() < deadline:
+        topic = admin.list_topics("__consumer_offsets", timeout=30).topics.get("__consumer_offsets")
+        if topic is not None and topic.error is None and topic.partitions:
+            index = coordinator_partition(group, len(topic.partitions))
+            if topic.partitions[index].leader in cluster.nodes:
+                return topic.partitions[index].leader, index
+        time.sleep(0.2)
+    raise RuntimeError("__consumer_offsets has no leader for the group")
+
+
+def _log_batches(cluster, node: int, index: int) -> tuple[int, int]:
+    """(batches, records) in the coordinator's ``__consumer_offsets-<index>`` log so far."""
+    from tierlog.records import iter_batches
+    batches = records = 0
+    for segment in sorted((cluster.node_dir(node) / "data" / f"__consumer_offsets-{index}").glob("*.log")):
+        for _, header in iter_batches(segment.read_bytes(), partial_ok=True):
+            batches += 1
+            records += header.records_count
+    return batches, records
+
+
+def _percentiles(latencies: list[float]) -> dict | None:
+    lat = sorted(latencies)
+    return lat and {"p50": lat[len(lat) // 2], "p99": lat[int(len(lat) * 0.99)]}
+
+
+def _py_spy(pid: int, out: Path) -> subprocess.Popen:
+    """py-spy on ``pid`` at PROFILE_HZ without pausing it (--nonblocking), raw folded stacks to ``out``."""
+    from profile import py_spy
+    return subprocess.Popen([py_spy(), "record", "--nonblocking", "--pid", str(pid), "--format", "raw",
+                             "--rate", str(PROFILE_HZ), "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _profile_top(folded: Path) -> str:
+    from profile import SAMPLE_HZ, read_folded, top_text
+    if not folded.exists():
+        return "(no samples)"
+    return top_text(read_folded(folded), {}).replace(f"at {SAMPLE_HZ} Hz", f"at {PROFILE_HZ} Hz", 1)
+
+
+def commit_run(cluster, args, topic: str, mode: str) -> dict:
+    """One mode: ``--committers`` worker processes commit in a common window; the brokers' CPU over
+    that window, and with ``--profile`` py-spy on the group's coordinator."""
+    from partitions import _stop_profile, cpu_seconds
+    group = f"bench-commits-{mode}-{args.committers}"
+    procs = [_worker(["commit-worker", "--bootstrap", cluster.bootstrap, "--group", group,
+                      "--topic", topic, "--partition", str(i), "--mode", mode, "--window", str(args.async_window),
+                      "--seconds", str(args.commit_seconds)], 0)
+             for i in range(args.committers)]
+    brokers = {n: info["pid"] for n, info in cluster.nodes.items() if "broker" in info["roles"]}
+    node, index = _coordinator(cluster, group)
+    coordinator = cluster.nodes[node]["pid"]
+    start_at = _go(procs)
+    batches_before = _log_batches(cluster, node, index)
+    time.sleep(max(0.0, start_at - time.time()))
+    folded = args.out / f"groups_commits_{mode}_{args.committers}.folded"
+    spy = _py_spy(coordinator, folded) if args.profile else None
+    before = {n: cpu_seconds(p) for n, p in brokers.items()}
+    clients_before = sum(cpu_seconds(p.pid) for p in procs)
+    time.sleep(args.commit_seconds)
+    cpu = {n: cpu_seconds(p) - before[n] for n, p in brokers.items()}
+    clients_cpu = sum(cpu_seconds(p.pid) for p in procs) - clients_before
+    if spy is not None:
+        _stop_profile(spy)
+    workers = [_result(p, args.commit_seconds + 120) for p in procs]
+    batches, records = (a - b for a, b in zip(_log_batches(cluster, node, index), batches_before, strict=True))
+    ok = sum(w.get("ok", 0) for w in workers)
+    latencies = [x for w in workers for x in w.pop("latencies_ms", [])]
+    run = {"mode": mode, "committers": args.committers, "seconds": args.commit_seconds, "commits": ok,
+           "commits_per_s": ok / args.commit_seconds, "errors": sum(w.get("errors", 0) for w in workers),
+           "latency_ms": _percentiles(latencies), "broker_cpu_s": cpu,
+           "coordinator_pid": coordinator, "cpu_s_per_1k_commits": 1000 * sum(cpu.values()) / max(ok, 1),
+           "client_cpu_s": clients_cpu, "offsets_batches": batches, "offsets_records": records,
+           "loadavg_after": os.getloadavg(), "goal_met": ok / args.commit_seconds >= COMMIT_GOAL_PER_S,
+           "workers": workers}
+    lat = run["latency_ms"] or {}
+    print(f"commits {mode} x{args.committers}: {run['commits_per_s']:,.0f}/s, errors {run['errors']}, "
+          f"p50 {lat.get('p50', float('nan')):.1f} ms p99 {lat.get('p99', float('nan')):.1f} ms, "
+          f"{run['cpu_s_per_1k_commits']:.2f} broker CPU-s per 1k commits "
+          f"(per broker {', '.join(f'{n}: {c:.1f}' for n, c in sorted(cpu.items()))}; "
+          f"committers {clients_cpu:.1f} CPU-s), {records / max(batches, 1):.1f} records per "
+          f"__consumer_offsets batch, "
+          f"load {os.getloadavg()[0]:.2f}", flush=True)
+    if spy is not None:
+        run["profile_top"] = _profile_top(folded)
+        print(run["profile_top"], flush=True)
+    return run
+
+
+def part_commits(cluster, args) -> list[dict]:
     from workload import ensure_topic
     topic = "bench-commits"
-    ensure_topic(bootstrap, topic, args.committers, 3)
-    runs = []
-    for mode in ("sync", "async"):
-        start_at = time.time() + START_DELAY_S
-        procs = [_worker(["commit-worker", "--bootstrap", bootstrap, "--group", f"bench-commits-{mode}",
-                          "--topic", topic, "--partition", str(i), "--mode", mode, "--window", str(args.async_window),
-                          "--start-at", str(start_at), "--seconds", str(args.commit_seconds)], 0)
-                 for i in range(args.committers)]
-        workers = [_result(p, args.commit_seconds + 120) for p in procs]
-        ok = sum(w.get("ok", 0) for w in workers)
-        run = {"mode": mode, "seconds": args.commit_seconds, "commits": ok,
-               "commits_per_s": ok / args.commit_seconds, "errors": sum(w.get("errors", 0) for w in workers),
-               "goal_met": ok / args.commit_seconds >= COMMIT_GOAL_PER_S, "workers": workers}
-        print(f"commits {mode}: {run['commits_per_s']:,.0f}/s, errors {run['errors']}", flush=True)
-        runs.append(run)
-    return runs
+    ensure_topic(cluster.bootstrap, topic, args.committers, 3)
+    args.out.mkdir(parents=True, exist_ok=True)
+    return [commit_run(cluster, args, topic, mode) for mode in args.modes.split(",")]
 
 
 def part_settle(bootstrap: str, args) -> list[dict]:
@@ -324,7 +426,8 @@ def plot(doc: dict, path: Path) -> None:
     runs = doc.get("commits", [])
     ax.bar([r["mode"] for r in runs], [r["commits_per_s"] for r in runs])
     ax.axhline(COMMIT_GOAL_PER_S, color="red", linestyle="--", label="goal")
-    ax.set(title="offset commits/s, 10 consumers, one group", ylabel="commits/s")
+    ax.set(title=f"offset commits/s, {runs[0]['committers'] if runs else 10} consumers, one group",
+           ylabel="commits/s")
     ax.legend()
     ax = axes[1]
     runs = [r for r in doc.get("settle", []) if r.get("settle_s") is not None]
@@ -353,7 +456,6 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--partition", type=int, required=True)
     w.add_argument("--mode", choices=("sync", "async"), required=True)
     w.add_argument("--window", type=int, default=100)
-    w.add_argument("--start-at", type=float, required=True)
     w.add_argument("--seconds", type=float, required=True)
     s = sub.choices["settle-worker"]
     s.add_argument("--partitions", type=int, required=True)
@@ -365,6 +467,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--committers", type=int, default=10)
     p.add_argument("--commit-seconds", type=float, default=10.0)
     p.add_argument("--async-window", type=int, default=100)
+    p.add_argument("--modes", default="sync,async", help="commit modes to run: sync, async or both")
+    p.add_argument("--profile", action="store_true",
+                   help="py-spy the coordinator broker during each commit window "
+                        "(results/groups_commits_<mode>_<committers>.folded)")
     p.add_argument("--members", type=int, default=50)
     p.add_argument("--protocols", default="", help="e.g. classic-eager,consumer (default: all)")
     p.add_argument("--consume-mib", type=float, default=200.0)
@@ -391,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster = Cluster(Path(tmp), brokers=3, controllers=1)
         try:
             if "commits" in parts:
-                doc["commits"] = part_commits(cluster.bootstrap, args)
+                doc["commits"] = part_commits(cluster, args)
             if "settle" in parts:
                 doc["settle"] = part_settle(cluster.bootstrap, args)
             if "consume" in parts:

@@ -9,18 +9,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import NamedTuple
 
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import Record, build_batch, decode_batches
 
 from .partition import AppendOrigin, FetchIsolation, Partition
 
-__all__ = ["LOAD_READ_BYTES", "append_and_wait", "load_log"]
+__all__ = ["LOAD_READ_BYTES", "Appended", "append", "append_and_wait", "committed", "load_log"]
 
 log = logging.getLogger(__name__)
 
 LOAD_READ_BYTES = 1024 * 1024
 ACKS_ALL = -1
+
+
+class Appended(NamedTuple):
+    error: ErrorCode
+    end_offset: int | None = None                   # exclusive; None: not in the log
+    waiter: asyncio.Future | None = None            # the acks=all wait (None: nothing to wait for)
 
 
 async def load_log(part: Partition, leading: Callable[[], bool], replay: Callable[[object, list], None]) -> bool:
@@ -43,24 +50,40 @@ async def load_log(part: Partition, leading: Callable[[], bool], replay: Callabl
     return leading()
 
 
-async def append_and_wait(replicas, part: Partition, records: list[tuple[bytes, bytes | None]], timeout_ms: int,
-                          now_ms: int, leading: Callable[[], bool],
-                          producer: tuple[int, int] | None = None) -> tuple[ErrorCode, int | None]:
-    """Append ``records`` (key, value) as one batch, acks=all: (error, the end offset of the
-    records in the log; None if they did not reach it).  ``producer`` (id, epoch): a
-    transactional batch of that producer, without sequence (Kafka's TxnOffsetCommit records)."""
+def append(replicas, part: Partition, records: list[tuple[bytes, bytes | None]], timeout_ms: int, now_ms: int,
+           leading: Callable[[], bool], producer: tuple[int, int] | None = None) -> Appended:
+    """Append ``records`` (key, value) as one batch, acks=all, now: (error, the end offset of the
+    records in the log, a future of the error once the high watermark passes them); error set:
+    refused, not in the log.  ``producer`` (id, epoch): a transactional batch of that producer,
+    without sequence (Kafka's TxnOffsetCommit records)."""
     if not leading():
-        return ErrorCode.NOT_COORDINATOR, None
+        return Appended(ErrorCode.NOT_COORDINATOR)
     pid, epoch = producer or (-1, -1)
     batch = bytearray(build_batch([Record(i, now_ms, k, v) for i, (k, v) in enumerate(records)],
                                   producer_id=pid, producer_epoch=epoch, transactional=producer is not None))
     outcome, fut = replicas.append_records(part, batch, AppendOrigin.COORDINATOR, ACKS_ALL, timeout_ms)
     if outcome.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-        return ErrorCode.NOT_COORDINATOR, None
+        return Appended(ErrorCode.NOT_COORDINATOR)
     if outcome.error:       # ISR below min.insync.replicas, the disk, ...: not in the log
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-    end = outcome.end_offset
-    code = await fut if fut is not None else ErrorCode.NONE
+        return Appended(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return Appended(ErrorCode.NONE, outcome.end_offset, fut)
+
+
+async def committed(appended: Appended, leading: Callable[[], bool]) -> ErrorCode:
+    """Wait for an append's records to be committed (acks=all): NONE, NOT_COORDINATOR once
+    leadership moved, COORDINATOR_NOT_AVAILABLE for any other failure (the wait timed out)."""
+    code = await appended.waiter if appended.waiter is not None else ErrorCode.NONE
     if code == ErrorCode.NOT_LEADER_OR_FOLLOWER or not leading():
-        return ErrorCode.NOT_COORDINATOR, end
-    return (ErrorCode.COORDINATOR_NOT_AVAILABLE if code else ErrorCode.NONE), end
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE if code else ErrorCode.NONE
+
+
+async def append_and_wait(replicas, part: Partition, records: list[tuple[bytes, bytes | None]], timeout_ms: int,
+                          now_ms: int, leading: Callable[[], bool],
+                          producer: tuple[int, int] | None = None) -> tuple[ErrorCode, int | None]:
+    """``append`` and wait for the commit: (error, the end offset of the records in the log;
+    None if they did not reach it)."""
+    appended = append(replicas, part, records, timeout_ms, now_ms, leading, producer)
+    if appended.error:
+        return appended.error, None
+    return await committed(appended, leading), appended.end_offset

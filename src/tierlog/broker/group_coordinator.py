@@ -7,17 +7,24 @@
   COORDINATOR_LOAD_IN_PROGRESS); losing it drops the shard and answers every
   request still waiting in it NOT_COORDINATOR.  A shard is used only while its
   partition keeps the leader state it was loaded under.
-- Requests (``run``): the shard's call returns an ``Output``; its records are
-  appended as one batch with acks=all through ``ReplicaManager.append_records``
-  (``Partition.append_as_leader``, origin coordinator, as Produce does), and its answers wait until the high watermark passes them (at most
-  offsets.commit.timeout.ms: then COORDINATOR_NOT_AVAILABLE, or
-  NOT_COORDINATOR when leadership moved).  Answers without records wait for the
-  latest write still in flight (and get its error): they may show state that write
-  made (a follower's SyncGroup in Stable gets the assignment whose record is still
-  being replicated), which a new coordinator would not have if it were lost
-  (Kafka's rule: a read after a write completes when the write commits).
-- A failed write: its answers carry the error, never the writes after it (one
-  that commits commits everything before it).  A write refused before it reached
+- Requests (``run``): the shard's call returns an ``Output``.  The outputs with
+  records of one event-loop round (every request that arrived together, of any
+  group of the partition) are appended as one batch (Kafka's CoordinatorRuntime
+  batch, flushed at the end of the round instead of after
+  group.coordinator.append.linger.ms; at most the partition's max.message.bytes)
+  with acks=all through ``ReplicaManager.append_records``
+  (``Partition.append_as_leader``, origin coordinator, as Produce does); their
+  answers wait until the high watermark passes the batch (at most
+  offsets.commit.timeout.ms: then COORDINATOR_NOT_AVAILABLE, or NOT_COORDINATOR
+  when leadership moved).  A TxnOffsetCommit's records go in a transactional
+  batch of their own, after the round's batch.  Answers without records join the
+  round's batch, or wait for the latest write still in flight (and get its
+  error): they may show state that write made (a follower's SyncGroup in Stable
+  gets the assignment whose record is still being replicated), which a new
+  coordinator would not have if it were lost (Kafka's rule: a read after a write
+  completes when the write commits).
+- A failed write: every answer in its batch carries the error, never the writes
+  after it (one that commits commits everything before it).  A write refused before it reached
   the log (ISR below min.insync.replicas) reloads the shard from the log, since the
   shard already holds what the write changed; a write that timed out takes back a
   classic assignment it carried (``GroupShard.write_failed``: the group rebalances),
@@ -44,7 +51,7 @@ from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records.control import COMMIT, control_marker
 
-from .coordinator_log import append_and_wait, load_log
+from .coordinator_log import Appended, append, committed, load_log
 from .partition import Partition
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinator"]
@@ -54,6 +61,29 @@ log = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 TICK_S = 0.1
 TOPIC_CREATE_RETRY_MS = 5000
+# a record's framing in a v2 batch at most: its varint length, offset delta, key and value lengths,
+# attributes, headers count, and a zero timestamp delta (every record of a batch has the batch's now_ms)
+RECORD_OVERHEAD = 24
+BATCH_OVERHEAD = 61                 # a v2 batch's header
+
+
+@dataclass
+class _Batch:
+    """The writes of one event-loop round to one partition: one append, one high-watermark wait,
+    their answers together (Kafka's CoordinatorRuntime batch).  At most ``max_bytes`` of keys and
+    values (the partition's max.message.bytes), unless one write alone is larger."""
+    max_bytes: int
+    outputs: list[Output] = field(default_factory=list)
+    size: int = BATCH_OVERHEAD
+
+    def add(self, out: Output) -> bool:
+        """Take ``out`` (False: it does not fit; the batch must be written first)."""
+        size = sum(len(k) + len(v or b"") + RECORD_OVERHEAD for k, v in out.records)
+        if self.outputs and self.size + size > self.max_bytes:
+            return False
+        self.outputs.append(out)
+        self.size += size
+        return True
 
 
 @dataclass
@@ -62,6 +92,7 @@ class _Hosted:
     leader_state: object
     shard: GroupShard | None = None                     # None while loading
     waiting: dict = field(default_factory=dict)         # token -> error answer builder
+    pending: _Batch | None = None                       # this round's writes, not appended yet
     last_append: asyncio.Task | None = None             # the latest write: answers without records wait for it
     late: list = field(default_factory=list)            # (end offset, on_commit) of writes not committed in time
     early_markers: list = field(default_factory=list)   # (producer id, commit) of markers committed while loading
@@ -193,41 +224,72 @@ class GroupCoordinator:
 
     # -- output ----------------------------------------------------------------------------
     def _emit(self, hosted: _Hosted, out: Output) -> None:
-        last = hosted.last_append
-        if not out.records:
-            if last is None or last.done():
-                for token, response in out.answers:
-                    _resolve(token, response)
-            else:
-                self._tasks.spawn(self._after(last, out), name=f"group-answer-{hosted.part.index}")
+        if out.txn_producer is not None and out.records:    # a transaction's records go alone, after the round's
+            self._flush(hosted, hosted.pending)
+            self._write(hosted, [out], out.txn_producer)
             return
-        hosted.last_append = self._tasks.spawn(self._append(hosted, out, last),
-                                               name=f"group-append-{hosted.part.index}")
+        if hosted.pending is None:
+            if not out.records:
+                self._answer_after_last(hosted, out)
+                return
+            batch = hosted.pending = _Batch(hosted.part.config.max_message_bytes)
+            asyncio.get_running_loop().call_soon(self._flush, hosted, batch)     # once this round's calls are in
+        if not hosted.pending.add(out):         # full: written now, ``out`` opens the next batch
+            self._flush(hosted, hosted.pending)
+            self._emit(hosted, out)
 
-    async def _append(self, hosted: _Hosted, out: Output, previous: asyncio.Task | None) -> ErrorCode:
-        error, end = await self._write(hosted, out.records, out.txn_producer)
-        if error and end is None:
-            # refused before the log (nothing awaited yet): reload before a later write appends
-            # records made from what this one changed
-            self._fail(hosted, out, error)
+    def _answer_after_last(self, hosted: _Hosted, out: Output) -> None:
+        """Answers without records, none of this round's writes pending: now, or after the latest write."""
+        last = hosted.last_append
+        if last is None or last.done():
+            for token, response in out.answers:
+                _resolve(token, response)
+        else:
+            self._tasks.spawn(self._after(last, out), name=f"group-answer-{hosted.part.index}")
+
+    def _flush(self, hosted: _Hosted, batch: _Batch | None) -> None:
+        """Write ``batch`` if it is still the one being filled (a full one was written already)."""
+        if batch is not None and hosted.pending is batch:
+            hosted.pending = None
+            self._write(hosted, batch.outputs, None)
+
+    def _write(self, hosted: _Hosted, outputs: list[Output], producer: tuple[int, int] | None) -> None:
+        """Append the records of ``outputs`` as one batch now (log order is call order); a task
+        answers them once it is committed."""
+        records = [r for out in outputs for r in out.records]
+        appended = append(self._replicas, hosted.part, records, self._commit_timeout_ms, self._clock_ms(),
+                          lambda: self._leading(hosted), producer)
+        if appended.error:
+            # refused before the log: reload before a later write appends records made from what this one changed
+            self._fail(hosted, outputs, appended.error)
             if self._leading(hosted):
                 self._reload(hosted)
-            return error
+            return
+        hosted.last_append = self._tasks.spawn(self._complete(hosted, outputs, appended, hosted.last_append),
+                                               name=f"group-append-{hosted.part.index}")
+
+    async def _complete(self, hosted: _Hosted, outputs: list[Output], appended: Appended,
+                        previous: asyncio.Task | None) -> ErrorCode:
+        error = await committed(appended, lambda: self._leading(hosted))
         if previous is not None:
             await previous      # answers leave in log order; a write that committed needs nothing of earlier ones
+        on_commit = [c for out in outputs for c in out.on_commit]
+        producer = outputs[0].txn_producer
         if error:
-            self._fail(hosted, out, error)
-            if out.on_commit and out.txn_producer is None:
-                hosted.late.append((end, out.on_commit))      # applied if the high watermark passes it
-            if out.on_failure and hosted.shard is not None and self._leading(hosted):
-                lost = hosted.shard.write_failed(out.on_failure, self._clock_ms())
+            self._fail(hosted, outputs, error)
+            if on_commit and producer is None:
+                hosted.late.append((appended.end_offset, on_commit))      # applied if the high watermark passes it
+            on_failure = [f for out in outputs for f in out.on_failure]
+            if on_failure and hosted.shard is not None and self._leading(hosted):
+                lost = hosted.shard.write_failed(on_failure, self._clock_ms())
                 asyncio.get_running_loop().call_soon(self._emit, hosted, lost)    # once this write is done
             return error
         if hosted.shard is not None:
-            self._apply_late(hosted, end)       # committed too: they come before this write
-            hosted.shard.apply_committed(out.on_commit, out.txn_producer[0] if out.txn_producer else -1)
-        for token, response in out.answers:
-            _resolve(token, response)
+            self._apply_late(hosted, appended.end_offset)       # committed too: they come before this write
+            hosted.shard.apply_committed(on_commit, producer[0] if producer else -1)
+        for out in outputs:
+            for token, response in out.answers:
+                _resolve(token, response)
         return ErrorCode.NONE
 
     @staticmethod
@@ -238,10 +300,11 @@ class GroupCoordinator:
             hosted.shard.apply_committed(hosted.late.pop(0)[1])
 
     @staticmethod
-    def _fail(hosted: _Hosted, out: Output, error: ErrorCode) -> None:
+    def _fail(hosted: _Hosted, outputs: list[Output], error: ErrorCode) -> None:
         log.info("%s-%d: group write failed: %s", OFFSETS_TOPIC, hosted.part.index, error.name)
-        for token, response in out.answers:
-            _resolve(token, with_error(response, error))
+        for out in outputs:
+            for token, response in out.answers:
+                _resolve(token, with_error(response, error))
 
     def _reload(self, hosted: _Hosted) -> None:
         """A write was refused before it reached the log, but the shard already holds what it
@@ -254,12 +317,6 @@ class GroupCoordinator:
         error = await write
         for token, response in out.answers:
             _resolve(token, with_error(response, error) if error else response)
-
-    async def _write(self, hosted: _Hosted, records: list,
-                     producer: tuple[int, int] | None = None) -> tuple[ErrorCode, int | None]:
-        """(error, the end offset of the records in the log; None if they did not reach it)."""
-        return await append_and_wait(self._replicas, hosted.part, records, self._commit_timeout_ms, self._clock_ms(),
-                                     lambda: self._leading(hosted), producer)
 
     def on_txn_marker(self, part: Partition, producer_id: int, commit: bool) -> None:
         """A transaction marker of ``producer_id`` is committed on ``part`` (``txn_marker_writer``):

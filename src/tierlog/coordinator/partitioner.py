@@ -7,9 +7,14 @@ wrapping at 32 bits) and Kafka's ``Utils.abs``, which maps Integer.MIN_VALUE to
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 __all__ = ["coordinator_partition", "java_string_hash"]
 
 _MASK = 0xFFFFFFFF
+#: Group / transactional ids whose partition is remembered: every group request asks, and the
+#: hash is a Python loop over the id (1 % of a coordinator's samples under 10 committers).
+PARTITION_CACHE_IDS = 4096
 
 
 def java_string_hash(s: str) -> int:
@@ -25,6 +30,7 @@ def _kafka_abs(n: int) -> int:
     return 0 if n == -(1 << 31) else abs(n)
 
 
+@lru_cache(maxsize=PARTITION_CACHE_IDS)
 def coordinator_partition(group_id: str, num_partitions: int) -> int:
     assert num_partitions > 0, num_partitions
     return _kafka_abs(java_string_hash(group_id)) % num_partitions

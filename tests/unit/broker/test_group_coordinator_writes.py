@@ -1,4 +1,9 @@
-"""The group coordinator shell when a write to __consumer_offsets fails without a failover.
+"""The group coordinator shell's writes to __consumer_offsets: one batch per event-loop round,
+and what a failed write does without a failover.
+
+The writes of the requests that arrive together (several groups of one partition) are one
+append, and each is answered once the high watermark passes that batch (Kafka's
+CoordinatorRuntime).
 
 A write is refused before it is appended when the partition's ISR is below
 min.insync.replicas (Kafka's NOT_ENOUGH_REPLICAS, which a group request answers
@@ -15,6 +20,7 @@ from tierlog.broker.partition import AppendOrigin, Partition
 from tierlog.config import NodeConfig
 from tierlog.coordinator import GroupState
 from tierlog.protocol.errors import ErrorCode as E
+from tierlog.records import decode_batches
 from tierlog.replication import LeaderConfig, LeaderState
 from tierlog.storage import Log, LogConfig
 
@@ -29,7 +35,8 @@ class Replicas:
     fetches the whole log at once."""
 
     def __init__(self):
-        self.refuse = self.time_out = False
+        self.refuse = self.time_out = self.hold = False
+        self.batches: list[bytes] = []          # every batch appended, in order
         self._partition_epoch = 0
 
     def set_isr(self, part, isr):
@@ -44,6 +51,9 @@ class Replicas:
         outcome = part.append_as_leader(records, origin, required_acks, NOW, waiter, timeout_ms)
         if not outcome.appended:
             return outcome, None
+        self.batches.append(bytes(records))
+        if self.hold:                           # parked until ``replicate``, as ReplicaManager parks it
+            return outcome, waiter
         if self.time_out:
             waiter.set_result(E.REQUEST_TIMED_OUT)
         else:
@@ -53,14 +63,24 @@ class Replicas:
         return outcome, waiter
 
 
-def follower_fetch(part) -> None:
-    """Follower 2 fetches the leader's whole log: the high watermark reaches the log end."""
-    part.leader_state.on_follower_fetch(2, part.log_end_offset, now_ms=NOW, leader_leo=part.log_end_offset)
+def follower_fetch(part, offset: int | None = None) -> None:
+    """Follower 2 fetches the leader's log up to ``offset`` (its end by default): the high watermark follows."""
+    end = part.log_end_offset if offset is None else offset
+    part.leader_state.on_follower_fetch(2, end, now_ms=NOW, leader_leo=part.log_end_offset)
 
 
-def _coordinator(tmp_path) -> tuple[GroupCoordinator, Replicas]:
+def replicate(part, offset: int | None = None) -> None:
+    """``follower_fetch``, then the parked acks=all waiters the high watermark passed are answered
+    (``ReplicaManager._on_update``)."""
+    follower_fetch(part, offset)
+    ls = part.leader_state
+    for c in part.purgatory.on_high_watermark(ls.high_watermark, len(ls.isr), ls.effective_min_isr):
+        c.token.set_result(c.error)
+
+
+def _coordinator(tmp_path, log_props: dict | None = None) -> tuple[GroupCoordinator, Replicas]:
     config = NodeConfig({"node.id": "1", "offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"})
-    log = Log.open(tmp_path / f"{OFFSETS_TOPIC}-0", LogConfig.from_props({}), NOW)
+    log = Log.open(tmp_path / f"{OFFSETS_TOPIC}-0", LogConfig.from_props(log_props or {}), NOW)
     part = Partition(OFFSETS_TOPIC, 0, b"\x05" * 16, log, leader_id=1, leader_epoch=1)
     part.leader_state = LeaderState(topic_id=part.topic_id, partition=0, leader_id=1, leader_epoch=1,
                                     partition_epoch=0, replicas=(1, 2), isr=(1, 2), high_watermark=0,
@@ -71,10 +91,10 @@ def _coordinator(tmp_path) -> tuple[GroupCoordinator, Replicas]:
     return coordinator, replicas
 
 
-def _run(tmp_path, scenario) -> None:
+def _run(tmp_path, scenario, log_props: dict | None = None) -> None:
     """``scenario(coordinator, replicas)`` on a loaded coordinator, closed after."""
     async def main():
-        coordinator, replicas = _coordinator(tmp_path)
+        coordinator, replicas = _coordinator(tmp_path, log_props)
         await _loaded(coordinator)
         try:
             await scenario(coordinator, replicas)
@@ -88,12 +108,12 @@ async def _loaded(coordinator) -> None:
         await asyncio.sleep(0)
 
 
-def _commit(coordinator, offset: int):
-    req = {"GroupId": "g", "GenerationIdOrMemberEpoch": -1, "MemberId": "", "GroupInstanceId": None,
+def _commit(coordinator, offset: int, group: str = "g"):
+    req = {"GroupId": group, "GenerationIdOrMemberEpoch": -1, "MemberId": "", "GroupInstanceId": None,
            "RetentionTimeMs": -1, "version": 8,
            "Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": offset,
                                                     "CommittedLeaderEpoch": -1, "CommittedMetadata": ""}]}]}
-    return coordinator.run("g", lambda shard, token, now: shard.commit_offsets(req, token, now),
+    return coordinator.run(group, lambda shard, token, now: shard.commit_offsets(req, token, now),
                            lambda code: {"Topics": [{"Name": "t", "Partitions": [
                                {"PartitionIndex": 0, "ErrorCode": code}]}]})
 
@@ -189,4 +209,118 @@ def test_a_member_whose_assignment_was_refused_must_join_again(tmp_path):
         replicas.refuse = False
         await _loaded(coordinator)          # nothing of the group reached the log
         assert (await _heartbeat(coordinator, member, generation))["ErrorCode"] == E.UNKNOWN_MEMBER_ID
+    _run(tmp_path, scenario)
+
+
+GROUPS = ("g", "h", "i")
+
+
+def _batches(replicas) -> list[list]:
+    """The records of each batch appended: [(key, value), ...] per batch."""
+    return [[(r.key, r.value) for _, records in decode_batches(b) for r in records] for b in replicas.batches]
+
+
+async def _one_round(*calls) -> list[asyncio.Task]:
+    """Start ``calls`` (coroutines) together, as requests of one event-loop round, and let the round end."""
+    tasks = [asyncio.ensure_future(c) for c in calls]
+    for _ in range(3):
+        await asyncio.sleep(0)
+    return tasks
+
+
+def test_the_commits_of_one_round_are_one_append_answered_once_the_high_watermark_passes_it(tmp_path):
+    async def scenario(coordinator, replicas):
+        replicas.hold = True
+        tasks = await _one_round(*(_commit(coordinator, 5, g) for g in GROUPS))
+        assert [len(b) for b in _batches(replicas)] == [3]      # three groups' commits, one batch
+        part = coordinator.locate("g")[0].part
+        replicate(part, part.log_end_offset - 1)                # the high watermark short of the batch's end
+        await asyncio.sleep(0)
+        assert not any(t.done() for t in tasks)
+        replicate(part)
+        assert [_code(await t) for t in tasks] == [E.NONE] * 3
+        shard = coordinator.locate("g")[0].shard
+        assert [shard.offsets.get(g, "t", 0).offset for g in GROUPS] == [5, 5, 5]
+    _run(tmp_path, scenario)
+
+
+def test_a_round_while_a_batch_is_in_flight_is_the_next_append_answered_after_it(tmp_path):
+    async def scenario(coordinator, replicas):
+        replicas.hold = True
+        first = await _one_round(_commit(coordinator, 5, "g"))
+        second = await _one_round(_commit(coordinator, 6, "h"), _commit(coordinator, 6, "i"))
+        assert [len(b) for b in _batches(replicas)] == [1, 2]   # appended without waiting for the first
+        replicate(coordinator.locate("g")[0].part)
+        assert [_code(await t) for t in first + second] == [E.NONE] * 3
+    _run(tmp_path, scenario)
+
+
+def test_a_round_larger_than_max_message_bytes_is_split_into_batches_that_fit(tmp_path):
+    async def scenario(coordinator, replicas):
+        tasks = await _one_round(*(_commit(coordinator, 5, g) for g in GROUPS))
+        assert [_code(await t) for t in tasks] == [E.NONE] * 3
+        assert [len(b) for b in _batches(replicas)] == [2, 1]
+        assert all(len(b) <= 200 for b in replicas.batches)
+    _run(tmp_path, scenario, {"max.message.bytes": "200"})
+
+
+def test_a_refused_append_fails_every_commit_in_its_batch(tmp_path):
+    async def scenario(coordinator, replicas):
+        replicas.refuse = True
+        tasks = await _one_round(*(_commit(coordinator, 5, g) for g in GROUPS))
+        assert [_code(await t) for t in tasks] == [E.COORDINATOR_NOT_AVAILABLE] * 3
+        assert replicas.batches == []
+        replicas.refuse = False
+        await _loaded(coordinator)
+        assert [_code(await _commit(coordinator, 6, g)) for g in GROUPS] == [E.NONE] * 3
+    _run(tmp_path, scenario)
+
+
+def test_a_batch_not_committed_in_time_fails_every_commit_in_it(tmp_path):
+    async def scenario(coordinator, replicas):
+        replicas.time_out = True
+        tasks = await _one_round(*(_commit(coordinator, 5, g) for g in GROUPS))
+        assert [_code(await t) for t in tasks] == [E.COORDINATOR_NOT_AVAILABLE] * 3
+        assert [len(b) for b in _batches(replicas)] == [3]
+    _run(tmp_path, scenario)
+
+
+def test_a_batch_in_flight_when_leadership_moves_answers_not_coordinator(tmp_path):
+    async def scenario(coordinator, replicas):
+        replicas.hold = True
+        tasks = await _one_round(*(_commit(coordinator, 5, g) for g in GROUPS))
+        coordinator.on_follower(coordinator.locate("g")[0].part)
+        assert [_code(await t) for t in tasks] == [E.NOT_COORDINATOR] * 3
+    _run(tmp_path, scenario)
+
+
+def _txn_commit(coordinator, offset: int, group: str, metadata: str = ""):
+    req = {"TransactionalId": "tx", "GroupId": group, "ProducerId": 7, "ProducerEpoch": 0, "GenerationId": -1,
+           "MemberId": "", "GroupInstanceId": None,
+           "Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": offset,
+                                                    "CommittedLeaderEpoch": -1, "CommittedMetadata": metadata}]}]}
+    return coordinator.run(group, lambda shard, token, now: shard.txn_commit_offsets(req, token, now),
+                           lambda code: {"Topics": [{"Name": "t", "Partitions": [
+                               {"PartitionIndex": 0, "ErrorCode": code}]}]})
+
+
+def test_a_txn_offset_commit_is_a_transactional_batch_of_its_own_after_the_rounds_batch(tmp_path):
+    async def scenario(coordinator, replicas):
+        tasks = await _one_round(_commit(coordinator, 5, "g"), _txn_commit(coordinator, 9, "h"),
+                                 _commit(coordinator, 5, "i"))
+        assert [_code(await t) for t in tasks] == [E.NONE] * 3
+        headers = [h for b in replicas.batches for h, _ in decode_batches(b)]
+        assert [(h.is_transactional, h.producer_id) for h in headers] == [(False, -1), (True, 7), (False, -1)]
+        shard = coordinator.locate("g")[0].shard
+        assert shard.offsets.get("h", "t", 0) is None           # until its transaction's marker commits it
+        shard.complete_txn(7, True)
+        assert shard.offsets.get("h", "t", 0).offset == 9
+    _run(tmp_path, scenario)
+
+
+def test_a_txn_offset_commit_without_records_appends_nothing(tmp_path):
+    async def scenario(coordinator, replicas):
+        resp = await _txn_commit(coordinator, 9, "h", metadata="x" * 5000)     # over offset.metadata.max.bytes
+        assert _code(resp) == E.OFFSET_METADATA_TOO_LARGE
+        assert replicas.batches == []
     _run(tmp_path, scenario)
