@@ -12,6 +12,7 @@ import time
 import uuid
 
 import pytest
+from clients import read_isolated as read
 from cluster import FAST_REPLICATION, Cluster, request, running
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -49,32 +50,6 @@ def txn_producer(boot: str, tid: str, **conf) -> Producer:
     p = Producer({"bootstrap.servers": boot, "transactional.id": tid, "linger.ms": 5, **conf})
     p.init_transactions(30)
     return p
-
-
-def read(boot: str, topic: str, partitions: int, isolation: str, until: int | None = None,
-         timeout_s: float = 20) -> list[bytes]:
-    """Every value of ``topic`` a consumer at ``isolation`` gets: until ``until`` values arrive, or
-    until it stands at the end of every partition (its last stable offset / high watermark)."""
-    c = Consumer({"bootstrap.servers": boot, "group.id": f"r-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
-                  "isolation.level": isolation, "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values, at_end = [], set()
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error():
-                at_end.add(m.partition())
-            else:
-                values.append(m.value())
-                at_end.discard(m.partition())
-            if (until is not None and len(values) >= until) or (until is None and len(at_end) == partitions):
-                return sorted(values)
-        raise AssertionError(f"{isolation} read of {topic}: {sorted(values)} by the deadline")
-    finally:
-        c.close()
 
 
 def produce_txn(p: Producer, topic: str, values: dict[int, list[bytes]], commit: bool) -> None:
