@@ -116,6 +116,19 @@ class TransactionIndexes:
         path = _path(self.directory, segment_base)
         return path if path.exists() else None
 
+    def entries(self) -> list[AbortedTxn]:
+        """Every entry, in marker order."""
+        return [e for _b, e in self._entries]
+
+    def replace(self, bases: list[int], new_base: int, kept: list[AbortedTxn]) -> None:
+        """The log cleaner swapped the segment at ``new_base`` in for those at ``bases``: their
+        entries become ``kept`` (the ABORT markers it kept whose data was still there)."""
+        gone = set(bases)
+        self._entries = sorted([be for be in self._entries if be[0] not in gone] + [(new_base, e) for e in kept],
+                               key=lambda be: be[1].last_offset)
+        self._lasts = [e.last_offset for _b, e in self._entries]
+        self._rewrite(gone | {new_base})
+
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose marker is at or above ``offset`` (the log was truncated, or a replay
         from ``offset`` writes them again)."""
