@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 from clients import read_isolated as read
-from cluster import FAST_REPLICATION, Cluster, request, running
+from cluster import FAST_REPLICATION, Cluster, request, running, wait_for
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -200,14 +200,21 @@ def leader_port(txn_cluster, topic: str, index: int) -> int:
     return txn_cluster.broker(leader).port
 
 
+def find_coordinator(txn_cluster, tid: str) -> dict:
+    """FindCoordinator key type 1, asked until answered (the first ask creates __transaction_state)."""
+    def ask():
+        found = request("127.0.0.1", txn_cluster.brokers[0].port, ApiKey.FIND_COORDINATOR,
+                        {"KeyType": 1, "CoordinatorKeys": [tid]}, version=4)["Coordinators"][0]
+        return found if found["ErrorCode"] == 0 else None
+    return wait_for(ask, 30, f"the coordinator of {tid}")
+
+
 def test_a_first_transactional_write_to_a_partition_outside_the_transaction_is_refused(txn_cluster, boot):
     """KIP-890 part 1: the leader asks the coordinator before a producer's first transactional
     batch on a partition; one the producer did not add to its transaction is refused."""
     topic = new_topic(boot, 1)
     tid = f"raw-{topic}"
-    port = txn_cluster.brokers[0].port
-    coordinator = request("127.0.0.1", port, ApiKey.FIND_COORDINATOR, {"KeyType": 1, "CoordinatorKeys": [tid]},
-                          version=4)["Coordinators"][0]
+    coordinator = find_coordinator(txn_cluster, tid)
     init = request("127.0.0.1", coordinator["Port"], ApiKey.INIT_PRODUCER_ID,
                    {"TransactionalId": tid, "TransactionTimeoutMs": 60000}, version=4)
     pid, epoch = init["ProducerId"], init["ProducerEpoch"]
@@ -230,6 +237,54 @@ def test_a_first_transactional_write_to_a_partition_outside_the_transaction_is_r
                     {"TransactionalId": tid, "ProducerId": pid, "ProducerEpoch": epoch, "Committed": True}, version=3)
     assert ended["ErrorCode"] == ErrorCode.NONE
     assert read(boot, topic, 1, "read_committed", until=1) == [b"v"]
+
+
+def test_tv2_end_txn_v5_bumps_the_epoch_on_every_end_and_answers_it(txn_cluster, boot):
+    """KIP-890 part 2 on the wire (no client in the venv sends EndTxn v5: librdkafka stops at v1,
+    kafka-python at v3): each end answers the bumped epoch, the next transaction runs at it, and a
+    write at the epoch before is fenced."""
+    topic = new_topic(boot, 1)
+    tid = f"tv2-{topic}"
+    coordinator = find_coordinator(txn_cluster, tid)["Port"]
+    init = wait_for(lambda: (r := request("127.0.0.1", coordinator, ApiKey.INIT_PRODUCER_ID,
+                                          {"TransactionalId": tid, "TransactionTimeoutMs": 60000}, version=4))
+                    ["ErrorCode"] == 0 and r, 30, "InitProducerId")
+    pid, epoch = init["ProducerId"], init["ProducerEpoch"]
+
+    def transaction(value: bytes, at_epoch: int, commit: bool) -> dict:
+        def add() -> int:
+            added = request("127.0.0.1", coordinator, ApiKey.ADD_PARTITIONS_TO_TXN,
+                            {"V3AndBelowTransactionalId": tid, "V3AndBelowProducerId": pid,
+                             "V3AndBelowProducerEpoch": at_epoch,
+                             "V3AndBelowTopics": [{"Name": topic, "Partitions": [0]}]}, version=3)
+            return added["ResultsByTopicV3AndBelow"][0]["ResultsByPartition"][0]["PartitionErrorCode"]
+        # CONCURRENT_TRANSACTIONS while the previous end's markers are written: clients retry it
+        wait_for(lambda: add() != ErrorCode.CONCURRENT_TRANSACTIONS, 30, "the previous transaction completed")
+        assert add() == ErrorCode.NONE
+        assert produce_raw(value, at_epoch) == ErrorCode.NONE
+        return request("127.0.0.1", coordinator, ApiKey.END_TXN, {"TransactionalId": tid, "ProducerId": pid,
+                                                                  "ProducerEpoch": at_epoch, "Committed": commit},
+                       version=5)
+
+    def produce_raw(value: bytes, at_epoch: int) -> int:
+        batch = build_batch([Record(0, int(time.time() * 1000), None, value)], producer_id=pid,
+                            producer_epoch=at_epoch, base_sequence=0, transactional=True)
+        body = {"TransactionalId": tid, "Acks": -1, "TimeoutMs": 10000, "TopicData": [
+            {"Name": topic, "PartitionData": [{"Index": 0, "Records": batch}]}]}
+        resp = request("127.0.0.1", leader_port(txn_cluster, topic, 0), ApiKey.PRODUCE, body, version=9)
+        return resp["Responses"][0]["PartitionResponses"][0]["ErrorCode"]
+
+    first = transaction(b"one", epoch, commit=True)
+    assert (first["ErrorCode"], first["ProducerId"], first["ProducerEpoch"]) == (ErrorCode.NONE, pid, epoch + 1)
+    second = transaction(b"aborted", epoch + 1, commit=False)
+    assert (second["ErrorCode"], second["ProducerEpoch"]) == (ErrorCode.NONE, epoch + 2)
+    third = transaction(b"three", epoch + 2, commit=True)
+    assert (third["ErrorCode"], third["ProducerEpoch"]) == (ErrorCode.NONE, epoch + 3)
+    assert read(boot, topic, 1, "read_committed", until=2) == [b"one", b"three"]
+    # the markers carried the bumped epochs: a late write at an ended transaction's epoch is fenced
+    assert produce_raw(b"zombie", epoch + 2) in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED,
+                                                 ErrorCode.INVALID_TXN_STATE)
+    assert read(boot, topic, 1, "read_committed") == [b"one", b"three"]
 
 
 def tierlog(*args: str) -> subprocess.CompletedProcess:
