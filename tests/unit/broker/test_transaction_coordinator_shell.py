@@ -10,7 +10,12 @@ from tierlog.broker.transaction_coordinator import (
     TransactionCoordinator,
     _Hosted,
 )
-from tierlog.coordinator.transaction import TV_2, TransactionState, decode_key, decode_value
+from tierlog.coordinator.transaction import (
+    TV_2,
+    TransactionState,
+    decode_key,
+    decode_value,
+)
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import decode_batches
 
