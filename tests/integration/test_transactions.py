@@ -244,6 +244,10 @@ def test_tv2_end_txn_v5_bumps_the_epoch_on_every_end_and_answers_it(txn_cluster,
     kafka-python at v3): each end answers the bumped epoch, the next transaction runs at it (its
     partition added by the leader at the first Produce v12, no AddPartitionsToTxn), and a write at
     the epoch before is fenced."""
+    versions = request("127.0.0.1", txn_cluster.brokers[0].port, ApiKey.API_VERSIONS,
+                       {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"}, version=3)
+    assert {"Name": "transaction.version", "MaxVersionLevel": 2, "MinVersionLevel": 2} in versions["FinalizedFeatures"]
+    assert versions["FinalizedFeaturesEpoch"] >= 0      # what a TV2-capable client looks at first (KIP-584)
     topic = new_topic(boot, 1)
     tid = f"tv2-{topic}"
     coordinator = find_coordinator(txn_cluster, tid)["Port"]
