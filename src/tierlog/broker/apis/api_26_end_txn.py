@@ -9,8 +9,8 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no WRITE on the transactional id).
 v5 is transaction.version 2 (KIP-890 part 2, Kafka's ``transactionVersionForEndTxn``): every
 end bumps the producer epoch, the markers carry the bumped epoch and the answer gives the
 client its ProducerId / ProducerEpoch for the next transaction (a new producer id at epoch 0
-when the epoch is exhausted). Left out: Produce v12's implicit AddPartitionsToTxn, so the
-``transaction.version`` feature is not advertised yet (docs/transactions.md).
+when the epoch is exhausted). Clients learn to use it from the finalized ``transaction.version``
+2 in ApiVersions (``api_18_api_versions``).
 """
 from tierlog.coordinator.transaction import TV_2
 from tierlog.protocol.api import ApiKey
