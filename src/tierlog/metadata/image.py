@@ -149,7 +149,7 @@ class MetadataImage:
     acls: Mapping = field(default_factory=PMap)     # KIP-801: ACL id (16 bytes) -> acls.AclBinding
     group_configs: Mapping = field(default_factory=PMap)  # group id -> MappingProxyType (KIP-848 group configs)
     scram: ScramImage = _NO_SCRAM        # SCRAM credentials (metadata.scram_image)
-    features: Mapping = field(default_factory=PMap)  # finalized feature name -> level (FeatureLevelRecord)
+    features: PMap = field(default_factory=PMap)  # finalized feature name -> level (FeatureLevelRecord)
 
     def __post_init__(self):
         s = object.__setattr__
