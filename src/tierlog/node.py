@@ -63,6 +63,7 @@ from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.apply_metrics import ApplyMetrics
 from tierlog.metadata.authorizer import authorizer_from_config
 from tierlog.metadata.bootstrap import BootstrapError, read_bootstrap
+from tierlog.metadata.feature_records import with_default_features
 from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.scram import ScramMechanism
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
@@ -366,9 +367,10 @@ class Node:
             prepare()
 
     def _bootstrap_records(self) -> list:
-        """``tierlog format``'s records for a new cluster (metadata/bootstrap.py)."""
+        """``tierlog format``'s records for a new cluster (metadata/bootstrap.py) and the default
+        feature levels (transaction.version 2, metadata/feature_records.py)."""
         try:
-            return read_bootstrap(self._metadata_dir().parent)
+            return with_default_features(read_bootstrap(self._metadata_dir().parent))
         except BootstrapError as e:
             raise ConfigError(str(e)) from None
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -133,3 +134,28 @@ def first_offsets(consumer: Consumer, partitions: int, timeout_s: float = 60) ->
             firsts[m.partition()] = m.offset()
     return firsts
 
+
+def read_isolated(boot: str, topic: str, partitions: int, isolation: str, until: int | None = None,
+                  timeout_s: float = 20) -> list[bytes]:
+    """Every value of ``topic`` a consumer at ``isolation`` gets: until ``until`` values arrive, or
+    until it stands at the end of every partition (its last stable offset / high watermark)."""
+    c = Consumer({"bootstrap.servers": boot, "group.id": f"r-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+                  "isolation.level": isolation, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values, at_end = [], set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                at_end.add(m.partition())
+            else:
+                values.append(m.value())
+                at_end.discard(m.partition())
+            if (until is not None and len(values) >= until) or (until is None and len(at_end) == partitions):
+                return sorted(values)
+        raise AssertionError(f"{isolation} read of {topic}: {sorted(values)} by the deadline")
+    finally:
+        c.close()

@@ -4,7 +4,9 @@ confluent-kafka; the brokers' cleaners compact it until confluent-kafka and
 kafka-python, reading from the beginning, see exactly the latest value of each live
 key (tombstones gone after delete.retention.ms), at increasing offsets with gaps; after
 a kill -9 of the leader a follower (compacted on its own) serves the same. A record
-without a key is refused with INVALID_RECORD.
+without a key is refused with INVALID_RECORD. With transactions: a clean while a
+transaction is open stops at the last stable offset, aborted data goes and then, after
+delete.retention.ms, its ABORT marker, on every replica.
 """
 
 import time
@@ -14,8 +16,12 @@ from cluster import FAST_REPLICATION, wait_for
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tierlog.records.control import ABORT, read_marker
+from tierlog.records.decoder import iter_batches
+
 pytestmark = pytest.mark.cluster(controllers=1, brokers=3,
-                                 props={**FAST_REPLICATION, "log.cleaner.backoff.ms": "100"})
+                                 props={**FAST_REPLICATION, "log.cleaner.backoff.ms": "100",
+                                        "transaction.state.log.num.partitions": "4"})
 
 TOPIC = "compacted"
 KEYS = [f"key-{i}".encode() for i in range(8)]
@@ -27,15 +33,15 @@ CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES),
            "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "2000", "segment.ms": "604800000"}
 
 
-def _create(cluster) -> None:
+def _create(cluster, topic: str = TOPIC) -> None:
     cluster.wait_leader()
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(TOPIC, 1, 3, config=CONFIGS)], request_timeout=15)[TOPIC].result(timeout=20)
+    admin.create_topics([NewTopic(topic, 1, 3, config=CONFIGS)], request_timeout=15)[topic].result(timeout=20)
 
     def everywhere():
         return all(len(ps) == 1 and ps[0]["LeaderId"] >= 0 and len(ps[0]["IsrNodes"]) == 3
-                   for ps in (cluster.partitions(b, TOPIC) for b in cluster.brokers))
-    wait_for(everywhere, 20, f"{TOPIC} with a leader and a full ISR on every broker")
+                   for ps in (cluster.partitions(b, topic) for b in cluster.brokers))
+    wait_for(everywhere, 20, f"{topic} with a leader and a full ISR on every broker")
 
 
 def _producer(bootstrap: str) -> Producer:
@@ -43,27 +49,28 @@ def _producer(bootstrap: str) -> Producer:
                      "message.timeout.ms": 60000, "message.max.bytes": 2 * SEGMENT_BYTES})
 
 
-def _send(producer: Producer, records) -> None:
+def _send(producer: Producer, records, topic: str = TOPIC) -> None:
     errors = []
     for key, value in records:
-        producer.produce(TOPIC, key=key, value=value, partition=0, on_delivery=lambda e, _m: e and errors.append(e))
+        producer.produce(topic, key=key, value=value, partition=0, on_delivery=lambda e, _m: e and errors.append(e))
         producer.poll(0)
     assert producer.flush(60) == 0 and not errors, errors[:3]
 
 
-def _roll(producer: Producer) -> None:
+def _roll(producer: Producer, topic: str = TOPIC) -> None:
     """A record about one segment large: it rolls the active segment, so what came before it
     becomes cleanable, and it alone stays in the active segment."""
-    _send(producer, [(FILLER, b"f" * (SEGMENT_BYTES - VALUE_BYTES))])
+    _send(producer, [(FILLER, b"f" * (SEGMENT_BYTES - VALUE_BYTES))], topic)
 
 
-def _read_confluent(bootstrap: str) -> list[tuple[int, bytes, bytes | None]]:
+def _read_confluent(bootstrap: str, topic: str = TOPIC,
+                    isolation: str = "read_uncommitted") -> list[tuple[int, bytes, bytes | None]]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "compaction-test", "enable.auto.commit": False,
-                         "enable.partition.eof": True})
+                         "enable.partition.eof": True, "isolation.level": isolation})
     out = []
     try:
-        _low, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10)
-        consumer.assign([TopicPartition(TOPIC, 0, -2)])
+        _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        consumer.assign([TopicPartition(topic, 0, -2)])
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             msg = consumer.poll(0.5)
@@ -168,6 +175,54 @@ def test_compaction_keeps_the_latest_value_per_key_on_every_replica(cluster):
     wait_for(new_leader, 30, "a new leader after the kill -9")
     _wait_compacted(cluster, producer, expected)       # served by the new leader, compacted on its own
     producer.flush(10)
+
+
+def _abort_markers(cluster, topic: str) -> int:
+    """ABORT markers in the partition's rolled and active segments on every broker (whole batches)."""
+    found = 0
+    for broker in cluster.brokers:
+        for path in (broker.data_dir / f"{topic}-0").glob("*.log"):
+            data = path.read_bytes()
+            found += sum(1 for pos, h in iter_batches(data, partial_ok=True)
+                         if h.is_control and read_marker(data[pos:pos + h.size], h)[0] == ABORT)
+    return found
+
+
+def _read_isolated(bootstrap: str, topic: str, isolation: str) -> dict[bytes, bytes]:
+    return {k: v for _o, k, v in _read_confluent(bootstrap, topic, isolation) if k != FILLER}
+
+
+def test_aborted_data_then_its_markers_are_cleaned_and_an_open_transaction_is_not(cluster):
+    topic = "compacted-txn"
+    _create(cluster, topic)
+    plain = _producer(cluster.bootstrap)
+    _send(plain, [(b"k0", b"committed-v1")], topic)
+    _roll(plain, topic)         # joins k0 in the first segment
+    _roll(plain, topic)         # starts the second segment, where the transaction goes
+    txn = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "compacted-txn", "linger.ms": 2})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    txn.produce(topic, key=b"k0", value=b"aborted", partition=0)
+    txn.produce(topic, key=b"k1", value=b"aborted", partition=0)
+    assert txn.flush(30) == 0
+    _roll(plain, topic)
+    # a clean while the transaction is open stops at its first offset (the last stable offset): its k0
+    # must not displace the committed one, which would be lost once the transaction aborts
+    checkpoints = [b.data_dir / "cleaner-offset-checkpoint" for b in cluster.brokers]
+    wait_for(lambda: all(f.exists() and f"{topic} 0 " in f.read_text() for f in checkpoints), 30,
+             "a clean on every replica while the transaction is open")
+    txn.abort_transaction(30)
+    txn.begin_transaction()
+    txn.produce(topic, key=b"k2", value=b"committed-txn", partition=0)
+    txn.commit_transaction(30)
+    expected = {b"k0": b"committed-v1", b"k2": b"committed-txn"}
+
+    def cleaned():      # later cleans remove the marker once delete.retention.ms passed: roll to cause them
+        _roll(plain, topic)
+        return _read_isolated(cluster.bootstrap, topic, "read_uncommitted") == expected \
+            and _abort_markers(cluster, topic) == 0
+    wait_for(cleaned, 90, "aborted data and its marker cleaned on every replica", interval_s=1.0)
+    assert _read_isolated(cluster.bootstrap, topic, "read_committed") == expected
 
 
 def test_a_record_without_a_key_is_refused_by_a_compacted_topic(cluster):

@@ -12,7 +12,8 @@ import time
 import uuid
 
 import pytest
-from cluster import FAST_REPLICATION, Cluster, request, running
+from clients import read_isolated as read
+from cluster import FAST_REPLICATION, Cluster, request, running, wait_for
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -49,32 +50,6 @@ def txn_producer(boot: str, tid: str, **conf) -> Producer:
     p = Producer({"bootstrap.servers": boot, "transactional.id": tid, "linger.ms": 5, **conf})
     p.init_transactions(30)
     return p
-
-
-def read(boot: str, topic: str, partitions: int, isolation: str, until: int | None = None,
-         timeout_s: float = 20) -> list[bytes]:
-    """Every value of ``topic`` a consumer at ``isolation`` gets: until ``until`` values arrive, or
-    until it stands at the end of every partition (its last stable offset / high watermark)."""
-    c = Consumer({"bootstrap.servers": boot, "group.id": f"r-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
-                  "isolation.level": isolation, "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values, at_end = [], set()
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error():
-                at_end.add(m.partition())
-            else:
-                values.append(m.value())
-                at_end.discard(m.partition())
-            if (until is not None and len(values) >= until) or (until is None and len(at_end) == partitions):
-                return sorted(values)
-        raise AssertionError(f"{isolation} read of {topic}: {sorted(values)} by the deadline")
-    finally:
-        c.close()
 
 
 def produce_txn(p: Producer, topic: str, values: dict[int, list[bytes]], commit: bool) -> None:
@@ -225,14 +200,21 @@ def leader_port(txn_cluster, topic: str, index: int) -> int:
     return txn_cluster.broker(leader).port
 
 
+def find_coordinator(txn_cluster, tid: str) -> dict:
+    """FindCoordinator key type 1, asked until answered (the first ask creates __transaction_state)."""
+    def ask():
+        found = request("127.0.0.1", txn_cluster.brokers[0].port, ApiKey.FIND_COORDINATOR,
+                        {"KeyType": 1, "CoordinatorKeys": [tid]}, version=4)["Coordinators"][0]
+        return found if found["ErrorCode"] == 0 else None
+    return wait_for(ask, 30, f"the coordinator of {tid}")
+
+
 def test_a_first_transactional_write_to_a_partition_outside_the_transaction_is_refused(txn_cluster, boot):
     """KIP-890 part 1: the leader asks the coordinator before a producer's first transactional
     batch on a partition; one the producer did not add to its transaction is refused."""
     topic = new_topic(boot, 1)
     tid = f"raw-{topic}"
-    port = txn_cluster.brokers[0].port
-    coordinator = request("127.0.0.1", port, ApiKey.FIND_COORDINATOR, {"KeyType": 1, "CoordinatorKeys": [tid]},
-                          version=4)["Coordinators"][0]
+    coordinator = find_coordinator(txn_cluster, tid)
     init = request("127.0.0.1", coordinator["Port"], ApiKey.INIT_PRODUCER_ID,
                    {"TransactionalId": tid, "TransactionTimeoutMs": 60000}, version=4)
     pid, epoch = init["ProducerId"], init["ProducerEpoch"]
@@ -255,6 +237,60 @@ def test_a_first_transactional_write_to_a_partition_outside_the_transaction_is_r
                     {"TransactionalId": tid, "ProducerId": pid, "ProducerEpoch": epoch, "Committed": True}, version=3)
     assert ended["ErrorCode"] == ErrorCode.NONE
     assert read(boot, topic, 1, "read_committed", until=1) == [b"v"]
+
+
+def test_tv2_end_txn_v5_bumps_the_epoch_on_every_end_and_answers_it(txn_cluster, boot):
+    """KIP-890 part 2 on the wire (no client in the venv sends EndTxn v5: librdkafka stops at v1,
+    kafka-python at v3): each end answers the bumped epoch, the next transaction runs at it (its
+    partition added by the leader at the first Produce v12, no AddPartitionsToTxn), and a write at
+    the epoch before is fenced."""
+    versions = request("127.0.0.1", txn_cluster.brokers[0].port, ApiKey.API_VERSIONS,
+                       {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"}, version=3)
+    assert {"Name": "transaction.version", "MaxVersionLevel": 2, "MinVersionLevel": 2} in versions["FinalizedFeatures"]
+    assert versions["FinalizedFeaturesEpoch"] >= 0      # what a TV2-capable client looks at first (KIP-584)
+    topic = new_topic(boot, 1)
+    tid = f"tv2-{topic}"
+    coordinator = find_coordinator(txn_cluster, tid)["Port"]
+    init = wait_for(lambda: (r := request("127.0.0.1", coordinator, ApiKey.INIT_PRODUCER_ID,
+                                          {"TransactionalId": tid, "TransactionTimeoutMs": 60000}, version=4))
+                    ["ErrorCode"] == 0 and r, 30, "InitProducerId")
+    pid, epoch = init["ProducerId"], init["ProducerEpoch"]
+
+    def transaction(value: bytes, at_epoch: int, commit: bool, implicit: bool) -> dict:
+        """One transaction: with ``implicit`` (a TV2 client) no AddPartitionsToTxn, Produce v12."""
+        if not implicit:
+            added = request("127.0.0.1", coordinator, ApiKey.ADD_PARTITIONS_TO_TXN,
+                            {"V3AndBelowTransactionalId": tid, "V3AndBelowProducerId": pid,
+                             "V3AndBelowProducerEpoch": at_epoch,
+                             "V3AndBelowTopics": [{"Name": topic, "Partitions": [0]}]}, version=3)
+            assert added["ResultsByTopicV3AndBelow"][0]["ResultsByPartition"][0]["PartitionErrorCode"] == 0
+        # NOT_ENOUGH_REPLICAS (retriable) while the previous end's markers are still being written
+        wait_for(lambda: produce_raw(value, at_epoch, 12 if implicit else 9) != ErrorCode.NOT_ENOUGH_REPLICAS, 30,
+                 "the produce")
+        return request("127.0.0.1", coordinator, ApiKey.END_TXN, {"TransactionalId": tid, "ProducerId": pid,
+                                                                  "ProducerEpoch": at_epoch, "Committed": commit},
+                       version=5)
+
+    def produce_raw(value: bytes, at_epoch: int, version: int = 9) -> int:
+        batch = build_batch([Record(0, int(time.time() * 1000), None, value)], producer_id=pid,
+                            producer_epoch=at_epoch, base_sequence=0, transactional=True)
+        body = {"TransactionalId": tid, "Acks": -1, "TimeoutMs": 10000, "TopicData": [
+            {"Name": topic, "PartitionData": [{"Index": 0, "Records": batch}]}]}
+        resp = request("127.0.0.1", leader_port(txn_cluster, topic, 0), ApiKey.PRODUCE, body, version=version)
+        error = resp["Responses"][0]["PartitionResponses"][0]["ErrorCode"]
+        assert error in (ErrorCode.NONE, ErrorCode.NOT_ENOUGH_REPLICAS) or value == b"zombie", error
+        return error
+
+    first = transaction(b"one", epoch, commit=True, implicit=False)
+    assert (first["ErrorCode"], first["ProducerId"], first["ProducerEpoch"]) == (ErrorCode.NONE, pid, epoch + 1)
+    second = transaction(b"aborted", epoch + 1, commit=False, implicit=True)
+    assert (second["ErrorCode"], second["ProducerEpoch"]) == (ErrorCode.NONE, epoch + 2)
+    third = transaction(b"three", epoch + 2, commit=True, implicit=True)
+    assert (third["ErrorCode"], third["ProducerEpoch"]) == (ErrorCode.NONE, epoch + 3)
+    assert read(boot, topic, 1, "read_committed", until=2) == [b"one", b"three"]
+    # the markers carried the bumped epochs: a late write at an ended transaction's epoch is fenced
+    assert produce_raw(b"zombie", epoch + 2, 12) in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED)
+    assert read(boot, topic, 1, "read_committed") == [b"one", b"three"]
 
 
 def tierlog(*args: str) -> subprocess.CompletedProcess:

@@ -96,7 +96,7 @@ class ReplicaManager:
         self._clock_ms = clock_ms
         self._broker_epoch = broker_epoch
         self.partitions: dict[tuple[str, int], Partition] = {}
-        logs.clean_limit_of = self._clean_limit    # the log cleaner stays below each partition's high watermark
+        logs.clean_limit_of = self._clean_limit    # the log cleaner stays below each partition's last stable offset
         self._watchers: dict[tuple[str, int], set[asyncio.Future]] = {}   # sessionless parked fetches
         self.fetch_sessions = FetchSessionCache(int(cfg.get("max.incremental.fetch.session.cache.slots", 1000)),
                                                 random.Random())
@@ -143,9 +143,11 @@ class ReplicaManager:
         return self.partitions.get((topic, partition))
 
     def _clean_limit(self, key: tuple[str, int]) -> int | None:
-        """The high watermark of a hosted partition, else None (called on a log cleaner thread)."""
+        """The last stable offset of a hosted partition (at most its high watermark; Kafka's cleaner
+        never cleans at or above it: no undecided transaction is cleaned), else None (called on a
+        log cleaner thread)."""
         part = self.partitions.get(key)
-        return None if part is None else part.high_watermark
+        return None if part is None else part.last_stable_offset
 
     def log_config(self, topic: TopicInfo) -> LogConfig:
         return LogConfig.from_props({**self.topic_defaults, **topic.configs})

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 from tierlog.coordinator import coordinator_partition
 from tierlog.coordinator.transaction import (
+    NO_PRODUCER_ID,
+    TV_2,
     TransactionMetadata,
     TransactionState,
     TxnTransit,
@@ -62,6 +64,7 @@ TXN_TOPIC = "__transaction_state"
 TOPIC_CREATE_RETRY_MS = 5000
 COMPLETE_RETRY_BACKOFF_S = 0.1
 VALUE_VERSION = 0               # transaction.version 0/1 clients: TransactionLogValue v0
+TV2_VALUE_VERSION = 1           # a TV2 client's transaction keeps its ClientTransactionVersion (tagged, v1)
 CLIENT_TRANSACTION_VERSION = 0
 S = TransactionState
 
@@ -230,25 +233,43 @@ class TransactionCoordinator:
             return dict.fromkeys(partitions, error)
         return rules.verify_partitions(hosted.txns.get(transactional_id), producer_id, producer_epoch, partitions)
 
-    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int:
-        """EndTxn: answered once PrepareCommit / PrepareAbort is committed; the markers follow."""
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                      client_transaction_version: int = CLIENT_TRANSACTION_VERSION) -> tuple[int, int, int]:
+        """EndTxn: (error, producer id, epoch) once PrepareCommit / PrepareAbort is committed; the
+        markers follow. With ``client_transaction_version`` 2 (EndTxn v5, KIP-890 part 2) the epoch
+        is bumped by every end and the answer carries the new one (the next producer id at epoch 0
+        when the epoch is exhausted); the markers are written with it."""
         hosted, error = self.locate(transactional_id)
         if error:
-            return error
+            return error, -1, -1
         meta = hosted.txns.get(transactional_id)
-        decision = rules.end_txn(meta, producer_id, producer_epoch, commit, True, CLIENT_TRANSACTION_VERSION,
-                                 lambda: _given(-1), self._clock_ms())
+        fresh = -1
+        if client_transaction_version >= TV_2 and meta is not None and meta.epoch_exhausted:
+            try:
+                fresh = await self._next_producer_id()
+            except ProducerIdsUnavailable:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1
+            hosted, error = self.locate(transactional_id)
+            if error:
+                return error, -1, -1
+            meta = hosted.txns.get(transactional_id)
+        decision = rules.end_txn(meta, producer_id, producer_epoch, commit, True, client_transaction_version,
+                                 lambda: _given(fresh), self._clock_ms())
         if decision.error or decision.transit is None:
-            return decision.error
+            return decision.error, decision.producer_id, decision.producer_epoch
         error = await self._write(hosted, meta, decision.transit)
-        if not error:
-            self._spawn_complete(hosted, meta)
-        return error
+        if error:
+            return error, -1, -1
+        self._spawn_complete(hosted, meta)
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            return ErrorCode.NONE, meta.next_producer_id, 0
+        return ErrorCode.NONE, meta.producer_id, meta.producer_epoch
 
     # -- writing and completing ------------------------------------------------------------------
     async def _write(self, hosted: _Hosted, meta: TransactionMetadata, transit: TxnTransit) -> int:
         """Append the transit's record (acks=all) and apply it once committed."""
-        record = (encode_key(meta.transactional_id), encode_value(log_value(transit), VALUE_VERSION))
+        version = TV2_VALUE_VERSION if transit.client_transaction_version >= TV_2 else VALUE_VERSION
+        record = (encode_key(meta.transactional_id), encode_value(log_value(transit), version))
         error, _end = await append_and_wait(self._replicas, hosted.part, [record], self._write_timeout_ms,
                                             self._clock_ms(), lambda: self._leading(hosted))
         if error or not self._leading(hosted):

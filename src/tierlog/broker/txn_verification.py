@@ -6,10 +6,15 @@ already ended cannot open a "hanging" transaction that holds the last stable off
 
 The coordinator is the leader of the id's ``__transaction_state`` partition: this broker's own
 transaction coordinator is asked in process, another broker over the inter-broker route.
-What the produce answers (Kafka's ``ReplicaManager`` mapping for Produce up to v10): a
-partition not in the transaction INVALID_TXN_STATE (TRANSACTION_ABORTABLE from Produce v11),
-a fenced or unknown producer INVALID_PRODUCER_EPOCH, a coordinator that is moving, loading,
-busy or unreachable NOT_ENOUGH_REPLICAS (retriable: the producer tries again).
+What the produce answers (Kafka's ``ReplicaManager`` mapping): a partition not in the
+transaction INVALID_TXN_STATE up to Produce v10, TRANSACTION_ABORTABLE from v11; a fenced or
+unknown producer INVALID_PRODUCER_EPOCH; a coordinator that is moving, loading, busy or
+unreachable NOT_ENOUGH_REPLICAS (retriable: the producer tries again).
+
+KIP-890 part 2 (Produce v12, a transaction.version 2 client): the client sends no
+AddPartitionsToTxn; the leader adds the partition to the transaction itself at the producer's
+first write there (its own coordinator in process, another with AddPartitionsToTxn v5,
+VerifyOnly false: Kafka's ``addPartition`` operation).
 """
 from __future__ import annotations
 
@@ -28,6 +33,9 @@ __all__ = ["TxnVerifier"]
 log = logging.getLogger(__name__)
 
 VERIFY_VERSION = 4
+ADD_VERSION = 5                 # AddPartitionsToTxn of a leader adding a TV2 client's partition
+IMPLICIT_ADD_FROM = 12          # Produce v12+: the leader adds the partition (KIP-890 part 2)
+ABORTABLE_FROM = 11             # Produce v11+: TRANSACTION_ABORTABLE is answered as such
 VERIFY_TIMEOUT_S = 5.0
 _FENCED = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH,
                      ErrorCode.INVALID_PRODUCER_ID_MAPPING})
@@ -42,16 +50,17 @@ class TxnVerifier:
         self._route = route
         self._peers = route.peers(f"tierlog-txn-verify-{node_id}")
 
-    async def verify(self, request: dict) -> dict[tuple[str, int], int]:
-        """The partitions of a Produce whose transactional batch must be refused, with the error."""
+    async def verify(self, request: dict, version: int = VERIFY_VERSION) -> dict[tuple[str, int], int]:
+        """The partitions of a Produce (of ``version``) whose transactional batch must be refused,
+        with the error; from v12 the partitions are added to the transaction instead."""
         tid = request.get("TransactionalId")
         if not tid:
             return {}
         wanted, producer = self._unverified(request)
         if not wanted:
             return {}
-        errors = await self._ask(tid, *producer, wanted)
-        return {p: _produce_error(errors.get(p, ErrorCode.NONE)) for p in wanted
+        errors = await self._ask(tid, *producer, wanted, version >= IMPLICIT_ADD_FROM)
+        return {p: _produce_error(errors.get(p, ErrorCode.NONE), version) for p in wanted
                 if errors.get(p, ErrorCode.NONE) != ErrorCode.NONE}
 
     def _unverified(self, request: dict) -> tuple[list[tuple[str, int]], tuple[int, int]]:
@@ -73,15 +82,19 @@ class TxnVerifier:
                 producer = (h.producer_id, h.producer_epoch)
         return wanted, producer
 
-    async def _ask(self, tid: str, producer_id: int, epoch: int, wanted: list) -> dict[tuple[str, int], int]:
+    async def _ask(self, tid: str, producer_id: int, epoch: int, wanted: list,
+                   add: bool) -> dict[tuple[str, int], int]:
         leader = self._coordinator(tid)
+        if leader == self.node_id and add:
+            return dict.fromkeys(wanted, await self._transactions.add_partitions(tid, producer_id, epoch,
+                                                                                 frozenset(wanted)))
         if leader == self.node_id:
             return self._transactions.verify_partitions(tid, producer_id, epoch, wanted)
         by_topic: dict[str, list[int]] = {}
         for topic, index in wanted:
             by_topic.setdefault(topic, []).append(index)
         body = {"Transactions": [{"TransactionalId": tid, "ProducerId": producer_id, "ProducerEpoch": epoch,
-                                  "VerifyOnly": True, "Topics": [{"Name": n, "Partitions": ids}
+                                  "VerifyOnly": not add, "Topics": [{"Name": n, "Partitions": ids}
                                                                  for n, ids in by_topic.items()]}]}
         try:
             broker = self._image_fn().brokers.get(leader) if leader >= 0 else None
@@ -90,7 +103,7 @@ class TxnVerifier:
                 raise PeerUnavailable(f"no coordinator for {tid}")
             self._peers.set_address(leader, *address)
             resp = await self._peers.request(leader, ApiKey.ADD_PARTITIONS_TO_TXN, body, VERIFY_TIMEOUT_S,
-                                             VERIFY_VERSION)
+                                             ADD_VERSION if add else VERIFY_VERSION)
         except (PeerUnavailable, TimeoutError, OSError) as e:
             log.info("cannot verify the transaction of %s: %s", tid, e)
             return dict.fromkeys(wanted, ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -111,9 +124,9 @@ class TxnVerifier:
         self._peers.close()
 
 
-def _produce_error(code: int) -> int:
+def _produce_error(code: int, version: int) -> int:
     if code == ErrorCode.TRANSACTION_ABORTABLE:
-        return ErrorCode.INVALID_TXN_STATE          # Produce <= v10 (KIP-890: 48 for older clients)
+        return code if version >= ABORTABLE_FROM else ErrorCode.INVALID_TXN_STATE    # 48 for older clients
     if code in _FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH
     return ErrorCode.NOT_ENOUGH_REPLICAS             # the coordinator moving, loading or busy: retriable

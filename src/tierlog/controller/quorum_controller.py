@@ -33,7 +33,8 @@ derives then read the same effective thresholds as this controller's explicit
 elections (topic override > cluster-wide dynamic value > static default).
 
 Bootstrap records (``metadata.bootstrap``: ``tierlog format --add-scram``'s SCRAM
-credentials) are written once, first thing, when this controller becomes active on an
+credentials, and the node's default feature levels, ``metadata.feature_records``: transaction.version
+2, as Kafka 4.x's format writes them) are written once, first thing, when this controller becomes active on an
 image that holds nothing yet (a new cluster): before the first request's records or the
 first tick's, so that no broker registration can make the image look used first.
 
@@ -291,7 +292,7 @@ class QuorumController:
 def _is_new_cluster(image: MetadataImage) -> bool:
     """No metadata record applied yet (Raft control records do not count)."""
     return not image.brokers and not image.topics and not image.configs and image.producer_ids is None \
-        and not len(image.scram)
+        and not len(image.scram) and not image.features
 
 
 def _refresh_alter_partition(response: dict, version: int, image: MetadataImage) -> None:

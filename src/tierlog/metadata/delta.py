@@ -67,6 +67,7 @@ from typing import Any
 
 from .directories import offline_replicas, realign
 from .election import EligibilityThresholds, elect_leader, remove_from_isr
+from .feature_records import FeatureLevelRecord
 from .image import (
     LEADER_RECOVERING,
     BrokerInfo,
@@ -166,6 +167,7 @@ class MetadataDelta:
         self._producer_ids: ProducerIdsRecord | None = None
         self._scram: dict = {}               # (mechanism, user) -> ScramCredential | None (removed)
         self._acls: dict = {}                # ACL id -> AclBinding | REMOVE (KIP-801)
+        self._features: dict = {}            # feature name -> level | REMOVE (level 0)
         self._static_thresholds = (-1, -1)   # KIP-1303 defaults carried by the event being replayed
         self._handlers: dict[type, Callable[[Any], None]] = {
             RegisterBrokerRecord: self._register, UnregisterBrokerRecord: self._unregister,
@@ -178,6 +180,7 @@ class MetadataDelta:
             UserScramCredentialRecord: self._scram_credential,
             RemoveUserScramCredentialRecord: self._remove_scram_credential,
             AccessControlEntryRecord: self._acl, RemoveAccessControlEntryRecord: self._remove_acl,
+            FeatureLevelRecord: self._feature_level,
         }
 
     # -- what changed (for subscribers) ---------------------------------------
@@ -486,6 +489,10 @@ class MetadataDelta:
                 f"next producer id {r.next_producer_id} < {current.next_producer_id}")
         self._producer_ids = r
 
+    def _feature_level(self, r: FeatureLevelRecord) -> None:
+        """KIP-584: a feature's finalized level; level 0 removes it."""
+        self._features[r.name] = REMOVE if r.feature_level == 0 else r.feature_level
+
     def _scram_credential(self, r: UserScramCredentialRecord) -> None:
         if ScramMechanism.by_type(r.mechanism) is None:
             raise MetadataReplayError(f"unknown SCRAM mechanism {r.mechanism} for user {r.name}")
@@ -542,7 +549,8 @@ class MetadataDelta:
             provenance or img.provenance,
             acls=img.acls.evolve(self._acls) if self._acls else img.acls,
             group_configs=group_configs,
-            scram=img.scram.with_changes(self._scram))
+            scram=img.scram.with_changes(self._scram),
+            features=img.features.evolve(self._features) if self._features else img.features)
 
 
 def _set(configs: dict, r: ConfigRecord) -> None:

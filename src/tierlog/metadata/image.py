@@ -151,11 +151,14 @@ class MetadataImage:
     acls: PMap = field(default_factory=PMap)     # KIP-801: ACL id (16 bytes) -> acls.AclBinding
     group_configs: PMap = field(default_factory=PMap)  # group id -> MappingProxyType (KIP-848 group configs)
     scram: ScramImage = _NO_SCRAM        # SCRAM credentials (metadata.scram_image)
+    features: PMap = field(default_factory=PMap)  # finalized feature name -> level (FeatureLevelRecord)
 
     def __post_init__(self):
         s = object.__setattr__
         if not isinstance(self.acls, PMap):
             s(self, "acls", PMap(self.acls))
+        if not isinstance(self.features, PMap):
+            s(self, "features", PMap(self.features))
         if not isinstance(self.brokers, PMap):
             s(self, "brokers", PMap(self.brokers))
         if not isinstance(self.topics, PMap):

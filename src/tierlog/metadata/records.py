@@ -63,6 +63,7 @@ from .acl_records import (
     AccessControlEntryRecord,
     RemoveAccessControlEntryRecord,
 )
+from .feature_records import SCHEMAS as _FEATURE_SCHEMAS
 from .scram_records import SCHEMAS as _SCRAM_SCHEMAS
 from .scram_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 
@@ -391,6 +392,7 @@ _SCHEMAS: dict[Any, tuple[Struct, int, int]] = {   # class -> (schema, min, max 
     ], name="BrokerRegistrationChangeRecord"), 0, 2),
     NoOpRecord: (Struct([], name="NoOpRecord"), 0, 0),
     **_SCRAM_SCHEMAS,
+    **_FEATURE_SCHEMAS,
 }
 
 _SCHEMAS.update(ACL_SCHEMAS)         # KIP-801 ACL records, kept in their own module

@@ -7,7 +7,8 @@ controlled-shutdown state written explicitly), broker configs, group configs, th
 its TopicRecord, topic ConfigRecords and one PartitionRecord per partition with
 the full derived state (leader, epochs, ISR, ELR, last known ELR, recovery
 state, KIP-1303 coverage), then the ProducerIdsRecord, then one
-UserScramCredentialRecord per SCRAM credential.
+UserScramCredentialRecord per SCRAM credential, then one FeatureLevelRecord per
+finalized feature.
 
 ``load_snapshot(records)`` replays them through a :class:`MetadataDelta` onto an
 empty image. For every image built by replaying records,
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from .delta import MetadataDelta
+from .feature_records import FeatureLevelRecord
 from .image import BrokerInfo, MetadataImage, MetadataProvenance, PartitionInfo
 from .records import (
     CONFIG_RESOURCE_BROKER,
@@ -75,6 +77,8 @@ def snapshot_records(image: MetadataImage) -> Iterator:
     if image.producer_ids is not None:
         yield image.producer_ids
     yield from image.scram.records()
+    for name, level in sorted(image.features.items()):
+        yield FeatureLevelRecord(name, level)
 
 
 def snapshot_record_bytes(image: MetadataImage) -> Iterator[bytes]:

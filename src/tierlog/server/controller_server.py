@@ -26,6 +26,7 @@ from tierlog.controller.quorum_controller import (
 from tierlog.metadata import records as metadata_records
 from tierlog.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
 from tierlog.metadata.authorizer import Authorizer
+from tierlog.metadata.feature_records import api_versions_features
 from tierlog.net.server import CloseConnection
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol import APIS, ApiKey, ErrorCode
@@ -176,7 +177,9 @@ def _controller_handler(server, header, request):
 
 
 def _api_versions(server, header, request):
-    return {"ErrorCode": ErrorCode.NONE, "ApiKeys": server.api_versions, "ThrottleTimeMs": 0}
+    image = server.quorum_controller.committed_image
+    return {"ErrorCode": ErrorCode.NONE, "ApiKeys": server.api_versions, "ThrottleTimeMs": 0,
+            **api_versions_features(image.features, image.provenance.last_contained_offset)}
 
 
 def _registry() -> dict:

@@ -8,11 +8,14 @@ whose bytes do not change until a truncation, which the swap detects.
 
 1. Build the offset map from the dirty range [first dirty, first uncleanable):
    batches read in ``io_buffer_bytes`` chunks, CRC-checked, records decoded; the
-   map stops before a batch whose keys would overflow it. The clean covers the
+   map stops before a batch whose keys would overflow it; aborted data adds no key
+   (``cleaner_txn`` tells it from the log's ``.txnindex`` entries). The clean covers the
    offsets up to the map's latest offset (the new first dirty offset, returned).
 2. Group the segments below that end (``group_segments``) and rewrite each group
    into ``<base>.log.cleaned`` batch by batch (``filter_batch``), building its
-   indexes as it goes; fsync it; swap it in. A group whose swap is refused (the
+   indexes as it goes (aborted data dropped, markers given a delete horizon or
+   dropped past it: ``cleaner_txn``); fsync it; swap it in with the ``.txnindex``
+   entries of the ABORT markers it keeps whose data was still there. A group whose swap is refused (the
    log moved on) ends the clean: its files are deleted and the segments already
    swapped stay (each swap is complete on its own).
 
@@ -27,6 +30,7 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from tierlog.records.control import control_marker
 from tierlog.records.decoder import decode_records
 from tierlog.records.errors import CORRUPT_MESSAGE, InvalidRecordError
 from tierlog.records.filtered import empty_batch, filtered_batch
@@ -45,8 +49,10 @@ from tierlog.storage.cleaner_rules import (
     filter_batch,
     group_segments,
 )
+from tierlog.storage.cleaner_txn import CleanedTransactions, aborted_overlapping
 from tierlog.storage.results import CleaningView
 from tierlog.storage.segment import LogSegment
+from tierlog.storage.txn_index import AbortedTxn
 
 __all__ = ["CleanAborted", "CleanResult", "clean_log"]
 
@@ -84,8 +90,8 @@ def clean_log(log, first_dirty: int, first_uncleanable: int, now_ms: int, offset
     bound = view.segments[len(stats)].base_offset      # the segment after the last one to rewrite
     for group in group_segments(stats, config.segment_bytes, bound):
         segments = [by_base[stat.base_offset] for stat in group]
-        cleaned = _clean_group(log, segments, offset_map, now_ms, view, io_buffer_bytes, stopping)
-        if not log.replace_segments(cleaned, [s for s, _ in segments], view.truncations):
+        cleaned, aborted = _clean_group(log, segments, offset_map, now_ms, view, io_buffer_bytes, stopping)
+        if not log.replace_segments(cleaned, [s for s, _ in segments], view.truncations, aborted):
             cleaned.delete_files()
             result.completed = False
             break
@@ -97,20 +103,27 @@ def clean_log(log, first_dirty: int, first_uncleanable: int, now_ms: int, offset
 
 def _build_offset_map(view: CleaningView, first_dirty: int, first_uncleanable: int, offset_map: OffsetMap,
                       io_buffer_bytes: int, stopping: Callable[[], bool] = _never) -> int:
-    """Fill ``offset_map`` from the dirty range; returns the end of the clean (exclusive)."""
+    """Fill ``offset_map`` from the dirty range (aborted data adds no key); returns the end of the
+    clean (exclusive)."""
+    txns = CleanedTransactions()
     for segment, following, size in zip(view.segments[:-1], view.segments[1:], view.sizes, strict=False):
         if following.base_offset <= first_dirty:
             continue
         if segment.base_offset >= first_uncleanable:
             break
+        txns.add_aborted(aborted_overlapping(view.aborted, segment.base_offset, following.base_offset))
         for _pos, header, data in _batches(segment, size, io_buffer_bytes):
-            if header.last_offset < first_dirty:
-                continue
             if header.base_offset >= first_uncleanable:
                 break
             if stopping():
                 raise CleanAborted
-            records = _decode(data, header)
+            records = _decode(data, header) if header.is_control or header.last_offset >= first_dirty else None
+            aborted = _discard(txns, header, records)
+            if header.last_offset < first_dirty:
+                continue
+            if aborted or header.is_control:
+                offset_map.skip_batch(header)
+                continue
             keys = 0 if records is None else sum(1 for r in records if r.key is not None)
             if len(offset_map) and not offset_map.room_for(keys):
                 return max(first_dirty, offset_map.latest_offset + 1)
@@ -119,42 +132,67 @@ def _build_offset_map(view: CleaningView, first_dirty: int, first_uncleanable: i
     return max(first_dirty, min(first_uncleanable, offset_map.latest_offset + 1))
 
 
+def _discard(txns: CleanedTransactions, header: BatchHeader, records) -> bool:
+    """``cleaner_txn``'s verdict: aborted data, or a marker that may go."""
+    if header.is_control:
+        return txns.on_marker(header, _control_type(records))
+    return txns.on_batch(header)
+
+
+def _control_type(records) -> int | None:
+    """ABORT / COMMIT, -1 for another control type or an undecodable batch, None for no record."""
+    if records is not None and not records:
+        return None
+    found = control_marker(records) if records else None
+    return -1 if found is None else found
+
+
 def _clean_group(log, segments: list[tuple[LogSegment, int]], offset_map: OffsetMap, now_ms: int,
-                 view: CleaningView, io_buffer_bytes: int, stopping: Callable[[], bool] = _never) -> LogSegment:
-    """Write the ``.cleaned`` segment replacing ``segments`` (flushed, not yet swapped)."""
+                 view: CleaningView, io_buffer_bytes: int,
+                 stopping: Callable[[], bool] = _never) -> tuple[LogSegment, list[AbortedTxn]]:
+    """Write the ``.cleaned`` segment replacing ``segments`` (flushed, not yet swapped); with the
+    aborted transactions its ``.txnindex`` keeps."""
     config = log.config
     first = segments[0][0]
     cleaned = LogSegment.create_cleaned(view.directory, first.base_offset, config.index_interval_bytes,
                                         config.segment_index_bytes, now_ms)
+    bases = [s.base_offset for s in view.segments]
+    txns = CleanedTransactions()
     try:
         out = _Output(cleaned, io_buffer_bytes)
         for i, (segment, size) in enumerate(segments):
             last_segment = i == len(segments) - 1
+            following = bases[bases.index(segment.base_offset) + 1]
+            txns.add_aborted(aborted_overlapping(view.aborted, segment.base_offset, following))
             for pos, header, data in _batches(segment, size, io_buffer_bytes):
                 if stopping():
                     raise CleanAborted
                 group_last = last_segment and pos + header.size >= size
                 out.add(_cleaned_batch(header, data, offset_map, now_ms, config.delete_retention_ms,
                                        group_last or view.producer_last_offsets.get(header.producer_id)
-                                       == header.last_offset))
+                                       == header.last_offset, txns))
         out.finish()
         cleaned.write_out_indexes()
         cleaned.flush()
     except BaseException:
         cleaned.delete_files()
         raise
-    return cleaned
+    return cleaned, txns.retained
 
 
 def _cleaned_batch(header: BatchHeader, data, offset_map: OffsetMap, now_ms: int, delete_retention_ms: int,
-                   retain_empty: bool) -> bytes | None:
+                   retain_empty: bool, txns: CleanedTransactions) -> bytes | None:
     """The bytes that replace one batch (None: dropped)."""
-    if header.base_offset > offset_map.latest_offset:
+    records = _decode(data, header) if header.is_control or header.base_offset <= offset_map.latest_offset \
+        else None
+    discard = _discard(txns, header, records)
+    if header.base_offset > offset_map.latest_offset and not discard and not header.is_control:
         return bytes(data)
-    records = _decode(data, header)
+    if records is None:
+        records = _decode(data, header)
     if records is None:
         return bytes(data)
-    verdict = filter_batch(header, records, offset_map, now_ms, delete_retention_ms, retain_empty)
+    verdict = filter_batch(header, records, offset_map, now_ms, delete_retention_ms, retain_empty, discard)
     if verdict.copy:
         return bytes(data)
     if verdict.records:

@@ -8,7 +8,7 @@ end offsets, the checkpointed first dirty offset and the upper limit the log giv
 - first dirty offset: the checkpointed one; below the log start or above the log
   end it is reset to the log start (and the checkpoint rewritten);
 - first uncleanable offset: the least of the active segment's base, the upper
-  limit and, with ``min.compaction.lag.ms`` > 0, the base of the first non-active
+  limit (the last stable offset: no undecided transaction is ever cleaned) and, with ``min.compaction.lag.ms`` > 0, the base of the first non-active
   segment from the first dirty one whose largest timestamp is newer than
   now - min.compaction.lag.ms; never below the first dirty offset; then rounded
   down to the base of the segment holding it. So the active segment, and any
@@ -39,9 +39,12 @@ they are). Then every segment below that end is rewritten:
   the last batch of an idempotent producer (its sequence must survive) and the last
   batch of each group of segments rewritten together (so the cleaned segment ends
   at the same offset as the segments it replaces, which recovery relies on);
-- control batches are kept whole, and transactional batches are compacted like any
-  other: aborted transactions' data are not removed and markers not expired yet
-  (docs/storage.md).
+- transactions (``cleaner_txn``, Kafka's CleanedTransactionMetadata): a batch of
+  aborted data is dropped whole (kept as an empty batch when it is its producer's
+  last); committed transactional data is compacted like any other; a marker whose
+  transaction has no data left here gets a delete horizon of now +
+  delete.retention.ms and is dropped by the first clean past it; other control
+  batches are kept whole.
 
 Groups (``group_segments``): consecutive segments from the start whose total size
 stays within segment.bytes and whose offset span fits the int32 relative offsets
@@ -197,6 +200,10 @@ class OffsetMap:
         """The latest offset of ``key``, -1 if absent."""
         return self._offsets.get(hashlib.md5(key).digest(), -1)
 
+    def skip_batch(self, header: BatchHeader) -> None:
+        """A batch read that adds no key (a marker, aborted data): the map still covers its offsets."""
+        self.latest_offset = max(self.latest_offset, header.last_offset)
+
     def add_batch(self, header: BatchHeader, records: Sequence[Record]) -> None:
         """Record a batch's keys (control batches hold no data keys)."""
         if header.is_control:
@@ -232,13 +239,16 @@ class BatchVerdict(NamedTuple):
 
 
 def filter_batch(header: BatchHeader, records: Sequence[Record], offset_map: OffsetMap, now_ms: int,
-                 delete_retention_ms: int, retain_empty: bool) -> BatchVerdict:
+                 delete_retention_ms: int, retain_empty: bool, discard: bool = False) -> BatchVerdict:
     """The verdict on one batch (module docstring: "What survives a clean").
 
     ``retain_empty``: the batch is an idempotent producer's last, or the group's last.
+    ``discard`` (``cleaner_txn``): aborted data, or a marker that may go.
     """
     if header.is_control:
-        return BatchVerdict(True, list(records), NO_TIMESTAMP, retain_empty)
+        return _marker_verdict(header, records, now_ms, delete_retention_ms, retain_empty, discard)
+    if discard:
+        return BatchVerdict(False, [], NO_TIMESTAMP, retain_empty)
     horizon = header.base_timestamp if header.has_delete_horizon else NO_TIMESTAMP
     kept = [record for record in records if keep_record(record, offset_map, horizon, now_ms)]
     if not kept:
@@ -249,6 +259,19 @@ def filter_batch(header: BatchHeader, records: Sequence[Record], offset_map: Off
     if len(kept) == len(records) and not needs_horizon:
         return BatchVerdict(True, kept, horizon, retain_empty)
     return BatchVerdict(False, kept, horizon, retain_empty)
+
+
+def _marker_verdict(header: BatchHeader, records: Sequence[Record], now_ms: int, delete_retention_ms: int,
+                    retain_empty: bool, discard: bool) -> BatchVerdict:
+    """A control batch: kept as it is, unless it may go: then it gets a delete horizon first and
+    goes at the first clean past it (Kafka's Cleaner.checkBatchRetention)."""
+    if not discard:
+        return BatchVerdict(True, list(records), NO_TIMESTAMP, retain_empty)
+    if not header.has_delete_horizon:
+        return BatchVerdict(False, list(records), now_ms + delete_retention_ms, retain_empty)
+    if header.base_timestamp <= now_ms:
+        return BatchVerdict(False, [], NO_TIMESTAMP, retain_empty)
+    return BatchVerdict(True, list(records), header.base_timestamp, retain_empty)
 
 
 def group_segments(segments: Sequence[SegmentStat], max_size: int, end_offset: int) -> list[list[SegmentStat]]:

@@ -434,13 +434,15 @@ class Log(LogDurability, LogTransactions):
         with self._lock, self._io():
             return CleaningView(list(self._segments), [s.size for s in self._segments], self.log_start_offset,
                                 self.log_end_offset, self._producers.last_offsets(), self._truncations,
-                                self.directory, [(s.max_timestamp, s.rolling_timestamp) for s in self._segments])
+                                self.directory, [(s.max_timestamp, s.rolling_timestamp) for s in self._segments],
+                                tuple(self._txn_index.entries()))
 
-    def replace_segments(self, cleaned: LogSegment, replaced: list[LogSegment], truncations: int) -> bool:
+    def replace_segments(self, cleaned: LogSegment, replaced: list[LogSegment], truncations: int,
+                         aborted: list | None = None) -> bool:
         """Swap the fsynced ``.cleaned`` segment in for ``replaced`` (consecutive, not the
-        active one) the way ``swap_recovery`` describes; False, changing nothing, when
-        the log moved on meanwhile (truncated, retention or another swap took one of
-        them, renamed or closed)."""
+        active one) the way ``swap_recovery`` describes, its ``.txnindex`` holding ``aborted``
+        (the entries the cleaner kept); False, changing nothing, when the log moved on
+        meanwhile (truncated, retention or another swap took one of them, renamed or closed)."""
         with self._lock, self._io():
             first = next((i for i, s in enumerate(self._segments) if s is replaced[0]), None)
             if (self._closed or truncations != self._truncations or first is None
@@ -455,6 +457,7 @@ class Log(LogDurability, LogTransactions):
             fsync_dir(self.directory)
             self._segments[first:first + len(replaced)] = [cleaned]
             self._bases[first:first + len(replaced)] = [cleaned.base_offset]
+            self._txn_index.replace([s.base_offset for s in replaced], cleaned.base_offset, aborted or [])
             return True
 
     # --- retention and truncation ------------------------------------------------------------------
@@ -554,14 +557,6 @@ class Log(LogDurability, LogTransactions):
         self._dir_dirty = self._dir_dirty or bool(segments)
         if segments:
             self._timed.due()
-
-    def _delete_expired(self, now_ms: int) -> None:
-        due = [segment for when, segment in self._pending_deletes if when <= now_ms]
-        if due:
-            self._pending_deletes = [(w, s) for w, s in self._pending_deletes if w > now_ms]
-            with self._io():
-                for segment in due:
-                    segment.delete_files()
 
     # --- lifecycle --------------------------------------------------------------------------------
 

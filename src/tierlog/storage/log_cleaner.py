@@ -3,7 +3,7 @@ LogCleanerManager, as a thread like ``dir_writer``'s, off the event loop).
 
 Each pass (``clean_once``) looks at the directory's logs of compacted topics
 (cleanup.policy containing ``compact``), computes each one's cleanable range
-(``cleaner_rules.log_to_clean``, bounded by the high watermark the log's owner
+(``cleaner_rules.log_to_clean``, bounded by the last stable offset the log's owner
 gives through ``upper_limit_of``), picks the filthiest one that should be
 cleaned and cleans it (``cleaner.clean_log``), then records the new first dirty
 offset in the directory's ``cleaner-offset-checkpoint`` (Kafka's file: version 0,

@@ -123,6 +123,15 @@ class LogDurability:
                 return
         self.flush(now_ms, target)
 
+    def _delete_expired(self, now_ms: int) -> None:
+        """Remove the files of segments whose file.delete.delay.ms passed (``Log._remove_segments``)."""
+        due = [segment for when, segment in self._pending_deletes if when <= now_ms]
+        if due:
+            self._pending_deletes = [(w, s) for w, s in self._pending_deletes if w > now_ms]
+            with self._io():
+                for segment in due:
+                    segment.delete_files()
+
     def _due_flush_target(self, now_ms: int) -> int | None:
         """Where a flush is due to reach: a rolled segment's end, else the log end if flush.ms passed."""
         if self._roll_flush_offset is not None:

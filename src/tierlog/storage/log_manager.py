@@ -14,7 +14,7 @@ Per log directory, as Kafka keeps them:
 - ``cleaner-offset-checkpoint``: each compacted log's first dirty offset, written by
   the directory's log cleaner thread (``log_cleaner``; started with the manager
   when a ``CleanerConfig`` is given, stopped on close or when the directory goes
-  offline; ``clean_limit_of`` gives it each log's high watermark).
+  offline; ``clean_limit_of`` gives it each log's last stable offset).
 
 Each log directory has one writer thread (``DirWriter``) for its background disk
 syncs: the logs' time-driven flushes (after a roll, flush.ms), the fsyncs of
@@ -147,7 +147,7 @@ class LogManager:
         for log_dir in self.log_dirs:
             self._load_dir(log_dir, now_ms)
         self._write_checkpoints(wait=True)
-        self.clean_limit_of: Callable[[TopicPartition], int | None] = lambda _tp: None   # the replica manager's HW
+        self.clean_limit_of: Callable[[TopicPartition], int | None] = lambda _tp: None   # the replica manager's LSO
         self.cleaners = self._start_cleaners(cleaner, clock_ms or (lambda: int(time.time() * 1000)))
 
     def _start_cleaners(self, config: CleanerConfig | None, clock_ms: Callable[[], int]) -> dict[Path, LogDirCleaner]:

@@ -25,6 +25,11 @@ class LogTransactions:
         with self._lock:
             return self._txn_index.aborted_between(fetch_offset, upper_bound)
 
+    def transaction_index_file(self, segment_base: int):
+        """The ``.txnindex`` file of the segment at ``segment_base``, None when it has no entry."""
+        with self._lock:
+            return self._txn_index.file_for(segment_base)
+
     def active_producers(self) -> list:
         """The producer state's producers (``producer_state.ActiveProducer``)."""
         with self._lock:

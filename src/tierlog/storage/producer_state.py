@@ -18,7 +18,9 @@ Transactions (KIP-98): a producer's first transactional batch opens its
 transaction at that batch's base offset (``txn_first_offset``); a control batch
 (a COMMIT or ABORT marker, ``marker`` = its control type) closes it and is
 returned as a ``CompletedTxn``; a marker of an older epoch is fenced
-(INVALID_PRODUCER_EPOCH, Kafka's ``checkProducerEpoch`` for markers).
+(INVALID_PRODUCER_EPOCH, Kafka's ``checkProducerEpoch`` for markers); a marker of
+a newer epoch (transaction.version 2 bumps it at every end, KIP-890 part 2) makes
+it the producer's epoch, whose sequences start again.
 ``first_unstable_offset(high_watermark)`` is what bounds the last stable offset
 (its cost is in the open and unreplicated transactions, not in the producers):
 the first offset of the oldest transaction that is open, or whose marker is not
@@ -190,7 +192,9 @@ class ProducerStateManager:
         p = self._producers.get(h.producer_id)
         if p is None:
             p = self._producers[h.producer_id] = _Producer(h.producer_epoch)
-        p.epoch = max(p.epoch, h.producer_epoch)
+        if h.producer_epoch > p.epoch:      # KIP-890 part 2: the marker bumped the epoch (Kafka's
+            p.epoch = h.producer_epoch      # maybeUpdateProducerEpoch): sequences restart at 0
+            p.batches.clear()
         p.coordinator_epoch = coordinator_epoch
         p.last_timestamp = h.max_timestamp
         first, p.txn_first_offset = p.txn_first_offset, NO_OFFSET

@@ -78,7 +78,8 @@ class RolledSegment(NamedTuple):
 class CleaningView(NamedTuple):
     """What the log cleaner takes of a log under its lock (``Log.cleaning_view``):
     the segments (oldest first, the last active) and their sizes then, the offsets,
-    each idempotent producer's last offset, and the truncation count a swap checks."""
+    each idempotent producer's last offset, the truncation count a swap checks and the
+    aborted transactions of its ``.txnindex``."""
 
     segments: list
     sizes: list[int]
@@ -88,3 +89,4 @@ class CleaningView(NamedTuple):
     truncations: int
     directory: Path
     timestamps: list[tuple[int, int]]     # per segment: (largest timestamp, first batch's max timestamp)
+    aborted: tuple = ()                   # the log's aborted transactions (``txn_index.AbortedTxn``), by marker

@@ -22,13 +22,15 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["TXN_INDEX_SUFFIX", "AbortedTxn", "TransactionIndexes"]
+__all__ = ["TXN_ENTRY_BYTES", "TXN_INDEX_SUFFIX", "AbortedTxn", "TransactionIndexes", "collect_aborted",
+           "decode_entries"]
 
 log = logging.getLogger(__name__)
 
 TXN_INDEX_SUFFIX = ".txnindex"
 VERSION = 0
 _ENTRY = struct.Struct(">hqqqq")        # 34 bytes
+TXN_ENTRY_BYTES = _ENTRY.size
 
 
 class AbortedTxn(NamedTuple):
@@ -51,6 +53,20 @@ def decode_entries(data: bytes) -> list[AbortedTxn]:
             break
         out.append(AbortedTxn(*fields))
     return out
+
+
+def collect_aborted(entries, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
+    """Kafka's ``TransactionIndex.collectAbortedTxns`` over ``entries`` (in marker order): those
+    whose transaction overlaps [fetch_offset, upper_bound) (lastOffset >= fetch offset and
+    firstOffset < the bound), and whether the search is complete (an entry's lastStableOffset
+    reached the bound: no later entry, in this index or a later segment's, starts below it)."""
+    out = []
+    for e in entries:
+        if e.last_offset >= fetch_offset and e.first_offset < upper_bound:
+            out.append(e)
+        if e.last_stable_offset >= upper_bound:
+            return out, True
+    return out, False
 
 
 def _path(directory: Path, segment_base: int) -> Path:
@@ -89,13 +105,29 @@ class TransactionIndexes:
     def aborted_between(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """Entries whose transaction overlaps [fetch_offset, upper_bound) (Kafka's
         ``collectAbortedTxns``: lastOffset >= fetch offset and firstOffset < the end)."""
-        out = []
-        for _b, e in self._entries[bisect.bisect_left(self._lasts, fetch_offset):]:
-            if e.first_offset < upper_bound:
-                out.append(e)
-            if e.last_stable_offset >= upper_bound:
-                break       # Kafka's stop: no entry after this one starts below the bound
-        return out
+        after = (e for _b, e in self._entries[bisect.bisect_left(self._lasts, fetch_offset):])
+        return collect_aborted(after, fetch_offset, upper_bound)[0]
+
+    def file_for(self, segment_base: int) -> Path | None:
+        """The ``.txnindex`` of the segment at ``segment_base`` (None: it has no entry, so no file),
+        uploaded with the segment (KIP-405: RemoteStorageManager's IndexType.TRANSACTION)."""
+        if not any(b == segment_base for b, _e in self._entries):
+            return None
+        path = _path(self.directory, segment_base)
+        return path if path.exists() else None
+
+    def entries(self) -> list[AbortedTxn]:
+        """Every entry, in marker order."""
+        return [e for _b, e in self._entries]
+
+    def replace(self, bases: list[int], new_base: int, kept: list[AbortedTxn]) -> None:
+        """The log cleaner swapped the segment at ``new_base`` in for those at ``bases``: their
+        entries become ``kept`` (the ABORT markers it kept whose data was still there)."""
+        gone = set(bases)
+        self._entries = sorted([be for be in self._entries if be[0] not in gone] + [(new_base, e) for e in kept],
+                               key=lambda be: be[1].last_offset)
+        self._lasts = [e.last_offset for _b, e in self._entries]
+        self._rewrite(gone | {new_base})
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose marker is at or above ``offset`` (the log was truncated, or a replay

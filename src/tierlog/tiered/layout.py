@@ -7,6 +7,8 @@ Per partition a prefix ``<topic>-<partition>-<topicId>/``; per segment upload
     .index                    offset index (8-byte entries)
     .timeindex                time index (12-byte entries)
     .snapshot                 producer state at the next segment's base offset
+    .txnindex                 aborted transactions whose ABORT marker is in the segment
+                              (only when it has one: most segments have none)
     .leader_epoch_checkpoint  epoch history up to the next segment's base offset
     .manifest                 JSON description of the segment, written last
 
@@ -38,11 +40,12 @@ MANIFEST_SUFFIX = ".manifest"
 
 
 class IndexType(Enum):
-    """Kafka's ``RemoteStorageManager.IndexType`` (transaction index not kept), with its suffix."""
+    """Kafka's ``RemoteStorageManager.IndexType``, with its suffix (LocalTieredStorage's)."""
 
     OFFSET = ".index"
     TIMESTAMP = ".timeindex"
     PRODUCER_SNAPSHOT = ".snapshot"
+    TRANSACTION = ".txnindex"
     LEADER_EPOCH = ".leader_epoch_checkpoint"
 
 

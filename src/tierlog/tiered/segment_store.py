@@ -1,7 +1,8 @@
 """Remote storage of log segments (Kafka's RemoteStorageManager) over an ObjectStore.
 
-``copy_log_segment`` uploads the segment's ``.log`` unchanged and its indexes,
-producer snapshot and leader-epoch checkpoint as separate objects, verifies
+``copy_log_segment`` uploads the segment's ``.log`` unchanged and its indexes
+(the ``.txnindex`` too when the segment has one), producer snapshot and
+leader-epoch checkpoint as separate objects, verifies
 each one (the size and CRC-32C the store holds must equal the local file's),
 and only then writes the ``.manifest`` (see :mod:`tierlog.tiered.manifest`).
 Before anything is written, every batch of the local ``.log`` is checked
@@ -42,6 +43,7 @@ from tierlog.tiered.manifest import SegmentManifest
 from tierlog.tiered.object_store import (
     ObjectChecksum,
     ObjectStore,
+    RemoteResourceNotFoundError,
     RemoteStorageError,
 )
 from tierlog.tiered.segment_metadata import (
@@ -88,6 +90,7 @@ class LogSegmentData:
     time_index: Path
     producer_snapshot: Path | None      # producer state at the next segment's base offset
     leader_epoch_checkpoint: bytes      # the epoch history up to the next segment's base offset
+    transaction_index: Path | None = None   # the segment's .txnindex (None: no aborted transaction ends in it)
 
 
 def file_checksum(path: Path) -> ObjectChecksum:
@@ -136,6 +139,8 @@ class RemoteSegmentStore:
                  IndexType.TIMESTAMP.value: data.time_index}
         if data.producer_snapshot is not None:
             files[IndexType.PRODUCER_SNAPSHOT.value] = data.producer_snapshot
+        if data.transaction_index is not None:
+            files[IndexType.TRANSACTION.value] = data.transaction_index
         data_key = new_data_key() if self.encryption.enabled else None
         objects = {}
         for suffix, path in files.items():
@@ -176,6 +181,14 @@ class RemoteSegmentStore:
     def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> bytes:
         """The whole index object of ``index_type`` (decrypted when the segment is encrypted)."""
         return bytes(self._get(metadata, index_type.value, 0, None))
+
+    def fetch_transaction_index(self, metadata: RemoteLogSegmentMetadata) -> bytes:
+        """The segment's ``.txnindex``; empty when it was uploaded without one (Kafka's
+        RemoteIndexCache takes a missing transaction index as an empty one)."""
+        try:
+            return self.fetch_index(metadata, IndexType.TRANSACTION)
+        except RemoteResourceNotFoundError:
+            return b""
 
     def _get(self, metadata: RemoteLogSegmentMetadata, suffix: str, start: int,
              end: int | None) -> bytes | bytearray:

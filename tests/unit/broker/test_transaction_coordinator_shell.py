@@ -10,7 +10,12 @@ from tierlog.broker.transaction_coordinator import (
     TransactionCoordinator,
     _Hosted,
 )
-from tierlog.coordinator.transaction import TransactionState, decode_key, decode_value
+from tierlog.coordinator.transaction import (
+    TV_2,
+    TransactionState,
+    decode_key,
+    decode_value,
+)
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import decode_batches
 
@@ -78,11 +83,32 @@ def test_commit_writes_prepare_then_markers_then_complete():
         assert await c.init_producer_id("tx", 5000, -1, -1) == (ErrorCode.NONE, 1000, 0)
         assert await c.add_partitions("tx", 1000, 0, frozenset({("t", 0), ("t", 1)})) == ErrorCode.NONE
         assert await c.add_partitions("tx", 1000, 1, frozenset({("t", 2)})) == ErrorCode.PRODUCER_FENCED
-        assert await c.end_txn("tx", 1000, 0, True) == ErrorCode.NONE
+        assert await c.end_txn("tx", 1000, 0, True) == (ErrorCode.NONE, 1000, 0)
         await settle()
         assert markers.sent == [(1000, 0, True, 7, [("t", 0), ("t", 1)])]
         assert [v.state for _k, v in replicas.written] == [S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT]
         assert c.describe("tx")[0].state is S.COMPLETE_COMMIT
+        await c.close()
+    asyncio.run(run())
+
+
+def test_tv2_ends_bump_the_epoch_answer_it_and_write_the_markers_with_it():
+    """KIP-890 part 2 (EndTxn v5): every end bumps the epoch, a retry of an end answers the same."""
+    async def run():
+        now = [1000]
+        c, replicas, markers = coordinator(now)
+        await c.init_producer_id("tx", 5000, -1, -1)
+        await c.add_partitions("tx", 1000, 0, frozenset({("t", 0)}))
+        assert await c.end_txn("tx", 1000, 0, True, TV_2) == (ErrorCode.NONE, 1000, 1)
+        await settle()
+        assert markers.sent == [(1000, 1, True, 7, [("t", 0)])]
+        assert await c.end_txn("tx", 1000, 0, True, TV_2) == (ErrorCode.NONE, 1000, 1)     # a retry
+        assert await c.add_partitions("tx", 1000, 1, frozenset({("t", 1)})) == ErrorCode.NONE
+        assert await c.end_txn("tx", 1000, 1, False, TV_2) == (ErrorCode.NONE, 1000, 2)
+        await settle()
+        assert markers.sent[1] == (1000, 2, False, 7, [("t", 1)])
+        prepared = [v for _k, v in replicas.written if v.state is S.PREPARE_COMMIT]
+        assert prepared[0].producer_epoch == 1 and prepared[0].client_transaction_version == TV_2
         await c.close()
     asyncio.run(run())
 
@@ -97,7 +123,7 @@ def test_a_new_producer_fences_and_aborts_the_ongoing_transaction():
         await settle()
         assert markers.sent == [(1000, 1, False, 7, [("t", 0)])]       # aborted at the fenced epoch
         assert await c.init_producer_id("tx", 5000, -1, -1) == (ErrorCode.NONE, 1000, 2)
-        assert await c.end_txn("tx", 1000, 0, True) == ErrorCode.PRODUCER_FENCED
+        assert await c.end_txn("tx", 1000, 0, True) == (ErrorCode.PRODUCER_FENCED, -1, -1)
         await c.close()
     asyncio.run(run())
 

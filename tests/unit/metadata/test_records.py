@@ -1,5 +1,6 @@
 import pytest
 
+from tierlog.metadata.feature_records import FeatureLevelRecord
 from tierlog.metadata.records import (
     RECORD_TYPES,
     AccessControlEntryRecord,
@@ -53,6 +54,7 @@ SAMPLES = [
     NoOpRecord(),
     UserScramCredentialRecord("alice", 2, b"salt", b"s" * 64, b"k" * 64, 8192),
     RemoveUserScramCredentialRecord("alice", 1),
+    FeatureLevelRecord("transaction.version", 2),
     AccessControlEntryRecord(TID, 2, "orders", 4, "User:alice", "*", 4, 3),
     RemoveAccessControlEntryRecord(TID),
 ]
@@ -65,7 +67,7 @@ def test_round_trip(record):
 
 def test_every_api_key_has_a_sample():
     assert {type(r).API_KEY for r in SAMPLES} == set(RECORD_TYPES)
-    assert sorted(RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 11, 15, 17, 18, 19, 20, 22]
+    assert sorted(RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 15, 17, 18, 19, 20, 22]
 
 
 def test_golden_framing():

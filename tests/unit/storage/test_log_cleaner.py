@@ -133,7 +133,7 @@ def test_a_swap_is_refused_after_a_truncation_and_leaves_no_files(tmp_path):
     view = log.cleaning_view()
     group = list(zip(view.segments[:2], view.sizes[:2], strict=True))
     offset_map = OffsetMap(1000)
-    cleaned = _clean_group(log, group, offset_map, NOW, view, 4096)
+    cleaned, _aborted = _clean_group(log, group, offset_map, NOW, view, 4096)
     log.truncate_to(view.segments[1].base_offset + 3)
     assert not log.replace_segments(cleaned, [s for s, _ in group], view.truncations)
     cleaned.delete_files()
@@ -187,7 +187,7 @@ def _swap_with_crash(monkeypatch, log: Log, replaces_allowed: int):
         for r in records:
             if r.offset < view.segments[3].base_offset:
                 offset_map.put(r.key, r.offset)
-    cleaned = _clean_group(log, group, offset_map, NOW, view, 4096)
+    cleaned, _aborted = _clean_group(log, group, offset_map, NOW, view, 4096)
     real_replace, calls = os.replace, []
 
     def replace(src, dst):

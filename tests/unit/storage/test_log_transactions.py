@@ -81,3 +81,12 @@ def test_a_marker_older_than_the_producer_epoch_is_fenced(log):
 def test_a_marker_without_data_here_is_appended_and_indexes_nothing(log):
     log.append_marker(marker(5, 0, False), 0, NOW)
     assert log.log_end_offset == 1 and log.aborted_transactions(0, 1) == []
+
+
+def test_a_tv2_marker_bumps_the_epoch_and_the_next_transaction_starts_at_sequence_0(log):
+    first = log.append(txn_batch(1, 0, 0), 0, NOW)                       # 0-1 at epoch 0
+    log.append_marker(marker(1, 1, True), 0, NOW)                         # 2: the end bumped it to 1
+    second = log.append(txn_batch(1, 1, 0), 0, NOW)                       # not a duplicate of the first
+    assert (first.base_offset, second.base_offset) == (0, 3)
+    with pytest.raises(ProducerStateError):
+        log.append(txn_batch(1, 0, 2), 0, NOW)                            # the epoch before is fenced

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from tiered_helpers import TP, batches, metadata, write_segment
 
@@ -146,3 +148,19 @@ def test_a_local_segment_damaged_on_disk_is_never_uploaded(store, tmp_path):
     with pytest.raises(CorruptLocalSegmentError, match="CRC"):
         rss.copy_log_segment(metadata(0, 14), files)
     assert store.list_keys(partition_prefix(TP)) == []     # nothing written
+
+
+def test_a_transaction_index_goes_with_its_segment_and_a_missing_one_reads_empty(store, tmp_path):
+    files = write_segment(tmp_path / "local", 0, batches(0, 2))
+    txn_index = tmp_path / "local" / "00000000000000000000.txnindex"
+    txn_index.write_bytes(bytes(34))                       # one 34-byte AbortedTxn entry (opaque to the store)
+    with_index, without = metadata(0, 9), metadata(0, 9)
+    rss = RemoteSegmentStore(store)
+    manifest = rss.copy_log_segment(with_index, replace(files, transaction_index=txn_index))
+    assert manifest.objects[IndexType.TRANSACTION.value].size == 34
+    assert rss.fetch_transaction_index(with_index) == bytes(34)
+    rss.copy_log_segment(without, files)
+    assert rss.fetch_transaction_index(without) == b""      # Kafka: no transaction index = empty
+    rss.delete_log_segment(with_index)
+    rss.delete_log_segment(without)
+    assert store.list_keys("") == []

@@ -1,4 +1,4 @@
-"""Produce (0), v3-10: validate each batch (header, CRC), stamp offsets in place, append.
+"""Produce (0), v3-12: validate each batch (header, CRC), stamp offsets in place, append.
 
 Batches stay bytes: the records are never decoded.  acks must be -1, 0 or 1
 (else INVALID_REQUIRED_ACKS); acks=0 gets no response.  acks=1 is answered
@@ -17,7 +17,9 @@ with invalid records (keyless records to a compacted topic) is refused whole wit
 its RecordErrors (v8+, KIP-467) naming each bad record's index and ErrorMessage summing them up.
 Transactional batches: before a producer's first batch of a transaction on a partition the leader
 verifies with the coordinator that the partition is in the transaction (KIP-890 part 1,
-``txn_verification``: INVALID_TXN_STATE if not, NOT_ENOUGH_REPLICAS while the coordinator cannot answer).
+``txn_verification``: INVALID_TXN_STATE if not (TRANSACTION_ABORTABLE from v11), NOT_ENOUGH_REPLICAS while
+the coordinator cannot answer); from v12 (a transaction.version 2 client, KIP-890 part 2) the leader
+adds the partition to the transaction instead, the client having sent no AddPartitionsToTxn.
 ACLs (``authz``): WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions; a
 transactional request also WRITE on its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
@@ -33,7 +35,7 @@ from . import authz
 from .context import HandlerContext
 from .stale_metadata import catch_up_once, produce_may_be_stale
 
-API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.PRODUCE, 3, 10
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.PRODUCE, 3, 12
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict | None:
@@ -41,7 +43,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
         await catch_up_once(broker)
     acks = request["Acks"]
     hints = LeaderHints(broker, header.listener)
-    refused = await broker.txn_verifier.verify(request)        # KIP-890 part 1
+    refused = await broker.txn_verifier.verify(request, header.api_version)     # KIP-890 parts 1 and 2
     topics: list[dict] = []
     waits: list[tuple[str, dict, asyncio.Future]] = []
     writable, denied = _writable(broker, header, request)

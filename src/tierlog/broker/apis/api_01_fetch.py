@@ -18,7 +18,8 @@
   offset (READ_COMMITTED); replicas (ReplicaId >= 0) up to the log end
   (``Partition.read`` by ``FetchIsolation``); a READ_COMMITTED answer lists the
   aborted transactions overlapping what it reads (AbortedTransactions, from the
-  log's ``.txnindex``; KIP-98), which the consumer skips.
+  log's ``.txnindex``; KIP-98), which the consumer skips; read from remote
+  storage, from the uploaded ``.txnindex`` objects (``broker.remote.reader``).
 - LastFetchedEpoch (v12+) is checked against the leader epoch cache and a
   mismatch answered with DivergingEpoch (KIP-595 / KIP-320).
 - v12+ errors carry KIP-951's CurrentLeader; v16 adds NodeEndpoints. Before
@@ -215,6 +216,8 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, may_rea
     if source is FetchSource.REMOTE:
         r.remote = (part, limit, first)
         r.more = True
+        if isolation == READ_COMMITTED:
+            r.aborted = []          # filled from the remote .txnindex with the records
         return r
     if source is FetchSource.OFFSET_MOVED_TO_TIERED_STORAGE:
         r.error = ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
@@ -224,7 +227,7 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, may_rea
     if not read.error:
         r.parts, r.size, r.more = read.parts, read.size, read.more
         if isolation == READ_COMMITTED and replica_id < 0:
-            r.aborted = [{"ProducerId": a.producer_id, "FirstOffset": a.first_offset} for a in read.aborted]
+            r.aborted = _aborted_field(read.aborted)
         if follower is not None:
             # a session partition the request does not name is fetched at the position it last named
             # (Kafka updates every session partition's follower state on every fetch)
@@ -233,6 +236,10 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, may_rea
             if r.error:
                 r.parts, r.size, r.more = [], 0, False
     return r
+
+
+def _aborted_field(aborted) -> list[dict]:
+    return [{"ProducerId": a.producer_id, "FirstOffset": a.first_offset} for a in aborted]
 
 
 def _tiered_source(broker, part, offset: int, replica_id: int) -> FetchSource | None:
@@ -247,7 +254,8 @@ async def _read_remote(broker, reads: list[_Read], max_bytes: int) -> None:
     one not done by then comes back empty. The response's byte budget still holds."""
     reader = broker.remote.reader
     pending = [r for r in reads if r.remote]
-    tasks = {r: asyncio.ensure_future(reader.read(r.remote[0], r.sp.fetch_offset, r.remote[1], r.remote[2]))
+    tasks = {r: asyncio.ensure_future(reader.read(r.remote[0], r.sp.fetch_offset, r.remote[1], r.remote[2],
+                                                   read_committed=r.aborted is not None))
              for r in pending}
     done, late = await asyncio.wait(tasks.values(), timeout=reader.max_wait_s)
     for task in late:
@@ -261,6 +269,8 @@ async def _read_remote(broker, reads: list[_Read], max_bytes: int) -> None:
             if answer.records and (len(answer.records) <= budget or r.remote[2]):
                 r.parts, r.size = [answer.records], len(answer.records)
                 budget -= r.size
+                if r.aborted is not None:
+                    r.aborted = _aborted_field(answer.aborted)
         r.more = not r.size and not r.error
         r.remote = None
 

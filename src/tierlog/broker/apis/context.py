@@ -123,7 +123,8 @@ class TransactionCoordinatorService(Protocol):
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: frozenset[tuple[str, int]]) -> int: ...
 
-    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int: ...
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                      client_transaction_version: int = ...) -> tuple[int, int, int]: ...
 
     def describe(self, transactional_id: str) -> tuple[object | None, int]: ...
 
@@ -134,9 +135,9 @@ class TransactionCoordinatorService(Protocol):
 
 
 class TxnVerification(Protocol):
-    """KIP-890 part 1 at the leader (``broker.txn_verification.TxnVerifier``)."""
+    """KIP-890 parts 1 and 2 at the leader (``broker.txn_verification.TxnVerifier``)."""
 
-    async def verify(self, request: dict) -> dict[tuple[str, int], int]: ...
+    async def verify(self, request: dict, version: int = ...) -> dict[tuple[str, int], int]: ...
 
 
 @runtime_checkable

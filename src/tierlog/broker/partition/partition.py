@@ -306,6 +306,11 @@ class Partition:
             if isolation is FetchIsolation.TXN_COMMITTED and result.size else ()
         return PartitionRead(ErrorCode.NONE, result.parts, result.size, more, aborted)
 
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list:
+        """The local log's aborted transactions overlapping [fetch_offset, upper_bound) (a remote
+        read_committed read whose remote indexes did not complete the search)."""
+        return self.log.aborted_transactions(fetch_offset, upper_bound)
+
     def open_transaction_epoch(self, producer_id: int) -> int | None:
         """The epoch of the producer's open transaction here, None without one (KIP-890 part 1)."""
         return self.log.open_transaction_epoch(producer_id)

@@ -7,8 +7,9 @@ an old leader's upload that finished after this leader found where uploads stopp
 is not uploaded again.
 
 Per segment: COPY_SEGMENT_STARTED metadata, upload through ``RemoteSegmentStore``
-(the ``.log`` unchanged, its indexes, the producer snapshot at the next segment's
-base offset and the leader-epoch checkpoint up to it) on the copier pool,
+(the ``.log`` unchanged, its indexes, its ``.txnindex`` when an aborted transaction
+ends in it, the producer snapshot at the next segment's base offset and the
+leader-epoch checkpoint up to it) on the copier pool,
 COPY_SEGMENT_FINISHED, then the log's highest offset in remote storage moves.
 A failed upload is deleted by the store; its STARTED id is then marked
 DELETE_SEGMENT_STARTED / FINISHED so nothing waits on it. Uploads are tracked
@@ -121,7 +122,8 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
                                         seg.max_timestamp_ms, ctx.node_id, ctx.clock_ms(), epochs, seg.size)
     data = LogSegmentData(seg.log_path, seg.offset_index_path, seg.time_index_path,
                           plog.producer_snapshot_file(seg.next_offset),
-                          leader_epoch_checkpoint(entries, seg.next_offset))
+                          leader_epoch_checkpoint(entries, seg.next_offset),
+                          plog.transaction_index_file(seg.base_offset))
     await ctx.metadata.publish(metadata)
     ctx.in_flight.add(metadata.segment_id)
     try:

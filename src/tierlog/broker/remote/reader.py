@@ -10,7 +10,11 @@ reads from there through the chunk cache (fetching the next chunk ahead while
 the answer is served) and returns whole batches from the one
 holding ``offset``: at most ``max_bytes``, but at least one batch when
 ``min_one`` (Kafka's rule for the first partition of a response). Every batch
-is CRC-checked before it is served.
+is CRC-checked before it is served. A read_committed read also answers the
+aborted transactions overlapping what it returns (KIP-98 over KIP-405, Kafka's
+RemoteLogManager.collectAbortedTransactions): from the uploaded ``.txnindex``
+of the segment read and of the remote segments after it until an entry's
+lastStableOffset reaches the end of the read, then from the local log's index.
 
 Remote data loss (``tiered.data_loss``): a finished segment whose object is
 missing from the store, or whose batches fail their CRC, answers
@@ -48,6 +52,12 @@ from typing import NamedTuple
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import decode_batches
 from tierlog.records.header import LENGTH_OFFSET
+from tierlog.storage.txn_index import (
+    TXN_ENTRY_BYTES,
+    AbortedTxn,
+    collect_aborted,
+    decode_entries,
+)
 from tierlog.tiered import (
     CorruptRemoteDataError,
     IndexType,
@@ -87,6 +97,7 @@ _LAST_DELTA_AT, _MAX_TS_AT = 23, 35
 class RemoteRead(NamedTuple):
     error: int
     records: bytes | memoryview = b""       # a view into a cached chunk, served without a copy
+    aborted: tuple[AbortedTxn, ...] = ()    # read_committed: the aborted transactions overlapping the records
 
 
 class RemoteReader:
@@ -120,7 +131,8 @@ class RemoteReader:
 
     # --- fetch -----------------------------------------------------------------------------------
 
-    async def read(self, part, offset: int, max_bytes: int, min_one: bool) -> RemoteRead:
+    async def read(self, part, offset: int, max_bytes: int, min_one: bool,
+                   read_committed: bool = False) -> RemoteRead:
         tip = TopicIdPartition(part.topic_id, part.topic, part.index)
         if not self.metadata.is_ready(tip):
             return RemoteRead(ErrorCode.REPLICA_NOT_AVAILABLE)
@@ -132,7 +144,9 @@ class RemoteReader:
         self._pending += 1
         loop = asyncio.get_running_loop()
         try:
-            data, end = await loop.run_in_executor(self._pool, self._read_batches, meta, offset, max_bytes, min_one)
+            data, end, upper = await loop.run_in_executor(self._pool, self._read_batches, meta, offset, max_bytes,
+                                                          min_one)
+            aborted = await self._aborted(tip, part, meta, offset, upper) if read_committed and data else ()
         except RemoteEncryptionKeyError as e:
             return self._no_key(part, meta, e)
         except CorruptRemoteDataError as e:
@@ -147,7 +161,7 @@ class RemoteReader:
             self._pending -= 1
         self._read_ahead(meta, end)
         self.stats.remote_fetched(part.topic, len(data))
-        return RemoteRead(ErrorCode.NONE, data)
+        return RemoteRead(ErrorCode.NONE, data, aborted)
 
     def _lost(self, part, meta: RemoteLogSegmentMetadata, kind: LossKind, cause: Exception) -> RemoteRead:
         """A lost remote segment: logged once, counted, UNKNOWN_SERVER_ERROR (see the module docstring)."""
@@ -187,16 +201,12 @@ class RemoteReader:
         cache = self.metadata.cache(tip)
         if cache is None:
             return None
-        entries, log_end = part.epoch_entries(), part.log_end_offset
-        found = cache.segment_for(epoch_for_offset(entries, offset), offset)
-        if found is not None and within_leader_epochs(found, entries, log_end):
-            return found
-        return next((m for m in cache.finished_segments() if m.start_offset <= offset <= m.end_offset
-                     and within_leader_epochs(m, entries, log_end)), None)
+        return _segment_in(cache, part.epoch_entries(), part.log_end_offset, offset)
 
     def _read_batches(self, meta: RemoteLogSegmentMetadata, offset: int, max_bytes: int,
-                      min_one: bool) -> tuple[bytes | memoryview, int]:
-        """Whole batches from the one holding ``offset``, and the file position after them."""
+                      min_one: bool) -> tuple[bytes | memoryview, int, int]:
+        """Whole batches from the one holding ``offset``, the file position after them and the
+        offset after them (exclusive)."""
         position, size = self._position(meta, offset), meta.segment_size_in_bytes
         while position < size:                       # skip the batches wholly before ``offset``
             head = self._log_range(meta, position, min(size, position + _BATCH_HEAD))
@@ -206,13 +216,36 @@ class RemoteReader:
                 break
             position += 12 + length
         if position >= size:
-            return b"", position
+            return b"", position, offset
         first_size = 12 + struct.unpack_from(">i", self._log_range(meta, position, position + 12), LENGTH_OFFSET)[0]
         want = max(max_bytes, first_size) if min_one else max_bytes
         key = segment_key(meta.segment_id, meta.start_offset, LOG_SUFFIX)
         data = self.chunks.read_view(key, position, min(size, position + want), lambda a, b: self._get(meta, a, b))
         checked = check_batches(data, first_must_be_whole=min_one)
-        return data[:checked.end], position + checked.end
+        upper = checked.headers[-1].last_offset + 1 if checked.headers else offset
+        return data[:checked.end], position + checked.end, upper
+
+    async def _aborted(self, tip: TopicIdPartition, part, meta: RemoteLogSegmentMetadata, offset: int,
+                       upper: int) -> tuple[AbortedTxn, ...]:
+        """Kafka's RemoteLogManager.collectAbortedTransactions: the ``.txnindex`` of the segment read
+        and of each remote segment after it (an ABORT marker may be far from its data) until one
+        completes the search, then the local log's (entries of a segment held in both places once).
+        The metadata is walked here on the event loop; each index is read on a reader thread, once."""
+        found: set[AbortedTxn] = set()
+        loop = asyncio.get_running_loop()
+        current: RemoteLogSegmentMetadata | None = meta
+        while current is not None:
+            entries = await loop.run_in_executor(self._pool, self._transaction_index, current)
+            more, complete = collect_aborted(entries, offset, upper)
+            found.update(more)
+            if complete:
+                return _by_marker(found)
+            current = self._segment_for(tip, part, current.end_offset + 1)
+        return _by_marker(found | set(part.aborted_transactions(offset, upper)))
+
+    def _transaction_index(self, meta: RemoteLogSegmentMetadata) -> list[AbortedTxn]:
+        return self._indexes.get((meta.segment_id, IndexType.TRANSACTION),
+                                 lambda: decode_entries(self.segments.fetch_transaction_index(meta)))
 
     def _position(self, meta: RemoteLogSegmentMetadata, offset: int) -> int:
         """The file position of the last index entry at or below ``offset`` (0 without one)."""
@@ -281,6 +314,19 @@ class RemoteReader:
                 last = stats
 
 
+def _segment_in(cache, entries, log_end: int, offset: int) -> RemoteLogSegmentMetadata | None:
+    """The finished segment holding ``offset`` within the log's epoch lineage (None: none)."""
+    found = cache.segment_for(epoch_for_offset(entries, offset), offset)
+    if found is not None and within_leader_epochs(found, entries, log_end):
+        return found
+    return next((m for m in cache.finished_segments() if m.start_offset <= offset <= m.end_offset
+                 and within_leader_epochs(m, entries, log_end)), None)
+
+
+def _by_marker(found: set[AbortedTxn]) -> tuple[AbortedTxn, ...]:
+    return tuple(sorted(found, key=lambda e: e.last_offset))
+
+
 def _ignore_failure(future) -> None:
     """A read-ahead that failed: the read that needs the chunk will fetch it and report."""
     if not future.cancelled():
@@ -313,5 +359,8 @@ class _IndexCache:
 
 
 def _size(item) -> int:
-    """Bytes an index takes as Kafka's file (8 per offset entry)."""
+    """Bytes an index takes as Kafka's file (8 per offset entry, 34 per aborted transaction; an
+    empty transaction index counts as one entry so that the entry count is bounded too)."""
+    if isinstance(item, list):
+        return max(len(item), 1) * TXN_ENTRY_BYTES
     return len(item[0]) * OFFSET_ENTRY_BYTES if isinstance(item, tuple) else len(item)

@@ -17,11 +17,12 @@ from .records import (
 from .state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    TV_2,
     TransactionMetadata,
     TransactionState,
     TxnTransit,
 )
 
-__all__ = ["NO_PRODUCER_EPOCH", "NO_PRODUCER_ID", "TransactionLogValue", "TransactionMetadata", "TransactionState",
+__all__ = ["NO_PRODUCER_EPOCH", "NO_PRODUCER_ID", "TV_2", "TransactionLogValue", "TransactionMetadata", "TransactionState",
            "TxnTransit", "decode_key", "decode_value", "encode_key", "encode_value", "log_value",
            "metadata_from_log"]

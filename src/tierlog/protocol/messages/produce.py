@@ -1,9 +1,11 @@
-"""Produce (key 0), versions 0-10, flexible from 9.
+"""Produce (key 0), versions 0-12, flexible from 9.
 
 v1 ThrottleTimeMs; v2 LogAppendTimeMs; v3 TransactionalId (record batch v2);
 v5 LogStartOffset; v8 RecordErrors and ErrorMessage; v10 (KIP-951) the
 per-partition CurrentLeader tag 0 and the top-level NodeEndpoints tag 0 of the
-response. Request v10 equals v9.
+response. Request v10 equals v9. v11 and v12 change no field: v11 lets the
+broker answer TRANSACTION_ABORTABLE, v12 says the client runs transaction.version
+2 (the leader adds the partition to the transaction itself; KIP-890 part 2).
 """
 
 from tierlog.protocol.api import ApiKey, ApiSpec
@@ -67,4 +69,4 @@ RESPONSE = Struct([
     Field("NodeEndpoints", [_NODE_ENDPOINT], versions="10+", tag=0),
 ], name="ProduceResponse")
 
-SPEC = ApiSpec(ApiKey.PRODUCE, "Produce", 0, 10, 9, REQUEST, RESPONSE)
+SPEC = ApiSpec(ApiKey.PRODUCE, "Produce", 0, 12, 9, REQUEST, RESPONSE)

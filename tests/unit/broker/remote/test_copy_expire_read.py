@@ -6,6 +6,7 @@ cache, publish, add_listener); everything else is the production code.
 """
 import asyncio
 import itertools
+import os
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import replace
 
@@ -21,10 +22,15 @@ from tierlog.broker.remote.rate_limit import UNLIMITED, ByteRateLimit
 from tierlog.broker.remote.reader import RemoteReader
 from tierlog.config import NodeConfig
 from tierlog.protocol.errors import ErrorCode
+from tierlog.records.control import build_marker
 from tierlog.records.decoder import iter_batches
 from tierlog.storage import Log
+from tierlog.storage.txn_index import AbortedTxn
 from tierlog.tiered import (
+    EncryptionSettings,
     FsObjectStore,
+    IndexType,
+    KeyRing,
     LogSegmentData,
     RemoteLogMetadataCache,
     RemoteLogSegmentId,
@@ -296,10 +302,6 @@ def metadata_for(start, end):
 
 
 def test_encrypted_uploads_are_served_decrypted_and_never_without_the_key(tmp_path):
-    import os
-
-    from tierlog.tiered import EncryptionSettings, KeyRing
-
     keys = EncryptionSettings(KeyRing({"k1": os.urandom(32)}, "k1"), 4096)
     part, metadata = _partition(tmp_path, local_retention_bytes=2000), InMemoryMetadata()
     original = read_all(part.log, 0)
@@ -315,4 +317,40 @@ def test_encrypted_uploads_are_served_decrypted_and_never_without_the_key(tmp_pa
     answer = asyncio.run(reader.read(part, 0, 1500, True))
     assert answer.error == ErrorCode.NONE and original.startswith(bytes(answer.records)) and answer.records
     keyless = RemoteReader(cfg, RemoteSegmentStore(store), metadata, tmp_path / "chunks2")
-    assert asyncio.run(keyless.read(part, 0, 1500, True)) == (ErrorCode.UNKNOWN_SERVER_ERROR, b"")
+    assert asyncio.run(keyless.read(part, 0, 1500, True)) == (ErrorCode.UNKNOWN_SERVER_ERROR, b"", ())
+
+
+def _aborted_txn_partition(tmp_path) -> Partition:
+    """Producer 5's transaction spans two segments and is aborted by a marker in the second (45);
+    producer 7's records after it roll that segment too."""
+    log = Log.open(tmp_path / "t-0", config(internal_segment_bytes=2000, remote_storage_enable="true",
+                                            local_retention_bytes=2000), NOW)
+    log.assign_epoch_start_offset(0, 0)
+    for seq in range(0, 45, 3):
+        log.append(batch(3, producer_id=5, producer_epoch=0, base_sequence=seq, transactional=True), 0, NOW)
+    log.append_marker(bytearray(build_marker(5, 0, False, 1, NOW)), 0, NOW)
+    for seq in range(0, 60, 3):
+        log.append(batch(3, producer_id=7, producer_epoch=0, base_sequence=seq), 0, NOW)
+    return Partition("t", 0, TOPIC_ID, log, leader_id=1, leader_epoch=0)
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_read_committed_remote_reads_answer_aborted_transactions_from_the_uploaded_txnindex(tmp_path, encrypted):
+    keys = EncryptionSettings(KeyRing({"k1": os.urandom(32)}, "k1"), 4096) if encrypted else None
+    part, metadata, store = _aborted_txn_partition(tmp_path), InMemoryMetadata(), FsObjectStore(tmp_path / "remote")
+    ctx = TaskContext(1, RemoteSegmentStore(store, keys), metadata, ThreadPoolExecutor(2), ThreadPoolExecutor(1),
+                      ByteRateLimit(UNLIMITED, 0.0), lambda: NOW)
+    _copy(ctx, part)
+    [listing] = list_partitions(store)
+    with_index = [s.metadata.start_offset for s in listing.segments if IndexType.TRANSACTION.value in s.objects]
+    assert len(with_index) == 1 and with_index[0] > 0        # the marker's segment only, not the data's first one
+    part.log.enforce_retention(NOW)
+    assert part.log.local_log_start_offset > 45 and part.aborted_transactions(0, 46) == []   # gone locally
+    reader = RemoteReader(NodeConfig({"node.id": "1", "rsm.config.chunk.size": "1000"}),
+                          RemoteSegmentStore(store, keys), metadata, tmp_path / "chunks")
+    committed = asyncio.run(reader.read(part, 0, 500, True, read_committed=True))
+    assert committed.error == ErrorCode.NONE and committed.records
+    assert committed.aborted == (AbortedTxn(5, 0, 45, 46),)  # found in the next segment's index
+    assert asyncio.run(reader.read(part, 0, 500, True)).aborted == ()
+    after = asyncio.run(reader.read(part, 46, 500, True, read_committed=True))
+    assert after.records and after.aborted == ()

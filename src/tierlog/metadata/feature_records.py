@@ -1,0 +1,55 @@
+"""Finalized feature levels (KIP-584 in KRaft): Kafka's FeatureLevelRecord (12), v0, flexible.
+
+Each record sets one feature's finalized level; level 0 removes it. tierlog knows one
+feature, ``transaction.version`` (KIP-890 part 2: 2 means clients end every transaction
+with an epoch bump, EndTxn v5, and let the leaders add their partitions, Produce v12).
+A new cluster's first active controller writes ``DEFAULT_FEATURE_LEVELS`` with its
+bootstrap records (``with_default_features``, added by the node to what ``tierlog format`` wrote), as ``kafka-storage format`` of Kafka 4.x does (transaction.version 2
+for a 4.0 cluster). ``records`` registers ``SCHEMAS`` with the other metadata records.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tierlog.protocol.schema import Field, Struct
+
+__all__ = ["DEFAULT_FEATURE_LEVELS", "SCHEMAS", "SUPPORTED_FEATURES", "TRANSACTION_VERSION", "FeatureLevelRecord",
+           "api_versions_features", "with_default_features"]
+
+TRANSACTION_VERSION = "transaction.version"
+#: feature -> (min, max) level this build supports (ApiVersions SupportedFeatures)
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2)}
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureLevelRecord:
+    API_KEY: ClassVar[int] = 12
+    name: str
+    feature_level: int
+
+
+DEFAULT_FEATURE_LEVELS = (FeatureLevelRecord(TRANSACTION_VERSION, 2),)
+
+SCHEMAS: dict[type, tuple[Struct, int, int]] = {
+    FeatureLevelRecord: (Struct([
+        Field("Name", "string"), Field("FeatureLevel", "int16"),
+    ], name="FeatureLevelRecord"), 0, 0),
+}
+
+
+def with_default_features(records: list) -> list:
+    """Bootstrap ``records`` and the default feature levels they do not set."""
+    named = {r.name for r in records if isinstance(r, FeatureLevelRecord)}
+    return records + [r for r in DEFAULT_FEATURE_LEVELS if r.name not in named]
+
+
+def api_versions_features(finalized: Mapping[str, int], epoch: int) -> dict:
+    """ApiVersions v3+'s feature fields (KIP-584): what this build supports, and the image's
+    finalized levels (min = max = the level, as Kafka answers) at ``epoch`` (the image's offset)."""
+    return {"SupportedFeatures": [{"Name": n, "MinVersion": lo, "MaxVersion": hi}
+                                  for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())],
+            "FinalizedFeaturesEpoch": epoch,
+            "FinalizedFeatures": [{"Name": n, "MaxVersionLevel": level, "MinVersionLevel": level}
+                                  for n, level in sorted(finalized.items())]}
