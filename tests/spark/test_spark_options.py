@@ -86,7 +86,8 @@ BASE = {"kafka.bootstrap.servers": "h:1", "subscribe": "a"}
 @pytest.mark.parametrize("option, value, named", [
     ("kafka.max.poll.records", "5", ("kafka.max.poll.records: not supported by the tierlog source (it honours "
                                      "kafka.bootstrap.servers, kafka.client.id, kafka.group.id")),
-    ("kafka.isolation.level", "read_committed", "kafka.isolation.level: 'read_committed' is not supported"),
+    ("kafka.isolation.level", "serializable", "kafka.isolation.level: 'serializable' is not read_uncommitted or "
+                                              "read_committed"),
     ("kafkaConsumer.pollTimeoutMs", "soon", "kafkaConsumer.pollTimeoutMs: 'soon' is not an integer"),
     ("fetchOffset.numRetries", "-1", "fetchOffset.numRetries: -1 must be at least 0"),
     ("fetchOffset.retryIntervalMs", "x", "fetchOffset.retryIntervalMs: 'x' is not an integer"),
@@ -142,3 +143,12 @@ def test_offsets_behind_latest_as_the_kafka_source_reports_them():
     assert offsets_behind_latest(source) == {"minOffsetsBehindLatest": "1", "maxOffsetsBehindLatest": "200",
                                              "avgOffsetsBehindLatest": "100.5"}
     assert offsets_behind_latest({"endOffset": None, "latestOffset": None}) is None
+
+
+def test_read_committed_is_taken_and_read_uncommitted_stays_the_default():
+    assert parse_source_options(BASE, streaming=False).isolation_level == 0
+    committed = parse_source_options({**BASE, "kafka.isolation.level": "READ_COMMITTED"}, streaming=True)
+    assert committed.isolation_level == 1
+    with pytest.raises(OptionError, match="kafka.isolation.level: read_committed reads through the brokers"):
+        parse_source_options({**BASE, "kafka.isolation.level": "read_committed", "remoteStorage": "/tmp/rs"},
+                             streaming=False)

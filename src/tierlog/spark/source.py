@@ -1,7 +1,9 @@
 """The ``tierlog`` PySpark data source: batch and streaming, read and write.
 
 Reads plan offset ranges on the driver (Metadata + ListOffsets through our own
-client) and fetch them in tasks, yielding Arrow record batches decoded straight
+client, at ``kafka.isolation.level``: read_committed ranges end at the last
+stable offset) and fetch them in tasks (read_committed leaves out aborted
+transactions; markers are never rows), yielding Arrow record batches decoded straight
 from whole fetched record batches. Writes take Arrow batches and hand them to a
 confluent-kafka producer (acks=all by default) that is flushed before the task
 reports success. Clients are always opened inside the method that uses them:
@@ -135,7 +137,7 @@ def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.Re
         return
     cluster = Cluster(opts.bootstrap_servers, client_id=opts.client_id, retry_timeout_s=opts.retry_timeout_s,
                       receive_message_max_bytes=receive_message_max_bytes_for(opts.fetch_max_bytes),
-                      security=opts.security)
+                      security=opts.security, isolation_level=opts.isolation_level)
     try:
         yield from read_range(cluster, part.topic, part.partition, part.start, part.end,
                               include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss,
@@ -188,7 +190,8 @@ class _ClusterOnDriver:
     def _client(self) -> Cluster:
         if self._cluster is None:
             self._cluster = Cluster(self.opts.bootstrap_servers, client_id=self.opts.client_id,
-                                    retry_timeout_s=self.opts.retry_timeout_s, security=self.opts.security)
+                                    retry_timeout_s=self.opts.retry_timeout_s, security=self.opts.security,
+                                    isolation_level=self.opts.isolation_level)
         return self._cluster
 
     def _close(self) -> None:
