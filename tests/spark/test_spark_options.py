@@ -37,6 +37,19 @@ def test_sink_defaults_to_acks_all_and_passes_kafka_options():
     assert sink.topic == "t"
 
 
+def test_the_transactional_sink_options():
+    base = {"kafka.bootstrap.servers": "h:1", "topic": "t"}
+    assert not parse_sink_options(base).transactional
+    sink = parse_sink_options({**base, "transactional": "true", "transactionalIdPrefix": "orders"})
+    assert (sink.transactional, sink.transactional_id_prefix) == (True, "orders")
+    assert sink.producer_config["transaction.timeout.ms"] == "120000"     # message.timeout.ms, not 60 s
+    for bad, named in (({"kafka.transactional.id": "x"}, "kafka.transactional.id: not supported"),
+                       ({"transactional": "yes"}, "transactional: 'yes' is not true or false"),
+                       ({"transactionalIdPrefix": " "}, "transactionalIdPrefix: an empty prefix")):
+        with pytest.raises(OptionError, match=named):
+            parse_sink_options({**base, **bad})
+
+
 def test_split_and_rate_limit():
     ranges = split_ranges([OffsetRange("t", 0, 0, 1000), OffsetRange("t", 1, 0, 10), OffsetRange("t", 2, 5, 5)],
                           min_partitions=8, max_records=None)

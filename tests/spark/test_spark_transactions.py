@@ -1,8 +1,11 @@
 """Spark's read_committed and read_uncommitted over transactions written by confluent-kafka's
 transactional producer: committed, aborted and still open transactions on two partitions."""
+import os
+import sys
+import time
 import uuid
 
-from clients import create_topic
+from clients import create_topic, produce_all
 from confluent_kafka import Producer
 
 
@@ -58,3 +61,72 @@ def test_read_committed_sees_exactly_the_committed_records(spark, spark_node, tm
     assert _stream(spark, spark_node, topic, checkpoint, "read_committed") == sorted(COMMITTED)
     open_txn.commit_transaction(30)
     assert _stream(spark, spark_node, topic, checkpoint, "read_committed") == [b"open-0"]
+
+
+def _committed_values(bootstrap: str, topic: str, partitions, timeout_s: float = 60) -> list[bytes]:
+    """Every value a read_committed consumer finds in ``partitions`` of ``topic``, to their end."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:6]}",
+                  "enable.auto.commit": False, "isolation.level": "read_committed", "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in partitions])
+    values, at_end = [], set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(at_end) < len(partitions) and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None:
+                (at_end.add(m.partition()) if m.error() else (values.append(m.value()), at_end.discard(m.partition())))
+        assert len(at_end) == len(partitions), f"read_committed of {topic} did not reach the end"
+        return sorted(values)
+    finally:
+        c.close()
+
+
+def test_the_transactional_sink_writes_each_record_once_across_a_failed_batch(spark, spark_node, tmp_path):
+    """Micro-batch 0 fails after the task writing output partition 0 committed its transaction;
+    the query restarted from its checkpoint re-runs batch 0, and that task writes nothing again."""
+    from pyspark import cloudpickle
+    from pyspark.sql import functions as F
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])     # the UDF below, for Spark's workers
+    source, sink = f"eo-in-{uuid.uuid4().hex[:6]}", f"eo-out-{uuid.uuid4().hex[:6]}"
+    create_topic(spark_node.bootstrap, source, 2)
+    create_topic(spark_node.bootstrap, sink, 2)
+    values = [b"p%d-%d" % (i % 2, i // 2) for i in range(200)]
+    produce_all(spark_node.bootstrap, source, [(i % 2, None, v, None, None) for i, v in enumerate(values)])
+    flag, bootstrap = tmp_path / "fail-once", spark_node.bootstrap
+    flag.touch()
+
+    @F.udf("binary")
+    def fail_once_after_partition_0(value):
+        if value == b"p1-60" and os.path.exists(flag):
+            # fail this task (input partition 1) once the other one's 100 records are committed
+            got = 0
+            for _ in range(600):
+                got = len(_committed_values(bootstrap, sink, [0], timeout_s=30))
+                if got >= 100:
+                    break
+                time.sleep(0.2)
+            raise RuntimeError(f"injected failure after {got} records of partition 0 were committed")
+        return value
+
+    def run():
+        q = (spark.readStream.format("tierlog").option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", source).option("startingOffsets", "earliest").load()
+             .select(fail_once_after_partition_0("value").alias("value"), "partition")
+             .writeStream.format("tierlog").option("kafka.bootstrap.servers", bootstrap).option("topic", sink)
+             .option("transactional", "true").option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start())
+        try:
+            q.awaitTermination(180)
+        except Exception as exc:        # noqa: BLE001 - the first run's failure is what is checked
+            return exc
+        return q.exception()
+
+    failed = run()
+    assert failed is not None and "injected failure after 100 records" in str(failed)
+    assert _committed_values(bootstrap, sink, [0, 1]) == sorted(values[0::2])   # partition 0's, committed
+    flag.unlink()
+    assert run() is None
+    assert _committed_values(bootstrap, sink, [0, 1]) == sorted(values)         # each record once

@@ -43,6 +43,7 @@ POLL_TIMEOUT_MS = 120_000          # Spark's default, spark.network.timeout
 _UNSUPPORTED_KAFKA_SINK = {
     "key.serializer": "keys are written as bytes (string columns are UTF-8 encoded)",
     "value.serializer": "values are written as bytes (string columns are UTF-8 encoded)",
+    "transactional.id": "set transactional=true (and transactionalIdPrefix): each task needs an id of its own",
 }
 
 
@@ -99,6 +100,8 @@ class SinkOptions:
     topic: str | None
     producer_config: dict
     flush_timeout_s: float
+    transactional: bool = False                  # transactional: one Kafka transaction per task
+    transactional_id_prefix: str | None = None   # transactionalIdPrefix (else one per query / per write)
 
 
 def _get(options: Mapping, name: str):
@@ -396,4 +399,12 @@ def parse_sink_options(options: Mapping) -> SinkOptions:
         raise OptionError(f"kafka.{exc}") from None
     flush_timeout_ms = int(config.get("message.timeout.ms", 120_000)) + 30_000
     topic = _get(options, "topic")
-    return SinkOptions(bootstrap, str(topic) if topic else None, config, flush_timeout_ms / 1000)
+    prefix = _get(options, "transactionalIdPrefix")
+    if prefix is not None and not str(prefix).strip():
+        raise OptionError("transactionalIdPrefix: an empty prefix")
+    transactional = _bool(options, "transactional", False)
+    if transactional:       # librdkafka wants message.timeout.ms <= transaction.timeout.ms (60 s by default)
+        config.setdefault("transaction.timeout.ms", str(config["message.timeout.ms"]))
+    return SinkOptions(bootstrap, str(topic) if topic else None, config, flush_timeout_ms / 1000,
+                       transactional=transactional,
+                       transactional_id_prefix=str(prefix).strip() if prefix is not None else None)
