@@ -130,3 +130,13 @@ def test_the_transactional_sink_writes_each_record_once_across_a_failed_batch(sp
     flag.unlink()
     assert run() is None
     assert _committed_values(bootstrap, sink, [0, 1]) == sorted(values)         # each record once
+
+
+def test_a_transactional_batch_write_commits_each_task(spark, spark_node):
+    topic = f"txw-{uuid.uuid4().hex[:6]}"
+    create_topic(spark_node.bootstrap, topic, 2)
+    df = spark.range(300).selectExpr("cast(id as string) as value", "cast(id % 2 as int) as partition").repartition(3)
+    (df.write.format("tierlog").option("kafka.bootstrap.servers", spark_node.bootstrap).option("topic", topic)
+       .option("transactional", "true").mode("append").save())
+    assert _committed_values(spark_node.bootstrap, topic, [0, 1]) == sorted(str(i).encode() for i in range(300))
+    assert _read(spark, spark_node, topic, "read_committed") == sorted(str(i).encode() for i in range(300))
