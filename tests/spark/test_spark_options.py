@@ -99,8 +99,8 @@ BASE = {"kafka.bootstrap.servers": "h:1", "subscribe": "a"}
 @pytest.mark.parametrize("option, value, named", [
     ("kafka.max.poll.records", "5", ("kafka.max.poll.records: not supported by the tierlog source (it honours "
                                      "kafka.bootstrap.servers, kafka.client.id, kafka.group.id")),
-    ("kafka.isolation.level", "serializable", "kafka.isolation.level: 'serializable' is not read_uncommitted or "
-                                              "read_committed"),
+    ("kafka.isolation.level", "serializable", ("kafka.isolation.level: 'serializable' is not read_uncommitted or "
+                                               "read_committed")),
     ("kafkaConsumer.pollTimeoutMs", "soon", "kafkaConsumer.pollTimeoutMs: 'soon' is not an integer"),
     ("fetchOffset.numRetries", "-1", "fetchOffset.numRetries: -1 must be at least 0"),
     ("fetchOffset.retryIntervalMs", "x", "fetchOffset.retryIntervalMs: 'x' is not an integer"),

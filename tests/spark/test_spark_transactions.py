@@ -8,7 +8,6 @@ import uuid
 from clients import create_topic, produce_all
 from confluent_kafka import Producer
 
-
 COMMITTED = [b"c1-0", b"c1-1", b"c1-2", b"c2-0"]
 ABORTED = [b"a-0", b"a-1", b"a-2"]
 

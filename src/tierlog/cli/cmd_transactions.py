@@ -17,7 +17,11 @@ from tierlog.cli.broker_wire import BrokerWire, security_of
 from tierlog.cli.errors import CliError
 from tierlog.cli.options import connection_options
 from tierlog.cli.render import make_table, note, print_json, print_table
-from tierlog.cli.transactions_partition import add_partition_actions, error_name, version_of
+from tierlog.cli.transactions_partition import (
+    add_partition_actions,
+    error_name,
+    version_of,
+)
 from tierlog.protocol import ApiKey
 
 __all__ = ["register"]

@@ -16,7 +16,7 @@ import heapq
 from tierlog.records.control import ABORT, read_marker
 from tierlog.records.header import BatchHeader
 
-__all__ = ["AbortedFilter", "READ_COMMITTED", "READ_UNCOMMITTED"]
+__all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AbortedFilter"]
 
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1      # Fetch's and ListOffsets' IsolationLevel
 

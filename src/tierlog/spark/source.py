@@ -60,13 +60,13 @@ from tierlog.spark.planning import (
 )
 from tierlog.spark.remote_planning import cover_range
 from tierlog.spark.remote_read import read_segment_range
-from tierlog.spark.sink import TierlogBatchWriter, TierlogStreamWriter
 from tierlog.spark.remote_store import (
     StoreView,
     open_encryption,
     open_store,
     store_ranges,
 )
+from tierlog.spark.sink import TierlogBatchWriter, TierlogStreamWriter
 from tierlog.tiered import RemoteLogSegmentMetadata, list_partitions
 from tierlog.tiered.read_rules import LATEST_TIERED
 
