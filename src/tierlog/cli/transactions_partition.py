@@ -98,8 +98,11 @@ def run_describe_producers(args: argparse.Namespace) -> int:
 
 def _abort_target(args: argparse.Namespace) -> dict:
     """The producer to abort: named by the options, or the one whose transaction starts at --start-offset."""
+    named = (args.producer_id, args.producer_epoch, args.coordinator_epoch)
+    if args.start_offset is not None and any(v is not None for v in named):
+        raise CliError("abort takes --start-offset or --producer-id/--producer-epoch/--coordinator-epoch, not both")
     if args.start_offset is None:
-        if None in (args.producer_id, args.producer_epoch, args.coordinator_epoch):
+        if None in named:
             raise CliError("abort needs --start-offset, or all of --producer-id, --producer-epoch and "
                            "--coordinator-epoch")
         return {"producer_id": args.producer_id, "producer_epoch": args.producer_epoch,
