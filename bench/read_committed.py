@@ -68,7 +68,13 @@ def fill(bootstrap: str, partitions: int, n: int, per_txn: int, abort_every: int
 
 
 def client_read(bootstrap: str, level: str) -> tuple[float, int]:
-    from tierlog.client import LATEST, READ_COMMITTED, READ_UNCOMMITTED, Cluster, read_range
+    from tierlog.client import (
+        LATEST,
+        READ_COMMITTED,
+        READ_UNCOMMITTED,
+        Cluster,
+        read_range,
+    )
 
     cluster = Cluster(bootstrap, isolation_level=READ_COMMITTED if level == "read_committed" else READ_UNCOMMITTED)
     rows, t = 0, time.perf_counter()
