@@ -112,13 +112,14 @@ def _write_batches(sink: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Tier
     return TierlogCommit(count)
 
 
-def _write(sink: SinkOptions, prefix: str | None, batches: Iterator[pa.RecordBatch]) -> TierlogCommit:
+def _write(sink: SinkOptions, prefix: str | None, record_batches: bool,
+           batches: Iterator[pa.RecordBatch]) -> TierlogCommit:
     if not sink.transactional:
         return _write_batches(sink, batches)
     deliveries = _Deliveries()
     count = write_in_transaction(sink.producer_config, prefix,
                                  lambda producer, rows: produce_rows(producer, sink.topic, rows, deliveries),
-                                 batches)
+                                 batches, record_batches)
     return TierlogCommit(count)
 
 
@@ -130,7 +131,8 @@ class TierlogBatchWriter(DataSourceArrowWriter):
         self.prefix = self.sink.transactional_id_prefix or f"tierlog-spark-{uuid.uuid4()}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TierlogCommit:
-        return _write(self.sink, self.prefix, iterator)
+        # inside foreachBatch with a prefix of the user's, micro-batches are recorded (exactly once too)
+        return _write(self.sink, self.prefix, self.sink.transactional_id_prefix is not None, iterator)
 
     def commit(self, messages) -> None:
         """Each task flushed (or committed its transaction) before it reported success."""
@@ -146,7 +148,7 @@ class TierlogStreamWriter(DataSourceStreamArrowWriter):
         _check_write_schema(schema, self.sink.topic)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TierlogCommit:
-        return _write(self.sink, self.sink.transactional_id_prefix, iterator)
+        return _write(self.sink, self.sink.transactional_id_prefix, True, iterator)
 
     def commit(self, messages, batchId: int) -> None:
         """Each task flushed, or committed its transaction with the batch id, before it reported success."""

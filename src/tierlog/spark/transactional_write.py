@@ -20,8 +20,11 @@ task commits its own transaction and records, inside it, which micro-batch it fi
 So every micro-batch partition's records become visible to read_committed readers once,
 provided a re-run micro-batch splits into the same partitions (Spark replays a batch from
 the offsets in its checkpoint; a deterministic plan gives the same rows per partition).
-Batch writes take one transaction per task (no batch id): a retried task fences and
-aborts its earlier attempt, so a task's rows are visible once and all together.
+Batch writes take one transaction per task: a retried task fences and aborts its earlier
+attempt, so a task's rows are visible once and all together. A batch write inside
+``foreachBatch`` with ``transactionalIdPrefix`` set records its micro-batch like a
+streaming write (the batch id property is set there too), so it is exactly-once as well;
+without the option (a new prefix per write) nothing is recorded.
 """
 
 from __future__ import annotations
@@ -93,13 +96,14 @@ class _BatchRecord:
 
 
 def write_in_transaction(config: dict, prefix: str | None, produce_rows: Callable,
-                         batches: Iterator[pa.RecordBatch]) -> int:
+                         batches: Iterator[pa.RecordBatch], record_batches: bool) -> int:
     """Write the task's rows in one transaction (skipped when its micro-batch was committed
-    before); the number of rows written. ``produce_rows(producer, batches)`` produces them."""
+    before, if ``record_batches`` and the task runs in one); the number of rows written.
+    ``produce_rows(producer, batches)`` produces them."""
     task = _task()
     prefix = transactional_id_prefix(prefix)
     partition = task.partitionId()
-    batch = task.getLocalProperty(BATCH_ID_PROPERTY)
+    batch = task.getLocalProperty(BATCH_ID_PROPERTY) if record_batches else None
     batch_id = int(batch) if batch else None
     record = _BatchRecord(config, prefix, partition) if batch_id is not None else None
     try:
