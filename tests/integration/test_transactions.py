@@ -324,6 +324,44 @@ def test_an_open_transaction_is_listed_described_and_its_producer_shown(txn_clus
     p.abort_transaction(30)
 
 
+def consume_cli(boot: str, topic: str, isolation: str) -> list[str]:
+    out = tierlog("consume", topic, "--isolation-level", isolation, "--timeout-ms", "1500", "--bootstrap-server", boot)
+    assert out.returncode == 0, out.stderr
+    return sorted(out.stdout.split())
+
+
+def test_a_hanging_transaction_is_found_and_aborted_with_the_cli(boot):
+    """kafka-transactions.sh's describe-producers and abort --start-offset, and
+    kafka-console-consumer's --isolation-level: an open transaction holds the last stable offset
+    back until the CLI's ABORT marker ends it."""
+    topic = new_topic(boot, 1)
+    hanging, other = txn_producer(boot, f"tid-{topic}"), txn_producer(boot, f"tid2-{topic}")
+    produce_txn(hanging, topic, {0: [b"c0"]}, commit=True)           # offset 0, its marker 1
+    hanging.begin_transaction()
+    hanging.produce(topic, b"open", partition=0)                     # offset 2: stays open
+    assert hanging.flush(30) == 0
+    produce_txn(other, topic, {0: [b"c1"]}, commit=True)             # offset 3, held back by the LSO
+    assert consume_cli(boot, topic, "read_committed") == ["c0"]
+    assert consume_cli(boot, topic, "read_uncommitted") == ["c0", "c1", "open"]
+    shown = tierlog("transactions", "describe-producers", "--topic", topic, "--partition", "0", "--json",
+                    "--bootstrap-server", boot)
+    assert shown.returncode == 0, shown.stderr
+    starts = sorted(p["current_transaction_start_offset"] for p in json.loads(shown.stdout))
+    assert starts == [-1, 2]
+    wrong = tierlog("transactions", "abort", "--topic", topic, "--partition", "0", "--start-offset", "3",
+                    "--bootstrap-server", boot)
+    assert wrong.returncode != 0 and "could not find any open transaction starting at offset 3" in wrong.stderr
+    assert len(wrong.stderr.strip().splitlines()) == 1
+    aborted = tierlog("transactions", "abort", "--topic", topic, "--partition", "0", "--start-offset", "2",
+                      "--json", "--bootstrap-server", boot)
+    assert aborted.returncode == 0, aborted.stderr
+    assert json.loads(aborted.stdout)["producer_id"] in {p["producer_id"] for p in json.loads(shown.stdout)}
+    assert consume_cli(boot, topic, "read_committed") == ["c0", "c1"]
+    assert consume_cli(boot, topic, "read_uncommitted") == ["c0", "c1", "open"]
+    hanging.abort_transaction(30)       # its coordinator's own ABORT changes nothing more
+    assert consume_cli(boot, topic, "read_committed") == ["c0", "c1"]
+
+
 def test_a_transaction_completes_after_its_coordinator_is_killed(txn_cluster, boot):
     """Last in the module: it kills a broker (and restarts it).  The new leader of the
     transactional id's __transaction_state partition loads it and serves the commit."""

@@ -61,3 +61,34 @@ def test_partial_only_and_empty():
     chunk = decode_fetched(answer[:-1], "t", 0, 0, 10)
     assert chunk.batch is None and chunk.next_offset == 0
     assert decode_fetched(None, "t", 0, 5, 10).next_offset == 5
+
+
+def _at(batch: bytes, base_offset: int) -> bytes:
+    return base_offset.to_bytes(8, "big") + batch[8:]      # the base offset is outside the CRC
+
+
+def test_read_committed_drops_aborted_transactions_and_every_marker():
+    """Two producers interleave on one partition; producer 7 aborts its first transaction and
+    commits its second, producer 8 commits one that straddles 7's abort."""
+    from tierlog.client.aborted import AbortedFilter
+    from tierlog.records.control import build_marker
+
+    def data(pid, base, *values):
+        return _at(build_batch([Record(i, 0, None, v) for i, v in enumerate(values)], producer_id=pid,
+                               producer_epoch=0, base_sequence=0, transactional=True), base)
+
+    def marker(pid, base, commit):
+        return _at(build_marker(pid, 0, commit, 0, 0), base)
+
+    log = b"".join([data(7, 0, b"a0", b"a1"), data(8, 2, b"c0"), data(7, 3, b"a2"), marker(7, 4, False),
+                    data(8, 5, b"c1"), marker(8, 6, True), data(7, 7, b"k0"), marker(7, 8, True),
+                    _at(build_batch([Record(0, 0, None, b"plain")]), 9)])
+    committed = decode_fetched(log, "t", 0, 0, 10, aborted=AbortedFilter([{"ProducerId": 7, "FirstOffset": 0}]))
+    assert committed.batch.column("value").to_pylist() == [b"c0", b"c1", b"k0", b"plain"]
+    assert committed.batch.column("offset").to_pylist() == [2, 5, 7, 9]
+    assert committed.next_offset == 10                  # the markers' offsets are stepped over
+    everything = decode_fetched(log, "t", 0, 0, 10)
+    assert everything.batch.column("value").to_pylist() == [b"a0", b"a1", b"c0", b"a2", b"c1", b"k0", b"plain"]
+    # a read starting inside the aborted transaction still drops its rest
+    later = decode_fetched(log, "t", 0, 3, 10, aborted=AbortedFilter([{"ProducerId": 7, "FirstOffset": 0}]))
+    assert later.batch.column("value").to_pylist() == [b"c1", b"k0", b"plain"]

@@ -37,6 +37,19 @@ def test_sink_defaults_to_acks_all_and_passes_kafka_options():
     assert sink.topic == "t"
 
 
+def test_the_transactional_sink_options():
+    base = {"kafka.bootstrap.servers": "h:1", "topic": "t"}
+    assert not parse_sink_options(base).transactional
+    sink = parse_sink_options({**base, "transactional": "true", "transactionalIdPrefix": "orders"})
+    assert (sink.transactional, sink.transactional_id_prefix) == (True, "orders")
+    assert sink.producer_config["transaction.timeout.ms"] == "120000"     # message.timeout.ms, not 60 s
+    for bad, named in (({"kafka.transactional.id": "x"}, "kafka.transactional.id: not supported"),
+                       ({"transactional": "yes"}, "transactional: 'yes' is not true or false"),
+                       ({"transactionalIdPrefix": " "}, "transactionalIdPrefix: an empty prefix")):
+        with pytest.raises(OptionError, match=named):
+            parse_sink_options({**base, **bad})
+
+
 def test_split_and_rate_limit():
     ranges = split_ranges([OffsetRange("t", 0, 0, 1000), OffsetRange("t", 1, 0, 10), OffsetRange("t", 2, 5, 5)],
                           min_partitions=8, max_records=None)
@@ -86,7 +99,8 @@ BASE = {"kafka.bootstrap.servers": "h:1", "subscribe": "a"}
 @pytest.mark.parametrize("option, value, named", [
     ("kafka.max.poll.records", "5", ("kafka.max.poll.records: not supported by the tierlog source (it honours "
                                      "kafka.bootstrap.servers, kafka.client.id, kafka.group.id")),
-    ("kafka.isolation.level", "read_committed", "kafka.isolation.level: 'read_committed' is not supported"),
+    ("kafka.isolation.level", "serializable", ("kafka.isolation.level: 'serializable' is not read_uncommitted or "
+                                               "read_committed")),
     ("kafkaConsumer.pollTimeoutMs", "soon", "kafkaConsumer.pollTimeoutMs: 'soon' is not an integer"),
     ("fetchOffset.numRetries", "-1", "fetchOffset.numRetries: -1 must be at least 0"),
     ("fetchOffset.retryIntervalMs", "x", "fetchOffset.retryIntervalMs: 'x' is not an integer"),
@@ -142,3 +156,12 @@ def test_offsets_behind_latest_as_the_kafka_source_reports_them():
     assert offsets_behind_latest(source) == {"minOffsetsBehindLatest": "1", "maxOffsetsBehindLatest": "200",
                                              "avgOffsetsBehindLatest": "100.5"}
     assert offsets_behind_latest({"endOffset": None, "latestOffset": None}) is None
+
+
+def test_read_committed_is_taken_and_read_uncommitted_stays_the_default():
+    assert parse_source_options(BASE, streaming=False).isolation_level == 0
+    committed = parse_source_options({**BASE, "kafka.isolation.level": "READ_COMMITTED"}, streaming=True)
+    assert committed.isolation_level == 1
+    with pytest.raises(OptionError, match="kafka.isolation.level: read_committed reads through the brokers"):
+        parse_source_options({**BASE, "kafka.isolation.level": "read_committed", "remoteStorage": "/tmp/rs"},
+                             streaming=False)

@@ -88,7 +88,7 @@ def test_starting_timestamp(spark, spark_node, written):
     ({"subscribe": "read-a", "kafka.auto.offset.reset": "earliest"}, "kafka.auto.offset.reset"),
     ({"subscribe": "read-a", "assign": '{"read-a": [0]}'}, "subscribe"),
     ({"subscribe": "read-a", "minPartitions": "zero"}, "minPartitions"),
-    ({"subscribe": "read-a", "kafka.isolation.level": "read_committed"}, "kafka.isolation.level"),
+    ({"subscribe": "read-a", "kafka.isolation.level": "snapshot"}, "kafka.isolation.level"),
     ({"subscribe": "read-a", "kafka.max.poll.records": "5"}, "kafka.max.poll.records: not supported"),
 ])
 def test_bad_option_names_the_option(spark, spark_node, written, options, named):

@@ -16,7 +16,10 @@ described in `tierlog.cli.record_format`. Prints ``consumed N records`` on
 stderr at the end. An offset outside the log is an error, not a silent
 jump (``auto.offset.reset=error``). kafka-console-consumer's ``--topic``,
 ``--from-beginning`` and ``--property print.key=true``-style options work too
-(`tierlog.cli.console_compat`).
+(`tierlog.cli.console_compat`). ``--isolation-level read_committed`` (kafka-console-consumer's
+option) reads only up to each partition's last stable offset and leaves out the records of
+aborted transactions; read_uncommitted, the default, reads every record up to the high watermark.
+Transaction markers are never printed.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ CONSUMER_SETTINGS = {
     "enable.partition.eof": False,
     "allow.auto.create.topics": False,
 }
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")      # Kafka's isolation.level values
 _BATCH_MAX = 500
 _POLL_S = 0.1
 
@@ -57,6 +61,7 @@ examples:
   tierlog consume orders --from @1700000000000 --format json --max-messages 10
   tierlog consume orders --partition 2 --from 1000 --format kv --print-headers
   tierlog consume orders --group billing --timeout-ms 5000
+  tierlog consume payments --isolation-level read_committed --timeout-ms 2000
   tierlog consume --topic orders --from-beginning --property print.key=true --property print.offset=true
 """
 
@@ -106,7 +111,7 @@ def _print_records(conn: Connection, args: argparse.Namespace, idle_from=None) -
 def run(args: argparse.Namespace) -> int:
     if args.group is not None:
         return _run_in_group(args)
-    settings = dict(CONSUMER_SETTINGS, **{"auto.offset.reset": "error"})
+    settings = dict(CONSUMER_SETTINGS, **{"auto.offset.reset": "error", "isolation.level": args.isolation_level})
     conn = Connection(Consumer, args, **settings)
     try:
         conn.client.assign(assignments(conn, args.topic, args.partition, args.start))
@@ -122,7 +127,8 @@ def _run_in_group(args: argparse.Namespace) -> int:
         raise CliError("--group starts at the group's committed offsets: --from takes only earliest or latest "
                        "there (for partitions without one), and --partition is not allowed")
     settings = dict(CONSUMER_SETTINGS, **{"group.id": args.group, "enable.auto.commit": True,
-                                          "auto.offset.reset": args.start.kind})
+                                          "auto.offset.reset": args.start.kind,
+                                          "isolation.level": args.isolation_level})
     conn = Connection(Consumer, args, **settings)
     started, assigned = time.monotonic(), [None]
 
@@ -170,5 +176,8 @@ def register(subparsers) -> None:
                         help="start value/kv lines with h1:v1,h2:v2<TAB>")
     parser.add_argument("--group", metavar="GROUP",
                         help="consume as a member of this consumer group, committing what was printed")
+    parser.add_argument("--isolation-level", choices=ISOLATION_LEVELS, default="read_uncommitted",
+                        help="read_committed: only committed transactions' records, up to the last stable "
+                             "offset; read_uncommitted (default): every record up to the high watermark")
     add_consumer_properties(parser)
     parser.set_defaults(func=run)

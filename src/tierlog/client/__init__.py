@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 
+from tierlog.client.aborted import READ_COMMITTED, READ_UNCOMMITTED
 from tierlog.client.cluster import (
     EARLIEST,
     LATEST,
@@ -21,7 +22,8 @@ from tierlog.client.cluster import (
 from tierlog.extras import require
 
 __all__ = [
-    "EARLIEST", "HEADERS_TYPE", "KAFKA_SCHEMA", "KAFKA_SCHEMA_WITH_HEADERS", "LATEST",
+    "EARLIEST", "HEADERS_TYPE", "KAFKA_SCHEMA", "KAFKA_SCHEMA_WITH_HEADERS", "LATEST", "READ_COMMITTED",
+    "READ_UNCOMMITTED",
     "Cluster", "DataLossError", "KafkaError",
     "decode_fetched", "parse_bootstrap", "read_range", "receive_message_max_bytes_for",
 ]

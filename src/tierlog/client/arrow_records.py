@@ -2,8 +2,9 @@
 
 A fetch answer holds whole record batches. Per fetch:
 
-1. Walk the batch headers (CRC-32C checked in C); control batches and records
-   outside ``[start, end)`` are left out; compressed payloads are decompressed
+1. Walk the batch headers (CRC-32C checked in C); control batches, records
+   outside ``[start, end)`` and, for a read_committed reader, the batches of
+   aborted transactions (``client.aborted.AbortedFilter``) are left out; compressed payloads are decompressed
    in C. Uncompressed records stay in the fetch answer's buffer; decompressed
    payloads are joined into one buffer.
 2. One tight Python loop reads each record's length varint to find where the
@@ -26,6 +27,7 @@ from array import array
 import numpy as np
 import pyarrow as pa
 
+from tierlog.client.aborted import AbortedFilter
 from tierlog.records import (
     HEADER_SIZE,
     InvalidRecordError,
@@ -64,11 +66,12 @@ class DecodedChunk:
 
 
 def decode_fetched(records, topic: str, partition: int, start: int, end: int,
-                   include_headers: bool = False) -> DecodedChunk:
+                   include_headers: bool = False, aborted: AbortedFilter | None = None) -> DecodedChunk:
     """Decode the whole batches in ``records`` (a fetch answer's Records field).
 
-    Keeps records with ``start <= offset < end``. A truncated trailing batch (the
-    fetch size limit cut it) is left for the next fetch.
+    Keeps records with ``start <= offset < end``, without the batches ``aborted`` drops
+    (read_committed). A truncated trailing batch (the fetch size limit cut it) is left
+    for the next fetch.
     """
     view = memoryview(records) if records is not None else memoryview(b"")
     payloads: list[bytes | tuple[int, int]] = []    # decompressed, or (start, end) in the fetched view
@@ -83,7 +86,8 @@ def decode_fetched(records, topic: str, partition: int, start: int, end: int,
         batch_end = header.base_offset + header.last_offset_delta + 1
         if header.base_offset >= end:
             break
-        if batch_end > start and not header.attributes & _CONTROL_BIT and header.records_count > 0:
+        dropped = aborted is not None and aborted.drops(header, view[pos:pos + size])
+        if batch_end > start and not header.attributes & _CONTROL_BIT and header.records_count > 0 and not dropped:
             if header.compression:
                 compressed = True
                 payloads.append(decompress(header.compression, view[pos + HEADER_SIZE:pos + size]))

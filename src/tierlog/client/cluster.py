@@ -15,7 +15,8 @@ broker not yet caught up cannot send us back to the old leader.
 Each node connection asks ApiVersions first, so requests use the highest
 version both sides speak (``version_for``). Every connection is made with the
 cluster's ``security`` (``net.client_security.client_security`` of the client's properties:
-plaintext, or TLS with Kafka's ssl.* settings). ``sent`` counts requests sent, by
+plaintext, or TLS with Kafka's ssl.* settings). ``isolation_level`` (Kafka's isolation.level:
+READ_UNCOMMITTED or READ_COMMITTED) goes into its ListOffsets and Fetch requests. ``sent`` counts requests sent, by
 (address, api key), ``leader_hints_taken`` the hints followed.
 """
 
@@ -26,6 +27,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from tierlog.client.aborted import READ_UNCOMMITTED
 from tierlog.client.leader_hint import leader_update
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.request_pipeline import RECEIVE_MESSAGE_MAX_BYTES, PeerUnavailable
@@ -81,8 +83,10 @@ class Cluster:
 
     def __init__(self, bootstrap_servers: str, *, client_id: str = "tierlog-spark",
                  timeout_s: float = 30.0, retry_timeout_s: float = 30.0,
-                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES, security: Security = PLAINTEXT):
+                 receive_message_max_bytes: int = RECEIVE_MESSAGE_MAX_BYTES, security: Security = PLAINTEXT,
+                 isolation_level: int = READ_UNCOMMITTED):
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.isolation_level = isolation_level        # of its ListOffsets and Fetch requests
         self.security = security
         self.client_id = client_id
         self.timeout_s = timeout_s
@@ -295,7 +299,8 @@ class Cluster:
     def list_offsets(self, tps: list[TopicPartition], timestamp: int | dict) -> dict[TopicPartition, int]:
         """Offset for each partition at ``timestamp`` (or per-partition timestamps).
 
-        -1 LATEST gives the high watermark, -2 EARLIEST the log start; a real
+        -1 LATEST gives the high watermark (the last stable offset at read_committed),
+        -2 EARLIEST the log start; a real
         timestamp gives the first offset with a timestamp >= it, or -1 when none.
         """
         ts_of = timestamp if isinstance(timestamp, dict) else dict.fromkeys(tps, timestamp)
@@ -333,7 +338,7 @@ class Cluster:
         by_topic: dict[str, list[int]] = defaultdict(list)
         for t, p in group:
             by_topic[t].append(p)
-        body = {"ReplicaId": -1, "IsolationLevel": 0, "Topics": [
+        body = {"ReplicaId": -1, "IsolationLevel": self.isolation_level, "Topics": [
             {"Name": t, "Partitions": [{"PartitionIndex": p, "CurrentLeaderEpoch": -1, "Timestamp": ts_of[(t, p)]}
                                        for p in ps]} for t, ps in by_topic.items()]}
         try:

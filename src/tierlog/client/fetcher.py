@@ -11,6 +11,12 @@ FENCED_LEADER_EPOCH. KIP-951 "Client": when a NOT_LEADER_OR_FOLLOWER or
 FENCED_LEADER_EPOCH answer names a newer leader we can reach, the fetch is sent
 to it at once, without a backoff or a Metadata round trip; the metadata refresh
 it asks for happens after the new leader's first answer is handed out.
+
+At the cluster's isolation level read_committed (KIP-98) the leader answers up to
+the last stable offset with the aborted transactions overlapping the records, and
+their batches are dropped (``client.aborted``). Offsets with no record to show
+(markers, aborted data) are stepped over by whole batches, never taken for lost
+data: only a log that ends (at the LSO for read_committed) before ``end`` is.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from tierlog.client.aborted import READ_COMMITTED, AbortedFilter
 from tierlog.client.arrow_records import decode_fetched
 from tierlog.client.cluster import EARLIEST, Cluster, KafkaError
 from tierlog.client.leader_hint import HINTED_ERRORS
@@ -55,9 +62,10 @@ class DataLossError(Exception):
 class _Target:
     """Where and how the next fetch of one partition goes: node, connection, version, leader epoch."""
 
-    __slots__ = ("conn", "epoch", "node", "topic_id", "version")
+    __slots__ = ("conn", "epoch", "isolation", "node", "topic_id", "version")
 
     def __init__(self, cluster: Cluster, tp):
+        self.isolation = cluster.isolation_level
         self.node = cluster.leader(tp)
         self.conn = cluster.connection(self.node)
         self.version = cluster.version_for(self.node, ApiKey.FETCH, FETCH_VERSION_MIN, FETCH_VERSION)
@@ -70,7 +78,7 @@ class _Target:
         topic = {"TopicId": self.topic_id} if self.version >= TOPIC_IDS_FROM else {"Topic": tp[0]}
         self.conn.send(ApiKey.FETCH, self.version, {
             "ReplicaId": -1, "MaxWaitMs": max_wait_ms, "MinBytes": 1, "MaxBytes": max_bytes,
-            "IsolationLevel": 0, "SessionId": 0, "SessionEpoch": -1,
+            "IsolationLevel": self.isolation, "SessionId": 0, "SessionEpoch": -1,
             "Topics": [{**topic, "Partitions": [{
                 "Partition": tp[1], "CurrentLeaderEpoch": self.epoch, "FetchOffset": offset,
                 "LastFetchedEpoch": -1, "LogStartOffset": -1, "PartitionMaxBytes": max_bytes}]}],
@@ -168,9 +176,10 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
             state["inflight"] = True
         if next_position == position:
             empty_answers += 1
-            if part["HighWatermark"] <= position:
+            readable_end = _readable_end(part, cluster.isolation_level)
+            if readable_end <= position:
                 lost = f"{topic}-{partition}: offsets {position}..{end - 1} were expected but the log ends at " \
-                       f"{part['HighWatermark']}"
+                       f"{readable_end}"
                 if fail_on_data_loss:
                     raise DataLossError(lost + " (set failOnDataLoss=false to skip them)")
                 return
@@ -178,11 +187,20 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
                 raise KafkaError(ErrorCode.NONE, f"Fetch {topic}-{partition} at offset {position} made no progress")
             continue
         empty_answers = 0
-        chunk = decode_fetched(records, topic, partition, position, end, include_headers)
+        aborted = AbortedFilter(part.get("AbortedTransactions")) if cluster.isolation_level == READ_COMMITTED else None
+        chunk = decode_fetched(records, topic, partition, position, end, include_headers, aborted)
         if chunk.batch is not None and chunk.batch.num_rows:
             yield chunk.batch
         position = next_position
         cluster.refresh_stale()                 # KIP-951 "Client": the refresh a taken hint asked for
+
+
+def _readable_end(part: dict, isolation_level: int) -> int:
+    """Where a reader at ``isolation_level`` stands at the end: the last stable offset for
+    read_committed, else the high watermark."""
+    if isolation_level == READ_COMMITTED and part.get("LastStableOffset", -1) >= 0:
+        return part["LastStableOffset"]
+    return part["HighWatermark"]
 
 
 def _partition_answer(resp: dict) -> dict:

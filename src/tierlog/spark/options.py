@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from tierlog.net.client_security import client_security, to_librdkafka
 from tierlog.net.security import PLAINTEXT, Security, SecurityConfigError
 
-__all__ = ["REMOTE_AUTO", "REMOTE_OFF", "SOURCE_KAFKA_OPTIONS", "OffsetSpec", "OptionError", "SinkOptions", "SourceOptions", "parse_sink_options",
+__all__ = ["ISOLATION_LEVELS", "REMOTE_AUTO", "REMOTE_OFF", "SOURCE_KAFKA_OPTIONS", "OffsetSpec", "OptionError", "SinkOptions", "SourceOptions", "parse_sink_options",
            "parse_source_options", "tp_key"]
 
 EARLIEST, LATEST = -2, -1        # Spark's Kafka JSON: -2 earliest, -1 latest
@@ -33,6 +33,8 @@ _UNSUPPORTED_KAFKA = {
 # kafka.* options the source honours, besides the security ones (_SECURITY_PREFIXES)
 SOURCE_KAFKA_OPTIONS = ("kafka.bootstrap.servers", "kafka.client.id", "kafka.group.id", "kafka.fetch.max.bytes",
                         "kafka.request.timeout.ms", "kafka.isolation.level")
+# Kafka's isolation.level values -> the IsolationLevel of ListOffsets and Fetch (Spark's default: read_uncommitted)
+ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 _READ_UNCOMMITTED = "read_uncommitted"
 # Spark's Kafka source: group ids are <prefix>-<uuid>, prefixes by query kind; offsets asked again on failure
 _GROUP_ID_PREFIX = {False: "spark-kafka-relation", True: "spark-kafka-source"}
@@ -41,6 +43,7 @@ POLL_TIMEOUT_MS = 120_000          # Spark's default, spark.network.timeout
 _UNSUPPORTED_KAFKA_SINK = {
     "key.serializer": "keys are written as bytes (string columns are UTF-8 encoded)",
     "value.serializer": "values are written as bytes (string columns are UTF-8 encoded)",
+    "transactional.id": "set transactional=true (and transactionalIdPrefix): each task needs an id of its own",
 }
 
 
@@ -88,6 +91,7 @@ class SourceOptions:
     security: Security = PLAINTEXT               # kafka.security.protocol, kafka.ssl.*
     remote_storage: str = REMOTE_OFF             # off | auto | a DIR or s3://BUCKET/PREFIX
     remote_settings: tuple[tuple[str, str], ...] = ()    # rsm.config.* options, for the object store
+    isolation_level: int = 0                     # kafka.isolation.level: 0 read_uncommitted, 1 read_committed
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,8 @@ class SinkOptions:
     topic: str | None
     producer_config: dict
     flush_timeout_s: float
+    transactional: bool = False                  # transactional: one Kafka transaction per task
+    transactional_id_prefix: str | None = None   # transactionalIdPrefix (else one per query / per write)
 
 
 def _get(options: Mapping, name: str):
@@ -260,10 +266,20 @@ def _check_source_kafka_options(options: Mapping) -> None:
             raise OptionError(f"{key}: not supported by the tierlog source (it honours "
                               f"{', '.join(SOURCE_KAFKA_OPTIONS)} and kafka.security.protocol, kafka.ssl.*, "
                               "kafka.sasl.*)")
+
+
+def _isolation_level(options: Mapping, remote_storage: str) -> int:
+    """kafka.isolation.level: read_uncommitted (Spark's default) or read_committed (KIP-98: read to the
+    last stable offset, aborted transactions left out). Remote segments read directly carry no
+    aborted-transaction index here, so read_committed reads through the brokers only."""
     level = str(_get(options, "kafka.isolation.level") or _READ_UNCOMMITTED).strip().lower()
-    if level != _READ_UNCOMMITTED:
-        raise OptionError(f"kafka.isolation.level: {level!r} is not supported by the tierlog source, which reads "
-                          "read_uncommitted, Spark's default (it does not filter aborted transactions yet)")
+    if level not in ISOLATION_LEVELS:
+        raise OptionError(f"kafka.isolation.level: {level!r} is not read_uncommitted or read_committed")
+    if ISOLATION_LEVELS[level] and remote_storage not in (REMOTE_AUTO, REMOTE_OFF):
+        raise OptionError(f"kafka.isolation.level: read_committed reads through the brokers; remoteStorage="
+                          f"{remote_storage!r} (direct reads of remote segments) cannot leave out aborted "
+                          "transactions yet (use remoteStorage=off)")
+    return ISOLATION_LEVELS[level]
 
 
 def _group_id(options: Mapping, streaming: bool) -> str:
@@ -340,6 +356,7 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         fetch_offset_retry_interval_s=_retry_interval_ms(options) / 1000,
         security=_security(options),
         remote_storage=remote[0], remote_settings=remote[1],
+        isolation_level=_isolation_level(options, remote[0]),
     )
 
 
@@ -382,4 +399,12 @@ def parse_sink_options(options: Mapping) -> SinkOptions:
         raise OptionError(f"kafka.{exc}") from None
     flush_timeout_ms = int(config.get("message.timeout.ms", 120_000)) + 30_000
     topic = _get(options, "topic")
-    return SinkOptions(bootstrap, str(topic) if topic else None, config, flush_timeout_ms / 1000)
+    prefix = _get(options, "transactionalIdPrefix")
+    if prefix is not None and not str(prefix).strip():
+        raise OptionError("transactionalIdPrefix: an empty prefix")
+    transactional = _bool(options, "transactional", False)
+    if transactional:       # librdkafka wants message.timeout.ms <= transaction.timeout.ms (60 s by default)
+        config.setdefault("transaction.timeout.ms", str(config["message.timeout.ms"]))
+    return SinkOptions(bootstrap, str(topic) if topic else None, config, flush_timeout_ms / 1000,
+                       transactional=transactional,
+                       transactional_id_prefix=str(prefix).strip() if prefix is not None else None)

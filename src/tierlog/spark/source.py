@@ -1,10 +1,10 @@
 """The ``tierlog`` PySpark data source: batch and streaming, read and write.
 
 Reads plan offset ranges on the driver (Metadata + ListOffsets through our own
-client) and fetch them in tasks, yielding Arrow record batches decoded straight
-from whole fetched record batches. Writes take Arrow batches and hand them to a
-confluent-kafka producer (acks=all by default) that is flushed before the task
-reports success. Clients are always opened inside the method that uses them:
+client, at ``kafka.isolation.level``: read_committed ranges end at the last
+stable offset) and fetch them in tasks (read_committed leaves out aborted
+transactions; markers are never rows), yielding Arrow record batches decoded straight
+from whole fetched record batches. Writes are `spark.sink`'s. Clients are always opened inside the method that uses them:
 readers and writers are pickled to the executors with options only.
 """
 
@@ -21,7 +21,6 @@ from pyspark.sql.datasource import (
     DataSourceStreamArrowWriter,
     DataSourceStreamReader,
     InputPartition,
-    WriterCommitMessage,
 )
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -47,7 +46,6 @@ from tierlog.spark.options import (
     REMOTE_OFF,
     OptionError,
     SourceOptions,
-    parse_sink_options,
     parse_source_options,
 )
 from tierlog.spark.planning import (
@@ -68,6 +66,7 @@ from tierlog.spark.remote_store import (
     open_store,
     store_ranges,
 )
+from tierlog.spark.sink import TierlogBatchWriter, TierlogStreamWriter
 from tierlog.tiered import RemoteLogSegmentMetadata, list_partitions
 from tierlog.tiered.read_rules import LATEST_TIERED
 
@@ -135,7 +134,7 @@ def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.Re
         return
     cluster = Cluster(opts.bootstrap_servers, client_id=opts.client_id, retry_timeout_s=opts.retry_timeout_s,
                       receive_message_max_bytes=receive_message_max_bytes_for(opts.fetch_max_bytes),
-                      security=opts.security)
+                      security=opts.security, isolation_level=opts.isolation_level)
     try:
         yield from read_range(cluster, part.topic, part.partition, part.start, part.end,
                               include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss,
@@ -188,7 +187,8 @@ class _ClusterOnDriver:
     def _client(self) -> Cluster:
         if self._cluster is None:
             self._cluster = Cluster(self.opts.bootstrap_servers, client_id=self.opts.client_id,
-                                    retry_timeout_s=self.opts.retry_timeout_s, security=self.opts.security)
+                                    retry_timeout_s=self.opts.retry_timeout_s, security=self.opts.security,
+                                    isolation_level=self.opts.isolation_level)
         return self._cluster
 
     def _close(self) -> None:
@@ -331,111 +331,3 @@ class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTrig
 
     def stop(self) -> None:
         self._close()
-
-
-# -- writing -------------------------------------------------------------------------
-
-
-class TierlogCommit(WriterCommitMessage):
-    def __init__(self, records: int):
-        self.records = records
-
-
-def _check_write_schema(schema: StructType, topic_option: str | None) -> None:
-    names = {f.name.lower(): f for f in schema.fields}
-    if "value" not in names:
-        raise OptionError("value: the DataFrame written to tierlog needs a 'value' column (binary or string)")
-    if topic_option is None and "topic" not in names:
-        raise OptionError("topic: set the 'topic' option or give the DataFrame a 'topic' column")
-    for col in ("key", "value"):
-        if col in names and names[col].dataType.typeName() not in ("binary", "string"):
-            raise OptionError(f"{col}: column type {names[col].dataType.simpleString()} is not binary or string")
-
-
-def _write_batches(config: dict, default_topic: str | None, flush_timeout_s: float,
-                   batches: Iterator[pa.RecordBatch]) -> TierlogCommit:
-    """Produce every row, flush, and fail the task if anything was not delivered."""
-    from confluent_kafka import KafkaException, Producer
-
-    producer = Producer(config)
-    failures: list[str] = []
-    failed = 0
-
-    def on_delivery(err, msg):
-        nonlocal failed
-        if err is not None:
-            failed += 1
-            if len(failures) < 5:
-                failures.append(f"{msg.topic()}[{msg.partition()}]: {err.str()}")
-
-    produce, poll = producer.produce, producer.poll
-    count = 0
-    for batch in batches:
-        names = batch.schema.names
-        n = batch.num_rows
-        values = batch.column(names.index("value")).to_pylist()
-        keys = batch.column(names.index("key")).to_pylist() if "key" in names else [None] * n
-        if default_topic is not None:
-            topics = [default_topic] * n
-        else:
-            topics = batch.column(names.index("topic")).to_pylist()
-        parts = batch.column(names.index("partition")).to_pylist() if "partition" in names else [None] * n
-        headers = batch.column(names.index("headers")).to_pylist() if "headers" in names else [None] * n
-        for topic, key, value, part, hdrs in zip(topics, keys, values, parts, headers):
-            if topic is None:
-                raise ValueError("topic: a row has a null topic and no 'topic' option is set")
-            kwargs = {}
-            if part is not None:
-                kwargs["partition"] = part
-            if hdrs:
-                kwargs["headers"] = [(h["key"], h["value"]) for h in hdrs]
-            while True:
-                try:
-                    produce(topic, value, key, on_delivery=on_delivery, **kwargs)
-                    break
-                except BufferError:
-                    poll(0.05)
-                except KafkaException as e:
-                    raise RuntimeError(f"tierlog write to {topic} failed: {e}") from e
-            count += 1
-        poll(0)
-    remaining = producer.flush(flush_timeout_s)
-    if remaining:
-        raise RuntimeError(f"tierlog write: {remaining} records still undelivered after {flush_timeout_s:.0f} s "
-                           f"(bootstrap.servers={config['bootstrap.servers']})")
-    if failed:
-        raise RuntimeError(f"tierlog write: {failed} of {count} records were not delivered: "
-                           + "; ".join(failures))
-    return TierlogCommit(count)
-
-
-class TierlogBatchWriter(DataSourceArrowWriter):
-    def __init__(self, options, schema: StructType):
-        sink = parse_sink_options(options)
-        _check_write_schema(schema, sink.topic)
-        self.config, self.topic, self.flush_timeout_s = sink.producer_config, sink.topic, sink.flush_timeout_s
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> TierlogCommit:
-        return _write_batches(self.config, self.topic, self.flush_timeout_s, iterator)
-
-    def commit(self, messages) -> None:
-        """Each task flushed before it reported success: nothing left to do."""
-
-    def abort(self, messages) -> None:
-        """Records already acknowledged stay (at-least-once, as with the Kafka sink)."""
-
-
-class TierlogStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, options, schema: StructType):
-        sink = parse_sink_options(options)
-        _check_write_schema(schema, sink.topic)
-        self.config, self.topic, self.flush_timeout_s = sink.producer_config, sink.topic, sink.flush_timeout_s
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> TierlogCommit:
-        return _write_batches(self.config, self.topic, self.flush_timeout_s, iterator)
-
-    def commit(self, messages, batchId: int) -> None:
-        """Each task flushed before it reported success."""
-
-    def abort(self, messages, batchId: int) -> None:
-        """Records already acknowledged stay (at-least-once)."""
