@@ -20,6 +20,7 @@ __all__ = ["REMOTE_AUTO", "REMOTE_OFF", "SOURCE_KAFKA_OPTIONS", "OffsetSpec", "O
 
 EARLIEST, LATEST = -2, -1        # Spark's Kafka JSON: -2 earliest, -1 latest
 REMOTE_AUTO, REMOTE_OFF = "auto", "off"
+REMOTE_PARTITION_BYTES = 128 * 1024 * 1024    # as Spark's spark.sql.files.maxPartitionBytes
 _RSM_PREFIX = "rsm.config."
 
 # kafka.* options the Kafka source refuses too, with the reason it gives
@@ -88,6 +89,7 @@ class SourceOptions:
     security: Security = PLAINTEXT               # kafka.security.protocol, kafka.ssl.*
     remote_storage: str = REMOTE_OFF             # off | auto | a DIR or s3://BUCKET/PREFIX
     remote_settings: tuple[tuple[str, str], ...] = ()    # rsm.config.* options, for the object store
+    remote_partition_bytes: int = REMOTE_PARTITION_BYTES  # remotePartitionBytes: a direct read task's target
 
 
 @dataclass(frozen=True)
@@ -340,6 +342,7 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         fetch_offset_retry_interval_s=_retry_interval_ms(options) / 1000,
         security=_security(options),
         remote_storage=remote[0], remote_settings=remote[1],
+        remote_partition_bytes=_int(options, "remotePartitionBytes") or REMOTE_PARTITION_BYTES,
     )
 
 
