@@ -167,6 +167,37 @@ def test_auto_reads_through_the_brokers_when_the_store_is_not_there(tiered_node,
     assert "holds none of their segments" in caplog.text
 
 
+def _stream(spark, node, sink, checkpoint, trigger: dict):
+    reader = spark.readStream.format("tierlog")
+    for k, v in _options(node, startingOffsets="earliest", maxOffsetsPerTrigger="3000").items():
+        reader = reader.option(k, v)
+    return (reader.load().select("partition", "offset").writeStream.foreachBatch(sink)
+            .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
+
+
+def test_a_stream_catches_up_directly_then_reads_the_tail_through_the_brokers(spark, tiered_node, tmp_path):
+    batches: dict[int, list] = {}
+
+    def sink(df, batch_id):           # idempotent: a micro-batch run again replaces what it wrote
+        batches[batch_id] = [(r.partition, r.offset) for r in df.collect()]
+
+    fetched = _remote_fetch_bytes(tiered_node)
+    query = _stream(spark, tiered_node, sink, tmp_path / "checkpoint", {"processingTime": "200 milliseconds"})
+    deadline = time.monotonic() + 180
+    while len(batches) < 2 and time.monotonic() < deadline:
+        query.awaitTermination(0.2)
+    query.stop()
+    assert len(batches) >= 2
+    tail = RECORDS + PARTITIONS * 10
+    produce_all(tiered_node.bootstrap, TOPIC, [(i % PARTITIONS, None, b"tail", None, None)
+                                               for i in range(RECORDS, tail)])
+    _stream(spark, tiered_node, sink, tmp_path / "checkpoint", {"availableNow": True}).awaitTermination(180)
+    read = [row for b in sorted(batches) for row in batches[b]]
+    assert sorted(read) == sorted((i % PARTITIONS, i // PARTITIONS) for i in range(tail))     # every offset once
+    assert len(batches) >= 3 and all(len(b) <= 3000 for b in batches.values())     # maxOffsetsPerTrigger
+    assert _remote_fetch_bytes(tiered_node) == fetched      # the tiered part never went through a broker
+
+
 def test_tiered_range_reads_with_the_broker_stopped(spark, tiered_node):
     tiered = {p: offsets(tiered_node, TOPIC, p, LATEST_TIERED) for p in range(PARTITIONS)}
     ends = json.dumps({TOPIC: {str(p): tiered[p] + 1 for p in range(PARTITIONS)}})
