@@ -1,6 +1,7 @@
 """Remote pieces into tasks of about a target size (sans-IO, no Spark): small segments grouped,
 large ones split, maxRecordsPerPartition and minPartitions honoured, every offset once."""
 import uuid
+from itertools import pairwise
 
 from tierlog.spark.planning import OffsetRange
 from tierlog.spark.remote_grouping import RemotePiece, group_pieces
@@ -32,7 +33,7 @@ def _every_offset_once(pieces, tasks):
     assert sorted(got) == want and len(got) == len(set(got))
     for task in tasks:                     # one partition, contiguous, in offset order
         assert len({p.range.partition for p in task}) == 1
-        assert all(a.range.end == b.range.start for a, b in zip(task, task[1:], strict=False))
+        assert all(a.range.end == b.range.start for a, b in pairwise(task))
 
 
 def test_small_segments_are_grouped_up_to_the_target_within_one_partition():

@@ -6,19 +6,18 @@ About 40-60 s on 2 cores (three JVMs start, then a driver and two executors).
 """
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
+import pyspark
 import pytest
 from clients import create_topic, produce_all
 from cluster_job import digest, read
 from nodeproc import free_port
 
-import pyspark
 from tierlog.spark.ship import package_zip
 
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -74,7 +73,7 @@ def _submit(master: str, tmp_path: Path, *args: str) -> subprocess.CompletedProc
            "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.executor.memory=512m",
            "--conf", "spark.ui.enabled=false", *args]
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
 def test_a_batch_read_on_a_standalone_cluster_equals_local_mode(spark, spark_node, standalone, tmp_path):
@@ -91,15 +90,3 @@ def test_a_batch_read_on_a_standalone_cluster_equals_local_mode(spark, spark_nod
     # the executors imported the shipped zip (in the workers' work dirs), not an installed tierlog
     assert result["tierlog_on_executors"] and all("tierlog.zip" in f for f in result["tierlog_on_executors"])
 
-
-def test_the_pipeline_runs_on_the_cluster(spark_node, standalone, tmp_path):
-    cmd = [sys.executable, "-m", "tierlog.spark.pipeline", "--master", standalone, "--bootstrap", spark_node.bootstrap,
-           "--duration", "150", "--rate", "300", "--window", "4 seconds", "--watermark", "1 second",
-           "--trigger", "1 second", "--out", str(tmp_path)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "SPARK_HOME": str(SPARK_HOME), "PYSPARK_PYTHON": sys.executable})
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert f"starting Spark ({standalone})" in done.stdout
-    summary = re.search(r"\(0 delivery errors\), ([\d,]+) read by Spark\n  topic event-counts: ([\d,]+) window results",
-                        done.stdout)
-    assert summary and all(int(n.replace(",", "")) > 0 for n in summary.groups()), done.stdout[-2000:]

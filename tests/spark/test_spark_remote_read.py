@@ -8,10 +8,10 @@ import urllib.request
 
 import pytest
 from clients import create_topic, produce_all
-from confluent_kafka.admin import AdminClient, ConfigResource
-from prometheus_client.parser import text_string_to_metric_families
 from cluster import wait_for
+from confluent_kafka.admin import AdminClient, ConfigResource
 from nodeproc import NodeProcess
+from prometheus_client.parser import text_string_to_metric_families
 from tiered import (
     EARLIEST_LOCAL,
     LATEST_TIERED,

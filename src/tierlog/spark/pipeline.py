@@ -29,7 +29,6 @@ import os
 import random
 import shutil
 import signal
-import tempfile
 import socket
 import subprocess
 import sys
