@@ -24,6 +24,7 @@ from tiered import (
     offsets,
 )
 
+from tierlog.spark.remote_store import StoreSpec
 from tierlog.spark.source import TierlogDataSource
 
 TOPIC = "remote-read"
@@ -225,4 +226,9 @@ def test_direct_read_from_s3_equals_the_broker_read(spark, s3_tiered_node):
                      and not k.endswith((".bucket.name", ".prefix"))}
     direct = _options(s3_tiered_node, remoteStorage=location, **store_options)
     assert sum(p.segment is not None for p in _plan(direct)) >= PARTITIONS
-    assert _rows(spark, direct) == _rows(spark, _options(s3_tiered_node, remoteStorage="off"))
+    through_broker = _rows(spark, _options(s3_tiered_node, remoteStorage="off"))
+    assert _rows(spark, direct) == through_broker
+    auto = _options(s3_tiered_node)                 # the bucket, endpoint and region from the broker
+    assert {p.store for p in _plan(auto) if p.segment is not None} == {
+        StoreSpec(None, tuple(sorted((k, v) for k, v in settings.items() if k.startswith("rsm.config.storage."))))}
+    assert _rows(spark, auto) == through_broker
