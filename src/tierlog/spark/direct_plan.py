@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 
-from tierlog.client import Cluster, DataLossError
+from tierlog.client import Cluster, DataLossError, KafkaError
 from tierlog.spark.options import REMOTE_AUTO, REMOTE_OFF, SourceOptions
 from tierlog.spark.partition import TierlogPartition, broker_partitions
 from tierlog.spark.planning import OffsetRange
@@ -69,13 +69,27 @@ def plan_partitions(opts: SourceOptions, cluster: Cluster, ranges: list[OffsetRa
     ranges = [r for r in ranges if r.size > 0]
     if opts.remote_storage == REMOTE_OFF or not ranges:
         return broker_partitions(opts, ranges)
-    highest = cluster.list_offsets([(r.topic, r.partition) for r in ranges], LATEST_TIERED)
+    highest = _highest_tiered(opts, cluster, ranges)
+    if highest is None:
+        return broker_partitions(opts, ranges)
     below = sorted({r.topic for r in ranges if r.start <= highest[(r.topic, r.partition)]})
     found = finder.find(cluster, below) if below else None
     if found is None:
         return broker_partitions(opts, ranges)
     topic_ids = {r.topic: cluster.topic_ids.get(r.topic) for r in ranges}
     return direct_partitions(opts, *found, ranges, highest, topic_ids)
+
+
+def _highest_tiered(opts: SourceOptions, cluster: Cluster, ranges: list[OffsetRange]) -> dict | None:
+    """ListOffsets -5 of each range's partition; with ``auto``, None when the brokers cannot answer it
+    (a broker older than ListOffsets v9: nothing to read directly)."""
+    try:
+        return cluster.list_offsets([(r.topic, r.partition) for r in ranges], LATEST_TIERED)
+    except KafkaError as exc:
+        if opts.remote_storage != REMOTE_AUTO:
+            raise
+        log.info("tierlog: remoteStorage=auto reads through the brokers: no highest tiered offset (%s)", exc)
+        return None
 
 
 def plan_from_store(opts: SourceOptions) -> list[TierlogPartition]:
