@@ -18,7 +18,8 @@ Phases, all against one tierlog node started here, in the same run:
 ``--tiered``: instead, a tiered topic (fs remote storage, 16 MiB segments, small local
 retention) is filled and, once at least 90% of it is uploaded and gone locally, read
 by Spark through the brokers (``remoteStorage=off``) and straight from remote
-storage (``remoteStorage=DIR``), each after a warm-up, in the same run.
+storage (``remoteStorage=DIR``, and the default ``auto``, which finds the store from the
+broker), each after a warm-up, in the same run.
 
 MB/s counts record value bytes (MiB = 2^20). Results go to
 ``bench/results/spark_<timestamp>.json`` and ``bench/results/spark_latest.json``.
@@ -160,7 +161,8 @@ def tiered_main(args, n: int, mib: float) -> dict:
         print(f"filled {mib:.0f} MiB in {out['fill_s']:.1f} s; tiered: {out['highest_tiered']}")
         spark = spark_session()
         for name, options in (("spark_read_brokers", {"remoteStorage": "off"}),
-                              ("spark_read_direct", {"remoteStorage": str(remote)})):
+                              ("spark_read_direct", {"remoteStorage": str(remote)}),
+                              ("spark_read_auto", {})):         # the default: the store found from the broker
             spark_sum(spark, node.bootstrap, "bench-tiered", {**options, "endingOffsets": json.dumps(
                 {"bench-tiered": {str(p): 100 for p in range(args.partitions)}})})          # warm-up
             dt, total = spark_sum(spark, node.bootstrap, "bench-tiered", options)
@@ -171,6 +173,7 @@ def tiered_main(args, n: int, mib: float) -> dict:
     finally:
         node.stop()
     out["direct_vs_brokers"] = out["spark_read_direct"]["mib_s"] / out["spark_read_brokers"]["mib_s"]
+    out["auto_vs_brokers"] = out["spark_read_auto"]["mib_s"] / out["spark_read_brokers"]["mib_s"]
     return out
 
 

@@ -76,7 +76,7 @@ def test_an_encrypted_segment_reads_the_same_rows_with_the_key_and_none_without(
     import os
 
     from tierlog.spark.options import parse_source_options
-    from tierlog.spark.remote_store import StoreView, open_encryption
+    from tierlog.spark.remote_store import StoreSpec, StoreView
     from tierlog.tiered import EncryptionSettings, KeyRing, RemoteEncryptionKeyError
 
     key = os.urandom(32)
@@ -97,7 +97,7 @@ def test_an_encrypted_segment_reads_the_same_rows_with_the_key_and_none_without(
     opts = parse_source_options({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "orders",
                                  "remoteStorage": str(tmp_path / "remote"),
                                  "rsm.config.encryption.keys.K1.file": str(tmp_path / "k1.key")}, streaming=False)
-    encryption = open_encryption(opts)                      # Spark option keys are case-insensitive
+    encryption = StoreSpec.of(opts).encryption()          # Spark option keys are case-insensitive
     segment = StoreView.of_topics(store, ["orders"], encryption).readable(("orders", 3), None, None)[0][0]
     assert segment == manifest.metadata
     got = list(read_segment_range(store, segment, 12, 37, include_headers=False, fail_on_data_loss=True,

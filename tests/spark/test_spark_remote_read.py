@@ -1,13 +1,17 @@
 """Direct remote reads (remoteStorage): rows read straight from the segment objects equal the
 rows read through the broker, and the tiered range is still readable with the broker stopped."""
 import json
+import logging
 import random
 import time
+import urllib.request
 
 import pytest
 from clients import create_topic, produce_all
 from cluster import wait_for
+from confluent_kafka.admin import AdminClient, ConfigResource
 from nodeproc import NodeProcess
+from prometheus_client.parser import text_string_to_metric_families
 from tiered import (
     EARLIEST_LOCAL,
     LATEST_TIERED,
@@ -20,6 +24,7 @@ from tiered import (
     offsets,
 )
 
+from tierlog.spark.remote_store import StoreSpec
 from tierlog.spark.source import TierlogDataSource
 
 TOPIC = "remote-read"
@@ -56,7 +61,9 @@ def _fill(node) -> None:
 def tiered_node(tmp_path_factory):
     root = tmp_path_factory.mktemp("spark-remote")
     remote = root / "remote-storage"
-    node = NodeProcess(root / "node-1", props=fs_props(remote)).start()
+    props = {**fs_props(remote), "metrics.prometheus.listener": "127.0.0.1:0",
+             "rlmm.config.example.password": "not-shown"}     # a plugin setting of unknown type
+    node = NodeProcess(root / "node-1", props=props).start()
     try:
         _fill(node)
         node.remote = remote
@@ -118,6 +125,80 @@ def test_direct_read_equals_the_broker_read(spark, tiered_node):
     assert _rows(spark, direct) == through_broker
 
 
+def _remote_fetch_bytes(node) -> float:
+    """The broker's RemoteFetchBytes for the topic: what it read from remote storage to serve fetches."""
+    with urllib.request.urlopen(f"http://{node.announced['metrics']}/metrics", timeout=5) as resp:
+        families = text_string_to_metric_families(resp.read().decode())
+        return sum(s.value for f in families for s in f.samples
+                   if s.name == "kafka_server_brokertopicmetrics_remotefetchbytes_total" and s.labels.get("topic") == TOPIC)
+
+
+def test_the_broker_shows_where_its_store_is_and_hides_other_plugin_settings(tiered_node):
+    admin = AdminClient({"bootstrap.servers": tiered_node.bootstrap})
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    entries = admin.describe_configs([resource])[resource].result(30)
+    root = entries["rsm.config.storage.root"]
+    assert (root.value, root.is_sensitive, root.is_read_only) == (str(tiered_node.remote), False, True)
+    hidden = entries["rlmm.config.example.password"]
+    assert (hidden.value, hidden.is_sensitive) == (None, True)
+
+
+def test_auto_reads_a_tiered_topic_directly_and_others_through_the_brokers(spark, tiered_node):
+    tiered = {p: offsets(tiered_node, TOPIC, p, LATEST_TIERED) for p in range(PARTITIONS)}
+    ends = json.dumps({TOPIC: {str(p): tiered[p] + 1 for p in range(PARTITIONS)}})
+    auto = _options(tiered_node, endingOffsets=ends)                       # remoteStorage=auto: the default
+    assert all(p.segment is not None for p in _plan(auto))
+    fetched = _remote_fetch_bytes(tiered_node)
+    direct = _rows(spark, auto)
+    assert _remote_fetch_bytes(tiered_node) == fetched                     # no broker read remote storage
+    assert direct == _rows(spark, _options(tiered_node, remoteStorage="off", endingOffsets=ends))
+    assert _remote_fetch_bytes(tiered_node) > fetched                      # as a read through it does
+
+    create_topic(tiered_node.bootstrap, "not-tiered", 1, {})
+    produce_all(tiered_node.bootstrap, "not-tiered", [(0, None, b"v%d" % i, None, None) for i in range(50)])
+    plain = {**_options(tiered_node), "subscribe": "not-tiered"}
+    assert [p.segment for p in _plan(plain)] == [None]
+    assert [r[4] for r in _rows(spark, plain)] == list(range(50))
+
+
+def test_auto_reads_through_the_brokers_when_the_store_is_not_there(tiered_node, tmp_path, caplog):
+    elsewhere = _options(tiered_node, **{"rsm.config.storage.root": str(tmp_path / "not-mounted")})
+    with caplog.at_level(logging.INFO, logger="tierlog.spark.remote_auto"):
+        assert all(p.segment is None for p in _plan(elsewhere))
+    assert "holds none of their segments" in caplog.text
+
+
+def _stream(spark, node, sink, checkpoint, trigger: dict):
+    reader = spark.readStream.format("tierlog")
+    for k, v in _options(node, startingOffsets="earliest", maxOffsetsPerTrigger="3000").items():
+        reader = reader.option(k, v)
+    return (reader.load().select("partition", "offset").writeStream.foreachBatch(sink)
+            .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
+
+
+def test_a_stream_catches_up_directly_then_reads_the_tail_through_the_brokers(spark, tiered_node, tmp_path):
+    batches: dict[int, list] = {}
+
+    def sink(df, batch_id):           # idempotent: a micro-batch run again replaces what it wrote
+        batches[batch_id] = [(r.partition, r.offset) for r in df.collect()]
+
+    fetched = _remote_fetch_bytes(tiered_node)
+    query = _stream(spark, tiered_node, sink, tmp_path / "checkpoint", {"processingTime": "200 milliseconds"})
+    deadline = time.monotonic() + 180
+    while len(batches) < 2 and time.monotonic() < deadline:
+        query.awaitTermination(0.2)
+    query.stop()
+    assert len(batches) >= 2
+    tail = RECORDS + PARTITIONS * 10
+    produce_all(tiered_node.bootstrap, TOPIC, [(i % PARTITIONS, None, b"tail", None, None)
+                                               for i in range(RECORDS, tail)])
+    _stream(spark, tiered_node, sink, tmp_path / "checkpoint", {"availableNow": True}).awaitTermination(180)
+    read = [row for b in sorted(batches) for row in batches[b]]
+    assert sorted(read) == sorted((i % PARTITIONS, i // PARTITIONS) for i in range(tail))     # every offset once
+    assert len(batches) >= 3 and all(len(b) <= 3000 for b in batches.values())     # maxOffsetsPerTrigger
+    assert _remote_fetch_bytes(tiered_node) == fetched      # the tiered part never went through a broker
+
+
 def test_tiered_range_reads_with_the_broker_stopped(spark, tiered_node):
     tiered = {p: offsets(tiered_node, TOPIC, p, LATEST_TIERED) for p in range(PARTITIONS)}
     ends = json.dumps({TOPIC: {str(p): tiered[p] + 1 for p in range(PARTITIONS)}})
@@ -145,4 +226,9 @@ def test_direct_read_from_s3_equals_the_broker_read(spark, s3_tiered_node):
                      and not k.endswith((".bucket.name", ".prefix"))}
     direct = _options(s3_tiered_node, remoteStorage=location, **store_options)
     assert sum(p.segment is not None for p in _plan(direct)) >= PARTITIONS
-    assert _rows(spark, direct) == _rows(spark, _options(s3_tiered_node, remoteStorage="off"))
+    through_broker = _rows(spark, _options(s3_tiered_node, remoteStorage="off"))
+    assert _rows(spark, direct) == through_broker
+    auto = _options(s3_tiered_node)                 # the bucket, endpoint and region from the broker
+    assert {p.store for p in _plan(auto) if p.segment is not None} == {
+        StoreSpec(None, tuple(sorted((k, v) for k, v in settings.items() if k.startswith("rsm.config.storage."))))}
+    assert _rows(spark, auto) == through_broker

@@ -40,6 +40,7 @@ __all__ = ["EARLIEST", "LATEST", "Cluster", "KafkaError", "TopicPartition", "par
 METADATA_VERSION = 12       # Kafka 2.8+; topic names (v13 only adds a top-level error code)
 LIST_OFFSETS_VERSION = 7    # Kafka 2.8+: timestamps, -1 latest, -2 earliest
 LIST_OFFSETS_TIERED_VERSION = 9     # -5: the highest offset in remote storage (KIP-405)
+DESCRIBE_CONFIGS_VERSIONS = (1, 4)  # v1: synonyms; v4: flexible
 API_VERSIONS_VERSION = 3    # Kafka 2.4+
 LATEST = -1                 # ListOffsets timestamp: the high watermark (exclusive end)
 EARLIEST = -2               # ListOffsets timestamp: the log start offset
@@ -293,6 +294,17 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, "waiting for " + ", ".join(missing[:6]))
             time.sleep(0.2)
+
+    # -- configs ----------------------------------------------------------------
+
+    def describe_configs(self, node_id: int, resources: list[tuple[int, str]]) -> list[dict]:
+        """DescribeConfigs of ``(resource type, name)`` pairs (2 topic, 4 broker) on ``node_id``: the
+        answer's results, each with its ErrorCode and Configs (a broker answers only for itself)."""
+        version = self.version_for(node_id, ApiKey.DESCRIBE_CONFIGS, *DESCRIBE_CONFIGS_VERSIONS)
+        body = {"Resources": [{"ResourceType": kind, "ResourceName": name, "ConfigurationKeys": None}
+                              for kind, name in resources],
+                "IncludeSynonyms": False, "IncludeDocumentation": False}
+        return self.connection(node_id).request(ApiKey.DESCRIBE_CONFIGS, version, body)["Results"]
 
     # -- offsets ----------------------------------------------------------------
 

@@ -20,6 +20,7 @@ __all__ = ["ISOLATION_LEVELS", "REMOTE_AUTO", "REMOTE_OFF", "SOURCE_KAFKA_OPTION
 
 EARLIEST, LATEST = -2, -1        # Spark's Kafka JSON: -2 earliest, -1 latest
 REMOTE_AUTO, REMOTE_OFF = "auto", "off"
+REMOTE_PARTITION_BYTES = 128 * 1024 * 1024    # as Spark's spark.sql.files.maxPartitionBytes
 _RSM_PREFIX = "rsm.config."
 
 # kafka.* options the Kafka source refuses too, with the reason it gives
@@ -92,6 +93,7 @@ class SourceOptions:
     remote_storage: str = REMOTE_OFF             # off | auto | a DIR or s3://BUCKET/PREFIX
     remote_settings: tuple[tuple[str, str], ...] = ()    # rsm.config.* options, for the object store
     isolation_level: int = 0                     # kafka.isolation.level: 0 read_uncommitted, 1 read_committed
+    remote_partition_bytes: int = REMOTE_PARTITION_BYTES  # remotePartitionBytes: a direct read task's target
 
 
 @dataclass(frozen=True)
@@ -270,8 +272,9 @@ def _check_source_kafka_options(options: Mapping) -> None:
 
 def _isolation_level(options: Mapping, remote_storage: str) -> int:
     """kafka.isolation.level: read_uncommitted (Spark's default) or read_committed (KIP-98: read to the
-    last stable offset, aborted transactions left out). Remote segments read directly carry no
-    aborted-transaction index here, so read_committed reads through the brokers only."""
+    last stable offset, aborted transactions left out). Direct reads of remote segments do not
+    use the uploaded .txnindex yet, so read_committed reads through the brokers only (with
+    remoteStorage=auto, the default, too)."""
     level = str(_get(options, "kafka.isolation.level") or _READ_UNCOMMITTED).strip().lower()
     if level not in ISOLATION_LEVELS:
         raise OptionError(f"kafka.isolation.level: {level!r} is not read_uncommitted or read_committed")
@@ -336,6 +339,7 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
     if strategy not in ("error", "latest"):
         raise OptionError(f"startingOffsetsByTimestampStrategy: {strategy!r} is not 'error' or 'latest'")
     remote = _remote_storage(options)
+    isolation = _isolation_level(options, remote[0])
     group_id = _group_id(options, streaming)
     return SourceOptions(
         bootstrap_servers=bootstrap, subscribe=subscribe, subscribe_pattern=pattern, assign=assign,
@@ -355,8 +359,10 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         fetch_offset_retries=_retries(options),
         fetch_offset_retry_interval_s=_retry_interval_ms(options) / 1000,
         security=_security(options),
-        remote_storage=remote[0], remote_settings=remote[1],
-        isolation_level=_isolation_level(options, remote[0]),
+        # read_committed reads through the brokers: auto does not read segments directly then
+        remote_storage=REMOTE_OFF if isolation and remote[0] == REMOTE_AUTO else remote[0], remote_settings=remote[1],
+        isolation_level=isolation,
+        remote_partition_bytes=_int(options, "remotePartitionBytes") or REMOTE_PARTITION_BYTES,
     )
 
 

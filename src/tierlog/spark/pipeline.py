@@ -3,6 +3,7 @@
     ./dev pipeline                      # local cluster in a temp dir, runs until Ctrl-C
     ./dev pipeline --duration 60        # stop by itself after a minute
     ./dev pipeline --bootstrap HOST:PORT
+    ./dev pipeline --master spark://HOST:7077   # on a Spark standalone cluster (docs/spark.md)
 
 1. A generator thread produces JSON click-stream events (user, action, amount)
    to the topic ``events`` (3 partitions, keyed by user) at ``--rate`` events/s.
@@ -48,11 +49,15 @@ RESULTS_TOPIC = "event-counts"
 # tests/spark/test_pipeline.py. 16 MiB instead of the JVM's 1 MiB leaves room for it; which Spark
 # regex and which string is still to find.
 JVM_THREAD_STACK = "-Xss16m"
+LOCAL_MASTER = "local[2]"
 ACTIONS = ("view", "click", "add_to_cart", "purchase")
 
 
 def _parse_args(argv):
     p = argparse.ArgumentParser(prog="./dev pipeline", description=__doc__.split("\n\n")[0])
+    p.add_argument("--master", default=LOCAL_MASTER, metavar="URL",
+                   help=f"Spark master (default {LOCAL_MASTER}); spark://HOST:PORT ships tierlog to the executors, "
+                        "whose Python (PYSPARK_PYTHON, default this one) needs tierlog's dependencies")
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="an existing cluster (default: start one in a temp dir)")
     p.add_argument("--duration", type=float, default=0, metavar="SECONDS", help="stop after this long (0: Ctrl-C)")
     p.add_argument("--rate", type=int, default=2000, metavar="N", help="generated events per second")
@@ -185,20 +190,24 @@ class Generator(threading.Thread):
 # -- the Spark job -------------------------------------------------------------------
 
 
-def _spark():
+def _spark(master: str = LOCAL_MASTER, out: Path | None = None):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     import tierlog.spark
+    from tierlog.spark.ship import ship
 
-    spark = (SparkSession.builder.master("local[2]").appName("tierlog-pipeline")
+    spark = (SparkSession.builder.master(master).appName("tierlog-pipeline")
+             .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
              .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
              .config("spark.driver.extraJavaOptions", JVM_THREAD_STACK)
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.showConsoleProgress", "false")      # the rich view shows progress
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    if not master.startswith("local"):       # executors elsewhere: send them tierlog's code
+        ship(spark, out or Path(tempfile.mkdtemp(prefix="tierlog-ship-")))
     tierlog.spark.register(spark)
     return spark
 
@@ -443,9 +452,9 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
         console.print(f"creating topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())} "
                       "and waiting for their leaders")
         create_topics(bootstrap)
-        console.print("[bold]starting Spark[/] (local[2]) and the streaming queries")
+        console.print(f"[bold]starting Spark[/] ({args.master if own_spark else spark.sparkContext.master}) and the streaming queries")
         if spark is None:
-            spark = _spark()
+            spark = _spark(args.master, out)
         else:
             import tierlog.spark
             tierlog.spark.register(spark)

@@ -13,7 +13,7 @@ from tierlog.client import EARLIEST, LATEST, Cluster
 from tierlog.clock import monotonic_ms
 from tierlog.spark.options import OffsetSpec, OptionError, SourceOptions
 
-__all__ = ["OffsetRange", "discover", "from_json", "rate_limit", "resolve", "split_ranges", "to_json"]
+__all__ = ["OffsetRange", "discover", "from_json", "rate_limit", "resolve", "split_range", "split_ranges", "to_json"]
 
 TP = tuple[str, int]
 
@@ -97,15 +97,15 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None,
     """Split big ranges so there are about ``min_partitions`` tasks and none over ``max_records``."""
     ranges = [r for r in ranges if r.size > 0]
     if max_records:
-        ranges = [piece for r in ranges for piece in _split(r, -(-r.size // max_records))]
+        ranges = [piece for r in ranges for piece in split_range(r, -(-r.size // max_records))]
     if min_partitions and len(ranges) < min_partitions:
         total = sum(r.size for r in ranges)
         ideal = total / min_partitions
-        ranges = [piece for r in ranges for piece in _split(r, max(1, round(r.size / ideal)))]
+        ranges = [piece for r in ranges for piece in split_range(r, max(1, round(r.size / ideal)))]
     return ranges
 
 
-def _split(r: OffsetRange, parts: int) -> list[OffsetRange]:
+def split_range(r: OffsetRange, parts: int) -> list[OffsetRange]:
     parts = max(1, min(parts, r.size))
     bounds = [r.start + (r.size * i) // parts for i in range(parts + 1)]
     return [OffsetRange(r.topic, r.partition, a, b) for a, b in pairwise(bounds) if b > a]

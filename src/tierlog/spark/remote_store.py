@@ -24,6 +24,7 @@ from tierlog.tiered import (
     RemoteStorageConfigError,
     encryption_from_config,
     list_partitions,
+    object_store_from_config,
     object_store_from_location,
 )
 from tierlog.tiered.segment_metadata import RemoteLogSegmentMetadata
@@ -32,26 +33,40 @@ from tierlog.tiered.upload_epochs import (
     parse_leader_epoch_checkpoint,
 )
 
-__all__ = ["StoreView", "open_encryption", "open_store", "store_ranges"]
+__all__ = ["StoreSpec", "StoreView", "store_ranges"]
 
 TP = tuple[str, int]
 
 
-def open_store(opts: SourceOptions) -> ObjectStore:
-    """The object store ``remoteStorage`` and the ``rsm.config.*`` options name."""
-    try:
-        return object_store_from_location(opts.remote_storage, dict(opts.remote_settings))
-    except RemoteStorageConfigError as exc:
-        raise OptionError(f"remoteStorage: {exc}") from None
+@dataclass(frozen=True)
+class StoreSpec:
+    """Where a direct read finds the store: a location (``DIR`` / ``s3://BUCKET/PREFIX``, or None when
+    the ``rsm.config.storage.*`` settings say it all) and the ``rsm.config.*`` settings. Small and
+    picklable: each remote input partition carries it to its executor."""
 
+    location: str | None
+    settings: tuple[tuple[str, str], ...]
 
-def open_encryption(opts: SourceOptions) -> EncryptionSettings:
-    """The keys the ``rsm.config.encryption.*`` options give (segments encrypted at rest), read where
-    this runs: a key file must exist on the driver and every executor, a key variable be set there."""
-    try:
-        return encryption_from_config(dict(opts.remote_settings))
-    except EncryptionConfigError as exc:
-        raise OptionError(f"remoteStorage: {exc}") from None
+    @classmethod
+    def of(cls, opts: SourceOptions) -> StoreSpec:
+        """The store an explicit ``remoteStorage`` option names."""
+        return cls(opts.remote_storage, opts.remote_settings)
+
+    def open(self) -> ObjectStore:
+        try:
+            if self.location is None:
+                return object_store_from_config(dict(self.settings))
+            return object_store_from_location(self.location, dict(self.settings))
+        except RemoteStorageConfigError as exc:
+            raise OptionError(f"remoteStorage: {exc}") from None
+
+    def encryption(self) -> EncryptionSettings:
+        """The keys the ``rsm.config.encryption.*`` settings give (segments encrypted at rest), read where
+        this runs: a key file must exist on the driver and every executor, a key variable be set there."""
+        try:
+            return encryption_from_config(dict(self.settings))
+        except EncryptionConfigError as exc:
+            raise OptionError(f"remoteStorage: {exc}") from None
 
 
 @dataclass

@@ -35,11 +35,11 @@ from tierlog.client import (
     EARLIEST,
     LATEST,
     Cluster,
-    DataLossError,
     read_range,
     receive_message_max_bytes_for,
 )
 from tierlog.net.request_pipeline import PeerUnavailable
+from tierlog.spark.direct_plan import StoreFinder, plan_from_store, plan_partitions
 from tierlog.spark.fetch_offset import with_offset_retries
 from tierlog.spark.options import (
     REMOTE_AUTO,
@@ -48,6 +48,7 @@ from tierlog.spark.options import (
     SourceOptions,
     parse_source_options,
 )
+from tierlog.spark.partition import TierlogPartition
 from tierlog.spark.planning import (
     OffsetRange,
     TriggerClock,
@@ -55,20 +56,10 @@ from tierlog.spark.planning import (
     from_json,
     rate_limit,
     resolve,
-    split_ranges,
     to_json,
 )
-from tierlog.spark.remote_planning import cover_range
 from tierlog.spark.remote_read import read_segment_range
-from tierlog.spark.remote_store import (
-    StoreView,
-    open_encryption,
-    open_store,
-    store_ranges,
-)
 from tierlog.spark.sink import TierlogBatchWriter, TierlogStreamWriter
-from tierlog.tiered import RemoteLogSegmentMetadata, list_partitions
-from tierlog.tiered.read_rules import LATEST_TIERED
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "TierlogDataSource", "TierlogPartition"]
 
@@ -77,21 +68,6 @@ log = logging.getLogger(__name__)
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
           "timestamp timestamp, timestampType int")
 SCHEMA_WITH_HEADERS = SCHEMA + ", headers array<struct<key: string, value: binary>>"
-
-
-class TierlogPartition(InputPartition):
-    """One task's work: ``[start, end)`` of one topic partition, through the brokers or, when
-    ``segment`` is set, straight from that remote segment."""
-
-    def __init__(self, topic: str, partition: int, start: int, end: int,
-                 segment: RemoteLogSegmentMetadata | None = None):
-        super().__init__((topic, partition, start, end))
-        self.topic, self.partition, self.start, self.end = topic, partition, start, end
-        self.segment = segment
-
-    def __repr__(self) -> str:
-        where = f" remote segment {self.segment.start_offset}" if self.segment is not None else ""
-        return f"TierlogPartition({self.topic}-{self.partition} [{self.start}, {self.end}){where})"
 
 
 class TierlogDataSource(DataSource):
@@ -127,10 +103,11 @@ class TierlogDataSource(DataSource):
 def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.RecordBatch]:
     if not isinstance(part, TierlogPartition):
         return      # nothing to read: PySpark stands one default partition in for an empty plan
-    if part.segment is not None:
-        yield from read_segment_range(open_store(opts), part.segment, part.start, part.end,
-                                      include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss,
-                                      encryption=open_encryption(opts))
+    if part.pieces:
+        store, encryption = part.store.open(), part.store.encryption()
+        for start, end, segment in part.pieces:
+            yield from read_segment_range(store, segment, start, end, include_headers=opts.include_headers,
+                                          fail_on_data_loss=opts.fail_on_data_loss, encryption=encryption)
         return
     cluster = Cluster(opts.bootstrap_servers, client_id=opts.client_id, retry_timeout_s=opts.retry_timeout_s,
                       receive_message_max_bytes=receive_message_max_bytes_for(opts.fetch_max_bytes),
@@ -145,38 +122,6 @@ def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.Re
         raise
     finally:
         cluster.close()
-
-
-def _direct_to_partitions(opts: SourceOptions, view: StoreView, ranges: list[OffsetRange],
-                          highest: dict | None, topic_ids: dict) -> list[TierlogPartition]:
-    """Remote pieces one task per segment (split by maxRecordsPerPartition), the rest as usual."""
-    parts, brokers = [], []
-    for r in ranges:
-        tp = (r.topic, r.partition)
-        bound = None if highest is None else highest[tp]
-        segments, tiered = view.readable(tp, topic_ids.get(r.topic), bound)
-        cover = cover_range(r, segments, tiered)
-        for piece, segment in cover.remote:
-            parts += [TierlogPartition(p.topic, p.partition, p.start, p.end, segment)
-                      for p in split_ranges([piece], None, opts.max_records_per_partition)]
-        brokers += cover.brokers
-    if highest is None and any(r.size for r in brokers):
-        missing = ", ".join(f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in brokers if r.size)
-        raise DataLossError(f"no broker answers and remote storage does not hold {missing}")
-    return parts + _to_partitions(opts, brokers)
-
-
-def _store_topics(opts: SourceOptions, store) -> list[str]:
-    if opts.subscribe is not None:
-        return list(opts.subscribe)
-    if opts.assign is not None:
-        return sorted({t for t, _ in opts.assign})
-    return sorted({p.topic_id_partition.topic for p in list_partitions(store)})
-
-
-def _to_partitions(opts: SourceOptions, ranges: list[OffsetRange]) -> list[TierlogPartition]:
-    ranges = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
-    return [TierlogPartition(r.topic, r.partition, r.start, r.end) for r in ranges]
 
 
 class _ClusterOnDriver:
@@ -207,12 +152,17 @@ class TierlogBatchReader(_ClusterOnDriver, DataSourceReader):
         self.opts = opts
 
     def partitions(self) -> list[TierlogPartition]:
-        if self.opts.remote_storage in (REMOTE_OFF, REMOTE_AUTO):     # auto: detection not done yet
-            try:
-                return _to_partitions(self.opts, self._broker_ranges(self._client()))
-            finally:
-                self._close()
-        return self._direct_partitions()
+        try:
+            cluster = self._client()
+            return plan_partitions(self.opts, cluster, self._broker_ranges(cluster), StoreFinder(self.opts))
+        except PeerUnavailable as exc:
+            if self.opts.remote_storage in (REMOTE_OFF, REMOTE_AUTO):
+                raise
+            log.warning("tierlog: no broker answers (%s); planning the read from %s alone", exc,
+                        self.opts.remote_storage)
+            return plan_from_store(self.opts)
+        finally:
+            self._close()
 
     def _broker_ranges(self, cluster: Cluster) -> list[OffsetRange]:
         def query():
@@ -228,24 +178,6 @@ class TierlogBatchReader(_ClusterOnDriver, DataSourceReader):
             ranges.append(OffsetRange(tp[0], tp[1], starts[tp], ends[tp]))
         return ranges
 
-    def _direct_partitions(self) -> list[TierlogPartition]:
-        """Ranges from the brokers (or from the store when none answers), read directly where
-        remote segments hold them (``remote_planning``)."""
-        store, encryption = open_store(self.opts), open_encryption(self.opts)
-        try:
-            cluster = self._client()
-            ranges = self._broker_ranges(cluster)
-            highest = cluster.list_offsets([(r.topic, r.partition) for r in ranges], LATEST_TIERED)
-            topic_ids = {r.topic: cluster.topic_ids.get(r.topic) for r in ranges}
-            view = StoreView.of_topics(store, sorted(topic_ids), encryption)
-        except PeerUnavailable as exc:
-            log.warning("tierlog: no broker answers (%s); planning the read from %s alone", exc, store.describe())
-            view = StoreView.of_topics(store, _store_topics(self.opts, store), encryption)
-            ranges, highest, topic_ids = store_ranges(view, self.opts), None, {}
-        finally:
-            self._close()
-        return _direct_to_partitions(self.opts, view, ranges, highest, topic_ids)
-
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read_partition(self.opts, partition)
 
@@ -258,6 +190,7 @@ class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTrig
         self._target: dict | None = None       # Trigger.AvailableNow: do not read past these
         self._latest: dict | None = None
         self._clock = TriggerClock()
+        self._finder = StoreFinder(opts)
 
     def initialOffset(self) -> dict:
         cluster = self._client()
@@ -321,7 +254,7 @@ class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTrig
                 log.warning("tierlog: %s; reading from %s", message, end_offset)
                 continue
             ranges.append(OffsetRange(tp[0], tp[1], start_offset, end_offset))
-        return _to_partitions(self.opts, ranges)
+        return plan_partitions(self.opts, self._client(), ranges, self._finder)
 
     def read(self, partition: TierlogPartition) -> Iterator[pa.RecordBatch]:
         return _read_partition(self.opts, partition)

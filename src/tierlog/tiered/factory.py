@@ -37,6 +37,7 @@ __all__ = [
     "S3_PATH_STYLE",
     "S3_PREFIX",
     "S3_REGION",
+    "STORAGE_KEYS",
     "RemoteStorageConfigError",
     "location_settings",
     "object_store_from_config",
@@ -55,6 +56,7 @@ S3_PART_BYTES = _P + "s3.multipart.part.size.bytes"
 S3_CREATE_BUCKET = CREATE_BUCKET_KEY
 _KNOWN = frozenset({BACKEND, FS_ROOT, S3_BUCKET, S3_PREFIX, S3_ENDPOINT_URL, S3_REGION,
                     S3_PATH_STYLE, S3_PART_BYTES, S3_CREATE_BUCKET})
+STORAGE_KEYS = _KNOWN       # where the store is, never a secret (credentials come from boto3's chain)
 _BOOLS = {"true": True, "false": False}
 
 

@@ -18,8 +18,16 @@ alter answered by another broker shows the new value. Kafka answers from its
 local cache at once and may show the old value for a moment.
 ACLs: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for a
 broker (CLUSTER_AUTHORIZATION_FAILED).
+
+Plugin settings (``rsm.config.*``, ``rlmm.config.*`` from server.properties) are listed too,
+as Kafka lists a broker's originals (ConfigHelper.allConfigs), STATIC_BROKER_CONFIG and
+read-only. Kafka shows a setting whose type it cannot know as sensitive (value null); so
+does tierlog, except for the keys its own remote storage declares: where the store is
+(``tiered.factory.STORAGE_KEYS``, credentials never being settings) and whether uploads are
+encrypted. Those are shown, so a reader (the Spark source's ``remoteStorage=auto``) can find the
+store from the cluster; encryption keys and unknown keys stay null.
 """
-from tierlog.config import BROKER_CONFIGS
+from tierlog.config import BROKER_CONFIGS, PLUGIN_PREFIXES
 from tierlog.metadata.group_rules import (
     GROUP_CONFIG_NAMES,
     broker_default_key,
@@ -29,6 +37,8 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 from tierlog.storage import TOPIC_CONFIGS
+from tierlog.tiered.encryption_config import ENABLED as ENCRYPTION_ENABLED
+from tierlog.tiered.factory import STORAGE_KEYS
 
 from . import authz
 from .context import HandlerContext
@@ -41,6 +51,7 @@ TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKE
 GROUP_CONFIG = 8
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
                 "class": 8, "password": 9}
+DESCRIBED_PLUGIN_KEYS = STORAGE_KEYS | {ENCRYPTION_ENABLED}   # plugin settings shown with their value
 _BROKER_SYNONYM = {d.topic_synonym: d.name for d in BROKER_CONFIGS.values() if d.topic_synonym}
 
 
@@ -124,6 +135,20 @@ def broker_config_entries(broker) -> list[dict]:
                         "IsDefault": chain[0]["Source"] == DEFAULT_CONFIG, "ConfigSource": chain[0]["Source"],
                         "IsSensitive": False, "Synonyms": chain,
                         "ConfigType": CONFIG_TYPES.get(d.type, 0), "Documentation": d.doc})
+    return entries + plugin_config_entries(broker.config)
+
+
+def plugin_config_entries(config) -> list[dict]:
+    """The ``rsm.config.*`` / ``rlmm.config.*`` settings of server.properties (see the module doc)."""
+    entries = []
+    for prefix in PLUGIN_PREFIXES:
+        for name, value in sorted(config.prefixed(prefix).items()):
+            shown = name in DESCRIBED_PLUGIN_KEYS
+            value = str(value) if shown else None
+            entries.append({"Name": name, "Value": value, "ReadOnly": True, "IsDefault": False,
+                            "ConfigSource": STATIC_BROKER_CONFIG, "IsSensitive": not shown,
+                            "Synonyms": [{"Name": name, "Value": value, "Source": STATIC_BROKER_CONFIG}],
+                            "ConfigType": CONFIG_TYPES["string"] if shown else 0, "Documentation": None})
     return entries
 
 
