@@ -457,7 +457,7 @@ def _security(cfg: NodeConfig, scram_lookup) -> tuple[NodeSecurity, dict, dict]:
         delay_s = cfg["connection.failed.authentication.delay.ms"] / 1000
         sessions = {name: sasl_sessions(name, {
             mechanism: _sasl_server(name, mechanism, jaas, scram_lookup) for mechanism, jaas in mechanisms.items()},
-            delay_s) for name, mechanisms in security.sasl.items()}
+            delay_s, security.reauth_ms.get(name)) for name, mechanisms in security.sasl.items()}
     except SecurityConfigError as e:
         raise ConfigError(str(e)) from None
     return security, contexts, sessions

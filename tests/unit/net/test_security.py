@@ -101,6 +101,21 @@ def test_sasl_listeners_serve_plain_with_jaas_users():
         _node({**base, "sasl.enabled.mechanisms": "PLAIN"}, ("CLIENT", "BROKER"), inter="BROKER")
 
 
+def test_connections_max_reauth_ms_per_listener_and_mechanism():
+    base = {"listener.security.protocol.map": "A:SASL_PLAINTEXT,B:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512"}
+    assert _node(base, ("A", "B"), inter=None).reauth_ms == {
+        "A": {"SCRAM-SHA-256": 0, "SCRAM-SHA-512": 0}, "B": {"SCRAM-SHA-256": 0, "SCRAM-SHA-512": 0}}
+    spec = _node({**base, "connections.max.reauth.ms": "60000", "listener.name.a.connections.max.reauth.ms": "5000",
+                  "listener.name.a.scram-sha-512.connections.max.reauth.ms": "2000"}, ("A", "B"), inter=None)
+    assert spec.reauth_ms == {"A": {"SCRAM-SHA-256": 5000, "SCRAM-SHA-512": 2000},
+                              "B": {"SCRAM-SHA-256": 60000, "SCRAM-SHA-512": 60000}}
+    with pytest.raises(SecurityConfigError, match="want a whole number"):
+        _node({**base, "listener.name.b.connections.max.reauth.ms": "soon"}, ("A", "B"), inter=None)
+    with pytest.raises(SecurityConfigError, match="not supported by tierlog"):
+        _node({**base, "listener.name.b.gssapi.connections.max.reauth.ms": "1"}, ("A", "B"), inter=None)
+
+
 def test_client_security_accepts_kafka_and_librdkafka_names(certs):
     java = client_security({"security.protocol": "SSL", "ssl.truststore.type": "PEM",
                             "ssl.truststore.location": str(certs["ca"])})
