@@ -5,6 +5,8 @@ Controllers 1..C and brokers C+1..C+B from ``cmd_up.node_properties`` and
 between brokers, PLAIN on the controller listener), with the super user ``admin`` in every
 controller's bootstrap records (what ``tierlog format --add-scram`` writes), plus
 ``overrides``. ``admin`` is confluent-kafka's settings as ``admin`` (bootstrap included).
+With ``plaintext``, each broker also serves a PLAINTEXT listener (``node.plaintext_port``),
+to compare what a client reads over both.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from tierlog.net.client_security import to_librdkafka
 __all__ = ["check_logs", "start_secured"]
 
 
-def start_secured(root: Path, controllers: int = 1, brokers: int = 2, overrides: dict | None = None):
+def start_secured(root: Path, controllers: int = 1, brokers: int = 2, overrides: dict | None = None,
+                  plaintext: bool = False):
     """Start the cluster; SimpleNamespace(nodes, controllers, brokers, bootstrap, admin, ca,
     client_properties, admin_password)."""
     security = prepare_security("sasl_ssl", root, "127.0.0.1", existing_cluster=False)
@@ -38,6 +41,8 @@ def start_secured(root: Path, controllers: int = 1, brokers: int = 2, overrides:
         node = NodeProcess(root / f"node-{plan.node_id}", plan.node_id, plan.broker_port or plan.controller_port)
         node.props = parse_properties(node_properties(plan, "127.0.0.1", voters, "secured-cluster", node.data_dir,
                                                       props, "", security.broker_listener))
+        if plaintext and plan.broker_port is not None:
+            _add_plaintext_listener(node)
         if plan.controller_port is not None:
             write_bootstrap(node.data_dir, scram_records(security.scram))    # tierlog format --add-scram
         nodes.append(node)
@@ -48,6 +53,12 @@ def start_secured(root: Path, controllers: int = 1, brokers: int = 2, overrides:
                            bootstrap=bootstrap, admin={"bootstrap.servers": bootstrap, **client},
                            ca=root / "tls" / "ca.crt", client_properties=security.client_properties,
                            admin_password=security.scram[0].password)
+
+
+def _add_plaintext_listener(node: NodeProcess) -> None:
+    node.plaintext_port = free_port()
+    node.props["listeners"] += f",PLAINTEXT://127.0.0.1:{node.plaintext_port}"
+    node.props["listener.security.protocol.map"] += ",PLAINTEXT:PLAINTEXT"
 
 
 def check_logs(cluster, *secrets: str) -> None:
