@@ -70,7 +70,11 @@ from tierlog.net.client import PeerRoute, Peers
 from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
 from tierlog.net.memory_pool import MemoryPool
-from tierlog.net.node_security import NodeSecurity, node_security
+from tierlog.net.node_security import (
+    NodeSecurity,
+    node_security,
+    own_principal_warnings,
+)
 from tierlog.net.request_metrics import RequestMetrics
 from tierlog.net.sasl_gate import sasl_sessions
 from tierlog.net.sasl_plain import PlainAuthenticator
@@ -189,6 +193,8 @@ class Node:
         self._request_memory = MemoryPool(config.request_memory_bytes)
         self._loader: MetadataLoader | None = None       # the committed image (SCRAM logins read it)
         self.security, self._ssl_contexts, self._sasl_sessions = _security(config, self._scram_credential)
+        for warning in own_principal_warnings(config.raw, self.security, self.is_broker):
+            log.warning(warning)
         self._principals = _ssl_principals(config, self.security)     # SSL listeners: the certificate's principal
 
     @property

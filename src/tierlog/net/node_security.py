@@ -50,7 +50,7 @@ from tierlog.net.security import (
     ssl_settings,
 )
 
-__all__ = ["NodeSecurity", "node_security", "node_ssl_settings", "parse_protocol_map"]
+__all__ = ["NodeSecurity", "node_security", "node_ssl_settings", "own_principal_warnings", "parse_protocol_map"]
 
 
 def parse_protocol_map(text: str | None, controller_names: list[str]) -> dict[str, SecurityProtocol]:
@@ -230,3 +230,25 @@ def _check_keys(props: Mapping[str, str], names: list[str]) -> None:
                                       "sasl.mechanism.controller.protocol, listener.name.<l>.<mechanism>.sasl.jaas.config, "
                                       "listener.name.<l>[.<mechanism>].connections.max.reauth.ms "
                                       f"({', '.join(m.lower() for m in SASL_MECHANISMS)})")
+
+
+def own_principal_warnings(props: Mapping[str, str], security: NodeSecurity, is_broker: bool) -> list[str]:
+    """With ACLs on (``authorizer.class.name``): a line for each listener this node connects to as
+    a principal missing from ``super.users`` (its requests there need CLUSTER_ACTION, which only
+    ACLs would then give). Known principals only: ``User:<username>`` of SASL, ``User:ANONYMOUS``
+    of PLAINTEXT; a TLS certificate's is known only when its peer maps it, so SSL is not checked."""
+    if not (props.get("authorizer.class.name") or "").strip():
+        return []
+    supers = {u.strip() for u in (props.get("super.users") or "").split(";") if u.strip()}
+    routes = [("controller.listener.names", security.controller)]
+    if is_broker:
+        routes.append(("inter.broker.listener.name", security.inter_broker))
+    out = []
+    for what, spec in routes:
+        principal = f"User:{spec.sasl.username}" if spec.sasl is not None else \
+            None if spec.protocol.uses_tls else "User:ANONYMOUS"
+        if principal is not None and principal not in supers:
+            out.append(f"this node connects to its {what} listener as {principal}, which is not in super.users: "
+                       "with authorizer.class.name set its requests there are refused unless ACLs allow "
+                       "CLUSTER_ACTION on the cluster")
+    return out
