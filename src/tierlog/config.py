@@ -172,6 +172,10 @@ _DEFS = [
        "A connection whose SASL authentication failed gets its answer at once and is closed this long "
        "after it (Kafka's KIP-306; 0: at once): a guesser's next try waits for it, and clients that read "
        "the answer and the close together (kafka-python over TLS) still see the error."),
+    _d("connections.max.reauth.ms", "long", 0,
+       "KIP-368: a SASL session lasts this long (sent to the client as SessionLifetimeMs); the client must "
+       "re-authenticate on the connection before it ends, else its next request closes the connection. "
+       "0: sessions never expire. Per listener and mechanism: listener.name.<l>[.<mechanism>].connections.max.reauth.ms."),
     _d("socket.request.read.timeout.ms", "long", 30000,
        "tierlog's own: a request frame still incomplete this long after its first byte closes its connection "
        "(slow senders holding request memory)."),

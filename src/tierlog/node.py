@@ -71,7 +71,11 @@ from tierlog.net.client import PeerRoute, Peers
 from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
 from tierlog.net.memory_pool import MemoryPool
-from tierlog.net.node_security import NodeSecurity, node_security
+from tierlog.net.node_security import (
+    NodeSecurity,
+    node_security,
+    own_principal_warnings,
+)
 from tierlog.net.request_metrics import RequestMetrics
 from tierlog.net.sasl_gate import sasl_sessions
 from tierlog.net.sasl_plain import PlainAuthenticator
@@ -190,6 +194,8 @@ class Node:
         self._request_memory = MemoryPool(config.request_memory_bytes)
         self._loader: MetadataLoader | None = None       # the committed image (SCRAM logins read it)
         self.security, self._ssl_contexts, self._sasl_sessions = _security(config, self._scram_credential)
+        for warning in own_principal_warnings(config.raw, self.security, self.is_broker):
+            log.warning(warning)
         self._principals = _ssl_principals(config, self.security)     # SSL listeners: the certificate's principal
 
     @property
@@ -459,7 +465,7 @@ def _security(cfg: NodeConfig, scram_lookup) -> tuple[NodeSecurity, dict, dict]:
         delay_s = cfg["connection.failed.authentication.delay.ms"] / 1000
         sessions = {name: sasl_sessions(name, {
             mechanism: _sasl_server(name, mechanism, jaas, scram_lookup) for mechanism, jaas in mechanisms.items()},
-            delay_s) for name, mechanisms in security.sasl.items()}
+            delay_s, security.reauth_ms.get(name)) for name, mechanisms in security.sasl.items()}
     except SecurityConfigError as e:
         raise ConfigError(str(e)) from None
     return security, contexts, sessions

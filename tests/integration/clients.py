@@ -57,18 +57,19 @@ class AckedStream(threading.Thread):
     every acknowledged record in ``acked`` and every delivery error in ``errors``.
 
     Records are keyed ``k<i % keys>`` (the partitioner spreads them) or, with ``partitions``, sent
-    round-robin to partitions 0..partitions-1; ``pause_s`` paces the stream between produce() calls.
+    round-robin to partitions 0..partitions-1; ``pause_s`` paces the stream between produce() calls;
+    ``conf``: more producer settings (security).
     """
 
     def __init__(self, bootstrap: str, topic: str, *, partitions: int | None = None, keys: int = 97,
-                 message_timeout_ms: int = 60000, pause_s: float = 0.003):
+                 message_timeout_ms: int = 60000, pause_s: float = 0.003, conf: dict | None = None):
         super().__init__(daemon=True)
         self.topic, self.partitions, self.keys, self.pause_s = topic, partitions, keys, pause_s
         self.acked, self.errors, self.sent = [], [], 0
         self.stopping = threading.Event()
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
                                   "linger.ms": 5, "retries": 1_000_000, "message.timeout.ms": message_timeout_ms,
-                                  "retry.backoff.ms": 100})
+                                  "retry.backoff.ms": 100, **(conf or {})})
 
     def _delivered(self, err, msg):
         if err:
@@ -97,9 +98,11 @@ class AckedStream(threading.Thread):
         return sorted((off, v) for p, off, v in self.acked if p == partition)
 
 
-def read_back(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60) -> dict[int, dict[int, bytes]]:
+def read_back(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60,
+              conf: dict | None = None) -> dict[int, dict[int, bytes]]:
     """Every record up to each partition's high watermark (taken first): partition -> {offset: value}."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "read-back", "enable.auto.commit": False})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "read-back", "enable.auto.commit": False,
+                  **(conf or {})})
     try:
         highs = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in range(partitions)}
         c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])

@@ -9,7 +9,8 @@ a protocol violation raises ``PeerUnavailable`` and closes the connection:
 a half-read answer leaves nothing usable. The socket comes from
 ``net.connect.connect`` with the connection's ``Security`` (plaintext by default);
 with SASL credentials the connection authenticates (``net.sasl_client``) before it
-is handed out. ``sent``, when given, counts the
+is handed out, and again before a request once the broker's session lifetime is nearly
+over (KIP-368; only when no answer is outstanding, so nothing is behind the exchange). ``sent``, when given, counts the
 requests sent by (address, api key): the client's own instrumentation.
 """
 
@@ -42,6 +43,8 @@ class BlockingConnection:
         self.timeout_s = timeout_s
         self.sent = sent
         self.pipeline = RequestPipeline(client_id, receive_message_max_bytes)
+        self._security = security
+        self._reauth_at: float | None = None        # time.monotonic() to log in again (KIP-368)
         try:
             self._sock: socket.socket | None = connect(host, port, security, timeout_s)
         except OSError as e:
@@ -52,6 +55,7 @@ class BlockingConnection:
 
     def _authenticate(self, security: Security) -> None:
         """SASL before anything else (``net.sasl_client``); a refusal closes the connection."""
+        self._reauth_at = None
         try:
             sasl_client.check_handshake(self.request(*sasl_client.handshake_request(security.sasl)), security.sasl)
             login = sasl_client.ClientExchange(security.sasl)
@@ -61,6 +65,8 @@ class BlockingConnection:
         except PeerUnavailable as e:
             self.close()
             raise PeerUnavailable(f"cannot connect to {self.address}: {e.reason}", e.reason) from None
+        after_s = sasl_client.reauth_after_s(login.lifetime_ms)
+        self._reauth_at = None if after_s is None else time.monotonic() + after_s
 
     @property
     def address(self) -> str:
@@ -68,6 +74,8 @@ class BlockingConnection:
 
     def send(self, api_key: int, version: int, body: dict, timeout_s: float | None = None) -> int:
         """Send one request; its correlation id."""
+        if self._reauth_at is not None and not self.pipeline.in_flight and time.monotonic() >= self._reauth_at:
+            self._authenticate(self._security)
         sock = self._open_socket()
         cid, frame = self.pipeline.request(api_key, version, body)
         try:

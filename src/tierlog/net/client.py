@@ -16,7 +16,10 @@ comes; more than ``inflight_max`` such late answers owed close the connection.
 
 Connections are made by ``net.connect.open_connection`` with the ``Security`` the
 ``PeerConnection`` (or ``Peers``) was given: TLS when the peer's listener is SSL, and
-SASL (``net.sasl_client``) before the first request when it is SASL_*.
+SASL (``net.sasl_client``) before the first request when it is SASL_*. When the broker
+gives the session a lifetime (KIP-368), the connection logs in again on the same socket
+before the first request past ``net.sasl_client.REAUTH_AT`` of it: requests already sent
+are answered first (a connection serves in order), new ones wait until it is done.
 """
 from __future__ import annotations
 
@@ -40,6 +43,8 @@ __all__ = ["DEFAULT_ROUTE", "PeerConnection", "PeerRoute", "PeerUnavailable", "P
 log = logging.getLogger(__name__)
 INFLIGHT_MAX = 64
 CONNECT_TIMEOUT_S = 2.0
+READY_ATTEMPTS_MAX = 3          # connects / logins one request waits for
+REAUTH_TIMEOUT_S = 10.0         # a re-authentication's answers come after those of the requests ahead of it
 
 
 class _ClientProtocol(asyncio.Protocol):
@@ -85,6 +90,7 @@ class PeerConnection:
         self._transport: asyncio.Transport | None = None
         self._connecting: asyncio.Future | None = None
         self._pending: dict[int, asyncio.Future] = {}
+        self._reauth_at: float | None = None     # loop time to log in again (KIP-368); None: never
 
     @property
     def address(self) -> str:
@@ -93,10 +99,7 @@ class PeerConnection:
     async def request(self, api_key: int, version: int, body: dict, timeout_s: float) -> dict:
         """Send one request and return the decoded response body."""
         async with self._slots:
-            try:
-                await asyncio.wait_for(self._connect(), min(CONNECT_TIMEOUT_S, timeout_s))
-            except TimeoutError:
-                raise PeerUnavailable(f"cannot connect to {self.address}: timed out") from None
+            await self._until_ready(timeout_s)
             cid, frame = self.pipeline.request(api_key, version, body)
             fut = asyncio.get_running_loop().create_future()
             self._pending[cid] = fut
@@ -110,16 +113,39 @@ class PeerConnection:
             finally:
                 self._pending.pop(cid, None)
 
+    async def _until_ready(self, timeout_s: float) -> None:
+        """Connected and logged in; checked again after each wait, as a login may have begun meanwhile
+        (the caller then writes its request at once)."""
+        for _ in range(READY_ATTEMPTS_MAX):
+            if self._ready():
+                return
+            try:
+                await asyncio.wait_for(self._connect(), min(CONNECT_TIMEOUT_S, timeout_s))
+            except TimeoutError:
+                raise PeerUnavailable(f"cannot connect to {self.address}: timed out") from None
+        if not self._ready():
+            raise PeerUnavailable(f"cannot connect to {self.address}: the connection closed while it opened")
+
     def _give_up(self, cid: int) -> None:
         self.pipeline.abandon(cid)
         if self.pipeline.abandoned > self.inflight_max:
             self._fail_all(PeerUnavailable(f"{self.address}: {self.pipeline.abandoned} answers overdue"))
 
+    def _open_now(self) -> bool:
+        return self._transport is not None and not self._transport.is_closing()
+
+    def _ready(self) -> bool:
+        """Connected, logged in, and not due to log in again."""
+        return self._open_now() and self._connecting is None and \
+            (self._reauth_at is None or asyncio.get_running_loop().time() < self._reauth_at)
+
     async def _connect(self) -> None:
-        if self._transport is not None and not self._transport.is_closing():
+        """Open the connection, or re-authenticate it (KIP-368) when its session is nearly over."""
+        if self._ready():
             return
         if self._connecting is None:
-            self._connecting = asyncio.ensure_future(self._open())
+            self._connecting = asyncio.ensure_future(self._authenticate(REAUTH_TIMEOUT_S) if self._open_now()
+                                                     else self._open())
             # a caller that gave up (its wait_for timed out) leaves the shielded open running:
             # its failure is seen here, never logged as "Task exception was never retrieved"
             self._connecting.add_done_callback(lambda t: t.cancelled() or t.exception())
@@ -135,33 +161,37 @@ class PeerConnection:
         except OSError as e:
             raise PeerUnavailable(f"cannot connect to {self.address}: {describe_failure(e)}") from None
         self.pipeline.reset()
-        self._transport = transport
+        self._transport, self._reauth_at = transport, None
         if self.security.sasl is not None:
-            await self._authenticate()
+            await self._authenticate(CONNECT_TIMEOUT_S)
 
-    async def _authenticate(self) -> None:
+    async def _authenticate(self, timeout_s: float) -> None:
         """SASL before anything else (``net.sasl_client``); a refusal fails the connection."""
         creds = self.security.sasl
         try:
-            sasl_client.check_handshake(await self._exchange(*sasl_client.handshake_request(creds)), creds)
+            sasl_client.check_handshake(await self._exchange(*sasl_client.handshake_request(creds),
+                                                             timeout_s=timeout_s), creds)
             login = sasl_client.ClientExchange(creds)
             token = login.first()
             while token is not None:
-                token = login.next(await self._exchange(*sasl_client.authenticate_request(token)))
+                token = login.next(await self._exchange(*sasl_client.authenticate_request(token),
+                                                        timeout_s=timeout_s))
         except PeerUnavailable as e:
             self._fail_all(e)
             raise PeerUnavailable(f"cannot connect to {self.address}: {e.reason}", e.reason) from None
+        after_s = sasl_client.reauth_after_s(login.lifetime_ms)
+        self._reauth_at = None if after_s is None else asyncio.get_running_loop().time() + after_s
 
-    async def _exchange(self, api_key: int, version: int, body: dict) -> dict:
-        """One request on the connection being opened (no slot: the opener holds one)."""
+    async def _exchange(self, api_key: int, version: int, body: dict, timeout_s: float = CONNECT_TIMEOUT_S) -> dict:
+        """One request of a login (no slot: the caller holds one)."""
         cid, frame = self.pipeline.request(api_key, version, body)
         fut = asyncio.get_running_loop().create_future()
         self._pending[cid] = fut
         self._transport.write(frame)
         try:
-            return await asyncio.wait_for(fut, CONNECT_TIMEOUT_S)
+            return await asyncio.wait_for(fut, timeout_s)
         except TimeoutError:
-            raise PeerUnavailable(f"{self.address}: no SASL answer within {CONNECT_TIMEOUT_S:g}s", "timed out") \
+            raise PeerUnavailable(f"{self.address}: no SASL answer within {timeout_s:g}s", "timed out") \
                 from None
         finally:
             self._pending.pop(cid, None)

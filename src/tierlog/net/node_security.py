@@ -20,6 +20,11 @@ ScramLoginModule, as in Kafka). SCRAM is refused on controller listeners: contro
 authenticate each other before the metadata log that holds the credentials can be read
 (Kafka's KIP-900 leaves SCRAM off the controller listener too); use PLAIN there.
 
+A SASL listener's sessions last ``connections.max.reauth.ms`` (KIP-368; 0, Kafka's default:
+for ever), per mechanism as Kafka's SaslChannelBuilder reads it:
+``listener.name.<l>.<mechanism>.connections.max.reauth.ms``, else
+``listener.name.<l>.connections.max.reauth.ms``, else ``connections.max.reauth.ms``.
+
 Every ``ssl.*`` / ``sasl.*`` / ``listener.name.*`` key is honoured or refused
 (``SecurityConfigError``), never ignored.
 """
@@ -45,7 +50,7 @@ from tierlog.net.security import (
     ssl_settings,
 )
 
-__all__ = ["NodeSecurity", "node_security", "node_ssl_settings", "parse_protocol_map"]
+__all__ = ["NodeSecurity", "node_security", "node_ssl_settings", "own_principal_warnings", "parse_protocol_map"]
 
 
 def parse_protocol_map(text: str | None, controller_names: list[str]) -> dict[str, SecurityProtocol]:
@@ -103,6 +108,8 @@ class NodeSecurity:
     inter_broker: Security
     # listener -> mechanism -> its JAAS configuration (PLAIN's users; None for SCRAM: the metadata log's)
     sasl: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
+    # listener -> mechanism -> connections.max.reauth.ms (KIP-368; 0: sessions never expire)
+    reauth_ms: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 def node_security(props: Mapping[str, str], listeners: list[str], controller_names: list[str],
                   inter_broker_listener: str | None) -> NodeSecurity:
@@ -116,9 +123,25 @@ def node_security(props: Mapping[str, str], listeners: list[str], controller_nam
                            "sasl.mechanism.controller.protocol") if controller_names else PLAINTEXT
     inter_broker = _outbound(props, out[inter_broker_listener], inter_broker_listener,
                              "sasl.mechanism.inter.broker.protocol") if inter_broker_listener else PLAINTEXT
-    return NodeSecurity({name: out[name] for name in listeners}, controller, inter_broker,
-                        {name: _sasl_mechanisms(props, name, name in controller_names) for name in listeners
-         if out[name].protocol.uses_sasl})
+    sasl = {name: _sasl_mechanisms(props, name, name in controller_names) for name in listeners
+            if out[name].protocol.uses_sasl}
+    return NodeSecurity({name: out[name] for name in listeners}, controller, inter_broker, sasl,
+                        {name: {m: _reauth_ms(props, name, m) for m in mechanisms} for name, mechanisms in sasl.items()})
+
+
+REAUTH_MS = "connections.max.reauth.ms"
+
+
+def _reauth_ms(props: Mapping[str, str], listener: str, mechanism: str) -> int:
+    """``connections.max.reauth.ms`` of ``mechanism`` on ``listener`` (KIP-368), the most specific form set."""
+    prefix = listener_prefix(listener)
+    for key in (f"{prefix}{mechanism.lower()}.{REAUTH_MS}", prefix + REAUTH_MS, REAUTH_MS):
+        if key in props:
+            try:
+                return int(str(props[key]).strip())
+            except ValueError:
+                raise SecurityConfigError(f"{key}={props[key]!r}: want a whole number of milliseconds") from None
+    return 0
 
 def _outbound(props: Mapping[str, str], security: Security, listener: str, mechanism_key: str) -> Security:
     """A node's connections to ``listener``: its security plus, for SASL, the node's own
@@ -175,7 +198,8 @@ def _listener_security(props: Mapping[str, str], name: str, protocols: dict[str,
         raise SecurityConfigError(f"listener.security.protocol.map: no security protocol for listener {name}")
     return Security(protocol, node_ssl_settings(props, name, serving) if protocol.uses_tls else None)
 
-_JAAS_KEYS = tuple(f"{m.lower()}.sasl.jaas.config" for m in SASL_MECHANISMS)
+_LISTENER_SASL_KEYS = (*(f"{m.lower()}.sasl.jaas.config" for m in SASL_MECHANISMS),
+              *(f"{m.lower()}.connections.max.reauth.ms" for m in SASL_MECHANISMS), "connections.max.reauth.ms")
 
 _NODE_SASL_KEYS = ("sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol",
                    "sasl.mechanism.controller.protocol")
@@ -197,11 +221,34 @@ def _check_keys(props: Mapping[str, str], names: list[str]) -> None:
         else:
             continue
         honoured = setting in NODE_SSL_KEYS or setting in _NODE_SASL_KEYS or \
-            (key.startswith("listener.name.") and setting in _JAAS_KEYS)
+            (key.startswith("listener.name.") and setting in _LISTENER_SASL_KEYS)
         if not honoured:
             raise SecurityConfigError(f"{key}: not supported by tierlog; supported security settings: "
                                       f"listener.security.protocol.map, inter.broker.listener.name, "
                                       f"{', '.join(sorted(NODE_SSL_KEYS))} (also as listener.name.<l>.ssl.*), "
                                       "sasl.enabled.mechanisms, sasl.mechanism.inter.broker.protocol, "
-                                      "sasl.mechanism.controller.protocol and listener.name.<l>.<mechanism>.sasl.jaas.config "
+                                      "sasl.mechanism.controller.protocol, listener.name.<l>.<mechanism>.sasl.jaas.config, "
+                                      "listener.name.<l>[.<mechanism>].connections.max.reauth.ms "
                                       f"({', '.join(m.lower() for m in SASL_MECHANISMS)})")
+
+
+def own_principal_warnings(props: Mapping[str, str], security: NodeSecurity, is_broker: bool) -> list[str]:
+    """With ACLs on (``authorizer.class.name``): a line for each listener this node connects to as
+    a principal missing from ``super.users`` (its requests there need CLUSTER_ACTION, which only
+    ACLs would then give). Known principals only: ``User:<username>`` of SASL, ``User:ANONYMOUS``
+    of PLAINTEXT; a TLS certificate's is known only when its peer maps it, so SSL is not checked."""
+    if not (props.get("authorizer.class.name") or "").strip():
+        return []
+    supers = {u.strip() for u in (props.get("super.users") or "").split(";") if u.strip()}
+    routes = [("controller.listener.names", security.controller)]
+    if is_broker:
+        routes.append(("inter.broker.listener.name", security.inter_broker))
+    out = []
+    for what, spec in routes:
+        principal = f"User:{spec.sasl.username}" if spec.sasl is not None else \
+            None if spec.protocol.uses_tls else "User:ANONYMOUS"
+        if principal is not None and principal not in supers:
+            out.append(f"this node connects to its {what} listener as {principal}, which is not in super.users: "
+                       "with authorizer.class.name set its requests there are refused unless ACLs allow "
+                       "CLUSTER_ACTION on the cluster")
+    return out

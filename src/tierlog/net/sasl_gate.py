@@ -12,15 +12,25 @@ Kafka's SaslServerAuthenticator rules, per connection:
 - SaslAuthenticate carries the client's token to the mechanism's per-connection
   session (PLAIN: one round trip; SCRAM, ``net.sasl_scram``: two); each answer carries
   the session's token; once the session is complete every later frame goes to the
-  dispatcher (SessionLifetimeMs 0: no re-authentication, KIP-368's
-  connections.max.reauth.ms is not implemented); failure answers
-  SASL_AUTHENTICATION_FAILED with Kafka's message and closes the connection
-  ``connection.failed.authentication.delay.ms`` later (KIP-306; nothing is read meanwhile). Failures
-  are logged at most once per ``FAILURE_LOG_INTERVAL_S`` with a count, never the
-  user name or the token.
+  dispatcher; failure answers SASL_AUTHENTICATION_FAILED with Kafka's message and closes
+  the connection ``connection.failed.authentication.delay.ms`` later (KIP-306; nothing is
+  read meanwhile). Failures are logged at most once per ``FAILURE_LOG_INTERVAL_S`` with a
+  count, never the user name or the token.
 
-Transitions: HANDSHAKE -> AUTHENTICATE -> AUTHENTICATED; HANDSHAKE / AUTHENTICATE ->
-closed. ``principal`` is ``User:<name>`` once authenticated.
+Re-authentication (KIP-368, Kafka's KafkaChannel / SocketServer rules): with
+``connections.max.reauth.ms`` > 0 for the mechanism (``reauth_ms``), the last
+SaslAuthenticate answer carries it as SessionLifetimeMs (v1+) and the session expires that
+long after. An authenticated connection's SaslHandshake then starts a re-authentication
+(not within ``REAUTH_MIN_INTERVAL_S`` of the previous one's start; without an expiry, or
+too soon, it goes to the dispatcher, which answers ILLEGAL_SASL_STATE): the same
+mechanism (another is answered at the handshake and refused at SaslAuthenticate) and the
+same principal (``Cannot change principals during re-authentication``) or the
+connection closes as a failed login. Any other request after the expiry closes the
+connection, unanswered (v0 clients, which cannot re-authenticate, included).
+
+Transitions: HANDSHAKE -> AUTHENTICATE -> AUTHENTICATED -> (SaslHandshake, expiry set)
+HANDSHAKE; HANDSHAKE / AUTHENTICATE -> closed; AUTHENTICATED -> closed once expired.
+``principal`` is ``User:<name>`` once authenticated (kept while re-authenticating).
 """
 
 from __future__ import annotations
@@ -42,11 +52,12 @@ from .sasl_plain import FAILED, PlainAuthenticator
 from .sasl_scram import SaslFailure
 from .server import CloseConnection
 
-__all__ = ["FAILURE_LOG_INTERVAL_S", "PlainSession", "SaslGate", "sasl_sessions"]
+__all__ = ["FAILURE_LOG_INTERVAL_S", "REAUTH_MIN_INTERVAL_S", "PlainSession", "SaslGate", "sasl_sessions"]
 
 log = logging.getLogger(__name__)
 FAILURE_LOG_INTERVAL_S = 60.0
 _HANDSHAKE, _AUTHENTICATE, _AUTHENTICATED = "handshake", "authenticate", "authenticated"
+REAUTH_MIN_INTERVAL_S = 1.0     # Kafka's KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS
 
 
 class _FailureLog:
@@ -87,23 +98,49 @@ class PlainSession:
         return b""
 
 
+class _WrongMechanism:
+    """A re-authentication that named another mechanism: Kafka answers the handshake, then
+    refuses the token (SaslServerAuthenticator's REAUTH_BAD_MECHANISM)."""
+
+    complete = False
+    user = None
+
+    def __init__(self, asked: str, previous: str):
+        self.failure_message = (f"SASL mechanism '{asked}' requested by client is not supported for "
+                                f"re-authentication of mechanism '{previous}'")
+
+    def evaluate(self, token: bytes) -> bytes:
+        raise SaslFailure(self.failure_message)
+
+
 class SaslGate:
-    """Wraps the listener's dispatcher for one connection until it has authenticated.
+    """Wraps the listener's dispatcher for one connection: authentication first, then
+    re-authentication and session expiry (KIP-368) when ``reauth_ms`` gives the mechanism a lifetime.
 
     ``mechanisms``: SASL name -> a factory of per-connection sessions (``evaluate(token) ->
-    bytes`` raising ``SaslFailure``, ``complete``, ``user``, ``failure_message``)."""
+    bytes`` raising ``SaslFailure``, ``complete``, ``user``, ``failure_message``);
+    ``reauth_ms``: SASL name -> ``connections.max.reauth.ms`` (0 or absent: sessions never expire);
+    ``clock``: monotonic seconds."""
 
-    def __init__(self, inner, mechanisms: Mapping[str, Callable], failures: _FailureLog, failure_delay_s: float = 0.0):
+    def __init__(self, inner, mechanisms: Mapping[str, Callable], failures: _FailureLog, failure_delay_s: float = 0.0,
+                 reauth_ms: Mapping[str, int] | None = None, clock: Callable[[], float] = time.monotonic):
         self._inner = inner
         self._failure_delay_s = failure_delay_s
         self._mechanisms = mechanisms
         self._failures = failures
+        self._reauth_ms = reauth_ms or {}
+        self._clock = clock
         self._state = _HANDSHAKE
         self._session = None
+        self._mechanism: str | None = None          # of the authenticated (or re-authenticating) session
+        self._expires_at: float | None = None       # clock() past which the session is over; None: never
+        self._reauth_started: float | None = None   # clock() of the last re-authentication's start
+        self._reauthenticating = False
         self.principal: str | None = None
 
     def __call__(self, frame: bytearray, client_host: str = "", received_ns: int | None = None, **_):
-        if self._state == _AUTHENTICATED:       # the SASL identity is the principal (also on SASL_SSL)
+        # authenticated: the SASL identity is the principal (also on SASL_SSL)
+        if self._state == _AUTHENTICATED and (self._expires_at is None or not self._expired_or_reauth(frame)):
             return self._inner(frame, client_host, received_ns, principal=self.principal)
         try:
             header, offset = decode_request_header(frame)
@@ -119,6 +156,19 @@ class SaslGate:
         raise CloseConnection(f"ILLEGAL_SASL_STATE: api key {header.api_key} v{header.api_version} "
                               f"while waiting for {self._state}")
 
+    def _expired_or_reauth(self, frame: bytearray) -> bool:
+        """With a session lifetime: True when ``frame`` (a SaslHandshake) starts a re-authentication,
+        CloseConnection when the session is over (SocketServer checks the handshake first)."""
+        now = self._clock()
+        if int.from_bytes(frame[:2], "big") == ApiKey.SASL_HANDSHAKE and \
+                (self._reauth_started is None or now - self._reauth_started >= REAUTH_MIN_INTERVAL_S):
+            self._reauth_started, self._state, self._reauthenticating = now, _HANDSHAKE, True
+            return True
+        if now > self._expires_at:
+            raise CloseConnection(f"{self.principal}'s SASL session expired (connections.max.reauth.ms="
+                                  f"{self._reauth_ms.get(self._mechanism, 0)}) and was not re-authenticated")
+        return False
+
     @staticmethod
     def _body(header, frame, offset) -> dict:
         try:
@@ -128,39 +178,80 @@ class SaslGate:
 
     def _handshake(self, header, body: dict):
         enabled = sorted(self._mechanisms)
-        factory = self._mechanisms.get(body["Mechanism"])
+        asked = body["Mechanism"]
+        factory = self._mechanisms.get(asked)
         answer = {"ErrorCode": ErrorCode.NONE if factory else ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                   "Mechanisms": enabled}
         parts = encode_response(header.api_key, header.api_version, header.correlation_id, answer)
         if factory is None:
-            raise CloseConnection(f"UNSUPPORTED_SASL_MECHANISM {body['Mechanism']!r}", response=parts)
-        self._session, self._state = factory(), _AUTHENTICATE
+            raise CloseConnection(f"UNSUPPORTED_SASL_MECHANISM {asked!r}", response=parts)
+        if self._reauthenticating and asked != self._mechanism:
+            self._session = _WrongMechanism(asked, self._mechanism)
+        else:
+            self._session, self._mechanism = factory(), asked
+        self._state = _AUTHENTICATE
         return parts
 
     def _authenticate(self, header, body: dict, client_host: str):
         session = self._session
         try:
             token = session.evaluate(body["AuthBytes"])
+            if session.complete:
+                self._check_principal(f"User:{session.user}")
         except SaslFailure as e:
-            log.debug("SASL authentication failed: %s", e)
-            answer = {"ErrorCode": ErrorCode.SASL_AUTHENTICATION_FAILED, "ErrorMessage": session.failure_message,
-                      "AuthBytes": b"", "SessionLifetimeMs": 0}
+            log.debug("SASL %s failed: %s", self._what, e)
+            message = str(e) if isinstance(e, _PrincipalChanged) else self._failure_text(session)
             self._failures.failed(client_host)
-            raise CloseConnection("SASL_AUTHENTICATION_FAILED", response=encode_response(
-                header.api_key, header.api_version, header.correlation_id, answer),
+            raise CloseConnection("SASL_AUTHENTICATION_FAILED", response=self._answer(
+                header, ErrorCode.SASL_AUTHENTICATION_FAILED, message, b"", 0),
                 linger_s=self._failure_delay_s) from None
-        answer = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "AuthBytes": token, "SessionLifetimeMs": 0}
+        lifetime_ms = 0
         if session.complete:
-            self.principal, self._state, self._session = f"User:{session.user}", _AUTHENTICATED, None
-        return encode_response(header.api_key, header.api_version, header.correlation_id, answer)
+            lifetime_ms = self._complete(f"User:{session.user}")
+        return self._answer(header, ErrorCode.NONE, None, token, lifetime_ms)
+
+    @property
+    def _what(self) -> str:
+        return "re-authentication" if self._reauthenticating else "authentication"
+
+    def _failure_text(self, session) -> str:
+        """Kafka's message, naming re-authentication when it was one (authenticationOrReauthenticationText)."""
+        if self._reauthenticating:
+            return session.failure_message.replace("during authentication", "during re-authentication")
+        return session.failure_message
+
+    def _check_principal(self, principal: str) -> None:
+        """A re-authentication keeps the principal (Kafka's ReauthInfo.ensurePrincipalUnchanged)."""
+        if self._reauthenticating and principal != self.principal:
+            raise _PrincipalChanged("Cannot change principals during re-authentication from "
+                                    f"{self.principal.replace(':', '.', 1)}: {principal.replace(':', '.', 1)}")
+
+    def _complete(self, principal: str) -> int:
+        """Authenticated: the session's lifetime in ms (0: it never expires)."""
+        lifetime_ms = max(0, self._reauth_ms.get(self._mechanism, 0))
+        self._expires_at = self._clock() + lifetime_ms / 1000 if lifetime_ms else None
+        self.principal, self._state, self._session, self._reauthenticating = principal, _AUTHENTICATED, None, False
+        return lifetime_ms
+
+    @staticmethod
+    def _answer(header, error: int, message: str | None, token: bytes, lifetime_ms: int) -> list:
+        return encode_response(header.api_key, header.api_version, header.correlation_id,
+                               {"ErrorCode": error, "ErrorMessage": message, "AuthBytes": token,
+                                "SessionLifetimeMs": lifetime_ms})
 
 
-def sasl_sessions(listener: str, mechanisms: Mapping[str, Callable], failure_delay_s: float = 0.0) -> Callable:
+class _PrincipalChanged(SaslFailure):
+    """A re-authentication as someone else; its message is Kafka's answer to the client."""
+
+
+def sasl_sessions(listener: str, mechanisms: Mapping[str, Callable], failure_delay_s: float = 0.0,
+                  reauth_ms: Mapping[str, int] | None = None) -> Callable:
     """The per-connection wrapper a SASL listener's ``Server`` applies to its dispatcher.
     ``mechanisms``: name -> session factory, or a ``PlainAuthenticator`` (wrapped in
     ``PlainSession``); a failed login is closed ``failure_delay_s`` after its answer
-    (``connection.failed.authentication.delay.ms``, KIP-306)."""
+    (``connection.failed.authentication.delay.ms``, KIP-306); ``reauth_ms``: name ->
+    ``connections.max.reauth.ms`` (KIP-368)."""
     failures = _FailureLog(listener)
     factories = {name: (lambda a=m: PlainSession(a)) if isinstance(m, PlainAuthenticator) else m
                  for name, m in mechanisms.items()}
-    return lambda inner: SaslGate(inner, factories, failures, failure_delay_s)
+    return lambda inner: SaslGate(inner, factories, failures, failure_delay_s, reauth_ms)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tierlog.net.sasl_gate import sasl_sessions
+from tierlog.net.sasl_gate import PlainSession, SaslGate, _FailureLog, sasl_sessions
 from tierlog.net.sasl_plain import FAILED, PlainAuthenticator, parse_plain_jaas
 from tierlog.net.security import SecurityConfigError
 from tierlog.net.server import CloseConnection
@@ -102,3 +102,98 @@ def test_out_of_order_requests_close_the_connection(frames):
     with pytest.raises(CloseConnection, match="ILLEGAL_SASL_STATE"):
         gate(_frame(*last))
     assert inner.seen == []
+
+
+# -- KIP-368 re-authentication -------------------------------------------------------------------------
+JAAS2 = JAAS.replace("user_alice", 'user_bob="bob-secret" user_alice')
+_METADATA = (ApiKey.METADATA, 12, {"Topics": None, "AllowAutoTopicCreation": False})
+
+
+class Clock:
+    now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def _reauth_gate(reauth_ms=3000):
+    inner, clock = Inner(), Clock()
+    gate = SaslGate(inner, {"PLAIN": lambda: PlainSession(PlainAuthenticator.from_jaas("k", JAAS2)),
+                            "SCRAM-SHA-256": lambda: PlainSession(PlainAuthenticator.from_jaas("k", JAAS2))},
+                    _FailureLog("SASL"), reauth_ms={"PLAIN": reauth_ms}, clock=clock)
+    return gate, inner, clock
+
+
+def _login(gate, token=b'\x00alice\x00al"ice', mechanism="PLAIN", version=2):
+    hello = _answer(ApiKey.SASL_HANDSHAKE, 1, gate(_frame(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": mechanism})))
+    assert hello["ErrorCode"] == 0
+    return gate(_frame(ApiKey.SASL_AUTHENTICATE, version, {"AuthBytes": token}))
+
+
+def test_a_session_lifetime_is_announced_and_renewed_by_re_authentication():
+    gate, inner, clock = _reauth_gate()
+    assert _answer(ApiKey.SASL_AUTHENTICATE, 2, _login(gate))["SessionLifetimeMs"] == 3000
+    clock.now += 2.9
+    assert gate(_frame(*_METADATA)) == ["inner"]
+    assert _answer(ApiKey.SASL_AUTHENTICATE, 1, _login(gate, version=1))["SessionLifetimeMs"] == 3000
+    clock.now += 2.9                                      # 5.8 s after the first login, 2.9 after the second
+    assert gate(_frame(*_METADATA)) == ["inner"] and inner.principals[-1] == "User:alice"
+
+
+def test_the_first_request_after_the_expiry_closes_the_connection_unanswered():
+    gate, inner, clock = _reauth_gate()
+    _login(gate, version=0)                               # v0 has no SessionLifetimeMs: expires all the same
+    clock.now += 3.001
+    with pytest.raises(CloseConnection, match="expired") as e:
+        gate(_frame(*_METADATA))
+    assert e.value.response is None and inner.seen == []
+
+
+def test_an_expired_session_may_still_re_authenticate():
+    gate, _, clock = _reauth_gate()
+    _login(gate)
+    clock.now += 60
+    assert _answer(ApiKey.SASL_AUTHENTICATE, 2, _login(gate))["ErrorCode"] == 0
+    assert gate(_frame(*_METADATA)) == ["inner"]
+
+
+@pytest.mark.parametrize("reauth_ms, wait_s", [(0, 60.0), (3000, 0.5)])
+def test_a_handshake_without_a_lifetime_or_too_soon_goes_to_the_dispatcher(reauth_ms, wait_s):
+    gate, inner, clock = _reauth_gate(reauth_ms)
+    _login(gate)
+    if reauth_ms:
+        _login(gate)                                       # a re-authentication ...
+    clock.now += wait_s                                    # ... less than 1 s before this one: Kafka refuses
+    handshake = _frame(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
+    assert gate(handshake) == ["inner"] and inner.seen[-1] == bytes(handshake)    # api_17: ILLEGAL_SASL_STATE
+
+
+def test_re_authentication_keeps_the_principal_and_the_mechanism():
+    gate, _, _ = _reauth_gate()
+    _login(gate)
+    with pytest.raises(CloseConnection) as e:
+        _login(gate, token=b"\x00bob\x00bob-secret")
+    assert _answer(ApiKey.SASL_AUTHENTICATE, 2, e.value.response) == {
+        "ErrorCode": ErrorCode.SASL_AUTHENTICATION_FAILED, "AuthBytes": b"", "SessionLifetimeMs": 0,
+        "ErrorMessage": "Cannot change principals during re-authentication from User.alice: User.bob"}
+    gate, _, _ = _reauth_gate()
+    _login(gate)
+    with pytest.raises(CloseConnection) as e:
+        _login(gate, mechanism="SCRAM-SHA-256")
+    assert _answer(ApiKey.SASL_AUTHENTICATE, 2, e.value.response)["ErrorMessage"] == (
+        "SASL mechanism 'SCRAM-SHA-256' requested by client is not supported for re-authentication of mechanism "
+        "'PLAIN'")
+
+
+def test_a_failed_re_authentication_closes_the_connection():
+    gate, inner, _ = _reauth_gate()
+    _login(gate)
+    gate(_frame(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"}))
+    with pytest.raises(CloseConnection, match="ILLEGAL_SASL_STATE"):     # nothing else until it is done
+        gate(_frame(*_METADATA))
+    assert inner.seen == []
+    gate, _, _ = _reauth_gate()
+    _login(gate)
+    with pytest.raises(CloseConnection) as e:
+        _login(gate, token=b"\x00alice\x00wrong")
+    assert _answer(ApiKey.SASL_AUTHENTICATE, 2, e.value.response)["ErrorMessage"] == FAILED

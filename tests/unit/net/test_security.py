@@ -13,7 +13,11 @@ from tierlog.net.client_security import client_security
 from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.dev_certs import DevCa
 from tierlog.net.memory_pool import MemoryPool
-from tierlog.net.node_security import node_security, parse_protocol_map
+from tierlog.net.node_security import (
+    node_security,
+    own_principal_warnings,
+    parse_protocol_map,
+)
 from tierlog.net.request_pipeline import PeerUnavailable
 from tierlog.net.security import PLAINTEXT, SecurityConfigError, SecurityProtocol
 from tierlog.net.server import Limits, Server, bind
@@ -99,6 +103,38 @@ def test_sasl_listeners_serve_plain_with_jaas_users():
               ("CLIENT", "BROKER"), inter="BROKER")
     with pytest.raises(SecurityConfigError, match="has no users: set listener.name.client.plain.sasl.jaas.config"):
         _node({**base, "sasl.enabled.mechanisms": "PLAIN"}, ("CLIENT", "BROKER"), inter="BROKER")
+
+
+def test_connections_max_reauth_ms_per_listener_and_mechanism():
+    base = {"listener.security.protocol.map": "A:SASL_PLAINTEXT,B:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512"}
+    assert _node(base, ("A", "B"), inter=None).reauth_ms == {
+        "A": {"SCRAM-SHA-256": 0, "SCRAM-SHA-512": 0}, "B": {"SCRAM-SHA-256": 0, "SCRAM-SHA-512": 0}}
+    spec = _node({**base, "connections.max.reauth.ms": "60000", "listener.name.a.connections.max.reauth.ms": "5000",
+                  "listener.name.a.scram-sha-512.connections.max.reauth.ms": "2000"}, ("A", "B"), inter=None)
+    assert spec.reauth_ms == {"A": {"SCRAM-SHA-256": 5000, "SCRAM-SHA-512": 2000},
+                              "B": {"SCRAM-SHA-256": 60000, "SCRAM-SHA-512": 60000}}
+    with pytest.raises(SecurityConfigError, match="want a whole number"):
+        _node({**base, "listener.name.b.connections.max.reauth.ms": "soon"}, ("A", "B"), inter=None)
+    with pytest.raises(SecurityConfigError, match="not supported by tierlog"):
+        _node({**base, "listener.name.b.gssapi.connections.max.reauth.ms": "1"}, ("A", "B"), inter=None)
+
+
+def test_a_node_connecting_as_no_super_user_is_warned_about_when_acls_are_on():
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+            'password="pw" user_admin="pw";')
+    props = {"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+             "sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+             "listener.name.client.plain.sasl.jaas.config": jaas}
+    spec = _node(props, ("CLIENT",), ("CONTROLLER",), inter="CLIENT")
+    assert own_principal_warnings(props, spec, True) == []                              # no authorizer
+    acls = {**props, "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    warned = own_principal_warnings({**acls, "super.users": "User:admin"}, spec, True)
+    assert len(warned) == 1 and "controller.listener.names listener as User:ANONYMOUS" in warned[0]
+    assert own_principal_warnings({**acls, "super.users": "User:admin;User:ANONYMOUS"}, spec, True) == []
+    warned = own_principal_warnings({**acls, "super.users": "User:ANONYMOUS"}, spec, True)
+    assert len(warned) == 1 and "inter.broker.listener.name listener as User:admin" in warned[0]
+    assert own_principal_warnings({**acls, "super.users": "User:ANONYMOUS"}, spec, False) == []   # a controller
 
 
 def test_client_security_accepts_kafka_and_librdkafka_names(certs):
