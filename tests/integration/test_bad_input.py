@@ -81,7 +81,7 @@ def test_api_versions_at_unsupported_version_gets_our_list(shared_node):
         corr, body = decode_response(API_VERSIONS, 0, read_frame(s))
     assert corr == 42 and body["ErrorCode"] == 35
     keys = {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in body["ApiKeys"]}
-    assert keys[0] == (3, 10) and keys[1] == (4, 19) and keys[18] == (0, 4)
+    assert keys[0] == (3, 12) and keys[1] == (4, 19) and keys[18] == (0, 4)
 
 
 def test_pipelined_requests_are_answered_in_order(shared_node):
