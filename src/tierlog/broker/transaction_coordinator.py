@@ -158,6 +158,18 @@ class TransactionCoordinator:
         self._last_topic_create_ms = now
         return True
 
+    async def _fresh_producer_id(self, transactional_id: str):
+        """A new producer id, then the transaction looked up again (the wait may have moved its
+        partition): (error, hosted, its metadata or None, the id)."""
+        try:
+            fresh = await self._next_producer_id()
+        except ProducerIdsUnavailable:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, None, -1
+        hosted, error = self.locate(transactional_id)
+        if error:
+            return error, None, None, -1
+        return ErrorCode.NONE, hosted, hosted.txns.get(transactional_id), fresh
+
     def locate(self, transactional_id: str) -> tuple[_Hosted | None, int]:
         hosted = self._hosted.get(self.partition_for(transactional_id))
         if hosted is None or not self._leading(hosted):
@@ -189,14 +201,9 @@ class TransactionCoordinator:
         meta = hosted.txns.get(transactional_id)
         fresh = -1
         if meta is None or meta.epoch_exhausted:        # a producer id may be needed: get one first
-            try:
-                fresh = await self._next_producer_id()
-            except ProducerIdsUnavailable:
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1
-            hosted, error = self.locate(transactional_id)
+            error, hosted, meta, fresh = await self._fresh_producer_id(transactional_id)
             if error:
                 return error, -1, -1
-            meta = hosted.txns.get(transactional_id)
         now = self._clock_ms()
         if meta is None:
             meta = hosted.txns[transactional_id] = rules.new_transaction_metadata(transactional_id, fresh,
@@ -245,14 +252,9 @@ class TransactionCoordinator:
         meta = hosted.txns.get(transactional_id)
         fresh = -1
         if client_transaction_version >= TV_2 and meta is not None and meta.epoch_exhausted:
-            try:
-                fresh = await self._next_producer_id()
-            except ProducerIdsUnavailable:
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1
-            hosted, error = self.locate(transactional_id)
+            error, hosted, meta, fresh = await self._fresh_producer_id(transactional_id)
             if error:
                 return error, -1, -1
-            meta = hosted.txns.get(transactional_id)
         decision = rules.end_txn(meta, producer_id, producer_epoch, commit, True, client_transaction_version,
                                  lambda: _given(fresh), self._clock_ms())
         if decision.error or decision.transit is None:
