@@ -76,6 +76,18 @@ class _ClientProtocol(asyncio.Protocol):
             self.owner._fail_all(PeerUnavailable(f"connection to {self.owner.address} lost"))
 
 
+async def _failure_of(login) -> PeerUnavailable | None:
+    """Run an open or a login; its failure is the task's result, not its exception. A caller that
+    gave up leaves the shielded task running, and a task that ends in an exception while the loop
+    shuts down is logged as unhandled (Python 3.11's ``wait_for`` lets a connection closed at that
+    moment win over the task's cancellation)."""
+    try:
+        await login
+    except PeerUnavailable as e:
+        return e
+    return None
+
+
 class PeerConnection:
     """One pipelined connection to ``host:port``."""
 
@@ -144,16 +156,15 @@ class PeerConnection:
         if self._ready():
             return
         if self._connecting is None:
-            self._connecting = asyncio.ensure_future(self._authenticate(REAUTH_TIMEOUT_S) if self._open_now()
-                                                     else self._open())
-            # a caller that gave up (its wait_for timed out) leaves the shielded open running:
-            # its failure is seen here, never logged as "Task exception was never retrieved"
-            self._connecting.add_done_callback(lambda t: t.cancelled() or t.exception())
+            self._connecting = asyncio.ensure_future(_failure_of(
+                self._authenticate(REAUTH_TIMEOUT_S) if self._open_now() else self._open()))
         try:
-            await asyncio.shield(self._connecting)
+            failure = await asyncio.shield(self._connecting)
         finally:
             if self._connecting is not None and self._connecting.done():
                 self._connecting = None
+        if failure is not None:     # each waiter raises its own copy (one exception, one traceback)
+            raise PeerUnavailable(str(failure), failure.reason)
 
     async def _open(self) -> None:
         try:

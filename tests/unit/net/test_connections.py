@@ -10,6 +10,7 @@ import pytest
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.client import PeerConnection
 from tierlog.net.request_pipeline import SIZE, PeerUnavailable
+from tierlog.net.security import SaslCredentials, Security, SecurityProtocol
 from tierlog.protocol import ApiKey, decode_request_header, encode_response
 
 ANSWER = {"ErrorCode": 0, "ApiKeys": [{"ApiKey": 18, "MinVersion": 0, "MaxVersion": 3}]}
@@ -185,3 +186,27 @@ def test_peer_connection_reconnects_after_a_violation(server):
         finally:
             conn.close()
     asyncio.run(main())
+
+
+def test_a_login_closed_as_the_loop_shuts_down_is_not_an_unhandled_exception(server):
+    """A node stopping cancels its tasks and closes its connections in the same loop turn;
+    the login task in flight then ends cancelled or quietly, never with an exception that
+    ``asyncio.run`` reports as "unhandled exception during asyncio.run() shutdown"."""
+    s = server(lambda cid: b"")                    # takes the SASL handshake, never answers it
+    security = Security(SecurityProtocol.SASL_PLAINTEXT, sasl=SaslCredentials("PLAIN", "u", "p"))
+    reported = []
+
+    async def main():
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: reported.append(ctx))
+        conn = PeerConnection("127.0.0.1", s.port, "t", security=security)
+        caller = asyncio.ensure_future(conn.request(ApiKey.API_VERSIONS, 0, {}, 5))
+        while not conn._pending:                   # the handshake request is on the wire
+            await asyncio.sleep(0.01)
+        login = conn._connecting
+        login.cancel()                             # what asyncio.run does to a task left over ...
+        caller.cancel()
+        conn.close()                               # ... while a shutdown path closes the connection
+        await asyncio.gather(login, caller, return_exceptions=True)
+        assert login.cancelled() or login.exception() is None
+    asyncio.run(main())
+    assert reported == []
