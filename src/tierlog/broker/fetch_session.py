@@ -16,7 +16,13 @@ session's last fetch.  The replica manager calls ``mark_changed`` when a
 partition gets an append, its high watermark or log start moves, or this
 broker stops leading it; the cache finds the sessions holding the partition
 through an index (partition -> sessions) and adds it to their ``dirty`` set,
-waking a fetch parked on the session (``SessionView.park``).  A partition read
+waking a fetch parked on the session (``SessionView.park``). A follower's session
+is woken by new records (or a leadership change) only: a move of the high
+watermark, last stable offset or log start alone marks it, and the follower
+learns it with its next answer, as Kafka's DelayedFetch completes a follower's
+fetch on new bytes and never on a high-watermark move. Waking it there would
+double the replication round trips: each append's fetch by a follower moves the
+high watermark, which would answer the fetch it parks next at once.  A partition read
 but not answered with records it has (the response's byte budget ran out, a
 remote read came back late) is marked again (``SessionView.keep``), so it is
 read by the next fetch without being named.
@@ -103,10 +109,11 @@ class SessionView:
 
 
 class _Session:
-    __slots__ = ("dirty", "epoch", "id", "partitions", "waiter")
+    __slots__ = ("dirty", "epoch", "id", "partitions", "replica", "waiter")
 
-    def __init__(self, session_id: int, partitions: list[SessionPartition]):
+    def __init__(self, session_id: int, partitions: list[SessionPartition], replica: bool = False):
         self.id = session_id
+        self.replica = replica             # a follower's session (the fetch named a replica id)
         self.epoch = 1                     # the next epoch the client must send
         self.partitions: OrderedDict = OrderedDict(((p.topic_key, p.partition), p) for p in partitions)
         self.dirty: set[tuple[object, int]] = set()
@@ -134,14 +141,15 @@ class FetchSessionCache:
         return len(self._sessions)
 
     def open(self, session_id: int, epoch: int, requested: list[SessionPartition],
-             forgotten: list[tuple[object, int]]) -> SessionView:
-        """Resolve a fetch request into the partitions to read; raises FetchSessionError."""
+             forgotten: list[tuple[object, int]], replica: bool = False) -> SessionView:
+        """Resolve a fetch request into the partitions to read; raises FetchSessionError.
+        ``replica``: the fetch is a follower's (a new session is one)."""
         named = frozenset((p.topic_key, p.partition) for p in requested)
         if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
             self._remove(session_id)
             if epoch == FINAL_EPOCH or self.max_slots <= 0:
                 return SessionView(0, False, requested, named)
-            session = self._create(requested)
+            session = self._create(requested, replica)
             return SessionView(session.id, False, list(session.partitions.values()), named, session)
         session = self._sessions.get(session_id)
         if session is None:
@@ -154,23 +162,24 @@ class FetchSessionCache:
         session.dirty.update(named)
         return SessionView(session_id, True, session.take_dirty(), named, session)
 
-    def mark_changed(self, keys, wake: bool = True) -> None:
+    def mark_changed(self, keys, wake: bool = True, records: bool = True) -> None:
         """Partitions (topic key, partition) with news: every session holding one reads it next
-        (at once when ``wake``, else with the session's next fetch)."""
+        (at once when ``wake``, else with the session's next fetch). Without ``records`` (only a
+        watermark or the log start moved) followers' sessions are not woken."""
         for key in keys:
             for sid in self._holders.get(key, ()):
                 session = self._sessions[sid]
                 session.dirty.add(key)
-                if wake:
+                if wake and (records or not session.replica):
                     session.wake()
 
-    def _create(self, partitions: list[SessionPartition]) -> _Session:
+    def _create(self, partitions: list[SessionPartition], replica: bool) -> _Session:
         while len(self._sessions) >= self.max_slots:
             self._remove(next(iter(self._sessions)))
         session_id = 0
         while session_id == 0 or session_id in self._sessions:
             session_id = self._rng.randint(1, 2**31 - 1)
-        session = _Session(session_id, partitions)
+        session = _Session(session_id, partitions, replica)
         self._sessions[session_id] = session
         for key in session.partitions:
             self._holders.setdefault(key, set()).add(session_id)

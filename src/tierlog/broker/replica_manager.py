@@ -444,7 +444,7 @@ class ReplicaManager:
         if part.deletes:
             self._complete_deletes(part.deletes.on_low_watermark(ls.low_watermark(part.log_start_offset)))
         if upd.hw_advanced:
-            self.notify_changed(part)
+            self.notify_changed(part, records=False)
         if upd.alter_partition is not None:
             self._tasks.spawn(self._alter_partition(part, ls, upd.alter_partition),
                               name=f"alter-partition-{part.topic}-{part.index}")
@@ -479,7 +479,7 @@ class ReplicaManager:
             return error, -1, None
         if moved:
             log.info("%s-%d: log start offset raised to %d (DeleteRecords)", part.topic, part.index, target)
-            self.notify_changed(part)
+            self.notify_changed(part, records=False)
         ls = part.leader_state
         lw = ls.low_watermark(part.log_start_offset)
         if lw >= target:
@@ -546,11 +546,12 @@ class ReplicaManager:
         self._on_update(part, ls.tick(now, part.log_end_offset, part.local_log()))
 
     # -- appends and long polls -------------------------------------------------
-    def notify_changed(self, part: Partition) -> None:
+    def notify_changed(self, part: Partition, records: bool = True) -> None:
         """``part`` has news for fetchers (records, its high watermark or log start moved, leadership
-        lost): wake sessionless fetches parked on it and mark it in the fetch sessions holding it."""
+        lost): wake sessionless fetches parked on it and mark it in the fetch sessions holding it
+        (without ``records``, a watermark or log start move, followers' sessions are not woken)."""
         self._wake(part.key)
-        self.fetch_sessions.mark_changed(((part.topic_id, part.index), part.key))
+        self.fetch_sessions.mark_changed(((part.topic_id, part.index), part.key), records=records)
 
     def on_replica_fetch(self, replica_id: int) -> None:
         """A follower's Fetch arrived: every partition of its session is fetched as of now."""

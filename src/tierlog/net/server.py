@@ -6,8 +6,10 @@ the socket fills directly and that grows only as bytes arrive (from
 ``FRAME_CHUNK_MIN_BYTES``, doubling, by at most ``FRAME_CHUNK_MAX_BYTES`` a
 step), never to the size a peer declares before sending it.  Frames queue up to
 ``queued_max_requests``; past that the connection stops reading.  One worker
-task per connection handles frames strictly in order, as Kafka does, so
-responses go out in request order without reordering logic.
+task per connection begins requests strictly in order, as Kafka does, and
+answers go out in request order; a handler may let the next request begin
+before it answers (``net.pipelining``: an acks=all Produce once appended), its
+answer then waits in line (at most ``queued_max_requests`` of them).
 
 Bounds (``Limits``; what happens at each):
 
@@ -60,6 +62,7 @@ from collections.abc import Awaitable, Callable
 
 from tierlog.clock import monotonic_ms
 
+from . import pipelining
 from .connection_deadlines import ConnectionDeadlines
 from .connection_quotas import ConnectionQuotas
 from .memory_pool import MemoryPool
@@ -123,6 +126,10 @@ class _Connection(asyncio.BufferedProtocol):
         self._admitted = False
         self.transport = None
         self._worker = None
+        self._answers: deque = deque()          # released requests' tasks, then answers behind them, in order
+        self._answered = asyncio.Event()
+        self._writer: asyncio.Task | None = None
+        self._handling: set[asyncio.Task] = set()   # handlers' tasks not ended yet
         self._zero_copy = server.ssl_context is None      # sendfile bypasses TLS
         self._handle = server.session(server.handler) if server.session else server.handler
 
@@ -165,15 +172,21 @@ class _Connection(asyncio.BufferedProtocol):
             self._server.forget(self)
         self._free_buffers()
         self._wake.set()
+        self._answered.set()
         self._can_write.set()
-        if self._worker is not None:
-            self._worker.cancel()
+        for task in self.tasks():
+            task.cancel()
+
+    def tasks(self) -> list[asyncio.Task]:
+        """The worker, the answer writer and the handlers in progress."""
+        return [t for t in (self._worker, self._writer, *self._handling) if t is not None]
 
     def _free_buffers(self) -> None:
         self._pool.forget(self)
         self._release(self._reserved)
         self._rbuf, self._rlen, self._frame, self._grow = bytearray(), 0, None, 0
         self._queue.clear()
+        self._answers.clear()
 
     def pause_writing(self):
         self._can_write.clear()
@@ -311,7 +324,7 @@ class _Connection(asyncio.BufferedProtocol):
                 self.transport.resume_reading()
                 self._server.reading_resumed(self)
 
-    # -- the worker: one request at a time, responses in order ---------------------
+    # -- the worker: requests begin in order, answers go out in order ------------------
     async def _run(self):
         handle = self._handle
         try:
@@ -320,21 +333,75 @@ class _Connection(asyncio.BufferedProtocol):
                     self._wake.clear()
                     await self._wake.wait()
                     continue
+                await self._room_to_begin()
+                if self._closed:
+                    break
                 frame, received_ns = self._queue.popleft()
                 if len(self._queue) < self._limits.queued_max_requests // 2 + 1:
                     self._resume(_QUEUE)
                 self._server.request_started(self)
+                nbytes = len(frame)
                 try:
                     result = handle(frame, self.client_host, received_ns)
-                    if result is not None and not isinstance(result, list):
-                        result = await result
                 finally:
-                    self._release(len(frame))
                     del frame
-                if result is not None and not self._closed:
-                    await self._send(result)
-                self._server.request_done(self)
-        except CloseConnection as e:
+                if result is not None and not isinstance(result, list):
+                    result = await self._until_released(result, nbytes)
+                else:
+                    self._release(nbytes)
+                if self._answers or isinstance(result, asyncio.Task):
+                    self._answer_later(result)
+                else:
+                    await self._answer(result)
+        except BaseException as e:       # noqa: BLE001 - CloseConnection, cancellation or a bug: see _ended
+            await self._ended(e)
+
+    async def _until_released(self, awaitable, nbytes: int):
+        """Run a handler's awaitable until it answers (its parts) or releases the connection
+        (``net.pipelining``: its task, answered later); its frame's bytes go back when it ends."""
+        task, released = pipelining.start(awaitable)
+        self._handling.add(task)
+        task.add_done_callback(lambda t: self._request_ended(t, nbytes))
+        await released
+        return task.result() if task.done() else task
+
+    def _request_ended(self, task: asyncio.Task, nbytes: int) -> None:
+        self._handling.discard(task)
+        self._release(nbytes)
+        if not task.cancelled():
+            task.exception()        # seen here when the connection closed first (no answer to send)
+
+    async def _room_to_begin(self) -> None:
+        """Wait while ``queued.max.requests`` answers are pending (released requests and the ones behind)."""
+        while len(self._answers) >= self._limits.queued_max_requests and not self._closed:
+            self._answered.clear()
+            await self._answered.wait()
+
+    def _answer_later(self, result) -> None:
+        """Queue an answer behind the ones still pending."""
+        self._answers.append(result)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write_answers())
+
+    async def _write_answers(self) -> None:
+        try:
+            while self._answers and not self._closed:
+                await self._answer(self._answers[0])
+                self._answers.popleft()
+                self._answered.set()
+        except BaseException as e:       # noqa: BLE001 - as in _run
+            await self._ended(e)
+
+    async def _answer(self, result) -> None:
+        """Send one request's answer: its parts, or what its task ends with (None: no answer, acks=0)."""
+        if isinstance(result, asyncio.Future):
+            result = await result
+        if result is not None and not self._closed:
+            await self._send(result)
+        self._server.request_done(self)
+
+    async def _ended(self, e: BaseException) -> None:
+        if isinstance(e, CloseConnection):
             # an answered close (a failed SASL login) is logged by its gate, rate limited
             (log.debug if e.response is not None else log.info)("closing %s: %s", self.peer, e)
             if e.response is not None and not self._closed:
@@ -342,11 +409,13 @@ class _Connection(asyncio.BufferedProtocol):
                 if e.linger_s > 0:
                     await asyncio.sleep(e.linger_s)
             self.close()
-        except asyncio.CancelledError:
+        elif isinstance(e, asyncio.CancelledError):
             pass
-        except Exception:
-            log.exception("closing %s after an unexpected error", self.peer)
+        elif isinstance(e, Exception):
+            log.error("closing %s after an unexpected error", self.peer, exc_info=e)
             self.close()
+        else:
+            raise e
 
     async def _send(self, parts: list):
         size = sum(len(p) for p in parts)
@@ -385,6 +454,7 @@ class _Connection(asyncio.BufferedProtocol):
             self._closed = True
             self._free_buffers()
             self._wake.set()
+            self._answered.set()
             if self.transport is not None:
                 self.transport.close()
 
@@ -469,18 +539,18 @@ class Server:
                 conn.abort()
 
     async def stop(self) -> None:
-        """Stop listening, close every connection and wait until their workers have ended."""
+        """Stop listening, close every connection and wait until their tasks (workers, handlers) have ended."""
         if self._server is not None:
             self._server.close()
         if self._sweeper is not None:
             self._sweeper.cancel()
-        workers = [self._sweeper] if self._sweeper is not None else []
+        tasks = [self._sweeper] if self._sweeper is not None else []
         for conn in list(self._connections):
             conn.close()
-            if conn._worker is not None:
-                conn._worker.cancel()
-                workers.append(conn._worker)
-        await asyncio.gather(*workers, return_exceptions=True)
+            for task in conn.tasks():
+                task.cancel()
+                tasks.append(task)
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
 

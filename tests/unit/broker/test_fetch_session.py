@@ -65,6 +65,21 @@ def test_a_parked_fetch_wakes_on_a_change_of_its_session():
     assert not c.open(0, -1, [sp(0)], []).park(Waiter())               # no session to park on
 
 
+def test_a_followers_fetch_wakes_on_records_not_on_a_watermark_move():
+    """Kafka's DelayedFetch: a follower's fetch completes on new bytes; a consumer's also when
+    the high watermark moves (what it may read grew)."""
+    c = cache()
+    follower = c.open(c.open(0, 0, [sp(0)], [], replica=True).session_id, 1, [], [])
+    consumer = c.open(c.open(0, 0, [sp(0)], []).session_id, 1, [], [])
+    f_waiter, c_waiter = Waiter(), Waiter()
+    assert follower.park(f_waiter) and consumer.park(c_waiter)
+    c.mark_changed([("t", 0)], records=False)
+    assert c_waiter.done() and not f_waiter.done()
+    c.mark_changed([("t", 0)])
+    assert f_waiter.done()
+    assert [p.partition for p in follower.take_changed()] == [0]         # the move is in its next answer
+
+
 class Waiter:
     def __init__(self):
         self.result = None

@@ -4,7 +4,7 @@ Batches stay bytes: the records are never decoded.  acks must be -1, 0 or 1
 (else INVALID_REQUIRED_ACKS); acks=0 gets no response.  acks=1 is answered
 after the leader's append; acks=-1 waits in the partition's purgatory until the
 high watermark covers the batch (every ISR member has it) or TimeoutMs passes
-(REQUEST_TIMED_OUT), and is refused with NOT_ENOUGH_REPLICAS before the append
+(REQUEST_TIMED_OUT), the connection meanwhile free for the next request (``net.pipelining``), and is refused with NOT_ENOUGH_REPLICAS before the append
 when the ISR is under min.insync.replicas (all of it in ``Partition.append_as_leader``, through
 ``ReplicaManager.append_records``, which parks acks=all).  v10 errors carry KIP-951's CurrentLeader and
 NodeEndpoints; a partition this broker may not know the leader of yet waits for
@@ -25,6 +25,7 @@ transactional request also WRITE on its transactional id, else TRANSACTIONAL_ID_
 """
 import asyncio
 
+from tierlog.net.pipelining import release_connection
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
@@ -56,6 +57,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
                      for p in t["PartitionData"]]
         topics.append({"Name": t["Name"], "PartitionResponses": parts})
     if waits:
+        release_connection()        # appended in request order; the wait for followers need not hold the connection
         errors = await asyncio.gather(*(fut for _, _, fut in waits))
         for (topic, resp, _), error in zip(waits, errors):
             if error:

@@ -66,12 +66,12 @@ TOPIC_IDS_FROM = 13
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     version = header.api_version
     requested, forgotten = _session_inputs(request, version)
+    replica_id = _replica_id(request, version)
     try:
         view = broker.fetch_sessions.open(request.get("SessionId", 0), request.get("SessionEpoch", -1),
-                                          requested, forgotten)
+                                          requested, forgotten, replica=replica_id >= 0)
     except FetchSessionError as e:
         return {"ThrottleTimeMs": 0, "ErrorCode": e.error_code, "SessionId": 0, "Responses": []}
-    replica_id = _replica_id(request, version)
     max_bytes = min(request.get("MaxBytes", broker.fetch_max_bytes), broker.fetch_max_bytes)
     isolation = request.get("IsolationLevel", 0)
     follower = None
