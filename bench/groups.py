@@ -465,6 +465,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.choices["consume-worker"].add_argument("--mode", choices=("assign", "subscribe"), required=True)
     p.add_argument("--parts", default="commits,settle,consume")
     p.add_argument("--committers", type=int, default=10)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for every node")
     p.add_argument("--commit-seconds", type=float, default=10.0)
     p.add_argument("--async-window", type=int, default=100)
     p.add_argument("--modes", default="sync,async", help="commit modes to run: sync, async or both")
@@ -494,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
            "settle_goal_s": (2 * DEFAULT_INITIAL_DELAY_MS + DEFAULT_MAX_POLL_INTERVAL_MS) / 1000,
            "commit_goal_per_s": COMMIT_GOAL_PER_S, "machine_before": machine_facts()}
     with tempfile.TemporaryDirectory(prefix="tierlog-bench-groups-") as tmp:
-        cluster = Cluster(Path(tmp), brokers=3, controllers=1)
+        settings = dict(kv.split("=", 1) for kv in args.set)
+        doc["settings"] = settings
+        cluster = Cluster(Path(tmp), brokers=3, controllers=1, settings=settings)
         try:
             if "commits" in parts:
                 doc["commits"] = part_commits(cluster, args)

@@ -122,6 +122,9 @@ _DEFS = [
     _d("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets."),
     _d("offsets.commit.timeout.ms", "int", 5000,
        "Longest an offset commit or a group write waits for the ISR before it is answered with an error."),
+    _d("group.coordinator.append.linger.ms", "int", 10,
+       "How long the group coordinator gathers writes to a __consumer_offsets partition into one batch "
+       "before appending it (0: the end of the event-loop round)."),
     _d("transaction.state.log.num.partitions", "int", 50,
        "Partitions of __transaction_state (fixed once it exists)."),
     _d("transaction.state.log.replication.factor", "int", 3,
@@ -394,7 +397,8 @@ class NodeConfig:
                     "socket.request.read.timeout.ms", "max.connections"):
             if self.values[key] <= 0:
                 raise ConfigError(f"{key}: must be positive, got {self.values[key]}")
-        for key in ("max.connections.per.ip", "connection.failed.authentication.delay.ms"):
+        for key in ("max.connections.per.ip", "connection.failed.authentication.delay.ms",
+                    "group.coordinator.append.linger.ms"):
             if self.values[key] < 0:
                 raise ConfigError(f"{key}: must not be negative")
         pool = self.values["queued.max.request.bytes"]

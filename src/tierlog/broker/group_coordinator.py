@@ -8,10 +8,10 @@
   request still waiting in it NOT_COORDINATOR.  A shard is used only while its
   partition keeps the leader state it was loaded under.
 - Requests (``run``): the shard's call returns an ``Output``.  The outputs with
-  records of one event-loop round (every request that arrived together, of any
-  group of the partition) are appended as one batch (Kafka's CoordinatorRuntime
-  batch, flushed at the end of the round instead of after
-  group.coordinator.append.linger.ms; at most the partition's max.message.bytes)
+  records that arrive within group.coordinator.append.linger.ms of the first
+  (every request of any group of the partition; 0: of one event-loop round) are
+  appended as one batch (Kafka's CoordinatorRuntime batch; at most the
+  partition's max.message.bytes)
   with acks=all through ``ReplicaManager.append_records``
   (``Partition.append_as_leader``, origin coordinator, as Produce does); their
   answers wait until the high watermark passes the batch (at most
@@ -107,6 +107,7 @@ class GroupCoordinator:
         self.replication_factor = config["offsets.topic.replication.factor"]
         self.segment_bytes = config["offsets.topic.segment.bytes"]
         self._commit_timeout_ms = config["offsets.commit.timeout.ms"]
+        self._linger_s = config["group.coordinator.append.linger.ms"] / 1000
         self._replicas = replicas
         self._clock_ms = clock_ms
         self._rng = random.Random()
@@ -233,7 +234,11 @@ class GroupCoordinator:
                 self._answer_after_last(hosted, out)
                 return
             batch = hosted.pending = _Batch(hosted.part.config.max_message_bytes)
-            asyncio.get_running_loop().call_soon(self._flush, hosted, batch)     # once this round's calls are in
+            loop = asyncio.get_running_loop()
+            if self._linger_s > 0:
+                loop.call_later(self._linger_s, self._flush, hosted, batch)
+            else:
+                loop.call_soon(self._flush, hosted, batch)      # once this round's calls are in
         if not hosted.pending.add(out):         # full: written now, ``out`` opens the next batch
             self._flush(hosted, hosted.pending)
             self._emit(hosted, out)
@@ -248,10 +253,12 @@ class GroupCoordinator:
             self._tasks.spawn(self._after(last, out), name=f"group-answer-{hosted.part.index}")
 
     def _flush(self, hosted: _Hosted, batch: _Batch | None) -> None:
-        """Write ``batch`` if it is still the one being filled (a full one was written already)."""
+        """Write ``batch`` if it is still the one being filled (a full one was written already) and the
+        partition's shard was not dropped while it lingered (its answers went out NOT_COORDINATOR)."""
         if batch is not None and hosted.pending is batch:
             hosted.pending = None
-            self._write(hosted, batch.outputs, None)
+            if self._hosted.get(hosted.part.index) is hosted:
+                self._write(hosted, batch.outputs, None)
 
     def _write(self, hosted: _Hosted, outputs: list[Output], producer: tuple[int, int] | None) -> None:
         """Append the records of ``outputs`` as one batch now (log order is call order); a task

@@ -78,8 +78,10 @@ def replicate(part, offset: int | None = None) -> None:
         c.token.set_result(c.error)
 
 
-def _coordinator(tmp_path, log_props: dict | None = None) -> tuple[GroupCoordinator, Replicas]:
-    config = NodeConfig({"node.id": "1", "offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"})
+def _coordinator(tmp_path, log_props: dict | None = None, linger_ms: int = 0) -> tuple[GroupCoordinator, Replicas]:
+    """Without ``linger_ms`` a batch is the writes of one event-loop round."""
+    config = NodeConfig({"node.id": "1", "offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0",
+                         "group.coordinator.append.linger.ms": str(linger_ms)})
     log = Log.open(tmp_path / f"{OFFSETS_TOPIC}-0", LogConfig.from_props(log_props or {}), NOW)
     part = Partition(OFFSETS_TOPIC, 0, b"\x05" * 16, log, leader_id=1, leader_epoch=1)
     part.leader_state = LeaderState(topic_id=part.topic_id, partition=0, leader_id=1, leader_epoch=1,
@@ -91,10 +93,10 @@ def _coordinator(tmp_path, log_props: dict | None = None) -> tuple[GroupCoordina
     return coordinator, replicas
 
 
-def _run(tmp_path, scenario, log_props: dict | None = None) -> None:
+def _run(tmp_path, scenario, log_props: dict | None = None, linger_ms: int = 0) -> None:
     """``scenario(coordinator, replicas)`` on a loaded coordinator, closed after."""
     async def main():
-        coordinator, replicas = _coordinator(tmp_path, log_props)
+        coordinator, replicas = _coordinator(tmp_path, log_props, linger_ms)
         await _loaded(coordinator)
         try:
             await scenario(coordinator, replicas)
@@ -253,6 +255,22 @@ def test_a_round_while_a_batch_is_in_flight_is_the_next_append_answered_after_it
         replicate(coordinator.locate("g")[0].part)
         assert [_code(await t) for t in first + second] == [E.NONE] * 3
     _run(tmp_path, scenario)
+
+
+def test_writes_within_the_linger_of_the_first_are_one_append(tmp_path):
+    """group.coordinator.append.linger.ms: the batch opened by the first write takes the writes of
+    later rounds until the linger ends (1 s here, so a slow machine cannot end it early)."""
+    async def scenario(coordinator, replicas):
+        replicas.hold = True
+        first = await _one_round(_commit(coordinator, 5, "g"))
+        second = await _one_round(_commit(coordinator, 6, "h"))
+        assert _batches(replicas) == []                         # still lingering
+        while not _batches(replicas):
+            await asyncio.sleep(0.05)
+        assert [len(b) for b in _batches(replicas)] == [2]      # two rounds, one batch
+        replicate(coordinator.locate("g")[0].part)
+        assert [_code(await t) for t in first + second] == [E.NONE] * 2
+    _run(tmp_path, scenario, linger_ms=1000)
 
 
 def test_a_round_larger_than_max_message_bytes_is_split_into_batches_that_fit(tmp_path):
