@@ -28,7 +28,7 @@ from tierlog.net.request_pipeline import (
     PeerUnavailable,
     RequestPipeline,
 )
-from tierlog.net.security import PLAINTEXT, Security
+from tierlog.net.security import PLAINTEXT, SaslCredentials, Security
 
 __all__ = ["BlockingConnection"]
 
@@ -51,15 +51,15 @@ class BlockingConnection:
             reason = _reason(e)
             raise PeerUnavailable(f"cannot connect to {self.address}: {reason}", reason) from None
         if security.sasl is not None:
-            self._authenticate(security)
+            self._authenticate(security.sasl)
 
-    def _authenticate(self, security: Security) -> None:
+    def _authenticate(self, creds: SaslCredentials) -> None:
         """SASL before anything else (``net.sasl_client``); a refusal closes the connection."""
         self._reauth_at = None
         try:
-            sasl_client.check_handshake(self.request(*sasl_client.handshake_request(security.sasl)), security.sasl)
-            login = sasl_client.ClientExchange(security.sasl)
-            token = login.first()
+            sasl_client.check_handshake(self.request(*sasl_client.handshake_request(creds)), creds)
+            login = sasl_client.ClientExchange(creds)
+            token: bytes | None = login.first()
             while token is not None:
                 token = login.next(self.request(*sasl_client.authenticate_request(token)))
         except PeerUnavailable as e:
@@ -75,7 +75,8 @@ class BlockingConnection:
     def send(self, api_key: int, version: int, body: dict, timeout_s: float | None = None) -> int:
         """Send one request; its correlation id."""
         if self._reauth_at is not None and not self.pipeline.in_flight and time.monotonic() >= self._reauth_at:
-            self._authenticate(self._security)
+            assert self._security.sasl is not None, "only a SASL session is re-authenticated"
+            self._authenticate(self._security.sasl)
         sock = self._open_socket()
         cid, frame = self.pipeline.request(api_key, version, body)
         try:

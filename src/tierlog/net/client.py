@@ -112,18 +112,24 @@ class PeerConnection:
         """Send one request and return the decoded response body."""
         async with self._slots:
             await self._until_ready(timeout_s)
-            cid, frame = self.pipeline.request(api_key, version, body)
-            fut = asyncio.get_running_loop().create_future()
-            self._pending[cid] = fut
-            self._transport.write(frame)
+            cid, answer = self._write(api_key, version, body)
             try:
-                return await asyncio.wait_for(fut, timeout_s)
+                return await asyncio.wait_for(answer, timeout_s)
             except TimeoutError:
                 self._give_up(cid)
                 raise PeerUnavailable(f"{self.address}: api {api_key} timed out after {timeout_s:g}s") \
                     from None
             finally:
                 self._pending.pop(cid, None)
+
+    def _write(self, api_key: int, version: int, body: dict) -> tuple[int, asyncio.Future]:
+        """Write one request on the open connection: its correlation id and the future of its answer."""
+        if self._transport is None:
+            raise PeerUnavailable(f"connection to {self.address} closed")
+        cid, frame = self.pipeline.request(api_key, version, body)
+        answer = self._pending[cid] = asyncio.get_running_loop().create_future()
+        self._transport.write(frame)
+        return cid, answer
 
     async def _until_ready(self, timeout_s: float) -> None:
         """Connected and logged in; checked again after each wait, as a login may have begun meanwhile
@@ -179,11 +185,12 @@ class PeerConnection:
     async def _authenticate(self, timeout_s: float) -> None:
         """SASL before anything else (``net.sasl_client``); a refusal fails the connection."""
         creds = self.security.sasl
+        assert creds is not None, "only a SASL connection logs in"
         try:
             sasl_client.check_handshake(await self._exchange(*sasl_client.handshake_request(creds),
                                                              timeout_s=timeout_s), creds)
             login = sasl_client.ClientExchange(creds)
-            token = login.first()
+            token: bytes | None = login.first()
             while token is not None:
                 token = login.next(await self._exchange(*sasl_client.authenticate_request(token),
                                                         timeout_s=timeout_s))
@@ -195,12 +202,9 @@ class PeerConnection:
 
     async def _exchange(self, api_key: int, version: int, body: dict, timeout_s: float = CONNECT_TIMEOUT_S) -> dict:
         """One request of a login (no slot: the caller holds one)."""
-        cid, frame = self.pipeline.request(api_key, version, body)
-        fut = asyncio.get_running_loop().create_future()
-        self._pending[cid] = fut
-        self._transport.write(frame)
+        cid, answer = self._write(api_key, version, body)
         try:
-            return await asyncio.wait_for(fut, timeout_s)
+            return await asyncio.wait_for(answer, timeout_s)
         except TimeoutError:
             raise PeerUnavailable(f"{self.address}: no SASL answer within {timeout_s:g}s", "timed out") \
                 from None

@@ -50,7 +50,7 @@ def client_security(props: Mapping[str, str]) -> Security:
             raise SecurityConfigError(f"{min(ssl_props)} is set but security.protocol is {protocol.name}: "
                                       "set security.protocol=SSL (or SASL_SSL)")
         return Security(protocol, sasl=sasl)
-    values = {}
+    values: dict[str, str | bool] = {}
     for key, text in ssl_props.items():
         name = SSL_KEYS.get(key) or _LIBRDKAFKA_KEYS.get(key)
         if key == "enable.ssl.certificate.verification":
@@ -88,7 +88,7 @@ def _client_sasl(props: Mapping[str, str], protocol: SecurityProtocol) -> SaslCr
     if not options.get("username") or options.get("password") is None:
         raise SecurityConfigError(f"SASL {mechanism} needs a user: set sasl.username and sasl.password "
                                   "(or sasl.jaas.config with username and password)")
-    return SaslCredentials(mechanism, options["username"], options["password"])
+    return SaslCredentials(mechanism, options["username"] or "", options["password"] or "")
 
 # Kafka's (Java) client ssl.* names that librdkafka spells differently; a PEM keystore file
 # holds the key and the chain, which librdkafka reads as certificate and key from one file.

@@ -21,6 +21,7 @@ again by the server) and ``forget``; it polls ``expired(now_ms)`` every
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import Generic, TypeVar
 
 __all__ = ["IDLE", "READ", "ConnectionDeadlines"]
 
@@ -29,24 +30,27 @@ READ = "socket.request.read.timeout.ms"
 MIN_POLL_MS, MAX_POLL_MS = 10, 1000
 
 
-class ConnectionDeadlines:
+C = TypeVar("C", bound=Hashable)      # a connection, as the shell knows it
+
+
+class ConnectionDeadlines(Generic[C]):
     def __init__(self, idle_ms: int, read_ms: int):
         self.idle_ms = idle_ms
         self.read_ms = read_ms
-        self._idle_since: dict[Hashable, int] = {}     # not busy: conn -> last activity, oldest first
-        self._frame_since: dict[Hashable, int] = {}    # conn -> first byte of its incomplete frame
-        self._busy: set[Hashable] = set()
-        self._paused: set[Hashable] = set()             # not read by the server for now
-        self._paused_in_frame: set[Hashable] = set()    # ... with a frame incomplete
+        self._idle_since: dict[C, int] = {}     # not busy: conn -> last activity, oldest first
+        self._frame_since: dict[C, int] = {}    # conn -> first byte of its incomplete frame
+        self._busy: set[C] = set()
+        self._paused: set[C] = set()             # not read by the server for now
+        self._paused_in_frame: set[C] = set()    # ... with a frame incomplete
 
     @property
     def poll_interval_ms(self) -> int:
         return max(MIN_POLL_MS, min(MAX_POLL_MS, self.idle_ms // 4, self.read_ms // 4))
 
-    def opened(self, conn: Hashable, now_ms: int) -> None:
+    def opened(self, conn: C, now_ms: int) -> None:
         self._idle_since[conn] = now_ms
 
-    def received(self, conn: Hashable, now_ms: int, frame_open: bool) -> None:
+    def received(self, conn: C, now_ms: int, frame_open: bool) -> None:
         if conn not in self._busy:
             self._touch(conn, now_ms)
         if not frame_open:
@@ -57,35 +61,35 @@ class ConnectionDeadlines:
         elif conn not in self._frame_since:
             self._frame_since[conn] = now_ms
 
-    def request_started(self, conn: Hashable) -> None:
+    def request_started(self, conn: C) -> None:
         self._busy.add(conn)
         self._idle_since.pop(conn, None)
 
-    def request_done(self, conn: Hashable, now_ms: int) -> None:
+    def request_done(self, conn: C, now_ms: int) -> None:
         self._busy.discard(conn)
         self._touch(conn, now_ms)
 
-    def paused(self, conn: Hashable) -> None:
+    def paused(self, conn: C) -> None:
         """The server stopped reading ``conn``: its incomplete frame's clock stops."""
         self._paused.add(conn)
         if self._frame_since.pop(conn, None) is not None:
             self._paused_in_frame.add(conn)
 
-    def resumed(self, conn: Hashable, now_ms: int) -> None:
+    def resumed(self, conn: C, now_ms: int) -> None:
         """Reading again: an incomplete frame gets the whole ``read_ms`` from now."""
         self._paused.discard(conn)
         if conn in self._paused_in_frame:
             self._paused_in_frame.discard(conn)
             self._frame_since[conn] = now_ms
 
-    def forget(self, conn: Hashable) -> None:
+    def forget(self, conn: C) -> None:
         self._idle_since.pop(conn, None)
         self._frame_since.pop(conn, None)
         self._busy.discard(conn)
         self._paused.discard(conn)
         self._paused_in_frame.discard(conn)
 
-    def expired(self, now_ms: int) -> list[tuple[Hashable, str]]:
+    def expired(self, now_ms: int) -> list[tuple[C, str]]:
         """Connections past a deadline, each with the config that closes it; forgotten here."""
         slow = _due(self._frame_since, now_ms - self.read_ms)
         out = [(c, READ) for c in slow]
@@ -95,12 +99,12 @@ class ConnectionDeadlines:
             self.forget(conn)
         return out
 
-    def _touch(self, conn: Hashable, now_ms: int) -> None:
+    def _touch(self, conn: C, now_ms: int) -> None:
         self._idle_since.pop(conn, None)
         self._idle_since[conn] = now_ms
 
 
-def _due(since: dict[Hashable, int], cutoff_ms: int) -> list[Hashable]:
+def _due(since: dict[C, int], cutoff_ms: int) -> list[C]:
     due = []
     for conn, at in since.items():       # oldest first
         if at > cutoff_ms:

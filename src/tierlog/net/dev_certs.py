@@ -98,7 +98,7 @@ class DevCa:
         _write(out.cert, cert_pem)
         _write(out.key, _key_pem(key), private=True)
         _write(out.keystore, _key_pem(key) + cert_pem + ca_pem, private=True)
-        if out.pkcs12 is not None:
+        if out.pkcs12 is not None and pkcs12_password:
             _write(out.pkcs12, pkcs12.serialize_key_and_certificates(
                 name.encode(), key, cert, [self._cert],
                 serialization.BestAvailableEncryption(pkcs12_password.encode())), private=True)

@@ -31,8 +31,8 @@ def release_connection() -> None:
     """The request being handled needs no more ordering: the connection may begin the next one.
     Outside a pipelined request (a handler called directly, a test) it does nothing."""
     released = _RELEASE.get()
-    if released is not None and not released.done():
-        released.set_result(None)
+    if released is not None:
+        _resolve(released)
 
 
 def start(awaitable: Awaitable) -> tuple[asyncio.Task, asyncio.Future]:
@@ -43,8 +43,13 @@ def start(awaitable: Awaitable) -> tuple[asyncio.Task, asyncio.Future]:
     context.run(_RELEASE.set, released)
     coro = awaitable if asyncio.iscoroutine(awaitable) else _await(awaitable)
     task = loop.create_task(coro, context=context)
-    task.add_done_callback(lambda _t: released.done() or released.set_result(None))
+    task.add_done_callback(lambda _t: _resolve(released))
     return task, released
+
+
+def _resolve(released: asyncio.Future) -> None:
+    if not released.done():
+        released.set_result(None)
 
 
 async def _await(awaitable: Awaitable):

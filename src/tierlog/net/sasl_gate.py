@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from tierlog.protocol import (
     ProtocolError,
@@ -98,12 +99,22 @@ class PlainSession:
         return b""
 
 
+class SaslServerSession(Protocol):
+    """One connection's server side of a SASL exchange (PLAIN, SCRAM, or a refused re-authentication)."""
+
+    complete: bool
+    user: str | None
+    failure_message: str
+
+    def evaluate(self, token: bytes) -> bytes: ...
+
+
 class _WrongMechanism:
     """A re-authentication that named another mechanism: Kafka answers the handshake, then
     refuses the token (SaslServerAuthenticator's REAUTH_BAD_MECHANISM)."""
 
     complete = False
-    user = None
+    user: str | None = None
 
     def __init__(self, asked: str, previous: str):
         self.failure_message = (f"SASL mechanism '{asked}' requested by client is not supported for "
@@ -131,7 +142,7 @@ class SaslGate:
         self._reauth_ms = reauth_ms or {}
         self._clock = clock
         self._state = _HANDSHAKE
-        self._session = None
+        self._session: SaslServerSession | None = None
         self._mechanism: str | None = None          # of the authenticated (or re-authenticating) session
         self._expires_at: float | None = None       # clock() past which the session is over; None: never
         self._reauth_started: float | None = None   # clock() of the last re-authentication's start
@@ -164,9 +175,9 @@ class SaslGate:
                 (self._reauth_started is None or now - self._reauth_started >= REAUTH_MIN_INTERVAL_S):
             self._reauth_started, self._state, self._reauthenticating = now, _HANDSHAKE, True
             return True
-        if now > self._expires_at:
+        if self._expires_at is not None and now > self._expires_at:
             raise CloseConnection(f"{self.principal}'s SASL session expired (connections.max.reauth.ms="
-                                  f"{self._reauth_ms.get(self._mechanism, 0)}) and was not re-authenticated")
+                                  f"{self._reauth_ms.get(self._mechanism or '', 0)}) and was not re-authenticated")
         return False
 
     @staticmethod
@@ -186,7 +197,7 @@ class SaslGate:
         if factory is None:
             raise CloseConnection(f"UNSUPPORTED_SASL_MECHANISM {asked!r}", response=parts)
         if self._reauthenticating and asked != self._mechanism:
-            self._session = _WrongMechanism(asked, self._mechanism)
+            self._session = _WrongMechanism(asked, self._mechanism or "")
         else:
             self._session, self._mechanism = factory(), asked
         self._state = _AUTHENTICATE
@@ -194,6 +205,7 @@ class SaslGate:
 
     def _authenticate(self, header, body: dict, client_host: str):
         session = self._session
+        assert session is not None, "a SaslAuthenticate is taken only after a SaslHandshake"
         try:
             token = session.evaluate(body["AuthBytes"])
             if session.complete:
@@ -223,12 +235,13 @@ class SaslGate:
     def _check_principal(self, principal: str) -> None:
         """A re-authentication keeps the principal (Kafka's ReauthInfo.ensurePrincipalUnchanged)."""
         if self._reauthenticating and principal != self.principal:
+            before = (self.principal or "").replace(":", ".", 1)
             raise _PrincipalChanged("Cannot change principals during re-authentication from "
-                                    f"{self.principal.replace(':', '.', 1)}: {principal.replace(':', '.', 1)}")
+                                    f"{before}: {principal.replace(':', '.', 1)}")
 
     def _complete(self, principal: str) -> int:
         """Authenticated: the session's lifetime in ms (0: it never expires)."""
-        lifetime_ms = max(0, self._reauth_ms.get(self._mechanism, 0))
+        lifetime_ms = max(0, self._reauth_ms.get(self._mechanism or "", 0))
         self._expires_at = self._clock() + lifetime_ms / 1000 if lifetime_ms else None
         self.principal, self._state, self._session, self._reauthenticating = principal, _AUTHENTICATED, None, False
         return lifetime_ms

@@ -13,7 +13,9 @@ raises ``SecurityConfigError`` (a ``ValueError``) with a one-line message naming
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 __all__ = [
     "CLIENT_AUTH",
@@ -152,10 +154,11 @@ def listener_prefix(listener: str) -> str:
     """Kafka's per-listener config prefix: ``listener.name.<lower-case name>.``."""
     return f"listener.name.{listener.lower()}."
 
-def ssl_settings(values: dict[str, str], prefix: str, keystore_default: str) -> SslSettings:
-    """Validated ``SslSettings`` from field -> text (blank values count as unset, as in Kafka)."""
-    values = {k: v.strip() if k not in ("keystore_key", "keystore_certificate_chain", "truststore_certificates")
-              else v for k, v in values.items() if not isinstance(v, str) or v.strip()}
+def ssl_settings(texts: Mapping[str, str | bool], prefix: str, keystore_default: str) -> SslSettings:
+    """Validated ``SslSettings`` from field -> text (blank values count as unset, as in Kafka;
+    ``verify_certificates`` may be a bool already)."""
+    values: dict[str, Any] = {k: v.strip() if k not in ("keystore_key", "keystore_certificate_chain", "truststore_certificates")
+              and isinstance(v, str) else v for k, v in texts.items() if not isinstance(v, str) or v.strip()}
     if "verify_certificates" in values:
         values["verify_certificates"] = bool(values["verify_certificates"])
     keystore_type = values.pop("keystore_type", keystore_default).upper()

@@ -59,6 +59,7 @@ import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from tierlog.clock import monotonic_ms
 
@@ -124,14 +125,14 @@ class _Connection(asyncio.BufferedProtocol):
         self._pauses: set[str] = set()
         self._closed = False
         self._admitted = False
-        self.transport = None
-        self._worker = None
+        self.transport: asyncio.Transport | None = None
+        self._worker: asyncio.Task | None = None
         self._answers: deque = deque()          # released requests' tasks, then answers behind them, in order
         self._answered = asyncio.Event()
         self._writer: asyncio.Task | None = None
         self._handling: set[asyncio.Task] = set()   # handlers' tasks not ended yet
         self._zero_copy = server.ssl_context is None      # sendfile bypasses TLS
-        self._handle = server.session(server.handler) if server.session else server.handler
+        self._handle: Callable[..., Any] = server.session(server.handler) if server.session else server.handler
 
     # -- asyncio protocol callbacks -------------------------------------------------
     def connection_made(self, transport):
@@ -155,6 +156,7 @@ class _Connection(asyncio.BufferedProtocol):
 
     def _bind_principal(self, transport) -> bool:
         """Requests of this connection carry its certificate's principal (Kafka's SSL principal builder)."""
+        assert self._server.principal_of is not None
         principal = self._server.principal_of(transport)
         if principal is None:
             log.info("refusing a connection from %s: no ssl.principal.mapping.rules rule applies", self.peer)
@@ -248,16 +250,19 @@ class _Connection(asyncio.BufferedProtocol):
 
     def _frame_progress(self) -> None:
         """After bytes arrived in the frame buffer: queue the frame when complete, else plan room."""
-        if self._frame_fill < len(self._frame):
+        frame = self._frame
+        assert frame is not None
+        if self._frame_fill < len(frame):
             return
-        if len(self._frame) == self._frame_size:
-            frame, self._frame = self._frame, None
+        if len(frame) == self._frame_size:
+            self._frame = None
             self._pool.end_overdraft(self)
             self._enqueue(frame)
         elif not self._grow and self._pool.may_grow(self):
             self._plan_growth()
 
     def _plan_growth(self) -> None:
+        assert self._frame is not None
         current = len(self._frame)
         step = min(self._frame_size - current, max(FRAME_CHUNK_MIN_BYTES, min(current, FRAME_CHUNK_MAX_BYTES)))
         self._reserve(step)
@@ -265,11 +270,13 @@ class _Connection(asyncio.BufferedProtocol):
 
     def _grow_frame(self) -> None:
         """Apply the planned growth (here, where the event loop holds no view of the buffer)."""
+        frame = self._frame
+        assert frame is not None
         try:
-            self._frame.extend(bytes(self._grow))
+            frame.extend(bytes(self._grow))
         except BufferError:          # a view of it is still alive somewhere: copy instead
-            grown = bytearray(len(self._frame) + self._grow)
-            grown[:self._frame_fill] = self._frame[:self._frame_fill]
+            grown = bytearray(len(frame) + self._grow)
+            grown[:self._frame_fill] = frame[:self._frame_fill]
             self._frame = grown
         self._grow = 0
 
@@ -312,7 +319,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._resume(_MEMORY)
 
     def _pause(self, reason: str) -> None:
-        if not self._pauses and not self._closed:
+        if not self._pauses and not self._closed and self.transport is not None:
             self.transport.pause_reading()
             self._server.reading_paused(self)
         self._pauses.add(reason)
@@ -320,7 +327,7 @@ class _Connection(asyncio.BufferedProtocol):
     def _resume(self, reason: str) -> None:
         if reason in self._pauses:
             self._pauses.discard(reason)
-            if not self._pauses and not self._closed:
+            if not self._pauses and not self._closed and self.transport is not None:
                 self.transport.resume_reading()
                 self._server.reading_resumed(self)
 
@@ -418,21 +425,23 @@ class _Connection(asyncio.BufferedProtocol):
             raise e
 
     async def _send(self, parts: list):
+        transport = self.transport
+        assert transport is not None, "answers are sent once connected"
         size = sum(len(p) for p in parts)
-        out = [size.to_bytes(4, "big")]
+        out: list[bytes | bytearray | memoryview] = [size.to_bytes(4, "big")]
         for p in parts:
             if isinstance(p, (bytes, bytearray, memoryview)):
                 out.append(p)
                 continue
             if self._zero_copy and len(p) >= SENDFILE_MIN_BYTES:
-                self.transport.writelines(out)
+                transport.writelines(out)
                 out = []
-                if self.transport.get_write_buffer_size() == 0:
+                if transport.get_write_buffer_size() == 0:
                     self._sendfile(p)
                     continue
             out.append(p.read())
         if out:
-            self.transport.writelines(out)
+            transport.writelines(out)
         if not self._can_write.is_set():
             await self._can_write.wait()
 
@@ -477,7 +486,7 @@ class Server:
         self.ssl_context = ssl_context
         self.session = session          # per-connection wrapper of the handler (a SASL gate)
         self.principal_of = principal_of    # TLS: the peer certificate's principal (None: refused)
-        self.deadlines = ConnectionDeadlines(limits.idle_ms, limits.read_ms)
+        self.deadlines: ConnectionDeadlines[_Connection] = ConnectionDeadlines(limits.idle_ms, limits.read_ms)
         self._connections: set[_Connection] = set()
         self._server: asyncio.base_events.Server | None = None
         self._sweeper: asyncio.Task | None = None

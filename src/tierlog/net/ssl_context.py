@@ -77,6 +77,9 @@ def _load_keystore(context: ssl.SSLContext, settings: SslSettings) -> None:
         _load_chain_text(context, key + settings.keystore_certificate_chain.encode(), "ssl.keystore.key")
     else:
         password = settings.key_password or settings.keystore_password
+        if settings.keystore_location is None:
+            raise SecurityConfigError("ssl.keystore.location: required (or ssl.keystore.certificate.chain "
+                                      "and ssl.keystore.key)")
         try:
             context.load_cert_chain(settings.keystore_location, settings.keystore_key_location,
                                     password=password or None)
@@ -115,7 +118,7 @@ def _load_chain_text(context: ssl.SSLContext, pem: bytes, key: str) -> None:
 def _pem_key(text: str | None, password: str | None, key: str) -> bytes:
     """The inline private key as unencrypted PKCS8 PEM (it may be encrypted with ``ssl.key.password``)."""
     try:
-        private = serialization.load_pem_private_key(text.encode(), password.encode() if password else None)
+        private = serialization.load_pem_private_key((text or "").encode(), password.encode() if password else None)
     except (ValueError, TypeError) as e:
         raise SecurityConfigError(f"{key}: cannot read the private key ({e})") from None
     return private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -124,6 +127,8 @@ def _pem_key(text: str | None, password: str | None, key: str) -> bytes:
 
 def _read_pkcs12(location: str | None, password: str | None, key: str):
     try:
+        if location is None:
+            raise TypeError("no location")
         with open(location, "rb") as f:
             data = f.read()
     except (OSError, TypeError) as e:
