@@ -18,14 +18,27 @@ Tiered topics use local.retention.ms / local.retention.bytes for the first two.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from tierlog.storage.config import LogConfig
-from tierlog.storage.segment import LogSegment
 
-__all__ = ["by_log_start", "by_size", "by_time", "deletable_prefix", "rules"]
+__all__ = ["RetainedSegment", "by_log_start", "by_size", "by_time", "deletable_prefix", "rules"]
 
-Predicate = Callable[[LogSegment, int], bool]  # (segment, its exclusive end offset)
-Rule = Callable[[Sequence[LogSegment], int], Predicate]  # (segments left, log start offset) -> predicate
+
+class RetainedSegment(Protocol):
+    """What the rules read of a segment: a local ``LogSegment`` or the tiered rules' ``LocalSegment``."""
+
+    @property
+    def base_offset(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+    def largest_timestamp_or_mtime(self) -> int: ...
+
+
+Predicate = Callable[[RetainedSegment, int], bool]  # (segment, its exclusive end offset)
+Rule = Callable[[Sequence[RetainedSegment], int], Predicate]  # (segments left, log start offset) -> predicate
 
 
 def rules(config: LogConfig, now_ms: int, highest_remote_offset: int) -> list[tuple[Rule, int | None]]:
@@ -46,7 +59,7 @@ def rules(config: LogConfig, now_ms: int, highest_remote_offset: int) -> list[tu
 
 
 def deletable_prefix(
-    segments: Sequence[LogSegment],
+    segments: Sequence[RetainedSegment],
     predicate: Predicate,
     upper_bound: int | None,
     highest_remote_offset: int | None,
@@ -69,10 +82,10 @@ def by_time(now_ms: int, retention_ms: int) -> Predicate:
     return lambda segment, _end: now_ms - segment.largest_timestamp_or_mtime() > retention_ms
 
 
-def by_size(segments: Sequence[LogSegment], retention_bytes: int) -> Predicate:
+def by_size(segments: Sequence[RetainedSegment], retention_bytes: int) -> Predicate:
     excess = sum(segment.size for segment in segments) - retention_bytes
 
-    def predicate(segment: LogSegment, _end: int) -> bool:
+    def predicate(segment: RetainedSegment, _end: int) -> bool:
         nonlocal excess
         if excess - segment.size < 0:
             return False

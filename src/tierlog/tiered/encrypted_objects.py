@@ -87,6 +87,7 @@ class EncryptedObjects:
         enc = self._encryptor(data_key, context, os.fstat(src.fileno()).st_size)
         crc = 0
         for index in range(-1, enc.layout.chunks):
+            piece: bytes | bytearray
             if index < 0:
                 piece = enc.header()
             else:

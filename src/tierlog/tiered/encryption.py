@@ -276,7 +276,9 @@ class ObjectDecryptor:
             if lo == 0 and hi == length:
                 self._open(index, sealed, memoryview(out)[filled:filled + length])
             else:
-                out[filled:filled + hi - lo] = memoryview(self._open(index, sealed))[lo:hi]
+                plain = self._open(index, sealed)
+                assert plain is not None            # without ``into`` the plaintext is returned
+                out[filled:filled + hi - lo] = memoryview(plain)[lo:hi]
             pos, index, filled = pos + length + CHUNK_OVERHEAD, index + 1, filled + hi - lo
         return out
 

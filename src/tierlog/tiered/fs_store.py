@@ -119,7 +119,7 @@ class FsObjectStore:
         """Walks only the directories that can hold keys with ``prefix``."""
         if not self.root.is_dir():
             return []
-        keys = []
+        keys: list[str] = []
         for dirpath, dirs, files in os.walk(self.root):
             rel = Path(dirpath).relative_to(self.root).as_posix()
             base = "" if rel == "." else rel + "/"

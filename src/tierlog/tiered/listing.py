@@ -63,6 +63,7 @@ def list_partitions(store: ObjectStore, topic: str | None = None) -> list[Partit
     listings = []
     for prefix, segments in grouped.items():
         tp = parse_partition_prefix(prefix)
+        assert tp is not None                       # grouped holds parsed prefixes only
         if topic is not None and tp.topic != topic:
             continue
         listings.append(_partition(store, prefix, tp, segments))

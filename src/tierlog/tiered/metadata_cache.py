@@ -63,7 +63,7 @@ class _EpochState:
         self.unreferenced.add(sid)
 
     def copy_finished(self, start: int, sid: RemoteLogSegmentId, epoch_end: int) -> None:
-        while self.starts and self.starts[-1] >= start and self.highest_offset <= epoch_end:
+        while self.starts and self.starts[-1] >= start and (self.highest_offset or -1) <= epoch_end:
             replaced = self.starts.pop()
             self.unreferenced.add(self.ids.pop(replaced))
         if start not in self.ids:

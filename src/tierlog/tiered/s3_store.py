@@ -163,7 +163,8 @@ class S3ObjectStore:
             self._s3.delete_object(Bucket=self.settings.bucket, Key=self._key(key))
 
     def list_keys(self, prefix: str) -> list[str]:
-        keys, token = [], None
+        keys: list[str] = []
+        token = None
         with _errors(f"list {prefix}"):
             while True:
                 kw = {"Bucket": self.settings.bucket, "Prefix": self._prefix + prefix,
@@ -202,11 +203,9 @@ class _errors:
     def __enter__(self):
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc is None or isinstance(exc, RemoteStorageError) or not isinstance(exc, Exception):
-            return False
-        if isinstance(exc, AssertionError):
-            return False
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is None or isinstance(exc, (RemoteStorageError, AssertionError)) or not isinstance(exc, Exception):
+            return                  # raised as it is
         if _code(exc) in _NOT_FOUND_CODES:
             raise RemoteResourceNotFoundError(f"S3 {self.what}: not found") from exc
         raise RemoteStorageError(f"S3 {self.what} failed: {exc}") from exc

@@ -122,7 +122,9 @@ class RemoteSegmentStore:
         try:
             check_local_segment(data.log_segment)
             if self.encryption.enabled:
-                metadata = replace(metadata, custom_metadata=custom_metadata(self.encryption.keys.active_id))
+                keys = self.encryption.keys
+                assert keys is not None and keys.active_id is not None, "encryption on means an active key"
+                metadata = replace(metadata, custom_metadata=custom_metadata(keys.active_id))
             objects = self._upload_all(metadata, data)
             manifest = SegmentManifest(
                 metadata.with_state(RemoteLogSegmentState.COPY_SEGMENT_FINISHED), objects)
