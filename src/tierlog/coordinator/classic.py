@@ -376,8 +376,8 @@ def tick(group: ClassicGroup, c: Ctx) -> None:
         waiting = m.join_token is not None or m.sync_token is not None
         if not waiting and m.heartbeat_deadline_ms <= c.now_ms and group.state is not _S.EMPTY:
             remove_member(group, m.member_id, c)
-    deadline = group.rebalance_deadline_ms
-    if deadline is None or deadline > c.now_ms:
+    rebalance_deadline = group.rebalance_deadline_ms
+    if rebalance_deadline is None or rebalance_deadline > c.now_ms:
         return
     if group.state is _S.PREPARING_REBALANCE:
         _end_join_phase(group, c)

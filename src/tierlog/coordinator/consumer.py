@@ -107,9 +107,11 @@ def heartbeat(groups: dict, req: dict, c: Ctx, view: TopicsView) -> dict:
     group, error = _group_for(groups, req, c)
     if error:
         return error
+    assert group is not None                    # _group_for gives a group or an error
     member, error, bump = _member_for(group, req, c)
     if error:
         return error
+    assert member is not None                   # likewise _member_for
     before = member.current
     bump = _update_subscription(member, req) or bump
     member.session_deadline_ms = c.now_ms + c.config.consumer_session_timeout_ms

@@ -195,12 +195,12 @@ class ConsumerGroup:
         elif t == cr.TARGET_METADATA:
             self.assignment_epoch = value["AssignmentEpoch"] if value else 0
         elif t == cr.MEMBER_METADATA:
-            self._replay_member(key.member, value)
+            self._replay_member(_member_of(key), value)
         elif t == cr.TARGET_MEMBER:
             if value is None:
-                self.targets.pop(key.member, None)
+                self.targets.pop(_member_of(key), None)
             else:
-                self.targets[key.member] = assignment_from_wire(value["TopicPartitions"])
+                self.targets[_member_of(key)] = assignment_from_wire(value["TopicPartitions"])
         elif t == cr.CURRENT_ASSIGNMENT and key.member in self.members:
             self.members[key.member].current = _current_from_value(value) if value else CurrentAssignment()
 
@@ -228,6 +228,12 @@ class ConsumerGroup:
                     self.owners[(tid, p)] = m.member_id
         if not self.members:
             self.empty_since_ms = now_ms
+
+
+def _member_of(key: ConsumerKey) -> str:
+    """The member id of a member's record key (its type has one)."""
+    assert key.member is not None, key
+    return key.member
 
 
 def _current_value(c: CurrentAssignment) -> dict:

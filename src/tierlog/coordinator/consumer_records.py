@@ -21,6 +21,7 @@ A null value is a tombstone.  Assignments are {topic id (16 bytes): partitions}.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from tierlog.protocol.codec import decode_struct, encode_struct
@@ -111,7 +112,7 @@ class ConsumerKey(NamedTuple):
 
 def encode_consumer_record(key: ConsumerKey, value: dict | None) -> tuple[bytes, bytes | None]:
     """(key, value) bytes of one record; ``value`` None is a tombstone."""
-    fields = {"GroupId": key.group}
+    fields: dict[str, str | None] = {"GroupId": key.group}
     if key.type in _WITH_MEMBER:
         fields["MemberId"] = key.member
     kbytes = _VERSION.pack(key.type) + bytes(encode_struct(_KEYS[key.type], key.type, False, fields))
@@ -138,7 +139,7 @@ def decode_consumer_value(key: ConsumerKey, buf) -> dict | None:
     return fields
 
 
-def assignment_to_wire(assignment: dict[bytes, frozenset[int] | set[int]]) -> list[dict]:
+def assignment_to_wire(assignment: Mapping[bytes, frozenset[int] | set[int]]) -> list[dict]:
     """{topic id: partitions} -> [{TopicId, Partitions}] (sorted, for stable records)."""
     return [{"TopicId": tid, "Partitions": sorted(ps)} for tid, ps in sorted(assignment.items()) if ps]
 

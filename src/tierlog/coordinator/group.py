@@ -128,6 +128,7 @@ class ClassicGroup:
         member = self.members.pop(old_id)
         member.member_id = new_id
         self.members[new_id] = member
+        assert member.group_instance_id is not None, "only a static member is replaced"
         self.static_members[member.group_instance_id] = new_id
         if self.leader_id == old_id:
             self.leader_id = new_id

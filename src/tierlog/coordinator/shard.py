@@ -169,6 +169,7 @@ class GroupShard:
         else:
             created = group is None
             group = group or self.groups.setdefault(group_id, ClassicGroup(group_id, state_timestamp_ms=now_ms))
+            assert isinstance(group, ClassicGroup)      # a consumer group was answered or replaced above
             classic.join(group, req, token, c)
             if created and group.state is _S.EMPTY and not group.pending:
                 del self.groups[group_id]       # refused before it had a member

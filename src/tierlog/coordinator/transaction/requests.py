@@ -113,6 +113,7 @@ def add_partitions(meta: TransactionMetadata | None, producer_id: int, producer_
     error = _producer_error(meta, producer_id, producer_epoch)
     if error:
         return Decision(error)
+    assert meta is not None                     # _producer_error answers a missing transaction
     wanted = frozenset(partitions)
     if meta.pending_transition_in_progress or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
         return Decision(ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -126,9 +127,9 @@ def verify_partitions(meta: TransactionMetadata | None, producer_id: int, produc
     """KIP-890 part 1: each partition's error for a leader's VerifyOnly AddPartitionsToTxn."""
     partitions = list(partitions)
     error = _producer_error(meta, producer_id, producer_epoch)
-    if not error and meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+    if not error and meta is not None and meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
         error = ErrorCode.CONCURRENT_TRANSACTIONS
-    if error:
+    if error or meta is None:
         return dict.fromkeys(partitions, error)
     return {p: ErrorCode.NONE if p in meta.partitions else ErrorCode.TRANSACTION_ABORTABLE for p in partitions}
 
