@@ -26,7 +26,7 @@ from tierlog.cli.options import connection_options
 from tierlog.cli.reassign_plan import broker_list
 from tierlog.cli.render import add_json_option, make_table, print_json, print_table
 from tierlog.protocol.api import ApiKey
-from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.errors import ErrorCode, error_name
 
 __all__ = ["describe_document", "register"]
 
@@ -39,12 +39,7 @@ examples:
 
 
 def _error_name(code: int) -> str | None:
-    if code == ErrorCode.NONE:
-        return None
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
+    return None if code == ErrorCode.NONE else error_name(code)
 
 
 def _dir_document(result: dict, topics: set[str] | None) -> dict:

@@ -86,11 +86,8 @@ def _describe_quorum(wire: BrokerWire) -> tuple[dict, str | None]:
 
 
 def _error_name(code: int) -> str:
-    from tierlog.protocol.errors import ErrorCode
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
+    from tierlog.protocol.errors import error_name
+    return error_name(code)
 
 
 def _check_errors(address: str, response: dict) -> None:

@@ -67,7 +67,7 @@ from tierlog.cli.reassign_plan import (
 from tierlog.cli.render import add_json_option, print_result
 from tierlog.controller.placement import UsableBroker
 from tierlog.protocol.api import ApiKey
-from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.errors import ErrorCode, error_name
 
 __all__ = ["IN_PROGRESS_EXIT", "register"]
 
@@ -134,10 +134,7 @@ def _alter(wire: BrokerWire, targets: dict, allow_rf_change: bool) -> dict[tuple
 
 
 def _describe(code: int, item: dict) -> str:
-    try:
-        name = ErrorCode(code).name
-    except ValueError:
-        name = f"error {code}"
+    name = error_name(code)
     message = item.get("ErrorMessage")
     return f"{message} ({name})" if message else name
 

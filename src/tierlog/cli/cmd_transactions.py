@@ -17,12 +17,9 @@ from tierlog.cli.broker_wire import BrokerWire, security_of
 from tierlog.cli.errors import CliError
 from tierlog.cli.options import connection_options
 from tierlog.cli.render import make_table, note, print_json, print_table
-from tierlog.cli.transactions_partition import (
-    add_partition_actions,
-    error_name,
-    version_of,
-)
+from tierlog.cli.transactions_partition import add_partition_actions, version_of
 from tierlog.protocol import ApiKey
+from tierlog.protocol.errors import error_name
 
 __all__ = ["register"]
 

@@ -218,10 +218,9 @@ def run(args) -> int:
                 _bootstrap(log_dir, security)
             text = node_properties(plan, host, voters, cluster_id, log_dir, overrides, metrics[plan.node_id],
                                    security.broker_listener)
-            procs.append(_start_node(plan.node_id, data_dir, text))
-            procs[-1].is_controller_only = plan.roles == ("controller",)
-        targets = [(proc.node_id, ",".join(plan.roles), _field(_wait_ready(proc), "metrics"))
-                   for proc, plan in zip(procs, plans, strict=True)]
+            procs.append(_start_node(plan, data_dir, text))
+        targets = [(node.node_id, ",".join(plan.roles), _field(_wait_ready(node), "metrics"))
+                   for node, plan in zip(procs, plans, strict=True)]
         brokers = [f"{host}:{p.broker_port}" for p in plans if p.broker_port is not None]
         print(f"bootstrap.servers={','.join(brokers)}", flush=True)
         write_monitoring(data_dir / "monitoring", targets)
@@ -233,8 +232,8 @@ def run(args) -> int:
         pass
     finally:
         # brokers first, while the quorum is there to move their leadership away
-        _stop_all([p for p in procs if not p.is_controller_only])
-        _stop_all([p for p in procs if p.is_controller_only])
+        _stop_all([n.proc for n in procs if not n.controller_only])
+        _stop_all([n.proc for n in procs if n.controller_only])
     return 0
 
 
@@ -246,16 +245,17 @@ def _bootstrap(log_dir: Path, security: UpSecurity) -> None:
     write_bootstrap(log_dir, scram_records(security.scram))
 
 
-def _watch(procs, stopping) -> None:
+def _watch(procs: list[_Node], stopping) -> None:
     """Until told to stop: report a node that exits (the others keep running, so a
     kill -9 of one node can be tried); give up only when every node is gone."""
     reported = set()
     while not stopping():
-        for proc in procs:
+        for node in procs:
+            proc = node.proc
             if proc.poll() is not None and proc.pid not in reported:
                 reported.add(proc.pid)
-                print(f"{proc.node_dir.name} exited with code {proc.returncode} (see {proc.node_dir}/node.log); "
-                      f"restart it with: tierlog node --config {proc.node_dir}/server.properties",
+                print(f"{node.node_dir.name} exited with code {proc.returncode} (see {node.node_dir}/node.log); "
+                      f"restart it with: tierlog node --config {node.node_dir}/server.properties",
                       file=sys.stderr, flush=True)
         if len(reported) == len(procs):
             raise CliError("every node has exited")
@@ -274,8 +274,18 @@ def _cluster_id(data_dir: Path) -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def _start_node(node_id: int, data_dir: Path, properties: str) -> subprocess.Popen:
-    node_dir = data_dir / f"node-{node_id}"
+@dataclass(frozen=True)
+class _Node:
+    """A node ``up`` started: its process and where it lives."""
+
+    node_id: int
+    node_dir: Path
+    proc: subprocess.Popen
+    controller_only: bool       # stopped after the brokers, while the quorum can move their leadership
+
+
+def _start_node(plan: NodePlan, data_dir: Path, properties: str) -> _Node:
+    node_dir = data_dir / f"node-{plan.node_id}"
     node_dir.mkdir(parents=True, exist_ok=True)
     conf = node_dir / "server.properties"
     conf.write_text(properties)
@@ -284,9 +294,7 @@ def _start_node(node_id: int, data_dir: Path, properties: str) -> subprocess.Pop
     with open(log, "ab") as log_file:      # until the node opens it itself; the child keeps its own handle
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, text=True,
                                 start_new_session=True, env=child_env())
-    proc.node_dir = node_dir
-    proc.node_id = node_id
-    return proc
+    return _Node(plan.node_id, node_dir, proc, plan.roles == ("controller",))
 
 
 def _field(node_line: str, name: str) -> str | None:
@@ -294,18 +302,20 @@ def _field(node_line: str, name: str) -> str | None:
     return next((word.split("=", 1)[1] for word in node_line.split() if word.startswith(name + "=")), None)
 
 
-def _wait_ready(proc: subprocess.Popen) -> str:
+def _wait_ready(node: _Node) -> str:
     """The node's ``node ...`` line, printed, once it is ready."""
     deadline = time.monotonic() + READY_TIMEOUT_S
+    stdout = node.proc.stdout
+    assert stdout is not None               # started with stdout=PIPE
     while time.monotonic() < deadline:
-        line = proc.stdout.readline()
+        line = stdout.readline()
         if line.startswith("node "):
             print(line.rstrip(), flush=True)
             return line.strip()
-        if not line and proc.poll() is not None:
-            log = proc.node_dir / "node.log"
-            raise CliError(f"node {proc.node_id} failed to start: {_last_error(log)} (see {log})")
-    raise CliError(f"node {proc.node_id} did not start within {READY_TIMEOUT_S}s (see {proc.node_dir}/node.log)")
+        if not line and node.proc.poll() is not None:
+            log = node.node_dir / "node.log"
+            raise CliError(f"node {node.node_id} failed to start: {_last_error(log)} (see {log})")
+    raise CliError(f"node {node.node_id} did not start within {READY_TIMEOUT_S}s (see {node.node_dir}/node.log)")
 
 
 def _last_error(path: Path) -> str:

@@ -25,7 +25,7 @@ from tierlog.cli.broker_wire import BrokerWire
 from tierlog.cli.errors import CliError
 from tierlog.cli.render import note
 from tierlog.protocol.api import ApiKey
-from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.errors import ErrorCode, error_name
 
 __all__ = [
     "PAGE_PARTITIONS", "describe_partitions", "missing_error", "topic_id_text",
@@ -138,7 +138,4 @@ def missing_error(missing: list[str]) -> CliError:
 
 
 def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
+    return error_name(code)

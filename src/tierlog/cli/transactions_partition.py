@@ -25,7 +25,7 @@ from tierlog.cli.errors import CliError
 from tierlog.cli.options import connection_options, non_negative_int
 from tierlog.cli.render import make_table, note, print_json, print_table
 from tierlog.protocol import ApiKey
-from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.errors import error_name
 
 __all__ = ["add_partition_actions", "error_name", "version_of"]
 
@@ -35,11 +35,6 @@ _PRODUCER_FIELDS = (("producer_id", "ProducerId"), ("producer_epoch", "ProducerE
                     ("last_timestamp", "LastTimestamp"), ("current_transaction_start_offset", "CurrentTxnStartOffset"))
 
 
-def error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
 
 
 def version_of(wire: BrokerWire, api_key: int, name: str) -> int:

@@ -169,6 +169,15 @@ def is_retriable(code: int) -> bool:
     return int(code) in _RETRIABLE
 
 
+_NAMES = {int(code): code.name for code in ErrorCode}
+
+
+def error_name(code: int) -> str:
+    """Kafka's name of ``code`` (``error N`` for a code unknown to us)."""
+    name = _NAMES.get(int(code))
+    return name if name is not None else f"error {int(code)}"
+
+
 def describe(code: int) -> str:
     """A short description of ``code`` (also for codes unknown to us)."""
     text = _DESCRIPTIONS.get(int(code))
