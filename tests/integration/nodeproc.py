@@ -92,7 +92,11 @@ class NodeProcess:
         return self.spawn().wait_ready()
 
     def spawn(self, ready_timeout_s: float = READY_TIMEOUT_S) -> NodeProcess:
-        """Start the process without waiting for it (see :func:`start_all`)."""
+        """Start the process without waiting for it (see :func:`start_all`).
+
+        From the thread that will outlive the node (the main one): the node's parent-death
+        signal (tierlog.parent_watch, Linux's PR_SET_PDEATHSIG) fires when the *thread* that
+        started it ends, so a node started from a worker thread stops when that thread does."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
         with open(self.log_path, "ab") as log:      # the child keeps its own descriptor

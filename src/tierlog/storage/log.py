@@ -506,6 +506,11 @@ class Log(LogDurability, LogTransactions):
             if offset < 0:
                 raise ValueError(f"cannot truncate to negative offset {offset}")
             if offset >= self.log_end_offset:
+                # Kafka's UnifiedLog.truncateTo trims the epoch cache even so: a replica that became
+                # leader and lost leadership before appending keeps its epoch's entry at the log end,
+                # which the new leader never had; left there it is every fetch's LastFetchedEpoch,
+                # the leader answers DivergingEpoch each time, and the follower never catches up.
+                self._epochs.truncate_from_end(self.log_end_offset)
                 return False
             if offset < self._segments[0].base_offset:
                 self._truncate_fully(offset, None)

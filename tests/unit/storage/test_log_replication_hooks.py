@@ -153,3 +153,26 @@ def test_a_real_log_satisfies_what_the_fetcher_reads(tmp_path):
     assert partition["LocalLogSizeBytes"] == log.size_in_bytes > 0
     assert isinstance(partition["LocalLogStartTimestamp"], int) and isinstance(partition["LocalLogSizeBytes"], int)
     assert log.end_offset_for_epoch(2) == (2, log.log_end_offset)
+
+
+def test_a_truncation_at_the_log_end_drops_an_epoch_that_holds_no_record(tmp_path):
+    """A replica made leader at epoch 3 that lost leadership before appending: the new leader
+    (no epoch 3) answers its fetch with DivergingEpoch {0, 3}; the truncation to its own log end
+    removes nothing but the empty epoch, so the next fetch is at epoch 0 and is not diverging
+    again (before, the follower truncated to 3 on every fetch and never caught up)."""
+    log = _log(tmp_path)
+    log.append(batch(3), 0, NOW)
+    log.assign_epoch_start_offset(3, 3)
+    fetcher = FetcherState(source_broker_id=1, replica_id=2, replica_epoch=9)
+    fetcher.add_partition((TOPIC, 0), 4, log)
+    [partition] = fetcher.build_fetch_request(NOW)["Topics"][0]["Partitions"]
+    assert (partition["FetchOffset"], partition["LastFetchedEpoch"]) == (3, 3)
+    answer = {"Responses": [{"TopicId": TOPIC, "Partitions": [
+        {"PartitionIndex": 0, "ErrorCode": 0, "HighWatermark": 3, "DivergingEpoch": {"Epoch": 0, "EndOffset": 3}}]}]}
+    [truncate] = fetcher.handle_fetch_response(answer, NOW)
+    assert truncate.offset == 3
+    assert log.truncate_to(truncate.offset) is False        # no record at or above 3
+    assert log.epoch_entries() == [(0, 0)]
+    assert log.truncate_to(10) is False and log.epoch_entries() == [(0, 0)]
+    [partition] = fetcher.build_fetch_request(NOW + 1)["Topics"][0]["Partitions"]
+    assert (partition["FetchOffset"], partition["LastFetchedEpoch"]) == (3, 0)
