@@ -117,7 +117,11 @@ class ProducerStateManager:
             if h.is_control:
                 self._check_marker(h)
                 continue
-            if h.producer_id < 0 or h.base_sequence < 0:
+            if h.producer_id < 0:
+                continue
+            if h.base_sequence < 0:
+                if h.is_transactional:      # a group coordinator's TxnOffsetCommit batch: its epoch only
+                    self._check_epoch(h)
                 continue
             dup = self._check_one(h)
             if dup is not None:
@@ -133,13 +137,20 @@ class ProducerStateManager:
             raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
                                      f"marker epoch {h.producer_epoch} of producer {h.producer_id} is older than {p.epoch}")
 
+    def _check_epoch(self, h) -> None:
+        """Kafka's ``checkProducerEpoch`` for a batch appended without a sequence check (origin
+        COORDINATOR): a TxnOffsetCommit of a fenced epoch (one a marker or a newer write has
+        passed here) must not open a transaction whose offsets a later marker would apply."""
+        p = self._producers.get(h.producer_id)
+        if p is not None and h.producer_epoch < p.epoch:
+            raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                                     f"producer {h.producer_id} epoch {h.producer_epoch} is older than {p.epoch}")
+
     def _check_one(self, h) -> Duplicate | None:
         p = self._producers.get(h.producer_id)
         if p is None:
             return None
-        if h.producer_epoch < p.epoch:
-            raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
-                                     f"producer {h.producer_id} epoch {h.producer_epoch} is older than {p.epoch}")
+        self._check_epoch(h)
         if h.producer_epoch > p.epoch:
             if h.base_sequence != 0:
                 raise ProducerStateError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,

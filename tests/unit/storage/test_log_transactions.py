@@ -90,3 +90,17 @@ def test_a_tv2_marker_bumps_the_epoch_and_the_next_transaction_starts_at_sequenc
     assert (first.base_offset, second.base_offset) == (0, 3)
     with pytest.raises(ProducerStateError):
         log.append(txn_batch(1, 0, 2), 0, NOW)                            # the epoch before is fenced
+
+
+def test_a_txn_offset_commit_batch_of_a_fenced_epoch_is_refused(log):
+    """Found by the transaction simulation: a group coordinator's TxnOffsetCommit batch (no
+    sequence) of epoch 0 delayed until the transaction's marker (epoch 1) was here opened a
+    transaction whose offsets the producer's next COMMIT marker would have applied."""
+    log.append(txn_batch(1, 0, -1), 0, NOW, False)                        # 0-1: the offsets of transaction 0
+    log.append_marker(marker(1, 1, False), 0, NOW)                        # 2: aborted, epoch 1
+    with pytest.raises(ProducerStateError) as e:
+        log.append(txn_batch(1, 0, -1), 0, NOW, False)                    # the delayed copy
+    assert e.value.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert log.ongoing_transactions() == {}
+    log.append(txn_batch(1, 1, -1), 0, NOW, False)                        # the next transaction's offsets
+    assert log.ongoing_transactions() == {1: (1, 3)}
