@@ -59,7 +59,7 @@ STALE_HW_P = 0.01
 
 
 class Sim:
-    def __init__(self, seed: int, *, fault_ms: int = 3000, settle_ms: int = 8000, faults: bool = True,
+    def __init__(self, seed: int, *, fault_ms: int = 3000, settle_ms: int = 9000, faults: bool = True,
                  bugs: frozenset[str] = frozenset()):
         assert bugs <= BUGS.keys(), bugs
         self.seed = seed
@@ -113,6 +113,7 @@ class Sim:
     def run(self) -> dict:
         self.net.at(0, self._replicate)
         self.net.at(self.rng.randint(*FAULT_EVERY_MS), self._fault)
+        self.net.at(self.fault_ms, self._heal)
         end = self.fault_ms + self.settle_ms
         while self.net.step(end):
             self.stats["events"] += 1
@@ -140,9 +141,14 @@ class Sim:
                 self.checker.fail(f"{meta.transactional_id} still in {meta.state} after settling: {meta}")
 
     # -- faults ----------------------------------------------------------------------------------------
+    def _heal(self) -> None:
+        """No fault from now on; messages stalled before still arrive, up to ``NetFaults.stall_ms``
+        later, and a Produce among them may open a transaction its coordinator then times out:
+        ``settle_ms`` leaves time for that (stall + transaction timeout + the timeout check)."""
+        self.net.faults = NetFaults.none()
+
     def _fault(self) -> None:
         if not self.producing():
-            self.net.faults = NetFaults.none()          # healed (stalled messages still arrive)
             return
         self.net.at(self.net.now + self.rng.randint(*FAULT_EVERY_MS), self._fault)
         if not self.faults:
