@@ -242,8 +242,8 @@ def test_a_first_transactional_write_to_a_partition_outside_the_transaction_is_r
 def test_tv2_end_txn_v5_bumps_the_epoch_on_every_end_and_answers_it(txn_cluster, boot):
     """KIP-890 part 2 on the wire (no client in the venv sends EndTxn v5: librdkafka stops at v1,
     kafka-python at v3): each end answers the bumped epoch, the next transaction runs at it (its
-    partition added by the leader at the first Produce v12, no AddPartitionsToTxn), and a write at
-    the epoch before is fenced."""
+    partition added by the leader at the first Produce v12, no AddPartitionsToTxn), a write at
+    the epoch before is fenced, and so is a late copy of an ended transaction's marker (KIP-1228)."""
     versions = request("127.0.0.1", txn_cluster.brokers[0].port, ApiKey.API_VERSIONS,
                        {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"}, version=3)
     assert {"Name": "transaction.version", "MaxVersionLevel": 2, "MinVersionLevel": 2} in versions["FinalizedFeatures"]
@@ -291,6 +291,20 @@ def test_tv2_end_txn_v5_bumps_the_epoch_on_every_end_and_answers_it(txn_cluster,
     # the markers carried the bumped epochs: a late write at an ended transaction's epoch is fenced
     assert produce_raw(b"zombie", epoch + 2, 12) in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED)
     assert read(boot, topic, 1, "read_committed") == [b"one", b"three"]
+    # KIP-1228: a late copy of the third transaction's COMMIT marker (WriteTxnMarkers v2, TransactionVersion
+    # 2, at the epoch that end bumped to) reaches the leader while the fourth transaction, at that same
+    # epoch, is open there: it is fenced and does not commit the fourth, which then aborts
+    wait_for(lambda: produce_raw(b"four", epoch + 3, 12) != ErrorCode.NOT_ENOUGH_REPLICAS, 30, "the produce")
+    late = {"ProducerId": pid, "ProducerEpoch": epoch + 3, "TransactionResult": True, "CoordinatorEpoch": 0,
+            "TransactionVersion": 2, "Topics": [{"Name": topic, "PartitionIndexes": [0]}]}
+    written = request("127.0.0.1", leader_port(txn_cluster, topic, 0), ApiKey.WRITE_TXN_MARKERS,
+                      {"Markers": [late]}, version=2)
+    assert written["Markers"][0]["Topics"][0]["Partitions"][0]["ErrorCode"] == ErrorCode.INVALID_PRODUCER_EPOCH
+    fourth = request("127.0.0.1", coordinator, ApiKey.END_TXN, {"TransactionalId": tid, "ProducerId": pid,
+                                                                "ProducerEpoch": epoch + 3, "Committed": False},
+                     version=5)
+    assert (fourth["ErrorCode"], fourth["ProducerEpoch"]) == (ErrorCode.NONE, epoch + 4)
+    assert read(boot, topic, 1, "read_committed", until=2) == [b"one", b"three"]
 
 
 def tierlog(*args: str) -> subprocess.CompletedProcess:

@@ -407,12 +407,13 @@ class ReplicaManager:
 
     # leader side ---------------------------------------------------------------
     def append_records(self, part: Partition, records: bytearray, origin: AppendOrigin, required_acks: int,
-                       timeout_ms: int) -> tuple[AppendOutcome, asyncio.Future | None]:
+                       timeout_ms: int, marker_transaction_version: int = 0) -> tuple[AppendOutcome, asyncio.Future | None]:
         """Append as the leader (``Partition.append_as_leader``) and act on what moved; for acks=all
         also a future of the error code once the high watermark passes the batch (None: no wait).
         The one way Produce and the coordinators write (Kafka's ``ReplicaManager.appendRecords``)."""
         waiter = asyncio.get_running_loop().create_future() if required_acks == -1 else None
-        outcome = part.append_as_leader(records, origin, required_acks, self._clock_ms(), waiter, timeout_ms)
+        outcome = part.append_as_leader(records, origin, required_acks, self._clock_ms(), waiter, timeout_ms,
+                                        marker_transaction_version)
         if not outcome.appended:
             return outcome, None
         self._on_update(part, outcome.update)

@@ -304,7 +304,8 @@ class TransactionCoordinator:
         """Write the markers of a Prepare* transaction, then its Complete* record."""
         commit = meta.state is S.PREPARE_COMMIT
         written = await self._markers.write(meta.producer_id, meta.producer_epoch, commit, hosted.coordinator_epoch,
-                                            frozenset(meta.partitions), lambda: self._leading(hosted))
+                                            frozenset(meta.partitions), lambda: self._leading(hosted),
+                                            meta.client_transaction_version)
         while written and self._leading(hosted):
             if meta.pending_transition_in_progress:
                 await asyncio.sleep(COMPLETE_RETRY_BACKOFF_S)

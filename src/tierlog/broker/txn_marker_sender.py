@@ -4,7 +4,7 @@ leaders, and retries until all are written.
 
 Partitions are grouped by leader (the metadata image); this broker's own are written in
 process (``txn_marker_writer.write_markers``, as the WriteTxnMarkers handler does), the
-others with one WriteTxnMarkers (v1) per leader over the inter-broker route's connections.
+others with one WriteTxnMarkers (v2, with the transaction's TransactionVersion, KIP-1228) per leader over the inter-broker route's connections.
 A partition that failed (no leader, a peer down, NOT_LEADER_OR_FOLLOWER,
 NOT_ENOUGH_REPLICAS, a timeout) is retried after ``retry.backoff.ms``-style backoff
 (``MARKER_RETRY_BACKOFF_MS``) against its leader then; a partition of a deleted topic is
@@ -30,7 +30,7 @@ __all__ = ["TxnMarkerSender"]
 log = logging.getLogger(__name__)
 
 MARKER_RETRY_BACKOFF_MS = 100
-WRITE_TXN_MARKERS_VERSION = 1
+WRITE_TXN_MARKERS_VERSION = 2
 _DONE = frozenset({ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED})
 
 
@@ -49,13 +49,15 @@ class TxnMarkerSender:
         self._peers = route.peers(f"tierlog-txn-markers-{node_id}")
 
     async def write(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                    partitions: frozenset[tuple[str, int]], still_valid: Callable[[], bool]) -> bool:
+                    partitions: frozenset[tuple[str, int]], still_valid: Callable[[], bool],
+                    transaction_version: int = 0) -> bool:
         """True once every partition has its marker; False when ``still_valid`` turned false."""
         remaining = set(partitions)
+        marker = {"ProducerId": producer_id, "ProducerEpoch": producer_epoch, "TransactionResult": commit,
+                  "CoordinatorEpoch": coordinator_epoch, "TransactionVersion": transaction_version}
         while remaining and still_valid():
             by_leader = self._by_leader(remaining)
-            sends = [self._send(leader, producer_id, producer_epoch, commit, coordinator_epoch, parts)
-                     for leader, parts in by_leader.items() if leader >= 0]
+            sends = [self._send(leader, marker, parts) for leader, parts in by_leader.items() if leader >= 0]
             for done in await asyncio.gather(*sends):
                 remaining -= done
             if remaining:
@@ -73,15 +75,13 @@ class TxnMarkerSender:
             out.setdefault(info.partitions[index].leader, []).append((topic, index))
         return out
 
-    async def _send(self, leader: int, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                    parts: list[tuple[str, int]]) -> set[tuple[str, int]]:
+    async def _send(self, leader: int, fields: dict, parts: list[tuple[str, int]]) -> set[tuple[str, int]]:
         """The partitions whose marker is written (or need none any more)."""
         by_topic: dict[str, list[int]] = {}
         for topic, index in parts:
             by_topic.setdefault(topic, []).append(index)
-        marker = {"ProducerId": producer_id, "ProducerEpoch": producer_epoch, "TransactionResult": commit,
-                  "CoordinatorEpoch": coordinator_epoch,
-                  "Topics": [{"Name": t, "PartitionIndexes": ids} for t, ids in by_topic.items()]}
+        marker = {**fields, "Topics": [{"Name": t, "PartitionIndexes": ids} for t, ids in by_topic.items()]}
+        producer_id = marker["ProducerId"]
         try:
             results = await self._request(leader, marker)
         except (PeerUnavailable, TimeoutError, OSError) as e:

@@ -6,7 +6,7 @@ Each marker is one control batch appended through ``ReplicaManager.append_record
 MARKER, acks=all: the coordinator moves on only once every marker is committed).  Per
 partition: NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION when not led here, the
 partition's append errors (INVALID_PRODUCER_EPOCH for a marker older than the producer's
-epoch, TRANSACTION_COORDINATOR_FENCED for one of an older coordinator epoch,
+epoch, or not newer with TransactionVersion 2 (KIP-1228), TRANSACTION_COORDINATOR_FENCED for one of an older coordinator epoch,
 NOT_ENOUGH_REPLICAS, ...), REQUEST_TIMED_OUT when the ISR does not take it in time.  A
 committed marker on ``__consumer_offsets`` is handed to ``on_offsets_marker`` (the group
 coordinator applies or drops the transaction's offsets; KIP-98).
@@ -53,7 +53,8 @@ def _write_one(replicas, led_partition, m: dict, topic: str, index: int, timeout
         return resp
     batch = bytearray(build_marker(m["ProducerId"], m["ProducerEpoch"], m["TransactionResult"],
                                    m["CoordinatorEpoch"], now_ms))
-    outcome, fut = replicas.append_records(part, batch, AppendOrigin.MARKER, ACKS_ALL, timeout_ms)
+    outcome, fut = replicas.append_records(part, batch, AppendOrigin.MARKER, ACKS_ALL, timeout_ms,
+                                           m.get("TransactionVersion", 0))
     if outcome.error:
         resp["ErrorCode"] = outcome.error
     elif fut is not None:

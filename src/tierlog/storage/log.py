@@ -266,16 +266,18 @@ class Log(LogDurability, LogTransactions):
         self._maybe_flush_by_messages(now_ms)
         return result
 
-    def append_marker(self, records: bytearray, leader_epoch: int, now_ms: int) -> AppendResult:
+    def append_marker(self, records: bytearray, leader_epoch: int, now_ms: int,
+                      transaction_version: int = 0) -> AppendResult:
         """Append a transaction marker as leader (WriteTxnMarkers, never a producer): the
-        producer state checks its epoch (a marker older than the producer's is fenced) and ends
-        the producer's open transaction, an abort going into the ``.txnindex``."""
+        producer state checks its epoch (a marker older than the producer's is fenced, and with
+        ``transaction_version`` 2 one not newer, KIP-1228) and ends the producer's open
+        transaction, an abort going into the ``.txnindex``."""
         records = writable(records)
         with self._lock, self._io():
             self._clock_ms = now_ms
             validated = validate(records, max_batch_bytes=self.config.max_message_bytes)
             assert len(validated.headers) == 1 and validated.headers[0].is_control, validated.headers
-            self._producers.check(validated.headers)
+            self._producers.check(validated.headers, transaction_version)
             base = self.log_end_offset
             headers = stamp(records, validated, base, leader_epoch, NO_TIMESTAMP)
             self._epochs.assign_leader_epoch(leader_epoch, base)

@@ -53,6 +53,7 @@ MAX_CACHED_BATCHES = 5          # Kafka keeps the last five batches per producer
 INT32_MAX = 2**31 - 1
 ABORT_MARKER, COMMIT_MARKER = 0, 1      # ControlRecordType of a transaction marker
 NO_OFFSET = -1
+TV_2 = 2                        # transaction.version 2: every end bumps the epoch (KIP-890 part 2)
 
 
 class ActiveProducer(NamedTuple):
@@ -111,13 +112,19 @@ class ProducerStateManager:
     def __len__(self) -> int:
         return len(self._producers)
 
-    def check(self, headers) -> Duplicate | None:
-        """Verdict on the batches of one append; raises ProducerStateError."""
+    def check(self, headers, marker_transaction_version: int = 0) -> Duplicate | None:
+        """Verdict on the batches of one append; raises ProducerStateError.  A marker of
+        ``marker_transaction_version`` 2 (WriteTxnMarkers v2, KIP-1228) carries the epoch its
+        end bumped to (KIP-890 part 2), so it must be above the producer's epoch here."""
         for h in headers:
             if h.is_control:
-                self._check_marker(h)
+                self._check_marker(h, marker_transaction_version)
                 continue
-            if h.producer_id < 0 or h.base_sequence < 0:
+            if h.producer_id < 0:
+                continue
+            if h.base_sequence < 0:
+                if h.is_transactional:      # a group coordinator's TxnOffsetCommit batch: its epoch only
+                    self._check_epoch(h)
                 continue
             dup = self._check_one(h)
             if dup is not None:
@@ -127,19 +134,33 @@ class ProducerStateManager:
                 return dup
         return None
 
-    def _check_marker(self, h) -> None:
+    def _check_marker(self, h, transaction_version: int) -> None:
+        """KIP-1228: a transaction.version 2 marker at the producer's current epoch is a late copy
+        of an earlier transaction's marker (that end already bumped the epoch here); appended, it
+        would end the producer's next transaction, open at that epoch, with the earlier outcome."""
+        p = self._producers.get(h.producer_id)
+        if p is None:
+            return
+        bumped = transaction_version >= TV_2
+        if h.producer_epoch < p.epoch or (bumped and h.producer_epoch == p.epoch):
+            raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                                     f"marker epoch {h.producer_epoch} of producer {h.producer_id} (transaction.version "
+                                     f"{transaction_version}) is stale: the producer is at epoch {p.epoch}")
+
+    def _check_epoch(self, h) -> None:
+        """Kafka's ``checkProducerEpoch`` for a batch appended without a sequence check (origin
+        COORDINATOR): a TxnOffsetCommit of a fenced epoch (one a marker or a newer write has
+        passed here) must not open a transaction whose offsets a later marker would apply."""
         p = self._producers.get(h.producer_id)
         if p is not None and h.producer_epoch < p.epoch:
             raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
-                                     f"marker epoch {h.producer_epoch} of producer {h.producer_id} is older than {p.epoch}")
+                                     f"producer {h.producer_id} epoch {h.producer_epoch} is older than {p.epoch}")
 
     def _check_one(self, h) -> Duplicate | None:
         p = self._producers.get(h.producer_id)
         if p is None:
             return None
-        if h.producer_epoch < p.epoch:
-            raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
-                                     f"producer {h.producer_id} epoch {h.producer_epoch} is older than {p.epoch}")
+        self._check_epoch(h)
         if h.producer_epoch > p.epoch:
             if h.base_sequence != 0:
                 raise ProducerStateError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,

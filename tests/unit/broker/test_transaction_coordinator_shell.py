@@ -50,9 +50,11 @@ class Replicas:
 class Markers:
     def __init__(self):
         self.sent = []
+        self.versions = []          # each marker's TransactionVersion (WriteTxnMarkers v2, KIP-1228)
 
-    async def write(self, pid, epoch, commit, coordinator_epoch, partitions, still_valid):
+    async def write(self, pid, epoch, commit, coordinator_epoch, partitions, still_valid, transaction_version=0):
         self.sent.append((pid, epoch, commit, coordinator_epoch, sorted(partitions)))
+        self.versions.append(transaction_version)
         return True
 
     def close(self):
@@ -85,7 +87,7 @@ def test_commit_writes_prepare_then_markers_then_complete():
         assert await c.add_partitions("tx", 1000, 1, frozenset({("t", 2)})) == ErrorCode.PRODUCER_FENCED
         assert await c.end_txn("tx", 1000, 0, True) == (ErrorCode.NONE, 1000, 0)
         await settle()
-        assert markers.sent == [(1000, 0, True, 7, [("t", 0), ("t", 1)])]
+        assert markers.sent == [(1000, 0, True, 7, [("t", 0), ("t", 1)])] and markers.versions == [0]
         assert [v.state for _k, v in replicas.written] == [S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT]
         assert c.describe("tx")[0].state is S.COMPLETE_COMMIT
         await c.close()
@@ -107,6 +109,7 @@ def test_tv2_ends_bump_the_epoch_answer_it_and_write_the_markers_with_it():
         assert await c.end_txn("tx", 1000, 1, False, TV_2) == (ErrorCode.NONE, 1000, 2)
         await settle()
         assert markers.sent[1] == (1000, 2, False, 7, [("t", 1)])
+        assert markers.versions == [TV_2, TV_2]       # the leaders check these bumped epochs strictly
         prepared = [v for _k, v in replicas.written if v.state is S.PREPARE_COMMIT]
         assert prepared[0].producer_epoch == 1 and prepared[0].client_transaction_version == TV_2
         await c.close()

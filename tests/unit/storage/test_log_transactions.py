@@ -90,3 +90,35 @@ def test_a_tv2_marker_bumps_the_epoch_and_the_next_transaction_starts_at_sequenc
     assert (first.base_offset, second.base_offset) == (0, 3)
     with pytest.raises(ProducerStateError):
         log.append(txn_batch(1, 0, 2), 0, NOW)                            # the epoch before is fenced
+
+
+def test_a_late_tv2_marker_at_the_current_epoch_is_fenced_and_leaves_the_next_transaction_open(log):
+    """KIP-1228, found by the transaction simulation: a copy of transaction 0's COMMIT marker
+    (epoch 1, its end's bump) delayed in the network until transaction 1 (epoch 1) was open
+    here would have ended transaction 1 with transaction 0's outcome."""
+    log.append(txn_batch(1, 0, 0), 0, NOW)                                # 0-1: transaction 0
+    log.append_marker(marker(1, 1, True), 0, NOW, transaction_version=2)  # 2: its end bumped to epoch 1
+    with pytest.raises(ProducerStateError) as e:
+        log.append_marker(marker(1, 1, True), 0, NOW, transaction_version=2)     # its retry: done already
+    assert e.value.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    log.append(txn_batch(1, 1, 0), 0, NOW)                                # 3-4: transaction 1
+    with pytest.raises(ProducerStateError):
+        log.append_marker(marker(1, 1, True), 0, NOW, transaction_version=2)     # the late copy
+    assert log.ongoing_transactions() == {1: (1, 3)}
+    log.append_marker(marker(1, 2, False), 0, NOW, transaction_version=2)      # transaction 1's own end
+    assert log.aborted_transactions(0, 6) == [AbortedTxn(1, 3, 5, 6)]
+    log.append_marker(marker(1, 2, False), 0, NOW)                        # transaction.version 0/1: not newer is fine
+
+
+def test_a_txn_offset_commit_batch_of_a_fenced_epoch_is_refused(log):
+    """Found by the transaction simulation: a group coordinator's TxnOffsetCommit batch (no
+    sequence) of epoch 0 delayed until the transaction's marker (epoch 1) was here opened a
+    transaction whose offsets the producer's next COMMIT marker would have applied."""
+    log.append(txn_batch(1, 0, -1), 0, NOW, False)                        # 0-1: the offsets of transaction 0
+    log.append_marker(marker(1, 1, False), 0, NOW, transaction_version=2)  # 2: aborted, epoch 1
+    with pytest.raises(ProducerStateError) as e:
+        log.append(txn_batch(1, 0, -1), 0, NOW, False)                    # the delayed copy
+    assert e.value.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert log.ongoing_transactions() == {}
+    log.append(txn_batch(1, 1, -1), 0, NOW, False)                        # the next transaction's offsets
+    assert log.ongoing_transactions() == {1: (1, 3)}

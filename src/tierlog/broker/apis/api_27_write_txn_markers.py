@@ -1,6 +1,8 @@
-"""WriteTxnMarkers (27), v0-1: a transaction coordinator has this broker append COMMIT or ABORT
+"""WriteTxnMarkers (27), v0-2: a transaction coordinator has this broker append COMMIT or ABORT
 markers to the partitions it leads (``txn_marker_writer``: one control batch per partition,
-acks=all, the producer state fencing markers of an older producer or coordinator epoch).
+acks=all, the producer state fencing markers of an older producer epoch; v2's
+TransactionVersion 2 (KIP-1228) fences one at the producer's current epoch too: a late copy of
+an earlier transaction's marker).
 
 Broker-to-broker only: CLUSTER_ACTION on the cluster, else every partition answers
 CLUSTER_AUTHORIZATION_FAILED (Kafka's handleWriteTxnMarkersRequest).
@@ -13,7 +15,7 @@ from ..txn_marker_writer import write_markers
 from . import authz
 from .context import HandlerContext
 
-API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.WRITE_TXN_MARKERS, 0, 1
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.WRITE_TXN_MARKERS, 0, 2
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:

@@ -5,7 +5,9 @@ The records are appended as one transactional batch of the producer (acks=all) a
 once committed; the offsets take effect only when the transaction's COMMIT marker reaches the
 group's ``__consumer_offsets`` partition (an ABORT drops them; ``GroupShard.complete_txn``).
 Errors as OffsetCommit's (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, INVALID_GROUP_ID,
-OFFSET_METADATA_TOO_LARGE, ...); v3+ (KIP-447) checks a given member id and generation
+OFFSET_METADATA_TOO_LARGE, ...), and INVALID_PRODUCER_EPOCH when the partition's producer state
+has seen a newer epoch of the producer (its marker or a newer write: the request is a fenced
+one's, or a late copy; Kafka's ``checkProducerEpoch``); v3+ (KIP-447) checks a given member id and generation
 (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID).  ACLs (Kafka): WRITE on the
 transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere), READ on the group
 (GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED there; the other

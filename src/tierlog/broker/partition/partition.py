@@ -215,9 +215,11 @@ class Partition:
 
     # -- writes ----------------------------------------------------------------------------------
     def append_as_leader(self, records: bytearray, origin: AppendOrigin, required_acks: int, now_ms: int,
-                         waiter: Hashable | None = None, timeout_ms: int = 0) -> AppendOutcome:
+                         waiter: Hashable | None = None, timeout_ms: int = 0,
+                         marker_transaction_version: int = 0) -> AppendOutcome:
         """Kafka's ``Partition.appendRecordsToLeader``; ``waiter`` (acks=all) is parked in the
-        purgatory until the high watermark passes the batch or ``timeout_ms`` passes."""
+        purgatory until the high watermark passes the batch or ``timeout_ms`` passes; a marker's
+        ``marker_transaction_version`` is its WriteTxnMarkers TransactionVersion (KIP-1228)."""
         assert origin is not AppendOrigin.REPLICATION, "a follower appends with append_as_follower"
         error, message = append_origin_error(self.topic, origin)
         if error:
@@ -231,7 +233,7 @@ class Partition:
                 return AppendOutcome.refused(error)
         try:
             if origin is AppendOrigin.MARKER:
-                result = self.log.append_marker(records, self.leader_epoch, now_ms)
+                result = self.log.append_marker(records, self.leader_epoch, now_ms, marker_transaction_version)
             else:
                 result = self.log.append(records, self.leader_epoch, now_ms, origin is AppendOrigin.CLIENT)
         except InvalidRecordError as e:

@@ -1,5 +1,7 @@
-"""WriteTxnMarkers (key 27), versions 0-1, flexible from 1: the transaction coordinator asks a
-partition leader to append commit or abort markers (TransactionResult true = COMMIT)."""
+"""WriteTxnMarkers (key 27), versions 0-2, flexible from 1: the transaction coordinator asks a
+partition leader to append commit or abort markers (TransactionResult true = COMMIT).  v2
+(KIP-1228) adds each marker's TransactionVersion: 2 means its epoch is the one the end bumped
+to (KIP-890 part 2), which the leader checks strictly."""
 
 from tierlog.protocol.api import ApiKey, ApiSpec
 from tierlog.protocol.schema import Field, Struct
@@ -17,6 +19,7 @@ _MARKER = Struct([
     Field("TransactionResult", "bool"),
     Field("Topics", [_TOPIC]),
     Field("CoordinatorEpoch", "int32"),
+    Field("TransactionVersion", "int8", versions="2+", default=0),
 ], name="WritableTxnMarker")
 
 REQUEST = Struct([
@@ -42,4 +45,4 @@ RESPONSE = Struct([
     Field("Markers", [_MARKER_RESULT]),
 ], name="WriteTxnMarkersResponse")
 
-SPEC = ApiSpec(ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkers", 0, 1, 1, REQUEST, RESPONSE)
+SPEC = ApiSpec(ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkers", 0, 2, 1, REQUEST, RESPONSE)

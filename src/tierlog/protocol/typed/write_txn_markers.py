@@ -15,6 +15,7 @@ class WritableTxnMarker(TypedDict, total=False):
     TransactionResult: bool
     Topics: list[WritableTxnMarkerTopic]
     CoordinatorEpoch: int
+    TransactionVersion: int
 
 
 class WriteTxnMarkersRequest(TypedDict, total=False):
