@@ -2,8 +2,8 @@
 
 The segment's offset index gives the file position to start at (entries are
 relative to the file's own base offset, its first batch's); then the ``.log``
-is read with ranged GETs of ``READ_CHUNK_BYTES`` (more when one batch is
-larger) and each chunk's whole batches are decoded into Arrow by the same
+is read with ranged GETs of ``READ_CHUNK_BYTES`` (one GET a chunk; a batch
+larger than a chunk is read again whole) and each chunk's whole batches are decoded into Arrow by the same
 decoder the broker path uses (``client.arrow_records.decode_fetched``: every
 batch's CRC-32C checked, payloads decompressed, control batches and records
 outside the range left out), so both paths produce the same rows.
@@ -85,10 +85,11 @@ def _read(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, start
     size = segment.segment_size_in_bytes
     position = _start_position(segments, segment, start)
     while position < size:
-        head = segments.fetch_log_segment(segment, position, min(size, position + LOG_OVERHEAD))
-        first = LOG_OVERHEAD + int.from_bytes(head[LENGTH_OFFSET:LENGTH_OFFSET + 4], "big", signed=True)
-        data = segments.fetch_log_segment(segment, position, min(size, position + max(READ_CHUNK_BYTES, first)))
+        data = segments.fetch_log_segment(segment, position, min(size, position + READ_CHUNK_BYTES))
         whole = _whole_batches_end(data)
+        if whole == 0:          # a batch larger than a chunk: one GET of exactly it
+            data = segments.fetch_log_segment(segment, position, min(size, position + _first_batch_size(data)))
+            whole = _whole_batches_end(data)
         if whole == 0:
             raise CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
         try:
@@ -106,6 +107,14 @@ def _read(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, start
 def _start_position(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, offset: int) -> int:
     base = int.from_bytes(segments.fetch_log_segment(segment, 0, _BASE_OFFSET_BYTES), "big", signed=True)
     return parse_offset_index(segments.fetch_index(segment, IndexType.OFFSET)).position_for(base, offset)
+
+
+def _first_batch_size(data) -> int:
+    """The size the first batch's header claims (its length field and what precedes it), at least
+    one header: a truncated or nonsensical one then fails the whole-batch check."""
+    if len(data) < LOG_OVERHEAD:
+        return HEADER_SIZE
+    return max(HEADER_SIZE, LOG_OVERHEAD + int.from_bytes(data[LENGTH_OFFSET:LENGTH_OFFSET + 4], "big", signed=True))
 
 
 def _whole_batches_end(data) -> int:
