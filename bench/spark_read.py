@@ -15,19 +15,25 @@ Phases, all against one tierlog node started here, in the same run:
 5. spark copy: the same read written with ``format("tierlog")`` to a second
    topic (acks=all), i.e. read + write.
 
-``--tiered``: instead, a tiered topic (fs remote storage, 16 MiB segments, small local
-retention) is filled and, once at least 90% of it is uploaded and gone locally, read
-by Spark through the brokers (``remoteStorage=off``) and straight from remote
-storage (``remoteStorage=DIR``, and the default ``auto``, which finds the store from the
-broker), each after a warm-up, in the same run.
+``--tiered``: instead, a tiered topic (16 MiB segments, small local retention; remote
+storage on the filesystem, or ``--backend s3`` on a moto S3 server) is filled and, once at
+least 90% of it is uploaded and gone locally, read by Spark through the brokers
+(``remoteStorage=off``) and straight from remote storage (``remoteStorage=DIR|s3://...``, and
+the default ``auto``, which finds the store from the broker), each after a warm-up of 100
+records per partition, then by one confluent-kafka consumer (last: the chunks the broker keeps
+in its cache would spare the Spark read through the brokers its GETs), in the same run. Each phase also records the
+CPU seconds of the reader (this process and its children: Spark's JVM and Python
+workers), the node and the moto server (``cputree``).
 
 MB/s counts record value bytes (MiB = 2^20). Results go to
-``bench/results/spark_<timestamp>.json`` and ``bench/results/spark_latest.json``.
+``bench/results/spark_<timestamp>.json`` and ``bench/results/spark_latest.json``
+(``spark_tiered_<backend>_...`` with ``--tiered``; ``bench/spark_plot.py`` plots those).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -39,6 +45,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]   # bench/profile.py shadows profile
 sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
+sys.path.append(str(HERE))            # cputree, after the standard library
 
 from nodeproc import NodeProcess
 
@@ -49,6 +56,9 @@ TIERED_SEGMENT_BYTES = 16 * 1024 * 1024
 TIERED_TOPIC = {"remote.storage.enable": "true", "segment.bytes": str(TIERED_SEGMENT_BYTES),
                 "local.retention.bytes": str(TIERED_SEGMENT_BYTES)}
 TIERED_SHARE = 0.9          # read once this share of every partition is uploaded
+# Kafka's broker session defaults, not the tests' fast ones (tiered.TIERED_BROKER): on a loaded machine
+# a starved node would be fenced every few seconds and its leaders bounce mid-read
+KAFKA_SESSION = {"broker.heartbeat.interval.ms": "2000", "broker.session.timeout.ms": "9000"}
 
 
 def fill(bootstrap: str, topic: str, partitions: int, n: int, config: dict | None = None) -> float:
@@ -73,9 +83,10 @@ def fill(bootstrap: str, topic: str, partitions: int, n: int, config: dict | Non
 
 
 def consumer_read(bootstrap: str, topic: str, partitions: int, n: int) -> float:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                  "auto.offset.reset": "error",        # never skip to the end: the count would never be reached
                   "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024})
     c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
     seen, nbytes = 0, 0
@@ -85,6 +96,8 @@ def consumer_read(bootstrap: str, topic: str, partitions: int, n: int) -> float:
             if m.error() is None:
                 seen += 1
                 nbytes += len(m.value())
+            elif m.error().code() == KafkaError._AUTO_OFFSET_RESET:
+                raise SystemExit(f"consumer: {m.error()}")
     dt = time.perf_counter() - t
     c.close()
     assert nbytes == n * RECORD
@@ -147,33 +160,85 @@ def spark_sum(spark, bootstrap: str, topic: str, options: dict) -> tuple[float, 
     return dt, total
 
 
-def tiered_main(args, n: int, mib: float) -> dict:
-    from tiered import fs_props  # tests/integration
+class CpuMeter:
+    """CPU seconds of this process's tree (the driver, Spark's JVM and Python workers, or the consumer),
+    of the node and of the moto server, over one phase (``cputree``)."""
 
+    def __init__(self, node_pid: int, moto_pid: int | None):
+        self.pids = {"node": node_pid, "moto": moto_pid}
+
+    def _now(self) -> dict:
+        from cputree import tree_cpu_s
+
+        out = {name: tree_cpu_s(pid) for name, pid in self.pids.items() if pid is not None}
+        out["reader"] = tree_cpu_s(os.getpid()) - sum(out.values())
+        return out
+
+    def phase(self, run):
+        """``run()``'s result and the CPU seconds each part spent on it."""
+        before = self._now()
+        result = run()
+        after = self._now()
+        return result, {k: round(after[k] - before[k], 2) for k in after}
+
+
+def tiered_store(root: Path, backend: str, stack: contextlib.ExitStack) -> tuple[dict, dict, int | None]:
+    """The broker's remote storage settings, the source's ``remoteStorage`` options for the same store,
+    and the moto server's pid (s3)."""
+    from tiered import (  # tests/integration
+        MOTO_CREDENTIALS,
+        MOTO_REGION,
+        TIERED_BROKER,
+        MotoServer,
+        fs_props,
+    )
+
+    if backend == "fs":
+        remote = root / "remote-storage"
+        return {**fs_props(remote), **KAFKA_SESSION}, {"remoteStorage": str(remote)}, None
+    os.environ.update({**MOTO_CREDENTIALS, "AWS_DEFAULT_REGION": MOTO_REGION})   # the node's and executors' boto3
+    moto = stack.enter_context(MotoServer(root))
+    settings = moto.settings()
+    location = f"s3://{settings['rsm.config.storage.s3.bucket.name']}/{settings['rsm.config.storage.s3.prefix']}"
+    options = {k: v for k, v in settings.items()
+               if k.startswith("rsm.config.storage.s3.") and not k.endswith((".bucket.name", ".prefix"))}
+    return {**TIERED_BROKER, **settings, **KAFKA_SESSION}, {"remoteStorage": location, **options}, moto.proc.pid
+
+
+def tiered_main(args, n: int, mib: float) -> dict:
     root = Path(tempfile.mkdtemp(prefix="bench-spark-tiered-"))
-    remote = root / "remote-storage"
-    node = NodeProcess(root / "node-1", props=fs_props(remote)).start()
-    out: dict = {"mode": "tiered", "size_mib": mib, "records": n, "partitions": args.partitions,
-                 "segment_bytes": TIERED_SEGMENT_BYTES, "machine": {"cpus": os.cpu_count()}}
-    try:
+    out: dict = {"mode": "tiered", "backend": args.backend, "size_mib": mib, "records": n,
+                 "partitions": args.partitions, "segment_bytes": TIERED_SEGMENT_BYTES,
+                 "machine": {"cpus": os.cpu_count(), "load_avg_start": os.getloadavg()}}
+    with contextlib.ExitStack() as stack:
+        broker_props, direct, moto_pid = tiered_store(root, args.backend, stack)
+        node = NodeProcess(root / "node-1", props=broker_props).start()
+        stack.callback(node.stop)
+        meter = CpuMeter(node.proc.pid, moto_pid)
         out["fill_s"] = fill(node.bootstrap, "bench-tiered", args.partitions, n, TIERED_TOPIC)
         out["highest_tiered"] = wait_tiered(node.bootstrap, "bench-tiered", args.partitions, n)
         print(f"filled {mib:.0f} MiB in {out['fill_s']:.1f} s; tiered: {out['highest_tiered']}")
         spark = spark_session()
         for name, options in (("spark_read_brokers", {"remoteStorage": "off"}),
-                              ("spark_read_direct", {"remoteStorage": str(remote)}),
+                              ("spark_read_direct", direct),
                               ("spark_read_auto", {})):         # the default: the store found from the broker
             spark_sum(spark, node.bootstrap, "bench-tiered", {**options, "endingOffsets": json.dumps(
                 {"bench-tiered": {str(p): 100 for p in range(args.partitions)}})})          # warm-up
-            dt, total = spark_sum(spark, node.bootstrap, "bench-tiered", options)
+            (dt, total), cpu = meter.phase(lambda o=options: spark_sum(spark, node.bootstrap, "bench-tiered", o))
             assert total == n * RECORD, total
-            out[name] = {"seconds": dt, "mib_s": mib / dt}
-            print(f"{name} (local[2], sum(length(value))): {mib / dt:.0f} MiB/s")
+            out[name] = {"seconds": dt, "mib_s": mib / dt, "cpu_s": cpu}
+            print(f"{name} (local[2], sum(length(value))): {mib / dt:.0f} MiB/s, CPU s {cpu}")
         spark.stop()
-    finally:
-        node.stop()
-    out["direct_vs_brokers"] = out["spark_read_direct"]["mib_s"] / out["spark_read_brokers"]["mib_s"]
-    out["auto_vs_brokers"] = out["spark_read_auto"]["mib_s"] / out["spark_read_brokers"]["mib_s"]
+        # last: the broker's chunk cache (rsm.config.fetch.chunk.cache.*) it fills would serve the Spark
+        # read through the brokers without a GET otherwise (this read gets that advantage instead)
+        dt, cpu = meter.phase(lambda: consumer_read(node.bootstrap, "bench-tiered", args.partitions, n))
+        out["confluent_consumer"] = {"seconds": dt, "mib_s": mib / dt, "cpu_s": cpu}
+        print(f"confluent-kafka consumer through the broker: {mib / dt:.0f} MiB/s, CPU s {cpu}")
+    out["machine"]["load_avg_end"] = os.getloadavg()
+    brokers = out["spark_read_brokers"]["mib_s"]
+    out["direct_vs_brokers"] = out["spark_read_direct"]["mib_s"] / brokers
+    out["auto_vs_brokers"] = out["spark_read_auto"]["mib_s"] / brokers
+    out["brokers_vs_consumer"] = brokers / out["confluent_consumer"]["mib_s"]
     return out
 
 
@@ -193,11 +258,13 @@ def main() -> None:
     ap.add_argument("--no-copy", action="store_true", help="skip the topic-to-topic copy")
     ap.add_argument("--tiered", action="store_true",
                     help="a tiered topic read through the brokers and straight from remote storage")
+    ap.add_argument("--backend", choices=("fs", "s3"), default="fs",
+                    help="--tiered: remote storage on the filesystem or on a moto S3 server")
     args = ap.parse_args()
     n = args.size_mib * 1024 * 1024 // RECORD
     mib = n * RECORD / 2**20
     if args.tiered:
-        write_results("spark_tiered", tiered_main(args, n, mib))
+        write_results(f"spark_tiered_{args.backend}", tiered_main(args, n, mib))
         return
     node = NodeProcess(Path(tempfile.mkdtemp(prefix="bench-spark-")) / "node-1").start()
     out: dict = {"size_mib": mib, "records": n, "record_bytes": RECORD, "partitions": args.partitions,

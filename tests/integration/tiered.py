@@ -122,7 +122,11 @@ class MotoServer:
     def __exit__(self, *exc) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(10)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:     # a loaded machine, a GiB in its memory: it stops anyway
+                self.proc.kill()
+                self.proc.wait()
 
     def settings(self) -> dict:
         return {"rsm.config.storage.backend": "s3", "rsm.config.storage.s3.bucket.name": self.bucket,

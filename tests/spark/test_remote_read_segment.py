@@ -105,3 +105,11 @@ def test_an_encrypted_segment_reads_the_same_rows_with_the_key_and_none_without(
     assert _offsets(got) == list(range(12, 37))
     with pytest.raises(RemoteEncryptionKeyError, match="not configured"):
         list(read_segment_range(store, segment, 12, 37, include_headers=False, fail_on_data_loss=True))
+
+
+def test_batches_larger_than_a_chunk_are_read_whole(tmp_path, monkeypatch):
+    from tierlog.spark import remote_read
+    store, meta = _upload(tmp_path)
+    monkeypatch.setattr(remote_read, "READ_CHUNK_BYTES", 40)        # less than one batch
+    got = list(read_segment_range(store, meta, 3, 48, include_headers=False, fail_on_data_loss=True))
+    assert _offsets(got) == list(range(3, 48))

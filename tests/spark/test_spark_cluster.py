@@ -1,23 +1,30 @@
 """A real Spark cluster: a standalone master and two workers started from the pyspark wheel on
 127.0.0.1, a batch read through the tierlog source submitted to it with the source shipped as
-``--py-files`` (``tierlog.spark.ship``), with exactly the rows local mode reads.
+``--py-files`` (``tierlog.spark.ship``), with exactly the rows local mode reads; and the example
+pipeline (``./dev pipeline --master spark://...``) on it, with the results of local mode.
 
-About 40-60 s on 2 cores (three JVMs start, then a driver and two executors).
+About 40-60 s on 2 cores for the batch read (three JVMs start, then a driver and two
+executors); the pipeline runs twice (local mode, then on the cluster).
 """
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pyspark
 import pytest
-from clients import create_topic, produce_all
+from clients import consume_all, create_topic, produce_all
 from cluster_job import digest, read
-from nodeproc import free_port
+from confluent_kafka import Consumer, TopicPartition
+from nodeproc import NodeProcess, free_port
 
+from tierlog.spark import pipeline
 from tierlog.spark.ship import package_zip
 
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -90,3 +97,124 @@ def test_a_batch_read_on_a_standalone_cluster_equals_local_mode(spark, spark_nod
     # the executors imported the shipped zip (in the workers' work dirs), not an installed tierlog
     assert result["tierlog_on_executors"] and all("tierlog.zip" in f for f in result["tierlog_on_executors"])
 
+
+
+# -- the pipeline --------------------------------------------------------------------------
+
+PIPELINE_ARGS = ["--rate", "0", "--window", "10 seconds", "--watermark", "1 second", "--trigger", "1 second"]
+EVENTS, EVENT_GAP_MS = 300, 100         # 30 s of event time: three 10 s windows, all closed by the last event
+PIPELINE_TIMEOUT_S = 300
+
+
+@pytest.fixture(scope="module")
+def pipeline_node(tmp_path_factory):
+    """A node of its own: the pipeline's topics have fixed names (test_pipeline.py fills spark_node's)."""
+    node = NodeProcess(tmp_path_factory.mktemp("pipeline") / "node-1").start()
+    yield node
+    if node.alive():
+        node.stop()
+
+
+def _fixed_events(bootstrap: str) -> None:
+    """The pipeline's input, written before it starts (--rate 0 generates none): events with fixed
+    event times a few minutes back, then one 10 minutes later whose watermark closes their windows
+    (its own stays open), all within one micro-batch (maxOffsetsPerTrigger is 1000)."""
+    now_ms = int(time.time() * 1000)
+    t0 = now_ms - now_ms % 60_000 - 300_000
+    records = []
+    for i in range(EVENTS):
+        event = {"user": f"user-{i % 17}", "action": pipeline.ACTIONS[i % 3 if i % 11 else 3], "amount": i % 50 + 0.25}
+        records.append((i % 3, event["user"].encode(), json.dumps(event).encode(), None, t0 + i * EVENT_GAP_MS))
+    records.append((0, b"user-0", json.dumps({"user": "user-0", "action": "view", "amount": 1.0}).encode(), None,
+                    t0 + 600_000))
+    pipeline.create_topics(bootstrap)
+    produce_all(bootstrap, pipeline.EVENTS_TOPIC, records)
+
+
+def _expected_windows() -> int:
+    """(window, action) pairs of the closed windows: what the Parquet output holds when complete."""
+    return len({((i * EVENT_GAP_MS) // 10_000, pipeline.ACTIONS[i % 3 if i % 11 else 3]) for i in range(EVENTS)})
+
+
+def _parquet(out: Path) -> list[tuple]:
+    files = pipeline._committed_files(out / "parquet")
+    rows = [r for f in files for r in pq.read_table(f).to_pylist()]
+    return sorted((str(r["window_start"]), str(r["window_end"]), r["action"], r["events"], r["amount"])
+                  for r in rows)
+
+
+def _wait_for_windows(out: Path, deadline: float) -> None:
+    while pipeline.parquet_rows(out / "parquet")[1] < _expected_windows():
+        assert time.monotonic() < deadline, f"the pipeline wrote {pipeline.parquet_rows(out / 'parquet')} by now"
+        time.sleep(0.5)
+
+
+def _run_local(spark, bootstrap: str, out: Path):
+    """The pipeline in this test's local[2] session, stopped once its Parquet output is complete."""
+    stopping = threading.Event()
+    args = pipeline._parse_args([*PIPELINE_ARGS, "--out", str(out)])
+    watcher = threading.Thread(target=lambda: (_wait_for_windows(out, time.monotonic() + PIPELINE_TIMEOUT_S),
+                                               stopping.set()), daemon=True)
+    watcher.start()
+    with open(os.devnull, "w") as quiet:
+        summary = pipeline.run(bootstrap, args, out, spark=spark, stopping=stopping,
+                               console=pipeline.console_for(quiet))
+    watcher.join(5)
+    return summary
+
+
+def _run_on_cluster(master: str, bootstrap: str, out: Path) -> str:
+    """``./dev pipeline --master spark://...`` (what it runs once set up), stopped as Ctrl-C stops it
+    once its Parquet output holds every closed window; its output."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    with (out.parent / f"{out.name}.log").open("w+") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "tierlog.spark.pipeline", "--master", master, "--bootstrap",
+                                 bootstrap, "--duration", str(PIPELINE_TIMEOUT_S), *PIPELINE_ARGS, "--out", str(out)],
+                                env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + PIPELINE_TIMEOUT_S
+            while pipeline.parquet_rows(out / "parquet")[1] < _expected_windows() and proc.poll() is None:
+                assert time.monotonic() < deadline, "no complete output from the pipeline on the cluster"
+                time.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(120) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        log.seek(0)
+        return log.read()
+
+
+def _results_end(bootstrap: str) -> int:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "pipeline-results"})
+    try:
+        return c.get_watermark_offsets(TopicPartition(pipeline.RESULTS_TOPIC, 0), timeout=10)[1]
+    finally:
+        c.close()
+
+
+def _latest_counts(messages) -> dict:
+    """The last running count of each (window, action) among the results topic's ``messages``."""
+    latest = {}
+    for m in messages:
+        row = json.loads(m.value())
+        latest[row["window_start"], row["action"]] = (row["events"], row["amount"])
+    return latest
+
+
+def test_the_pipeline_on_a_standalone_cluster_gives_local_mode_s_results(spark, pipeline_node, standalone, tmp_path):
+    boot = pipeline_node.bootstrap
+    _fixed_events(boot)
+    local = _run_local(spark, boot, tmp_path / "local")
+    assert local.delivery_errors == 0 and local.events_produced == 0
+    assert len(_parquet(tmp_path / "local")) == _expected_windows()
+    local_end = _results_end(boot)            # each micro-batch's results are written (acks=all) before it commits
+
+    output = _run_on_cluster(standalone, boot, tmp_path / "cluster")
+    assert "done after" in output, output[-4000:]
+    assert _parquet(tmp_path / "cluster") == _parquet(tmp_path / "local")
+    # the running counts written to the results topic end at the same values
+    results = consume_all(boot, pipeline.RESULTS_TOPIC, 1, _results_end(boot), timeout_s=30)
+    assert len(results) > local_end > 0
+    assert _latest_counts(results[local_end:]) == _latest_counts(results[:local_end])

@@ -162,7 +162,7 @@ def test_read_committed_is_taken_and_read_uncommitted_stays_the_default():
     assert parse_source_options(BASE, streaming=False).isolation_level == 0
     committed = parse_source_options({**BASE, "kafka.isolation.level": "READ_COMMITTED"}, streaming=True)
     assert committed.isolation_level == 1
-    assert committed.remote_storage == "off"            # auto (the default) reads through the brokers then
-    with pytest.raises(OptionError, match="kafka.isolation.level: read_committed reads through the brokers"):
-        parse_source_options({**BASE, "kafka.isolation.level": "read_committed", "remoteStorage": "/tmp/rs"},
-                             streaming=False)
+    assert committed.remote_storage == "auto"           # direct reads filter with the uploaded .txnindex
+    explicit = parse_source_options({**BASE, "kafka.isolation.level": "read_committed", "remoteStorage": "/tmp/rs"},
+                                    streaming=False)
+    assert (explicit.isolation_level, explicit.remote_storage) == (1, "/tmp/rs")

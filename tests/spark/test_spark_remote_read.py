@@ -5,10 +5,12 @@ import logging
 import random
 import time
 import urllib.request
+import uuid
 
 import pytest
 from clients import create_topic, produce_all
 from cluster import wait_for
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 from nodeproc import NodeProcess
 from prometheus_client.parser import text_string_to_metric_families
@@ -197,6 +199,69 @@ def test_a_stream_catches_up_directly_then_reads_the_tail_through_the_brokers(sp
     assert sorted(read) == sorted((i % PARTITIONS, i // PARTITIONS) for i in range(tail))     # every offset once
     assert len(batches) >= 3 and all(len(b) <= 3000 for b in batches.values())     # maxOffsetsPerTrigger
     assert _remote_fetch_bytes(tiered_node) == fetched      # the tiered part never went through a broker
+
+
+TXN_TOPIC, TXN_RECORDS, TXN_PAD = "remote-txn", 60, b"x" * 20_000     # 1.2 MiB per transaction
+
+
+def _transactions(node, producer, first: int, count: int) -> list[bytes]:
+    """Transactions ``first``.. of TXN_RECORDS values each, every odd one aborted; the committed values."""
+    committed = []
+    for txn in range(first, first + count):
+        values = [b"%02d-%02d:" % (txn, i) + TXN_PAD for i in range(TXN_RECORDS)]
+        producer.begin_transaction()
+        for v in values:
+            producer.produce(TXN_TOPIC, v, partition=0)
+        if txn % 2:
+            assert producer.flush(30) == 0
+            producer.abort_transaction(30)
+        else:
+            producer.commit_transaction(30)
+            committed += values
+    return committed
+
+
+def _tiered_past(node, offset: int) -> None:
+    wait_for(lambda: (offsets(node, TXN_TOPIC, 0, LATEST_TIERED) or -1) >= offset, 120,
+             f"{TXN_TOPIC} uploaded past {offset}", interval_s=0.3)
+
+
+def _committed_read(spark, node, remote: str) -> tuple[list, list]:
+    options = {"kafka.bootstrap.servers": node.bootstrap, "subscribe": TXN_TOPIC,
+               "kafka.isolation.level": "read_committed", "remoteStorage": remote}
+    reader = spark.read.format("tierlog")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    rows = sorted((r.offset, bytes(r.value)) for r in reader.load().select("offset", "value").collect())
+    return _plan(options), rows
+
+
+def test_read_committed_direct_leaves_out_aborted_transactions_as_the_brokers_do(spark, tiered_node):
+    """Each transaction takes TXN_RECORDS offsets and a marker. Transaction 3 (aborted) is uploaded
+    while its marker is in the local log only: direct reads stop where it begins (the uploaded
+    producer snapshot shows it open) and the brokers read the rest. Once the marker is uploaded, the
+    direct read drops it too, found in a later segment's .txnindex than its data."""
+    create_topic(tiered_node.bootstrap, TXN_TOPIC, 1, TIERED_TOPIC)
+    producer = Producer({"bootstrap.servers": tiered_node.bootstrap, "linger.ms": 5,
+                         "transactional.id": f"remote-txn-{uuid.uuid4().hex[:6]}"})
+    producer.init_transactions(30)
+    per_txn = TXN_RECORDS + 1
+    committed = _transactions(tiered_node, producer, 0, 4)
+    _tiered_past(tiered_node, 3 * per_txn + TXN_RECORDS // 2)        # some of transaction 3 is uploaded
+    plan, direct = _committed_read(spark, tiered_node, str(tiered_node.remote))
+    remote = [p for p in plan if p.segment is not None]
+    assert remote and max(p.end for p in remote) == 3 * per_txn, plan    # not into the undecided-here txn
+    assert min(p.start for p in remote) == 0                        # aborted transaction 1: read directly
+    assert [v for _, v in direct] == committed                      # no aborted record leaked
+    assert direct == _committed_read(spark, tiered_node, "off")[1]
+
+    committed += _transactions(tiered_node, producer, 4, 2)
+    producer.flush(30)
+    _tiered_past(tiered_node, 4 * per_txn)                           # transaction 3's marker uploaded
+    plan, direct = _committed_read(spark, tiered_node, "auto")
+    assert max(p.end for p in plan if p.segment is not None) > 4 * per_txn, plan
+    assert [v for _, v in direct] == committed
+    assert direct == _committed_read(spark, tiered_node, "off")[1]
 
 
 def test_tiered_range_reads_with_the_broker_stopped(spark, tiered_node):

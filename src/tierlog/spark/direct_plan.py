@@ -105,19 +105,31 @@ def direct_partitions(opts: SourceOptions, spec: StoreSpec, view: StoreView, ran
                       highest: dict | None, topic_ids: dict) -> list[TierlogPartition]:
     """Remote pieces grouped into tasks of about ``remotePartitionBytes``, the rest through the brokers
     (``highest`` None: no broker answers, so a piece no segment holds is data loss)."""
-    pieces, brokers = [], []
+    pieces, brokers, txn_segments = [], [], {}
     for r in ranges:
         tp = (r.topic, r.partition)
         bound = None if highest is None else highest.get(tp, -1)
         segments, tiered = view.readable(tp, topic_ids.get(r.topic), bound)
+        if opts.isolation_level:        # read_committed: only where every marker is uploaded (remote_txn)
+            tiered = min(tiered, view.stable_end(segments) - 1)
+            txn_segments[tp] = view.transaction_indexed(tp, topic_ids.get(r.topic), segments)
         cover = cover_range(r, segments, tiered)
         pieces += [RemotePiece(piece, segment) for piece, segment in cover.remote]
         brokers += cover.brokers
     if highest is None and any(r.size for r in brokers):
         missing = ", ".join(f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in brokers if r.size)
-        raise DataLossError(f"no broker answers and remote storage does not hold {missing}")
+        raise DataLossError(f"no broker answers and remote storage does not hold {missing}" +
+                            (" (at read_committed, with every transaction in it decided)" if opts.isolation_level else ""))
     tasks = group_pieces(pieces, opts.remote_partition_bytes, opts.max_records_per_partition, opts.min_partitions)
-    return [TierlogPartition.remote(task, spec) for task in tasks] + broker_partitions(opts, brokers)
+    return [TierlogPartition.remote(task, spec, _txn_segments_of(task, txn_segments)) for task in tasks] + \
+        broker_partitions(opts, brokers)
+
+
+def _txn_segments_of(task: list[RemotePiece], txn_segments: dict) -> tuple | None:
+    """The segments with a ``.txnindex`` a read_committed task looks in (None: read_uncommitted)."""
+    first = task[0].range
+    found = txn_segments.get((first.topic, first.partition))
+    return None if found is None else tuple(s for s in found if s.end_offset >= first.start)
 
 
 def _store_topics(opts: SourceOptions, store) -> list[str]:

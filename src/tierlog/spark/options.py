@@ -270,18 +270,13 @@ def _check_source_kafka_options(options: Mapping) -> None:
                               "kafka.sasl.*)")
 
 
-def _isolation_level(options: Mapping, remote_storage: str) -> int:
+def _isolation_level(options: Mapping) -> int:
     """kafka.isolation.level: read_uncommitted (Spark's default) or read_committed (KIP-98: read to the
-    last stable offset, aborted transactions left out). Direct reads of remote segments do not
-    use the uploaded .txnindex yet, so read_committed reads through the brokers only (with
-    remoteStorage=auto, the default, too)."""
+    last stable offset, aborted transactions left out, through the brokers or, for direct reads of
+    remote segments, with the uploaded ``.txnindex`` objects: ``spark.remote_txn``)."""
     level = str(_get(options, "kafka.isolation.level") or _READ_UNCOMMITTED).strip().lower()
     if level not in ISOLATION_LEVELS:
         raise OptionError(f"kafka.isolation.level: {level!r} is not read_uncommitted or read_committed")
-    if ISOLATION_LEVELS[level] and remote_storage not in (REMOTE_AUTO, REMOTE_OFF):
-        raise OptionError(f"kafka.isolation.level: read_committed reads through the brokers; remoteStorage="
-                          f"{remote_storage!r} (direct reads of remote segments) cannot leave out aborted "
-                          "transactions yet (use remoteStorage=off)")
     return ISOLATION_LEVELS[level]
 
 
@@ -339,7 +334,6 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
     if strategy not in ("error", "latest"):
         raise OptionError(f"startingOffsetsByTimestampStrategy: {strategy!r} is not 'error' or 'latest'")
     remote = _remote_storage(options)
-    isolation = _isolation_level(options, remote[0])
     group_id = _group_id(options, streaming)
     return SourceOptions(
         bootstrap_servers=bootstrap, subscribe=subscribe, subscribe_pattern=pattern, assign=assign,
@@ -359,9 +353,8 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         fetch_offset_retries=_retries(options),
         fetch_offset_retry_interval_s=_retry_interval_ms(options) / 1000,
         security=_security(options),
-        # read_committed reads through the brokers: auto does not read segments directly then
-        remote_storage=REMOTE_OFF if isolation and remote[0] == REMOTE_AUTO else remote[0], remote_settings=remote[1],
-        isolation_level=isolation,
+        remote_storage=remote[0], remote_settings=remote[1],
+        isolation_level=_isolation_level(options),
         remote_partition_bytes=_int(options, "remotePartitionBytes") or REMOTE_PARTITION_BYTES,
     )
 

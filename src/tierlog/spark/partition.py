@@ -16,20 +16,22 @@ __all__ = ["TierlogPartition", "broker_partitions"]
 class TierlogPartition(InputPartition):
     """``[start, end)`` of one topic partition, through the brokers or, when ``pieces`` are given,
     straight from remote storage (``store``): each piece a ``[start, end)`` of one segment, the
-    pieces contiguous and covering the range."""
+    pieces contiguous and covering the range. At read_committed, ``txn_segments`` are the partition's
+    segments from the first piece's on that were uploaded with a ``.txnindex`` (``remote_txn``)."""
 
     def __init__(self, topic: str, partition: int, start: int, end: int,
                  pieces: tuple[tuple[int, int, RemoteLogSegmentMetadata], ...] = (),
-                 store: StoreSpec | None = None):
+                 store: StoreSpec | None = None, txn_segments: tuple[RemoteLogSegmentMetadata, ...] | None = None):
         super().__init__((topic, partition, start, end))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
-        self.pieces, self.store = pieces, store
+        self.pieces, self.store, self.txn_segments = pieces, store, txn_segments
 
     @classmethod
-    def remote(cls, task: list[RemotePiece], store: StoreSpec) -> TierlogPartition:
+    def remote(cls, task: list[RemotePiece], store: StoreSpec,
+               txn_segments: tuple[RemoteLogSegmentMetadata, ...] | None = None) -> TierlogPartition:
         first, last = task[0].range, task[-1].range
         pieces = tuple((p.range.start, p.range.end, p.segment) for p in task)
-        return cls(first.topic, first.partition, first.start, last.end, pieces, store)
+        return cls(first.topic, first.partition, first.start, last.end, pieces, store, txn_segments)
 
     @property
     def segment(self) -> RemoteLogSegmentMetadata | None:

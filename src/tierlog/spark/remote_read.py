@@ -2,8 +2,8 @@
 
 The segment's offset index gives the file position to start at (entries are
 relative to the file's own base offset, its first batch's); then the ``.log``
-is read with ranged GETs of ``READ_CHUNK_BYTES`` (more when one batch is
-larger) and each chunk's whole batches are decoded into Arrow by the same
+is read with ranged GETs of ``READ_CHUNK_BYTES`` (one GET a chunk; a batch
+larger than a chunk is read again whole) and each chunk's whole batches are decoded into Arrow by the same
 decoder the broker path uses (``client.arrow_records.decode_fetched``: every
 batch's CRC-32C checked, payloads decompressed, control batches and records
 outside the range left out), so both paths produce the same rows.
@@ -17,14 +17,17 @@ fails the task.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
 from tierlog.client import DataLossError
+from tierlog.client.aborted import AbortedFilter
 from tierlog.client.arrow_records import decode_fetched
 from tierlog.records import InvalidRecordError
 from tierlog.records.header import HEADER_SIZE, LENGTH_OFFSET, LOG_OVERHEAD
+from tierlog.spark.remote_txn import aborted_for
+from tierlog.storage.txn_index import decode_entries
 from tierlog.tiered import (
     CorruptRemoteDataError,
     EncryptionSettings,
@@ -48,11 +51,15 @@ _BASE_OFFSET_BYTES = 8
 
 def read_segment_range(store: ObjectStore, segment: RemoteLogSegmentMetadata, start: int, end: int, *,
                        include_headers: bool, fail_on_data_loss: bool,
-                       encryption: EncryptionSettings | None = None) -> Iterator[pa.RecordBatch]:
+                       encryption: EncryptionSettings | None = None,
+                       txn_segments: Sequence[RemoteLogSegmentMetadata] | None = None) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the records of ``segment`` with ``start <= offset < end`` (an encrypted
-    segment decrypted with ``encryption``'s keys, only the chunks read)."""
+    segment decrypted with ``encryption``'s keys, only the chunks read), at read_committed without
+    the aborted transactions the ``.txnindex`` of ``txn_segments`` list."""
+    segments = RemoteSegmentStore(store, encryption)
     try:
-        yield from _read(RemoteSegmentStore(store, encryption), segment, start, end, include_headers)
+        aborted = None if txn_segments is None else AbortedFilter(_aborted(segments, txn_segments, start, end))
+        yield from _read(segments, segment, start, end, include_headers, aborted)
     except RemoteResourceNotFoundError as exc:
         tp = segment.topic_id_partition
         lost = (f"{tp.topic}-{tp.partition}: remote segment [{segment.start_offset}, {segment.end_offset}] "
@@ -64,20 +71,30 @@ def read_segment_range(store: ObjectStore, segment: RemoteLogSegmentMetadata, st
         log.warning("tierlog: %s; skipping offsets %d..%d", lost, start, end - 1)
 
 
+def _aborted(segments: RemoteSegmentStore, txn_segments: Sequence[RemoteLogSegmentMetadata],
+             start: int, end: int) -> list[dict]:
+    """The aborted transactions overlapping ``[start, end)``, each ``.txnindex`` read (one GET) only
+    until the search is complete. Their manifests list them: one gone is data loss, like the segment."""
+    later = (s for s in txn_segments if s.end_offset >= start)
+    return aborted_for((decode_entries(segments.fetch_index(s, IndexType.TRANSACTION)) for s in later), start, end)
+
+
 def _read(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, start: int, end: int,
-          include_headers: bool) -> Iterator[pa.RecordBatch]:
+          include_headers: bool, aborted: AbortedFilter | None) -> Iterator[pa.RecordBatch]:
     tp = segment.topic_id_partition
     size = segment.segment_size_in_bytes
     position = _start_position(segments, segment, start)
     while position < size:
-        head = segments.fetch_log_segment(segment, position, min(size, position + LOG_OVERHEAD))
-        first = LOG_OVERHEAD + int.from_bytes(head[LENGTH_OFFSET:LENGTH_OFFSET + 4], "big", signed=True)
-        data = segments.fetch_log_segment(segment, position, min(size, position + max(READ_CHUNK_BYTES, first)))
+        data = segments.fetch_log_segment(segment, position, min(size, position + READ_CHUNK_BYTES))
         whole = _whole_batches_end(data)
+        if whole == 0:          # a batch larger than a chunk: one GET of exactly it
+            data = segments.fetch_log_segment(segment, position, min(size, position + _first_batch_size(data)))
+            whole = _whole_batches_end(data)
         if whole == 0:
             raise CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
         try:
-            chunk = decode_fetched(memoryview(data)[:whole], tp.topic, tp.partition, start, end, include_headers)
+            chunk = decode_fetched(memoryview(data)[:whole], tp.topic, tp.partition, start, end, include_headers,
+                                   aborted)
         except InvalidRecordError as exc:
             raise CorruptRemoteDataError(f"{_where(segment)}: bad batch after position {position}: {exc}") from None
         if chunk.batch is not None and chunk.batch.num_rows:
@@ -90,6 +107,14 @@ def _read(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, start
 def _start_position(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, offset: int) -> int:
     base = int.from_bytes(segments.fetch_log_segment(segment, 0, _BASE_OFFSET_BYTES), "big", signed=True)
     return parse_offset_index(segments.fetch_index(segment, IndexType.OFFSET)).position_for(base, offset)
+
+
+def _first_batch_size(data) -> int:
+    """The size the first batch's header claims (its length field and what precedes it), at least
+    one header: a truncated or nonsensical one then fails the whole-batch check."""
+    if len(data) < LOG_OVERHEAD:
+        return HEADER_SIZE
+    return max(HEADER_SIZE, LOG_OVERHEAD + int.from_bytes(data[LENGTH_OFFSET:LENGTH_OFFSET + 4], "big", signed=True))
 
 
 def _whole_batches_end(data) -> int:

@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from tierlog.spark.options import OptionError, SourceOptions
 from tierlog.spark.planning import OffsetRange
 from tierlog.spark.remote_planning import lineage_source, readable_segments
+from tierlog.spark.remote_txn import stable_end
+from tierlog.storage.producer_snapshot import ProducerSnapshotError, decode_snapshot
 from tierlog.tiered import (
     EncryptionConfigError,
     EncryptionSettings,
     IndexType,
     ObjectStore,
     PartitionListing,
+    RemoteResourceNotFoundError,
     RemoteSegmentStore,
     RemoteStorageConfigError,
     encryption_from_config,
@@ -110,6 +113,32 @@ class StoreView:
         kept = readable_segments(segments, self._epochs(source), highest + 1)
         return kept, highest
 
+    def transaction_indexed(self, tp: TP, topic_id: bytes | None,
+                            segments: list[RemoteLogSegmentMetadata]) -> tuple[RemoteLogSegmentMetadata, ...]:
+        """Those of ``segments`` uploaded with a ``.txnindex`` (their manifest lists one): where a
+        read_committed executor finds the aborted transactions, with no GET for the others."""
+        listing = self.listing(tp, topic_id)
+        indexed = {m.metadata.segment_id for m in listing.segments
+                   if IndexType.TRANSACTION.value in m.objects} if listing else set()
+        return tuple(s for s in segments if s.segment_id in indexed)
+
+    def stable_end(self, segments: list[RemoteLogSegmentMetadata]) -> int:
+        """Where read_committed direct reads of ``segments`` (readable ones) stop: the first offset of
+        the oldest transaction open at the end of the one reaching furthest, from the producer snapshot
+        uploaded with it (``remote_txn.stable_end``). Without one (a follower rebuilt from remote storage
+        uploads some without), nothing is known to be decided: the first offset, so the brokers read."""
+        if not segments:
+            return -1
+        newest = max(segments, key=lambda s: s.end_offset)
+        try:
+            data = RemoteSegmentStore(self.store, self.encryption).fetch_index(newest, IndexType.PRODUCER_SNAPSHOT)
+            return stable_end(decode_snapshot(data), newest.end_offset)
+        except RemoteResourceNotFoundError:
+            return min(s.start_offset for s in segments)
+        except ProducerSnapshotError as exc:
+            raise OptionError(f"remoteStorage: the producer snapshot of segment {newest.start_offset} of "
+                              f"{newest.topic_id_partition.topic}-{newest.topic_id_partition.partition}: {exc}") from None
+
     def _epochs(self, segment: RemoteLogSegmentMetadata) -> list[tuple[int, int]]:
         data = RemoteSegmentStore(self.store, self.encryption).fetch_index(segment, IndexType.LEADER_EPOCH)
         try:
@@ -121,13 +150,16 @@ class StoreView:
 
 def store_ranges(view: StoreView, opts: SourceOptions) -> list[OffsetRange]:
     """Offset ranges planned from the store alone (no broker answers): earliest and latest are the
-    first and last offsets in remote storage; timestamps need a broker."""
+    first and last offsets in remote storage (at read_committed, latest is where the oldest
+    transaction still open there begins, as the last stable offset is); timestamps need a broker."""
     ranges = []
     for tp in _store_partitions(view, opts):
         listing = view.listing(tp, None)
         if listing is None or listing.start_offset is None:
             continue
         first, after = listing.start_offset, listing.end_offset + 1
+        if opts.isolation_level:
+            after = max(first, min(after, view.stable_end(view.readable(tp, None, None)[0])))
         start = _store_offset(opts.starting, tp, first, after)
         end = _store_offset(opts.ending, tp, first, after)
         ranges.append(OffsetRange(tp[0], tp[1], start, max(start, end)))

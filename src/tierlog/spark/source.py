@@ -2,9 +2,9 @@
 
 Reads plan offset ranges on the driver (Metadata + ListOffsets through our own
 client, at ``kafka.isolation.level``: read_committed ranges end at the last
-stable offset) and fetch them in tasks (read_committed leaves out aborted
-transactions; markers are never rows), yielding Arrow record batches decoded straight
-from whole fetched record batches. Writes are `spark.sink`'s. Clients are always opened inside the method that uses them:
+stable offset) and fetch them in tasks, through the brokers or straight from remote
+segments (read_committed leaves out aborted transactions either way; markers are never
+rows), yielding Arrow record batches decoded straight from whole fetched record batches. Writes are `spark.sink`'s. Clients are always opened inside the method that uses them:
 readers and writers are pickled to the executors with options only.
 """
 
@@ -107,7 +107,8 @@ def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.Re
         store, encryption = part.store.open(), part.store.encryption()
         for start, end, segment in part.pieces:
             yield from read_segment_range(store, segment, start, end, include_headers=opts.include_headers,
-                                          fail_on_data_loss=opts.fail_on_data_loss, encryption=encryption)
+                                          fail_on_data_loss=opts.fail_on_data_loss, encryption=encryption,
+                                          txn_segments=part.txn_segments)
         return
     cluster = Cluster(opts.bootstrap_servers, client_id=opts.client_id, retry_timeout_s=opts.retry_timeout_s,
                       receive_message_max_bytes=receive_message_max_bytes_for(opts.fetch_max_bytes),
