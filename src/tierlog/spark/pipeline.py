@@ -198,6 +198,7 @@ def _spark(master: str = LOCAL_MASTER, out: Path | None = None):
     import tierlog.spark
     from tierlog.spark.ship import ship
 
+    on_interrupt = signal.getsignal(signal.SIGINT)
     spark = (SparkSession.builder.master(master).appName("tierlog-pipeline")
              .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
              .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
@@ -205,6 +206,10 @@ def _spark(master: str = LOCAL_MASTER, out: Path | None = None):
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.showConsoleProgress", "false")      # the rich view shows progress
              .getOrCreate())
+    if threading.current_thread() is threading.main_thread():
+        # PySpark's own SIGINT handler cancels every job and raises KeyboardInterrupt wherever the
+        # driver is; the pipeline's (main) stops its queries between micro-batches instead
+        signal.signal(signal.SIGINT, on_interrupt)
     spark.sparkContext.setLogLevel("ERROR")
     if not master.startswith("local"):       # executors elsewhere: send them tierlog's code
         ship(spark, out or Path(tempfile.mkdtemp(prefix="tierlog-ship-")))

@@ -22,8 +22,10 @@ __all__ = ["package_zip", "ship"]
 
 
 def package_zip(directory: Path) -> Path:
-    """``directory/tierlog.zip``: the ``tierlog`` package this process imports, sources only."""
+    """``directory/tierlog.zip`` (the directory made if missing): the ``tierlog`` package this process
+    imports, sources only."""
     package = Path(tierlog.__file__).parent
+    Path(directory).mkdir(parents=True, exist_ok=True)
     target = Path(directory) / "tierlog.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
         for path in sorted(package.rglob("*.py")):
