@@ -57,6 +57,7 @@ from tierlog.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from tierlog.storage.files import SWAP_SUFFIX, fsync_dir
 from tierlog.storage.loader import load_log
 from tierlog.storage.log_durability import LogDurability
+from tierlog.storage.log_epochs import LogEpochs
 from tierlog.storage.log_read import (
     SegmentInfo,
     first_timestamp,
@@ -88,7 +89,7 @@ _EMPTY = ReadResult([], 0)
 _log = logging.getLogger(__name__)
 
 
-class Log(LogDurability, LogTransactions):
+class Log(LogDurability, LogEpochs, LogTransactions):
     """A partition's log. Build with ``Log.open``."""
 
     def __init__(self, directory: Path, config: LogConfig, topic_id: bytes | None, segments: list[LogSegment],
@@ -382,23 +383,6 @@ class Log(LogDurability, LogTransactions):
         """(offset, timestamp, leader epoch) of the record with the largest timestamp."""
         with self._lock, self._io():
             return max_timestamp_offset(self._segments)
-
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, its end offset), or (-1, -1)."""
-        with self._lock:
-            return self._epochs.end_offset_for(epoch, self.log_end_offset)
-
-    def epoch_entries(self) -> list[tuple[int, int]]:
-        with self._lock:
-            return self._epochs.entries()
-
-    def epoch_entries_in_range(self, start_offset: int, end_offset: int) -> list[tuple[int, int]]:
-        with self._lock:
-            return self._epochs.entries_in_range(start_offset, end_offset)
-
-    def epoch_for_offset(self, offset: int) -> int | None:
-        with self._lock:
-            return self._epochs.epoch_for_offset(offset)
 
     def segment_infos(self) -> list[SegmentInfo]:
         with self._lock, self._io():
