@@ -1,0 +1,26 @@
+"""CleanLimits: a cleaner thread's read of a partition's last stable offset runs on the event loop."""
+import asyncio
+import threading
+
+from tierlog.broker.clean_limits import CleanLimits
+
+
+def test_a_cleaner_thread_reads_on_the_loop_and_gets_zero_when_the_loop_does_not_answer():
+    async def scenario():
+        readers = []
+
+        def read(key):
+            readers.append(threading.get_ident())
+            return {("t", 0): 42}.get(key)
+
+        limits = CleanLimits(asyncio.get_running_loop(), read, timeout_s=0.5)
+        answers = await asyncio.to_thread(lambda: [limits.limit_of(("t", 0)), limits.limit_of(("t", 1))])
+        assert answers == [42, None] and readers == [threading.get_ident()] * 2
+        assert limits.limit_of(("t", 0)) == 42           # on the loop itself: at once
+        stuck = CleanLimits(asyncio.get_running_loop(), read, timeout_s=0.05)
+        worker = threading.Thread(target=lambda: answers.append(stuck.limit_of(("t", 0))))
+        worker.start()
+        worker.join()            # the loop is blocked in join(): it cannot answer, so nothing is cleaned
+        assert answers[-1] == 0
+
+    asyncio.run(scenario())
