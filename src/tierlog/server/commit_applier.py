@@ -18,8 +18,11 @@ on the node's ``committed`` queue. One task here (``run``) takes them one at a t
 
 After each item the applied offset moves (``AppliedOffset``: the controller's
 requests wait on it, so a response leaves once its records are committed and applied
-on this node) and the task gives the event loop a turn: a long run of commits holds
-the loop for one batch at a time (at most RaftConfig.max_batch_records records).
+on this node). The task applies what is queued for up to ``APPLY_TURN_MS`` (at least
+one item), then gives the event loop a turn: a long run of commits holds the loop for
+about that long, or one batch (at most RaftConfig.max_batch_records records) when a
+batch takes longer; small commits do not wait a loop turn each (behind a broker's
+apply slices, that turn can be long).
 
 Ordering kept from the core: a snapshot before the batches after it; a leader's own
 announcement after every batch before its epoch, so the controller becomes active on
@@ -32,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from tierlog.clock import wall_clock_ms
+from tierlog.clock import monotonic_ms, wall_clock_ms
 from tierlog.metadata.apply_metrics import ApplyMetrics
 from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
@@ -43,9 +46,10 @@ from tierlog.raft.types import LeaderAndEpoch
 from .applied_offset import AppliedOffset
 from .controller_server import ControllerServer
 
-__all__ = ["CommitApplier"]
+__all__ = ["APPLY_TURN_MS", "CommitApplier"]
 
 log = logging.getLogger(__name__)
+APPLY_TURN_MS = 20      # the longest run of applies before the event loop gets a turn (apply_slices' too)
 
 
 class CommitApplier:
@@ -62,10 +66,13 @@ class CommitApplier:
         self._controller = controller       # None: not a controller
 
     async def run(self) -> None:
-        """Apply items as they come, one per turn of the event loop, until cancelled."""
+        """Apply items as they come, for up to APPLY_TURN_MS per turn of the event loop, until cancelled."""
         try:
             while True:
                 self.apply(await self._committed.get())
+                turn_ends = monotonic_ms() + APPLY_TURN_MS
+                while not self._committed.empty() and monotonic_ms() < turn_ends:
+                    self.apply(self._committed.get_nowait())
                 await asyncio.sleep(0)
         finally:
             self._applied.fail_waiting(ConnectionError("the node is stopping"))
