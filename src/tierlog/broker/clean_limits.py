@@ -9,6 +9,9 @@ transactions), and the cleaners run on threads of their own (storage/log_cleaner
 state is only ever read on the loop. No answer in time (a busy or stopping loop) is
 0: nothing of that log is cleaned this pass, never more than allowed. Called on the
 loop's own thread (or with no loop, as in single-threaded tests) it reads at once.
+``close()`` (the replica manager stopping, before the log manager joins its cleaner
+threads) answers every read in flight and every later one 0 at once, so a cleaner
+pass over many compacted logs never waits out a read timeout per log at shutdown.
 """
 from __future__ import annotations
 
@@ -32,14 +35,32 @@ class CleanLimits:
         self._read = read
         self._timeout_s = timeout_s
         self._loop_thread = threading.get_ident() if loop is not None else None
+        self._lock = threading.Lock()
+        self._pending: set[concurrent.futures.Future[int | None]] = set()
+        self._closed = False
+
+    def close(self) -> None:
+        """Every read in flight and every later one answers 0 (nothing cleaned) at once."""
+        with self._lock:
+            self._closed = True
+            pending, self._pending = self._pending, set()
+        for answer in pending:
+            if not answer.done():
+                answer.set_result(0)
 
     def limit_of(self, key: TopicPartition) -> int | None:
         """How far the cleaner may clean ``key``'s log (thread-safe)."""
         if self._loop is None or threading.get_ident() == self._loop_thread:
             return self._read(key)
         answer: concurrent.futures.Future[int | None] = concurrent.futures.Future()
+        with self._lock:
+            if self._closed:
+                return 0
+            self._pending.add(answer)
 
         def read_on_loop() -> None:
+            if answer.done():
+                return
             try:
                 answer.set_result(self._read(key))
             except Exception as exc:       # noqa: BLE001 - the waiting thread decides
@@ -47,5 +68,8 @@ class CleanLimits:
         try:
             self._loop.call_soon_threadsafe(read_on_loop)
             return answer.result(self._timeout_s)
-        except (RuntimeError, concurrent.futures.TimeoutError):     # the loop is closed or did not answer
-            return 0
+        except (RuntimeError, concurrent.futures.TimeoutError, concurrent.futures.InvalidStateError):
+            return 0                       # the loop is closed or did not answer
+        finally:
+            with self._lock:
+                self._pending.discard(answer)

@@ -97,6 +97,7 @@ class ReplicaManager:
         self._clock_ms = clock_ms
         self._broker_epoch = broker_epoch
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self._clean_limits: CleanLimits | None = None       # start() makes it, for the log cleaners
         self._watchers: dict[tuple[str, int], set[asyncio.Future]] = {}   # sessionless parked fetches
         self.fetch_sessions = FetchSessionCache(int(cfg.get("max.incremental.fetch.session.cache.slots", 1000)),
                                                 random.Random())
@@ -321,7 +322,8 @@ class ReplicaManager:
     def start(self) -> None:
         """Begin replicating (the broker is registered and unfenced): the fetchers use its epoch, and
         the log cleaners start, below each partition's last stable offset (read on this loop)."""
-        self.logs.start_cleaners(CleanLimits(asyncio.get_running_loop(), self._clean_limit).limit_of)
+        self._clean_limits = CleanLimits(asyncio.get_running_loop(), self._clean_limit)
+        self.logs.start_cleaners(self._clean_limits.limit_of)
         self.fetchers.replica_epoch = self._broker_epoch()
         self._last_hw_checkpoint_ms = self._clock_ms()
         self._tasks.spawn(self._tick_loop(), name=f"replication-tick-{self.node_id}")
@@ -329,6 +331,8 @@ class ReplicaManager:
     async def stop(self) -> None:
         """Cancel and await the ticker, the fetchers and AlterPartition requests; checkpoint the HWs."""
         self._slices.close()
+        if self._clean_limits is not None:
+            self._clean_limits.close()      # the cleaners stop next (LogManager.close): none waits for this loop
         await self._tasks.close()
         await self.fetcher_shell.stop_all()
         self.checkpoint_high_watermarks()

@@ -22,5 +22,14 @@ def test_a_cleaner_thread_reads_on_the_loop_and_gets_zero_when_the_loop_does_not
         worker.start()
         worker.join()            # the loop is blocked in join(): it cannot answer, so nothing is cleaned
         assert answers[-1] == 0
+        waiting = CleanLimits(asyncio.get_running_loop(), read, timeout_s=60)
+        worker = threading.Thread(target=lambda: answers.append(waiting.limit_of(("t", 0))))
+        worker.start()
+        while not waiting._pending:                      # the read is in flight (the loop cannot answer yet)
+            threading.Event().wait(0.001)
+        waiting.close()          # the replica manager stops: the read in flight answers 0 at once, not in 60 s
+        worker.join(5)
+        assert answers[-1] == 0 and not worker.is_alive()
+        assert await asyncio.to_thread(waiting.limit_of, ("t", 0)) == 0
 
     asyncio.run(scenario())
