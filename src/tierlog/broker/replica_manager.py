@@ -323,7 +323,7 @@ class ReplicaManager:
         """Begin replicating (the broker is registered and unfenced): the fetchers use its epoch, and
         the log cleaners start, below each partition's last stable offset (read on this loop)."""
         self._clean_limits = CleanLimits(asyncio.get_running_loop(), self._clean_limit)
-        self.logs.start_cleaners(self._clean_limits.limit_of)
+        self.logs.start_cleaners(self._clean_limits.limits_of)
         self.fetchers.replica_epoch = self._broker_epoch()
         self._last_hw_checkpoint_ms = self._clock_ms()
         self._tasks.spawn(self._tick_loop(), name=f"replication-tick-{self.node_id}")

@@ -13,10 +13,10 @@ Per log directory, as Kafka keeps them:
   at start the logs skip recovery;
 - ``cleaner-offset-checkpoint``: each compacted log's first dirty offset, written by
   the directory's log cleaner thread (``log_cleaner``; started by
-  ``start_cleaners(clean_limit_of)`` when a ``CleanerConfig`` was given, stopped on
-  close or when the directory goes offline). ``clean_limit_of`` gives the cleaner
-  threads each log's last stable offset and must be thread-safe: the broker's is
-  ``broker/clean_limits.CleanLimits.limit_of``, which reads on the event loop.
+  ``start_cleaners(clean_limits_of)`` when a ``CleanerConfig`` was given, stopped on
+  close or when the directory goes offline). ``clean_limits_of`` gives the cleaner
+  threads the logs' last stable offsets and must be thread-safe: the broker's is
+  ``broker/clean_limits.CleanLimits.limits_of``, which reads on the event loop.
 
 Each log directory has one writer thread (``DirWriter``) for its background disk
 syncs: the logs' time-driven flushes (after a roll, flush.ms), the fsyncs of
@@ -62,7 +62,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from tierlog.storage.checkpoint import (
@@ -153,17 +153,18 @@ class LogManager:
         self._cleaner_clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self.cleaners: dict[Path, LogDirCleaner] = {}
 
-    def start_cleaners(self, clean_limit_of: Callable[[TopicPartition], int | None]) -> None:
+    def start_cleaners(self, clean_limits_of: Callable[[list[TopicPartition]],
+                                                       Mapping[TopicPartition, int | None]]) -> None:
         """One log cleaner thread per online log directory (none when disabled or not configured),
-        cleaning each log below ``clean_limit_of(key)`` (None: no limit but the active segment).
-        It is called on the cleaner threads, so it must be thread-safe. Once only."""
+        cleaning each log below ``clean_limits_of(keys)[key]`` (None or absent: no limit but the
+        active segment). It is called on the cleaner threads, so it must be thread-safe. Once only."""
         config = self._cleaner_config
         if config is None or not config.active or self.cleaners:
             return
         online = self._online_dirs()
         share = config.dedupe_buffer_size // max(1, len(online))
         for log_dir in online:
-            cleaner = LogDirCleaner(log_dir, lambda d=log_dir: self._logs_in(d), clean_limit_of,
+            cleaner = LogDirCleaner(log_dir, lambda d=log_dir: self._logs_in(d), clean_limits_of,
                                     config, self._cleaner_clock_ms, share)
             cleaner.start()
             self.cleaners[log_dir] = cleaner
