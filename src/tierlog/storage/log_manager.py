@@ -146,12 +146,12 @@ class LogManager:
         self._now_ms = now_ms
         self._last_retention_ms = now_ms
         self._last_checkpoint_ms = now_ms
+        self._cleaner_config = cleaner
+        self._cleaner_clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self.cleaners: dict[Path, LogDirCleaner] = {}     # start_cleaners; a dir going offline at load has none
         for log_dir in self.log_dirs:
             self._load_dir(log_dir, now_ms)
         self._write_checkpoints(wait=True)
-        self._cleaner_config = cleaner
-        self._cleaner_clock_ms = clock_ms or (lambda: int(time.time() * 1000))
-        self.cleaners: dict[Path, LogDirCleaner] = {}
 
     def start_cleaners(self, clean_limits_of: Callable[[list[TopicPartition]],
                                                        Mapping[TopicPartition, int | None]]) -> None:
