@@ -23,7 +23,12 @@ Then, on the fresh cluster:
   topic of 1 partition RF 2 per request, each after the previous answer - every
   topic is a Raft append, flush and commit on the controllers and a Fetch +
   append + flush on every broker (observers), plus the partition's creation on
-  two brokers. Produce runs first so that the topics created here do not load it.
+  two brokers. Produce runs first so that the topics created here do not load it;
+* bulk (``--partitions``): one CreateTopics of one topic with that many partitions
+  (RF 2): one large metadata change, which every node applies (the brokers create
+  a log for each of their replicas) while the loop keeps serving - the case of
+  issue 26's commit delivery (a pull applied one batch per loop turn) and of
+  broker/apply_slices.py. 0 skips it.
 
 Per run it reports, for the active controller, the other controllers and the
 brokers: the longest stall, the 99.9th percentile of the samples, how many samples
@@ -47,6 +52,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "loop_stall.json"
 PROBE_PERIOD_S = 0.001
+STOP_TIMEOUT_S = 30
 
 
 # ---------------------------------------------------------------- inside a node process
@@ -160,9 +166,16 @@ class _Node:
         raise RuntimeError(f"node {self.node_id} did not start: {(self.root / 'node.log').read_text()[-2000:]}")
 
     def stop(self) -> None:
+        """SIGTERM; a node still busy after STOP_TIMEOUT_S (a large change applying on a loaded
+        machine) is killed, so the run's figures are still written."""
         if self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(30)
+            try:
+                self.proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                print(f"node {self.node_id} did not stop within {STOP_TIMEOUT_S}s: killed", file=sys.stderr)
+                self.proc.kill()
+                self.proc.wait()
 
     def fsyncs(self, start: float, end: float) -> list[tuple[float, bool, str]]:
         calls = json.loads(self.probe.read_text())["fsyncs"]
@@ -232,6 +245,20 @@ def _metadata_run(bootstrap: str, topics: int) -> dict:
     return {"topics_created": topics}
 
 
+def _bulk_run(bootstrap: str, partitions: int) -> dict:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic("stall-bulk", partitions, 2)], operation_timeout=60).values():
+        f.result(120)
+    deadline = time.monotonic() + 120      # until both brokers serve every partition's metadata
+    while time.monotonic() < deadline:
+        topic = admin.list_topics("stall-bulk", timeout=10).topics.get("stall-bulk")
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions:
+            break
+        time.sleep(0.2)
+    return {"partitions_created": partitions}
+
+
 def _produce_run(bootstrap: str, seconds: float) -> dict:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -280,13 +307,15 @@ def _stats(nodes: list[_Node], start: float, end: float) -> dict:
             "loop_fsync_sites": dict(sorted(sites.items(), key=lambda kv: -kv[1]))}
 
 
-def _measure(label: str, seconds: float, topics: int, env: dict) -> dict:
+def _measure(label: str, seconds: float, topics: int, partitions: int, env: dict) -> dict:
     out: dict = {}
-    with tempfile.TemporaryDirectory(prefix="loop-stall-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="loop-stall-", ignore_cleanup_errors=True) as tmp:
         controllers, brokers, bootstrap = _start_cluster(Path(tmp), env)
         try:
             leader = _active_controller(controllers)
-            for name, run, amount in (("produce", _produce_run, seconds), ("metadata", _metadata_run, topics)):
+            runs = [("produce", _produce_run, seconds), ("metadata", _metadata_run, topics)]
+            runs += [("bulk", _bulk_run, partitions)] if partitions > 0 else []
+            for name, run, amount in runs:
                 start = time.time()
                 work = run(bootstrap, amount)
                 end = time.time()
@@ -311,6 +340,7 @@ def main() -> None:
     ap.add_argument("--label", required=True, help="key in the results file, e.g. before / after")
     ap.add_argument("--seconds", type=float, default=15.0, help="length of the produce run")
     ap.add_argument("--topics", type=int, default=40, help="topics the metadata run creates")
+    ap.add_argument("--partitions", type=int, default=2000, help="partitions of the bulk run's one topic (0: none)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     env = dict(os.environ)
@@ -318,7 +348,7 @@ def main() -> None:
     env["PYTHONPATH"] = src
     sys.path.insert(0, src.split(os.pathsep)[0])
     result = {"tierlog_src": src, "commit": _commit(Path(src)), "machine": platform.platform(),
-              "cpus": os.cpu_count(), **_measure(args.label, args.seconds, args.topics, env)}
+              "cpus": os.cpu_count(), **_measure(args.label, args.seconds, args.topics, args.partitions, env)}
     doc = json.loads(args.out.read_text()) if args.out.exists() else {}
     doc[args.label] = result
     args.out.parent.mkdir(parents=True, exist_ok=True)

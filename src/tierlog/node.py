@@ -2,9 +2,11 @@
 
 Every process holds a replica of the metadata log (``__cluster_metadata-0`` in
 ``metadata.log.dir``): a voter when it has the controller role, an observer
-otherwise.  ``MetadataLoader`` turns committed records into images; the
-broker role serves clients from them, the controller role (``QuorumController``)
-writes new records as the quorum leader.
+otherwise.  Commit delivery is a pull: the Raft core's Outputs carry what became
+committed, ``RaftDriver`` puts it on the node's ``committed`` queue, and the node's
+``CommitApplier`` task applies it in order - ``MetadataLoader`` turns committed
+records into images, the broker role serves clients from them, the controller role
+(``QuorumController``) follows them and writes new records as the quorum leader.
 
 Start-up order: meta.properties, the Raft replica (loading the latest snapshot
 and the log), the controller role, the broker role: its listeners are bound
@@ -15,7 +17,7 @@ controlled shutdown, cancels and awaits every background task, resigns quorum
 leadership, closes listeners, flushes logs.
 
 Metrics, in the node's own ``CollectorRegistry`` (docs/metrics.md): every batch the
-loader applies goes to ``ApplyMetrics`` (Kafka's ``broker-metadata-metrics``); every
+applier applies goes to ``ApplyMetrics`` (Kafka's ``broker-metadata-metrics``); every
 answered request to ``RequestMetrics`` (the dispatchers' observer) and, on a broker,
 to ``BrokerTopicStats``; the broker's and the controller's gauges are collected at
 scrape time (``BrokerMetricsCollector``, ``ControllerMetricsCollector``), and the
@@ -89,11 +91,13 @@ from tierlog.net.ssl_principal import (
     peer_principal,
 )
 from tierlog.net.tasks import TaskSet
-from tierlog.raft import FileQuorumStateStore, RaftConfig, RaftNode
+from tierlog.raft import Committed, FileQuorumStateStore, RaftConfig, RaftNode
 from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
 from tierlog.raft.file_snapshots import FileSnapshotStore
+from tierlog.server.applied_offset import AppliedOffset
 from tierlog.server.broker_metrics import BrokerMetricsCollector
 from tierlog.server.broker_role import LifecycleLoop, MetadataView
+from tierlog.server.commit_applier import CommitApplier
 from tierlog.server.controller_metrics import ControllerMetricsCollector
 from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
 from tierlog.server.metrics_endpoint import MetricsEndpoint
@@ -115,52 +119,6 @@ READY_TIMEOUT_S = 120
 
 class NodeFailure(Exception):
     """The node stopped by itself (every log dir failed...): one line for its exit."""
-
-
-class _Listener:
-    """Raft listener fan-out: the loader first (its apply lag into ``apply_metrics``), then the
-    controller role (None: not a controller).
-
-    ``generator`` is set once the Raft replica exists (it snapshots through the replica);
-    a snapshot loaded while the replica opens finds none, and a new generator starts with
-    nothing pending, as after a load.
-    """
-
-    def __init__(self, loader: MetadataLoader, controller_server: ControllerServer | None,
-                 apply_metrics: ApplyMetrics):
-        self.loader = loader
-        self.controller_server = controller_server
-        self.apply_metrics = apply_metrics
-        self.generator: SnapshotGenerator | None = None
-
-    def handle_commit(self, batch) -> None:
-        applied_before = self.loader.image.provenance.last_contained_offset
-        self.loader.handle_commit(batch)
-        if batch.last_offset > applied_before:          # not skipped as already in a snapshot
-            self.apply_metrics.batch_applied(batch.last_offset, batch.append_timestamp, wall_clock_ms())
-            self._count_errors()
-        if self.controller_server is not None:
-            self.controller_server.on_committed_image(self.loader.image, batch.last_offset)
-
-    def handle_load_snapshot(self, reader) -> None:
-        self.loader.handle_load_snapshot(reader)
-        provenance = self.loader.image.provenance
-        self.apply_metrics.snapshot_loaded(provenance.last_contained_offset, provenance.last_contained_log_time_ms)
-        self._count_errors()
-        if self.generator is not None:
-            self.generator.on_snapshot_loaded(reader.snapshot_id.offset, wall_clock_ms())
-        if self.controller_server is not None and not self.controller_server.quorum_controller.active:
-            self.controller_server.quorum_controller.load_image(self.loader.image)
-
-    def _count_errors(self) -> None:
-        self.apply_metrics.set_load_errors(self.loader.error_count)
-        self.apply_metrics.set_apply_errors(self.loader.apply_error_count)
-
-    def handle_leader_change(self, leader) -> None:
-        self.loader.handle_leader_change(leader)
-        self._count_errors()
-        if self.controller_server is not None:
-            self.controller_server.on_leader_change(leader, self.loader.image)
 
 
 class Node:
@@ -223,20 +181,23 @@ class Node:
                            {n: a for n, a in voters.items() if a is not None and n != cfg.node_id},
                            self.security.controller)
         loader = self._loader = MetadataLoader(cluster_id=cluster_id)
-        self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000)
+        raft = self._open_raft(cluster_id, frozenset(voters))
+        committed: asyncio.Queue[Committed] = asyncio.Queue()      # RaftDriver -> CommitApplier, in log order
+        applied = AppliedOffset()
+        self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000, raft, committed)
         if "controller" in cfg.roles:
             controller_config = ControllerConfig.from_props(cfg, cfg.topic_defaults(), cluster_id)
             quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms(),
                                                  bootstrap_records=self._bootstrap_records())
-            self.controller_server = ControllerServer(cfg.node_id, self.driver, quorum_controller,
+            self.controller_server = ControllerServer(cfg.node_id, self.driver, applied, quorum_controller,
                                                       authorizer_from_config(cfg.raw))
             self.metrics_registry.register(ControllerMetricsCollector(quorum_controller))
-        listener = _Listener(loader, self.controller_server, ApplyMetrics(self.metrics_registry, wall_clock_ms()))
-        raft = self._open_raft(cluster_id, frozenset(voters), listener)
-        listener.generator = SnapshotGenerator.from_config(raft.create_snapshot, _snapshot_settings(cfg),
-                                                           wall_clock_ms())
-        loader.subscribe(listener.generator.publish)
-        self.driver.start(raft)
+        generator = SnapshotGenerator.from_config(raft.create_snapshot, _snapshot_settings(cfg), wall_clock_ms())
+        loader.subscribe(generator.publish)
+        applier = CommitApplier(committed, loader, generator, ApplyMetrics(self.metrics_registry, wall_clock_ms()),
+                                applied, self.controller_server)
+        self._tasks.spawn(applier.run(), name="commit-applier")
+        self.driver.start()
         if self.controller_server is not None:
             self.controller_server.start_ticker()
         for listener_cfg in cfg.controller_listeners:
@@ -244,11 +205,11 @@ class Node:
                                                               listener_cfg.name, (self.request_metrics,)))
         if self.is_broker:
             await self._start_broker(cluster_id, loader, list(voters))
-        self._tasks.spawn(self._ticker(listener, loader), name="node-ticker")
+        self._tasks.spawn(self._ticker(generator, loader), name="node-ticker")
         log.info("node %d (%s) serving %s (cluster %s)", cfg.node_id, ",".join(sorted(cfg.roles)),
                  ", ".join(f"{h}:{p}" for h, p in self.bound), cluster_id)
 
-    def _open_raft(self, cluster_id: str, voters: frozenset[int], listener) -> RaftNode:
+    def _open_raft(self, cluster_id: str, voters: frozenset[int]) -> RaftNode:
         cfg = self.config
         meta_dir = self._metadata_dir()
         log_ = FileLog.open(meta_dir, segment_bytes=cfg["metadata.log.segment.bytes"])
@@ -261,7 +222,7 @@ class Node:
             append_linger_ms=0,     # the controller's records land at once, at the offsets it expects
             max_replication_lag_ms=cfg["max.replication.lag.ms"])
         return RaftNode(cfg.node_id, voters, log_, FileSnapshotStore(meta_dir), FileQuorumStateStore(meta_dir, voters),
-                        raft_config, random.Random(), listener, wall_clock_ms())
+                        raft_config, random.Random(), wall_clock_ms())
 
     def _metadata_dir(self) -> Path:
         """The Raft replica's log directory, which no partition log may take (LogManager's reserved_dirs)."""
@@ -406,7 +367,7 @@ class Node:
         self.bound.append((listener_cfg.host or "0.0.0.0", port))
         self._ports[listener_cfg.name] = port
 
-    async def _ticker(self, listener: _Listener, loader: MetadataLoader) -> None:
+    async def _ticker(self, generator: SnapshotGenerator, loader: MetadataLoader) -> None:
         interval = max(TICK_MIN_MS, min(self.config["log.flush.scheduler.interval.ms"], 1000)) / 1000
         while True:
             await asyncio.sleep(interval)
@@ -414,7 +375,7 @@ class Node:
             try:
                 if self.logs is not None:
                     self.logs.tick(now)
-                listener.generator.tick(loader.image, now)
+                generator.tick(loader.image, now)
             except Exception:
                 log.exception("periodic maintenance failed; retrying next tick")
 
@@ -436,7 +397,7 @@ class Node:
             await self.replicas.stop()
         if self.controller_server is not None:
             await self.controller_server.stop()
-        if self.driver is not None and self.driver.raft is not None:
+        if self.driver is not None:
             await self.driver.stop()
         for server in self.servers:
             await server.stop()

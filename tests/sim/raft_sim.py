@@ -34,6 +34,7 @@ from tierlog.raft import (
     RaftNode,
     SnapshotReader,
 )
+from tierlog.raft.committed import hand_to
 
 MOD = (1 << 61) - 1
 
@@ -197,7 +198,7 @@ class Simulation:
         self.persisting[i] = 0
         self.persist_at.pop(i, None)
         node = RaftNode(i, self.voter_ids, d.log, d.snapshots, d.quorum, self.config,
-                        random.Random(self.rng.getrandbits(64)), m, self.now)
+                        random.Random(self.rng.getrandbits(64)), self.now)
         m.node = node
         self.nodes[i] = node
         self.last_hw.pop(i, None)
@@ -226,7 +227,11 @@ class Simulation:
 
     def apply_output(self, i: int, out, reply=None) -> None:
         """Persist (on the node's ordered writer), then release the messages; ``reply`` is
-        (requester, request, response) answered at once by handle_request."""
+        (requester, request, response) answered at once by handle_request. The committed
+        items go to the node's state machine at once, in order (they are durable on a
+        majority already)."""
+        for item in out.committed:
+            hand_to(self.machines[i], item)
         if out.must_persist or self.persist_at.get(i, 0) > self.now or self.persisting[i]:
             at = max(self.now, self.persist_at.get(i, 0)) + (self.rng.randint(0, 3) if out.must_persist else 0)
             self.persist_at[i] = at

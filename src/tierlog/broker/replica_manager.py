@@ -52,6 +52,7 @@ from tierlog.storage import LogConfig, LogManager
 
 from .alter_partition_sender import AlterPartitionSender
 from .apply_slices import ApplySlices
+from .clean_limits import CleanLimits
 from .dir_assignments import DirAssignments, DirAssignmentSender
 from .fetch_session import FetchSessionCache
 from .fetcher_shell import FetcherShell
@@ -96,7 +97,7 @@ class ReplicaManager:
         self._clock_ms = clock_ms
         self._broker_epoch = broker_epoch
         self.partitions: dict[tuple[str, int], Partition] = {}
-        logs.clean_limit_of = self._clean_limit    # the log cleaner stays below each partition's last stable offset
+        self._clean_limits: CleanLimits | None = None       # start() makes it, for the log cleaners
         self._watchers: dict[tuple[str, int], set[asyncio.Future]] = {}   # sessionless parked fetches
         self.fetch_sessions = FetchSessionCache(int(cfg.get("max.incremental.fetch.session.cache.slots", 1000)),
                                                 random.Random())
@@ -144,8 +145,8 @@ class ReplicaManager:
 
     def _clean_limit(self, key: tuple[str, int]) -> int | None:
         """The last stable offset of a hosted partition (at most its high watermark; Kafka's cleaner
-        never cleans at or above it: no undecided transaction is cleaned), else None (called on a
-        log cleaner thread)."""
+        never cleans at or above it: no undecided transaction is cleaned), else None (on the event
+        loop: the cleaner threads ask through CleanLimits)."""
         part = self.partitions.get(key)
         return None if part is None else part.last_stable_offset
 
@@ -319,7 +320,10 @@ class ReplicaManager:
 
     # -- replication ------------------------------------------------------------
     def start(self) -> None:
-        """Begin replicating (the broker is registered and unfenced): the fetchers use its epoch."""
+        """Begin replicating (the broker is registered and unfenced): the fetchers use its epoch, and
+        the log cleaners start, below each partition's last stable offset (read on this loop)."""
+        self._clean_limits = CleanLimits(asyncio.get_running_loop(), self._clean_limit)
+        self.logs.start_cleaners(self._clean_limits.limits_of)
         self.fetchers.replica_epoch = self._broker_epoch()
         self._last_hw_checkpoint_ms = self._clock_ms()
         self._tasks.spawn(self._tick_loop(), name=f"replication-tick-{self.node_id}")
@@ -327,6 +331,8 @@ class ReplicaManager:
     async def stop(self) -> None:
         """Cancel and await the ticker, the fetchers and AlterPartition requests; checkpoint the HWs."""
         self._slices.close()
+        if self._clean_limits is not None:
+            self._clean_limits.close()      # the cleaners stop next (LogManager.close): none waits for this loop
         await self._tasks.close()
         await self.fetcher_shell.stop_all()
         self.checkpoint_high_watermarks()

@@ -1,7 +1,7 @@
 """ApplyMetrics: how late this node applies committed metadata batches (Kafka's
 ``broker-metadata-metrics`` group, in a prometheus-client registry of the node's own).
 
-The node's Raft listener reports every batch the ``MetadataLoader`` applied
+The node's CommitApplier reports every batch the ``MetadataLoader`` applied
 (``batch_applied(last_offset, append_ms, now_ms)``; ``append_ms`` is the batch's
 append timestamp, the quorum leader's wall clock, ``now_ms`` this node's wall
 clock right after the image was built and published) and every snapshot it loaded

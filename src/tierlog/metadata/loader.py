@@ -1,10 +1,11 @@
-"""MetadataLoader: the Raft listener that turns the committed metadata log into images.
+"""MetadataLoader: turns the committed metadata log into images.
 
-Used by brokers and controllers alike::
+Used by brokers and controllers alike; the node's CommitApplier
+(server/commit_applier.py) calls the three handle_* methods with the items the
+Raft core's Outputs carried (``Output.committed``), in log order::
 
     loader = MetadataLoader(cluster_id=..., image=None)
     loader.subscribe(lambda image, delta: ...)
-    raft.register(loader)              # calls the three handle_* methods
 
 * ``handle_commit(batch)``: ``batch.records`` (framed record bytes),
   ``batch.last_offset`` (inclusive), ``batch.epoch``, ``batch.append_timestamp``.

@@ -25,13 +25,14 @@ Where each Raft rule lives (one small unit each; the module docstring states its
     follower_fetch.py  the follower's Fetch loop: append, truncate, follow the HW and LBO
     snapshot_fetch.py  the follower's chunked FetchSnapshot download
     retention.py       the log begin offset and snapshot deletion (start-up validation too)
-    commits.py         the high watermark, delivery to the listener, leader-change notices
+    commits.py         the high watermark, what became committed for the Output, leader-change notices
+    committed.py       the items of Output.committed (batches, snapshot loads, leader changes)
     log.py, snapshots.py, quorum_store.py    the storage interfaces (+ memory versions);
                        file_log.py, file_snapshots.py the on-disk ones
     codec.py, wire.py, messages.py           batches on disk, messages on the wire
 """
 
-from tierlog.raft.listener import CommittedBatch, QuorumInfo, RaftListener, ReplicaInfo
+from tierlog.raft.committed import Committed, CommittedBatch
 from tierlog.raft.log import MemoryLog, ReplicatedLog
 from tierlog.raft.messages import (
     BeginQuorumEpochRequest,
@@ -64,15 +65,17 @@ from tierlog.raft.types import (
     LogBatch,
     NotLeaderError,
     OffsetAndEpoch,
+    QuorumInfo,
     RaftConfig,
+    ReplicaInfo,
 )
 
 __all__ = [
-    "BeginQuorumEpochRequest", "BeginQuorumEpochResponse", "CommittedBatch", "ElectionState",
+    "BeginQuorumEpochRequest", "BeginQuorumEpochResponse", "Committed", "CommittedBatch", "ElectionState",
     "EndQuorumEpochRequest", "EndQuorumEpochResponse", "Err", "FetchRequest", "FetchResponse",
     "FetchSnapshotRequest", "FetchSnapshotResponse", "FileQuorumStateStore", "LeaderAndEpoch", "LogBatch",
     "MemoryLog", "MemoryQuorumStateStore", "MemorySnapshotStore", "NotLeaderError", "OffsetAndEpoch",
-    "Output", "QuorumInfo", "QuorumStateStore", "RaftConfig", "RaftListener", "RaftNode", "ReplicaInfo",
+    "Output", "QuorumInfo", "QuorumStateStore", "RaftConfig", "RaftNode", "ReplicaInfo",
     "ReplicatedLog", "RequestOutcome", "SnapshotReader", "SnapshotStore", "SnapshotWriter", "VoteRequest",
     "VoteResponse",
 ]

@@ -7,7 +7,7 @@ The shell (asyncio in a real process, the simulator in tests) calls:
 - ``handle_send_failure(dest_id, request, now_ms) -> Output``
 - ``tick(now_ms) -> Output`` at ``Output.next_deadline_ms`` at the latest
 - ``handle_log_flushed(now_ms) -> Output`` when a flush the Output asked for is done
-- ``propose(records, now_ms) -> int``, ``resign(now_ms) -> Output``,
+- ``propose(records, now_ms, epoch=None) -> int``, ``resign(now_ms) -> Output``,
   ``create_snapshot(end_offset, epoch, last_contained_ts_ms)``, ``describe(now_ms)``
 
 Persistence contract (etcd's ``Ready``; DESIGN.md principle 1): the Output says what
@@ -18,6 +18,11 @@ or answers, and before any later Output's. The leader counts its own log towards
 the high watermark only as ``log.flushed_end_offset`` reports it, after the shell
 calls ``handle_log_flushed``. Truncations, log-start moves and snapshots are
 still durable when the log/snapshot store call returns (they are rare).
+
+Commit delivery is a pull (etcd's ``Ready.CommittedEntries``): ``Output.committed``
+carries, in order, the batches that became committed, the snapshots to load and the
+leader changes (raft/committed.py); the shell applies them. The core calls nothing
+above it. The snapshot a restarted replica loads comes out of the first ``tick``.
 
 What this module holds itself: dispatching messages, leader discovery from any
 message (``_observe_leader``), what happens around each transition, and the
@@ -33,11 +38,11 @@ from dataclasses import dataclass, field
 
 from tierlog.raft.codec import leader_change_value
 from tierlog.raft.commits import CommitDelivery
+from tierlog.raft.committed import Committed
 from tierlog.raft.election import Election
 from tierlog.raft.follower_fetch import FollowerFetch
 from tierlog.raft.leader import LeaderProgress
 from tierlog.raft.leader_fetch import LeaderFetch, leader_id_or_none
-from tierlog.raft.listener import QuorumInfo, RaftListener, ReplicaInfo
 from tierlog.raft.log import ReplicatedLog
 from tierlog.raft.messages import (
     BeginQuorumEpochRequest,
@@ -71,7 +76,9 @@ from tierlog.raft.types import (
     LeaderAndEpoch,
     NotLeaderError,
     OffsetAndEpoch,
+    QuorumInfo,
     RaftConfig,
+    ReplicaInfo,
 )
 
 __all__ = ["Output", "RaftNode", "RequestOutcome"]
@@ -91,6 +98,9 @@ class Output:
         back to handle_response / handle_send_failure.
     responses: (token, response) for fetches parked by an earlier handle_request;
         like the immediate answer of handle_request, sent after persisting.
+    committed: what became committed, to apply in this order after the Output's
+        persistence or alongside it (raft/committed.py): batches, snapshots to load,
+        leader changes. Committed data is durable on a majority already.
     next_deadline_ms: call tick() no later than this.
     """
 
@@ -99,6 +109,7 @@ class Output:
     next_deadline_ms: int = NEVER
     quorum_state: ElectionState | None = None
     flush_log_to: int | None = None
+    committed: list[Committed] = field(default_factory=list)
 
     @property
     def must_persist(self) -> bool:
@@ -119,7 +130,7 @@ class RequestOutcome:
 class RaftNode:
     def __init__(self, node_id: int, voters: frozenset[int], log: ReplicatedLog, snapshots: SnapshotStore,
                  quorum_store: QuorumStateStore, config: RaftConfig, rng: random.Random,
-                 listener: RaftListener, now_ms: int, *, clock: Callable[[], float] | None = None):
+                 now_ms: int, *, clock: Callable[[], float] | None = None):
         self.node_id = node_id
         self.voters = frozenset(voters)
         self.log = log
@@ -143,7 +154,7 @@ class RaftNode:
         self.retention = LogStartRetention(log, snapshots, self.metrics, now_ms)
         self.retention.validate_at_startup()
         self.quorum = QuorumState(node_id, self.voters, quorum_store, config, rng, now_ms)
-        self.commits = CommitDelivery(log, snapshots, listener, self.metrics, lambda: self.is_leader, clock)
+        self.commits = CommitDelivery(log, snapshots, self.metrics, lambda: self.is_leader, clock)
         self.commits.start()
         self.leader_fetch = LeaderFetch(config, log, snapshots, self.quorum, self.commits, self.purgatory,
                                         self.proposals, lambda token, r: self._out.responses.append((token, r)),
@@ -184,7 +195,7 @@ class RaftNode:
 
     @property
     def applied_offset(self) -> int:
-        """Offsets below this have been given to the listener (snapshot or commits)."""
+        """Offsets below this have been handed out in ``Output.committed`` (snapshot or batches)."""
         return self.commits.applied_offset
 
     @property
@@ -263,14 +274,17 @@ class RaftNode:
         self.requests.failed(dest_id, request, now_ms)
         return self._finish(now_ms)
 
-    def propose(self, records: Sequence[bytes], now_ms: int) -> int:
+    def propose(self, records: Sequence[bytes], now_ms: int, epoch: int | None = None) -> int:
         """Queue record values for the next batch; returns the offset of the last one.
 
         The batch is appended (and flushed) within append_linger_ms by tick(); call
-        tick(now_ms) after proposing. The records commit when handle_commit says so;
-        a leader change in between may drop them.
+        tick(now_ms) after proposing. The records commit when an Output's ``committed``
+        carries them; a leader change in between may drop them. ``epoch``: raise
+        NotLeaderError unless this node leads that epoch (Kafka's
+        ``RaftClient.prepareAppend(epoch, records)``), so a state machine that has
+        not applied a leader change yet cannot write in a newer term.
         """
-        if not self.is_leader:
+        if not self.is_leader or (epoch is not None and epoch != self.epoch):
             raise NotLeaderError(self.leader_and_epoch)
         self.proposals.add(records, now_ms)
         return self.log.end_offset + len(self.proposals) - 1
@@ -384,8 +398,12 @@ class RaftNode:
             self._poll(now_ms)
             if self.quorum.state is before:
                 break
+        self.commits.deliver()
         self._notify_leader_change()
         out, self._out = self._out, Output()
+        out.committed, behind = self.commits.take()
+        if behind:
+            self._wake(now_ms)      # the rest of what is committed goes in the next Output
         out.next_deadline_ms = self._deadline
         out.quorum_state = self.quorum.take_unpersisted()
         out.flush_log_to, self._flush_to = self._flush_to, None

@@ -8,7 +8,8 @@ from typing import NamedTuple
 from tierlog.protocol.errors import ErrorCode
 
 __all__ = [
-    "Err", "LeaderAndEpoch", "LogBatch", "NotLeaderError", "OffsetAndEpoch", "RaftConfig",
+    "Err", "LeaderAndEpoch", "LogBatch", "NotLeaderError", "OffsetAndEpoch", "QuorumInfo", "RaftConfig",
+    "ReplicaInfo",
 ]
 
 
@@ -105,3 +106,24 @@ class RaftConfig:
     def check_quorum_timeout_ms(self) -> int:
         """A leader resigns when a majority has not fetched for this long (1.5x fetch timeout)."""
         return self.fetch_timeout_ms * 3 // 2
+
+
+@dataclass(frozen=True)
+class ReplicaInfo:
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
+
+
+@dataclass(frozen=True)
+class QuorumInfo:
+    """DescribeQuorum's partition answer. ``error`` is NOT_LEADER_OR_FOLLOWER (6) on a
+    non-leader, whose lists are then empty."""
+
+    error: int
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: list[ReplicaInfo]
+    observers: list[ReplicaInfo]

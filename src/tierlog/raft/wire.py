@@ -25,7 +25,6 @@ from __future__ import annotations
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.raft.codec import decode_log_batches, encode_log_batches
-from tierlog.raft.listener import QuorumInfo, ReplicaInfo
 from tierlog.raft.messages import (
     HIGH_WATERMARK_UNKNOWN,
     BeginQuorumEpochRequest,
@@ -39,7 +38,7 @@ from tierlog.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from tierlog.raft.types import OffsetAndEpoch
+from tierlog.raft.types import OffsetAndEpoch, QuorumInfo, ReplicaInfo
 
 __all__ = [
     "API_KEYS",

@@ -142,7 +142,7 @@ def _row(p) -> PartitionRow:
 def _copy_lag_bytes(part) -> int:
     """Rolled segments with offsets above the highest one in remote storage (what the next copy
     passes upload; a segment partly there counts whole); 0 for an offline log."""
-    highest = part.log.highest_offset_in_remote_storage
+    highest = part.log.highest_offset_in_remote_storage.value
     try:
         return sum(s.size for s in part.log.rolled_segments() if s.next_offset - 1 > highest)
     except KafkaStorageError:

@@ -2,8 +2,10 @@
 between the Raft replica, the metadata loader and the sans-IO QuorumController.
 
 Requests that change metadata go to ``QuorumController.handle``; its records are
-proposed to Raft at the offsets the controller expects, and the response leaves
-once they are committed (or NOT_CONTROLLER if leadership moved meanwhile).
+proposed to Raft at the offsets the controller expects, in the epoch it is active
+in, and the response leaves once they are committed and applied on this node
+(``AppliedOffset``), or NOT_CONTROLLER if leadership moved meanwhile. The node's
+CommitApplier (commit_applier.py) calls the ``on_*`` hooks in log order.
 Quorum RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot) go
 to the Raft driver; DescribeQuorum is answered from the replica's view.
 With an authorizer (``authorizer.class.name``), only principals allowed CLUSTER_ACTION on
@@ -33,7 +35,8 @@ from tierlog.protocol import APIS, ApiKey, ErrorCode
 from tierlog.raft import wire
 from tierlog.raft.types import LeaderAndEpoch, NotLeaderError
 
-from .raft_driver import NotLeaderAnymore, RaftDriver
+from .applied_offset import AppliedOffset, NotLeaderAnymore
+from .raft_driver import RaftDriver
 
 __all__ = ["CONTROLLER_APIS", "ControllerServer", "describe_quorum_response"]
 
@@ -45,17 +48,19 @@ RAFT_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, Ap
 class ControllerServer:
     """Context of the controller listener's handlers (``api_versions`` for ApiVersions)."""
 
-    def __init__(self, node_id: int, driver: RaftDriver, quorum_controller: QuorumController,
+    def __init__(self, node_id: int, driver: RaftDriver, applied: AppliedOffset, quorum_controller: QuorumController,
                  authorizer: Authorizer | None = None):
         self.node_id = node_id
         self.authorizer = authorizer        # KIP-801: only nodes (CLUSTER_ACTION) may use this listener
         self.driver = driver
+        self._applied = applied
         self.quorum_controller = quorum_controller
+        self._epoch: int | None = None      # the quorum epoch it is active in: Raft refuses its records in another
         self.api_versions = [{"ApiKey": k, "MinVersion": m.MIN_VERSION, "MaxVersion": m.MAX_VERSION}
                              for k, m in sorted(CONTROLLER_APIS.items())]
         self._tasks = TaskSet(f"controller {node_id}")        # the ticker
 
-    # -- Raft listener hooks (called by the node's listener fan-out) ---------------------
+    # -- committed metadata (called by the node's CommitApplier, in log order) -----------
 
     def on_committed_image(self, image, last_offset: int) -> None:
         if self.quorum_controller.active:
@@ -63,11 +68,16 @@ class ControllerServer:
         else:
             self.quorum_controller.load_image(image)
 
+    def on_snapshot_loaded(self, image) -> None:
+        if not self.quorum_controller.active:
+            self.quorum_controller.load_image(image)
+
     def on_leader_change(self, leader: LeaderAndEpoch, image) -> None:
         active = leader.leader_id == self.node_id
         next_offset = self.driver.node.log.end_offset if active else None
         self.quorum_controller.on_leader_change(active, image, next_offset)
-        self.driver.fail_waiters_on_leader_change()
+        self._epoch = leader.epoch if active else None
+        self._applied.fail_waiting(NotLeaderAnymore("leadership of the metadata quorum moved"))
         log.info("metadata quorum leader is %s (epoch %d)%s", leader.leader_id, leader.epoch,
                  "; this node is the active controller" if active else "")
 
@@ -92,13 +102,13 @@ class ControllerServer:
         return response
 
     async def _append(self, records: list, base_offset: int) -> None:
-        await self.driver.wait_committed(self._propose(records, base_offset), COMMIT_TIMEOUT_S)
+        await self._applied.wait(self._propose(records, base_offset), COMMIT_TIMEOUT_S)
 
     def _propose(self, records: list, base_offset: int) -> int:
         """Hand records to Raft at once: the controller already counted them at ``base_offset``, so
         nothing may be proposed in between (a deferred propose would let the next request's records
         take those offsets)."""
-        last = self.driver.propose([metadata_records.encode(r) for r in records])
+        last = self.driver.propose([metadata_records.encode(r) for r in records], self._epoch)
         assert last == base_offset + len(records) - 1, \
             f"metadata records landed at {last - len(records) + 1}, the controller expected {base_offset}"
         return last
@@ -134,7 +144,7 @@ class ControllerServer:
 
 def describe_quorum_response(server, request: dict) -> dict:
     """DescribeQuorum (55) from this replica's view; non-leaders answer NOT_LEADER_OR_FOLLOWER."""
-    return wire.describe_quorum_to_dict(server.driver.raft.describe(wall_clock_ms()))
+    return wire.describe_quorum_to_dict(server.driver.node.describe(wall_clock_ms()))
 
 
 class _Header(NamedTuple):

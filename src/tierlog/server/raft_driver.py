@@ -2,9 +2,11 @@
 
 It calls ``tick`` at the node's deadline, sends the node's requests to peers
 (one task per request, the answer or failure fed back), answers inbound quorum
-requests (parking Fetches the node holds until data or timeout) and resolves
-``wait_committed`` futures as the high watermark passes them.  Time is the
-wall clock in milliseconds.
+requests (parking Fetches the node holds until data or timeout) and puts what
+each Output says became committed (``Output.committed``: batches, snapshots to
+load, leader changes) on the node's ``committed`` queue, in order, for the
+node's CommitApplier (server/commit_applier.py) to apply: nothing is applied
+inside a Raft call.  Time is the wall clock in milliseconds.
 
 Persistence (the node's Ready contract): what an Output asks to persist (the
 quorum-state to write, the log to flush) goes to ONE writer thread for the
@@ -17,7 +19,6 @@ failed write is fatal for the quorum replica: its messages are never sent.
 from __future__ import annotations
 
 import asyncio
-import heapq
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,6 +27,7 @@ from tierlog.net.client import Peers, PeerUnavailable
 from tierlog.net.tasks import cancel_and_wait
 from tierlog.protocol.api import ApiKey
 from tierlog.raft import wire
+from tierlog.raft.committed import Committed
 from tierlog.raft.node import Output, RaftNode
 
 __all__ = ["RaftDriver"]
@@ -35,13 +37,13 @@ TICK_MAX_S = 1.0
 
 
 class RaftDriver:
-    def __init__(self, peers: Peers, request_timeout_s: float):
+    def __init__(self, peers: Peers, request_timeout_s: float, node: RaftNode,
+                 committed: asyncio.Queue[Committed]):
         self.peers = peers
         self.request_timeout_s = request_timeout_s
-        self.raft: RaftNode | None = None
+        self.node = node
+        self._committed = committed
         self._parked: dict[int, asyncio.Future] = {}
-        self._waiters: list[tuple[int, int, asyncio.Future]] = []     # heap of (offset, seq, future)
-        self._seq = 0
         self._wake = asyncio.Event()
         self._deadline_ms = 0
         self._task: asyncio.Task | None = None
@@ -51,25 +53,17 @@ class RaftDriver:
         self._held = 0                                # Outputs waiting for a write
         self._write_failed = False
 
-    def start(self, raft: RaftNode) -> None:
-        self.raft = raft
+    def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
-
-    @property
-    def node(self) -> RaftNode:
-        """The Raft replica this drives (``start`` gave it)."""
-        assert self.raft is not None, "RaftDriver.start() first"
-        return self.raft
 
     async def stop(self) -> None:
         """Resign leadership (EndQuorumEpoch) and stop the timer loop."""
-        if self.raft is not None and self._task is not None:
+        if self._task is not None:
             self._apply(self.node.resign(wall_clock_ms()))
             await self.flushed()
             await asyncio.sleep(0.05)     # let the EndQuorumEpoch requests leave
         await cancel_and_wait([t for t in (self._task, *self._sends) if t is not None], "raft driver")
         self._writer.shutdown(wait=True)
-        self._fail_waiters(ConnectionError("quorum replica stopped"))
 
     async def flushed(self) -> None:
         """Until every write handed to the writer so far is done."""
@@ -87,8 +81,10 @@ class RaftDriver:
                 pass
 
     def _apply(self, out: Output, answer: asyncio.Future | None = None, response: object = None) -> None:
-        """Persist (off the loop), then release the messages; ``answer`` gets ``response``
-        (an inbound request's immediate answer) on release."""
+        """Hand over what became committed, persist (off the loop), then release the messages;
+        ``answer`` gets ``response`` (an inbound request's immediate answer) on release."""
+        for item in out.committed:          # committed is durable on a majority: no need to wait
+            self._committed.put_nowait(item)
         if out.must_persist:
             self._write(out)
         if self._held or (self._written is not None and not self._written.done()):
@@ -101,7 +97,6 @@ class RaftDriver:
         self._deadline_ms = out.next_deadline_ms
         if out.next_deadline_ms <= wall_clock_ms() + 1:
             self._wake.set()
-        self._release_waiters()
 
     def _write(self, out: Output) -> None:
         raft, state, flush = self.node, out.quorum_state, out.flush_log_to is not None
@@ -175,39 +170,12 @@ class RaftDriver:
             self._apply(outcome.output, fut, outcome.response)   # answered once persisted
         return wire.response_to_dict(await fut)[1]
 
-    def propose(self, records: list[bytes]) -> int:
-        """Append records (as leader) now; returns the offset of the last one."""
+    def propose(self, records: list[bytes], epoch: int | None = None) -> int:
+        """Append records (as leader of ``epoch``, when given) now; returns the offset of the last one."""
         now = wall_clock_ms()
-        last = self.node.propose(records, now)
+        last = self.node.propose(records, now, epoch)
         self._apply(self.node.tick(now))
         return last
-
-    async def wait_committed(self, offset: int, timeout_s: float) -> None:
-        """Until the high watermark passes ``offset`` (inclusive); TimeoutError otherwise."""
-        if self.node.high_watermark > offset:
-            return
-        fut = asyncio.get_running_loop().create_future()
-        self._seq += 1
-        heapq.heappush(self._waiters, (offset, self._seq, fut))
-        await asyncio.wait_for(fut, timeout_s)
-
-    def _release_waiters(self) -> None:
-        hw = self.node.high_watermark
-        while self._waiters and self._waiters[0][0] < hw:
-            _, _, fut = heapq.heappop(self._waiters)
-            if not fut.done():
-                fut.set_result(None)
-
-    def fail_waiters_on_leader_change(self) -> None:
-        if self.raft is not None:
-            self._release_waiters()      # what is committed stays a success
-        self._fail_waiters(NotLeaderAnymore("leadership of the metadata quorum moved"))
-
-    def _fail_waiters(self, exc: Exception) -> None:
-        waiters, self._waiters = self._waiters, []
-        for _, _, fut in waiters:
-            if not fut.done():
-                fut.set_exception(exc)
 
 
 def _sender(request) -> int:
@@ -217,6 +185,3 @@ def _sender(request) -> int:
             return value
     return -1
 
-
-class NotLeaderAnymore(Exception):
-    """Records proposed by this replica may not commit: it lost the leadership."""

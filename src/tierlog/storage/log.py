@@ -72,6 +72,7 @@ from tierlog.storage.partition_metadata import reconcile_topic_id
 from tierlog.storage.producer_snapshot import decode_snapshot
 from tierlog.storage.producer_snapshots import ProducerSnapshots
 from tierlog.storage.producer_state import ProducerStateManager
+from tierlog.storage.remote_offset import HighestOffsetInRemoteStorage
 from tierlog.storage.results import (
     AppendResult,
     CleaningView,
@@ -101,7 +102,7 @@ class Log(LogDurability, LogEpochs, LogTransactions):
         self.topic_id = topic_id
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
-        self.highest_offset_in_remote_storage = -1  # set by tiered storage
+        self.highest_offset_in_remote_storage = HighestOffsetInRemoteStorage()   # tiered storage writes it
         self._segments = segments
         self._bases = [segment.base_offset for segment in segments]
         self._epochs = epoch_cache
@@ -453,7 +454,7 @@ class Log(LogDurability, LogEpochs, LogTransactions):
         with self._lock, self._io():
             self._clock_ms = max(self._clock_ms, now_ms)
             deleted = 0
-            for rule, remote in retention.rules(self.config, now_ms, self.highest_offset_in_remote_storage):
+            for rule, remote in retention.rules(self.config, now_ms, self.highest_offset_in_remote_storage.value):
                 predicate = rule(self._segments, self.log_start_offset)
                 deleted += self._delete_prefix(predicate, high_watermark, remote, now_ms)
             return deleted

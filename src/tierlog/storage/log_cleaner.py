@@ -3,8 +3,8 @@ LogCleanerManager, as a thread like ``dir_writer``'s, off the event loop).
 
 Each pass (``clean_once``) looks at the directory's logs of compacted topics
 (cleanup.policy containing ``compact``), computes each one's cleanable range
-(``cleaner_rules.log_to_clean``, bounded by the last stable offset the log's owner
-gives through ``upper_limit_of``), picks the filthiest one that should be
+(``cleaner_rules.log_to_clean``, bounded by the last stable offsets the logs' owner
+gives through ``upper_limits_of``, asked once per pass for all of them), picks the filthiest one that should be
 cleaned and cleans it (``cleaner.clean_log``), then records the new first dirty
 offset in the directory's ``cleaner-offset-checkpoint`` (Kafka's file: version 0,
 ``topic partition offset`` lines; written tmp + fsync + rename). A pass that
@@ -74,12 +74,13 @@ class LogDirCleaner:
     """The cleaner of one log directory; ``start`` runs it on its own thread."""
 
     def __init__(self, log_dir: Path, logs: Callable[[], Mapping[TopicPartition, object]],
-                 upper_limit_of: Callable[[TopicPartition], int | None], config: CleanerConfig,
+                 upper_limits_of: Callable[[list[TopicPartition]], Mapping[TopicPartition, int | None]],
+                 config: CleanerConfig,
                  clock_ms: Callable[[], int], dedupe_buffer_bytes: int) -> None:
         self.log_dir = log_dir
         self.config = config
         self._logs = logs
-        self._upper_limit_of = upper_limit_of
+        self._upper_limits_of = upper_limits_of
         self._clock_ms = clock_ms
         self._dedupe_bytes = dedupe_buffer_bytes
         self._checkpoints = _read_checkpoints(log_dir)
@@ -124,11 +125,11 @@ class LogDirCleaner:
         logs = self._logs()
         changed = self._prune(logs)
         candidates = []
-        for key, log in logs.items():
-            if not log.config.compact_enabled or log.offline:
-                continue
+        compacted = {key: log for key, log in logs.items() if log.config.compact_enabled and not log.offline}
+        limits = self._upper_limits_of(list(compacted)) if compacted else {}
+        for key, log in compacted.items():
             try:
-                target = self._log_to_clean(key, log, now_ms)
+                target = self._log_to_clean(key, log, limits.get(key), now_ms)
             except KafkaStorageError:
                 continue
             if target.reset_checkpoint:
@@ -157,7 +158,7 @@ class LogDirCleaner:
         self._write_checkpoints()
         return result.completed
 
-    def _log_to_clean(self, key: TopicPartition, log, now_ms: int):
+    def _log_to_clean(self, key: TopicPartition, log, upper_limit: int | None, now_ms: int):
         view = log.cleaning_view()
         if self._truncations.get(key, view.truncations) != view.truncations:
             self._checkpoints.pop(key, None)    # truncated: what was clean may be gone, start over
@@ -166,7 +167,7 @@ class LogDirCleaner:
                  for s, size, (largest, first) in zip(view.segments, view.sizes, view.timestamps, strict=True)]
         config = log.config
         return log_to_clean(stats, view.log_start_offset, view.log_end_offset, self._checkpoints.get(key),
-                            self._upper_limit_of(key), config.min_compaction_lag_ms, config.max_compaction_lag_ms,
+                            upper_limit, config.min_compaction_lag_ms, config.max_compaction_lag_ms,
                             now_ms)
 
     def _prune(self, logs: Mapping[TopicPartition, object]) -> bool:

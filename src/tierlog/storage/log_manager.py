@@ -12,9 +12,11 @@ Per log directory, as Kafka keeps them:
 - ``.kafka_cleanshutdown`` written last on close and removed at start: when present
   at start the logs skip recovery;
 - ``cleaner-offset-checkpoint``: each compacted log's first dirty offset, written by
-  the directory's log cleaner thread (``log_cleaner``; started with the manager
-  when a ``CleanerConfig`` is given, stopped on close or when the directory goes
-  offline; ``clean_limit_of`` gives it each log's last stable offset).
+  the directory's log cleaner thread (``log_cleaner``; started by
+  ``start_cleaners(clean_limits_of)`` when a ``CleanerConfig`` was given, stopped on
+  close or when the directory goes offline). ``clean_limits_of`` gives the cleaner
+  threads the logs' last stable offsets and must be thread-safe: the broker's is
+  ``broker/clean_limits.CleanLimits.limits_of``, which reads on the event loop.
 
 Each log directory has one writer thread (``DirWriter``) for its background disk
 syncs: the logs' time-driven flushes (after a roll, flush.ms), the fsyncs of
@@ -60,7 +62,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from tierlog.storage.checkpoint import (
@@ -144,25 +146,28 @@ class LogManager:
         self._now_ms = now_ms
         self._last_retention_ms = now_ms
         self._last_checkpoint_ms = now_ms
+        self._cleaner_config = cleaner
+        self._cleaner_clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self.cleaners: dict[Path, LogDirCleaner] = {}     # start_cleaners; a dir going offline at load has none
         for log_dir in self.log_dirs:
             self._load_dir(log_dir, now_ms)
         self._write_checkpoints(wait=True)
-        self.clean_limit_of: Callable[[TopicPartition], int | None] = lambda _tp: None   # the replica manager's LSO
-        self.cleaners = self._start_cleaners(cleaner, clock_ms or (lambda: int(time.time() * 1000)))
 
-    def _start_cleaners(self, config: CleanerConfig | None, clock_ms: Callable[[], int]) -> dict[Path, LogDirCleaner]:
-        """One log cleaner thread per online log directory (none when disabled or not configured)."""
-        if config is None or not config.active:
-            return {}
+    def start_cleaners(self, clean_limits_of: Callable[[list[TopicPartition]],
+                                                       Mapping[TopicPartition, int | None]]) -> None:
+        """One log cleaner thread per online log directory (none when disabled or not configured),
+        cleaning each log below ``clean_limits_of(keys)[key]`` (None or absent: no limit but the
+        active segment). It is called on the cleaner threads, so it must be thread-safe. Once only."""
+        config = self._cleaner_config
+        if config is None or not config.active or self.cleaners:
+            return
         online = self._online_dirs()
         share = config.dedupe_buffer_size // max(1, len(online))
-        cleaners = {}
         for log_dir in online:
-            cleaner = LogDirCleaner(log_dir, lambda d=log_dir: self._logs_in(d), lambda key: self.clean_limit_of(key),
-                                    config, clock_ms, share)
+            cleaner = LogDirCleaner(log_dir, lambda d=log_dir: self._logs_in(d), clean_limits_of,
+                                    config, self._cleaner_clock_ms, share)
             cleaner.start()
-            cleaners[log_dir] = cleaner
-        return cleaners
+            self.cleaners[log_dir] = cleaner
 
     def _logs_in(self, log_dir: Path) -> dict[TopicPartition, Log]:
         with self._lock:
@@ -211,7 +216,7 @@ class LogManager:
         if log_dir in self.offline_dirs:
             return
         self.offline_dirs.add(log_dir)
-        cleaner = getattr(self, "cleaners", {}).pop(log_dir, None)
+        cleaner = self.cleaners.pop(log_dir, None)
         if cleaner is not None:
             cleaner.stop(wait=False)        # it may be waiting for this manager's lock
         for key in [k for k, home in self._home.items() if home == log_dir]:

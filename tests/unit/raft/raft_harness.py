@@ -9,9 +9,12 @@ from tierlog.raft import (
     MemoryLog,
     MemoryQuorumStateStore,
     MemorySnapshotStore,
+    Output,
     RaftConfig,
     RaftNode,
+    RequestOutcome,
 )
+from tierlog.raft.committed import hand_to
 
 FAST = RaftConfig(cluster_id="t", election_timeout_ms=100, election_backoff_max_ms=100, fetch_timeout_ms=200,
                   fetch_max_wait_ms=50, request_timeout_ms=150, retry_backoff_ms=10, append_linger_ms=0,
@@ -38,6 +41,34 @@ class Recorder:
         return [r for b in self.commits for r in b.records]
 
 
+class Delivering:
+    """A RaftNode whose calls hand every Output's committed items to ``listener`` before they
+    return, as the listener push did: tests that call the node directly keep seeing commits."""
+
+    def __init__(self, node: RaftNode, listener):
+        self._node = node
+        self._listener = listener
+
+    def __getattr__(self, name):
+        attr = getattr(self._node, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            result = attr(*args, **kwargs)
+            out = result.output if isinstance(result, RequestOutcome) else result
+            if isinstance(out, Output):
+                for item in out.committed:
+                    hand_to(self._listener, item)
+            return result
+        return call
+
+
+def listened_node(node_id, voters, log, snapshots, store, config, rng, listener, now_ms):
+    """A RaftNode wrapped in Delivering (the snapshot it loads at start comes with its first call)."""
+    return Delivering(RaftNode(node_id, voters, log, snapshots, store, config, rng, now_ms), listener)
+
+
 class Cluster:
     def __init__(self, voters=3, observers=0, config=FAST, seed=1):
         self.config = config
@@ -60,8 +91,8 @@ class Cluster:
     def start(self, i):
         self.open_stores(i)
         self.listeners[i] = Recorder()
-        self.nodes[i] = RaftNode(i, self.voters, self.logs[i], self.snaps[i], self.stores[i], self.config,
-                                 random.Random(self.rng.random()), self.listeners[i], self.now)
+        self.nodes[i] = listened_node(i, self.voters, self.logs[i], self.snaps[i], self.stores[i], self.config,
+                                      random.Random(self.rng.random()), self.listeners[i], self.now)
         self.listeners[i].node = self.nodes[i]
         self.down.discard(i)
         self.tokens[i] = {}

@@ -1,31 +1,47 @@
-"""CommitDelivery: in-order delivery up to the high watermark, snapshots, leader-change notices."""
+"""CommitDelivery: in-order delivery up to the high watermark, snapshots, leader-change notices,
+handed out by take() (the core calls nothing above it)."""
 
 import pytest
 
 from tierlog.raft.commits import CommitDelivery
+from tierlog.raft.committed import CommittedBatch
 from tierlog.raft.log import MemoryLog
-from tierlog.raft.snapshots import MemorySnapshotStore, SnapshotWriter
+from tierlog.raft.snapshots import MemorySnapshotStore, SnapshotReader, SnapshotWriter
 from tierlog.raft.types import LeaderAndEpoch, OffsetAndEpoch
 
 
-class _Listener:
-    def __init__(self):
-        self.commits, self.loads, self.leaders = [], [], []
+class _Taken:
+    """What take() handed out so far, by kind."""
 
-    def handle_commit(self, batch):
-        self.commits.append(batch)
+    def __init__(self, delivery):
+        self.delivery = delivery
+        self.items = []
 
-    def handle_load_snapshot(self, reader):
-        self.loads.append(reader.snapshot_id)
+    def take(self):
+        ready, _ = self.delivery.take()
+        self.items += ready
 
-    def handle_leader_change(self, leader):
-        self.leaders.append(leader)
+    @property
+    def commits(self):
+        self.take()
+        return [i for i in self.items if isinstance(i, CommittedBatch)]
+
+    @property
+    def loads(self):
+        self.take()
+        return [i.snapshot_id for i in self.items if isinstance(i, SnapshotReader)]
+
+    @property
+    def leaders(self):
+        self.take()
+        return [i for i in self.items if isinstance(i, LeaderAndEpoch)]
 
 
-def _setup(leader=False):
-    log, snaps, lis = MemoryLog(), MemorySnapshotStore(), _Listener()
+def _setup(leader=False, max_bytes=8 << 20):
+    log, snaps = MemoryLog(), MemorySnapshotStore()
     metrics = {"snapshots-loaded": 0, "SnapshotSizeBytes": 0, "LoadSnapshotLatencyMs": 0.0}
-    return log, snaps, lis, CommitDelivery(log, snaps, lis, metrics, lambda: leader)
+    c = CommitDelivery(log, snaps, metrics, lambda: leader, max_bytes_per_output=max_bytes)
+    return log, snaps, _Taken(c), c
 
 
 def _snapshot(snaps, sid):
@@ -78,3 +94,15 @@ def test_a_leader_is_announced_once_caught_up_past_its_epoch_start():
     c.notify_leader_change(me, epoch_start_offset=0)
     c.notify_leader_change(me, epoch_start_offset=0)
     assert lis.leaders == [me]
+
+
+def test_one_output_carries_about_its_byte_budget_and_says_more_is_due():
+    log, _, _, c = _setup(max_bytes=10)
+    for v in (b"a" * 6, b"b" * 6, b"c" * 6):
+        log.append_as_leader([v], 1, 0)
+    c.raise_to(3)
+    first, behind = c.take()
+    assert [b.base_offset for b in first] == [0, 1] and behind
+    second, behind = c.take()
+    assert [b.base_offset for b in second] == [2] and not behind
+    assert c.take() == ([], False)

@@ -3,7 +3,7 @@
 import random
 
 import pytest
-from raft_harness import FAST, Cluster, Recorder
+from raft_harness import FAST, Cluster, Recorder, listened_node
 
 from tierlog.raft import (
     Err,
@@ -21,8 +21,8 @@ from tierlog.raft.state import Candidate, Unattached
 
 def _single(node_id=1, voters=frozenset({1, 2, 3}), log=None, config=FAST):
     rec = Recorder()
-    node = RaftNode(node_id, voters, log or MemoryLog(), MemorySnapshotStore(), MemoryQuorumStateStore(), config,
-                    random.Random(3), rec, 0)
+    node = listened_node(node_id, voters, log or MemoryLog(), MemorySnapshotStore(), MemoryQuorumStateStore(), config,
+                         random.Random(3), rec, 0)
     return node, rec
 
 
@@ -248,7 +248,7 @@ def test_follower_without_leader_becomes_candidate_after_fetch_timeout():
 
 def test_output_says_what_to_persist_and_the_leader_counts_only_flushed_appends():
     log, store = MemoryLog(), MemoryQuorumStateStore()
-    node = RaftNode(1, frozenset({1}), log, MemorySnapshotStore(), store, FAST, random.Random(3), Recorder(), 0)
+    node = RaftNode(1, frozenset({1}), log, MemorySnapshotStore(), store, FAST, random.Random(3), 0)
     out = node.tick(5000)  # a single voter elects itself at its election timeout
     assert node.is_leader and out.quorum_state.leader_id == 1 and out.flush_log_to == log.end_offset
     assert store.state is None  # the shell writes it, not the node

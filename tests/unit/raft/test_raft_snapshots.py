@@ -4,7 +4,7 @@ FetchSnapshot, start-up validation, DivergingEpoch truncation."""
 import dataclasses
 import random
 
-from raft_harness import FAST, Cluster, Recorder
+from raft_harness import FAST, Cluster, Recorder, listened_node
 
 from tierlog.raft import (
     Err,
@@ -14,7 +14,6 @@ from tierlog.raft import (
     MemoryQuorumStateStore,
     MemorySnapshotStore,
     OffsetAndEpoch,
-    RaftNode,
 )
 from tierlog.raft.fetch import (
     DIVERGING,
@@ -199,7 +198,8 @@ def test_restart_loads_latest_snapshot_then_the_log_suffix():
 
 def _node(log, snaps):
     rec = Recorder()
-    node = RaftNode(1, frozenset({1, 2, 3}), log, snaps, MemoryQuorumStateStore(), FAST, random.Random(1), rec, 0)
+    node = listened_node(1, frozenset({1, 2, 3}), log, snaps, MemoryQuorumStateStore(), FAST, random.Random(1), rec, 0)
+    node.tick(0)        # the first Output carries the snapshot loaded at start
     return node, rec
 
 

@@ -10,7 +10,6 @@ from tierlog.protocol.wire import (
     encode_response,
 )
 from tierlog.raft import wire
-from tierlog.raft.listener import QuorumInfo, ReplicaInfo
 from tierlog.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -23,7 +22,7 @@ from tierlog.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from tierlog.raft.types import LogBatch, OffsetAndEpoch
+from tierlog.raft.types import LogBatch, OffsetAndEpoch, QuorumInfo, ReplicaInfo
 
 
 def _request_round_trip(req):

@@ -11,6 +11,7 @@ import random
 from tierlog.controller.config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.image import MetadataImage
+from tierlog.server.applied_offset import AppliedOffset
 from tierlog.server.controller_server import ControllerServer
 
 BROKER_REGISTRATION = 62
@@ -25,12 +26,10 @@ class FakeDriver:
     def __init__(self):
         self.end = 0
 
-    def propose(self, records):
+    def propose(self, records, epoch=None):
         self.end += len(records)
         return self.end - 1
 
-    async def wait_committed(self, offset, timeout_s):
-        return None
 
 
 def test_a_tick_and_a_request_land_at_the_offsets_the_controller_counted():
@@ -38,7 +37,9 @@ def test_a_tick_and_a_request_land_at_the_offsets_the_controller_counted():
         qc = QuorumController(1, ControllerConfig(cluster_id="c1", max_idle_interval_ms=1), random.Random(1), 0)
         qc.on_leader_change(True, MetadataImage.empty("c1"), next_offset=0)
         driver = FakeDriver()
-        server = ControllerServer(1, driver, qc)
+        applied = AppliedOffset()
+        applied.advance(1 << 62)                # everything commits and applies at once
+        server = ControllerServer(1, driver, applied, qc)
         server._tick()                         # an idle controller writes a NoOpRecord
         assert qc.next_offset == 1
         response = await server.submit(BROKER_REGISTRATION, 3, REGISTRATION)

@@ -8,6 +8,8 @@ import time
 
 from tierlog.net.client import PeerUnavailable
 from tierlog.raft import (
+    CommittedBatch,
+    LeaderAndEpoch,
     MemoryLog,
     MemoryQuorumStateStore,
     MemorySnapshotStore,
@@ -59,20 +61,16 @@ class _NoPeers:
         raise PeerUnavailable("no peers in this test")
 
 
-class _Listener:
-    def handle_commit(self, batch):
-        pass
-
-    def handle_load_snapshot(self, reader):
-        pass
-
-    def handle_leader_change(self, leader):
-        pass
-
-
 def _node(voters, store, log):
-    return RaftNode(1, frozenset(voters), log, MemorySnapshotStore(), store, CONFIG, random.Random(1),
-                    _Listener(), wall_clock_ms())
+    return RaftNode(1, frozenset(voters), log, MemorySnapshotStore(), store, CONFIG, random.Random(1), wall_clock_ms())
+
+
+async def _committed_until(queue, offset):
+    """What the driver handed over (in order) until a batch containing ``offset``."""
+    items = []
+    while not (items and isinstance(items[-1], CommittedBatch) and items[-1].last_offset >= offset):
+        items.append(await asyncio.wait_for(queue.get(), 5))
+    return items
 
 
 async def _yield_loop(times=20):
@@ -92,8 +90,8 @@ def test_a_granted_vote_is_answered_only_once_it_is_on_disk():
         gated = _Gated()
         store = _GatedStore(gated)
         node = _node({1, 2, 3}, store, MemoryLog())
-        driver = RaftDriver(_NoPeers(), 1.0)
-        driver.start(node)
+        driver = RaftDriver(_NoPeers(), 1.0, node, asyncio.Queue())
+        driver.start()
         api_key, body = wire.request_to_dict(VoteRequest("t", 5, 2, 0, 0))
         answer = asyncio.create_task(driver.handle(api_key, body))
         await _yield_loop()
@@ -113,16 +111,19 @@ def test_the_leader_counts_its_own_log_only_once_flushed():
         gated = _Gated()
         log = _GatedLog(gated)
         node = _node({1}, MemoryQuorumStateStore(), log)
-        driver = RaftDriver(_NoPeers(), 1.0)
-        driver.start(node)
+        queue = asyncio.Queue()
+        driver = RaftDriver(_NoPeers(), 1.0, node, queue)
+        driver.start()
         await _until(lambda: node.is_leader)
         last = driver.propose([b"x"])
-        committed = asyncio.create_task(driver.wait_committed(last, 5))
         await _yield_loop()
-        assert not committed.done() and node.high_watermark == 0 and log.flushed_end_offset == 0
+        before = [queue.get_nowait() for _ in range(queue.qsize())]
+        assert before == [LeaderAndEpoch(None, 0)]          # nothing committed yet: the unflushed log
+        assert node.high_watermark == 0 and log.flushed_end_offset == 0
         gated.gate.set()
-        await committed
+        committed = await _committed_until(queue, last)
         assert log.flushed_end_offset > last and node.high_watermark > last
+        assert committed[0].control and committed[-1].records == [b"x"]     # the LeaderChange record first
         assert all(t.startswith("raft-writer") for t in gated.threads)
         await driver.stop()
 

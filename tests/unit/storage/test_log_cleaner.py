@@ -41,7 +41,7 @@ def _put(log: Log, key: bytes, value: bytes | None, now=NOW) -> int:
 
 
 def _cleaner(tmp_path, log: Log, limit=None) -> LogDirCleaner:
-    return LogDirCleaner(tmp_path, lambda: {KEY: log}, lambda _key: limit, CleanerConfig(backoff_ms=10),
+    return LogDirCleaner(tmp_path, lambda: {KEY: log}, lambda keys: dict.fromkeys(keys, limit), CleanerConfig(backoff_ms=10),
                          lambda: NOW, 1 << 20)
 
 
@@ -269,6 +269,8 @@ def test_the_log_manager_runs_a_cleaner_per_log_dir_and_stops_it_on_close(tmp_pa
     manager = LogManager(dirs, NOW, config_for=lambda _topic: compacted, cleaner=CleanerConfig(backoff_ms=10),
                          clock_ms=lambda: NOW)
     try:
+        assert manager.cleaners == {}          # until the replica manager gives the clean limits
+        manager.start_cleaners(lambda keys: {})
         assert set(manager.cleaners) == set(dirs)
         log = manager.create("c", 0, None, compacted, NOW)
         expected = _fill(log, 600)
@@ -287,6 +289,7 @@ def test_the_log_manager_runs_a_cleaner_per_log_dir_and_stops_it_on_close(tmp_pa
     assert manager.cleaners == {}
     reopened = LogManager(dirs, NOW, config_for=lambda _topic: compacted, cleaner=CleanerConfig(enable=False))
     try:
+        reopened.start_cleaners(lambda keys: {})
         assert reopened.cleaners == {}
         assert _view(_records(reopened.get("c", 0))) == expected
     finally:

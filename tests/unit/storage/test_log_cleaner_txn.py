@@ -40,7 +40,7 @@ def _fill(log: Log, start: int, count: int = 60) -> None:
 
 
 def _cleaner(tmp_path, log: Log, limit) -> LogDirCleaner:
-    return LogDirCleaner(tmp_path, lambda: {("c", 0): log}, lambda _key: limit(), CleanerConfig(backoff_ms=10),
+    return LogDirCleaner(tmp_path, lambda: {("c", 0): log}, lambda keys: dict.fromkeys(keys, limit()), CleanerConfig(backoff_ms=10),
                          lambda: NOW, 1 << 20)
 
 

@@ -119,7 +119,7 @@ def test_tiered_local_retention_only_deletes_uploaded_segments(tmp_path):
     _fill_segments(log, 4)
     segments = _segments(log)
     assert log.enforce_retention(NOW + 5000) == 0
-    log.highest_offset_in_remote_storage = segments[1][1] - 1
+    log.highest_offset_in_remote_storage.set(segments[1][1] - 1)
     assert log.enforce_retention(NOW + 5000) == 2
     assert log.log_start_offset == 0 and log.local_log_start_offset == segments[2][0]
     with pytest.raises(OffsetOutOfRangeError):
@@ -245,7 +245,7 @@ def test_a_tiered_log_reloaded_before_its_config_is_known_keeps_its_log_start(tm
     log = Log.open(tmp_path / "t-0", tiered, NOW)
     for _ in range(40):
         log.append(batch(3), 0, NOW)
-    log.highest_offset_in_remote_storage = log.rolled_segments()[-1].next_offset - 1
+    log.highest_offset_in_remote_storage.set(log.rolled_segments()[-1].next_offset - 1)
     log.enforce_retention(NOW)
     first_local = log.local_log_start_offset
     assert first_local > 0 and log.log_start_offset == 0

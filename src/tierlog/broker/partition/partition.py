@@ -176,7 +176,7 @@ class Partition:
         """What KIP-405's read rules (``tiered.read_rules``) need of this log."""
         log = self.log
         return TieredLogState(log.config.remote_storage_enable, log.log_start_offset, log.local_log_start_offset,
-                              log.log_end_offset, log.highest_offset_in_remote_storage,
+                              log.log_end_offset, log.highest_offset_in_remote_storage.value,
                               tuple(log.epoch_entries()) if with_epochs else ())
 
     def local_log(self) -> LocalLog:

@@ -96,11 +96,11 @@ async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader)
     by_base = {s.base_offset: s for s in rolled}
     cache = ctx.metadata.cache(tip)
     if cache is not None:                # an old leader's upload may have finished since: never upload it again
-        plog.highest_offset_in_remote_storage = upload_resume_offset(
-            plog.highest_offset_in_remote_storage, cache.finished_segments(), plog.epoch_entries(),
-            plog.log_end_offset)
+        plog.highest_offset_in_remote_storage.set(upload_resume_offset(
+            plog.highest_offset_in_remote_storage.value, cache.finished_segments(), plog.epoch_entries(),
+            plog.log_end_offset))
     copied = 0
-    for candidate in copy_candidates(local, highest_remote_offset=plog.highest_offset_in_remote_storage,
+    for candidate in copy_candidates(local, highest_remote_offset=plog.highest_offset_in_remote_storage.value,
                                      log_start_offset=plog.log_start_offset,
                                      last_stable_offset=part.last_stable_offset):
         if not still_leader():
@@ -112,7 +112,7 @@ async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader)
 
 async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
     plog = part.log
-    start = max(seg.base_offset, plog.highest_offset_in_remote_storage + 1, plog.log_start_offset)
+    start = max(seg.base_offset, plog.highest_offset_in_remote_storage.value + 1, plog.log_start_offset)
     entries = plog.epoch_entries()
     epochs = segment_leader_epochs(entries, start, seg.next_offset)
     if not epochs:
@@ -139,7 +139,7 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
         ctx.in_flight.discard(metadata.segment_id)
     await ctx.metadata.publish(metadata_update(ctx, metadata, _S.COPY_SEGMENT_FINISHED,
                                                manifest.metadata.custom_metadata))   # encrypted: the key id
-    plog.highest_offset_in_remote_storage = max(plog.highest_offset_in_remote_storage, metadata.end_offset)
+    plog.highest_offset_in_remote_storage.update(metadata.end_offset)
     ctx.stats.remote_copied(tip.topic, seg.size)
     log.info("%s-%d: copied [%d, %d] (%d bytes) to remote storage", tip.topic, tip.partition,
              metadata.start_offset, metadata.end_offset, seg.size)

@@ -41,7 +41,7 @@ async def expiration_pass(ctx, tip: TopicIdPartition, part) -> int:
     if cache is None:
         return 0
     plog, config = part.log, part.log.config
-    highest = plog.highest_offset_in_remote_storage
+    highest = plog.highest_offset_in_remote_storage.value
     only_local = sum(s.size for s in plog.rolled_segments() if s.base_offset > highest)
     limits = RetentionLimits(config.retention_ms if config.delete_enabled else -1,
                              config.retention_bytes if config.delete_enabled else -1)

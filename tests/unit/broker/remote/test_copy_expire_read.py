@@ -130,7 +130,7 @@ def test_rolled_segments_are_uploaded_in_order_and_describe_themselves(tmp_path)
     ctx = _ctx(FsObjectStore(tmp_path / "remote"), metadata)
     rolled = part.log.rolled_segments()
     assert _copy(ctx, part) == len(rolled) > 2
-    assert part.log.highest_offset_in_remote_storage == rolled[-1].next_offset - 1
+    assert part.log.highest_offset_in_remote_storage.value == rolled[-1].next_offset - 1
     finished = metadata.cache(TIP).finished_segments()
     assert [(m.start_offset, m.end_offset) for m in finished] == [(s.base_offset, s.next_offset - 1) for s in rolled]
     [listing] = list_partitions(FsObjectStore(tmp_path / "remote"))
@@ -141,7 +141,7 @@ def test_rolled_segments_are_uploaded_in_order_and_describe_themselves(tmp_path)
 def test_a_segment_starting_below_where_uploads_stopped_starts_after_it(tmp_path):
     part, metadata = _partition(tmp_path), InMemoryMetadata()
     first = part.log.rolled_segments()[0]
-    part.log.highest_offset_in_remote_storage = first.base_offset + 2     # an old leader's upload ended here
+    part.log.highest_offset_in_remote_storage.set(first.base_offset + 2)     # an old leader's upload ended here
     _copy(_ctx(FsObjectStore(tmp_path / "remote"), metadata), part)
     starts = [m.start_offset for m in metadata.cache(TIP).finished_segments()]
     assert starts[0] == first.base_offset + 3
@@ -177,7 +177,7 @@ def test_a_failing_store_deletes_nothing_locally_and_abandons_its_upload(tmp_pat
     part, metadata = _partition(tmp_path, local_retention_bytes=2000), InMemoryMetadata()
     with pytest.raises(RemoteStorageError):
         _copy(_ctx(FailingStore(tmp_path / "remote"), metadata), part)
-    assert part.log.highest_offset_in_remote_storage == -1
+    assert part.log.highest_offset_in_remote_storage.value == -1
     part.log.enforce_retention(NOW)
     assert part.log.local_log_start_offset == 0                       # nothing goes before its upload
     states = [m.state for m in metadata.cache(TIP).segments()]
@@ -290,7 +290,7 @@ def test_a_late_finished_upload_of_an_old_leader_is_not_uploaded_again(tmp_path)
         await metadata.publish(old)
         await metadata.publish(metadata_update(ctx, old, S.COPY_SEGMENT_FINISHED))
     asyncio.run(old_leader_finishes_late())
-    assert part.log.highest_offset_in_remote_storage == -1     # this leader resumed before it finished
+    assert part.log.highest_offset_in_remote_storage.value == -1     # this leader resumed before it finished
     _copy(ctx, part)
     spans = [(m.start_offset, m.end_offset) for m in metadata.cache(TIP).finished_segments()]
     assert all(b[0] > a[1] for a, b in itertools.pairwise(spans)), spans    # nothing uploaded twice

@@ -1,4 +1,7 @@
-"""The node's Raft listener reports what its metadata loader applied to ApplyMetrics."""
+"""The node's CommitApplier: applies what Raft committed in order, one item per turn of the
+event loop, reports what its metadata loader applied to ApplyMetrics, and releases the
+waiters of AppliedOffset."""
+import asyncio
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
@@ -12,7 +15,10 @@ from tierlog.metadata.records import (
     RegisterBrokerRecord,
     encode,
 )
-from tierlog.node import _Listener
+from tierlog.metadata.snapshot_generator import SnapshotGenerator
+from tierlog.raft import CommittedBatch, LeaderAndEpoch
+from tierlog.server.applied_offset import AppliedOffset
+from tierlog.server.commit_applier import CommitApplier
 
 
 @dataclass
@@ -27,10 +33,15 @@ def register(broker: int) -> RegisterBrokerRecord:
     return RegisterBrokerRecord(broker, bytes(16), 10, (BrokerEndpoint("PLAINTEXT", "h", 9092),))
 
 
-def _listener():
+def _applier(queue=None, applied=None):
     registry = CollectorRegistry()
     metrics = ApplyMetrics(registry, live_since_ms=wall_clock_ms())
-    return registry, _Listener(MetadataLoader(cluster_id="c"), None, metrics)
+    return registry, CommitApplier(queue or asyncio.Queue(), MetadataLoader(cluster_id="c"),
+                                   SnapshotGenerator(lambda *a: None), metrics, applied or AppliedOffset(), None)
+
+
+def _listener():
+    return _applier()
 
 
 def _value(registry, name):
@@ -71,3 +82,25 @@ def test_a_subscriber_that_fails_is_an_apply_error():
     listener.handle_commit(Batch([encode(register(1))], 0, wall_clock_ms()))
     assert _value(registry, "metadata_apply_error_count") == 1
     assert _value(registry, "last_applied_record_offset") == 0
+
+
+def test_the_task_applies_queued_items_in_order_and_releases_the_waiters():
+    async def scenario():
+        queue, applied = asyncio.Queue(), AppliedOffset()
+        _, applier = _applier(queue, applied)
+        task = asyncio.create_task(applier.run())
+        waiter = asyncio.create_task(applied.wait(1, 5))
+        for item in (CommittedBatch(0, 0, 1, wall_clock_ms(), [encode(register(1))]),
+                     LeaderAndEpoch(3, 1),
+                     CommittedBatch(1, 1, 1, wall_clock_ms(), [encode(register(2))])):
+            queue.put_nowait(item)
+        await asyncio.wait_for(waiter, 5)
+        image = applier.loader.image
+        assert sorted(image.brokers) == [1, 2] and image.controller_id == 3 and applied.value == 2
+        late = asyncio.create_task(applied.wait(5, 5))
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert isinstance(await asyncio.gather(late, return_exceptions=True), list) and late.done()
+        assert isinstance(late.exception(), ConnectionError)     # the node stops: nobody waits forever
+
+    asyncio.run(scenario())
