@@ -7,8 +7,8 @@ controller fences it, its partitions lose their leader, and the unfence that fol
 another change of every partition. Kafka applies metadata deltas on the metadata publisher
 thread, while heartbeats and requests go on elsewhere; here the replica manager hands each
 change over as an iterator of steps (one per partition), and ``ApplySlices`` runs the steps
-for at most ``APPLY_SLICE_S`` at a time (at least ``MIN_STEPS_PER_SLICE`` of them), giving
-the event loop back in between. Changes run in the order they came, each to its end (its
+for at most ``APPLY_SLICE_S`` at a time (at least one step, so the longest stall is one
+slice or one step, whichever is longer), giving the event loop back in between. Changes run in the order they came, each to its end (its
 ``done`` callback) before the next begins.
 
 Until a step runs, that partition keeps its previous state: a request for it gets the
@@ -24,10 +24,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
-__all__ = ["APPLY_SLICE_S", "MIN_STEPS_PER_SLICE", "ApplySlices"]
+__all__ = ["APPLY_SLICE_S", "ApplySlices"]
 
 APPLY_SLICE_S = 0.02          # the longest run of steps before the event loop gets a turn
-MIN_STEPS_PER_SLICE = 100     # so a small change is applied at once, whatever the machine's speed
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +34,8 @@ log = logging.getLogger(__name__)
 class ApplySlices:
     """A queue of changes (iterators of steps) run in slices on the event loop."""
 
-    def __init__(self, slice_s: float = APPLY_SLICE_S, min_steps: int = MIN_STEPS_PER_SLICE,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, slice_s: float = APPLY_SLICE_S, clock: Callable[[], float] = time.monotonic) -> None:
         self._slice_s = slice_s
-        self._min_steps = min_steps
         self._clock = clock
         self._queue: deque[tuple[Iterator[None], Callable[[], None]]] = deque()
         self._closed = False
@@ -62,13 +59,12 @@ class ApplySlices:
         self._queue.clear()
 
     def _run(self) -> None:
-        deadline, ran = self._clock() + self._slice_s, 0
+        deadline = self._clock() + self._slice_s
         while self._queue:
             steps, done = self._queue[0]
             try:
                 for _ in steps:
-                    ran += 1
-                    if ran >= self._min_steps and self._clock() >= deadline and _loop_running():
+                    if self._clock() >= deadline and _loop_running():
                         asyncio.get_running_loop().call_soon(self._run)
                         return
             except Exception:
