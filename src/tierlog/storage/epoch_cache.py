@@ -28,12 +28,19 @@ Truncations and rebuilds are still written at once. And when the owner turns
 ``write_through`` off, then changes are written by its next
 ``flush_if_changed`` (the Raft log does this from its writer thread; its recovery
 re-adds epochs seen in the batches, so a checkpoint a crash left behind is repaired).
+
+A deferred write (``take_unwritten``) runs later on the log dir's writer thread while
+the event loop may write a truncation through: writes of one cache are serialized by
+a lock and numbered by the change they reflect, so a deferred write older than what
+is already on disk is dropped instead of putting truncated epochs back.
 """
 
 from __future__ import annotations
 
 import bisect
+import threading
 from pathlib import Path
+from typing import NamedTuple
 
 from tierlog.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
@@ -41,7 +48,7 @@ from tierlog.storage.checkpoint import (
     write_epoch_entries,
 )
 
-__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "LeaderEpochCache"]
+__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "EpochsToWrite", "LeaderEpochCache"]
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -55,6 +62,9 @@ class LeaderEpochCache:
         self.write_through = True
         self.defer_additions = False     # a new latest epoch waits for the owner's next flush
         self._unwritten = False
+        self._generation = 0             # counts the changes
+        self._written_generation = 0     # the change the file on disk reflects
+        self._write_lock = threading.Lock()
         self._epochs: list[int] = []
         self._starts: list[int] = []
         for epoch, start in entries or []:
@@ -128,6 +138,7 @@ class LeaderEpochCache:
             replaced = True
         self._add(epoch, start_offset)
         if self.defer_additions and (at_log_end or not replaced):
+            self._generation += 1
             self._unwritten = True
         else:
             self._changed()
@@ -179,25 +190,34 @@ class LeaderEpochCache:
         self._changed()
 
     def flush(self, sync: bool = True) -> None:
-        write_epoch_entries(self.path, self.entries(), sync)
+        self._write(self._generation, self.entries(), sync)
         self._unwritten = False
 
     def write_at_next_flush(self) -> None:
         """Leave the checkpoint file to the owner's next flush (``flush_if_changed`` / ``take_unwritten``)."""
+        self._generation += 1
         self._unwritten = True
 
     def flush_if_changed(self) -> None:
         if self._unwritten:
             self.flush()
 
-    def take_unwritten(self) -> list[tuple[int, int]] | None:
-        """The entries to write if changed since the last write (the caller writes them), else None."""
+    def take_unwritten(self) -> EpochsToWrite | None:
+        """The entries to write if changed since the last write (the caller runs ``write()``), else None."""
         if not self._unwritten:
             return None
         self._unwritten = False
-        return self.entries()
+        return EpochsToWrite(self, self._generation, self.entries())
+
+    def _write(self, generation: int, entries: list[tuple[int, int]], sync: bool = True) -> None:
+        with self._write_lock:
+            if generation < self._written_generation:
+                return                      # a later change is on disk already
+            write_epoch_entries(self.path, entries, sync)
+            self._written_generation = generation
 
     def _changed(self) -> None:
+        self._generation += 1
         if self.write_through:
             self.flush()
         else:
@@ -228,3 +248,13 @@ class LeaderEpochCache:
         self._epochs.insert(0, latest_before)
         self._starts.insert(0, start_offset)
         return not unchanged
+
+
+class EpochsToWrite(NamedTuple):
+    """A deferred checkpoint write, taken with the log's lock, run on its writer thread."""
+    cache: LeaderEpochCache
+    generation: int
+    entries: list[tuple[int, int]]
+
+    def write(self) -> None:
+        self.cache._write(self.generation, self.entries)

@@ -22,8 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tierlog.storage.checkpoint import write_epoch_entries
-from tierlog.storage.epoch_cache import LeaderEpochCache
+from tierlog.storage.epoch_cache import EpochsToWrite, LeaderEpochCache
 from tierlog.storage.files import fsync_dir, fsync_path
 from tierlog.storage.segment import LogSegment
 
@@ -37,7 +36,7 @@ class FlushPlan:
     files: list[tuple[LogSegment, int]] = field(default_factory=list)       # (segment, its .log fd)
     indexes: list[tuple[LogSegment, Path]] = field(default_factory=list)    # index files to fsync
     directory: Path | None = None        # to fsync (segments created, renamed or deleted)
-    epochs: tuple[Path, list[tuple[int, int]]] | None = None               # leader-epoch-checkpoint to write
+    epochs: EpochsToWrite | None = None  # leader-epoch-checkpoint to write
 
 
 def take_flush(segments: Sequence[LogSegment], target: int, truncations: int, directory: Path | None,
@@ -53,9 +52,7 @@ def take_flush(segments: Sequence[LogSegment], target: int, truncations: int, di
         if segment.dirty:
             plan.files.append((segment, segment.fd))
             segment.dirty = False
-    unwritten = epochs.take_unwritten()
-    if unwritten is not None:
-        plan.epochs = (epochs.path, unwritten)
+    plan.epochs = epochs.take_unwritten()
     return plan
 
 
@@ -84,4 +81,4 @@ def sync_flush(plan: FlushPlan, still_live: Callable[[LogSegment], bool], dir_li
             if dir_live(plan.directory):
                 raise
     if plan.epochs is not None:
-        write_epoch_entries(*plan.epochs)
+        plan.epochs.write()

@@ -163,6 +163,18 @@ def test_epoch_cache_truncation(tmp_path: Path):
 # --- indexes ----------------------------------------------------------------------------------------
 
 
+def test_a_deferred_epoch_write_taken_before_a_truncation_does_not_undo_it(tmp_path: Path):
+    cache = LeaderEpochCache(tmp_path, [(1, 0)])
+    cache.flush()
+    cache.defer_additions = True
+    cache.assign_leader_epoch(2, 10)             # waits for the log's next flush
+    taken = cache.take_unwritten()               # the flush plan, taken under the log's lock
+    cache.truncate_from_end(10)                  # the event loop truncates meanwhile (written through)
+    taken.write()                                # then the writer thread runs the plan
+    assert LeaderEpochCache.load(tmp_path).entries() == [(1, 0)]
+    assert not list(tmp_path.glob("*.tmp"))
+
+
 def test_epoch_cache_rebuilt_from_an_uploaded_checkpoint(tmp_path: Path):
     """KIP-405 / KIP-1023: entries below the local start, the first moved up to the log start."""
     cache = LeaderEpochCache(tmp_path, [(9, 0), (10, 3)])

@@ -1,0 +1,95 @@
+"""The group coordinator's settings (Kafka's broker config names, in ms / counts).
+
+``group.consumer.assignors`` takes the short names ``uniform`` and ``range``
+(Kafka takes assignor class names).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from tierlog.metadata.group_rules import (
+    HEARTBEAT_INTERVAL,
+    SESSION_TIMEOUT,
+    broker_default_key,
+    effective_group_configs,
+)
+
+from .assignors import ASSIGNORS
+
+__all__ = ["GroupConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    initial_rebalance_delay_ms: int = 3000          # group.initial.rebalance.delay.ms
+    min_session_timeout_ms: int = 6000              # group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1800000           # group.max.session.timeout.ms
+    max_size: int = 2147483647                      # group.max.size
+    offsets_retention_ms: int = 10080 * 60_000      # offsets.retention.minutes
+    retention_check_interval_ms: int = 600000       # offsets.retention.check.interval.ms
+    offset_metadata_max_bytes: int = 4096           # offset.metadata.max.bytes
+    # the consumer protocol (KIP-848)
+    consumer_heartbeat_interval_ms: int = 5000      # group.consumer.heartbeat.interval.ms
+    consumer_session_timeout_ms: int = 45000        # group.consumer.session.timeout.ms
+    consumer_max_size: int = 2147483647             # group.consumer.max.size
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")     # group.consumer.assignors; the first is the default
+    consumer_min_heartbeat_interval_ms: int = 5000  # group.consumer.min.heartbeat.interval.ms
+    consumer_max_heartbeat_interval_ms: int = 15000     # group.consumer.max.heartbeat.interval.ms
+    consumer_min_session_timeout_ms: int = 45000    # group.consumer.min.session.timeout.ms
+    consumer_max_session_timeout_ms: int = 60000    # group.consumer.max.session.timeout.ms
+
+    @classmethod
+    def from_node_config(cls, cfg) -> GroupConfig:
+        return cls(
+            initial_rebalance_delay_ms=cfg["group.initial.rebalance.delay.ms"],
+            min_session_timeout_ms=cfg["group.min.session.timeout.ms"],
+            max_session_timeout_ms=cfg["group.max.session.timeout.ms"],
+            max_size=cfg["group.max.size"],
+            offsets_retention_ms=cfg["offsets.retention.minutes"] * 60_000,
+            retention_check_interval_ms=cfg["offsets.retention.check.interval.ms"],
+            offset_metadata_max_bytes=cfg["offset.metadata.max.bytes"],
+            consumer_heartbeat_interval_ms=_within(cfg, "group.consumer.heartbeat.interval.ms"),
+            consumer_session_timeout_ms=_within(cfg, "group.consumer.session.timeout.ms"),
+            consumer_max_size=cfg["group.consumer.max.size"],
+            consumer_assignors=_assignors(cfg["group.consumer.assignors"]),
+            consumer_min_heartbeat_interval_ms=cfg["group.consumer.min.heartbeat.interval.ms"],
+            consumer_max_heartbeat_interval_ms=cfg["group.consumer.max.heartbeat.interval.ms"],
+            consumer_min_session_timeout_ms=cfg["group.consumer.min.session.timeout.ms"],
+            consumer_max_session_timeout_ms=cfg["group.consumer.max.session.timeout.ms"],
+        )
+
+    def for_group(self, overrides: Mapping[str, str]) -> GroupConfig:
+        """These settings with a group's dynamic configs (KIP-848 ``consumer.session.timeout.ms``,
+        ``consumer.heartbeat.interval.ms``; ``metadata.group_rules``) in place of the broker's."""
+        if not overrides:
+            return self
+        values = effective_group_configs(overrides, self._group_settings())
+        return replace(self, consumer_session_timeout_ms=values[SESSION_TIMEOUT],
+                       consumer_heartbeat_interval_ms=values[HEARTBEAT_INTERVAL])
+
+    def _group_settings(self) -> dict[str, int]:
+        k = broker_default_key
+        return {k(HEARTBEAT_INTERVAL): self.consumer_heartbeat_interval_ms,
+                k(HEARTBEAT_INTERVAL, "min"): self.consumer_min_heartbeat_interval_ms,
+                k(HEARTBEAT_INTERVAL, "max"): self.consumer_max_heartbeat_interval_ms,
+                k(SESSION_TIMEOUT): self.consumer_session_timeout_ms,
+                k(SESSION_TIMEOUT, "min"): self.consumer_min_session_timeout_ms,
+                k(SESSION_TIMEOUT, "max"): self.consumer_max_session_timeout_ms}
+
+
+def _within(cfg, key: str) -> int:
+    """``key``'s value, which must lie within its .min. and .max. settings (Kafka refuses to start otherwise)."""
+    value = cfg[key]
+    low, high = cfg[key.replace("consumer.", "consumer.min.")], cfg[key.replace("consumer.", "consumer.max.")]
+    if not low <= value <= high:
+        raise ValueError(f"{key}={value} must be within [{low}, {high}]")
+    return value
+
+
+def _assignors(value: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = [n for n in names if n not in ASSIGNORS]
+    if not names or unknown:
+        raise ValueError(f"group.consumer.assignors: unknown {unknown or 'empty list'}; known: {sorted(ASSIGNORS)}")
+    return names
