@@ -270,7 +270,7 @@ def _coordinator(cluster, group: str) -> tuple[int, int]:
     """(node id, partition) of the broker leading ``group``'s ``__consumer_offsets`` partition (its coordinator)."""
     from confluent_kafka.admin import AdminClient
 
-    from tierlog.coordinator import coordinator_partition
+    from tierlog.group import coordinator_partition
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     deadline = time.monotonic() + FORM_TIMEOUT_S
     while time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""Deterministic simulation of the group coordinator (tierlog.coordinator.GroupShard).
+"""Deterministic simulation of the group coordinator (tierlog.group.GroupShard).
 
 One seed drives everything. The REAL ``GroupShard`` is driven the way its shell
 (``broker/group_coordinator.py``) drives it: an ``Output``'s records are
@@ -53,7 +53,7 @@ import heapq
 import random
 import uuid
 
-from tierlog.coordinator import (
+from tierlog.group import (
     ClassicGroup,
     ConsumerGroup,
     GroupConfig,

@@ -39,7 +39,7 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from tierlog.coordinator import (
+from tierlog.group import (
     GroupConfig,
     GroupShard,
     Output,

@@ -1,6 +1,6 @@
 """The transaction coordinator's asyncio shell: the transactional ids of each
 ``__transaction_state`` partition this broker leads, driven by the sans-IO rules of
-``coordinator.transaction`` (KIP-98, KIP-360; Kafka's ``TransactionCoordinator`` and
+``tierlog.txn`` (KIP-98, KIP-360; Kafka's ``TransactionCoordinator`` and
 ``TransactionStateManager``).
 
 - Leadership (``ReplicaManager`` calls ``on_leader`` / ``on_follower`` / ``on_stopped``, as for
@@ -35,8 +35,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tierlog.coordinator import coordinator_partition
-from tierlog.coordinator.transaction import (
+from tierlog.group import coordinator_partition
+from tierlog.net.tasks import TaskSet
+from tierlog.protocol.errors import ErrorCode
+from tierlog.txn import (
     NO_PRODUCER_ID,
     TV_2,
     TransactionMetadata,
@@ -49,9 +51,7 @@ from tierlog.coordinator.transaction import (
     log_value,
     metadata_from_log,
 )
-from tierlog.coordinator.transaction import requests as rules
-from tierlog.net.tasks import TaskSet
-from tierlog.protocol.errors import ErrorCode
+from tierlog.txn import requests as rules
 
 from .coordinator_log import append_and_wait, load_log
 from .partition import Partition

@@ -1,6 +1,6 @@
 """The transaction coordinator of the simulation (txn_sim.py): a model of the shell
 ``broker/transaction_coordinator.py`` around the REAL sans-IO rules
-(``coordinator.transaction.requests``, ``TransactionMetadata``) and the REAL
+(``txn.requests``, ``TransactionMetadata``) and the REAL
 ``__transaction_state`` record codec.
 
 ``TxnStateLog`` is the one ``__transaction_state`` partition every transactional id of the
@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tierlog.coordinator.transaction import (
+from tierlog.protocol.errors import ErrorCode as E
+from tierlog.txn import (
     NO_PRODUCER_ID,
     TV_2,
     TransactionMetadata,
@@ -39,8 +40,7 @@ from tierlog.coordinator.transaction import (
     log_value,
     metadata_from_log,
 )
-from tierlog.coordinator.transaction import requests as rules
-from tierlog.protocol.errors import ErrorCode as E
+from tierlog.txn import requests as rules
 
 __all__ = ["Coordinator", "TxnStateLog"]
 

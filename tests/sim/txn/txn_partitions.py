@@ -27,7 +27,7 @@ import random
 from collections.abc import Callable
 
 from tierlog.broker.txn_verification import _produce_error
-from tierlog.coordinator import GroupConfig, GroupShard
+from tierlog.group import GroupConfig, GroupShard
 from tierlog.protocol.errors import ErrorCode as E
 from tierlog.records.builder import build_batch
 from tierlog.records.control import ABORT, COMMIT, build_marker

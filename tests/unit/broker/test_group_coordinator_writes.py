@@ -18,7 +18,7 @@ import asyncio
 from tierlog.broker.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
 from tierlog.broker.partition import AppendOrigin, Partition
 from tierlog.config import NodeConfig
-from tierlog.coordinator import GroupState
+from tierlog.group import GroupState
 from tierlog.protocol.errors import ErrorCode as E
 from tierlog.records import decode_batches
 from tierlog.replication import LeaderConfig, LeaderState

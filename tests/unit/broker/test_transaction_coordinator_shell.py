@@ -10,14 +10,14 @@ from tierlog.broker.transaction_coordinator import (
     TransactionCoordinator,
     _Hosted,
 )
-from tierlog.coordinator.transaction import (
+from tierlog.protocol.errors import ErrorCode
+from tierlog.records import decode_batches
+from tierlog.txn import (
     TV_2,
     TransactionState,
     decode_key,
     decode_value,
 )
-from tierlog.protocol.errors import ErrorCode
-from tierlog.records import decode_batches
 
 S = TransactionState
 CONFIG = {"transaction.state.log.num.partitions": 1, "transaction.state.log.replication.factor": 1,

@@ -5,7 +5,7 @@ answer waits for the join phase to end.  Left out: SkipAssignment (v9) is
 always false (no broker-side assignors); the member's host is not known here.
 ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
-from tierlog.coordinator.classic import join_error
+from tierlog.group.classic import join_error
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader

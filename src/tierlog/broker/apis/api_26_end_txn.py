@@ -12,11 +12,11 @@ client its ProducerId / ProducerEpoch for the next transaction (a new producer i
 when the epoch is exhausted). Clients learn to use it from the finalized ``transaction.version``
 2 in ApiVersions (``api_18_api_versions``).
 """
-from tierlog.coordinator.transaction import TV_2
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 from tierlog.protocol.typed.end_txn import EndTxnRequest, EndTxnResponse
+from tierlog.txn import TV_2
 
 from . import authz
 from .context import HandlerContext

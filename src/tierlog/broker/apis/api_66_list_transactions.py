@@ -4,10 +4,10 @@ how long they have run (DurationFilter ms, -1: any).  COORDINATOR_LOAD_IN_PROGRE
 ``__transaction_state`` partition it leads is still loading.  Only ids the principal may DESCRIBE
 are listed (Kafka).
 """
-from tierlog.coordinator.transaction import TransactionState
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.txn import TransactionState
 
 from . import authz
 from .context import HandlerContext

@@ -1,7 +1,7 @@
 """ConsumerGroupHeartbeat (68), v0-1: the consumer group protocol (KIP-848).
 
 Joins (MemberEpoch 0), heartbeats, reconciles and leaves (-1, static -2) a
-consumer-protocol group; the rules are in ``coordinator/consumer.py``.  The
+consumer-protocol group; the rules are in ``group/consumer.py``.  The
 coordinator sees the topics of the broker's metadata image as they are when
 the heartbeat is handled: a topic's new partitions, or a new topic matching
 a member's regex, bump the group epoch then.  Answered once the group's
