@@ -35,10 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from tierlog.metadata.delta import MetadataDelta
-from tierlog.metadata.image import MetadataImage, MetadataProvenance
-from tierlog.metadata.loader import MetadataLoader
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     BrokerEndpoint,
     FenceBrokerRecord,
     PartitionChangeRecord,
@@ -47,6 +44,9 @@ from tierlog.metadata.records import (
     TopicRecord,
     encode,
 )
+from tierlog.metadata.delta import MetadataDelta
+from tierlog.metadata.image import MetadataImage, MetadataProvenance
+from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.snapshot import load_snapshot, snapshot_records
 
 

@@ -53,14 +53,16 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 
 from tierlog.broker.apis import REGISTRY as BROKER_APIS
 from tierlog.broker.broker import Broker
+from tierlog.broker.broker_metrics import BrokerMetricsCollector
 from tierlog.broker.controller_channel import ControllerChannel
 from tierlog.broker.lifecycle import BrokerLifecycleManager, Endpoint
 from tierlog.broker.remote.tier import RemoteTier
 from tierlog.broker.replica_manager import LAST_TIERED_OFFSET_ENABLE, ReplicaManager
+from tierlog.broker.role import LifecycleLoop, MetadataView
 from tierlog.broker.topic_stats import BrokerTopicStats
 from tierlog.clock import wall_clock_ms
 from tierlog.config import ConfigError, NodeConfig, parse_properties
-from tierlog.controller.config import ControllerConfig
+from tierlog.controller.controller_config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.apply_metrics import ApplyMetrics
 from tierlog.metadata.authorizer import authorizer_from_config
@@ -95,8 +97,6 @@ from tierlog.raft import Committed, FileQuorumStateStore, RaftConfig, RaftNode
 from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
 from tierlog.raft.file_snapshots import FileSnapshotStore
 from tierlog.server.applied_offset import AppliedOffset
-from tierlog.server.broker_metrics import BrokerMetricsCollector
-from tierlog.server.broker_role import LifecycleLoop, MetadataView
 from tierlog.server.commit_applier import CommitApplier
 from tierlog.server.controller_metrics import ControllerMetricsCollector
 from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer

@@ -7,7 +7,7 @@ from tierlog.records.control import build_marker
 from tierlog.spark.remote_read import read_segment_range
 from tierlog.spark.remote_store import StoreView
 from tierlog.spark.remote_txn import aborted_for, stable_end
-from tierlog.storage.producer_snapshot import SnapshotEntry, encode_snapshot
+from tierlog.storage.producer_snapshot_codec import SnapshotEntry, encode_snapshot
 from tierlog.storage.txn_index import AbortedTxn, encode_entry
 from tierlog.tiered import (
     FsObjectStore,

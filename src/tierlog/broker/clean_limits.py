@@ -3,7 +3,7 @@
 A compacted log is cleaned only below its partition's last stable offset (KIP-98: no
 transaction still undecided is cleaned; at most the high watermark). That offset is
 event-loop state (the partition's leader state, its log end, its open
-transactions), and the cleaners run on threads of their own (storage/log_cleaner.py).
+transactions), and the cleaners run on threads of their own (storage/cleaner_threads.py).
 ``limits_of(keys)``, on a cleaner thread once per pass, queues the read of all of
 them onto the event loop (``call_soon_threadsafe``) and waits up to
 ``READ_TIMEOUT_S`` for the answer, so the state is only ever read on the loop. No

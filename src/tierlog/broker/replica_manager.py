@@ -55,16 +55,16 @@ from .apply_slices import ApplySlices
 from .clean_limits import CleanLimits
 from .dir_assignments import DirAssignments, DirAssignmentSender
 from .fetch_session import FetchSessionCache
-from .fetcher_shell import FetcherShell
 from .partition import AppendOrigin, AppendOutcome, Partition
+from .replica_fetcher import ReplicaFetcherTasks
 from .sweep import Sweep
 
-__all__ = ["LAST_TIERED_OFFSET_ENABLE", "ReplicaManager", "TierListener"]
+__all__ = ["LAST_TIERED_OFFSET_ENABLE", "LeadershipListener", "ReplicaManager"]
 
 log = logging.getLogger(__name__)
 
 
-class TierListener(Protocol):
+class LeadershipListener(Protocol):
     """A view of leadership (``broker.remote``'s RemoteLogManager and the group coordinator implement it)."""
 
     def on_leader(self, part: Partition) -> None: ...          # became leader at a new epoch
@@ -115,7 +115,7 @@ class ReplicaManager:
             max_bytes=int(cfg.get("replica.fetch.response.max.bytes", 10 * 1024 * 1024)),
             partition_max_bytes=int(cfg.get("replica.fetch.max.bytes", 1024 * 1024)),
             backoff_ms=int(cfg.get("replica.fetch.backoff.ms", 1000))))
-        self.fetcher_shell = FetcherShell(self, image_fn, clock_ms, inter_broker)
+        self.fetcher_tasks = ReplicaFetcherTasks(self, image_fn, clock_ms, inter_broker)
         self.leader_moves = LeaderMoves(int(cfg.get("replica.fetch.wait.max.ms", 500)))
         self._tasks = TaskSet(f"replica manager {node_id}")     # the ticker and AlterPartition requests
         self._alter_sender = AlterPartitionSender(controller_channel, node_id, broker_epoch,
@@ -126,18 +126,18 @@ class ReplicaManager:
                                                    self._tasks)
         self.remote = remote
         # who follows leadership changes: tiered storage, then the coordinators (add_leadership_listener)
-        self._leadership_listeners: list[TierListener] = [remote.log_manager] if remote is not None else []
+        self._leadership_listeners: list[LeadershipListener] = [remote.log_manager] if remote is not None else []
         self._image = MetadataImage.empty("", -1)       # the image applied last
         self._slices = ApplySlices()
         self.offline: set[tuple[str, int]] = set()      # partitions whose log dir failed
         self.isr_changes = {"shrink": 0, "expand": 0}   # accepted AlterPartitions (IsrShrinks/ExpandsPerSec)
 
-    def add_leadership_listener(self, listener: TierListener) -> None:
+    def add_leadership_listener(self, listener: LeadershipListener) -> None:
         """``listener`` hears of every partition this broker starts or stops leading (the group and
         transaction coordinators load and unload their partitions through it)."""
         self._leadership_listeners.append(listener)
 
-    def _listeners(self) -> list[TierListener]:
+    def _listeners(self) -> list[LeadershipListener]:
         return self._leadership_listeners
 
     def get(self, topic: str, partition: int) -> Partition | None:
@@ -163,7 +163,7 @@ class ReplicaManager:
             steps = self._apply_all(image)
         else:
             steps = self._apply_topics(image, base, delta.changed_topics)
-        self._slices.submit(steps, self.fetcher_shell.sync)     # a large change in slices (apply_slices)
+        self._slices.submit(steps, self.fetcher_tasks.sync)     # a large change in slices (apply_slices)
 
     def _apply_topics(self, image: MetadataImage, base: MetadataImage, names) -> Iterator[None]:
         for name in names:
@@ -248,7 +248,7 @@ class ReplicaManager:
         if part.leader_id >= 0:
             self.fetchers.become_follower(id_key, part.leader_id, part.leader_epoch, part.follower_view(),
                                           self._tiering(part))
-        self.fetcher_shell.sync()
+        self.fetcher_tasks.sync()
 
     def check_log_dirs(self) -> None:
         """A log just failed: take its dir offline now (``mark_offline`` follows through the node)."""
@@ -263,7 +263,7 @@ class ReplicaManager:
         if gone:
             log.warning("%d partitions offline with their log dir: %s", len(gone),
                         ", ".join(f"{t}-{p}" for t, p in sorted(gone)[:20]))
-            self.fetcher_shell.sync()
+            self.fetcher_tasks.sync()
 
     def _unhost(self, key: tuple[str, int], topic_deleted: bool) -> None:
         self.offline.discard(key)
@@ -334,7 +334,7 @@ class ReplicaManager:
         if self._clean_limits is not None:
             self._clean_limits.close()      # the cleaners stop next (LogManager.close): none waits for this loop
         await self._tasks.close()
-        await self.fetcher_shell.stop_all()
+        await self.fetcher_tasks.stop_all()
         self.checkpoint_high_watermarks()
 
     def checkpoint_high_watermarks(self) -> None:

@@ -263,7 +263,7 @@ def _compact(value) -> str:
 
 def _records(path: Path, offset: int, epoch: int):
     """(offset, record or error text) of every record in the snapshot."""
-    from tierlog.metadata import records as metadata_records
+    from tierlog.metadata import cluster_records as metadata_records
     from tierlog.protocol.primitives import ProtocolError
     from tierlog.raft.snapshots import InvalidSnapshotError, SnapshotReader
     from tierlog.raft.types import OffsetAndEpoch

@@ -25,7 +25,7 @@ from tierlog.metadata.acls import (
     filter_of,
     validate_binding,
 )
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     AccessControlEntryRecord,
     RemoveAccessControlEntryRecord,
 )

@@ -52,7 +52,7 @@ import base64
 import logging
 from collections.abc import Callable
 
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     BrokerEndpoint,
     BrokerFeature,
     BrokerRegistrationChangeRecord,

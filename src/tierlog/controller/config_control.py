@@ -26,13 +26,13 @@ writes nothing.
 from __future__ import annotations
 
 from tierlog.config import BROKER_CONFIGS
-from tierlog.metadata.group_rules import validate_group_configs
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
 )
+from tierlog.metadata.group_rules import validate_group_configs
 from tierlog.metadata.topic_rules import (
     RuleError,
     TieringRules,
@@ -42,7 +42,7 @@ from tierlog.metadata.topic_rules import (
 from tierlog.protocol.errors import ErrorCode
 from tierlog.storage import TOPIC_CONFIGS
 
-from .config import ControllerConfig
+from .controller_config import ControllerConfig
 
 __all__ = ["ConfigControlManager"]
 

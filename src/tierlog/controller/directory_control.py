@@ -28,16 +28,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from tierlog.metadata.cluster_records import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    PartitionChangeRecord,
+)
 from tierlog.metadata.directories import is_online, offline_replicas, with_directory
-from tierlog.metadata.election import (
+from tierlog.metadata.leader_election import (
     EligibilityThresholds,
     elect_leader,
     remove_from_isr,
 )
-from tierlog.metadata.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
 from tierlog.protocol.errors import ErrorCode
 
-from .config import ControllerConfig
+from .controller_config import ControllerConfig
 
 __all__ = ["DirectoryControlManager"]
 

@@ -39,8 +39,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from tierlog.metadata.election import EligibilityThresholds, eligibility_sort
-from tierlog.metadata.records import NO_LEADER
+from tierlog.metadata.cluster_records import NO_LEADER
+from tierlog.metadata.leader_election import EligibilityThresholds, eligibility_sort
 
 __all__ = ["MAX_ELECTIONS_PER_CHECK", "BalanceSchedule", "imbalance_ratios", "partitions_to_balance",
            "preferred_replica"]

@@ -36,23 +36,23 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tierlog.metadata.cluster_records import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    PartitionChangeRecord,
+    ReplicaLogCoverage,
+)
 from tierlog.metadata.directories import offline_replicas
-from tierlog.metadata.election import (
+from tierlog.metadata.leader_election import (
     Election,
     EligibilityThresholds,
     elect_leader,
     eligibility_sort,
     remove_from_isr,
 )
-from tierlog.metadata.records import (
-    NO_LEADER,
-    NO_LEADER_CHANGE,
-    PartitionChangeRecord,
-    ReplicaLogCoverage,
-)
 from tierlog.protocol.errors import ErrorCode
 
-from .config import ControllerConfig
+from .controller_config import ControllerConfig
 from .reassignment import (
     ElectionContext,
     Target,

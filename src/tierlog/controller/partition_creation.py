@@ -23,8 +23,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from tierlog.metadata.cluster_records import PartitionRecord
 from tierlog.metadata.directories import directories_for
-from tierlog.metadata.records import PartitionRecord
 from tierlog.metadata.topic_rules import MAX_PARTITIONS, RuleError
 from tierlog.protocol.errors import ErrorCode
 

@@ -7,10 +7,10 @@ Errors: BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH (other epoch, or fenced).
 """
 from __future__ import annotations
 
-from tierlog.metadata.records import ProducerIdsRecord
+from tierlog.metadata.cluster_records import ProducerIdsRecord
 from tierlog.protocol.errors import ErrorCode
 
-from .config import PRODUCER_ID_BLOCK_SIZE
+from .controller_config import PRODUCER_ID_BLOCK_SIZE
 
 __all__ = ["allocate_producer_ids"]
 

@@ -54,17 +54,17 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from tierlog.metadata.cluster_records import EVENT_RECORDS, NoOpRecord
 from tierlog.metadata.delta import MetadataDelta
 from tierlog.metadata.image import MetadataImage, MetadataProvenance
-from tierlog.metadata.records import EVENT_RECORDS, NoOpRecord
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
 from .acl_control import AclControlManager
 from .acl_control import not_controller as acls_not_controller
 from .cluster_control import ClusterControlManager
-from .config import ControllerConfig
 from .config_control import ConfigControlManager
+from .controller_config import ControllerConfig
 from .directory_control import DirectoryControlManager
 from .leader_balance import BalanceSchedule, partitions_to_balance
 from .partition_control import PartitionControlManager

@@ -62,8 +62,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tierlog.metadata.election import Election, EligibilityThresholds, elect_leader
-from tierlog.metadata.records import NO_LEADER_CHANGE, PartitionChangeRecord
+from tierlog.metadata.cluster_records import NO_LEADER_CHANGE, PartitionChangeRecord
+from tierlog.metadata.leader_election import (
+    Election,
+    EligibilityThresholds,
+    elect_leader,
+)
 from tierlog.protocol.errors import ErrorCode
 
 __all__ = ["ElectionContext", "ReassignmentControlManager", "Target", "build_change", "is_reassigning",

@@ -23,14 +23,14 @@ from __future__ import annotations
 import random
 import uuid
 
-from tierlog.metadata.directories import directories_for
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
     PartitionRecord,
     RemoveTopicRecord,
     TopicRecord,
 )
+from tierlog.metadata.directories import directories_for
 from tierlog.metadata.topic_rules import (
     MAX_PARTITIONS,
     RuleError,
@@ -42,7 +42,7 @@ from tierlog.metadata.topic_rules import (
 from tierlog.protocol.errors import ErrorCode
 from tierlog.storage import TOPIC_CONFIGS
 
-from .config import ControllerConfig
+from .controller_config import ControllerConfig
 from .placement import PlacementError, UsableBroker, place, validate_assignment
 
 __all__ = ["NO_TOPIC_ID", "ReplicationControlManager"]

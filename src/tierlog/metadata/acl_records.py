@@ -2,7 +2,7 @@
 
 Kafka's layouts, version 0, flexible: an ACL is stored under a controller-chosen
 ``Id`` (uuid) with the binding's fields; removing it names only the ``Id``.
-``metadata.records`` registers these schemas with the rest of the metadata records.
+``metadata.cluster_records`` registers these schemas with the rest of the metadata records.
 """
 from __future__ import annotations
 

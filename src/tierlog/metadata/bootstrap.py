@@ -26,7 +26,7 @@ import crc32c
 
 from tierlog.protocol.primitives import ProtocolError
 
-from .records import decode, encode
+from .cluster_records import decode, encode
 
 __all__ = ["BOOTSTRAP_FILE", "BootstrapError", "decode_bootstrap", "encode_bootstrap", "read_bootstrap",
            "write_bootstrap"]

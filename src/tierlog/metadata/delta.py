@@ -65,20 +65,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from .directories import offline_replicas, realign
-from .election import EligibilityThresholds, elect_leader, remove_from_isr
-from .feature_records import FeatureLevelRecord
-from .image import (
-    LEADER_RECOVERING,
-    BrokerInfo,
-    MetadataImage,
-    MetadataProvenance,
-    PartitionInfo,
-    TopicInfo,
-    reindex,
-)
-from .pmap import REMOVE
-from .records import (
+from .cluster_records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
@@ -100,6 +87,19 @@ from .records import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from .directories import offline_replicas, realign
+from .feature_records import FeatureLevelRecord
+from .image import (
+    LEADER_RECOVERING,
+    BrokerInfo,
+    MetadataImage,
+    MetadataProvenance,
+    PartitionInfo,
+    TopicInfo,
+    reindex,
+)
+from .leader_election import EligibilityThresholds, elect_leader, remove_from_isr
+from .pmap import REMOVE
 from .scram import ScramMechanism
 from .scram_image import credential_of
 from .scram_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord

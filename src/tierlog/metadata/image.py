@@ -27,13 +27,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from .pmap import REMOVE, PMap
-from .records import (
+from .cluster_records import (
     BrokerEndpoint,
     BrokerFeature,
     ProducerIdsRecord,
     ReplicaLogCoverage,
 )
+from .pmap import REMOVE, PMap
 from .scram_image import ScramImage
 
 __all__ = [

@@ -35,9 +35,9 @@ from dataclasses import replace
 
 from tierlog.protocol.primitives import ProtocolError
 
+from .cluster_records import decode
 from .delta import MetadataDelta, MetadataReplayError
 from .image import MetadataImage, MetadataProvenance
-from .records import decode
 
 __all__ = ["MetadataLoader"]
 

@@ -18,10 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from .delta import MetadataDelta
-from .feature_records import FeatureLevelRecord
-from .image import BrokerInfo, MetadataImage, MetadataProvenance, PartitionInfo
-from .records import (
+from .cluster_records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
@@ -33,6 +30,9 @@ from .records import (
     decode,
     encode,
 )
+from .delta import MetadataDelta
+from .feature_records import FeatureLevelRecord
+from .image import BrokerInfo, MetadataImage, MetadataProvenance, PartitionInfo
 
 __all__ = [
     "broker_record",

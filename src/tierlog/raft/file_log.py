@@ -20,9 +20,9 @@ from tierlog.clock import wall_clock_ms
 from tierlog.raft.codec import decode_log_batches, encode_log_batch, encode_log_batches
 from tierlog.raft.log import ReplicatedLog
 from tierlog.raft.types import LogBatch
-from tierlog.storage.config import LogConfig
 from tierlog.storage.files import atomic_write
 from tierlog.storage.log import Log
+from tierlog.storage.log_config import LogConfig
 
 __all__ = ["METADATA_PARTITION_DIR", "FileLog"]
 

@@ -25,7 +25,7 @@ from tierlog.controller.quorum_controller import (
     QuorumController,
     not_controller_response,
 )
-from tierlog.metadata import records as metadata_records
+from tierlog.metadata import cluster_records as metadata_records
 from tierlog.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
 from tierlog.metadata.authorizer import Authorizer
 from tierlog.metadata.feature_records import api_versions_features

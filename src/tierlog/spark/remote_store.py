@@ -15,7 +15,10 @@ from tierlog.spark.options import OptionError, SourceOptions
 from tierlog.spark.planning import OffsetRange
 from tierlog.spark.remote_planning import lineage_source, readable_segments
 from tierlog.spark.remote_txn import stable_end
-from tierlog.storage.producer_snapshot import ProducerSnapshotError, decode_snapshot
+from tierlog.storage.producer_snapshot_codec import (
+    ProducerSnapshotError,
+    decode_snapshot,
+)
 from tierlog.tiered import (
     EncryptionConfigError,
     EncryptionSettings,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tierlog.storage.producer_snapshot import SnapshotEntry
+from tierlog.storage.producer_snapshot_codec import SnapshotEntry
 from tierlog.storage.txn_index import AbortedTxn, collect_aborted
 
 __all__ = ["aborted_for", "stable_end"]

@@ -5,14 +5,7 @@ cache / recovery); ``LogManager`` owns every log of a node across its log
 directories; ``LogConfig`` resolves topic configs (``TOPIC_CONFIGS`` lists them).
 """
 
-from tierlog.storage.config import (
-    INTERNAL_SEGMENT_BYTES,
-    LONG_MAX,
-    TOPIC_CONFIGS,
-    ConfigType,
-    LogConfig,
-    TopicConfigDef,
-)
+from tierlog.storage.cleaner_threads import CleanerConfig
 from tierlog.storage.epoch_cache import (
     UNDEFINED_EPOCH,
     UNDEFINED_EPOCH_OFFSET,
@@ -28,7 +21,14 @@ from tierlog.storage.errors import (
     UnexpectedAppendOffsetError,
 )
 from tierlog.storage.log import Log, SegmentInfo
-from tierlog.storage.log_cleaner import CleanerConfig
+from tierlog.storage.log_config import (
+    INTERNAL_SEGMENT_BYTES,
+    LONG_MAX,
+    TOPIC_CONFIGS,
+    ConfigType,
+    LogConfig,
+    TopicConfigDef,
+)
 from tierlog.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 from tierlog.storage.partition_metadata import topic_id_from_str, topic_id_to_str
 from tierlog.storage.producer_state import ProducerStateError

@@ -33,8 +33,8 @@ from tierlog.records.stamp import (
     set_partition_leader_epoch,
 )
 from tierlog.records.validate import ValidatedRecords
-from tierlog.storage.config import LogConfig
 from tierlog.storage.errors import UnexpectedAppendOffsetError
+from tierlog.storage.log_config import LogConfig
 
 __all__ = ["check_follower_offsets", "check_produced", "stamp", "writable"]
 

@@ -33,7 +33,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tierlog.storage.config import LogConfig
 from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.storage.errors import CorruptCheckpointError
 from tierlog.storage.files import (
@@ -45,6 +44,7 @@ from tierlog.storage.files import (
     fsync_dir,
     parse_segment_base,
 )
+from tierlog.storage.log_config import LogConfig
 from tierlog.storage.segment import LogSegment
 from tierlog.storage.swap_recovery import finish_swaps
 

@@ -49,13 +49,13 @@ from tierlog.storage.append_checks import (
     stamp,
     writable,
 )
-from tierlog.storage.config import LogConfig
 from tierlog.storage.dir_failure import LogDirFailureChannel
 from tierlog.storage.dir_writer import Writer
 from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from tierlog.storage.files import SWAP_SUFFIX, fsync_dir
 from tierlog.storage.loader import load_log
+from tierlog.storage.log_config import LogConfig
 from tierlog.storage.log_durability import LogDurability
 from tierlog.storage.log_epochs import LogEpochs
 from tierlog.storage.log_read import (
@@ -69,8 +69,8 @@ from tierlog.storage.log_read import (
 )
 from tierlog.storage.log_transactions import LogTransactions
 from tierlog.storage.partition_metadata import reconcile_topic_id
-from tierlog.storage.producer_snapshot import decode_snapshot
-from tierlog.storage.producer_snapshots import ProducerSnapshots
+from tierlog.storage.producer_snapshot_codec import decode_snapshot
+from tierlog.storage.producer_snapshot_files import ProducerSnapshots
 from tierlog.storage.producer_state import ProducerStateManager
 from tierlog.storage.remote_offset import HighestOffsetInRemoteStorage
 from tierlog.storage.results import (

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from tierlog.storage.config import LONG_MAX
 from tierlog.storage.errors import KafkaStorageError
+from tierlog.storage.log_config import LONG_MAX
 from tierlog.storage.log_flush import sync_flush, take_flush
 from tierlog.storage.segment import LogSegment
 

@@ -12,7 +12,7 @@ Per log directory, as Kafka keeps them:
 - ``.kafka_cleanshutdown`` written last on close and removed at start: when present
   at start the logs skip recovery;
 - ``cleaner-offset-checkpoint``: each compacted log's first dirty offset, written by
-  the directory's log cleaner thread (``log_cleaner``; started by
+  the directory's log cleaner thread (``cleaner_threads``; started by
   ``start_cleaners(clean_limits_of)`` when a ``CleanerConfig`` was given, stopped on
   close or when the directory goes offline). ``clean_limits_of`` gives the cleaner
   threads the logs' last stable offsets and must be thread-safe: the broker's is
@@ -72,7 +72,7 @@ from tierlog.storage.checkpoint import (
     read_offsets,
     write_offsets,
 )
-from tierlog.storage.config import LogConfig
+from tierlog.storage.cleaner_threads import CleanerConfig, LogDirCleaner
 from tierlog.storage.dir_failure import LogDirFailureChannel
 from tierlog.storage.dir_writer import DirWriter
 from tierlog.storage.errors import CorruptCheckpointError, KafkaStorageError
@@ -85,7 +85,7 @@ from tierlog.storage.files import (
     partition_dir_name,
 )
 from tierlog.storage.log import Log
-from tierlog.storage.log_cleaner import CleanerConfig, LogDirCleaner
+from tierlog.storage.log_config import LogConfig
 from tierlog.storage.partition_metadata import PARTITION_METADATA_FILE
 from tierlog.storage.segment_verifier import Corruption, SegmentVerifier
 from tierlog.storage.timed_work import TimedWorkInbox

@@ -7,7 +7,7 @@ A mixin over the log's own state (``_lock``, ``_producers``, ``_txn_index``, ``_
 from __future__ import annotations
 
 from tierlog.storage.log_read import segment_index
-from tierlog.storage.producer_snapshots import replay_source
+from tierlog.storage.producer_snapshot_files import replay_source
 from tierlog.storage.producer_state import CompletedTxn
 from tierlog.storage.txn_index import AbortedTxn
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from tierlog.protocol.errors import ErrorCode
-from tierlog.storage.producer_snapshot import SnapshotEntry
+from tierlog.storage.producer_snapshot_codec import SnapshotEntry
 
 __all__ = [
     "ABORT_MARKER",

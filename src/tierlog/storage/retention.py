@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from tierlog.storage.config import LogConfig
+from tierlog.storage.log_config import LogConfig
 
 __all__ = ["RetainedSegment", "by_log_start", "by_size", "by_time", "deletable_prefix", "rules"]
 

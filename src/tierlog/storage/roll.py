@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from tierlog.storage.config import LogConfig
+from tierlog.storage.log_config import LogConfig
 from tierlog.storage.segment import LogSegment
 
 __all__ = ["roll_jitter_ms", "should_roll"]

@@ -3,7 +3,7 @@
 Everything runs on one seeded ``random.Random`` and a virtual clock; the cores
 under test are the real ``tierlog.replication`` classes (LeaderState,
 AcksPurgatory, ReplicaFetchers / FetcherState, divergence rules) and
-``tierlog.metadata.election.elect_leader``; the shell around them (serving
+``tierlog.metadata.leader_election.elect_leader``; the shell around them (serving
 Fetch, Produce, AlterPartition, metadata) is a small model of the broker's.
 
 Model:
@@ -50,7 +50,8 @@ import heapq
 import random
 from dataclasses import dataclass, field
 
-from tierlog.metadata.election import (
+from tierlog.metadata.cluster_records import ReplicaLogCoverage
+from tierlog.metadata.leader_election import (
     DISABLED,
     NO_LEADER,
     Election,
@@ -58,7 +59,6 @@ from tierlog.metadata.election import (
     elect_leader,
     eligibility_sort,
 )
-from tierlog.metadata.records import ReplicaLogCoverage
 from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
     AcksPurgatory,

@@ -21,7 +21,7 @@ the fault phase.  Real cores driven, beyond the base simulator's:
 - every replica: ``local_retention_rules.local_segments_to_delete`` against its
   highest remote offset (a follower's from ``lineage.highest_offset_in_lineage``).
 
-The shell model follows ``broker/fetcher_shell.py``: one task per source
+The shell model follows ``broker/replica_fetcher.py``: one task per source
 leader, sequential -- a probe (four ListOffsets round trips, -1 -2 -4 -6, as
 ``tiered_start_probe`` asks them), a ListOffsets of the out-of-range
 resolution, and a rebuild (KIP-405: -4 and -2 first; then a remote read that
@@ -76,7 +76,7 @@ from repl_sim import (
 )
 from tiered_log_model import RECORD_BYTES, TieredLog
 
-from tierlog.metadata.election import NO_LEADER
+from tierlog.metadata.leader_election import NO_LEADER
 from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
     Append,
@@ -292,7 +292,7 @@ class TieredReplSim(Sim):
         if self._local_retention(self.brokers[bid], 100):
             self.stats["local_deletions"] += 1
 
-    # --- follower: the fetcher task (broker/fetcher_shell.py) --------------------------------
+    # --- follower: the fetcher task (broker/replica_fetcher.py) --------------------------------
     def _maybe_fetch(self, bid: int, broker_epoch: int) -> None:
         b = self.brokers[bid]
         if not b.alive or b.broker_epoch != broker_epoch:

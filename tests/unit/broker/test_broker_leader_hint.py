@@ -4,8 +4,8 @@ that listener are named but not listed, as Kafka's getAliveBrokerNode)."""
 import types
 
 from tierlog.broker.leader_hint import LeaderHints
+from tierlog.metadata.cluster_records import BrokerEndpoint
 from tierlog.metadata.image import BrokerInfo, PartitionInfo, TopicInfo
-from tierlog.metadata.records import BrokerEndpoint
 
 
 def _broker_info(node, fenced=False):

@@ -57,8 +57,8 @@ def test_partition_fields_come_from_the_image():
 def test_local_log_coverage_and_eligibility():
     """KIP-1303: reported coverage per replica; eligible under the effective thresholds
     (topic override > cluster-wide dynamic > the broker's default); unknown is eligible."""
-    from tierlog.metadata.election import EligibilityThresholds
-    from tierlog.metadata.records import ReplicaLogCoverage
+    from tierlog.metadata.cluster_records import ReplicaLogCoverage
+    from tierlog.metadata.leader_election import EligibilityThresholds
     cov = (ReplicaLogCoverage(1, 0, 5000), ReplicaLogCoverage(2, 9_000, 10))
     p = PartitionInfo(0, 1, 1, (1, 2, 3), (1, 2, 3), local_log=cov)
     image = _image([TopicInfo("t", bytes(16), (p,))], brokers=(1, 2, 3))

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tierlog.broker.broker_metrics import TOPIC_COUNTERS
 from tierlog.cli.cmd_up import METRICS_PORT_OFFSET, metrics_listener
 from tierlog.cli.errors import CliError
 from tierlog.cli.monitoring import (
@@ -13,7 +14,6 @@ from tierlog.cli.monitoring import (
     dashboard_metrics,
     prometheus_config,
 )
-from tierlog.server.broker_metrics import TOPIC_COUNTERS
 
 DOCS_DASHBOARD = Path(__file__).parents[3] / "docs" / "grafana" / "tierlog.json"
 METRICS_DOC = Path(__file__).parents[3] / "docs" / "metrics.md"

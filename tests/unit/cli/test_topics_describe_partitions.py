@@ -134,8 +134,8 @@ def test_local_log_coverage_and_eligibility_columns():
     """KIP-1303: each replica's reported coverage and whether an election prefers it."""
     import time
 
-    from tierlog.metadata.election import EligibilityThresholds
-    from tierlog.metadata.records import ReplicaLogCoverage
+    from tierlog.metadata.cluster_records import ReplicaLogCoverage
+    from tierlog.metadata.leader_election import EligibilityThresholds
     now = int(time.time() * 1000)
     cov = (ReplicaLogCoverage(1, now - 7_200_000, 3 * 1024 * 1024), ReplicaLogCoverage(2, now - 5_000, 10))
     part = PartitionInfo(0, 1, 2, (1, 2, 3), (1, 2, 3), local_log=cov)

@@ -1,7 +1,7 @@
 """A controller driven by hand with a fake clock, for the controller tests."""
 import random
 
-from tierlog.controller.config import ControllerConfig
+from tierlog.controller.controller_config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.image import MetadataImage
 

@@ -3,7 +3,7 @@ import random
 
 from tierlog.controller.acl_control import AclControlManager
 from tierlog.metadata import MetadataDelta, MetadataImage
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     AccessControlEntryRecord,
     RemoveAccessControlEntryRecord,
 )

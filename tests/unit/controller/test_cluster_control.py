@@ -1,6 +1,6 @@
 from controller_helpers import Harness, heartbeat, registration
 
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     BrokerRegistrationChangeRecord,
     FenceBrokerRecord,
     RegisterBrokerRecord,

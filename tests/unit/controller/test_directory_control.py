@@ -1,18 +1,18 @@
 """KIP-858 on the controller: replica -> dir assignments and a partial log dir failure."""
 from controller_helpers import Harness, heartbeat, registration
 
+from tierlog.metadata.cluster_records import (
+    BrokerRegistrationChangeRecord,
+    PartitionChangeRecord,
+    decode,
+    encode,
+)
 from tierlog.metadata.directories import (
     LOST,
     MIGRATING,
     UNASSIGNED,
     is_online,
     is_reserved,
-)
-from tierlog.metadata.records import (
-    BrokerRegistrationChangeRecord,
-    PartitionChangeRecord,
-    decode,
-    encode,
 )
 from tierlog.metadata.snapshot import partition_record
 from tierlog.protocol.errors import ErrorCode

@@ -1,16 +1,16 @@
 """Automatic leader balancing: the pure rule (leader_balance) and the controller's timer (tick)."""
 from controller_helpers import Harness
 
-from tierlog.controller.config import ControllerConfig
+from tierlog.controller.controller_config import ControllerConfig
 from tierlog.controller.leader_balance import (
     BalanceSchedule,
     imbalance_ratios,
     partitions_to_balance,
     preferred_replica,
 )
-from tierlog.metadata.election import DISABLED, EligibilityThresholds
+from tierlog.metadata.cluster_records import ReplicaLogCoverage
 from tierlog.metadata.image import BrokerInfo, MetadataImage, PartitionInfo, TopicInfo
-from tierlog.metadata.records import ReplicaLogCoverage
+from tierlog.metadata.leader_election import DISABLED, EligibilityThresholds
 
 
 def _image(partitions, fenced=(), shutting_down=(), brokers=(1, 2, 3)):

@@ -1,7 +1,7 @@
 """AlterConfigs (33) on the controller: the given set replaces the resource's dynamic configs."""
 from controller_helpers import Harness
 
-from tierlog.metadata.records import ConfigRecord
+from tierlog.metadata.cluster_records import ConfigRecord
 from tierlog.protocol.errors import ErrorCode
 
 

@@ -3,7 +3,7 @@ from collections import Counter
 
 from controller_helpers import Harness
 
-from tierlog.metadata.records import PartitionRecord
+from tierlog.metadata.cluster_records import PartitionRecord
 from tierlog.protocol.errors import ErrorCode
 
 

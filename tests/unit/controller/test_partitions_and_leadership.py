@@ -1,6 +1,6 @@
 from controller_helpers import Harness
 
-from tierlog.metadata.records import PartitionChangeRecord, ReplicaLogCoverage
+from tierlog.metadata.cluster_records import PartitionChangeRecord, ReplicaLogCoverage
 from tierlog.protocol.errors import ErrorCode
 
 
@@ -218,7 +218,7 @@ def test_standby_replays_the_log():
     leader.create_topic("t", partitions=2, rf=2)
     import random
 
-    from tierlog.controller.config import ControllerConfig
+    from tierlog.controller.controller_config import ControllerConfig
     from tierlog.controller.quorum_controller import QuorumController
     standby = QuorumController(3001, ControllerConfig(cluster_id="c1"), random.Random(1))
     # replay everything the leader wrote, in order
@@ -241,9 +241,9 @@ def test_idle_controller_writes_noop():
 def _standby_image(h):
     import random
 
-    from tierlog.controller.config import ControllerConfig
+    from tierlog.controller.controller_config import ControllerConfig
     from tierlog.controller.quorum_controller import QuorumController
-    from tierlog.metadata.records import decode, encode
+    from tierlog.metadata.cluster_records import decode, encode
     # a standby with NO static KIP-1303 default of its own: what it derives comes from the log
     standby = QuorumController(3001, ControllerConfig(cluster_id="c1"), random.Random(1))
     for offset, rec in enumerate(h.written):

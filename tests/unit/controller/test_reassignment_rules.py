@@ -3,7 +3,7 @@ and the completion through AlterPartition (56)."""
 from controller_helpers import Harness
 
 from tierlog.controller.reassignment import Target, maybe_complete, start
-from tierlog.metadata.records import NO_LEADER_CHANGE
+from tierlog.metadata.cluster_records import NO_LEADER_CHANGE
 from tierlog.protocol.errors import ErrorCode
 
 ALTER, LIST, ALTER_PARTITION, ELECT = 45, 46, 56, 43
@@ -242,9 +242,9 @@ def test_standby_answers_not_controller():
 
 
 def test_the_log_and_a_snapshot_rebuild_the_same_reassignment_state():
+    from tierlog.metadata.cluster_records import decode, encode
     from tierlog.metadata.delta import MetadataDelta
     from tierlog.metadata.image import MetadataImage
-    from tierlog.metadata.records import decode, encode
     from tierlog.metadata.snapshot import load_snapshot, snapshot_record_bytes
 
     h = _setup()

@@ -6,7 +6,7 @@ import random
 import pytest
 from controller_helpers import Harness
 
-from tierlog.controller.config import ControllerConfig
+from tierlog.controller.controller_config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.bootstrap import (
     BootstrapError,
@@ -15,8 +15,8 @@ from tierlog.metadata.bootstrap import (
     read_bootstrap,
     write_bootstrap,
 )
+from tierlog.metadata.cluster_records import decode, encode
 from tierlog.metadata.image import MetadataImage
-from tierlog.metadata.records import decode, encode
 from tierlog.metadata.scram import ScramMechanism, new_credential, salted_password
 from tierlog.metadata.scram_records import (
     RemoveUserScramCredentialRecord,

@@ -2,13 +2,13 @@ from collections import Counter
 
 from controller_helpers import Harness
 
-from tierlog.metadata.group_rules import broker_group_settings
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     ConfigRecord,
     PartitionRecord,
     RemoveTopicRecord,
     TopicRecord,
 )
+from tierlog.metadata.group_rules import broker_group_settings
 from tierlog.protocol.errors import ErrorCode
 
 

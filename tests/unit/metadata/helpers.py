@@ -1,11 +1,11 @@
-from tierlog.metadata.delta import MetadataDelta
-from tierlog.metadata.image import MetadataImage
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     BrokerEndpoint,
     PartitionRecord,
     RegisterBrokerRecord,
     TopicRecord,
 )
+from tierlog.metadata.delta import MetadataDelta
+from tierlog.metadata.image import MetadataImage
 
 
 def tid(n: int) -> bytes:

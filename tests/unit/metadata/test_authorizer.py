@@ -27,7 +27,7 @@ from tierlog.metadata.authorizer import (
     Authorizer,
     authorizer_from_config,
 )
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     AccessControlEntryRecord,
     RemoveAccessControlEntryRecord,
 )

@@ -1,8 +1,6 @@
 import pytest
 
-from tierlog.metadata.delta import MetadataDelta, MetadataReplayError
-from tierlog.metadata.image import MetadataImage, MetadataProvenance
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     FenceBrokerRecord,
@@ -14,6 +12,8 @@ from tierlog.metadata.records import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from tierlog.metadata.delta import MetadataDelta, MetadataReplayError
+from tierlog.metadata.image import MetadataImage, MetadataProvenance
 
 from .helpers import apply, cluster, create_topic, register, tid
 

@@ -1,4 +1,5 @@
-from tierlog.metadata.election import (
+from tierlog.metadata.cluster_records import ReplicaLogCoverage as Cov
+from tierlog.metadata.leader_election import (
     Election,
     EligibilityThresholds,
     elect_leader,
@@ -6,7 +7,6 @@ from tierlog.metadata.election import (
     is_eligible,
     remove_from_isr,
 )
-from tierlog.metadata.records import ReplicaLogCoverage as Cov
 
 NOW = 10_000_000
 MS = EligibilityThresholds(local_log_ms=600_000)

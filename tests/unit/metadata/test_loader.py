@@ -1,7 +1,7 @@
 from dataclasses import dataclass, field
 
+from tierlog.metadata.cluster_records import FenceBrokerRecord, encode
 from tierlog.metadata.loader import MetadataLoader
-from tierlog.metadata.records import FenceBrokerRecord, encode
 from tierlog.metadata.snapshot import snapshot_record_bytes
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
 

@@ -1,7 +1,6 @@
 import pytest
 
-from tierlog.metadata.feature_records import FeatureLevelRecord
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     RECORD_TYPES,
     AccessControlEntryRecord,
     BrokerEndpoint,
@@ -26,6 +25,7 @@ from tierlog.metadata.records import (
     decode,
     encode,
 )
+from tierlog.metadata.feature_records import FeatureLevelRecord
 from tierlog.protocol.primitives import ProtocolError
 
 TID = bytes(range(16))
@@ -85,7 +85,7 @@ def test_golden_framing():
 
 
 def test_coverage_is_a_tagged_field_kafka_can_skip():
-    from tierlog.metadata.records import LOCAL_LOG_COVERAGE_TAG
+    from tierlog.metadata.cluster_records import LOCAL_LOG_COVERAGE_TAG
     from tierlog.protocol.primitives import encode_uvarint
     plain = encode(PartitionChangeRecord(0, TID, isr=(1,)))
     with_cov = encode(PartitionChangeRecord(0, TID, isr=(1,),

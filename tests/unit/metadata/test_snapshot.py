@@ -1,9 +1,7 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tierlog.metadata.delta import MetadataDelta, MetadataReplayError
-from tierlog.metadata.image import MetadataImage, MetadataProvenance
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     FenceBrokerRecord,
@@ -16,6 +14,8 @@ from tierlog.metadata.records import (
     decode,
     encode,
 )
+from tierlog.metadata.delta import MetadataDelta, MetadataReplayError
+from tierlog.metadata.image import MetadataImage, MetadataProvenance
 from tierlog.metadata.snapshot import (
     load_snapshot,
     snapshot_record_bytes,

@@ -8,13 +8,13 @@ from prometheus_client import CollectorRegistry
 
 from tierlog.clock import wall_clock_ms
 from tierlog.metadata.apply_metrics import PREFIX, ApplyMetrics
-from tierlog.metadata.loader import MetadataLoader
-from tierlog.metadata.records import (
+from tierlog.metadata.cluster_records import (
     BrokerEndpoint,
     FenceBrokerRecord,
     RegisterBrokerRecord,
     encode,
 )
+from tierlog.metadata.loader import MetadataLoader
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
 from tierlog.raft import CommittedBatch, LeaderAndEpoch
 from tierlog.server.applied_offset import AppliedOffset

@@ -8,7 +8,7 @@ controller expected 12", seen under load in test_up).
 import asyncio
 import random
 
-from tierlog.controller.config import ControllerConfig
+from tierlog.controller.controller_config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.image import MetadataImage
 from tierlog.server.applied_offset import AppliedOffset

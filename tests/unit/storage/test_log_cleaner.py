@@ -17,14 +17,14 @@ from tierlog.records import (
 )
 from tierlog.storage import Log, LogManager
 from tierlog.storage.checkpoint import read_offsets
-from tierlog.storage.cleaner import _clean_group
+from tierlog.storage.cleaner_pass import _clean_group
 from tierlog.storage.cleaner_rules import OffsetMap
-from tierlog.storage.files import CLEANED_SUFFIX, SWAP_SUFFIX
-from tierlog.storage.log_cleaner import (
+from tierlog.storage.cleaner_threads import (
     CLEANER_OFFSET_CHECKPOINT,
     CleanerConfig,
     LogDirCleaner,
 )
+from tierlog.storage.files import CLEANED_SUFFIX, SWAP_SUFFIX
 
 KEY = ("c", 0)
 RETENTION = 60_000

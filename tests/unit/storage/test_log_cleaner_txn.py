@@ -9,7 +9,7 @@ from storage_helpers import NOW, config, read_all
 from tierlog.records import Record, build_batch, decode_batches
 from tierlog.records.control import ABORT, build_marker, control_marker
 from tierlog.storage import Log
-from tierlog.storage.log_cleaner import CleanerConfig, LogDirCleaner
+from tierlog.storage.cleaner_threads import CleanerConfig, LogDirCleaner
 from tierlog.storage.txn_index import AbortedTxn
 
 RETENTION = 60_000

@@ -7,7 +7,7 @@ from crc32c import crc32c
 from storage_helpers import NOW, batch, config
 
 from tierlog.storage import Log
-from tierlog.storage.producer_snapshot import (
+from tierlog.storage.producer_snapshot_codec import (
     ProducerSnapshotError,
     SnapshotEntry,
     decode_snapshot,

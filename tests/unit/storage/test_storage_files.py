@@ -20,8 +20,8 @@ from tierlog.storage.checkpoint import (
     write_epoch_entries,
     write_offsets,
 )
-from tierlog.storage.config import LONG_MAX
 from tierlog.storage.index import OffsetIndex, TimeIndex
+from tierlog.storage.log_config import LONG_MAX
 from tierlog.storage.partition_metadata import (
     read_topic_id,
     topic_id_from_str,

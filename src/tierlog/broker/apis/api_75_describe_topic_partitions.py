@@ -37,8 +37,8 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from tierlog.metadata.acls import ResourceType
-from tierlog.metadata.election import EligibilityThresholds, is_eligible
 from tierlog.metadata.image import MetadataImage, PartitionInfo, TopicInfo
+from tierlog.metadata.leader_election import EligibilityThresholds, is_eligible
 from tierlog.metadata.topic_rules import RuleError, validate_topic_name
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode

@@ -4,7 +4,7 @@
   uploads and decrypting reads with the ``rsm.config.encryption.*`` keys (encrypted uploads are staged
   in ``<first log dir>/remote-log-upload-staging``);
 - ``metadata``: the topic-based RemoteLogMetadataManager (``__remote_log_metadata``);
-- ``log_manager``: the RemoteLogManager (uploads, expiration; ReplicaManager's TierListener);
+- ``log_manager``: the RemoteLogManager (uploads, expiration; ReplicaManager's LeadershipListener);
 - ``reader``: the RemoteReader serving fetches and ListOffsets below the local log start;
 - ``follower_pool``: threads reading remote state for the follower path (``follower_state``).
 
@@ -35,9 +35,9 @@ from tierlog.tiered.encryption_config import (
 )
 
 from ..topic_stats import BrokerTopicStats
-from .log_manager import RemoteLogManager
 from .metadata_manager import RemoteLogMetadataManager
 from .reader import RemoteReader
+from .remote_log_manager import RemoteLogManager
 
 __all__ = ["RemoteTier"]
 

@@ -17,9 +17,9 @@ from tierlog.broker.partition import Partition
 from tierlog.broker.remote.copy_task import TaskContext, copy_pass, metadata_update
 from tierlog.broker.remote.expiration_task import expiration_pass
 from tierlog.broker.remote.follower_state import build_remote_log_aux_state
-from tierlog.broker.remote.log_manager import RemoteLogManager
 from tierlog.broker.remote.rate_limit import UNLIMITED, ByteRateLimit
 from tierlog.broker.remote.reader import RemoteReader
+from tierlog.broker.remote.remote_log_manager import RemoteLogManager
 from tierlog.config import NodeConfig
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records.control import build_marker

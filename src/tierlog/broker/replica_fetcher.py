@@ -1,7 +1,7 @@
 """The replica fetchers' IO: one asyncio task per source (leader) broker.
 
 ``ReplicaManager`` keeps a ``replication.ReplicaFetchers`` in line with the
-metadata image; ``FetcherShell.sync`` then starts a task for every leader we
+metadata image; ``ReplicaFetcherTasks.sync`` then starts a task for every leader we
 follow and stops the tasks of leaders we no longer follow.  A task loops:
 ``build_fetch_request`` -> Fetch v19 to the leader over its own connection ->
 ``handle_fetch_response`` (or ``handle_fetch_failure``, closing the
@@ -39,7 +39,7 @@ from tierlog.replication import (
 from .remote.follower_state import build_remote_log_aux_state
 from .remote.tiered_start_probe import probe_tiered_starts
 
-__all__ = ["FetcherShell"]
+__all__ = ["ReplicaFetcherTasks"]
 
 log = logging.getLogger(__name__)
 IDLE_S = 0.05
@@ -47,7 +47,7 @@ LIST_OFFSETS_VERSION = 7
 LIST_OFFSETS_TIMEOUT_S = 10.0
 
 
-class FetcherShell:
+class ReplicaFetcherTasks:
     def __init__(self, replicas, image_fn, clock_ms, route: PeerRoute = DEFAULT_ROUTE):
         self.replicas = replicas            # ReplicaManager: .fetchers, .by_id, .node_id
         self.route = route                  # the leaders' inter-broker listener and its security

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from tierlog.broker.remote.log_manager import tip_of
+from tierlog.broker.remote.remote_log_manager import tip_of
 from tierlog.broker.topic_stats import COUNTERS, BrokerTopicStats
 from tierlog.storage import KafkaStorageError
 

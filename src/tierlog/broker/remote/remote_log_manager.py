@@ -1,6 +1,6 @@
 """The RemoteLogManager of one broker (Kafka's, with its copy, expiration and follower tasks).
 
-It follows leadership through ``ReplicaManager``'s TierListener hooks. Per hosted
+It follows leadership through ``ReplicaManager``'s LeadershipListener hooks. Per hosted
 partition of a tiered topic (``remote.storage.enable``) one asyncio task:
 
 - leader (at one leader epoch): assign the partition's remote log metadata, wait
@@ -35,6 +35,7 @@ import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from tierlog.broker.topic_stats import BrokerTopicStats
 from tierlog.net.tasks import TaskSet
 from tierlog.replication.backoff import ExponentialBackoff
 from tierlog.tiered import (
@@ -49,7 +50,6 @@ from tierlog.tiered.copy_rules import find_highest_remote_offset
 from tierlog.tiered.layout import MANIFEST_SUFFIX
 from tierlog.tiered.lineage import highest_offset_in_lineage
 
-from ..topic_stats import BrokerTopicStats
 from .copy_task import TaskContext, copy_pass
 from .expiration_task import delete_segment, expiration_pass
 from .rate_limit import ByteRateLimit
@@ -87,7 +87,7 @@ class RemoteLogManager:
         metadata.add_listener(self._on_metadata)
         self._followed: dict[TopicIdPartition, object] = {}
 
-    # --- TierListener ----------------------------------------------------------------------------
+    # --- LeadershipListener ----------------------------------------------------------------------------
 
     def on_leader(self, part) -> None:
         self._followed.pop(tip_of(part), None)

@@ -1,6 +1,6 @@
 """Clean one log (Kafka's ``Cleaner.doClean``): the I/O around ``cleaner_rules``.
 
-Runs on a log directory's cleaner thread (``log_cleaner``), never on the event
+Runs on a log directory's cleaner thread (``cleaner_threads``), never on the event
 loop, and holds the log's lock only twice per group: to take the segments
 (``Log.cleaning_view``) and to swap a cleaned segment in (``Log.replace_segments``).
 Reads and appends go on meanwhile; segments only below the active one are read,

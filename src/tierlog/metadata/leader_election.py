@@ -49,7 +49,7 @@ import enum
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from .records import NO_LEADER, ReplicaLogCoverage
+from .cluster_records import NO_LEADER, ReplicaLogCoverage
 
 __all__ = [
     "NO_LEADER",

@@ -1,4 +1,4 @@
-"""The ``.snapshot`` files of one partition directory (see ``producer_snapshot`` for the format).
+"""The ``.snapshot`` files of one partition directory (see ``producer_snapshot_codec`` for the format).
 
 Written without fsync (a lost or torn snapshot only costs a longer replay: a
 file that does not decode is ignored and the state is rebuilt from the batches).
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tierlog.records.control import read_marker
 from tierlog.storage.batch_scan import read_exact, scan_headers
-from tierlog.storage.producer_snapshot import (
+from tierlog.storage.producer_snapshot_codec import (
     ProducerSnapshotError,
     SnapshotEntry,
     decode_snapshot,

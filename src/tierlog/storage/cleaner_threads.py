@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tierlog.storage.checkpoint import read_offsets, write_offsets
-from tierlog.storage.cleaner import CleanAborted, clean_log
+from tierlog.storage.cleaner_pass import CleanAborted, clean_log
 from tierlog.storage.cleaner_rules import (
     OffsetMap,
     SegmentStat,
