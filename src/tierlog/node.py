@@ -195,7 +195,7 @@ class Node:
         generator = SnapshotGenerator.from_config(raft.create_snapshot, _snapshot_settings(cfg), wall_clock_ms())
         loader.subscribe(generator.publish)
         applier = CommitApplier(committed, loader, generator, ApplyMetrics(self.metrics_registry, wall_clock_ms()),
-                                applied, self.controller_server)
+                                applied, self.controller_server, self.driver.applied)
         self._tasks.spawn(applier.run(), name="commit-applier")
         self.driver.start()
         if self.controller_server is not None:

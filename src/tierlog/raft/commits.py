@@ -11,6 +11,12 @@ Rules:
   the shell applies it. Nothing here calls the state machine (etcd's
   ``Ready.CommittedEntries``, a pull). One Output carries batches of about
   ``COMMITTED_BYTES_PER_OUTPUT`` at most; ``take`` says when more is due at once.
+- What was handed out but not yet applied is bounded: the shell acknowledges what it
+  applied (``acknowledge``) and nothing more is handed out while the unapplied part
+  holds ``UNAPPLIED_BYTES_MAX`` or more (etcd's Ready/Advance: no new committed
+  entries before the application took the last ones), so a slow state machine
+  (a broker creating thousands of partition logs) never makes the shell's queue
+  grow with the whole log it is catching up on.
 - When the log no longer holds what is needed (the LBO passed it), the latest
   snapshot is handed out first, to be loaded. A leader never loads a snapshot.
 - A new (leader, epoch) is handed out once; a leader announces itself only after
@@ -19,6 +25,7 @@ Rules:
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 
 from tierlog.raft.committed import Committed, CommittedBatch
@@ -26,22 +33,27 @@ from tierlog.raft.log import ReplicatedLog
 from tierlog.raft.snapshots import SnapshotReader, SnapshotStore
 from tierlog.raft.types import LeaderAndEpoch, LogBatch, OffsetAndEpoch
 
-__all__ = ["COMMITTED_BYTES_PER_OUTPUT", "CommitDelivery"]
+__all__ = ["COMMITTED_BYTES_PER_OUTPUT", "UNAPPLIED_BYTES_MAX", "CommitDelivery"]
 
 READ_BYTES = 8 << 20
 COMMITTED_BYTES_PER_OUTPUT = 8 << 20   # etcd's MaxCommittedSizePerReady: record bytes in one Output
+UNAPPLIED_BYTES_MAX = 4 * COMMITTED_BYTES_PER_OUTPUT   # handed out and not yet acknowledged as applied
 
 
 class CommitDelivery:
     def __init__(self, log: ReplicatedLog, snapshots: SnapshotStore, metrics: dict[str, float],
                  is_leader: Callable[[], bool], clock: Callable[[], float] | None = None,
-                 max_bytes_per_output: int = COMMITTED_BYTES_PER_OUTPUT):
+                 max_bytes_per_output: int = COMMITTED_BYTES_PER_OUTPUT,
+                 max_unapplied_bytes: int = UNAPPLIED_BYTES_MAX):
         self._log = log
         self._snapshots = snapshots
         self._metrics = metrics
         self._is_leader = is_leader
         self._clock = clock  # seconds; latency metrics only
         self._max_bytes = max_bytes_per_output
+        self._max_unapplied = max_unapplied_bytes
+        self._unapplied: deque[tuple[int, int]] = deque()    # (next offset, bytes) handed out, not applied
+        self._unapplied_bytes = 0
         self._notified: LeaderAndEpoch | None = None
         self._ready: list[Committed] = []
         self._ready_bytes = 0
@@ -59,9 +71,24 @@ class CommitDelivery:
         """What to apply, in order, since the last take (about one Output's worth at most),
         and whether committed batches remain for the next Output (the byte budget cut it)."""
         self.deliver()
-        behind = self._ready_bytes >= self._max_bytes and self.applied_offset < self.high_watermark
+        behind = (self._ready_bytes >= self._max_bytes and self.applied_offset < self.high_watermark
+                  and not self.waiting_for_apply)
         ready, self._ready, self._ready_bytes = self._ready, [], 0
         return ready, behind
+
+    @property
+    def waiting_for_apply(self) -> bool:
+        """Whether handing out waits for the shell to acknowledge what it applied."""
+        return self._unapplied_bytes >= self._max_unapplied
+
+    def acknowledge(self, applied_offset: int) -> None:
+        """The shell applied everything below ``applied_offset``: as much more may be handed out."""
+        while self._unapplied and self._unapplied[0][0] <= applied_offset:
+            self._unapplied_bytes -= self._unapplied.popleft()[1]
+
+    def _handed_out(self, next_offset: int, size: int) -> None:
+        self._unapplied.append((next_offset, size))
+        self._unapplied_bytes += size
 
     def raise_to(self, high_watermark: int) -> bool:
         """Move the high watermark up (never down) and hand out; True if it moved."""
@@ -90,6 +117,7 @@ class CommitDelivery:
         self._metrics["SnapshotSizeBytes"] = reader.size_bytes
         self._ready.append(reader)
         self.applied_offset = snapshot_id.offset
+        self._handed_out(snapshot_id.offset, reader.size_bytes)
 
     def notify_leader_change(self, leader: LeaderAndEpoch, epoch_start_offset: int | None) -> None:
         """``epoch_start_offset`` is set when this node leads: wait until handed out past it."""
@@ -105,7 +133,8 @@ class CommitDelivery:
             latest = self._snapshots.latest()
             assert latest is not None and latest.offset >= self._log.start_offset
             self.load_snapshot(latest)
-        while self.applied_offset < self.high_watermark and self._ready_bytes < self._max_bytes:
+        while (self.applied_offset < self.high_watermark and self._ready_bytes < self._max_bytes
+               and not self.waiting_for_apply):
             batches = self._log.read(self.applied_offset, READ_BYTES, end=self.high_watermark)
             if not batches:
                 break
@@ -115,7 +144,8 @@ class CommitDelivery:
                 committed = _committed(b)
                 self._ready.append(committed)
                 self._ready_bytes += committed.size_estimate
-                if self._ready_bytes >= self._max_bytes:
+                self._handed_out(b.next_offset, committed.size_estimate)
+                if self._ready_bytes >= self._max_bytes or self.waiting_for_apply:
                     break
 
 

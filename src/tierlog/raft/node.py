@@ -270,6 +270,12 @@ class RaftNode:
             self.leader_fetch.progress_changed(moved, now_ms)
         return self._finish(now_ms)
 
+    def handle_applied(self, applied_offset: int, now_ms: int) -> Output:
+        """The shell applied what was handed out below ``applied_offset``: hand out more if
+        that waited for it (``CommitDelivery.acknowledge``)."""
+        self.commits.acknowledge(applied_offset)
+        return self._finish(now_ms)
+
     def handle_send_failure(self, dest_id: int, request: object, now_ms: int) -> Output:
         self.requests.failed(dest_id, request, now_ms)
         return self._finish(now_ms)

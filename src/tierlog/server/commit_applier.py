@@ -18,7 +18,9 @@ on the node's ``committed`` queue. One task here (``run``) takes them one at a t
 
 After each item the applied offset moves (``AppliedOffset``: the controller's
 requests wait on it, so a response leaves once its records are committed and applied
-on this node). The task applies what is queued for up to ``APPLY_TURN_MS`` (at least
+on this node); after each turn it goes back to the Raft core (``on_applied``, the
+driver's ``applied``), which hands out at most ``raft.commits.UNAPPLIED_BYTES_MAX``
+beyond what was applied, so the queue is bounded. The task applies what is queued for up to ``APPLY_TURN_MS`` (at least
 one item), then gives the event loop a turn: a long run of commits holds the loop for
 about that long, or one batch (at most RaftConfig.max_batch_records records) when a
 batch takes longer; small commits do not wait a loop turn each (behind a broker's
@@ -27,13 +29,15 @@ apply slices, that turn can be long).
 Ordering kept from the core: a snapshot before the batches after it; a leader's own
 announcement after every batch before its epoch, so the controller becomes active on
 an image that has the whole previous term; every item in log order. The queue holds
-at most what the core handed out and this task has not applied yet; the core hands
-out about ``COMMITTED_BYTES_PER_OUTPUT`` per Output (raft/commits.py).
+at most what the core handed out and this task has not applied yet: about
+``COMMITTED_BYTES_PER_OUTPUT`` per Output and ``UNAPPLIED_BYTES_MAX`` in all
+(raft/commits.py).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from tierlog.clock import monotonic_ms, wall_clock_ms
 from tierlog.metadata.apply_metrics import ApplyMetrics
@@ -57,13 +61,15 @@ class CommitApplier:
     ``handle_*`` methods apply one item each (``raft.committed.CommittedHandler``)."""
 
     def __init__(self, committed: asyncio.Queue[Committed], loader: MetadataLoader, generator: SnapshotGenerator,
-                 apply_metrics: ApplyMetrics, applied: AppliedOffset, controller: ControllerServer | None):
+                 apply_metrics: ApplyMetrics, applied: AppliedOffset, controller: ControllerServer | None,
+                 on_applied: Callable[[int], None]):
         self._committed = committed
         self.loader = loader
         self._generator = generator
         self._apply_metrics = apply_metrics
         self._applied = applied
         self._controller = controller       # None: not a controller
+        self._on_applied = on_applied       # the applied offset, back to the Raft core after each turn
 
     async def run(self) -> None:
         """Apply items as they come, for up to APPLY_TURN_MS per turn of the event loop, until cancelled."""
@@ -73,6 +79,7 @@ class CommitApplier:
                 turn_ends = monotonic_ms() + APPLY_TURN_MS
                 while not self._committed.empty() and monotonic_ms() < turn_ends:
                     self.apply(self._committed.get_nowait())
+                self._on_applied(self._applied.value)
                 await asyncio.sleep(0)
         finally:
             self._applied.fail_waiting(ConnectionError("the node is stopping"))

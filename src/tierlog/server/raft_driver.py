@@ -65,6 +65,11 @@ class RaftDriver:
         await cancel_and_wait([t for t in (self._task, *self._sends) if t is not None], "raft driver")
         self._writer.shutdown(wait=True)
 
+    def applied(self, next_offset: int) -> None:
+        """The node applied every committed item below ``next_offset`` (CommitApplier, after each
+        turn): the core hands out more if it held back for that (``RaftNode.handle_applied``)."""
+        self._apply(self.node.handle_applied(next_offset, wall_clock_ms()))
+
     async def flushed(self) -> None:
         """Until every write handed to the writer so far is done."""
         if self._written is not None:

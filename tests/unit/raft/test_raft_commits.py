@@ -37,10 +37,11 @@ class _Taken:
         return [i for i in self.items if isinstance(i, LeaderAndEpoch)]
 
 
-def _setup(leader=False, max_bytes=8 << 20):
+def _setup(leader=False, max_bytes=8 << 20, max_unapplied=32 << 20):
     log, snaps = MemoryLog(), MemorySnapshotStore()
     metrics = {"snapshots-loaded": 0, "SnapshotSizeBytes": 0, "LoadSnapshotLatencyMs": 0.0}
-    c = CommitDelivery(log, snaps, metrics, lambda: leader, max_bytes_per_output=max_bytes)
+    c = CommitDelivery(log, snaps, metrics, lambda: leader, max_bytes_per_output=max_bytes,
+                       max_unapplied_bytes=max_unapplied)
     return log, snaps, _Taken(c), c
 
 
@@ -106,3 +107,17 @@ def test_one_output_carries_about_its_byte_budget_and_says_more_is_due():
     second, behind = c.take()
     assert [b.base_offset for b in second] == [2] and not behind
     assert c.take() == ([], False)
+
+
+def test_nothing_more_is_handed_out_until_the_shell_applied_enough():
+    log, _, _, c = _setup(max_bytes=100, max_unapplied=12)
+    for v in (b"a" * 6, b"b" * 6, b"c" * 6, b"d" * 6):
+        log.append_as_leader([v], 1, 0)
+    c.raise_to(4)
+    first, behind = c.take()
+    assert [b.base_offset for b in first] == [0, 1] and not behind      # 12 bytes unapplied: wait
+    assert c.take() == ([], False)
+    c.acknowledge(1)                                                     # the shell applied offset 0
+    assert [b.base_offset for b in c.take()[0]] == [2]
+    c.acknowledge(4)
+    assert [b.base_offset for b in c.take()[0]] == [3]

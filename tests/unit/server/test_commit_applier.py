@@ -33,11 +33,12 @@ def register(broker: int) -> RegisterBrokerRecord:
     return RegisterBrokerRecord(broker, bytes(16), 10, (BrokerEndpoint("PLAINTEXT", "h", 9092),))
 
 
-def _applier(queue=None, applied=None):
+def _applier(queue=None, applied=None, on_applied=lambda offset: None):
     registry = CollectorRegistry()
     metrics = ApplyMetrics(registry, live_since_ms=wall_clock_ms())
     return registry, CommitApplier(queue or asyncio.Queue(), MetadataLoader(cluster_id="c"),
-                                   SnapshotGenerator(lambda *a: None), metrics, applied or AppliedOffset(), None)
+                                   SnapshotGenerator(lambda *a: None), metrics, applied or AppliedOffset(), None,
+                                   on_applied)
 
 
 def _listener():
@@ -86,8 +87,8 @@ def test_a_subscriber_that_fails_is_an_apply_error():
 
 def test_the_task_applies_queued_items_in_order_and_releases_the_waiters():
     async def scenario():
-        queue, applied = asyncio.Queue(), AppliedOffset()
-        _, applier = _applier(queue, applied)
+        queue, applied, told = asyncio.Queue(), AppliedOffset(), []
+        _, applier = _applier(queue, applied, told.append)
         task = asyncio.create_task(applier.run())
         waiter = asyncio.create_task(applied.wait(1, 5))
         for item in (CommittedBatch(0, 0, 1, wall_clock_ms(), [encode(register(1))]),
@@ -97,6 +98,8 @@ def test_the_task_applies_queued_items_in_order_and_releases_the_waiters():
         await asyncio.wait_for(waiter, 5)
         image = applier.loader.image
         assert sorted(image.brokers) == [1, 2] and image.controller_id == 3 and applied.value == 2
+        await asyncio.sleep(0)
+        assert told[-1] == 2                   # the Raft core learns what was applied (its hand-out bound)
         late = asyncio.create_task(applied.wait(5, 5))
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
