@@ -22,7 +22,7 @@ from collections.abc import Callable
 from tierlog.broker.controller_channel import ControllerChannel, ControllerUnavailable
 from tierlog.broker.lifecycle import BrokerLifecycleManager, BrokerState
 from tierlog.clock import wall_clock_ms
-from tierlog.net.tasks import cancel_and_wait
+from tierlog.net.tasks import cancel_and_wait, wait_until
 
 __all__ = ["LifecycleLoop", "MetadataView"]
 
@@ -48,18 +48,7 @@ class MetadataView:
 
     async def wait_for(self, predicate, timeout_s: float) -> bool:
         """True once ``predicate(image)`` holds, False at the deadline."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while not predicate(self.image):
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return False
-            self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                return predicate(self.image)
-        return True
+        return await wait_until(lambda: predicate(self.image), self._changed, timeout_s)
 
 
 class LifecycleLoop:

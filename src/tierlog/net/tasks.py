@@ -13,19 +13,38 @@ awaitable completes in the same loop iteration as the cancellation (fixed in
 3.12), so a ``while`` loop around ``wait_for(event.wait(), t)`` can swallow one
 cancellation and run on; awaiting it once would then hang shutdown.  A task that
 outlives ``CLOSE_TIMEOUT_S`` anyway is logged by name and left behind.
+
+``wait_until`` waits for a condition that an event announces changes of.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 
-__all__ = ["CLOSE_TIMEOUT_S", "TaskSet", "cancel_and_wait"]
+__all__ = ["CLOSE_TIMEOUT_S", "TaskSet", "cancel_and_wait", "wait_until"]
 
 log = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT_S = 10.0      # how long close waits for cancelled tasks before logging them
 RECANCEL_EVERY_S = 0.05     # a task still running after this is cancelled again
+
+
+async def wait_until(holds: Callable[[], bool], changed: asyncio.Event, timeout_s: float) -> bool:
+    """True once ``holds()`` is true, asked again each time ``changed`` is set; False at the deadline.
+    Whoever changes what ``holds`` reads sets ``changed`` (this clears it before each wait)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not holds():
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return False
+        changed.clear()
+        try:
+            await asyncio.wait_for(changed.wait(), remaining)
+        except TimeoutError:
+            return holds()
+    return True
 
 
 async def cancel_and_wait(tasks, owner: str, timeout_s: float = CLOSE_TIMEOUT_S) -> None:

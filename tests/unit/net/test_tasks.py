@@ -108,3 +108,19 @@ def test_a_task_that_ignores_cancellation_is_named_and_left_behind(caplog):
         return running
     assert asyncio.run(main())
     assert "stubborn" in caplog.text and "still running" in caplog.text
+
+
+def test_wait_until_asks_again_at_each_change_and_gives_up_at_the_deadline():
+    from tierlog.net.tasks import wait_until
+
+    async def scenario():
+        state, changed = {"n": 0}, asyncio.Event()
+        waiter = asyncio.ensure_future(wait_until(lambda: state["n"] >= 2, changed, 5.0))
+        for _ in range(2):
+            await asyncio.sleep(0)
+            state["n"] += 1
+            changed.set()
+        reached = await waiter
+        return reached, await wait_until(lambda: False, changed, 0.01)
+
+    assert asyncio.run(scenario()) == (True, False)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 
+from tierlog.net.tasks import wait_until
+
 __all__ = ["ConsumedPosition"]
 
 
@@ -37,15 +39,4 @@ class ConsumedPosition:
 
     async def wait_past(self, offset: int, timeout_s: float) -> bool:
         """True once ``offset`` is consumed, False at the deadline."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while self.offset <= offset:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return False
-            self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                return self.offset > offset
-        return True
+        return await wait_until(lambda: self.offset > offset, self._changed, timeout_s)
