@@ -31,7 +31,7 @@ __all__ = [
 _ARROW_NAMES = {
     "HEADERS_TYPE": "arrow_records", "KAFKA_SCHEMA": "arrow_records",
     "KAFKA_SCHEMA_WITH_HEADERS": "arrow_records", "decode_fetched": "arrow_records",
-    "DataLossError": "fetcher", "read_range": "fetcher", "receive_message_max_bytes_for": "fetcher",
+    "DataLossError": "range_reader", "read_range": "range_reader", "receive_message_max_bytes_for": "range_reader",
 }
 
 
