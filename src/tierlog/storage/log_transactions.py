@@ -46,7 +46,7 @@ class LogTransactions:
             return self._producers.ongoing()
 
     def _rebuild_producers(self) -> None:
-        """Idempotent producer state (``producer_snapshots.replay_source`` says from what)."""
+        """Idempotent producer state (``producer_snapshot_files.replay_source`` says from what)."""
         headers, entries, start, markers = replay_source(self._snapshots, self._segments, self._bases,
                                                          self.log_end_offset)
         self._txn_index.truncate_to(start)       # the replay indexes the aborts from ``start`` again
