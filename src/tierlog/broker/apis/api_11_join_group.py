@@ -1,4 +1,4 @@
-"""JoinGroup (11), v0-9: join a classic group (``coordinator.classic``).
+"""JoinGroup (11), v0-9: join a classic group (``group.classic``).
 
 v4+ uses the two-step join (MEMBER_ID_REQUIRED); v5+ static membership.  The
 answer waits for the join phase to end.  Left out: SkipAssignment (v9) is
