@@ -135,6 +135,10 @@ _DEFS = [
     _d("transaction.max.timeout.ms", "int", 900000, "Longest transaction timeout a producer may ask for."),
     _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
        "How often the transaction coordinator looks for transactions past their timeout and aborts them."),
+    _d("add.partitions.to.txn.retry.backoff.max.ms", "int", 100,
+       "How long the transaction coordinator holds an AddPartitionsToTxn / AddOffsetsToTxn that finds "
+       "the previous transaction of its id still completing before it answers CONCURRENT_TRANSACTIONS "
+       "(KIP-890; 0: answer at once; at most request.timeout.ms)."),
     _d("transactional.id.expiration.ms", "int", 604800000,
        "A transactional id without a transaction for this long expires."),
     _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
@@ -398,7 +402,7 @@ class NodeConfig:
             if self.values[key] <= 0:
                 raise ConfigError(f"{key}: must be positive, got {self.values[key]}")
         for key in ("max.connections.per.ip", "connection.failed.authentication.delay.ms",
-                    "group.coordinator.append.linger.ms"):
+                    "group.coordinator.append.linger.ms", "add.partitions.to.txn.retry.backoff.max.ms"):
             if self.values[key] < 0:
                 raise ConfigError(f"{key}: must not be negative")
         pool = self.values["queued.max.request.bytes"]

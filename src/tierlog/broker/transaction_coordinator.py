@@ -16,6 +16,12 @@
 - EndTxn is answered once Prepare* is committed; the markers (``TxnMarkerSender``) then go to
   every partition of the transaction and, once all are written, Complete* is appended (retried
   while this broker leads the partition; a new leader resumes from Prepare*).
+- AddPartitionsToTxn / AddOffsetsToTxn that find the id's previous transaction still completing
+  (Prepare*, or a transition being written) are held until it settles, for at most
+  ``add.partitions.to.txn.retry.backoff.max.ms``, and decided again; only then is
+  CONCURRENT_TRANSACTIONS answered.  Kafka's brokers retry that case on the server side (KIP-890
+  part 2) so the client need not back off (librdkafka's retry of a TV1 client costs it a round trip
+  and its backoff each time).
 - Fencing: InitProducerId on an Ongoing transaction fences its producer (epoch + 1,
   PrepareEpochFence, never written on its own) and aborts it with that epoch, answering
   CONCURRENT_TRANSACTIONS (the client retries and gets the next epoch); the old producer's
@@ -94,6 +100,8 @@ class TransactionCoordinator:
         self._expiration_ms = config["transactional.id.expiration.ms"]
         self._next_expiry_ms = clock_ms() + self._expire_interval_ms
         self._write_timeout_ms = config["request.timeout.ms"]
+        self._add_wait_max_s = min(config["add.partitions.to.txn.retry.backoff.max.ms"], self._write_timeout_ms) / 1000
+        self._settled: dict[str, asyncio.Event] = {}     # transactional id -> its next transition's end
         self._replicas = replicas
         self._next_producer_id = next_producer_id        # async () -> int
         self._markers = markers                          # TxnMarkerSender
@@ -223,14 +231,36 @@ class TransactionCoordinator:
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: frozenset[tuple[str, int]]) -> int:
         """AddPartitionsToTxn (client versions) and AddOffsetsToTxn: one error for all."""
-        hosted, error = self.locate(transactional_id)
-        if error:
-            return error
-        meta = hosted.txns.get(transactional_id)
-        decision = rules.add_partitions(meta, producer_id, producer_epoch, partitions, self._clock_ms())
+        deadline = asyncio.get_running_loop().time() + self._add_wait_max_s
+        while True:
+            hosted, error = self.locate(transactional_id)
+            if error:
+                return error
+            meta = hosted.txns.get(transactional_id)
+            decision = rules.add_partitions(meta, producer_id, producer_epoch, partitions, self._clock_ms())
+            if decision.error != ErrorCode.CONCURRENT_TRANSACTIONS or not await self._settle(transactional_id,
+                                                                                              deadline):
+                break
         if decision.error or decision.transit is None:
             return decision.error
         return await self._write(hosted, meta, decision.transit)
+
+    async def _settle(self, transactional_id: str, deadline: float) -> bool:
+        """Wait for the id's next transition to end; False when none ended before the deadline."""
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            return False
+        settled = self._settled.setdefault(transactional_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(settled.wait(), remaining)
+        except TimeoutError:
+            return False
+        return True
+
+    def _transition_ended(self, transactional_id: str) -> None:
+        settled = self._settled.pop(transactional_id, None)
+        if settled is not None:
+            settled.set()
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -276,8 +306,10 @@ class TransactionCoordinator:
                                             self._clock_ms(), lambda: self._leading(hosted))
         if error or not self._leading(hosted):
             meta.revert_pending()
+            self._transition_ended(meta.transactional_id)
             return error or ErrorCode.NOT_COORDINATOR
         meta.complete_transition(transit)
+        self._transition_ended(meta.transactional_id)
         return ErrorCode.NONE
 
     async def _abort_fenced(self, hosted: _Hosted, meta: TransactionMetadata, fence: TxnTransit) -> None:
@@ -288,6 +320,7 @@ class TransactionCoordinator:
         if decision.transit is None:
             if meta.pending_state is S.PREPARE_EPOCH_FENCE:
                 meta.revert_pending()
+                self._transition_ended(meta.transactional_id)
             log.info("%s: cannot abort the fenced transaction: error %d", meta.transactional_id, decision.error)
             return
         if await self._write(hosted, meta, decision.transit):
@@ -359,6 +392,7 @@ class TransactionCoordinator:
             meta.state = S.DEAD
             del hosted.txns[meta.transactional_id]
             log.info("%s: transactional id expired", meta.transactional_id)
+        self._transition_ended(meta.transactional_id)
 
     async def close(self) -> None:
         self._hosted.clear()

@@ -24,7 +24,8 @@ CONFIG = {"transaction.state.log.num.partitions": 1, "transaction.state.log.repl
           "transaction.state.log.min.isr": 1, "transaction.state.log.segment.bytes": 1 << 20,
           "transaction.max.timeout.ms": 60000, "transaction.abort.timed.out.transaction.cleanup.interval.ms": 3600000,
           "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
-          "transactional.id.expiration.ms": 10000, "request.timeout.ms": 1000}
+          "transactional.id.expiration.ms": 10000, "request.timeout.ms": 1000,
+          "add.partitions.to.txn.retry.backoff.max.ms": 50}
 
 
 class Config(dict):
@@ -49,12 +50,15 @@ class Replicas:
 
 class Markers:
     def __init__(self):
+        self.gate = None            # an asyncio.Event: markers are written once it is set
         self.sent = []
         self.versions = []          # each marker's TransactionVersion (WriteTxnMarkers v2, KIP-1228)
 
     async def write(self, pid, epoch, commit, coordinator_epoch, partitions, still_valid, transaction_version=0):
         self.sent.append((pid, epoch, commit, coordinator_epoch, sorted(partitions)))
         self.versions.append(transaction_version)
+        if self.gate is not None:
+            await self.gate.wait()
         return True
 
     def close(self):
@@ -151,5 +155,28 @@ def test_timed_out_transactions_are_aborted_and_idle_ids_expire():
         c.expire_transactional_ids(6001 + 10000)
         await settle()
         assert c.describe("tx") == (None, ErrorCode.NONE) and replicas.written[-1] == ("tx", None)
+        await c.close()
+    asyncio.run(run())
+
+
+def test_add_partitions_waits_for_the_previous_transaction_to_complete():
+    """KIP-890 part 2's server-side retry: the next transaction's AddPartitionsToTxn, sent while the
+    previous one's markers are written, is held and then served instead of CONCURRENT_TRANSACTIONS;
+    once add.partitions.to.txn.retry.backoff.max.ms passes without completion it is answered."""
+    async def run():
+        c, replicas, markers = coordinator([1000])
+        markers.gate = asyncio.Event()
+        await c.init_producer_id("tx", 5000, -1, -1)
+        await c.add_partitions("tx", 1000, 0, frozenset({("t", 0)}))
+        await c.end_txn("tx", 1000, 0, True)
+        held = asyncio.ensure_future(c.add_partitions("tx", 1000, 0, frozenset({("t", 1)})))
+        await settle()
+        assert not held.done() and c.describe("tx")[0].state is S.PREPARE_COMMIT
+        markers.gate.set()
+        assert await held == ErrorCode.NONE
+        assert [v.state for _k, v in replicas.written][-2:] == [S.COMPLETE_COMMIT, S.ONGOING]
+        markers.gate = asyncio.Event()          # never set: the markers of this one stay unwritten
+        await c.end_txn("tx", 1000, 0, True)
+        assert await c.add_partitions("tx", 1000, 0, frozenset({("t", 2)})) == ErrorCode.CONCURRENT_TRANSACTIONS
         await c.close()
     asyncio.run(run())
