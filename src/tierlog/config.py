@@ -11,7 +11,7 @@ settings; ``topic_defaults()`` maps them onto topic config names
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,7 +26,9 @@ __all__ = [
     "ConfigError",
     "Listener",
     "NodeConfig",
+    "float_setting",
     "format_properties",
+    "int_setting",
     "parse_host_port",
     "parse_ip_overrides",
     "parse_listeners",
@@ -356,6 +358,24 @@ def parse_voters(values: list[str]) -> dict[int, tuple[str, int]]:
             raise ConfigError(f"controller.quorum.voters: bad voter {v!r} (want ID@HOST:PORT)")
         out[int(node)] = (host.strip("[]"), int(port))
     return out
+
+
+def int_setting(props: Mapping[str, object], key: str, default: int) -> int:
+    """An int setting from a mapping of Kafka config names: a NodeConfig's values (parsed) or
+    a plain dict (strings, as in tests)."""
+    return int(_number_setting(props, key, default))
+
+
+def float_setting(props: Mapping[str, object], key: str, default: float) -> float:
+    """``int_setting`` for a double."""
+    return float(_number_setting(props, key, default))
+
+
+def _number_setting(props: Mapping[str, object], key: str, default: float) -> float | str:
+    value = props.get(key, default)
+    if not isinstance(value, int | float | str):
+        raise ConfigError(f"{key}: want a number, got {value!r}")
+    return value
 
 
 class NodeConfig:

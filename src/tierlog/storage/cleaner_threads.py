@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tierlog.config import float_setting, int_setting
 from tierlog.storage.checkpoint import read_offsets, write_offsets
 from tierlog.storage.cleaner_pass import CleanAborted, clean_log
 from tierlog.storage.cleaner_rules import (
@@ -65,21 +66,15 @@ class CleanerConfig:
     @classmethod
     def from_props(cls, props: Mapping[str, object]) -> CleanerConfig:
         """From the node's settings keyed by their Kafka names."""
-        return cls(bool(props["log.cleaner.enable"]), int(_number(props, "log.cleaner.threads")),
-                   int(_number(props, "log.cleaner.backoff.ms")), int(_number(props, "log.cleaner.dedupe.buffer.size")),
-                   int(_number(props, "log.cleaner.io.buffer.size")),
-                   float(_number(props, "log.cleaner.io.buffer.load.factor")))
+        return cls(bool(props["log.cleaner.enable"]), int_setting(props, "log.cleaner.threads", cls.threads),
+                   int_setting(props, "log.cleaner.backoff.ms", cls.backoff_ms),
+                   int_setting(props, "log.cleaner.dedupe.buffer.size", cls.dedupe_buffer_size),
+                   int_setting(props, "log.cleaner.io.buffer.size", cls.io_buffer_size),
+                   float_setting(props, "log.cleaner.io.buffer.load.factor", cls.io_buffer_load_factor))
 
     @property
     def active(self) -> bool:
         return self.enable and self.threads > 0
-
-
-def _number(props: Mapping[str, object], key: str) -> int | float:
-    value = props[key]
-    if not isinstance(value, int | float):    # NodeConfig parses these keys as numbers
-        raise TypeError(f"{key}: {value!r} is not a number")
-    return value
 
 
 class LogDirCleaner:
