@@ -11,12 +11,14 @@ settings; ``topic_defaults()`` maps them onto topic config names
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import javaproperties
+
+_V = TypeVar("_V")
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -24,7 +26,9 @@ __all__ = [
     "ConfigError",
     "Listener",
     "NodeConfig",
+    "float_setting",
     "format_properties",
+    "int_setting",
     "parse_host_port",
     "parse_ip_overrides",
     "parse_listeners",
@@ -360,6 +364,24 @@ def parse_voters(values: list[str]) -> dict[int, tuple[str, int]]:
     return out
 
 
+def int_setting(props: Mapping[str, object], key: str, default: int) -> int:
+    """An int setting from a mapping of Kafka config names: a NodeConfig's values (parsed) or
+    a plain dict (strings, as in tests)."""
+    return int(_number_setting(props, key, default))
+
+
+def float_setting(props: Mapping[str, object], key: str, default: float) -> float:
+    """``int_setting`` for a double."""
+    return float(_number_setting(props, key, default))
+
+
+def _number_setting(props: Mapping[str, object], key: str, default: float) -> float | str:
+    value = props.get(key, default)
+    if not isinstance(value, int | float | str):
+        raise ConfigError(f"{key}: want a number, got {value!r}")
+    return value
+
+
 class NodeConfig:
     """Validated node settings; ``cfg["log.dirs"]`` returns the typed value."""
 
@@ -372,23 +394,23 @@ class NodeConfig:
                               and not k.startswith(PLUGIN_PREFIXES + SECURITY_PREFIXES))
         if self.values["node.id"] is None:
             raise ConfigError("node.id: required")
-        self.listeners = parse_listeners(self.values["listeners"])
+        self.listeners = parse_listeners(self.list_of("listeners"))
         if not self.listeners:
             raise ConfigError("listeners: at least one listener is required")
-        adv = self.values["advertised.listeners"]
+        adv = self.optional_list_of("advertised.listeners")
         self.advertised = parse_listeners(adv) if adv else self.listeners
-        self.roles = frozenset(self.values["process.roles"])
+        self.roles = frozenset(self.list_of("process.roles"))
         if not self.roles or not self.roles <= {"broker", "controller"}:
             raise ConfigError(f"process.roles: want broker, controller or both, got {','.join(self.roles)!r}")
-        self.voters = parse_voters(self.values["controller.quorum.voters"] or [])
+        self.voters = parse_voters(self.optional_list_of("controller.quorum.voters") or [])
         self._check_quorum()
         self._check_inter_broker_listener()
         self._check_request_bounds()
-        metrics = self.values["metrics.prometheus.listener"]
+        metrics = self.optional_str_of("metrics.prometheus.listener")
         self.metrics_listener = parse_host_port("metrics.prometheus.listener", metrics) if metrics else None
 
     def _check_inter_broker_listener(self) -> None:
-        name = self.values["inter.broker.listener.name"]
+        name = self.optional_str_of("inter.broker.listener.name")
         if not name or "broker" not in self.roles:
             return
         if name.strip().upper() in self.controller_listener_names:
@@ -399,22 +421,22 @@ class NodeConfig:
     def _check_request_bounds(self) -> None:
         for key in ("socket.request.max.bytes", "queued.max.requests", "connections.max.idle.ms",
                     "socket.request.read.timeout.ms", "max.connections"):
-            if self.values[key] <= 0:
-                raise ConfigError(f"{key}: must be positive, got {self.values[key]}")
+            if self.int_of(key) <= 0:
+                raise ConfigError(f"{key}: must be positive, got {self.int_of(key)}")
         for key in ("max.connections.per.ip", "connection.failed.authentication.delay.ms",
                     "group.coordinator.append.linger.ms", "add.partitions.to.txn.retry.backoff.max.ms"):
-            if self.values[key] < 0:
+            if self.int_of(key) < 0:
                 raise ConfigError(f"{key}: must not be negative")
-        pool = self.values["queued.max.request.bytes"]
+        pool = self.int_of("queued.max.request.bytes")
         if pool == 0 or pool < -1:
             raise ConfigError(f"queued.max.request.bytes: want a positive byte count or -1, got {pool}")
-        self.ip_overrides = parse_ip_overrides(self.values["max.connections.per.ip.overrides"])
+        self.ip_overrides = parse_ip_overrides(self.str_of("max.connections.per.ip.overrides"))
 
     @property
     def request_memory_bytes(self) -> int:
         """``queued.max.request.bytes``, -1 resolved as Kafka does."""
-        pool = self.values["queued.max.request.bytes"]
-        return pool if pool > 0 else self.values["queued.max.requests"] * self.values["socket.request.max.bytes"]
+        pool = self.int_of("queued.max.request.bytes")
+        return pool if pool > 0 else self.int_of("queued.max.requests") * self.int_of("socket.request.max.bytes")
 
     def _check_quorum(self) -> None:
         if not self.voters:
@@ -429,22 +451,22 @@ class NodeConfig:
 
     @property
     def controller_listeners(self) -> list[Listener]:
-        names = {n.upper() for n in self.values["controller.listener.names"]}
+        names = {n.upper() for n in self.list_of("controller.listener.names")}
         return [lst for lst in self.listeners if lst.name in names]
 
     @property
     def broker_listeners(self) -> list[Listener]:
-        names = {n.upper() for n in self.values["controller.listener.names"]}
+        names = {n.upper() for n in self.list_of("controller.listener.names")}
         return [lst for lst in self.listeners if lst.name not in names]
 
     @property
     def controller_listener_names(self) -> list[str]:
-        return [n.upper() for n in self.values["controller.listener.names"]]
+        return [n.upper() for n in self.list_of("controller.listener.names")]
 
     @property
     def inter_broker_listener(self) -> str | None:
         """``inter.broker.listener.name``, else the first broker listener (None: no broker listener)."""
-        name = self.values["inter.broker.listener.name"]
+        name = self.optional_str_of("inter.broker.listener.name")
         if name:
             return name.strip().upper()
         return self.broker_listeners[0].name if self.broker_listeners else None
@@ -470,21 +492,50 @@ class NodeConfig:
         props.update(overrides or {})
         return cls(props)
 
-    def __getitem__(self, name: str):
+    def __getitem__(self, name: str) -> Any:
         return self.values[name]
 
-    def get(self, name: str, default=None):
+    # Typed reads: _parse gives each key the Python type its ConfigDef.type names (or its default,
+    # None when it has none), so a mismatch here is a wrong key or type in BROKER_CONFIGS.
+    def _typed(self, name: str, kind: type[_V]) -> _V | None:
+        value = self.values[name]
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(f"{name}: {value!r} is not a {kind.__name__}")
+        return value
+
+    def int_of(self, name: str) -> int:
+        return self._required(name, self._typed(name, int))
+
+    def str_of(self, name: str) -> str:
+        return self._required(name, self._typed(name, str))
+
+    def list_of(self, name: str) -> list[str]:
+        return self._required(name, self._typed(name, list))
+
+    def optional_str_of(self, name: str) -> str | None:
+        return self._typed(name, str)
+
+    def optional_list_of(self, name: str) -> list[str] | None:
+        return self._typed(name, list)
+
+    @staticmethod
+    def _required(name: str, value: _V | None) -> _V:
+        if value is None:
+            raise ConfigError(f"{name}: required")
+        return value
+
+    def get(self, name: str, default: object = None) -> Any:
         """Mapping-style access: the typed value, or ``default`` for unknown or unset keys."""
         value = self.values.get(name)
         return default if value is None else value
 
     @property
     def node_id(self) -> int:
-        return self.values["node.id"]
+        return self.int_of("node.id")
 
     @property
     def log_dirs(self) -> list[Path]:
-        return [Path(p) for p in self.values["log.dirs"]]
+        return [Path(p) for p in self.list_of("log.dirs")]
 
     def topic_defaults(self) -> dict[str, str]:
         """Broker ``log.*`` settings expressed as topic config values (strings)."""

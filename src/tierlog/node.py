@@ -176,7 +176,7 @@ class Node:
         if cfg.metrics_listener is not None:
             self.metrics_endpoint = await MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener,
                                                                 prepare=self._prepare_scrape)
-        voters = cfg.voters or {cfg.node_id: None}
+        voters: dict[int, tuple[str, int] | None] = {**cfg.voters} or {cfg.node_id: None}
         self.peers = Peers(f"tierlog-node-{cfg.node_id}",
                            {n: a for n, a in voters.items() if a is not None and n != cfg.node_id},
                            self.security.controller)
@@ -186,7 +186,7 @@ class Node:
         applied = AppliedOffset()
         self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000, raft, committed)
         if "controller" in cfg.roles:
-            controller_config = ControllerConfig.from_props(cfg, cfg.topic_defaults(), cluster_id)
+            controller_config = ControllerConfig.from_props(cfg.values, cfg.topic_defaults(), cluster_id)
             quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms(),
                                                  bootstrap_records=self._bootstrap_records())
             self.controller_server = ControllerServer(cfg.node_id, self.driver, applied, quorum_controller,
@@ -235,6 +235,7 @@ class Node:
         a heartbeat or an AlterPartition would wait behind this node's parked metadata
         Fetch (up to its 500 ms wait); nor does a slow forward hold up a heartbeat."""
         cfg = self.config
+        assert self.peers is not None, "start() opens the Raft peers before any controller channel"
         peers = Peers(f"tierlog-node-{cfg.node_id}-{purpose}", dict(self.peers.addresses), self.security.controller)
         self._channel_peers.append(peers)
         return ControllerChannel(peers, voters, lambda: loader.image.controller_id if
@@ -257,7 +258,7 @@ class Node:
             self._ports[listener_cfg.name] = sock.getsockname()[1]
         manager = BrokerLifecycleManager(cfg.node_id, uuid.uuid4().bytes,
                                          [self._endpoint(lst) for lst in cfg.broker_listeners], cfg["broker.rack"],
-                                         cfg, cluster_id=cluster_id, log_dirs=online_ids)
+                                         cfg.values, cluster_id=cluster_id, log_dirs=online_ids)
         controller_channel = self._controller_channel("forwarding", voters, loader)
         metadata_view = MetadataView(loader)
         topic_stats = BrokerTopicStats(lambda topic_id: _topic_name(metadata_view.image, topic_id))
@@ -437,6 +438,7 @@ def _sasl_server(listener: str, mechanism: str, jaas: str | None, scram_lookup):
     scram = ScramMechanism.by_name(mechanism)
     if scram is not None:
         return lambda: ScramServer(scram, scram_lookup)
+    assert jaas is not None, "node_security refuses a PLAIN listener without its JAAS entry"
     return PlainAuthenticator.from_jaas(f"{listener_prefix(listener)}{mechanism.lower()}.sasl.jaas.config", jaas)
 
 
@@ -476,13 +478,13 @@ def _lock_dirs(dirs: list[Path]) -> list[DirLock]:
 
 def _resolve_hosts(overrides: dict[str, int]) -> dict[str, int]:
     """``max.connections.per.ip.overrides`` by IP address (host names resolved once, at start)."""
-    out = {}
+    out: dict[str, int] = {}
     for host, count in overrides.items():
         try:
             infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
         except OSError as e:
             raise ConfigError(f"max.connections.per.ip.overrides: cannot resolve {host!r}: {e}") from None
-        out.update({info[4][0]: count for info in infos})
+        out.update({str(info[4][0]): count for info in infos})
     return out
 
 
@@ -507,7 +509,9 @@ def _ensure_meta_properties(cfg: NodeConfig) -> tuple[str, dict[Path, bytes]]:
         if props.get("node.id") != str(cfg.node_id):
             raise ConfigError(f"{d / META_PROPERTIES}: node.id {props.get('node.id')} does not match "
                               f"node.id {cfg.node_id} in the config")
-    ids = {p.get("cluster.id") for p in found.values()} | ({cfg["cluster.id"]} if cfg["cluster.id"] else set())
+        if not props.get("cluster.id"):
+            raise ConfigError(f"{d / META_PROPERTIES}: no cluster.id")
+    ids = {p["cluster.id"] for p in found.values()} | ({cfg["cluster.id"]} if cfg["cluster.id"] else set())
     if len(ids) > 1:
         raise ConfigError(f"log dirs belong to different clusters: {sorted(i for i in ids if i)}")
     cluster_id = ids.pop() if ids else _uuid_str(uuid.uuid4().bytes)

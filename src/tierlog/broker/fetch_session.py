@@ -149,8 +149,8 @@ class FetchSessionCache:
             self._remove(session_id)
             if epoch == FINAL_EPOCH or self.max_slots <= 0:
                 return SessionView(0, False, requested, named)
-            session = self._create(requested, replica)
-            return SessionView(session.id, False, list(session.partitions.values()), named, session)
+            created = self._create(requested, replica)
+            return SessionView(created.id, False, list(created.partitions.values()), named, created)
         session = self._sessions.get(session_id)
         if session is None:
             raise FetchSessionError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)

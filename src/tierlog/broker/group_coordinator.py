@@ -187,7 +187,10 @@ class GroupCoordinator:
     def read(self, group_id: str, fn: Callable[[GroupShard], dict], error_answer: Callable[[int], dict]) -> dict:
         """A read-only call on the group's shard."""
         hosted, error = self.locate(group_id)
-        return error_answer(error) if error else fn(hosted.shard)
+        if error:
+            return error_answer(error)
+        assert hosted is not None and hosted.shard is not None, "locate answers NONE with a loaded shard"
+        return fn(hosted.shard)
 
     async def run(self, group_id: str, call: Callable[[GroupShard, object, int], Output],
                   error_answer: Callable[[int], dict]) -> dict:
@@ -195,6 +198,7 @@ class GroupCoordinator:
         hosted, error = self.locate(group_id)
         if error:
             return error_answer(error)
+        assert hosted is not None and hosted.shard is not None, "locate answers NONE with a loaded shard"
         token = asyncio.get_running_loop().create_future()
         hosted.waiting[token] = error_answer
         self._emit(hosted, call(hosted.shard, token, self._clock_ms()))
@@ -277,6 +281,7 @@ class GroupCoordinator:
 
     async def _complete(self, hosted: _Hosted, outputs: list[Output], appended: Appended,
                         previous: asyncio.Task | None) -> ErrorCode:
+        assert appended.end_offset is not None, "a write refused before the log does not complete"
         error = await committed(appended, lambda: self._leading(hosted))
         if previous is not None:
             await previous      # answers leave in log order; a write that committed needs nothing of earlier ones
@@ -303,6 +308,7 @@ class GroupCoordinator:
     def _apply_late(hosted: _Hosted, committed_end: int) -> None:
         """Offset commits whose write timed out take effect once the log is committed past them
         (their committers were told they failed; Kafka's timeline shows them then too)."""
+        assert hosted.shard is not None, "called for a loaded shard only"
         while hosted.late and hosted.late[0][0] <= committed_end:
             hosted.shard.apply_committed(hosted.late.pop(0)[1])
 

@@ -42,11 +42,12 @@ broker and moved its leaderships; nothing is left to serve).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
+from tierlog.config import int_setting
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
@@ -102,20 +103,20 @@ class BrokerLifecycleManager:
 
     def __init__(self, node_id: int, incarnation_id: bytes, endpoints: list[Endpoint], rack: str | None,
                  config: Mapping[str, object], *, cluster_id: str, previous_broker_epoch: int = -1,
-                 features: list[dict] | None = None, log_dirs: list[bytes] = ()):
+                 features: list[dict] | None = None, log_dirs: Sequence[bytes] = ()):
         assert len(incarnation_id) == 16
         self.node_id = node_id
         self.incarnation_id = incarnation_id
         self.endpoints = list(endpoints)
         self.rack = rack
         self.cluster_id = cluster_id
-        self.heartbeat_interval_ms = int(config.get("broker.heartbeat.interval.ms", 2000))
-        self.backoff_ms = int(config.get("retry.backoff.ms", 100))
-        self.backoff_max_ms = int(config.get("retry.backoff.max.ms", 1000))
+        self.heartbeat_interval_ms = int_setting(config, "broker.heartbeat.interval.ms", 2000)
+        self.backoff_ms = int_setting(config, "retry.backoff.ms", 100)
+        self.backoff_max_ms = int_setting(config, "retry.backoff.max.ms", 1000)
         self.previous_broker_epoch = previous_broker_epoch
         self.features = list(features or [])
         self.log_dirs = list(log_dirs)          # ids of the log dirs online at registration
-        self.log_dir_failure_timeout_ms = int(config.get("log.dir.failure.timeout.ms", 30000))
+        self.log_dir_failure_timeout_ms = int_setting(config, "log.dir.failure.timeout.ms", 30000)
         self._offline_dirs: dict[bytes, int] = {}   # failed dir id -> report deadline (-1: reported)
         self._sent_offline: tuple[bytes, ...] = ()  # OfflineLogDirs of the heartbeat in flight
         self.state = BrokerState.STARTING

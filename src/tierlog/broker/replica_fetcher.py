@@ -172,7 +172,7 @@ class ReplicaFetcherTasks:
             log.warning("KIP-1023 probe of leader %d failed: %s", leader, e)
             answers = [(ErrorCode.UNKNOWN_SERVER_ERROR, None)] * len(parts)
         for (probe, part), (error, offsets) in zip(parts, answers, strict=True):
-            level = logging.INFO if error or offsets.log_end > 0 else logging.DEBUG
+            level = logging.INFO if error or (offsets is not None and offsets.log_end > 0) else logging.DEBUG
             log.log(level, "%s-%d: empty replica of a tiered topic; leader %d answered %s (error %d)", part.topic,
                     part.index, leader, offsets, error)
             for follow_up in state.on_tiered_start(probe.key, probe.leader_epoch, error, offsets, self.clock_ms()):

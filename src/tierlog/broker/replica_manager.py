@@ -35,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from tierlog.config import int_setting
 from tierlog.metadata import MetadataImage, TopicInfo
 from tierlog.net.client import DEFAULT_ROUTE, PeerRoute
 from tierlog.net.tasks import TaskSet
@@ -99,24 +100,24 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._clean_limits: CleanLimits | None = None       # start() makes it, for the log cleaners
         self._watchers: dict[tuple[str, int], set[asyncio.Future]] = {}   # sessionless parked fetches
-        self.fetch_sessions = FetchSessionCache(int(cfg.get("max.incremental.fetch.session.cache.slots", 1000)),
+        self.fetch_sessions = FetchSessionCache(int_setting(cfg, "max.incremental.fetch.session.cache.slots", 1000),
                                                 random.Random())
         self._replica_fetch_ms: dict[int, int] = {}     # each follower's latest Fetch here (any partition)
         self._active: set[tuple[str, int]] = set()      # led partitions the next tick visits
-        self._sweep = Sweep(SWEEP_MS // int(TICK_S * 1000))
+        self._sweep: Sweep[tuple[str, int]] = Sweep(SWEEP_MS // int(TICK_S * 1000))
         self._by_id: dict[tuple[bytes, int], Partition] = {}
-        self._lag_ms = int(cfg.get("replica.lag.time.max.ms", 30_000))
-        self._request_timeout_ms = int(cfg.get("request.timeout.ms", 30_000))
-        self._hw_checkpoint_interval_ms = int(cfg.get("replica.high.watermark.checkpoint.interval.ms", 5_000))
+        self._lag_ms = int_setting(cfg, "replica.lag.time.max.ms", 30_000)
+        self._request_timeout_ms = int_setting(cfg, "request.timeout.ms", 30_000)
+        self._hw_checkpoint_interval_ms = int_setting(cfg, "replica.high.watermark.checkpoint.interval.ms", 5_000)
         self._last_hw_checkpoint_ms = clock_ms()
         self._static_last_tiered_offset_enable = _as_bool(cfg.get(LAST_TIERED_OFFSET_ENABLE, False))
         self.fetchers = ReplicaFetchers(node_id, config=FetcherConfig(
-            max_wait_ms=int(cfg.get("replica.fetch.wait.max.ms", 500)),
-            max_bytes=int(cfg.get("replica.fetch.response.max.bytes", 10 * 1024 * 1024)),
-            partition_max_bytes=int(cfg.get("replica.fetch.max.bytes", 1024 * 1024)),
-            backoff_ms=int(cfg.get("replica.fetch.backoff.ms", 1000))))
+            max_wait_ms=int_setting(cfg, "replica.fetch.wait.max.ms", 500),
+            max_bytes=int_setting(cfg, "replica.fetch.response.max.bytes", 10 * 1024 * 1024),
+            partition_max_bytes=int_setting(cfg, "replica.fetch.max.bytes", 1024 * 1024),
+            backoff_ms=int_setting(cfg, "replica.fetch.backoff.ms", 1000)))
         self.fetcher_tasks = ReplicaFetcherTasks(self, image_fn, clock_ms, inter_broker)
-        self.leader_moves = LeaderMoves(int(cfg.get("replica.fetch.wait.max.ms", 500)))
+        self.leader_moves: LeaderMoves[tuple[str, int]] = LeaderMoves(int_setting(cfg, "replica.fetch.wait.max.ms", 500))
         self._tasks = TaskSet(f"replica manager {node_id}")     # the ticker and AlterPartition requests
         self._alter_sender = AlterPartitionSender(controller_channel, node_id, broker_epoch,
                                                   self._request_timeout_ms / 1000, self._tasks)
@@ -194,6 +195,7 @@ class ReplicaManager:
         """One changed topic: its partitions whose record changed (all of them when its configs did)."""
         if new is None or (old is not None and old.topic_id != new.topic_id):
             for p in old.partitions if old is not None else ():
+                assert old is not None      # the loop runs over old's partitions only
                 self._unhost((old.name, p.partition), topic_deleted=new is None)
                 yield
             if new is None:
@@ -202,7 +204,7 @@ class ReplicaManager:
         same_configs = old is not None and old.configs == new.configs
         config = self.log_config(new)
         for p in new.partitions:
-            if same_configs and p.partition < len(old.partitions) and old.partitions[p.partition] is p:
+            if same_configs and old is not None and p.partition < len(old.partitions) and old.partitions[p.partition] is p:
                 continue
             if self.node_id in p.replicas:
                 self._follow(image, new, p, config)
@@ -222,7 +224,8 @@ class ReplicaManager:
 
     def _observe_dir(self, topic: TopicInfo, p) -> None:
         """KIP-858: tell the controller where this replica's log lives if the image says otherwise."""
-        dir_id = self._dir_ids.get(self.logs.log_dir_of(topic.name, p.partition))
+        log_dir = self.logs.log_dir_of(topic.name, p.partition)
+        dir_id = self._dir_ids.get(log_dir) if log_dir is not None else None
         if dir_id is not None and self.dir_assignments.core.observe(topic.topic_id, p, dir_id):
             self.dir_assignments.kick()
 
@@ -488,6 +491,7 @@ class ReplicaManager:
             log.info("%s-%d: log start offset raised to %d (DeleteRecords)", part.topic, part.index, target)
             self.notify_changed(part, records=False)
         ls = part.leader_state
+        assert ls is not None, "delete_records_on_leader answered NONE: this broker leads it"
         lw = ls.low_watermark(part.log_start_offset)
         if lw >= target:
             return ErrorCode.NONE, lw, None
@@ -543,10 +547,12 @@ class ReplicaManager:
     def _quiet(self, part: Partition) -> bool:
         """Nothing a tick could change: no parked request, a settled ISR that has the whole log."""
         ls = part.leader_state
+        assert ls is not None, "tick visits led partitions only"
         return not part.purgatory and not part.deletes and ls.settled(part.log_end_offset)
 
     def _tick_one(self, part: Partition, now: int) -> None:
         ls = part.leader_state
+        assert ls is not None, "tick visits led partitions only"
         self._complete(part.purgatory.expire(now))
         if part.deletes:
             self._complete_deletes(part.deletes.expire(now, ls.low_watermark(part.log_start_offset)))

@@ -9,18 +9,21 @@ and a new snapshot starts when the last one is done.  A tick then costs
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
+from typing import Generic, TypeVar
 
 __all__ = ["Sweep"]
 
+K = TypeVar("K", bound=Hashable)
 
-class Sweep:
+
+class Sweep(Generic[K]):
     def __init__(self, ticks: int):
         self.ticks = max(1, ticks)          # calls per full pass
-        self._keys: list[Hashable] = []
+        self._keys: list[K] = []
         self._pos = 0
         self._step = 0
 
-    def take(self, keys: Iterable[Hashable]) -> list[Hashable]:
+    def take(self, keys: Iterable[K]) -> list[K]:
         """The next slice; ``keys`` (the current set) is read only when a new pass starts."""
         if self._pos >= len(self._keys):
             self._keys, self._pos = list(keys), 0

@@ -37,6 +37,20 @@ COUNTERS = ("bytes_in", "bytes_out", "messages_in", "produce_requests", "failed_
 
 class TopicCounters:
     __slots__ = COUNTERS
+    # one int per name of COUNTERS (set in __init__), declared for the type checker
+    bytes_in: int
+    bytes_out: int
+    messages_in: int
+    produce_requests: int
+    failed_produce_requests: int
+    fetch_requests: int
+    failed_fetch_requests: int
+    remote_copy_bytes: int
+    remote_copy_requests: int
+    remote_copy_errors: int
+    remote_fetch_bytes: int
+    remote_fetch_requests: int
+    remote_fetch_errors: int
 
     def __init__(self) -> None:
         for name in COUNTERS:

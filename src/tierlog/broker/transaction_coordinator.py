@@ -166,7 +166,8 @@ class TransactionCoordinator:
         self._last_topic_create_ms = now
         return True
 
-    async def _fresh_producer_id(self, transactional_id: str):
+    async def _fresh_producer_id(self, transactional_id: str
+                                 ) -> tuple[int, _Hosted | None, TransactionMetadata | None, int]:
         """A new producer id, then the transaction looked up again (the wait may have moved its
         partition): (error, hosted, its metadata or None, the id)."""
         try:
@@ -176,6 +177,7 @@ class TransactionCoordinator:
         hosted, error = self.locate(transactional_id)
         if error:
             return error, None, None, -1
+        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
         return ErrorCode.NONE, hosted, hosted.txns.get(transactional_id), fresh
 
     def locate(self, transactional_id: str) -> tuple[_Hosted | None, int]:
@@ -194,7 +196,10 @@ class TransactionCoordinator:
 
     def describe(self, transactional_id: str) -> tuple[TransactionMetadata | None, int]:
         hosted, error = self.locate(transactional_id)
-        return (None, error) if error else (hosted.txns.get(transactional_id), ErrorCode.NONE)
+        if error:
+            return None, error
+        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
+        return hosted.txns.get(transactional_id), ErrorCode.NONE
 
     # -- requests ------------------------------------------------------------------------------
     async def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int,
@@ -206,12 +211,14 @@ class TransactionCoordinator:
         hosted, error = self.locate(transactional_id)
         if error:
             return error, -1, -1
+        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
         meta = hosted.txns.get(transactional_id)
         fresh = -1
         if meta is None or meta.epoch_exhausted:        # a producer id may be needed: get one first
             error, hosted, meta, fresh = await self._fresh_producer_id(transactional_id)
             if error:
                 return error, -1, -1
+        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
         now = self._clock_ms()
         if meta is None:
             meta = hosted.txns[transactional_id] = rules.new_transaction_metadata(transactional_id, fresh,
@@ -236,6 +243,7 @@ class TransactionCoordinator:
             hosted, error = self.locate(transactional_id)
             if error:
                 return error
+            assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
             meta = hosted.txns.get(transactional_id)
             decision = rules.add_partitions(meta, producer_id, producer_epoch, partitions, self._clock_ms())
             if decision.error != ErrorCode.CONCURRENT_TRANSACTIONS or not await self._settle(transactional_id,
@@ -243,6 +251,7 @@ class TransactionCoordinator:
                 break
         if decision.error or decision.transit is None:
             return decision.error
+        assert meta is not None, "a transition is decided for a known transaction only"
         return await self._write(hosted, meta, decision.transit)
 
     async def _settle(self, transactional_id: str, deadline: float) -> bool:
@@ -268,6 +277,7 @@ class TransactionCoordinator:
         hosted, error = self.locate(transactional_id)
         if error:
             return dict.fromkeys(partitions, error)
+        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
         return rules.verify_partitions(hosted.txns.get(transactional_id), producer_id, producer_epoch, partitions)
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
@@ -279,16 +289,19 @@ class TransactionCoordinator:
         hosted, error = self.locate(transactional_id)
         if error:
             return error, -1, -1
+        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
         meta = hosted.txns.get(transactional_id)
         fresh = -1
         if client_transaction_version >= TV_2 and meta is not None and meta.epoch_exhausted:
             error, hosted, meta, fresh = await self._fresh_producer_id(transactional_id)
             if error:
                 return error, -1, -1
+        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
         decision = rules.end_txn(meta, producer_id, producer_epoch, commit, True, client_transaction_version,
                                  lambda: _given(fresh), self._clock_ms())
         if decision.error or decision.transit is None:
             return decision.error, decision.producer_id, decision.producer_epoch
+        assert meta is not None, "a transition is decided for a known transaction only"
         error = await self._write(hosted, meta, decision.transit)
         if error:
             return error, -1, -1
@@ -388,7 +401,8 @@ class TransactionCoordinator:
         error, _end = await append_and_wait(self._replicas, hosted.part, [(encode_key(meta.transactional_id), None)],
                                             self._write_timeout_ms, self._clock_ms(), lambda: self._leading(hosted))
         meta.revert_pending()
-        if not error and self._leading(hosted) and hosted.txns.get(meta.transactional_id) is meta:
+        if not error and self._leading(hosted) and hosted.txns is not None \
+                and hosted.txns.get(meta.transactional_id) is meta:
             meta.state = S.DEAD
             del hosted.txns[meta.transactional_id]
             log.info("%s: transactional id expired", meta.transactional_id)

@@ -65,7 +65,8 @@ class TxnMarkerSender:
         return not remaining
 
     def _by_leader(self, remaining: set) -> dict[int, list[tuple[str, int]]]:
-        image, out = self._image_fn(), {}
+        image = self._image_fn()
+        out: dict[int, list[tuple[str, int]]] = {}
         for topic, index in list(remaining):
             info = image.topics.get(topic)
             if info is None or index >= len(info.partitions):

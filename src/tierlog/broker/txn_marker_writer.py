@@ -29,7 +29,8 @@ ACKS_ALL = -1
 async def write_markers(replicas, led_partition, markers: list[dict], timeout_ms: int, now_ms: int,
                         on_offsets_marker: Callable | None = None) -> list[dict]:
     """The WriteTxnMarkers answer (``Markers`` of the response) for the request's ``Markers``."""
-    pending, results = [], []
+    pending: list[tuple[dict, asyncio.Future[int]]] = []
+    results: list[dict] = []
     for m in markers:
         topics = []
         for t in m["Topics"]:

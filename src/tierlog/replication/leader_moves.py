@@ -28,28 +28,32 @@ Rules (``LeaderMoves``):
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
+from typing import Generic, TypeVar
 
 __all__ = ["LeaderMoves"]
 
 
-class LeaderMoves:
+K = TypeVar("K", bound=Hashable)   # what names a partition (the broker's: (topic, index))
+
+
+class LeaderMoves(Generic[K]):
     def __init__(self, window_ms: int):
         self.window_ms = window_ms
-        self._expected: dict[int, dict[Hashable, int]] = {}   # replica -> partition -> until (ms)
+        self._expected: dict[int, dict[K, int]] = {}   # replica -> partition -> until (ms)
 
-    def became_leader(self, key: Hashable, replicas: Iterable[int], leader_id: int, now_ms: int) -> list[int]:
+    def became_leader(self, key: K, replicas: Iterable[int], leader_id: int, now_ms: int) -> list[int]:
         """The replicas now expected to fetch ``key`` here (the shell wakes their parked fetches)."""
         others = [r for r in replicas if r != leader_id]
         for r in others:
             self._expected.setdefault(r, {})[key] = now_ms + self.window_ms
         return others
 
-    def fetched(self, replica_id: int, key: Hashable) -> None:
+    def fetched(self, replica_id: int, key: K) -> None:
         expected = self._expected.get(replica_id)
         if expected is not None and expected.pop(key, None) is not None and not expected:
             del self._expected[replica_id]
 
-    def must_answer_now(self, replica_id: int, holds: Callable[[Hashable], bool], now_ms: int) -> bool:
+    def must_answer_now(self, replica_id: int, holds: Callable[[K], bool], now_ms: int) -> bool:
         """Whether a Fetch from ``replica_id`` lacks a partition it is expected for (``holds(key)``:
         the fetch, or its fetch session, has ``key``)."""
         expected = self._expected.get(replica_id)

@@ -56,7 +56,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from tierlog.records.header import NO_TIMESTAMP, BatchHeader
 from tierlog.records.record import Record
@@ -158,7 +158,10 @@ def should_clean(log: LogToClean, min_cleanable_ratio: float) -> bool:
     return (log.needs_compaction_now and log.cleanable_bytes > 0) or log.cleanable_ratio > min_cleanable_ratio
 
 
-def filthiest(candidates: Sequence[tuple[object, LogToClean]]) -> tuple[object, LogToClean] | None:
+_Log = TypeVar("_Log")   # what the caller names a candidate log by
+
+
+def filthiest(candidates: Sequence[tuple[_Log, LogToClean]]) -> tuple[_Log, LogToClean] | None:
     """The candidate with the highest dirty ratio (the first on ties), None if none."""
     best = None
     for candidate in candidates:

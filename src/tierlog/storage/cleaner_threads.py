@@ -27,7 +27,9 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from tierlog.config import float_setting, int_setting
 from tierlog.storage.checkpoint import read_offsets, write_offsets
 from tierlog.storage.cleaner_pass import CleanAborted, clean_log
 from tierlog.storage.cleaner_rules import (
@@ -38,6 +40,9 @@ from tierlog.storage.cleaner_rules import (
     should_clean,
 )
 from tierlog.storage.errors import CorruptCheckpointError, KafkaStorageError
+
+if TYPE_CHECKING:
+    from tierlog.storage.log import Log
 
 __all__ = ["CLEANER_OFFSET_CHECKPOINT", "CleanerConfig", "LogDirCleaner"]
 
@@ -61,9 +66,11 @@ class CleanerConfig:
     @classmethod
     def from_props(cls, props: Mapping[str, object]) -> CleanerConfig:
         """From the node's settings keyed by their Kafka names."""
-        return cls(bool(props["log.cleaner.enable"]), int(props["log.cleaner.threads"]),
-                   int(props["log.cleaner.backoff.ms"]), int(props["log.cleaner.dedupe.buffer.size"]),
-                   int(props["log.cleaner.io.buffer.size"]), float(props["log.cleaner.io.buffer.load.factor"]))
+        return cls(bool(props["log.cleaner.enable"]), int_setting(props, "log.cleaner.threads", cls.threads),
+                   int_setting(props, "log.cleaner.backoff.ms", cls.backoff_ms),
+                   int_setting(props, "log.cleaner.dedupe.buffer.size", cls.dedupe_buffer_size),
+                   int_setting(props, "log.cleaner.io.buffer.size", cls.io_buffer_size),
+                   float_setting(props, "log.cleaner.io.buffer.load.factor", cls.io_buffer_load_factor))
 
     @property
     def active(self) -> bool:
@@ -73,7 +80,7 @@ class CleanerConfig:
 class LogDirCleaner:
     """The cleaner of one log directory; ``start`` runs it on its own thread."""
 
-    def __init__(self, log_dir: Path, logs: Callable[[], Mapping[TopicPartition, object]],
+    def __init__(self, log_dir: Path, logs: Callable[[], Mapping[TopicPartition, Log]],
                  upper_limits_of: Callable[[list[TopicPartition]], Mapping[TopicPartition, int | None]],
                  config: CleanerConfig,
                  clock_ms: Callable[[], int], dedupe_buffer_bytes: int) -> None:
@@ -170,7 +177,7 @@ class LogDirCleaner:
                             upper_limit, config.min_compaction_lag_ms, config.max_compaction_lag_ms,
                             now_ms)
 
-    def _prune(self, logs: Mapping[TopicPartition, object]) -> bool:
+    def _prune(self, logs: Mapping[TopicPartition, Log]) -> bool:
         """Forget the checkpoints of logs no longer in this directory."""
         gone = [key for key in self._checkpoints if key not in logs]
         for key in gone:

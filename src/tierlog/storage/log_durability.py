@@ -12,13 +12,22 @@ recovery point, which ``Log`` owns.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tierlog.storage.errors import KafkaStorageError
 from tierlog.storage.log_config import LONG_MAX
 from tierlog.storage.log_flush import sync_flush, take_flush
 from tierlog.storage.segment import LogSegment
+
+if TYPE_CHECKING:
+    from tierlog.storage.dir_writer import Writer
+    from tierlog.storage.epoch_cache import LeaderEpochCache
+    from tierlog.storage.log_config import LogConfig
+    from tierlog.storage.timed_work import TimedWork
 
 __all__ = ["LogDurability"]
 
@@ -26,6 +35,31 @@ _log = logging.getLogger("tierlog.storage.log")
 
 
 class LogDurability:
+    # The state of ``Log`` this mixin works on (``Log.__init__`` sets it), declared for the type checker.
+    directory: Path
+    config: LogConfig
+    recovery_point: int
+    _lock: threading.RLock
+    _flush_lock: threading.Lock
+    _segments: list[LogSegment]
+    _epochs: LeaderEpochCache
+    _truncations: int
+    _clock_ms: int
+    _dir_dirty: bool
+    _offline: bool
+    _closed: bool
+    _flush_queued: bool
+    _pending_deletes: list[tuple[int, LogSegment]]
+    _roll_flush_offset: int | None
+    _timed: TimedWork
+    _writer: Writer | None
+
+    if TYPE_CHECKING:
+        @property
+        def log_end_offset(self) -> int: ...
+        def _io(self) -> contextlib.AbstractContextManager[None]: ...
+        def _segment_index(self, offset: int) -> int: ...
+
     def flush(self, now_ms: int, offset: int | None = None) -> None:
         """fsync segments holding data below ``offset`` (default: all), then advance the
         recovery point. The log's lock is not held during the fsyncs (``log_flush``);

@@ -6,10 +6,24 @@ A mixin over the log's own state (``_lock``, ``_epochs``, ``log_end_offset``), l
 """
 from __future__ import annotations
 
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tierlog.storage.epoch_cache import LeaderEpochCache
+
 __all__ = ["LogEpochs"]
 
 
 class LogEpochs:
+    # The state of ``Log`` this mixin works on, declared for the type checker.
+    _lock: threading.RLock
+    _epochs: LeaderEpochCache
+
+    if TYPE_CHECKING:
+        @property
+        def log_end_offset(self) -> int: ...
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, its end offset), or (-1, -1)."""
         with self._lock:

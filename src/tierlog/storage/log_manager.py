@@ -56,6 +56,7 @@ whatever topic name maps to it: ``create`` raises KafkaStorageError instead.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -128,7 +129,7 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._home: dict[TopicPartition, Path] = {}
         self._checkpointed_hw: dict[TopicPartition, int] = {}
-        self._inbox = TimedWorkInbox(now_ms)          # logs saying they have time-driven work
+        self._inbox: TimedWorkInbox[TopicPartition] = TimedWorkInbox(now_ms)   # logs saying they have time-driven work
         self._timed: set[TopicPartition] = set()      # the logs a tick visits (timed_work)
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self._writers = {log_dir: DirWriter(log_dir) for log_dir in self.log_dirs}
@@ -164,7 +165,7 @@ class LogManager:
         online = self._online_dirs()
         share = config.dedupe_buffer_size // max(1, len(online))
         for log_dir in online:
-            cleaner = LogDirCleaner(log_dir, lambda d=log_dir: self._logs_in(d), clean_limits_of,
+            cleaner = LogDirCleaner(log_dir, functools.partial(self._logs_in, log_dir), clean_limits_of,
                                     config, self._cleaner_clock_ms, share)
             cleaner.start()
             self.cleaners[log_dir] = cleaner

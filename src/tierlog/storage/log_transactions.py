@@ -6,15 +6,36 @@ A mixin over the log's own state (``_lock``, ``_producers``, ``_txn_index``, ``_
 """
 from __future__ import annotations
 
+import threading
+from typing import TYPE_CHECKING
+
 from tierlog.storage.log_read import segment_index
 from tierlog.storage.producer_snapshot_files import replay_source
 from tierlog.storage.producer_state import CompletedTxn
 from tierlog.storage.txn_index import AbortedTxn
 
+if TYPE_CHECKING:
+    from tierlog.storage.producer_snapshot_files import ProducerSnapshots
+    from tierlog.storage.producer_state import ProducerStateManager
+    from tierlog.storage.segment import LogSegment
+    from tierlog.storage.txn_index import TransactionIndexes
+
 __all__ = ["LogTransactions"]
 
 
 class LogTransactions:
+    # The state of ``Log`` this mixin works on, declared for the type checker.
+    _lock: threading.RLock
+    _producers: ProducerStateManager
+    _snapshots: ProducerSnapshots
+    _txn_index: TransactionIndexes
+    _segments: list[LogSegment]
+    _bases: list[int]
+
+    if TYPE_CHECKING:
+        @property
+        def log_end_offset(self) -> int: ...
+
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """The first offset of the oldest transaction undecided below ``high_watermark``."""
         with self._lock:

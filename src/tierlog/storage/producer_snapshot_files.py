@@ -77,6 +77,7 @@ def replay_source(snapshots: ProducerSnapshots, segments, bases: list[int], log_
     iterated."""
     found = snapshots.latest(log_end_offset)
     markers: dict[int, tuple[int, int]] = {}
+    entries: list[SnapshotEntry]
     if found is None:
         chosen, offset, entries = segments[-2:], -1, []
     else:

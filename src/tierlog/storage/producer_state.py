@@ -32,6 +32,7 @@ headers in, verdicts out.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -252,7 +253,7 @@ class ProducerStateManager:
         """Producer id -> (epoch, first offset) of each open transaction (DescribeProducers)."""
         return {pid: (self._producers[pid].epoch, first) for pid, first in sorted(self._open.items())}
 
-    def rebuild(self, headers, snapshot: list[SnapshotEntry] = (),
+    def rebuild(self, headers, snapshot: Sequence[SnapshotEntry] = (),
                 markers: dict[int, tuple[int, int]] | None = None) -> list[CompletedTxn]:
         """Forget everything, load ``snapshot`` and replay batch headers (after it) in log order;
         the transactions the replay saw end."""

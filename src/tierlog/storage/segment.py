@@ -145,6 +145,7 @@ class LogSegment:
         """Offset after the last batch (exclusive); the base offset when empty."""
         if self._next_offset is _UNKNOWN:
             self._load()
+        assert self._next_offset is not None, "_load sets it"
         return self._next_offset
 
     @property

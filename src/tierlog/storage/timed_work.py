@@ -14,33 +14,36 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Hashable
+from typing import Generic, TypeVar
 
 __all__ = ["TimedWork", "TimedWorkInbox"]
 
+K = TypeVar("K", bound=Hashable)   # what names a log (LogManager: its TopicPartition)
 
-class TimedWorkInbox:
+
+class TimedWorkInbox(Generic[K]):
     """The manager's side: logs marked due (thread-safe appends), and the time of the last tick."""
 
     def __init__(self, now_ms: int = 0) -> None:
         self.now_ms = now_ms
-        self._marked: deque[Hashable] = deque()
+        self._marked: deque[K] = deque()
 
-    def for_log(self, key: Hashable) -> TimedWork:
+    def for_log(self, key: K) -> TimedWork[K]:
         return TimedWork(self, key)
 
-    def take(self) -> set[Hashable]:
+    def take(self) -> set[K]:
         """The keys marked since the last call (each once)."""
-        taken = set()
+        taken: set[K] = set()
         marked = self._marked
         while marked:
             taken.add(marked.popleft())
         return taken
 
-    def mark(self, key: Hashable) -> None:
+    def mark(self, key: K) -> None:
         self._marked.append(key)
 
 
-class TimedWork:
+class TimedWork(Generic[K]):
     """A log's side: ``due()`` when it gains time-driven work; ``now_ms`` the manager's latest tick.
 
     Without an inbox (a log opened on its own, as in tests and the Raft log) nobody
@@ -49,12 +52,12 @@ class TimedWork:
 
     __slots__ = ("_inbox", "_key")
 
-    def __init__(self, inbox: TimedWorkInbox | None = None, key: Hashable = None) -> None:
+    def __init__(self, inbox: TimedWorkInbox[K] | None = None, key: K | None = None) -> None:
         self._inbox = inbox
         self._key = key
 
     def due(self) -> None:
-        if self._inbox is not None:
+        if self._inbox is not None and self._key is not None:     # an inbox's TimedWork has its key
             self._inbox.mark(self._key)
 
     @property

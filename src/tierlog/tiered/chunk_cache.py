@@ -30,6 +30,10 @@ DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024
 HOT_CHUNKS = 8
 
 
+Chunk = bytes | bytearray              # a GET's body (a decrypted one is a bytearray)
+Fetch = Callable[[int, int], Chunk]       # fetch(a, b): bytes [a, b) of the object, fewer at its end
+
+
 class ChunkCache:
     def __init__(self, directory: Path, chunk_size: int = DEFAULT_CHUNK_SIZE, max_bytes: int = DEFAULT_CACHE_BYTES):
         if chunk_size <= 0 or max_bytes < 0:
@@ -42,11 +46,11 @@ class ChunkCache:
         self._lock = threading.Lock()
         self._files: OrderedDict[str, int] = OrderedDict()  # file name -> size, least recent first
         self._bytes = 0
-        self._hot: OrderedDict[str, bytes] = OrderedDict()    # in memory, most recent last
+        self._hot: OrderedDict[str, Chunk] = OrderedDict()    # in memory, most recent last
         self._loading: dict[str, threading.Event] = {}        # chunks one thread is fetching now
         self._stats = {"gets": 0, "get_bytes": 0, "chunk_hits": 0, "chunk_misses": 0}
 
-    def read(self, key: str, start: int, end: int, fetch: Callable[[int, int], bytes]) -> bytes:
+    def read(self, key: str, start: int, end: int, fetch: Fetch) -> bytes:
         """Bytes [start, end) of object ``key``; ``fetch(a, b)`` GETs a range of it (fewer at its end)."""
         out = bytearray()
         for index in range(start // self.chunk_size, (end - 1) // self.chunk_size + 1):
@@ -57,7 +61,7 @@ class ChunkCache:
                 break                                       # the object ends in this chunk
         return bytes(out)
 
-    def read_view(self, key: str, start: int, end: int, fetch: Callable[[int, int], bytes]) -> memoryview:
+    def read_view(self, key: str, start: int, end: int, fetch: Fetch) -> memoryview:
         """``read``, as a view into the cached chunk when the range lies in one chunk (no copy:
         the fetch path serves these bytes as they are)."""
         index = start // self.chunk_size
@@ -76,7 +80,7 @@ class ChunkCache:
         with self._lock:
             return dict(self._stats)
 
-    def _chunk(self, key: str, index: int, fetch: Callable[[int, int], bytes]) -> bytes:
+    def _chunk(self, key: str, index: int, fetch: Fetch) -> Chunk:
         """One chunk: from memory, from disk, or fetched once (a second thread asking for a chunk
         being fetched waits for that fetch instead of making its own GET)."""
         name = self._name(key, index)
@@ -120,13 +124,13 @@ class ChunkCache:
     def _name(key: str, index: int) -> str:
         return f"{hashlib.sha1(key.encode()).hexdigest()}-{index}"
 
-    def _keep_hot(self, name: str, data: bytes) -> bytes:
+    def _keep_hot(self, name: str, data: Chunk) -> Chunk:
         self._hot[name] = data
         while len(self._hot) > HOT_CHUNKS:
             self._hot.popitem(last=False)
         return data
 
-    def _write(self, name: str, data: bytes) -> bool:
+    def _write(self, name: str, data: Chunk) -> bool:
         tmp = self.directory / f"{name}.{threading.get_ident()}.tmp"
         try:
             tmp.write_bytes(data)

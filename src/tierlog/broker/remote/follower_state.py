@@ -67,6 +67,7 @@ async def build_remote_log_aux_state(remote, conn, node_id: int, part, leader_ep
     if not remote.metadata.is_ready(tip):
         return ErrorCode.REPLICA_NOT_AVAILABLE
     if start_offset >= 0:
+        error: int
         error, local_start, log_start = ErrorCode.NONE, start_offset, log_start_offset
     else:
         error, local_start = await _leader_offset(conn, node_id, part, leader_epoch, EARLIEST_LOCAL)

@@ -262,7 +262,7 @@ class RemoteReader:
         key = segment_key(meta.segment_id, meta.start_offset, LOG_SUFFIX)
         return self.chunks.read(key, start, end, lambda a, b: self._get(meta, a, b))
 
-    def _get(self, meta: RemoteLogSegmentMetadata, start: int, end: int) -> bytes:
+    def _get(self, meta: RemoteLogSegmentMetadata, start: int, end: int) -> bytes | bytearray:
         """One ranged GET, after waiting out remote.log.manager.fetch.max.bytes.per.second (on this thread)."""
         with self._get_limit_lock:
             wait = self._get_limit.delay_s(end - start, time.monotonic())

@@ -34,6 +34,7 @@ import logging
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from tierlog.broker.topic_stats import BrokerTopicStats
 from tierlog.net.tasks import TaskSet
@@ -53,6 +54,9 @@ from tierlog.tiered.lineage import highest_offset_in_lineage
 from .copy_task import TaskContext, copy_pass
 from .expiration_task import delete_segment, expiration_pass
 from .rate_limit import ByteRateLimit
+
+if TYPE_CHECKING:
+    from tierlog.broker.partition.partition import Partition
 
 __all__ = ["RemoteLogManager"]
 
@@ -85,7 +89,7 @@ class RemoteLogManager:
         self._tasks = TaskSet(f"remote log manager {node_id}")
         self._running: dict[tuple[str, int], asyncio.Task] = {}
         metadata.add_listener(self._on_metadata)
-        self._followed: dict[TopicIdPartition, object] = {}
+        self._followed: dict[TopicIdPartition, Partition] = {}
 
     # --- LeadershipListener ----------------------------------------------------------------------------
 

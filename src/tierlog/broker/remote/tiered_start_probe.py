@@ -15,6 +15,8 @@ stops its probe (the fetcher backs off and asks again).
 """
 from __future__ import annotations
 
+from typing import Protocol
+
 from tierlog.net.client import PeerUnavailable
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -22,16 +24,24 @@ from tierlog.replication import LeaderOffsets
 
 __all__ = ["probe_tiered_starts"]
 
+
+class _Probed(Protocol):
+    """What a probe names a partition by (a ``replica_manager.Partition``)."""
+    @property
+    def topic(self) -> str: ...
+    @property
+    def index(self) -> int: ...
+
 LIST_OFFSETS_VERSION = 11
 TIMEOUT_S = 10.0
 LATEST, EARLIEST, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -1, -2, -4, -6
 FOLLOW_UP_TARGETS = (EARLIEST, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD)
 
 
-async def probe_tiered_starts(conn, node_id: int, probes: list[tuple[object, int]]
+async def probe_tiered_starts(conn, node_id: int, probes: list[tuple[_Probed, int]]
                               ) -> list[tuple[int, LeaderOffsets | None]]:
     """For each (partition, leader epoch) in ``probes``: (error code, the leader's offsets)."""
-    errors = [ErrorCode.NONE] * len(probes)
+    errors: list[int] = [ErrorCode.NONE] * len(probes)
     answers: list[dict[int, int]] = [{} for _ in probes]
     for target in (LATEST, *FOLLOW_UP_TARGETS):
         asked = [i for i in range(len(probes)) if not errors[i] and (target == LATEST or answers[i][LATEST] != 0)]
@@ -53,7 +63,7 @@ async def probe_tiered_starts(conn, node_id: int, probes: list[tuple[object, int
     return out
 
 
-async def _ask(conn, node_id: int, probes: list[tuple[object, int]], target: int) -> list[tuple[int, int]]:
+async def _ask(conn, node_id: int, probes: list[tuple[_Probed, int]], target: int) -> list[tuple[int, int]]:
     """One ListOffsets for ``target`` over every partition of ``probes``: (error, offset) each."""
     topics: dict[str, list[dict]] = {}
     for part, leader_epoch in probes:
