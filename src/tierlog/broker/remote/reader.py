@@ -49,6 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
+from tierlog.clock import monotonic_s
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import decode_batches
 from tierlog.records.header import (
@@ -122,7 +123,7 @@ class RemoteReader:
         self._pending = 0
         self._indexes = _IndexCache(int(config["remote.log.index.file.cache.total.size.bytes"]))
         self._stats_task: asyncio.Task | None = None
-        self._get_limit = ByteRateLimit(int(config["remote.log.manager.fetch.max.bytes.per.second"]), time.monotonic())
+        self._get_limit = ByteRateLimit(int(config["remote.log.manager.fetch.max.bytes.per.second"]), monotonic_s())
         self._get_limit_lock = threading.Lock()
         self.data_loss = RemoteDataLoss()
         self._key_errors: set[object] = set()       # segments whose key problem was logged
@@ -269,7 +270,7 @@ class RemoteReader:
     def _get(self, meta: RemoteLogSegmentMetadata, start: int, end: int) -> bytes:
         """One ranged GET, after waiting out remote.log.manager.fetch.max.bytes.per.second (on this thread)."""
         with self._get_limit_lock:
-            wait = self._get_limit.delay_s(end - start, time.monotonic())
+            wait = self._get_limit.delay_s(end - start, monotonic_s())
         if wait > 0:
             time.sleep(wait)
         return self.segments.fetch_log_segment(meta, start, end)
