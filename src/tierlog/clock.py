@@ -3,14 +3,20 @@
 ``wall_clock_ms`` is epoch milliseconds: what Kafka stores (record and batch
 timestamps, heartbeat and session times, quorum fetch times) and what goes to
 disk or over the wire. ``monotonic_ms`` never goes backwards and is for
-measuring elapsed time and deadlines inside one process only.
+measuring elapsed time and deadlines inside one process only; ``monotonic_s``
+is the same clock in float seconds (blocking clients' deadlines, rate limits) and
+``monotonic_ns`` in nanoseconds (request latency metrics).
+
+This is the one module that reads the clocks: a unit test (tests/unit/test_clock.py)
+fails when another module of src/ calls ``time.time``, ``time.monotonic`` or
+``time.perf_counter`` itself.
 """
 
 from __future__ import annotations
 
 import time
 
-__all__ = ["monotonic_ms", "wall_clock_ms"]
+__all__ = ["monotonic_ms", "monotonic_ns", "monotonic_s", "wall_clock_ms"]
 
 
 def wall_clock_ms() -> int:
@@ -21,3 +27,13 @@ def wall_clock_ms() -> int:
 def monotonic_ms() -> int:
     """Milliseconds of a clock that never goes backwards (its origin is arbitrary)."""
     return time.monotonic_ns() // 1_000_000
+
+
+def monotonic_s() -> float:
+    """Seconds of the monotonic clock, as a float (for deadlines in seconds)."""
+    return time.monotonic()
+
+
+def monotonic_ns() -> int:
+    """Nanoseconds of the monotonic clock."""
+    return time.monotonic_ns()

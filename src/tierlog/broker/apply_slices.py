@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Iterator
+
+from tierlog.clock import monotonic_s
 
 __all__ = ["APPLY_SLICE_S", "ApplySlices"]
 
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 class ApplySlices:
     """A queue of changes (iterators of steps) run in slices on the event loop."""
 
-    def __init__(self, slice_s: float = APPLY_SLICE_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, slice_s: float = APPLY_SLICE_S, clock: Callable[[], float] = monotonic_s) -> None:
         self._slice_s = slice_s
         self._clock = clock
         self._queue: deque[tuple[Iterator[None], Callable[[], None]]] = deque()

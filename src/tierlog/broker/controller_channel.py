@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import time
 
+from tierlog.clock import monotonic_s
 from tierlog.net.client import Peers, PeerUnavailable
 from tierlog.protocol import APIS
 from tierlog.protocol.errors import ErrorCode
@@ -49,13 +49,13 @@ class ControllerChannel:
     async def send(self, api_key: int, body: dict, timeout_s: float, version: int | None = None,
                    resend_after_timeout: bool = True) -> dict:
         """The controller's response; NOT_CONTROLLER answers and dead voters are retried."""
-        deadline = time.monotonic() + timeout_s
+        deadline = monotonic_s() + timeout_s
         last, prefer_leader = "no attempt", True
         attempt_s = self.attempt_timeout_s if resend_after_timeout else timeout_s
-        while time.monotonic() < deadline:
+        while monotonic_s() < deadline:
             target = self._target(prefer_leader)
             prefer_leader = False
-            remaining = max(0.05, min(attempt_s, deadline - time.monotonic()))
+            remaining = max(0.05, min(attempt_s, deadline - monotonic_s()))
             try:
                 resp = await self._request(target, api_key, body, remaining, version)
             except (TimeoutError, PeerUnavailable) as e:

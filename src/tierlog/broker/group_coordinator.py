@@ -50,6 +50,7 @@ from tierlog.group import (
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records.control import COMMIT, control_marker
+from tierlog.records.header import HEADER_SIZE
 
 from .coordinator_log import Appended, append, committed, load_log
 from .partition import Partition
@@ -64,7 +65,6 @@ TOPIC_CREATE_RETRY_MS = 5000
 # a record's framing in a v2 batch at most: its varint length, offset delta, key and value lengths,
 # attributes, headers count, and a zero timestamp delta (every record of a batch has the batch's now_ms)
 RECORD_OVERHEAD = 24
-BATCH_OVERHEAD = 61                 # a v2 batch's header
 
 
 @dataclass
@@ -74,7 +74,7 @@ class _Batch:
     values (the partition's max.message.bytes), unless one write alone is larger."""
     max_bytes: int
     outputs: list[Output] = field(default_factory=list)
-    size: int = BATCH_OVERHEAD
+    size: int = HEADER_SIZE
 
     def add(self, out: Output) -> bool:
         """Take ``out`` (False: it does not fit; the batch must be written first)."""
@@ -387,4 +387,3 @@ def _replay_txn(shard: GroupShard, index: int, producer_id: int, records) -> Non
 def _resolve(token, response: dict) -> None:
     if token is not None and not token.done():
         token.set_result(response)
-

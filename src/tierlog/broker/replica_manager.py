@@ -183,7 +183,7 @@ class ReplicaManager:
             log.info("deleting log of %s-%d: not in the metadata image", *key)
             self.logs.delete(*key)
             yield
-        self.fetchers.last_tiered_offset_enable = self._last_tiered_offset_enable(image)
+        self.fetchers.update_last_tiered_offset_enable(self._last_tiered_offset_enable(image))
         configs: dict[str, LogConfig] = {}
         for key, (topic, p) in wanted.items():
             config = configs.get(topic.name) or configs.setdefault(topic.name, self.log_config(topic))
@@ -327,7 +327,7 @@ class ReplicaManager:
         the log cleaners start, below each partition's last stable offset (read on this loop)."""
         self._clean_limits = CleanLimits(asyncio.get_running_loop(), self._clean_limit)
         self.logs.start_cleaners(self._clean_limits.limits_of)
-        self.fetchers.replica_epoch = self._broker_epoch()
+        self.fetchers.use_replica_epoch(self._broker_epoch())
         self._last_hw_checkpoint_ms = self._clock_ms()
         self._tasks.spawn(self._tick_loop(), name=f"replication-tick-{self.node_id}")
 

@@ -18,10 +18,10 @@ keeps to librdkafka.
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Self
 
 from tierlog.cli.errors import CliError
+from tierlog.clock import monotonic_s
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.client_security import client_security
 from tierlog.net.request_pipeline import PeerUnavailable
@@ -65,7 +65,7 @@ class BrokerWire:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
         self.security = security
-        self.deadline = time.monotonic() + timeout_s
+        self.deadline = monotonic_s() + timeout_s
         self.address = ""
         self.versions: dict[int, tuple[int, int]] = {}   # api key -> (min, max) the broker serves
         self._conn: BlockingConnection | None = None
@@ -132,7 +132,7 @@ class BrokerWire:
 
     def remaining_s(self) -> float:
         """Seconds left before the command's deadline (TimeoutError when none)."""
-        remaining = self.deadline - time.monotonic()
+        remaining = self.deadline - monotonic_s()
         if remaining <= 0:
             raise TimeoutError("timed out")
         return remaining

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from confluent_kafka import Consumer, KafkaError
 
@@ -41,6 +40,7 @@ from tierlog.cli.options import connection_options, non_negative_int, positive_i
 from tierlog.cli.record_format import FORMATS, formatter
 from tierlog.cli.render import note
 from tierlog.cli.start_position import StartPosition, assignments, start_position
+from tierlog.clock import monotonic_s
 
 __all__ = ["CONSUMER_SETTINGS", "register"]
 
@@ -86,7 +86,7 @@ def _print_records(conn: Connection, args: argparse.Namespace, idle_from=None) -
     """``idle_from()``: when the idle time started, if later than the last record (a group's assignment)."""
     line_of = formatter(args.format, args.layout)
     out = sys.stdout.buffer
-    printed, idle_since = 0, time.monotonic()
+    printed, idle_since = 0, monotonic_s()
     group = args.group is not None
     idle_limit_s = None if args.timeout_ms is None else args.timeout_ms / 1000
     while args.max_messages is None or printed < args.max_messages:
@@ -100,10 +100,10 @@ def _print_records(conn: Connection, args: argparse.Namespace, idle_from=None) -
                 for m in records:
                     conn.client.store_offsets(message=m)      # committed once printed
             printed += len(records)
-            idle_since = time.monotonic()
+            idle_since = monotonic_s()
         elif idle_limit_s is not None:
             since = max(idle_since, idle_from()) if idle_from is not None else idle_since
-            if time.monotonic() - since >= idle_limit_s:
+            if monotonic_s() - since >= idle_limit_s:
                 break
     return printed
 
@@ -130,18 +130,18 @@ def _run_in_group(args: argparse.Namespace) -> int:
                                           "auto.offset.reset": args.start.kind,
                                           "isolation.level": args.isolation_level})
     conn = Connection(Consumer, args, **settings)
-    started, assigned = time.monotonic(), [None]
+    started, assigned = monotonic_s(), [None]
 
     def on_assign(consumer, partitions):
-        assigned[0] = time.monotonic()
+        assigned[0] = monotonic_s()
 
     def idle_from() -> float:
         """The idle time counts from the latest assignment: joining the group takes a while."""
         if assigned[0] is not None:
             return assigned[0]
-        if time.monotonic() - started > args.timeout:
+        if monotonic_s() - started > args.timeout:
             raise CliError(f"group {args.group} assigned this member nothing within {args.timeout:g}s")
-        return time.monotonic()
+        return monotonic_s()
 
     try:
         conn.client.subscribe([args.topic], on_assign=on_assign)

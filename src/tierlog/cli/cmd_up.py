@@ -37,6 +37,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from tierlog.clock import monotonic_s
 from tierlog.config import ConfigError, format_properties, parse_properties
 from tierlog.extras import MissingExtraError, require
 from tierlog.parent_watch import child_env, exit_with_parent
@@ -304,10 +305,10 @@ def _field(node_line: str, name: str) -> str | None:
 
 def _wait_ready(node: _Node) -> str:
     """The node's ``node ...`` line, printed, once it is ready."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
+    deadline = monotonic_s() + READY_TIMEOUT_S
     stdout = node.proc.stdout
     assert stdout is not None               # started with stdout=PIPE
-    while time.monotonic() < deadline:
+    while monotonic_s() < deadline:
         line = stdout.readline()
         if line.startswith("node "):
             print(line.rstrip(), flush=True)
@@ -333,10 +334,10 @@ def _stop_all(procs) -> None:
     for proc in procs:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
+    deadline = monotonic_s() + STOP_TIMEOUT_S
     for proc in procs:
         try:
-            proc.wait(max(0.1, deadline - time.monotonic()))
+            proc.wait(max(0.1, deadline - monotonic_s()))
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

@@ -24,6 +24,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from tierlog.cli.errors import CliError
 from tierlog.cli.health import BrokerHealth
+from tierlog.clock import monotonic_s
 from tierlog.net.client_security import to_librdkafka
 from tierlog.net.security import SecurityConfigError
 
@@ -71,7 +72,7 @@ class Connection:
 
     def deadline(self) -> float:
         """A monotonic deadline --timeout seconds from now."""
-        return time.monotonic() + self.timeout_s
+        return monotonic_s() + self.timeout_s
 
     def timed_out(self, what: str) -> CliError:
         if not self.health.connected:
@@ -91,7 +92,7 @@ class Connection:
         deadline = self.deadline()
         slice_s = _SLICE_FIRST_S
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - monotonic_s()
             try:
                 metadata = self.client.list_topics(timeout=max(0.05, min(slice_s, remaining)))
                 self.health.mark_connected()
@@ -101,7 +102,7 @@ class Connection:
                     raise
             self.client.poll(0)
             self.health.check()
-            if time.monotonic() >= deadline:
+            if monotonic_s() >= deadline:
                 raise self.timed_out("metadata")
             slice_s *= 2
 
@@ -120,7 +121,7 @@ class Connection:
                 raise CliError(f"topic {topic!r} does not exist")
             if found.error is None:
                 return found
-            if not found.error.retriable() or time.monotonic() >= deadline:
+            if not found.error.retriable() or monotonic_s() >= deadline:
                 raise KafkaException(found.error)
             time.sleep(_TOPIC_RETRY_BACKOFF_S)  # backoff between two metadata requests
 
@@ -137,5 +138,5 @@ class Connection:
             _, pending = concurrent.futures.wait(pending, timeout=_FUTURE_SLICE_S)
             self.client.poll(0)
             self.health.check()
-            if pending and time.monotonic() >= deadline:
+            if pending and monotonic_s() >= deadline:
                 raise self.timed_out(what)

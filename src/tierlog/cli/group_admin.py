@@ -32,6 +32,7 @@ from confluent_kafka.admin import OffsetSpec
 from tierlog.cli.connection import Connection
 from tierlog.cli.errors import CliError, describe_kafka_error
 from tierlog.cli.render import note
+from tierlog.clock import monotonic_s
 
 __all__ = ["RETRIABLE", "STATE_NAMES", "TYPE_NAMES", "alter_offsets", "committed_offsets", "delete_group",
            "describe_group", "error_code", "list_groups", "log_offsets", "state_name", "type_name"]
@@ -66,14 +67,14 @@ def _retrying(conn: Connection, group: str, what: str, start: Callable[[float], 
     deadline = conn.deadline()
     backoff = _BACKOFF_FIRST_S
     while True:
-        future = start(max(1.0, deadline - time.monotonic()))
+        future = start(max(1.0, deadline - monotonic_s()))
         conn.wait([future], what)
         error = future.exception()
         if error is None:
             return future.result()
         if error_code(error) not in RETRIABLE:
             raise error
-        if time.monotonic() + backoff >= deadline:
+        if monotonic_s() + backoff >= deadline:
             raise CliError(f"coordinator of group {group!r} not available after {conn.timeout_s:g}s "
                            f"({describe_kafka_error(error.args[0])})")
         time.sleep(backoff)     # backoff between two asks of an unavailable coordinator
@@ -94,7 +95,7 @@ def list_groups(conn: Connection, states: set[ConsumerGroupState]) -> list:
         conn.wait([future], "the list of groups")
         result = future.result()
         retry = any(error_code(e) in RETRIABLE or _is_retriable_error(e) for e in result.errors)
-        if not retry or time.monotonic() + backoff >= deadline:
+        if not retry or monotonic_s() + backoff >= deadline:
             break
         time.sleep(backoff)     # backoff while coordinators load their groups
         backoff = min(2 * backoff, _BACKOFF_MAX_S)
@@ -184,7 +185,7 @@ def log_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: Offse
     while pending:
         failed = _ask_offsets(conn, pending, spec, offsets)
         pending = [key for key, error in failed.items() if _retriable(error)]
-        if pending and time.monotonic() + backoff < deadline:
+        if pending and monotonic_s() + backoff < deadline:
             time.sleep(backoff)     # backoff while the partitions' leaders are elected
             backoff = min(2 * backoff, _BACKOFF_MAX_S)
             continue

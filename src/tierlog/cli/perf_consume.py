@@ -11,7 +11,6 @@ are printed with ``"complete": false`` and the exit status is 1.
 from __future__ import annotations
 
 import argparse
-import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
@@ -21,6 +20,7 @@ from tierlog.cli.errors import CliError, describe_kafka_error
 from tierlog.cli.perf_progress import LiveProgress
 from tierlog.cli.perf_stats import MB, rates
 from tierlog.cli.render import print_json
+from tierlog.clock import monotonic_s
 
 __all__ = ["run_perf_consume"]
 
@@ -56,7 +56,7 @@ class _Counts:
     def __init__(self) -> None:
         self.records = 0
         self.bytes = 0
-        self.last_record_at = time.monotonic()
+        self.last_record_at = monotonic_s()
 
 
 def _offset_ranges(conn: Connection, topic: str, partitions: list[int]) -> dict[int, tuple[int, int]]:
@@ -80,7 +80,7 @@ def _take(batch: list, goal: _Goal, counts: _Counts) -> None:
         goal.seen(message.partition(), message.offset())
     counts.records += len(batch)
     if batch:
-        counts.last_record_at = time.monotonic()
+        counts.last_record_at = monotonic_s()
 
 
 def _read(conn: Connection, goal: _Goal, progress: LiveProgress, idle_limit_s: float) -> _Counts:
@@ -90,7 +90,7 @@ def _read(conn: Connection, goal: _Goal, progress: LiveProgress, idle_limit_s: f
         _take(conn.client.consume(num_messages=wanted, timeout=_POLL_S), goal, counts)
         conn.health.check()
         progress.update(counts.records)
-        if time.monotonic() - counts.last_record_at >= idle_limit_s:
+        if monotonic_s() - counts.last_record_at >= idle_limit_s:
             break
     return counts
 
@@ -107,7 +107,7 @@ def run_perf_consume(args: argparse.Namespace) -> int:
         goal = _Goal(args.messages, _offset_ranges(conn, args.topic, partitions))
         conn.client.assign([TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in partitions])
         with LiveProgress("consuming", goal.total, enabled=not args.json) as progress:
-            start = time.monotonic()
+            start = monotonic_s()
             counts = _read(conn, goal, progress, args.timeout)
     finally:
         conn.client.close()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
 
 from confluent_kafka import KafkaError, Producer
 
@@ -26,6 +25,7 @@ from tierlog.cli.perf_progress import LiveProgress
 from tierlog.cli.perf_stats import LatencyRecorder, rates
 from tierlog.cli.producing import drain, send
 from tierlog.cli.render import print_json
+from tierlog.clock import monotonic_s
 
 __all__ = ["run_perf_produce"]
 
@@ -61,14 +61,14 @@ class _Pacer:
     def __init__(self, records_per_s: float, producer: Producer) -> None:
         self._interval_s = 1.0 / records_per_s
         self._producer = producer
-        self._start = time.monotonic()
+        self._start = monotonic_s()
 
     def pace(self, sent: int) -> None:
         due = self._start + sent * self._interval_s
-        now = time.monotonic()
+        now = monotonic_s()
         while now < due:
             self._producer.poll(due - now)  # serves delivery reports while waiting
-            now = time.monotonic()
+            now = monotonic_s()
 
 
 def _payload(size: int) -> bytes:
@@ -136,11 +136,11 @@ def run_perf_produce(args: argparse.Namespace) -> int:
     conn = Connection(Producer, args, **_settings(args, deliveries))
     conn.topic_metadata(args.topic)
     with LiveProgress("producing", args.num_records, enabled=not args.json) as progress:
-        start = time.monotonic()
+        start = monotonic_s()
         _send_all(conn, args, deliveries, progress)
         wait_s = args.timeout * _MESSAGE_TIMEOUT_FACTOR + _DRAIN_GRACE_S
-        pending = drain(conn, time.monotonic() + wait_s)
-        elapsed_s = time.monotonic() - start
+        pending = drain(conn, monotonic_s() + wait_s)
+        elapsed_s = monotonic_s() - start
     figures = _figures(args, deliveries, elapsed_s)
     if args.json:
         print_json(figures)

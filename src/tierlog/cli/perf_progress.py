@@ -8,7 +8,6 @@ Updates are rate-limited to keep the bar's cost out of the measurement.
 from __future__ import annotations
 
 import sys
-import time
 from typing import Self
 
 from rich.console import Console
@@ -23,6 +22,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.text import Text
+
+from tierlog.clock import monotonic_s
 
 __all__ = ["LiveProgress"]
 
@@ -61,7 +62,7 @@ class LiveProgress:
     def update(self, completed: int) -> None:
         if self._progress is None:
             return
-        now = time.monotonic()
+        now = monotonic_s()
         if now - self._last_update >= _UPDATE_EVERY_S:
             self._last_update = now
             self._progress.update(self._task, completed=completed)

@@ -8,10 +8,10 @@ when the cluster cannot be reached.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from tierlog.cli.connection import Connection
+from tierlog.clock import monotonic_s
 
 __all__ = ["drain", "send"]
 
@@ -37,5 +37,5 @@ def drain(conn: Connection, deadline: float) -> int:
     while True:
         pending = producer.flush(_DRAIN_POLL_S)
         conn.health.check()
-        if pending == 0 or time.monotonic() >= deadline:
+        if pending == 0 or monotonic_s() >= deadline:
             return pending

@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import base64
 import sys
-import time
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
@@ -59,6 +58,7 @@ from tierlog.cli.topic_partitions import (
     describe_partitions,
     missing_error,
 )
+from tierlog.clock import wall_clock_ms
 from tierlog.protocol.api import ApiKey
 
 __all__ = ["describe", "run_describe"]
@@ -192,7 +192,7 @@ def _columns(partitions: list[dict]) -> list[tuple[str, object]]:
     if partitions and all("highest_tiered_offset" in p for p in partitions):
         columns += [(heading, lambda p, k=key: _offset(p[k])) for heading, key in _OFFSET_COLUMNS]
     if any(c["size_bytes"] >= 0 or c["start_timestamp"] >= 0 for p in partitions for c in p.get("local_log") or ()):
-        now_ms = int(time.time() * 1000)
+        now_ms = wall_clock_ms()
         columns += [("LocalLog", lambda p: _local_log_cell(p.get("local_log"), now_ms)),
                     ("NotEligible", lambda p: _ids([c["replica"] for c in p.get("local_log") or ()
                                                     if not c["eligible"]]))]

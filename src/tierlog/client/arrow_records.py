@@ -31,7 +31,6 @@ from tierlog.client.aborted import AbortedFilter
 from tierlog.records import (
     HEADER_SIZE,
     InvalidRecordError,
-    parse_header,
     validate_batch,
 )
 from tierlog.records.compression import decompress
@@ -266,11 +265,3 @@ def _parse_headers(buf: bytes, pos: int, count: int, end: int) -> list[dict]:
         pos += max(vlen, 0)
         headers.append({"key": key, "value": value})
     return headers
-
-
-def first_offset_of(records) -> int | None:
-    """Base offset of the first whole batch in ``records`` (None if there is none)."""
-    view = memoryview(records)
-    if len(view) < HEADER_SIZE:
-        return None
-    return parse_header(view, 0).base_offset

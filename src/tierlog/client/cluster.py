@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from tierlog.client.aborted import READ_UNCOMMITTED
 from tierlog.client.leader_hint import leader_update
+from tierlog.clock import monotonic_s
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.request_pipeline import RECEIVE_MESSAGE_MAX_BYTES, PeerUnavailable
 from tierlog.net.security import PLAINTEXT, Security
@@ -249,10 +250,10 @@ class Cluster:
         leader are listed; ListOffsets and Fetch wait for their leaders.
         """
         self.refresh(list(topics))
-        deadline = time.monotonic() + self.retry_timeout_s
+        deadline = monotonic_s() + self.retry_timeout_s
         while True:
             creating = [t for t in topics if self.topic_errors.get(t) == ErrorCode.LEADER_NOT_AVAILABLE]
-            if not creating or time.monotonic() > deadline:
+            if not creating or monotonic_s() > deadline:
                 break
             time.sleep(0.2)
             self.refresh(creating)
@@ -279,7 +280,7 @@ class Cluster:
     def wait_for_leaders(self, topics: dict[str, int], timeout_s: float = 30.0) -> None:
         """Until Metadata shows each topic with (at least) its partition count, every one
         with a live leader; KafkaError naming what is missing after ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
+        deadline = monotonic_s() + timeout_s
         while True:
             self.refresh(sorted(topics))
             missing = []
@@ -291,7 +292,7 @@ class Cluster:
                             if self._known_leader((t, p)) is None]
             if not missing:
                 return
-            if time.monotonic() > deadline:
+            if monotonic_s() > deadline:
                 raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, "waiting for " + ", ".join(missing[:6]))
             time.sleep(0.2)
 
@@ -318,7 +319,7 @@ class Cluster:
         ts_of = timestamp if isinstance(timestamp, dict) else dict.fromkeys(tps, timestamp)
         out: dict[TopicPartition, int] = {}
         pending = list(tps)
-        deadline = time.monotonic() + self.retry_timeout_s
+        deadline = monotonic_s() + self.retry_timeout_s
         while pending:
             by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
             retry: list[TopicPartition] = []
@@ -340,7 +341,7 @@ class Cluster:
                         raise KafkaError(code, f"ListOffsets {tp[0]}-{tp[1]}")
             pending = retry
             if pending:
-                if time.monotonic() > deadline:
+                if monotonic_s() > deadline:
                     raise KafkaError(*last_error)
                 time.sleep(0.2)
                 self.refresh(sorted({t for t, _ in pending}))

@@ -30,6 +30,7 @@ from tierlog.client.aborted import READ_COMMITTED, AbortedFilter
 from tierlog.client.arrow_records import decode_fetched
 from tierlog.client.cluster import EARLIEST, Cluster, KafkaError
 from tierlog.client.leader_hint import HINTED_ERRORS
+from tierlog.clock import monotonic_s
 from tierlog.net.request_pipeline import RECEIVE_MESSAGE_MAX_BYTES, PeerUnavailable
 from tierlog.protocol import ApiKey, is_retriable
 from tierlog.protocol.errors import ErrorCode
@@ -119,7 +120,7 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
           retry_timeout_s, state):
     position = start
     tp = (topic, partition)
-    deadline = time.monotonic() + retry_timeout_s
+    deadline = monotonic_s() + retry_timeout_s
     target = None
     inflight = None      # the offset an outstanding request asked for
     empty_answers = 0
@@ -137,7 +138,7 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
             state["inflight"] = False
             inflight = None
         except KafkaError as e:                 # no leader right now: wait for one
-            if not is_retriable(e.code) or time.monotonic() > deadline:
+            if not is_retriable(e.code) or monotonic_s() > deadline:
                 raise
             target = None
             time.sleep(0.2)
@@ -146,7 +147,7 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
             if state["node"] is not None:
                 cluster.drop_connection(state["node"])
             target = None
-            if time.monotonic() > deadline:
+            if monotonic_s() > deadline:
                 raise PeerUnavailable(f"fetching {topic}-{partition} at offset {position}: {e}") from e
             time.sleep(0.2)
             continue
@@ -160,13 +161,13 @@ def _read(cluster, topic, partition, start, end, include_headers, fail_on_data_l
             target = None                       # KIP-951 "Client": retry on the new leader now, no backoff
             continue
         if code:
-            if not is_retriable(code) or time.monotonic() > deadline:
+            if not is_retriable(code) or monotonic_s() > deadline:
                 raise KafkaError(code, f"Fetch {topic}-{partition} at offset {position}")
             cluster.refresh([topic])
             target = None
             time.sleep(0.1)
             continue
-        deadline = time.monotonic() + retry_timeout_s
+        deadline = monotonic_s() + retry_timeout_s
         records = part["Records"]
         next_position = _next_offset_after(records, position)
         if next_position < end and next_position > position:

@@ -126,11 +126,10 @@ class ClusterControlManager:
                   leads_partitions: Callable[[int], bool],
                   offline_changes: Callable[[int, list[bytes]], list] = lambda _b, _dirs: []) -> tuple[list, dict]:
         broker_id = request["BrokerId"]
-        reg = image.brokers.get(broker_id)
-        if reg is None:
-            return [], _hb_response(ErrorCode.BROKER_ID_NOT_REGISTERED)
-        if reg.epoch != request["BrokerEpoch"]:
-            return [], _hb_response(ErrorCode.STALE_BROKER_EPOCH)
+        error = check_broker_epoch(image, broker_id, request["BrokerEpoch"])
+        if error:
+            return [], _hb_response(error)
+        reg = image.brokers[broker_id]
         offset = request["CurrentMetadataOffset"]
         self.sessions.touch(broker_id, now_ms, offset)
         caught_up = offset >= reg.epoch
@@ -233,14 +232,26 @@ class ClusterControlManager:
         live = [b.node_id for b in image.brokers.values() if not b.fenced]
         return self.sessions.next_expiry_ms(live)
 
-    def check_broker_epoch(self, image, broker_id: int, broker_epoch: int) -> int:
-        """0 if ``broker_id`` is registered with ``broker_epoch`` (-1 skips the epoch check)."""
-        reg = image.brokers.get(broker_id)
-        if reg is None:
-            return ErrorCode.BROKER_ID_NOT_REGISTERED
-        if broker_epoch != -1 and reg.epoch != broker_epoch:
-            return ErrorCode.STALE_BROKER_EPOCH
-        return 0
+def check_broker_epoch(image, broker_id: int, broker_epoch: int, *,
+                       unregistered: int = ErrorCode.BROKER_ID_NOT_REGISTERED,
+                       unset_skips: bool = False, fenced_is_stale: bool = False) -> int:
+    """The one broker-epoch check of the controller's broker-to-controller APIs
+    (Kafka's ClusterControlManager.checkBrokerEpoch): 0 if ``broker_id`` is
+    registered with ``broker_epoch``, else the error code to answer.
+
+    ``unregistered`` is the code for an unknown broker (AlterPartition answers
+    STALE_BROKER_EPOCH, as Kafka); ``unset_skips`` lets an epoch of -1 pass (an
+    AlterPartition older than v2 carries none); ``fenced_is_stale`` answers
+    STALE_BROKER_EPOCH to a fenced broker (AllocateProducerIds).
+    """
+    reg = image.brokers.get(broker_id)
+    if reg is None:
+        return unregistered
+    if unset_skips and broker_epoch == -1:
+        return ErrorCode.NONE
+    if reg.epoch != broker_epoch or (fenced_is_stale and reg.fenced):
+        return ErrorCode.STALE_BROKER_EPOCH
+    return ErrorCode.NONE
 
 
 def _offline_registered_dirs(reg, request: dict) -> list[bytes]:

@@ -41,6 +41,7 @@ from tierlog.metadata.leader_election import (
 )
 from tierlog.protocol.errors import ErrorCode
 
+from .cluster_control import check_broker_epoch
 from .controller_config import ControllerConfig
 
 __all__ = ["DirectoryControlManager"]
@@ -100,11 +101,10 @@ class DirectoryControlManager:
 
     def assign_replicas_to_dirs(self, request: dict, image, now_ms: int) -> tuple[list, dict]:
         broker_id = request["BrokerId"]
-        reg = image.brokers.get(broker_id)
-        if reg is None:
-            return [], _response(ErrorCode.BROKER_ID_NOT_REGISTERED)
-        if reg.epoch != request["BrokerEpoch"]:
-            return [], _response(ErrorCode.STALE_BROKER_EPOCH)
+        error = check_broker_epoch(image, broker_id, request["BrokerEpoch"])
+        if error:
+            return [], _response(error)
+        reg = image.brokers[broker_id]
         records: list[PartitionChangeRecord] = []
         dirs_out: list[dict] = []
         for d in request["Directories"]:

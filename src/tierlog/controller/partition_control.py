@@ -52,6 +52,7 @@ from tierlog.metadata.leader_election import (
 )
 from tierlog.protocol.errors import ErrorCode
 
+from .cluster_control import check_broker_epoch
 from .controller_config import ControllerConfig
 from .reassignment import (
     ElectionContext,
@@ -82,9 +83,10 @@ class PartitionControlManager:
 
     def alter_partition(self, request: dict, version: int, image, now_ms: int) -> tuple[list, dict]:
         sender = request["BrokerId"]
-        reg = image.brokers.get(sender)
-        if reg is None or (request.get("BrokerEpoch", -1) != -1 and reg.epoch != request["BrokerEpoch"]):
-            return [], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.STALE_BROKER_EPOCH, "Topics": []}
+        error = check_broker_epoch(image, sender, request.get("BrokerEpoch", -1),
+                                   unregistered=ErrorCode.STALE_BROKER_EPOCH, unset_skips=True)
+        if error:
+            return [], {"ThrottleTimeMs": 0, "ErrorCode": error, "Topics": []}
         records, topics = [], []
         for t in request["Topics"]:
             topic = image.topic_by_id(t["TopicId"]) if version >= 2 else image.topics.get(t["TopicName"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 from tierlog.metadata.cluster_records import ProducerIdsRecord
 from tierlog.protocol.errors import ErrorCode
 
+from .cluster_control import check_broker_epoch
 from .controller_config import PRODUCER_ID_BLOCK_SIZE
 
 __all__ = ["allocate_producer_ids"]
@@ -18,11 +19,10 @@ _MAX_PRODUCER_ID = 2**63 - 1
 
 
 def allocate_producer_ids(request: dict, image) -> tuple[list, dict]:
-    reg = image.brokers.get(request["BrokerId"])
-    if reg is None:
-        return [], _response(ErrorCode.BROKER_ID_NOT_REGISTERED)
-    if reg.epoch != request["BrokerEpoch"] or reg.fenced:
-        return [], _response(ErrorCode.STALE_BROKER_EPOCH)
+    error = check_broker_epoch(image, request["BrokerId"], request["BrokerEpoch"], fenced_is_stale=True)
+    if error:
+        return [], _response(error)
+    reg = image.brokers[request["BrokerId"]]
     start = image.next_producer_id
     if start > _MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
         return [], _response(ErrorCode.UNKNOWN_SERVER_ERROR)      # exhausted: Kafka fails the same way

@@ -43,12 +43,6 @@ class TopicsView:
     topics: dict[str, tuple[bytes, int]]
     version: int = 0                        # changes whenever ``topics`` may have
 
-    def name_of(self, topic_id: bytes) -> str | None:
-        for name, (tid, _) in self.topics.items():
-            if tid == topic_id:
-                return name
-        return None
-
 
 @dataclass
 class ConsumerMember:

@@ -198,11 +198,6 @@ class MetadataDelta:
         """Broker config resources ("" the cluster default, else a broker id) changed by this delta."""
         return set(self._configs)
 
-    @property
-    def changed_acls(self) -> bool:
-        """True when this delta added or removed an ACL."""
-        return bool(self._acls)
-
     # -- replay ----------------------------------------------------------------
     def replay(self, record, now_ms: int | None = None) -> None:
         if now_ms is not None:
@@ -576,4 +571,3 @@ def _next_state(p: PartitionInfo, leader: int, isr, elr, lke, unclean: bool) -> 
         isr=tuple(isr), elr=tuple(elr), last_known_elr=tuple(lke),
         partition_epoch=p.partition_epoch + 1,
         leader_recovery_state=LEADER_RECOVERING if unclean else p.leader_recovery_state)
-

@@ -115,9 +115,6 @@ class TopicInfo:
     partitions: tuple[PartitionInfo, ...]
     configs: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
 
-    def with_configs(self, configs: dict[str, str]) -> TopicInfo:
-        return replace(self, configs=MappingProxyType(dict(configs)))
-
 
 @dataclass(frozen=True, slots=True)
 class MetadataProvenance:

@@ -59,9 +59,6 @@ class MetadataLoader:
         """``callback(image, delta)`` after every new image; gets the current one now."""
         self._subscribers.append(callback)
 
-    def unsubscribe(self, callback) -> None:
-        self._subscribers.remove(callback)
-
     def _publish(self, image: MetadataImage, delta: MetadataDelta) -> None:
         self.image = image
         for cb in list(self._subscribers):

@@ -17,9 +17,9 @@ requests sent by (address, api key): the client's own instrumentation.
 from __future__ import annotations
 
 import socket
-import time
 from collections import Counter
 
+from tierlog.clock import monotonic_s
 from tierlog.net import sasl_client
 from tierlog.net.connect import connect, describe_failure
 from tierlog.net.request_pipeline import (
@@ -44,7 +44,7 @@ class BlockingConnection:
         self.sent = sent
         self.pipeline = RequestPipeline(client_id, receive_message_max_bytes)
         self._security = security
-        self._reauth_at: float | None = None        # time.monotonic() to log in again (KIP-368)
+        self._reauth_at: float | None = None        # monotonic_s() to log in again (KIP-368)
         try:
             self._sock: socket.socket | None = connect(host, port, security, timeout_s)
         except OSError as e:
@@ -66,7 +66,7 @@ class BlockingConnection:
             self.close()
             raise PeerUnavailable(f"cannot connect to {self.address}: {e.reason}", e.reason) from None
         after_s = sasl_client.reauth_after_s(login.lifetime_ms)
-        self._reauth_at = None if after_s is None else time.monotonic() + after_s
+        self._reauth_at = None if after_s is None else monotonic_s() + after_s
 
     @property
     def address(self) -> str:
@@ -74,7 +74,7 @@ class BlockingConnection:
 
     def send(self, api_key: int, version: int, body: dict, timeout_s: float | None = None) -> int:
         """Send one request; its correlation id."""
-        if self._reauth_at is not None and not self.pipeline.in_flight and time.monotonic() >= self._reauth_at:
+        if self._reauth_at is not None and not self.pipeline.in_flight and monotonic_s() >= self._reauth_at:
             assert self._security.sasl is not None, "only a SASL session is re-authenticated"
             self._authenticate(self._security.sasl)
         sock = self._open_socket()
@@ -91,7 +91,7 @@ class BlockingConnection:
     def receive(self, timeout_s: float | None = None) -> dict:
         """The body of the oldest outstanding request's response."""
         assert self.pipeline.in_flight, "receive with no request outstanding"
-        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        deadline = monotonic_s() + (self.timeout_s if timeout_s is None else timeout_s)
         try:
             size = self.pipeline.frame_size(self._read(SIZE.size, deadline))
             _, body = self.pipeline.complete(self._read(size, deadline))
@@ -103,9 +103,9 @@ class BlockingConnection:
     def request(self, api_key: int, version: int, body: dict, timeout_s: float | None = None) -> dict:
         """One round trip within ``timeout_s`` (the connection's by default)."""
         timeout_s = self.timeout_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + timeout_s
+        deadline = monotonic_s() + timeout_s
         self.send(api_key, version, body, timeout_s)
-        return self.receive(max(0.0, deadline - time.monotonic()))
+        return self.receive(max(0.0, deadline - monotonic_s()))
 
     def close(self) -> None:
         if self._sock is not None:
@@ -131,7 +131,7 @@ class BlockingConnection:
         got = 0
         try:
             while got < n:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - monotonic_s()
                 if remaining <= 0:
                     raise TimeoutError
                 sock.settimeout(remaining)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-import time
 
+from tierlog.clock import monotonic_ns
 from tierlog.protocol import (
     ProtocolError,
     decode_request,
@@ -59,7 +59,7 @@ class RequestDispatcher:
 
     def __call__(self, frame: bytearray, client_host: str = "", received_ns: int | None = None,
                  principal: str = ANONYMOUS):
-        started_ns = time.monotonic_ns()
+        started_ns = monotonic_ns()
         try:
             header, offset = decode_request_header(frame)
         except ProtocolError as e:

@@ -46,9 +46,6 @@ class MemoryPool:
             self._overdraft = owner
         return self._overdraft == owner
 
-    def holds_overdraft(self, owner: Hashable) -> bool:
-        return self._overdraft == owner
-
     def end_overdraft(self, owner: Hashable) -> None:
         """``owner``'s frame is complete (or gone): the next frame may take the overdraft."""
         if self._overdraft == owner:

@@ -20,10 +20,9 @@ the registered APIs and their versions.
 """
 from __future__ import annotations
 
-import time
-
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from tierlog.clock import monotonic_ns
 from tierlog.protocol.api import ApiKey
 
 __all__ = ["TIME_BUCKETS_MS", "RequestMetrics", "fetch_replica_id", "request_name"]
@@ -63,7 +62,7 @@ class RequestMetrics:
 
     def on_response(self, header, request: dict, response, received_ns: int, started_ns: int) -> None:
         follower = header.api_key == ApiKey.FETCH and fetch_replica_id(request, header.api_version) >= 0
-        self.observe(header.api_key, header.api_version, follower, received_ns, started_ns, time.monotonic_ns())
+        self.observe(header.api_key, header.api_version, follower, received_ns, started_ns, monotonic_ns())
 
     def observe(self, api_key: int, version: int, from_follower: bool,
                 received_ns: int, started_ns: int, done_ns: int) -> None:

@@ -36,10 +36,10 @@ HANDSHAKE; HANDSHAKE / AUTHENTICATE -> closed; AUTHENTICATED -> closed once expi
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from tierlog.clock import monotonic_s
 from tierlog.protocol import (
     ProtocolError,
     decode_request,
@@ -70,7 +70,7 @@ class _FailureLog:
         self.last = float("-inf")
 
     def failed(self, client_host: str) -> None:
-        now = time.monotonic()
+        now = monotonic_s()
         if now - self.last < FAILURE_LOG_INTERVAL_S:
             self.suppressed += 1
             return
@@ -134,7 +134,7 @@ class SaslGate:
     ``clock``: monotonic seconds."""
 
     def __init__(self, inner, mechanisms: Mapping[str, Callable], failures: _FailureLog, failure_delay_s: float = 0.0,
-                 reauth_ms: Mapping[str, int] | None = None, clock: Callable[[], float] = time.monotonic):
+                 reauth_ms: Mapping[str, int] | None = None, clock: Callable[[], float] = monotonic_s):
         self._inner = inner
         self._failure_delay_s = failure_delay_s
         self._mechanisms = mechanisms

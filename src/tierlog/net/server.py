@@ -36,7 +36,7 @@ on TLS they are read and written through the transport (sendfile would put
 cleartext on the socket, past the encryption).
 
 The handler is ``handle(frame: bytearray, client_host: str, received_ns: int) -> parts | awaitable[parts] | None``
-(``client_host``: the peer's IP address, "" when it has none; ``received_ns``: ``time.monotonic_ns()``
+(``client_host``: the peer's IP address, "" when it has none; ``received_ns``: ``tierlog.clock.monotonic_ns()``
 when the whole frame had arrived, for the request metrics):
 ``parts`` is a list of bytes-like objects and file regions (objects with
 ``__len__`` and ``read()``/``fd``/``offset``), ``None`` means no response
@@ -56,12 +56,11 @@ import logging
 import os
 import socket
 import ssl
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tierlog.clock import monotonic_ms
+from tierlog.clock import monotonic_ms, monotonic_ns
 
 from . import pipelining
 from .connection_deadlines import ConnectionDeadlines
@@ -281,7 +280,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._grow = 0
 
     def _enqueue(self, frame: bytearray):
-        self._queue.append((frame, time.monotonic_ns()))
+        self._queue.append((frame, monotonic_ns()))
         self._wake.set()
         if len(self._queue) >= self._limits.queued_max_requests:
             self._pause(_QUEUE)

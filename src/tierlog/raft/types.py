@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from tierlog.protocol.errors import ErrorCode
+from tierlog.records.header import HEADER_SIZE
 
 __all__ = [
     "Err", "LeaderAndEpoch", "LogBatch", "NotLeaderError", "OffsetAndEpoch", "QuorumInfo", "RaftConfig",
@@ -56,8 +57,8 @@ class LogBatch:
         return self.base_offset + len(self.records)
 
     def size_estimate(self) -> int:
-        """Bytes of the v2 encoding, close enough for fetch limits (61-byte header)."""
-        return 61 + sum(len(r) + 8 for r in self.records)
+        """Bytes of the v2 encoding, close enough for fetch limits (a header and ~8 bytes a record)."""
+        return HEADER_SIZE + sum(len(r) + 8 for r in self.records)
 
     def rebased(self, base_offset: int) -> LogBatch:
         return LogBatch(base_offset, self.epoch, self.append_timestamp, self.records, self.control)

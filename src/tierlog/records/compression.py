@@ -59,17 +59,6 @@ class CompressionType(IntEnum):
     LZ4 = 3
     ZSTD = 4
 
-    @classmethod
-    def for_name(cls, name: str) -> CompressionType:
-        """Accept a producer/topic spelling: none, uncompressed, gzip, snappy, lz4, zstd."""
-        key = name.strip().lower()
-        if key == "uncompressed":
-            return cls.NONE
-        try:
-            return cls[key.upper()]
-        except KeyError:
-            raise ValueError(f"unknown compression type {name!r}") from None
-
 
 def compress(codec: int, data: bytes | bytearray | memoryview, level: int | None = None) -> bytes:
     """Compress ``data`` with ``codec``; ``level`` None means the codec's default."""

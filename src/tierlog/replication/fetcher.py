@@ -150,8 +150,8 @@ class FetcherState:
         """follower.fetch.last.tiered.offset.enable (KIP-1023)."""
         return self._last_tiered_offset_enable
 
-    @last_tiered_offset_enable.setter
-    def last_tiered_offset_enable(self, value: bool) -> None:
+    def update_last_tiered_offset_enable(self, value: bool) -> None:
+        """The config changed (a dynamic config): the partitions choose where to start again."""
         if value != self._last_tiered_offset_enable:
             self._last_tiered_offset_enable = value
             self._dirty.update(self.partitions)         # which partitions probe first changed

@@ -36,11 +36,15 @@ class ReplicaFetchers:
     def last_tiered_offset_enable(self) -> bool:
         return self._last_tiered_offset_enable
 
-    @last_tiered_offset_enable.setter
-    def last_tiered_offset_enable(self, value: bool) -> None:
+    def update_last_tiered_offset_enable(self, value: bool) -> None:
+        """follower.fetch.last.tiered.offset.enable changed (a dynamic config): every fetcher uses it."""
         self._last_tiered_offset_enable = value
         for fetcher in self.fetchers.values():
-            fetcher.last_tiered_offset_enable = value
+            fetcher.update_last_tiered_offset_enable(value)
+
+    def use_replica_epoch(self, broker_epoch: int) -> None:
+        """The broker registered with ``broker_epoch``: the fetchers created from now on send it."""
+        self.replica_epoch = broker_epoch
 
     def set_tiering(self, key: PartitionKey, tiering: TopicTiering) -> None:
         fetcher = self.fetcher_for(key)
@@ -69,7 +73,7 @@ class ReplicaFetchers:
         if fetcher is None:
             fetcher = self.fetchers[leader_id] = FetcherState(leader_id, self.replica_id, self.replica_epoch,
                                                               self.config)
-            fetcher.last_tiered_offset_enable = self._last_tiered_offset_enable
+            fetcher.update_last_tiered_offset_enable(self._last_tiered_offset_enable)
         fetcher.add_partition(key, leader_epoch, log, tiering)
         self._leader_of[key] = leader_id
         return True

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from tierlog.clock import monotonic_s
 from tierlog.parent_watch import child_env
 
 EVENTS_TOPIC = "events"
@@ -92,8 +93,8 @@ class LocalCluster:
         self.bootstrap = self._wait_ready()
 
     def _wait_ready(self, timeout_s: float = 60) -> str:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        deadline = monotonic_s() + timeout_s
+        while monotonic_s() < deadline:
             line = self.proc.stdout.readline()
             if line.startswith("bootstrap.servers="):
                 threading.Thread(target=self.proc.stdout.read, daemon=True).start()   # keep the pipe drained
@@ -166,9 +167,9 @@ class Generator(threading.Thread):
 
     def run(self) -> None:
         rng = random.Random(7)
-        start = time.monotonic()
+        start = monotonic_s()
         while not self._halt.is_set():
-            due = int((time.monotonic() - start) * self.rate)
+            due = int((monotonic_s() - start) * self.rate)
             for _ in range(min(due - self.sent, self.rate)):
                 user = f"user-{rng.randrange(1000)}"
                 event = {"user": user, "action": rng.choices(ACTIONS, weights=(60, 30, 8, 2))[0],
@@ -269,7 +270,7 @@ class LatestResults(threading.Thread):
         self.consumer.assign([TopicPartition(RESULTS_TOPIC, 0, -2)])
         self.latest: dict[tuple, dict] = {}
         self.received = 0
-        self.first_at: float | None = None         # time.monotonic() of the first result record
+        self.first_at: float | None = None         # monotonic_s() of the first result record
         self._halt = threading.Event()
 
     def run(self) -> None:
@@ -280,7 +281,7 @@ class LatestResults(threading.Thread):
                     self.latest[(row["window_start"], row["action"])] = row
                     self.received += 1
                     if self.first_at is None:
-                        self.first_at = time.monotonic()
+                        self.first_at = monotonic_s()
         self.consumer.close()
 
     def stop(self) -> None:
@@ -357,7 +358,7 @@ def _view(gen: Generator, queries, results: LatestResults, out: Path, started: f
 
     head = Table.grid(padding=(0, 2))
     files = len(list((out / "parquet").glob("*.parquet"))) if (out / "parquet").exists() else 0
-    head.add_row("running", f"{time.monotonic() - started:,.0f} s",
+    head.add_row("running", f"{monotonic_s() - started:,.0f} s",
                  "events produced", f"{gen.sent:,}", "delivery errors", f"{gen.errors:,}",
                  "result records", f"{results.received:,}", "parquet files", f"{files:,}")
     qt = Table(title="streaming queries", expand=False)
@@ -382,15 +383,15 @@ def _status_line(gen: Generator, queries, results: LatestResults, out: Path, sta
     files = len(list((out / "parquet").glob("*.parquet"))) if (out / "parquet").exists() else 0
     batches = ", ".join(f"{q.name} batch {_progress(q).get('batchId', '-')} ({_behind(q)} behind)"
                         for q in queries)
-    return (f"{time.monotonic() - started:4.0f} s: {gen.sent:,} events produced, {batches}, "
+    return (f"{monotonic_s() - started:4.0f} s: {gen.sent:,} events produced, {batches}, "
             f"{results.received:,} result records, {files} parquet files")
 
 
 def _stop_between_batches(query, timeout_s: float = 15) -> None:
     """stop() once no micro-batch is running: stopping one mid-batch interrupts its tasks and
     Python workers, which Spark reports with long stack traces that mean nothing here."""
-    deadline = time.monotonic() + timeout_s
-    while query.isActive and time.monotonic() < deadline:
+    deadline = monotonic_s() + timeout_s
+    while query.isActive and monotonic_s() < deadline:
         try:
             if not query.status.get("isTriggerActive"):
                 break
@@ -450,7 +451,7 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
     gen = results = None
     own_spark = spark is None
     queries = []
-    started = time.monotonic()
+    started = monotonic_s()
     first_parquet = None
     events_read = 0
     try:
@@ -468,14 +469,14 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
         queries = start_queries(spark, bootstrap, args, out)
         results = LatestResults(bootstrap)
         results.start()
-        started = time.monotonic()
+        started = monotonic_s()
         console.print(f"queries running: {args.window} windows, watermark {args.watermark}, "
                       f"a micro-batch every {args.trigger}")
         live = _live(console, _view(gen, queries, results, out, started))
         last_line = 0.0
         with live or contextlib.nullcontext():
             while not stopping.is_set():
-                now = time.monotonic()
+                now = monotonic_s()
                 if args.duration and now - started >= args.duration:
                     break
                 failed = [q for q in queries if not q.isActive]
@@ -514,9 +515,9 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
             spark.sparkContext.setLogLevel("ERROR")
     files, rows = parquet_rows(out / "parquet")
     if first_parquet is None and rows:
-        first_parquet = time.monotonic() - started
+        first_parquet = monotonic_s() - started
     return Summary(
-        seconds=time.monotonic() - started, events_produced=gen.sent, delivery_errors=gen.errors,
+        seconds=monotonic_s() - started, events_produced=gen.sent, delivery_errors=gen.errors,
         events_read=events_read, result_records=results.received, windows_in_topic=len(results.latest),
         parquet_files=files, parquet_rows=rows,
         first_result_s=None if results.first_at is None else results.first_at - started,

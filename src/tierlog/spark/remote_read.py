@@ -25,7 +25,13 @@ from tierlog.client import DataLossError
 from tierlog.client.aborted import AbortedFilter
 from tierlog.client.arrow_records import decode_fetched
 from tierlog.records import InvalidRecordError
-from tierlog.records.header import HEADER_SIZE, LENGTH_OFFSET, LOG_OVERHEAD
+from tierlog.records.header import (
+    HEADER_SIZE,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    base_offset_at,
+    batch_size_at,
+)
 from tierlog.spark.remote_txn import aborted_for
 from tierlog.storage.txn_index import decode_entries
 from tierlog.tiered import (
@@ -46,7 +52,6 @@ __all__ = ["READ_CHUNK_BYTES", "read_segment_range"]
 log = logging.getLogger(__name__)
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024      # one ranged GET of the .log
-_BASE_OFFSET_BYTES = 8
 
 
 def read_segment_range(store: ObjectStore, segment: RemoteLogSegmentMetadata, start: int, end: int, *,
@@ -105,7 +110,7 @@ def _read(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, start
 
 
 def _start_position(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, offset: int) -> int:
-    base = int.from_bytes(segments.fetch_log_segment(segment, 0, _BASE_OFFSET_BYTES), "big", signed=True)
+    base = base_offset_at(segments.fetch_log_segment(segment, 0, LENGTH_OFFSET))
     return parse_offset_index(segments.fetch_index(segment, IndexType.OFFSET)).position_for(base, offset)
 
 
@@ -114,14 +119,14 @@ def _first_batch_size(data) -> int:
     one header: a truncated or nonsensical one then fails the whole-batch check."""
     if len(data) < LOG_OVERHEAD:
         return HEADER_SIZE
-    return max(HEADER_SIZE, LOG_OVERHEAD + int.from_bytes(data[LENGTH_OFFSET:LENGTH_OFFSET + 4], "big", signed=True))
+    return max(HEADER_SIZE, batch_size_at(data))
 
 
 def _whole_batches_end(data) -> int:
     """Where the whole batches at the front of ``data`` end (0: not even one)."""
     pos = 0
     while len(data) - pos >= HEADER_SIZE:
-        size = LOG_OVERHEAD + int.from_bytes(data[pos + LENGTH_OFFSET:pos + LENGTH_OFFSET + 4], "big", signed=True)
+        size = batch_size_at(data, pos)
         if size < HEADER_SIZE or pos + size > len(data):
             break
         pos += size

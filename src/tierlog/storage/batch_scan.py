@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 
 from tierlog.records.errors import InvalidRecordError
-from tierlog.records.header import HEADER, HEADER_SIZE, BatchHeader
+from tierlog.records.header import HEADER, HEADER_SIZE, BatchHeader, batch_size_at
 from tierlog.records.validate import validate_batch
 
 __all__ = ["ScanStop", "read_exact", "scan_headers", "scan_valid_batches"]
@@ -102,8 +102,7 @@ def _batch_size_needed(view, offset: int) -> int:
     """Bytes the batch at ``offset`` claims (at least a header's worth)."""
     if len(view) - offset < HEADER_SIZE:
         return HEADER_SIZE
-    length = int.from_bytes(view[offset + 8:offset + 12], "big", signed=True)
-    return max(length + 12, HEADER_SIZE)
+    return max(batch_size_at(view, offset), HEADER_SIZE)
 
 
 def _record_stop(stop: ScanStop, position: int, error: str) -> None:

@@ -25,9 +25,9 @@ recovery point, and recovery re-adds those from the batches (Kafka stopped
 fsyncing the checkpoint on epoch changes too, KAFKA-15046); an entry with no
 batch yet (a new leader's epoch) is only needed while that leader lives.
 Truncations and rebuilds are still written at once. And when the owner turns
-``write_through`` off, then changes are written by its next
-``flush_if_changed`` (the Raft log does this from its writer thread; its recovery
-re-adds epochs seen in the batches, so a checkpoint a crash left behind is repaired).
+``write_through`` off, then changes are written by its next flush
+(``take_unwritten``, run on the log dir's writer thread; recovery re-adds epochs
+seen in the batches, so a checkpoint a crash left behind is repaired).
 
 A deferred write (``take_unwritten``) runs later on the log dir's writer thread while
 the event loop may write a truncation through: writes of one cache are serialized by
@@ -87,10 +87,6 @@ class LeaderEpochCache:
     @property
     def latest_entry(self) -> tuple[int, int] | None:
         return (self._epochs[-1], self._starts[-1]) if self._epochs else None
-
-    @property
-    def earliest_entry(self) -> tuple[int, int] | None:
-        return (self._epochs[0], self._starts[0]) if self._epochs else None
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(largest epoch <= ``epoch``, its end offset), or (-1, -1) when unknown."""
@@ -194,13 +190,9 @@ class LeaderEpochCache:
         self._unwritten = False
 
     def write_at_next_flush(self) -> None:
-        """Leave the checkpoint file to the owner's next flush (``flush_if_changed`` / ``take_unwritten``)."""
+        """Leave the checkpoint file to the owner's next flush (``take_unwritten``)."""
         self._generation += 1
         self._unwritten = True
-
-    def flush_if_changed(self) -> None:
-        if self._unwritten:
-            self.flush()
 
     def take_unwritten(self) -> EpochsToWrite | None:
         """The entries to write if changed since the last write (the caller runs ``write()``), else None."""

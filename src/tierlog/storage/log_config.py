@@ -227,14 +227,6 @@ def _number(convert, raw: Any, kind: str):
         raise ValueError(f"not a number of type {kind}") from None
 
 
-def _render(definition: TopicConfigDef, value: Any) -> str:
-    if definition.type == ConfigType.BOOLEAN:
-        return "true" if value else "false"
-    if definition.type == ConfigType.LIST:
-        return ",".join(value)
-    return str(value)
-
-
 class LogConfig:
     """Resolved topic config. Attributes carry the values the log acts on."""
 
@@ -261,17 +253,6 @@ class LogConfig:
         config = cls(values, frozenset(props))
         config._check_combinations()
         return config
-
-    def with_overrides(self, props: Mapping[str, Any]) -> LogConfig:
-        """A new config with ``props`` applied over this one's values."""
-        merged = {k: self.values[k] for k in self.overrides}
-        merged.update(props)
-        defaults = {k: v for k, v in self.values.items() if k not in self.overrides and v is not None}
-        return LogConfig.from_props(merged, defaults)
-
-    def to_props(self) -> dict[str, str]:
-        """Every listed topic config rendered the way Kafka reports it."""
-        return {name: _render(d, self.values[name]) for name, d in TOPIC_CONFIGS.items()}
 
     def _check_combinations(self) -> None:
         if self.values["min.compaction.lag.ms"] > self.values["max.compaction.lag.ms"]:

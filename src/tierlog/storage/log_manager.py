@@ -61,11 +61,11 @@ import logging
 import os
 import shutil
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from tierlog.clock import wall_clock_ms
 from tierlog.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -148,7 +148,7 @@ class LogManager:
         self._last_retention_ms = now_ms
         self._last_checkpoint_ms = now_ms
         self._cleaner_config = cleaner
-        self._cleaner_clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self._cleaner_clock_ms = clock_ms or wall_clock_ms
         self.cleaners: dict[Path, LogDirCleaner] = {}     # start_cleaners; a dir going offline at load has none
         for log_dir in self.log_dirs:
             self._load_dir(log_dir, now_ms)

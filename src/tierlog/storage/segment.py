@@ -360,11 +360,6 @@ class LogSegment:
             end = pos + header.batch_length + 12
         return end
 
-    def read_header(self, position: int) -> BatchHeader | None:
-        """The header at ``position``, None past the end."""
-        found = next(scan_headers(self.fd, position, self.size), None)
-        return found[1] if found else None
-
     def read_batch(self, position: int, header: BatchHeader) -> bytes:
         return read_exact(self.fd, header.batch_length + 12, position)
 
@@ -440,4 +435,3 @@ def _write_at(fd: int, data, position: int) -> None:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, position)
         raise
-

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from tierlog.records.errors import InvalidRecordError
-from tierlog.records.header import HEADER_SIZE
+from tierlog.records.header import HEADER_SIZE, LOG_OVERHEAD, batch_size_at
 from tierlog.records.validate import validate_batch
 from tierlog.storage.batch_scan import read_exact
 
@@ -168,14 +168,14 @@ def _walk(fd: int, pos: int, size: int, next_offset: int, budget: int,
             return pos, next_offset, None       # changed under us (a swap, a truncation): not corruption
         view, offset = memoryview(head), 0
         while pos + offset < end and offset + HEADER_SIZE <= len(view):
-            length = int.from_bytes(view[offset + 8:offset + 12], "big", signed=True)
-            if length + 12 < HEADER_SIZE or pos + offset + length + 12 > size:
-                return pos + offset, next_offset, f"bad batch length {length}"
-            if offset + length + 12 > len(view):
+            batch = batch_size_at(view, offset)
+            if batch < HEADER_SIZE or pos + offset + batch > size:
+                return pos + offset, next_offset, f"bad batch length {batch - LOG_OVERHEAD}"
+            if offset + batch > len(view):
                 if offset:
                     break
-                view = memoryview(read(fd, length + 12, pos))          # one batch larger than the chunk
-                if len(view) < length + 12:
+                view = memoryview(read(fd, batch, pos))          # one batch larger than the chunk
+                if len(view) < batch:
                     return pos, next_offset, None       # changed under us (a swap, a truncation): not corruption
                 continue
             try:

@@ -206,9 +206,6 @@ class RemoteSegmentStore:
         if key_id is not None:
             self._encrypted.authenticate(self._key(metadata, suffix), key_id, _context(metadata, suffix))
 
-    def read_manifest(self, metadata: RemoteLogSegmentMetadata) -> SegmentManifest:
-        return SegmentManifest.from_json(self.store.get_range(self._key(metadata, MANIFEST_SUFFIX), 0))
-
     # --- delete -----------------------------------------------------------------------------
 
     def delete_log_segment(self, metadata: RemoteLogSegmentMetadata) -> None:

@@ -156,7 +156,7 @@ class TieredReplSim(Sim):
 
     def _new_fetchers(self, b: Broker):
         fetchers = super()._new_fetchers(b)
-        fetchers.last_tiered_offset_enable = self.kip1023
+        fetchers.update_last_tiered_offset_enable(self.kip1023)
         return fetchers
 
     # --- the reassignment ------------------------------------------------------------------

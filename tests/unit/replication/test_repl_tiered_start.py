@@ -103,7 +103,7 @@ class FakeLog:
 def fetcher(enabled=True, log=None, tiering=ON):
     f = FetcherState(source_broker_id=1, replica_id=2, replica_epoch=42,
                      config=FetcherConfig(backoff_ms=100, backoff_max_ms=1000))
-    f.last_tiered_offset_enable = enabled
+    f.update_last_tiered_offset_enable(enabled)
     f.add_partition(KEY, 5, log or FakeLog(), tiering)
     return f
 
@@ -200,7 +200,7 @@ def test_a_failed_rebuild_probes_again():
 
 def test_fenced_probe_waits_for_metadata_and_stale_answers_are_ignored():
     fs = ReplicaFetchers(replica_id=2)
-    fs.last_tiered_offset_enable = True
+    fs.update_last_tiered_offset_enable(True)
     log = FakeLog()
     fs.become_follower(KEY, 1, 5, log, ON)
     f = fs.fetcher_for(KEY)
@@ -219,7 +219,7 @@ def test_the_dynamic_config_reaches_every_fetcher_and_the_topic_traits_update():
     fs.become_follower(KEY, 1, 5, FakeLog(), ON)
     f = fs.fetcher_for(KEY)
     assert f.take_probes(0) == []                           # off by default (Kafka's default)
-    fs.last_tiered_offset_enable = True
+    fs.update_last_tiered_offset_enable(True)
     assert f.take_probes(0) == [ProbeTieredStart(KEY, 5)]
     fs.become_follower((T1, 1), 3, 5, FakeLog(), TopicTiering(tiered=False))
     assert fs.fetcher_for((T1, 1)).last_tiered_offset_enable

@@ -91,6 +91,9 @@ class _Fetchers:
     def become_follower(self, key, leader, epoch, log):
         return True
 
+    def use_replica_epoch(self, broker_epoch):
+        pass
+
 
 def _replicas(manager, clock=lambda: NOW):
     rm = ReplicaManager(1, manager, {}, clock, controller_channel=None, broker_epoch=lambda: 1,

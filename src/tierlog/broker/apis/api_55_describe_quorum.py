@@ -11,9 +11,9 @@ ACLs: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 from __future__ import annotations
 
 import asyncio
-import time
 
 from tierlog.broker.controller_channel import ControllerUnavailable
+from tierlog.clock import monotonic_s
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
@@ -36,12 +36,12 @@ def _not_leader(response: dict) -> bool:
 async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
     if not authz.cluster(broker, header, authz.Op.DESCRIBE):
         return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None, "Topics": [], "Nodes": []}
-    deadline = time.monotonic() + RETRY_FOR_S
+    deadline = monotonic_s() + RETRY_FOR_S
     while True:
         try:
             response = await broker.controller_channel.send(API_KEY, request, ATTEMPT_TIMEOUT_S, header.api_version)
         except ControllerUnavailable as e:
             return {"ErrorCode": ErrorCode.REQUEST_TIMED_OUT, "ErrorMessage": str(e), "Topics": [], "Nodes": []}
-        if not _not_leader(response) or time.monotonic() >= deadline:
+        if not _not_leader(response) or monotonic_s() >= deadline:
             return response
         await asyncio.sleep(RETRY_BACKOFF_S)

@@ -49,9 +49,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
+from tierlog.clock import monotonic_s
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import decode_batches
-from tierlog.records.header import LENGTH_OFFSET
+from tierlog.records.header import (
+    HEADER_SIZE,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    base_offset_at,
+    batch_size_at,
+    last_offset_at,
+    max_timestamp_at,
+)
 from tierlog.storage.txn_index import (
     TXN_ENTRY_BYTES,
     AbortedTxn,
@@ -90,8 +99,6 @@ log = logging.getLogger(__name__)
 STATS_LOG_INTERVAL_S = 2.0
 KEY_ERRORS_LOGGED = 1000
 _TIME_ENTRY = struct.Struct(">qi")
-_BATCH_HEAD = 61           # enough of a batch header for its offsets and length
-_LAST_DELTA_AT, _MAX_TS_AT = 23, 35
 
 
 class RemoteRead(NamedTuple):
@@ -116,7 +123,7 @@ class RemoteReader:
         self._pending = 0
         self._indexes = _IndexCache(int(config["remote.log.index.file.cache.total.size.bytes"]))
         self._stats_task: asyncio.Task | None = None
-        self._get_limit = ByteRateLimit(int(config["remote.log.manager.fetch.max.bytes.per.second"]), time.monotonic())
+        self._get_limit = ByteRateLimit(int(config["remote.log.manager.fetch.max.bytes.per.second"]), monotonic_s())
         self._get_limit_lock = threading.Lock()
         self.data_loss = RemoteDataLoss()
         self._key_errors: set[object] = set()       # segments whose key problem was logged
@@ -209,15 +216,13 @@ class RemoteReader:
         offset after them (exclusive)."""
         position, size = self._position(meta, offset), meta.segment_size_in_bytes
         while position < size:                       # skip the batches wholly before ``offset``
-            head = self._log_range(meta, position, min(size, position + _BATCH_HEAD))
-            base, length = struct.unpack_from(">qi", head, 0)
-            last = base + struct.unpack_from(">i", head, _LAST_DELTA_AT)[0]
-            if last >= offset:
+            head = self._log_range(meta, position, min(size, position + HEADER_SIZE))
+            if last_offset_at(head) >= offset:
                 break
-            position += 12 + length
+            position += batch_size_at(head)
         if position >= size:
             return b"", position, offset
-        first_size = 12 + struct.unpack_from(">i", self._log_range(meta, position, position + 12), LENGTH_OFFSET)[0]
+        first_size = batch_size_at(self._log_range(meta, position, position + LOG_OVERHEAD))
         want = max(max_bytes, first_size) if min_one else max_bytes
         key = segment_key(meta.segment_id, meta.start_offset, LOG_SUFFIX)
         data = self.chunks.read_view(key, position, min(size, position + want), lambda a, b: self._get(meta, a, b))
@@ -256,7 +261,7 @@ class RemoteReader:
 
     def _file_base(self, meta: RemoteLogSegmentMetadata) -> int:
         """The base offset of the uploaded file (its first batch's): index entries are relative to it."""
-        return struct.unpack(">q", self._log_range(meta, 0, 8))[0]
+        return base_offset_at(self._log_range(meta, 0, LENGTH_OFFSET))
 
     def _log_range(self, meta: RemoteLogSegmentMetadata, start: int, end: int) -> bytes:
         key = segment_key(meta.segment_id, meta.start_offset, LOG_SUFFIX)
@@ -265,7 +270,7 @@ class RemoteReader:
     def _get(self, meta: RemoteLogSegmentMetadata, start: int, end: int) -> bytes | bytearray:
         """One ranged GET, after waiting out remote.log.manager.fetch.max.bytes.per.second (on this thread)."""
         with self._get_limit_lock:
-            wait = self._get_limit.delay_s(end - start, time.monotonic())
+            wait = self._get_limit.delay_s(end - start, monotonic_s())
         if wait > 0:
             time.sleep(wait)
         return self.segments.fetch_log_segment(meta, start, end)
@@ -293,15 +298,15 @@ class RemoteReader:
     def _find_timestamp(self, meta: RemoteLogSegmentMetadata, timestamp: int) -> tuple[int, int] | None:
         position, size = 0, meta.segment_size_in_bytes
         while position < size:
-            head = self._log_range(meta, position, min(size, position + _BATCH_HEAD))
-            length = struct.unpack_from(">i", head, 8)[0]
-            if struct.unpack_from(">q", head, _MAX_TS_AT)[0] >= timestamp:
-                batch = self._log_range(meta, position, position + 12 + length)
+            head = self._log_range(meta, position, min(size, position + HEADER_SIZE))
+            batch_size = batch_size_at(head)
+            if max_timestamp_at(head) >= timestamp:
+                batch = self._log_range(meta, position, position + batch_size)
                 for _header, records in decode_batches(batch):
                     for r in records:
                         if r.timestamp >= timestamp and r.offset >= meta.start_offset:
                             return r.offset, r.timestamp
-            position += 12 + length
+            position += batch_size
         return None
 
     async def _log_stats(self) -> None:

@@ -32,11 +32,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from tierlog.broker.topic_stats import BrokerTopicStats
+from tierlog.clock import monotonic_s
 from tierlog.net.tasks import TaskSet
 from tierlog.replication.backoff import ExponentialBackoff
 from tierlog.tiered import (
@@ -84,7 +84,7 @@ class RemoteLogManager:
                                            thread_name_prefix="rlm-expiration")
         self.ctx = TaskContext(node_id, segments, metadata, self._copier, self._deleter,
                                ByteRateLimit(int(config["remote.log.manager.copy.max.bytes.per.second"]),
-                                             time.monotonic()), clock_ms, stats)
+                                             monotonic_s()), clock_ms, stats)
         self._rng = random.Random()
         self._tasks = TaskSet(f"remote log manager {node_id}")
         self._running: dict[tuple[str, int], asyncio.Task] = {}
