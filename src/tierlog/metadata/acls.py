@@ -14,8 +14,10 @@ CreateAcls entry (Kafka's ``AclControlManager.validateNewAcl``).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 __all__ = [
     "CLUSTER_NAME",
@@ -185,7 +187,7 @@ def binding_of(creation: dict) -> AclBinding:
                       creation["Host"], creation["Operation"], creation["PermissionType"])
 
 
-def filter_of(f: dict) -> AclBindingFilter:
+def filter_of(f: Mapping[str, Any]) -> AclBindingFilter:
     """A DescribeAcls request or a DeleteAcls filter (wire dicts) as an AclBindingFilter."""
     return AclBindingFilter(f["ResourceTypeFilter"], f["ResourceNameFilter"],
                             f.get("PatternTypeFilter", PatternType.LITERAL), f["PrincipalFilter"], f["HostFilter"],
