@@ -180,7 +180,7 @@ def validate_binding(b: AclBinding) -> None:
         raise InvalidAcl("Invalid host: the host should not be empty")
 
 
-def binding_of(creation: dict) -> AclBinding:
+def binding_of(creation: Mapping[str, Any]) -> AclBinding:
     """A CreateAcls creation (its wire dict) as an AclBinding (v0 has no pattern type: LITERAL)."""
     return AclBinding(creation["ResourceType"], creation["ResourceName"],
                       creation.get("ResourcePatternType", PatternType.LITERAL), creation["Principal"],
