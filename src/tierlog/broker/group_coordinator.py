@@ -38,6 +38,7 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from tierlog.group import (
     GroupConfig,
@@ -384,6 +385,6 @@ def _replay_txn(shard: GroupShard, index: int, producer_id: int, records) -> Non
             log.warning("%s-%d: skipping unreadable record at offset %d: %s", OFFSETS_TOPIC, index, r.offset, e)
 
 
-def _resolve(token, response: dict) -> None:
+def _resolve(token, response: Mapping[str, Any]) -> None:
     if token is not None and not token.done():
         token.set_result(response)

@@ -12,11 +12,12 @@ NodeEndpoints (the client then refreshes metadata).
 from __future__ import annotations
 
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.fetch import FetchLeaderIdAndEpoch, FetchNodeEndpoint
 
 __all__ = ["HINTED_ERRORS", "LeaderHints"]
 
 HINTED_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
-NO_LEADER = {"LeaderId": -1, "LeaderEpoch": -1}
+NO_LEADER: FetchLeaderIdAndEpoch = {"LeaderId": -1, "LeaderEpoch": -1}
 
 
 class LeaderHints:
@@ -27,22 +28,23 @@ class LeaderHints:
         self._listener = listener
         self._nodes: set[int] = set()
 
-    def current_leader(self, topic: str, partition: int) -> dict:
+    # Fetch's types; Produce's ProduceLeaderIdAndEpoch and ProduceNodeEndpoint have the same keys
+    def current_leader(self, topic: str, partition: int) -> FetchLeaderIdAndEpoch:
         part = self._broker.replicas.get(topic, partition)
         if part is not None:
             leader, epoch = part.leader_id, part.leader_epoch
         else:
             info = self._broker.image.topics.get(topic)
             if info is None or partition >= len(info.partitions):
-                return dict(NO_LEADER)
+                return NO_LEADER.copy()
             p = info.partitions[partition]
             leader, epoch = p.leader, p.leader_epoch
         if leader >= 0:
             self._nodes.add(leader)
         return {"LeaderId": leader, "LeaderEpoch": epoch}
 
-    def node_endpoints(self) -> list[dict]:
-        out = []
+    def node_endpoints(self) -> list[FetchNodeEndpoint]:
+        out: list[FetchNodeEndpoint] = []
         for node_id in sorted(self._nodes):
             b = self._broker.endpoint(node_id)
             address = None if b is None or b.fenced else b.address(self._listener)

@@ -18,10 +18,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import cast
 
 from tierlog.net.client import DEFAULT_ROUTE, PeerRoute, PeerUnavailable
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.write_txn_markers import (
+    WritableTxnMarker,
+    WritableTxnMarkerResult,
+)
 
 from .txn_marker_writer import write_markers
 
@@ -81,24 +86,25 @@ class TxnMarkerSender:
         by_topic: dict[str, list[int]] = {}
         for topic, index in parts:
             by_topic.setdefault(topic, []).append(index)
-        marker = {**fields, "Topics": [{"Name": t, "PartitionIndexes": ids} for t, ids in by_topic.items()]}
+        marker = cast(WritableTxnMarker,       # the coordinator's fields and the partitions, as the wire has them
+                      {**fields, "Topics": [{"Name": t, "PartitionIndexes": ids} for t, ids in by_topic.items()]})
         producer_id = marker["ProducerId"]
         try:
             results = await self._request(leader, marker)
         except (PeerUnavailable, TimeoutError, OSError) as e:
             log.info("markers for producer %d to node %d not written: %s", producer_id, leader, e)
             return set()
-        done = set()
-        for topic in results[0]["Topics"] if results else ():
-            for p in topic["Partitions"]:
+        done: set[tuple[str, int]] = set()
+        for answered in results[0]["Topics"] if results else ():
+            for p in answered["Partitions"]:
                 if p["ErrorCode"] in _DONE:
-                    done.add((topic["Name"], p["PartitionIndex"]))
+                    done.add((answered["Name"], p["PartitionIndex"]))
                 else:
-                    log.info("marker for producer %d on %s-%d: error %d, retrying", producer_id, topic["Name"],
+                    log.info("marker for producer %d on %s-%d: error %d, retrying", producer_id, answered["Name"],
                              p["PartitionIndex"], p["ErrorCode"])
         return done
 
-    async def _request(self, leader: int, marker: dict) -> list[dict]:
+    async def _request(self, leader: int, marker: WritableTxnMarker) -> list[WritableTxnMarkerResult]:
         if leader == self.node_id:
             return await write_markers(self._replicas, self._led_partition, [marker], self._timeout_ms,
                                        self._clock_ms(), self._on_offsets_marker)

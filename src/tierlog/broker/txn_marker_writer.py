@@ -17,6 +17,12 @@ import asyncio
 from collections.abc import Callable
 
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.write_txn_markers import (
+    WritableTxnMarker,
+    WritableTxnMarkerPartitionResult,
+    WritableTxnMarkerResult,
+    WritableTxnMarkerTopicResult,
+)
 from tierlog.records.control import build_marker
 
 from .partition import AppendOrigin
@@ -26,13 +32,13 @@ __all__ = ["write_markers"]
 ACKS_ALL = -1
 
 
-async def write_markers(replicas, led_partition, markers: list[dict], timeout_ms: int, now_ms: int,
-                        on_offsets_marker: Callable | None = None) -> list[dict]:
+async def write_markers(replicas, led_partition, markers: list[WritableTxnMarker], timeout_ms: int, now_ms: int,
+                        on_offsets_marker: Callable | None = None) -> list[WritableTxnMarkerResult]:
     """The WriteTxnMarkers answer (``Markers`` of the response) for the request's ``Markers``."""
-    pending: list[tuple[dict, asyncio.Future[int]]] = []
-    results: list[dict] = []
+    pending: list[tuple[WritableTxnMarkerPartitionResult, asyncio.Future[int]]] = []
+    results: list[WritableTxnMarkerResult] = []
     for m in markers:
-        topics = []
+        topics: list[WritableTxnMarkerTopicResult] = []
         for t in m["Topics"]:
             parts = [_write_one(replicas, led_partition, m, t["Name"], index, timeout_ms, now_ms, pending,
                                 on_offsets_marker) for index in t["PartitionIndexes"]]
@@ -45,9 +51,9 @@ async def write_markers(replicas, led_partition, markers: list[dict], timeout_ms
     return results
 
 
-def _write_one(replicas, led_partition, m: dict, topic: str, index: int, timeout_ms: int, now_ms: int,
-               pending: list, on_offsets_marker) -> dict:
-    resp = {"PartitionIndex": index, "ErrorCode": ErrorCode.NONE}
+def _write_one(replicas, led_partition, m: WritableTxnMarker, topic: str, index: int, timeout_ms: int, now_ms: int,
+               pending: list, on_offsets_marker) -> WritableTxnMarkerPartitionResult:
+    resp: WritableTxnMarkerPartitionResult = {"PartitionIndex": index, "ErrorCode": ErrorCode.NONE}
     part, error = led_partition(topic, index)
     if error:
         resp["ErrorCode"] = error
@@ -65,7 +71,7 @@ def _write_one(replicas, led_partition, m: dict, topic: str, index: int, timeout
     return resp
 
 
-async def _then(fut, part, m: dict, on_offsets_marker) -> int:
+async def _then(fut, part, m: WritableTxnMarker, on_offsets_marker) -> int:
     code = await fut
     if code == ErrorCode.NONE and on_offsets_marker is not None:
         on_offsets_marker(part, m["ProducerId"], m["TransactionResult"])

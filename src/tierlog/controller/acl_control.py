@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from typing import Any
 
 from tierlog.metadata.acls import (
     AclBinding,
@@ -30,6 +31,17 @@ from tierlog.metadata.cluster_records import (
     RemoveAccessControlEntryRecord,
 )
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.create_acls import (
+    AclCreationResult,
+    CreateAclsRequest,
+    CreateAclsResponse,
+)
+from tierlog.protocol.typed.delete_acls import (
+    DeleteAclsFilterResult,
+    DeleteAclsMatchingAcl,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+)
 
 __all__ = ["MAX_RECORDS_PER_REQUEST", "AclControlManager", "not_controller"]
 
@@ -37,11 +49,11 @@ MAX_RECORDS_PER_REQUEST = 10_000
 _TOO_MANY = f"More than {MAX_RECORDS_PER_REQUEST} ACL records in one request."
 
 
-def _error(code: ErrorCode, message: str | None = None) -> dict:
+def _error(code: ErrorCode, message: str | None = None) -> AclCreationResult:
     return {"ErrorCode": code, "ErrorMessage": message}
 
 
-def _matching(b: AclBinding, code: ErrorCode = ErrorCode.NONE) -> dict:
+def _matching(b: AclBinding, code: ErrorCode = ErrorCode.NONE) -> DeleteAclsMatchingAcl:
     return {"ErrorCode": code, "ErrorMessage": None, "ResourceType": b.resource_type,
             "ResourceName": b.resource_name, "PatternType": b.pattern_type, "Principal": b.principal,
             "Host": b.host, "Operation": b.operation, "PermissionType": b.permission_type}
@@ -57,10 +69,10 @@ class AclControlManager:
             if acl_id != bytes(16) and acl_id not in taken:
                 return acl_id
 
-    def create_acls(self, request: dict, image) -> tuple[list, dict]:
+    def create_acls(self, request: CreateAclsRequest, image) -> tuple[list, CreateAclsResponse]:
         existing = set(image.acls.values())
         records: list[AccessControlEntryRecord] = []
-        results: list[dict] = []
+        results: list[AclCreationResult] = []
         for creation in request["Creations"]:
             b = binding_of(creation)
             try:
@@ -77,10 +89,10 @@ class AclControlManager:
             results.append(_error(ErrorCode.NONE))
         return records, {"ThrottleTimeMs": 0, "Results": results}
 
-    def delete_acls(self, request: dict, image) -> tuple[list, dict]:
+    def delete_acls(self, request: DeleteAclsRequest, image) -> tuple[list, DeleteAclsResponse]:
         removed: set[bytes] = set()
         records: list[RemoveAccessControlEntryRecord] = []
-        results: list[dict] = []
+        results: list[DeleteAclsFilterResult] = []
         for raw in request["Filters"]:
             f = filter_of(raw)
             problem = f.problem()
@@ -98,7 +110,7 @@ class AclControlManager:
         return records, {"ThrottleTimeMs": 0, "FilterResults": results}
 
 
-def not_controller(api_key_is_create: bool, request: dict, nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict:
+def not_controller(api_key_is_create: bool, request: Mapping[str, Any], nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict:
     """The NOT_CONTROLLER (or ``nc``) answer of CreateAcls / DeleteAcls."""
     if api_key_is_create:
         return {"ThrottleTimeMs": 0, "Results": [_error(nc) for _ in request["Creations"]]}

@@ -62,6 +62,18 @@ from tierlog.metadata.cluster_records import (
     UnregisterBrokerRecord,
 )
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.broker_heartbeat import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+)
+from tierlog.protocol.typed.broker_registration import (
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+)
+from tierlog.protocol.typed.unregister_broker import (
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
 
 from .heartbeats import HeartbeatTracker
 
@@ -92,7 +104,7 @@ class ClusterControlManager:
 
     # -- BrokerRegistration (62) --------------------------------------------
 
-    def register(self, request: dict, image, now_ms: int, next_offset: int) -> tuple[list, dict]:
+    def register(self, request: BrokerRegistrationRequest, image, now_ms: int, next_offset: int) -> tuple[list, BrokerRegistrationResponse]:
         broker_id = request["BrokerId"]
         error = self._registration_error(request, image, now_ms)
         if error is not None:
@@ -109,7 +121,7 @@ class ClusterControlManager:
         self._shutdown_offsets.pop(broker_id, None)
         return [record], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "BrokerEpoch": next_offset}
 
-    def _registration_error(self, request: dict, image, now_ms: int) -> int | None:
+    def _registration_error(self, request: BrokerRegistrationRequest, image, now_ms: int) -> int | None:
         if self.cluster_id is not None and request["ClusterId"] != self.cluster_id:
             return ErrorCode.INCONSISTENT_CLUSTER_ID
         if request["BrokerId"] < 0 or not request["Listeners"]:
@@ -122,9 +134,9 @@ class ClusterControlManager:
 
     # -- BrokerHeartbeat (63) -----------------------------------------------
 
-    def heartbeat(self, request: dict, image, now_ms: int, next_offset: int,
+    def heartbeat(self, request: BrokerHeartbeatRequest, image, now_ms: int, next_offset: int,
                   leads_partitions: Callable[[int], bool],
-                  offline_changes: Callable[[int, list[bytes]], list] = lambda _b, _dirs: []) -> tuple[list, dict]:
+                  offline_changes: Callable[[int, list[bytes]], list] = lambda _b, _dirs: []) -> tuple[list, BrokerHeartbeatResponse]:
         broker_id = request["BrokerId"]
         error = check_broker_epoch(image, broker_id, request["BrokerEpoch"])
         if error:
@@ -163,7 +175,7 @@ class ClusterControlManager:
                      len(moved))
         return [*moved, BrokerRegistrationChangeRecord(broker_id=reg.node_id, broker_epoch=reg.epoch, log_dirs=online)]
 
-    def _next_state(self, current: str, request: dict, broker_id: int, caught_up: bool, image,
+    def _next_state(self, current: str, request: BrokerHeartbeatRequest, broker_id: int, caught_up: bool, image,
                     leads_partitions: Callable[[int], bool], no_online_dir: bool = False) -> str:
         want_fence, want_shutdown = request["WantFence"], request["WantShutDown"]
         if current == FENCED:
@@ -204,7 +216,7 @@ class ClusterControlManager:
 
     # -- UnregisterBroker (64) ----------------------------------------------
 
-    def unregister(self, request: dict, image) -> tuple[list, dict]:
+    def unregister(self, request: UnregisterBrokerRequest, image) -> tuple[list, UnregisterBrokerResponse]:
         reg = image.brokers.get(request["BrokerId"])
         if reg is None:
             return [], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.BROKER_ID_NOT_REGISTERED,
@@ -254,13 +266,13 @@ def check_broker_epoch(image, broker_id: int, broker_epoch: int, *,
     return ErrorCode.NONE
 
 
-def _offline_registered_dirs(reg, request: dict) -> list[bytes]:
+def _offline_registered_dirs(reg, request: BrokerHeartbeatRequest) -> list[bytes]:
     """The broker's registered online log dirs that its heartbeat reports offline."""
     reported = set(request.get("OfflineLogDirs") or ())
     return [d for d in reg.log_dirs if d in reported]
 
 
-def _heartbeat_reason(nxt: str, request: dict, offset: int, no_online_dir: bool, offline: list[bytes]) -> str:
+def _heartbeat_reason(nxt: str, request: BrokerHeartbeatRequest, offset: int, no_online_dir: bool, offline: list[bytes]) -> str:
     """Why a heartbeat moves the broker to ``nxt`` (for the one line logged per fence / unfence)."""
     if nxt == UNFENCED:
         return f"caught up with the metadata log (offset {offset})"
@@ -280,6 +292,6 @@ def _uuid_str(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _hb_response(error: int) -> dict:
+def _hb_response(error: int) -> BrokerHeartbeatResponse:
     return {"ThrottleTimeMs": 0, "ErrorCode": error, "IsCaughtUp": False, "IsFenced": True,
             "ShouldShutDown": False}

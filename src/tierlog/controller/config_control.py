@@ -40,6 +40,17 @@ from tierlog.metadata.topic_rules import (
     validate_topic_configs,
 )
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsResource,
+    AlterConfigsResourceResponse,
+    AlterConfigsResponse,
+)
+from tierlog.protocol.typed.incremental_alter_configs import (
+    IncrementalAlterConfigsAlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from tierlog.storage import TOPIC_CONFIGS
 
 from .controller_config import ControllerConfig
@@ -51,17 +62,20 @@ class ConfigControlManager:
     def __init__(self, config: ControllerConfig):
         self.config = config
 
-    def incremental_alter_configs(self, request: dict, version: int, image) -> tuple[list, dict]:
+    def incremental_alter_configs(self, request: IncrementalAlterConfigsRequest, version: int, image) -> tuple[list, IncrementalAlterConfigsResponse]:
         return self._alter(request, image, _apply_incremental)
 
-    def legacy_alter_configs(self, request: dict, version: int, image) -> tuple[list, dict]:
+    def legacy_alter_configs(self, request: AlterConfigsRequest, version: int, image) -> tuple[list, AlterConfigsResponse]:
         return self._alter(request, image, _replace_all)
 
-    def _alter(self, request: dict, image, apply) -> tuple[list, dict]:
+    def _alter(self, request: AlterConfigsRequest | IncrementalAlterConfigsRequest, image,
+               apply) -> tuple[list, AlterConfigsResponse]:
+        """AlterConfigs and IncrementalAlterConfigs: their responses have the same shape."""
         validate_only = request.get("ValidateOnly", False)
-        records, responses, seen = [], [], set()
+        responses: list[AlterConfigsResourceResponse] = []
+        records, seen = [], set()
         for r in request["Resources"]:
-            out = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "ResourceType": r["ResourceType"],
+            out: AlterConfigsResourceResponse = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "ResourceType": r["ResourceType"],
                    "ResourceName": r["ResourceName"]}
             key = (r["ResourceType"], r["ResourceName"])
             try:
@@ -77,7 +91,8 @@ class ConfigControlManager:
             responses.append(out)
         return records, {"ThrottleTimeMs": 0, "Responses": responses}
 
-    def _one(self, r: dict, image, apply) -> list[ConfigRecord]:
+    def _one(self, r: AlterConfigsResource | IncrementalAlterConfigsAlterConfigsResource, image,
+             apply) -> list[ConfigRecord]:
         kind, name = r["ResourceType"], r["ResourceName"]
         if kind == CONFIG_RESOURCE_TOPIC:
             topic = image.topics.get(name)

@@ -40,6 +40,13 @@ from tierlog.metadata.leader_election import (
     remove_from_isr,
 )
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.assign_replicas_to_dirs import (
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse,
+    AssignReplicasToDirsResponseDirectoryData,
+    AssignReplicasToDirsResponsePartitionData,
+    AssignReplicasToDirsResponseTopicData,
+)
 
 from .cluster_control import check_broker_epoch
 from .controller_config import ControllerConfig
@@ -99,21 +106,21 @@ class DirectoryControlManager:
 
     # -- AssignReplicasToDirs (73) -----------------------------------------------
 
-    def assign_replicas_to_dirs(self, request: dict, image, now_ms: int) -> tuple[list, dict]:
+    def assign_replicas_to_dirs(self, request: AssignReplicasToDirsRequest, image, now_ms: int) -> tuple[list, AssignReplicasToDirsResponse]:
         broker_id = request["BrokerId"]
         error = check_broker_epoch(image, broker_id, request["BrokerEpoch"])
         if error:
             return [], _response(error)
         reg = image.brokers[broker_id]
         records: list[PartitionChangeRecord] = []
-        dirs_out: list[dict] = []
+        dirs_out: list[AssignReplicasToDirsResponseDirectoryData] = []
         for d in request["Directories"]:
             dir_id = bytes(d["Id"])
             online = is_online(dir_id, reg.log_dirs)
-            topics_out = []
+            topics_out: list[AssignReplicasToDirsResponseTopicData] = []
             for t in d["Topics"]:
                 topic = image.topic_by_id(t["TopicId"])
-                parts_out = []
+                parts_out: list[AssignReplicasToDirsResponsePartitionData] = []
                 for pd in t["Partitions"]:
                     code = self._assign_one(image, topic, pd["PartitionIndex"], broker_id, dir_id, online,
                                             now_ms, records)
@@ -146,7 +153,7 @@ def _with_directories(record: PartitionChangeRecord, dirs) -> PartitionChangeRec
     return replace(record, directories=tuple(dirs))
 
 
-def _response(error: int) -> dict:
+def _response(error: int) -> AssignReplicasToDirsResponse:
     return {"ThrottleTimeMs": 0, "ErrorCode": error, "Directories": []}
 
 

@@ -51,6 +51,20 @@ from tierlog.metadata.leader_election import (
     remove_from_isr,
 )
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionRequestPartitionData,
+    AlterPartitionResponse,
+    AlterPartitionResponsePartitionData,
+    AlterPartitionResponseTopicData,
+    BrokerState,
+)
+from tierlog.protocol.typed.elect_leaders import (
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    PartitionResult,
+    ReplicaElectionResult,
+)
 
 from .cluster_control import check_broker_epoch
 from .controller_config import ControllerConfig
@@ -81,17 +95,18 @@ class PartitionControlManager:
 
     # -- AlterPartition (56) --------------------------------------------------
 
-    def alter_partition(self, request: dict, version: int, image, now_ms: int) -> tuple[list, dict]:
+    def alter_partition(self, request: AlterPartitionRequest, version: int, image, now_ms: int) -> tuple[list, AlterPartitionResponse]:
         sender = request["BrokerId"]
         error = check_broker_epoch(image, sender, request.get("BrokerEpoch", -1),
                                    unregistered=ErrorCode.STALE_BROKER_EPOCH, unset_skips=True)
         if error:
             return [], {"ThrottleTimeMs": 0, "ErrorCode": error, "Topics": []}
+        topics: list[AlterPartitionResponseTopicData]
         records, topics = [], []
         for t in request["Topics"]:
             topic = image.topic_by_id(t["TopicId"]) if version >= 2 else image.topics.get(t["TopicName"])
-            key = {"TopicId": t["TopicId"]} if version >= 2 else {"TopicName": t["TopicName"]}
-            parts = []
+            key: AlterPartitionResponseTopicData = {"TopicId": t["TopicId"]} if version >= 2 else {"TopicName": t["TopicName"]}
+            parts: list[AlterPartitionResponsePartitionData] = []
             for p in t["Partitions"]:
                 if topic is None:
                     code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 2 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -108,12 +123,12 @@ class PartitionControlManager:
             topics.append({**key, "Partitions": parts})
         return records, {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "Topics": topics}
 
-    def _alter_one(self, sender: int, topic, p: dict, version: int, image, now_ms: int):
+    def _alter_one(self, sender: int, topic, p: AlterPartitionRequestPartitionData, version: int, image, now_ms: int):
         index = p["PartitionIndex"]
         if not 0 <= index < len(topic.partitions):
             raise _Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         part = topic.partitions[index]
-        members = p["NewIsrWithEpochs"] if version >= 3 else [{"BrokerId": b, "BrokerEpoch": -1} for b in p["NewIsr"]]
+        members: list[BrokerState] = p["NewIsrWithEpochs"] if version >= 3 else [{"BrokerId": b, "BrokerEpoch": -1} for b in p["NewIsr"]]
         new_isr = tuple(m["BrokerId"] for m in members)
         recovery = p.get("LeaderRecoveryState", RECOVERED)
         self._validate(sender, part, p, new_isr, recovery)
@@ -131,7 +146,7 @@ class PartitionControlManager:
         return record, _ap_result(index, part.leader, part.leader_epoch, new_isr, recovery, part.partition_epoch + 1)
 
     @staticmethod
-    def _validate(sender: int, part, p: dict, new_isr: tuple, recovery: int) -> None:
+    def _validate(sender: int, part, p: AlterPartitionRequestPartitionData, new_isr: tuple, recovery: int) -> None:
         if p["LeaderEpoch"] > part.leader_epoch or p["PartitionEpoch"] > part.partition_epoch:
             raise _Reject(ErrorCode.NOT_CONTROLLER)
         if p["LeaderEpoch"] < part.leader_epoch:
@@ -192,16 +207,16 @@ class PartitionControlManager:
 
     # -- ElectLeaders (43) ----------------------------------------------------
 
-    def elect_leaders(self, request: dict, version: int, image, now_ms: int) -> tuple[list, dict]:
+    def elect_leaders(self, request: ElectLeadersRequest, version: int, image, now_ms: int) -> tuple[list, ElectLeadersResponse]:
         kind = request.get("ElectionType", PREFERRED) if version >= 1 else PREFERRED
         if kind not in (PREFERRED, UNCLEAN):
             return [], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.INVALID_REQUEST, "ReplicaElectionResults": []}
         records: list[PartitionChangeRecord] = []
-        results: list[dict] = []
+        results: list[ReplicaElectionResult] = []
         wanted = request.get("TopicPartitions")
         if wanted is None:
             for topic in image.topics.values():
-                parts = []
+                parts: list[PartitionResult] = []
                 for p in topic.partitions:
                     code, msg = self._elect_one(image, topic, p.partition, kind, now_ms, records)
                     if code != ErrorCode.ELECTION_NOT_NEEDED:
@@ -267,7 +282,7 @@ def _int(value, default: int) -> int:
         return default
 
 
-def _eligible(image, member: dict) -> bool:
+def _eligible(image, member: BrokerState) -> bool:
     reg = image.brokers.get(member["BrokerId"])
     if reg is None or reg.fenced or reg.in_controlled_shutdown:
         return False
@@ -275,18 +290,18 @@ def _eligible(image, member: dict) -> bool:
     return epoch == -1 or epoch == reg.epoch
 
 
-def _coverage(members: list[dict]) -> tuple[ReplicaLogCoverage, ...] | None:
+def _coverage(members: list[BrokerState]) -> tuple[ReplicaLogCoverage, ...] | None:
     out = tuple(ReplicaLogCoverage(m["BrokerId"], m.get("LocalLogStartTimestamp", -1), m.get("LocalLogSizeBytes", -1))
                 for m in members
                 if m.get("LocalLogStartTimestamp", -1) != -1 or m.get("LocalLogSizeBytes", -1) != -1)
     return tuple(sorted(out, key=lambda c: c.broker_id)) or None
 
 
-def _ap_error(index: int, code: int) -> dict:
+def _ap_error(index: int, code: int) -> AlterPartitionResponsePartitionData:
     return {"PartitionIndex": index, "ErrorCode": code, "LeaderId": -1, "LeaderEpoch": -1, "Isr": [],
             "LeaderRecoveryState": 0, "PartitionEpoch": -1}
 
 
-def _ap_result(index, leader, leader_epoch, isr, recovery, partition_epoch) -> dict:
+def _ap_result(index, leader, leader_epoch, isr, recovery, partition_epoch) -> AlterPartitionResponsePartitionData:
     return {"PartitionIndex": index, "ErrorCode": ErrorCode.NONE, "LeaderId": leader, "LeaderEpoch": leader_epoch,
             "Isr": list(isr), "LeaderRecoveryState": recovery, "PartitionEpoch": partition_epoch}

@@ -27,20 +27,27 @@ from tierlog.metadata.cluster_records import PartitionRecord
 from tierlog.metadata.directories import directories_for
 from tierlog.metadata.topic_rules import MAX_PARTITIONS, RuleError
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
+    CreatePartitionsTopicResult,
+)
 
 from .placement import PlacementError, UsableBroker, place
 
 __all__ = ["create_partitions"]
 
 
-def create_partitions(request: dict, image, rng: random.Random) -> tuple[list, dict]:
+def create_partitions(request: CreatePartitionsRequest, image, rng: random.Random) -> tuple[list, CreatePartitionsResponse]:
     validate_only = request.get("ValidateOnly", False)
     counts = Counter(t["Name"] for t in request["Topics"])
-    records, results = [], []
+    records: list[PartitionRecord] = []
+    results: list[CreatePartitionsTopicResult] = []
     for t in request["Topics"]:
         if counts[t["Name"]] > 1:
             continue
-        out = {"Name": t["Name"], "ErrorCode": ErrorCode.NONE, "ErrorMessage": None}
+        out: CreatePartitionsTopicResult = {"Name": t["Name"], "ErrorCode": ErrorCode.NONE, "ErrorMessage": None}
         try:
             new = _one(t, image, rng)
         except (RuleError, PlacementError) as e:
@@ -54,7 +61,7 @@ def create_partitions(request: dict, image, rng: random.Random) -> tuple[list, d
     return records, {"ThrottleTimeMs": 0, "Results": results}
 
 
-def _one(t: dict, image, rng: random.Random) -> list[PartitionRecord]:
+def _one(t: CreatePartitionsTopic, image, rng: random.Random) -> list[PartitionRecord]:
     topic = image.topics.get(t["Name"])
     if topic is None:
         raise RuleError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{t['Name']}' does not exist.")
@@ -81,11 +88,12 @@ def _one(t: dict, image, rng: random.Random) -> list[PartitionRecord]:
     return records
 
 
-def _assignments(t: dict, image, additional: int, rf: int, rng: random.Random) -> list[tuple[int, ...]]:
-    if t.get("Assignments") is None:
+def _assignments(t: CreatePartitionsTopic, image, additional: int, rf: int, rng: random.Random) -> list[tuple[int, ...]]:
+    assignments = t.get("Assignments")      # nullable: None asks the controller to place them
+    if assignments is None:
         usable = [UsableBroker(b.node_id, b.rack) for b in image.brokers.values() if b.usable]
         return place(usable, additional, rf, rng)
-    given = [tuple(a["BrokerIds"]) for a in t["Assignments"]]
+    given = [tuple(a["BrokerIds"]) for a in assignments]
     if len(given) != additional:
         raise RuleError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} additional "
                         f"partition(s), but only {len(given)} assignment(s) were specified.")

@@ -20,6 +20,7 @@ import random
 from dataclasses import dataclass
 
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.create_topics import CreatableReplicaAssignment
 
 __all__ = ["PlacementError", "UsableBroker", "place", "validate_assignment"]
 
@@ -96,7 +97,7 @@ def _one(order: list[int], rack_of: dict[int, object], leader_pos: int, shift: i
     return tuple(chosen)
 
 
-def validate_assignment(assignments: list[dict], registered: set[int]) -> dict[int, tuple[int, ...]]:
+def validate_assignment(assignments: list[CreatableReplicaAssignment], registered: set[int]) -> dict[int, tuple[int, ...]]:
     """Check CreateTopics ``Assignments``; partition index -> replicas.
 
     Indexes must be 0..n-1 with no gap or repeat, every list non-empty, without

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from tierlog.metadata.cluster_records import ProducerIdsRecord
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.allocate_producer_ids import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+)
 
 from .cluster_control import check_broker_epoch
 from .controller_config import PRODUCER_ID_BLOCK_SIZE
@@ -18,7 +22,7 @@ __all__ = ["allocate_producer_ids"]
 _MAX_PRODUCER_ID = 2**63 - 1
 
 
-def allocate_producer_ids(request: dict, image) -> tuple[list, dict]:
+def allocate_producer_ids(request: AllocateProducerIdsRequest, image) -> tuple[list, AllocateProducerIdsResponse]:
     error = check_broker_epoch(image, request["BrokerId"], request["BrokerEpoch"], fenced_is_stale=True)
     if error:
         return [], _response(error)
@@ -32,5 +36,5 @@ def allocate_producer_ids(request: dict, image) -> tuple[list, dict]:
                       "ProducerIdLen": PRODUCER_ID_BLOCK_SIZE}
 
 
-def _response(code: int) -> dict:
+def _response(code: int) -> AllocateProducerIdsResponse:
     return {"ThrottleTimeMs": 0, "ErrorCode": code, "ProducerIdStart": -1, "ProducerIdLen": 0}

@@ -51,14 +51,18 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from tierlog.metadata.cluster_records import EVENT_RECORDS, NoOpRecord
 from tierlog.metadata.delta import MetadataDelta
 from tierlog.metadata.image import MetadataImage, MetadataProvenance
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.alter_partition import AlterPartitionRequest
+from tierlog.protocol.typed.broker_heartbeat import BrokerHeartbeatRequest
+from tierlog.protocol.typed.elect_leaders import ElectLeadersRequest
 
 from .acl_control import AclControlManager
 from .acl_control import not_controller as acls_not_controller
@@ -158,7 +162,7 @@ class QuorumController:
 
     # -- requests -------------------------------------------------------------
 
-    def handle(self, api_key: int, version: int, request: dict, now_ms: int) -> ControllerResult:
+    def handle(self, api_key: int, version: int, request: Mapping[str, Any], now_ms: int) -> ControllerResult:
         api_key = ApiKey(api_key)
         lo, hi = SUPPORTED_APIS.get(api_key, (0, -1))
         assert lo <= version <= hi, f"api {api_key} v{version} is not handled by the controller"
@@ -180,13 +184,13 @@ class QuorumController:
         self._bootstrap_pending = False
         return self._write(list(self._bootstrap), now_ms, None)
 
-    def _heartbeat(self, request: dict, version: int, now_ms: int):
+    def _heartbeat(self, request: BrokerHeartbeatRequest, version: int, now_ms: int):
         image = self._image
         return self.cluster.heartbeat(request, image, now_ms, self._next_offset,
                                       lambda b: next(image.partitions_led_by(b), None) is not None,
                                       lambda b, dirs: self.directories.offline_dir_changes(image, b, dirs, now_ms))
 
-    def _alter_partition(self, request: dict, version: int, now_ms: int):
+    def _alter_partition(self, request: AlterPartitionRequest, version: int, now_ms: int):
         return self.partitions.alter_partition(request, version, self._image, now_ms)
 
     def _write(self, records: list, now_ms: int, response: dict | None) -> ControllerResult:
@@ -276,7 +280,7 @@ class QuorumController:
         self.balance.checked(now_ms, truncated)
         if not plan:
             return []
-        request = {"ElectionType": 0, "TimeoutMs": 0,
+        request: ElectLeadersRequest = {"ElectionType": 0, "TimeoutMs": 0,
                    "TopicPartitions": [{"Topic": t, "Partitions": ps} for t, ps in plan.items()]}
         return self.partitions.elect_leaders(request, 2, self._image, now_ms)[0]
 
@@ -308,7 +312,7 @@ def _refresh_alter_partition(response: dict, version: int, image: MetadataImage)
                          LeaderRecoveryState=part.leader_recovery_state, PartitionEpoch=part.partition_epoch)
 
 
-def not_controller_response(api_key: int, version: int, request: dict,
+def not_controller_response(api_key: int, version: int, request: Mapping[str, Any],
                             nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict:
     """The answer of a controller that is not active: NOT_CONTROLLER (or ``nc``: a refused
     caller's CLUSTER_AUTHORIZATION_FAILED), shaped per API."""

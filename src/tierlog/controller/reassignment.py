@@ -69,6 +69,19 @@ from tierlog.metadata.leader_election import (
     elect_leader,
 )
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ReassignablePartition,
+    ReassignablePartitionResponse,
+    ReassignableTopicResponse,
+)
+from tierlog.protocol.typed.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    OngoingPartitionReassignment,
+    OngoingTopicReassignment,
+)
 
 __all__ = ["ElectionContext", "ReassignmentControlManager", "Target", "build_change", "is_reassigning",
            "maybe_complete", "start"]
@@ -167,11 +180,12 @@ class ReassignmentControlManager:
 
     # -- AlterPartitionReassignments (45) -------------------------------------
 
-    def alter(self, request: dict, version: int, image, now_ms: int) -> tuple[list, dict]:
+    def alter(self, request: AlterPartitionReassignmentsRequest, version: int, image, now_ms: int) -> tuple[list, AlterPartitionReassignmentsResponse]:
         allow_rf_change = request.get("AllowReplicationFactorChange", True) if version >= 1 else True
-        records, responses, seen = [], [], set()
+        responses: list[ReassignableTopicResponse] = []
+        records, seen = [], set()
         for t in request["Topics"]:
-            parts = []
+            parts: list[ReassignablePartitionResponse] = []
             for p in t["Partitions"]:
                 key = (t["Name"], p["PartitionIndex"])
                 try:
@@ -189,7 +203,7 @@ class ReassignmentControlManager:
         return records, {"ThrottleTimeMs": 0, "AllowReplicationFactorChange": allow_rf_change,
                          "ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "Responses": responses}
 
-    def _alter_one(self, image, name: str, p: dict, allow_rf_change: bool, now_ms: int):
+    def _alter_one(self, image, name: str, p: ReassignablePartition, allow_rf_change: bool, now_ms: int):
         topic = image.topics.get(name)
         index = p["PartitionIndex"]
         if topic is None or not 0 <= index < len(topic.partitions):
@@ -229,13 +243,13 @@ class ReassignmentControlManager:
     # -- ListPartitionReassignments (46) ---------------------------------------
 
     @staticmethod
-    def list(request: dict, image) -> dict:
+    def list(request: ListPartitionReassignmentsRequest, image) -> ListPartitionReassignmentsResponse:
         wanted = request.get("Topics")
         if wanted is None:
             pairs = [(t, [p.partition for p in t.partitions]) for t in image.topics.values()]
         else:
             pairs = [(image.topics[w["Name"]], w["PartitionIndexes"]) for w in wanted if w["Name"] in image.topics]
-        topics = []
+        topics: list[OngoingTopicReassignment] = []
         for topic, indexes in pairs:
             ongoing = [_ongoing(topic.partitions[i]) for i in indexes
                        if 0 <= i < len(topic.partitions) and is_reassigning(topic.partitions[i])]
@@ -258,10 +272,10 @@ def _validate_target(target: tuple[int, ...], image) -> None:
                       f"The manual partition assignment includes unregistered broker(s) {unknown}.")
 
 
-def _result(index: int, code: int, message: str | None) -> dict:
+def _result(index: int, code: int, message: str | None) -> ReassignablePartitionResponse:
     return {"PartitionIndex": index, "ErrorCode": code, "ErrorMessage": message}
 
 
-def _ongoing(part) -> dict:
+def _ongoing(part) -> OngoingPartitionReassignment:
     return {"PartitionIndex": part.partition, "Replicas": list(part.replicas),
             "AddingReplicas": list(part.adding_replicas), "RemovingReplicas": list(part.removing_replicas)}

@@ -40,6 +40,18 @@ from tierlog.metadata.topic_rules import (
     validate_topic_configs,
 )
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.create_topics import (
+    CreatableTopic,
+    CreatableTopicConfigs,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
+from tierlog.protocol.typed.delete_topics import (
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 from tierlog.storage import TOPIC_CONFIGS
 
 from .controller_config import ControllerConfig
@@ -59,9 +71,10 @@ class ReplicationControlManager:
 
     # -- CreateTopics (19) ----------------------------------------------------
 
-    def create_topics(self, request: dict, version: int, image) -> tuple[list, dict]:
+    def create_topics(self, request: CreateTopicsRequest, version: int, image) -> tuple[list, CreateTopicsResponse]:
         validate_only = request.get("validateOnly", False)
-        records, seen, results = [], set(), []
+        results: list[CreatableTopicResult] = []
+        records, seen = [], set()
         for t in request["Topics"]:
             out = _create_result(t["Name"])
             try:
@@ -79,7 +92,7 @@ class ReplicationControlManager:
             results.append(out)
         return records, {"ThrottleTimeMs": 0, "Topics": results}
 
-    def _create_one(self, t: dict, image) -> list:
+    def _create_one(self, t: CreatableTopic, image) -> list:
         name = t["Name"]
         validate_creatable(name)
         if name in image.topics:
@@ -102,7 +115,7 @@ class ReplicationControlManager:
                                            directories=directories_for(replicas, image.brokers.get)))
         return records
 
-    def _assignments(self, t: dict, image) -> list[tuple[int, ...]]:
+    def _assignments(self, t: CreatableTopic, image) -> list[tuple[int, ...]]:
         if t["Assignments"]:
             if t["NumPartitions"] != -1 or t["ReplicationFactor"] != -1:
                 raise RuleError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was given, so "
@@ -121,7 +134,7 @@ class ReplicationControlManager:
         usable = [UsableBroker(b.node_id, b.rack) for b in image.brokers.values() if b.usable]
         return place(usable, n, rf, self.rng)
 
-    def _fill_result(self, out: dict, records: list, validate_only: bool) -> None:
+    def _fill_result(self, out: CreatableTopicResult, records: list, validate_only: bool) -> None:
         topic = records[0]
         parts = [r for r in records if isinstance(r, PartitionRecord)]
         configs = {r.name: r.value for r in records if isinstance(r, ConfigRecord)}
@@ -130,8 +143,8 @@ class ReplicationControlManager:
         out["ReplicationFactor"] = len(parts[0].replicas)
         out["Configs"] = self._config_entries(configs)
 
-    def _config_entries(self, overrides: dict) -> list[dict]:
-        entries = []
+    def _config_entries(self, overrides: dict) -> list[CreatableTopicConfigs]:
+        entries: list[CreatableTopicConfigs] = []
         for name, spec in sorted(TOPIC_CONFIGS.items()):
             if name in overrides:
                 value, source = overrides[name], _TOPIC_CONFIG
@@ -145,14 +158,16 @@ class ReplicationControlManager:
 
     # -- DeleteTopics (20) ----------------------------------------------------
 
-    def delete_topics(self, request: dict, version: int, image) -> tuple[list, dict]:
+    def delete_topics(self, request: DeleteTopicsRequest, version: int, image) -> tuple[list, DeleteTopicsResponse]:
         if version >= 6:
             wanted = [(t.get("Name"), t.get("TopicId", NO_TOPIC_ID)) for t in request["Topics"]]
         else:
             wanted = [(name, NO_TOPIC_ID) for name in request["TopicNames"]]
-        records, gone, results = [], set(), []
+        results: list[DeletableTopicResult] = []
+        records, gone = [], set()
         for name, topic_id in wanted:
-            out = {"Name": name, "TopicId": topic_id, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None}
+            out: DeletableTopicResult = {"Name": name, "TopicId": topic_id, "ErrorCode": ErrorCode.NONE,
+                                         "ErrorMessage": None}
             topic = self._find(name, topic_id, image, out)
             if topic is not None and topic.topic_id in gone:
                 topic = None
@@ -170,7 +185,7 @@ class ReplicationControlManager:
         return records, {"ThrottleTimeMs": 0, "Responses": results}
 
     @staticmethod
-    def _find(name, topic_id, image, out: dict):
+    def _find(name, topic_id, image, out: DeletableTopicResult):
         if name is None:
             topic = image.topic_by_id(topic_id)
             if topic is None:
@@ -193,7 +208,7 @@ def _deletion_refusal(name: str, delete_topic_enable: bool) -> RuleError | None:
     return None
 
 
-def _create_result(name: str) -> dict:
+def _create_result(name: str) -> CreatableTopicResult:
     return {"Name": name, "TopicId": NO_TOPIC_ID, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None,
             "NumPartitions": -1, "ReplicationFactor": -1, "Configs": None}
 

@@ -11,6 +11,9 @@ client's SaltedPassword (KIP-554): the password itself never reaches the cluster
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from tierlog.metadata.image import MetadataImage
 from tierlog.metadata.scram import (
     MAX_ITERATIONS,
@@ -23,6 +26,11 @@ from tierlog.metadata.scram_records import (
     UserScramCredentialRecord,
 )
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+)
 
 __all__ = ["alter_user_scram_credentials"]
 
@@ -37,14 +45,14 @@ def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[int, str] | No
     return None
 
 
-def _check_deletion(d: dict, image: MetadataImage) -> tuple[int, str] | None:
+def _check_deletion(d: Mapping[str, Any], image: MetadataImage) -> tuple[int, str] | None:
     error = _check_name_and_mechanism(d["Name"], d["Mechanism"])
     if error is None and image.scram.credentials.get((d["Mechanism"], d["Name"])) is None:
         error = ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
     return error
 
 
-def _check_upsertion(u: dict) -> tuple[int, str] | None:
+def _check_upsertion(u: Mapping[str, Any]) -> tuple[int, str] | None:
     error = _check_name_and_mechanism(u["Name"], u["Mechanism"])
     if error is None and u["Iterations"] < MIN_ITERATIONS:
         error = ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
@@ -53,9 +61,10 @@ def _check_upsertion(u: dict) -> tuple[int, str] | None:
     return error
 
 
-def alter_user_scram_credentials(request: dict, image: MetadataImage) -> tuple[list, dict]:
-    deletions: dict[str, dict] = {}
-    upsertions: dict[str, dict] = {}
+def alter_user_scram_credentials(request: AlterUserScramCredentialsRequest, image: MetadataImage) -> tuple[list, AlterUserScramCredentialsResponse]:
+    # a deletion or an upsertion (ScramCredentialDeletion / ScramCredentialUpsertion), sorted by one loop
+    deletions: dict[str, Mapping[str, Any]] = {}
+    upsertions: dict[str, Mapping[str, Any]] = {}
     errors: dict[str, tuple[int, str]] = {}
     for kind, items, check in (("d", request.get("Deletions") or [], lambda x: _check_deletion(x, image)),
                                ("u", request.get("Upsertions") or [], _check_upsertion)):
@@ -77,7 +86,7 @@ def alter_user_scram_credentials(request: dict, image: MetadataImage) -> tuple[l
         c = credential_from_salted_password(mechanism, bytes(u["Salt"]), bytes(u["SaltedPassword"]), u["Iterations"])
         records.append(UserScramCredentialRecord(u["Name"], mechanism, c.salt, c.stored_key, c.server_key,
                                                  c.iterations))
-    results: list[dict] = [{"User": n, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None}
+    results: list[AlterUserScramCredentialsResult] = [{"User": n, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None}
                            for n in [*deletions, *upsertions]]
     results += [{"User": n, "ErrorCode": code, "ErrorMessage": msg} for n, (code, msg) in errors.items()]
     return records, {"ThrottleTimeMs": 0, "Results": results}

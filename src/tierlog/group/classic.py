@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.join_group import JoinGroupResponse, JoinGroupResponseMember
 
 from .group import ClassicGroup, GroupState, Member
 from .group_config import GroupConfig
@@ -78,7 +79,7 @@ def _store(group: ClassicGroup, c: Ctx) -> None:
 
 # -- JoinGroup -----------------------------------------------------------------------
 
-def join_error(code: int, member_id: str = UNKNOWN_MEMBER) -> dict:
+def join_error(code: int, member_id: str = UNKNOWN_MEMBER) -> JoinGroupResponse:
     return {"ErrorCode": code, "GenerationId": -1, "ProtocolType": None, "ProtocolName": None, "Leader": "",
             "SkipAssignment": False, "MemberId": member_id, "Members": []}
 
@@ -192,8 +193,8 @@ def _check_member(group, member_id, instance) -> int:
     return ErrorCode.NONE
 
 
-def _join_answer(group, member, with_members: bool, leader: str | None = None) -> dict:
-    members = [{"MemberId": m.member_id, "GroupInstanceId": m.group_instance_id, "Metadata": m.metadata(group.protocol)}
+def _join_answer(group, member, with_members: bool, leader: str | None = None) -> JoinGroupResponse:
+    members: list[JoinGroupResponseMember] = [{"MemberId": m.member_id, "GroupInstanceId": m.group_instance_id, "Metadata": m.metadata(group.protocol)}
                for m in group.members.values()] if with_members else []
     return {"ErrorCode": ErrorCode.NONE, "GenerationId": group.generation, "ProtocolType": group.protocol_type,
             "ProtocolName": group.protocol, "Leader": leader or group.leader_id or "", "SkipAssignment": False,

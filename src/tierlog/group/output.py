@@ -16,7 +16,9 @@ Tokens are the shell's (futures); the core only hands them back.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
 
@@ -26,12 +28,12 @@ __all__ = ["Output", "with_error"]
 @dataclass
 class Output:
     records: list[tuple[bytes, bytes | None]] = field(default_factory=list)
-    answers: list[tuple[object, dict]] = field(default_factory=list)
+    answers: list[tuple[object, Mapping[str, Any]]] = field(default_factory=list)
     on_commit: list[tuple[object, dict | None]] = field(default_factory=list)   # (OffsetKey, value or None)
     on_failure: list[tuple[str, int]] = field(default_factory=list)             # (group id, generation)
     txn_producer: tuple[int, int] | None = None                                 # TxnOffsetCommit's producer
 
-    def answer(self, token, response: dict) -> None:
+    def answer(self, token, response: Mapping[str, Any]) -> None:
         if token is not None:
             self.answers.append((token, response))
 

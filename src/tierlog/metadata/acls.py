@@ -14,8 +14,10 @@ CreateAcls entry (Kafka's ``AclControlManager.validateNewAcl``).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 __all__ = [
     "CLUSTER_NAME",
@@ -178,14 +180,14 @@ def validate_binding(b: AclBinding) -> None:
         raise InvalidAcl("Invalid host: the host should not be empty")
 
 
-def binding_of(creation: dict) -> AclBinding:
+def binding_of(creation: Mapping[str, Any]) -> AclBinding:
     """A CreateAcls creation (its wire dict) as an AclBinding (v0 has no pattern type: LITERAL)."""
     return AclBinding(creation["ResourceType"], creation["ResourceName"],
                       creation.get("ResourcePatternType", PatternType.LITERAL), creation["Principal"],
                       creation["Host"], creation["Operation"], creation["PermissionType"])
 
 
-def filter_of(f: dict) -> AclBindingFilter:
+def filter_of(f: Mapping[str, Any]) -> AclBindingFilter:
     """A DescribeAcls request or a DeleteAcls filter (wire dicts) as an AclBindingFilter."""
     return AclBindingFilter(f["ResourceTypeFilter"], f["ResourceNameFilter"],
                             f.get("PatternTypeFilter", PatternType.LITERAL), f["PrincipalFilter"], f["HostFilter"],

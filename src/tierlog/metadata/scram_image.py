@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsResult,
+)
 
 from .scram import ScramCredential, ScramMechanism
 from .scram_records import UserScramCredentialRecord
@@ -58,7 +61,7 @@ class ScramImage:
         for (mechanism, user), c in sorted(self.credentials.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             yield UserScramCredentialRecord(user, mechanism, c.salt, c.stored_key, c.server_key, c.iterations)
 
-    def describe(self, users: list[str] | None) -> list[dict]:
+    def describe(self, users: list[str] | None) -> list[DescribeUserScramCredentialsResult]:
         """DescribeUserScramCredentials' Results (Kafka's ScramImage.describe): every user when
         ``users`` is null or empty; a user asked twice is DUPLICATE_RESOURCE, one without
         credentials RESOURCE_NOT_FOUND."""
@@ -66,7 +69,7 @@ class ScramImage:
         seen: dict[str, bool] = {}
         for name in names:
             seen[name] = name in seen
-        results = []
+        results: list[DescribeUserScramCredentialsResult] = []
         for name, duplicate in seen.items():
             infos = [] if duplicate else self.mechanisms_of(name)
             code, message = ErrorCode.NONE, None

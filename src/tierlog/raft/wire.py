@@ -24,6 +24,11 @@ from __future__ import annotations
 
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.describe_quorum import (
+    DescribeQuorumReplicaState,
+    DescribeQuorumResponse,
+    DescribeQuorumResponsePartitionData,
+)
 from tierlog.raft.codec import decode_log_batches, encode_log_batches
 from tierlog.raft.messages import (
     HIGH_WATERMARK_UNKNOWN,
@@ -247,14 +252,15 @@ def response_from_dict(api_key: int, body: dict):
     raise ValueError(f"not a quorum api: {api_key}")
 
 
-def describe_quorum_to_dict(info: QuorumInfo) -> dict:
+def describe_quorum_to_dict(info: QuorumInfo) -> DescribeQuorumResponse:
     """DescribeQuorum v1 response body from ``RaftNode.describe(now_ms)``."""
 
-    def replica(r: ReplicaInfo) -> dict:
+    def replica(r: ReplicaInfo) -> DescribeQuorumReplicaState:
         return {"ReplicaId": r.replica_id, "LogEndOffset": r.log_end_offset,
                 "LastFetchTimestamp": r.last_fetch_timestamp, "LastCaughtUpTimestamp": r.last_caught_up_timestamp}
 
-    return {"ErrorCode": ErrorCode.NONE, "Topics": _topic({
+    partition: DescribeQuorumResponsePartitionData = {
         "PartitionIndex": 0, "ErrorCode": info.error, "LeaderId": info.leader_id, "LeaderEpoch": info.leader_epoch,
         "HighWatermark": info.high_watermark, "CurrentVoters": [replica(r) for r in info.voters],
-        "Observers": [replica(r) for r in info.observers]})}
+        "Observers": [replica(r) for r in info.observers]}
+    return {"ErrorCode": ErrorCode.NONE, "Topics": [{"TopicName": METADATA_TOPIC, "Partitions": [partition]}]}

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from tierlog.clock import wall_clock_ms
 from tierlog.controller.quorum_controller import (
@@ -32,6 +33,11 @@ from tierlog.metadata.feature_records import api_versions_features
 from tierlog.net.server import CloseConnection
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol import APIS, ApiKey, ErrorCode
+from tierlog.protocol.typed.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from tierlog.protocol.typed.describe_quorum import (
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+)
 from tierlog.raft import wire
 from tierlog.raft.types import LeaderAndEpoch, NotLeaderError
 
@@ -83,12 +89,12 @@ class ControllerServer:
 
     # -- requests -----------------------------------------------------------------------
 
-    async def request(self, api_key: int, version: int, body: dict) -> dict:
+    async def request(self, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
         """A request from this process's own broker role, served without a socket."""
         result = CONTROLLER_APIS[api_key].handle(self, _Header(api_key, version), body)
         return await result if inspect.isawaitable(result) else result
 
-    async def submit(self, api_key: int, version: int, request: dict) -> dict:
+    async def submit(self, api_key: int, version: int, request: Mapping[str, Any]) -> Any:
         result = self.quorum_controller.handle(api_key, version, request, wall_clock_ms())
         response = result.response
         assert response is not None             # every request gets an answer
@@ -142,7 +148,7 @@ class ControllerServer:
         await self._tasks.close()
 
 
-def describe_quorum_response(server, request: dict) -> dict:
+def describe_quorum_response(server, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
     """DescribeQuorum (55) from this replica's view; non-leaders answer NOT_LEADER_OR_FOLLOWER."""
     return wire.describe_quorum_to_dict(server.driver.node.describe(wall_clock_ms()))
 
@@ -186,7 +192,7 @@ def _controller_handler(server, header, request):
     return server.submit(header.api_key, header.api_version, request)
 
 
-def _api_versions(server, header, request):
+def _api_versions(server, header, request: ApiVersionsRequest) -> ApiVersionsResponse:
     image = server.quorum_controller.committed_image
     return {"ErrorCode": ErrorCode.NONE, "ApiKeys": server.api_versions, "ThrottleTimeMs": 0,
             **api_versions_features(image.features, image.provenance.last_contained_offset)}

@@ -29,6 +29,13 @@ from tierlog.net.pipelining import release_connection
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.produce import (
+    PartitionProduceData,
+    PartitionProduceResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceResponse,
+)
 
 from ..leader_hint import HINTED_ERRORS, LeaderHints
 from ..partition import AppendOrigin, append_origin_error
@@ -39,14 +46,14 @@ from .stale_metadata import catch_up_once, produce_may_be_stale
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.PRODUCE, 3, 12
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict | None:
+async def handle(broker: HandlerContext, header: RequestHeader, request: ProduceRequest) -> ProduceResponse | None:
     if produce_may_be_stale(broker, request):
         await catch_up_once(broker)
     acks = request["Acks"]
     hints = LeaderHints(broker, header.listener)
     refused = await broker.txn_verifier.verify(request, header.api_version)     # KIP-890 parts 1 and 2
-    topics: list[dict] = []
-    waits: list[tuple[str, dict, asyncio.Future]] = []
+    topics: list[TopicProduceResponse] = []
+    waits: list[tuple[str, PartitionProduceResponse, asyncio.Future]] = []
     writable, denied = _writable(broker, header, request)
     for t in request["TopicData"]:
         if t["Name"] not in writable:
@@ -69,12 +76,12 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     return {"Responses": topics, "ThrottleTimeMs": 0, "NodeEndpoints": hints.node_endpoints()}
 
 
-def _not_authorized(index: int, code: ErrorCode) -> dict:
+def _not_authorized(index: int, code: ErrorCode) -> PartitionProduceResponse:
     return {"Index": index, "ErrorCode": code, "BaseOffset": -1,
             "LogAppendTimeMs": -1, "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
 
 
-def _writable(broker, header, request) -> tuple[set, ErrorCode]:
+def _writable(broker, header, request: ProduceRequest) -> tuple[set, ErrorCode]:
     """The topics this request may write, and the error of the others (Kafka's handleProduceRequest)."""
     txn_id = request.get("TransactionalId")
     if txn_id is not None and not authz.transactional_id(broker, header, authz.Op.WRITE, txn_id):
@@ -83,9 +90,10 @@ def _writable(broker, header, request) -> tuple[set, ErrorCode]:
     return authz.allowed_topics(broker, header, authz.Op.WRITE, names), ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
-def _produce_one(broker, topic, pdata, acks, hints, timeout_ms, waits, refused=None) -> dict:
+def _produce_one(broker, topic, pdata: PartitionProduceData, acks, hints, timeout_ms, waits,
+                 refused=None) -> PartitionProduceResponse:
     index = pdata["Index"]
-    resp = {"Index": index, "ErrorCode": ErrorCode.NONE, "BaseOffset": -1, "LogAppendTimeMs": -1,
+    resp: PartitionProduceResponse = {"Index": index, "ErrorCode": ErrorCode.NONE, "BaseOffset": -1, "LogAppendTimeMs": -1,
             "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
     if refused:
         error, message = refused, "the partition is not in the producer's transaction (KIP-890)"

@@ -48,6 +48,12 @@ import asyncio
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.fetch import (
+    FetchableTopicResponse,
+    FetchPartitionData,
+    FetchRequest,
+    FetchResponse,
+)
 from tierlog.tiered.read_rules import FetchSource, fetch_source
 
 from ..fetch_session import FetchSessionError, SessionPartition
@@ -63,7 +69,7 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FETCH, 4, 19
 TOPIC_IDS_FROM = 13
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: FetchRequest) -> FetchResponse:
     version = header.api_version
     requested, forgotten = _session_inputs(request, version)
     replica_id = _replica_id(request, version)
@@ -284,23 +290,23 @@ def _diverges(part, sp, r) -> bool:
     return False
 
 
-def _response(broker, view, reads, version, listener=None) -> dict:
+def _response(broker, view, reads, version, listener=None) -> FetchResponse:
     hints = LeaderHints(broker, listener)
-    topics: dict[object, dict] = {}
+    topics: dict[object, FetchableTopicResponse] = {}
     for r in reads:
         if not view.should_return(r.sp, r.size > 0, r.error, r.hw, r.lso, r.log_start):
             continue
         topic = topics.get(r.sp.topic_key)
         if topic is None:
-            field = "TopicId" if version >= TOPIC_IDS_FROM else "Topic"
-            topic = topics[r.sp.topic_key] = {field: r.sp.topic_key, "Partitions": []}
+            topic = topics[r.sp.topic_key] = ({"TopicId": r.sp.topic_key, "Partitions": []} if version >= TOPIC_IDS_FROM
+                                              else {"Topic": r.sp.topic_key, "Partitions": []})
         topic["Partitions"].append(_partition(r, hints))
     return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "SessionId": view.session_id,
             "Responses": list(topics.values()), "NodeEndpoints": hints.node_endpoints()}
 
 
-def _partition(r: _Read, hints: LeaderHints) -> dict:
-    out = {"PartitionIndex": r.sp.partition, "ErrorCode": r.error, "HighWatermark": r.hw,
+def _partition(r: _Read, hints: LeaderHints) -> FetchPartitionData:
+    out: FetchPartitionData = {"PartitionIndex": r.sp.partition, "ErrorCode": r.error, "HighWatermark": r.hw,
            "LastStableOffset": r.lso, "LogStartOffset": r.log_start, "AbortedTransactions": r.aborted,
            "PreferredReadReplica": -1, "Records": r.parts or b""}
     if r.diverging is not None:

@@ -28,6 +28,13 @@ ACLs: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
 from tierlog.tiered import RemoteStorageError, TopicIdPartition
 
 from ..partition import FetchIsolation
@@ -50,16 +57,16 @@ READ_UNCOMMITTED = 0
 CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: ListOffsetsRequest) -> ListOffsetsResponse:
     replica_id = request.get("ReplicaId", CONSUMER_REPLICA_ID)
     # any ReplicaId but the consumer's is a replica's (the debugging one too): latest is the log end
     isolation = FetchIsolation.of(-1, request.get("IsolationLevel", READ_UNCOMMITTED)) \
         if replica_id == CONSUMER_REPLICA_ID else FetchIsolation.LOG_END
-    topics = []
+    topics: list[ListOffsetsTopicResponse] = []
     describable = authz.allowed_topics(broker, header, authz.Op.DESCRIBE, (t["Name"] for t in request["Topics"]))
     for t in request["Topics"]:
         if t["Name"] not in describable:
-            parts = [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            parts: list[ListOffsetsPartitionResponse] = [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                       "Timestamp": -1, "Offset": -1, "LeaderEpoch": -1} for p in t["Partitions"]]
         else:
             parts = [await _one(broker, header.api_version, replica_id, isolation, t["Name"], p)
@@ -68,8 +75,9 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     return {"ThrottleTimeMs": 0, "Topics": topics}
 
 
-async def _one(broker, version, replica_id, isolation, topic, p) -> dict:
-    out = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": ErrorCode.NONE, "Timestamp": -1, "Offset": -1,
+async def _one(broker, version, replica_id, isolation, topic,
+               p: ListOffsetsPartition) -> ListOffsetsPartitionResponse:
+    out: ListOffsetsPartitionResponse = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": ErrorCode.NONE, "Timestamp": -1, "Offset": -1,
            "LeaderEpoch": -1}
     target = p["Timestamp"]
     part, error = _partition(broker, replica_id, topic, p["PartitionIndex"])

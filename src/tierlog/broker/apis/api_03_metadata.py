@@ -28,6 +28,12 @@ from tierlog.metadata.topic_rules import (
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponseTopic,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -38,15 +44,15 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets"})     # Kafka's internal topic
 OPS_NOT_REQUESTED = -2147483648
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: MetadataRequest) -> MetadataResponse:
     names = _requested_names(broker, header, request)
     allow_create = request.get("AllowAutoTopicCreation", True) if header.api_version >= 4 else True
     topics = [_topic(broker, header, name, allow_create) for name in names]
     if request.get("IncludeTopicAuthorizedOperations"):
         for t in topics:
-            if t["ErrorCode"] == ErrorCode.NONE:
-                t["TopicAuthorizedOperations"] = authz.authorized_operations(broker, header, ResourceType.TOPIC,
-                                                                             t["Name"])
+            name = t["Name"]
+            if t["ErrorCode"] == ErrorCode.NONE and name is not None:      # a found topic has its name
+                t["TopicAuthorizedOperations"] = authz.authorized_operations(broker, header, ResourceType.TOPIC, name)
     if header.api_version < 12:
         for t in topics:
             t["Name"] = t["Name"] if t["Name"] is not None else ""
@@ -64,9 +70,9 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     }
 
 
-def _brokers(image, listener) -> list[dict]:
+def _brokers(image, listener) -> list[MetadataResponseBroker]:
     """Unfenced brokers, each at its endpoint on the request's listener (left out when it has none)."""
-    out = []
+    out: list[MetadataResponseBroker] = []
     for b in image.brokers.values():
         address = None if b.fenced else b.address(listener)
         if address is not None:
@@ -74,13 +80,13 @@ def _brokers(image, listener) -> list[dict]:
     return out
 
 
-def _requested_names(broker, header, request) -> list:
+def _requested_names(broker, header, request: MetadataRequest) -> list:
     wanted = request.get("Topics")
     if wanted is None:      # all topics: those the principal may not describe are left out
         return sorted(authz.allowed_topics(broker, header, authz.Op.DESCRIBE, broker.image.topics))
     names = []
     for t in wanted:
-        name = t.get("Name")
+        name: str | tuple[str, bytes] | None = t.get("Name")
         if name is None and t.get("TopicId", NO_TOPIC_ID) != NO_TOPIC_ID:
             found = broker.image.topic_by_id(t["TopicId"])
             name = found.name if found else ("", t["TopicId"])
@@ -88,7 +94,7 @@ def _requested_names(broker, header, request) -> list:
     return names
 
 
-def _topic(broker, header, name, allow_create) -> dict:
+def _topic(broker, header, name, allow_create) -> MetadataResponseTopic:
     if isinstance(name, tuple):                   # asked by an id we do not know
         return _error(ErrorCode.UNKNOWN_TOPIC_ID, None, name[1])
     if name is None:                              # neither a name nor an id
@@ -134,6 +140,6 @@ def auto_create(broker, name: str) -> None:
                             name=f"auto-create-{name}")
 
 
-def _error(code, name, topic_id=NO_TOPIC_ID) -> dict:
+def _error(code, name, topic_id=NO_TOPIC_ID) -> MetadataResponseTopic:
     return {"ErrorCode": code, "Name": name, "TopicId": topic_id, "IsInternal": False, "Partitions": [],
             "TopicAuthorizedOperations": OPS_NOT_REQUESTED}

@@ -19,6 +19,13 @@ each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions, the others are c
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -27,7 +34,7 @@ from .stale_metadata import catch_up_once
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_COMMIT, 0, 9
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: OffsetCommitRequest) -> OffsetCommitResponse:
     if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
         return {"ThrottleTimeMs": 0, "Topics": _errors(request["Topics"], ErrorCode.GROUP_AUTHORIZATION_FAILED)}
     readable = authz.allowed_topics(broker, header, authz.Op.READ, (t["Name"] for t in request["Topics"]))
@@ -37,27 +44,28 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     if _count(known) < _count(allowed):        # a topic just created may not be in this image yet
         await catch_up_once(broker)
         known = _known(broker.image, allowed)
-    answered = {}
+    answered: dict[tuple[str, int], OffsetCommitResponsePartition] = {}
     if known:
         req = {**request, "Topics": known, "version": header.api_version}
         resp = await broker.groups.run(request["GroupId"],
                                        lambda shard, token, now: shard.commit_offsets(req, token, now),
                                        lambda code: {"Topics": _errors(known, code)})
         answered = {(t["Name"], p["PartitionIndex"]): p for t in resp["Topics"] for p in t["Partitions"]}
-    return {"ThrottleTimeMs": 0, "Topics": [
+    topics: list[OffsetCommitResponseTopic] = [
         {"Name": t["Name"], "Partitions": [
             answered.get((t["Name"], p["PartitionIndex"])) or _unknown(p["PartitionIndex"]) for p in t["Partitions"]]}
-        for t in allowed] + refused}
+        for t in allowed]
+    return {"ThrottleTimeMs": 0, "Topics": topics + refused}
 
 
-def _errors(topics: list[dict], code: int) -> list[dict]:
+def _errors(topics: list[OffsetCommitRequestTopic], code: int) -> list[OffsetCommitResponseTopic]:
     return [{"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": code}
                                                for p in t["Partitions"]]} for t in topics]
 
 
-def _known(image, topics: list[dict]) -> list[dict]:
+def _known(image, topics: list[OffsetCommitRequestTopic]) -> list[OffsetCommitRequestTopic]:
     """The request's topics cut down to the partitions the image knows (topics left empty dropped)."""
-    known = []
+    known: list[OffsetCommitRequestTopic] = []
     for t in topics:
         parts = [p for p in t["Partitions"] if image.partition(t["Name"], p["PartitionIndex"]) is not None]
         if parts:
@@ -65,9 +73,9 @@ def _known(image, topics: list[dict]) -> list[dict]:
     return known
 
 
-def _count(topics: list[dict]) -> int:
+def _count(topics: list[OffsetCommitRequestTopic]) -> int:
     return sum(len(t["Partitions"]) for t in topics)
 
 
-def _unknown(index: int) -> dict:
+def _unknown(index: int) -> OffsetCommitResponsePartition:
     return {"PartitionIndex": index, "ErrorCode": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}

@@ -12,6 +12,13 @@ the topics the principal may not describe.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopics,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponseTopics,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -21,7 +28,7 @@ BATCHED_FROM = 8
 TOP_LEVEL_ERROR_FROM = 2
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: OffsetFetchRequest) -> OffsetFetchResponse:
     if header.api_version >= BATCHED_FROM:
         stable = request.get("RequireStable", False)
         return {"ThrottleTimeMs": 0, "Groups": [_group(broker, header, g["GroupId"], g["Topics"], stable)
@@ -37,7 +44,8 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     return {"ThrottleTimeMs": 0, "Topics": g["Topics"], "ErrorCode": g["ErrorCode"]}
 
 
-def _group(broker, header, group_id: str, topics, require_stable: bool = False) -> dict:
+def _group(broker, header, group_id: str, topics: list[OffsetFetchRequestTopics] | None,
+           require_stable: bool = False) -> OffsetFetchResponseGroup:
     if not authz.group(broker, header, authz.Op.DESCRIBE, group_id):
         return {"GroupId": group_id, "Topics": [], "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     names = None if topics is None else (t["Name"] for t in topics)
@@ -52,7 +60,7 @@ def _group(broker, header, group_id: str, topics, require_stable: bool = False) 
     return {**answer, "Topics": [t if t["Name"] in describable else _refused(t) for t in answer["Topics"]]}
 
 
-def _refused(topic: dict) -> dict:
+def _refused(topic: OffsetFetchResponseTopics) -> OffsetFetchResponseTopics:
     return {"Name": topic["Name"], "Partitions": [
         {**p, "CommittedOffset": -1, "CommittedLeaderEpoch": -1, "Metadata": "",
          "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED} for p in topic["Partitions"]]}

@@ -20,6 +20,11 @@ from tierlog.broker.transaction_coordinator import TXN_TOPIC
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.find_coordinator import (
+    Coordinator,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -30,7 +35,7 @@ TRANSACTION_KEY_TYPE = 1
 BATCHED_FROM = 4
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
     batched = header.api_version >= BATCHED_FROM
     keys = request["CoordinatorKeys"] if batched else [request["Key"]]
     key_type = request.get("KeyType", GROUP_KEY_TYPE)
@@ -43,7 +48,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
             "NodeId": one["NodeId"], "Host": one["Host"], "Port": one["Port"]}
 
 
-def _find(broker, key: str, key_type: int, listener: str | None) -> dict:
+def _find(broker, key: str, key_type: int, listener: str | None) -> Coordinator:
     if key_type == GROUP_KEY_TYPE:
         name, coordinator, create = OFFSETS_TOPIC, broker.groups, _create_offsets_topic
     elif key_type == TRANSACTION_KEY_TYPE:
@@ -75,7 +80,7 @@ def _may_describe(broker, header, key: str, key_type: int) -> bool:
     return authz.transactional_id(broker, header, authz.Op.DESCRIBE, key)
 
 
-def _error(key: str, code: int, message: str | None) -> dict:
+def _error(key: str, code: int, message: str | None) -> Coordinator:
     return {"Key": key, "NodeId": -1, "Host": "", "Port": -1, "ErrorCode": code, "ErrorMessage": message}
 
 

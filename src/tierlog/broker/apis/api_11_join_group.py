@@ -5,10 +5,14 @@ answer waits for the join phase to end.  Left out: SkipAssignment (v9) is
 always false (no broker-side assignors); the member's host is not known here.
 ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
+from collections.abc import Mapping
+from typing import Any
+
 from tierlog.group.classic import join_error
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.join_group import JoinGroupRequest, JoinGroupResponse
 
 from . import authz
 from .context import HandlerContext
@@ -17,15 +21,18 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.JOIN_GROUP, 0, 9
 NULLABLE_PROTOCOL_FROM = 7
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: JoinGroupRequest) -> JoinGroupResponse:
     # the member's host as Kafka shows it: "/127.0.0.1"
     req = dict(request, client_id=header.client_id or "", client_host=f"/{header.client_host}",
                version=header.api_version)
     if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
-        resp = join_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, request["MemberId"])
+        resp: Mapping[str, Any] = join_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, request["MemberId"])
     else:
         resp = await broker.groups.run(request["GroupId"], lambda shard, token, now: shard.join(req, token, now),
                                        lambda code: join_error(code, request["MemberId"]))
-    if header.api_version < NULLABLE_PROTOCOL_FROM and resp["ProtocolName"] is None:
-        resp = dict(resp, ProtocolName="")
-    return dict(resp, ThrottleTimeMs=0)
+    protocol = resp["ProtocolName"]
+    if header.api_version < NULLABLE_PROTOCOL_FROM and protocol is None:
+        protocol = ""
+    return {"ThrottleTimeMs": 0, "ErrorCode": resp["ErrorCode"], "GenerationId": resp["GenerationId"],
+            "ProtocolType": resp["ProtocolType"], "ProtocolName": protocol, "Leader": resp["Leader"],
+            "SkipAssignment": resp["SkipAssignment"], "MemberId": resp["MemberId"], "Members": resp["Members"]}

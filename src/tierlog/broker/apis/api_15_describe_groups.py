@@ -10,6 +10,11 @@ ACLs: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.describe_groups import (
+    DescribeGroupsDescribedGroup,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+)
 
 from .context import HandlerContext
 from .group_describe import describe_group
@@ -17,13 +22,13 @@ from .group_describe import describe_group
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_GROUPS, 0, 5
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     view = broker.groups.topics_view(broker.image)
     return {"ThrottleTimeMs": 0, "Groups": [
         describe_group(broker, header, g, lambda shard, group_id: shard.describe(group_id, view), _error)
         for g in request["Groups"]]}
 
 
-def _error(group_id: str, code: int) -> dict:
+def _error(group_id: str, code: int) -> DescribeGroupsDescribedGroup:
     return {"ErrorCode": code, "GroupId": group_id, "GroupState": "", "ProtocolType": "", "ProtocolData": "",
             "Members": []}

@@ -10,13 +10,14 @@ from tierlog.metadata.feature_records import api_versions_features
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 from .context import HandlerContext
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.API_VERSIONS, 0, 4
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: ApiVersionsRequest) -> ApiVersionsResponse:
     image = broker.image
     return {"ErrorCode": ErrorCode.NONE, "ApiKeys": broker.api_versions, "ThrottleTimeMs": 0,
             **api_versions_features(image.features, image.provenance.last_contained_offset)}

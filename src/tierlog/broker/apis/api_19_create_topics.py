@@ -10,6 +10,10 @@ others are created).
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
 
 from . import authz
 from .context import HandlerContext, Response
@@ -18,7 +22,7 @@ from .forward import forward_and_wait
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CREATE_TOPICS, 2, 7
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+def handle(broker: HandlerContext, header: RequestHeader, request: CreateTopicsRequest) -> Response[CreateTopicsResponse]:
     if broker.authorizer is None:
         return _forward(broker, header, request)
     on_cluster = authz.cluster(broker, header, authz.Op.CREATE)

@@ -7,6 +7,10 @@ ACLs: DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED for it (the others ar
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.delete_topics import (
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 
 from . import authz
 from .context import HandlerContext, Response
@@ -16,7 +20,7 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_TOPICS, 1, 6
 NAMES_OR_IDS_FROM = 6
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+def handle(broker: HandlerContext, header: RequestHeader, request: DeleteTopicsRequest) -> Response[DeleteTopicsResponse]:
     def deleted(response):
         names = {r["Name"] for r in response["Responses"] if r["ErrorCode"] == ErrorCode.NONE and r["Name"]}
         return lambda image: not any(n in image.topics for n in names)

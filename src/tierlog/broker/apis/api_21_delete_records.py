@@ -22,6 +22,13 @@ import asyncio
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.delete_records import (
+    DeleteRecordsPartition,
+    DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -29,14 +36,16 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_RECORDS, 0, 2
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     timeout_ms = request.get("TimeoutMs", 0)
-    topics, waits = [], []
+    topics: list[DeleteRecordsTopicResult] = []
+    waits: list[tuple[DeleteRecordsPartitionResult, asyncio.Future]] = []
     deletable = authz.allowed_topics(broker, header, authz.Op.DELETE, (t["Name"] for t in request["Topics"]))
     for t in request["Topics"]:
-        parts = []
+        parts: list[DeleteRecordsPartitionResult] = []
         for p in t["Partitions"]:
-            out = {"PartitionIndex": p["PartitionIndex"], "LowWatermark": -1, "ErrorCode": ErrorCode.NONE}
+            out: DeleteRecordsPartitionResult = {"PartitionIndex": p["PartitionIndex"], "LowWatermark": -1,
+                                                 "ErrorCode": ErrorCode.NONE}
             if t["Name"] not in deletable:
                 out["ErrorCode"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 parts.append(out)
@@ -53,7 +62,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     return {"ThrottleTimeMs": 0, "Topics": topics}
 
 
-def _start(broker, topic: str, p: dict, timeout_ms: int, out: dict):
+def _start(broker, topic: str, p: DeleteRecordsPartition, timeout_ms: int, out: DeleteRecordsPartitionResult):
     """Raise the log start; the future to wait on while the ISR catches up (None: answered)."""
     part, error = broker.led_partition(topic, p["PartitionIndex"])
     if error:

@@ -17,6 +17,10 @@ from tierlog.broker.controller_channel import ControllerUnavailable
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 
 from . import authz
 from .context import HandlerContext, Response
@@ -25,9 +29,10 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.INIT_PRODUCER_ID, 0, 5
 PRODUCER_FENCED_FROM = 4
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
-    if request.get("TransactionalId") is not None:
-        if not authz.transactional_id(broker, header, authz.Op.WRITE, request["TransactionalId"]):
+def handle(broker: HandlerContext, header: RequestHeader, request: InitProducerIdRequest) -> Response[InitProducerIdResponse]:
+    txn_id = request.get("TransactionalId")
+    if txn_id is not None:
+        if not authz.transactional_id(broker, header, authz.Op.WRITE, txn_id):
             return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return _init_transactional(broker, header.api_version, request)
     # KIP-679: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
@@ -37,7 +42,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Resp
     return _init(broker, request)
 
 
-async def _init_transactional(broker, version: int, request: dict) -> dict:
+async def _init_transactional(broker, version: int, request: InitProducerIdRequest) -> InitProducerIdResponse:
     error, pid, epoch = await broker.transactions.init_producer_id(
         request["TransactionalId"], request["TransactionTimeoutMs"], request.get("ProducerId", -1),
         request.get("ProducerEpoch", -1))
@@ -46,7 +51,7 @@ async def _init_transactional(broker, version: int, request: dict) -> dict:
     return {"ThrottleTimeMs": 0, "ErrorCode": error, "ProducerId": pid, "ProducerEpoch": epoch}
 
 
-async def _init(broker, request) -> dict:
+async def _init(broker, request: InitProducerIdRequest) -> InitProducerIdResponse:
     try:
         pid, epoch = await broker.producer_ids.init(request.get("ProducerId", -1), request.get("ProducerEpoch", -1))
     except (ControllerUnavailable, ProducerIdsUnavailable):
@@ -54,5 +59,5 @@ async def _init(broker, request) -> dict:
     return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "ProducerId": pid, "ProducerEpoch": epoch}
 
 
-def _error(code: int) -> dict:
+def _error(code: int) -> InitProducerIdResponse:
     return {"ThrottleTimeMs": 0, "ErrorCode": code, "ProducerId": -1, "ProducerEpoch": -1}

@@ -8,6 +8,13 @@ the topic; else TOPIC_AUTHORIZATION_FAILED.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.offset_for_leader_epoch import (
+    OffsetForLeaderEpochEpochEndOffset,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopicResult,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -15,8 +22,8 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
-    topics = []
+def handle(broker: HandlerContext, header: RequestHeader, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    topics: list[OffsetForLeaderTopicResult] = []
     if request.get("ReplicaId", -1) >= 0:       # a follower: CLUSTER_ACTION on the cluster
         ok = authz.cluster(broker, header, authz.Op.CLUSTER_ACTION)
         allowed = {t["Topic"] for t in request["Topics"]} if ok else set()
@@ -24,7 +31,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
         allowed = authz.allowed_topics(broker, header, authz.Op.DESCRIBE, (t["Topic"] for t in request["Topics"]))
     for t in request["Topics"]:
         if t["Topic"] not in allowed:
-            parts = [{"ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Partition": p["Partition"],
+            parts: list[OffsetForLeaderEpochEpochEndOffset] = [{"ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Partition": p["Partition"],
                       "LeaderEpoch": -1, "EndOffset": -1} for p in t["Partitions"]]
         else:
             parts = [_one(broker, t["Topic"], p) for p in t["Partitions"]]
@@ -32,8 +39,8 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     return {"ThrottleTimeMs": 0, "Topics": topics}
 
 
-def _one(broker, topic, p) -> dict:
-    out = {"ErrorCode": ErrorCode.NONE, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
+def _one(broker, topic, p: OffsetForLeaderPartition) -> OffsetForLeaderEpochEpochEndOffset:
+    out: OffsetForLeaderEpochEpochEndOffset = {"ErrorCode": ErrorCode.NONE, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
     part, out["ErrorCode"] = broker.led_partition(topic, p["Partition"])
     if part is None:
         return out

@@ -17,6 +17,12 @@ brokers only: CLUSTER_ACTION on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResult,
+    AddPartitionsToTxnTransaction,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -26,7 +32,7 @@ PRODUCER_FENCED_FROM = 2           # older clients do not know PRODUCER_FENCED (
 BATCHED_FROM = 4
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
     if header.api_version >= BATCHED_FROM:
         if not authz.cluster(broker, header, authz.Op.CLUSTER_ACTION):
             return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
@@ -51,7 +57,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
         for t in topics]}
 
 
-async def _batched(broker, txn: dict) -> dict:
+async def _batched(broker, txn: AddPartitionsToTxnTransaction) -> AddPartitionsToTxnResult:
     wanted = [(t["Name"], index) for t in txn["Topics"] for index in t["Partitions"]]
     tid, pid, epoch = txn["TransactionalId"], txn["ProducerId"], txn["ProducerEpoch"]
     if txn["VerifyOnly"]:

@@ -10,6 +10,10 @@ CLUSTER_AUTHORIZATION_FAILED (Kafka's handleWriteTxnMarkersRequest).
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 
 from ..txn_marker_writer import write_markers
 from . import authz
@@ -18,7 +22,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.WRITE_TXN_MARKERS, 0, 2
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     if not authz.cluster(broker, header, authz.Op.CLUSTER_ACTION):
         return {"Markers": [{"ProducerId": m["ProducerId"], "Topics": [
             {"Name": t["Name"], "Partitions": [

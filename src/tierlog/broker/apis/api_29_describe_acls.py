@@ -9,6 +9,11 @@ from tierlog.metadata.acls import filter_of
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode, describe
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.describe_acls import (
+    AclDescription,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -16,7 +21,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_ACLS, 1, 3
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: DescribeAclsRequest) -> DescribeAclsResponse:
     if broker.authorizer is None:
         return _error(ErrorCode.SECURITY_DISABLED, authz.NO_AUTHORIZER)
     if not authz.cluster(broker, header, authz.Op.DESCRIBE):
@@ -25,7 +30,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     problem = f.problem()
     if problem is not None:
         return _error(ErrorCode.INVALID_REQUEST, problem)
-    resources: dict[tuple, list] = {}
+    resources: dict[tuple, list[AclDescription]] = {}
     for b in broker.image.acls.values():
         if f.matches(b):
             resources.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
@@ -36,5 +41,5 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
         for (rt, name, pt), acls in sorted(resources.items())]}
 
 
-def _error(code: ErrorCode, message: str | None) -> dict:
+def _error(code: ErrorCode, message: str | None) -> DescribeAclsResponse:
     return {"ThrottleTimeMs": 0, "ErrorCode": code, "ErrorMessage": message, "Resources": []}

@@ -9,6 +9,7 @@ a DescribeAcls or a check on this broker sees the new ACLs.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.create_acls import CreateAclsRequest, CreateAclsResponse
 
 from . import authz
 from .context import HandlerContext, Response
@@ -16,10 +17,10 @@ from .context import HandlerContext, Response
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CREATE_ACLS, 1, 3
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+def handle(broker: HandlerContext, header: RequestHeader, request: CreateAclsRequest) -> Response[CreateAclsResponse]:
     return authz.forward_acl_write(broker, header, request, _all)
 
 
-def _all(request: dict, code: ErrorCode, message: str | None) -> dict:
+def _all(request: CreateAclsRequest, code: ErrorCode, message: str | None) -> CreateAclsResponse:
     return {"ThrottleTimeMs": 0, "Results": [{"ErrorCode": code, "ErrorMessage": message}
                                              for _ in request["Creations"]]}

@@ -8,6 +8,7 @@ controller removes every ACL each filter matches (RemoveAccessControlEntryRecord
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 
 from . import authz
 from .context import HandlerContext, Response
@@ -15,10 +16,10 @@ from .context import HandlerContext, Response
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_ACLS, 1, 3
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+def handle(broker: HandlerContext, header: RequestHeader, request: DeleteAclsRequest) -> Response[DeleteAclsResponse]:
     return authz.forward_acl_write(broker, header, request, _all)
 
 
-def _all(request: dict, code: ErrorCode, message: str | None) -> dict:
+def _all(request: DeleteAclsRequest, code: ErrorCode, message: str | None) -> DeleteAclsResponse:
     return {"ThrottleTimeMs": 0, "FilterResults": [{"ErrorCode": code, "ErrorMessage": message, "MatchingAcls": []}
                                                    for _ in request["Filters"]]}

@@ -36,6 +36,14 @@ from tierlog.metadata.group_rules import (
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
 from tierlog.storage import TOPIC_CONFIGS
 from tierlog.tiered.encryption_config import ENABLED as ENCRYPTION_ENABLED
 from tierlog.tiered.factory import STORAGE_KEYS
@@ -55,7 +63,7 @@ DESCRIBED_PLUGIN_KEYS = STORAGE_KEYS | {ENCRYPTION_ENABLED}   # plugin settings 
 _BROKER_SYNONYM = {d.topic_synonym: d.name for d in BROKER_CONFIGS.values() if d.topic_synonym}
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     await catch_up(broker, CATCH_UP_TIMEOUT_S)
     results = [_resource(broker, r, request.get("IncludeSynonyms", False), request.get("IncludeDocumentation", False),
                          authz.config_refusal(broker, header, authz.Op.DESCRIBE_CONFIGS, r))
@@ -63,8 +71,9 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -
     return {"ThrottleTimeMs": 0, "Results": results}
 
 
-def _resource(broker, r, synonyms, docs, refusal=None) -> dict:
-    out = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "ResourceType": r["ResourceType"],
+def _resource(broker, r: DescribeConfigsResource, synonyms: bool, docs: bool,
+              refusal: ErrorCode | None = None) -> DescribeConfigsResult:
+    out: DescribeConfigsResult = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "ResourceType": r["ResourceType"],
            "ResourceName": r["ResourceName"], "Configs": []}
     if refusal is not None:
         out["ErrorCode"] = refusal
@@ -94,8 +103,8 @@ def _resource(broker, r, synonyms, docs, refusal=None) -> dict:
     return out
 
 
-def _render(e, synonyms, docs) -> dict:
-    out = dict(e)
+def _render(e: DescribeConfigsResourceResult, synonyms: bool, docs: bool) -> DescribeConfigsResourceResult:
+    out = e.copy()
     if not synonyms:
         out["Synonyms"] = []
     if not docs:
@@ -103,10 +112,10 @@ def _render(e, synonyms, docs) -> dict:
     return out
 
 
-def topic_config_entries(broker, topic) -> list[dict]:
-    entries = []
+def topic_config_entries(broker, topic) -> list[DescribeConfigsResourceResult]:
+    entries: list[DescribeConfigsResourceResult] = []
     for name, spec in sorted(TOPIC_CONFIGS.items()):
-        chain = []
+        chain: list[DescribeConfigsSynonym] = []
         if name in topic.configs:
             chain.append({"Name": name, "Value": topic.configs[name], "Source": TOPIC_CONFIG})
         broker_key = _BROKER_SYNONYM.get(name)
@@ -121,15 +130,15 @@ def topic_config_entries(broker, topic) -> list[dict]:
     return entries
 
 
-def broker_config_entries(broker) -> list[dict]:
-    entries = []
+def broker_config_entries(broker) -> list[DescribeConfigsResourceResult]:
+    entries: list[DescribeConfigsResourceResult] = []
     image = broker.image
     dynamic = ((image.broker_configs(broker.node_id), DYNAMIC_BROKER_CONFIG),
                (image.cluster_configs(), DYNAMIC_DEFAULT_BROKER_CONFIG))
     for name, d in sorted(BROKER_CONFIGS.items()):
         explicit = broker.config.is_explicit(name)
         source = STATIC_BROKER_CONFIG if explicit else DEFAULT_CONFIG
-        chain = [{"Name": name, "Value": configs[name], "Source": src} for configs, src in dynamic if name in configs]
+        chain: list[DescribeConfigsSynonym] = [{"Name": name, "Value": configs[name], "Source": src} for configs, src in dynamic if name in configs]
         chain.append({"Name": name, "Value": _text(broker.config[name]), "Source": source})
         entries.append({"Name": name, "Value": chain[0]["Value"], "ReadOnly": len(chain) == 1,
                         "IsDefault": chain[0]["Source"] == DEFAULT_CONFIG, "ConfigSource": chain[0]["Source"],
@@ -138,9 +147,9 @@ def broker_config_entries(broker) -> list[dict]:
     return entries + plugin_config_entries(broker.config)
 
 
-def plugin_config_entries(config) -> list[dict]:
+def plugin_config_entries(config) -> list[DescribeConfigsResourceResult]:
     """The ``rsm.config.*`` / ``rlmm.config.*`` settings of server.properties (see the module doc)."""
-    entries = []
+    entries: list[DescribeConfigsResourceResult] = []
     for prefix in PLUGIN_PREFIXES:
         for name, value in sorted(config.prefixed(prefix).items()):
             shown = name in DESCRIBED_PLUGIN_KEYS
@@ -152,11 +161,11 @@ def plugin_config_entries(config) -> list[dict]:
     return entries
 
 
-def group_config_entries(broker, group_id: str) -> list[dict]:
+def group_config_entries(broker, group_id: str) -> list[DescribeConfigsResourceResult]:
     """A group's configs (KIP-848, ``metadata.group_rules``): GROUP_CONFIG when the group has its own
     value, else DEFAULT_CONFIG with this broker's group.consumer.* setting (Kafka's createGroupConfigEntry)."""
     overrides, settings = broker.image.group_config(group_id), broker_group_settings(broker.config)
-    entries = []
+    entries: list[DescribeConfigsResourceResult] = []
     for name in GROUP_CONFIG_NAMES:
         key = broker_default_key(name)
         source = GROUP_CONFIG if name in overrides else DEFAULT_CONFIG

@@ -11,6 +11,10 @@ ACLs: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+)
 
 from . import authz
 from .context import HandlerContext, Response
@@ -19,5 +23,5 @@ from .forward import forward_and_catch_up
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ALTER_CONFIGS, 0, 2
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+def handle(broker: HandlerContext, header: RequestHeader, request: AlterConfigsRequest) -> Response[AlterConfigsResponse]:
     return authz.forward_configs(broker, header, request, lambda r: forward_and_catch_up(broker, header, r))

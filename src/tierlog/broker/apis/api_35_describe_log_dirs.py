@@ -20,6 +20,12 @@ from pathlib import Path
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.describe_log_dirs import (
+    DescribeLogDirsPartition,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -28,12 +34,12 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_LOG_DIRS, 1, 4
 INVALID_OFFSET_LAG = -1
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     if not authz.cluster(broker, header, authz.Op.DESCRIBE):     # Kafka: an empty answer, v3+ with the error
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Results": []}
     logs = broker.replicas.logs
     wanted = _wanted(request.get("Topics"))
-    by_dir: defaultdict[Path, defaultdict[str, list]] = defaultdict(lambda: defaultdict(list))
+    by_dir: defaultdict[Path, defaultdict[str, list[DescribeLogDirsPartition]]] = defaultdict(lambda: defaultdict(list))
     for (topic, index), log in sorted(logs.logs().items()):
         if wanted is not None and index not in wanted.get(topic, ()):
             continue
@@ -61,7 +67,7 @@ def _lag(broker, topic: str, index: int, log) -> int:
     return max(part.high_watermark - log.log_end_offset, 0)
 
 
-def _dir_result(path, offline: bool, topics: dict) -> dict:
+def _dir_result(path, offline: bool, topics: dict[str, list[DescribeLogDirsPartition]]) -> DescribeLogDirsResult:
     if offline:
         return {"ErrorCode": ErrorCode.KAFKA_STORAGE_ERROR, "LogDir": str(path.absolute()), "Topics": [],
                 "TotalBytes": -1, "UsableBytes": -1}

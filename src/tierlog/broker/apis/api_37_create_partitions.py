@@ -13,6 +13,10 @@ ACLs: ALTER on the topic, else TOPIC_AUTHORIZATION_FAILED for it.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+)
 
 from . import authz
 from .context import HandlerContext, Response
@@ -21,7 +25,7 @@ from .forward import TIMED_OUT_MESSAGE, forward_and_wait
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CREATE_PARTITIONS, 0, 3
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+def handle(broker: HandlerContext, header: RequestHeader, request: CreatePartitionsRequest) -> Response[CreatePartitionsResponse]:
     counts = {t["Name"]: t["Count"] for t in request["Topics"]}
 
     def grown(response):
@@ -40,7 +44,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Resp
                                             "ErrorMessage": None}, forward)
 
 
-def _timed_out(request: dict) -> dict:
+def _timed_out(request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     return {"ThrottleTimeMs": 0, "Results": [
         {"Name": t["Name"], "ErrorCode": ErrorCode.REQUEST_TIMED_OUT, "ErrorMessage": TIMED_OUT_MESSAGE}
         for t in request["Topics"]]}

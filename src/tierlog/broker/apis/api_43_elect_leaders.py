@@ -16,6 +16,11 @@ ACLs: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.elect_leaders import (
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ReplicaElectionResult,
+)
 
 from . import authz
 from .context import HandlerContext, Response
@@ -24,13 +29,13 @@ from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ELECT_LEADERS, 0, 2
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+def handle(broker: HandlerContext, header: RequestHeader, request: ElectLeadersRequest) -> Response[ElectLeadersResponse]:
     if not authz.cluster(broker, header, authz.Op.ALTER):
         return _refused(request)
     return forward_and_catch_up(broker, header, request, timed_out=timed_out)
 
 
-def _refused(request: dict) -> dict:
+def _refused(request: ElectLeadersRequest) -> ElectLeadersResponse:
     code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     return {"ThrottleTimeMs": 0, "ErrorCode": code, "ReplicaElectionResults": [
         {"Topic": t["Topic"], "PartitionResult": [{"PartitionId": p, "ErrorCode": code, "ErrorMessage": None}
@@ -38,11 +43,11 @@ def _refused(request: dict) -> dict:
         for t in request.get("TopicPartitions") or []]}
 
 
-def timed_out(request: dict) -> dict:
+def timed_out(request: ElectLeadersRequest) -> ElectLeadersResponse:
     """The answer when no controller answered: REQUEST_TIMED_OUT per partition asked for."""
     code = ErrorCode.REQUEST_TIMED_OUT
     wanted = request.get("TopicPartitions")
-    results = [{"Topic": t["Topic"], "PartitionResult": [
+    results: list[ReplicaElectionResult] = [{"Topic": t["Topic"], "PartitionResult": [
         {"PartitionId": p, "ErrorCode": code, "ErrorMessage": TIMED_OUT_MESSAGE} for p in t["Partitions"]]}
         for t in wanted or []]
     return {"ThrottleTimeMs": 0, "ErrorCode": code if wanted is None else 0, "ReplicaElectionResults": results}

@@ -9,6 +9,10 @@ ACLs: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 
 from . import authz
 from .context import HandlerContext, Response
@@ -17,5 +21,5 @@ from .forward import forward_and_catch_up
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+def handle(broker: HandlerContext, header: RequestHeader, request: IncrementalAlterConfigsRequest) -> Response[IncrementalAlterConfigsResponse]:
     return authz.forward_configs(broker, header, request, lambda r: forward_and_catch_up(broker, header, r))

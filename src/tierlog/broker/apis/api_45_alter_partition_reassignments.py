@@ -11,6 +11,10 @@ ACLs: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 
 from . import authz
 from .context import HandlerContext, Response
@@ -19,7 +23,7 @@ from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1
 
 
-def timed_out(request: dict) -> dict:
+def timed_out(request: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
     code = ErrorCode.REQUEST_TIMED_OUT
     return {"ThrottleTimeMs": 0, "AllowReplicationFactorChange": request.get("AllowReplicationFactorChange", True),
             "ErrorCode": code, "ErrorMessage": TIMED_OUT_MESSAGE,
@@ -28,7 +32,7 @@ def timed_out(request: dict) -> dict:
                 for p in t["Partitions"]]} for t in request["Topics"]]}
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+def handle(broker: HandlerContext, header: RequestHeader, request: AlterPartitionReassignmentsRequest) -> Response[AlterPartitionReassignmentsResponse]:
     if not authz.cluster(broker, header, authz.Op.ALTER):
         return {"ThrottleTimeMs": 0, "AllowReplicationFactorChange": request.get("AllowReplicationFactorChange", True),
                 "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None, "Responses": []}

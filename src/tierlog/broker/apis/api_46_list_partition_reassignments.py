@@ -8,6 +8,10 @@ ACLs: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 
 from . import authz
 from .context import HandlerContext, Response
@@ -16,12 +20,12 @@ from .forward import TIMED_OUT_MESSAGE, forward_and_wait
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0
 
 
-def timed_out(request: dict) -> dict:
+def timed_out(request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
     return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.REQUEST_TIMED_OUT, "ErrorMessage": TIMED_OUT_MESSAGE,
             "Topics": []}
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+def handle(broker: HandlerContext, header: RequestHeader, request: ListPartitionReassignmentsRequest) -> Response[ListPartitionReassignmentsResponse]:
     if not authz.cluster(broker, header, authz.Op.DESCRIBE):
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None,
                 "Topics": []}

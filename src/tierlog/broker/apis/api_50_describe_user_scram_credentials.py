@@ -11,6 +11,10 @@ from __future__ import annotations
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -20,7 +24,7 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0
 CATCH_UP_TIMEOUT_S = 2.0
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
     if not authz.cluster(broker, header, authz.Op.DESCRIBE):
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None,
                 "Results": []}

@@ -12,6 +12,10 @@ from tierlog.metadata.scram import ScramMechanism
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 
 from . import authz
 from .context import HandlerContext, Response
@@ -20,7 +24,7 @@ from .forward import TIMED_OUT_MESSAGE, forward_and_wait
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Response:
+def handle(broker: HandlerContext, header: RequestHeader, request: AlterUserScramCredentialsRequest) -> Response[AlterUserScramCredentialsResponse]:
     if not authz.cluster(broker, header, authz.Op.ALTER):
         return _every_user(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     deleted = {(d["Mechanism"], d["Name"]) for d in request.get("Deletions") or []}
@@ -39,10 +43,10 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> Resp
     return forward_and_wait(broker, header, request, shown, 0, _timed_out)
 
 
-def _timed_out(request: dict) -> dict:
+def _timed_out(request: AlterUserScramCredentialsRequest) -> AlterUserScramCredentialsResponse:
     return _every_user(request, ErrorCode.REQUEST_TIMED_OUT, TIMED_OUT_MESSAGE)
 
 
-def _every_user(request: dict, code: int, message: str | None) -> dict:
+def _every_user(request: AlterUserScramCredentialsRequest, code: int, message: str | None) -> AlterUserScramCredentialsResponse:
     names = dict.fromkeys(x["Name"] for x in [*(request.get("Deletions") or []), *(request.get("Upsertions") or [])])
     return {"ThrottleTimeMs": 0, "Results": [{"User": n, "ErrorCode": code, "ErrorMessage": message} for n in names]}

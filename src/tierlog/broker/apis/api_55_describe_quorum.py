@@ -17,6 +17,10 @@ from tierlog.clock import monotonic_s
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.describe_quorum import (
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -33,7 +37,7 @@ def _not_leader(response: dict) -> bool:
                for t in response.get("Topics") or [] for p in t.get("Partitions") or [])
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+async def handle(broker: HandlerContext, header: RequestHeader, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
     if not authz.cluster(broker, header, authz.Op.DESCRIBE):
         return {"ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None, "Topics": [], "Nodes": []}
     deadline = monotonic_s() + RETRY_FOR_S

@@ -7,6 +7,12 @@ its topic (Kafka).
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    PartitionResponse,
+    ProducerState,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -14,7 +20,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_PRODUCERS, 0, 0
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: DescribeProducersRequest) -> DescribeProducersResponse:
     readable = authz.allowed_topics(broker, header, authz.Op.READ, (t["Name"] for t in request["Topics"]))
     return {"ThrottleTimeMs": 0, "Topics": [
         {"Name": t["Name"], "Partitions": [_partition(broker, t["Name"], i) if t["Name"] in readable else _refused(i)
@@ -22,16 +28,16 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
         for t in request["Topics"]]}
 
 
-def _refused(index: int) -> dict:
+def _refused(index: int) -> PartitionResponse:
     return {"PartitionIndex": index, "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "ErrorMessage": None,
             "ActiveProducers": []}
 
 
-def _partition(broker, topic: str, index: int) -> dict:
+def _partition(broker, topic: str, index: int) -> PartitionResponse:
     part, error = broker.led_partition(topic, index)
     if error:
         return {"PartitionIndex": index, "ErrorCode": error, "ErrorMessage": None, "ActiveProducers": []}
-    producers = [{"ProducerId": p.producer_id, "ProducerEpoch": p.epoch, "LastSequence": p.last_sequence,
+    producers: list[ProducerState] = [{"ProducerId": p.producer_id, "ProducerEpoch": p.epoch, "LastSequence": p.last_sequence,
                   "LastTimestamp": p.last_timestamp, "CoordinatorEpoch": p.coordinator_epoch,
                   "CurrentTxnStartOffset": p.txn_first_offset} for p in part.active_producers()]
     return {"PartitionIndex": index, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "ActiveProducers": producers}

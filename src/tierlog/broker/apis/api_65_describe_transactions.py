@@ -8,6 +8,11 @@ may not DESCRIBE are left out (Kafka).
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    DescribeTransactionsTransactionState,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -15,12 +20,12 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_TRANSACTIONS, 0, 0
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
     return {"ThrottleTimeMs": 0,
             "TransactionStates": [_describe(broker, header, tid) for tid in request["TransactionalIds"]]}
 
 
-def _describe(broker, header: RequestHeader, tid: str) -> dict:
+def _describe(broker, header: RequestHeader, tid: str) -> DescribeTransactionsTransactionState:
     meta, error = broker.transactions.describe(tid)
     if not authz.transactional_id(broker, header, authz.Op.DESCRIBE, tid):
         meta, error = None, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED

@@ -7,6 +7,11 @@ are listed (Kafka).
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    ListTransactionsTransactionState,
+)
 from tierlog.txn import TransactionState
 
 from . import authz
@@ -15,7 +20,7 @@ from .context import HandlerContext
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LIST_TRANSACTIONS, 0, 1
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: ListTransactionsRequest) -> ListTransactionsResponse:
     names = request["StateFilters"]
     unknown = [n for n in names if TransactionState.from_kafka_name(n) is None]
     states = {TransactionState.from_kafka_name(n) for n in names} - {None}
@@ -23,7 +28,7 @@ def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict
     duration = request.get("DurationFilter", -1)
     txns, loading = broker.transactions.transactions()
     now = broker.clock_ms()
-    listed = [{"TransactionalId": m.transactional_id, "ProducerId": m.producer_id,
+    listed: list[ListTransactionsTransactionState] = [{"TransactionalId": m.transactional_id, "ProducerId": m.producer_id,
                "TransactionState": m.state.kafka_name} for m in txns
               if (not names or m.state in states) and (not pids or m.producer_id in pids)
               and (duration < 0 or (m.start_timestamp_ms >= 0 and now - m.start_timestamp_ms > duration))

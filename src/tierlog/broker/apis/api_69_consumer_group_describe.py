@@ -8,6 +8,11 @@ ACLs: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.consumer_group_describe import (
+    ConsumerGroupDescribeDescribedGroup,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
 
 from .context import HandlerContext
 from .group_describe import describe_group
@@ -15,13 +20,13 @@ from .group_describe import describe_group
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
     view = broker.groups.topics_view(broker.image)
     return {"ThrottleTimeMs": 0, "Groups": [
         describe_group(broker, header, g, lambda shard, group_id: shard.consumer_describe(group_id, view), _error)
         for g in request["GroupIds"]]}
 
 
-def _error(group_id: str, code: int) -> dict:
+def _error(group_id: str, code: int) -> ConsumerGroupDescribeDescribedGroup:
     return {"ErrorCode": code, "ErrorMessage": None, "GroupId": group_id, "GroupState": "", "GroupEpoch": -1,
             "AssignmentEpoch": -1, "AssignorName": "", "Members": []}

@@ -43,6 +43,14 @@ from tierlog.metadata.topic_rules import RuleError, validate_topic_name
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
+from tierlog.protocol.typed.describe_topic_partitions import (
+    Cursor,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponsePartition,
+    DescribeTopicPartitionsResponseTopic,
+    ReplicaLocalLogCoverage,
+)
 
 from . import authz
 from .context import HandlerContext
@@ -68,16 +76,16 @@ ELIGIBLE_MS, ELIGIBLE_BYTES = "leader.election.eligible.local.log.ms", "leader.e
 _OFF = EligibilityThresholds()          # KIP-1303 off (-1, -1)
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: dict) -> dict:
+def handle(broker: HandlerContext, header: RequestHeader, request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
     defaults = EligibilityThresholds(_int(broker.config[ELIGIBLE_MS]), _int(broker.config[ELIGIBLE_BYTES]))
     access = TopicAccess(lambda name: authz.topic(broker, header, authz.Op.DESCRIBE, name),
                          lambda name: authz.authorized_operations(broker, header, ResourceType.TOPIC, name))
     return describe(broker.image, request, broker.config[PARTITION_LIMIT_CONFIG], defaults, broker.clock_ms(), access)
 
 
-def describe(image: MetadataImage, request: dict, limit_max: int,
+def describe(image: MetadataImage, request: DescribeTopicPartitionsRequest, limit_max: int,
              eligibility_defaults: EligibilityThresholds = _OFF, now_ms: int = 0,
-             access: TopicAccess | None = None) -> dict:
+             access: TopicAccess | None = None) -> DescribeTopicPartitionsResponse:
     """The response to ``request`` from ``image``, answering at most ``limit_max`` partitions;
     ``eligibility_defaults`` are the static KIP-1303 thresholds, ``now_ms`` the time they are judged at;
     ``access``: the ACLs (a topic it refuses is left out, or TOPIC_AUTHORIZATION_FAILED when named;
@@ -91,7 +99,8 @@ def describe(image: MetadataImage, request: dict, limit_max: int,
     start_name = cursor["TopicName"] if cursor else ""
     names = sorted(n for n in set(named or image.topics) if n >= start_name)
     budget = max(min(limit_max, request.get("ResponsePartitionLimit", limit_max)), 1)
-    topics, next_cursor = [], None
+    topics: list[DescribeTopicPartitionsResponseTopic] = []
+    next_cursor: Cursor | None = None
     for name in names:
         if budget <= 0:
             next_cursor = {"TopicName": name, "PartitionIndex": 0}
@@ -115,7 +124,7 @@ def describe(image: MetadataImage, request: dict, limit_max: int,
     return _response(topics, next_cursor)
 
 
-def _bad_cursor(named: list, cursor: dict | None) -> bool:
+def _bad_cursor(named: list, cursor: Cursor | None) -> bool:
     """Kafka's INVALID_REQUEST cases: a negative cursor partition, or a cursor topic not named."""
     if cursor is None:
         return False
@@ -123,7 +132,7 @@ def _bad_cursor(named: list, cursor: dict | None) -> bool:
 
 
 def _partitions(image: MetadataImage, topic: TopicInfo, first: int, budget: int,
-                judge: tuple) -> tuple[list, int | None]:
+                judge: tuple) -> tuple[list[DescribeTopicPartitionsResponsePartition], int | None]:
     """Partitions [first, first + budget) of ``topic``, and the first one left out (None if none)."""
     end = min(len(topic.partitions), first + budget)
     defaults, now_ms = judge
@@ -133,10 +142,10 @@ def _partitions(image: MetadataImage, topic: TopicInfo, first: int, budget: int,
     return answered, (end if end < len(topic.partitions) else None)
 
 
-def _coverage(p: PartitionInfo, thresholds: EligibilityThresholds, now_ms: int) -> list[dict]:
+def _coverage(p: PartitionInfo, thresholds: EligibilityThresholds, now_ms: int) -> list[ReplicaLocalLogCoverage]:
     """KIP-1303: each replica's reported local log coverage and its eligibility now."""
     known = p.coverage()
-    out = []
+    out: list[ReplicaLocalLogCoverage] = []
     for r in p.replicas:
         c = known.get(r)
         out.append({"BrokerId": r,
@@ -154,7 +163,7 @@ def _int(value, default: int = -1) -> int:
 
 
 def _partition(image: MetadataImage, p: PartitionInfo, thresholds: EligibilityThresholds = _OFF,
-               now_ms: int = 0) -> dict:
+               now_ms: int = 0) -> DescribeTopicPartitionsResponsePartition:
     brokers = image.brokers
     return {
         "ErrorCode": ErrorCode.NONE, "PartitionIndex": p.partition,
@@ -168,12 +177,14 @@ def _partition(image: MetadataImage, p: PartitionInfo, thresholds: EligibilityTh
     }
 
 
-def _topic(topic: TopicInfo, partitions: list, operations: int = OPS_NOT_COMPUTED) -> dict:
-    return {"ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id, "IsInternal": topic.name == "__consumer_offsets",
+def _topic(topic: TopicInfo, partitions: list[DescribeTopicPartitionsResponsePartition],
+           operations: int = OPS_NOT_COMPUTED) -> DescribeTopicPartitionsResponseTopic:
+    return {"ErrorCode": ErrorCode.NONE, "Name": topic.name, "TopicId": topic.topic_id,
+            "IsInternal": topic.name == "__consumer_offsets",
             "Partitions": partitions, "TopicAuthorizedOperations": operations}
 
 
-def _unknown(name: str) -> dict:
+def _unknown(name: str) -> DescribeTopicPartitionsResponseTopic:
     try:
         validate_topic_name(name)
     except RuleError as e:
@@ -181,10 +192,11 @@ def _unknown(name: str) -> dict:
     return _topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
 
 
-def _topic_error(code: int, name: str) -> dict:
+def _topic_error(code: int, name: str) -> DescribeTopicPartitionsResponseTopic:
     return {"ErrorCode": code, "Name": name, "TopicId": NO_TOPIC_ID, "IsInternal": False,
             "Partitions": [], "TopicAuthorizedOperations": OPS_NOT_COMPUTED}
 
 
-def _response(topics: list, next_cursor: dict | None = None) -> dict:
+def _response(topics: list[DescribeTopicPartitionsResponseTopic],
+              next_cursor: Cursor | None = None) -> DescribeTopicPartitionsResponse:
     return {"ThrottleTimeMs": 0, "Topics": topics, "NextCursor": next_cursor}

@@ -10,7 +10,8 @@ resource type's operations the principal may do (Metadata's and DescribeCluster'
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from tierlog.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
 from tierlog.metadata.authorizer import operations_bitfield
@@ -92,7 +93,7 @@ def authorized_operations(broker: HandlerContext, header: RequestHeader, resourc
 NO_AUTHORIZER = "No Authorizer is configured."
 
 
-def forward_acl_write(broker: HandlerContext, header: RequestHeader, request: dict, answer_all):
+def forward_acl_write(broker: HandlerContext, header: RequestHeader, request: Mapping[str, Any], answer_all):
     """CreateAcls / DeleteAcls: SECURITY_DISABLED without an authorizer and
     CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster (for every item, as Kafka);
     else forwarded to the controller and answered once this broker's image caught up.
@@ -107,7 +108,7 @@ def forward_acl_write(broker: HandlerContext, header: RequestHeader, request: di
                                 lambda r: answer_all(r, ErrorCode.REQUEST_TIMED_OUT, TIMED_OUT_MESSAGE))
 
 
-async def forward_allowed(request: dict, items_key: str, results_key: str, may, refused, forward) -> dict:
+async def forward_allowed(request: Mapping[str, Any], items_key: str, results_key: str, may, refused, forward) -> Any:
     """A forwarded admin request with a check per item (CreateTopics, DeleteTopics, configs, ...):
     only the items ``may(item)`` allows go to the controller (``forward(request)``, awaitable);
     each other item answers ``refused(item)``, after the controller's answers."""
@@ -130,7 +131,7 @@ _CONFIG_RESOURCES = {2: (ResourceType.TOPIC, "TOPIC_AUTHORIZATION_FAILED"),
                      32: (ResourceType.GROUP, "GROUP_AUTHORIZATION_FAILED")}
 
 
-def config_refusal(broker: HandlerContext, header: RequestHeader, op: int, resource: dict) -> ErrorCode | None:
+def config_refusal(broker: HandlerContext, header: RequestHeader, op: int, resource: Mapping[str, Any]) -> ErrorCode | None:
     """DescribeConfigs / AlterConfigs: the error of a config resource the principal may not
     ``op`` (DESCRIBE_CONFIGS / ALTER_CONFIGS), None when allowed (or not a type with ACLs)."""
     kind = _CONFIG_RESOURCES.get(resource["ResourceType"])
@@ -141,13 +142,13 @@ def config_refusal(broker: HandlerContext, header: RequestHeader, op: int, resou
     return None if allowed(broker, header, op, resource_type, name) else ErrorCode[error]
 
 
-def forward_configs(broker: HandlerContext, header: RequestHeader, request: dict, forward):
+def forward_configs(broker: HandlerContext, header: RequestHeader, request: Mapping[str, Any], forward):
     """AlterConfigs / IncrementalAlterConfigs: ALTER_CONFIGS on each resource, the refused ones
     answered here, the others forwarded."""
     if broker.authorizer is None:
         return forward(request)
 
-    def refused(r: dict) -> dict:
+    def refused(r: Mapping[str, Any]) -> dict:
         return {"ErrorCode": config_refusal(broker, header, Op.ALTER_CONFIGS, r), "ErrorMessage": None,
                 "ResourceType": r["ResourceType"], "ResourceName": r["ResourceName"]}
     return forward_allowed(request, "Resources", "Responses",

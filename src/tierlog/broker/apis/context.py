@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union, runtime_checkable
 
 if TYPE_CHECKING:
     from tierlog.broker.fetch_session import FetchSessionCache, SessionView
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from tierlog.metadata import BrokerInfo, MetadataImage
     from tierlog.metadata.authorizer import Authorizer
     from tierlog.protocol import ErrorCode, RequestHeader
+    from tierlog.protocol.typed.api_versions import ApiVersion
     from tierlog.storage import LogManager
 
 __all__ = ["ControllerSender", "GroupCoordinatorService", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource", "Response",
@@ -41,8 +42,9 @@ class MetadataSource(Protocol):
 class ControllerSender(Protocol):
     """The channel to the active controller (admin requests are forwarded)."""
 
-    async def send(self, api_key: int, body: dict, timeout_s: float, version: int | None = None,
-                   resend_after_timeout: bool = True) -> dict: ...
+    async def send(self, api_key: int, body: Mapping[str, Any], timeout_s: float, version: int | None = None,
+                   resend_after_timeout: bool = True) -> Any: ...
+    # the answer decoded from the wire: the caller declares its response's type
 
 
 class TaskSpawner(Protocol):
@@ -93,9 +95,9 @@ class GroupCoordinatorService(Protocol):
 
     def partition_for(self, group_id: str) -> int: ...
 
-    def read(self, group_id: str, fn: Callable, error_answer: Callable[[int], dict]) -> dict: ...
+    def read(self, group_id: str, fn: Callable[..., _Message], error_answer: Callable[[int], _Message]) -> _Message: ...
 
-    async def run(self, group_id: str, call: Callable, error_answer: Callable[[int], dict]) -> dict: ...
+    async def run(self, group_id: str, call: Callable, error_answer: Callable[[int], Mapping[str, Any]]) -> dict: ...
 
     def loaded_shards(self) -> tuple[list, bool]: ...
 
@@ -138,7 +140,7 @@ class TransactionCoordinatorService(Protocol):
 class TxnVerification(Protocol):
     """KIP-890 parts 1 and 2 at the leader (``broker.txn_verification.TxnVerifier``)."""
 
-    async def verify(self, request: dict, version: int = ...) -> dict[tuple[str, int], int]: ...
+    async def verify(self, request: Mapping[str, Any], version: int = ...) -> dict[tuple[str, int], int]: ...
 
 
 @runtime_checkable
@@ -151,7 +153,7 @@ class HandlerContext(Protocol):
     controller_channel: ControllerSender
     background: TaskSpawner
     replicas: HostedReplicas
-    api_versions: list[dict]
+    api_versions: list[ApiVersion]
     clock_ms: Callable[[], int]
     fetch_sessions: FetchSessionCache
     producer_ids: ProducerIdManager
@@ -171,8 +173,11 @@ class HandlerContext(Protocol):
     def led_partition(self, topic: str, index: int) -> tuple[Partition | None, ErrorCode]: ...
 
 
-#: what a ``handle`` returns: the response, or an awaitable of it (long polls, forwarding)
-Response = dict | Awaitable[dict]
+_Message = TypeVar("_Message")
+
+#: what a ``handle`` returns: the response, or an awaitable of it (long polls, forwarding);
+#: ``Response[CreateTopicsResponse]`` for one API's TypedDict (``protocol/typed``)
+Response = Union[_Message, Awaitable[_Message]]      # noqa: UP007 (a generic alias, evaluated at run time)
 
 #: an API module's ``handle``
-Handler = Callable[["HandlerContext", "RequestHeader", dict], Response]
+Handler = Callable[["HandlerContext", "RequestHeader", Any], Response[Any]]

@@ -6,6 +6,9 @@ no controller answers in time the client gets REQUEST_TIMED_OUT per item.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from tierlog.broker.controller_channel import ControllerUnavailable
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -17,7 +20,9 @@ IMAGE_WAIT_MAX_S = 10.0
 TIMED_OUT_MESSAGE = "No active controller answered in time."
 
 
-async def _forward(broker, header, request) -> dict | None:
+async def _forward(broker, header, request: Mapping[str, Any]) -> Any:
+    """The controller's answer, decoded from the wire (untyped: it has the shape of the
+    request's response, which the caller declares), or None if no controller answered."""
     try:
         # a client's admin request is sent once per controller: see ControllerChannel
         return await broker.controller_channel.send(header.api_key, request, FORWARD_TIMEOUT_S, header.api_version,
@@ -30,7 +35,8 @@ def _wait_s(timeout_ms: int) -> float:
     return min(IMAGE_WAIT_MAX_S, timeout_ms / 1000) if timeout_ms > 0 else IMAGE_WAIT_MAX_S
 
 
-async def forward_and_wait(broker, header, request, condition, timeout_ms: int, timed_out=None) -> dict:
+async def forward_and_wait(broker, header, request: Mapping[str, Any], condition, timeout_ms: int,
+                           timed_out=None) -> Any:
     """Forward; then wait until ``condition(response)(image)`` holds on this broker.
 
     ``timed_out(request)``: the answer when no controller answers (default: the
@@ -44,7 +50,7 @@ async def forward_and_wait(broker, header, request, condition, timeout_ms: int, 
     return response
 
 
-async def forward_and_catch_up(broker, header, request, timed_out=None) -> dict:
+async def forward_and_catch_up(broker, header, request: Mapping[str, Any], timed_out=None) -> Any:
     """Forward; then wait until this broker's image reaches the quorum's high watermark."""
     response = await _forward(broker, header, request)
     if response is None:
@@ -66,7 +72,7 @@ async def catch_up(broker, timeout_s: float = 5.0, image_wait_s: float = IMAGE_W
     await broker.metadata.wait_for(lambda image: image.provenance.end_offset >= hw, image_wait_s)
 
 
-def _timed_out(api_key: int, request: dict) -> dict:
+def _timed_out(api_key: int, request: Mapping[str, Any]) -> dict:
     code, msg = ErrorCode.REQUEST_TIMED_OUT, TIMED_OUT_MESSAGE
     if api_key == ApiKey.CREATE_TOPICS:
         return {"ThrottleTimeMs": 0, "Topics": [

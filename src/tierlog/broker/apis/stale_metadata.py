@@ -27,6 +27,7 @@ import asyncio
 import weakref
 
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.typed.produce import ProduceRequest
 
 from .forward import catch_up
 
@@ -48,7 +49,7 @@ async def catch_up_once(broker) -> None:
     await asyncio.shield(task)
 
 
-def produce_may_be_stale(broker, request: dict) -> bool:
+def produce_may_be_stale(broker, request: ProduceRequest) -> bool:
     """Whether a partition of this Produce would be refused for what this broker does not know yet."""
     return any(may_be_stale(*broker.led_partition(t["Name"], p["Index"]))
                for t in request["TopicData"] for p in t["PartitionData"])
