@@ -145,7 +145,7 @@ class BatchHeader(NamedTuple):
         return self.producer_id > NO_PRODUCER_ID
 
 
-def parse_header(buf, pos: int = 0) -> BatchHeader:
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """Parse the header at ``pos``; the caller guarantees 61 bytes are there."""
     return BatchHeader._make(HEADER.unpack_from(buf, pos))
 
