@@ -86,7 +86,8 @@ def compress(codec: int, data: bytes | bytearray | memoryview, level: int | None
     raise InvalidRecordError(UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec id {codec}")
 
 
-def decompress(codec: int, data: bytes | bytearray | memoryview, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+def decompress(codec: int, data: bytes | bytearray | memoryview,
+               max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
     """Decompress a batch payload; corrupt input raises ``InvalidRecordError(CORRUPT_MESSAGE)``."""
     if codec == CompressionType.NONE:
         return bytes(data)

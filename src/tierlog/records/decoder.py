@@ -48,7 +48,8 @@ def decode_batches(
         yield header, decode_records(view[pos:pos + header.size], header, max_size)
 
 
-def decode_records(batch: bytes | bytearray | memoryview, header: BatchHeader, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[Record]:
+def decode_records(batch: bytes | bytearray | memoryview, header: BatchHeader,
+                   max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[Record]:
     """Decode the records of one batch (``batch`` spans exactly that batch)."""
     payload = decompress(header.compression, batch[HEADER_SIZE:header.size], max_size)
     log_append_time = header.timestamp_type == TimestampType.LOG_APPEND_TIME

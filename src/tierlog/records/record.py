@@ -44,7 +44,8 @@ def encode_record(out: bytearray, record: Record, offset_delta: int, timestamp_d
     out += body
 
 
-def decode_record(buf: bytes | bytearray | memoryview, pos: int, base_offset: int, base_timestamp: int) -> tuple[Record, int, int]:
+def decode_record(buf: bytes | bytearray | memoryview, pos: int, base_offset: int,
+                  base_timestamp: int) -> tuple[Record, int, int]:
     """Decode the record at ``pos``; returns (record, offset delta, position after it)."""
     length, pos = read_varint(buf, pos)
     end = pos + length
@@ -71,7 +72,8 @@ def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int
         raise InvalidRecordError(CORRUPT_MESSAGE, f"malformed varint at {pos}: {e or 'truncated'}") from None
 
 
-def _read_headers(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[list[tuple[str, bytes | None]], int]:
+def _read_headers(buf: bytes | bytearray | memoryview, pos: int,
+                  end: int) -> tuple[list[tuple[str, bytes | None]], int]:
     count, pos = read_varint(buf, pos)
     if count < 0 or count > end - pos:
         raise InvalidRecordError(CORRUPT_MESSAGE, f"invalid header count {count}")

@@ -58,7 +58,8 @@ class ValidatedRecords(NamedTuple):
     size: int  # total bytes, == len(buf)
 
 
-def validate(buf: bytes | bytearray | memoryview, *, max_batch_bytes: int | None = None, client: bool = False) -> ValidatedRecords:
+def validate(buf: bytes | bytearray | memoryview, *, max_batch_bytes: int | None = None,
+             client: bool = False) -> ValidatedRecords:
     """Walk every batch in ``buf``; raise ``InvalidRecordError`` on the first bad one."""
     positions: list[int] = []
     headers: list[BatchHeader] = []

@@ -104,8 +104,9 @@ def _without(segments: Sequence[RemoteLogSegmentMetadata],
     return [m for m in segments if m.segment_id not in ids]
 
 
-def _walk(segments: Sequence[RemoteLogSegmentMetadata], limits: RetentionLimits, now_ms: int, log: PartitionLog, only_local_bytes: int,
-          being_copied: frozenset[RemoteLogSegmentId]) -> tuple[int | None, list[RemoteLogSegmentMetadata]]:
+def _walk(segments: Sequence[RemoteLogSegmentMetadata], limits: RetentionLimits, now_ms: int, log: PartitionLog,
+          only_local_bytes: int, being_copied: frozenset[RemoteLogSegmentId]
+          ) -> tuple[int | None, list[RemoteLogSegmentMetadata]]:
     """Retention's walk from the oldest segment: the new log start (None: unchanged) and what goes."""
     budget = _Budget(_excess(segments, limits, only_local_bytes))
     cutoff = now_ms - limits.retention_ms if limits.retention_ms >= 0 else None
