@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.typed.join_group import JoinGroupResponse, JoinGroupResponseMember
@@ -61,7 +62,7 @@ class Ctx:
 
 # -- records -----------------------------------------------------------------------
 
-def group_metadata_value(group: ClassicGroup) -> dict:
+def group_metadata_value(group: ClassicGroup) -> dict[str, Any]:
     return {
         "protocolType": group.protocol_type or "", "generation": group.generation,
         "protocol": group.protocol, "leader": group.leader_id if group.members else None,
@@ -84,7 +85,7 @@ def join_error(code: int, member_id: str = UNKNOWN_MEMBER) -> JoinGroupResponse:
             "SkipAssignment": False, "MemberId": member_id, "Members": []}
 
 
-def join(group: ClassicGroup, req: dict, token, c: Ctx) -> None:
+def join(group: ClassicGroup, req: dict[str, Any], token: object, c: Ctx) -> None:
     """``req``: JoinGroup fields plus ``client_id``, ``client_host``, ``version``."""
     session = req["SessionTimeoutMs"]
     if not c.config.min_session_timeout_ms <= session <= c.config.max_session_timeout_ms:
@@ -99,7 +100,7 @@ def join(group: ClassicGroup, req: dict, token, c: Ctx) -> None:
     return _join_known(group, req, token, c)
 
 
-def _join_new(group, req, token, c) -> None:
+def _join_new(group: ClassicGroup, req: dict[str, Any], token: object, c: Ctx) -> None:
     if group.size() >= c.config.max_size:
         return c.out.answer(token, join_error(ErrorCode.GROUP_MAX_SIZE_REACHED))
     member_id = c.new_member_id(req["client_id"])
@@ -114,7 +115,7 @@ def _join_new(group, req, token, c) -> None:
     _add_and_rebalance(group, req, token, member_id, c)
 
 
-def _new_member(req, member_id, token, c) -> Member:
+def _new_member(req: dict[str, Any], member_id: str, token: object, c: Ctx) -> Member:
     rebalance = req.get("RebalanceTimeoutMs", -1)
     return Member(member_id, req.get("GroupInstanceId"), req["client_id"], req["client_host"],
                   rebalance if rebalance > 0 else req["SessionTimeoutMs"], req["SessionTimeoutMs"],
@@ -123,14 +124,14 @@ def _new_member(req, member_id, token, c) -> Member:
                   heartbeat_deadline_ms=c.now_ms + req["SessionTimeoutMs"], is_new=True)
 
 
-def _add_and_rebalance(group, req, token, member_id, c) -> None:
+def _add_and_rebalance(group: ClassicGroup, req: dict[str, Any], token: object, member_id: str, c: Ctx) -> None:
     group.pending.pop(member_id, None)
     group.add(_new_member(req, member_id, token, c))
     group.new_member_added = True
     _prepare_or_complete(group, c)
 
 
-def _update(member: Member, req, token) -> None:
+def _update(member: Member, req: dict[str, Any], token: object) -> None:
     rebalance = req.get("RebalanceTimeoutMs", -1)
     member.protocols = [(p["Name"], bytes(p["Metadata"])) for p in req["Protocols"]]
     member.session_timeout_ms = req["SessionTimeoutMs"]
@@ -138,7 +139,7 @@ def _update(member: Member, req, token) -> None:
     member.join_token, member.join_version = token, req["version"]
 
 
-def _replace_static(group, req, token, old_id, new_id, c) -> None:
+def _replace_static(group: ClassicGroup, req: dict[str, Any], token: object, old_id: str, new_id: str, c: Ctx) -> None:
     old = group.members[old_id]
     if old.join_token is not None:
         c.out.answer(old.join_token, join_error(ErrorCode.FENCED_INSTANCE_ID, old_id))
@@ -162,7 +163,7 @@ def _replace_static(group, req, token, old_id, new_id, c) -> None:
     _try_complete_join(group, c)
 
 
-def _join_known(group, req, token, c) -> None:
+def _join_known(group: ClassicGroup, req: dict[str, Any], token: object, c: Ctx) -> None:
     member_id, instance = req["MemberId"], req.get("GroupInstanceId")
     if member_id in group.pending:
         return _add_and_rebalance(group, req, token, member_id, c)
@@ -182,7 +183,7 @@ def _join_known(group, req, token, c) -> None:
     _prepare_or_complete(group, c)
 
 
-def _check_member(group, member_id, instance) -> int:
+def _check_member(group: ClassicGroup, member_id: str, instance: str | None) -> int:
     """UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID (Kafka's static member checks), else NONE."""
     if instance is not None:
         current = group.static_members.get(instance)
@@ -193,7 +194,8 @@ def _check_member(group, member_id, instance) -> int:
     return ErrorCode.NONE
 
 
-def _join_answer(group, member, with_members: bool, leader: str | None = None) -> JoinGroupResponse:
+def _join_answer(group: ClassicGroup, member: Member, with_members: bool,
+                 leader: str | None = None) -> JoinGroupResponse:
     members: list[JoinGroupResponseMember] = [{"MemberId": m.member_id, "GroupInstanceId": m.group_instance_id, "Metadata": m.metadata(group.protocol)}
                for m in group.members.values()] if with_members else []
     return {"ErrorCode": ErrorCode.NONE, "GenerationId": group.generation, "ProtocolType": group.protocol_type,
@@ -203,7 +205,7 @@ def _join_answer(group, member, with_members: bool, leader: str | None = None) -
 
 # -- rebalances -------------------------------------------------------------------------
 
-def _prepare_or_complete(group, c) -> None:
+def _prepare_or_complete(group: ClassicGroup, c: Ctx) -> None:
     if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE, _S.EMPTY):
         _prepare_rebalance(group, c)
     else:
@@ -230,7 +232,7 @@ def _prepare_rebalance(group: ClassicGroup, c: Ctx) -> None:
     _try_complete_join(group, c)
 
 
-def _try_complete_join(group, c) -> None:
+def _try_complete_join(group: ClassicGroup, c: Ctx) -> None:
     if group.state is _S.PREPARING_REBALANCE and group.initial_delay is None and group.all_joined():
         _complete_join(group, c)
 
@@ -264,13 +266,13 @@ def _complete_join(group: ClassicGroup, c: Ctx) -> None:
 
 # -- SyncGroup ---------------------------------------------------------------------------
 
-def _sync_answer(code: int, group, assignment: bytes = b"") -> dict:
+def _sync_answer(code: int, group: ClassicGroup, assignment: bytes = b"") -> dict[str, Any]:
     ok = code == ErrorCode.NONE
     return {"ErrorCode": code, "ProtocolType": group.protocol_type if ok else None,
             "ProtocolName": group.protocol if ok else None, "Assignment": assignment}
 
 
-def sync(group: ClassicGroup | None, req: dict, token, c: Ctx) -> None:
+def sync(group: ClassicGroup | None, req: dict[str, Any], token: object, c: Ctx) -> None:
     if group is None:
         return c.out.answer(token, {"ErrorCode": ErrorCode.UNKNOWN_MEMBER_ID, "Assignment": b""})
     member_id = req["MemberId"]
@@ -293,7 +295,7 @@ def sync(group: ClassicGroup | None, req: dict, token, c: Ctx) -> None:
         _store_assignment(group, req["Assignments"], c)
 
 
-def _store_assignment(group: ClassicGroup, assignments: list[dict], c: Ctx) -> None:
+def _store_assignment(group: ClassicGroup, assignments: list[dict[str, Any]], c: Ctx) -> None:
     given = {a["MemberId"]: bytes(a["Assignment"]) for a in assignments}
     for m in group.members.values():
         m.assignment = given.get(m.member_id, b"")
@@ -319,7 +321,7 @@ def assignment_lost(group: ClassicGroup, generation: int, c: Ctx) -> None:
 
 # -- Heartbeat and LeaveGroup --------------------------------------------------------------
 
-def heartbeat(group: ClassicGroup | None, req: dict, c: Ctx) -> int:
+def heartbeat(group: ClassicGroup | None, req: dict[str, Any], c: Ctx) -> int:
     if group is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     error = _check_member(group, req["MemberId"], req.get("GroupInstanceId"))
@@ -388,7 +390,7 @@ def tick(group: ClassicGroup, c: Ctx) -> None:
         _prepare_rebalance(group, c)
 
 
-def _end_join_phase(group, c) -> None:
+def _end_join_phase(group: ClassicGroup, c: Ctx) -> None:
     if group.initial_delay is not None:
         delay, latest = group.initial_delay
         if group.new_member_added and c.now_ms < latest:

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Mapping
+from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
 
@@ -53,12 +55,12 @@ __all__ = ["LEAVE_EPOCH", "STATIC_LEAVE_EPOCH", "describe", "heartbeat", "tick"]
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 
 
-def _error(code: int, message: str | None = None) -> dict:
+def _error(code: int, message: str | None = None) -> dict[str, Any]:
     return {"ErrorCode": code, "ErrorMessage": message, "MemberId": None, "MemberEpoch": 0,
             "HeartbeatIntervalMs": 0, "Assignment": None}
 
 
-def _validate(req: dict, c: Ctx) -> dict | None:
+def _validate(req: dict[str, Any], c: Ctx) -> dict[str, Any] | None:
     epoch, member_id = req["MemberEpoch"], req["MemberId"]
     bad = None
     if not req["GroupId"]:
@@ -98,7 +100,8 @@ def _valid_regex(regex: str) -> bool:
 
 # -- ConsumerGroupHeartbeat ------------------------------------------------------------------
 
-def heartbeat(groups: dict, req: dict, c: Ctx, view: TopicsView) -> dict:
+def heartbeat(groups: dict[str, ClassicGroup | ConsumerGroup], req: dict[str, Any], c: Ctx,
+              view: TopicsView) -> dict[str, Any]:
     invalid = _validate(req, c)
     if invalid:
         return invalid
@@ -128,7 +131,8 @@ def heartbeat(groups: dict, req: dict, c: Ctx, view: TopicsView) -> dict:
             "Assignment": {"TopicPartitions": _to_wire(member.current.assigned)} if send else None}
 
 
-def _group_for(groups: dict, req: dict, c: Ctx) -> tuple[ConsumerGroup | None, dict | None]:
+def _group_for(groups: dict[str, ClassicGroup | ConsumerGroup], req: dict[str, Any],
+               c: Ctx) -> tuple[ConsumerGroup | None, dict[str, Any] | None]:
     group_id = req["GroupId"]
     group = groups.get(group_id)
     if isinstance(group, ConsumerGroup):
@@ -143,7 +147,8 @@ def _group_for(groups: dict, req: dict, c: Ctx) -> tuple[ConsumerGroup | None, d
     return group, None
 
 
-def _member_for(group: ConsumerGroup, req: dict, c: Ctx) -> tuple[ConsumerMember | None, dict | None, bool]:
+def _member_for(group: ConsumerGroup, req: dict[str, Any],
+                c: Ctx) -> tuple[ConsumerMember | None, dict[str, Any] | None, bool]:
     """(member, error, new): the member the heartbeat is from, created or taken over on a join."""
     member_id, epoch, instance = req["MemberId"], req["MemberEpoch"], req.get("InstanceId")
     if epoch != 0:
@@ -172,7 +177,7 @@ def _member_for(group: ConsumerGroup, req: dict, c: Ctx) -> tuple[ConsumerMember
     return member, None, True
 
 
-def _epoch_ok(member: ConsumerMember, req: dict) -> bool:
+def _epoch_ok(member: ConsumerMember, req: dict[str, Any]) -> bool:
     epoch = req["MemberEpoch"]
     if epoch == member.epoch:
         return True
@@ -195,7 +200,7 @@ def _replace_static(group: ConsumerGroup, old: ConsumerMember, new_id: str, c: C
     return member
 
 
-def _update_subscription(member: ConsumerMember, req: dict) -> bool:
+def _update_subscription(member: ConsumerMember, req: dict[str, Any]) -> bool:
     """Apply the heartbeat's non-null fields; whether anything the assignment depends on changed."""
     changed = False
     if req.get("SubscribedTopicNames") is not None:
@@ -237,7 +242,8 @@ def _advance(group: ConsumerGroup, bump: bool, c: Ctx, view: TopicsView) -> None
         c.out.records += group.set_targets(assign(specs, topics), group.group_epoch)
 
 
-def _reconcile(group: ConsumerGroup, member: ConsumerMember, reported, c: Ctx) -> None:
+def _reconcile(group: ConsumerGroup, member: ConsumerMember, reported: Mapping[bytes, frozenset[int]] | None,
+               c: Ctx) -> None:
     nxt = reconcile(member.current, group.assignment_epoch, group.targets.get(member.member_id, {}),
                     lambda tid, p: (tid, p) in group.owners, reported)
     if nxt != member.current:
@@ -248,13 +254,13 @@ def _reconcile(group: ConsumerGroup, member: ConsumerMember, reported, c: Ctx) -
         member.revocation_deadline_ms = c.now_ms + max(member.rebalance_timeout_ms, 0)
 
 
-def _to_wire(assignment: dict[bytes, frozenset[int]]) -> list[dict]:
+def _to_wire(assignment: dict[bytes, frozenset[int]]) -> list[dict[str, Any]]:
     return [{"TopicId": tid, "Partitions": sorted(ps)} for tid, ps in sorted(assignment.items()) if ps]
 
 
 # -- leaving and timeouts -----------------------------------------------------------------------
 
-def _leave(group, req: dict, c: Ctx) -> dict:
+def _leave(group: ClassicGroup | ConsumerGroup | None, req: dict[str, Any], c: Ctx) -> dict[str, Any]:
     member_id, epoch = req["MemberId"], req["MemberEpoch"]
     if not isinstance(group, ConsumerGroup):
         return _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {req['GroupId']} has no member {member_id}.")
@@ -289,11 +295,11 @@ def tick(group: ConsumerGroup, c: Ctx) -> None:
 
 # -- describing -------------------------------------------------------------------------------
 
-def describe(group: ConsumerGroup, view: TopicsView, default_assignor: str) -> dict:
+def describe(group: ConsumerGroup, view: TopicsView, default_assignor: str) -> dict[str, Any]:
     """One ConsumerGroupDescribe group."""
     names = {tid: name for name, (tid, _) in view.topics.items()}
 
-    def wire(assignment):
+    def wire(assignment: Mapping[bytes, frozenset[int]]) -> dict[str, Any]:
         return {"TopicPartitions": [{"TopicId": tid, "TopicName": names.get(tid, ""), "Partitions": sorted(ps)}
                                     for tid, ps in sorted(assignment.items()) if ps]}
 
@@ -307,7 +313,7 @@ def describe(group: ConsumerGroup, view: TopicsView, default_assignor: str) -> d
                              m.member_id, {})), "MemberType": 1} for m in group.members.values()]}
 
 
-def describe_classic(group: ConsumerGroup, view: TopicsView, default_assignor: str) -> dict:
+def describe_classic(group: ConsumerGroup, view: TopicsView, default_assignor: str) -> dict[str, Any]:
     """DescribeGroups' view of a consumer group: members' subscriptions and assignments in the
     classic consumer protocol's encoding (ConsumerProtocolSubscription / Assignment v0)."""
     names = {tid: name for name, (tid, _) in view.topics.items()}

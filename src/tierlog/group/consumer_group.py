@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import consumer_records as cr
 from .consumer_records import ConsumerKey, assignment_from_wire, assignment_to_wire
@@ -63,7 +64,7 @@ class ConsumerMember:
     def epoch(self) -> int:
         return self.current.epoch
 
-    def metadata_value(self) -> dict:
+    def metadata_value(self) -> dict[str, Any]:
         return {"InstanceId": self.instance_id, "RackId": self.rack_id, "ClientId": self.client_id,
                 "ClientHost": self.client_host, "SubscribedTopicNames": list(self.topic_names),
                 "SubscribedTopicRegex": self.topic_regex, "RebalanceTimeoutMs": self.rebalance_timeout_ms,
@@ -117,14 +118,14 @@ class ConsumerGroup:
         return set(self.subscription)
 
     # -- changes, each returning its records ----------------------------------------------------------
-    def put_member(self, member: ConsumerMember) -> list:
+    def put_member(self, member: ConsumerMember) -> list[tuple[bytes, bytes | None]]:
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         return [cr.encode_consumer_record(ConsumerKey(cr.MEMBER_METADATA, self.group_id, member.member_id),
                                           member.metadata_value())]
 
-    def set_current(self, member: ConsumerMember, current: CurrentAssignment) -> list:
+    def set_current(self, member: ConsumerMember, current: CurrentAssignment) -> list[tuple[bytes, bytes | None]]:
         self._release(member)
         member.current = current
         for tid, ps in current.owned().items():
@@ -133,7 +134,7 @@ class ConsumerGroup:
         return [cr.encode_consumer_record(ConsumerKey(cr.CURRENT_ASSIGNMENT, self.group_id, member.member_id),
                                           _current_value(current))]
 
-    def remove_member(self, member_id: str, now_ms: int) -> list:
+    def remove_member(self, member_id: str, now_ms: int) -> list[tuple[bytes, bytes | None]]:
         member = self.members.pop(member_id)
         self._release(member)
         self.targets.pop(member_id, None)
@@ -144,17 +145,18 @@ class ConsumerGroup:
         return [cr.encode_consumer_record(ConsumerKey(t, self.group_id, member_id), None)
                 for t in (cr.CURRENT_ASSIGNMENT, cr.TARGET_MEMBER, cr.MEMBER_METADATA)]
 
-    def bump_epoch(self) -> list:
+    def bump_epoch(self) -> list[tuple[bytes, bytes | None]]:
         self.group_epoch += 1
         return [cr.encode_consumer_record(ConsumerKey(cr.GROUP_METADATA, self.group_id), {"Epoch": self.group_epoch})]
 
-    def set_subscription(self, subscription: dict[str, tuple[bytes, int]]) -> list:
+    def set_subscription(self, subscription: dict[str, tuple[bytes, int]]) -> list[tuple[bytes, bytes | None]]:
         self.subscription = dict(subscription)
         topics = [{"TopicId": tid, "TopicName": name, "NumPartitions": n, "PartitionMetadata": []}
                   for name, (tid, n) in sorted(subscription.items())]
         return [cr.encode_consumer_record(ConsumerKey(cr.PARTITION_METADATA, self.group_id), {"Topics": topics})]
 
-    def set_targets(self, targets: dict[str, dict[bytes, frozenset[int]]], epoch: int) -> list:
+    def set_targets(self, targets: dict[str, dict[bytes, frozenset[int]]],
+                    epoch: int) -> list[tuple[bytes, bytes | None]]:
         records = []
         for member_id, target in targets.items():
             if self.targets.get(member_id) != target:
@@ -166,7 +168,7 @@ class ConsumerGroup:
                                                  {"AssignmentEpoch": epoch}))
         return records
 
-    def delete_records(self) -> list:
+    def delete_records(self) -> list[tuple[bytes, bytes | None]]:
         """The tombstones of an empty group's records (its offsets are the shard's)."""
         return [cr.encode_consumer_record(ConsumerKey(t, self.group_id), None)
                 for t in (cr.TARGET_METADATA, cr.PARTITION_METADATA, cr.GROUP_METADATA)]
@@ -178,7 +180,7 @@ class ConsumerGroup:
                     del self.owners[(tid, p)]
 
     # -- loading ------------------------------------------------------------------------------
-    def replay(self, key: ConsumerKey, value: dict | None) -> None:
+    def replay(self, key: ConsumerKey, value: dict[str, Any] | None) -> None:
         """Apply one record (load); the owners are rebuilt by :meth:`loaded`."""
         t = key.type
         if t == cr.GROUP_METADATA:
@@ -198,7 +200,7 @@ class ConsumerGroup:
         elif t == cr.CURRENT_ASSIGNMENT and key.member in self.members:
             self.members[key.member].current = _current_from_value(value) if value else CurrentAssignment()
 
-    def _replay_member(self, member_id: str, value: dict | None) -> None:
+    def _replay_member(self, member_id: str, value: dict[str, Any] | None) -> None:
         if value is None:
             member = self.members.pop(member_id, None)
             if member is not None and member.instance_id is not None:
@@ -230,13 +232,13 @@ def _member_of(key: ConsumerKey) -> str:
     return key.member
 
 
-def _current_value(c: CurrentAssignment) -> dict:
+def _current_value(c: CurrentAssignment) -> dict[str, Any]:
     return {"MemberEpoch": c.epoch, "PreviousMemberEpoch": c.previous_epoch, "State": c.state,
             "AssignedPartitions": assignment_to_wire(c.assigned),
             "PartitionsPendingRevocation": assignment_to_wire(c.pending_revocation)}
 
 
-def _current_from_value(v: dict) -> CurrentAssignment:
+def _current_from_value(v: dict[str, Any]) -> CurrentAssignment:
     return CurrentAssignment(v["MemberEpoch"], v["PreviousMemberEpoch"], v["State"],
                              assignment_from_wire(v["AssignedPartitions"]),
                              assignment_from_wire(v["PartitionsPendingRevocation"]))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from tierlog.protocol.codec import decode_struct, encode_struct
 from tierlog.protocol.schema import Field, Struct
@@ -110,7 +110,7 @@ class ConsumerKey(NamedTuple):
     member: str | None = None
 
 
-def encode_consumer_record(key: ConsumerKey, value: dict | None) -> tuple[bytes, bytes | None]:
+def encode_consumer_record(key: ConsumerKey, value: dict[str, Any] | None) -> tuple[bytes, bytes | None]:
     """(key, value) bytes of one record; ``value`` None is a tombstone."""
     fields: dict[str, str | None] = {"GroupId": key.group}
     if key.type in _WITH_MEMBER:
@@ -121,12 +121,12 @@ def encode_consumer_record(key: ConsumerKey, value: dict | None) -> tuple[bytes,
     return kbytes, _VERSION.pack(_VALUE_VERSION) + bytes(encode_struct(_VALUES[key.type], _VALUE_VERSION, True, value))
 
 
-def decode_consumer_key(version: int, buf) -> ConsumerKey:
+def decode_consumer_key(version: int, buf: bytes) -> ConsumerKey:
     fields, _ = decode_struct(_KEYS[version], version, False, buf, 2)
     return ConsumerKey(version, fields["GroupId"], fields.get("MemberId"))
 
 
-def decode_consumer_value(key: ConsumerKey, buf) -> dict | None:
+def decode_consumer_value(key: ConsumerKey, buf: bytes | None) -> dict[str, Any] | None:
     """The value under ``key``; None for a tombstone.  Raises ValueError on an unknown value version."""
     if buf is None:
         return None
@@ -139,12 +139,12 @@ def decode_consumer_value(key: ConsumerKey, buf) -> dict | None:
     return fields
 
 
-def assignment_to_wire(assignment: Mapping[bytes, frozenset[int] | set[int]]) -> list[dict]:
+def assignment_to_wire(assignment: Mapping[bytes, frozenset[int] | set[int]]) -> list[dict[str, Any]]:
     """{topic id: partitions} -> [{TopicId, Partitions}] (sorted, for stable records)."""
     return [{"TopicId": tid, "Partitions": sorted(ps)} for tid, ps in sorted(assignment.items()) if ps]
 
 
-def assignment_from_wire(topics: list[dict] | None) -> dict[bytes, frozenset[int]]:
+def assignment_from_wire(topics: list[dict[str, Any]] | None) -> dict[bytes, frozenset[int]]:
     out: dict[bytes, frozenset[int]] = {}
     for t in topics or ():
         tid = bytes(t["TopicId"])

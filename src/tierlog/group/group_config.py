@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 from tierlog.metadata.group_rules import (
     HEARTBEAT_INTERVAL,
@@ -17,7 +18,13 @@ from tierlog.metadata.group_rules import (
 
 from .assignors import ASSIGNORS
 
-__all__ = ["GroupConfig"]
+__all__ = ["GroupConfig", "NodeSettings"]
+
+
+class NodeSettings(Protocol):
+    """The node's settings by Kafka key (``tierlog.config.NodeConfig``); a value's type is its key's."""
+
+    def __getitem__(self, name: str, /) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +47,7 @@ class GroupConfig:
     consumer_max_session_timeout_ms: int = 60000    # group.consumer.max.session.timeout.ms
 
     @classmethod
-    def from_node_config(cls, cfg) -> GroupConfig:
+    def from_node_config(cls, cfg: NodeSettings) -> GroupConfig:
         return cls(
             initial_rebalance_delay_ms=cfg["group.initial.rebalance.delay.ms"],
             min_session_timeout_ms=cfg["group.min.session.timeout.ms"],
@@ -78,9 +85,9 @@ class GroupConfig:
                 k(SESSION_TIMEOUT, "max"): self.consumer_max_session_timeout_ms}
 
 
-def _within(cfg, key: str) -> int:
+def _within(cfg: NodeSettings, key: str) -> int:
     """``key``'s value, which must lie within its .min. and .max. settings (Kafka refuses to start otherwise)."""
-    value = cfg[key]
+    value: int = cfg[key]
     low, high = cfg[key.replace("consumer.", "consumer.min.")], cfg[key.replace("consumer.", "consumer.max.")]
     if not low <= value <= high:
         raise ValueError(f"{key}={value} must be within [{low}, {high}]")

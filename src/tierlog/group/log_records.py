@@ -20,7 +20,7 @@ group values v3, the versions Kafka writes for these fields.
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from tierlog.protocol.codec import decode_struct, encode_struct
 from tierlog.protocol.schema import Field, Struct
@@ -94,7 +94,7 @@ class GroupKey(NamedTuple):
     group: str
 
 
-def _encode(schema: Struct, version: int, value: dict, flexible: bool = False) -> bytes:
+def _encode(schema: Struct, version: int, value: dict[str, Any], flexible: bool = False) -> bytes:
     return _VERSION.pack(version) + bytes(encode_struct(schema, version, flexible, value))
 
 
@@ -106,7 +106,7 @@ def encode_group_key(key: GroupKey) -> bytes:
     return _encode(GROUP_METADATA_KEY, 2, key._asdict())
 
 
-def offset_commit_record(key: OffsetKey, value: dict | None) -> tuple[bytes, bytes | None]:
+def offset_commit_record(key: OffsetKey, value: dict[str, Any] | None) -> tuple[bytes, bytes | None]:
     """(key, value) bytes; ``value`` None is the tombstone of the offset."""
     if value is None:
         return encode_offset_key(key), None
@@ -116,7 +116,7 @@ def offset_commit_record(key: OffsetKey, value: dict | None) -> tuple[bytes, byt
     return encode_offset_key(key), _encode(OFFSET_COMMIT_VALUE, version, value)
 
 
-def group_metadata_record(key: GroupKey, value: dict | None) -> tuple[bytes, bytes | None]:
+def group_metadata_record(key: GroupKey, value: dict[str, Any] | None) -> tuple[bytes, bytes | None]:
     """(key, value) bytes; ``value`` None is the tombstone of the group."""
     if value is None:
         return encode_group_key(key), None
@@ -136,7 +136,7 @@ def decode_key(buf: bytes) -> OffsetKey | GroupKey | None:
     return None
 
 
-def decode_value(key: OffsetKey | GroupKey, buf: bytes | None) -> dict | None:
+def decode_value(key: OffsetKey | GroupKey, buf: bytes | None) -> dict[str, Any] | None:
     """The value of a record under ``key``; None for a tombstone."""
     if buf is None:
         return None
@@ -148,7 +148,8 @@ def decode_value(key: OffsetKey | GroupKey, buf: bytes | None) -> dict | None:
     return fields
 
 
-def _read_version(buf) -> int:
+def _read_version(buf: bytes | None) -> int:
     if buf is None or len(buf) < 2:
         raise ValueError("a __consumer_offsets key or value needs a 2-byte version")
-    return _VERSION.unpack_from(buf, 0)[0]
+    version: int = _VERSION.unpack_from(buf, 0)[0]
+    return version

@@ -10,7 +10,9 @@ explicit v2-v4 expire timestamp wins); offsets of groups with members stay.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
 
@@ -28,11 +30,11 @@ class CommittedOffset:
     expire_timestamp: int = -1
 
     @classmethod
-    def from_value(cls, value: dict) -> CommittedOffset:
+    def from_value(cls, value: dict[str, Any]) -> CommittedOffset:
         return cls(value["offset"], value.get("leaderEpoch", -1), value["metadata"], value["commitTimestamp"],
                    value.get("expireTimestamp", -1))
 
-    def to_value(self) -> dict:
+    def to_value(self) -> dict[str, Any]:
         return {"offset": self.offset, "leaderEpoch": self.leader_epoch, "metadata": self.metadata,
                 "commitTimestamp": self.commit_timestamp, "expireTimestamp": self.expire_timestamp}
 
@@ -41,7 +43,7 @@ class OffsetStore:
     def __init__(self) -> None:
         self._groups: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
 
-    def apply(self, key: OffsetKey, value: dict | None) -> None:
+    def apply(self, key: OffsetKey, value: dict[str, Any] | None) -> None:
         """A committed record (or its tombstone) takes effect."""
         offsets = self._groups.setdefault(key.group, {})
         if value is None:
@@ -63,10 +65,13 @@ class OffsetStore:
     def all(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
         return dict(self._groups.get(group_id, {}))
 
-    def commit_records(self, group_id: str, topics: list[dict], now_ms: int, expire_ms: int,
-                       metadata_max_bytes: int) -> tuple[list, list, list]:
+    def commit_records(self, group_id: str, topics: list[dict[str, Any]], now_ms: int, expire_ms: int,
+                       metadata_max_bytes: int) -> tuple[
+            list[tuple[bytes, bytes | None]], list[tuple[OffsetKey, dict[str, Any] | None]], list[dict[str, Any]]]:
         """(records, to apply once committed, response topics) for an accepted OffsetCommit."""
-        records, applies, answer = [], [], []
+        records: list[tuple[bytes, bytes | None]] = []
+        applies: list[tuple[OffsetKey, dict[str, Any] | None]] = []
+        answer: list[dict[str, Any]] = []
         for t in topics:
             parts = []
             for p in t["Partitions"]:
@@ -84,7 +89,7 @@ class OffsetStore:
             answer.append({"Name": t["Name"], "Partitions": parts})
         return records, applies, answer
 
-    def fetch(self, group_id: str, topics: list[dict] | None) -> list[dict]:
+    def fetch(self, group_id: str, topics: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
         """OffsetFetch answer topics; ``topics`` None: every committed offset of the group."""
         if topics is None:
             by_topic: dict[str, list[int]] = {}
@@ -94,7 +99,7 @@ class OffsetStore:
         return [{"Name": t["Name"], "Partitions": [self._fetch_one(group_id, t["Name"], p)
                                                     for p in t["PartitionIndexes"]]} for t in topics]
 
-    def _fetch_one(self, group_id, topic, partition) -> dict:
+    def _fetch_one(self, group_id: str, topic: str, partition: int) -> dict[str, Any]:
         o = self.get(group_id, topic, partition)
         if o is None:
             return {"PartitionIndex": partition, "CommittedOffset": -1, "CommittedLeaderEpoch": -1,
@@ -102,7 +107,8 @@ class OffsetStore:
         return {"PartitionIndex": partition, "CommittedOffset": o.offset, "CommittedLeaderEpoch": o.leader_epoch,
                 "Metadata": o.metadata, "ErrorCode": ErrorCode.NONE}
 
-    def tombstones(self, group_id: str, keys=None) -> list[tuple[OffsetKey, tuple]]:
+    def tombstones(self, group_id: str, keys: Iterable[tuple[str, int]] | None = None
+                   ) -> list[tuple[OffsetKey, tuple[bytes, bytes | None]]]:
         """(key, record) tombstones for ``keys`` ((topic, partition)s; None: all) of the group."""
         offsets = self._groups.get(group_id, {})
         chosen = list(offsets) if keys is None else [k for k in keys if k in offsets]

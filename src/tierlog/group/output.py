@@ -22,6 +22,8 @@ from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
 
+from .log_records import OffsetKey
+
 __all__ = ["Output", "with_error"]
 
 
@@ -29,11 +31,11 @@ __all__ = ["Output", "with_error"]
 class Output:
     records: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     answers: list[tuple[object, Mapping[str, Any]]] = field(default_factory=list)
-    on_commit: list[tuple[object, dict | None]] = field(default_factory=list)   # (OffsetKey, value or None)
+    on_commit: list[tuple[OffsetKey, dict[str, Any] | None]] = field(default_factory=list)   # (key, value or None)
     on_failure: list[tuple[str, int]] = field(default_factory=list)             # (group id, generation)
     txn_producer: tuple[int, int] | None = None                                 # TxnOffsetCommit's producer
 
-    def answer(self, token, response: Mapping[str, Any]) -> None:
+    def answer(self, token: object, response: Mapping[str, Any]) -> None:
         if token is not None:
             self.answers.append((token, response))
 
@@ -47,13 +49,17 @@ class Output:
         return bool(self.records or self.answers or self.on_commit or self.on_failure)
 
 
-def with_error(response, code: int):
+def with_error(response: Mapping[str, Any], code: int) -> dict[str, Any]:
     """``response`` with every successful ErrorCode in it replaced by ``code`` (a failed write's answer)."""
-    if isinstance(response, list):
-        return [with_error(v, code) for v in response]
-    if not isinstance(response, dict):
-        return response
-    out = {k: with_error(v, code) for k, v in response.items()}
+    out = {k: _with_error(v, code) for k, v in response.items()}
     if out.get("ErrorCode") == ErrorCode.NONE:
         out["ErrorCode"] = code
     return out
+
+
+def _with_error(value: object, code: int) -> object:
+    if isinstance(value, list):
+        return [_with_error(v, code) for v in value]
+    if isinstance(value, Mapping):
+        return with_error(value, code)
+    return value

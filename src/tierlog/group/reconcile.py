@@ -74,7 +74,8 @@ def _still_owns(revoking: Partitions, reported: Mapping[bytes, frozenset[int]] |
 
 
 def _next(current: CurrentAssignment, epoch: int, target_epoch: int, target: Partitions,
-          owned_elsewhere: Callable[[bytes, int], bool], reported) -> CurrentAssignment:
+          owned_elsewhere: Callable[[bytes, int], bool], reported: Mapping[bytes, frozenset[int]] | None
+          ) -> CurrentAssignment:
     assigned: dict[bytes, frozenset[int]] = {}
     revoking: dict[bytes, frozenset[int]] = {}
     adding: dict[bytes, frozenset[int]] = {}

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
 
@@ -63,7 +64,8 @@ class GroupShard:
         self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
         self.offsets = OffsetStore()
         self._next_retention_check_ms: int | None = None
-        self._txn_offsets: dict[int, list[tuple[OffsetKey, dict]]] = {}    # producer id -> offsets awaiting its marker
+        # producer id -> offsets awaiting its marker
+        self._txn_offsets: dict[int, list[tuple[OffsetKey, dict[str, Any] | None]]] = {}
 
     # -- loading ------------------------------------------------------------------------
     def replay(self, key: bytes, value: bytes | None) -> None:
@@ -108,7 +110,7 @@ class GroupShard:
                 m.heartbeat_deadline_ms = now_ms + m.session_timeout_ms
         self._next_retention_check_ms = now_ms + self.config.retention_check_interval_ms
 
-    def apply_committed(self, applies: list, producer_id: int = -1) -> None:
+    def apply_committed(self, applies: list[tuple[OffsetKey, dict[str, Any] | None]], producer_id: int = -1) -> None:
         """Offsets whose records are committed take effect; those of a transaction
         (``producer_id`` >= 0) once its marker commits it."""
         if producer_id >= 0:
@@ -151,7 +153,7 @@ class GroupShard:
         return f"{client_id}-{uuid.UUID(int=self._rng.getrandbits(128), version=4)}"
 
     # -- membership ---------------------------------------------------------------------
-    def join(self, req: dict, token, now_ms: int) -> Output:
+    def join(self, req: dict[str, Any], token: object, now_ms: int) -> Output:
         c = self._ctx(now_ms)
         group_id = req["GroupId"]
         group = self.groups.get(group_id)
@@ -175,17 +177,17 @@ class GroupShard:
                 del self.groups[group_id]       # refused before it had a member
         return c.out
 
-    def sync(self, req: dict, token, now_ms: int) -> Output:
+    def sync(self, req: dict[str, Any], token: object, now_ms: int) -> Output:
         c = self._ctx(now_ms)
         classic.sync(self._classic(req["GroupId"]), req, token, c)
         return c.out
 
-    def heartbeat(self, req: dict, token, now_ms: int) -> Output:
+    def heartbeat(self, req: dict[str, Any], token: object, now_ms: int) -> Output:
         c = self._ctx(now_ms)
         c.out.answer(token, {"ErrorCode": classic.heartbeat(self._classic(req["GroupId"]), req, c)})
         return c.out
 
-    def leave(self, group_id: str, members: list[tuple[str, str | None]], token, now_ms: int) -> Output:
+    def leave(self, group_id: str, members: list[tuple[str, str | None]], token: object, now_ms: int) -> Output:
         """``members``: (member id, group instance id) pairs; the answer: ErrorCode and per-member codes."""
         c = self._ctx(now_ms)
         group = self._classic(group_id)
@@ -202,13 +204,13 @@ class GroupShard:
         return group if isinstance(group, ClassicGroup) else None
 
     # -- the consumer protocol (KIP-848) --------------------------------------------------------
-    def consumer_heartbeat(self, req: dict, token, now_ms: int, view: TopicsView) -> Output:
+    def consumer_heartbeat(self, req: dict[str, Any], token: object, now_ms: int, view: TopicsView) -> Output:
         """``req``: ConsumerGroupHeartbeat fields plus ``client_id``, ``client_host``."""
         c = self._ctx(now_ms, self.group_config(req["GroupId"]))
         c.out.answer(token, consumer.heartbeat(self.groups, req, c, view))
         return c.out
 
-    def consumer_describe(self, group_id: str, view: TopicsView) -> dict:
+    def consumer_describe(self, group_id: str, view: TopicsView) -> dict[str, Any]:
         group = self.groups.get(group_id)
         if not isinstance(group, ConsumerGroup):
             return {"ErrorCode": ErrorCode.GROUP_ID_NOT_FOUND, "ErrorMessage": f"Group {group_id} is not a consumer "
@@ -217,7 +219,7 @@ class GroupShard:
         return consumer.describe(group, view, self.config.consumer_assignors[0])
 
     # -- offsets ------------------------------------------------------------------------------
-    def commit_offsets(self, req: dict, token, now_ms: int) -> Output:
+    def commit_offsets(self, req: dict[str, Any], token: object, now_ms: int) -> Output:
         c = self._ctx(now_ms)
         error = self._check_commit(req, now_ms)
         if error:
@@ -234,7 +236,7 @@ class GroupShard:
         c.out.answer(token, {"Topics": topics})
         return c.out
 
-    def txn_commit_offsets(self, req: dict, token, now_ms: int) -> Output:
+    def txn_commit_offsets(self, req: dict[str, Any], token: object, now_ms: int) -> Output:
         """TxnOffsetCommit: the records in the producer's transaction; they take effect with its
         commit marker.  KIP-447: a member id / generation given (v3+) are checked like OffsetCommit's."""
         commit = {**req, "GenerationIdOrMemberEpoch": req.get("GenerationId", -1), "version": 9}
@@ -242,7 +244,7 @@ class GroupShard:
         out.txn_producer = (req["ProducerId"], req["ProducerEpoch"])
         return out
 
-    def _check_commit(self, req: dict, now_ms: int) -> int:
+    def _check_commit(self, req: dict[str, Any], now_ms: int) -> int:
         group_id, generation, member_id = req["GroupId"], req.get("GenerationIdOrMemberEpoch", -1), req.get(
             "MemberId", "")
         if not group_id:
@@ -266,7 +268,8 @@ class GroupShard:
             m.heartbeat_deadline_ms = now_ms + m.session_timeout_ms
         return error
 
-    def fetch_offsets(self, group_id: str, topics: list[dict] | None, require_stable: bool = False) -> dict:
+    def fetch_offsets(self, group_id: str, topics: list[dict[str, Any]] | None,
+                      require_stable: bool = False) -> dict[str, Any]:
         """One group's OffsetFetch answer (v8 shape); ``require_stable`` (KIP-447): a partition whose
         offset waits for a transaction answers UNSTABLE_OFFSET_COMMIT (the consumer retries)."""
         answer = self.offsets.fetch(group_id, topics)
@@ -279,7 +282,7 @@ class GroupShard:
                         p["CommittedOffset"], p["ErrorCode"] = -1, ErrorCode.UNSTABLE_OFFSET_COMMIT
         return {"GroupId": group_id, "Topics": answer, "ErrorCode": ErrorCode.NONE}
 
-    def delete_offsets(self, group_id: str, topics: list[dict], token, now_ms: int) -> Output:
+    def delete_offsets(self, group_id: str, topics: list[dict[str, Any]], token: object, now_ms: int) -> Output:
         c = self._ctx(now_ms)
         group = self.groups.get(group_id)
         if group is None:
@@ -299,13 +302,13 @@ class GroupShard:
         c.out.answer(token, {"ErrorCode": ErrorCode.NONE, "Topics": answer})
         return c.out
 
-    def _tombstone_offsets(self, group_id: str, keys, c: classic.Ctx) -> None:
+    def _tombstone_offsets(self, group_id: str, keys: Iterable[tuple[str, int]] | None, c: classic.Ctx) -> None:
         for key, record in self.offsets.tombstones(group_id, keys):
             c.out.records.append(record)
             self.offsets.apply(key, None)
 
     # -- group administration ----------------------------------------------------------------
-    def delete_groups(self, group_ids: list[str], token, now_ms: int) -> Output:
+    def delete_groups(self, group_ids: list[str], token: object, now_ms: int) -> Output:
         c = self._ctx(now_ms)
         results = []
         for group_id in group_ids:
@@ -330,14 +333,14 @@ class GroupShard:
             group.transition(_S.DEAD, c.now_ms)
         del self.groups[group.group_id]
 
-    def list_groups(self, states: list[str], types: list[str]) -> list[dict]:
+    def list_groups(self, states: list[str], types: list[str]) -> list[dict[str, Any]]:
         states_l, types_l = {s.lower() for s in states}, {t.lower() for t in types}
         listed = [{"GroupId": g.group_id, "ProtocolType": _protocol_type(g), "GroupState": _state(g),
                    "GroupType": g.type} for g in self.groups.values()]
         return [g for g in listed if (not states_l or g["GroupState"].lower() in states_l)
                 and (not types_l or g["GroupType"] in types_l)]
 
-    def describe(self, group_id: str, view: TopicsView | None = None) -> dict:
+    def describe(self, group_id: str, view: TopicsView | None = None) -> dict[str, Any]:
         group = self.groups.get(group_id)
         if isinstance(group, ConsumerGroup):
             return consumer.describe_classic(group, view or TopicsView({}), self.config.consumer_assignors[0])
@@ -380,15 +383,15 @@ class GroupShard:
                 self._delete_group(group, c)
 
 
-def _is_empty(group) -> bool:
+def _is_empty(group: ClassicGroup | ConsumerGroup) -> bool:
     return group.is_empty() if isinstance(group, ConsumerGroup) else group.state is _S.EMPTY
 
 
-def _state(group) -> str:
+def _state(group: ClassicGroup | ConsumerGroup) -> str:
     return group.state if isinstance(group, ConsumerGroup) else group.state.value
 
 
-def _protocol_type(group) -> str:
+def _protocol_type(group: ClassicGroup | ConsumerGroup) -> str:
     return "consumer" if isinstance(group, ConsumerGroup) else group.protocol_type or ""
 
 
@@ -405,13 +408,13 @@ def _check_consumer_commit(group: ConsumerGroup, member_id: str, epoch: int, ver
     return ErrorCode.STALE_MEMBER_EPOCH if epoch != member.epoch else ErrorCode.NONE
 
 
-def _describe_member(m: Member, protocol: str | None, stable: bool) -> dict:
+def _describe_member(m: Member, protocol: str | None, stable: bool) -> dict[str, Any]:
     return {"MemberId": m.member_id, "GroupInstanceId": m.group_instance_id, "ClientId": m.client_id,
             "ClientHost": m.client_host, "MemberMetadata": m.metadata(protocol) if stable else b"",
             "MemberAssignment": m.assignment if stable else b""}
 
 
-def _group_from_record(group_id: str, v: dict) -> ClassicGroup:
+def _group_from_record(group_id: str, v: dict[str, Any]) -> ClassicGroup:
     group = ClassicGroup(group_id, generation=v["generation"], protocol_type=v["protocolType"] or None,
                          protocol=v["protocol"], state_timestamp_ms=v.get("currentStateTimestamp", -1))
     for mv in v["members"]:

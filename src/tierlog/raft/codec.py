@@ -63,7 +63,8 @@ def snapshot_header_value(last_contained_ts_ms: int) -> bytes:
 
 def parse_snapshot_header(value: bytes) -> int:
     """LastContainedLogTimestamp of a SnapshotHeader payload; ProtocolError if malformed."""
-    return decode_snapshot_header(value)["LastContainedLogTimestamp"]
+    timestamp_ms: int = decode_snapshot_header(value)["LastContainedLogTimestamp"]
+    return timestamp_ms
 
 
 def snapshot_footer_value() -> bytes:
@@ -84,7 +85,7 @@ def encode_log_batches(batches: Iterable[LogBatch]) -> bytes:
     return b"".join(encode_log_batch(b) for b in batches)
 
 
-def decode_log_batches(buf, *, partial_ok: bool = False) -> list[LogBatch]:
+def decode_log_batches(buf: bytes | bytearray | memoryview, *, partial_ok: bool = False) -> list[LogBatch]:
     """Decode v2 batches (CRC checked). Control records keep their value only."""
     out = []
     for header, records in decode_batches(buf, partial_ok=partial_ok):
@@ -94,7 +95,7 @@ def decode_log_batches(buf, *, partial_ok: bool = False) -> list[LogBatch]:
     return out
 
 
-def decode_with_types(buf) -> list[tuple[LogBatch, list[int]]]:
+def decode_with_types(buf: bytes | bytearray | memoryview) -> list[tuple[LogBatch, list[int]]]:
     """Like decode_log_batches, with each record's control type (-1 for data records)."""
     out = []
     for header, records in decode_batches(buf):

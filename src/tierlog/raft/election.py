@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import TypeVar
 
 from tierlog.raft.leader_fetch import leader_id_or_none
 from tierlog.raft.log import ReplicatedLog
@@ -52,6 +53,8 @@ from tierlog.raft.vote import (
 )
 
 __all__ = ["Election"]
+
+_R = TypeVar("_R", VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse)
 
 
 class Election:
@@ -84,7 +87,7 @@ class Election:
             return Err.FENCED_LEADER_EPOCH
         return Err.NONE
 
-    def _answer(self, cls, error: int, *extra):
+    def _answer(self, cls: Callable[..., _R], error: int, *extra: bool) -> _R:
         le = self._quorum.leader_and_epoch()
         return cls(error, leader_id_or_none(le.leader_id), le.epoch, *extra)
 

@@ -13,7 +13,7 @@ point is passed), which re-adds the epochs of the batches found.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tierlog.clock import wall_clock_ms
@@ -77,7 +77,8 @@ class FileLog(ReplicatedLog):
 
     @property
     def flushed_end_offset(self) -> int:
-        return max(min(self._log.recovery_point, self.end_offset), self._start)
+        recovery_point: int = self._log.recovery_point
+        return max(min(recovery_point, self.end_offset), self._start)
 
     def last_fetched_epoch(self) -> int:
         if self.end_offset == self._start:
@@ -85,33 +86,34 @@ class FileLog(ReplicatedLog):
         latest = self._log.latest_epoch
         return self._start_epoch if latest is None else latest
 
-    def append_as_leader(self, records, epoch, timestamp_ms, control=False) -> LogBatch:
+    def append_as_leader(self, records: Sequence[bytes], epoch: int, timestamp_ms: int,
+                         control: bool = False) -> LogBatch:
         batch = LogBatch(self.end_offset, epoch, timestamp_ms, tuple(bytes(r) for r in records), control)
         self._log.append_as_follower(bytearray(encode_log_batch(batch)), self._clock())
         return batch
 
-    def append_as_follower(self, batches) -> None:
+    def append_as_follower(self, batches: Sequence[LogBatch]) -> None:
         if batches:
             self._log.append_as_follower(bytearray(encode_log_batches(batches)), self._clock())
 
-    def read(self, offset, max_bytes, end=None) -> list[LogBatch]:
+    def read(self, offset: int, max_bytes: int, end: int | None = None) -> list[LogBatch]:
         end = self.end_offset if end is None else min(end, self.end_offset)
         if offset >= end or offset < self._start:
             return []
         data = self._log.read(offset, max_bytes, upper_bound=end).to_bytes()
         return [b for b in decode_log_batches(data) if b.next_offset <= end and b.last_offset >= offset]
 
-    def truncate_to(self, offset) -> None:
+    def truncate_to(self, offset: int) -> None:
         if self._log.truncate_to(max(offset, self._start)):
             self._log.flush(self._clock())
 
-    def truncate_fully_and_start_at(self, offset, epoch) -> None:
+    def truncate_fully_and_start_at(self, offset: int, epoch: int) -> None:
         _write_start(self.directory, offset, epoch)
         self._log.truncate_fully_and_start_at(offset)
         self._log.flush(self._clock())
         self._start, self._start_epoch = offset, epoch
 
-    def delete_before(self, offset, epoch) -> None:
+    def delete_before(self, offset: int, epoch: int) -> None:
         if offset <= self._start:
             return
         assert offset <= self.end_offset
@@ -129,7 +131,7 @@ class FileLog(ReplicatedLog):
                 entries.append((epoch, start))
         return entries
 
-    def is_batch_boundary(self, offset) -> bool:
+    def is_batch_boundary(self, offset: int) -> bool:
         if offset in (self._start, self.end_offset):
             return True
         if not self._start < offset < self.end_offset:

@@ -91,20 +91,20 @@ class FileSnapshotStore(SnapshotStore):
     def create(self, snapshot_id: OffsetAndEpoch) -> RawSnapshotWriter:
         return _FileWriter(self, snapshot_id)
 
-    def size(self, snapshot_id):
+    def size(self, snapshot_id: OffsetAndEpoch) -> int | None:
         try:
             return self._path(snapshot_id).stat().st_size
         except FileNotFoundError:
             return None
 
-    def read(self, snapshot_id, position, max_bytes):
+    def read(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes | None:
         try:
             with open(self._path(snapshot_id), "rb") as f:
                 return os.pread(f.fileno(), max_bytes, position)
         except FileNotFoundError:
             return None
 
-    def delete(self, snapshot_id) -> None:
+    def delete(self, snapshot_id: OffsetAndEpoch) -> None:
         path = self._path(snapshot_id)
         gone = path.with_name(path.name[: -len(SUFFIX)] + DELETED)
         try:

@@ -25,6 +25,7 @@ Rules (KIP-595, KIP-630):
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypedDict, Unpack
 
 from tierlog.raft.commits import CommitDelivery
 from tierlog.raft.fetch import DIVERGING, SNAPSHOT, validate_fetch
@@ -39,13 +40,30 @@ from tierlog.raft.proposals import ProposalQueue
 from tierlog.raft.purgatory import FetchPurgatory, ParkedFetch
 from tierlog.raft.snapshots import SnapshotStore
 from tierlog.raft.state import Leader, QuorumState
-from tierlog.raft.types import Err, RaftConfig
+from tierlog.raft.types import Err, LogBatch, OffsetAndEpoch, RaftConfig
 
 __all__ = ["LeaderFetch", "leader_id_or_none"]
 
 
 def leader_id_or_none(leader_id: int | None) -> int:
     return -1 if leader_id is None else leader_id
+
+
+class _LogRange(TypedDict):
+    """The FetchResponse fields every answer of a valid fetch carries."""
+
+    high_watermark: int
+    log_start_offset: int
+
+
+class _AnswerFields(TypedDict, total=False):
+    """The FetchResponse fields an answer sets besides the error and the leader."""
+
+    high_watermark: int
+    log_start_offset: int
+    batches: tuple[LogBatch, ...]
+    diverging_epoch: OffsetAndEpoch | None
+    snapshot_id: OffsetAndEpoch | None
 
 
 class LeaderFetch:
@@ -74,7 +92,7 @@ class LeaderFetch:
             return Err.NOT_LEADER_OR_FOLLOWER
         return Err.NONE
 
-    def _answer(self, error: int, **kw) -> FetchResponse:
+    def _answer(self, error: int, **kw: Unpack[_AnswerFields]) -> FetchResponse:
         le = self._quorum.leader_and_epoch()
         return FetchResponse(error, leader_id_or_none(le.leader_id), le.epoch, **kw)
 
@@ -86,7 +104,7 @@ class LeaderFetch:
         s: Leader = self._quorum.state  # type: ignore[assignment]
         log = self._log
         kind, diverging = validate_fetch(log, req.fetch_offset, req.last_fetched_epoch)
-        common = {"high_watermark": self._commits.high_watermark, "log_start_offset": log.start_offset}
+        common: _LogRange = {"high_watermark": self._commits.high_watermark, "log_start_offset": log.start_offset}
         if kind == SNAPSHOT:
             return self._answer(Err.NONE, snapshot_id=self._snapshots.latest(), **common)
         if kind == DIVERGING:

@@ -139,14 +139,15 @@ class MemoryLog(ReplicatedLog):
     def last_fetched_epoch(self) -> int:
         return self._batches[-1].epoch if self._batches else self._start_epoch
 
-    def append_as_leader(self, records, epoch, timestamp_ms, control=False) -> LogBatch:
+    def append_as_leader(self, records: Sequence[bytes], epoch: int, timestamp_ms: int,
+                         control: bool = False) -> LogBatch:
         assert records, "a batch needs records"
         assert epoch >= self.last_fetched_epoch(), (epoch, self.last_fetched_epoch())
         batch = LogBatch(self.end_offset, epoch, timestamp_ms, tuple(records), control)
         self._push(batch)
         return batch
 
-    def append_as_follower(self, batches) -> None:
+    def append_as_follower(self, batches: Sequence[LogBatch]) -> None:
         for batch in batches:
             assert batch.base_offset == self.end_offset, (batch.base_offset, self.end_offset)
             assert batch.epoch >= self.last_fetched_epoch(), (batch.epoch, self.last_fetched_epoch())
@@ -156,7 +157,7 @@ class MemoryLog(ReplicatedLog):
         self._batches.append(batch)
         self._bases.append(batch.base_offset)
 
-    def read(self, offset, max_bytes, end=None) -> list[LogBatch]:
+    def read(self, offset: int, max_bytes: int, end: int | None = None) -> list[LogBatch]:
         end = self.end_offset if end is None else end
         i = bisect.bisect_right(self._bases, offset) - 1
         if i < 0 or (i < len(self._batches) and self._batches[i].next_offset <= offset):
@@ -172,21 +173,21 @@ class MemoryLog(ReplicatedLog):
             i += 1
         return out
 
-    def truncate_to(self, offset) -> None:
+    def truncate_to(self, offset: int) -> None:
         i = bisect.bisect_right(self._bases, offset - 1) - 1  # batch holding offset - 1
         keep = i + 1 if i >= 0 and self._batches[i].last_offset < offset else max(i, 0)
         del self._batches[keep:]
         del self._bases[keep:]
         self._flushed = min(self._flushed, self.end_offset)
 
-    def truncate_fully_and_start_at(self, offset, epoch) -> None:
+    def truncate_fully_and_start_at(self, offset: int, epoch: int) -> None:
         self._batches.clear()
         self._bases.clear()
         self._start = offset
         self._start_epoch = epoch
         self._flushed = offset
 
-    def delete_before(self, offset, epoch) -> None:
+    def delete_before(self, offset: int, epoch: int) -> None:
         assert self.is_batch_boundary(offset), offset
         if offset <= self._start:
             return
@@ -203,7 +204,7 @@ class MemoryLog(ReplicatedLog):
                 entries.append((b.epoch, b.base_offset))
         return entries
 
-    def is_batch_boundary(self, offset) -> bool:
+    def is_batch_boundary(self, offset: int) -> bool:
         if offset in (self._start, self.end_offset):
             return True
         i = bisect.bisect_left(self._bases, offset)

@@ -41,7 +41,7 @@ from tierlog.raft.commits import CommitDelivery
 from tierlog.raft.committed import Committed
 from tierlog.raft.election import Election
 from tierlog.raft.follower_fetch import FollowerFetch
-from tierlog.raft.leader import LeaderProgress
+from tierlog.raft.leader import LeaderProgress, ReplicaProgress
 from tierlog.raft.leader_fetch import LeaderFetch, leader_id_or_none
 from tierlog.raft.log import ReplicatedLog
 from tierlog.raft.messages import (
@@ -209,7 +209,7 @@ class RaftNode:
                               self.high_watermark, [], [])
         prog: LeaderProgress = s.progress
 
-        def info(p):
+        def info(p: ReplicaProgress) -> ReplicaInfo:
             return ReplicaInfo(p.replica_id, p.end_offset, p.last_fetch_ms, p.last_caught_up_ms)
 
         return QuorumInfo(Err.NONE, self.node_id, s.epoch, self.high_watermark,

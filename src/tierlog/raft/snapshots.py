@@ -137,15 +137,15 @@ class MemorySnapshotStore(SnapshotStore):
     def create(self, snapshot_id: OffsetAndEpoch) -> RawSnapshotWriter:
         return _MemoryRawWriter(self, snapshot_id)
 
-    def size(self, snapshot_id):
+    def size(self, snapshot_id: OffsetAndEpoch) -> int | None:
         data = self._snapshots.get(snapshot_id)
         return None if data is None else len(data)
 
-    def read(self, snapshot_id, position, max_bytes):
+    def read(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes | None:
         data = self._snapshots.get(snapshot_id)
         return None if data is None else data[position:position + max_bytes]
 
-    def delete(self, snapshot_id) -> None:
+    def delete(self, snapshot_id: OffsetAndEpoch) -> None:
         self._snapshots.pop(snapshot_id, None)
 
 
@@ -207,7 +207,7 @@ class SnapshotWriter:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

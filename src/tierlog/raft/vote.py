@@ -8,7 +8,9 @@ incomplete (downloading one) compares and advertises its log as empty: (-1, -1).
 
 from __future__ import annotations
 
-from tierlog.raft.state import Unattached
+import random
+
+from tierlog.raft.state import State, Unattached
 from tierlog.raft.types import OffsetAndEpoch
 
 __all__ = ["EMPTY_LOG", "candidate_log_ok", "may_grant"]
@@ -20,7 +22,7 @@ def candidate_log_ok(candidate_last: OffsetAndEpoch, own_last: OffsetAndEpoch) -
     return candidate_last.key() >= own_last.key()
 
 
-def may_grant(state, candidate_id: int, candidate_last: OffsetAndEpoch, own_last: OffsetAndEpoch) -> bool:
+def may_grant(state: State, candidate_id: int, candidate_last: OffsetAndEpoch, own_last: OffsetAndEpoch) -> bool:
     """Decide a vote in the state's own epoch (epoch changes are the caller's job)."""
     if not isinstance(state, Unattached):
         return False  # candidates voted for themselves; followers and leaders know a leader
@@ -29,7 +31,7 @@ def may_grant(state, candidate_id: int, candidate_last: OffsetAndEpoch, own_last
     return candidate_log_ok(candidate_last, own_last)
 
 
-def election_backoff_ms(rng, retries: int, backoff_max_ms: int, base_ms: int = 100) -> int:
+def election_backoff_ms(rng: random.Random, retries: int, backoff_max_ms: int, base_ms: int = 100) -> int:
     """Randomized binary exponential backoff after a failed election, capped."""
     assert retries >= 1
     return min(base_ms * rng.randrange(2 << min(retries - 1, 20)), backoff_max_ms)

@@ -22,6 +22,8 @@ Usage by the shell::
 
 from __future__ import annotations
 
+from typing import Any
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.typed.describe_quorum import (
@@ -71,6 +73,11 @@ API_KEYS = {
 }
 
 
+QuorumRequest = VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest | FetchSnapshotRequest
+QuorumResponse = (VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse
+                  | FetchSnapshotResponse)
+
+
 class InvalidQuorumRequest(ValueError):
     """A quorum request that does not name ``__cluster_metadata``-0 (a protocol error, not a crash)."""
 
@@ -79,31 +86,33 @@ _RESULT_LISTS = {ApiKey.VOTE: "Topics", ApiKey.BEGIN_QUORUM_EPOCH: "Topics", Api
                  ApiKey.FETCH: "Responses", ApiKey.FETCH_SNAPSHOT: "Topics"}
 
 
-def invalid_request_response(api_key: int) -> dict:
+def invalid_request_response(api_key: int) -> dict[str, Any]:
     """The answer to an ``InvalidQuorumRequest``: top-level INVALID_REQUEST, no partitions."""
     return {"ErrorCode": ErrorCode.INVALID_REQUEST, _RESULT_LISTS[ApiKey(api_key)]: []}
 
 
-def _topic(partition: dict, name_field: str = "TopicName", name: str | bytes = METADATA_TOPIC) -> list[dict]:
+def _topic(partition: dict[str, Any], name_field: str = "TopicName",
+           name: str | bytes = METADATA_TOPIC) -> list[dict[str, Any]]:
     return [{name_field: name, "Partitions": [partition]}]
 
 
-def _partition(body: dict, topics_field: str = "Topics") -> dict | None:
+def _partition(body: dict[str, Any], topics_field: str = "Topics") -> dict[str, Any] | None:
     topics = body.get(topics_field) or []
     for t in topics:
         for p in t.get("Partitions") or []:
-            return p
+            partition: dict[str, Any] = p
+            return partition
     return None
 
 
-def _our_partition(api_key: int, body: dict) -> dict:
+def _our_partition(api_key: int, body: dict[str, Any]) -> dict[str, Any]:
     """The one partition a quorum request names, which must be ``__cluster_metadata``-0."""
     topics = body.get("Topics") or []
     if len(topics) != 1 or len(topics[0].get("Partitions") or []) != 1:
         raise InvalidQuorumRequest(f"api {api_key} request must name exactly one partition")
     topic = topics[0]
     named = topic.get("TopicName", topic.get("Name")) == METADATA_TOPIC or topic.get("TopicId") == METADATA_TOPIC_ID
-    partition = topic["Partitions"][0]
+    partition: dict[str, Any] = topic["Partitions"][0]
     if not named or partition.get("PartitionIndex", partition.get("Partition")) != 0:
         raise InvalidQuorumRequest(f"api {api_key} request names a partition other than {METADATA_TOPIC}-0")
     return partition
@@ -111,7 +120,7 @@ def _our_partition(api_key: int, body: dict) -> dict:
 
 # ---------------------------------------------------------------------------- requests
 
-def request_to_dict(req) -> tuple[int, dict]:
+def request_to_dict(req: object) -> tuple[int, dict[str, Any]]:
     if isinstance(req, VoteRequest):
         return ApiKey.VOTE, {"ClusterId": req.cluster_id, "Topics": _topic({
             "PartitionIndex": 0, "ReplicaEpoch": req.candidate_epoch, "ReplicaId": req.candidate_id,
@@ -143,7 +152,7 @@ def request_to_dict(req) -> tuple[int, dict]:
     raise TypeError(f"not a quorum request: {req!r}")
 
 
-def request_from_dict(api_key: int, body: dict):
+def request_from_dict(api_key: int, body: dict[str, Any]) -> QuorumRequest:
     """The dataclass for a decoded request body; InvalidQuorumRequest unless it names our partition."""
     p = _our_partition(api_key, body)
     cluster = body.get("ClusterId") or ""
@@ -171,7 +180,7 @@ def request_from_dict(api_key: int, body: dict):
 
 # ---------------------------------------------------------------------------- responses
 
-def response_to_dict(resp) -> tuple[int, dict]:
+def response_to_dict(resp: object) -> tuple[int, dict[str, Any]]:
     if isinstance(resp, VoteResponse):
         if resp.error == ErrorCode.INCONSISTENT_CLUSTER_ID:
             return ApiKey.VOTE, {"ErrorCode": resp.error, "Topics": []}
@@ -198,10 +207,10 @@ def response_to_dict(resp) -> tuple[int, dict]:
     raise TypeError(f"not a quorum response: {resp!r}")
 
 
-def _fetch_response_to_dict(resp: FetchResponse) -> dict:
+def _fetch_response_to_dict(resp: FetchResponse) -> dict[str, Any]:
     if resp.error == ErrorCode.INCONSISTENT_CLUSTER_ID:
         return {"ThrottleTimeMs": 0, "ErrorCode": resp.error, "SessionId": 0, "Responses": []}
-    part = {
+    part: dict[str, Any] = {
         "PartitionIndex": 0, "ErrorCode": resp.error, "HighWatermark": resp.high_watermark,
         "LastStableOffset": -1, "LogStartOffset": resp.log_start_offset,
         "CurrentLeader": {"LeaderId": resp.leader_id, "LeaderEpoch": resp.leader_epoch},
@@ -216,7 +225,7 @@ def _fetch_response_to_dict(resp: FetchResponse) -> dict:
             "Responses": _topic(part, "TopicId", METADATA_TOPIC_ID)}
 
 
-def response_from_dict(api_key: int, body: dict):
+def response_from_dict(api_key: int, body: dict[str, Any]) -> QuorumResponse:
     """The dataclass for a decoded response body (record batches CRC-checked)."""
     p = _partition(body, "Responses" if api_key == ApiKey.FETCH else "Topics")
     top = body.get("ErrorCode", ErrorCode.NONE)

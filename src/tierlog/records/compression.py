@@ -75,7 +75,8 @@ def compress(codec: int, data: bytes | bytearray | memoryview, level: int | None
     raise InvalidRecordError(UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec id {codec}")
 
 
-def decompress(codec: int, data, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+def decompress(codec: int, data: bytes | bytearray | memoryview,
+               max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
     """Decompress a batch payload; corrupt input raises ``InvalidRecordError(CORRUPT_MESSAGE)``."""
     if codec == CompressionType.NONE:
         return bytes(data)
@@ -94,7 +95,7 @@ def decompress(codec: int, data, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) 
     return out
 
 
-def _gzip_decode(data, max_size: int) -> bytes:
+def _gzip_decode(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     out = bytearray()
     rest = bytes(data)
     while rest:
@@ -107,7 +108,7 @@ def _gzip_decode(data, max_size: int) -> bytes:
     return bytes(out)
 
 
-def _xerial_encode(data) -> bytes:
+def _xerial_encode(data: bytes | bytearray | memoryview) -> bytes:
     view = memoryview(data)
     parts = [XERIAL_HEADER]
     for start in range(0, len(view), _XERIAL_BLOCK_SIZE):
@@ -117,7 +118,7 @@ def _xerial_encode(data) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_decode(data, max_size: int) -> bytes:
+def _snappy_decode(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     view = memoryview(data)
     if bytes(view[:8]) != _XERIAL_MAGIC or len(view) < len(XERIAL_HEADER):
         return _snappy_raw(view, max_size)
@@ -135,14 +136,14 @@ def _snappy_decode(data, max_size: int) -> bytes:
     return bytes(out)
 
 
-def _snappy_raw(view, max_size: int) -> bytes:
+def _snappy_raw(view: memoryview, max_size: int) -> bytes:
     if cramjam.snappy.decompress_raw_len(view) > max_size:
         raise InvalidRecordError(CORRUPT_MESSAGE, f"decompressed payload exceeds {max_size} bytes")
     return bytes(cramjam.snappy.decompress_raw(view))
 
 
-def _lz4_encode(data, level: int | None) -> bytes:
-    return lz4.frame.compress(
+def _lz4_encode(data: bytes | bytearray | memoryview, level: int | None) -> bytes:
+    frame: bytes = lz4.frame.compress(
         bytes(data),
         compression_level=0 if level is None else level,
         block_size=lz4.frame.BLOCKSIZE_MAX64KB,
@@ -150,9 +151,10 @@ def _lz4_encode(data, level: int | None) -> bytes:
         content_checksum=False,
         store_size=False,
     )
+    return frame
 
 
-def _lz4_decode(data, max_size: int) -> bytes:
+def _lz4_decode(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     out = bytearray()
     rest = bytes(data)
     while rest:
@@ -165,7 +167,7 @@ def _lz4_decode(data, max_size: int) -> bytes:
     return bytes(out)
 
 
-def _zstd_decode(data, max_size: int) -> bytes:
+def _zstd_decode(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     """Frame by frame; input is fed in small steps so output stays near ``max_size``."""
     out = bytearray()
     view = memoryview(bytes(data))

@@ -41,7 +41,7 @@ def control_marker(records: list[Record]) -> int | None:
     return control_type if control_type in (ABORT, COMMIT) else None
 
 
-def read_marker(batch, header: BatchHeader) -> tuple[int, int]:
+def read_marker(batch: bytes | bytearray | memoryview, header: BatchHeader) -> tuple[int, int]:
     """(control type, coordinator epoch) of a control batch (``batch`` spans exactly it); other
     control types (KRaft's) answer their type and -1."""
     records = decode_records(batch, header)

@@ -23,7 +23,7 @@ from tierlog.records.validate import validate_batch
 __all__ = ["decode_batches", "decode_records", "iter_batches"]
 
 
-def iter_batches(buf, *, partial_ok: bool = False) -> Iterator[tuple[int, BatchHeader]]:
+def iter_batches(buf: bytes | bytearray | memoryview, *, partial_ok: bool = False) -> Iterator[tuple[int, BatchHeader]]:
     """Yield (position, header) of each CRC-checked batch in ``buf``.
 
     ``partial_ok`` stops quietly at a truncated trailing batch, as consumers do with
@@ -40,7 +40,7 @@ def iter_batches(buf, *, partial_ok: bool = False) -> Iterator[tuple[int, BatchH
 
 
 def decode_batches(
-    buf, *, partial_ok: bool = False, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+    buf: bytes | bytearray | memoryview, *, partial_ok: bool = False, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
 ) -> Iterator[tuple[BatchHeader, list[Record]]]:
     """Yield (header, records) for each batch in ``buf``."""
     view = memoryview(buf)
@@ -48,7 +48,8 @@ def decode_batches(
         yield header, decode_records(view[pos:pos + header.size], header, max_size)
 
 
-def decode_records(batch, header: BatchHeader, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[Record]:
+def decode_records(batch: bytes | bytearray | memoryview, header: BatchHeader,
+                   max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[Record]:
     """Decode the records of one batch (``batch`` spans exactly that batch)."""
     payload = decompress(header.compression, batch[HEADER_SIZE:header.size], max_size)
     log_append_time = header.timestamp_type == TimestampType.LOG_APPEND_TIME
@@ -66,7 +67,7 @@ def decode_records(batch, header: BatchHeader, max_size: int = DEFAULT_MAX_DECOM
     return records
 
 
-def _is_partial(view, pos: int) -> bool:
+def _is_partial(view: memoryview, pos: int) -> bool:
     remaining = len(view) - pos
     if remaining < HEADER_SIZE:
         return True

@@ -153,27 +153,27 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 
 
-def base_offset_at(buf, pos: int = 0) -> int:
+def base_offset_at(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
     """The baseOffset of the batch at ``pos``; needs LENGTH_OFFSET (8) bytes there."""
-    return _INT64.unpack_from(buf, pos + BASE_OFFSET_OFFSET)[0]
+    return int(_INT64.unpack_from(buf, pos + BASE_OFFSET_OFFSET)[0])
 
 
-def batch_size_at(buf, pos: int = 0) -> int:
+def batch_size_at(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
     """Bytes the batch at ``pos`` claims (batchLength + 12); needs 12 bytes there."""
-    return LOG_OVERHEAD + _INT32.unpack_from(buf, pos + LENGTH_OFFSET)[0]
+    return LOG_OVERHEAD + int(_INT32.unpack_from(buf, pos + LENGTH_OFFSET)[0])
 
 
-def last_offset_at(buf, pos: int = 0) -> int:
+def last_offset_at(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
     """The last offset of the batch at ``pos`` (baseOffset + lastOffsetDelta); needs 27 bytes."""
-    return base_offset_at(buf, pos) + _INT32.unpack_from(buf, pos + LAST_OFFSET_DELTA_OFFSET)[0]
+    return base_offset_at(buf, pos) + int(_INT32.unpack_from(buf, pos + LAST_OFFSET_DELTA_OFFSET)[0])
 
 
-def max_timestamp_at(buf, pos: int = 0) -> int:
+def max_timestamp_at(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
     """The maxTimestamp of the batch at ``pos``; needs 43 bytes there."""
-    return _INT64.unpack_from(buf, pos + MAX_TIMESTAMP_OFFSET)[0]
+    return int(_INT64.unpack_from(buf, pos + MAX_TIMESTAMP_OFFSET)[0])
 
 
-def parse_header(buf, pos: int = 0) -> BatchHeader:
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """Parse the header at ``pos``; the caller guarantees 61 bytes are there."""
     return BatchHeader._make(HEADER.unpack_from(buf, pos))
 

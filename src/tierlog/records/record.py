@@ -44,7 +44,8 @@ def encode_record(out: bytearray, record: Record, offset_delta: int, timestamp_d
     out += body
 
 
-def decode_record(buf, pos: int, base_offset: int, base_timestamp: int) -> tuple[Record, int, int]:
+def decode_record(buf: bytes | bytearray | memoryview, pos: int, base_offset: int,
+                  base_timestamp: int) -> tuple[Record, int, int]:
     """Decode the record at ``pos``; returns (record, offset delta, position after it)."""
     length, pos = read_varint(buf, pos)
     end = pos + length
@@ -62,7 +63,7 @@ def decode_record(buf, pos: int, base_offset: int, base_timestamp: int) -> tuple
     return record, offset_delta, end
 
 
-def read_varint(buf, pos: int) -> tuple[int, int]:
+def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """A record field's zigzag varint (protocol's varlong decoder, up to 64 bits) at
     ``pos``: (value, position after it); a truncated or overlong one is CORRUPT_MESSAGE."""
     try:
@@ -71,7 +72,8 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
         raise InvalidRecordError(CORRUPT_MESSAGE, f"malformed varint at {pos}: {e or 'truncated'}") from None
 
 
-def _read_headers(buf, pos: int, end: int) -> tuple[list[tuple[str, bytes | None]], int]:
+def _read_headers(buf: bytes | bytearray | memoryview, pos: int,
+                  end: int) -> tuple[list[tuple[str, bytes | None]], int]:
     count, pos = read_varint(buf, pos)
     if count < 0 or count > end - pos:
         raise InvalidRecordError(CORRUPT_MESSAGE, f"invalid header count {count}")
@@ -93,7 +95,7 @@ def _write_bytes(out: bytearray, data: bytes | None) -> None:
     out += data
 
 
-def _read_bytes(buf, pos: int, end: int) -> tuple[bytes | None, int]:
+def _read_bytes(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[bytes | None, int]:
     length, pos = read_varint(buf, pos)
     if length == -1:
         return None, pos

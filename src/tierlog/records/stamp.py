@@ -36,7 +36,7 @@ _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
 
 
-def compute_crc(buf, pos: int = 0) -> int:
+def compute_crc(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
     """CRC-32C of the batch at ``pos`` (attributes to the end of the batch)."""
     (length,) = _INT32.unpack_from(buf, pos + LENGTH_OFFSET)
     end = pos + LOG_OVERHEAD + length

@@ -58,7 +58,8 @@ class ValidatedRecords(NamedTuple):
     size: int  # total bytes, == len(buf)
 
 
-def validate(buf, *, max_batch_bytes: int | None = None, client: bool = False) -> ValidatedRecords:
+def validate(buf: bytes | bytearray | memoryview, *, max_batch_bytes: int | None = None,
+             client: bool = False) -> ValidatedRecords:
     """Walk every batch in ``buf``; raise ``InvalidRecordError`` on the first bad one."""
     positions: list[int] = []
     headers: list[BatchHeader] = []
@@ -77,7 +78,7 @@ def validate(buf, *, max_batch_bytes: int | None = None, client: bool = False) -
     return ValidatedRecords(positions, headers, count, max_ts, max_ts_delta, end)
 
 
-def validate_batch(view, pos: int, max_batch_bytes: int | None = None, client: bool = False) -> BatchHeader:
+def validate_batch(view: memoryview, pos: int, max_batch_bytes: int | None = None, client: bool = False) -> BatchHeader:
     """Validate the one batch at ``pos`` of ``view`` and return its header."""
     remaining = len(view) - pos
     if remaining > MAGIC_OFFSET:

@@ -11,6 +11,7 @@ Field names are those of ``protocol/messages/alter_partition.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .local_log_report import LocalLog
 
@@ -25,7 +26,7 @@ class IsrMember:
     broker_epoch: int
     local_log: LocalLog
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"BrokerId": self.broker_id, "BrokerEpoch": self.broker_epoch,
                 "LocalLogStartTimestamp": self.local_log.start_timestamp,
                 "LocalLogSizeBytes": self.local_log.size_bytes}
@@ -44,15 +45,15 @@ class AlterPartitionItem:
     def isr_ids(self) -> tuple[int, ...]:
         return tuple(m.broker_id for m in self.new_isr)
 
-    def as_partition_dict(self) -> dict:
+    def as_partition_dict(self) -> dict[str, Any]:
         return {"PartitionIndex": self.partition, "LeaderEpoch": self.leader_epoch,
                 "NewIsrWithEpochs": [m.as_dict() for m in self.new_isr],
                 "LeaderRecoveryState": 0, "PartitionEpoch": self.partition_epoch}
 
 
-def build_alter_partition_request(broker_id: int, broker_epoch: int, items: list[AlterPartitionItem]) -> dict:
+def build_alter_partition_request(broker_id: int, broker_epoch: int, items: list[AlterPartitionItem]) -> dict[str, Any]:
     """The AlterPartition v4 request dict for ``items`` (at most one per partition)."""
-    topics: dict[bytes, list[dict]] = {}
+    topics: dict[bytes, list[dict[str, Any]]] = {}
     seen: set[tuple[bytes, int]] = set()
     for item in items:
         assert (item.topic_id, item.partition) not in seen, "one item per partition"

@@ -24,7 +24,7 @@ Transitions of an entry: waiting -> done (by one of the three above), never back
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from tierlog.protocol.errors import ErrorCode
@@ -83,7 +83,7 @@ class DeleteRecordsPurgatory:
     def fail_all(self, error: int = ErrorCode.NOT_LEADER_OR_FOLLOWER) -> list[DeleteCompletion]:
         return self._take(lambda e: True, error, UNKNOWN)
 
-    def _take(self, done, error: int, lw: int) -> list[DeleteCompletion]:
+    def _take(self, done: Callable[[_Entry], bool], error: int, lw: int) -> list[DeleteCompletion]:
         if not self._entries:
             return []
         out = [DeleteCompletion(e.token, int(error), lw) for e in self._entries if done(e)]

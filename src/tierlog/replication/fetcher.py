@@ -72,6 +72,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
 
@@ -187,7 +188,7 @@ class FetcherState:
         self._dirty.update(keys)
 
     # --- requests ----------------------------------------------------------------------------
-    def build_fetch_request(self, now_ms: int) -> dict | None:
+    def build_fetch_request(self, now_ms: int) -> dict[str, Any] | None:
         """The next Fetch (v19 field names), or None when nothing is fetchable now."""
         if self.in_flight:
             return None
@@ -209,11 +210,14 @@ class FetcherState:
                 "IsolationLevel": 0, "SessionId": session_id, "SessionEpoch": epoch,
                 "Topics": _by_topic(changed), "ForgottenTopicsData": _by_topic(forgotten), "RackId": ""}
 
-    def _diff(self, candidates: Iterable[PartitionKey], now_ms: int):
+    def _diff(self, candidates: Iterable[PartitionKey], now_ms: int) -> tuple[
+            list[tuple[PartitionKey, dict[str, Any]]], list[tuple[PartitionKey, int]], set[PartitionKey]]:
         """([(key, entry)] to send, [(key, index)] to forget, {keys whose KIP-1023 probe is due}) among
         ``candidates``; updates the members."""
         members = self.session.members
-        changed, forgotten, probe_due = [], [], set()
+        changed: list[tuple[PartitionKey, dict[str, Any]]] = []
+        forgotten: list[tuple[PartitionKey, int]] = []
+        probe_due: set[PartitionKey] = set()
         max_bytes = self.config.partition_max_bytes
         for key in candidates:
             p = self.partitions.get(key)
@@ -277,7 +281,7 @@ class FetcherState:
         return [self._back_off(self.partitions[key], now_ms, error) for key in self.session.members
                 if key in self.partitions and self.partitions[key].status is FetchStatus.FETCHING]
 
-    def handle_fetch_response(self, response: dict, now_ms: int) -> list[FetchAction]:
+    def handle_fetch_response(self, response: dict[str, Any], now_ms: int) -> list[FetchAction]:
         top = response.get("ErrorCode", ErrorCode.NONE)
         if top:
             return self.handle_fetch_failure(now_ms, top)
@@ -297,7 +301,7 @@ class FetcherState:
                 actions.extend(self._handle_partition(p, sent, data, now_ms))
         return actions
 
-    def _handle_partition(self, p: PartitionFetchState, sent: FetchFields, data: dict,
+    def _handle_partition(self, p: PartitionFetchState, sent: FetchFields, data: dict[str, Any],
                           now_ms: int) -> list[FetchAction]:
         error = data.get("ErrorCode", ErrorCode.NONE)
         if error == ErrorCode.NONE and p.log.log_end_offset != sent.fetch_offset:
@@ -322,7 +326,7 @@ class FetcherState:
             return [AwaitMetadata(p.key, p.leader_epoch, error)]
         return [self._back_off(p, now_ms, error)]
 
-    def _handle_data(self, p: PartitionFetchState, data: dict) -> list[FetchAction]:
+    def _handle_data(self, p: PartitionFetchState, data: dict[str, Any]) -> list[FetchAction]:
         diverging = data.get("DivergingEpoch") or {}
         epoch, end = diverging.get("Epoch", -1), diverging.get("EndOffset", -1)
         if epoch >= 0 and end >= 0:
@@ -425,9 +429,9 @@ class FetcherState:
         return []
 
 
-def _by_topic(entries: list[tuple[PartitionKey, object]]) -> list[dict]:
+def _by_topic(entries: Iterable[tuple[PartitionKey, object]]) -> list[dict[str, Any]]:
     """Request entries grouped per topic id: [{"TopicId": id, "Partitions": [...]}]."""
-    topics: dict[bytes, list] = {}
+    topics: dict[bytes, list[object]] = {}
     for key, entry in entries:
         topics.setdefault(key[0], []).append(entry)
     return [{"TopicId": tid, "Partitions": parts} for tid, parts in topics.items()]

@@ -28,7 +28,7 @@ A full request starts ``members`` afresh.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from tierlog.protocol.errors import ErrorCode
 
@@ -50,7 +50,7 @@ class FetchFields(NamedTuple):
     local_log_start_timestamp: int          # KIP-1303
     local_log_size_bytes: int               # KIP-1303
 
-    def request_entry(self, partition: int) -> dict:
+    def request_entry(self, partition: int) -> dict[str, Any]:
         return {"Partition": partition, "CurrentLeaderEpoch": self.current_leader_epoch,
                 "FetchOffset": self.fetch_offset, "LastFetchedEpoch": self.last_fetched_epoch,
                 "LogStartOffset": self.log_start_offset, "PartitionMaxBytes": self.partition_max_bytes,

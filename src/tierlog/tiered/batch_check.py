@@ -35,7 +35,7 @@ class CheckedBatches(NamedTuple):
     headers: list[BatchHeader]
 
 
-def check_batches(buf, *, first_must_be_whole: bool = True) -> CheckedBatches:
+def check_batches(buf: bytes | bytearray | memoryview, *, first_must_be_whole: bool = True) -> CheckedBatches:
     """Check every whole batch at the front of ``buf``; see the module docstring."""
     headers: list[BatchHeader] = []
     pos, size = 0, len(buf)

@@ -21,6 +21,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from pathlib import Path
+from typing import BinaryIO
 
 from crc32c import crc32c
 
@@ -83,7 +84,7 @@ class EncryptedObjects:
         finally:
             Path(tmp).unlink(missing_ok=True)
 
-    def _encrypt_file(self, src, out, context: ObjectContext, data_key: bytes) -> ObjectChecksum:
+    def _encrypt_file(self, src: BinaryIO, out: BinaryIO, context: ObjectContext, data_key: bytes) -> ObjectChecksum:
         enc = self._encryptor(data_key, context, os.fstat(src.fileno()).st_size)
         crc = 0
         for index in range(-1, enc.layout.chunks):

@@ -98,18 +98,21 @@ def plan_remote_expiration(segments: Sequence[RemoteLogSegmentMetadata], limits:
     return ExpirationPlan(new_start, tuple(chosen + zombies + redundant))
 
 
-def _without(segments, gone):
+def _without(segments: Sequence[RemoteLogSegmentMetadata],
+             gone: Sequence[RemoteLogSegmentMetadata]) -> list[RemoteLogSegmentMetadata]:
     ids = {m.segment_id for m in gone}
     return [m for m in segments if m.segment_id not in ids]
 
 
-def _walk(segments, limits: RetentionLimits, now_ms: int, log: PartitionLog, only_local_bytes: int,
-          being_copied: frozenset[RemoteLogSegmentId]) -> tuple[int | None, list[RemoteLogSegmentMetadata]]:
+def _walk(segments: Sequence[RemoteLogSegmentMetadata], limits: RetentionLimits, now_ms: int, log: PartitionLog,
+          only_local_bytes: int, being_copied: frozenset[RemoteLogSegmentId]
+          ) -> tuple[int | None, list[RemoteLogSegmentMetadata]]:
     """Retention's walk from the oldest segment: the new log start (None: unchanged) and what goes."""
     budget = _Budget(_excess(segments, limits, only_local_bytes))
     cutoff = now_ms - limits.retention_ms if limits.retention_ms >= 0 else None
     log_start_offset = log.log_start_offset
-    new_start, chosen = None, []
+    new_start: int | None = None
+    chosen: list[RemoteLogSegmentMetadata] = []
     for meta in segments:
         if meta.segment_id in being_copied:
             break
@@ -132,7 +135,7 @@ def _walk(segments, limits: RetentionLimits, now_ms: int, log: PartitionLog, onl
     return new_start, chosen
 
 
-def _excess(segments, limits: RetentionLimits, only_local_bytes: int) -> int:
+def _excess(segments: Sequence[RemoteLogSegmentMetadata], limits: RetentionLimits, only_local_bytes: int) -> int:
     if limits.retention_bytes < 0:
         return 0
     remote = sum(m.segment_size_in_bytes for m in segments if m.state == _S.COPY_SEGMENT_FINISHED)

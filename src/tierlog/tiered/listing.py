@@ -84,7 +84,7 @@ def _partition(store: ObjectStore, prefix: str, tp: TopicIdPartition,
     return PartitionListing(tp, tuple(finished), tuple(unfinished))
 
 
-def _read_manifest(store: ObjectStore, prefix: str, start: int, uuid: bytes):
+def _read_manifest(store: ObjectStore, prefix: str, start: int, uuid: bytes) -> tuple[SegmentManifest | None, str]:
     key = f"{prefix}/{start:020d}-{topic_id_to_str(uuid)}{MANIFEST_SUFFIX}"
     try:
         return SegmentManifest.from_json(store.get_range(key, 0)), ""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from tierlog.storage import topic_id_from_str, topic_id_to_str
 from tierlog.tiered.encryption import check_key_id, custom_metadata, encrypted_key_id
@@ -90,7 +91,7 @@ class SegmentManifest:
             raise ManifestError(f"malformed manifest: {exc!r}") from None
 
 
-def _metadata(doc: dict) -> RemoteLogSegmentMetadata:
+def _metadata(doc: dict[str, Any]) -> RemoteLogSegmentMetadata:
     tp = TopicIdPartition(topic_id_from_str(doc["topic_id"]), str(doc["topic"]), int(doc["partition"]))
     return RemoteLogSegmentMetadata(
         segment_id=RemoteLogSegmentId(tp, topic_id_from_str(doc["segment_id"])),
@@ -104,7 +105,7 @@ def _metadata(doc: dict) -> RemoteLogSegmentMetadata:
     )
 
 
-def _encryption(doc: dict) -> bytes | None:
+def _encryption(doc: dict[str, Any]) -> bytes | None:
     """The CustomMetadata an encrypted upload's manifest stands for (None: a plain upload)."""
     if doc["format"] == MANIFEST_FORMAT:
         return None

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 from enum import Enum
 
+from tierlog.tiered.metadata_serde import RemoteLogMetadata
 from tierlog.tiered.segment_metadata import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
@@ -101,7 +102,7 @@ class RemoteLogMetadataCache:
 
     # --- applying records -------------------------------------------------------------------
 
-    def apply(self, record) -> ApplyResult:
+    def apply(self, record: RemoteLogMetadata) -> ApplyResult:
         """Apply one decoded ``__remote_log_metadata`` record of this partition."""
         if isinstance(record, RemotePartitionDeleteMetadata):
             return self._apply_partition_delete(record)

@@ -18,6 +18,8 @@ with unknown keys, versions or inconsistent contents raise
 
 from __future__ import annotations
 
+from typing import Any
+
 from tierlog.protocol.codec import decode_struct, encode_struct
 from tierlog.protocol.primitives import ProtocolError, decode_uvarint, encode_uvarint
 from tierlog.protocol.schema import Field, Struct
@@ -92,23 +94,23 @@ _STRUCTS = {0: SEGMENT_METADATA, 1: SEGMENT_METADATA_UPDATE, 2: PARTITION_DELETE
 
 # --- to and from the codec's dicts ------------------------------------------------------------
 
-def _tp_dict(tp: TopicIdPartition) -> dict:
+def _tp_dict(tp: TopicIdPartition) -> dict[str, Any]:
     return {"Name": tp.topic, "Id": tp.topic_id, "Partition": tp.partition}
 
 
-def _tp(d: dict) -> TopicIdPartition:
+def _tp(d: dict[str, Any]) -> TopicIdPartition:
     return TopicIdPartition(bytes(d["Id"]), d["Name"], d["Partition"])
 
 
-def _segment_id_dict(sid: RemoteLogSegmentId) -> dict:
+def _segment_id_dict(sid: RemoteLogSegmentId) -> dict[str, Any]:
     return {"TopicIdPartition": _tp_dict(sid.topic_id_partition), "Id": sid.id}
 
 
-def _segment_id(d: dict) -> RemoteLogSegmentId:
+def _segment_id(d: dict[str, Any]) -> RemoteLogSegmentId:
     return RemoteLogSegmentId(_tp(d["TopicIdPartition"]), bytes(d["Id"]))
 
 
-def _to_dict(value: RemoteLogMetadata) -> dict:
+def _to_dict(value: RemoteLogMetadata) -> dict[str, Any]:
     if isinstance(value, RemoteLogSegmentMetadata):
         return {
             "RemoteLogSegmentId": _segment_id_dict(value.segment_id),
@@ -131,11 +133,11 @@ def _to_dict(value: RemoteLogMetadata) -> dict:
     }
 
 
-def _custom(value) -> bytes | None:
+def _custom(value: bytes | bytearray | memoryview | None) -> bytes | None:
     return None if value is None else bytes(value)
 
 
-def _from_dict(api_key: int, d: dict) -> RemoteLogMetadata:
+def _from_dict(api_key: int, d: dict[str, Any]) -> RemoteLogMetadata:
     if api_key == 0:
         return RemoteLogSegmentMetadata(
             segment_id=_segment_id(d["RemoteLogSegmentId"]), start_offset=d["StartOffset"],
@@ -166,7 +168,7 @@ def encode_remote_log_metadata(value: RemoteLogMetadata) -> bytes:
     return bytes(out)
 
 
-def decode_remote_log_metadata(buf) -> RemoteLogMetadata:
+def decode_remote_log_metadata(buf: bytes | bytearray | memoryview) -> RemoteLogMetadata:
     """Decode one record value; RemoteLogMetadataFormatError when it cannot be read."""
     try:
         frame, pos = decode_uvarint(buf, 0)

@@ -12,8 +12,13 @@ answer with errors meanwhile.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from tierlog.tiered.object_store import RemoteStorageError
+
+if TYPE_CHECKING:   # botocore ships no type stubs: these names are Any to mypy, named for the reader
+    from botocore.client import BaseClient
+    from botocore.exceptions import ClientError
 
 __all__ = ["CREATE_BUCKET_KEY", "check_bucket"]
 
@@ -27,7 +32,7 @@ _NO_CREDENTIALS = ("no AWS credentials found (boto3 looks in AWS_ACCESS_KEY_ID /
                    "AWS_PROFILE and ~/.aws/credentials, then the instance role)")
 
 
-def check_bucket(s3, bucket: str, create: bool) -> None:
+def check_bucket(s3: BaseClient, bucket: str, create: bool) -> None:
     """Raise RemoteStorageError unless ``bucket`` can be used through the boto3 client ``s3``."""
     from botocore.exceptions import ClientError, HTTPClientError, NoCredentialsError
     from botocore.exceptions import ConnectionError as Unreachable
@@ -42,7 +47,7 @@ def check_bucket(s3, bucket: str, create: bool) -> None:
         _log.warning("S3 remote storage s3://%s not reachable at start-up (%s); uploads will retry", bucket, exc)
 
 
-def _refuse_or_create(s3, bucket: str, create: bool, code: str) -> None:
+def _refuse_or_create(s3: BaseClient, bucket: str, create: bool, code: str) -> None:
     if code in _DENIED:
         raise RemoteStorageError(f"S3 refused access to bucket {bucket} ({code}): check the credentials "
                                  "and the bucket's policy") from None
@@ -54,7 +59,7 @@ def _refuse_or_create(s3, bucket: str, create: bool, code: str) -> None:
     _create(s3, bucket)
 
 
-def _create(s3, bucket: str) -> None:
+def _create(s3: BaseClient, bucket: str) -> None:
     from botocore.exceptions import ClientError
 
     region = s3.meta.region_name
@@ -67,5 +72,5 @@ def _create(s3, bucket: str) -> None:
     _log.info("created S3 bucket %s (%s=true)", bucket, CREATE_BUCKET_KEY)
 
 
-def _code(exc) -> str:
+def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", "unknown"))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
 
 from crc32c import crc32c
 
@@ -27,6 +29,9 @@ from tierlog.tiered.object_store import (
     RemoteStorageError,
 )
 from tierlog.tiered.s3_check import check_bucket
+
+if TYPE_CHECKING:   # botocore ships no type stubs: the name is Any to mypy, named for the reader
+    from botocore.client import BaseClient
 
 __all__ = [
     "PART_BYTES_DEFAULT",
@@ -65,7 +70,7 @@ class S3Settings:
                              f"got {self.part_bytes}")
 
 
-def _client(settings: S3Settings, **config):
+def _client(settings: S3Settings, **config: object) -> BaseClient:
     require("s3", "S3 remote storage")
     import boto3
     from botocore.config import Config
@@ -80,7 +85,7 @@ def _client(settings: S3Settings, **config):
 class S3ObjectStore:
     """Objects under ``s3://bucket/prefix``."""
 
-    def __init__(self, settings: S3Settings, client=None) -> None:
+    def __init__(self, settings: S3Settings, client: BaseClient | None = None) -> None:
         self.settings = settings
         self._prefix = settings.prefix.strip("/") + "/" if settings.prefix.strip("/") else ""
         self._injected = client is not None
@@ -123,8 +128,8 @@ class S3ObjectStore:
             _abort_quietly(self._s3, bucket, full_key, upload_id)
             raise
 
-    def _upload_parts(self, full_key: str, path: Path, upload_id: str) -> list[dict]:
-        parts = []
+    def _upload_parts(self, full_key: str, path: Path, upload_id: str) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
         with open(path, "rb") as src:
             number = 1
             while chunk := src.read(self.settings.part_bytes):
@@ -147,7 +152,8 @@ class S3ObjectStore:
                 if _code(exc) == "InvalidRange":       # start at or past the end
                     return b""
                 raise
-            return answer["Body"].read()
+            data: bytes = answer["Body"].read()
+            return data
 
     def checksum(self, key: str) -> ObjectChecksum:
         crc, size = 0, 0
@@ -185,7 +191,7 @@ def _code(exc: BaseException) -> str | None:
     return None
 
 
-def _abort_quietly(s3, bucket: str, key: str, upload_id: str) -> None:
+def _abort_quietly(s3: BaseClient, bucket: str, key: str, upload_id: str) -> None:
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
@@ -200,10 +206,11 @@ class _errors:
     def __init__(self, what: str) -> None:
         self.what = what
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc is None or isinstance(exc, (RemoteStorageError, AssertionError)) or not isinstance(exc, Exception):
             return                  # raised as it is
         if _code(exc) in _NOT_FOUND_CODES:

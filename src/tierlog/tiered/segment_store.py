@@ -136,7 +136,7 @@ class RemoteSegmentStore:
             raise RemoteStorageError(f"cannot copy segment {metadata.start_offset}: {exc}") from exc
         return manifest
 
-    def _upload_all(self, metadata, data: LogSegmentData) -> dict[str, ObjectChecksum]:
+    def _upload_all(self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData) -> dict[str, ObjectChecksum]:
         files = {LOG_SUFFIX: data.log_segment, IndexType.OFFSET.value: data.offset_index,
                  IndexType.TIMESTAMP.value: data.time_index}
         if data.producer_snapshot is not None:
@@ -164,7 +164,7 @@ class RemoteSegmentStore:
         objects[suffix] = self._verified(metadata, suffix, expected)
         return objects
 
-    def _verified(self, metadata, suffix: str, expected: ObjectChecksum) -> ObjectChecksum:
+    def _verified(self, metadata: RemoteLogSegmentMetadata, suffix: str, expected: ObjectChecksum) -> ObjectChecksum:
         stored = self.store.checksum(self._key(metadata, suffix))
         if stored != expected:
             raise UploadVerificationError(
@@ -213,7 +213,7 @@ class RemoteSegmentStore:
         for suffix in (MANIFEST_SUFFIX, *_ALL_SUFFIXES[:-1]):
             self.store.delete(self._key(metadata, suffix))
 
-    def _delete_quietly(self, metadata) -> None:
+    def _delete_quietly(self, metadata: RemoteLogSegmentMetadata) -> None:
         try:
             self.delete_log_segment(metadata)
         except RemoteStorageError:     # the copy failed already; the next attempt cleans up again

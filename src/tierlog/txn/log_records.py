@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from tierlog.protocol.codec import decode_struct, encode_struct
 from tierlog.protocol.schema import Field, Struct
@@ -132,7 +133,8 @@ def decode_key(buf: bytes) -> str | None:
     if version != KEY_VERSION:
         return None
     fields, _ = decode_struct(TRANSACTION_LOG_KEY, version, False, buf, 2)
-    return fields["TransactionalId"]
+    transactional_id: str = fields["TransactionalId"]
+    return transactional_id
 
 
 def decode_value(buf: bytes | None) -> TransactionLogValue | None:
@@ -154,7 +156,7 @@ def decode_value(buf: bytes | None) -> TransactionLogValue | None:
         fields.get("ClientTransactionVersion", 0))
 
 
-def _partitions_out(partitions: frozenset[tuple[str, int]]) -> list[dict]:
+def _partitions_out(partitions: frozenset[tuple[str, int]]) -> list[dict[str, Any]]:
     """Grouped by topic (Kafka groups them too), topics and partition ids sorted so equal sets encode equally."""
     by_topic: dict[str, list[int]] = {}
     for topic, index in sorted(partitions):
@@ -162,7 +164,8 @@ def _partitions_out(partitions: frozenset[tuple[str, int]]) -> list[dict]:
     return [{"Topic": topic, "PartitionIds": ids} for topic, ids in by_topic.items()]
 
 
-def _read_version(buf) -> int:
+def _read_version(buf: bytes | None) -> int:
     if buf is None or len(buf) < 2:
         raise ValueError("a __transaction_state key or value needs a 2-byte version")
-    return _VERSION.unpack_from(buf, 0)[0]
+    version: int = _VERSION.unpack_from(buf, 0)[0]
+    return version
