@@ -97,7 +97,7 @@ def _produce(make: Callable[[], Iterator], items: queue.Queue, stop: threading.E
             close = getattr(reader, "close", None)
             if close is not None:
                 close()
-    except Exception as exc:        # handed to the task's thread, raised there
+    except Exception as exc:        # noqa: BLE001 - any error of the reader is the task's: raised on its thread
         _put(items, _Failed(exc), stop)
         return
     _put(items, _END, stop)

@@ -1,5 +1,5 @@
 """tierlog.client's names, the ones imported on first use included, resolve to something."""
-import tierlog.client as client
+from tierlog import client
 
 
 def test_every_exported_name_resolves():
