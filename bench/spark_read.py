@@ -11,7 +11,8 @@ Phases, all against one tierlog node started here, in the same run:
 3. client: tierlog's own Fetch client (what a Spark task runs), one partition
    after another in this process, Arrow batches out.
 4. spark read: ``spark.read.format("tierlog")...load()`` written to the ``noop``
-   sink (every row reaches the JVM), local[2], after a warm-up read.
+   sink, local[2], after a warm-up read; then ``sum(length(value))`` (every value
+   reaches the JVM) four times, alternating ``readAheadBatches=0`` and the default.
 5. spark copy: the same read written with ``format("tierlog")`` to a second
    topic (acks=all), i.e. read + write.
 
@@ -19,7 +20,8 @@ Phases, all against one tierlog node started here, in the same run:
 storage on the filesystem, or ``--backend s3`` on a moto S3 server) is filled and, once at
 least 90% of it is uploaded and gone locally, read by Spark through the brokers
 (``remoteStorage=off``) and straight from remote storage (``remoteStorage=DIR|s3://...``, and
-the default ``auto``, which finds the store from the broker), each after a warm-up of 100
+the default ``auto``, which finds the store from the broker; the explicit store twice with
+``remoteReadAheadChunks=0`` and twice with the default read-ahead, alternating), each after a warm-up of 100
 records per partition, then by one confluent-kafka consumer (last: the chunks the broker keeps
 in its cache would spare the Spark read through the brokers its GETs), in the same run. Each phase also records the
 CPU seconds of the reader (this process and its children: Spark's JVM and Python
@@ -219,8 +221,10 @@ def tiered_main(args, n: int, mib: float) -> dict:
         out["highest_tiered"] = wait_tiered(node.bootstrap, "bench-tiered", args.partitions, n)
         print(f"filled {mib:.0f} MiB in {out['fill_s']:.1f} s; tiered: {out['highest_tiered']}")
         spark = spark_session()
+        sync = {**direct, "remoteReadAheadChunks": "0"}     # one GET after another: read-ahead's A/B, A B A B
         for name, options in (("spark_read_brokers", {"remoteStorage": "off"}),
-                              ("spark_read_direct", direct),
+                              ("spark_read_direct_no_read_ahead", sync), ("spark_read_direct", direct),
+                              ("spark_read_direct_no_read_ahead_2", sync), ("spark_read_direct_2", direct),
                               ("spark_read_auto", {})):         # the default: the store found from the broker
             spark_sum(spark, node.bootstrap, "bench-tiered", {**options, "endingOffsets": json.dumps(
                 {"bench-tiered": {str(p): 100 for p in range(args.partitions)}})})          # warm-up
@@ -237,6 +241,9 @@ def tiered_main(args, n: int, mib: float) -> dict:
     out["machine"]["load_avg_end"] = os.getloadavg()
     brokers = out["spark_read_brokers"]["mib_s"]
     out["direct_vs_brokers"] = out["spark_read_direct"]["mib_s"] / brokers
+    out["read_ahead_speedup"] = ((out["spark_read_direct_no_read_ahead"]["seconds"]
+                                  + out["spark_read_direct_no_read_ahead_2"]["seconds"])
+                                 / (out["spark_read_direct"]["seconds"] + out["spark_read_direct_2"]["seconds"]))
     out["auto_vs_brokers"] = out["spark_read_auto"]["mib_s"] / brokers
     out["brokers_vs_consumer"] = brokers / out["confluent_consumer"]["mib_s"]
     return out
@@ -291,13 +298,16 @@ def main() -> None:
         dt = time.perf_counter() - t
         out["spark_read_noop"] = {"seconds": dt, "mib_s": mib / dt, "master": "local[2]"}
         print(f"spark read (local[2], noop sink): {mib / dt:.0f} MiB/s")
-        t = time.perf_counter()
-        total = reader().load().selectExpr("sum(length(value)) as b").collect()[0].b
-        dt = time.perf_counter() - t
-        assert total == n * RECORD, total
-        out["spark_read"] = {"seconds": dt, "mib_s": mib / dt, "master": "local[2]",
-                             "action": "sum(length(value)): every value reaches the JVM"}
-        print(f"spark read (local[2], sum(length(value))): {mib / dt:.0f} MiB/s")
+        for name, ahead in (("spark_read_no_read_ahead", "0"), ("spark_read", None),     # A B A B
+                            ("spark_read_no_read_ahead_2", "0"), ("spark_read_2", None)):
+            r = reader() if ahead is None else reader().option("readAheadBatches", ahead)
+            t = time.perf_counter()
+            total = r.load().selectExpr("sum(length(value)) as b").collect()[0].b
+            dt = time.perf_counter() - t
+            assert total == n * RECORD, total
+            out[name] = {"seconds": dt, "mib_s": mib / dt, "master": "local[2]", "readAheadBatches": ahead or "default",
+                         "action": "sum(length(value)): every value reaches the JVM"}
+            print(f"{name} (local[2], sum(length(value))): {mib / dt:.0f} MiB/s")
         if not args.no_copy:
             from confluent_kafka.admin import AdminClient, NewTopic
             admin = AdminClient({"bootstrap.servers": b})
@@ -313,6 +323,9 @@ def main() -> None:
         node.stop()
     out["machine"]["load_avg_end"] = os.getloadavg()
     out["spark_vs_consumer"] = out["spark_read"]["mib_s"] / out["confluent_consumer"]["mib_s"]
+    out["spark_2_vs_consumer"] = out["spark_read_2"]["mib_s"] / out["confluent_consumer"]["mib_s"]
+    out["read_ahead_speedup"] = ((out["spark_read_no_read_ahead"]["seconds"] + out["spark_read_no_read_ahead_2"]["seconds"])
+                                 / (out["spark_read"]["seconds"] + out["spark_read_2"]["seconds"]))
     write_results("spark", out)
 
 

@@ -1,4 +1,5 @@
 """An executor's read of one remote segment (no Spark, no broker): rows, data loss, corruption."""
+import dataclasses
 import uuid
 
 import pytest
@@ -113,3 +114,25 @@ def test_batches_larger_than_a_chunk_are_read_whole(tmp_path, monkeypatch):
     monkeypatch.setattr(remote_read, "READ_CHUNK_BYTES", 40)        # less than one batch
     got = list(read_segment_range(store, meta, 3, 48, include_headers=False, fail_on_data_loss=True))
     assert _offsets(got) == list(range(3, 48))
+
+
+@pytest.mark.parametrize("ahead", [0, 1, 3])
+def test_small_chunks_read_ahead_or_not_give_the_same_rows(tmp_path, monkeypatch, ahead):
+    from tierlog.spark import remote_read
+    store, meta = _upload(tmp_path)
+    monkeypatch.setattr(remote_read, "READ_CHUNK_BYTES", 100)       # batches cut at every chunk's end
+    got = list(read_segment_range(store, meta, 3, 48, include_headers=False, fail_on_data_loss=True,
+                                  read_ahead_chunks=ahead))
+    assert _offsets(got) == list(range(3, 48))
+
+
+def test_a_truncated_segment_fails_the_read_with_read_ahead(tmp_path, monkeypatch):
+    from tierlog.spark import remote_read
+    store, meta = _upload(tmp_path)
+    path = tmp_path / "remote" / segment_key(meta.segment_id, 0, LOG_SUFFIX)
+    path.write_bytes(path.read_bytes()[:-5])                       # the last batch cut short
+    monkeypatch.setattr(remote_read, "READ_CHUNK_BYTES", 64)
+    short = dataclasses.replace(meta, segment_size_in_bytes=meta.segment_size_in_bytes - 5)
+    with pytest.raises(CorruptRemoteDataError, match="no whole batch"):
+        list(read_segment_range(store, short, 0, 50, include_headers=False, fail_on_data_loss=True,
+                                read_ahead_chunks=2))

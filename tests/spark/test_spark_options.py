@@ -166,3 +166,14 @@ def test_read_committed_is_taken_and_read_uncommitted_stays_the_default():
     explicit = parse_source_options({**BASE, "kafka.isolation.level": "read_committed", "remoteStorage": "/tmp/rs"},
                                     streaming=False)
     assert (explicit.isolation_level, explicit.remote_storage) == (1, "/tmp/rs")
+
+
+@pytest.mark.parametrize(("name", "field"), [("remoteReadAheadChunks", "remote_read_ahead_chunks"),
+                                             ("readAheadBatches", "read_ahead_batches")])
+def test_read_ahead_counts_are_bounded(name, field):
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "a"}
+    assert getattr(parse_source_options(base, streaming=False), field) == 2
+    assert getattr(parse_source_options({**base, name: "0"}, streaming=False), field) == 0
+    for bad, named in (("-1", "must be at least 0"), ("17", "must be at most 16"), ("x", "not an integer")):
+        with pytest.raises(OptionError, match=f"{name}: .*{named}"):
+            parse_source_options({**base, name: bad}, streaming=False)

@@ -21,6 +21,10 @@ __all__ = ["ISOLATION_LEVELS", "REMOTE_AUTO", "REMOTE_OFF", "SOURCE_KAFKA_OPTION
 EARLIEST, LATEST = -2, -1        # Spark's Kafka JSON: -2 earliest, -1 latest
 REMOTE_AUTO, REMOTE_OFF = "auto", "off"
 REMOTE_PARTITION_BYTES = 128 * 1024 * 1024    # as Spark's spark.sql.files.maxPartitionBytes
+# remoteReadAheadChunks: ranged GETs (of 8 MiB) a direct read task keeps in flight while it decodes
+REMOTE_READ_AHEAD_CHUNKS, MAX_READ_AHEAD_CHUNKS = 2, 16
+# readAheadBatches: Arrow batches (of up to kafka.fetch.max.bytes) a task's reader thread keeps ready for Spark
+READ_AHEAD_BATCHES, MAX_READ_AHEAD_BATCHES = 2, 16
 _RSM_PREFIX = "rsm.config."
 
 # kafka.* options the Kafka source refuses too, with the reason it gives
@@ -94,6 +98,8 @@ class SourceOptions:
     remote_settings: tuple[tuple[str, str], ...] = ()    # rsm.config.* options, for the object store
     isolation_level: int = 0                     # kafka.isolation.level: 0 read_uncommitted, 1 read_committed
     remote_partition_bytes: int = REMOTE_PARTITION_BYTES  # remotePartitionBytes: a direct read task's target
+    remote_read_ahead_chunks: int = REMOTE_READ_AHEAD_CHUNKS  # remoteReadAheadChunks: GETs in flight per task
+    read_ahead_batches: int = READ_AHEAD_BATCHES  # readAheadBatches: Arrow batches read ahead of Spark per task
 
 
 @dataclass(frozen=True)
@@ -356,7 +362,18 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         remote_storage=remote[0], remote_settings=remote[1],
         isolation_level=_isolation_level(options),
         remote_partition_bytes=_int(options, "remotePartitionBytes") or REMOTE_PARTITION_BYTES,
+        remote_read_ahead_chunks=_bounded(options, "remoteReadAheadChunks", REMOTE_READ_AHEAD_CHUNKS,
+                                          MAX_READ_AHEAD_CHUNKS),
+        read_ahead_batches=_bounded(options, "readAheadBatches", READ_AHEAD_BATCHES, MAX_READ_AHEAD_BATCHES),
     )
+
+
+def _bounded(options: Mapping, name: str, default: int, most: int) -> int:
+    """A count from 0 (off) to ``most``, ``default`` when not set."""
+    number = _int(options, name, 0)
+    if number is not None and number > most:
+        raise OptionError(f"{name}: {number} must be at most {most}")
+    return default if number is None else number
 
 
 def _retries(options: Mapping) -> int:

@@ -2,8 +2,9 @@
 
 The segment's offset index gives the file position to start at (entries are
 relative to the file's own base offset, its first batch's); then the ``.log``
-is read with ranged GETs of ``READ_CHUNK_BYTES`` (one GET a chunk; a batch
-larger than a chunk is read again whole) and each chunk's whole batches are decoded into Arrow by the same
+is read with ranged GETs of ``READ_CHUNK_BYTES``, up to ``remoteReadAheadChunks`` of them in flight
+while the current chunk is decoded (``read_ahead``; a batch cut at a chunk's end is carried into the
+next chunk, a batch larger than a chunk spans several) and each run of whole batches is decoded into Arrow by the same
 decoder the broker path uses (``client.arrow_records.decode_fetched``: every
 batch's CRC-32C checked, payloads decompressed, control batches and records
 outside the range left out), so both paths produce the same rows.
@@ -17,7 +18,8 @@ fails the task.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import closing
 
 import pyarrow as pa
 
@@ -32,6 +34,8 @@ from tierlog.records.header import (
     base_offset_at,
     batch_size_at,
 )
+from tierlog.spark.options import REMOTE_READ_AHEAD_CHUNKS
+from tierlog.spark.read_ahead import read_ahead
 from tierlog.spark.remote_txn import aborted_for
 from tierlog.storage.txn_index import decode_entries
 from tierlog.tiered import (
@@ -57,14 +61,16 @@ READ_CHUNK_BYTES = 8 * 1024 * 1024      # one ranged GET of the .log
 def read_segment_range(store: ObjectStore, segment: RemoteLogSegmentMetadata, start: int, end: int, *,
                        include_headers: bool, fail_on_data_loss: bool,
                        encryption: EncryptionSettings | None = None,
-                       txn_segments: Sequence[RemoteLogSegmentMetadata] | None = None) -> Iterator[pa.RecordBatch]:
+                       txn_segments: Sequence[RemoteLogSegmentMetadata] | None = None,
+                       read_ahead_chunks: int = REMOTE_READ_AHEAD_CHUNKS) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the records of ``segment`` with ``start <= offset < end`` (an encrypted
     segment decrypted with ``encryption``'s keys, only the chunks read), at read_committed without
-    the aborted transactions the ``.txnindex`` of ``txn_segments`` list."""
+    the aborted transactions the ``.txnindex`` of ``txn_segments`` list; up to ``read_ahead_chunks``
+    GETs of the ``.log`` in flight while a chunk is decoded."""
     segments = RemoteSegmentStore(store, encryption)
     try:
         aborted = None if txn_segments is None else AbortedFilter(_aborted(segments, txn_segments, start, end))
-        yield from _read(segments, segment, start, end, include_headers, aborted)
+        yield from _read(segments, segment, start, end, include_headers, aborted, read_ahead_chunks)
     except RemoteResourceNotFoundError as exc:
         tp = segment.topic_id_partition
         lost = (f"{tp.topic}-{tp.partition}: remote segment [{segment.start_offset}, {segment.end_offset}] "
@@ -85,28 +91,39 @@ def _aborted(segments: RemoteSegmentStore, txn_segments: Sequence[RemoteLogSegme
 
 
 def _read(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, start: int, end: int,
-          include_headers: bool, aborted: AbortedFilter | None) -> Iterator[pa.RecordBatch]:
+          include_headers: bool, aborted: AbortedFilter | None, ahead: int) -> Iterator[pa.RecordBatch]:
     tp = segment.topic_id_partition
-    size = segment.segment_size_in_bytes
     position = _start_position(segments, segment, start)
-    while position < size:
-        data = segments.fetch_log_segment(segment, position, min(size, position + READ_CHUNK_BYTES))
+    with closing(_whole_batch_runs(segments, segment, position, ahead)) as runs:    # stops the GETs ahead
+        for position, data in runs:
+            try:
+                chunk = decode_fetched(data, tp.topic, tp.partition, start, end, include_headers, aborted)
+            except InvalidRecordError as exc:
+                raise CorruptRemoteDataError(f"{_where(segment)}: bad batch after position {position}: {exc}") from None
+            if chunk.batch is not None and chunk.batch.num_rows:
+                yield chunk.batch
+            if chunk.next_offset >= end:
+                return
+
+
+def _whole_batch_runs(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, position: int,
+                      ahead: int) -> Generator[tuple[int, memoryview], None, None]:
+    """The ``.log`` from ``position`` on as runs of whole batches, each with its file position: read in
+    chunks of ``READ_CHUNK_BYTES`` (up to ``ahead`` GETs ahead), a chunk's cut batch carried into the
+    next run (a batch larger than a chunk spans several)."""
+    size = segment.segment_size_in_bytes
+    ranges = ((p, min(size, p + READ_CHUNK_BYTES)) for p in range(position, size, READ_CHUNK_BYTES))
+    carry: bytes | bytearray = b""
+    for data in read_ahead(lambda r: segments.fetch_log_segment(segment, *r), ranges, ahead):
+        data = carry + data if carry else data
         whole = _whole_batches_end(data)
-        if whole == 0:          # a batch larger than a chunk: one GET of exactly it
-            data = segments.fetch_log_segment(segment, position, min(size, position + _first_batch_size(data)))
-            whole = _whole_batches_end(data)
-        if whole == 0:
+        if whole == 0 and not len(data) < _first_batch_size(data) <= size - position:
             raise CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
-        try:
-            chunk = decode_fetched(memoryview(data)[:whole], tp.topic, tp.partition, start, end, include_headers,
-                                   aborted)
-        except InvalidRecordError as exc:
-            raise CorruptRemoteDataError(f"{_where(segment)}: bad batch after position {position}: {exc}") from None
-        if chunk.batch is not None and chunk.batch.num_rows:
-            yield chunk.batch
-        position += whole
-        if chunk.next_offset >= end:
-            return
+        if whole:
+            yield position, memoryview(data)[:whole]
+        carry, position = data[whole:], position + whole
+    if carry:
+        raise CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
 
 
 def _start_position(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, offset: int) -> int:

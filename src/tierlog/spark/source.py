@@ -58,6 +58,7 @@ from tierlog.spark.planning import (
     resolve,
     to_json,
 )
+from tierlog.spark.read_ahead import in_background
 from tierlog.spark.remote_read import read_segment_range
 from tierlog.spark.sink import TierlogBatchWriter, TierlogStreamWriter
 
@@ -103,13 +104,20 @@ class TierlogDataSource(DataSource):
 def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.RecordBatch]:
     if not isinstance(part, TierlogPartition):
         return      # nothing to read: PySpark stands one default partition in for an empty plan
-    if part.pieces:
-        store, encryption = part.store.open(), part.store.encryption()
-        for start, end, segment in part.pieces:
-            yield from read_segment_range(store, segment, start, end, include_headers=opts.include_headers,
-                                          fail_on_data_loss=opts.fail_on_data_loss, encryption=encryption,
-                                          txn_segments=part.txn_segments)
-        return
+    read = _read_remote if part.pieces else _read_brokers
+    yield from in_background(lambda: read(opts, part), opts.read_ahead_batches)
+
+
+def _read_remote(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:
+    store, encryption = part.store.open(), part.store.encryption()
+    for start, end, segment in part.pieces:
+        yield from read_segment_range(store, segment, start, end, include_headers=opts.include_headers,
+                                      fail_on_data_loss=opts.fail_on_data_loss, encryption=encryption,
+                                      txn_segments=part.txn_segments,
+                                      read_ahead_chunks=opts.remote_read_ahead_chunks)
+
+
+def _read_brokers(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:
     cluster = Cluster(opts.bootstrap_servers, client_id=opts.client_id, retry_timeout_s=opts.retry_timeout_s,
                       receive_message_max_bytes=receive_message_max_bytes_for(opts.fetch_max_bytes),
                       security=opts.security, isolation_level=opts.isolation_level)
