@@ -254,7 +254,7 @@ class FetcherState:
         return TopicTiering(self.last_tiered_offset_enable, p.tiering.tiered, p.tiering.compacted)
 
     def _probe_due(self, p: PartitionFetchState) -> bool:
-        return not p.probed and should_probe(self._tiering(p), p.log.log_end_offset)
+        return not p.probed and p.tiering.tiered and should_probe(self._tiering(p), p.log.log_end_offset)
 
     def _wake_delayed(self, now_ms: int) -> None:
         """Partitions whose backoff ended become candidates again."""

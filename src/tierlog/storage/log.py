@@ -36,7 +36,6 @@ import logging
 import random
 import shutil
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 from tierlog.records.control import read_marker
@@ -52,8 +51,9 @@ from tierlog.storage.append_checks import (
 from tierlog.storage.dir_failure import LogDirFailureChannel
 from tierlog.storage.dir_writer import Writer
 from tierlog.storage.epoch_cache import LeaderEpochCache
-from tierlog.storage.errors import KafkaStorageError, OffsetOutOfRangeError
+from tierlog.storage.errors import OffsetOutOfRangeError
 from tierlog.storage.files import SWAP_SUFFIX, fsync_dir
+from tierlog.storage.io_guard import IoGuard
 from tierlog.storage.loader import load_log
 from tierlog.storage.log_config import LogConfig
 from tierlog.storage.log_durability import LogDurability
@@ -110,7 +110,6 @@ class Log(LogDurability, LogEpochs, LogTransactions):
         self._local_start_floor = segments[0].base_offset
         self._rng = rng
         self._lock = threading.RLock()
-        self._offline = False
         self._dir_dirty = False
         self._last_flush_ms = now_ms
         self._first_timestamp: tuple[tuple, int] | None = None  # (key, local_log_start_timestamp)
@@ -121,6 +120,7 @@ class Log(LogDurability, LogEpochs, LogTransactions):
         self._truncations = 0                         # a flush that saw fewer does not move the recovery point
         self._writer = writer
         self._failures = failures
+        self._guard = IoGuard(directory, failures)
         self._flush_queued = False
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
@@ -577,7 +577,7 @@ class Log(LogDurability, LogEpochs, LogTransactions):
     def close(self) -> None:
         """Write out indexes, flush, close descriptors, drop pending deletions."""
         with self._lock:
-            online = not self._offline
+            online = not self._guard.offline
             if online:
                 with self._io():
                     for segment in self._segments[self._segment_index(self.recovery_point):]:
@@ -609,20 +609,11 @@ class Log(LogDurability, LogEpochs, LogTransactions):
             with contextlib.suppress(OSError):
                 segment.delete_files()
         self._pending_deletes = []
-        self._offline = True
+        self._guard.offline = True
         self._closed = True
 
-    @contextlib.contextmanager
-    def _io(self) -> Iterator[None]:
-        if self._offline:
-            raise KafkaStorageError(f"log {self.directory} is offline or closed")
-        try:
-            yield
-        except OSError as exc:
-            self._offline = True
-            if self._failures is not None:
-                self._failures.report(self.directory.parent, f"{self.directory.name}: {exc}")
-            raise KafkaStorageError(f"I/O error in {self.directory}: {exc}") from exc
+    def _io(self) -> IoGuard:
+        return self._guard
 
     def __repr__(self) -> str:
         return (f"Log({self.directory.name}, start={self.log_start_offset}, end={self.log_end_offset}, "

@@ -12,13 +12,13 @@ recovery point, which ``Log`` owns.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tierlog.storage.errors import KafkaStorageError
+from tierlog.storage.io_guard import IoGuard
 from tierlog.storage.log_config import LONG_MAX
 from tierlog.storage.log_flush import sync_flush, take_flush
 from tierlog.storage.segment import LogSegment
@@ -46,7 +46,7 @@ class LogDurability:
     _truncations: int
     _clock_ms: int
     _dir_dirty: bool
-    _offline: bool
+    _guard: IoGuard
     _closed: bool
     _flush_queued: bool
     _pending_deletes: list[tuple[int, LogSegment]]
@@ -57,7 +57,7 @@ class LogDurability:
     if TYPE_CHECKING:
         @property
         def log_end_offset(self) -> int: ...
-        def _io(self) -> contextlib.AbstractContextManager[None]: ...
+        def _io(self) -> IoGuard: ...
         def _segment_index(self, offset: int) -> int: ...
 
     def flush(self, now_ms: int, offset: int | None = None) -> None:
@@ -103,7 +103,7 @@ class LogDurability:
     @property
     def offline(self) -> bool:
         """Closed, or taken offline by an I/O error (maybe in a background flush)."""
-        return self._offline
+        return self._guard.offline
 
     @property
     def has_rolled_segments(self) -> bool:
@@ -141,7 +141,7 @@ class LogDurability:
         one it runs here.
         """
         with self._lock:
-            if self._offline:
+            if self._guard.offline:
                 return
             self._clock_ms = max(self._clock_ms, now_ms)
             self._delete_expired(now_ms)

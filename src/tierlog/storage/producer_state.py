@@ -229,6 +229,8 @@ class ProducerStateManager:
 
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """The first offset of the oldest transaction not yet decided below ``high_watermark``."""
+        if not self._open and not self._unreplicated:
+            return None         # no transaction here: the common case, on every fetch of every partition
         while self._unreplicated and self._unreplicated[0].last_offset < high_watermark:
             self._unreplicated.popleft()
         firsts = [*self._open.values(), *(t.first_offset for t in self._unreplicated)]

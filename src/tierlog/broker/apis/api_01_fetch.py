@@ -96,16 +96,48 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: FetchRe
                                                                                           view, version):
         keys = [r.key for r in reads if r.key is not None]
         await broker.replicas.wait_for_data(keys, wait_ms / 1000, replica_id, view)
-        again = {id(r.sp): r.sp for r in reads}
-        changed = {id(sp): sp for sp in view.take_changed() if id(sp) not in again}
-        # the follower's state of a partition marked while parked is updated now (the first pass
-        # did the others): an ISR expand may wait on exactly that
-        reads = _read_all(broker, [*again.values(), *changed.values()], version, replica_id, isolation,
-                          max_bytes, may_read, follower, updated=again.keys())
+        reads = _after_wait(broker, view, reads, version, replica_id, isolation, max_bytes, may_read, follower)
     for r in reads:
         if r.size > 0 or r.more:
             view.keep(r.sp)         # read again next time, named or not (applied, or the budget ran out)
     return _response(broker, view, reads, version, header.listener)
+
+
+def _after_wait(broker, view, reads, version, replica_id, isolation, max_bytes, may_read, follower):
+    """The reads of a parked fetch once woken. A partition not marked since the first pass stands as
+    read then (marks cover every append, watermark move and leadership change); a marked one
+    with nothing new to read gets its watermarks again; the rest, and the newly marked, are read
+    again. The follower's state of a partition marked while parked is updated now (the first pass
+    did the others): an ISR expand may wait on exactly that."""
+    first = {id(r.sp): r for r in reads}
+    marked = {id(sp): sp for sp in view.take_changed()}
+    fetch_isolation = FetchIsolation.of(replica_id, isolation)
+    kept, again = [], []
+    for key, r in first.items():
+        if r.size or r.more or r.error or r.diverging or r.remote:
+            again.append(r.sp)
+        elif key not in marked or _refreshed(broker, r, fetch_isolation, follower):
+            kept.append(r)
+        else:
+            again.append(r.sp)
+    fresh = [sp for key, sp in marked.items() if key not in first]
+    if not again and not fresh:
+        return kept
+    return kept + _read_all(broker, again + fresh, version, replica_id, isolation, max_bytes, may_read, follower,
+                            updated={id(sp) for sp in again})
+
+
+def _refreshed(broker, r: _Read, isolation: FetchIsolation, follower) -> bool:
+    """A partition read empty and marked since: when it still has nothing to read at the fetch's
+    position, take its watermarks again (a follower's high watermark moved by this very fetch)."""
+    part = broker.replicas.get(*r.key) if r.key else None
+    if part is None or part.leader_state is None or part.offline or part.check_epoch(r.sp.current_leader_epoch):
+        return False
+    if r.sp.fetch_offset < part.max_offset(isolation) or r.sp.fetch_offset < part.log_start_offset:
+        return False
+    r.hw, r.log_start = part.high_watermark, part.log_start_offset
+    r.lso = r.hw if follower is not None else part.last_stable_offset
+    return True
 
 
 def _may_read(broker, header, replica_id: int):
