@@ -1,0 +1,147 @@
+"""A follower's fetch that parked and woke reads again only what changed meanwhile.
+
+The fetches below name every partition at the follower's log end (its position moved) and park;
+while one waits, a partition gets a record, or a partition's high watermark moves with nothing
+new to read (another replica caught up). The answer must carry the record and the new high
+watermark; a partition not marked meanwhile is not read again, nor one whose watermarks alone
+moved.
+"""
+import asyncio
+import random
+from types import SimpleNamespace
+
+from tierlog.broker.apis import api_01_fetch as fetch
+from tierlog.broker.fetch_session import FetchSessionCache
+from tierlog.broker.partition import Partition
+from tierlog.protocol.errors import ErrorCode
+from tierlog.records import Record, build_batch
+from tierlog.replication import LeaderConfig, LeaderState
+from tierlog.storage import Log, LogConfig
+
+NOW = 1_700_000_000_000
+FOLLOWER = 2
+CAUGHT_UP = {0: 2, 1: 2, 2: 2}      # the follower names every partition at its log end (2 records each)
+
+
+def _batch(n: int = 1) -> bytearray:
+    return bytearray(build_batch([Record(i, NOW, None, b"v%d" % i) for i in range(n)]))
+
+
+def _partition(tmp_path, index: int, replicas=(1, FOLLOWER)) -> Partition:
+    log = Log.open(tmp_path / f"t-{index}", LogConfig.from_props({}), NOW)
+    part = Partition("t", index, b"\x01" * 16, log, leader_id=1, leader_epoch=4)
+    part.leader_state = LeaderState(topic_id=part.topic_id, partition=index, leader_id=1, leader_epoch=4,
+                                    partition_epoch=0, replicas=replicas, isr=replicas,
+                                    high_watermark=0, log_end_offset=0, now_ms=NOW,
+                                    config=LeaderConfig(min_insync_replicas=1))
+    part.log.append(_batch(2), 4, NOW)
+    return part
+
+
+class CountingReplicas:
+    """The replica manager's part the handler uses; counts reads and moves watermarks while parked."""
+
+    def __init__(self, parts, sessions, while_parked=None):
+        self.parts = {p.key: p for p in parts}
+        self.sessions, self.while_parked, self.reads = sessions, while_parked, []
+        for part in parts:
+            read = part.log.read
+            part.log.read = lambda *a, _read=read, _key=part.key, **k: (self.reads.append(_key), _read(*a, **k))[1]
+
+    def get(self, topic, index):
+        return self.parts.get((topic, index))
+
+    def on_follower_fetch(self, part, replica_id, fetch_offset, epoch, fields):
+        part.leader_state.on_follower_fetch(replica_id, fetch_offset, now_ms=NOW, leader_leo=part.log_end_offset)
+        return ErrorCode.NONE
+
+    def on_replica_fetch(self, replica_id):
+        pass
+
+    def must_answer_now(self, replica_id, holds):
+        return False
+
+    async def wait_for_data(self, keys, timeout_s, replica_id=None, view=None):
+        if self.while_parked is not None:
+            self.while_parked(self)
+
+
+class Broker:
+    node_id, remote, fetch_max_bytes, fetch_wait_max_ms, authorizer = 1, None, 1 << 20, 500, None
+
+    def __init__(self, parts, while_parked=None):
+        self.fetch_sessions = FetchSessionCache(10, random.Random(1))
+        self.replicas = CountingReplicas(parts, self.fetch_sessions, while_parked)
+        self.image = SimpleNamespace(topics={}, brokers={})
+
+    def led_partition(self, topic, index):
+        part = self.replicas.get(topic, index)
+        return (part, ErrorCode.NONE) if part else (None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    def endpoint(self, node_id):
+        return None
+
+
+def _fetch(broker, session_id, epoch, offsets: dict[int, int]) -> dict:
+    request = {"ReplicaId": FOLLOWER, "MaxWaitMs": 500, "MinBytes": 1, "MaxBytes": 1 << 20, "IsolationLevel": 0,
+               "SessionId": session_id, "SessionEpoch": epoch, "ForgottenTopicsData": [], "RackId": "",
+               "Topics": [{"Topic": "t", "Partitions": [
+                   {"Partition": i, "FetchOffset": o, "PartitionMaxBytes": 1 << 20, "CurrentLeaderEpoch": 4,
+                    "LastFetchedEpoch": -1, "LogStartOffset": 0} for i, o in offsets.items()]}]}
+    return asyncio.run(fetch.handle(broker, SimpleNamespace(api_version=12, listener=None), request))
+
+
+def _by_partition(response) -> dict[int, dict]:
+    return {p["PartitionIndex"]: p for t in response["Responses"] for p in t["Partitions"]}
+
+
+def _after_first_pass(broker) -> list:
+    """The reads once woken (the first pass read every named partition once, in the session's order)."""
+    reads = broker.replicas.reads
+    assert sorted(reads[:3]) == [("t", 0), ("t", 1), ("t", 2)], reads
+    return reads[3:]
+
+
+def _session(tmp_path, while_parked, replicas=(1, FOLLOWER)):
+    parts = [_partition(tmp_path, i, replicas) for i in range(3)]
+    broker = Broker(parts, while_parked)
+    opened = _fetch(broker, 0, 0, {0: 0, 1: 0, 2: 0})       # the full fetch: every partition's records
+    assert {i: len(p["Records"]) > 0 for i, p in _by_partition(opened).items()} == {0: True, 1: True, 2: True}
+    broker.replicas.reads.clear()
+    return broker, parts, opened["SessionId"]
+
+
+def test_a_woken_fetch_reads_the_marked_partition_and_keeps_the_named_one(tmp_path):
+    def append_to_1(replicas):
+        part = replicas.parts[("t", 1)]
+        part.log.append(_batch(), 4, NOW)
+        replicas.sessions.mark_changed([("t", 1)])
+
+    broker, _, session = _session(tmp_path, append_to_1)
+    answer = _by_partition(_fetch(broker, session, 1, CAUGHT_UP))
+    assert answer[1]["Records"] and answer[1]["ErrorCode"] == ErrorCode.NONE
+    assert answer[0]["HighWatermark"] == answer[2]["HighWatermark"] == 2 and not answer[0]["Records"]
+    assert _after_first_pass(broker) == [("t", 1)]                # read again once woken: 1 alone
+
+
+def test_a_named_partition_marked_while_parked_gets_its_new_high_watermark_without_a_read(tmp_path):
+    def third_replica_catches_up_on_0(replicas):
+        part = replicas.parts[("t", 0)]
+        part.leader_state.on_follower_fetch(3, 2, now_ms=NOW, leader_leo=2)
+        replicas.sessions.mark_changed([("t", 0)], records=False)
+
+    broker, parts, session = _session(tmp_path, third_replica_catches_up_on_0, replicas=(1, FOLLOWER, 3))
+    answer = _by_partition(_fetch(broker, session, 1, CAUGHT_UP))
+    assert parts[0].high_watermark == 2 and answer[0]["HighWatermark"] == 2 and not answer[0]["Records"]
+    assert _after_first_pass(broker) == []                        # 0's watermarks taken again, not read
+
+
+def test_a_named_partition_with_a_record_appended_while_parked_is_read_again(tmp_path):
+    def append_to_0(replicas):
+        replicas.parts[("t", 0)].log.append(_batch(), 4, NOW)
+        replicas.sessions.mark_changed([("t", 0)])
+
+    broker, _, session = _session(tmp_path, append_to_0)
+    answer = _by_partition(_fetch(broker, session, 1, CAUGHT_UP))
+    assert answer[0]["Records"] and answer[0]["HighWatermark"] == 2
+    assert _after_first_pass(broker) == [("t", 0)]
