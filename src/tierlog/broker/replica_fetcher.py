@@ -110,7 +110,8 @@ class ReplicaFetcherTasks:
                         continue            # the fetcher was rebuilt meanwhile: a stale answer
                     actions = state.handle_fetch_response(response, self.clock_ms())
                 for action in actions:
-                    await self._apply(state, conn, leader, action)
+                    if not self._apply_now(action):         # the rest may wait on the leader
+                        await self._apply(state, conn, leader, action)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -119,17 +120,36 @@ class ReplicaFetcherTasks:
             if conn is not None:
                 conn.close()
 
+    def _apply_now(self, action) -> bool:
+        """Apply the actions of every fetch answer (records, a high watermark) without a coroutine
+        each; False for the rest (``_apply``)."""
+        if not isinstance(action, (Append, UpdateHighWatermark)):
+            return False
+        part = self.replicas.by_id(action.key)
+        if part is None:
+            return True
+        try:
+            if isinstance(action, Append):
+                part.append_as_follower(bytearray(action.records), self.clock_ms())
+            else:
+                part.update_follower_high_watermark(action.high_watermark, action.leader_log_start_offset)
+        except Exception as e:      # noqa: BLE001 - as in _apply
+            self._failed(part, action, e)
+        return True
+
+    def _failed(self, part, action, e: Exception) -> None:
+        log.warning("%s-%d: cannot apply %s: %s", part.topic, part.index, type(action).__name__, e)
+        if part.offline:        # its log dir failed: drop it before the next fetch request reads it
+            self.replicas.check_log_dirs()
+
     async def _apply(self, state, conn, leader, action) -> None:
+        if self._apply_now(action):
+            return
         part = self.replicas.by_id(action.key)
         if part is None:
             return
-        now = self.clock_ms()
         try:
-            if isinstance(action, Append):
-                part.append_as_follower(bytearray(action.records), now)
-            elif isinstance(action, UpdateHighWatermark):
-                part.update_follower_high_watermark(action.high_watermark, action.leader_log_start_offset)
-            elif isinstance(action, TruncateTo):
+            if isinstance(action, TruncateTo):
                 log.info("%s-%d: truncating to %d", part.topic, part.index, action.offset)
                 part.truncate_to(action.offset)
             elif isinstance(action, TruncateFullyAndStartAt):
@@ -153,9 +173,7 @@ class ReplicaFetcherTasks:
                 for follow_up in follow_ups:
                     await self._apply(state, conn, leader, follow_up)
         except Exception as e:      # noqa: BLE001 - the next fetch starts again from the log end
-            log.warning("%s-%d: cannot apply %s: %s", part.topic, part.index, type(action).__name__, e)
-            if part.offline:        # its log dir failed: drop it before the next fetch request reads it
-                self.replicas.check_log_dirs()
+            self._failed(part, action, e)
 
     async def _probe(self, state, conn, leader, probes: list[ProbeTieredStart]) -> None:
         """KIP-1023: the leader's offsets for every probed partition (batched), then each one's actions."""

@@ -295,7 +295,8 @@ class FetcherState:
                 p, sent = self.partitions.get(key), members.get(key)
                 if p is None or sent is None or p.status is not FetchStatus.FETCHING:
                     continue
-                self._dirty.add(key)
+                if not _watermarks_only(p, data):
+                    self._dirty.add(key)
                 if sent.current_leader_epoch != p.leader_epoch:
                     continue                        # asked at an older epoch
                 actions.extend(self._handle_partition(p, sent, data, now_ms))
@@ -427,6 +428,17 @@ class FetcherState:
         if offset > local_end:
             return [TruncateFullyAndStartAt(key, offset)]
         return []
+
+
+def _watermarks_only(p: PartitionFetchState, data: dict[str, Any]) -> bool:
+    """An answer that moves only the high watermark: the partition's next request entry is the one
+    the leader has (nothing to compare again: the log end, its epoch and log start stay). Half the
+    answers of a partition with records spread thin are these (the leader's high watermark moves
+    after the follower's next fetch)."""
+    records = data.get("Records")
+    diverging = data.get("DivergingEpoch") or {}
+    return (data.get("ErrorCode", ErrorCode.NONE) == ErrorCode.NONE and (records is None or len(records) == 0)
+            and diverging.get("Epoch", -1) < 0 and data.get("LogStartOffset", -1) <= p.log.log_start_offset)
 
 
 def _by_topic(entries: Iterable[tuple[PartitionKey, object]]) -> list[dict[str, Any]]:

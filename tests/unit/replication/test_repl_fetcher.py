@@ -361,3 +361,33 @@ def test_a_lost_request_backs_off_the_session_and_fetches_in_full_after():
     assert f.build_fetch_request(1) is None
     req = f.build_fetch_request(acts[0].until_ms)
     assert (req["SessionId"], req["SessionEpoch"]) == (77, 0) and len(_named(req)) == 2
+
+
+class CountingLog(FakeLog):
+    """Counts how often the fetcher reads the log's KIP-1303 figures (to compare a partition's entry)."""
+    reads = 0
+
+    @property
+    def local_log_size_bytes(self):
+        CountingLog.reads += 1
+        return 5678
+
+    @local_log_size_bytes.setter
+    def local_log_size_bytes(self, _value):
+        pass
+
+
+def test_an_answer_moving_only_the_high_watermark_does_not_compare_the_partition_again():
+    f = fetcher()
+    f.add_partition((T1, 0), 5, CountingLog(log_end_offset=10))
+    f.build_fetch_request(0)
+    f.handle_fetch_response({"ErrorCode": 0, "SessionId": 77, "Responses": []}, 0)
+    f.build_fetch_request(1)
+    CountingLog.reads = 0
+    acts = f.handle_fetch_response(response(T1, 0, HighWatermark=10, LogStartOffset=0), 2)
+    assert acts == [UpdateHighWatermark((T1, 0), 10, 0)]
+    assert _named(f.build_fetch_request(3)) == [] and CountingLog.reads == 0
+    # records (or a leader log start past ours) change the entry: compared, and named once moved
+    f.handle_fetch_response(response(T1, 0, HighWatermark=10, LogStartOffset=0, Records=b"abc"), 4)
+    f.build_fetch_request(5)
+    assert CountingLog.reads == 1
