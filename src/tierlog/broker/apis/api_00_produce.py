@@ -51,7 +51,8 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: Produce
         await catch_up_once(broker)
     acks = request["Acks"]
     hints = LeaderHints(broker, header.listener)
-    refused = await broker.txn_verifier.verify(request, header.api_version)     # KIP-890 parts 1 and 2
+    refused = await broker.txn_verifier.verify(request, header.api_version) \
+        if request.get("TransactionalId") else {}                               # KIP-890 parts 1 and 2
     topics: list[TopicProduceResponse] = []
     waits: list[tuple[str, PartitionProduceResponse, asyncio.Future]] = []
     writable, denied = _writable(broker, header, request)
@@ -65,7 +66,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: Produce
         topics.append({"Name": t["Name"], "PartitionResponses": parts})
     if waits:
         release_connection()        # appended in request order; the wait for followers need not hold the connection
-        errors = await asyncio.gather(*(fut for _, _, fut in waits))
+        errors = [await waits[0][2]] if len(waits) == 1 else await asyncio.gather(*(fut for _, _, fut in waits))
         for (topic, resp, _), error in zip(waits, errors):
             if error:
                 resp["ErrorCode"] = error
