@@ -205,6 +205,7 @@ class TransactionCoordinator:
     async def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int,
                                producer_epoch: int) -> tuple[int, int, int]:
         """InitProducerId with a transactional id: (error, producer id, epoch)."""
+        _trace(transactional_id, "InitProducerId received")
         error = rules.check_init_producer_id(transactional_id, timeout_ms, self.max_timeout_ms)
         if error:
             return error, -1, -1
@@ -238,6 +239,7 @@ class TransactionCoordinator:
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: frozenset[tuple[str, int]]) -> int:
         """AddPartitionsToTxn (client versions) and AddOffsetsToTxn: one error for all."""
+        _trace(transactional_id, "AddPartitionsToTxn received")
         deadline = asyncio.get_running_loop().time() + self._add_wait_max_s
         while True:
             hosted, error = self.locate(transactional_id)
@@ -246,8 +248,10 @@ class TransactionCoordinator:
             assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
             meta = hosted.txns.get(transactional_id)
             decision = rules.add_partitions(meta, producer_id, producer_epoch, partitions, self._clock_ms())
-            if decision.error != ErrorCode.CONCURRENT_TRANSACTIONS or not await self._settle(transactional_id,
-                                                                                              deadline):
+            if decision.error != ErrorCode.CONCURRENT_TRANSACTIONS:
+                break
+            _trace(transactional_id, "AddPartitionsToTxn held: the previous transaction is completing")
+            if not await self._settle(transactional_id, deadline):
                 break
         if decision.error or decision.transit is None:
             return decision.error
@@ -286,6 +290,7 @@ class TransactionCoordinator:
         markers follow. With ``client_transaction_version`` 2 (EndTxn v5, KIP-890 part 2) the epoch
         is bumped by every end and the answer carries the new one (the next producer id at epoch 0
         when the epoch is exhausted); the markers are written with it."""
+        _trace(transactional_id, "EndTxn received")
         hosted, error = self.locate(transactional_id)
         if error:
             return error, -1, -1
@@ -315,6 +320,7 @@ class TransactionCoordinator:
         """Append the transit's record (acks=all) and apply it once committed."""
         version = TV2_VALUE_VERSION if transit.client_transaction_version >= TV_2 else VALUE_VERSION
         record = (encode_key(meta.transactional_id), encode_value(log_value(transit), version))
+        _trace(meta.transactional_id, "append %s", transit.state.name)
         error, _end = await append_and_wait(self._replicas, hosted.part, [record], self._write_timeout_ms,
                                             self._clock_ms(), lambda: self._leading(hosted))
         if error or not self._leading(hosted):
@@ -322,6 +328,7 @@ class TransactionCoordinator:
             self._transition_ended(meta.transactional_id)
             return error or ErrorCode.NOT_COORDINATOR
         meta.complete_transition(transit)
+        _trace(meta.transactional_id, "committed %s", transit.state.name)
         self._transition_ended(meta.transactional_id)
         return ErrorCode.NONE
 
@@ -349,9 +356,11 @@ class TransactionCoordinator:
     async def _complete(self, hosted: _Hosted, meta: TransactionMetadata) -> None:
         """Write the markers of a Prepare* transaction, then its Complete* record."""
         commit = meta.state is S.PREPARE_COMMIT
+        _trace(meta.transactional_id, "markers to %d partitions", len(meta.partitions))
         written = await self._markers.write(meta.producer_id, meta.producer_epoch, commit, hosted.coordinator_epoch,
                                             frozenset(meta.partitions), lambda: self._leading(hosted),
                                             meta.client_transaction_version)
+        _trace(meta.transactional_id, "markers written" if written else "markers abandoned")
         while written and self._leading(hosted):
             if meta.pending_transition_in_progress:
                 await asyncio.sleep(COMPLETE_RETRY_BACKOFF_S)
@@ -412,6 +421,11 @@ class TransactionCoordinator:
         self._hosted.clear()
         await self._tasks.close()
         self._markers.close()
+
+
+def _trace(transactional_id: str, what: str, *args: object) -> None:
+    """One step of a transaction at the coordinator, for a timeline (``bench/txn_timeline.py``)."""
+    log.debug("txn %s: " + what, transactional_id, *args)
 
 
 def _given(producer_id: int) -> int:
