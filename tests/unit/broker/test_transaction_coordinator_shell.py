@@ -37,14 +37,22 @@ class Part:
 
 
 class Replicas:
-    """Appends land at once (acks=all answered with no wait); the records are kept."""
+    """Appends land at once (acks=all answered with no wait); the records are kept, and the states
+    of each batch.  ``refuse`` appends are refused first (NOT_ENOUGH_REPLICAS)."""
 
     def __init__(self):
         self.written = []
+        self.batches = []
+        self.refuse = 0
 
     def append_records(self, part, records, origin, acks, timeout_ms):
+        if self.refuse:
+            self.refuse -= 1
+            return AppendOutcome(ErrorCode.NOT_ENOUGH_REPLICAS), None
         for _h, recs in decode_batches(bytes(records)):
-            self.written += [(decode_key(r.key), decode_value(r.value)) for r in recs]
+            values = [(decode_key(r.key), decode_value(r.value)) for r in recs]
+            self.written += values
+            self.batches.append([v.state if v is not None else None for _k, v in values])
         return AppendOutcome(ErrorCode.NONE, end_offset=len(self.written), appended=True), None
 
 
@@ -174,9 +182,34 @@ def test_add_partitions_waits_for_the_previous_transaction_to_complete():
         assert not held.done() and c.describe("tx")[0].state is S.PREPARE_COMMIT
         markers.gate.set()
         assert await held == ErrorCode.NONE
-        assert [v.state for _k, v in replicas.written][-2:] == [S.COMPLETE_COMMIT, S.ONGOING]
+        assert replicas.batches[-1] == [S.COMPLETE_COMMIT, S.ONGOING]       # one write: Complete*, then Ongoing
+        assert c.describe("tx")[0].partitions == {("t", 1)}
         markers.gate = asyncio.Event()          # never set: the markers of this one stay unwritten
         await c.end_txn("tx", 1000, 0, True)
         assert await c.add_partitions("tx", 1000, 0, frozenset({("t", 2)})) == ErrorCode.CONCURRENT_TRANSACTIONS
+        await c.close()
+    asyncio.run(run())
+
+
+def test_a_refused_complete_write_leaves_the_held_add_undecided():
+    """The Complete* write that carries a held add's Ongoing is refused: neither is applied, the add
+    is answered CONCURRENT_TRANSACTIONS once its wait is over, Complete* is written again alone."""
+    async def run():
+        c, replicas, markers = coordinator([1000])
+        markers.gate = asyncio.Event()
+        await c.init_producer_id("tx", 5000, -1, -1)
+        await c.add_partitions("tx", 1000, 0, frozenset({("t", 0)}))
+        await c.end_txn("tx", 1000, 0, True)
+        held = asyncio.ensure_future(c.add_partitions("tx", 1000, 0, frozenset({("t", 1)})))
+        await settle()
+        replicas.refuse = 1
+        markers.gate.set()
+        assert await held == ErrorCode.CONCURRENT_TRANSACTIONS
+        assert c.describe("tx")[0].state is S.PREPARE_COMMIT          # nothing applied
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if c.describe("tx")[0].state is S.COMPLETE_COMMIT:
+                break
+        assert c.describe("tx")[0].state is S.COMPLETE_COMMIT and replicas.batches[-1] == [S.COMPLETE_COMMIT]
         await c.close()
     asyncio.run(run())
