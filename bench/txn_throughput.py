@@ -128,14 +128,15 @@ def rates(seconds: float, records: int, **more) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=20, help="per commits/s phase")
-    ap.add_argument("--records", type=int, default=30_000, help="per MiB/s phase")
+    ap.add_argument("--records", type=int, help="per MiB/s phase (30,000; --quick 20,000)")
     ap.add_argument("--repeat", type=int, default=2, help="MiB/s phases per kind, taking turns")
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--producers", type=int, default=8, help="the MiB/s phases also with this many producers")
     ap.add_argument("--quick", action="store_true", help="5 s phases, 20,000 records, no repeat")
     args = ap.parse_args()
     if args.quick:
-        args.seconds, args.records, args.repeat = 5, 20_000, 1
+        args.seconds, args.repeat = 5, 1
+    args.records = args.records or (20_000 if args.quick else 30_000)     # --quick --records N: longer MiB/s phases
     out: dict = {"args": vars(args), "machine_before": machine_facts(), "commits": [], "idempotent": [],
                  "transactional_100": []}
     with tempfile.TemporaryDirectory(prefix="tierlog-bench-txn-") as tmp:

@@ -2,6 +2,7 @@
 
     PYTHONPATH=src .venv/bin/python bench/txn_timeline.py                 # about 1 min
     PYTHONPATH=src .venv/bin/python bench/txn_timeline.py --raw 2         # and the merged lines of 2 of them
+    PYTHONPATH=src .venv/bin/python bench/txn_timeline.py --slowest 2     # and of the 2 slowest
 
 Starts ``tierlog up --controllers 1 --brokers 3`` with the nodes logging at DEBUG (the
 transaction coordinator's steps: ``_trace`` in ``broker/transaction_coordinator.py``, and the
@@ -59,10 +60,10 @@ def client(bootstrap: str, n: int) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": TXN_ID, **CLIENT})
     p.init_transactions(60)
     value = os.urandom(RECORD)
-    for size in (10,) * WARMUP + tuple(s for s in SIZES for _ in range(n)):
+    for k, size in enumerate((10,) * WARMUP + tuple(s for s in SIZES for _ in range(n))):
         mark(f"begin {size}")
         p.begin_transaction()
-        for i in range(size):
+        for i in range(k * size, (k + 1) * size):      # round-robin across transactions, as txn_throughput's
             p.produce(TOPIC, value, partition=i % PARTITIONS)
         mark("commit called")
         p.commit_transaction(60)
@@ -153,6 +154,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--transactions", type=int, default=50, help="per size")
     ap.add_argument("--raw", type=int, default=0, help="print the merged lines of this many transactions per size")
+    ap.add_argument("--slowest", type=int, default=0, help="print the merged lines of the slowest ones too")
     ap.add_argument("--set", action="append", default=[], help="a node setting key=value (repeatable)")
     ap.add_argument("--label", default="", help="a prefix of the results file's timestamp")
     ap.add_argument("--client", nargs=2, help=argparse.SUPPRESS)
@@ -181,8 +183,10 @@ def main() -> int:
         print(f"\n{size} record(s) per transaction: ms from begin_transaction, median (p90)")
         for s in steps:
             print(f"  {s['median_ms']:7.1f} ({s['p90_ms']:7.1f})  {s['step']}")
-        for x in [x for x in txns if x["size"] == size][:args.raw]:
-            print(f"\n  one transaction of {size}:")
+        mine = [x for x in txns if x["size"] == size]
+        slowest = sorted(mine, key=lambda x: -x["steps"][-1][0] if x["steps"] else 0)[:args.slowest]
+        for x in mine[:args.raw] + slowest:
+            print(f"\n  one transaction of {size}{' (of the slowest)' if x in slowest else ''}:")
             for ms, what in x["steps"]:
                 print(f"  {ms:7.1f}  {what}")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
