@@ -3,6 +3,7 @@
     PYTHONPATH=src .venv/bin/python bench/txn_timeline.py                 # about 1 min
     PYTHONPATH=src .venv/bin/python bench/txn_timeline.py --raw 2         # and the merged lines of 2 of them
     PYTHONPATH=src .venv/bin/python bench/txn_timeline.py --slowest 2     # and of the 2 slowest
+    .venv/bin/python bench/txn_timeline.py --phases results/txn_timeline_after*.json   # phases of past runs
 
 Starts ``tierlog up --controllers 1 --brokers 3`` with the nodes logging at DEBUG (the
 transaction coordinator's steps: ``_trace`` in ``broker/transaction_coordinator.py``, and the
@@ -13,8 +14,8 @@ process with librdkafka's ``debug=eos,protocol`` on its stderr: ``--transactions
 sides carries the wall clock (librdkafka's to the millisecond, the nodes' asctime too), so they
 merge into one timeline; each transaction's steps are given in ms from its ``begin_transaction``.
 
-Prints, per transaction size, the median and the 90th percentile of each step's time from the
-begin, and writes ``bench/results/txn_timeline_<timestamp>.json`` with every transaction's steps.
+Prints, per transaction size, the median and the 90th percentile of each phase (``PHASES``: a
+write, a held request, a round trip) and of each step's time from the begin, and writes ``bench/results/txn_timeline_<timestamp>.json`` with every transaction's steps.
 """
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def client_events(path: Path) -> list[tuple[float, str]]:
         elif (s := _RDK_STEP.search(text)) and s.group(2) not in ("Metadata", "ApiVersion", "FindCoordinator"):
             rtt = f" (rtt {s.group(3)} ms)" if s.group(3) else ""
             out.append((t, f"client {s.group(1).lower()} {s.group(2)}{rtt}"))
-        elif facility in ("TXNSTATE", "TXNAPI") or "retry" in text.lower() or "backoff" in text.lower():
+        elif facility == "TXNSTATE" or "retry" in text.lower() or "backoff" in text.lower():
             out.append((t, f"client {facility}: {text.split(': ', 1)[-1][:120]}"))
     return out
 
@@ -141,6 +142,56 @@ def summary(txns: list[dict]) -> dict:
     return out
 
 
+# the phases of one transaction: (name, first step, last step), each matched by the start of the
+# step (the n-th match with "#n"); "last" takes the last match
+PHASES = (
+    ("AddPartitionsToTxn held for the previous markers", "AddPartitionsToTxn held", "markers written"),
+    ("Complete* write", "append COMPLETE", "committed COMPLETE"),
+    ("separate Ongoing write", "append ONGOING", "committed ONGOING"),
+    ("AddPartitionsToTxn round trip at the client", "client sent AddPartitionsToTxn",
+     "client received AddPartitionsToTxn"),
+    ("Produce, first sent to last answered", "client sent Produce", "last client received Produce"),
+    ("PrepareCommit write", "append PREPARE", "committed PREPARE"),
+    ("EndTxn round trip at the client", "client sent EndTxn", "client received EndTxn"),
+    ("transaction, begin to commit returned", None, "client commit returned"),
+)
+
+
+def phases(txn: dict) -> dict[str, float]:
+    """The ms each phase of ``txn`` took (those it had)."""
+    def at(pattern: str | None, after: float = 0.0) -> float | None:
+        if pattern is None:
+            return 0.0
+        last = pattern.startswith("last ")
+        hits = [ms for ms, what in txn["steps"] if _bare(what).startswith(pattern.removeprefix("last "))
+                and ms >= after]
+        return (hits[-1] if last else hits[0]) if hits else None
+    out = {}
+    for name, first, last in PHASES:
+        start = at(first)
+        end = None if start is None else at(last, start)
+        if end is not None:
+            out[name] = end - start
+    return out
+
+
+def phase_table(txns: list[dict]) -> list[str]:
+    """Per size and phase: median (90th percentile) ms, and in how many transactions it occurred."""
+    lines = []
+    for size in sorted({x["size"] for x in txns}):
+        mine = [phases(x) for x in txns if x["size"] == size]
+        lines.append(f"{size} record(s) per transaction, {len(mine)} transactions: median (p90) ms, n")
+        for name, _first, _last in PHASES:
+            ms = [p[name] for p in mine if name in p]
+            if ms:
+                lines.append(f"  {statistics.median(ms):5.0f} ({_p90(ms):4.0f}) {len(ms):4d}  {name}")
+    return lines
+
+
+def _bare(what: str) -> str:
+    return re.sub(r"^node \d+ ", "", what)
+
+
 def _generic(what: str) -> str:
     return re.sub(r"\(rtt [\d.]+ ms\)|producer \d+", "", what).strip()
 
@@ -157,10 +208,14 @@ def main() -> int:
     ap.add_argument("--slowest", type=int, default=0, help="print the merged lines of the slowest ones too")
     ap.add_argument("--set", action="append", default=[], help="a node setting key=value (repeatable)")
     ap.add_argument("--label", default="", help="a prefix of the results file's timestamp")
+    ap.add_argument("--phases", nargs="+", type=Path, help="only print the phase table of these results files")
     ap.add_argument("--client", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.client:
         client(args.client[0], int(args.client[1]))
+        return 0
+    if args.phases:
+        print("\n".join(phase_table([x for f in args.phases for x in json.loads(f.read_text())["transactions"]])))
         return 0
     out: dict = {"args": vars(args), "machine_before": machine_facts()}
     os.environ["TIERLOG_LOG_LEVEL"] = "DEBUG"
@@ -179,6 +234,7 @@ def main() -> int:
     out["machine_after"] = machine_facts()
     out["summary"] = summary(txns)
     out["transactions"] = txns
+    print("\n".join(phase_table(txns)))
     for size, steps in out["summary"].items():
         print(f"\n{size} record(s) per transaction: ms from begin_transaction, median (p90)")
         for s in steps:
@@ -191,7 +247,9 @@ def main() -> int:
                 print(f"  {ms:7.1f}  {what}")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = HERE / "results" / f"txn_timeline_{args.label}{stamp}.json"
-    path.write_text(json.dumps(out, indent=1) + "\n")
+    head = json.dumps({k: v for k, v in out.items() if k != "transactions"}, indent=1)[:-2]
+    rows = ",\n".join(json.dumps(x, separators=(",", ":")) for x in out["transactions"])   # a line each
+    path.write_text(f'{head},\n "transactions": [\n{rows}\n ]\n}}\n')
     print(f"\n{path}")
     return 0
 
