@@ -18,6 +18,7 @@ Starts ``tierlog up --controllers 1 --brokers 3`` in a temp dir (bench/replicati
    idempotent >= 0.7.  One producer's transactions are a chain of round trips, so more
    producers show what the cluster can carry (bench/README.md, "Transactions").
 
+Each phase also gives the CPU the three brokers used per 100 records (``/proc/<pid>/stat``).
 Writes ``bench/results/txn_throughput_<timestamp>.json`` and ``txn_throughput_latest.json``
 with the load average before and after.
 """
@@ -40,6 +41,7 @@ import workload  # before spark_read, which takes bench/ off sys.path
 from confluent_kafka import Producer
 from machine import facts as machine_facts
 from replication import Cluster
+from run import proc_cpu_s
 from spark_read import write_results
 
 RECORD = 1024
@@ -52,8 +54,9 @@ CLIENT = {"linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.kbytes":
 class Phases:
     """Each phase on a topic of its own: ``<name>-<n>``."""
 
-    def __init__(self, bootstrap: str, partitions: int):
+    def __init__(self, bootstrap: str, partitions: int, broker_pids: list[int]):
         self.bootstrap, self.partitions, self.count = bootstrap, partitions, 0
+        self.broker_pids = broker_pids
         self.value = os.urandom(RECORD)
 
     def topic(self, name: str) -> str:
@@ -80,12 +83,12 @@ class Phases:
                    for i in range(producers)]
         for p in clients:
             p.init_transactions(60)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), self.broker_cpu_s()
         share = None if records is None else records // producers
         commits = side_by_side([lambda p=p: self._commit_loop(p, topic, per_txn, t, seconds, share)
                                 for p in clients])
         return rates(time.perf_counter() - t, sum(commits) * per_txn, commits=sum(commits), per_txn=per_txn,
-                     producers=producers)
+                     producers=producers, broker_cpu_s=self.broker_cpu_s() - cpu)
 
     def _commit_loop(self, p: Producer, topic: str, per_txn: int, t: float, seconds: float | None,
                      records: int | None) -> int:
@@ -103,9 +106,14 @@ class Phases:
                              **CLIENT}) for _ in range(producers)]
         for p in clients:
             p.list_topics(topic, timeout=10)           # connected before the clock starts
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), self.broker_cpu_s()
         side_by_side([lambda p=p: self._flushed(p, topic, records // producers) for p in clients])
-        return rates(time.perf_counter() - t, records // producers * producers, producers=producers)
+        return rates(time.perf_counter() - t, records // producers * producers, producers=producers,
+                     broker_cpu_s=self.broker_cpu_s() - cpu)
+
+    def broker_cpu_s(self) -> float:
+        """CPU seconds the brokers have used so far (all three processes, from /proc)."""
+        return sum(proc_cpu_s(pid) for pid in self.broker_pids)
 
     def _flushed(self, p: Producer, topic: str, records: int) -> None:
         self.produce(p, topic, records, 0)
@@ -120,6 +128,7 @@ def side_by_side(calls: list) -> list:
 
 def rates(seconds: float, records: int, **more) -> dict:
     out = {"seconds": seconds, "records": records, "mib_s": records * RECORD / MIB / seconds, **more}
+    out["broker_cpu_ms_per_100_records"] = 1000 * more["broker_cpu_s"] * 100 / max(records, 1)
     if "commits" in more:
         out["commits_s"] = more["commits"] / seconds
     return out
@@ -128,20 +137,22 @@ def rates(seconds: float, records: int, **more) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=20, help="per commits/s phase")
-    ap.add_argument("--records", type=int, default=30_000, help="per MiB/s phase")
+    ap.add_argument("--records", type=int, help="per MiB/s phase (30,000; --quick 20,000)")
     ap.add_argument("--repeat", type=int, default=2, help="MiB/s phases per kind, taking turns")
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--producers", type=int, default=8, help="the MiB/s phases also with this many producers")
     ap.add_argument("--quick", action="store_true", help="5 s phases, 20,000 records, no repeat")
     args = ap.parse_args()
     if args.quick:
-        args.seconds, args.records, args.repeat = 5, 20_000, 1
+        args.seconds, args.repeat = 5, 1
+    args.records = args.records or (20_000 if args.quick else 30_000)     # --quick --records N: longer MiB/s phases
     out: dict = {"args": vars(args), "machine_before": machine_facts(), "commits": [], "idempotent": [],
                  "transactional_100": []}
     with tempfile.TemporaryDirectory(prefix="tierlog-bench-txn-") as tmp:
         cluster = Cluster(Path(tmp), brokers=3, controllers=1)
         try:
-            phases = Phases(cluster.bootstrap, args.partitions)
+            phases = Phases(cluster.bootstrap, args.partitions,
+                            [n["pid"] for n in cluster.nodes.values() if "broker" in n["roles"]])
             phases.transactional(10, seconds=2)          # warm-up: __transaction_state, connections
             for per_txn in PER_TXN:
                 out["commits"].append(phases.transactional(per_txn, seconds=args.seconds))
@@ -168,7 +179,8 @@ def main() -> int:
 
 def line(r: dict) -> str:
     per = f"{r['per_txn']} per txn: {r['commits_s']:.1f} commits/s, " if "per_txn" in r else ""
-    return f"{per}{r['mib_s']:.1f} MiB/s ({r['records']} records in {r['seconds']:.1f} s, {r['producers']} producers)"
+    return (f"{per}{r['mib_s']:.1f} MiB/s ({r['records']} records in {r['seconds']:.1f} s, {r['producers']} producers; "
+            f"brokers' CPU {r['broker_cpu_ms_per_100_records']:.1f} ms per 100 records)")
 
 
 if __name__ == "__main__":

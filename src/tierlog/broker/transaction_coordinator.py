@@ -17,11 +17,14 @@
   every partition of the transaction and, once all are written, Complete* is appended (retried
   while this broker leads the partition; a new leader resumes from Prepare*).
 - AddPartitionsToTxn / AddOffsetsToTxn that find the id's previous transaction still completing
-  (Prepare*, or a transition being written) are held until it settles, for at most
-  ``add.partitions.to.txn.retry.backoff.max.ms``, and decided again; only then is
+  are held, for at most ``add.partitions.to.txn.retry.backoff.max.ms``; only then is
   CONCURRENT_TRANSACTIONS answered.  Kafka's brokers retry that case on the server side (KIP-890
   part 2) so the client need not back off (librdkafka's retry of a TV1 client costs it a round trip
-  and its backoff each time).
+  and its backoff each time).  Held while the markers are written (Prepare*), they are decided
+  on the metadata as Complete* will leave it and their Ongoing record is appended in the same
+  batch as Complete* (``_write_complete``): a TV1 producer's next transaction starts with one
+  replicated write instead of two in a row.  Held while another transit is written, they are
+  decided again once it ends.
 - Fencing: InitProducerId on an Ongoing transaction fences its producer (epoch + 1,
   PrepareEpochFence, never written on its own) and aborts it with that epoch, answering
   CONCURRENT_TRANSACTIONS (the client retries and gets the next epoch); the old producer's
@@ -31,8 +34,6 @@
   ``transaction.remove.expired.transaction.cleanup.interval.ms`` a transactional id whose last
   transaction ended (Empty, Complete*) more than ``transactional.id.expiration.ms`` ago expires:
   its tombstone is written (Dead) and it is forgotten.
-
-Left out: transaction.version 2 (EndTxn above v4 is not served, so clients keep TV1 epochs).
 """
 from __future__ import annotations
 
@@ -79,6 +80,15 @@ class ProducerIdsUnavailable(Exception):
     """No producer id could be had from the controller."""
 
 
+@dataclass(frozen=True)
+class _Held:
+    """An add waiting to be decided with its id's Complete* write; ``answer`` gets its error, or
+    None: decide it again."""
+
+    add: rules.HeldAdd
+    answer: asyncio.Future[int | None]
+
+
 @dataclass
 class _Hosted:
     part: Partition
@@ -102,6 +112,7 @@ class TransactionCoordinator:
         self._write_timeout_ms = config["request.timeout.ms"]
         self._add_wait_max_s = min(config["add.partitions.to.txn.retry.backoff.max.ms"], self._write_timeout_ms) / 1000
         self._settled: dict[str, asyncio.Event] = {}     # transactional id -> its next transition's end
+        self._held: dict[str, list[_Held]] = {}          # transactional id -> adds waiting for its Complete*
         self._replicas = replicas
         self._next_producer_id = next_producer_id        # async () -> int
         self._markers = markers                          # TxnMarkerSender
@@ -205,6 +216,7 @@ class TransactionCoordinator:
     async def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int,
                                producer_epoch: int) -> tuple[int, int, int]:
         """InitProducerId with a transactional id: (error, producer id, epoch)."""
+        _trace(transactional_id, "InitProducerId received")
         error = rules.check_init_producer_id(transactional_id, timeout_ms, self.max_timeout_ms)
         if error:
             return error, -1, -1
@@ -238,6 +250,7 @@ class TransactionCoordinator:
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: frozenset[tuple[str, int]]) -> int:
         """AddPartitionsToTxn (client versions) and AddOffsetsToTxn: one error for all."""
+        _trace(transactional_id, "AddPartitionsToTxn received")
         deadline = asyncio.get_running_loop().time() + self._add_wait_max_s
         while True:
             hosted, error = self.locate(transactional_id)
@@ -246,8 +259,19 @@ class TransactionCoordinator:
             assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
             meta = hosted.txns.get(transactional_id)
             decision = rules.add_partitions(meta, producer_id, producer_epoch, partitions, self._clock_ms())
-            if decision.error != ErrorCode.CONCURRENT_TRANSACTIONS or not await self._settle(transactional_id,
-                                                                                              deadline):
+            if decision.error != ErrorCode.CONCURRENT_TRANSACTIONS:
+                break
+            if _markers_pending(meta):
+                _trace(transactional_id, "AddPartitionsToTxn held for the Complete* write")
+                joined = await self._join_complete(transactional_id, rules.HeldAdd(producer_id, producer_epoch,
+                                                                                   partitions), deadline)
+                if joined is not None:
+                    return joined
+                if asyncio.get_running_loop().time() < deadline:
+                    continue
+                break
+            _trace(transactional_id, "AddPartitionsToTxn held: the previous transaction is completing")
+            if not await self._settle(transactional_id, deadline):
                 break
         if decision.error or decision.transit is None:
             return decision.error
@@ -265,6 +289,32 @@ class TransactionCoordinator:
         except TimeoutError:
             return False
         return True
+
+    async def _join_complete(self, transactional_id: str, add: rules.HeldAdd, deadline: float) -> int | None:
+        """Wait to be decided with the id's Complete* write (``_write_complete``): the add's error, or
+        None when it was not (the deadline passed, the write failed or the completion stopped)."""
+        loop = asyncio.get_running_loop()
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return None
+        held = _Held(add, loop.create_future())
+        waiting = self._held.setdefault(transactional_id, [])
+        waiting.append(held)
+        try:
+            return await asyncio.wait_for(asyncio.shield(held.answer), remaining)
+        except TimeoutError:
+            return None
+        finally:
+            if held in waiting:
+                waiting.remove(held)
+            if not waiting and self._held.get(transactional_id) is waiting:
+                del self._held[transactional_id]
+
+    def _release_held(self, transactional_id: str) -> None:
+        """The completion stopped without deciding the adds it held: they decide again."""
+        for held in self._held.pop(transactional_id, []):
+            if not held.answer.done():
+                held.answer.set_result(None)
 
     def _transition_ended(self, transactional_id: str) -> None:
         settled = self._settled.pop(transactional_id, None)
@@ -286,6 +336,7 @@ class TransactionCoordinator:
         markers follow. With ``client_transaction_version`` 2 (EndTxn v5, KIP-890 part 2) the epoch
         is bumped by every end and the answer carries the new one (the next producer id at epoch 0
         when the epoch is exhausted); the markers are written with it."""
+        _trace(transactional_id, "EndTxn received")
         hosted, error = self.locate(transactional_id)
         if error:
             return error, -1, -1
@@ -311,17 +362,23 @@ class TransactionCoordinator:
         return ErrorCode.NONE, meta.producer_id, meta.producer_epoch
 
     # -- writing and completing ------------------------------------------------------------------
-    async def _write(self, hosted: _Hosted, meta: TransactionMetadata, transit: TxnTransit) -> int:
-        """Append the transit's record (acks=all) and apply it once committed."""
-        version = TV2_VALUE_VERSION if transit.client_transaction_version >= TV_2 else VALUE_VERSION
-        record = (encode_key(meta.transactional_id), encode_value(log_value(transit), version))
-        error, _end = await append_and_wait(self._replicas, hosted.part, [record], self._write_timeout_ms,
+    async def _write(self, hosted: _Hosted, meta: TransactionMetadata, transit: TxnTransit,
+                     then: TxnTransit | None = None) -> int:
+        """Append the transit's record (acks=all), and ``then``'s behind it in the same batch
+        (prepared on ``meta.projected(transit)``), and apply them once committed."""
+        transits = [t for t in (transit, then) if t is not None]
+        records: list[tuple[bytes, bytes | None]] = [_record(meta.transactional_id, t) for t in transits]
+        _trace(meta.transactional_id, "append %s", "+".join(t.state.name for t in transits))
+        error, _end = await append_and_wait(self._replicas, hosted.part, records, self._write_timeout_ms,
                                             self._clock_ms(), lambda: self._leading(hosted))
         if error or not self._leading(hosted):
             meta.revert_pending()
             self._transition_ended(meta.transactional_id)
             return error or ErrorCode.NOT_COORDINATOR
         meta.complete_transition(transit)
+        if then is not None:
+            meta.complete_chained(then)
+        _trace(meta.transactional_id, "committed %s", "+".join(t.state.name for t in transits))
         self._transition_ended(meta.transactional_id)
         return ErrorCode.NONE
 
@@ -348,17 +405,38 @@ class TransactionCoordinator:
 
     async def _complete(self, hosted: _Hosted, meta: TransactionMetadata) -> None:
         """Write the markers of a Prepare* transaction, then its Complete* record."""
+        try:
+            await self._markers_then_complete(hosted, meta)
+        finally:
+            self._release_held(meta.transactional_id)
+
+    async def _markers_then_complete(self, hosted: _Hosted, meta: TransactionMetadata) -> None:
         commit = meta.state is S.PREPARE_COMMIT
+        _trace(meta.transactional_id, "markers to %d partitions", len(meta.partitions))
         written = await self._markers.write(meta.producer_id, meta.producer_epoch, commit, hosted.coordinator_epoch,
                                             frozenset(meta.partitions), lambda: self._leading(hosted),
                                             meta.client_transaction_version)
+        _trace(meta.transactional_id, "markers written" if written else "markers abandoned")
         while written and self._leading(hosted):
             if meta.pending_transition_in_progress:
                 await asyncio.sleep(COMPLETE_RETRY_BACKOFF_S)
                 continue
-            if not await self._write(hosted, meta, meta.prepare_complete(self._clock_ms())):
+            if not await self._write_complete(hosted, meta):
                 return
             await asyncio.sleep(COMPLETE_RETRY_BACKOFF_S)
+
+    async def _write_complete(self, hosted: _Hosted, meta: TransactionMetadata) -> int:
+        """Complete*, and in the same batch the Ongoing of the adds held while the markers were
+        written (a TV1 producer's next transaction): one replicated write where Kafka has two."""
+        now = self._clock_ms()
+        complete = meta.prepare_complete(now)
+        held = list(self._held.pop(meta.transactional_id, []))
+        errors, ongoing = rules.add_partitions_after(meta.projected(complete), [h.add for h in held], now)
+        error = await self._write(hosted, meta, complete, ongoing)
+        for h, code in zip(held, errors, strict=True):
+            if not h.answer.done():
+                h.answer.set_result(None if error else code)
+        return error
 
     # -- time ------------------------------------------------------------------------------------
     async def _abort_loop(self) -> None:
@@ -412,6 +490,23 @@ class TransactionCoordinator:
         self._hosted.clear()
         await self._tasks.close()
         self._markers.close()
+
+
+def _trace(transactional_id: str, what: str, *args: object) -> None:
+    """One step of a transaction at the coordinator, for a timeline (``bench/txn_timeline.py``)."""
+    log.debug("txn %s: " + what, transactional_id, *args)
+
+
+def _markers_pending(meta: TransactionMetadata | None) -> bool:
+    """The id's transaction is in Prepare* with no write in flight: its markers are being written
+    and Complete* comes next."""
+    return meta is not None and meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) \
+        and not meta.pending_transition_in_progress
+
+
+def _record(transactional_id: str, transit: TxnTransit) -> tuple[bytes, bytes]:
+    version = TV2_VALUE_VERSION if transit.client_transaction_version >= TV_2 else VALUE_VERSION
+    return encode_key(transactional_id), encode_value(log_value(transit), version)
 
 
 def _given(producer_id: int) -> int:

@@ -89,11 +89,13 @@ class TxnMarkerSender:
         marker = cast(WritableTxnMarker,       # the coordinator's fields and the partitions, as the wire has them
                       {**fields, "Topics": [{"Name": t, "PartitionIndexes": ids} for t, ids in by_topic.items()]})
         producer_id = marker["ProducerId"]
+        log.debug("markers of producer %d to node %d: sent", producer_id, leader)
         try:
             results = await self._request(leader, marker)
         except (PeerUnavailable, TimeoutError, OSError) as e:
             log.info("markers for producer %d to node %d not written: %s", producer_id, leader, e)
             return set()
+        log.debug("markers of producer %d to node %d: answered", producer_id, leader)
         done: set[tuple[str, int]] = set()
         for answered in results[0]["Topics"] if results else ():
             for p in answered["Partitions"]:

@@ -18,7 +18,9 @@ A change is two steps, as in Kafka: ``prepare_*`` checks the transition, sets
 ``pending_state`` and returns a ``TxnTransit`` (the record to write to
 ``__transaction_state``); once that record is committed, ``complete_transition``
 applies it (checking Kafka's rules: producer id and epoch as expected, partitions
-only added while Ongoing, ...); a write that failed calls ``revert_pending``.
+only added while Ongoing, ...); a write that failed calls ``revert_pending``.  A
+second transition may be prepared on ``projected`` (the metadata as the pending one
+will leave it) and written in the same batch; ``complete_chained`` applies it.
 While a transition is pending no other may be prepared (the coordinator answers
 CONCURRENT_TRANSACTIONS).  An illegal transition is a programmer error
 (``AssertionError``): request handling checks the state first.
@@ -34,7 +36,7 @@ moves to ``next_producer_id`` at epoch 0 when the transaction completes.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tierlog.protocol.errors import ErrorCode
 
@@ -244,6 +246,21 @@ class TransactionMetadata:
         assert self.pending_state is TransactionState.PREPARE_EPOCH_FENCE, self
         self.pending_state = None
         self.producer_epoch, self.last_producer_epoch = producer_epoch, NO_PRODUCER_EPOCH
+
+    def projected(self, t: TxnTransit) -> TransactionMetadata:
+        """A copy of this metadata as it will be once the pending ``t`` is committed: a transition
+        prepared on it is written right behind ``t``, in the same batch (``complete_chained``)."""
+        assert self.pending_state is t.state, f"{self.transactional_id}: pending {self.pending_state}, got {t.state}"
+        ahead = replace(self, partitions=set(self.partitions))
+        ahead.complete_transition(t)
+        return ahead
+
+    def complete_chained(self, t: TxnTransit) -> None:
+        """Apply ``t``, prepared on ``projected`` and committed in the same batch as the transit just
+        completed here (Kafka's rule of legal previous states holds: it was checked on the copy)."""
+        assert self.pending_state is None and self.state in t.state.valid_previous_states, (self, t)
+        self.pending_state = t.state
+        self.complete_transition(t)
 
     def revert_pending(self) -> None:
         """The transit's record was not written: no transition is pending any more."""

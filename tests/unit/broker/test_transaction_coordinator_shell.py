@@ -37,14 +37,22 @@ class Part:
 
 
 class Replicas:
-    """Appends land at once (acks=all answered with no wait); the records are kept."""
+    """Appends land at once (acks=all answered with no wait); the records are kept, and the states
+    of each batch.  ``refuse`` appends are refused first (NOT_ENOUGH_REPLICAS)."""
 
     def __init__(self):
         self.written = []
+        self.batches = []
+        self.refuse = 0
 
     def append_records(self, part, records, origin, acks, timeout_ms):
+        if self.refuse:
+            self.refuse -= 1
+            return AppendOutcome(ErrorCode.NOT_ENOUGH_REPLICAS), None
         for _h, recs in decode_batches(bytes(records)):
-            self.written += [(decode_key(r.key), decode_value(r.value)) for r in recs]
+            values = [(decode_key(r.key), decode_value(r.value)) for r in recs]
+            self.written += values
+            self.batches.append([v.state if v is not None else None for _k, v in values])
         return AppendOutcome(ErrorCode.NONE, end_offset=len(self.written), appended=True), None
 
 
@@ -69,9 +77,9 @@ async def _pid():
     return 1000
 
 
-def coordinator(now):
+def coordinator(now, **settings):
     replicas, markers = Replicas(), Markers()
-    c = TransactionCoordinator(Config(CONFIG), replicas, _pid, markers, lambda: now[0])
+    c = TransactionCoordinator(Config({**CONFIG, **settings}), replicas, _pid, markers, lambda: now[0])
     part = Part()
     c._hosted[0] = _Hosted(part, part.leader_state, part.leader_epoch, {})
     return c, replicas, markers
@@ -80,6 +88,19 @@ def coordinator(now):
 async def settle():
     for _ in range(20):
         await asyncio.sleep(0)
+
+
+async def add_behind_the_markers(c, markers):
+    """A committed transaction whose markers wait for ``markers.gate``, and the next transaction's
+    AddPartitionsToTxn, held meanwhile."""
+    markers.gate = asyncio.Event()
+    await c.init_producer_id("tx", 5000, -1, -1)
+    await c.add_partitions("tx", 1000, 0, frozenset({("t", 0)}))
+    await c.end_txn("tx", 1000, 0, True)
+    held = asyncio.ensure_future(c.add_partitions("tx", 1000, 0, frozenset({("t", 1)})))
+    await settle()
+    assert not held.done() and c.describe("tx")[0].state is S.PREPARE_COMMIT
+    return held
 
 
 def test_commit_writes_prepare_then_markers_then_complete():
@@ -165,18 +186,28 @@ def test_add_partitions_waits_for_the_previous_transaction_to_complete():
     once add.partitions.to.txn.retry.backoff.max.ms passes without completion it is answered."""
     async def run():
         c, replicas, markers = coordinator([1000])
-        markers.gate = asyncio.Event()
-        await c.init_producer_id("tx", 5000, -1, -1)
-        await c.add_partitions("tx", 1000, 0, frozenset({("t", 0)}))
-        await c.end_txn("tx", 1000, 0, True)
-        held = asyncio.ensure_future(c.add_partitions("tx", 1000, 0, frozenset({("t", 1)})))
-        await settle()
-        assert not held.done() and c.describe("tx")[0].state is S.PREPARE_COMMIT
+        held = await add_behind_the_markers(c, markers)
         markers.gate.set()
         assert await held == ErrorCode.NONE
-        assert [v.state for _k, v in replicas.written][-2:] == [S.COMPLETE_COMMIT, S.ONGOING]
+        assert replicas.batches[-1] == [S.COMPLETE_COMMIT, S.ONGOING]       # one write: Complete*, then Ongoing
+        assert c.describe("tx")[0].partitions == {("t", 1)}
         markers.gate = asyncio.Event()          # never set: the markers of this one stay unwritten
         await c.end_txn("tx", 1000, 0, True)
         assert await c.add_partitions("tx", 1000, 0, frozenset({("t", 2)})) == ErrorCode.CONCURRENT_TRANSACTIONS
+        await c.close()
+    asyncio.run(run())
+
+
+def test_a_refused_complete_write_leaves_the_held_add_to_the_next_one():
+    """The Complete* write that carries a held add's Ongoing is refused: neither is applied, the add
+    waits on and is decided with the Complete* write that follows."""
+    async def run():
+        c, replicas, markers = coordinator([1000], **{"add.partitions.to.txn.retry.backoff.max.ms": 1000})
+        held = await add_behind_the_markers(c, markers)
+        replicas.refuse = 1
+        markers.gate.set()
+        assert await held == ErrorCode.NONE
+        assert replicas.refuse == 0             # refused once, then written again with the add in it
+        assert replicas.batches[-1] == [S.COMPLETE_COMMIT, S.ONGOING] and c.describe("tx")[0].partitions == {("t", 1)}
         await c.close()
     asyncio.run(run())

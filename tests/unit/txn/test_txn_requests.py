@@ -2,8 +2,10 @@
 from tierlog.protocol.errors import ErrorCode as E
 from tierlog.txn import TransactionState
 from tierlog.txn.requests import (
+    HeldAdd,
     ProducerIdAndEpoch,
     add_partitions,
+    add_partitions_after,
     check_init_producer_id,
     complete_end_txn,
     end_txn,
@@ -94,6 +96,30 @@ def test_add_partitions_checks_the_producer_and_skips_a_write_for_known_partitio
     meta.complete_transition(first.transit)
     assert add_partitions(meta, 4001, 0, [("t", 0)], T0) == (E.NONE, None)
     assert add_partitions(meta, 4001, 0, [("t", 0), ("t", 1)], T0).transit.partitions == {("t", 0), ("t", 1)}
+
+
+def test_adds_held_while_the_markers_are_written_are_decided_as_complete_leaves_the_id():
+    meta = _ongoing()
+    meta.complete_transition(meta.prepare_abort_or_commit(S.PREPARE_COMMIT, 0, -1, T0))
+    complete = meta.prepare_complete(T0 + 5)
+    ahead = meta.projected(complete)
+    assert (meta.state, meta.partitions, ahead.state, ahead.partitions) == (S.PREPARE_COMMIT, {("t", 0)},
+                                                                            S.COMPLETE_COMMIT, set())
+    held = [HeldAdd(4001, 0, frozenset({("t", 1)})), HeldAdd(4001, 1, frozenset({("t", 2)})),
+            HeldAdd(4001, 0, frozenset({("t", 1), ("t", 2)}))]
+    errors, ongoing = add_partitions_after(ahead, held, T0 + 6)
+    assert errors == [E.NONE, E.PRODUCER_FENCED, E.NONE]
+    assert (ongoing.state, ongoing.partitions, ongoing.start_timestamp_ms) == (S.ONGOING, {("t", 1), ("t", 2)},
+                                                                               T0 + 6)
+    # both records committed in one batch: Complete* applied, then the Ongoing built on it
+    meta.complete_transition(complete)
+    meta.complete_chained(ongoing)
+    assert (meta.state, meta.partitions, meta.pending_state) == (S.ONGOING, {("t", 1), ("t", 2)}, None)
+    # only a fenced producer held: nothing to write behind Complete*
+    other = _ongoing()
+    other.complete_transition(other.prepare_abort_or_commit(S.PREPARE_ABORT, 0, -1, T0))
+    assert add_partitions_after(other.projected(other.prepare_complete(T0)), held[1:2], T0) == ([E.PRODUCER_FENCED],
+                                                                                                  None)
 
 
 def test_verification_answers_per_partition():
