@@ -305,6 +305,12 @@ def test_tv2_end_txn_v5_bumps_the_epoch_on_every_end_and_answers_it(txn_cluster,
                      version=5)
     assert (fourth["ErrorCode"], fourth["ProducerEpoch"]) == (ErrorCode.NONE, epoch + 4)
     assert read(boot, topic, 1, "read_committed", until=2) == [b"one", b"three"]
+    # Kafka's checkCoordinatorEpoch: a marker from an older coordinator epoch than the producer's last
+    # marker here (a coordinator that lost its __transaction_state partition) is fenced
+    zombie = {**late, "ProducerEpoch": epoch + 4, "CoordinatorEpoch": -1, "TransactionVersion": 1}
+    written = request("127.0.0.1", leader_port(txn_cluster, topic, 0), ApiKey.WRITE_TXN_MARKERS,
+                      {"Markers": [zombie]}, version=1)
+    assert written["Markers"][0]["Topics"][0]["Partitions"][0]["ErrorCode"] == ErrorCode.TRANSACTION_COORDINATOR_FENCED
 
 
 def tierlog(*args: str) -> subprocess.CompletedProcess:

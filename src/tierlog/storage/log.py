@@ -272,14 +272,16 @@ class Log(LogDurability, LogEpochs, LogTransactions):
                       transaction_version: int = 0) -> AppendResult:
         """Append a transaction marker as leader (WriteTxnMarkers, never a producer): the
         producer state checks its epoch (a marker older than the producer's is fenced, and with
-        ``transaction_version`` 2 one not newer, KIP-1228) and ends the producer's open
+        ``transaction_version`` 2 one not newer, KIP-1228; one from an older coordinator epoch than
+        the producer's last marker is TRANSACTION_COORDINATOR_FENCED) and ends the producer's open
         transaction, an abort going into the ``.txnindex``."""
         records = writable(records)
         with self._lock, self._io():
             self._clock_ms = now_ms
             validated = validate(records, max_batch_bytes=self.config.max_message_bytes)
             assert len(validated.headers) == 1 and validated.headers[0].is_control, validated.headers
-            self._producers.check(validated.headers, transaction_version)
+            _control_type, coordinator_epoch = read_marker(records, validated.headers[0])
+            self._producers.check(validated.headers, transaction_version, coordinator_epoch)
             base = self.log_end_offset
             headers = stamp(records, validated, base, leader_epoch, NO_TIMESTAMP)
             self._epochs.assign_leader_epoch(leader_epoch, base)

@@ -113,13 +113,16 @@ class ProducerStateManager:
     def __len__(self) -> int:
         return len(self._producers)
 
-    def check(self, headers, marker_transaction_version: int = 0) -> Duplicate | None:
+    def check(self, headers, marker_transaction_version: int = 0,
+              marker_coordinator_epoch: int = -1) -> Duplicate | None:
         """Verdict on the batches of one append; raises ProducerStateError.  A marker of
         ``marker_transaction_version`` 2 (WriteTxnMarkers v2, KIP-1228) carries the epoch its
-        end bumped to (KIP-890 part 2), so it must be above the producer's epoch here."""
+        end bumped to (KIP-890 part 2), so it must be above the producer's epoch here; a marker
+        written by a coordinator of an older epoch than the producer's last marker was is fenced."""
         for h in headers:
             if h.is_control:
                 self._check_marker(h, marker_transaction_version)
+                self._check_coordinator_epoch(h, marker_coordinator_epoch)
                 continue
             if h.producer_id < 0:
                 continue
@@ -147,6 +150,17 @@ class ProducerStateManager:
             raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
                                      f"marker epoch {h.producer_epoch} of producer {h.producer_id} (transaction.version "
                                      f"{transaction_version}) is stale: the producer is at epoch {p.epoch}")
+
+    def _check_coordinator_epoch(self, h, coordinator_epoch: int) -> None:
+        """Kafka's ``checkCoordinatorEpoch`` (leader appends only; a follower keeps what its leader
+        wrote): the coordinator epoch is the leader epoch of the transaction's ``__transaction_state``
+        partition, so a lower one than this producer's last marker comes from a coordinator that lost
+        the partition and must not end a transaction its successor handles."""
+        p = self._producers.get(h.producer_id)
+        if p is not None and coordinator_epoch < p.coordinator_epoch:
+            raise ProducerStateError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                                     f"marker of producer {h.producer_id} from coordinator epoch {coordinator_epoch}: "
+                                     f"its last marker here came from epoch {p.coordinator_epoch}")
 
     def _check_epoch(self, h) -> None:
         """Kafka's ``checkProducerEpoch`` for a batch appended without a sequence check (origin

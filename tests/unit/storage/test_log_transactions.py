@@ -78,6 +78,27 @@ def test_a_marker_older_than_the_producer_epoch_is_fenced(log):
     assert log.ongoing_transactions() == {}
 
 
+def test_a_marker_of_an_older_coordinator_epoch_is_fenced_on_the_leader_and_kept_by_a_follower(log, tmp_path):
+    """Kafka's checkCoordinatorEpoch: a coordinator that lost its __transaction_state partition (a zombie)
+    must not end a transaction the new one handles; a follower appends what its leader wrote."""
+    log.append(txn_batch(1, 0, 0), 0, NOW)
+    log.append_marker(marker(1, 0, True, coordinator_epoch=5), 0, NOW)
+    log.append(txn_batch(1, 0, 2), 0, NOW)
+    with pytest.raises(ProducerStateError) as e:
+        log.append_marker(marker(1, 0, False, coordinator_epoch=4), 0, NOW)
+    assert e.value.error_code == ErrorCode.TRANSACTION_COORDINATOR_FENCED
+    assert log.ongoing_transactions() == {1: (0, 3)}
+    log.append_marker(marker(1, 0, False, coordinator_epoch=5), 0, NOW)    # the same epoch ends it
+    assert log.ongoing_transactions() == {}
+    follower = Log.open(tmp_path / "f-0", config(), NOW)
+    follower.append_as_follower(log.read(0, 1 << 20).parts[0].read(), NOW)
+    stale = marker(1, 0, True, coordinator_epoch=1)
+    stale[:8] = (follower.log_end_offset).to_bytes(8, "big")
+    follower.append_as_follower(stale, NOW)
+    assert follower.log_end_offset == log.log_end_offset + 1
+    follower.close()
+
+
 def test_a_marker_without_data_here_is_appended_and_indexes_nothing(log):
     log.append_marker(marker(5, 0, False), 0, NOW)
     assert log.log_end_offset == 1 and log.aborted_transactions(0, 1) == []
