@@ -1,5 +1,6 @@
 """Plot ``spark_read.py --tiered`` results: MiB/s of each reader and CPU seconds per GiB read,
-one group per backend (fs, moto S3), into ``results/spark_tiered.png``.
+one group per backend (fs, moto S3), into ``results/spark_tiered.png``. A reader read in two
+rounds (``name`` and ``name_2``) is shown over both: bytes over seconds, CPU seconds averaged.
 
     .venv/bin/python bench/spark_plot.py         # reads results/spark_tiered_{fs,s3}_latest.json
 """
@@ -14,8 +15,31 @@ READERS = [("confluent_consumer", "one confluent-kafka\nconsumer (brokers)"),
            ("spark_read_brokers", "Spark through\nthe brokers"),
            ("spark_read_direct", "Spark direct\n(remoteStorage=...)"),
            ("spark_read_auto", "Spark direct\n(auto)")]
-PARTS = [("reader", "reader (Spark / consumer)", "#1f77b4"), ("node", "tierlog node", "#ff7f0e"),
+PARTS = [("reader_driver", "driver / consumer process", "#1f77b4"), ("reader_jvm", "Spark JVM", "#2ca02c"),
+         ("reader_python_workers", "Spark Python workers", "#9467bd"), ("node", "tierlog node", "#ff7f0e"),
          ("moto", "moto S3 server", "#7f7f7f")]
+
+
+def rounds(doc: dict, key: str) -> list[dict]:
+    return [doc[k] for k in (key, key + "_2") if k in doc]
+
+
+def mib_s(doc: dict, key: str) -> float:
+    runs = rounds(doc, key)
+    seconds = sum(r["seconds"] for r in runs)
+    return doc["size_mib"] * len(runs) / seconds if seconds else 0.0
+
+
+def cpu_per_gib(doc: dict, key: str, part: str) -> float:
+    runs = rounds(doc, key)
+    if not runs:
+        return 0.0
+    cpu = [r.get("cpu_s", {}) for r in runs]
+    if part == "reader_driver":      # older results split nothing: all of the reader here
+        values = [c.get(part, c.get("reader", 0)) for c in cpu]
+    else:
+        values = [c.get(part, 0) for c in cpu]
+    return sum(values) / len(values) / (doc["size_mib"] / 1024)
 
 
 def load(results: Path) -> dict[str, dict]:
@@ -36,14 +60,13 @@ def plot(docs: dict[str, dict], out: Path) -> None:
     width = 0.8 / max(1, len(docs))
     for i, (backend, doc) in enumerate(docs.items()):
         xs = [j + i * width for j in range(len(READERS))]
-        values = [doc.get(key, {}).get("mib_s", 0) for key, _ in READERS]
+        values = [mib_s(doc, key) for key, _ in READERS]
         bars = speed.bar(xs, values, width, label=f"{backend} ({doc['size_mib'] / 1024:.0f} GiB, load "
                          f"{doc['machine']['load_avg_start'][0]:.1f}-{doc['machine']['load_avg_end'][0]:.1f})")
         speed.bar_label(bars, fmt="%.0f", fontsize=8)
-        gib = doc["size_mib"] / 1024
         bottom = [0.0] * len(READERS)
         for part, label, color in PARTS:
-            per_gib = [doc.get(key, {}).get("cpu_s", {}).get(part, 0) / gib for key, _ in READERS]
+            per_gib = [cpu_per_gib(doc, key, part) for key, _ in READERS]
             cpu.bar(xs, per_gib, width, bottom=bottom, color=color, edgecolor="white", hatch="//" if i else None,
                     label=f"{label} ({backend})" if any(per_gib) else None)
             bottom = [b + v for b, v in zip(bottom, per_gib)]

@@ -6,26 +6,31 @@
 Phases, all against one tierlog node started here, in the same run:
 
 1. fill: a topic of ``--size-mib`` MiB of 1 KiB values (4 partitions) with confluent-kafka.
-2. consumer: one confluent-kafka Consumer in this process, ``assign()`` at the
-   beginning, ``consume(num_messages=10000)`` until every record is seen.
-3. client: tierlog's own Fetch client (what a Spark task runs), one partition
+2. client: tierlog's own Fetch client (what a Spark task runs), one partition
    after another in this process, Arrow batches out.
-4. spark read: ``spark.read.format("tierlog")...load()`` written to the ``noop``
-   sink, local[2], after a warm-up read; then ``sum(length(value))`` (every value
-   reaches the JVM) four times, alternating ``readAheadBatches=0`` and the default.
-5. spark copy: the same read written with ``format("tierlog")`` to a second
-   topic (acks=all), i.e. read + write.
+3. one whole unmeasured Spark read (the JVM's JIT warm-up), then two rounds (A B A B) of:
+   one confluent-kafka Consumer in this process (``assign()`` at the beginning,
+   ``consume(num_messages=10000)`` until every record is seen), and Spark ``local[2]``
+   reading ``sum(length(value))`` through the ``tierlog`` source (every value reaches
+   the JVM) after a warm-up of 100 records per partition. Both read the same files
+   from the same node, whose page cache holds the topic for both.
+4. spark copy (unless ``--no-copy``): the same read written with ``format("tierlog")`` to a
+   second topic (acks=all), i.e. read + write.
 
 ``--tiered``: instead, a tiered topic (16 MiB segments, small local retention; remote
 storage on the filesystem, or ``--backend s3`` on a moto S3 server) is filled and, once at
-least 90% of it is uploaded and gone locally, read by Spark through the brokers
-(``remoteStorage=off``) and straight from remote storage (``remoteStorage=DIR|s3://...``, and
-the default ``auto``, which finds the store from the broker; the explicit store twice with
-``remoteReadAheadChunks=0`` and twice with the default read-ahead, alternating), each after a warm-up of 100
-records per partition, then by one confluent-kafka consumer (last: the chunks the broker keeps
-in its cache would spare the Spark read through the brokers its GETs), in the same run. Each phase also records the
-CPU seconds of the reader (this process and its children: Spark's JVM and Python
-workers), the node and the moto server (``cputree``).
+least 90% of it is uploaded and gone locally, read in two rounds (A B C A B C) by one
+confluent-kafka consumer through the broker, Spark through the brokers (``remoteStorage=off``)
+and Spark straight from remote storage (``remoteStorage=DIR|s3://...``), then once with the
+default ``auto`` (which finds the store from the broker). The broker's chunk cache is kept at
+64 MiB, far below the topic, so no read through the broker is served from what an earlier one
+cached: every phase reads the store.
+
+``--ab OPTION=VALUE`` (repeatable) adds a Spark read with those source options to each round
+(a lever's A/B in one run); ``--profile DIR`` runs py-spy on the Spark Python workers during
+each Spark phase (``spark_probe``; ``folded_top.py`` summarises the folded stacks). Each
+phase records the CPU seconds of the node, the moto server and the reader, split into the
+driver (or the consumer), Spark's JVM (with its busiest threads) and its Python workers.
 
 MB/s counts record value bytes (MiB = 2^20). Results go to
 ``bench/results/spark_<timestamp>.json`` and ``bench/results/spark_latest.json``
@@ -50,6 +55,7 @@ sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
 sys.path.append(str(HERE))            # cputree, after the standard library
 
 from nodeproc import NodeProcess
+from spark_probe import CpuMeter
 
 RECORD = 1024
 
@@ -61,6 +67,10 @@ TIERED_SHARE = 0.9          # read once this share of every partition is uploade
 # Kafka's broker session defaults, not the tests' fast ones (tiered.TIERED_BROKER): on a loaded machine
 # a starved node would be fenced every few seconds and its leaders bounce mid-read
 KAFKA_SESSION = {"broker.heartbeat.interval.ms": "2000", "broker.session.timeout.ms": "9000"}
+# the broker's chunk cache far smaller than the topic: a sequential pass evicts what the previous pass
+# cached, so no read through the broker (Spark's or the consumer's) is spared its GETs by an earlier one
+SMALL_CHUNK_CACHE = 64 * 1024 * 1024
+SMALL_CACHE = {"rsm.config.fetch.chunk.cache.size": str(SMALL_CHUNK_CACHE)}
 
 
 def fill(bootstrap: str, topic: str, partitions: int, n: int, config: dict | None = None) -> float:
@@ -129,7 +139,8 @@ def spark_session():
 
     import tierlog.spark
     s = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
-         .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g").getOrCreate())
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g").getOrCreate())
     s.sparkContext.setLogLevel("ERROR")
     tierlog.spark.register(s)
     return s
@@ -162,28 +173,6 @@ def spark_sum(spark, bootstrap: str, topic: str, options: dict) -> tuple[float, 
     return dt, total
 
 
-class CpuMeter:
-    """CPU seconds of this process's tree (the driver, Spark's JVM and Python workers, or the consumer),
-    of the node and of the moto server, over one phase (``cputree``)."""
-
-    def __init__(self, node_pid: int, moto_pid: int | None):
-        self.pids = {"node": node_pid, "moto": moto_pid}
-
-    def _now(self) -> dict:
-        from cputree import tree_cpu_s
-
-        out = {name: tree_cpu_s(pid) for name, pid in self.pids.items() if pid is not None}
-        out["reader"] = tree_cpu_s(os.getpid()) - sum(out.values())
-        return out
-
-    def phase(self, run):
-        """``run()``'s result and the CPU seconds each part spent on it."""
-        before = self._now()
-        result = run()
-        after = self._now()
-        return result, {k: round(after[k] - before[k], 2) for k in after}
-
-
 def tiered_store(root: Path, backend: str, stack: contextlib.ExitStack) -> tuple[dict, dict, int | None]:
     """The broker's remote storage settings, the source's ``remoteStorage`` options for the same store,
     and the moto server's pid (s3)."""
@@ -197,56 +186,90 @@ def tiered_store(root: Path, backend: str, stack: contextlib.ExitStack) -> tuple
 
     if backend == "fs":
         remote = root / "remote-storage"
-        return {**fs_props(remote), **KAFKA_SESSION}, {"remoteStorage": str(remote)}, None
+        return {**fs_props(remote), **KAFKA_SESSION, **SMALL_CACHE}, {"remoteStorage": str(remote)}, None
     os.environ.update({**MOTO_CREDENTIALS, "AWS_DEFAULT_REGION": MOTO_REGION})   # the node's and executors' boto3
     moto = stack.enter_context(MotoServer(root))
     settings = moto.settings()
     location = f"s3://{settings['rsm.config.storage.s3.bucket.name']}/{settings['rsm.config.storage.s3.prefix']}"
     options = {k: v for k, v in settings.items()
                if k.startswith("rsm.config.storage.s3.") and not k.endswith((".bucket.name", ".prefix"))}
-    return {**TIERED_BROKER, **settings, **KAFKA_SESSION}, {"remoteStorage": location, **options}, moto.proc.pid
+    return {**TIERED_BROKER, **settings, **KAFKA_SESSION, **SMALL_CACHE}, {"remoteStorage": location, **options}, moto.proc.pid
 
 
 def tiered_main(args, n: int, mib: float) -> dict:
     root = Path(tempfile.mkdtemp(prefix="bench-spark-tiered-"))
     out: dict = {"mode": "tiered", "backend": args.backend, "size_mib": mib, "records": n,
                  "partitions": args.partitions, "segment_bytes": TIERED_SEGMENT_BYTES,
+                 "broker_chunk_cache_bytes": SMALL_CHUNK_CACHE,
                  "machine": {"cpus": os.cpu_count(), "load_avg_start": os.getloadavg()}}
+    topic = "bench-tiered"
     with contextlib.ExitStack() as stack:
         broker_props, direct, moto_pid = tiered_store(root, args.backend, stack)
         node = NodeProcess(root / "node-1", props=broker_props).start()
         stack.callback(node.stop)
-        meter = CpuMeter(node.proc.pid, moto_pid)
-        out["fill_s"] = fill(node.bootstrap, "bench-tiered", args.partitions, n, TIERED_TOPIC)
-        out["highest_tiered"] = wait_tiered(node.bootstrap, "bench-tiered", args.partitions, n)
+        meter = CpuMeter(node.proc.pid, moto_pid, args.profile)
+        out["fill_s"] = fill(node.bootstrap, topic, args.partitions, n, TIERED_TOPIC)
+        out["highest_tiered"] = wait_tiered(node.bootstrap, topic, args.partitions, n)
         print(f"filled {mib:.0f} MiB in {out['fill_s']:.1f} s; tiered: {out['highest_tiered']}")
         spark = spark_session()
-        sync = {**direct, "remoteReadAheadChunks": "0"}     # one GET after another: read-ahead's A/B, A B A B
-        for name, options in (("spark_read_brokers", {"remoteStorage": "off"}),
-                              ("spark_read_direct_no_read_ahead", sync), ("spark_read_direct", direct),
-                              ("spark_read_direct_no_read_ahead_2", sync), ("spark_read_direct_2", direct),
-                              ("spark_read_auto", {})):         # the default: the store found from the broker
-            spark_sum(spark, node.bootstrap, "bench-tiered", {**options, "endingOffsets": json.dumps(
-                {"bench-tiered": {str(p): 100 for p in range(args.partitions)}})})          # warm-up
-            (dt, total), cpu = meter.phase(lambda o=options: spark_sum(spark, node.bootstrap, "bench-tiered", o))
-            assert total == n * RECORD, total
-            out[name] = {"seconds": dt, "mib_s": mib / dt, "cpu_s": cpu}
-            print(f"{name} (local[2], sum(length(value))): {mib / dt:.0f} MiB/s, CPU s {cpu}")
+        spark_phases = [("spark_read_brokers", {"remoteStorage": "off"}), ("spark_read_direct", direct)]
+        if args.ab:
+            spark_phases.append(("spark_read_direct_ab", {**direct, **args.ab}))
+        warm_up_jvm(spark, node.bootstrap, topic, [options for _, options in spark_phases])
+        for suffix in ("", "_2"):                     # A B A B: no reader goes first or last only
+            run_phase(out, meter, "confluent_consumer" + suffix, mib,
+                      lambda: consumer_read(node.bootstrap, topic, args.partitions, n))
+            for name, options in spark_phases:
+                spark_phase(out, meter, spark, node.bootstrap, topic, args.partitions, name + suffix, options, n)
+        spark_phase(out, meter, spark, node.bootstrap, topic, args.partitions, "spark_read_auto", {}, n)
         spark.stop()
-        # last: the broker's chunk cache (rsm.config.fetch.chunk.cache.*) it fills would serve the Spark
-        # read through the brokers without a GET otherwise (this read gets that advantage instead)
-        dt, cpu = meter.phase(lambda: consumer_read(node.bootstrap, "bench-tiered", args.partitions, n))
-        out["confluent_consumer"] = {"seconds": dt, "mib_s": mib / dt, "cpu_s": cpu}
-        print(f"confluent-kafka consumer through the broker: {mib / dt:.0f} MiB/s, CPU s {cpu}")
     out["machine"]["load_avg_end"] = os.getloadavg()
-    brokers = out["spark_read_brokers"]["mib_s"]
-    out["direct_vs_brokers"] = out["spark_read_direct"]["mib_s"] / brokers
-    out["read_ahead_speedup"] = ((out["spark_read_direct_no_read_ahead"]["seconds"]
-                                  + out["spark_read_direct_no_read_ahead_2"]["seconds"])
-                                 / (out["spark_read_direct"]["seconds"] + out["spark_read_direct_2"]["seconds"]))
-    out["auto_vs_brokers"] = out["spark_read_auto"]["mib_s"] / brokers
-    out["brokers_vs_consumer"] = brokers / out["confluent_consumer"]["mib_s"]
+    out["direct_vs_brokers"] = pair_ratio(out, "spark_read_direct", "spark_read_brokers")
+    out["auto_vs_brokers"] = out["spark_read_auto"]["mib_s"] / mean_mib_s(out, "spark_read_brokers")
+    out["brokers_vs_consumer"] = pair_ratio(out, "spark_read_brokers", "confluent_consumer")
+    if args.ab:
+        out["ab"] = {"options": args.ab, "vs_direct": pair_ratio(out, "spark_read_direct_ab", "spark_read_direct")}
     return out
+
+
+def warm_up_jvm(spark, bootstrap: str, topic: str, option_sets: list[dict]) -> None:
+    """One whole unmeasured read per kind of Spark read: the JVM's JIT compiles the Arrow-to-rows path
+    during the first GiB (its compiler threads took 2-4 CPU s of a first 1 GiB read, under 1 s by the
+    seventh), which would otherwise count against whichever read came first."""
+    for options in option_sets:
+        spark_sum(spark, bootstrap, topic, options)
+
+
+def run_phase(out: dict, meter: CpuMeter, name: str, mib: float, run, *, profile: bool = False) -> None:
+    dt, cpu = meter.phase(name, run, profile=profile)
+    out[name] = {"seconds": dt, "mib_s": mib / dt, "cpu_s": cpu, "load_avg": os.getloadavg()[0]}
+    print(f"{name}: {mib / dt:.0f} MiB/s, CPU s {cpu}", flush=True)
+
+
+def spark_phase(out: dict, meter: CpuMeter, spark, bootstrap: str, topic: str, partitions: int, name: str,
+                options: dict, n: int) -> None:
+    """A warm-up of 100 records per partition, then ``sum(length(value))`` over the whole topic."""
+    warm_up = json.dumps({topic: {str(p): 100 for p in range(partitions)}})
+    spark_sum(spark, bootstrap, topic, {**options, "endingOffsets": warm_up})
+
+    def read() -> float:
+        dt, total = spark_sum(spark, bootstrap, topic, options)
+        assert total == n * RECORD, total
+        return dt
+    run_phase(out, meter, name, n * RECORD / 2**20, read, profile=True)
+    out[name]["options"] = {k: v for k, v in options.items() if "secret" not in k}
+
+
+def mean_mib_s(out: dict, name: str) -> float:
+    """MiB/s over both rounds of a phase (total bytes over total seconds)."""
+    runs = [out[k] for k in (name, name + "_2") if k in out]
+    return sum(r["mib_s"] * r["seconds"] for r in runs) / sum(r["seconds"] for r in runs)
+
+
+def pair_ratio(out: dict, a: str, b: str) -> dict:
+    """``a`` over ``b`` in MiB/s, round by round and over both rounds."""
+    return {"round_1": out[a]["mib_s"] / out[b]["mib_s"], "round_2": out[a + "_2"]["mib_s"] / out[b + "_2"]["mib_s"],
+            "both": mean_mib_s(out, a) / mean_mib_s(out, b)}
 
 
 def write_results(prefix: str, out: dict) -> None:
@@ -258,6 +281,56 @@ def write_results(prefix: str, out: dict) -> None:
     print(json.dumps(out, indent=2))
 
 
+def plain_main(args, n: int, mib: float) -> dict:
+    node = NodeProcess(Path(tempfile.mkdtemp(prefix="bench-spark-")) / "node-1").start()
+    out: dict = {"size_mib": mib, "records": n, "record_bytes": RECORD, "partitions": args.partitions,
+                 "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                             "load_avg_start": os.getloadavg()}}
+    topic = "bench-src"
+    try:
+        b = node.bootstrap
+        meter = CpuMeter(node.proc.pid, None, args.profile)
+        out["fill_s"] = fill(b, topic, args.partitions, n)
+        print(f"filled {mib:.0f} MiB in {out['fill_s']:.1f} s")
+        run_phase(out, meter, "tierlog_client", mib, lambda: client_read(b, topic, args.partitions, n))
+        spark = spark_session()
+        warm_up_jvm(spark, b, topic, [{}, args.ab] if args.ab else [{}])
+        for suffix in ("", "_2"):                     # A B A B: the consumer alternates with the Spark reads
+            run_phase(out, meter, "confluent_consumer" + suffix, mib, lambda: consumer_read(b, topic, args.partitions, n))
+            spark_phase(out, meter, spark, b, topic, args.partitions, "spark_read" + suffix, {}, n)
+            if args.ab:
+                spark_phase(out, meter, spark, b, topic, args.partitions, "spark_read_ab" + suffix, args.ab, n)
+        if not args.no_copy:
+            run_phase(out, meter, "spark_copy", mib, lambda: spark_copy(spark, b, topic, args.partitions))
+        spark.stop()
+    finally:
+        node.stop()
+    out["machine"]["load_avg_end"] = os.getloadavg()
+    out["spark_vs_consumer"] = pair_ratio(out, "spark_read", "confluent_consumer")
+    if args.ab:
+        out["ab"] = {"options": args.ab, "vs_spark_read": pair_ratio(out, "spark_read_ab", "spark_read")}
+    return out
+
+
+def spark_copy(spark, bootstrap: str, topic: str, partitions: int) -> float:
+    """The topic read and written with ``format("tierlog")`` to a second topic (acks=all)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("bench-dst", partitions, 1)])["bench-dst"].result(30)
+    t = time.perf_counter()
+    (spark.read.format("tierlog").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
+     .select("key", "value", "partition").write.format("tierlog")
+     .option("kafka.bootstrap.servers", bootstrap).option("topic", "bench-dst").mode("append").save())
+    return time.perf_counter() - t
+
+
+def source_option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r}: OPTION=VALUE expected")
+    return key, value
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mib", type=int, default=1024)
@@ -267,66 +340,20 @@ def main() -> None:
                     help="a tiered topic read through the brokers and straight from remote storage")
     ap.add_argument("--backend", choices=("fs", "s3"), default="fs",
                     help="--tiered: remote storage on the filesystem or on a moto S3 server")
+    ap.add_argument("--ab", type=source_option, action="append", default=[], metavar="OPTION=VALUE",
+                    help="one more Spark read with these source options, alternated with the default one (a lever's A/B)")
+    ap.add_argument("--profile", type=Path, metavar="DIR",
+                    help="py-spy record --subprocesses of the pyspark daemon per Spark phase, folded stacks into DIR")
     args = ap.parse_args()
+    args.ab = dict(args.ab)
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
     n = args.size_mib * 1024 * 1024 // RECORD
     mib = n * RECORD / 2**20
     if args.tiered:
         write_results(f"spark_tiered_{args.backend}", tiered_main(args, n, mib))
-        return
-    node = NodeProcess(Path(tempfile.mkdtemp(prefix="bench-spark-")) / "node-1").start()
-    out: dict = {"size_mib": mib, "records": n, "record_bytes": RECORD, "partitions": args.partitions,
-                 "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                             "load_avg_start": os.getloadavg()}}
-    try:
-        b = node.bootstrap
-        out["fill_s"] = fill(b, "bench-src", args.partitions, n)
-        print(f"filled {mib:.0f} MiB in {out['fill_s']:.1f} s")
-        dt = consumer_read(b, "bench-src", args.partitions, n)
-        out["confluent_consumer"] = {"seconds": dt, "mib_s": mib / dt}
-        print(f"confluent-kafka consumer: {mib / dt:.0f} MiB/s")
-        dt = client_read(b, "bench-src", args.partitions, n)
-        out["tierlog_client"] = {"seconds": dt, "mib_s": mib / dt}
-        print(f"tierlog client (1 process, Arrow): {mib / dt:.0f} MiB/s")
-        spark = spark_session()
-        def reader():        # a new DataFrameReader each time: .option() changes a reader in place
-            return spark.read.format("tierlog").option("kafka.bootstrap.servers", b).option("subscribe", "bench-src")
-
-        reader().option("endingOffsets", json.dumps({"bench-src": {str(p): 100 for p in range(args.partitions)}})) \
-            .load().write.format("noop").mode("overwrite").save()                     # warm-up
-        t = time.perf_counter()
-        reader().load().write.format("noop").mode("overwrite").save()
-        dt = time.perf_counter() - t
-        out["spark_read_noop"] = {"seconds": dt, "mib_s": mib / dt, "master": "local[2]"}
-        print(f"spark read (local[2], noop sink): {mib / dt:.0f} MiB/s")
-        for name, ahead in (("spark_read_no_read_ahead", "0"), ("spark_read", None),     # A B A B
-                            ("spark_read_no_read_ahead_2", "0"), ("spark_read_2", None)):
-            r = reader() if ahead is None else reader().option("readAheadBatches", ahead)
-            t = time.perf_counter()
-            total = r.load().selectExpr("sum(length(value)) as b").collect()[0].b
-            dt = time.perf_counter() - t
-            assert total == n * RECORD, total
-            out[name] = {"seconds": dt, "mib_s": mib / dt, "master": "local[2]", "readAheadBatches": ahead or "default",
-                         "action": "sum(length(value)): every value reaches the JVM"}
-            print(f"{name} (local[2], sum(length(value))): {mib / dt:.0f} MiB/s")
-        if not args.no_copy:
-            from confluent_kafka.admin import AdminClient, NewTopic
-            admin = AdminClient({"bootstrap.servers": b})
-            admin.create_topics([NewTopic("bench-dst", args.partitions, 1)])["bench-dst"].result(30)
-            t = time.perf_counter()
-            (reader().load().select("key", "value", "partition").write.format("tierlog")
-             .option("kafka.bootstrap.servers", b).option("topic", "bench-dst").mode("append").save())
-            dt = time.perf_counter() - t
-            out["spark_copy"] = {"seconds": dt, "mib_s": mib / dt}
-            print(f"spark topic-to-topic copy (read + write, acks=all): {mib / dt:.0f} MiB/s")
-        spark.stop()
-    finally:
-        node.stop()
-    out["machine"]["load_avg_end"] = os.getloadavg()
-    out["spark_vs_consumer"] = out["spark_read"]["mib_s"] / out["confluent_consumer"]["mib_s"]
-    out["spark_2_vs_consumer"] = out["spark_read_2"]["mib_s"] / out["confluent_consumer"]["mib_s"]
-    out["read_ahead_speedup"] = ((out["spark_read_no_read_ahead"]["seconds"] + out["spark_read_no_read_ahead_2"]["seconds"])
-                                 / (out["spark_read"]["seconds"] + out["spark_read_2"]["seconds"]))
-    write_results("spark", out)
+    else:
+        write_results("spark", plain_main(args, n, mib))
 
 
 if __name__ == "__main__":

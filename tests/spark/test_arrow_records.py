@@ -1,6 +1,7 @@
 """records -> Arrow decoding against the tools decoder (no Spark needed)."""
 import random
 
+import pyarrow as pa
 import pytest
 
 from tierlog.client.arrow_records import decode_fetched
@@ -54,6 +55,19 @@ def test_decode_matches_tools_decoder(seed):
         assert int(row["timestamp"].timestamp() * 1000) == r.timestamp
         assert (row["headers"] or []) == [{"key": k, "value": v} for k, v in r.headers]
     assert end <= chunk.next_offset <= expected[-1][1].offset + 1   # never past the whole batches
+
+
+@pytest.mark.parametrize(("keys", "values"), [
+    ([None] * 5, [b"v" * 1024] * 5),                       # a keyless topic: the key column is nulls only
+    ([b"", b"k", b"k" * 12, None, b""], [b"v" * 13, b"w" * 40, b"x" * 5000, b"y" * 13, b"z" * 300]),  # no value inline
+    ([b"k" * 13] * 3, [b"", b"s" * 12, None]),              # no key inline, no value over 12 bytes
+])
+def test_binary_columns_of_one_shape(keys, values):
+    answer = build_batch([Record(i, 0, k, v) for i, (k, v) in enumerate(zip(keys, values))])
+    batch = decode_fetched(answer, "t", 0, 0, len(keys)).batch
+    assert batch.column("key").type == batch.column("value").type == pa.binary()
+    assert batch.column("key").to_pylist() == keys
+    assert batch.column("value").to_pylist() == values
 
 
 def test_partial_only_and_empty():

@@ -136,3 +136,12 @@ def test_a_truncated_segment_fails_the_read_with_read_ahead(tmp_path, monkeypatc
     with pytest.raises(CorruptRemoteDataError, match="no whole batch"):
         list(read_segment_range(store, short, 0, 50, include_headers=False, fail_on_data_loss=True,
                                 read_ahead_chunks=2))
+
+
+def test_a_worker_s_tasks_share_one_store_per_spec(tmp_path):
+    from tierlog.spark.remote_store import StoreSpec, shared_store
+
+    one, other = StoreSpec(str(tmp_path / "a"), ()), StoreSpec(str(tmp_path / "b"), ())
+    assert shared_store(StoreSpec(str(tmp_path / "a"), ())) is shared_store(one)
+    assert shared_store(other) is not shared_store(one)
+    assert shared_store(other).root == tmp_path / "b"

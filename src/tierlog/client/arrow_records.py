@@ -211,28 +211,42 @@ def _varints(raw: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _binary(data: pa.Buffer, raw: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """A ``binary`` column of slices of ``data`` (length -1 = null), via binary_view."""
+    """A ``binary`` column of slices of ``data`` (length -1 = null), via binary_view. A column
+    of nulls only (a topic without keys) is built without views."""
     n = len(starts)
     valid = lengths >= 0
+    null_count = n - int(np.count_nonzero(valid))
+    if null_count == n:
+        return pa.nulls(n, pa.binary())
     lens = np.where(valid, lengths, 0).astype(np.int32)
     views = np.zeros((n, 16), dtype=np.uint8)
     views[:, 0:4] = lens.view(np.uint8).reshape(n, 4)
     long = lens > 12
-    if long.any():
-        s = starts[long]
-        views[long, 4:8] = raw[s[:, None] + _ARANGE12[:4]]
-        # buffer index 0 (bytes 8..12 stay zero), offset into the data buffer
-        views[long, 12:16] = s.astype(np.int32).view(np.uint8).reshape(-1, 4)
-    short = ~long
-    if short.any():
-        s = starts[short]
-        inline = raw[np.minimum(s[:, None] + _ARANGE12, len(raw) - 1)]
-        inline[_ARANGE12[None, :] >= lens[short][:, None]] = 0
-        views[short, 4:16] = inline
-    null_count = n - int(valid.sum())
+    if long.all():
+        _long_views(views, raw, starts, slice(None))
+    else:
+        _long_views(views, raw, starts[long], np.flatnonzero(long))
+        _inline_views(views, raw, starts, lens, np.flatnonzero((lens > 0) & ~long))
     validity = None if null_count == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
     arr = pa.Array.from_buffers(pa.binary_view(), n, [validity, pa.py_buffer(views), data], null_count=null_count)
     return arr.cast(pa.binary())
+
+
+def _long_views(views: np.ndarray, raw: np.ndarray, starts: np.ndarray, rows) -> None:
+    """Views of values over 12 bytes: their 4-byte prefix, buffer index 0 (bytes 8..12 stay
+    zero) and their offset into the data buffer; a byte column at a time (no 2-D gather)."""
+    for k in range(4):
+        views[rows, 4 + k] = raw[starts + k]
+    views[rows, 12:16] = starts.astype(np.int32).view(np.uint8).reshape(-1, 4)
+
+
+def _inline_views(views: np.ndarray, raw: np.ndarray, starts: np.ndarray, lens: np.ndarray, rows: np.ndarray) -> None:
+    """Views of values of 1 to 12 bytes: the bytes themselves, zero-padded."""
+    if not rows.size:
+        return
+    inline = raw[np.minimum(starts[rows][:, None] + _ARANGE12, len(raw) - 1)]
+    inline[_ARANGE12[None, :] >= lens[rows][:, None]] = 0
+    views[rows, 4:16] = inline
 
 
 def _constant_string(text: str, n: int) -> pa.Array:

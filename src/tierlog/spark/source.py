@@ -60,6 +60,7 @@ from tierlog.spark.planning import (
 )
 from tierlog.spark.read_ahead import in_background
 from tierlog.spark.remote_read import read_segment_range
+from tierlog.spark.remote_store import shared_store
 from tierlog.spark.sink import TierlogBatchWriter, TierlogStreamWriter
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "TierlogDataSource", "TierlogPartition"]
@@ -109,7 +110,7 @@ def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.Re
 
 
 def _read_remote(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:
-    store, encryption = part.store.open(), part.store.encryption()
+    store, encryption = shared_store(part.store), part.store.encryption()
     for start, end, segment in part.pieces:
         yield from read_segment_range(store, segment, start, end, include_headers=opts.include_headers,
                                       fail_on_data_loss=opts.fail_on_data_loss, encryption=encryption,
