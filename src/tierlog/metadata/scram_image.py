@@ -25,12 +25,12 @@ __all__ = ["DESCRIBE_DUPLICATE_USER", "DESCRIBE_USER_THAT_DOES_NOT_EXIST", "Scra
 DESCRIBE_USER_THAT_DOES_NOT_EXIST = "Attempt to describe a user credential that does not exist: "
 DESCRIBE_DUPLICATE_USER = "Cannot describe SCRAM credentials for the same user twice in a single request: "
 
-_EMPTY: Mapping = MappingProxyType({})
+_EMPTY: Mapping[tuple[int, str], ScramCredential] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
 class ScramImage:
-    credentials: Mapping = field(default_factory=lambda: _EMPTY)   # (mechanism type, user) -> ScramCredential
+    credentials: Mapping[tuple[int, str], ScramCredential] = field(default_factory=lambda: _EMPTY)   # by (mechanism type, user)
 
     def __len__(self) -> int:
         return len(self.credentials)
@@ -45,7 +45,7 @@ class ScramImage:
         """(mechanism type, iterations) of each credential ``user`` has, by mechanism."""
         return sorted((m, c.iterations) for (m, u), c in self.credentials.items() if u == user)
 
-    def with_changes(self, changes: Mapping) -> ScramImage:
+    def with_changes(self, changes: Mapping[tuple[int, str], ScramCredential | None]) -> ScramImage:
         """``changes``: (mechanism, user) -> ScramCredential, or None to remove."""
         if not changes:
             return self

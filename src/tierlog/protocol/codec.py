@@ -72,7 +72,7 @@ class Output(bytearray):
 
     __slots__ = ("splices",)
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.splices: list[tuple[int, Any]] = []
 
