@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Container, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tierlog.metadata.acls import (
     AclBinding,
@@ -33,17 +33,19 @@ from tierlog.metadata.cluster_records import (
 )
 from tierlog.metadata.image import MetadataImage
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.create_acls import (
-    AclCreationResult,
-    CreateAclsRequest,
-    CreateAclsResponse,
-)
-from tierlog.protocol.typed.delete_acls import (
-    DeleteAclsFilterResult,
-    DeleteAclsMatchingAcl,
-    DeleteAclsRequest,
-    DeleteAclsResponse,
-)
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.create_acls import (
+        AclCreationResult,
+        CreateAclsRequest,
+        CreateAclsResponse,
+    )
+    from tierlog.protocol.typed.delete_acls import (
+        DeleteAclsFilterResult,
+        DeleteAclsMatchingAcl,
+        DeleteAclsRequest,
+        DeleteAclsResponse,
+    )
 
 __all__ = ["MAX_RECORDS_PER_REQUEST", "AclControlManager", "not_controller"]
 

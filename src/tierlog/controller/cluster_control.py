@@ -51,6 +51,7 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from tierlog.metadata.cluster_records import (
     BrokerEndpoint,
@@ -64,20 +65,22 @@ from tierlog.metadata.cluster_records import (
 )
 from tierlog.metadata.image import BrokerInfo, MetadataImage
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.broker_heartbeat import (
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-)
-from tierlog.protocol.typed.broker_registration import (
-    BrokerRegistrationRequest,
-    BrokerRegistrationResponse,
-)
-from tierlog.protocol.typed.unregister_broker import (
-    UnregisterBrokerRequest,
-    UnregisterBrokerResponse,
-)
 
 from .heartbeats import HeartbeatTracker
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.broker_heartbeat import (
+        BrokerHeartbeatRequest,
+        BrokerHeartbeatResponse,
+    )
+    from tierlog.protocol.typed.broker_registration import (
+        BrokerRegistrationRequest,
+        BrokerRegistrationResponse,
+    )
+    from tierlog.protocol.typed.unregister_broker import (
+        UnregisterBrokerRequest,
+        UnregisterBrokerResponse,
+    )
 
 __all__ = ["CONTROLLED_SHUTDOWN", "FENCED", "SHUTDOWN_NOW", "UNFENCED", "ClusterControlManager"]
 

@@ -26,7 +26,7 @@ writes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tierlog.config import BROKER_CONFIGS
 from tierlog.metadata.cluster_records import (
@@ -45,20 +45,22 @@ from tierlog.metadata.topic_rules import (
     validate_topic_configs,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.alter_configs import (
-    AlterConfigsRequest,
-    AlterConfigsResource,
-    AlterConfigsResourceResponse,
-    AlterConfigsResponse,
-)
-from tierlog.protocol.typed.incremental_alter_configs import (
-    IncrementalAlterConfigsAlterConfigsResource,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-)
 from tierlog.storage import TOPIC_CONFIGS
 
 from .controller_config import ControllerConfig
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_configs import (
+        AlterConfigsRequest,
+        AlterConfigsResource,
+        AlterConfigsResourceResponse,
+        AlterConfigsResponse,
+    )
+    from tierlog.protocol.typed.incremental_alter_configs import (
+        IncrementalAlterConfigsAlterConfigsResource,
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+    )
 
 __all__ = ["ConfigControlManager"]
 

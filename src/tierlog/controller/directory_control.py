@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tierlog.metadata.cluster_records import (
     NO_LEADER,
@@ -42,16 +43,18 @@ from tierlog.metadata.leader_election import (
     remove_from_isr,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.assign_replicas_to_dirs import (
-    AssignReplicasToDirsRequest,
-    AssignReplicasToDirsResponse,
-    AssignReplicasToDirsResponseDirectoryData,
-    AssignReplicasToDirsResponsePartitionData,
-    AssignReplicasToDirsResponseTopicData,
-)
 
 from .cluster_control import check_broker_epoch
 from .controller_config import ControllerConfig
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.assign_replicas_to_dirs import (
+        AssignReplicasToDirsRequest,
+        AssignReplicasToDirsResponse,
+        AssignReplicasToDirsResponseDirectoryData,
+        AssignReplicasToDirsResponsePartitionData,
+        AssignReplicasToDirsResponseTopicData,
+    )
 
 __all__ = ["DirectoryControlManager"]
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tierlog.metadata.cluster_records import (
     NO_LEADER,
@@ -54,20 +55,6 @@ from tierlog.metadata.leader_election import (
     remove_from_isr,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.alter_partition import (
-    AlterPartitionRequest,
-    AlterPartitionRequestPartitionData,
-    AlterPartitionResponse,
-    AlterPartitionResponsePartitionData,
-    AlterPartitionResponseTopicData,
-    BrokerState,
-)
-from tierlog.protocol.typed.elect_leaders import (
-    ElectLeadersRequest,
-    ElectLeadersResponse,
-    PartitionResult,
-    ReplicaElectionResult,
-)
 
 from .cluster_control import check_broker_epoch
 from .controller_config import ControllerConfig
@@ -78,6 +65,22 @@ from .reassignment import (
     is_reassigning,
     maybe_complete,
 )
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_partition import (
+        AlterPartitionRequest,
+        AlterPartitionRequestPartitionData,
+        AlterPartitionResponse,
+        AlterPartitionResponsePartitionData,
+        AlterPartitionResponseTopicData,
+        BrokerState,
+    )
+    from tierlog.protocol.typed.elect_leaders import (
+        ElectLeadersRequest,
+        ElectLeadersResponse,
+        PartitionResult,
+        ReplicaElectionResult,
+    )
 
 __all__ = ["LOCAL_LOG_STATE_VERSION", "PartitionControlManager"]
 

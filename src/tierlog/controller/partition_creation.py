@@ -23,20 +23,23 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tierlog.metadata.cluster_records import MetadataRecord, PartitionRecord
 from tierlog.metadata.directories import directories_for
 from tierlog.metadata.image import MetadataImage
 from tierlog.metadata.topic_rules import MAX_PARTITIONS, RuleError
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.create_partitions import (
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-    CreatePartitionsTopic,
-    CreatePartitionsTopicResult,
-)
 
 from .placement import PlacementError, UsableBroker, place
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.create_partitions import (
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
+        CreatePartitionsTopic,
+        CreatePartitionsTopicResult,
+    )
 
 __all__ = ["create_partitions"]
 

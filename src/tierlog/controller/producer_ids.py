@@ -8,17 +8,20 @@ Errors: BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH (other epoch, or fenced).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tierlog.metadata.cluster_records import MetadataRecord, ProducerIdsRecord
 from tierlog.metadata.image import MetadataImage
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.allocate_producer_ids import (
-    AllocateProducerIdsRequest,
-    AllocateProducerIdsResponse,
-)
 
 from .cluster_control import check_broker_epoch
 from .controller_config import PRODUCER_ID_BLOCK_SIZE
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.allocate_producer_ids import (
+        AllocateProducerIdsRequest,
+        AllocateProducerIdsResponse,
+    )
 
 __all__ = ["allocate_producer_ids"]
 

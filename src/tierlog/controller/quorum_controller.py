@@ -53,22 +53,13 @@ import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tierlog.metadata.cluster_records import EVENT_RECORDS, MetadataRecord, NoOpRecord
 from tierlog.metadata.delta import MetadataDelta
 from tierlog.metadata.image import MetadataImage, MetadataProvenance
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.alter_partition import (
-    AlterPartitionRequest,
-    AlterPartitionResponse,
-)
-from tierlog.protocol.typed.broker_heartbeat import (
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-)
-from tierlog.protocol.typed.elect_leaders import ElectLeadersRequest
 
 from .acl_control import AclControlManager
 from .acl_control import not_controller as acls_not_controller
@@ -83,6 +74,17 @@ from .producer_ids import allocate_producer_ids
 from .reassignment import ReassignmentControlManager
 from .replication_control import ReplicationControlManager
 from .scram_control import alter_user_scram_credentials
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_partition import (
+        AlterPartitionRequest,
+        AlterPartitionResponse,
+    )
+    from tierlog.protocol.typed.broker_heartbeat import (
+        BrokerHeartbeatRequest,
+        BrokerHeartbeatResponse,
+    )
+    from tierlog.protocol.typed.elect_leaders import ElectLeadersRequest
 
 __all__ = ["SUPPORTED_APIS", "ControllerResult", "QuorumController"]
 

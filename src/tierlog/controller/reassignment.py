@@ -61,6 +61,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tierlog.metadata.cluster_records import (
     NO_LEADER_CHANGE,
@@ -75,19 +76,21 @@ from tierlog.metadata.leader_election import (
     elect_leader,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.alter_partition_reassignments import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
-    ReassignablePartition,
-    ReassignablePartitionResponse,
-    ReassignableTopicResponse,
-)
-from tierlog.protocol.typed.list_partition_reassignments import (
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-    OngoingPartitionReassignment,
-    OngoingTopicReassignment,
-)
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_partition_reassignments import (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse,
+        ReassignablePartition,
+        ReassignablePartitionResponse,
+        ReassignableTopicResponse,
+    )
+    from tierlog.protocol.typed.list_partition_reassignments import (
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+        OngoingPartitionReassignment,
+        OngoingTopicReassignment,
+    )
 
 __all__ = ["ElectionContext", "ReassignmentControlManager", "Target", "build_change", "is_reassigning",
            "maybe_complete", "start"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tierlog.metadata.cluster_records import (
     CONFIG_RESOURCE_TOPIC,
@@ -43,22 +44,24 @@ from tierlog.metadata.topic_rules import (
     validate_topic_configs,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.create_topics import (
-    CreatableTopic,
-    CreatableTopicConfigs,
-    CreatableTopicResult,
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-)
-from tierlog.protocol.typed.delete_topics import (
-    DeletableTopicResult,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-)
 from tierlog.storage import TOPIC_CONFIGS
 
 from .controller_config import ControllerConfig
 from .placement import PlacementError, UsableBroker, place, validate_assignment
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.create_topics import (
+        CreatableTopic,
+        CreatableTopicConfigs,
+        CreatableTopicResult,
+        CreateTopicsRequest,
+        CreateTopicsResponse,
+    )
+    from tierlog.protocol.typed.delete_topics import (
+        DeletableTopicResult,
+        DeleteTopicsRequest,
+        DeleteTopicsResponse,
+    )
 
 __all__ = ["NO_TOPIC_ID", "ReplicationControlManager"]
 

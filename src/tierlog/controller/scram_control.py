@@ -12,7 +12,7 @@ client's SaltedPassword (KIP-554): the password itself never reaches the cluster
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tierlog.metadata.cluster_records import MetadataRecord
 from tierlog.metadata.image import MetadataImage
@@ -27,11 +27,13 @@ from tierlog.metadata.scram_records import (
     UserScramCredentialRecord,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.alter_user_scram_credentials import (
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsResponse,
-    AlterUserScramCredentialsResult,
-)
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_user_scram_credentials import (
+        AlterUserScramCredentialsRequest,
+        AlterUserScramCredentialsResponse,
+        AlterUserScramCredentialsResult,
+    )
 
 __all__ = ["alter_user_scram_credentials"]
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.describe_user_scram_credentials import (
-    DescribeUserScramCredentialsResult,
-)
 
 from .scram import ScramCredential, ScramMechanism
 from .scram_records import UserScramCredentialRecord
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_user_scram_credentials import (
+        DescribeUserScramCredentialsResult,
+    )
 
 __all__ = ["DESCRIBE_DUPLICATE_USER", "DESCRIBE_USER_THAT_DOES_NOT_EXIST", "ScramImage", "credential_of"]
 
