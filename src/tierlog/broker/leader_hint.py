@@ -11,8 +11,12 @@ NodeEndpoints (the client then refreshes metadata).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.fetch import FetchLeaderIdAndEpoch, FetchNodeEndpoint
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.fetch import FetchLeaderIdAndEpoch, FetchNodeEndpoint
 
 __all__ = ["HINTED_ERRORS", "LeaderHints"]
 

@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.write_txn_markers import (
-    WritableTxnMarker,
-    WritableTxnMarkerPartitionResult,
-    WritableTxnMarkerResult,
-    WritableTxnMarkerTopicResult,
-)
 from tierlog.records.control import build_marker
 
 from .partition import AppendOrigin
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.write_txn_markers import (
+        WritableTxnMarker,
+        WritableTxnMarkerPartitionResult,
+        WritableTxnMarkerResult,
+        WritableTxnMarkerTopicResult,
+    )
 
 __all__ = ["write_markers"]
 

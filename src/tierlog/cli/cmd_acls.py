@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from enum import Enum
 from typing import NamedTuple
 
 from confluent_kafka.admin import (
@@ -156,15 +157,16 @@ def _describe(acl: _Acl) -> str:
             f"permissionType={_name(AclPermissionType, acl.permission)})")
 
 
-def _name(enum, code: int) -> str:
+def _name(enum, code: int | Enum) -> str:
     try:
         return enum(code).name
     except ValueError:
         return f"UNKNOWN({code})"
 
 
-def _resource_label(kind: int, name: str, pattern: int) -> str:
-    kind_name = _TYPE_NAMES.get(kind) or _name(ResourceType, kind)
+def _resource_label(kind: int | ResourceType, name: str, pattern: int | ResourcePatternType) -> str:
+    code = kind.value if isinstance(kind, ResourceType) else kind      # Kafka's names by code: CLUSTER, not BROKER
+    kind_name = _TYPE_NAMES.get(code) or _name(ResourceType, code)
     return f"ResourcePattern(resourceType={kind_name}, name={name}, patternType={_name(ResourcePatternType, pattern)})"
 
 
@@ -198,8 +200,9 @@ def _filters(args, resources) -> list[AclBindingFilter]:
     out = []
     for (kind, name), ops in ops_by_resource.items():
         if not entries:
-            out.append(AclBindingFilter(kind, name, _pattern(args), None, None, AclOperation.ANY,
-                                        AclPermissionType.ANY))
+            # None matches any principal and host (confluent-kafka's filter; its annotation is AclBinding's)
+            out.append(AclBindingFilter(kind, name, _pattern(args), None, None,  # type: ignore[arg-type]
+                                        AclOperation.ANY, AclPermissionType.ANY))
             continue
         for principal, host, perm in entries:
             out += [AclBindingFilter(kind, name, _pattern(args), principal, host, op, perm)
@@ -271,8 +274,8 @@ def _list_with_librdkafka(args, resources) -> int:
     found: list[_Acl] = []
     for body in _list_filters(args, resources):
         f = AclBindingFilter(ResourceType(body["ResourceTypeFilter"]), body["ResourceNameFilter"],
-                             ResourcePatternType(body["PatternTypeFilter"]), body["PrincipalFilter"], None,
-                             AclOperation.ANY, AclPermissionType.ANY)
+                             ResourcePatternType(body["PatternTypeFilter"]), body["PrincipalFilter"],
+                             None, AclOperation.ANY, AclPermissionType.ANY)  # type: ignore[arg-type]  # None: any host
         future = conn.client.describe_acls(f, request_timeout=conn.timeout_s)
         conn.wait([future], "ACL listing")
         if future.exception() is not None:

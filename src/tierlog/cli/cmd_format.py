@@ -44,6 +44,7 @@ def register(subparsers) -> None:
 def scram_records(entries: list[ScramEntry]) -> list[UserScramCredentialRecord]:
     records = []
     for e in entries:
+        assert e.name is not None, "format's entries are parsed with need_name"
         c = new_credential(e.mechanism, e.password, e.iterations)
         records.append(UserScramCredentialRecord(e.name, e.mechanism, c.salt, c.stored_key, c.server_key,
                                                  c.iterations))

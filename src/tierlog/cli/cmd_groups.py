@@ -49,7 +49,7 @@ _STATE_BY_NAME = {name.lower(): state for state, name in STATE_NAMES.items() if 
 
 def parse_states(text: str) -> set[ConsumerGroupState]:
     """``Stable,Empty`` (Kafka's state names, any case) as ConsumerGroupStates."""
-    states = set()
+    states: set[ConsumerGroupState] = set()
     for name in (n.strip() for n in text.split(",") if n.strip()):
         state = _STATE_BY_NAME.get(name.lower())
         if state is None:

@@ -319,7 +319,7 @@ def run_snapshots(args: argparse.Namespace) -> int:
     else:
         table = make_table("EndOffset", "Epoch", "Size", "Modified", "File")
         for r in rows:
-            table.add_row(str(r["end_offset"]), str(r["epoch"]), str(r["size"]), r["mtime"], r["file"])
+            table.add_row(str(r["end_offset"]), str(r["epoch"]), str(r["size"]), str(r["mtime"]), str(r["file"]))
         print_table(table)
     return 0
 

@@ -186,9 +186,9 @@ def run_verify(args: argparse.Namespace) -> int:
         problems = [p for listing in listings for p in verify_partition(store, listing, segments)]
     except RemoteStorageError as exc:
         raise CliError(str(exc)) from None
-    segments = sum(len(p.segments) for p in listings)
+    checked = sum(len(p.segments) for p in listings)
     if args.json:
-        print_json({"storage": store.describe(), "segments_checked": segments,
+        print_json({"storage": store.describe(), "segments_checked": checked,
                     "problems": [_problem_json(p) for p in problems]})
     elif problems:
         table = make_table("PARTITION", "START", "END", "PROBLEM", "OBJECT", "DETAIL", "TO SKIP IT")
@@ -197,8 +197,8 @@ def run_verify(args: argparse.Namespace) -> int:
                           p.key or "-", p.detail, _skip_command(p))
         print_table(table)
     if problems:
-        raise CliError(f"{len(problems)} problem(s) in {segments} remote segment(s) of {store.describe()}")
-    note(f"{segments} remote segment(s) in {len(listings)} partition(s) verified, no problem")
+        raise CliError(f"{len(problems)} problem(s) in {checked} remote segment(s) of {store.describe()}")
+    note(f"{checked} remote segment(s) in {len(listings)} partition(s) verified, no problem")
     return 0
 
 

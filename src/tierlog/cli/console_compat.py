@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import Any
 
 from tierlog.cli.options import key_value
 from tierlog.cli.parser import SubcommandParser
@@ -80,7 +81,7 @@ def add_consumer_properties(parser: SubcommandParser) -> None:
 
 
 def _consumer_layout(args: argparse.Namespace) -> None:
-    changes = {}
+    changes: dict[str, Any] = {}        # ConsoleLayout field -> value (a flag's bool, a text's bytes)
     for key, text in args.properties:
         if key in _CONSUMER_FLAGS:
             changes[_CONSUMER_FLAGS[key]] = _boolean(key, text)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from typing import Literal, overload
 
 from confluent_kafka import (
     ConsumerGroupState,
@@ -172,8 +173,16 @@ def delete_group(conn: Connection, group: str) -> None:
               conn.client.delete_consumer_groups([group], request_timeout=timeout_s)[group])
 
 
+@overload
 def log_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: OffsetSpec,
-                strict: bool = True) -> dict[tuple[str, int], int | None]:
+                strict: Literal[True] = True) -> dict[tuple[str, int], int]: ...
+@overload
+def log_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: OffsetSpec,
+                strict: bool) -> dict[tuple[str, int], int | None]: ...
+
+
+def log_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: OffsetSpec,
+                strict: bool = True) -> dict[tuple[str, int], int] | dict[tuple[str, int], int | None]:
     """ListOffsets of ``partitions`` (earliest, latest or for a timestamp) from their leaders.
 
     A partition whose leader answers a retriable error (a leader election

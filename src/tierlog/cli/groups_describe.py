@@ -132,10 +132,11 @@ def run_describe(args: argparse.Namespace) -> int:
     if missing:
         names = ", ".join(repr(g) for g in missing)
         raise CliError(f"group {names} does not exist" if len(missing) == 1 else f"groups {names} do not exist")
+    described = [d for _, d in descriptions if d is not None]     # all of them: none is missing
     if args.json:
-        print_json([d for _, d in descriptions])
+        print_json(described)
         return 0
-    for index, (_, d) in enumerate(descriptions):
+    for index, d in enumerate(described):
         if index:
             print()
         _show(d, args)

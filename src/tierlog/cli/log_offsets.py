@@ -48,7 +48,9 @@ def add_log_offsets(wire: BrokerWire, descriptions: list[dict]) -> None:
 
 def _broker_addresses(wire: BrokerWire) -> dict[int, str]:
     body = {"Topics": [], "AllowAutoTopicCreation": False, "IncludeTopicAuthorizedOperations": False}
-    version = min(wire.version(ApiKey.METADATA), METADATA_VERSION)
+    served = wire.version(ApiKey.METADATA)
+    assert served is not None, "add_log_offsets asks only a broker serving Metadata"
+    version = min(served, METADATA_VERSION)
     answer = wire.call(ApiKey.METADATA, body, version, "Metadata")
     return {b["NodeId"]: f"{b['Host']}:{b['Port']}" for b in answer["Brokers"]}
 
@@ -79,6 +81,6 @@ def _ask(leader: BrokerWire, partitions: list[tuple[str, dict]], target: int, fi
     answer = leader.request(ApiKey.LIST_OFFSETS, body, version)
     for t in answer["Topics"]:
         for r in t["Partitions"]:
-            p = wanted.get((t["Name"], r["PartitionIndex"]))
-            if p is not None and r["ErrorCode"] == 0:
-                p[field] = r["Offset"]
+            asked = wanted.get((t["Name"], r["PartitionIndex"]))
+            if asked is not None and r["ErrorCode"] == 0:
+                asked[field] = r["Offset"]

@@ -44,7 +44,7 @@ class CliArgumentParser(argparse.ArgumentParser):
         kwargs.setdefault("parser_class", SubcommandParser)
         return super().add_subparsers(**kwargs)
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         flat = " ".join(message.split())
         raise UsageError(f"{flat} (see '{self.prog} --help')")
 

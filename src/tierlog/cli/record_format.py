@@ -62,8 +62,16 @@ def _timestamp_part(message: Message, layout: ConsoleLayout) -> bytes:
     return b"NO_TIMESTAMP" if name is None else f"{name}:{ms}".encode()
 
 
+def _headers(message: Message) -> list[tuple[str, bytes | None]]:
+    """A consumed record's headers, in order (confluent-kafka's type also admits what a producer
+    may give: a dict, str values)."""
+    headers = message.headers() or []
+    pairs = headers.items() if isinstance(headers, dict) else headers
+    return [(k, v.encode() if isinstance(v, str) else v) for k, v in pairs]
+
+
 def _headers_part(message: Message, layout: ConsoleLayout) -> bytes:
-    headers = message.headers()
+    headers = _headers(message)
     if not headers:
         return b"NO_HEADERS"
     null = layout.null_literal
@@ -71,13 +79,17 @@ def _headers_part(message: Message, layout: ConsoleLayout) -> bytes:
                                          for k, v in headers)
 
 
+def _or_null(data: bytes | None, layout: ConsoleLayout) -> bytes:
+    return layout.null_literal if data is None else data
+
+
 _PARTS: tuple[tuple[str, Callable[[Message, ConsoleLayout], bytes]], ...] = (
     ("print_timestamp", _timestamp_part),
-    ("print_partition", lambda m, _layout: b"Partition:%d" % m.partition()),
-    ("print_offset", lambda m, _layout: b"Offset:%d" % m.offset()),
+    ("print_partition", lambda m, _layout: f"Partition:{m.partition()}".encode()),
+    ("print_offset", lambda m, _layout: f"Offset:{m.offset()}".encode()),
     ("print_headers", _headers_part),
-    ("print_key", lambda m, layout: layout.null_literal if m.key() is None else m.key()),
-    ("print_value", lambda m, layout: layout.null_literal if m.value() is None else m.value()),
+    ("print_key", lambda m, layout: _or_null(m.key(), layout)),
+    ("print_value", lambda m, layout: _or_null(m.value(), layout)),
 )
 
 
@@ -88,7 +100,7 @@ def console_formatter(layout: ConsoleLayout) -> Callable[[Message], bytes]:
     return lambda message: separator.join(part(message, layout) for part in parts)
 
 
-def _put_bytes(target: dict, field: str, data: bytes | None) -> None:
+def _put_bytes(target: dict[str, object], field: str, data: bytes | None) -> None:
     """Set target[field] to text, or target[field + "_b64"] to base64."""
     if data is None:
         target[field] = None
@@ -101,7 +113,7 @@ def _put_bytes(target: dict, field: str, data: bytes | None) -> None:
 
 def _as_json(message: Message) -> bytes:
     kind, ms = message.timestamp()
-    record = {
+    record: dict[str, object] = {
         "topic": message.topic(),
         "partition": message.partition(),
         "offset": message.offset(),
@@ -111,8 +123,8 @@ def _as_json(message: Message) -> bytes:
     _put_bytes(record, "key", message.key())
     _put_bytes(record, "value", message.value())
     headers = []
-    for name, data in message.headers() or ():
-        header = {"key": name}
+    for name, data in _headers(message):
+        header: dict[str, object] = {"key": name}
         _put_bytes(header, "value", data)
         headers.append(header)
     record["headers"] = headers

@@ -45,7 +45,9 @@ def _mechanism(text: str, option: str) -> ScramMechanism:
 
 def _split(text: str, sep: str, option: str) -> list[str]:
     """``text`` split at ``sep`` outside quotes and brackets."""
-    parts, depth, quoted, current = [], 0, False, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quoted = 0, False
     for ch in text:
         if ch == '"':
             quoted = not quoted

@@ -61,8 +61,10 @@ def describe_partitions(wire: BrokerWire, names: list[str]) -> list[dict]:
 def _fetch_pages(wire: BrokerWire, names: list[str]) -> tuple[dict, dict]:
     """Topic name -> description, and topic name -> error code, over every page."""
     version = wire.version(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
+    assert version is not None, "asked only of a broker serving DescribeTopicPartitions (topics_describe.describe)"
     body = {"Topics": [{"Name": n} for n in names], "ResponsePartitionLimit": PAGE_PARTITIONS, "Cursor": None}
-    found, errors = {}, {}
+    found: dict[str, dict] = {}
+    errors: dict[str, int] = {}
     while True:
         response = wire.call(ApiKey.DESCRIBE_TOPIC_PARTITIONS, body, version, "DescribeTopicPartitions")
         for topic in response["Topics"]:

@@ -46,6 +46,8 @@ from __future__ import annotations
 import argparse
 import base64
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
@@ -171,7 +173,11 @@ def _ids(ids: list[int]) -> str:
     return ",".join(str(i) for i in ids) or "-"
 
 
-def _columns(partitions: list[dict]) -> list[tuple[str, object]]:
+#: (heading, the cell of a partition's description)
+Column = tuple[str, Callable[[dict[str, Any]], str]]
+
+
+def _columns(partitions: list[dict]) -> list[Column]:
     """(heading, cell of a partition) of the columns this topic's source carries."""
     def carried(key):
         return bool(partitions) and all(p.get(key) is not None for p in partitions)
@@ -179,7 +185,8 @@ def _columns(partitions: list[dict]) -> list[tuple[str, object]]:
     def present(key):
         return any(p.get(key) for p in partitions)
 
-    columns = [("Partition", lambda p: str(p["partition"])),
+    columns: list[Column] = [
+               ("Partition", lambda p: str(p["partition"])),
                ("Leader", lambda p: "none" if p["leader"] is None else str(p["leader"]))]
     if carried("leader_epoch"):
         columns.append(("LeaderEpoch", lambda p: str(p["leader_epoch"])))
@@ -188,15 +195,23 @@ def _columns(partitions: list[dict]) -> list[tuple[str, object]]:
         columns.append(("Elr", lambda p: _ids(p["elr"])))
     optional = (("LastKnownElr", "last_known_elr"), ("Offline", "offline"),
                 ("Adding", "adding"), ("Removing", "removing"))
-    columns += [(heading, lambda p, k=key: _ids(p.get(k) or [])) for heading, key in optional if present(key)]
+    columns += [(heading, _ids_cell(key)) for heading, key in optional if present(key)]
     if partitions and all("highest_tiered_offset" in p for p in partitions):
-        columns += [(heading, lambda p, k=key: _offset(p[k])) for heading, key in _OFFSET_COLUMNS]
+        columns += [(heading, _offset_cell(key)) for heading, key in _OFFSET_COLUMNS]
     if any(c["size_bytes"] >= 0 or c["start_timestamp"] >= 0 for p in partitions for c in p.get("local_log") or ()):
         now_ms = wall_clock_ms()
         columns += [("LocalLog", lambda p: _local_log_cell(p.get("local_log"), now_ms)),
                     ("NotEligible", lambda p: _ids([c["replica"] for c in p.get("local_log") or ()
                                                     if not c["eligible"]]))]
     return columns
+
+
+def _ids_cell(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda p: _ids(p.get(key) or [])
+
+
+def _offset_cell(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda p: _offset(p[key])
 
 
 def _local_log_cell(entries: list | None, now_ms: int) -> str:
@@ -210,10 +225,11 @@ def _local_log_cell(entries: list | None, now_ms: int) -> str:
 def _size(n: int) -> str:
     if n < 0:
         return "?"
+    value: float = n
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n}{unit}" if unit == "B" else f"{n:.1f}{unit}"
-        n /= 1024
+        if value < 1024 or unit == "GiB":
+            return f"{n}{unit}" if unit == "B" else f"{value:.1f}{unit}"
+        value /= 1024
     return "?"
 
 

@@ -16,8 +16,8 @@ INVALID_REQUEST for the excess items.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Container, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tierlog.metadata.acls import (
     AclBinding,
@@ -28,20 +28,24 @@ from tierlog.metadata.acls import (
 )
 from tierlog.metadata.cluster_records import (
     AccessControlEntryRecord,
+    MetadataRecord,
     RemoveAccessControlEntryRecord,
 )
+from tierlog.metadata.image import MetadataImage
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.create_acls import (
-    AclCreationResult,
-    CreateAclsRequest,
-    CreateAclsResponse,
-)
-from tierlog.protocol.typed.delete_acls import (
-    DeleteAclsFilterResult,
-    DeleteAclsMatchingAcl,
-    DeleteAclsRequest,
-    DeleteAclsResponse,
-)
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.create_acls import (
+        AclCreationResult,
+        CreateAclsRequest,
+        CreateAclsResponse,
+    )
+    from tierlog.protocol.typed.delete_acls import (
+        DeleteAclsFilterResult,
+        DeleteAclsMatchingAcl,
+        DeleteAclsRequest,
+        DeleteAclsResponse,
+    )
 
 __all__ = ["MAX_RECORDS_PER_REQUEST", "AclControlManager", "not_controller"]
 
@@ -63,13 +67,13 @@ class AclControlManager:
     def __init__(self, rng: random.Random):
         self.rng = rng
 
-    def _new_id(self, taken: Mapping) -> bytes:
+    def _new_id(self, taken: Container[bytes]) -> bytes:
         while True:
             acl_id = self.rng.randbytes(16)
             if acl_id != bytes(16) and acl_id not in taken:
                 return acl_id
 
-    def create_acls(self, request: CreateAclsRequest, image) -> tuple[list, CreateAclsResponse]:
+    def create_acls(self, request: CreateAclsRequest, image: MetadataImage) -> tuple[Sequence[MetadataRecord], CreateAclsResponse]:
         existing = set(image.acls.values())
         records: list[AccessControlEntryRecord] = []
         results: list[AclCreationResult] = []
@@ -89,7 +93,7 @@ class AclControlManager:
             results.append(_error(ErrorCode.NONE))
         return records, {"ThrottleTimeMs": 0, "Results": results}
 
-    def delete_acls(self, request: DeleteAclsRequest, image) -> tuple[list, DeleteAclsResponse]:
+    def delete_acls(self, request: DeleteAclsRequest, image: MetadataImage) -> tuple[Sequence[MetadataRecord], DeleteAclsResponse]:
         removed: set[bytes] = set()
         records: list[RemoveAccessControlEntryRecord] = []
         results: list[DeleteAclsFilterResult] = []
@@ -110,7 +114,7 @@ class AclControlManager:
         return records, {"ThrottleTimeMs": 0, "FilterResults": results}
 
 
-def not_controller(api_key_is_create: bool, request: Mapping[str, Any], nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict:
+def not_controller(api_key_is_create: bool, request: Mapping[str, Any], nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict[str, Any]:
     """The NOT_CONTROLLER (or ``nc``) answer of CreateAcls / DeleteAcls."""
     if api_key_is_create:
         return {"ThrottleTimeMs": 0, "Results": [_error(nc) for _ in request["Creations"]]}

@@ -50,37 +50,45 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from tierlog.metadata.cluster_records import (
     BrokerEndpoint,
     BrokerFeature,
     BrokerRegistrationChangeRecord,
     FenceBrokerRecord,
+    MetadataRecord,
     RegisterBrokerRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from tierlog.metadata.image import BrokerInfo, MetadataImage
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.broker_heartbeat import (
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-)
-from tierlog.protocol.typed.broker_registration import (
-    BrokerRegistrationRequest,
-    BrokerRegistrationResponse,
-)
-from tierlog.protocol.typed.unregister_broker import (
-    UnregisterBrokerRequest,
-    UnregisterBrokerResponse,
-)
 
 from .heartbeats import HeartbeatTracker
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.broker_heartbeat import (
+        BrokerHeartbeatRequest,
+        BrokerHeartbeatResponse,
+    )
+    from tierlog.protocol.typed.broker_registration import (
+        BrokerRegistrationRequest,
+        BrokerRegistrationResponse,
+    )
+    from tierlog.protocol.typed.unregister_broker import (
+        UnregisterBrokerRequest,
+        UnregisterBrokerResponse,
+    )
 
 __all__ = ["CONTROLLED_SHUTDOWN", "FENCED", "SHUTDOWN_NOW", "UNFENCED", "ClusterControlManager"]
 
 FENCED, UNFENCED, CONTROLLED_SHUTDOWN, SHUTDOWN_NOW = "FENCED", "UNFENCED", "CONTROLLED_SHUTDOWN", "SHUTDOWN_NOW"
 _log = logging.getLogger(__name__)
+
+#: (broker id, its dirs newly offline) -> the PartitionChangeRecords taking its replicas there offline
+OfflineChanges = Callable[[int, list[bytes]], Sequence[MetadataRecord]]
 
 
 class ClusterControlManager:
@@ -96,7 +104,7 @@ class ClusterControlManager:
         self.sessions.clear()
         self._shutdown_offsets.clear()
 
-    def start_missing_sessions(self, image, now_ms: int) -> None:
+    def start_missing_sessions(self, image: MetadataImage, now_ms: int) -> None:
         """Every registered broker without a session gets one starting now (after activation)."""
         for b in image.brokers:
             if not self.sessions.has_session(b):
@@ -104,7 +112,7 @@ class ClusterControlManager:
 
     # -- BrokerRegistration (62) --------------------------------------------
 
-    def register(self, request: BrokerRegistrationRequest, image, now_ms: int, next_offset: int) -> tuple[list, BrokerRegistrationResponse]:
+    def register(self, request: BrokerRegistrationRequest, image: MetadataImage, now_ms: int, next_offset: int) -> tuple[Sequence[MetadataRecord], BrokerRegistrationResponse]:
         broker_id = request["BrokerId"]
         error = self._registration_error(request, image, now_ms)
         if error is not None:
@@ -121,7 +129,7 @@ class ClusterControlManager:
         self._shutdown_offsets.pop(broker_id, None)
         return [record], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "BrokerEpoch": next_offset}
 
-    def _registration_error(self, request: BrokerRegistrationRequest, image, now_ms: int) -> int | None:
+    def _registration_error(self, request: BrokerRegistrationRequest, image: MetadataImage, now_ms: int) -> int | None:
         if self.cluster_id is not None and request["ClusterId"] != self.cluster_id:
             return ErrorCode.INCONSISTENT_CLUSTER_ID
         if request["BrokerId"] < 0 or not request["Listeners"]:
@@ -134,9 +142,9 @@ class ClusterControlManager:
 
     # -- BrokerHeartbeat (63) -----------------------------------------------
 
-    def heartbeat(self, request: BrokerHeartbeatRequest, image, now_ms: int, next_offset: int,
+    def heartbeat(self, request: BrokerHeartbeatRequest, image: MetadataImage, now_ms: int, next_offset: int,
                   leads_partitions: Callable[[int], bool],
-                  offline_changes: Callable[[int, list[bytes]], list] = lambda _b, _dirs: []) -> tuple[list, BrokerHeartbeatResponse]:
+                  offline_changes: OfflineChanges = lambda _b, _dirs: []) -> tuple[Sequence[MetadataRecord], BrokerHeartbeatResponse]:
         broker_id = request["BrokerId"]
         error = check_broker_epoch(image, broker_id, request["BrokerEpoch"])
         if error:
@@ -157,13 +165,14 @@ class ClusterControlManager:
                          "IsFenced": fenced, "ShouldShutDown": nxt == SHUTDOWN_NOW}
 
     @staticmethod
-    def _state(reg) -> str:
+    def _state(reg: BrokerInfo) -> str:
         if reg.fenced:
             return FENCED
         return CONTROLLED_SHUTDOWN if reg.in_controlled_shutdown else UNFENCED
 
     @staticmethod
-    def _dir_change_records(reg, offline: list[bytes], no_online_dir: bool, offline_changes) -> list:
+    def _dir_change_records(reg: BrokerInfo, offline: list[bytes], no_online_dir: bool,
+                            offline_changes: OfflineChanges) -> list[MetadataRecord]:
         """Kafka's handleDirectoriesOffline: the replicas in the failed dirs go offline, then the
         registration keeps only its online dirs."""
         if not offline or no_online_dir:
@@ -175,7 +184,7 @@ class ClusterControlManager:
                      len(moved))
         return [*moved, BrokerRegistrationChangeRecord(broker_id=reg.node_id, broker_epoch=reg.epoch, log_dirs=online)]
 
-    def _next_state(self, current: str, request: BrokerHeartbeatRequest, broker_id: int, caught_up: bool, image,
+    def _next_state(self, current: str, request: BrokerHeartbeatRequest, broker_id: int, caught_up: bool, image: MetadataImage,
                     leads_partitions: Callable[[int], bool], no_online_dir: bool = False) -> str:
         want_fence, want_shutdown = request["WantFence"], request["WantShutDown"]
         if current == FENCED:
@@ -194,12 +203,12 @@ class ClusterControlManager:
         needed = self._shutdown_offsets.get(broker_id, 0)
         return SHUTDOWN_NOW if self._lowest_active_offset(image) >= needed else CONTROLLED_SHUTDOWN
 
-    def _lowest_active_offset(self, image) -> int:
+    def _lowest_active_offset(self, image: MetadataImage) -> int:
         active = [b.node_id for b in image.brokers.values() if self._state(b) == UNFENCED]
         offsets = [self.sessions.metadata_offset(b) for b in active]
         return min(offsets) if offsets else 2**63 - 1
 
-    def _records_for(self, current: str, nxt: str, reg, next_offset: int, reason: str) -> list:
+    def _records_for(self, current: str, nxt: str, reg: BrokerInfo, next_offset: int, reason: str) -> list[MetadataRecord]:
         if nxt == current or (current == FENCED and nxt == SHUTDOWN_NOW):
             return []
         if nxt in (FENCED, SHUTDOWN_NOW):
@@ -216,7 +225,7 @@ class ClusterControlManager:
 
     # -- UnregisterBroker (64) ----------------------------------------------
 
-    def unregister(self, request: UnregisterBrokerRequest, image) -> tuple[list, UnregisterBrokerResponse]:
+    def unregister(self, request: UnregisterBrokerRequest, image: MetadataImage) -> tuple[Sequence[MetadataRecord], UnregisterBrokerResponse]:
         reg = image.brokers.get(request["BrokerId"])
         if reg is None:
             return [], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.BROKER_ID_NOT_REGISTERED,
@@ -228,23 +237,23 @@ class ClusterControlManager:
 
     # -- periodic -----------------------------------------------------------
 
-    def fence_expired(self, image, now_ms: int) -> list:
+    def fence_expired(self, image: MetadataImage, now_ms: int) -> list[MetadataRecord]:
         """FenceBrokerRecords for active brokers whose session ran out."""
         live = [b.node_id for b in image.brokers.values() if not b.fenced]
-        out = []
+        out: list[MetadataRecord] = []
         for b in self.sessions.expired(live, now_ms):
-            reg = image.brokers.get(b)
+            reg = image.brokers[b]                  # expired() answers only of ``live``
             self._shutdown_offsets.pop(b, None)
             _log.warning("fencing broker %d (epoch %d): no heartbeat within broker.session.timeout.ms (%d ms)",
                          b, reg.epoch, self.sessions.session_timeout_ms)
             out.append(FenceBrokerRecord(id=b, epoch=reg.epoch))
         return out
 
-    def next_deadline_ms(self, image) -> int | None:
+    def next_deadline_ms(self, image: MetadataImage) -> int | None:
         live = [b.node_id for b in image.brokers.values() if not b.fenced]
         return self.sessions.next_expiry_ms(live)
 
-def check_broker_epoch(image, broker_id: int, broker_epoch: int, *,
+def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int, *,
                        unregistered: int = ErrorCode.BROKER_ID_NOT_REGISTERED,
                        unset_skips: bool = False, fenced_is_stale: bool = False) -> int:
     """The one broker-epoch check of the controller's broker-to-controller APIs
@@ -266,7 +275,7 @@ def check_broker_epoch(image, broker_id: int, broker_epoch: int, *,
     return ErrorCode.NONE
 
 
-def _offline_registered_dirs(reg, request: BrokerHeartbeatRequest) -> list[bytes]:
+def _offline_registered_dirs(reg: BrokerInfo, request: BrokerHeartbeatRequest) -> list[bytes]:
     """The broker's registered online log dirs that its heartbeat reports offline."""
     reported = set(request.get("OfflineLogDirs") or ())
     return [d for d in reg.log_dirs if d in reported]
@@ -283,7 +292,7 @@ def _heartbeat_reason(nxt: str, request: BrokerHeartbeatRequest, offset: int, no
     return "it asked to be fenced (WantFence)"
 
 
-def _dir_names(dirs) -> str:
+def _dir_names(dirs: Iterable[bytes]) -> str:
     return ", ".join(_uuid_str(d) for d in dirs) or "none"
 
 

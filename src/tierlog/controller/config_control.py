@@ -25,14 +25,19 @@ writes nothing.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 from tierlog.config import BROKER_CONFIGS
 from tierlog.metadata.cluster_records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
+    MetadataRecord,
 )
 from tierlog.metadata.group_rules import validate_group_configs
+from tierlog.metadata.image import MetadataImage
 from tierlog.metadata.topic_rules import (
     RuleError,
     TieringRules,
@@ -40,36 +45,43 @@ from tierlog.metadata.topic_rules import (
     validate_topic_configs,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.alter_configs import (
-    AlterConfigsRequest,
-    AlterConfigsResource,
-    AlterConfigsResourceResponse,
-    AlterConfigsResponse,
-)
-from tierlog.protocol.typed.incremental_alter_configs import (
-    IncrementalAlterConfigsAlterConfigsResource,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-)
 from tierlog.storage import TOPIC_CONFIGS
 
 from .controller_config import ControllerConfig
 
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_configs import (
+        AlterConfigsRequest,
+        AlterConfigsResource,
+        AlterConfigsResourceResponse,
+        AlterConfigsResponse,
+    )
+    from tierlog.protocol.typed.incremental_alter_configs import (
+        IncrementalAlterConfigsAlterConfigsResource,
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+    )
+
 __all__ = ["ConfigControlManager"]
+
+
+#: a resource's configs after a request's: (before, the request's configs, the names known or None) -> after;
+#: IncrementalAlterConfigs applies operations, AlterConfigs gives the whole new set
+ApplyConfigs = Callable[[dict[str, str], Sequence[Mapping[str, Any]], Mapping[str, Any] | None], dict[str, str]]
 
 
 class ConfigControlManager:
     def __init__(self, config: ControllerConfig):
         self.config = config
 
-    def incremental_alter_configs(self, request: IncrementalAlterConfigsRequest, version: int, image) -> tuple[list, IncrementalAlterConfigsResponse]:
+    def incremental_alter_configs(self, request: IncrementalAlterConfigsRequest, version: int, image: MetadataImage) -> tuple[Sequence[MetadataRecord], IncrementalAlterConfigsResponse]:
         return self._alter(request, image, _apply_incremental)
 
-    def legacy_alter_configs(self, request: AlterConfigsRequest, version: int, image) -> tuple[list, AlterConfigsResponse]:
+    def legacy_alter_configs(self, request: AlterConfigsRequest, version: int, image: MetadataImage) -> tuple[Sequence[MetadataRecord], AlterConfigsResponse]:
         return self._alter(request, image, _replace_all)
 
-    def _alter(self, request: AlterConfigsRequest | IncrementalAlterConfigsRequest, image,
-               apply) -> tuple[list, AlterConfigsResponse]:
+    def _alter(self, request: AlterConfigsRequest | IncrementalAlterConfigsRequest, image: MetadataImage,
+               apply: ApplyConfigs) -> tuple[Sequence[MetadataRecord], AlterConfigsResponse]:
         """AlterConfigs and IncrementalAlterConfigs: their responses have the same shape."""
         validate_only = request.get("ValidateOnly", False)
         responses: list[AlterConfigsResourceResponse] = []
@@ -91,8 +103,8 @@ class ConfigControlManager:
             responses.append(out)
         return records, {"ThrottleTimeMs": 0, "Responses": responses}
 
-    def _one(self, r: AlterConfigsResource | IncrementalAlterConfigsAlterConfigsResource, image,
-             apply) -> list[ConfigRecord]:
+    def _one(self, r: AlterConfigsResource | IncrementalAlterConfigsAlterConfigsResource, image: MetadataImage,
+             apply: ApplyConfigs) -> list[ConfigRecord]:
         kind, name = r["ResourceType"], r["ResourceName"]
         if kind == CONFIG_RESOURCE_TOPIC:
             topic = image.topics.get(name)
@@ -124,7 +136,7 @@ class ConfigControlManager:
 _BROKER_LONGS = ("leader.election.eligible.local.log.ms", "leader.election.eligible.local.log.bytes")
 
 
-def _check_broker_longs(configs: dict) -> None:
+def _check_broker_longs(configs: Mapping[str, str]) -> None:
     for key in _BROKER_LONGS:
         value = configs.get(key)
         if value is None:
@@ -138,7 +150,7 @@ def _check_broker_longs(configs: dict) -> None:
                                                       "must be a long of at least -1.")
 
 
-def _check_broker_booleans(before: dict, after: dict) -> None:
+def _check_broker_booleans(before: Mapping[str, str], after: Mapping[str, str]) -> None:
     for key, value in after.items():
         d = BROKER_CONFIGS.get(key)
         if d is not None and d.type == "boolean" and before.get(key) != value and \
@@ -147,7 +159,8 @@ def _check_broker_booleans(before: dict, after: dict) -> None:
                                                       "Expected value to be either true or false")
 
 
-def _apply_incremental(before: dict, configs: list, known) -> dict:
+def _apply_incremental(before: dict[str, str], configs: Sequence[Mapping[str, Any]],
+                       known: Mapping[str, Any] | None) -> dict[str, str]:
     """IncrementalAlterConfigs: each operation on a copy of ``before``."""
     after = dict(before)
     for c in configs:
@@ -155,7 +168,8 @@ def _apply_incremental(before: dict, configs: list, known) -> dict:
     return after
 
 
-def _replace_all(before: dict, configs: list, known) -> dict:
+def _replace_all(before: dict[str, str], configs: Sequence[Mapping[str, Any]],
+                 known: Mapping[str, Any] | None) -> dict[str, str]:
     """AlterConfigs: the given keys are the whole new set (a null value: the key is deleted).
 
     Topic config names are checked afterwards by ``validate_topic_configs``; a
@@ -165,7 +179,7 @@ def _replace_all(before: dict, configs: list, known) -> dict:
     return {k: v for k, v in after.items() if v is not None}
 
 
-def _diff(kind: int, name: str, before: dict, after: dict) -> list[ConfigRecord]:
+def _diff(kind: int, name: str, before: Mapping[str, str], after: Mapping[str, str]) -> list[ConfigRecord]:
     out = [ConfigRecord(kind, name, k, v) for k, v in sorted(after.items()) if before.get(k) != v]
     out += [ConfigRecord(kind, name, k, None) for k in sorted(before) if k not in after]
     return out

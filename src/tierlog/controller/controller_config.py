@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from tierlog.config import ConfigError
 from tierlog.metadata.group_rules import broker_group_settings
 
 __all__ = ["PRODUCER_ID_BLOCK_SIZE", "ControllerConfig"]
@@ -33,16 +34,15 @@ class ControllerConfig:
     @classmethod
     def from_props(cls, props: Mapping[str, object], topic_defaults: Mapping[str, object] | None = None,
                    cluster_id: str | None = None) -> ControllerConfig:
-        """From a mapping of Kafka config names (a NodeConfig or a plain dict)."""
-        def get(name, default):
-            try:
-                value = props[name]
-            except KeyError:
-                return default
-            return default if value is None else value
+        """From a mapping of Kafka config names (a NodeConfig's values or a plain dict)."""
+        def get(name: str, default: int | bool) -> int | float | str:
+            return _setting(props, name, default)
 
+        if cluster_id is None:
+            given = props.get("cluster.id")
+            cluster_id = None if given is None else str(given)
         return cls(
-            cluster_id=cluster_id if cluster_id is not None else get("cluster.id", None),
+            cluster_id=cluster_id,
             broker_session_timeout_ms=int(get("broker.session.timeout.ms", 9000)),
             num_partitions=int(get("num.partitions", 1)),
             default_replication_factor=int(get("default.replication.factor", 1)),
@@ -61,7 +61,17 @@ class ControllerConfig:
         )
 
 
-def _check_interval_ms(seconds) -> int:
+def _setting(props: Mapping[str, object], name: str, default: int | bool) -> int | float | str:
+    """``props[name]``, the default when missing or None (a NodeConfig's unset value)."""
+    value = props.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, int | float | str):
+        raise ConfigError(f"{name}: want a number, a boolean or a string, got {value!r}")
+    return value
+
+
+def _check_interval_ms(seconds: float | str) -> int:
     """``leader.imbalance.check.interval.seconds`` in ms; Kafka requires at least 1."""
     value = int(seconds)
     if value < 1:
@@ -69,5 +79,5 @@ def _check_interval_ms(seconds) -> int:
     return value * 1000
 
 
-def _bool(v) -> bool:
+def _bool(v: float | str) -> bool:
     return v if isinstance(v, bool) else str(v).strip().lower() == "true"

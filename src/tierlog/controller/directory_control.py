@@ -25,31 +25,36 @@ Cost: one walk over the broker's partitions per dir failure (a rare event).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tierlog.metadata.cluster_records import (
     NO_LEADER,
     NO_LEADER_CHANGE,
+    MetadataRecord,
     PartitionChangeRecord,
 )
 from tierlog.metadata.directories import is_online, offline_replicas, with_directory
+from tierlog.metadata.image import MetadataImage, PartitionInfo, TopicInfo
 from tierlog.metadata.leader_election import (
     EligibilityThresholds,
     elect_leader,
     remove_from_isr,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.assign_replicas_to_dirs import (
-    AssignReplicasToDirsRequest,
-    AssignReplicasToDirsResponse,
-    AssignReplicasToDirsResponseDirectoryData,
-    AssignReplicasToDirsResponsePartitionData,
-    AssignReplicasToDirsResponseTopicData,
-)
 
 from .cluster_control import check_broker_epoch
 from .controller_config import ControllerConfig
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.assign_replicas_to_dirs import (
+        AssignReplicasToDirsRequest,
+        AssignReplicasToDirsResponse,
+        AssignReplicasToDirsResponseDirectoryData,
+        AssignReplicasToDirsResponsePartitionData,
+        AssignReplicasToDirsResponseTopicData,
+    )
 
 __all__ = ["DirectoryControlManager"]
 
@@ -57,16 +62,17 @@ RECOVERING = 1
 
 
 class DirectoryControlManager:
-    def __init__(self, config: ControllerConfig, thresholds: Callable[[object, object], EligibilityThresholds]):
+    def __init__(self, config: ControllerConfig, thresholds: Callable[[TopicInfo, MetadataImage], EligibilityThresholds]):
         self.config = config
         self.thresholds = thresholds        # (topic, image) -> KIP-1303 thresholds (PartitionControlManager's)
 
     # -- a heartbeat reported dirs offline --------------------------------------
 
-    def offline_dir_changes(self, image, broker_id: int, offline_dirs, now_ms: int) -> list:
+    def offline_dir_changes(self, image: MetadataImage, broker_id: int, offline_dirs: Iterable[bytes],
+                            now_ms: int) -> list[PartitionChangeRecord]:
         """PartitionChangeRecords taking ``broker_id``'s replicas in ``offline_dirs`` offline."""
         gone = set(offline_dirs)
-        records = []
+        records: list[PartitionChangeRecord] = []
         for topic, p in image.partitions_on(broker_id):
             if p.directory(broker_id) in gone:
                 record = self._replica_offline(image, topic, p, broker_id, p.directories, now_ms)
@@ -74,8 +80,8 @@ class DirectoryControlManager:
                     records.append(record)
         return records
 
-    def _replica_offline(self, image, topic, p, broker_id: int, dirs, now_ms: int,
-                         ) -> PartitionChangeRecord | None:
+    def _replica_offline(self, image: MetadataImage, topic: TopicInfo, p: PartitionInfo, broker_id: int,
+                         dirs: Sequence[bytes], now_ms: int) -> PartitionChangeRecord | None:
         """The change taking ``broker_id``'s replica of ``p`` out of the ISR and leadership (None: nothing to do)."""
         if broker_id not in p.isr and broker_id not in p.elr and p.leader != broker_id:
             return None
@@ -97,16 +103,16 @@ class DirectoryControlManager:
             last_known_elr=tuple(lke) if tuple(lke) != p.last_known_elr else None,
             leader_recovery_state=RECOVERING if unclean else -1)
 
-    def _min_isr(self, topic, image) -> int:
+    def _min_isr(self, topic: TopicInfo, image: MetadataImage) -> int:
         return _int(image.config("min.insync.replicas", topic, self.config.min_insync_replicas), 1)
 
-    def _unclean(self, topic, image) -> bool:
+    def _unclean(self, topic: TopicInfo, image: MetadataImage) -> bool:
         value = image.config("unclean.leader.election.enable", topic, self.config.unclean_leader_election_enable)
         return str(value).lower() == "true"
 
     # -- AssignReplicasToDirs (73) -----------------------------------------------
 
-    def assign_replicas_to_dirs(self, request: AssignReplicasToDirsRequest, image, now_ms: int) -> tuple[list, AssignReplicasToDirsResponse]:
+    def assign_replicas_to_dirs(self, request: AssignReplicasToDirsRequest, image: MetadataImage, now_ms: int) -> tuple[Sequence[MetadataRecord], AssignReplicasToDirsResponse]:
         broker_id = request["BrokerId"]
         error = check_broker_epoch(image, broker_id, request["BrokerEpoch"])
         if error:
@@ -131,8 +137,8 @@ class DirectoryControlManager:
         response["Directories"] = dirs_out
         return records, response
 
-    def _assign_one(self, image, topic, index: int, broker_id: int, dir_id: bytes, online: bool,
-                    now_ms: int, records: list) -> int:
+    def _assign_one(self, image: MetadataImage, topic: TopicInfo | None, index: int, broker_id: int, dir_id: bytes,
+                    online: bool, now_ms: int, records: list[PartitionChangeRecord]) -> int:
         if topic is None:
             return ErrorCode.UNKNOWN_TOPIC_ID
         if not 0 <= index < len(topic.partitions):
@@ -149,7 +155,7 @@ class DirectoryControlManager:
         return ErrorCode.NONE
 
 
-def _with_directories(record: PartitionChangeRecord, dirs) -> PartitionChangeRecord:
+def _with_directories(record: PartitionChangeRecord, dirs: Iterable[bytes]) -> PartitionChangeRecord:
     return replace(record, directories=tuple(dirs))
 
 
@@ -157,7 +163,7 @@ def _response(error: int) -> AssignReplicasToDirsResponse:
     return {"ThrottleTimeMs": 0, "ErrorCode": error, "Directories": []}
 
 
-def _int(value, default: int) -> int:
+def _int(value: str | int, default: int) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):

@@ -11,6 +11,7 @@ controller then writes a FenceBrokerRecord (``ClusterControlManager``).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = ["BrokerSession", "HeartbeatTracker"]
@@ -57,12 +58,12 @@ class HeartbeatTracker:
         s = self._sessions.get(broker_id)
         return -1 if s is None else s.metadata_offset
 
-    def expired(self, broker_ids, now_ms: int) -> list[int]:
+    def expired(self, broker_ids: Iterable[int], now_ms: int) -> list[int]:
         """Those of ``broker_ids`` whose session has run out (sorted)."""
         return sorted(b for b in broker_ids
                       if b in self._sessions and not self.is_alive(b, now_ms))
 
-    def next_expiry_ms(self, broker_ids) -> int | None:
+    def next_expiry_ms(self, broker_ids: Iterable[int]) -> int | None:
         """When the first of ``broker_ids`` expires if no one heartbeats, or None."""
         times = [self._sessions[b].last_contact_ms + self.session_timeout_ms
                  for b in broker_ids if b in self._sessions]

@@ -40,15 +40,18 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from tierlog.metadata.cluster_records import NO_LEADER
+from tierlog.metadata.image import MetadataImage, PartitionInfo, TopicInfo
 from tierlog.metadata.leader_election import EligibilityThresholds, eligibility_sort
 
 __all__ = ["MAX_ELECTIONS_PER_CHECK", "BalanceSchedule", "imbalance_ratios", "partitions_to_balance",
            "preferred_replica"]
 
 MAX_ELECTIONS_PER_CHECK = 1000
+#: a topic's KIP-1303 thresholds
+ThresholdsOf = Callable[[TopicInfo], EligibilityThresholds]
 
 
-def preferred_replica(part, thresholds: EligibilityThresholds, now_ms: int) -> int:
+def preferred_replica(part: PartitionInfo, thresholds: EligibilityThresholds, now_ms: int) -> int:
     """The replica a PREFERRED election picks (KIP-1303 eligibility-sorted first), or -1."""
     if not thresholds.enabled:
         return part.replicas[0] if part.replicas else NO_LEADER
@@ -69,7 +72,7 @@ def imbalance_ratios(pairs: Iterable[tuple[int, int]]) -> dict[int, float]:
     return {b: not_leading.get(b, 0) / n for b, n in preferred_count.items()}
 
 
-def partitions_to_balance(image, percentage: int, thresholds_of: Callable, now_ms: int,
+def partitions_to_balance(image: MetadataImage, percentage: int, thresholds_of: ThresholdsOf, now_ms: int,
                           limit: int = MAX_ELECTIONS_PER_CHECK) -> tuple[dict[str, list[int]], bool]:
     """(topic -> partitions to elect their preferred leader, whether candidates were left out by ``limit``).
 
@@ -91,7 +94,7 @@ def partitions_to_balance(image, percentage: int, thresholds_of: Callable, now_m
     return plan, False
 
 
-def _candidates(image, thresholds_of: Callable, now_ms: int) -> list[tuple[str, int, int]]:
+def _candidates(image: MetadataImage, thresholds_of: ThresholdsOf, now_ms: int) -> list[tuple[str, int, int]]:
     """(topic, partition, preferred) of partitions whose preferred replica could lead but does not."""
     out = []
     usable = image.usable_brokers()
@@ -106,7 +109,7 @@ def _candidates(image, thresholds_of: Callable, now_ms: int) -> list[tuple[str, 
     return out
 
 
-def _preferred_and_leader(image, thresholds_of: Callable, now_ms: int) -> Iterator[tuple[int, int]]:
+def _preferred_and_leader(image: MetadataImage, thresholds_of: ThresholdsOf, now_ms: int) -> Iterator[tuple[int, int]]:
     for topic in image.topics.values():
         thresholds = thresholds_of(topic)
         for part in topic.partitions:

@@ -34,15 +34,19 @@ needed an election.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tierlog.metadata.cluster_records import (
     NO_LEADER,
     NO_LEADER_CHANGE,
+    MetadataRecord,
     PartitionChangeRecord,
     ReplicaLogCoverage,
 )
 from tierlog.metadata.directories import offline_replicas
+from tierlog.metadata.image import MetadataImage, PartitionInfo, TopicInfo
 from tierlog.metadata.leader_election import (
     Election,
     EligibilityThresholds,
@@ -51,20 +55,6 @@ from tierlog.metadata.leader_election import (
     remove_from_isr,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.alter_partition import (
-    AlterPartitionRequest,
-    AlterPartitionRequestPartitionData,
-    AlterPartitionResponse,
-    AlterPartitionResponsePartitionData,
-    AlterPartitionResponseTopicData,
-    BrokerState,
-)
-from tierlog.protocol.typed.elect_leaders import (
-    ElectLeadersRequest,
-    ElectLeadersResponse,
-    PartitionResult,
-    ReplicaElectionResult,
-)
 
 from .cluster_control import check_broker_epoch
 from .controller_config import ControllerConfig
@@ -75,6 +65,22 @@ from .reassignment import (
     is_reassigning,
     maybe_complete,
 )
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_partition import (
+        AlterPartitionRequest,
+        AlterPartitionRequestPartitionData,
+        AlterPartitionResponse,
+        AlterPartitionResponsePartitionData,
+        AlterPartitionResponseTopicData,
+        BrokerState,
+    )
+    from tierlog.protocol.typed.elect_leaders import (
+        ElectLeadersRequest,
+        ElectLeadersResponse,
+        PartitionResult,
+        ReplicaElectionResult,
+    )
 
 __all__ = ["LOCAL_LOG_STATE_VERSION", "PartitionControlManager"]
 
@@ -95,14 +101,14 @@ class PartitionControlManager:
 
     # -- AlterPartition (56) --------------------------------------------------
 
-    def alter_partition(self, request: AlterPartitionRequest, version: int, image, now_ms: int) -> tuple[list, AlterPartitionResponse]:
+    def alter_partition(self, request: AlterPartitionRequest, version: int, image: MetadataImage, now_ms: int) -> tuple[Sequence[MetadataRecord], AlterPartitionResponse]:
         sender = request["BrokerId"]
         error = check_broker_epoch(image, sender, request.get("BrokerEpoch", -1),
                                    unregistered=ErrorCode.STALE_BROKER_EPOCH, unset_skips=True)
         if error:
             return [], {"ThrottleTimeMs": 0, "ErrorCode": error, "Topics": []}
-        topics: list[AlterPartitionResponseTopicData]
-        records, topics = [], []
+        records: list[PartitionChangeRecord] = []
+        topics: list[AlterPartitionResponseTopicData] = []
         for t in request["Topics"]:
             topic = image.topic_by_id(t["TopicId"]) if version >= 2 else image.topics.get(t["TopicName"])
             key: AlterPartitionResponseTopicData = {"TopicId": t["TopicId"]} if version >= 2 else {"TopicName": t["TopicName"]}
@@ -123,7 +129,8 @@ class PartitionControlManager:
             topics.append({**key, "Partitions": parts})
         return records, {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "Topics": topics}
 
-    def _alter_one(self, sender: int, topic, p: AlterPartitionRequestPartitionData, version: int, image, now_ms: int):
+    def _alter_one(self, sender: int, topic: TopicInfo, p: AlterPartitionRequestPartitionData, version: int,
+                   image: MetadataImage, now_ms: int) -> tuple[PartitionChangeRecord | None, AlterPartitionResponsePartitionData]:
         index = p["PartitionIndex"]
         if not 0 <= index < len(topic.partitions):
             raise _Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -146,7 +153,8 @@ class PartitionControlManager:
         return record, _ap_result(index, part.leader, part.leader_epoch, new_isr, recovery, part.partition_epoch + 1)
 
     @staticmethod
-    def _validate(sender: int, part, p: AlterPartitionRequestPartitionData, new_isr: tuple, recovery: int) -> None:
+    def _validate(sender: int, part: PartitionInfo, p: AlterPartitionRequestPartitionData, new_isr: tuple[int, ...],
+                  recovery: int) -> None:
         if p["LeaderEpoch"] > part.leader_epoch or p["PartitionEpoch"] > part.partition_epoch:
             raise _Reject(ErrorCode.NOT_CONTROLLER)
         if p["LeaderEpoch"] < part.leader_epoch:
@@ -163,7 +171,8 @@ class PartitionControlManager:
         if part.leader_recovery_state == RECOVERED and recovery == RECOVERING:
             raise _Reject(ErrorCode.INVALID_REQUEST)
 
-    def _change(self, topic, part, new_isr: tuple, recovery: int, coverage, image,
+    def _change(self, topic: TopicInfo, part: PartitionInfo, new_isr: tuple[int, ...], recovery: int,
+                coverage: tuple[ReplicaLogCoverage, ...] | None, image: MetadataImage,
                 now_ms: int) -> PartitionChangeRecord | None:
         isr_changed = set(new_isr) != set(part.isr) or new_isr != part.isr
         elr = self._elr_after(topic, part, new_isr, image) if isr_changed else part.elr
@@ -190,7 +199,8 @@ class PartitionControlManager:
             leader_recovery_state=recovery if recovery_changed else -1,
             local_log_coverage=coverage)
 
-    def _elr_after(self, topic, part, new_isr: tuple, image) -> tuple[int, ...]:
+    def _elr_after(self, topic: TopicInfo, part: PartitionInfo, new_isr: tuple[int, ...],
+                   image: MetadataImage) -> tuple[int, ...]:
         """KIP-966 kept simple (``election.remove_from_isr``): members leaving a too-small ISR join the ELR."""
         min_isr = self._min_isr(topic, image)
         isr, elr = tuple(part.isr), tuple(part.elr)
@@ -201,13 +211,13 @@ class PartitionControlManager:
             return ()
         return tuple(r for r in elr if r not in new_isr)
 
-    def _min_isr(self, topic, image) -> int:
+    def _min_isr(self, topic: TopicInfo, image: MetadataImage) -> int:
         return _int(image.config("min.insync.replicas", topic, self.config.min_insync_replicas),
                     self.config.min_insync_replicas)
 
     # -- ElectLeaders (43) ----------------------------------------------------
 
-    def elect_leaders(self, request: ElectLeadersRequest, version: int, image, now_ms: int) -> tuple[list, ElectLeadersResponse]:
+    def elect_leaders(self, request: ElectLeadersRequest, version: int, image: MetadataImage, now_ms: int) -> tuple[Sequence[MetadataRecord], ElectLeadersResponse]:
         kind = request.get("ElectionType", PREFERRED) if version >= 1 else PREFERRED
         if kind not in (PREFERRED, UNCLEAN):
             return [], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.INVALID_REQUEST, "ReplicaElectionResults": []}
@@ -224,15 +234,16 @@ class PartitionControlManager:
                 results.append({"Topic": topic.name, "PartitionResult": parts})
         else:
             for t in wanted:
-                topic = image.topics.get(t["Topic"])
+                named = image.topics.get(t["Topic"])
                 parts = []
                 for index in t["Partitions"]:
-                    code, msg = self._elect_one(image, topic, index, kind, now_ms, records)
+                    code, msg = self._elect_one(image, named, index, kind, now_ms, records)
                     parts.append({"PartitionId": index, "ErrorCode": code, "ErrorMessage": msg})
                 results.append({"Topic": t["Topic"], "PartitionResult": parts})
         return records, {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "ReplicaElectionResults": results}
 
-    def _elect_one(self, image, topic, index: int, kind: int, now_ms: int, records: list) -> tuple[int, str | None]:
+    def _elect_one(self, image: MetadataImage, topic: TopicInfo | None, index: int, kind: int, now_ms: int,
+                   records: list[PartitionChangeRecord]) -> tuple[int, str | None]:
         if topic is None or not 0 <= index < len(topic.partitions):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "No such topic or partition."
         part = topic.partitions[index]
@@ -263,26 +274,26 @@ class PartitionControlManager:
             leader_recovery_state=RECOVERING if result.unclean else -1))
         return ErrorCode.NONE, None
 
-    def thresholds(self, topic, image) -> EligibilityThresholds:
+    def thresholds(self, topic: TopicInfo, image: MetadataImage) -> EligibilityThresholds:
         """KIP-1303 thresholds: topic override, else cluster-wide dynamic config, else ours."""
         ms = image.config("leader.election.eligible.local.log.ms", topic, self.config.eligible_local_log_ms)
         size = image.config("leader.election.eligible.local.log.bytes", topic, self.config.eligible_local_log_bytes)
         return EligibilityThresholds(_int(ms, -1), _int(size, -1))
 
 
-def _offline(part, image) -> frozenset[int]:
+def _offline(part: PartitionInfo, image: MetadataImage) -> frozenset[int]:
     """Replicas of ``part`` on an offline log dir (KIP-858): never elected."""
     return offline_replicas(part.replicas, part.directories, image.brokers.get)
 
 
-def _int(value, default: int) -> int:
+def _int(value: str | int, default: int) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
         return default
 
 
-def _eligible(image, member: BrokerState) -> bool:
+def _eligible(image: MetadataImage, member: BrokerState) -> bool:
     reg = image.brokers.get(member["BrokerId"])
     if reg is None or reg.fenced or reg.in_controlled_shutdown:
         return False
@@ -302,6 +313,7 @@ def _ap_error(index: int, code: int) -> AlterPartitionResponsePartitionData:
             "LeaderRecoveryState": 0, "PartitionEpoch": -1}
 
 
-def _ap_result(index, leader, leader_epoch, isr, recovery, partition_epoch) -> AlterPartitionResponsePartitionData:
+def _ap_result(index: int, leader: int, leader_epoch: int, isr: Iterable[int], recovery: int,
+               partition_epoch: int) -> AlterPartitionResponsePartitionData:
     return {"PartitionIndex": index, "ErrorCode": ErrorCode.NONE, "LeaderId": leader, "LeaderEpoch": leader_epoch,
             "Isr": list(isr), "LeaderRecoveryState": recovery, "PartitionEpoch": partition_epoch}

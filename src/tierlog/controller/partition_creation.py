@@ -22,24 +22,29 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from tierlog.metadata.cluster_records import PartitionRecord
+from tierlog.metadata.cluster_records import MetadataRecord, PartitionRecord
 from tierlog.metadata.directories import directories_for
+from tierlog.metadata.image import MetadataImage
 from tierlog.metadata.topic_rules import MAX_PARTITIONS, RuleError
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.create_partitions import (
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-    CreatePartitionsTopic,
-    CreatePartitionsTopicResult,
-)
 
 from .placement import PlacementError, UsableBroker, place
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.create_partitions import (
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
+        CreatePartitionsTopic,
+        CreatePartitionsTopicResult,
+    )
 
 __all__ = ["create_partitions"]
 
 
-def create_partitions(request: CreatePartitionsRequest, image, rng: random.Random) -> tuple[list, CreatePartitionsResponse]:
+def create_partitions(request: CreatePartitionsRequest, image: MetadataImage, rng: random.Random) -> tuple[Sequence[MetadataRecord], CreatePartitionsResponse]:
     validate_only = request.get("ValidateOnly", False)
     counts = Counter(t["Name"] for t in request["Topics"])
     records: list[PartitionRecord] = []
@@ -61,7 +66,7 @@ def create_partitions(request: CreatePartitionsRequest, image, rng: random.Rando
     return records, {"ThrottleTimeMs": 0, "Results": results}
 
 
-def _one(t: CreatePartitionsTopic, image, rng: random.Random) -> list[PartitionRecord]:
+def _one(t: CreatePartitionsTopic, image: MetadataImage, rng: random.Random) -> list[PartitionRecord]:
     topic = image.topics.get(t["Name"])
     if topic is None:
         raise RuleError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{t['Name']}' does not exist.")
@@ -88,7 +93,7 @@ def _one(t: CreatePartitionsTopic, image, rng: random.Random) -> list[PartitionR
     return records
 
 
-def _assignments(t: CreatePartitionsTopic, image, additional: int, rf: int, rng: random.Random) -> list[tuple[int, ...]]:
+def _assignments(t: CreatePartitionsTopic, image: MetadataImage, additional: int, rf: int, rng: random.Random) -> list[tuple[int, ...]]:
     assignments = t.get("Assignments")      # nullable: None asks the controller to place them
     if assignments is None:
         usable = [UsableBroker(b.node_id, b.rack) for b in image.brokers.values() if b.usable]
@@ -102,7 +107,7 @@ def _assignments(t: CreatePartitionsTopic, image, additional: int, rf: int, rng:
     return given
 
 
-def _check_manual(replicas: tuple[int, ...], rf: int, image) -> None:
+def _check_manual(replicas: tuple[int, ...], rf: int, image: MetadataImage) -> None:
     bad = ErrorCode.INVALID_REPLICA_ASSIGNMENT
     if not replicas:
         raise RuleError(bad, "The manual partition assignment includes an empty replica list.")

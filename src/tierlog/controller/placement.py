@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.create_topics import CreatableReplicaAssignment
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.create_topics import CreatableReplicaAssignment
 
 __all__ = ["PlacementError", "UsableBroker", "place", "validate_assignment"]
 

@@ -7,22 +7,28 @@ Errors: BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH (other epoch, or fenced).
 """
 from __future__ import annotations
 
-from tierlog.metadata.cluster_records import ProducerIdsRecord
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tierlog.metadata.cluster_records import MetadataRecord, ProducerIdsRecord
+from tierlog.metadata.image import MetadataImage
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.allocate_producer_ids import (
-    AllocateProducerIdsRequest,
-    AllocateProducerIdsResponse,
-)
 
 from .cluster_control import check_broker_epoch
 from .controller_config import PRODUCER_ID_BLOCK_SIZE
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.allocate_producer_ids import (
+        AllocateProducerIdsRequest,
+        AllocateProducerIdsResponse,
+    )
 
 __all__ = ["allocate_producer_ids"]
 
 _MAX_PRODUCER_ID = 2**63 - 1
 
 
-def allocate_producer_ids(request: AllocateProducerIdsRequest, image) -> tuple[list, AllocateProducerIdsResponse]:
+def allocate_producer_ids(request: AllocateProducerIdsRequest, image: MetadataImage) -> tuple[Sequence[MetadataRecord], AllocateProducerIdsResponse]:
     error = check_broker_epoch(image, request["BrokerId"], request["BrokerEpoch"], fenced_is_stale=True)
     if error:
         return [], _response(error)

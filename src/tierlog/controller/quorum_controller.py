@@ -51,18 +51,15 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tierlog.metadata.cluster_records import EVENT_RECORDS, NoOpRecord
+from tierlog.metadata.cluster_records import EVENT_RECORDS, MetadataRecord, NoOpRecord
 from tierlog.metadata.delta import MetadataDelta
 from tierlog.metadata.image import MetadataImage, MetadataProvenance
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.alter_partition import AlterPartitionRequest
-from tierlog.protocol.typed.broker_heartbeat import BrokerHeartbeatRequest
-from tierlog.protocol.typed.elect_leaders import ElectLeadersRequest
 
 from .acl_control import AclControlManager
 from .acl_control import not_controller as acls_not_controller
@@ -77,6 +74,17 @@ from .producer_ids import allocate_producer_ids
 from .reassignment import ReassignmentControlManager
 from .replication_control import ReplicationControlManager
 from .scram_control import alter_user_scram_credentials
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_partition import (
+        AlterPartitionRequest,
+        AlterPartitionResponse,
+    )
+    from tierlog.protocol.typed.broker_heartbeat import (
+        BrokerHeartbeatRequest,
+        BrokerHeartbeatResponse,
+    )
+    from tierlog.protocol.typed.elect_leaders import ElectLeadersRequest
 
 __all__ = ["SUPPORTED_APIS", "ControllerResult", "QuorumController"]
 
@@ -93,10 +101,15 @@ SUPPORTED_APIS = {
 }
 
 
+#: a request handler: (request, version, now_ms) -> (records to append, the response); the request is
+#: the wire's, typed by the handler that takes it
+Handler = Callable[[Any, int, int], tuple[Sequence[MetadataRecord], Mapping[str, Any]]]
+
+
 @dataclass(slots=True)
 class ControllerResult:
-    records: list = field(default_factory=list)   # to append, in order
-    response: dict | None = None                  # to send once ``records`` are committed
+    records: list[MetadataRecord] = field(default_factory=list)   # to append, in order
+    response: Mapping[str, Any] | None = None     # to send once ``records`` are committed
     base_offset: int = -1                         # offset records[0] must get (-1: no records)
     timestamp_ms: int = 0                         # append timestamp for the batch
 
@@ -107,7 +120,7 @@ class ControllerResult:
 
 class QuorumController:
     def __init__(self, node_id: int, config: ControllerConfig, rng: random.Random, now_ms: int = 0,
-                 image: MetadataImage | None = None, bootstrap_records: Sequence = ()):
+                 image: MetadataImage | None = None, bootstrap_records: Sequence[MetadataRecord] = ()):
         self.node_id = node_id
         self._bootstrap = list(bootstrap_records)
         self._bootstrap_pending = False         # active on a new cluster: write them first
@@ -128,7 +141,7 @@ class QuorumController:
         self._uncommitted: deque[tuple[int, MetadataImage]] = deque()   # (last offset, image after it)
         self._next_offset = self.committed_image.high_watermark_offset
         self._last_write_ms = now_ms
-        self._handlers = {
+        self._handlers: dict[ApiKey, Handler] = {
             ApiKey.CREATE_TOPICS: lambda r, v, n: self.replication.create_topics(r, v, self._image),
             ApiKey.DELETE_TOPICS: lambda r, v, n: self.replication.delete_topics(r, v, self._image),
             ApiKey.ELECT_LEADERS: lambda r, v, n: self.partitions.elect_leaders(r, v, self._image, n),
@@ -184,16 +197,18 @@ class QuorumController:
         self._bootstrap_pending = False
         return self._write(list(self._bootstrap), now_ms, None)
 
-    def _heartbeat(self, request: BrokerHeartbeatRequest, version: int, now_ms: int):
+    def _heartbeat(self, request: BrokerHeartbeatRequest, version: int,
+                   now_ms: int) -> tuple[Sequence[MetadataRecord], BrokerHeartbeatResponse]:
         image = self._image
         return self.cluster.heartbeat(request, image, now_ms, self._next_offset,
                                       lambda b: next(image.partitions_led_by(b), None) is not None,
                                       lambda b, dirs: self.directories.offline_dir_changes(image, b, dirs, now_ms))
 
-    def _alter_partition(self, request: AlterPartitionRequest, version: int, now_ms: int):
+    def _alter_partition(self, request: AlterPartitionRequest, version: int,
+                         now_ms: int) -> tuple[Sequence[MetadataRecord], AlterPartitionResponse]:
         return self.partitions.alter_partition(request, version, self._image, now_ms)
 
-    def _write(self, records: list, now_ms: int, response: dict | None) -> ControllerResult:
+    def _write(self, records: Sequence[MetadataRecord], now_ms: int, response: Mapping[str, Any] | None) -> ControllerResult:
         if not records:
             return ControllerResult([], response, -1, now_ms)
         records = [self._stamp(r) for r in records]
@@ -208,7 +223,7 @@ class QuorumController:
         self._last_write_ms = now_ms
         return ControllerResult(list(records), response, base, now_ms)
 
-    def _stamp(self, record):
+    def _stamp(self, record: MetadataRecord) -> MetadataRecord:
         """A broker event record carrying this controller's static KIP-1303 defaults (see above)."""
         if not isinstance(record, EVENT_RECORDS):
             return record
@@ -237,7 +252,7 @@ class QuorumController:
         self._bootstrap_pending = is_active and bool(self._bootstrap) and _is_new_cluster(committed_image)
         self._next_offset = committed_image.high_watermark_offset if next_offset is None else next_offset
 
-    def replay(self, record, offset: int, timestamp_ms: int = 0, epoch: int = -1) -> None:
+    def replay(self, record: MetadataRecord, offset: int, timestamp_ms: int = 0, epoch: int = -1) -> None:
         """A standby follows the committed log one record at a time."""
         assert not self.active, "the active controller writes the log; it does not replay it"
         delta = MetadataDelta(self.committed_image, timestamp_ms)
@@ -252,7 +267,7 @@ class QuorumController:
 
     # -- time -----------------------------------------------------------------
 
-    def tick(self, now_ms: int) -> list:
+    def tick(self, now_ms: int) -> list[MetadataRecord]:
         """Records of periodic work: fence expired sessions, else a due leader balance check
         (``leader_balance``); a NoOpRecord when idle."""
         if not self.active:
@@ -261,7 +276,7 @@ class QuorumController:
         if boot is not None:
             return boot.records
         self.cluster.start_missing_sessions(self._image, now_ms)
-        records = self.cluster.fence_expired(self._image, now_ms)
+        records: Sequence[MetadataRecord] = self.cluster.fence_expired(self._image, now_ms)
         if not records:                     # a fence first; a due balance check runs at the next tick
             records = self._balance_leaders(now_ms)
         idle = self.config.max_idle_interval_ms
@@ -269,7 +284,7 @@ class QuorumController:
             records = [NoOpRecord()]
         return self._write(records, now_ms, None).records
 
-    def _balance_leaders(self, now_ms: int) -> list:
+    def _balance_leaders(self, now_ms: int) -> Sequence[MetadataRecord]:
         """Preferred elections of ``auto.leader.rebalance.enable`` when the check is due (leader_balance)."""
         if self.balance.next_ms is None:
             self.balance.start(now_ms)
@@ -299,7 +314,7 @@ def _is_new_cluster(image: MetadataImage) -> bool:
         and not len(image.scram) and not image.features
 
 
-def _refresh_alter_partition(response: dict, version: int, image: MetadataImage) -> None:
+def _refresh_alter_partition(response: Mapping[str, Any], version: int, image: MetadataImage) -> None:
     """Answer accepted AlterPartition changes with the state the image now holds."""
     for t in response["Topics"]:
         topic = image.topic_by_id(t["TopicId"]) if version >= 2 else image.topics.get(t["TopicName"])
@@ -313,7 +328,7 @@ def _refresh_alter_partition(response: dict, version: int, image: MetadataImage)
 
 
 def not_controller_response(api_key: int, version: int, request: Mapping[str, Any],
-                            nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict:
+                            nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict[str, Any]:
     """The answer of a controller that is not active: NOT_CONTROLLER (or ``nc``: a refused
     caller's CLUSTER_AUTHORIZATION_FAILED), shaped per API."""
     if api_key == ApiKey.CREATE_TOPICS:

@@ -59,29 +59,38 @@ are reassigning (unknown topics and partitions are left out, as in Kafka).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tierlog.metadata.cluster_records import NO_LEADER_CHANGE, PartitionChangeRecord
+from tierlog.metadata.cluster_records import (
+    NO_LEADER_CHANGE,
+    MetadataRecord,
+    PartitionChangeRecord,
+    ReplicaLogCoverage,
+)
+from tierlog.metadata.image import MetadataImage, PartitionInfo, TopicInfo
 from tierlog.metadata.leader_election import (
     Election,
     EligibilityThresholds,
     elect_leader,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.alter_partition_reassignments import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
-    ReassignablePartition,
-    ReassignablePartitionResponse,
-    ReassignableTopicResponse,
-)
-from tierlog.protocol.typed.list_partition_reassignments import (
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-    OngoingPartitionReassignment,
-    OngoingTopicReassignment,
-)
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_partition_reassignments import (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse,
+        ReassignablePartition,
+        ReassignablePartitionResponse,
+        ReassignableTopicResponse,
+    )
+    from tierlog.protocol.typed.list_partition_reassignments import (
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+        OngoingPartitionReassignment,
+        OngoingTopicReassignment,
+    )
 
 __all__ = ["ElectionContext", "ReassignmentControlManager", "Target", "build_change", "is_reassigning",
            "maybe_complete", "start"]
@@ -113,11 +122,11 @@ class ElectionContext:
     unclean: bool = False                  # run an UNCLEAN election (a cancel on a topic allowing it)
 
 
-def is_reassigning(part) -> bool:
+def is_reassigning(part: PartitionInfo) -> bool:
     return bool(part.adding_replicas or part.removing_replicas)
 
 
-def start(current: tuple[int, ...], target: tuple[int, ...]) -> tuple[tuple, tuple, tuple]:
+def start(current: tuple[int, ...], target: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """(replicas, adding, removing) of a reassignment of ``current`` to ``target``."""
     removing = tuple(sorted(set(current) - set(target)))
     adding = tuple(sorted(set(target) - set(current)))
@@ -135,8 +144,9 @@ def maybe_complete(t: Target) -> Target:
     return Target(replicas, isr)
 
 
-def build_change(topic_id: bytes, part, target: Target, ctx: ElectionContext,
-                 elr: tuple[int, ...] | None = None, coverage: dict | None = None) -> PartitionChangeRecord | None:
+def build_change(topic_id: bytes, part: PartitionInfo, target: Target, ctx: ElectionContext,
+                 elr: tuple[int, ...] | None = None,
+                 coverage: dict[int, ReplicaLogCoverage] | None = None) -> PartitionChangeRecord | None:
     """The record moving ``part`` to ``target`` (completed when it can be); None if nothing changes.
 
     ``coverage``: the KIP-1303 local log coverage to elect with (default: the partition's).
@@ -167,20 +177,20 @@ def build_change(topic_id: bytes, part, target: Target, ctx: ElectionContext,
     return None if record == PartitionChangeRecord(part.partition, topic_id) else record
 
 
-def _changed(new: tuple, old: tuple) -> tuple | None:
+def _changed(new: tuple[int, ...], old: tuple[int, ...]) -> tuple[int, ...] | None:
     return tuple(new) if tuple(new) != tuple(old) else None
 
 
 class ReassignmentControlManager:
     """AlterPartitionReassignments (45) and ListPartitionReassignments (46)."""
 
-    def __init__(self, unclean_default: bool, thresholds: Callable[[object, object], EligibilityThresholds]):
+    def __init__(self, unclean_default: bool, thresholds: Callable[[TopicInfo, MetadataImage], EligibilityThresholds]):
         self.unclean_default = unclean_default
         self.thresholds = thresholds        # (topic, image) -> KIP-1303 thresholds
 
     # -- AlterPartitionReassignments (45) -------------------------------------
 
-    def alter(self, request: AlterPartitionReassignmentsRequest, version: int, image, now_ms: int) -> tuple[list, AlterPartitionReassignmentsResponse]:
+    def alter(self, request: AlterPartitionReassignmentsRequest, version: int, image: MetadataImage, now_ms: int) -> tuple[Sequence[MetadataRecord], AlterPartitionReassignmentsResponse]:
         allow_rf_change = request.get("AllowReplicationFactorChange", True) if version >= 1 else True
         responses: list[ReassignableTopicResponse] = []
         records, seen = [], set()
@@ -203,7 +213,8 @@ class ReassignmentControlManager:
         return records, {"ThrottleTimeMs": 0, "AllowReplicationFactorChange": allow_rf_change,
                          "ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "Responses": responses}
 
-    def _alter_one(self, image, name: str, p: ReassignablePartition, allow_rf_change: bool, now_ms: int):
+    def _alter_one(self, image: MetadataImage, name: str, p: ReassignablePartition, allow_rf_change: bool,
+                   now_ms: int) -> PartitionChangeRecord | None:
         topic = image.topics.get(name)
         index = p["PartitionIndex"]
         if topic is None or not 0 <= index < len(topic.partitions):
@@ -221,7 +232,7 @@ class ReassignmentControlManager:
         ctx = ElectionContext(image.usable_brokers(), self.thresholds(topic, image), now_ms)
         return build_change(topic.topic_id, part, Target(replicas, part.isr, adding, removing), ctx)
 
-    def _cancel(self, image, topic, part, now_ms: int):
+    def _cancel(self, image: MetadataImage, topic: TopicInfo, part: PartitionInfo, now_ms: int) -> PartitionChangeRecord | None:
         if not is_reassigning(part):
             raise _Refuse(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
         original = tuple(r for r in part.replicas if r not in part.adding_replicas)
@@ -236,14 +247,14 @@ class ReassignmentControlManager:
         ctx = ElectionContext(image.usable_brokers(), self.thresholds(topic, image), now_ms, unclean)
         return build_change(topic.topic_id, part, Target(original, isr), ctx)
 
-    def _unclean(self, topic, image) -> bool:
+    def _unclean(self, topic: TopicInfo, image: MetadataImage) -> bool:
         value = image.config(UNCLEAN_ELECTION, topic, self.unclean_default)
         return value if isinstance(value, bool) else str(value).strip().lower() == "true"
 
     # -- ListPartitionReassignments (46) ---------------------------------------
 
     @staticmethod
-    def list(request: ListPartitionReassignmentsRequest, image) -> ListPartitionReassignmentsResponse:
+    def list(request: ListPartitionReassignmentsRequest, image: MetadataImage) -> ListPartitionReassignmentsResponse:
         wanted = request.get("Topics")
         if wanted is None:
             pairs = [(t, [p.partition for p in t.partitions]) for t in image.topics.values()]
@@ -258,7 +269,7 @@ class ReassignmentControlManager:
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "Topics": topics}
 
 
-def _validate_target(target: tuple[int, ...], image) -> None:
+def _validate_target(target: tuple[int, ...], image: MetadataImage) -> None:
     """Kafka's validateManualPartitionAssignment."""
     if not target:
         raise _Refuse(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -276,6 +287,6 @@ def _result(index: int, code: int, message: str | None) -> ReassignablePartition
     return {"PartitionIndex": index, "ErrorCode": code, "ErrorMessage": message}
 
 
-def _ongoing(part) -> OngoingPartitionReassignment:
+def _ongoing(part: PartitionInfo) -> OngoingPartitionReassignment:
     return {"PartitionIndex": part.partition, "Replicas": list(part.replicas),
             "AddingReplicas": list(part.adding_replicas), "RemovingReplicas": list(part.removing_replicas)}

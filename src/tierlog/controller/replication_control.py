@@ -22,15 +22,19 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tierlog.metadata.cluster_records import (
     CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
+    MetadataRecord,
     PartitionRecord,
     RemoveTopicRecord,
     TopicRecord,
 )
 from tierlog.metadata.directories import directories_for
+from tierlog.metadata.image import MetadataImage, TopicInfo
 from tierlog.metadata.topic_rules import (
     MAX_PARTITIONS,
     RuleError,
@@ -40,22 +44,24 @@ from tierlog.metadata.topic_rules import (
     validate_topic_configs,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.create_topics import (
-    CreatableTopic,
-    CreatableTopicConfigs,
-    CreatableTopicResult,
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-)
-from tierlog.protocol.typed.delete_topics import (
-    DeletableTopicResult,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-)
 from tierlog.storage import TOPIC_CONFIGS
 
 from .controller_config import ControllerConfig
 from .placement import PlacementError, UsableBroker, place, validate_assignment
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.create_topics import (
+        CreatableTopic,
+        CreatableTopicConfigs,
+        CreatableTopicResult,
+        CreateTopicsRequest,
+        CreateTopicsResponse,
+    )
+    from tierlog.protocol.typed.delete_topics import (
+        DeletableTopicResult,
+        DeleteTopicsRequest,
+        DeleteTopicsResponse,
+    )
 
 __all__ = ["NO_TOPIC_ID", "ReplicationControlManager"]
 
@@ -71,7 +77,7 @@ class ReplicationControlManager:
 
     # -- CreateTopics (19) ----------------------------------------------------
 
-    def create_topics(self, request: CreateTopicsRequest, version: int, image) -> tuple[list, CreateTopicsResponse]:
+    def create_topics(self, request: CreateTopicsRequest, version: int, image: MetadataImage) -> tuple[Sequence[MetadataRecord], CreateTopicsResponse]:
         validate_only = request.get("validateOnly", False)
         results: list[CreatableTopicResult] = []
         records, seen = [], set()
@@ -92,7 +98,7 @@ class ReplicationControlManager:
             results.append(out)
         return records, {"ThrottleTimeMs": 0, "Topics": results}
 
-    def _create_one(self, t: CreatableTopic, image) -> list:
+    def _create_one(self, t: CreatableTopic, image: MetadataImage) -> list[TopicRecord | ConfigRecord | PartitionRecord]:
         name = t["Name"]
         validate_creatable(name)
         if name in image.topics:
@@ -115,7 +121,7 @@ class ReplicationControlManager:
                                            directories=directories_for(replicas, image.brokers.get)))
         return records
 
-    def _assignments(self, t: CreatableTopic, image) -> list[tuple[int, ...]]:
+    def _assignments(self, t: CreatableTopic, image: MetadataImage) -> list[tuple[int, ...]]:
         if t["Assignments"]:
             if t["NumPartitions"] != -1 or t["ReplicationFactor"] != -1:
                 raise RuleError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was given, so "
@@ -134,8 +140,10 @@ class ReplicationControlManager:
         usable = [UsableBroker(b.node_id, b.rack) for b in image.brokers.values() if b.usable]
         return place(usable, n, rf, self.rng)
 
-    def _fill_result(self, out: CreatableTopicResult, records: list, validate_only: bool) -> None:
+    def _fill_result(self, out: CreatableTopicResult, records: list[TopicRecord | ConfigRecord | PartitionRecord],
+                     validate_only: bool) -> None:
         topic = records[0]
+        assert isinstance(topic, TopicRecord), topic       # _create_one's first record
         parts = [r for r in records if isinstance(r, PartitionRecord)]
         configs = {r.name: r.value for r in records if isinstance(r, ConfigRecord)}
         out["TopicId"] = NO_TOPIC_ID if validate_only else topic.topic_id
@@ -143,7 +151,7 @@ class ReplicationControlManager:
         out["ReplicationFactor"] = len(parts[0].replicas)
         out["Configs"] = self._config_entries(configs)
 
-    def _config_entries(self, overrides: dict) -> list[CreatableTopicConfigs]:
+    def _config_entries(self, overrides: dict[str, str | None]) -> list[CreatableTopicConfigs]:
         entries: list[CreatableTopicConfigs] = []
         for name, spec in sorted(TOPIC_CONFIGS.items()):
             if name in overrides:
@@ -158,7 +166,7 @@ class ReplicationControlManager:
 
     # -- DeleteTopics (20) ----------------------------------------------------
 
-    def delete_topics(self, request: DeleteTopicsRequest, version: int, image) -> tuple[list, DeleteTopicsResponse]:
+    def delete_topics(self, request: DeleteTopicsRequest, version: int, image: MetadataImage) -> tuple[Sequence[MetadataRecord], DeleteTopicsResponse]:
         if version >= 6:
             wanted = [(t.get("Name"), t.get("TopicId", NO_TOPIC_ID)) for t in request["Topics"]]
         else:
@@ -185,7 +193,7 @@ class ReplicationControlManager:
         return records, {"ThrottleTimeMs": 0, "Responses": results}
 
     @staticmethod
-    def _find(name, topic_id, image, out: DeletableTopicResult):
+    def _find(name: str | None, topic_id: bytes, image: MetadataImage, out: DeletableTopicResult) -> TopicInfo | None:
         if name is None:
             topic = image.topic_by_id(topic_id)
             if topic is None:
@@ -213,5 +221,5 @@ def _create_result(name: str) -> CreatableTopicResult:
             "NumPartitions": -1, "ReplicationFactor": -1, "Configs": None}
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return ",".join(value) if isinstance(value, (list, tuple)) else ("" if value is None else str(value))

@@ -11,9 +11,10 @@ client's SaltedPassword (KIP-554): the password itself never reaches the cluster
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from tierlog.metadata.cluster_records import MetadataRecord
 from tierlog.metadata.image import MetadataImage
 from tierlog.metadata.scram import (
     MAX_ITERATIONS,
@@ -26,11 +27,13 @@ from tierlog.metadata.scram_records import (
     UserScramCredentialRecord,
 )
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.alter_user_scram_credentials import (
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsResponse,
-    AlterUserScramCredentialsResult,
-)
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_user_scram_credentials import (
+        AlterUserScramCredentialsRequest,
+        AlterUserScramCredentialsResponse,
+        AlterUserScramCredentialsResult,
+    )
 
 __all__ = ["alter_user_scram_credentials"]
 
@@ -61,7 +64,7 @@ def _check_upsertion(u: Mapping[str, Any]) -> tuple[int, str] | None:
     return error
 
 
-def alter_user_scram_credentials(request: AlterUserScramCredentialsRequest, image: MetadataImage) -> tuple[list, AlterUserScramCredentialsResponse]:
+def alter_user_scram_credentials(request: AlterUserScramCredentialsRequest, image: MetadataImage) -> tuple[Sequence[MetadataRecord], AlterUserScramCredentialsResponse]:
     # a deletion or an upsertion (ScramCredentialDeletion / ScramCredentialUpsertion), sorted by one loop
     deletions: dict[str, Mapping[str, Any]] = {}
     upsertions: dict[str, Mapping[str, Any]] = {}
@@ -80,7 +83,7 @@ def alter_user_scram_credentials(request: AlterUserScramCredentialsRequest, imag
                 errors[name] = error
             else:
                 (deletions if kind == "d" else upsertions)[name] = item
-    records: list = [RemoveUserScramCredentialRecord(d["Name"], d["Mechanism"]) for d in deletions.values()]
+    records: list[MetadataRecord] = [RemoveUserScramCredentialRecord(d["Name"], d["Mechanism"]) for d in deletions.values()]
     for u in upsertions.values():
         mechanism = ScramMechanism(u["Mechanism"])
         c = credential_from_salted_password(mechanism, bytes(u["Salt"]), bytes(u["SaltedPassword"]), u["Iterations"])

@@ -36,15 +36,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.join_group import JoinGroupResponse, JoinGroupResponseMember
 
 from .group import ClassicGroup, GroupState, Member
 from .group_config import GroupConfig
 from .log_records import GroupKey, group_metadata_record
 from .output import Output
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.join_group import (
+        JoinGroupResponse,
+        JoinGroupResponseMember,
+    )
 
 __all__ = ["Ctx", "assignment_lost", "group_metadata_value", "heartbeat", "join", "leave", "sync", "tick"]
 

@@ -99,7 +99,7 @@ class AclBinding:
     permission_type: int
 
 
-def _any_or(value, wanted, any_value) -> bool:
+def _any_or(value: int, wanted: int | None, any_value: int) -> bool:
     return wanted == any_value or wanted is None or value == wanted
 
 
@@ -150,12 +150,12 @@ class AclBindingFilter:
         return None
 
 
-def _enum_ok(enum, value, *refused) -> bool:
+def _enum_ok(enum: type[IntEnum], value: int, *refused: IntEnum) -> bool:
     try:
         member = enum(value)
     except ValueError:
         return False
-    return member not in refused and member != enum.UNKNOWN
+    return member not in refused and member != enum["UNKNOWN"]
 
 
 def validate_binding(b: AclBinding) -> None:

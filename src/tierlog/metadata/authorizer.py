@@ -125,13 +125,13 @@ class Authorizer:
         self.allow_if_no_acls = allow_everyone_if_no_acl_found
         self._cached: tuple[object, AclIndex] | None = None
 
-    def index(self, acls: Mapping) -> AclIndex:
+    def index(self, acls: Mapping[bytes, AclBinding]) -> AclIndex:
         cached = self._cached
         if cached is None or cached[0] is not acls:
             cached = self._cached = (acls, AclIndex(acls.values()))
         return cached[1]
 
-    def authorize(self, acls: Mapping, principal: str, host: str, op: int, resource_type: int, name: str) -> bool:
+    def authorize(self, acls: Mapping[bytes, AclBinding], principal: str, host: str, op: int, resource_type: int, name: str) -> bool:
         if principal in self.super_users:
             return True
         found_any, allowed = False, False
@@ -143,7 +143,7 @@ class Authorizer:
                 allowed = allowed or acl.permission_type == AclPermissionType.ALLOW
         return allowed or (not found_any and self.allow_if_no_acls)
 
-    def authorize_any(self, acls: Mapping, principal: str, host: str, op: int, resource_type: int) -> bool:
+    def authorize_any(self, acls: Mapping[bytes, AclBinding], principal: str, host: str, op: int, resource_type: int) -> bool:
         """Kafka's ``authorizeByResourceType`` (KIP-679), simplified: some ALLOW for ``op`` on a
         resource of the type that no DENY of the same pattern cancels."""
         if principal in self.super_users:
@@ -155,7 +155,7 @@ class Authorizer:
         return any(a.permission_type == AclPermissionType.ALLOW and (a.resource_name, a.pattern_type) not in denied
                    for a in matching)
 
-    def authorized_operations(self, acls: Mapping, principal: str, host: str, resource_type: int, name: str,
+    def authorized_operations(self, acls: Mapping[bytes, AclBinding], principal: str, host: str, resource_type: int, name: str,
                               operations: Iterable[int]) -> int:
         """The bit set of ``operations`` allowed (Metadata / DescribeCluster authorized operations)."""
         return operations_bitfield(op for op in operations

@@ -26,7 +26,7 @@ import crc32c
 
 from tierlog.protocol.primitives import ProtocolError
 
-from .cluster_records import decode, encode
+from .cluster_records import MetadataRecord, decode, encode
 
 __all__ = ["BOOTSTRAP_FILE", "BootstrapError", "decode_bootstrap", "encode_bootstrap", "read_bootstrap",
            "write_bootstrap"]
@@ -40,7 +40,7 @@ class BootstrapError(ValueError):
     """A bootstrap file that cannot be read; the message names it."""
 
 
-def encode_bootstrap(records: Iterable) -> bytes:
+def encode_bootstrap(records: Iterable[MetadataRecord]) -> bytes:
     out = bytearray(_MAGIC)
     for r in records:
         data = encode(r)
@@ -49,13 +49,14 @@ def encode_bootstrap(records: Iterable) -> bytes:
     return bytes(out)
 
 
-def decode_bootstrap(data: bytes, name: str = BOOTSTRAP_FILE) -> list:
+def decode_bootstrap(data: bytes, name: str = BOOTSTRAP_FILE) -> list[MetadataRecord]:
     if not data.startswith(_MAGIC) or len(data) < len(_MAGIC) + 4:
         raise BootstrapError(f"{name}: not a tierlog bootstrap file")
     body, (crc,) = data[:-4], struct.unpack(">I", data[-4:])
     if crc32c.crc32c(body) != crc:
         raise BootstrapError(f"{name}: checksum mismatch (damaged file)")
-    records, pos = [], len(_MAGIC)
+    records: list[MetadataRecord] = []
+    pos = len(_MAGIC)
     while pos < len(body):
         if pos + 4 > len(body):
             raise BootstrapError(f"{name}: truncated record")
@@ -68,7 +69,7 @@ def decode_bootstrap(data: bytes, name: str = BOOTSTRAP_FILE) -> list:
     return records
 
 
-def read_bootstrap(metadata_dir: Path) -> list:
+def read_bootstrap(metadata_dir: Path) -> list[MetadataRecord]:
     """The bootstrap records in ``metadata_dir`` ([] when there is no file)."""
     path = Path(metadata_dir) / BOOTSTRAP_FILE
     try:
@@ -83,7 +84,7 @@ def read_bootstrap(metadata_dir: Path) -> list:
     return decode_bootstrap(data, str(path))
 
 
-def write_bootstrap(metadata_dir: Path, records: Iterable) -> Path:
+def write_bootstrap(metadata_dir: Path, records: Iterable[MetadataRecord]) -> Path:
     """Write (replace) the bootstrap file: a temporary file, fsync, rename, private (0600)."""
     metadata_dir = Path(metadata_dir)
     metadata_dir.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from dataclasses import fields as dc_fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from tierlog.protocol.codec import Output, decode_struct, encode_struct
 from tierlog.protocol.primitives import (
@@ -64,6 +64,7 @@ from .acl_records import (
     RemoveAccessControlEntryRecord,
 )
 from .feature_records import SCHEMAS as _FEATURE_SCHEMAS
+from .feature_records import FeatureLevelRecord
 from .scram_records import SCHEMAS as _SCRAM_SCHEMAS
 from .scram_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 
@@ -304,7 +305,8 @@ MetadataRecord = (RegisterBrokerRecord | UnregisterBrokerRecord | TopicRecord
                   | PartitionRecord | ConfigRecord | PartitionChangeRecord
                   | FenceBrokerRecord | UnfenceBrokerRecord | RemoveTopicRecord
                   | ProducerIdsRecord | BrokerRegistrationChangeRecord | NoOpRecord
-                  | UserScramCredentialRecord | RemoveUserScramCredentialRecord)
+                  | UserScramCredentialRecord | RemoveUserScramCredentialRecord
+                  | AccessControlEntryRecord | RemoveAccessControlEntryRecord | FeatureLevelRecord)
 
 
 # -- schemas (Kafka's wire layouts; all flexible from version 0) ----------------
@@ -413,10 +415,10 @@ class _Binding:
 
     __slots__ = ("cls", "items", "struct")
 
-    def __init__(self, cls, struct: Struct):
+    def __init__(self, cls: type[Any], struct: Struct) -> None:
         self.cls, self.struct = cls, struct
         attrs = {f.name for f in dc_fields(cls)}
-        self.items = []
+        self.items: list[tuple[str, str, type | None, bool]] = []   # attr, name, nested class, array?
         for f in struct.fields:
             attr = _snake(f.name)
             assert attr in attrs, f"{cls.__name__} lacks {attr} for {f.name}"
@@ -424,8 +426,8 @@ class _Binding:
             nested = _NESTED.get(id(element)) if isinstance(element, Struct) else None
             self.items.append((attr, f.name, nested, element is not None))
 
-    def to_dict(self, obj) -> dict:
-        d = {}
+    def to_dict(self, obj: object) -> dict[str, object]:
+        d: dict[str, object] = {}
         for attr, name, nested, is_array in self.items:
             v = getattr(obj, attr)
             if nested is not None and v is not None:
@@ -433,7 +435,8 @@ class _Binding:
             d[name] = v
         return d
 
-    def from_dict(self, d: dict):
+    def from_dict(self, d: dict[str, Any]) -> object:
+        """The dataclass of a decoded struct (its values are the codec's, of every wire type)."""
         kw = {}
         for attr, name, nested, is_array in self.items:
             v = d.get(name, _MISSING)
@@ -455,7 +458,7 @@ _MISSING = object()
 _BINDINGS: dict[type, _Binding] = {}
 
 
-def _binding(cls) -> _Binding:
+def _binding(cls: type) -> _Binding:
     b = _BINDINGS.get(cls)
     if b is None:
         if cls in _SCHEMAS:
@@ -474,7 +477,7 @@ def _header(api_key: int, version: int) -> bytes:
 _HEADERS = {cls: _header(cls.API_KEY, hi) for cls, (_, _, hi) in _SCHEMAS.items()}
 
 
-def encode(record, version: int | None = None) -> bytes:
+def encode(record: MetadataRecord, version: int | None = None) -> bytes:
     """The framed bytes of ``record`` (at its newest version unless given)."""
     cls = type(record)
     spec = _SCHEMAS.get(cls)
@@ -492,7 +495,7 @@ def encode(record, version: int | None = None) -> bytes:
     return bytes(encode_struct(struct, version, True, _binding(cls).to_dict(record), out))
 
 
-def decode(data) -> MetadataRecord:
+def decode(data: bytes | bytearray | memoryview) -> MetadataRecord:
     """The record framed in ``data``; UnknownRecordError / ProtocolError if not one."""
     buf = data if isinstance(data, (bytes, bytearray, memoryview)) else memoryview(data)
     if len(buf) >= 3 and buf[0] == FRAME_VERSION and buf[1] < 0x80 and buf[2] < 0x80:
@@ -512,7 +515,7 @@ def decode(data) -> MetadataRecord:
     d, end = decode_struct(struct, version, True, buf, pos)
     if end != len(buf):
         raise ProtocolError(f"{binding.cls.__name__}: {len(buf) - end} trailing bytes")
-    return binding.from_dict(d)
+    return cast("MetadataRecord", binding.from_dict(d))     # _DECODERS holds only record classes
 
 
 _DECODERS = {cls.API_KEY: (*spec, _binding(cls)) for cls, spec in _SCHEMAS.items()}

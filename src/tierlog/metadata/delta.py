@@ -60,11 +60,12 @@ that record.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
+from .acls import AclBinding
 from .cluster_records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_GROUP,
@@ -75,6 +76,7 @@ from .cluster_records import (
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     FenceBrokerRecord,
+    MetadataRecord,
     NoOpRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -99,8 +101,8 @@ from .image import (
     reindex,
 )
 from .leader_election import EligibilityThresholds, elect_leader, remove_from_isr
-from .pmap import REMOVE
-from .scram import ScramMechanism
+from .pmap import REMOVE, Removal
+from .scram import ScramCredential, ScramMechanism
 from .scram_image import credential_of
 from .scram_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 
@@ -117,6 +119,10 @@ ELIGIBLE_LOCAL_LOG_BYTES = "leader.election.eligible.local.log.bytes"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 UNCLEAN_ELECTION = "unclean.leader.election.enable"
 
+T = TypeVar("T")
+#: (topic id, partitions (None: not recorded yet), configs) of a topic as this delta sees it
+_TopicView = tuple[bytes, Sequence["PartitionInfo | None"], Mapping[str, str]]
+
 
 class MetadataReplayError(ValueError):
     """A record that cannot apply to the current state (unknown topic, bad epoch)."""
@@ -125,16 +131,17 @@ class MetadataReplayError(ValueError):
 class _TopicWork:
     __slots__ = ("configs", "name", "partitions", "topic_id")
 
-    def __init__(self, name: str, topic_id: bytes, partitions: list, configs: dict):
+    def __init__(self, name: str, topic_id: bytes, partitions: list[PartitionInfo | None],
+                 configs: dict[str, str]):
         self.name, self.topic_id = name, topic_id
         self.partitions, self.configs = partitions, configs
 
     def freeze(self) -> TopicInfo:
-        if any(p is None for p in self.partitions):
+        partitions = tuple(p for p in self.partitions if p is not None)
+        if len(partitions) != len(self.partitions):
             missing = [i for i, p in enumerate(self.partitions) if p is None]
             raise MetadataReplayError(f"topic {self.name}: partitions {missing} missing")
-        return TopicInfo(self.name, self.topic_id, tuple(self.partitions),
-                         MappingProxyType(dict(self.configs)))
+        return TopicInfo(self.name, self.topic_id, partitions, MappingProxyType(dict(self.configs)))
 
 
 def partition_from_record(r: PartitionRecord) -> PartitionInfo:
@@ -146,7 +153,7 @@ def partition_from_record(r: PartitionRecord) -> PartitionInfo:
         tuple(r.directories) if len(r.directories) == len(r.replicas) else ())
 
 
-def _coverage(entries, replicas) -> tuple[ReplicaLogCoverage, ...]:
+def _coverage(entries: Iterable[ReplicaLogCoverage], replicas: Iterable[int]) -> tuple[ReplicaLogCoverage, ...]:
     keep = set(replicas)
     return tuple(sorted((c for c in entries if c.broker_id in keep), key=lambda c: c.broker_id))
 
@@ -157,17 +164,18 @@ class MetadataDelta:
         self.now_ms = now_ms                 # append time of the batch being replayed
         self.records_replayed = 0
         self.bytes_replayed = 0              # set by the loader (encoded sizes)
-        self._brokers: dict = {}             # id -> BrokerInfo | REMOVE
-        self._topics: dict = {}              # name -> _TopicWork | None (removed)
-        self._ids: dict = {}                 # topic id -> name | REMOVE
+        self._brokers: dict[int, BrokerInfo | Removal] = {}
+        self._topics: dict[str, _TopicWork | None] = {}     # None: removed
+        self._ids: dict[bytes, str | Removal] = {}           # topic id -> name
         self._replicas_changed: set[str] = set()
         self._touched: dict[int, set[str]] = {}
-        self._configs: dict = {}             # broker resource -> dict | REMOVE
-        self._group_configs: dict = {}       # group id -> dict (empty: none left)
+        self._configs: dict[str, dict[str, str] | Removal] = {}     # by broker resource
+        self._group_configs: dict[str, dict[str, str]] = {}          # by group id (empty: none left)
         self._producer_ids: ProducerIdsRecord | None = None
-        self._scram: dict = {}               # (mechanism, user) -> ScramCredential | None (removed)
-        self._acls: dict = {}                # ACL id -> AclBinding | REMOVE (KIP-801)
-        self._features: dict = {}            # feature name -> level | REMOVE (level 0)
+        # (mechanism, user) -> credential, None: removed
+        self._scram: dict[tuple[int, str], ScramCredential | None] = {}
+        self._acls: dict[bytes, AclBinding | Removal] = {}       # by ACL id (KIP-801)
+        self._features: dict[str, int | Removal] = {}           # feature name -> level (REMOVE: level 0)
         self._static_thresholds = (-1, -1)   # KIP-1303 defaults carried by the event being replayed
         self._handlers: dict[type, Callable[[Any], None]] = {
             RegisterBrokerRecord: self._register, UnregisterBrokerRecord: self._unregister,
@@ -199,7 +207,7 @@ class MetadataDelta:
         return set(self._configs)
 
     # -- replay ----------------------------------------------------------------
-    def replay(self, record, now_ms: int | None = None) -> None:
+    def replay(self, record: MetadataRecord, now_ms: int | None = None) -> None:
         if now_ms is not None:
             self.now_ms = now_ms
         handler = self._handlers.get(type(record))
@@ -221,7 +229,7 @@ class MetadataDelta:
             return self.image.topic_ids.get(topic_id)
         return None if n is REMOVE else n
 
-    def _topic_view(self, name: str):
+    def _topic_view(self, name: str) -> _TopicView | None:
         """(topic_id, partitions sequence, configs mapping) or None."""
         if name in self._topics:
             w = self._topics[name]
@@ -256,15 +264,18 @@ class MetadataDelta:
         offline = offline_replicas(p.replicas, p.directories, self.broker)
         return usable - offline if offline else usable
 
-    def _cluster_config(self, name: str, default=None):
-        c = self._configs.get("")
-        if c is None:
+    def _cluster_config(self, name: str, default: T) -> str | T:
+        pending = self._configs.get("")
+        c: Mapping[str, str]
+        if pending is None:
             c = self.image.cluster_configs()
-        elif c is REMOVE:
+        elif pending is REMOVE:
             c = {}
+        else:
+            c = pending
         return c.get(name, default)
 
-    def _thresholds(self, configs) -> EligibilityThresholds:
+    def _thresholds(self, configs: Mapping[str, str]) -> EligibilityThresholds:
         """KIP-1303 "Topic Configuration Overrides": topic value, else cluster-wide dynamic
         value, else the static default the event record carries, else -1."""
         static_ms, static_bytes = self._static_thresholds
@@ -272,13 +283,13 @@ class MetadataDelta:
             _as_int(self._topic_config(configs, ELIGIBLE_LOCAL_LOG_MS, static_ms), -1),
             _as_int(self._topic_config(configs, ELIGIBLE_LOCAL_LOG_BYTES, static_bytes), -1))
 
-    def _topic_config(self, configs, name: str, default):
+    def _topic_config(self, configs: Mapping[str, str], name: str, default: T) -> str | T:
         if name in configs:
             return configs[name]
         return self._cluster_config(name, default)
 
     # -- brokers ---------------------------------------------------------------
-    def _set_broker(self, node_id: int, new: BrokerInfo | None, event=None) -> None:
+    def _set_broker(self, node_id: int, new: BrokerInfo | None, event: MetadataRecord) -> None:
         old = self.broker(node_id)
         self._static_thresholds = (getattr(event, "eligible_local_log_ms", -1),
                                    getattr(event, "eligible_local_log_bytes", -1))
@@ -345,7 +356,7 @@ class MetadataDelta:
             unclean = str(self._topic_config(configs, UNCLEAN_ELECTION, "false")).lower() == "true"
             work = None
             for i, p in enumerate(parts):
-                if node_id not in p.isr and p.leader != node_id:
+                if p is None or (node_id not in p.isr and p.leader != node_id):
                     continue
                 isr, elr = remove_from_isr(p.isr, p.elr, node_id, min_isr)
                 leader, lke, is_unclean = p.leader, p.last_known_elr, False
@@ -371,7 +382,7 @@ class MetadataDelta:
             unclean = str(self._topic_config(configs, UNCLEAN_ELECTION, "false")).lower() == "true"
             work = None
             for i, p in enumerate(parts):
-                if p.leader != NO_LEADER or node_id not in p.replicas:
+                if p is None or p.leader != NO_LEADER or node_id not in p.replicas:
                     continue
                 res = elect_leader(
                     replicas=p.replicas, isr=p.isr, leader=NO_LEADER, usable=self._usable_for(p, usable),
@@ -385,7 +396,7 @@ class MetadataDelta:
                                                  res.last_known_elr, res.unclean)
 
     # -- topics and partitions ----------------------------------------------------
-    def _touch(self, name: str, replicas) -> None:
+    def _touch(self, name: str, replicas: Iterable[int]) -> None:
         for b in replicas:
             self._touched.setdefault(b, set()).add(name)
 
@@ -414,9 +425,9 @@ class MetadataDelta:
 
     def _partition_change(self, r: PartitionChangeRecord) -> None:
         w = self._work_by_id(r.topic_id)
-        if not 0 <= r.partition_id < len(w.partitions) or w.partitions[r.partition_id] is None:
+        p = w.partitions[r.partition_id] if 0 <= r.partition_id < len(w.partitions) else None
+        if p is None:
             raise MetadataReplayError(f"unknown partition {w.name}-{r.partition_id}")
-        p = w.partitions[r.partition_id]
         replicas = p.replicas if r.replicas is None else tuple(r.replicas)
         leader_changed = r.leader != NO_LEADER_CHANGE
         local_log = p.local_log
@@ -517,7 +528,8 @@ class MetadataDelta:
     def apply(self, provenance: MetadataProvenance | None = None) -> MetadataImage:
         """The next image: untouched topics, brokers and buckets are shared."""
         img = self.image
-        topic_changes, pairs = {}, []
+        topic_changes: dict[str, TopicInfo | Removal] = {}
+        pairs: list[tuple[TopicInfo | None, TopicInfo | None]] = []
         for name, w in self._topics.items():
             new = None if w is None else w.freeze()
             old = img.topics.get(name)
@@ -548,14 +560,14 @@ class MetadataDelta:
             features=img.features.evolve(self._features) if self._features else img.features)
 
 
-def _set(configs: dict, r: ConfigRecord) -> None:
+def _set(configs: dict[str, str], r: ConfigRecord) -> None:
     if r.value is None:
         configs.pop(r.name, None)
     else:
         configs[r.name] = r.value
 
 
-def _as_int(value, default: int) -> int:
+def _as_int(value: str | int, default: int) -> int:
     """A config value as an int; a malformed value (the controller validates configs,
     replay must never fail on one) counts as the default."""
     try:
@@ -564,7 +576,8 @@ def _as_int(value, default: int) -> int:
         return default
 
 
-def _next_state(p: PartitionInfo, leader: int, isr, elr, lke, unclean: bool) -> PartitionInfo:
+def _next_state(p: PartitionInfo, leader: int, isr: Iterable[int], elr: Iterable[int], lke: Iterable[int],
+                unclean: bool) -> PartitionInfo:
     return replace(
         p, leader=leader,
         leader_epoch=p.leader_epoch + 1 if leader != p.leader else p.leader_epoch,

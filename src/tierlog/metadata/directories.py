@@ -18,7 +18,7 @@ on an offline dir can neither lead nor be elected.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 __all__ = [
@@ -80,20 +80,21 @@ def directories_for(replicas: Iterable[int], broker: BrokerLookup) -> tuple[byte
     return tuple(out)
 
 
-def realign(old_replicas, old_dirs, new_replicas, broker: BrokerLookup) -> tuple[bytes, ...]:
+def realign(old_replicas: Sequence[int], old_dirs: Sequence[bytes], new_replicas: Iterable[int],
+            broker: BrokerLookup) -> tuple[bytes, ...]:
     """Directories for a new replica list: a kept replica keeps its dir, a new one gets its default."""
     known = dict(zip(old_replicas, old_dirs)) if len(old_dirs) == len(old_replicas) else {}
     return tuple(known[r] if r in known else directories_for((r,), broker)[0] for r in new_replicas)
 
 
-def with_directory(replicas, dirs, broker_id: int, dir_id: bytes) -> tuple[bytes, ...]:
+def with_directory(replicas: Sequence[int], dirs: Sequence[bytes], broker_id: int, dir_id: bytes) -> tuple[bytes, ...]:
     """``dirs`` with ``broker_id``'s replica moved to ``dir_id`` (``dirs`` empty: MIGRATING for the others)."""
     base = list(dirs) if len(dirs) == len(replicas) else [MIGRATING] * len(replicas)
     base[list(replicas).index(broker_id)] = dir_id
     return tuple(base)
 
 
-def offline_replicas(replicas, dirs, broker: BrokerLookup) -> frozenset[int]:
+def offline_replicas(replicas: Sequence[int], dirs: Sequence[bytes], broker: BrokerLookup) -> frozenset[int]:
     """The replicas whose assigned dir is not online on their broker."""
     if len(dirs) != len(replicas):
         return frozenset()

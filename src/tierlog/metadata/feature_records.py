@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from tierlog.protocol.schema import Field, Struct
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.api_versions import ApiVersionsResponse
+
+    from .cluster_records import MetadataRecord  # which imports this module's schemas
 
 __all__ = ["DEFAULT_FEATURE_LEVELS", "SCHEMAS", "SUPPORTED_FEATURES", "TRANSACTION_VERSION", "FeatureLevelRecord",
            "api_versions_features", "with_default_features"]
@@ -39,13 +44,13 @@ SCHEMAS: dict[type, tuple[Struct, int, int]] = {
 }
 
 
-def with_default_features(records: list) -> list:
+def with_default_features(records: list[MetadataRecord]) -> list[MetadataRecord]:
     """Bootstrap ``records`` and the default feature levels they do not set."""
     named = {r.name for r in records if isinstance(r, FeatureLevelRecord)}
     return records + [r for r in DEFAULT_FEATURE_LEVELS if r.name not in named]
 
 
-def api_versions_features(finalized: Mapping[str, int], epoch: int) -> dict:
+def api_versions_features(finalized: Mapping[str, int], epoch: int) -> ApiVersionsResponse:
     """ApiVersions v3+'s feature fields (KIP-584): what this build supports, and the image's
     finalized levels (min = max = the level, as Kafka answers) at ``epoch`` (the image's offset)."""
     return {"SupportedFeatures": [{"Name": n, "MinVersion": lo, "MaxVersion": hi}

@@ -26,14 +26,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any, TypeVar, overload
 
+from .acls import AclBinding
 from .cluster_records import (
     BrokerEndpoint,
     BrokerFeature,
     ProducerIdsRecord,
     ReplicaLogCoverage,
 )
-from .pmap import REMOVE, PMap
+from .pmap import REMOVE, PMap, Removal
 from .scram_image import ScramImage
 
 __all__ = [
@@ -53,6 +55,10 @@ _EMPTY_CONFIGS: Mapping[str, str] = MappingProxyType({})
 
 LEADER_RECOVERED = 0
 LEADER_RECOVERING = 1      # elected uncleanly and still recovering
+
+T = TypeVar("T")
+#: per broker, topic name -> how many of that topic's partitions list the broker
+BrokerTopics = PMap[int, PMap[str, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +119,7 @@ class TopicInfo:
     name: str
     topic_id: bytes                      # 16 raw bytes
     partitions: tuple[PartitionInfo, ...]
-    configs: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    configs: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +135,9 @@ class MetadataProvenance:
 
 _NO_PROVENANCE = MetadataProvenance()
 _NO_SCRAM = ScramImage()
-_DERIVE = PMap()        # a derived field not given: computed in __post_init__ (compared by identity)
+# a derived field not given: computed in __post_init__ (compared by identity; one sentinel for
+# maps of every type)
+_DERIVE: PMap[Any, Any] = PMap()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,20 +145,22 @@ class MetadataImage:
     cluster_id: str
     controller_id: int
     # every mapping is a PMap once constructed (a plain Mapping given is converted)
-    brokers: PMap                        # node_id -> BrokerInfo
-    topics: PMap                         # name -> TopicInfo
+    brokers: PMap[int, BrokerInfo]
+    topics: PMap[str, TopicInfo]
     epoch: int = field(default=0, compare=False)   # bumps on every change
-    topic_ids: PMap = field(default_factory=lambda: _DERIVE)       # topic id -> name (derived)
-    broker_topics: PMap = field(default_factory=lambda: _DERIVE)   # broker id -> PMap(topic name -> count) (derived)
-    configs: PMap = field(default_factory=PMap)  # broker resource name ("" = cluster) -> MappingProxyType
+    topic_ids: PMap[bytes, str] = field(default_factory=lambda: _DERIVE)       # (derived)
+    broker_topics: BrokerTopics = field(default_factory=lambda: _DERIVE)       # (derived)
+    # broker resource name ("" = cluster) -> its dynamic configs (MappingProxyType)
+    configs: PMap[str, Mapping[str, str]] = field(default_factory=PMap)
     producer_ids: ProducerIdsRecord | None = None
     provenance: MetadataProvenance = _NO_PROVENANCE
-    acls: PMap = field(default_factory=PMap)     # KIP-801: ACL id (16 bytes) -> acls.AclBinding
-    group_configs: PMap = field(default_factory=PMap)  # group id -> MappingProxyType (KIP-848 group configs)
+    acls: PMap[bytes, AclBinding] = field(default_factory=PMap)     # KIP-801: by ACL id (16 bytes)
+    # group id -> its dynamic configs (MappingProxyType; KIP-848 group configs)
+    group_configs: PMap[str, Mapping[str, str]] = field(default_factory=PMap)
     scram: ScramImage = _NO_SCRAM        # SCRAM credentials (metadata.scram_image)
-    features: PMap = field(default_factory=PMap)  # finalized feature name -> level (FeatureLevelRecord)
+    features: PMap[str, int] = field(default_factory=PMap)  # finalized feature name -> level (FeatureLevelRecord)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         s = object.__setattr__
         if not isinstance(self.acls, PMap):
             s(self, "acls", PMap(self.acls))
@@ -214,18 +224,23 @@ class MetadataImage:
             if p.leader == broker_id:
                 yield t, p
 
-    def cluster_configs(self) -> Mapping:
+    def cluster_configs(self) -> Mapping[str, str]:
         """Cluster-wide broker configs (ConfigRecords with resource name "")."""
         return self.configs.get("", _EMPTY_CONFIGS)
 
-    def broker_configs(self, node_id: int) -> Mapping:
+    def broker_configs(self, node_id: int) -> Mapping[str, str]:
         return self.configs.get(str(node_id), _EMPTY_CONFIGS)
 
-    def group_config(self, group_id: str) -> Mapping:
+    def group_config(self, group_id: str) -> Mapping[str, str]:
         """A group's dynamic configs (ConfigRecords of resource type GROUP)."""
         return self.group_configs.get(group_id, _EMPTY_CONFIGS)
 
-    def config(self, name: str, topic: TopicInfo | None = None, default=None):
+    @overload
+    def config(self, name: str, topic: TopicInfo | None = None) -> str | None: ...
+    @overload
+    def config(self, name: str, topic: TopicInfo | None, default: T) -> str | T: ...
+
+    def config(self, name: str, topic: TopicInfo | None = None, default: object = None) -> object:
         """A topic override, else the cluster-wide broker config, else ``default``."""
         if topic is not None and name in topic.configs:
             return topic.configs[name]
@@ -261,9 +276,10 @@ def _counts(topic: TopicInfo | None) -> dict[int, int]:
     return counts
 
 
-def reindex(broker_topics: PMap, changes) -> PMap:
+def reindex(broker_topics: BrokerTopics,
+            changes: Iterable[tuple[TopicInfo | None, TopicInfo | None]]) -> BrokerTopics:
     """``broker_topics`` updated for ``changes``: pairs (old TopicInfo|None, new|None)."""
-    per_broker: dict[int, dict] = {}
+    per_broker: dict[int, dict[str, int | Removal]] = {}
     for old, new in changes:
         before, after = _counts(old), _counts(new)
         if before == after and (old is None or new is None or old.name == new.name):
@@ -276,11 +292,11 @@ def reindex(broker_topics: PMap, changes) -> PMap:
                 per_broker.setdefault(b, {})[new.name] = n
     if not per_broker:
         return broker_topics
-    out = {}
+    out: dict[int, PMap[str, int] | Removal] = {}
     for b, ch in per_broker.items():
         m = broker_topics.get(b, _EMPTY_PMAP).evolve(ch)
         out[b] = m if len(m) else REMOVE
     return broker_topics.evolve(out)
 
 
-_EMPTY_PMAP = PMap()
+_EMPTY_PMAP: PMap[str, int] = PMap()

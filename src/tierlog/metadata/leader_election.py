@@ -166,7 +166,7 @@ def elect_leader(*, replicas: Sequence[int], isr: Sequence[int], leader: int,
     return ElectionResult(NO_LEADER, isr, elr, lke)
 
 
-def _result(new_leader: int, isr: tuple, elr: tuple, lke: tuple) -> ElectionResult:
+def _result(new_leader: int, isr: tuple[int, ...], elr: tuple[int, ...], lke: tuple[int, ...]) -> ElectionResult:
     if not isr and new_leader in elr:
         # KIP-966: a leader chosen from the ELR makes the ISR just itself
         return ElectionResult(new_leader, (new_leader,),

@@ -31,7 +31,9 @@ a broker's non-fatal publishing fault); the other subscribers still get the imag
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from typing import Protocol
 
 from tierlog.protocol.primitives import ProtocolError
 
@@ -44,18 +46,51 @@ __all__ = ["MetadataLoader"]
 _log = logging.getLogger(__name__)
 ERRORS_MAX = 100
 
+#: ``callback(image, delta)``, called with every new image
+Subscriber = Callable[[MetadataImage, MetadataDelta], object]
+
+
+class CommittedRecords(Protocol):
+    """A committed batch (the Raft core's ``CommittedBatch``); ``control`` is read when present."""
+
+    @property
+    def records(self) -> Iterable[bytes]: ...
+    @property
+    def last_offset(self) -> int: ...           # inclusive
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def append_timestamp(self) -> int: ...
+
+
+class SnapshotId(Protocol):
+    """The Raft core's ``OffsetAndEpoch`` (``offset`` exclusive; an ``end_offset`` wins when present)."""
+
+    @property
+    def offset(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+
+
+class SnapshotSource(Protocol):
+    """A frozen snapshot: its id, and its record bytes (or batches of them) in order."""
+
+    @property
+    def snapshot_id(self) -> SnapshotId: ...
+    def __iter__(self) -> Iterator[bytes | CommittedRecords]: ...
+
 
 class MetadataLoader:
     def __init__(self, image: MetadataImage | None = None, *, cluster_id: str = "",
                  controller_id: int = -1):
         self.image = image or MetadataImage.empty(cluster_id, controller_id)
-        self._subscribers: list = []
+        self._subscribers: list[Subscriber] = []
         self.errors: list[tuple[int, str]] = []     # (batch last offset, message), bounded
         self.error_count = 0                          # every skipped record, also past ERRORS_MAX
         self.apply_error_count = 0                    # subscriber failures
         self.leader_epoch = -1
 
-    def subscribe(self, callback) -> None:
+    def subscribe(self, callback: Subscriber) -> None:
         """``callback(image, delta)`` after every new image; gets the current one now."""
         self._subscribers.append(callback)
 
@@ -75,7 +110,7 @@ class MetadataLoader:
         if len(self.errors) < ERRORS_MAX:
             self.errors.append((offset, msg))
 
-    def _replay(self, delta: MetadataDelta, data, offset: int) -> None:
+    def _replay(self, delta: MetadataDelta, data: bytes | bytearray | memoryview, offset: int) -> None:
         try:
             record = decode(data)
             delta.replay(record)
@@ -84,7 +119,7 @@ class MetadataLoader:
             return
         delta.bytes_replayed += len(data)
 
-    def handle_commit(self, batch) -> None:
+    def handle_commit(self, batch: CommittedRecords) -> None:
         if batch.last_offset <= self.image.provenance.last_contained_offset:
             return
         prov = MetadataProvenance(batch.last_offset, batch.epoch, batch.append_timestamp)
@@ -97,7 +132,7 @@ class MetadataLoader:
             self._replay(delta, data, batch.last_offset)
         self._publish(delta.apply(prov), delta)
 
-    def handle_load_snapshot(self, reader) -> None:
+    def handle_load_snapshot(self, reader: SnapshotSource) -> None:
         sid = reader.snapshot_id
         end = getattr(sid, "end_offset", None)
         if end is None:
@@ -107,13 +142,12 @@ class MetadataLoader:
         base = MetadataImage.empty(self.image.cluster_id, self.image.controller_id)
         delta = MetadataDelta(base, now_ms=ts)
         for item in reader:
-            records = getattr(item, "records", None)
-            for data in (records if records is not None else (item,)):
+            for data in (item,) if isinstance(item, (bytes, bytearray, memoryview)) else item.records:
                 self._replay(delta, data, end - 1)
         prov = MetadataProvenance(end - 1, sid.epoch, ts)
         self._publish(delta.apply(prov), delta)
 
-    def handle_leader_change(self, leader_and_epoch) -> None:
+    def handle_leader_change(self, leader_and_epoch: object) -> None:
         leader = getattr(leader_and_epoch, "leader_id", None)
         if leader is None:
             leader = getattr(leader_and_epoch, "leader", -1)

@@ -10,14 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.describe_user_scram_credentials import (
-    DescribeUserScramCredentialsResult,
-)
 
 from .scram import ScramCredential, ScramMechanism
 from .scram_records import UserScramCredentialRecord
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_user_scram_credentials import (
+        DescribeUserScramCredentialsResult,
+    )
 
 __all__ = ["DESCRIBE_DUPLICATE_USER", "DESCRIBE_USER_THAT_DOES_NOT_EXIST", "ScramImage", "credential_of"]
 
@@ -25,12 +28,12 @@ __all__ = ["DESCRIBE_DUPLICATE_USER", "DESCRIBE_USER_THAT_DOES_NOT_EXIST", "Scra
 DESCRIBE_USER_THAT_DOES_NOT_EXIST = "Attempt to describe a user credential that does not exist: "
 DESCRIBE_DUPLICATE_USER = "Cannot describe SCRAM credentials for the same user twice in a single request: "
 
-_EMPTY: Mapping = MappingProxyType({})
+_EMPTY: Mapping[tuple[int, str], ScramCredential] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
 class ScramImage:
-    credentials: Mapping = field(default_factory=lambda: _EMPTY)   # (mechanism type, user) -> ScramCredential
+    credentials: Mapping[tuple[int, str], ScramCredential] = field(default_factory=lambda: _EMPTY)   # by (mechanism type, user)
 
     def __len__(self) -> int:
         return len(self.credentials)
@@ -45,7 +48,7 @@ class ScramImage:
         """(mechanism type, iterations) of each credential ``user`` has, by mechanism."""
         return sorted((m, c.iterations) for (m, u), c in self.credentials.items() if u == user)
 
-    def with_changes(self, changes: Mapping) -> ScramImage:
+    def with_changes(self, changes: Mapping[tuple[int, str], ScramCredential | None]) -> ScramImage:
         """``changes``: (mechanism, user) -> ScramCredential, or None to remove."""
         if not changes:
             return self

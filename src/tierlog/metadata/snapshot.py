@@ -24,6 +24,7 @@ from .cluster_records import (
     CONFIG_RESOURCE_TOPIC,
     AccessControlEntryRecord,
     ConfigRecord,
+    MetadataRecord,
     PartitionRecord,
     RegisterBrokerRecord,
     TopicRecord,
@@ -57,7 +58,7 @@ def partition_record(topic_id: bytes, p: PartitionInfo) -> PartitionRecord:
         p.elr or None, p.last_known_elr or None, p.local_log)
 
 
-def snapshot_records(image: MetadataImage) -> Iterator:
+def snapshot_records(image: MetadataImage) -> Iterator[MetadataRecord]:
     for node_id in sorted(image.brokers):
         yield broker_record(image.brokers[node_id])
     for resource in sorted(image.configs):
@@ -86,13 +87,14 @@ def snapshot_record_bytes(image: MetadataImage) -> Iterator[bytes]:
         yield encode(r)
 
 
-def load_snapshot(records: Iterable, *, cluster_id: str = "", controller_id: int = -1,
+def load_snapshot(records: Iterable[MetadataRecord | bytes | bytearray | memoryview], *, cluster_id: str = "", controller_id: int = -1,
                   provenance: MetadataProvenance | None = None) -> MetadataImage:
     """The image the snapshot ``records`` (record objects or framed bytes) rebuild."""
     delta = MetadataDelta(MetadataImage.empty(cluster_id, controller_id))
     for r in records:
         if isinstance(r, (bytes, bytearray, memoryview)):
             delta.bytes_replayed += len(r)
-            r = decode(r)
-        delta.replay(r)
+            delta.replay(decode(r))
+        else:
+            delta.replay(r)
     return delta.apply(provenance)

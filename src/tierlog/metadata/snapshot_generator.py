@@ -23,6 +23,10 @@ Usage::
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from .delta import MetadataDelta
 from .image import MetadataImage
 from .snapshot import snapshot_record_bytes
 
@@ -33,12 +37,23 @@ MAX_SNAPSHOT_INTERVAL_MS = 60 * 60 * 1000
 RECORDS_PER_APPEND = 1024
 
 
+class SnapshotWriter(Protocol):
+    """What ``create_snapshot`` returns (the Raft core's writer; ``close`` too when it has one)."""
+
+    def append(self, records: list[bytes]) -> None: ...
+    def freeze(self) -> None: ...
+
+
+#: ``create_snapshot(end_offset, epoch, last_contained_ts_ms)``: a writer, None when that snapshot exists
+CreateSnapshot = Callable[[int, int, int], "SnapshotWriter | None"]
+
+
 class SnapshotGenerator:
-    def __init__(self, create_snapshot, *,
+    def __init__(self, create_snapshot: CreateSnapshot, *,
                  max_bytes_between_snapshots: int = MAX_BYTES_BETWEEN_SNAPSHOTS,
                  max_interval_ms: int = MAX_SNAPSHOT_INTERVAL_MS,
                  min_records: int | None = None, now_ms: int = 0,
-                 records_per_append: int = RECORDS_PER_APPEND):
+                 records_per_append: int = RECORDS_PER_APPEND) -> None:
         self._create = create_snapshot
         self.max_bytes = max_bytes_between_snapshots
         self.max_interval_ms = max_interval_ms
@@ -51,7 +66,8 @@ class SnapshotGenerator:
         self.snapshots_written = 0
 
     @classmethod
-    def from_config(cls, create_snapshot, config: dict, now_ms: int = 0) -> SnapshotGenerator:
+    def from_config(cls, create_snapshot: CreateSnapshot, config: Mapping[str, int | str],
+                    now_ms: int = 0) -> SnapshotGenerator:
         """From Kafka config names (missing keys take the defaults)."""
         mr = config.get("controller.snapshot.minimum.records")
         return cls(create_snapshot,
@@ -62,7 +78,7 @@ class SnapshotGenerator:
                        "metadata.log.max.snapshot.interval.ms", MAX_SNAPSHOT_INTERVAL_MS)),
                    min_records=None if mr is None else int(mr), now_ms=now_ms)
 
-    def publish(self, image: MetadataImage, delta, now_ms: int | None = None) -> str | None:
+    def publish(self, image: MetadataImage, delta: MetadataDelta, now_ms: int | None = None) -> str | None:
         """Count ``delta``'s records; snapshot ``image`` if a trigger fired (returns why)."""
         self.bytes_since += delta.bytes_replayed
         self.records_since += delta.records_replayed

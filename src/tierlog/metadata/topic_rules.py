@@ -162,5 +162,5 @@ def apply_config_op(configs: dict[str, str], name: str, op: int, value: str | No
         raise RuleError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return ",".join(value) if isinstance(value, (list, tuple)) else ("" if value is None else str(value))

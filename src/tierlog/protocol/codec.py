@@ -24,8 +24,8 @@ bytes-like parts, are not copied but recorded as *splices*, and
 from __future__ import annotations
 
 import struct as _struct
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, TypeAlias
 
 from tierlog.protocol.primitives import (
     FIXED_FORMATS,
@@ -33,6 +33,7 @@ from tierlog.protocol.primitives import (
     INT8,
     INT32,
     ZERO_UUID,
+    Buffer,
     ProtocolError,
     decode_bytes,
     decode_compact_bytes,
@@ -49,7 +50,7 @@ from tierlog.protocol.primitives import (
     encode_uvarint,
     take,
 )
-from tierlog.protocol.schema import ArrayOf, Field, Struct
+from tierlog.protocol.schema import ArrayOf, Field, FieldType, Struct
 
 __all__ = [
     "INLINE_RECORDS_MAX",
@@ -64,6 +65,15 @@ __all__ = [
 INLINE_RECORDS_MAX = 64 * 1024
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+
+# A message is a dict of its fields' values, and a value is of whatever type its schema names: the
+# codec is generic over them (Any); the typed views of each message are protocol/typed/.
+Message: TypeAlias = dict[str, Any]
+Encoder: TypeAlias = Callable[["Output", Any], None]                 # (out, value)
+Decoder: TypeAlias = Callable[[Buffer, int], tuple[Any, int]]       # (buf, pos) -> (value, pos after)
+Codec: TypeAlias = tuple[Encoder, Decoder]
+ItemsEncoder: TypeAlias = Callable[["Output", Sequence[Any]], None]
+ItemsDecoder: TypeAlias = Callable[[Buffer, int, int], tuple[list[Any], int]]   # (buf, pos, count)
 _DECODE_ERRORS = (_struct.error, IndexError, ValueError, OverflowError)
 
 
@@ -72,20 +82,20 @@ class Output(bytearray):
 
     __slots__ = ("splices",)
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.splices: list[tuple[int, Any]] = []
 
-    def splice(self, part) -> None:
+    def splice(self, part: object) -> None:
         """Put ``part`` at the current end of the output, uncopied."""
         self.splices.append((len(self), part))
 
-    def parts(self) -> list:
+    def parts(self) -> list[Any]:
         """The output as a list of parts: bytes-like slices and spliced parts."""
         if not self.splices:
             return [self]
         view = memoryview(self)
-        parts: list = []
+        parts: list[Any] = []
         start = 0
         for at, part in self.splices:
             if at > start:
@@ -100,8 +110,8 @@ class Output(bytearray):
 class Plan(NamedTuple):
     """Compiled codec of one struct at one version."""
 
-    encode: Callable[[Output, dict], None]
-    decode: Callable[[object, int], tuple[dict, int]]
+    encode: Callable[[Output, Mapping[str, Any]], None]
+    decode: Callable[[Buffer, int], tuple[Message, int]]
 
 
 def plan_for(struct: Struct, version: int, flexible: bool) -> Plan:
@@ -113,7 +123,7 @@ def plan_for(struct: Struct, version: int, flexible: bool) -> Plan:
     return plan
 
 
-def encode_struct(struct: Struct, version: int, flexible: bool, value: dict,
+def encode_struct(struct: Struct, version: int, flexible: bool, value: Mapping[str, Any],
                   out: Output | None = None) -> Output:
     """Encode ``value`` (missing keys take defaults) into ``out``; asserts that
     every key of ``value`` is a field of ``struct`` in some version."""
@@ -123,8 +133,8 @@ def encode_struct(struct: Struct, version: int, flexible: bool, value: dict,
     return out
 
 
-def decode_struct(struct: Struct, version: int, flexible: bool, buf,
-                  pos: int = 0) -> tuple[dict, int]:
+def decode_struct(struct: Struct, version: int, flexible: bool, buf: Buffer,
+                  pos: int = 0) -> tuple[Message, int]:
     """Decode one struct at ``pos``; raises ProtocolError on bad input."""
     plan = plan_for(struct, version, flexible)
     try:
@@ -142,7 +152,7 @@ class _StructBuilder:
 
     def __init__(self, struct: Struct, version: int, flexible: bool):
         self.struct, self.version, self.flexible = struct, version, flexible
-        self.ns: dict = {"ProtocolError": ProtocolError,
+        self.ns: dict[str, Any] = {"ProtocolError": ProtocolError,     # the generated code's globals
                          "known": frozenset(f.name for f in struct.fields).issuperset,
                          "unknown": _unknown_keys_message(struct, version)}
         self.enc = ["def encode(out, d):",
@@ -150,7 +160,7 @@ class _StructBuilder:
                     "    get = d.get"]
         self.dec = ["def decode(buf, pos):"]
         self.result: list[tuple[str, str]] = []
-        self.run: list[tuple[Field, str]] = []
+        self.run: list[tuple[Field, str, str]] = []      # fixed-width fields: (field, format letter, var)
         self.tagged: list[tuple[Field, str]] = []
         self.runs = 0
 
@@ -163,7 +173,7 @@ class _StructBuilder:
         if field.tagged_in(self.version, self.flexible):
             self.tagged.append((field, var))
         elif isinstance(field.type, str) and field.type in FIXED_FORMATS:
-            self.run.append((field, var))
+            self.run.append((field, FIXED_FORMATS[field.type], var))
         else:
             self.flush_run()
             self.add_field(field, i, var)
@@ -181,15 +191,15 @@ class _StructBuilder:
             return
         k = self.runs
         self.runs += 1
-        fmt = ">" + "".join(FIXED_FORMATS[f.type] for f, _ in self.run)
+        fmt = ">" + "".join(letter for _, letter, _ in self.run)
         packer = _struct.Struct(fmt)
         self.ns[f"s{k}"] = packer
         args = []
-        for j, (f, _) in enumerate(self.run):
+        for j, (f, _, _) in enumerate(self.run):
             self.ns[f"r{k}_{j}"] = f.default_in(self.version)
             args.append(f"get({f.name!r}, r{k}_{j})")
         self.enc.append(f"    out += s{k}.pack({', '.join(args)})")
-        targets = "".join(f"{var}, " for _, var in self.run)
+        targets = "".join(f"{var}, " for _, _, var in self.run)
         self.dec.append(f"    {targets}= s{k}.unpack_from(buf, pos)")
         self.dec.append(f"    pos += {packer.size}")
         self.run = []
@@ -219,12 +229,12 @@ class _StructBuilder:
         self.dec.append(f"    ({targets}), pos = dec_tags(buf, pos)")
 
 
-def _unknown_keys_message(struct: Struct, version: int) -> Callable[[dict], str]:
+def _unknown_keys_message(struct: Struct, version: int) -> Callable[[Mapping[str, Any]], str]:
     """The assertion message for a value holding keys that are no field of
     ``struct`` in any version (a mistyped key would silently encode the default)."""
     names = frozenset(f.name for f in struct.fields)
 
-    def message(d: dict) -> str:
+    def message(d: Mapping[str, Any]) -> str:
         return (f"{struct.name} v{version} has no field "
                 f"{', '.join(sorted(map(str, d.keys() - names)))}")
 
@@ -241,7 +251,8 @@ def _compile_struct(struct: Struct, version: int, flexible: bool) -> Plan:
 
 # -- tagged fields -------------------------------------------------------------
 
-def _make_tag_encoder(fields: list[Field], version: int, flexible: bool):
+def _make_tag_encoder(fields: list[Field], version: int,
+                      flexible: bool) -> Callable[[Output, Mapping[str, Any]], None]:
     entries = []
     tagged = [(f.tag, f) for f in fields if f.tag is not None]
     for tag, f in sorted(tagged, key=lambda tf: tf[0]):
@@ -250,7 +261,7 @@ def _make_tag_encoder(fields: list[Field], version: int, flexible: bool):
         default = f.default_in(version)
         entries.append((f.name, tag, enc, _default_test(f.type, version, flexible, default), default))
 
-    def enc_tags(out: Output, d: dict) -> None:
+    def enc_tags(out: Output, d: Mapping[str, Any]) -> None:
         present = []
         for name, tag, enc, is_default, default in entries:
             value = d.get(name, default)
@@ -270,14 +281,15 @@ def _make_tag_encoder(fields: list[Field], version: int, flexible: bool):
     return enc_tags
 
 
-def _make_tag_decoder(fields: list[Field], version: int, flexible: bool):
+def _make_tag_decoder(fields: list[Field], version: int,
+                      flexible: bool) -> Callable[[Buffer, int], tuple[list[Any], int]]:
     defaults = [f.default_in(version) for f in fields]
     fresh = [(i, _copier(v)) for i, v in enumerate(defaults) if isinstance(v, (list, dict))]
-    by_tag = {}
+    by_tag: dict[int | None, tuple[int, Decoder]] = {}
     for i, f in enumerate(fields):
         by_tag[f.tag] = (i, _type_codec(f.type, version, flexible, f.nullable_in(version))[1])
 
-    def dec_tags(buf, pos: int):
+    def dec_tags(buf: Buffer, pos: int) -> tuple[list[Any], int]:
         values = defaults.copy()
         for i, copy in fresh:
             values[i] = copy()
@@ -299,7 +311,7 @@ def _make_tag_decoder(fields: list[Field], version: int, flexible: bool):
     return dec_tags
 
 
-def _copier(value) -> Callable[[], object]:
+def _copier(value: Any) -> Callable[[], object]:
     """A fast factory of fresh copies of a mutable default value."""
     if isinstance(value, dict) and not any(isinstance(v, (list, dict)) for v in value.values()):
         return value.copy
@@ -308,7 +320,7 @@ def _copier(value) -> Callable[[], object]:
     return lambda: _deep_copy(value)
 
 
-def _deep_copy(value):
+def _deep_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_deep_copy(v) for v in value]
     if isinstance(value, dict):
@@ -316,7 +328,7 @@ def _deep_copy(value):
     return value
 
 
-def _default_test(type_, version: int, flexible: bool, default) -> Callable[[Any], bool]:
+def _default_test(type_: FieldType, version: int, flexible: bool, default: Any) -> Callable[[Any], bool]:
     """A predicate telling whether a tagged field's value equals its default."""
     if isinstance(type_, Struct) and default is not None:
         tests = [(f.name, f.default_in(version),
@@ -332,7 +344,7 @@ def _default_test(type_, version: int, flexible: bool, default) -> Callable[[Any
 
 # -- per-type codecs -------------------------------------------------------------
 
-def _type_codec(type_, version: int, flexible: bool, nullable: bool):
+def _type_codec(type_: FieldType, version: int, flexible: bool, nullable: bool) -> Codec:
     """(encode(out, value), decode(buf, pos) -> (value, pos)) of one type."""
     if isinstance(type_, ArrayOf):
         return _array_codec(type_.element, version, flexible, nullable)
@@ -343,44 +355,45 @@ def _type_codec(type_, version: int, flexible: bool, nullable: bool):
     return _SCALAR_CODECS[type_](flexible, nullable)
 
 
-def _fixed_codec(type_name: str):
+def _fixed_codec(type_name: str) -> Codec:
     packer = _struct.Struct(">" + FIXED_FORMATS[type_name])
     pack, unpack_from, size = packer.pack, packer.unpack_from, packer.size
 
-    def enc(out: Output, value) -> None:
+    def enc(out: Output, value: Any) -> None:
         out += pack(value)
 
-    def dec(buf, pos: int):
+    def dec(buf: Buffer, pos: int) -> tuple[Any, int]:
         return unpack_from(buf, pos)[0], pos + size
 
     return enc, dec
 
 
-def _not_null(encode, what: str):
-    def enc(out: Output, value) -> None:
+def _not_null(encode: Callable[[Any], bytes], what: str) -> Encoder:
+    def enc(out: Output, value: Any) -> None:
         if value is None:
             raise ValueError(f"{what} is not nullable in this version")
         out += encode(value)
     return enc
 
 
-def _string_codec(flexible: bool, nullable: bool):
+def _string_codec(flexible: bool, nullable: bool) -> Codec:
     encode = encode_compact_string if flexible else encode_string
+    dec: Decoder
     if nullable:
         dec = decode_compact_nullable_string if flexible else decode_nullable_string
 
-        def enc(out: Output, value) -> None:
+        def enc(out: Output, value: Any) -> None:
             out += encode(value)
         return enc, dec
     dec = decode_compact_string if flexible else decode_string
     return _not_null(encode, "string"), dec
 
 
-def _bytes_codec(flexible: bool, nullable: bool):
+def _bytes_codec(flexible: bool, nullable: bool) -> Codec:
     encode = encode_compact_bytes if flexible else encode_bytes
     slice_ = decode_compact_bytes if flexible else decode_bytes
 
-    def dec(buf, pos: int):
+    def dec(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
         raw, pos = slice_(buf, pos)
         if raw is None:
             if not nullable:
@@ -389,14 +402,14 @@ def _bytes_codec(flexible: bool, nullable: bool):
         return bytes(raw), pos
 
     if nullable:
-        def enc(out: Output, value) -> None:
+        def enc(out: Output, value: Any) -> None:
             out += encode(value)
         return enc, dec
     return _not_null(encode, "bytes"), dec
 
 
-def _uuid_codec(flexible: bool, nullable: bool):
-    def enc(out: Output, value) -> None:
+def _uuid_codec(flexible: bool, nullable: bool) -> Codec:
+    def enc(out: Output, value: Any) -> None:
         if value is None:
             value = ZERO_UUID
         if len(value) != 16:
@@ -405,7 +418,7 @@ def _uuid_codec(flexible: bool, nullable: bool):
     return enc, decode_uuid
 
 
-def _put_part(out: Output, part) -> None:
+def _put_part(out: Output, part: Any) -> None:
     if isinstance(part, _BYTES_LIKE):
         if isinstance(part, memoryview) and part.itemsize != 1:
             part = part.cast("B")
@@ -415,13 +428,14 @@ def _put_part(out: Output, part) -> None:
     out.splice(part)
 
 
-def _records_codec(flexible: bool, nullable: bool):
+def _records_codec(flexible: bool, nullable: bool) -> Codec:
+    length: Callable[[int], bytes]
     if flexible:
         null, length = b"\x00", (lambda n: encode_uvarint(n + 1))
     else:
         null, length = b"\xff\xff\xff\xff", INT32.pack
 
-    def enc(out: Output, value) -> None:
+    def enc(out: Output, value: Any) -> None:
         if value is None:
             if not nullable:
                 raise ValueError("records are not nullable in this version")
@@ -436,7 +450,7 @@ def _records_codec(flexible: bool, nullable: bool):
 
     slice_ = decode_compact_bytes if flexible else decode_bytes
 
-    def dec(buf, pos: int):
+    def dec(buf: Buffer, pos: int) -> tuple[Buffer | None, int]:
         raw, pos = slice_(buf, pos)
         if raw is None and not nullable:
             raise ProtocolError("null in non-nullable records")
@@ -445,11 +459,11 @@ def _records_codec(flexible: bool, nullable: bool):
     return enc, dec
 
 
-def _part_len(part) -> int:
+def _part_len(part: Any) -> int:
     return part.nbytes if isinstance(part, memoryview) else len(part)
 
 
-_SCALAR_CODECS = {
+_SCALAR_CODECS: dict[str, Callable[[bool, bool], Codec]] = {     # (flexible, nullable) -> codec
     "string": _string_codec,
     "bytes": _bytes_codec,
     "uuid": _uuid_codec,
@@ -457,22 +471,22 @@ _SCALAR_CODECS = {
 }
 
 
-def _struct_codec(struct: Struct, version: int, flexible: bool, nullable: bool):
+def _struct_codec(struct: Struct, version: int, flexible: bool, nullable: bool) -> Codec:
     plan = plan_for(struct, version, flexible)
     if not nullable:
-        def enc(out: Output, value) -> None:
+        def enc(out: Output, value: Any) -> None:
             plan.encode(out, {} if value is None else value)
         return enc, plan.decode
     encode, decode = plan.encode, plan.decode
 
-    def enc_nullable(out: Output, value) -> None:
+    def enc_nullable(out: Output, value: Any) -> None:
         if value is None:
             out += b"\xff"
         else:
             out += b"\x01"
             encode(out, value)
 
-    def dec_nullable(buf, pos: int):
+    def dec_nullable(buf: Buffer, pos: int) -> tuple[Message | None, int]:
         (marker,) = INT8.unpack_from(buf, pos)
         if marker < 0:
             return None, pos + 1
@@ -483,20 +497,20 @@ def _struct_codec(struct: Struct, version: int, flexible: bool, nullable: bool):
 
 # -- arrays --------------------------------------------------------------------
 
-def _count_codec(flexible: bool):
-    """(encode count, decode count) where a decoded -1 means a null array."""
+def _count_codec(flexible: bool) -> tuple[Callable[[int], bytes], bytes, Callable[[Buffer, int], tuple[int, int]]]:
+    """(encode count, the null array, decode count) where a decoded -1 means a null array."""
     if flexible:
-        def dec(buf, pos: int):
+        def dec(buf: Buffer, pos: int) -> tuple[int, int]:
             n, pos = decode_uvarint(buf, pos)
             return n - 1, pos
         return (lambda n: encode_uvarint(n + 1)), b"\x00", dec
 
-    def dec_classic(buf, pos: int):
+    def dec_classic(buf: Buffer, pos: int) -> tuple[int, int]:
         return INT32.unpack_from(buf, pos)[0], pos + 4
     return INT32.pack, b"\xff\xff\xff\xff", dec_classic
 
 
-def _array_codec(element, version: int, flexible: bool, nullable: bool):
+def _array_codec(element: FieldType, version: int, flexible: bool, nullable: bool) -> Codec:
     encode_count, null, decode_count = _count_codec(flexible)
     if isinstance(element, str) and element in FIXED_FORMATS:
         enc_items, dec_items = _fixed_items(element)
@@ -505,7 +519,7 @@ def _array_codec(element, version: int, flexible: bool, nullable: bool):
         enc_items, dec_items = _general_items(element, version, flexible)
         min_size = 1
 
-    def enc(out: Output, value) -> None:
+    def enc(out: Output, value: Any) -> None:
         if value is None:
             if not nullable:
                 raise ValueError("array is not nullable in this version")
@@ -514,7 +528,7 @@ def _array_codec(element, version: int, flexible: bool, nullable: bool):
         out += encode_count(len(value))
         enc_items(out, value)
 
-    def dec(buf, pos: int):
+    def dec(buf: Buffer, pos: int) -> tuple[list[Any] | None, int]:
         n, pos = decode_count(buf, pos)
         if n < 0:
             if n == -1 and nullable:
@@ -527,27 +541,27 @@ def _array_codec(element, version: int, flexible: bool, nullable: bool):
     return enc, dec
 
 
-def _fixed_items(element: str):
+def _fixed_items(element: str) -> tuple[ItemsEncoder, ItemsDecoder]:
     letter, size = FIXED_FORMATS[element], FIXED_SIZES[element]
 
-    def enc_items(out: Output, items) -> None:
+    def enc_items(out: Output, items: Sequence[Any]) -> None:
         out += _struct.pack(f">{len(items)}{letter}", *items)
 
-    def dec_items(buf, pos: int, n: int):
+    def dec_items(buf: Buffer, pos: int, n: int) -> tuple[list[Any], int]:
         return list(_struct.unpack_from(f">{n}{letter}", buf, pos)), pos + n * size
 
     return enc_items, dec_items
 
 
-def _general_items(element, version: int, flexible: bool):
+def _general_items(element: FieldType, version: int, flexible: bool) -> tuple[ItemsEncoder, ItemsDecoder]:
     enc_one, dec_one = _type_codec(element, version, flexible, False)
 
-    def enc_items(out: Output, items) -> None:
+    def enc_items(out: Output, items: Sequence[Any]) -> None:
         for item in items:
             enc_one(out, item)
 
-    def dec_items(buf, pos: int, n: int):
-        items: list = []
+    def dec_items(buf: Buffer, pos: int, n: int) -> tuple[list[Any], int]:
+        items: list[Any] = []
         append = items.append
         for _ in range(n):
             item, pos = dec_one(buf, pos)

@@ -19,6 +19,7 @@ from tierlog.protocol.messages import APIS
 from tierlog.protocol.primitives import (
     EMPTY_TAGGED_FIELDS,
     INT32,
+    Buffer,
     ProtocolError,
     decode_nullable_string,
     encode_string,
@@ -58,7 +59,7 @@ def _known_spec(api_key: int, api_version: int) -> ApiSpec | None:
     return spec if spec is not None and spec.supports(api_version) else None
 
 
-def decode_request_header(buf) -> tuple[RequestHeader, int]:
+def decode_request_header(buf: Buffer) -> tuple[RequestHeader, int]:
     """Decode the header of one request frame (without its size prefix).
 
     Returns the header and the offset of the body. For an API key or version
@@ -81,7 +82,7 @@ def encode_response_header(correlation_id: int, header_version: int) -> bytes:
     return head + EMPTY_TAGGED_FIELDS if header_version >= 1 else head
 
 
-def decode_response_header(buf, header_version: int) -> tuple[int, int]:
+def decode_response_header(buf: Buffer, header_version: int) -> tuple[int, int]:
     """(correlation id, offset of the body) of one response frame."""
     try:
         (correlation_id,) = INT32.unpack_from(buf, 0)

@@ -28,6 +28,7 @@ __all__ = [
     "INT64",
     "UINT16",
     "ZERO_UUID",
+    "Buffer",
     "ProtocolError",
     "decode_bytes",
     "decode_compact_bytes",
@@ -54,6 +55,10 @@ __all__ = [
     "write_uvarint",
     "write_varlong",
 ]
+
+
+#: what the decoders read: a frame's bytes, or a zero-copy view of them
+Buffer = bytes | bytearray | memoryview
 
 
 class ProtocolError(Exception):
@@ -104,7 +109,7 @@ def encode_uvarint(value: int) -> bytes:
     return bytes(out)
 
 
-def _decode_unsigned(buf, pos: int, max_bytes: int) -> tuple[int, int]:
+def _decode_unsigned(buf: Buffer, pos: int, max_bytes: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return b, pos + 1
@@ -122,7 +127,7 @@ def _decode_unsigned(buf, pos: int, max_bytes: int) -> tuple[int, int]:
     raise ProtocolError(f"varint longer than {max_bytes} bytes")
 
 
-def decode_uvarint(buf, pos: int) -> tuple[int, int]:
+def decode_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Unsigned varint of at most 5 bytes (lengths, counts, tags)."""
     b = buf[pos]
     if b < 0x80:
@@ -130,7 +135,7 @@ def decode_uvarint(buf, pos: int) -> tuple[int, int]:
     return _decode_unsigned(buf, pos, _UVARINT_MAX_BYTES)
 
 
-def decode_uvarlong(buf, pos: int) -> tuple[int, int]:
+def decode_uvarlong(buf: Buffer, pos: int) -> tuple[int, int]:
     """Unsigned varint of at most 10 bytes."""
     b = buf[pos]
     if b < 0x80:
@@ -145,7 +150,7 @@ def encode_varint(value: int) -> bytes:
     return encode_uvarint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
 
-def decode_varint(buf, pos: int) -> tuple[int, int]:
+def decode_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     raw, pos = decode_uvarint(buf, pos)
     if raw > 0xFFFFFFFF:
         raise ProtocolError("varint exceeds 32 bits")
@@ -168,7 +173,7 @@ def write_varlong(out: bytearray, value: int) -> None:
     write_uvarint(out, _zigzag64(value))
 
 
-def decode_varlong(buf, pos: int) -> tuple[int, int]:
+def decode_varlong(buf: Buffer, pos: int) -> tuple[int, int]:
     raw, pos = decode_uvarlong(buf, pos)
     if raw > 0xFFFFFFFFFFFFFFFF:
         raise ProtocolError("varlong exceeds 64 bits")
@@ -177,7 +182,7 @@ def decode_varlong(buf, pos: int) -> tuple[int, int]:
 
 # -- raw slices --------------------------------------------------------------
 
-def take(buf, pos: int, n: int):
+def take(buf: Buffer, pos: int, n: int) -> tuple[Buffer, int]:
     """The ``n`` bytes at ``pos`` as a zero-copy slice; checks bounds."""
     end = pos + n
     if n < 0 or end > len(buf):
@@ -185,7 +190,7 @@ def take(buf, pos: int, n: int):
     return buf[pos:end], end
 
 
-def decode_uuid(buf, pos: int) -> tuple[bytes, int]:
+def decode_uuid(buf: Buffer, pos: int) -> tuple[bytes, int]:
     raw, end = take(buf, pos, 16)
     return bytes(raw), end
 
@@ -210,33 +215,33 @@ def encode_compact_string(value: str | None) -> bytes:
     return encode_uvarint(len(data) + 1) + data
 
 
-def _utf8(buf, pos: int, n: int) -> tuple[str, int]:
+def _utf8(buf: Buffer, pos: int, n: int) -> tuple[str, int]:
     raw, end = take(buf, pos, n)
     return str(raw, "utf-8"), end
 
 
-def decode_nullable_string(buf, pos: int) -> tuple[str | None, int]:
+def decode_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
     (n,) = INT16.unpack_from(buf, pos)
     if n < 0:
         return None, pos + 2
     return _utf8(buf, pos + 2, n)
 
 
-def decode_string(buf, pos: int) -> tuple[str, int]:
+def decode_string(buf: Buffer, pos: int) -> tuple[str, int]:
     (n,) = INT16.unpack_from(buf, pos)
     if n < 0:
         raise ProtocolError("null in a non-nullable string")
     return _utf8(buf, pos + 2, n)
 
 
-def decode_compact_nullable_string(buf, pos: int) -> tuple[str | None, int]:
+def decode_compact_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
     n, pos = decode_uvarint(buf, pos)
     if n == 0:
         return None, pos
     return _utf8(buf, pos, n - 1)
 
 
-def decode_compact_string(buf, pos: int) -> tuple[str, int]:
+def decode_compact_string(buf: Buffer, pos: int) -> tuple[str, int]:
     n, pos = decode_uvarint(buf, pos)
     if n == 0:
         raise ProtocolError("null in a non-nullable compact string")
@@ -245,21 +250,21 @@ def decode_compact_string(buf, pos: int) -> tuple[str, int]:
 
 # -- bytes -------------------------------------------------------------------
 
-def encode_bytes(value) -> bytes:
+def encode_bytes(value: Buffer | None) -> bytes:
     """Classic bytes: int32 length (-1 for null) then the data."""
     if value is None:
         return b"\xff\xff\xff\xff"
     return INT32.pack(len(value)) + bytes(value)
 
 
-def encode_compact_bytes(value) -> bytes:
+def encode_compact_bytes(value: Buffer | None) -> bytes:
     """Compact bytes: uvarint length + 1 (0 for null) then the data."""
     if value is None:
         return b"\x00"
     return encode_uvarint(len(value) + 1) + bytes(value)
 
 
-def decode_bytes(buf, pos: int):
+def decode_bytes(buf: Buffer, pos: int) -> tuple[Buffer | None, int]:
     """Classic bytes as a zero-copy slice, or None for length -1."""
     (n,) = INT32.unpack_from(buf, pos)
     if n < 0:
@@ -267,7 +272,7 @@ def decode_bytes(buf, pos: int):
     return take(buf, pos + 4, n)
 
 
-def decode_compact_bytes(buf, pos: int):
+def decode_compact_bytes(buf: Buffer, pos: int) -> tuple[Buffer | None, int]:
     """Compact bytes as a zero-copy slice, or None for length 0."""
     n, pos = decode_uvarint(buf, pos)
     if n == 0:
@@ -277,7 +282,7 @@ def decode_compact_bytes(buf, pos: int):
 
 # -- tagged-field sections ---------------------------------------------------
 
-def skip_tagged_fields(buf, pos: int) -> int:
+def skip_tagged_fields(buf: Buffer, pos: int) -> int:
     """Skip a whole tagged-field section; returns the offset after it."""
     count, pos = decode_uvarint(buf, pos)
     for _ in range(count):
@@ -287,7 +292,7 @@ def skip_tagged_fields(buf, pos: int) -> int:
     return pos
 
 
-def decode_tagged_fields(buf, pos: int) -> tuple[dict[int, memoryview], int]:
+def decode_tagged_fields(buf: Buffer, pos: int) -> tuple[dict[int, Buffer], int]:
     """A tagged-field section as ``{tag: raw value slice}``."""
     count, pos = decode_uvarint(buf, pos)
     fields = {}

@@ -14,9 +14,12 @@ Version ranges are strings as in Kafka's message specs: ``"0+"``, ``"3-7"``,
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from tierlog.protocol.primitives import ZERO_UUID
+
+if TYPE_CHECKING:
+    from tierlog.protocol.codec import Plan  # which compiles these schemas
 
 __all__ = [
     "PRIMITIVE_TYPES",
@@ -49,8 +52,8 @@ class Versions(NamedTuple):
     lo: int
     hi: int
 
-    def __contains__(self, version) -> bool:
-        return self.lo <= version <= self.hi
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and self.lo <= version <= self.hi
 
     def __str__(self) -> str:
         if self.lo > self.hi:
@@ -77,10 +80,16 @@ def parse_versions(spec: str | None) -> Versions:
 class ArrayOf(NamedTuple):
     """An array type; ``element`` is a type name, a Struct or another ArrayOf."""
 
-    element: object
+    element: FieldType
 
 
-def _normalize_type(type_):
+#: a field's type: a primitive's name (PRIMITIVE_TYPES), a Struct or an ArrayOf
+FieldType: TypeAlias = "str | Struct | ArrayOf"
+#: how a schema spells one: also ``[element]`` for an array
+FieldTypeSpec: TypeAlias = "FieldType | list[Any]"
+
+
+def _normalize_type(type_: FieldTypeSpec) -> FieldType:
     if isinstance(type_, list):
         if len(type_) != 1:
             raise ValueError(f"an array type is a one-element list, got {type_!r}")
@@ -114,9 +123,9 @@ class Field:
         "versions",
     )
 
-    def __init__(self, name: str, type, versions: str = "0+",
+    def __init__(self, name: str, type: FieldTypeSpec, versions: str = "0+",
                  nullable: str | None = None, tag: int | None = None,
-                 tagged_versions: str | None = None, default=_UNSET):
+                 tagged_versions: str | None = None, default: object = _UNSET):
         self.name = name
         self.type = _normalize_type(type)
         self.versions = parse_versions(versions)
@@ -141,7 +150,7 @@ class Field:
     def tagged_in(self, version: int, flexible: bool) -> bool:
         return flexible and version in self.tagged_versions
 
-    def default_in(self, version: int):
+    def default_in(self, version: int) -> Any:
         """The default value at ``version`` (a fresh object each call)."""
         if self._default is not _UNSET:
             return _copy_value(self._default)
@@ -165,7 +174,7 @@ class Struct:
             raise ValueError(f"duplicate field names in {name or names}")
         self.fields = tuple(fields)
         self.name = name or "Struct"
-        self.plans: dict = {}
+        self.plans: dict[tuple[int, bool], Plan] = {}      # (version, flexible) -> codec.plan_for's
 
     def __repr__(self) -> str:
         return f"Struct({self.name}, {len(self.fields)} fields)"
@@ -173,12 +182,12 @@ class Struct:
     def fields_in(self, version: int) -> list[Field]:
         return [f for f in self.fields if f.present_in(version)]
 
-    def defaults(self, version: int) -> dict:
+    def defaults(self, version: int) -> dict[str, Any]:
         """Every field of ``version`` at its default."""
         return {f.name: f.default_in(version) for f in self.fields_in(version)}
 
 
-def _copy_value(value):
+def _copy_value(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy_value(v) for v in value]
     if isinstance(value, dict):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.messages import _MODULES
-from tierlog.protocol.schema import ArrayOf, Field, Struct
+from tierlog.protocol.schema import ArrayOf, Field, FieldType, Struct
 
 __all__ = ["TARGET", "render"]
 
@@ -69,7 +69,7 @@ def _structs(spec: ApiSpec) -> Iterator[tuple[str, Struct]]:
             yield role, struct
 
 
-def _element(type_):
+def _element(type_: FieldType) -> FieldType:
     while isinstance(type_, ArrayOf):
         type_ = type_.element
     return type_

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.codec import Output, decode_struct, encode_struct
 from tierlog.protocol.header import (
@@ -11,7 +14,7 @@ from tierlog.protocol.header import (
     encode_response_header,
 )
 from tierlog.protocol.messages import APIS
-from tierlog.protocol.primitives import ProtocolError
+from tierlog.protocol.primitives import Buffer, ProtocolError
 
 __all__ = ["decode_request", "decode_response", "encode_request", "encode_response"]
 
@@ -37,13 +40,13 @@ def _spec_to_decode(api_key: int, api_version: int) -> ApiSpec:
     return spec
 
 
-def _view(buf) -> memoryview:
+def _view(buf: Buffer) -> memoryview:
     view = buf if isinstance(buf, memoryview) else memoryview(buf)
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
 def encode_request(api_key: int, api_version: int, correlation_id: int,
-                   client_id: str | None, body: dict) -> bytes:
+                   client_id: str | None, body: Mapping[str, Any]) -> bytes:
     """Header + body of a request; records parts must be bytes-like here."""
     spec = _spec_to_encode(api_key, api_version)
     out = Output()
@@ -58,7 +61,7 @@ def encode_request(api_key: int, api_version: int, correlation_id: int,
     return b"".join(parts)
 
 
-def decode_request(api_key: int, api_version: int, buf, offset: int) -> dict:
+def decode_request(api_key: int, api_version: int, buf: Buffer, offset: int) -> dict[str, Any]:
     """The body of a request frame, starting at ``offset`` (after the header)."""
     spec = _spec_to_decode(api_key, api_version)
     body, _ = decode_struct(spec.request, api_version, spec.is_flexible(api_version),
@@ -67,7 +70,7 @@ def decode_request(api_key: int, api_version: int, buf, offset: int) -> dict:
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int,
-                    body: dict) -> list:
+                    body: Mapping[str, Any]) -> list[Any]:
     """Header + body of a response as a list of parts (see Output.parts)."""
     spec = _spec_to_encode(api_key, api_version)
     out = Output()
@@ -76,7 +79,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int,
     return out.parts()
 
 
-def decode_response(api_key: int, api_version: int, buf) -> tuple[int, dict]:
+def decode_response(api_key: int, api_version: int, buf: Buffer) -> tuple[int, dict[str, Any]]:
     """(correlation id, body) of a response frame."""
     spec = _spec_to_decode(api_key, api_version)
     view = _view(buf)

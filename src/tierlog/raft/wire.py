@@ -22,15 +22,10 @@ Usage by the shell::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.describe_quorum import (
-    DescribeQuorumReplicaState,
-    DescribeQuorumResponse,
-    DescribeQuorumResponsePartitionData,
-)
 from tierlog.raft.codec import decode_log_batches, encode_log_batches
 from tierlog.raft.messages import (
     HIGH_WATERMARK_UNKNOWN,
@@ -46,6 +41,13 @@ from tierlog.raft.messages import (
     VoteResponse,
 )
 from tierlog.raft.types import OffsetAndEpoch, QuorumInfo, ReplicaInfo
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_quorum import (
+        DescribeQuorumReplicaState,
+        DescribeQuorumResponse,
+        DescribeQuorumResponsePartitionData,
+    )
 
 __all__ = [
     "API_KEYS",

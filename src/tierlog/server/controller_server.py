@@ -18,7 +18,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tierlog.clock import wall_clock_ms
 from tierlog.controller.quorum_controller import (
@@ -33,16 +33,21 @@ from tierlog.metadata.feature_records import api_versions_features
 from tierlog.net.server import CloseConnection
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol import APIS, ApiKey, ErrorCode
-from tierlog.protocol.typed.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from tierlog.protocol.typed.describe_quorum import (
-    DescribeQuorumRequest,
-    DescribeQuorumResponse,
-)
 from tierlog.raft import wire
 from tierlog.raft.types import LeaderAndEpoch, NotLeaderError
 
 from .applied_offset import AppliedOffset, NotLeaderAnymore
 from .raft_driver import RaftDriver
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.api_versions import (
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+    )
+    from tierlog.protocol.typed.describe_quorum import (
+        DescribeQuorumRequest,
+        DescribeQuorumResponse,
+    )
 
 __all__ = ["CONTROLLER_APIS", "ControllerServer", "describe_quorum_response"]
 

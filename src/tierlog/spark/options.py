@@ -402,9 +402,9 @@ def _remote_storage(options: Mapping) -> tuple[str, tuple[tuple[str, str], ...]]
 def parse_sink_options(options: Mapping) -> SinkOptions:
     bootstrap = _bootstrap(options)
     _check_kafka_options(options, _UNSUPPORTED_KAFKA_SINK)
-    config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+    config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": "5",
               "partitioner": "murmur2_random",          # Kafka's Java default: same key, same partition
-              "message.timeout.ms": 120_000}
+              "message.timeout.ms": "120000"}
     for key, value in options.items():
         k = key.lower()
         if k.startswith("kafka.") and k != "kafka.bootstrap.servers":

@@ -276,8 +276,9 @@ class LatestResults(threading.Thread):
     def run(self) -> None:
         while not self._halt.is_set():
             for msg in self.consumer.consume(500, 0.5):
-                if msg.error() is None and msg.value():
-                    row = json.loads(msg.value())
+                value = msg.value()
+                if msg.error() is None and value:
+                    row = json.loads(value)
                     self.latest[(row["window_start"], row["action"])] = row
                     self.received += 1
                     if self.first_at is None:

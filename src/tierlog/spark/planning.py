@@ -47,6 +47,7 @@ def discover(cluster: Cluster, opts: SourceOptions) -> list[TP]:
         return list(opts.assign)
     if opts.subscribe is not None:
         return cluster.partitions_of(list(opts.subscribe))
+    assert opts.subscribe_pattern is not None, "the options name assign, subscribe or subscribePattern"
     return cluster.partitions_of(cluster.topics_matching(opts.subscribe_pattern))
 
 

@@ -167,9 +167,10 @@ def store_ranges(view: StoreView, opts: SourceOptions) -> list[OffsetRange]:
     ranges = []
     for tp in _store_partitions(view, opts):
         listing = view.listing(tp, None)
-        if listing is None or listing.start_offset is None:
+        first, last = (None, None) if listing is None else (listing.start_offset, listing.end_offset)
+        if first is None or last is None:
             continue
-        first, after = listing.start_offset, listing.end_offset + 1
+        after = last + 1
         if opts.isolation_level:
             after = max(first, min(after, view.stable_end(view.readable(tp, None, None)[0])))
         start = _store_offset(opts.starting, tp, first, after)

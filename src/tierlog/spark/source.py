@@ -110,6 +110,7 @@ def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.Re
 
 
 def _read_remote(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:
+    assert part.store is not None, "a partition with remote pieces names their store"
     store, encryption = shared_store(part.store), part.store.encryption()
     for start, end, segment in part.pieces:
         yield from read_segment_range(store, segment, start, end, include_headers=opts.include_headers,
@@ -138,6 +139,7 @@ class _ClusterOnDriver:
     """A driver-side client opened on first use and never pickled."""
 
     _cluster: Cluster | None = None
+    opts: SourceOptions             # the reader's, set by its constructor
 
     def _client(self) -> Cluster:
         if self._cluster is None:
@@ -266,7 +268,7 @@ class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTrig
             ranges.append(OffsetRange(tp[0], tp[1], start_offset, end_offset))
         return plan_partitions(self.opts, self._client(), ranges, self._finder)
 
-    def read(self, partition: TierlogPartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read_partition(self.opts, partition)
 
     def commit(self, end: dict) -> None:

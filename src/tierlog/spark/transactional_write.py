@@ -69,12 +69,13 @@ def _consumer_config(config: dict, group: str) -> dict:
 
 
 class _BatchRecord:
-    """The group ``<prefix>``'s record of finished micro-batches, one offset per Spark partition."""
+    """The group ``<prefix>``'s record of finished micro-batches, one offset per Spark partition;
+    ``batch_id`` is the micro-batch this task writes."""
 
-    def __init__(self, config: dict, group: str, partition: int):
+    def __init__(self, config: dict, group: str, partition: int, batch_id: int):
         from confluent_kafka import Consumer
 
-        self.partition = partition
+        self.partition, self.batch_id = partition, batch_id
         self.consumer = Consumer(_consumer_config(config, group))
 
     def finished_through(self) -> int:
@@ -84,11 +85,11 @@ class _BatchRecord:
         [found] = self.consumer.committed([TopicPartition(BATCHES_TOPIC, self.partition)], timeout=TIMEOUT_S)
         return max(0, found.offset)
 
-    def add_to(self, producer, batch_id: int) -> None:
+    def add_to(self, producer) -> None:
         """Commit ``batch id + 1`` with the producer's transaction (TxnOffsetCommit)."""
         from confluent_kafka import TopicPartition
 
-        done = TopicPartition(BATCHES_TOPIC, self.partition, batch_id + 1)
+        done = TopicPartition(BATCHES_TOPIC, self.partition, self.batch_id + 1)
         producer.send_offsets_to_transaction([done], self.consumer.consumer_group_metadata(), TIMEOUT_S)
 
     def close(self) -> None:
@@ -105,15 +106,15 @@ def write_in_transaction(config: dict, prefix: str | None, produce_rows: Callabl
     partition = task.partitionId()
     batch = task.getLocalProperty(BATCH_ID_PROPERTY) if record_batches else None
     batch_id = int(batch) if batch else None
-    record = _BatchRecord(config, prefix, partition) if batch_id is not None else None
+    record = _BatchRecord(config, prefix, partition, batch_id) if batch_id is not None else None
     try:
-        return _transaction(config, f"{prefix}-{partition}", record, batch_id, produce_rows, batches)
+        return _transaction(config, f"{prefix}-{partition}", record, produce_rows, batches)
     finally:
         if record is not None:
             record.close()
 
 
-def _transaction(config: dict, transactional_id: str, record: _BatchRecord | None, batch_id: int | None,
+def _transaction(config: dict, transactional_id: str, record: _BatchRecord | None,
                  produce_rows: Callable, batches: Iterator[pa.RecordBatch]) -> int:
     from confluent_kafka import KafkaException, Producer
 
@@ -121,12 +122,12 @@ def _transaction(config: dict, transactional_id: str, record: _BatchRecord | Non
     try:
         # first fence the earlier attempt: its commit, if under way, completes before we look
         producer.init_transactions(TIMEOUT_S)
-        if record is not None and record.finished_through() > batch_id:
+        if record is not None and record.finished_through() > record.batch_id:
             return 0                    # an earlier attempt committed this partition of this batch
         producer.begin_transaction()
         count = produce_rows(producer, batches)
         if record is not None:
-            record.add_to(producer, batch_id)
+            record.add_to(producer)
         producer.commit_transaction(TIMEOUT_S)
     except KafkaException as exc:
         _abort(producer)

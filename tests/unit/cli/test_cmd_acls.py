@@ -72,3 +72,16 @@ def test_list_filters_and_output(capsys):
     out = capsys.readouterr().out
     assert "Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL)`:" in out
     assert "(principal=User:a, host=*, operation=READ, permissionType=ALLOW)" in out
+
+
+def test_the_removal_prompt_names_resources_as_kafka_acls_does(monkeypatch):
+    """The cluster resource is CLUSTER (Kafka's name), not confluent-kafka's BROKER."""
+    args = _args("--remove", "--allow-principal", "User:a", "--operation", "Alter", "--topic", "t", "--cluster")
+    prompts = []
+    monkeypatch.setattr(cmd_acls.sys, "stdin", argparse.Namespace(isatty=lambda: True))
+    monkeypatch.setattr("builtins.input", lambda prompt: prompts.append(prompt) or "y")
+    cmd_acls._confirm(args, cmd_acls._resources(args))
+    [prompt] = prompts
+    assert prompt == ("Are you sure you want to remove ACLs from "
+                      "ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL), "
+                      "ResourcePattern(resourceType=CLUSTER, name=kafka-cluster, patternType=LITERAL)? (y/n) ")

@@ -23,25 +23,31 @@ adds the partition to the transaction instead, the client having sent no AddPart
 ACLs (``authz``): WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions; a
 transactional request also WRITE on its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
+
+from __future__ import annotations
+
 import asyncio
+from typing import TYPE_CHECKING
 
 from tierlog.net.pipelining import release_connection
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.produce import (
-    PartitionProduceData,
-    PartitionProduceResponse,
-    ProduceRequest,
-    ProduceResponse,
-    TopicProduceResponse,
-)
 
 from ..leader_hint import HINTED_ERRORS, LeaderHints
 from ..partition import AppendOrigin, append_origin_error
 from . import authz
 from .context import HandlerContext
 from .stale_metadata import catch_up_once, produce_may_be_stale
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.produce import (
+        PartitionProduceData,
+        PartitionProduceResponse,
+        ProduceRequest,
+        ProduceResponse,
+        TopicProduceResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.PRODUCE, 3, 12
 

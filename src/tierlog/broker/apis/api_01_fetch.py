@@ -44,16 +44,11 @@ read from remote storage.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.fetch import (
-    FetchableTopicResponse,
-    FetchPartitionData,
-    FetchRequest,
-    FetchResponse,
-)
 from tierlog.tiered.read_rules import FetchSource, fetch_source
 
 from ..fetch_session import FetchSessionError, SessionPartition
@@ -62,6 +57,14 @@ from ..partition import FetchIsolation
 from . import authz
 from .context import HandlerContext
 from .stale_metadata import catch_up_once, may_be_stale
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.fetch import (
+        FetchableTopicResponse,
+        FetchPartitionData,
+        FetchRequest,
+        FetchResponse,
+    )
 
 READ_COMMITTED = 1
 

@@ -25,16 +25,14 @@ lookup answers -1, or OFFSET_NOT_AVAILABLE (retriable), as latest does, while a
 new leader's high watermark has not reached the start of its epoch yet.
 ACLs: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.list_offsets import (
-    ListOffsetsPartition,
-    ListOffsetsPartitionResponse,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    ListOffsetsTopicResponse,
-)
 from tierlog.tiered import RemoteStorageError, TopicIdPartition
 
 from ..partition import FetchIsolation
@@ -49,6 +47,15 @@ from ..partition.offsets import (
 )
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.list_offsets import (
+        ListOffsetsPartition,
+        ListOffsetsPartitionResponse,
+        ListOffsetsRequest,
+        ListOffsetsResponse,
+        ListOffsetsTopicResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LIST_OFFSETS, 1, 11
 MIN_VERSION_OF_TARGET = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,

@@ -19,6 +19,11 @@ v10+ may name a topic by TopicId (Name null): an unknown id answers
 UNKNOWN_TOPIC_ID, an entry with neither a name nor an id INVALID_REQUEST. The
 response's Name is nullable only from v12, so v10-11 answers "" there.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.metadata.acls import CLUSTER_NAME, ResourceType
 from tierlog.metadata.topic_rules import (
     CLUSTER_METADATA_TOPIC,
@@ -28,15 +33,17 @@ from tierlog.metadata.topic_rules import (
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.metadata import (
-    MetadataRequest,
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponseTopic,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.metadata import (
+        MetadataRequest,
+        MetadataResponse,
+        MetadataResponseBroker,
+        MetadataResponseTopic,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.METADATA, 1, 13
 NO_TOPIC_ID = bytes(16)

@@ -16,20 +16,27 @@ one is STALE_MEMBER_EPOCH, and its members must use v9+: UNSUPPORTED_VERSION).
 ACLs: READ on the group (else GROUP_AUTHORIZATION_FAILED for every partition) and READ on
 each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions, the others are committed).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.offset_commit import (
-    OffsetCommitRequest,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-)
 
 from . import authz
 from .context import HandlerContext
 from .stale_metadata import catch_up_once
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.offset_commit import (
+        OffsetCommitRequest,
+        OffsetCommitRequestTopic,
+        OffsetCommitResponse,
+        OffsetCommitResponsePartition,
+        OffsetCommitResponseTopic,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_COMMIT, 0, 9
 

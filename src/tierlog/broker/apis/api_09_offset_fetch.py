@@ -9,19 +9,26 @@ ACLs: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED), DESCRIBE on each 
 (else TOPIC_AUTHORIZATION_FAILED for its partitions); asking for all offsets leaves out
 the topics the principal may not describe.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.offset_fetch import (
-    OffsetFetchRequest,
-    OffsetFetchRequestTopics,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-    OffsetFetchResponseTopics,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.offset_fetch import (
+        OffsetFetchRequest,
+        OffsetFetchRequestTopics,
+        OffsetFetchResponse,
+        OffsetFetchResponseGroup,
+        OffsetFetchResponseTopics,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_FETCH, 0, 9
 BATCHED_FROM = 8

@@ -15,19 +15,26 @@ listener's port); a coordinator without one answers COORDINATOR_NOT_AVAILABLE.
 ACLs: DESCRIBE on the group (transactional id), else GROUP_AUTHORIZATION_FAILED
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.broker.group_coordinator import OFFSETS_TOPIC
 from tierlog.broker.transaction_coordinator import TXN_TOPIC
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.find_coordinator import (
-    Coordinator,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.find_coordinator import (
+        Coordinator,
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FIND_COORDINATOR, 0, 6
 GROUP_KEY_TYPE = 0

@@ -5,17 +5,22 @@ answer waits for the join phase to end.  Left out: SkipAssignment (v9) is
 always false (no broker-side assignors); the member's host is not known here.
 ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
+
+from __future__ import annotations
+
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tierlog.group.classic import join_error
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.join_group import JoinGroupRequest, JoinGroupResponse
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.join_group import JoinGroupRequest, JoinGroupResponse
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.JOIN_GROUP, 0, 9
 NULLABLE_PROTOCOL_FROM = 7

@@ -4,13 +4,20 @@ Errors: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION,
 REBALANCE_IN_PROGRESS (rejoin), and the coordinator errors.
 ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.HEARTBEAT, 0, 4
 

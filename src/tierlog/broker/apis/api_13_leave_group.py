@@ -4,13 +4,20 @@ v0-2 name one MemberId (its error is the top-level ErrorCode); v3+ batch
 members, by member id or static group instance id, with per-member errors.
 ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.leave_group import LeaveGroupRequest, LeaveGroupResponse
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.leave_group import LeaveGroupRequest, LeaveGroupResponse
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LEAVE_GROUP, 0, 5
 BATCHED_FROM = 3

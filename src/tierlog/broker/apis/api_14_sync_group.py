@@ -5,13 +5,20 @@ member is answered once that record is committed.  v5 checks ProtocolType and
 ProtocolName (INCONSISTENT_GROUP_PROTOCOL).
 ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.sync_group import SyncGroupRequest, SyncGroupResponse
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.sync_group import SyncGroupRequest, SyncGroupResponse
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.SYNC_GROUP, 0, 5
 

@@ -8,16 +8,23 @@ classic consumer protocol's encoding.
 Authorized operations are not computed (-2147483648).
 ACLs: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.describe_groups import (
-    DescribeGroupsDescribedGroup,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-)
 
 from .context import HandlerContext
 from .group_describe import describe_group
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_groups import (
+        DescribeGroupsDescribedGroup,
+        DescribeGroupsRequest,
+        DescribeGroupsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_GROUPS, 0, 5
 

@@ -5,13 +5,20 @@ KIP-848's groups, whose states are Empty, Assigning, Reconciling, Stable).  Whil
 COORDINATOR_LOAD_IN_PROGRESS with the groups known so far.
 ACLs: every group with DESCRIBE on the cluster, else only the groups the principal may DESCRIBE.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.list_groups import ListGroupsRequest, ListGroupsResponse
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.list_groups import ListGroupsRequest, ListGroupsResponse
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LIST_GROUPS, 0, 5
 

@@ -6,15 +6,22 @@ handshake that reaches this handler (a PLAINTEXT / SSL listener, or a second one
 after authentication: re-authentication, KIP-368, is not implemented) is answered
 ILLEGAL_SASL_STATE, as Kafka's KafkaApis does.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.sasl_handshake import (
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
 
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.sasl_handshake import (
+        SaslHandshakeRequest,
+        SaslHandshakeResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.SASL_HANDSHAKE, 1, 1
 

@@ -6,13 +6,23 @@ image's finalized levels with its offset as FinalizedFeaturesEpoch, from the Fea
 a new cluster's controller writes (``metadata.feature_records``): transaction.version 2 tells a
 client that supports it to use KIP-890 part 2 (EndTxn v5, Produce v12).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.metadata.feature_records import api_versions_features
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.api_versions import (
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.API_VERSIONS, 0, 4
 

@@ -7,17 +7,24 @@ so a client that asks this broker for Metadata right after sees them.
 ACLs: CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED for it (the
 others are created).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.create_topics import (
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-)
 
 from . import authz
 from .context import HandlerContext, Response
 from .forward import forward_and_wait
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.create_topics import (
+        CreateTopicsRequest,
+        CreateTopicsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CREATE_TOPICS, 2, 7
 

@@ -4,17 +4,24 @@ The broker then waits (up to TimeoutMs) until the deleted topics are gone from
 its own image; its logs go when the image drops them (ReplicaManager).
 ACLs: DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED for it (the others are deleted).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.delete_topics import (
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-)
 
 from . import authz
 from .context import HandlerContext, Response
 from .forward import forward_and_wait
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.delete_topics import (
+        DeleteTopicsRequest,
+        DeleteTopicsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_TOPICS, 1, 6
 NAMES_OR_IDS_FROM = 6

@@ -17,21 +17,27 @@ report theirs in the next Fetch -- or TimeoutMs passes (REQUEST_TIMED_OUT).
 LowWatermark is that low watermark (-1 with an error).  Nothing is left out.
 ACLs: DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 """
+
+from __future__ import annotations
+
 import asyncio
+from typing import TYPE_CHECKING
 
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.delete_records import (
-    DeleteRecordsPartition,
-    DeleteRecordsPartitionResult,
-    DeleteRecordsRequest,
-    DeleteRecordsResponse,
-    DeleteRecordsTopicResult,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.delete_records import (
+        DeleteRecordsPartition,
+        DeleteRecordsPartitionResult,
+        DeleteRecordsRequest,
+        DeleteRecordsResponse,
+        DeleteRecordsTopicResult,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_RECORDS, 0, 2
 

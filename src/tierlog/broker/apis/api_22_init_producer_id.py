@@ -12,18 +12,25 @@ ACLs: a TransactionalId needs WRITE on it (else TRANSACTIONAL_ID_AUTHORIZATION_F
 idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on any topic (KIP-679), else
 CLUSTER_AUTHORIZATION_FAILED.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.broker.broker import ProducerIdsUnavailable
 from tierlog.broker.controller_channel import ControllerUnavailable
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.init_producer_id import (
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-)
 
 from . import authz
 from .context import HandlerContext, Response
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.init_producer_id import (
+        InitProducerIdRequest,
+        InitProducerIdResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.INIT_PRODUCER_ID, 0, 5
 PRODUCER_FENCED_FROM = 4

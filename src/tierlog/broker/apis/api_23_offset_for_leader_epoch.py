@@ -5,19 +5,26 @@ where their log diverges.  CurrentLeaderEpoch is fenced like Fetch's.
 ACLs: a follower (ReplicaId >= 0) needs CLUSTER_ACTION on the cluster, a client DESCRIBE on
 the topic; else TOPIC_AUTHORIZATION_FAILED.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.offset_for_leader_epoch import (
-    OffsetForLeaderEpochEpochEndOffset,
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse,
-    OffsetForLeaderPartition,
-    OffsetForLeaderTopicResult,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.offset_for_leader_epoch import (
+        OffsetForLeaderEpochEpochEndOffset,
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderEpochResponse,
+        OffsetForLeaderPartition,
+        OffsetForLeaderTopicResult,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4
 

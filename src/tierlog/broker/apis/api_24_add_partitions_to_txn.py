@@ -14,18 +14,25 @@ WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED everyw
 each topic (TOPIC_AUTHORIZATION_FAILED there, OPERATION_NOT_ATTEMPTED elsewhere); v4+ is for
 brokers only: CLUSTER_ACTION on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.add_partitions_to_txn import (
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse,
-    AddPartitionsToTxnResult,
-    AddPartitionsToTxnTransaction,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.add_partitions_to_txn import (
+        AddPartitionsToTxnRequest,
+        AddPartitionsToTxnResponse,
+        AddPartitionsToTxnResult,
+        AddPartitionsToTxnTransaction,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5
 PRODUCER_FENCED_FROM = 2           # older clients do not know PRODUCER_FENCED (Kafka answers 47)

@@ -6,17 +6,24 @@ Errors are the transaction coordinator's (as AddPartitionsToTxn); an empty group
 INVALID_GROUP_ID.  PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v2.  ACLs (Kafka):
 WRITE on the transactional id, then READ on the group.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.broker.group_coordinator import OFFSETS_TOPIC
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.add_offsets_to_txn import (
-    AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.add_offsets_to_txn import (
+        AddOffsetsToTxnRequest,
+        AddOffsetsToTxnResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ADD_OFFSETS_TO_TXN, 0, 4
 PRODUCER_FENCED_FROM = 2           # older clients do not know PRODUCER_FENCED (Kafka answers 47)

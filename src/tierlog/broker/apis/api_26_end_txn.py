@@ -12,14 +12,21 @@ client its ProducerId / ProducerEpoch for the next transaction (a new producer i
 when the epoch is exhausted). Clients learn to use it from the finalized ``transaction.version``
 2 in ApiVersions (``api_18_api_versions``).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.end_txn import EndTxnRequest, EndTxnResponse
 from tierlog.txn import TV_2
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.end_txn import EndTxnRequest, EndTxnResponse
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.END_TXN, 0, 5
 PRODUCER_FENCED_FROM = 2           # older clients do not know PRODUCER_FENCED (Kafka answers 47)

@@ -7,17 +7,24 @@ an earlier transaction's marker).
 Broker-to-broker only: CLUSTER_ACTION on the cluster, else every partition answers
 CLUSTER_AUTHORIZATION_FAILED (Kafka's handleWriteTxnMarkersRequest).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.write_txn_markers import (
-    WriteTxnMarkersRequest,
-    WriteTxnMarkersResponse,
-)
 
 from ..txn_marker_writer import write_markers
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.write_txn_markers import (
+        WriteTxnMarkersRequest,
+        WriteTxnMarkersResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.WRITE_TXN_MARKERS, 0, 2
 

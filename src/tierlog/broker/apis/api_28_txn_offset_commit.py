@@ -14,16 +14,23 @@ transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere), READ o
 partitions are committed).  Left out: the check that the
 producer added the group's partition to its transaction (AddOffsetsToTxn) first.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.txn_offset_commit import (
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.txn_offset_commit import (
+        TxnOffsetCommitRequest,
+        TxnOffsetCommitResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.TXN_OFFSET_COMMIT, 0, 4
 

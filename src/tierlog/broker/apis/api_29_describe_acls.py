@@ -5,18 +5,25 @@ by resource pattern (type, name, pattern type) as Kafka groups them. Needs DESCR
 the cluster (else CLUSTER_AUTHORIZATION_FAILED); without an authorizer the answer is
 SECURITY_DISABLED, as Kafka's; a filter with an UNKNOWN field is INVALID_REQUEST.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.metadata.acls import filter_of
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode, describe
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.describe_acls import (
-    AclDescription,
-    DescribeAclsRequest,
-    DescribeAclsResponse,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_acls import (
+        AclDescription,
+        DescribeAclsRequest,
+        DescribeAclsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_ACLS, 1, 3
 

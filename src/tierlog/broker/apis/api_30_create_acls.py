@@ -6,13 +6,20 @@ controller validates each binding and writes AccessControlEntryRecords
 (``controller.acl_control``); the broker answers once its own image has caught up, so
 a DescribeAcls or a check on this broker sees the new ACLs.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.create_acls import CreateAclsRequest, CreateAclsResponse
 
 from . import authz
 from .context import HandlerContext, Response
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.create_acls import CreateAclsRequest, CreateAclsResponse
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CREATE_ACLS, 1, 3
 

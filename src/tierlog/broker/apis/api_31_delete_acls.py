@@ -5,13 +5,20 @@ without an authorizer every filter answers SECURITY_DISABLED, as Kafka's. The
 controller removes every ACL each filter matches (RemoveAccessControlEntryRecords,
 ``controller.acl_control``); the broker answers once its own image has caught up.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 
 from . import authz
 from .context import HandlerContext, Response
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_ACLS, 1, 3
 

@@ -27,6 +27,11 @@ does tierlog, except for the keys its own remote storage declares: where the sto
 encrypted. Those are shown, so a reader (the Spark source's ``remoteStorage=auto``) can find the
 store from the cluster; encryption keys and unknown keys stay null.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.config import BROKER_CONFIGS, PLUGIN_PREFIXES
 from tierlog.metadata.group_rules import (
     GROUP_CONFIG_NAMES,
@@ -36,14 +41,6 @@ from tierlog.metadata.group_rules import (
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.describe_configs import (
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-    DescribeConfigsResourceResult,
-    DescribeConfigsResponse,
-    DescribeConfigsResult,
-    DescribeConfigsSynonym,
-)
 from tierlog.storage import TOPIC_CONFIGS
 from tierlog.tiered.encryption_config import ENABLED as ENCRYPTION_ENABLED
 from tierlog.tiered.factory import STORAGE_KEYS
@@ -51,6 +48,16 @@ from tierlog.tiered.factory import STORAGE_KEYS
 from . import authz
 from .context import HandlerContext
 from .forward import catch_up
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_configs import (
+        DescribeConfigsRequest,
+        DescribeConfigsResource,
+        DescribeConfigsResourceResult,
+        DescribeConfigsResponse,
+        DescribeConfigsResult,
+        DescribeConfigsSynonym,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_CONFIGS, 1, 4
 CATCH_UP_TIMEOUT_S = 1.0

@@ -9,16 +9,23 @@ resource types (BROKER_LOGGER, ...) get INVALID_REQUEST from the controller.
 ACLs: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for a broker
 (CLUSTER_AUTHORIZATION_FAILED); the refused resources are not forwarded.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.alter_configs import (
-    AlterConfigsRequest,
-    AlterConfigsResponse,
-)
 
 from . import authz
 from .context import HandlerContext, Response
 from .forward import forward_and_catch_up
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_configs import (
+        AlterConfigsRequest,
+        AlterConfigsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ALTER_CONFIGS, 0, 2
 

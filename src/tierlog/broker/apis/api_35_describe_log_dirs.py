@@ -13,22 +13,28 @@ be read).  An offline dir answers KAFKA_STORAGE_ERROR with no topics.  v0
 (removed in Kafka 4.0, KIP-896) is not served.
 ACLs: DESCRIBE on the cluster, else no dirs (v3+: CLUSTER_AUTHORIZATION_FAILED).
 """
+
+from __future__ import annotations
+
 import shutil
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.describe_log_dirs import (
-    DescribeLogDirsPartition,
-    DescribeLogDirsRequest,
-    DescribeLogDirsResponse,
-    DescribeLogDirsResult,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_log_dirs import (
+        DescribeLogDirsPartition,
+        DescribeLogDirsRequest,
+        DescribeLogDirsResponse,
+        DescribeLogDirsResult,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_LOG_DIRS, 1, 4
 INVALID_OFFSET_LAG = -1

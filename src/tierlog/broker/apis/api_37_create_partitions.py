@@ -10,17 +10,24 @@ and does not wait.  If no controller answers in time every topic gets
 REQUEST_TIMED_OUT.
 ACLs: ALTER on the topic, else TOPIC_AUTHORIZATION_FAILED for it.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.create_partitions import (
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-)
 
 from . import authz
 from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_wait
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.create_partitions import (
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CREATE_PARTITIONS, 0, 3
 

@@ -4,18 +4,24 @@ Per group: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or the tombstones of its
 offsets and metadata are written (answered once committed).
 ACLs: DELETE on the group, else GROUP_AUTHORIZATION_FAILED for it.
 """
+
+from __future__ import annotations
+
 import asyncio
+from typing import TYPE_CHECKING
 
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.delete_groups import (
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.delete_groups import (
+        DeleteGroupsRequest,
+        DeleteGroupsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DELETE_GROUPS, 0, 2
 

@@ -13,18 +13,25 @@ it as the top-level ErrorCode (v1+; v0 has no such field and answers an empty
 result list).
 ACLs: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.elect_leaders import (
-    ElectLeadersRequest,
-    ElectLeadersResponse,
-    ReplicaElectionResult,
-)
 
 from . import authz
 from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.elect_leaders import (
+        ElectLeadersRequest,
+        ElectLeadersResponse,
+        ReplicaElectionResult,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ELECT_LEADERS, 0, 2
 

@@ -7,16 +7,23 @@ broker shows the change.
 ACLs: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for a broker
 (CLUSTER_AUTHORIZATION_FAILED); the refused resources are not forwarded.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.incremental_alter_configs import (
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-)
 
 from . import authz
 from .context import HandlerContext, Response
 from .forward import forward_and_catch_up
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.incremental_alter_configs import (
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1
 

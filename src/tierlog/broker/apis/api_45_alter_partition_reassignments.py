@@ -8,17 +8,24 @@ shows the merged replica list.  No controller answers in time:
 REQUEST_TIMED_OUT at top level and for every partition.  Nothing is left out.
 ACLs: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.alter_partition_reassignments import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
-)
 
 from . import authz
 from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_catch_up
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_partition_reassignments import (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1
 

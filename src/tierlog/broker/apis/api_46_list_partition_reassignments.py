@@ -5,17 +5,24 @@ reassigning partition).  No controller answers in time: REQUEST_TIMED_OUT at
 top level.  Nothing is left out.
 ACLs: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.list_partition_reassignments import (
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-)
 
 from . import authz
 from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_wait
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.list_partition_reassignments import (
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0
 

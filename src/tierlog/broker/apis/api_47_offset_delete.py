@@ -6,16 +6,23 @@ subscriptions cannot be read gets NON_EMPTY_GROUP.
 ACLs: DELETE on the group (else GROUP_AUTHORIZATION_FAILED) and READ on each topic (else
 TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.offset_delete import (
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.offset_delete import (
+        OffsetDeleteRequest,
+        OffsetDeleteResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.OFFSET_DELETE, 0, 0
 

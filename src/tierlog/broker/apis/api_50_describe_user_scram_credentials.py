@@ -8,17 +8,21 @@ never leave the cluster. Needs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATI
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.describe_user_scram_credentials import (
-    DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse,
-)
 
 from . import authz
 from .context import HandlerContext
 from .forward import catch_up
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_user_scram_credentials import (
+        DescribeUserScramCredentialsRequest,
+        DescribeUserScramCredentialsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0
 CATCH_UP_TIMEOUT_S = 2.0

@@ -8,18 +8,22 @@ Needs ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED per user, as Kafka
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tierlog.metadata.scram import ScramMechanism
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.alter_user_scram_credentials import (
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsResponse,
-)
 
 from . import authz
 from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_wait
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.alter_user_scram_credentials import (
+        AlterUserScramCredentialsRequest,
+        AlterUserScramCredentialsResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0
 

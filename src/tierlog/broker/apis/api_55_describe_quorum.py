@@ -11,19 +11,22 @@ ACLs: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from tierlog.broker.controller_channel import ControllerUnavailable
 from tierlog.clock import monotonic_s
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.describe_quorum import (
-    DescribeQuorumRequest,
-    DescribeQuorumResponse,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_quorum import (
+        DescribeQuorumRequest,
+        DescribeQuorumResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_QUORUM, 0, 2
 

@@ -4,17 +4,24 @@ Authorized operations are not computed (no ACLs): -2147483648 ("not requested").
 IncludeClusterAuthorizedOperations: the principal's bit set of cluster operations (as Kafka,
 no check otherwise).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.metadata.acls import CLUSTER_NAME, ResourceType
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.describe_cluster import (
-    DescribeClusterRequest,
-    DescribeClusterResponse,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_cluster import (
+        DescribeClusterRequest,
+        DescribeClusterResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_CLUSTER, 0, 1
 

@@ -4,18 +4,25 @@ coordinator epoch of its latest marker.  Per partition NOT_LEADER_OR_FOLLOWER of
 UNKNOWN_TOPIC_OR_PARTITION for one that does not exist, TOPIC_AUTHORIZATION_FAILED without READ on
 its topic (Kafka).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.describe_producers import (
-    DescribeProducersRequest,
-    DescribeProducersResponse,
-    PartitionResponse,
-    ProducerState,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_producers import (
+        DescribeProducersRequest,
+        DescribeProducersResponse,
+        PartitionResponse,
+        ProducerState,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_PRODUCERS, 0, 0
 

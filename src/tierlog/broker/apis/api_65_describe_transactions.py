@@ -5,17 +5,24 @@ while it loads, TRANSACTIONAL_ID_NOT_FOUND for an id it does not know,
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED without DESCRIBE on it; partitions of topics the principal
 may not DESCRIBE are left out (Kafka).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.describe_transactions import (
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
-    DescribeTransactionsTransactionState,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_transactions import (
+        DescribeTransactionsRequest,
+        DescribeTransactionsResponse,
+        DescribeTransactionsTransactionState,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_TRANSACTIONS, 0, 0
 

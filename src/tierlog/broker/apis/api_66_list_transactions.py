@@ -4,18 +4,25 @@ how long they have run (DurationFilter ms, -1: any).  COORDINATOR_LOAD_IN_PROGRE
 ``__transaction_state`` partition it leads is still loading.  Only ids the principal may DESCRIBE
 are listed (Kafka).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.list_transactions import (
-    ListTransactionsRequest,
-    ListTransactionsResponse,
-    ListTransactionsTransactionState,
-)
 from tierlog.txn import TransactionState
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.list_transactions import (
+        ListTransactionsRequest,
+        ListTransactionsResponse,
+        ListTransactionsTransactionState,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.LIST_TRANSACTIONS, 0, 1
 

@@ -8,16 +8,23 @@ a member's regex, bump the group epoch then.  Answered once the group's
 records are committed (acks=all) or with the coordinator errors.
 ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.consumer_group_heartbeat import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.consumer_group_heartbeat import (
+        ConsumerGroupHeartbeatRequest,
+        ConsumerGroupHeartbeatResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1
 

@@ -6,16 +6,23 @@ GROUP_ID_NOT_FOUND for unknown or classic groups, INVALID_GROUP_ID for "",
 and the coordinator errors.  Authorized operations are not computed.
 ACLs: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.consumer_group_describe import (
-    ConsumerGroupDescribeDescribedGroup,
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-)
 
 from .context import HandlerContext
 from .group_describe import describe_group
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.consumer_group_describe import (
+        ConsumerGroupDescribeDescribedGroup,
+        ConsumerGroupDescribeRequest,
+        ConsumerGroupDescribeResponse,
+    )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1
 

@@ -34,7 +34,7 @@ true only for __consumer_offsets).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from tierlog.metadata.acls import ResourceType
 from tierlog.metadata.image import MetadataImage, PartitionInfo, TopicInfo
@@ -43,17 +43,19 @@ from tierlog.metadata.topic_rules import RuleError, validate_topic_name
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
-from tierlog.protocol.typed.describe_topic_partitions import (
-    Cursor,
-    DescribeTopicPartitionsRequest,
-    DescribeTopicPartitionsResponse,
-    DescribeTopicPartitionsResponsePartition,
-    DescribeTopicPartitionsResponseTopic,
-    ReplicaLocalLogCoverage,
-)
 
 from . import authz
 from .context import HandlerContext
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.describe_topic_partitions import (
+        Cursor,
+        DescribeTopicPartitionsRequest,
+        DescribeTopicPartitionsResponse,
+        DescribeTopicPartitionsResponsePartition,
+        DescribeTopicPartitionsResponseTopic,
+        ReplicaLocalLogCoverage,
+    )
 
 __all__ = ["API_KEY", "MAX_VERSION", "MIN_VERSION", "TopicAccess", "describe", "handle"]
 

@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from typing import TYPE_CHECKING
 
 from tierlog.protocol.errors import ErrorCode
-from tierlog.protocol.typed.produce import ProduceRequest
 
 from .forward import catch_up
+
+if TYPE_CHECKING:
+    from tierlog.protocol.typed.produce import ProduceRequest
 
 __all__ = ["CATCH_UP_TIMEOUT_S", "STALE_ERRORS", "catch_up_once", "may_be_stale", "produce_may_be_stale"]
 

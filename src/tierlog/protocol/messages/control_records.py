@@ -19,10 +19,11 @@ These are not APIs and are not in ``APIS``.
 from __future__ import annotations
 
 import struct as _struct
-from typing import NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 from tierlog.protocol.codec import decode_struct, encode_struct
-from tierlog.protocol.primitives import ProtocolError
+from tierlog.protocol.primitives import Buffer, ProtocolError
 from tierlog.protocol.schema import Field, Struct
 
 __all__ = [
@@ -98,10 +99,11 @@ def encode_control_key(control_type: int) -> bytes:
     return _KEY.pack(_CONTROL_KEY_VERSION, control_type)
 
 
-def decode_control_key(buf) -> int:
+def decode_control_key(buf: Buffer) -> int:
     """The control type of a control record key; ProtocolError if malformed."""
     if len(buf) < _KEY.size:
         raise ProtocolError(f"control record key of {len(buf)} bytes")
+    control_type: int
     version, control_type = _KEY.unpack_from(buf, 0)
     if version < 0:
         raise ProtocolError(f"control record key version {version}")
@@ -115,7 +117,7 @@ def _schema(control_type: int) -> ControlRecordSchema:
     return schema
 
 
-def encode_control_value(control_type: int, value: dict) -> bytes:
+def encode_control_value(control_type: int, value: Mapping[str, Any]) -> bytes:
     """Encode a payload at the data version in its ``Version`` (default 0)."""
     schema = _schema(control_type)
     version = value.get("Version", 0)
@@ -124,7 +126,7 @@ def encode_control_value(control_type: int, value: dict) -> bytes:
     return bytes(encode_struct(schema.struct, version, True, {**value, "Version": version}))
 
 
-def decode_control_value(control_type: int, buf) -> dict:
+def decode_control_value(control_type: int, buf: Buffer) -> dict[str, Any]:
     """Decode a whole payload. Its leading Version picks the layout; a version
     newer than we know is read with our newest layout."""
     schema = _schema(control_type)
@@ -140,10 +142,11 @@ def decode_control_value(control_type: int, buf) -> dict:
     return value
 
 
-def encode_leader_change(leader_id: int, voters, granting_voters, version: int = 0) -> bytes:
+def encode_leader_change(leader_id: int, voters: Iterable[int | Mapping[str, Any]],
+                         granting_voters: Iterable[int | Mapping[str, Any]], version: int = 0) -> bytes:
     """A LeaderChangeMessage; ``voters`` and ``granting_voters`` are ids or
     Voter dicts."""
-    def as_voters(items):
+    def as_voters(items: Iterable[int | Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         return [v if isinstance(v, dict) else {"VoterId": v} for v in items]
     return encode_control_value(LEADER_CHANGE, {
         "Version": version, "LeaderId": leader_id,
@@ -151,7 +154,7 @@ def encode_leader_change(leader_id: int, voters, granting_voters, version: int =
     })
 
 
-def decode_leader_change(buf) -> dict:
+def decode_leader_change(buf: Buffer) -> dict[str, Any]:
     return decode_control_value(LEADER_CHANGE, buf)
 
 
@@ -160,7 +163,7 @@ def encode_snapshot_header(last_contained_log_timestamp: int) -> bytes:
         "Version": 0, "LastContainedLogTimestamp": last_contained_log_timestamp})
 
 
-def decode_snapshot_header(buf) -> dict:
+def decode_snapshot_header(buf: Buffer) -> dict[str, Any]:
     return decode_control_value(SNAPSHOT_HEADER, buf)
 
 
@@ -168,5 +171,5 @@ def encode_snapshot_footer() -> bytes:
     return encode_control_value(SNAPSHOT_FOOTER, {"Version": 0})
 
 
-def decode_snapshot_footer(buf) -> dict:
+def decode_snapshot_footer(buf: Buffer) -> dict[str, Any]:
     return decode_control_value(SNAPSHOT_FOOTER, buf)
