@@ -54,12 +54,13 @@ class Broker:
         self.fetch_wait_max_ms = max(config["replica.fetch.wait.max.ms"], config["request.timeout.ms"])
         self.remote = remote    # broker.remote.RemoteTier when remote.log.storage.system.enable
         self.groups = GroupCoordinator(config, replicas, clock_ms,      # consumer groups (__consumer_offsets)
-                                       lambda group_id: metadata.image.group_config(group_id))
+                                       lambda group_id: metadata.image.group_config(group_id), self.image_leader)
         self.authorizer = authorizer_from_config(config.raw)             # KIP-801; None: no ACL checks
         replicas.add_leadership_listener(self.groups)
         markers = TxnMarkerSender(self.node_id, lambda: self.image, replicas, self.led_partition,
                                   self.groups.on_txn_marker, clock_ms, config["request.timeout.ms"], inter_broker)
-        self.transactions = TransactionCoordinator(config, replicas, self._txn_producer_id, markers, clock_ms)
+        self.transactions = TransactionCoordinator(config, replicas, self._txn_producer_id, markers, clock_ms,
+                                                   self.image_leader)
         replicas.add_leadership_listener(self.transactions)     # transactions (__transaction_state)
         self.txn_verifier = TxnVerifier(self.node_id, lambda: self.image, replicas, self.transactions, inter_broker)
 
@@ -86,6 +87,11 @@ class Broker:
 
     def endpoint(self, node_id: int) -> BrokerInfo | None:
         return self.image.brokers.get(node_id)
+
+    def image_leader(self, topic: str, index: int) -> int:
+        """The leader of a partition in the newest metadata image (-1: none, or no such partition)."""
+        info = self.image.topics.get(topic)
+        return info.partitions[index].leader if info is not None and 0 <= index < len(info.partitions) else -1
 
     def led_partition(self, topic: str, index: int):
         """(partition, NONE) when this node leads it, else (partition or None, Kafka error code)."""

@@ -16,7 +16,7 @@ from tierlog.records import Record, build_batch, decode_batches
 
 from .partition import AppendOrigin, FetchIsolation, Partition
 
-__all__ = ["LOAD_READ_BYTES", "Appended", "append", "append_and_wait", "committed", "load_log"]
+__all__ = ["LOAD_READ_BYTES", "Appended", "append", "append_and_wait", "committed", "coordinator_moving", "load_log"]
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,15 @@ class Appended(NamedTuple):
     error: ErrorCode
     end_offset: int | None = None                   # exclusive; None: not in the log
     waiter: asyncio.Future | None = None            # the acks=all wait (None: nothing to wait for)
+
+
+def coordinator_moving(image_leader: int, node_id: int) -> ErrorCode:
+    """The answer for a key whose partition this coordinator does not serve: when the newest
+    metadata image already makes this broker its leader (FindCoordinator answers from that
+    image) the election has not reached the coordinator yet (the image is applied in slices)
+    and it is COORDINATOR_LOAD_IN_PROGRESS, which clients retry here; otherwise NOT_COORDINATOR,
+    which sends them to FindCoordinator again (librdkafka's committed() gives up on it)."""
+    return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if image_leader == node_id else ErrorCode.NOT_COORDINATOR
 
 
 async def load_log(part: Partition, leading: Callable[[], bool], replay: Callable[[object, list], None]) -> bool:

@@ -53,7 +53,7 @@ from tierlog.protocol.errors import ErrorCode
 from tierlog.records.control import COMMIT, control_marker
 from tierlog.records.header import HEADER_SIZE
 
-from .coordinator_log import Appended, append, committed, load_log
+from .coordinator_log import Appended, append, committed, coordinator_moving, load_log
 from .partition import Partition
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinator"]
@@ -101,7 +101,8 @@ class _Hosted:
 
 class GroupCoordinator:
     def __init__(self, config, replicas, clock_ms: Callable[[], int],
-                 group_configs: Callable[[str], Mapping[str, str]] = lambda group_id: {}):
+                 group_configs: Callable[[str], Mapping[str, str]] = lambda group_id: {},
+                 image_leader: Callable[[str, int], int] = lambda topic, index: -1):
         self.node_id = config.node_id
         self.config = GroupConfig.from_node_config(config)
         self.num_partitions = config["offsets.topic.num.partitions"]
@@ -118,6 +119,7 @@ class GroupCoordinator:
         self._last_topic_create_ms = -TOPIC_CREATE_RETRY_MS
         self._view: tuple[object, TopicsView] | None = None
         self._group_configs = group_configs         # group id -> its dynamic configs (the image's)
+        self._image_leader = image_leader           # (topic, partition) -> its leader in the newest image
 
     # -- leadership ----------------------------------------------------------------------
     def on_leader(self, part: Partition) -> None:
@@ -178,9 +180,10 @@ class GroupCoordinator:
     def locate(self, group_id: str) -> tuple[_Hosted | None, int]:
         if not group_id:
             return None, ErrorCode.INVALID_GROUP_ID
-        hosted = self._hosted.get(self.partition_for(group_id))
+        index = self.partition_for(group_id)
+        hosted = self._hosted.get(index)
         if hosted is None or not self._leading(hosted):
-            return None, ErrorCode.NOT_COORDINATOR
+            return None, coordinator_moving(self._image_leader(OFFSETS_TOPIC, index), self.node_id)
         if hosted.shard is None:
             return None, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return hosted, ErrorCode.NONE

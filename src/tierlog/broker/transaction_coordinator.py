@@ -60,7 +60,7 @@ from tierlog.txn import (
 )
 from tierlog.txn import requests as rules
 
-from .coordinator_log import append_and_wait, load_log
+from .coordinator_log import append_and_wait, coordinator_moving, load_log
 from .partition import Partition
 
 __all__ = ["TXN_TOPIC", "TransactionCoordinator"]
@@ -98,8 +98,10 @@ class _Hosted:
 
 
 class TransactionCoordinator:
-    def __init__(self, config, replicas, next_producer_id: Callable, markers, clock_ms: Callable[[], int]):
+    def __init__(self, config, replicas, next_producer_id: Callable, markers, clock_ms: Callable[[], int],
+                 image_leader: Callable[[str, int], int] = lambda topic, index: -1):
         self.node_id = config.node_id
+        self._image_leader = image_leader       # (topic, partition) -> its leader in the newest image
         self.num_partitions = config["transaction.state.log.num.partitions"]
         self.replication_factor = config["transaction.state.log.replication.factor"]
         self.min_isr = config["transaction.state.log.min.isr"]
@@ -192,9 +194,10 @@ class TransactionCoordinator:
         return ErrorCode.NONE, hosted, hosted.txns.get(transactional_id), fresh
 
     def locate(self, transactional_id: str) -> tuple[_Hosted | None, int]:
-        hosted = self._hosted.get(self.partition_for(transactional_id))
+        index = self.partition_for(transactional_id)
+        hosted = self._hosted.get(index)
         if hosted is None or not self._leading(hosted):
-            return None, ErrorCode.NOT_COORDINATOR
+            return None, coordinator_moving(self._image_leader(TXN_TOPIC, index), self.node_id)
         if hosted.txns is None:
             return None, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return hosted, ErrorCode.NONE

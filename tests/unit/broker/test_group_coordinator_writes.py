@@ -15,6 +15,8 @@ assignment a new coordinator would not know of.
 """
 import asyncio
 
+import pytest
+
 from tierlog.broker.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
 from tierlog.broker.partition import AppendOrigin, Partition
 from tierlog.config import NodeConfig
@@ -342,3 +344,14 @@ def test_a_txn_offset_commit_without_records_appends_nothing(tmp_path):
         assert _code(resp) == E.OFFSET_METADATA_TOO_LARGE
         assert replicas.batches == []
     _run(tmp_path, scenario)
+
+
+@pytest.mark.parametrize(("image_leader", "expected"), [(1, E.COORDINATOR_LOAD_IN_PROGRESS), (3, E.NOT_COORDINATOR),
+                                                        (-1, E.NOT_COORDINATOR)])
+def test_a_group_of_a_partition_the_image_gives_this_broker_before_its_election_arrives(image_leader, expected):
+    """FindCoordinator answers from the newest image, which is applied to the coordinators in slices:
+    until the election reaches this coordinator, a request it will serve is LOAD_IN_PROGRESS
+    (clients retry it here), not NOT_COORDINATOR (librdkafka's committed() gives up on that)."""
+    config = NodeConfig({"node.id": "1", "offsets.topic.num.partitions": "1"})
+    coordinator = GroupCoordinator(config, Replicas(), lambda: NOW, image_leader=lambda topic, index: image_leader)
+    assert coordinator.locate("g") == (None, expected)
