@@ -71,7 +71,7 @@ class SimPartition:
         if "marker_version_ignored" in self.bugs:
             transaction_version = 0                 # a leader before KIP-1228
         try:
-            dup = self.ps.check([h], transaction_version)
+            dup = self.ps.check([h], transaction_version, marker[1] if marker else -1)
         except ProducerStateError as e:
             if not self._ignores(h, e.error_code):
                 self._count_refused(h, e.error_code)
