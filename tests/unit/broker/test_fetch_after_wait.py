@@ -7,11 +7,11 @@ watermark; a partition not marked meanwhile is not read again, nor one whose wat
 moved.
 """
 import asyncio
-import random
 from types import SimpleNamespace
 
+from fetch_fakes import FakeBroker, FakeReplicas
+
 from tierlog.broker.apis import api_01_fetch as fetch
-from tierlog.broker.fetch_session import FetchSessionCache
 from tierlog.broker.partition import Partition
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import Record, build_batch
@@ -38,48 +38,28 @@ def _partition(tmp_path, index: int, replicas=(1, FOLLOWER)) -> Partition:
     return part
 
 
-class CountingReplicas:
-    """The replica manager's part the handler uses; counts reads and moves watermarks while parked."""
+class CountingReplicas(FakeReplicas):
+    """Counts the partitions' log reads; moves watermarks or appends while parked (``while_parked``)."""
 
-    def __init__(self, parts, sessions, while_parked=None):
-        self.parts = {p.key: p for p in parts}
+    def __init__(self, parts, sessions, while_parked):
+        super().__init__(parts)
         self.sessions, self.while_parked, self.reads = sessions, while_parked, []
         for part in parts:
             read = part.log.read
             part.log.read = lambda *a, _read=read, _key=part.key, **k: (self.reads.append(_key), _read(*a, **k))[1]
 
-    def get(self, topic, index):
-        return self.parts.get((topic, index))
-
     def on_follower_fetch(self, part, replica_id, fetch_offset, epoch, fields):
         part.leader_state.on_follower_fetch(replica_id, fetch_offset, now_ms=NOW, leader_leo=part.log_end_offset)
         return ErrorCode.NONE
 
-    def on_replica_fetch(self, replica_id):
-        pass
-
-    def must_answer_now(self, replica_id, holds):
-        return False
-
     async def wait_for_data(self, keys, timeout_s, replica_id=None, view=None):
-        if self.while_parked is not None:
-            self.while_parked(self)
+        self.while_parked(self)
 
 
-class Broker:
-    node_id, remote, fetch_max_bytes, fetch_wait_max_ms, authorizer = 1, None, 1 << 20, 500, None
-
-    def __init__(self, parts, while_parked=None):
-        self.fetch_sessions = FetchSessionCache(10, random.Random(1))
-        self.replicas = CountingReplicas(parts, self.fetch_sessions, while_parked)
-        self.image = SimpleNamespace(topics={}, brokers={})
-
-    def led_partition(self, topic, index):
-        part = self.replicas.get(topic, index)
-        return (part, ErrorCode.NONE) if part else (None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-
-    def endpoint(self, node_id):
-        return None
+def _broker(parts, while_parked) -> FakeBroker:
+    broker = FakeBroker(FakeReplicas([]))
+    broker.replicas = CountingReplicas(parts, broker.fetch_sessions, while_parked)
+    return broker
 
 
 def _fetch(broker, session_id, epoch, offsets: dict[int, int]) -> dict:
@@ -104,7 +84,7 @@ def _after_first_pass(broker) -> list:
 
 def _session(tmp_path, while_parked, replicas=(1, FOLLOWER)):
     parts = [_partition(tmp_path, i, replicas) for i in range(3)]
-    broker = Broker(parts, while_parked)
+    broker = _broker(parts, while_parked)
     opened = _fetch(broker, 0, 0, {0: 0, 1: 0, 2: 0})       # the full fetch: every partition's records
     assert {i: len(p["Records"]) > 0 for i, p in _by_partition(opened).items()} == {0: True, 1: True, 2: True}
     broker.replicas.reads.clear()

@@ -7,11 +7,11 @@ with no new data is, held every acks=all produce to the partition for 500 ms
 (Kafka's ReplicaManager.fetchMessages answers a diverging epoch at once too).
 """
 import asyncio
-import random
 from types import SimpleNamespace
 
+from fetch_fakes import FakeBroker, FakeReplicas
+
 from tierlog.broker.apis import api_01_fetch as fetch
-from tierlog.broker.fetch_session import FetchSessionCache
 from tierlog.broker.partition import Partition
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import Record, build_batch
@@ -21,41 +21,13 @@ NOW = 1_700_000_000_000
 FOLLOWER = 2
 
 
-class FakeReplicas:
+class ParkCounting(FakeReplicas):
     def __init__(self, part: Partition):
-        self.part, self.parked = part, 0
-
-    def get(self, topic, index):
-        return self.part if (topic, index) == self.part.key else None
-
-    def on_follower_fetch(self, part, replica_id, fetch_offset, epoch, fields):
-        return ErrorCode.NONE
-
-    def on_replica_fetch(self, replica_id):
-        pass
-
-    def must_answer_now(self, replica_id, holds):
-        return False
+        super().__init__([part])
+        self.parked = 0
 
     async def wait_for_data(self, keys, timeout_s, replica_id=None, view=None):
         self.parked += 1
-
-
-class FakeBroker:
-    node_id, remote, fetch_max_bytes, fetch_wait_max_ms = 1, None, 1 << 20, 500
-    authorizer = None       # no ACL checks
-
-    def __init__(self, part: Partition):
-        self.replicas = FakeReplicas(part)
-        self.fetch_sessions = FetchSessionCache(10, random.Random(1))
-        self.image = SimpleNamespace(topics={}, brokers={})
-
-    def led_partition(self, topic, index):
-        part = self.replicas.get(topic, index)
-        return (part, ErrorCode.NONE) if part else (None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-
-    def endpoint(self, node_id):
-        return None
 
 
 def _leader(tmp_path) -> Partition:
@@ -77,7 +49,7 @@ def _follower_fetch(broker, fetch_offset, last_fetched_epoch) -> tuple[dict, int
 
 
 def test_diverging_epoch_is_answered_without_parking(tmp_path):
-    broker = FakeBroker(_leader(tmp_path))
+    broker = FakeBroker(ParkCounting(_leader(tmp_path)))
     # the old leader appended offsets 10-11 at epoch 4, which this leader never got
     answer, parked = _follower_fetch(broker, fetch_offset=12, last_fetched_epoch=4)
     assert answer["DivergingEpoch"] == {"Epoch": 3, "EndOffset": 10}
@@ -85,6 +57,6 @@ def test_diverging_epoch_is_answered_without_parking(tmp_path):
 
 
 def test_caught_up_follower_is_parked(tmp_path):
-    broker = FakeBroker(_leader(tmp_path))
+    broker = FakeBroker(ParkCounting(_leader(tmp_path)))
     answer, parked = _follower_fetch(broker, fetch_offset=10, last_fetched_epoch=3)
     assert answer["ErrorCode"] == ErrorCode.NONE and parked == 1
