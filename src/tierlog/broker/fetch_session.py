@@ -80,6 +80,10 @@ class SessionView:
         sp.sent_hw, sp.sent_lso, sp.sent_log_start = hw, lso, log_start
         return not self.incremental or has_records or error != ErrorCode.NONE or changed
 
+    def tracks_changes(self) -> bool:
+        """Whether partitions that change while the fetch is parked are marked (a session holds them)."""
+        return self._session is not None
+
     def keep(self, sp: SessionPartition) -> None:
         """``sp`` has records the response did not carry: the next fetch of the session reads it."""
         if self._session is not None:

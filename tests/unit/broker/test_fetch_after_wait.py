@@ -125,3 +125,13 @@ def test_a_named_partition_with_a_record_appended_while_parked_is_read_again(tmp
     answer = _by_partition(_fetch(broker, session, 1, CAUGHT_UP))
     assert answer[0]["Records"] and answer[0]["HighWatermark"] == 2
     assert _after_first_pass(broker) == [("t", 0)]
+
+
+def test_a_sessionless_fetch_reads_everything_again_once_woken(tmp_path):
+    """Without a session nothing marks what changed while it waited (the replica manager watches
+    its partitions instead): every partition is read again."""
+    parts = [_partition(tmp_path, i) for i in range(2)]
+    broker = _broker(parts, lambda replicas: replicas.parts[("t", 1)].log.append(_batch(), 4, NOW))
+    answer = _by_partition(_fetch(broker, 0, -1, {0: 2, 1: 2}))
+    assert answer[1]["Records"] and not answer[0]["Records"]
+    assert sorted(broker.replicas.reads) == [("t", 0), ("t", 0), ("t", 1), ("t", 1)]

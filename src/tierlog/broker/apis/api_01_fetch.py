@@ -107,19 +107,21 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: FetchRe
 
 
 def _after_wait(broker, view, reads, version, replica_id, isolation, max_bytes, may_read, follower):
-    """The reads of a parked fetch once woken. A partition not marked since the first pass stands as
-    read then (marks cover every append, watermark move and leadership change); a marked one
-    with nothing new to read gets its watermarks again; the rest, and the newly marked, are read
-    again. The follower's state of a partition marked while parked is updated now (the first pass
-    did the others): an ISR expand may wait on exactly that."""
+    """The reads of a parked fetch once woken. In a session (which marks every append, watermark
+    move and lost leadership), a partition read empty and not marked since stands as read then
+    while this broker still leads it at the fetch's epoch; a marked one with nothing new to read
+    gets its watermarks again; the rest, the newly marked, and every partition of a sessionless
+    fetch are read again. The follower's state of a partition marked while parked is updated
+    now (the first pass did the others): an ISR expand may wait on exactly that."""
     first = {id(r.sp): r for r in reads}
     marked = {id(sp): sp for sp in view.take_changed()}
+    tracked = view.tracks_changes()
     fetch_isolation = FetchIsolation.of(replica_id, isolation)
     kept, again = [], []
     for key, r in first.items():
-        if r.size or r.more or r.error or r.diverging or r.remote:
-            again.append(r.sp)
-        elif key not in marked or _refreshed(broker, r, fetch_isolation, follower):
+        empty = not (r.size or r.more or r.error or r.diverging or r.remote)
+        if empty and tracked and _still_led(broker, r) and (key not in marked or
+                                                             _refreshed(broker, r, fetch_isolation, follower)):
             kept.append(r)
         else:
             again.append(r.sp)
@@ -130,12 +132,16 @@ def _after_wait(broker, view, reads, version, replica_id, isolation, max_bytes, 
                             updated={id(sp) for sp in again})
 
 
+def _still_led(broker, r: _Read) -> bool:
+    part = broker.replicas.get(*r.key) if r.key else None
+    return (part is not None and part.leader_state is not None and not part.offline
+            and not part.check_epoch(r.sp.current_leader_epoch))
+
+
 def _refreshed(broker, r: _Read, isolation: FetchIsolation, follower) -> bool:
     """A partition read empty and marked since: when it still has nothing to read at the fetch's
     position, take its watermarks again (a follower's high watermark moved by this very fetch)."""
-    part = broker.replicas.get(*r.key) if r.key else None
-    if part is None or part.leader_state is None or part.offline or part.check_epoch(r.sp.current_leader_epoch):
-        return False
+    part = broker.replicas.get(*r.key)
     if r.sp.fetch_offset < part.max_offset(isolation) or r.sp.fetch_offset < part.log_start_offset:
         return False
     r.hw, r.log_start = part.high_watermark, part.log_start_offset
