@@ -67,7 +67,7 @@ def _find(broker, key: str, key_type: int, listener: str | None) -> Coordinator:
         create(broker)
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{name} is being created")
     index = coordinator.partition_for(key)
-    leader = topic.partitions[index].leader if index < len(topic.partitions) else -1
+    leader = broker.image_leader(name, index)     # the coordinators' LOAD_IN_PROGRESS rule reads the same
     info = broker.endpoint(leader) if leader >= 0 else None
     if info is None:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{name}-{index} has no leader")
