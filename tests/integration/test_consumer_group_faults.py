@@ -132,7 +132,11 @@ while True:
 
 
 class _KafkaPythonMember(threading.Thread):
-    """A kafka-python group member polling in its own thread (its poll blocks through a rebalance)."""
+    """A kafka-python group member polling in its own thread (its poll blocks through a rebalance).
+
+    It commits once asked and once it has read a record of every partition it holds since its last
+    assignment: kafka-python's ``commit()`` commits the positions it knows, and a partition whose
+    reset to the earliest offset is still in flight has none yet."""
 
     def __init__(self, conf: dict):
         super().__init__(daemon=True)
@@ -140,14 +144,19 @@ class _KafkaPythonMember(threading.Thread):
         self.consumer = KafkaConsumer(TOPIC, **conf)
         self.stopping = threading.Event()
         self.partitions: set[int] = set()
+        self.consumed: set[int] = set()
         self.commit_wanted = threading.Event()
         self.committed = threading.Event()
 
     def run(self):
         while not self.stopping.is_set():
-            self.consumer.poll(100)
-            self.partitions = {tp.partition for tp in self.consumer.assignment()}
-            if self.commit_wanted.is_set() and not self.committed.is_set():
+            read = {tp.partition for tp in self.consumer.poll(100)}
+            partitions = {tp.partition for tp in self.consumer.assignment()}
+            if partitions != self.partitions:       # a new assignment: positions are looked up again
+                self.partitions, self.consumed = partitions, set()
+            self.consumed |= read & partitions
+            ready = self.partitions and self.consumed >= self.partitions
+            if self.commit_wanted.is_set() and ready and not self.committed.is_set():
                 self.consumer.commit()
                 self.committed.set()
         self.consumer.close()
@@ -174,7 +183,8 @@ def test_kafka_python_members_split_and_commit(cluster):
             m.join(30)
     admin = AdminClient({"bootstrap.servers": boot})
     res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("kp")])["kp"].result(timeout=30)
-    assert {tp.partition for tp in res.topic_partitions if tp.offset >= 0} == members[0].partitions
+    assert {tp.partition: tp.offset for tp in res.topic_partitions if tp.offset >= 0} == \
+        {p: 1 for p in members[0].partitions}       # one record each, read and committed
 
 
 @pytest.mark.cluster(props={**FAST_REPLICATION, "offsets.topic.num.partitions": "6", "min.insync.replicas": "2"})
