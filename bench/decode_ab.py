@@ -7,7 +7,8 @@ against the working tree's, alternated in one process on the same chunks (A B A 
 What each Spark read task runs per fetch answer or remote chunk (CRC-32C, record bounds, Arrow
 columns), without Spark or a broker. Chunks of about 8 MiB (a fetch's ``fetch.max.bytes``, a direct
 read's ranged GET): keyless 1 KiB values in batches of 1,000 (``spark_read.py``'s topic) and keyed
-values of 100-2,000 bytes in batches of 16 (a producer's default 16 KiB ``batch.size``). Every round
+values of 100-2,000 bytes in batches of 16 (a producer's default 16 KiB ``batch.size``), and keyed
+values of 20-100 bytes in batches of 500 (small events, a long linger). Every round
 checks that both decoders give equal batches. MiB per CPU second of chunk bytes (process time,
 not wall time: the machine is shared), best and median of the rounds.
 """
@@ -73,7 +74,8 @@ def main() -> None:
     base = load_at(args.base).decode_fetched
     rng = random.Random(25)
     cases = {"keyless 1 KiB, 1000 a batch": chunk(False, 1000, lambda: 1024),
-             "keyed 100-2000 B, 16 a batch": chunk(True, 16, lambda: rng.randint(100, 2000))}
+             "keyed 100-2000 B, 16 a batch": chunk(True, 16, lambda: rng.randint(100, 2000)),
+             "keyed 20-100 B, 500 a batch": chunk(True, 500, lambda: rng.randint(20, 100))}
     print(f"load average {os.getloadavg()[0]:.1f}; A = {args.base}, B = working tree")
     for name, (data, end) in cases.items():
         times: dict[str, list[float]] = {"A": [], "B": []}

@@ -7,8 +7,9 @@ A fetch answer holds whole record batches. Per fetch:
    aborted transactions (``client.aborted.AbortedFilter``) are left out; compressed payloads are decompressed
    in C. Uncompressed records stay in the fetch answer's buffer; decompressed
    payloads are joined into one buffer.
-2. One tight Python loop reads each record's length varint to find where the
-   records start: the only per-record Python on this path.
+2. ``client.record_bounds`` finds where each record starts and ends (each is
+   led by its length): with numpy for batches of records of one size and for
+   many batches in lockstep, else one tight Python loop per record.
 3. Every other field (timestamp delta, offset delta, key and value lengths,
    header counts) is decoded for all records at once with numpy
    (vectorised varints). Offsets and timestamps come from the batch headers
@@ -22,12 +23,11 @@ Headers, when asked for, are parsed in Python for the records that have any.
 
 from __future__ import annotations
 
-from array import array
-
 import numpy as np
 import pyarrow as pa
 
 from tierlog.client.aborted import AbortedFilter
+from tierlog.client.record_bounds import record_bounds, varints
 from tierlog.records import (
     HEADER_SIZE,
     InvalidRecordError,
@@ -119,16 +119,16 @@ def decode_fetched(records, topic: str, partition: int, start: int, end: int,
 
 def _to_arrow(buf, spans, base_offsets, counts, base_ts, max_ts, log_append,
               topic, partition, start, end, include_headers) -> pa.RecordBatch | None:
-    starts, ends = _record_bounds(buf, spans)
+    starts, ends = record_bounds(buf, spans)
     raw = np.frombuffer(buf, dtype=np.uint8)
     counts_np = np.asarray(counts, dtype=np.int64)
     p = starts + 1                                       # skip attributes (int8)
-    ts_delta, p = _varints(raw, p)
-    off_delta, p = _varints(raw, p)
-    key_len, p = _varints(raw, p)
+    ts_delta, p = varints(raw, p)
+    off_delta, p = varints(raw, p)
+    key_len, p = varints(raw, p)
     key_start = p
     p = p + np.maximum(key_len, 0)
-    value_len, p = _varints(raw, p)
+    value_len, p = varints(raw, p)
     value_start = p
     p = p + np.maximum(value_len, 0)
     if np.any(p > ends):
@@ -158,56 +158,6 @@ def _to_arrow(buf, spans, base_offsets, counts, base_ts, max_ts, log_append,
         columns.append(_headers(buf, raw, p[sl], ends[sl]))
         return pa.RecordBatch.from_arrays(columns, schema=KAFKA_SCHEMA_WITH_HEADERS)
     return pa.RecordBatch.from_arrays(columns, schema=KAFKA_SCHEMA)
-
-
-def _record_bounds(buf, spans) -> tuple[np.ndarray, np.ndarray]:
-    """Start (after the length varint) and end of every record: the per-record loop.
-
-    ``spans`` holds (payload start, payload end, record count) per batch in ``buf``.
-    """
-    starts = array("q")
-    ends = array("q")
-    add_start, add_end = starts.append, ends.append
-    for pos, payload_end, count in spans:
-        for _ in range(count):
-            b = buf[pos]
-            if b < 0x80:                                # 1-byte varint: lengths < 64
-                n = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                b2 = buf[pos + 1]
-                if b2 < 0x80:                           # 2-byte varint: lengths < 8192
-                    v = (b & 0x7F) | (b2 << 7)
-                    n = (v >> 1) ^ -(v & 1)
-                    pos += 2
-                else:
-                    n, pos = read_varint(buf, pos)
-            add_start(pos)
-            pos += n
-            add_end(pos)
-        if pos != payload_end:
-            raise InvalidRecordError(CORRUPT_MESSAGE, "record lengths do not add up to the batch size")
-    return np.frombuffer(starts, dtype=np.int64), np.frombuffer(ends, dtype=np.int64)
-
-
-def _varints(raw: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Zigzag varints at positions ``p``, all at once: (values, positions after them)."""
-    last = len(raw) - 1
-    b = raw[np.minimum(p, last)]
-    val = (b & 0x7F).astype(np.uint64)
-    p = p + 1
-    idx = np.flatnonzero(b >= 0x80)
-    shift = 7
-    while idx.size:
-        if shift > 63:
-            raise InvalidRecordError(CORRUPT_MESSAGE, "varint longer than 10 bytes")
-        b = raw[np.minimum(p[idx], last)]
-        val[idx] |= (b & 0x7F).astype(np.uint64) << np.uint64(shift)
-        p[idx] += 1
-        idx = idx[b >= 0x80]
-        shift += 7
-    signed = (val >> np.uint64(1)).astype(np.int64) ^ -(val & np.uint64(1)).astype(np.int64)
-    return signed, p
 
 
 def _binary(data: pa.Buffer, raw: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
@@ -257,7 +207,7 @@ def _constant_string(text: str, n: int) -> pa.Array:
 
 def _headers(buf, raw: np.ndarray, positions: np.ndarray, ends: np.ndarray) -> pa.Array:
     """Headers per record (null when a record has none), parsed in Python only where present."""
-    count, p = _varints(raw, positions.copy())
+    count, p = varints(raw, positions.copy())
     out: list = [None] * len(positions)
     for i in np.flatnonzero(count > 0).tolist():
         out[i] = _parse_headers(buf, int(p[i]), int(count[i]), int(ends[i]))
