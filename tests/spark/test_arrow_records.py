@@ -61,6 +61,7 @@ def test_decode_matches_tools_decoder(seed):
     ([None] * 5, [b"v" * 1024] * 5),                       # a keyless topic: the key column is nulls only
     ([b"", b"k", b"k" * 12, None, b""], [b"v" * 13, b"w" * 40, b"x" * 5000, b"y" * 13, b"z" * 300]),  # no value inline
     ([b"k" * 13] * 3, [b"", b"s" * 12, None]),              # no key inline, no value over 12 bytes
+    ([None, None], [b"v" * 20, b"abc"]),                    # an inline value within 12 bytes of the end
 ])
 def test_binary_columns_of_one_shape(keys, values):
     answer = build_batch([Record(i, 0, k, v) for i, (k, v) in enumerate(zip(keys, values))])

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+from numpy.lib.stride_tricks import sliding_window_view
 
 from tierlog.client.aborted import AbortedFilter
 from tierlog.client.record_bounds import record_bounds, varints
@@ -191,11 +192,17 @@ def _long_views(views: np.ndarray, raw: np.ndarray, starts: np.ndarray, rows) ->
 
 
 def _inline_views(views: np.ndarray, raw: np.ndarray, starts: np.ndarray, lens: np.ndarray, rows: np.ndarray) -> None:
-    """Views of values of 1 to 12 bytes: the bytes themselves, zero-padded."""
+    """Views of values of 1 to 12 bytes: the bytes themselves, zero-padded. The 12 bytes from
+    each start are rows of a sliding window over the buffer (no index arithmetic per byte);
+    a start within 12 bytes of the buffer's end takes the clipped gather."""
     if not rows.size:
         return
-    inline = raw[np.minimum(starts[rows][:, None] + _ARANGE12, len(raw) - 1)]
-    inline[_ARANGE12[None, :] >= lens[rows][:, None]] = 0
+    first = starts[rows]
+    if len(raw) >= 12 and first.max() <= len(raw) - 12:
+        inline = sliding_window_view(raw, 12)[first]
+    else:
+        inline = raw[np.minimum(first[:, None] + _ARANGE12, len(raw) - 1)]
+    inline *= _ARANGE12[None, :] < lens[rows][:, None]
     views[rows, 4:16] = inline
 
 
