@@ -27,7 +27,7 @@ default ``auto`` (which finds the store from the broker). The broker's chunk cac
 cached: every phase reads the store.
 
 ``--ab OPTION=VALUE`` (repeatable) adds a Spark read with those source options to each round
-(a lever's A/B in one run); ``--profile DIR`` runs py-spy on the Spark Python workers during
+(a lever's A/B in one run; ``schema=DDL`` reads with that schema: the columns it names); ``--profile DIR`` runs py-spy on the Spark Python workers during
 each Spark phase (``spark_probe``; ``folded_top.py`` summarises the folded stacks). Each
 phase records the CPU seconds of the node, the moto server and the reader, split into the
 driver (or the consumer), Spark's JVM (with its busiest threads) and its Python workers.
@@ -166,7 +166,7 @@ def wait_tiered(bootstrap: str, topic: str, partitions: int, n: int) -> dict:
 def spark_sum(spark, bootstrap: str, topic: str, options: dict) -> tuple[float, int]:
     reader = spark.read.format("tierlog").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
     for k, v in options.items():
-        reader = reader.option(k, v)
+        reader = reader.schema(v) if k == "schema" else reader.option(k, v)     # --ab schema=DDL: the columns read
     t = time.perf_counter()
     total = reader.load().selectExpr("sum(length(value)) as b").collect()[0].b
     dt = time.perf_counter() - t

@@ -57,6 +57,31 @@ def test_batch_read_equals_what_was_produced(spark, spark_node, written):
             assert hs == (headers or [])
 
 
+def test_a_schema_picks_the_columns_read(spark, spark_node, written):
+    """``.schema(...)`` naming some of the source's columns reads those, in its order; a headers
+    column decodes the headers without ``includeHeaders``."""
+    base = spark.read.format("tierlog").option("kafka.bootstrap.servers", spark_node.bootstrap) \
+        .option("subscribe", "read-a")
+    df = base.schema("offset long, partition int, value binary").load()
+    assert df.columns == ["offset", "partition", "value"]
+    want = {(rec[0], i // 2): rec[2] for i, rec in enumerate(written)}     # record i: offset i // 2 of i % 2
+    got = {(r.partition, r.offset): None if r.value is None else bytes(r.value) for r in df.collect()}
+    assert got == want
+    headers = base.schema("headers array<struct<key: string, value: binary>>").load()
+    assert headers.filter("size(headers) > 0").count() == sum(1 for rec in written if rec[3])
+
+
+@pytest.mark.parametrize("schema, said", [
+    ("nope int", "no column 'nope'"),
+    ("offset int", "column 'offset' is long, not int"),
+    ("value binary, value binary", "named twice"),
+])
+def test_a_schema_the_source_cannot_give_is_refused(spark, spark_node, written, schema, said):
+    with pytest.raises(Exception, match=said):
+        spark.read.format("tierlog").option("kafka.bootstrap.servers", spark_node.bootstrap) \
+            .option("subscribe", "read-a").schema(schema).load().count()
+
+
 def test_offsets_options_and_min_partitions(spark, spark_node, written):
     start = json.dumps({"read-a": {"0": 100, "1": -2}})
     end = json.dumps({"read-a": {"0": 200, "1": 50}})

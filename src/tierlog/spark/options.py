@@ -100,6 +100,7 @@ class SourceOptions:
     remote_partition_bytes: int = REMOTE_PARTITION_BYTES  # remotePartitionBytes: a direct read task's target
     remote_read_ahead_chunks: int = REMOTE_READ_AHEAD_CHUNKS  # remoteReadAheadChunks: GETs in flight per task
     read_ahead_batches: int = READ_AHEAD_BATCHES  # readAheadBatches: Arrow batches read ahead of Spark per task
+    columns: tuple[str, ...] | None = None       # the reader's schema picked these columns (spark/columns.py)
 
 
 @dataclass(frozen=True)

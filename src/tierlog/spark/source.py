@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -39,6 +40,7 @@ from tierlog.client import (
     receive_message_max_bytes_for,
 )
 from tierlog.net.request_pipeline import PeerUnavailable
+from tierlog.spark.columns import chosen_columns
 from tierlog.spark.direct_plan import StoreFinder, plan_from_store, plan_partitions
 from tierlog.spark.fetch_offset import with_offset_retries
 from tierlog.spark.options import (
@@ -84,10 +86,10 @@ class TierlogDataSource(DataSource):
         return SCHEMA_WITH_HEADERS if include else SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return TierlogBatchReader(parse_source_options(self.options, streaming=False))
+        return TierlogBatchReader(_with_columns(parse_source_options(self.options, streaming=False), schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return TierlogStreamReader(parse_source_options(self.options, streaming=True))
+        return TierlogStreamReader(_with_columns(parse_source_options(self.options, streaming=True), schema))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         if overwrite:       # Spark's Kafka sink refuses it too: records cannot be replaced
@@ -99,6 +101,14 @@ class TierlogDataSource(DataSource):
         return TierlogStreamWriter(self.options, schema)
 
 
+def _with_columns(opts: SourceOptions, schema: StructType) -> SourceOptions:
+    """The options with the columns a user schema picked (and headers decoded when it names them)."""
+    columns = chosen_columns(schema, opts.include_headers)
+    if columns is None:
+        return opts
+    return replace(opts, columns=columns, include_headers="headers" in columns)
+
+
 # -- reading -------------------------------------------------------------------------
 
 
@@ -106,7 +116,11 @@ def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.Re
     if not isinstance(part, TierlogPartition):
         return      # nothing to read: PySpark stands one default partition in for an empty plan
     read = _read_remote if part.pieces else _read_brokers
-    yield from in_background(lambda: read(opts, part), opts.read_ahead_batches)
+    if opts.columns is not None:
+        columns = list(opts.columns)
+        yield from in_background(lambda: (b.select(columns) for b in read(opts, part)), opts.read_ahead_batches)
+    else:
+        yield from in_background(lambda: read(opts, part), opts.read_ahead_batches)
 
 
 def _read_remote(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:
