@@ -3,20 +3,11 @@ leader's side of a WriteTxnMarkers that carries several transactions): one write
 them, each checked against the producer state on its own, a refused one leaving the others
 written, a second marker of one producer checked against the state the first one left."""
 import pytest
-from storage_helpers import NOW, batch, config
+from storage_helpers import NOW, config, marker, txn_batch
 
 from tierlog.protocol.errors import ErrorCode
-from tierlog.records.control import build_marker
 from tierlog.storage import Log, ProducerStateError
 from tierlog.storage.txn_index import AbortedTxn
-
-
-def txn_batch(pid, epoch, seq=0, count=2):
-    return batch(count, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True)
-
-
-def marker(pid, epoch, commit, coordinator_epoch=3):
-    return bytearray(build_marker(pid, epoch, commit, coordinator_epoch, NOW))
 
 
 @pytest.fixture
