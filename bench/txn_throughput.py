@@ -18,7 +18,11 @@ Starts ``tierlog up --controllers 1 --brokers 3`` in a temp dir (bench/replicati
    idempotent >= 0.7.  One producer's transactions are a chain of round trips, so more
    producers show what the cluster can carry (bench/README.md, "Transactions").
 
-Each phase also gives the CPU the three brokers used per 100 records (``/proc/<pid>/stat``).
+Each phase also gives the CPU the three brokers used per 100 records (``/proc/<pid>/stat``) and
+the requests they answered per API (their ``kafka_network_requestmetrics_requests_total``), per
+transaction for the transactional phases.  ``--focus`` runs only the MiB/s phases with
+``--producers`` producers (no commits/s phases, no one-producer phases): the 8-producer case,
+where the brokers' CPU is the bound.
 Writes ``bench/results/txn_throughput_<timestamp>.json`` and ``txn_throughput_latest.json``
 with the load average before and after.
 """
@@ -30,6 +34,8 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -40,6 +46,7 @@ sys.path.insert(0, str(HERE))
 import workload  # before spark_read, which takes bench/ off sys.path
 from confluent_kafka import Producer
 from machine import facts as machine_facts
+from prometheus_client.parser import text_string_to_metric_families
 from replication import Cluster
 from run import proc_cpu_s
 from spark_read import write_results
@@ -48,15 +55,16 @@ RECORD = 1024
 MIB = 1 << 20
 TOPIC_CONFIG = {"min.insync.replicas": "2"}
 PER_TXN = (1, 10, 100)
+REQUESTS = "kafka_network_requestmetrics_requests_total"
 CLIENT = {"linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.kbytes": 512 * 1024}
 
 
 class Phases:
     """Each phase on a topic of its own: ``<name>-<n>``."""
 
-    def __init__(self, bootstrap: str, partitions: int, broker_pids: list[int]):
+    def __init__(self, bootstrap: str, partitions: int, broker_pids: list[int], metrics: list[str]):
         self.bootstrap, self.partitions, self.count = bootstrap, partitions, 0
-        self.broker_pids = broker_pids
+        self.broker_pids, self.metrics = broker_pids, metrics
         self.value = os.urandom(RECORD)
 
     def topic(self, name: str) -> str:
@@ -83,12 +91,13 @@ class Phases:
                    for i in range(producers)]
         for p in clients:
             p.init_transactions(60)
-        t, cpu = time.perf_counter(), self.broker_cpu_s()
+        t, cpu, requests = time.perf_counter(), self.broker_cpu_s(), self.requests()
         share = None if records is None else records // producers
         commits = side_by_side([lambda p=p: self._commit_loop(p, topic, per_txn, t, seconds, share)
                                 for p in clients])
         return rates(time.perf_counter() - t, sum(commits) * per_txn, commits=sum(commits), per_txn=per_txn,
-                     producers=producers, broker_cpu_s=self.broker_cpu_s() - cpu)
+                     producers=producers, broker_cpu_s=self.broker_cpu_s() - cpu,
+                     requests=dict(self.requests() - requests))
 
     def _commit_loop(self, p: Producer, topic: str, per_txn: int, t: float, seconds: float | None,
                      records: int | None) -> int:
@@ -106,14 +115,26 @@ class Phases:
                              **CLIENT}) for _ in range(producers)]
         for p in clients:
             p.list_topics(topic, timeout=10)           # connected before the clock starts
-        t, cpu = time.perf_counter(), self.broker_cpu_s()
+        t, cpu, requests = time.perf_counter(), self.broker_cpu_s(), self.requests()
         side_by_side([lambda p=p: self._flushed(p, topic, records // producers) for p in clients])
         return rates(time.perf_counter() - t, records // producers * producers, producers=producers,
-                     broker_cpu_s=self.broker_cpu_s() - cpu)
+                     broker_cpu_s=self.broker_cpu_s() - cpu, requests=dict(self.requests() - requests))
 
     def broker_cpu_s(self) -> float:
         """CPU seconds the brokers have used so far (all three processes, from /proc)."""
         return sum(proc_cpu_s(pid) for pid in self.broker_pids)
+
+    def requests(self) -> Counter:
+        """Requests the brokers have answered so far, per request name (all three, from /metrics)."""
+        out: Counter = Counter()
+        for address in self.metrics:
+            with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as resp:
+                text = resp.read().decode()
+            for family in text_string_to_metric_families(text):
+                for s in family.samples:
+                    if s.name == REQUESTS:
+                        out[s.labels["request"]] += int(s.value)
+        return out
 
     def _flushed(self, p: Producer, topic: str, records: int) -> None:
         self.produce(p, topic, records, 0)
@@ -131,6 +152,8 @@ def rates(seconds: float, records: int, **more) -> dict:
     out["broker_cpu_ms_per_100_records"] = 1000 * more["broker_cpu_s"] * 100 / max(records, 1)
     if "commits" in more:
         out["commits_s"] = more["commits"] / seconds
+        out["broker_cpu_ms_per_txn"] = 1000 * more["broker_cpu_s"] / max(more["commits"], 1)
+        out["requests_per_txn"] = {k: round(v / max(more["commits"], 1), 2) for k, v in more["requests"].items()}
     return out
 
 
@@ -142,6 +165,7 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--producers", type=int, default=8, help="the MiB/s phases also with this many producers")
     ap.add_argument("--quick", action="store_true", help="5 s phases, 20,000 records, no repeat")
+    ap.add_argument("--focus", action="store_true", help="only the MiB/s phases with --producers producers")
     args = ap.parse_args()
     if args.quick:
         args.seconds, args.repeat = 5, 1
@@ -151,14 +175,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="tierlog-bench-txn-") as tmp:
         cluster = Cluster(Path(tmp), brokers=3, controllers=1)
         try:
-            phases = Phases(cluster.bootstrap, args.partitions,
-                            [n["pid"] for n in cluster.nodes.values() if "broker" in n["roles"]])
+            brokers = [n for n in cluster.nodes.values() if "broker" in n["roles"]]
+            phases = Phases(cluster.bootstrap, args.partitions, [n["pid"] for n in brokers],
+                            [n["metrics"] for n in brokers])
             phases.transactional(10, seconds=2)          # warm-up: __transaction_state, connections
-            for per_txn in PER_TXN:
+            for per_txn in () if args.focus else PER_TXN:
                 out["commits"].append(phases.transactional(per_txn, seconds=args.seconds))
                 print(line(out["commits"][-1]), flush=True)
             for _ in range(args.repeat):
-                for producers in sorted({1, args.producers}):
+                for producers in producer_counts(args):
                     for kind, phase in (("idempotent", lambda n: phases.idempotent(args.records, n)),
                                         ("transactional_100",
                                          lambda n: phases.transactional(100, records=args.records, producers=n))):
@@ -167,7 +192,7 @@ def main() -> int:
         finally:
             cluster.stop()
     out["ratio_mib_s"] = {}
-    for producers in sorted({1, args.producers}):
+    for producers in producer_counts(args):
         median = {k: statistics.median(r["mib_s"] for r in out[k] if r["producers"] == producers)
                   for k in ("idempotent", "transactional_100")}
         out["ratio_mib_s"][producers] = ratio = median["transactional_100"] / median["idempotent"]
@@ -177,10 +202,16 @@ def main() -> int:
     return 0
 
 
+def producer_counts(args) -> list[int]:
+    return [args.producers] if args.focus else sorted({1, args.producers})
+
+
 def line(r: dict) -> str:
     per = f"{r['per_txn']} per txn: {r['commits_s']:.1f} commits/s, " if "per_txn" in r else ""
+    txn = (f"; {r['broker_cpu_ms_per_txn']:.1f} ms a transaction, requests a transaction: "
+           + ", ".join(f"{k} {v:g}" for k, v in sorted(r["requests_per_txn"].items()))) if "commits" in r else ""
     return (f"{per}{r['mib_s']:.1f} MiB/s ({r['records']} records in {r['seconds']:.1f} s, {r['producers']} producers; "
-            f"brokers' CPU {r['broker_cpu_ms_per_100_records']:.1f} ms per 100 records)")
+            f"brokers' CPU {r['broker_cpu_ms_per_100_records']:.1f} ms per 100 records{txn})")
 
 
 if __name__ == "__main__":

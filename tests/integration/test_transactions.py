@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from clients import read_isolated as read
@@ -400,3 +401,64 @@ def test_a_transaction_completes_after_its_coordinator_is_killed(txn_cluster, bo
     coordinator.restart()
     p.commit_transaction(60)
     assert read(boot, topic, 2, "read_committed", until=2, timeout_s=60) == [b"k-0", b"k-1"]
+
+
+def test_concurrent_producers_markers_grouped_commit_and_abort_exactly_once(boot):
+    """Six producers ending transactions side by side: their markers to a leader share
+    WriteTxnMarkers requests and appends (docs/transactions.md, "Markers"); read_committed sees
+    every committed record once and none of the aborted ones."""
+    topic = new_topic(boot)
+    producers = [txn_producer(boot, f"group-{topic}-{n}") for n in range(6)]
+
+    def run(n: int) -> None:
+        for i in range(4):
+            produce_txn(producers[n], topic, {0: [b"%d-%d-0" % (n, i)], 1: [b"%d-%d-1" % (n, i)]},
+                        commit=(n + i) % 2 == 0)
+    with ThreadPoolExecutor(len(producers)) as pool:
+        list(pool.map(run, range(len(producers))))
+    committed = sorted(b"%d-%d-%d" % (n, i, p) for n in range(6) for i in range(4) for p in (0, 1) if (n + i) % 2 == 0)
+    assert read(boot, topic, 2, "read_committed", until=len(committed)) == committed
+    assert len(read(boot, topic, 2, "read_uncommitted", until=2 * len(committed))) == 2 * len(committed)
+
+
+def test_one_write_txn_markers_request_ends_several_producers_transactions(txn_cluster, boot):
+    """The leader's side of a grouped WriteTxnMarkers: the markers of two producers for one
+    partition, and a stale one, in one request; each is answered on its own (the stale one
+    INVALID_PRODUCER_EPOCH) and the two transactions end as their markers say."""
+    topic = new_topic(boot, 1)
+    ids = {}
+    for name in ("a", "b"):
+        tid = f"{name}-{topic}"
+        port = find_coordinator(txn_cluster, tid)["Port"]
+        for _ in range(2 if name == "a" else 1):        # a's second InitProducerId bumps its epoch to 1
+            init = wait_for(lambda tid=tid, port=port: (r := request(
+                "127.0.0.1", port, ApiKey.INIT_PRODUCER_ID, {"TransactionalId": tid, "TransactionTimeoutMs": 60000},
+                version=4))["ErrorCode"] == 0 and r, 30, "InitProducerId")
+        ids[name] = (tid, port, init["ProducerId"], init["ProducerEpoch"])
+        added = request("127.0.0.1", port, ApiKey.ADD_PARTITIONS_TO_TXN,
+                        {"V3AndBelowTransactionalId": tid, "V3AndBelowProducerId": init["ProducerId"],
+                         "V3AndBelowProducerEpoch": init["ProducerEpoch"],
+                         "V3AndBelowTopics": [{"Name": topic, "Partitions": [0]}]}, version=3)
+        assert added["ResultsByTopicV3AndBelow"][0]["ResultsByPartition"][0]["PartitionErrorCode"] == 0
+        batch = build_batch([Record(0, int(time.time() * 1000), None, name.encode())], producer_id=init["ProducerId"],
+                            producer_epoch=init["ProducerEpoch"], base_sequence=0, transactional=True)
+        produced = request("127.0.0.1", leader_port(txn_cluster, topic, 0), ApiKey.PRODUCE,
+                           {"TransactionalId": tid, "Acks": -1, "TimeoutMs": 10000, "TopicData": [
+                               {"Name": topic, "PartitionData": [{"Index": 0, "Records": batch}]}]}, version=9)
+        assert produced["Responses"][0]["PartitionResponses"][0]["ErrorCode"] == 0
+
+    def marker(name: str, epoch_delta: int, commit: bool) -> dict:
+        _tid, _port, pid, epoch = ids[name]
+        return {"ProducerId": pid, "ProducerEpoch": epoch + epoch_delta, "TransactionResult": commit,
+                "CoordinatorEpoch": 0, "TransactionVersion": 1, "Topics": [{"Name": topic, "PartitionIndexes": [0]}]}
+    written = request("127.0.0.1", leader_port(txn_cluster, topic, 0), ApiKey.WRITE_TXN_MARKERS,
+                      {"Markers": [marker("a", -1, False), marker("a", 0, True), marker("b", 0, False)]}, version=2)
+    assert [(m["ProducerId"], m["Topics"][0]["Partitions"][0]["ErrorCode"]) for m in written["Markers"]] == [
+        (ids["a"][2], ErrorCode.INVALID_PRODUCER_EPOCH), (ids["a"][2], ErrorCode.NONE), (ids["b"][2], ErrorCode.NONE)]
+    assert read(boot, topic, 1, "read_committed", until=1) == [b"a"]
+    for name, commit in (("a", True), ("b", False)):    # the coordinators end them too: nothing changes
+        tid, port, pid, epoch = ids[name]
+        ended = request("127.0.0.1", port, ApiKey.END_TXN, {"TransactionalId": tid, "ProducerId": pid,
+                                                            "ProducerEpoch": epoch, "Committed": commit}, version=3)
+        assert ended["ErrorCode"] == 0
+    assert read(boot, topic, 1, "read_committed") == [b"a"]

@@ -416,18 +416,29 @@ class ReplicaManager:
 
     # leader side ---------------------------------------------------------------
     def append_records(self, part: Partition, records: bytearray, origin: AppendOrigin, required_acks: int,
-                       timeout_ms: int, marker_transaction_version: int = 0) -> tuple[AppendOutcome, asyncio.Future | None]:
+                       timeout_ms: int) -> tuple[AppendOutcome, asyncio.Future | None]:
         """Append as the leader (``Partition.append_as_leader``) and act on what moved; for acks=all
         also a future of the error code once the high watermark passes the batch (None: no wait).
         The one way Produce and the coordinators write (Kafka's ``ReplicaManager.appendRecords``)."""
         waiter = asyncio.get_running_loop().create_future() if required_acks == -1 else None
-        outcome = part.append_as_leader(records, origin, required_acks, self._clock_ms(), waiter, timeout_ms,
-                                        marker_transaction_version)
-        if not outcome.appended:
-            return outcome, None
-        self._on_update(part, outcome.update)
-        self.notify_changed(part)
-        return outcome, waiter if outcome.parked else None
+        outcome = part.append_as_leader(records, origin, required_acks, self._clock_ms(), waiter, timeout_ms)
+        return self._after_append(part, outcome), waiter if outcome.parked else None
+
+    def append_markers(self, part: Partition, markers: list[tuple[bytearray, int]],
+                       timeout_ms: int) -> tuple[list[int], asyncio.Future | None]:
+        """Transaction markers ``(control batch, TransactionVersion)`` in one write, acks=all
+        (``Partition.append_markers_as_leader``): each marker's error code, and a future of the
+        write's once the high watermark passes it (None: nothing to wait for)."""
+        waiter = asyncio.get_running_loop().create_future()
+        outcome, codes = part.append_markers_as_leader(markers, self._clock_ms(), waiter, timeout_ms)
+        self._after_append(part, outcome)
+        return codes, waiter if outcome.parked else None
+
+    def _after_append(self, part: Partition, outcome: AppendOutcome) -> AppendOutcome:
+        if outcome.appended:
+            self._on_update(part, outcome.update)
+            self.notify_changed(part)
+        return outcome
 
     def on_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int, replica_epoch: int,
                           fields: dict) -> int:

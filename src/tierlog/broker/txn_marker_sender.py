@@ -2,23 +2,31 @@
 writes a transaction's COMMIT or ABORT markers on every partition it touched, at their
 leaders, and retries until all are written.
 
-Partitions are grouped by leader (the metadata image); this broker's own are written in
-process (``txn_marker_writer.write_markers``, as the WriteTxnMarkers handler does), the
-others with one WriteTxnMarkers (v2, with the transaction's TransactionVersion, KIP-1228) per leader over the inter-broker route's connections.
-A partition that failed (no leader, a peer down, NOT_LEADER_OR_FOLLOWER,
-NOT_ENOUGH_REPLICAS, a timeout) is retried after ``retry.backoff.ms``-style backoff
-(``MARKER_RETRY_BACKOFF_MS``) against its leader then; a partition of a deleted topic is
-dropped (Kafka drops it too); INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED mean a
-newer epoch or coordinator wrote there already and count as done.  Sending stops once
-``still_valid`` is false (this broker no longer coordinates the transaction: the new
-coordinator resumes it from its Prepare* state).
+Partitions are grouped by leader (the metadata image) and queued for that leader; each leader
+has one request in flight at a time, which takes everything queued for it (at most
+``TXN_MARKERS_PER_REQUEST_MAX`` transactions' markers), so the markers of transactions that end
+while a request is out go together in the next one, as Kafka's sender thread drains its
+per-broker queue: one WriteTxnMarkers (v2, each marker with its transaction's TransactionVersion,
+KIP-1228) per leader, and at the leader one append per partition for all of them
+(``txn_marker_writer``).  This broker's own partitions are written in process
+(``txn_marker_writer.write_markers``, as the WriteTxnMarkers handler does), the others over the
+inter-broker route's connections.
+
+Each transaction's ``write`` waits for its own partitions only. A partition that failed (no
+leader, a peer down, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, a timeout) is retried after
+``retry.backoff.ms``-style backoff (``MARKER_RETRY_BACKOFF_MS``) against its leader then; a
+partition of a deleted topic is dropped (Kafka drops it too); INVALID_PRODUCER_EPOCH /
+TRANSACTION_COORDINATOR_FENCED mean a newer epoch or coordinator wrote there already and count
+as done.  Sending stops once ``still_valid`` is false (this broker no longer coordinates the
+transaction: the new coordinator resumes it from its Prepare* state); a queued marker whose
+transaction is no longer valid is left out of the request.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import cast
+from typing import NamedTuple, cast
 
 from tierlog.net.client import DEFAULT_ROUTE, PeerRoute, PeerUnavailable
 from tierlog.protocol.api import ApiKey
@@ -35,6 +43,7 @@ __all__ = ["TxnMarkerSender"]
 log = logging.getLogger(__name__)
 
 MARKER_RETRY_BACKOFF_MS = 100
+TXN_MARKERS_PER_REQUEST_MAX = 100   # transactions' markers in one WriteTxnMarkers to a leader; more wait
 WRITE_TXN_MARKERS_VERSION = 2
 _DONE = frozenset({ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED})
 
@@ -52,18 +61,21 @@ class TxnMarkerSender:
         self._timeout_ms = request_timeout_ms
         self._route = route
         self._peers = route.peers(f"tierlog-txn-markers-{node_id}")
+        self._queues: dict[int, list[_Queued]] = {}           # leader -> markers waiting for its next request
+        self._drains: dict[int, asyncio.Task] = {}            # leader -> the task sending to it
 
     async def write(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                     partitions: frozenset[tuple[str, int]], still_valid: Callable[[], bool],
                     transaction_version: int = 0) -> bool:
         """True once every partition has its marker; False when ``still_valid`` turned false."""
         remaining = set(partitions)
-        marker = {"ProducerId": producer_id, "ProducerEpoch": producer_epoch, "TransactionResult": commit,
+        fields = {"ProducerId": producer_id, "ProducerEpoch": producer_epoch, "TransactionResult": commit,
                   "CoordinatorEpoch": coordinator_epoch, "TransactionVersion": transaction_version}
         while remaining and still_valid():
             by_leader = self._by_leader(remaining)
-            sends = [self._send(leader, marker, parts) for leader, parts in by_leader.items() if leader >= 0]
-            for done in await asyncio.gather(*sends):
+            queued = [self._enqueue(leader, _marker(fields, parts), still_valid)
+                      for leader, parts in by_leader.items() if leader >= 0]
+            for done in await asyncio.gather(*queued):
                 remaining -= done
             if remaining:
                 await asyncio.sleep(MARKER_RETRY_BACKOFF_MS / 1000)
@@ -81,43 +93,107 @@ class TxnMarkerSender:
             out.setdefault(info.partitions[index].leader, []).append((topic, index))
         return out
 
-    async def _send(self, leader: int, fields: dict, parts: list[tuple[str, int]]) -> set[tuple[str, int]]:
-        """The partitions whose marker is written (or need none any more)."""
-        by_topic: dict[str, list[int]] = {}
-        for topic, index in parts:
-            by_topic.setdefault(topic, []).append(index)
-        marker = cast(WritableTxnMarker,       # the coordinator's fields and the partitions, as the wire has them
-                      {**fields, "Topics": [{"Name": t, "PartitionIndexes": ids} for t, ids in by_topic.items()]})
-        producer_id = marker["ProducerId"]
-        log.debug("markers of producer %d to node %d: sent", producer_id, leader)
-        try:
-            results = await self._request(leader, marker)
-        except (PeerUnavailable, TimeoutError, OSError) as e:
-            log.info("markers for producer %d to node %d not written: %s", producer_id, leader, e)
-            return set()
-        log.debug("markers of producer %d to node %d: answered", producer_id, leader)
-        done: set[tuple[str, int]] = set()
-        for answered in results[0]["Topics"] if results else ():
-            for p in answered["Partitions"]:
-                if p["ErrorCode"] in _DONE:
-                    done.add((answered["Name"], p["PartitionIndex"]))
-                else:
-                    log.info("marker for producer %d on %s-%d: error %d, retrying", producer_id, answered["Name"],
-                             p["PartitionIndex"], p["ErrorCode"])
+    def _enqueue(self, leader: int, marker: WritableTxnMarker, still_valid: Callable[[], bool]) -> asyncio.Future:
+        """The future of the partitions of ``marker`` written at ``leader`` (or needing no marker
+        any more); the leader's drain task sends it with whatever else is queued."""
+        done: asyncio.Future[set[tuple[str, int]]] = asyncio.get_running_loop().create_future()
+        self._queues.setdefault(leader, []).append(_Queued(marker, still_valid, done))
+        if leader not in self._drains:
+            self._drains[leader] = asyncio.get_running_loop().create_task(self._drain(leader),
+                                                                          name=f"txn-markers-to-{leader}")
         return done
 
-    async def _request(self, leader: int, marker: WritableTxnMarker) -> list[WritableTxnMarkerResult]:
+    async def _drain(self, leader: int) -> None:
+        """One request in flight to ``leader`` at a time, each with what queued meanwhile."""
+        queue = self._queues[leader]
+        batch: list[_Queued] = []
+        try:
+            while queue:
+                batch = queue[:TXN_MARKERS_PER_REQUEST_MAX]
+                del queue[:TXN_MARKERS_PER_REQUEST_MAX]
+                await self._send(leader, [q for q in batch if q.still_valid() or _settle(q, set())])
+        except Exception:                   # a bug: each write() retries after its backoff
+            log.exception("sending markers to node %d failed", leader)
+        finally:
+            for q in batch + queue:         # cancelled (close) or failed: nothing known written
+                _settle(q, set())
+            del self._drains[leader], self._queues[leader]
+
+    async def _send(self, leader: int, queued: list[_Queued]) -> None:
+        if not queued:
+            return
+        _debug(queued, leader, "sent")
+        try:
+            results = await self._request(leader, [q.marker for q in queued])
+        except (PeerUnavailable, TimeoutError, OSError) as e:
+            log.info("markers of %d transactions to node %d not written: %s", len(queued), leader, e)
+            results = []
+        _debug(queued, leader, "answered")
+        for i, q in enumerate(queued):
+            _settle(q, _written(q.marker, results[i] if i < len(results) else None))
+
+    async def _request(self, leader: int, markers: list[WritableTxnMarker]) -> list[WritableTxnMarkerResult]:
         if leader == self.node_id:
-            return await write_markers(self._replicas, self._led_partition, [marker], self._timeout_ms,
+            return await write_markers(self._replicas, self._led_partition, markers, self._timeout_ms,
                                        self._clock_ms(), self._on_offsets_marker)
         broker = self._image_fn().brokers.get(leader)
         address = self._route.address(broker) if broker is not None else None
         if address is None:
             raise PeerUnavailable(f"no address for node {leader}")
         self._peers.set_address(leader, *address)
-        resp = await self._peers.request(leader, ApiKey.WRITE_TXN_MARKERS, {"Markers": [marker]},
+        resp = await self._peers.request(leader, ApiKey.WRITE_TXN_MARKERS, {"Markers": markers},
                                          self._timeout_ms / 1000 + 5, WRITE_TXN_MARKERS_VERSION)
         return resp["Markers"]
 
     def close(self) -> None:
+        for task in list(self._drains.values()):
+            task.cancel()
         self._peers.close()
+
+
+class _Queued(NamedTuple):
+    """A transaction's markers for one leader, waiting for the leader's next request."""
+
+    marker: WritableTxnMarker
+    still_valid: Callable[[], bool]
+    done: asyncio.Future[set[tuple[str, int]]]
+
+
+def _marker(fields: dict, parts: list[tuple[str, int]]) -> WritableTxnMarker:
+    """The coordinator's fields and the partitions, as the wire has them."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in parts:
+        by_topic.setdefault(topic, []).append(index)
+    return cast(WritableTxnMarker,
+                {**fields, "Topics": [{"Name": t, "PartitionIndexes": ids} for t, ids in by_topic.items()]})
+
+
+def _written(marker: WritableTxnMarker, answered: WritableTxnMarkerResult | None) -> set[tuple[str, int]]:
+    """The partitions of ``marker`` whose marker is written (or needs none any more), by the
+    answer at its position (the leader answers the markers in order; one for another producer
+    counts as none)."""
+    producer_id = marker["ProducerId"]
+    if answered is None or answered["ProducerId"] != producer_id:
+        return set()
+    done: set[tuple[str, int]] = set()
+    for topic in answered["Topics"]:
+        for p in topic["Partitions"]:
+            if p["ErrorCode"] in _DONE:
+                done.add((topic["Name"], p["PartitionIndex"]))
+            else:
+                log.info("marker for producer %d on %s-%d: error %d, retrying", producer_id, topic["Name"],
+                         p["PartitionIndex"], p["ErrorCode"])
+    return done
+
+
+def _settle(q: _Queued, done: set[tuple[str, int]]) -> bool:
+    """Answer ``q``'s ``write`` (once); False, for filtering it out."""
+    if not q.done.done():
+        q.done.set_result(done)
+    return False
+
+
+def _debug(queued: list[_Queued], leader: int, what: str) -> None:
+    if log.isEnabledFor(logging.DEBUG):         # bench/txn_timeline.py reads these lines
+        for q in queued:
+            log.debug("markers of producer %d to node %d: %s", q.marker["ProducerId"], leader, what)

@@ -68,6 +68,7 @@ from tierlog.storage.log_read import (
     segment_infos,
 )
 from tierlog.storage.log_transactions import LogTransactions
+from tierlog.storage.marker_rounds import MarkerError, marker_round
 from tierlog.storage.partition_metadata import reconcile_topic_id
 from tierlog.storage.producer_snapshot_codec import decode_snapshot
 from tierlog.storage.producer_snapshot_files import ProducerSnapshots
@@ -270,25 +271,38 @@ class Log(LogDurability, LogEpochs, LogTransactions):
 
     def append_marker(self, records: bytearray, leader_epoch: int, now_ms: int,
                       transaction_version: int = 0) -> AppendResult:
-        """Append a transaction marker as leader (WriteTxnMarkers, never a producer): the
-        producer state checks its epoch (a marker older than the producer's is fenced, and with
-        ``transaction_version`` 2 one not newer, KIP-1228; one from an older coordinator epoch than
-        the producer's last marker is TRANSACTION_COORDINATOR_FENCED) and ends the producer's open
-        transaction, an abort going into the ``.txnindex``."""
-        records = writable(records)
+        """One marker (``append_markers``); its refusal raised."""
+        result = self.append_markers([(records, transaction_version)], leader_epoch, now_ms)[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def append_markers(self, markers: list[tuple[bytearray, int]], leader_epoch: int,
+                       now_ms: int) -> list[AppendResult | MarkerError]:
+        """Append transaction markers ``(control batch, transaction_version)`` as leader
+        (WriteTxnMarkers, never a producer), several producers' in one write (``marker_rounds``):
+        the producer state checks each one's epoch (a marker older than the producer's is fenced,
+        and with ``transaction_version`` 2 one not newer, KIP-1228; one from an older coordinator
+        epoch than the producer's last marker is TRANSACTION_COORDINATOR_FENCED) and each ends its
+        producer's open transaction, an abort going into the ``.txnindex``.  Per marker: its
+        result, or the error that refused it (the others are written all the same)."""
         with self._lock, self._io():
             self._clock_ms = now_ms
-            validated = validate(records, max_batch_bytes=self.config.max_message_bytes)
-            assert len(validated.headers) == 1 and validated.headers[0].is_control, validated.headers
-            _control_type, coordinator_epoch = read_marker(records, validated.headers[0])
-            self._producers.check(validated.headers, transaction_version, coordinator_epoch)
-            base = self.log_end_offset
-            headers = stamp(records, validated, base, leader_epoch, NO_TIMESTAMP)
-            self._epochs.assign_leader_epoch(leader_epoch, base)
-            self._append_batches(records, headers, now_ms)
-            result = AppendResult(base, base, NO_TIMESTAMP, self.log_start_offset, validated.max_timestamp, 1)
+            done: dict[int, AppendResult | MarkerError] = {}
+            todo = list(range(len(markers)))
+            while todo:
+                r = marker_round(self._producers, markers, todo, self.log_end_offset, leader_epoch,
+                                 self.config.max_message_bytes)
+                if r.headers:
+                    self._epochs.assign_leader_epoch(leader_epoch, r.headers[0].base_offset)
+                    self._append_batches(r.records, r.headers, now_ms)
+                done.update(r.refused)
+                done.update((i, AppendResult(o, o, NO_TIMESTAMP, self.log_start_offset, NO_TIMESTAMP, 1))
+                            for i, o in r.written.items())
+                todo = r.deferred
+            out = [done[i] for i in range(len(markers))]
         self._maybe_flush_by_messages(now_ms)
-        return result
+        return out
 
     def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
         """Record that ``leader_epoch`` starts at ``start_offset`` (Kafka's

@@ -75,10 +75,14 @@ class LogTransactions:
 
     def _index_aborted(self, ended: list[CompletedTxn]) -> None:
         """KIP-98: an ABORT marker of a non-empty transaction goes into the ``.txnindex`` of the
-        segment holding it, with the oldest other open transaction as its lastStableOffset."""
-        for txn in ended:
+        segment holding it, with the oldest other open transaction as its lastStableOffset.  A
+        transaction ended by a later marker of the same write counts as open (Kafka completes them
+        one by one: ``lastStableOffset(completedTxn)``, then ``completeTxn``)."""
+        for i, txn in enumerate(ended):
             if txn.aborted:
-                other = self._producers.open_txn_first_offset(txn.producer_id)
-                lso = txn.last_offset + 1 if other is None else other
+                others = [t.first_offset for t in ended[i + 1:] if t.producer_id != txn.producer_id]
+                open_first = self._producers.open_txn_first_offset(txn.producer_id)
+                others += [] if open_first is None else [open_first]
+                lso = min(others) if others else txn.last_offset + 1
                 base = self._bases[segment_index(self._bases, txn.last_offset)]
                 self._txn_index.append(base, AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))

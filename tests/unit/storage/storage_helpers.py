@@ -1,6 +1,7 @@
 """Shared helpers for the storage tests."""
 
 from tierlog.records import Record, build_batch, decode_batches
+from tierlog.records.control import build_marker
 from tierlog.storage import LogConfig
 
 NOW = 1_700_000_000_000
@@ -31,3 +32,13 @@ def batch_bases(data: bytes) -> list[int]:
 def read_all(log, start=None) -> bytes:
     start = log.log_start_offset if start is None else start
     return log.read(start, 1 << 30).to_bytes()
+
+
+def txn_batch(pid, epoch, seq=0, count=2):
+    """A transactional batch of ``count`` records of producer ``pid``."""
+    return batch(count, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True)
+
+
+def marker(pid, epoch, commit, coordinator_epoch=3):
+    """A COMMIT (``commit``) or ABORT control batch of producer ``pid``."""
+    return bytearray(build_marker(pid, epoch, commit, coordinator_epoch, NOW))

@@ -2,21 +2,13 @@
 stable offset, aborts go into ``.txnindex`` files with Kafka's 34-byte entries and outlive a
 reopen, a truncation and a replay."""
 import pytest
-from storage_helpers import NOW, batch, config
+from storage_helpers import NOW, batch, config, marker, txn_batch
 
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import parse_header
 from tierlog.records.control import COMMIT, build_marker, read_marker
 from tierlog.storage import Log, ProducerStateError
 from tierlog.storage.txn_index import AbortedTxn, decode_entries
-
-
-def txn_batch(pid, epoch, seq, count=2):
-    return batch(count, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True)
-
-
-def marker(pid, epoch, commit, coordinator_epoch=3):
-    return bytearray(build_marker(pid, epoch, commit, coordinator_epoch, NOW))
 
 
 @pytest.fixture

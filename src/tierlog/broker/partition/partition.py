@@ -13,9 +13,11 @@ touch its log (Kafka's ``Partition``):
   offsets and stamps the leader epoch; an acks=all waiter is parked in the
   partition's purgatory; the leader state learns the new log end offset and
   returns what moved (high watermark, an AlterPartition to send), which the
-  replica manager acts on.  Origin MARKER (WriteTxnMarkers) appends a
-  transaction marker instead: the producer state fences a marker of an older
-  epoch and ends the producer's transaction (an abort is indexed in ``.txnindex``).
+  replica manager acts on.
+- ``append_markers_as_leader`` (origin MARKER, WriteTxnMarkers): transaction markers
+  of several producers in one write; the producer state fences each marker of an
+  older epoch on its own and ends its producer's transaction (an abort is indexed
+  in ``.txnindex``).
 - ``append_as_follower`` (origin replication): the leader's batches as they are.
 - ``read(offset, max_bytes, isolation)`` (``Partition.fetchRecords``): whole
   batches below ``max_offset(isolation)``, the one place that bounds what a reader
@@ -215,12 +217,50 @@ class Partition:
 
     # -- writes ----------------------------------------------------------------------------------
     def append_as_leader(self, records: bytearray, origin: AppendOrigin, required_acks: int, now_ms: int,
-                         waiter: Hashable | None = None, timeout_ms: int = 0,
-                         marker_transaction_version: int = 0) -> AppendOutcome:
+                         waiter: Hashable | None = None, timeout_ms: int = 0) -> AppendOutcome:
         """Kafka's ``Partition.appendRecordsToLeader``; ``waiter`` (acks=all) is parked in the
-        purgatory until the high watermark passes the batch or ``timeout_ms`` passes; a marker's
-        ``marker_transaction_version`` is its WriteTxnMarkers TransactionVersion (KIP-1228)."""
-        assert origin is not AppendOrigin.REPLICATION, "a follower appends with append_as_follower"
+        purgatory until the high watermark passes the batch or ``timeout_ms`` passes."""
+        assert origin in (AppendOrigin.CLIENT, AppendOrigin.COORDINATOR), "markers: append_markers_as_leader"
+        refused = self._refuse_leader_write(origin, required_acks)
+        if refused is not None:
+            return refused
+        try:
+            result = self.log.append(records, self.leader_epoch, now_ms, origin is AppendOrigin.CLIENT)
+        except InvalidRecordError as e:
+            return AppendOutcome.refused(e.error_code, str(e), e.record_errors)
+        except ProducerStateError as e:
+            return AppendOutcome.refused(e.error_code, str(e))
+        except KafkaStorageError as e:
+            return AppendOutcome.refused(ErrorCode.KAFKA_STORAGE_ERROR, str(e))
+        return self._appended(result.base_offset, result.last_offset + 1, result.log_append_time_ms,
+                              required_acks, now_ms, waiter, timeout_ms)
+
+    def append_markers_as_leader(self, markers: list[tuple[bytearray, int]], now_ms: int,
+                                 waiter: Hashable | None = None, timeout_ms: int = 0) -> tuple[AppendOutcome, list[int]]:
+        """Transaction markers ``(control batch, WriteTxnMarkers TransactionVersion)`` of several
+        producers in one write (origin MARKER, acks=all; ``Log.append_markers``): the producer
+        state fences each marker of an older epoch (KIP-1228: or not newer with transaction.version
+        2) or coordinator epoch and ends its producer's transaction (an abort is indexed in
+        ``.txnindex``).  The write's outcome (``waiter`` parked past the last marker written) and
+        each marker's error code (NONE: written), in order."""
+        refused = self._refuse_leader_write(AppendOrigin.MARKER, ACKS_ALL)
+        if refused is not None:
+            return refused, [refused.error] * len(markers)
+        try:
+            results = self.log.append_markers(markers, self.leader_epoch, now_ms)
+        except KafkaStorageError as e:
+            return AppendOutcome.refused(ErrorCode.KAFKA_STORAGE_ERROR, str(e)), \
+                [ErrorCode.KAFKA_STORAGE_ERROR] * len(markers)
+        codes = [r.error_code if isinstance(r, Exception) else ErrorCode.NONE for r in results]
+        written = [r for r in results if not isinstance(r, Exception)]
+        if not written:
+            return AppendOutcome.refused(codes[0]), codes
+        return self._appended(min(r.base_offset for r in written), max(r.last_offset for r in written) + 1,
+                              -1, ACKS_ALL, now_ms, waiter, timeout_ms), codes
+
+    def _refuse_leader_write(self, origin: AppendOrigin, required_acks: int) -> AppendOutcome | None:
+        """Internal topics refuse client appends; only the leader appends; acks=all needs the ISR at
+        min.insync.replicas (and room in the purgatory)."""
         error, message = append_origin_error(self.topic, origin)
         if error:
             return AppendOutcome.refused(error, message)
@@ -231,24 +271,20 @@ class Partition:
             error = self.purgatory.check_before_append(len(ls.isr), ls.effective_min_isr)
             if error:
                 return AppendOutcome.refused(error)
-        try:
-            if origin is AppendOrigin.MARKER:
-                result = self.log.append_marker(records, self.leader_epoch, now_ms, marker_transaction_version)
-            else:
-                result = self.log.append(records, self.leader_epoch, now_ms, origin is AppendOrigin.CLIENT)
-        except InvalidRecordError as e:
-            return AppendOutcome.refused(e.error_code, str(e), e.record_errors)
-        except ProducerStateError as e:
-            return AppendOutcome.refused(e.error_code, str(e))
-        except KafkaStorageError as e:
-            return AppendOutcome.refused(ErrorCode.KAFKA_STORAGE_ERROR, str(e))
-        end = result.last_offset + 1
+        return None
+
+    def _appended(self, base: int, end: int, log_append_time_ms: int, required_acks: int, now_ms: int,
+                  waiter: Hashable | None, timeout_ms: int) -> AppendOutcome:
+        """Park an acks=all ``waiter`` until the high watermark reaches ``end``; the leader state
+        learns the new log end."""
+        ls = self.leader_state
+        assert ls is not None
         parked = required_acks == ACKS_ALL and waiter is not None and ls.high_watermark < end
         if parked:
             self.purgatory.add(waiter, end, now_ms, timeout_ms)
         update = ls.on_leader_append(self.log.log_end_offset, now_ms, self.replica_fetch_ms)
-        return AppendOutcome(ErrorCode.NONE, None, result.base_offset, end, result.log_append_time_ms,
-                             result.log_start_offset, appended=True, parked=parked, update=update)
+        return AppendOutcome(ErrorCode.NONE, None, base, end, log_append_time_ms, self.log.log_start_offset,
+                             appended=True, parked=parked, update=update)
 
     def append_as_follower(self, records: bytearray, now_ms: int) -> None:
         """The leader's batches as they are (AppendOrigin.REPLICATION: offsets and epochs already set)."""
