@@ -103,6 +103,7 @@ class ReplicaManager:
         self.fetch_sessions = FetchSessionCache(int_setting(cfg, "max.incremental.fetch.session.cache.slots", 1000),
                                                 random.Random())
         self._replica_fetch_ms: dict[int, int] = {}     # each follower's latest Fetch here (any partition)
+        self._hw_moved: set[tuple[str, int]] = set()     # high watermarks to checkpoint (``Partition.hw_moved``)
         self._active: set[tuple[str, int]] = set()      # led partitions the next tick visits
         self._sweep: Sweep[tuple[str, int]] = Sweep(SWEEP_MS // int(TICK_S * 1000))
         self._by_id: dict[tuple[bytes, int], Partition] = {}
@@ -296,7 +297,8 @@ class ReplicaManager:
                                                 config, self._clock_ms())
             part = self.partitions[key] = Partition(topic.name, p.partition, topic.topic_id, plog,
                                                     p.leader, p.leader_epoch,
-                                                    replica_fetch_ms=self._replica_fetch_ms)
+                                                    replica_fetch_ms=self._replica_fetch_ms,
+                                                    hw_moved=self._hw_moved)
             # Kafka's replication-offset-checkpoint: never start above what was
             # known committed (a restarted replica must not expose unreplicated records)
             part.follower_hw = self.logs.checkpointed_high_watermark(*key) if existing is not None else 0
@@ -341,10 +343,15 @@ class ReplicaManager:
         self.checkpoint_high_watermarks()
 
     def checkpoint_high_watermarks(self) -> None:
-        """Write every partition's high watermark to its log dir's replication-offset-checkpoint."""
+        """Write the high watermarks that moved since the last checkpoint to their log dirs'
+        replication-offset-checkpoint (the others keep theirs): an idle broker's checkpoint costs
+        nothing per partition."""
         self._last_hw_checkpoint_ms = self._clock_ms()
+        moved = list(self._hw_moved)
+        self._hw_moved.clear()
         try:
-            self.logs.write_high_watermarks({key: part.high_watermark for key, part in self.partitions.items()})
+            self.logs.write_high_watermarks({key: part.high_watermark for key in moved
+                                             if (part := self.partitions.get(key)) is not None})
         except Exception:
             log.exception("cannot checkpoint high watermarks")
 
@@ -377,6 +384,7 @@ class ReplicaManager:
                                           for b, c in p.coverage().items()})
                 log.info("%s-%d: leader at epoch %d (isr %s, hw %d, leo %d)", part.topic, part.index,
                          p.leader_epoch, list(p.isr), hw, leo)
+                self._hw_moved.add(part.key)           # the leader state's high watermark from now on
                 for replica in self.leader_moves.became_leader(part.key, p.replicas, self.node_id, now):
                     self._wake(("replica", replica))       # its parked fetch names its old partitions
                 self._on_update(part, part.leader_state.on_leader_append(leo, now, self._replica_fetch_ms))
@@ -465,6 +473,7 @@ class ReplicaManager:
         if part.deletes:
             self._complete_deletes(part.deletes.on_low_watermark(ls.low_watermark(part.log_start_offset)))
         if upd.hw_advanced:
+            self._hw_moved.add(part.key)
             self.notify_changed(part, records=False)
         if upd.alter_partition is not None:
             self._tasks.spawn(self._alter_partition(part, ls, upd.alter_partition),

@@ -129,6 +129,7 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._home: dict[TopicPartition, Path] = {}
         self._checkpointed_hw: dict[TopicPartition, int] = {}
+        self._hw_files_stale: set[Path] = set()    # dirs whose replication-offset-checkpoint would change
         self._inbox: TimedWorkInbox[TopicPartition] = TimedWorkInbox(now_ms)   # logs saying they have time-driven work
         self._timed: set[TopicPartition] = set()      # the logs a tick visits (timed_work)
         self._pending_dir_deletes: list[tuple[int, Log]] = []
@@ -268,6 +269,7 @@ class LogManager:
             self._sync_later(log_dir, path)
             self._logs[key] = log
             self._home[key] = log_dir
+            self._hw_files_stale.add(log_dir)
             self._timed.add(key)
             return log
 
@@ -320,6 +322,7 @@ class LogManager:
             if log is None:
                 return False
             log_dir = self._home.pop(key)
+            self._hw_files_stale.add(log_dir)
             now = self._now_ms if now_ms is None else now_ms
             target = log_dir / f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
             log.rename_dir(target)
@@ -339,20 +342,26 @@ class LogManager:
             return max(0, min(self._checkpointed_hw.get(key, 0), log.log_end_offset))
 
     def write_high_watermarks(self, high_watermarks: dict[TopicPartition, int]) -> None:
-        """Queue ``replication-offset-checkpoint`` for every online log directory (written
-        on its writer thread: tmp + fsync + rename); returns at once.
+        """Queue ``replication-offset-checkpoint`` for each online log directory whose file would
+        change (written on its writer thread: tmp + fsync + rename); returns at once.
 
-        Each file lists the open logs of its directory; a log missing from
-        ``high_watermarks`` keeps its previously checkpointed value.
+        ``high_watermarks`` holds the values that may have moved (the replica manager's changes);
+        a log missing from it keeps its previously checkpointed value.  Each file lists the open
+        logs of its directory, so a log created or deleted there rewrites it too.
         """
         with self._lock:
             for key, hw in high_watermarks.items():
-                if key in self._logs:
+                home = self._home.get(key)
+                if home is not None and self._checkpointed_hw.get(key) != hw:
                     self._checkpointed_hw[key] = hw
+                    self._hw_files_stale.add(home)
             for log_dir in self._online_dirs():
+                if log_dir not in self._hw_files_stale:
+                    continue
                 hws = {key: self._checkpointed_hw[key] for key, home in self._home.items()
                        if home == log_dir and key in self._checkpointed_hw}
                 self._writers[log_dir].submit(self._write_files, log_dir, [(REPLICATION_OFFSET_CHECKPOINT, hws)])
+            self._hw_files_stale.clear()
 
     def take_failed_offline(self) -> None:
         """Take the directories reported failed offline now, not at the next ``tick``."""

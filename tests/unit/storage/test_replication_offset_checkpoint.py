@@ -155,3 +155,26 @@ def test_tick_writes_checkpoint_every_interval(tmp_path):
 async def _start_and_stop(rm):
     rm.start()
     await rm.stop()
+
+
+def test_a_checkpoint_carries_only_the_high_watermarks_that_moved(tmp_path):
+    manager = _manager_with_log(tmp_path)
+    rm = _replicas(manager)
+    asked = []
+    write = manager.write_high_watermarks
+    manager.write_high_watermarks = lambda hws: (asked.append(dict(hws)), write(hws))
+    topic = _topic(leader=2)
+    part = rm._ensure(topic, topic.partitions[0], rm.log_config(topic))     # a follower of t-0
+    rm.checkpoint_high_watermarks()
+    part.update_follower_high_watermark(20, 0)      # the leader's answer moves it
+    rm.checkpoint_high_watermarks()
+    part.update_follower_high_watermark(20, 0)      # and again to the same value
+    rm.checkpoint_high_watermarks()
+    manager.wait_for_writes()
+    assert asked == [{("t", 0): 0}, {("t", 0): 20}, {}]     # an idle broker's checkpoint visits nothing
+    assert read_offsets(tmp_path / FILE) == {("t", 0): 20}
+    part.truncate_to(9)                             # a diverging follower: the high watermark follows
+    rm.checkpoint_high_watermarks()
+    manager.wait_for_writes()
+    assert read_offsets(tmp_path / FILE) == {("t", 0): 9}
+    manager.close()

@@ -99,10 +99,23 @@ class Partition:
     leader_state: LeaderState | None = None
     purgatory: AcksPurgatory = field(default_factory=AcksPurgatory)
     deletes: DeleteRecordsPurgatory = field(default_factory=DeleteRecordsPurgatory)
-    follower_hw: int = -1                 # -1: not set yet, the log end offset is used
+    _follower_hw: int = -1                # -1: not set yet, the log end offset is used (``follower_hw``)
     moved_away_epoch: int = -1            # the leader epoch at which this broker stopped leading it
     # each follower's latest Fetch on this broker (any partition): the replica manager's, shared
     replica_fetch_ms: Mapping[int, int] = field(default_factory=dict)
+    # keys of the partitions whose high watermark may have moved since the last checkpoint: the
+    # replica manager's, shared (a follower's moves are added here, a leader's by the manager)
+    hw_moved: set[tuple[str, int]] = field(default_factory=set)
+
+    @property
+    def follower_hw(self) -> int:
+        return self._follower_hw
+
+    @follower_hw.setter
+    def follower_hw(self, value: int) -> None:
+        if value != self._follower_hw:
+            self._follower_hw = value
+            self.hw_moved.add((self.topic, self.index))
 
     @property
     def moved_away(self) -> bool:
