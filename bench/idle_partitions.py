@@ -73,9 +73,12 @@ def serve(bootstrap: str, partitions: int, started: float) -> float:
     for p in range(partitions):
         producer.produce("idle", b"x", partition=p, on_delivery=lambda err, _m: err and failed.append(err))
         producer.poll(0)
-    if producer.flush(CREATE_TIMEOUT_S) or failed:
-        raise RuntimeError(f"not every partition took a record: {failed[:3]}")
-    return time.monotonic() - started
+    try:
+        if producer.flush(CREATE_TIMEOUT_S) or failed:
+            raise RuntimeError(f"not every partition took a record: {failed[:3]}")
+        return time.monotonic() - started
+    finally:
+        producer.close()        # else it keeps reconnecting to the stopped cluster until exit
 
 
 def watch(bootstrap: str, brokers: int, seconds: float, pids: dict[int, int]) -> dict:
