@@ -1,7 +1,8 @@
 """The RemoteLogManager of one broker (Kafka's, with its copy, expiration and follower tasks).
 
 It follows leadership through ``ReplicaManager``'s LeadershipListener hooks. Per hosted
-partition of a tiered topic (``remote.storage.enable``) one asyncio task:
+partition of a tiered topic (``remote.storage.enable``) one asyncio task; the led partitions of
+untiered topics share one task that starts a partition's own once its topic turns tiered:
 
 - leader (at one leader epoch): assign the partition's remote log metadata, wait
   until it is caught up, find where uploads stopped (``find_highest_remote_offset``
@@ -90,14 +91,42 @@ class RemoteLogManager:
         self._running: dict[tuple[str, int], asyncio.Task] = {}
         metadata.add_listener(self._on_metadata)
         self._followed: dict[TopicIdPartition, Partition] = {}
+        self._untiered: dict[tuple[str, int], Partition] = {}     # led, no remote work yet: _watch_untiered
+        self._watch: asyncio.Task | None = None
 
     # --- LeadershipListener ----------------------------------------------------------------------------
 
     def on_leader(self, part) -> None:
         self._followed.pop(tip_of(part), None)
-        self._restart(part, self._lead(part, part.leader_epoch))
+        self._untiered.pop(part.key, None)
+        if self._has_remote_work(part):
+            self._restart(part, self._lead(part, part.leader_epoch))
+            return
+        self._cancel(part.key)
+        self._untiered[part.key] = part
+        if self._watch is None or self._watch.done():
+            self._watch = self._tasks.spawn(self._watch_untiered(), name="rlm-untiered")
+
+    def _has_remote_work(self, part) -> bool:
+        """A tiered topic, or remote data that ``remote.log.delete.on.disable`` deletes."""
+        return part.tiered or bool(part.config.values["remote.log.delete.on.disable"]
+                                   and self.metadata.cache(tip_of(part)))
+
+    async def _watch_untiered(self) -> None:
+        """Led partitions of untiered topics, one task for all: every
+        ``remote.log.manager.task.interval.ms`` a partition whose topic turned tiered gets its
+        task (a task per partition would wake thousands of times per interval for nothing)."""
+        while self._untiered:
+            await asyncio.sleep(self.interval_s)
+            for key, part in list(self._untiered.items()):
+                if part.leader_state is None:
+                    del self._untiered[key]
+                elif self._has_remote_work(part):
+                    del self._untiered[key]
+                    self._restart(part, self._lead(part, part.leader_epoch))
 
     def on_follower(self, part) -> None:
+        self._untiered.pop(part.key, None)
         self._cancel(part.key)
         self._followed[tip_of(part)] = part
         if part.tiered:
@@ -105,6 +134,7 @@ class RemoteLogManager:
             self._on_metadata(tip_of(part))
 
     def on_stopped(self, part, topic_deleted: bool) -> None:
+        self._untiered.pop(part.key, None)
         self._cancel(part.key)
         tip = tip_of(part)
         self._followed.pop(tip, None)

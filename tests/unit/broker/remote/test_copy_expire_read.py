@@ -106,7 +106,7 @@ class FailingStore(FsObjectStore):
 
 
 def _partition(tmp_path, **props) -> Partition:
-    cfg = config(internal_segment_bytes=2000, remote_storage_enable="true", **props)
+    cfg = config(**{"internal_segment_bytes": 2000, "remote_storage_enable": "true", **props})
     log = Log.open(tmp_path / "t-0", cfg, NOW)
     log.assign_epoch_start_offset(0, 0)
     for seq in range(0, 120, 3):
@@ -354,3 +354,30 @@ def test_read_committed_remote_reads_answer_aborted_transactions_from_the_upload
     assert asyncio.run(reader.read(part, 0, 500, True)).aborted == ()
     after = asyncio.run(reader.read(part, 46, 500, True, read_committed=True))
     assert after.records and after.aborted == ()
+
+
+def test_a_led_partition_whose_topic_turns_tiered_starts_uploading(tmp_path):
+    """Led partitions of untiered topics share one watching task (no task each); once the topic
+    turns tiered, the next interval starts the partition's own and its rolled segments go up."""
+    from types import SimpleNamespace
+    part, metadata = _partition(tmp_path, remote_storage_enable="false"), InMemoryMetadata()
+    part.leader_state = SimpleNamespace(high_watermark=part.log_end_offset)
+    props = {"node.id": "1", "remote.log.manager.task.interval.ms": "20"}
+    rlm = RemoteLogManager(1, NodeConfig(props), RemoteSegmentStore(FsObjectStore(tmp_path / "remote")), metadata,
+                           lambda: NOW)
+
+    async def scenario():
+        rlm.on_leader(part)
+        await asyncio.sleep(0.1)
+        assert rlm._running == {} and metadata.cache(TIP) is None      # nothing per partition, nothing tiered
+        part.update_config(config(internal_segment_bytes=2000, remote_storage_enable="true"))
+        for _ in range(200):
+            await asyncio.sleep(0.02)
+            cache = metadata.cache(TIP)
+            if cache is not None and cache.finished_segments():
+                break
+        await rlm.close()
+        return metadata.cache(TIP)
+
+    cache = asyncio.run(scenario())
+    assert cache is not None and len(cache.finished_segments()) == len(part.log.rolled_segments())
