@@ -25,7 +25,7 @@ from pyspark.sql.types import (
 
 from tierlog.spark.options import OptionError
 
-__all__ = ["COLUMNS", "chosen_columns"]
+__all__ = ["COLUMNS", "chosen_columns", "default_ddl"]
 
 _HEADER = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 COLUMNS: dict[str, DataType] = {
@@ -37,10 +37,13 @@ _DDL = {"key": "binary", "value": "binary", "topic": "string", "partition": "int
         "timestamp": "timestamp", "timestampType": "int", "headers": "array<struct<key: string, value: binary>>"}
 
 
-def chosen_columns(schema: StructType | None, include_headers: bool) -> tuple[str, ...] | None:
-    """The column names to read, in the schema's order; None for every column (the default schema)."""
-    if schema is None:
+def chosen_columns(schema: StructType | str | None, include_headers: bool) -> tuple[str, ...] | None:
+    """The column names to read, in the schema's order; None for every column (the default schema,
+    as Spark passes it, or as ``DataSource.schema()`` gives it: DDL)."""
+    if schema is None or isinstance(schema, str) and schema == default_ddl(include_headers):
         return None
+    if isinstance(schema, str):
+        raise OptionError(f"schema: give a StructType, or the source's own schema ({default_ddl(include_headers)})")
     names = tuple(f.name for f in schema.fields)
     default = tuple(n for n in COLUMNS if include_headers or n != "headers")
     if names == default and all(_same(f) for f in schema.fields):
@@ -56,6 +59,11 @@ def chosen_columns(schema: StructType | None, include_headers: bool) -> tuple[st
     return names
 
 
+def default_ddl(include_headers: bool) -> str:
+    """The source's schema as ``DataSource.schema()`` gives it."""
+    return ", ".join(f"{n} {t}" for n, t in _DDL.items() if include_headers or n != "headers")
+
+
 def _same(f: StructField) -> bool:
     want = COLUMNS.get(f.name)
     if want is None:
@@ -68,4 +76,4 @@ def _same(f: StructField) -> bool:
 
 
 def _offer() -> str:
-    return "its columns are " + ", ".join(f"{n} {t}" for n, t in _DDL.items())
+    return "its columns are " + default_ddl(include_headers=True)

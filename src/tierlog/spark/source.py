@@ -40,7 +40,7 @@ from tierlog.client import (
     receive_message_max_bytes_for,
 )
 from tierlog.net.request_pipeline import PeerUnavailable
-from tierlog.spark.columns import chosen_columns
+from tierlog.spark.columns import chosen_columns, default_ddl
 from tierlog.spark.direct_plan import StoreFinder, plan_from_store, plan_partitions
 from tierlog.spark.fetch_offset import with_offset_retries
 from tierlog.spark.options import (
@@ -69,9 +69,8 @@ __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "TierlogDataSource", "TierlogPartiti
 
 log = logging.getLogger(__name__)
 
-SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
-          "timestamp timestamp, timestampType int")
-SCHEMA_WITH_HEADERS = SCHEMA + ", headers array<struct<key: string, value: binary>>"
+SCHEMA = default_ddl(include_headers=False)
+SCHEMA_WITH_HEADERS = default_ddl(include_headers=True)
 
 
 class TierlogDataSource(DataSource):
@@ -101,7 +100,7 @@ class TierlogDataSource(DataSource):
         return TierlogStreamWriter(self.options, schema)
 
 
-def _with_columns(opts: SourceOptions, schema: StructType) -> SourceOptions:
+def _with_columns(opts: SourceOptions, schema: StructType | str) -> SourceOptions:
     """The options with the columns a user schema picked (and headers decoded when it names them)."""
     columns = chosen_columns(schema, opts.include_headers)
     if columns is None:
