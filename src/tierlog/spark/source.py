@@ -115,11 +115,12 @@ def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.Re
     if not isinstance(part, TierlogPartition):
         return      # nothing to read: PySpark stands one default partition in for an empty plan
     read = _read_remote if part.pieces else _read_brokers
-    if opts.columns is not None:
-        columns = list(opts.columns)
-        yield from in_background(lambda: (b.select(columns) for b in read(opts, part)), opts.read_ahead_batches)
-    else:
-        yield from in_background(lambda: read(opts, part), opts.read_ahead_batches)
+    columns = opts.columns
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for batch in read(opts, part):
+            yield batch if columns is None else batch.select(columns)
+    yield from in_background(batches, opts.read_ahead_batches)
 
 
 def _read_remote(opts: SourceOptions, part: TierlogPartition) -> Iterator[pa.RecordBatch]:

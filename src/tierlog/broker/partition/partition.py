@@ -115,7 +115,7 @@ class Partition:
     def follower_hw(self, value: int) -> None:
         if value != self._follower_hw:
             self._follower_hw = value
-            self.hw_moved.add((self.topic, self.index))
+            self.hw_moved.add(self.key)
 
     @property
     def moved_away(self) -> bool:
