@@ -373,8 +373,8 @@ def test_a_led_partition_whose_topic_turns_tiered_starts_uploading(tmp_path):
         part.update_config(config(internal_segment_bytes=2000, remote_storage_enable="true"))
         for _ in range(200):
             await asyncio.sleep(0.02)
-            cache = metadata.cache(TIP)
-            if cache is not None and cache.finished_segments():
+            cache = metadata.cache(TIP)         # a pass uploads the rolled segments one after another
+            if cache is not None and len(cache.finished_segments()) == len(part.log.rolled_segments()):
                 break
         await rlm.close()
         return metadata.cache(TIP)
