@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -97,11 +98,29 @@ def start_broker(name: str, workdir: Path, props: dict | None = None, env: dict 
     return broker
 
 
-def free_port() -> int:
-    """A loopback port that was free a moment ago (the broker binds it right after)."""
+PORT_BAND = range(20000, 32000)     # below the kernel's ephemeral ports (32768-60999 here)
+UP_PORT_SPAN = 300                  # tierlog up: brokers at +0.., controllers at +100.., metrics at +200+id
+
+
+def free_port(span: int = 0) -> int:
+    """A loopback port (and the ``span`` ports above it) free a moment ago, below the ephemeral
+    range: a port from ``bind(0)`` is free only until the broker binds it, and meanwhile any
+    outgoing connection may take it as its local port ("Address already in use" at startup)."""
+    rng = random.Random()
+    for _ in range(1000):
+        base = rng.randrange(PORT_BAND.start, PORT_BAND.stop - span)
+        if _bindable(base) and _bindable(base + span):
+            return base
+    raise RuntimeError(f"no free loopback port in {PORT_BAND.start}-{PORT_BAND.stop}")
+
+
+def _bindable(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _start_tierlog(workdir: Path, port: int, props: dict, env: dict) -> Broker:

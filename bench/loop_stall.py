@@ -137,11 +137,10 @@ async def _probe(out: Path) -> None:
 
 # ---------------------------------------------------------------- the cluster
 
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port() -> int:
+    """bench/brokers.py's, imported here only: the node processes run this file too."""
+    import brokers
+    return brokers.free_port()
 
 
 class _Node:
@@ -190,7 +189,7 @@ class _Node:
 
 
 def _start_cluster(root: Path, env: dict) -> tuple[list[_Node], list[_Node], str]:
-    cports = [_free_port() for _ in range(3)]
+    cports = [free_port() for _ in range(3)]
     voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(cports))
     common = {"cluster.id": "loop-stall-bench", "controller.quorum.voters": voters,
               "controller.listener.names": "CONTROLLER"}
@@ -202,7 +201,7 @@ def _start_cluster(root: Path, env: dict) -> tuple[list[_Node], list[_Node], str
         c.wait_ready()
     brokers, bootstrap = [], []
     for j in range(2):
-        node_id, p = 4 + j, _free_port()
+        node_id, p = 4 + j, free_port()
         brokers.append(_Node(root / f"node-{node_id}", node_id,
                              {**common, "node.id": node_id, "process.roles": "broker",
                               "listeners": f"PLAINTEXT://127.0.0.1:{p}",

@@ -34,7 +34,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from brokers import free_port
+from brokers import UP_PORT_SPAN, free_port
 from machine import facts as machine_facts
 
 from tierlog.parent_watch import child_env
@@ -53,7 +53,7 @@ class Cluster:
     """``tierlog up`` as a child process group; ``bootstrap`` once every broker serves."""
 
     def __init__(self, data_dir: Path, brokers: int, controllers: int, settings: dict | None = None):
-        port = free_port()
+        port = free_port(UP_PORT_SPAN)
         self.log_path = data_dir / "up.log"
         self.nodes_dir = data_dir / "data"
         self.nodes: dict[int, dict] = {}       # node id -> {"pid", "roles", "listen", "metrics"} (node lines)
