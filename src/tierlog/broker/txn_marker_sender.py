@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import NamedTuple, cast
 
 from tierlog.net.client import DEFAULT_ROUTE, PeerRoute, PeerUnavailable
+from tierlog.net.node_batches import NodeBatches
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.typed.write_txn_markers import (
@@ -61,8 +62,8 @@ class TxnMarkerSender:
         self._timeout_ms = request_timeout_ms
         self._route = route
         self._peers = route.peers(f"tierlog-txn-markers-{node_id}")
-        self._queues: dict[int, list[_Queued]] = {}           # leader -> markers waiting for its next request
-        self._drains: dict[int, asyncio.Task] = {}            # leader -> the task sending to it
+        self._batches: NodeBatches[_Queued, frozenset[tuple[str, int]]] = NodeBatches(
+            self._send, frozenset(), TXN_MARKERS_PER_REQUEST_MAX, "txn-markers")
 
     async def write(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                     partitions: frozenset[tuple[str, int]], still_valid: Callable[[], bool],
@@ -73,7 +74,7 @@ class TxnMarkerSender:
                   "CoordinatorEpoch": coordinator_epoch, "TransactionVersion": transaction_version}
         while remaining and still_valid():
             by_leader = self._by_leader(remaining)
-            queued = [self._enqueue(leader, _marker(fields, parts), still_valid)
+            queued = [self._batches.submit(leader, _Queued(_marker(fields, parts), still_valid))
                       for leader, parts in by_leader.items() if leader >= 0]
             for done in await asyncio.gather(*queued):
                 remaining -= done
@@ -93,44 +94,20 @@ class TxnMarkerSender:
             out.setdefault(info.partitions[index].leader, []).append((topic, index))
         return out
 
-    def _enqueue(self, leader: int, marker: WritableTxnMarker, still_valid: Callable[[], bool]) -> asyncio.Future:
-        """The future of the partitions of ``marker`` written at ``leader`` (or needing no marker
-        any more); the leader's drain task sends it with whatever else is queued."""
-        done: asyncio.Future[set[tuple[str, int]]] = asyncio.get_running_loop().create_future()
-        self._queues.setdefault(leader, []).append(_Queued(marker, still_valid, done))
-        if leader not in self._drains:
-            self._drains[leader] = asyncio.get_running_loop().create_task(self._drain(leader),
-                                                                          name=f"txn-markers-to-{leader}")
-        return done
-
-    async def _drain(self, leader: int) -> None:
-        """One request in flight to ``leader`` at a time, each with what queued meanwhile."""
-        queue = self._queues[leader]
-        batch: list[_Queued] = []
+    async def _send(self, leader: int, queued: list[_Queued]) -> list[frozenset[tuple[str, int]]]:
+        """One WriteTxnMarkers of the queued markers still wanted: per item, the partitions written."""
+        valid = [q for q in queued if q.still_valid()]
+        if not valid:
+            return [frozenset()] * len(queued)
+        _debug(valid, leader, "sent")
         try:
-            while queue:
-                batch = queue[:TXN_MARKERS_PER_REQUEST_MAX]
-                del queue[:TXN_MARKERS_PER_REQUEST_MAX]
-                await self._send(leader, [q for q in batch if q.still_valid() or _settle(q, set())])
-        except Exception:                   # a bug: each write() retries after its backoff
-            log.exception("sending markers to node %d failed", leader)
-        finally:
-            for q in batch + queue:         # cancelled (close) or failed: nothing known written
-                _settle(q, set())
-            del self._drains[leader], self._queues[leader]
-
-    async def _send(self, leader: int, queued: list[_Queued]) -> None:
-        if not queued:
-            return
-        _debug(queued, leader, "sent")
-        try:
-            results = await self._request(leader, [q.marker for q in queued])
+            results = await self._request(leader, [q.marker for q in valid])
         except (PeerUnavailable, TimeoutError, OSError) as e:
-            log.info("markers of %d transactions to node %d not written: %s", len(queued), leader, e)
+            log.info("markers of %d transactions to node %d not written: %s", len(valid), leader, e)
             results = []
-        _debug(queued, leader, "answered")
-        for i, q in enumerate(queued):
-            _settle(q, _written(q.marker, results[i] if i < len(results) else None))
+        _debug(valid, leader, "answered")
+        written = {id(q): _written(q.marker, results[i] if i < len(results) else None) for i, q in enumerate(valid)}
+        return [written.get(id(q), frozenset()) for q in queued]
 
     async def _request(self, leader: int, markers: list[WritableTxnMarker]) -> list[WritableTxnMarkerResult]:
         if leader == self.node_id:
@@ -146,8 +123,7 @@ class TxnMarkerSender:
         return resp["Markers"]
 
     def close(self) -> None:
-        for task in list(self._drains.values()):
-            task.cancel()
+        self._batches.close()
         self._peers.close()
 
 
@@ -156,7 +132,6 @@ class _Queued(NamedTuple):
 
     marker: WritableTxnMarker
     still_valid: Callable[[], bool]
-    done: asyncio.Future[set[tuple[str, int]]]
 
 
 def _marker(fields: dict, parts: list[tuple[str, int]]) -> WritableTxnMarker:
@@ -168,13 +143,13 @@ def _marker(fields: dict, parts: list[tuple[str, int]]) -> WritableTxnMarker:
                 {**fields, "Topics": [{"Name": t, "PartitionIndexes": ids} for t, ids in by_topic.items()]})
 
 
-def _written(marker: WritableTxnMarker, answered: WritableTxnMarkerResult | None) -> set[tuple[str, int]]:
+def _written(marker: WritableTxnMarker, answered: WritableTxnMarkerResult | None) -> frozenset[tuple[str, int]]:
     """The partitions of ``marker`` whose marker is written (or needs none any more), by the
     answer at its position (the leader answers the markers in order; one for another producer
     counts as none)."""
     producer_id = marker["ProducerId"]
     if answered is None or answered["ProducerId"] != producer_id:
-        return set()
+        return frozenset()
     done: set[tuple[str, int]] = set()
     for topic in answered["Topics"]:
         for p in topic["Partitions"]:
@@ -183,14 +158,7 @@ def _written(marker: WritableTxnMarker, answered: WritableTxnMarkerResult | None
             else:
                 log.info("marker for producer %d on %s-%d: error %d, retrying", producer_id, topic["Name"],
                          p["PartitionIndex"], p["ErrorCode"])
-    return done
-
-
-def _settle(q: _Queued, done: set[tuple[str, int]]) -> bool:
-    """Answer ``q``'s ``write`` (once); False, for filtering it out."""
-    if not q.done.done():
-        q.done.set_result(done)
-    return False
+    return frozenset(done)
 
 
 def _debug(queued: list[_Queued], leader: int, what: str) -> None:

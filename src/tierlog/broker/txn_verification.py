@@ -5,7 +5,11 @@ transaction (AddPartitionsToTxn v4, VerifyOnly), so that a late batch of a trans
 already ended cannot open a "hanging" transaction that holds the last stable offset back.
 
 The coordinator is the leader of the id's ``__transaction_state`` partition: this broker's own
-transaction coordinator is asked in process, another broker over the inter-broker route.
+transaction coordinator is asked in process, another broker over the inter-broker route, where
+the verifications of all producers for one coordinator node go together (Kafka's
+``AddPartitionsToTxnManager``): one request in flight per node, the next carrying every
+verification queued meanwhile (``net.node_batches``; the same id's verifications of one producer
+merge into one transaction of the request).
 What the produce answers (Kafka's ``ReplicaManager`` mapping): a partition not in the
 transaction INVALID_TXN_STATE up to Produce v10, TRANSACTION_ABORTABLE from v11; a fenced or
 unknown producer INVALID_PRODUCER_EPOCH; a coordinator that is moving, loading, busy or
@@ -20,8 +24,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import NamedTuple
 
 from tierlog.net.client import DEFAULT_ROUTE, PeerRoute, PeerUnavailable
+from tierlog.net.node_batches import NodeBatches
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records.header import HEADER_SIZE, parse_header
@@ -37,6 +43,7 @@ ADD_VERSION = 5                 # AddPartitionsToTxn of a leader adding a TV2 cl
 IMPLICIT_ADD_FROM = 12          # Produce v12+: the leader adds the partition (KIP-890 part 2)
 ABORTABLE_FROM = 11             # Produce v11+: TRANSACTION_ABORTABLE is answered as such
 VERIFY_TIMEOUT_S = 5.0
+TXN_VERIFICATIONS_PER_REQUEST_MAX = 100     # produces' verifications in one request to a coordinator; more wait
 _FENCED = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH,
                      ErrorCode.INVALID_PRODUCER_ID_MAPPING})
 
@@ -49,6 +56,8 @@ class TxnVerifier:
         self._transactions = transactions
         self._route = route
         self._peers = route.peers(f"tierlog-txn-verify-{node_id}")
+        self._batches: NodeBatches[_Verification, dict[tuple[str, int], int]] = NodeBatches(
+            self._send, {}, TXN_VERIFICATIONS_PER_REQUEST_MAX, "txn-verify")
 
     async def verify(self, request: dict, version: int = VERIFY_VERSION) -> dict[tuple[str, int], int]:
         """The partitions of a Produce (of ``version``) whose transactional batch must be refused,
@@ -60,8 +69,8 @@ class TxnVerifier:
         if not wanted:
             return {}
         errors = await self._ask(tid, *producer, wanted, version >= IMPLICIT_ADD_FROM)
-        return {p: _produce_error(errors.get(p, ErrorCode.NONE), version) for p in wanted
-                if errors.get(p, ErrorCode.NONE) != ErrorCode.NONE}
+        answered = {p: errors.get(p, ErrorCode.COORDINATOR_NOT_AVAILABLE) for p in wanted}
+        return {p: _produce_error(code, version) for p, code in answered.items() if code != ErrorCode.NONE}
 
     def _unverified(self, request: dict) -> tuple[list[tuple[str, int]], tuple[int, int]]:
         """Partitions led here whose batch is transactional and whose producer has no open
@@ -84,32 +93,49 @@ class TxnVerifier:
 
     async def _ask(self, tid: str, producer_id: int, epoch: int, wanted: list,
                    add: bool) -> dict[tuple[str, int], int]:
+        """Each wanted partition's error from the id's coordinator (a partition left out: unanswered)."""
         leader = self._coordinator(tid)
         if leader == self.node_id and add:
             return dict.fromkeys(wanted, await self._transactions.add_partitions(tid, producer_id, epoch,
                                                                                  frozenset(wanted)))
         if leader == self.node_id:
             return self._transactions.verify_partitions(tid, producer_id, epoch, wanted)
-        by_topic: dict[str, list[int]] = {}
-        for topic, index in wanted:
-            by_topic.setdefault(topic, []).append(index)
-        body = {"Transactions": [{"TransactionalId": tid, "ProducerId": producer_id, "ProducerEpoch": epoch,
-                                  "VerifyOnly": not add, "Topics": [{"Name": n, "Partitions": ids}
-                                                                 for n, ids in by_topic.items()]}]}
+        if leader < 0:
+            return {}
+        return await self._batches.submit(leader, _Verification(tid, producer_id, epoch, add, tuple(wanted)))
+
+    async def _send(self, node: int, items: list[_Verification]) -> list[dict[tuple[str, int], int]]:
+        """The items as few AddPartitionsToTxn as a transactional id appearing once per request
+        allows (usually one): per item, its partitions' errors."""
+        answers: list[dict[tuple[str, int], int]] = [{} for _ in items]
+        for by_id in _requests(items):
+            errors = await self._request(node, [[items[i] for i in ids] for ids in by_id.values()])
+            for ids in by_id.values():
+                for i in ids:
+                    answers[i] = {p: errors.get((items[i].transactional_id, p), ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                                  for p in items[i].partitions}
+        return answers
+
+    async def _request(self, node: int, groups: list[list[_Verification]]) -> dict[tuple[str, tuple[str, int]], int]:
+        """One AddPartitionsToTxn v4/v5 with a transaction per group (one id, one producer):
+        (transactional id, partition) -> error."""
+        transactions = [_transaction(group) for group in groups]
+        version = ADD_VERSION if any(group[0].add for group in groups) else VERIFY_VERSION
         try:
-            broker = self._image_fn().brokers.get(leader) if leader >= 0 else None
+            broker = self._image_fn().brokers.get(node)
             address = self._route.address(broker) if broker is not None else None
             if address is None:
-                raise PeerUnavailable(f"no coordinator for {tid}")
-            self._peers.set_address(leader, *address)
-            resp = await self._peers.request(leader, ApiKey.ADD_PARTITIONS_TO_TXN, body, VERIFY_TIMEOUT_S,
-                                             ADD_VERSION if add else VERIFY_VERSION)
+                raise PeerUnavailable(f"no address for the coordinator node {node}")
+            self._peers.set_address(node, *address)
+            resp = await self._peers.request(node, ApiKey.ADD_PARTITIONS_TO_TXN, {"Transactions": transactions},
+                                             VERIFY_TIMEOUT_S, version)
         except (PeerUnavailable, TimeoutError, OSError) as e:
-            log.info("cannot verify the transaction of %s: %s", tid, e)
-            return dict.fromkeys(wanted, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            log.info("cannot verify %d transactions at node %d: %s", len(transactions), node, e)
+            return {}
         if resp["ErrorCode"]:
-            return dict.fromkeys(wanted, resp["ErrorCode"])
-        return {(t["Name"], r["PartitionIndex"]): r["PartitionErrorCode"]
+            return {(t["TransactionalId"], (topic["Name"], index)): resp["ErrorCode"]
+                    for t in transactions for topic in t["Topics"] for index in topic["Partitions"]}
+        return {(result["TransactionalId"], (t["Name"], r["PartitionIndex"])): r["PartitionErrorCode"]
                 for result in resp["ResultsByTransaction"] for t in result["TopicResults"]
                 for r in t["ResultsByPartition"]}
 
@@ -121,7 +147,51 @@ class TxnVerifier:
         return topic.partitions[index].leader
 
     def close(self) -> None:
+        self._batches.close()
         self._peers.close()
+
+
+class _Verification(NamedTuple):
+    """A Produce's partitions to verify (or, ``add``, to add) in one producer's transaction."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    add: bool
+    partitions: tuple[tuple[str, int], ...]
+
+
+def _requests(items: list[_Verification]) -> list[dict[str, list[int]]]:
+    """The items' positions, per request and transactional id: a request names an id once, so
+    items of one id and producer (and form) go together, and another producer of the same id,
+    a newer epoch say, waits for the next request."""
+    out: list[dict[str, list[int]]] = []
+    for i, item in enumerate(items):
+        for by_id in out:
+            same = by_id.get(item.transactional_id)
+            if same is None or _producer(items[same[0]]) == _producer(item):
+                by_id.setdefault(item.transactional_id, []).append(i)
+                break
+        else:
+            out.append({item.transactional_id: [i]})
+    return out
+
+
+def _producer(item: _Verification) -> tuple[int, int, bool]:
+    return item.producer_id, item.producer_epoch, item.add
+
+
+def _transaction(group: list[_Verification]) -> dict:
+    """One AddPartitionsToTxn transaction of a group's partitions, each named once."""
+    first, by_topic = group[0], dict[str, list[int]]()
+    for item in group:
+        for topic, index in item.partitions:
+            indexes = by_topic.setdefault(topic, [])
+            if index not in indexes:
+                indexes.append(index)
+    return {"TransactionalId": first.transactional_id, "ProducerId": first.producer_id,
+            "ProducerEpoch": first.producer_epoch, "VerifyOnly": not first.add,
+            "Topics": [{"Name": n, "Partitions": ids} for n, ids in by_topic.items()]}
 
 
 def _produce_error(code: int, version: int) -> int:

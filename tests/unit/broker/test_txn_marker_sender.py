@@ -5,6 +5,8 @@ written, retries its own failures, and a transaction no longer valid is left out
 import asyncio
 from types import SimpleNamespace
 
+from gated_peers import GatedPeers, GatedRoute
+
 from tierlog.broker.txn_marker_sender import (
     TXN_MARKERS_PER_REQUEST_MAX,
     TxnMarkerSender,
@@ -15,46 +17,30 @@ from tierlog.protocol.errors import ErrorCode
 LEADER = 2
 
 
-class Peers:
+class Peers(GatedPeers):
     """Node 2's WriteTxnMarkers, answered once the test releases each request (``gate``)."""
 
     def __init__(self):
-        self.requests: list[list[dict]] = []
-        self.gate = asyncio.Event()
+        super().__init__(LEADER, ApiKey.WRITE_TXN_MARKERS, self._answer)
         self.errors: dict[int, int] = {}      # producer id -> the error of its next answer
 
-    def set_address(self, node_id, host, port):
-        pass
+    @property
+    def sent(self) -> list[list[dict]]:
+        assert {version for version, _ in self.requests} <= {2}
+        return [body["Markers"] for _, body in self.requests]
 
-    async def request(self, node_id, api_key, body, timeout_s, version):
-        assert (node_id, api_key, version) == (LEADER, ApiKey.WRITE_TXN_MARKERS, 2)
-        self.requests.append(body["Markers"])
-        await self.gate.wait()
+    def _answer(self, body: dict) -> dict:
         return {"Markers": [{"ProducerId": m["ProducerId"], "Topics": [
             {"Name": t["Name"], "Partitions": [{"PartitionIndex": i, "ErrorCode": self.errors.pop(m["ProducerId"], 0)}
                                                for i in t["PartitionIndexes"]]} for t in m["Topics"]]}
             for m in body["Markers"]]}
 
-    def close(self):
-        pass
-
-
-class Route:
-    def __init__(self):
-        self.p = Peers()
-
-    def address(self, broker):
-        return ("127.0.0.1", 9092)
-
-    def peers(self, client_id):
-        return self.p
-
 
 def sender(partitions: int = 2) -> tuple[TxnMarkerSender, Peers]:
     image = SimpleNamespace(topics={"t": SimpleNamespace(partitions=[SimpleNamespace(leader=LEADER)] * partitions)},
                             brokers={LEADER: object()})
-    route = Route()
-    return TxnMarkerSender(1, lambda: image, None, None, None, lambda: 0, 1000, route), route.p
+    peers = Peers()
+    return TxnMarkerSender(1, lambda: image, None, None, None, lambda: 0, 1000, GatedRoute(peers)), peers
 
 
 def write(s: TxnMarkerSender, pid: int, still_valid=lambda: True) -> asyncio.Task:
@@ -73,11 +59,11 @@ def test_markers_queued_while_a_request_is_out_go_in_the_next_one():
         await settle()
         later = [write(s, pid) for pid in (11, 12, 13)]     # end while the first request is out
         await settle()
-        assert [[m["ProducerId"] for m in r] for r in peers.requests] == [[10]]
+        assert [[m["ProducerId"] for m in r] for r in peers.sent] == [[10]]
         peers.gate.set()
         assert await asyncio.gather(first, *later) == [True] * 4
-        assert [[m["ProducerId"] for m in r] for r in peers.requests] == [[10], [11, 12, 13]]
-        m = peers.requests[1][0]
+        assert [[m["ProducerId"] for m in r] for r in peers.sent] == [[10], [11, 12, 13]]
+        m = peers.sent[1][0]
         assert {k: v for k, v in m.items() if k != "Topics"} == {
             "ProducerId": 11, "ProducerEpoch": 0, "TransactionResult": True, "CoordinatorEpoch": 0,
             "TransactionVersion": 2}
@@ -93,7 +79,7 @@ def test_a_failed_marker_is_retried_for_its_transaction_only():
         peers.errors[21] = ErrorCode.NOT_ENOUGH_REPLICAS
         done = await asyncio.gather(write(s, 20), write(s, 21))
         assert done == [True, True]
-        sent = [sorted(m["ProducerId"] for m in r) for r in peers.requests]
+        sent = [sorted(m["ProducerId"] for m in r) for r in peers.sent]
         assert sent == [[20, 21], [21]]                 # the retry after the backoff: producer 21 alone
         s.close()
     asyncio.run(run())
@@ -111,7 +97,7 @@ def test_a_transaction_no_longer_coordinated_here_is_left_out_of_the_queue():
         valid[0] = False                                # coordinator moved while 31 waited in the queue
         peers.gate.set()
         assert await asyncio.gather(first, gone, kept) == [True, False, True]
-        assert [[m["ProducerId"] for m in r] for r in peers.requests] == [[30], [32]]
+        assert [[m["ProducerId"] for m in r] for r in peers.sent] == [[30], [32]]
         s.close()
     asyncio.run(run())
 
@@ -125,6 +111,6 @@ def test_one_request_carries_at_most_the_named_limit():
         await settle()
         peers.gate.set()
         assert all(await asyncio.gather(first, *rest))
-        assert [len(r) for r in peers.requests] == [1, TXN_MARKERS_PER_REQUEST_MAX, 2]
+        assert [len(r) for r in peers.sent] == [1, TXN_MARKERS_PER_REQUEST_MAX, 2]
         s.close()
     asyncio.run(run())

@@ -12,11 +12,15 @@ that does not exist answers UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_
 (nothing is added), as Kafka answers.  ACLs (Kafka's handleAddPartitionsToTxnRequest): v0-3 need
 WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere) and WRITE on
 each topic (TOPIC_AUTHORIZATION_FAILED there, OPERATION_NOT_ATTEMPTED elsewhere); v4+ is for
-brokers only: CLUSTER_ACTION on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
+brokers only: CLUSTER_ACTION on the cluster (else CLUSTER_AUTHORIZATION_FAILED). A v4+ request
+carries the verifications of many producers (the leaders group them per coordinator): its
+transactions are decided side by side, so one held for its previous transaction's Complete*
+write does not hold the others.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from tierlog.protocol.api import ApiKey
@@ -45,7 +49,8 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: AddPart
             return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                     "ResultsByTransaction": []}
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE,
-                "ResultsByTransaction": [await _batched(broker, t) for t in request["Transactions"]]}
+                "ResultsByTransaction": list(await asyncio.gather(*(_batched(broker, t)
+                                                                     for t in request["Transactions"])))}
     topics = request["V3AndBelowTopics"]
     wanted = [(t["Name"], index) for t in topics for index in t["Partitions"]]
     refused = _refused(broker, header, request["V3AndBelowTransactionalId"], wanted)
