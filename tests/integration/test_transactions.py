@@ -1,10 +1,12 @@
-"""Transactions over sockets (KIP-98) with confluent-kafka: commit and abort across partitions
+"""Transactions over sockets (KIP-98) with confluent-kafka (and kafka-python's and aiokafka's
+transactional producers and read_committed consumers): commit and abort across partitions
 led by two brokers (the markers go to each leader), read_committed vs read_uncommitted, the last
 stable offset holding back an open transaction, zombie fencing, a transaction aborted by its
 timeout.  One cluster for the module (1 controller, 2 brokers), each test with its own topic and
 transactional ids."""
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -193,6 +195,49 @@ def test_kafka_python_transactional_producer_and_read_committed_consumer(boot):
     c.close()
     assert sorted(values) == [b"kp-0", b"kp-1"]
     assert read(boot, topic, 2, "read_uncommitted") == [b"kp-0", b"kp-1", b"kp-aborted"]
+
+
+def test_aiokafka_transactional_producer_offsets_and_read_committed_consumer(boot):
+    asyncio.run(_aiokafka_transactions(boot, new_topic(boot, 2)))
+
+
+async def _aiokafka_transactions(boot: str, topic: str) -> None:
+    """aiokafka's transactional producer: an aborted transaction (a record and offsets), then a
+    committed one across both partitions with offsets sent to the transaction (its
+    TxnOffsetCommit); its read_committed consumer sees the committed records only, and the group
+    has the committed transaction's offset, not the aborted one's."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.structs import TopicPartition as ATopicPartition
+    group = f"g-{topic}"
+    p = AIOKafkaProducer(bootstrap_servers=boot, transactional_id=f"aio-{topic}")
+    await p.start()
+    try:
+        await p.begin_transaction()
+        await p.send_and_wait(topic, b"aio-aborted", partition=0)
+        await p.send_offsets_to_transaction({ATopicPartition(topic, 0): 99}, group)
+        await p.abort_transaction()
+        async with p.transaction():             # committed when the block ends
+            await p.send_and_wait(topic, b"aio-0", partition=0)
+            await p.send_and_wait(topic, b"aio-1", partition=1)
+            await p.send_offsets_to_transaction({ATopicPartition(topic, 0): 7}, group)
+    finally:
+        await p.stop()
+    c = AIOKafkaConsumer(topic, bootstrap_servers=boot, isolation_level="read_committed",
+                         auto_offset_reset="earliest", group_id=None)
+    await c.start()
+    try:
+        values, deadline = [], time.monotonic() + 30
+        while len(values) < 2 and time.monotonic() < deadline:
+            values += [m.value for batch in (await c.getmany(timeout_ms=500)).values() for m in batch]
+    finally:
+        await c.stop()
+    assert sorted(values) == [b"aio-0", b"aio-1"]
+    assert read(boot, topic, 2, "read_uncommitted") == [b"aio-0", b"aio-1", b"aio-aborted"]
+    probe = Consumer({"bootstrap.servers": boot, "group.id": group})
+    try:
+        assert probe.committed([TopicPartition(topic, 0)], 20)[0].offset == 7
+    finally:
+        probe.close()
 
 
 def leader_port(txn_cluster, topic: str, index: int) -> int:
