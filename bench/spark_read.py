@@ -198,7 +198,7 @@ def tiered_store(root: Path, backend: str, stack: contextlib.ExitStack) -> tuple
 
 def tiered_main(args, n: int, mib: float) -> dict:
     root = Path(tempfile.mkdtemp(prefix="bench-spark-tiered-"))
-    out: dict = {"mode": "tiered", "backend": args.backend, "size_mib": mib, "records": n,
+    out: dict = {"mode": "tiered", "backend": args.backend, "size_mib": mib, "records": n, "record_bytes": RECORD,
                  "partitions": args.partitions, "segment_bytes": TIERED_SEGMENT_BYTES,
                  "broker_chunk_cache_bytes": SMALL_CHUNK_CACHE,
                  "machine": {"cpus": os.cpu_count(), "load_avg_start": os.getloadavg()}}
@@ -332,9 +332,12 @@ def source_option(text: str) -> tuple[str, str]:
 
 
 def main() -> None:
+    global RECORD                   # every phase reads the record size from here
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--record-bytes", type=int, default=RECORD,
+                    help="each record's value size (results of another size than 1024 get a _<size>b suffix)")
     ap.add_argument("--no-copy", action="store_true", help="skip the topic-to-topic copy")
     ap.add_argument("--tiered", action="store_true",
                     help="a tiered topic read through the brokers and straight from remote storage")
@@ -346,14 +349,16 @@ def main() -> None:
                     help="py-spy record --subprocesses of the pyspark daemon per Spark phase, folded stacks into DIR")
     args = ap.parse_args()
     args.ab = dict(args.ab)
+    suffix = "" if args.record_bytes == RECORD else f"_{args.record_bytes}b"
+    RECORD = args.record_bytes
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     n = args.size_mib * 1024 * 1024 // RECORD
     mib = n * RECORD / 2**20
     if args.tiered:
-        write_results(f"spark_tiered_{args.backend}", tiered_main(args, n, mib))
+        write_results(f"spark_tiered_{args.backend}{suffix}", tiered_main(args, n, mib))
     else:
-        write_results("spark", plain_main(args, n, mib))
+        write_results(f"spark{suffix}", plain_main(args, n, mib))
 
 
 if __name__ == "__main__":
