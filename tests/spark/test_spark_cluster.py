@@ -1,10 +1,10 @@
 """A real Spark cluster: a standalone master and two workers started from the pyspark wheel on
 127.0.0.1, a batch read through the tierlog source submitted to it with the source shipped as
 ``--py-files`` (``tierlog.spark.ship``), with exactly the rows local mode reads; and the example
-pipeline (``./dev pipeline --master spark://...``) on it, with the results of local mode.
+pipeline (``./dev pipeline --master spark://...``) on it, aggregating every event.
 
 About 40-60 s on 2 cores for the batch read (three JVMs start, then a driver and two
-executors); the pipeline runs twice (local mode, then on the cluster).
+executors); about a minute more for the pipeline.
 """
 import json
 import os
