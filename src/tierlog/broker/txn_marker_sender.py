@@ -96,7 +96,8 @@ class TxnMarkerSender:
 
     async def _send(self, leader: int, queued: list[_Queued]) -> list[frozenset[tuple[str, int]]]:
         """One WriteTxnMarkers of the queued markers still wanted: per item, the partitions written."""
-        valid = [q for q in queued if q.still_valid()]
+        wanted = [q.still_valid() for q in queued]
+        valid = [q for q, w in zip(queued, wanted) if w]
         if not valid:
             return [frozenset()] * len(queued)
         _debug(valid, leader, "sent")
@@ -106,8 +107,8 @@ class TxnMarkerSender:
             log.info("markers of %d transactions to node %d not written: %s", len(valid), leader, e)
             results = []
         _debug(valid, leader, "answered")
-        written = {id(q): _written(q.marker, results[i] if i < len(results) else None) for i, q in enumerate(valid)}
-        return [written.get(id(q), frozenset()) for q in queued]
+        written = iter([_written(q.marker, results[i] if i < len(results) else None) for i, q in enumerate(valid)])
+        return [next(written) if w else frozenset() for w in wanted]
 
     async def _request(self, leader: int, markers: list[WritableTxnMarker]) -> list[WritableTxnMarkerResult]:
         if leader == self.node_id:
