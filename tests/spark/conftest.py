@@ -52,3 +52,13 @@ def spark_node(tmp_path_factory):
     yield n
     if n.alive():
         n.stop()
+
+
+@pytest.fixture(scope="module")
+def pipeline_node(tmp_path_factory):
+    """A node of the module's own: the example pipeline's topics have fixed names (test_pipeline.py
+    fills spark_node's)."""
+    node = NodeProcess(tmp_path_factory.mktemp("pipeline") / "node-1").start()
+    yield node
+    if node.alive():
+        node.stop()

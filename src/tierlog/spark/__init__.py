@@ -24,13 +24,22 @@ from tierlog.spark.progress import offsets_behind_latest
 from tierlog.spark.save_mode import default_mode_appends
 from tierlog.spark.source import SCHEMA, SCHEMA_WITH_HEADERS, TierlogDataSource
 
-__all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "OptionError", "TierlogDataSource", "offsets_behind_latest", "register"]
+__all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "OptionError", "TierlogDataSource", "is_connect", "offsets_behind_latest", "register"]
 
 
 def register(spark) -> None:
-    """Make ``format("tierlog")`` available in ``spark`` (a SparkSession), and a batch write to it
-    in Spark's default save mode append, as with Spark's Kafka sink (`tierlog.spark.save_mode`)."""
-    from pyspark.sql.readwriter import DataFrameWriter
-
+    """Make ``format("tierlog")`` available in ``spark`` (a classic or a Spark Connect SparkSession),
+    and a batch write to it in Spark's default save mode append, as with Spark's Kafka sink
+    (`tierlog.spark.save_mode`; in this process: a foreachBatch function that a Connect server runs
+    in its own Python gives the mode itself)."""
     spark.dataSource.register(TierlogDataSource)
+    if is_connect(spark):
+        from pyspark.sql.connect.readwriter import DataFrameWriter
+    else:
+        from pyspark.sql.readwriter import DataFrameWriter  # type: ignore[assignment]
     default_mode_appends(DataFrameWriter)
+
+
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect client session (no SparkContext, no JVM here)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect.")

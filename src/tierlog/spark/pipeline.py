@@ -4,6 +4,7 @@
     ./dev pipeline --duration 60        # stop by itself after a minute
     ./dev pipeline --bootstrap HOST:PORT
     ./dev pipeline --master spark://HOST:7077   # on a Spark standalone cluster (docs/spark.md)
+    ./dev pipeline --remote sc://HOST:15002     # through a Spark Connect server
 
 1. A generator thread produces JSON click-stream events (user, action, amount)
    to the topic ``events`` (3 partitions, keyed by user) at ``--rate`` events/s.
@@ -56,9 +57,13 @@ ACTIONS = ("view", "click", "add_to_cart", "purchase")
 
 def _parse_args(argv):
     p = argparse.ArgumentParser(prog="./dev pipeline", description=__doc__.split("\n\n")[0])
-    p.add_argument("--master", default=LOCAL_MASTER, metavar="URL",
-                   help=f"Spark master (default {LOCAL_MASTER}); spark://HOST:PORT ships tierlog to the executors, "
-                        "whose Python (PYSPARK_PYTHON, default this one) needs tierlog's dependencies")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--master", default=LOCAL_MASTER, metavar="URL",
+                       help=f"Spark master (default {LOCAL_MASTER}); spark://HOST:PORT ships tierlog to the executors, "
+                            "whose Python (PYSPARK_PYTHON, default this one) needs tierlog's dependencies")
+    where.add_argument("--remote", metavar="sc://HOST:PORT",
+                       help="a Spark Connect server instead of a master: tierlog is shipped to the server's session "
+                            "(addArtifacts), whose Python workers need tierlog's dependencies")
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="an existing cluster (default: start one in a temp dir)")
     p.add_argument("--duration", type=float, default=0, metavar="SECONDS", help="stop after this long (0: Ctrl-C)")
     p.add_argument("--rate", type=int, default=2000, metavar="N", help="generated events per second")
@@ -191,7 +196,14 @@ class Generator(threading.Thread):
 # -- the Spark job -------------------------------------------------------------------
 
 
-def _spark(master: str = LOCAL_MASTER, out: Path | None = None):
+# session settings of the pipeline's Spark, classic or Connect
+SESSION_CONF: dict[str, str | int | float | bool | None] = {
+    "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"}
+
+
+def _spark(master: str = LOCAL_MASTER, out: Path | None = None, remote: str | None = None):
+    if remote:
+        return _connect(remote, out)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -202,20 +214,49 @@ def _spark(master: str = LOCAL_MASTER, out: Path | None = None):
     on_interrupt = signal.getsignal(signal.SIGINT)
     spark = (SparkSession.builder.master(master).appName("tierlog-pipeline")
              .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
-             .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
+             .config("spark.ui.enabled", "false")
              .config("spark.driver.extraJavaOptions", JVM_THREAD_STACK)
-             .config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.showConsoleProgress", "false")      # the rich view shows progress
+             .config(map=SESSION_CONF)
              .getOrCreate())
     if threading.current_thread() is threading.main_thread():
         # PySpark's own SIGINT handler cancels every job and raises KeyboardInterrupt wherever the
         # driver is; the pipeline's (main) stops its queries between micro-batches instead
         signal.signal(signal.SIGINT, on_interrupt)
-    spark.sparkContext.setLogLevel("ERROR")
+    _log_level(spark, "ERROR")
     if not master.startswith("local"):       # executors elsewhere: send them tierlog's code
         ship(spark, out or Path(tempfile.mkdtemp(prefix="tierlog-ship-")))
     tierlog.spark.register(spark)
     return spark
+
+
+def _connect(url: str, out: Path | None):
+    """A Spark Connect session on ``url`` that can run the pipeline: tierlog shipped to the server's
+    session (its executors' Python workers and the one that runs foreachBatch import it from there),
+    the source registered in it."""
+    import importlib.util
+
+    if importlib.util.find_spec("grpc") is None:
+        raise SystemExit("pipeline: --remote needs the Spark Connect client: pip install 'pyspark[connect]'")
+    from pyspark.sql import SparkSession
+
+    import tierlog.spark
+    from tierlog.spark.ship import ship
+
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    for key, value in SESSION_CONF.items():
+        spark.conf.set(key, str(value))
+    ship(spark, out or Path(tempfile.mkdtemp(prefix="tierlog-ship-")))
+    tierlog.spark.register(spark)
+    return spark
+
+
+def _log_level(spark, level: str) -> None:
+    """The driver's log level (a Connect client has no driver here: the server's stays as it is)."""
+    import tierlog.spark
+
+    if not tierlog.spark.is_connect(spark):
+        spark.sparkContext.setLogLevel(level)
 
 
 def start_queries(spark, bootstrap: str, args, out: Path):
@@ -459,9 +500,9 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
         console.print(f"creating topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())} "
                       "and waiting for their leaders")
         create_topics(bootstrap)
-        console.print(f"[bold]starting Spark[/] ({args.master if own_spark else spark.sparkContext.master}) and the streaming queries")
+        console.print(f"[bold]starting Spark[/] ({_where(args, spark)}) and the streaming queries")
         if spark is None:
-            spark = _spark(args.master, out)
+            spark = _spark(args.master, out, args.remote)
         else:
             import tierlog.spark
             tierlog.spark.register(spark)
@@ -500,7 +541,7 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
     finally:
         if queries:
             # a batch interrupted by stop() logs its InterruptedException: nothing is wrong
-            spark.sparkContext.setLogLevel("OFF")
+            _log_level(spark, "OFF")
         for q in queries:
             try:
                 _stop_between_batches(q)
@@ -513,7 +554,7 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
         if spark is not None and own_spark:
             spark.stop()
         elif queries:
-            spark.sparkContext.setLogLevel("ERROR")
+            _log_level(spark, "ERROR")
     files, rows = parquet_rows(out / "parquet")
     if first_parquet is None and rows:
         first_parquet = monotonic_s() - started
@@ -523,6 +564,13 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
         parquet_files=files, parquet_rows=rows,
         first_result_s=None if results.first_at is None else results.first_at - started,
         first_parquet_s=first_parquet, parquet_path=out / "parquet")
+
+
+def _where(args, spark) -> str:
+    """Where the queries run, for the start line."""
+    if spark is not None:
+        return spark.conf.get("spark.master")
+    return f"Spark Connect {args.remote}" if args.remote else args.master
 
 
 def _live(console, view):

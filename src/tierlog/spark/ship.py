@@ -7,7 +7,7 @@ there. Two ways, documented in docs/spark.md:
   (``spark.pyspark.python`` / ``PYSPARK_PYTHON``), or
 - ship tierlog's own code from the driver: ``package_zip`` writes the imported ``tierlog``
   package as a zip, for ``spark-submit --py-files`` / ``spark.submit.pyFiles``, and ``ship``
-  adds it to a running session (``SparkContext.addPyFile``); the workers' Python must still
+  adds it to a running session, classic or Spark Connect; the workers' Python must still
   have tierlog's dependencies (pyarrow, confluent-kafka; boto3 for S3 stores).
 """
 
@@ -34,8 +34,14 @@ def package_zip(directory: Path) -> Path:
 
 
 def ship(spark, directory: Path) -> Path:
-    """Make tierlog importable on ``spark``'s executors (a classic session: Spark Connect has no
-    addPyFile; use ``spark.addArtifacts(path, pyfile=True)`` there)."""
+    """Make tierlog importable on ``spark``'s executors: ``SparkContext.addPyFile`` in a classic
+    session; in a Spark Connect session ``addArtifacts(pyfile=True)``, which also reaches the
+    server's Python that runs foreachBatch functions."""
+    from tierlog.spark import is_connect
+
     target = package_zip(directory)
-    spark.sparkContext.addPyFile(str(target))
+    if is_connect(spark):
+        spark.addArtifacts(str(target), pyfile=True)
+    else:
+        spark.sparkContext.addPyFile(str(target))
     return target
