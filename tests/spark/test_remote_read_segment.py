@@ -126,6 +126,33 @@ def test_small_chunks_read_ahead_or_not_give_the_same_rows(tmp_path, monkeypatch
     assert _offsets(got) == list(range(3, 48))
 
 
+@pytest.mark.parametrize("chunk", [1, 5, 12, 13, 61, 100, 333, 1 << 20])
+def test_any_chunk_size_gives_the_same_rows(tmp_path, monkeypatch, chunk):
+    """Chunks shorter than a batch's length field, ending anywhere in a header or a record, or
+    holding the whole segment: the cut batches are completed from the next chunks."""
+    from tierlog.spark import remote_read
+    store, meta = _upload(tmp_path)
+    monkeypatch.setattr(remote_read, "READ_CHUNK_BYTES", chunk)
+    got = list(read_segment_range(store, meta, 0, 50, include_headers=False, fail_on_data_loss=True,
+                                  read_ahead_chunks=1))
+    assert _offsets(got) == list(range(50))
+    assert [bytes(v) for b in got for v in b.column("value").to_pylist()] == [b"v%d" % o for o in range(50)]
+
+
+@pytest.mark.parametrize("chunk", [7, 100, 1 << 20])
+def test_a_batch_claiming_more_than_the_segment_holds_fails_the_read(tmp_path, monkeypatch, chunk):
+    from tierlog.spark import remote_read
+    store, meta = _upload(tmp_path)
+    path = tmp_path / "remote" / segment_key(meta.segment_id, 0, LOG_SUFFIX)
+    data = bytearray(path.read_bytes())
+    second = 12 + int.from_bytes(data[8:12], "big")
+    data[second + 8:second + 12] = (1 << 30).to_bytes(4, "big")     # the second batch's length: 1 GiB
+    path.write_bytes(bytes(data))
+    monkeypatch.setattr(remote_read, "READ_CHUNK_BYTES", chunk)
+    with pytest.raises(CorruptRemoteDataError, match=f"no whole batch at position {second}"):
+        list(read_segment_range(store, meta, 0, 50, include_headers=False, fail_on_data_loss=True))
+
+
 def test_a_truncated_segment_fails_the_read_with_read_ahead(tmp_path, monkeypatch):
     from tierlog.spark import remote_read
     store, meta = _upload(tmp_path)

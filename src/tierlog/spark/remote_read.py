@@ -3,8 +3,8 @@
 The segment's offset index gives the file position to start at (entries are
 relative to the file's own base offset, its first batch's); then the ``.log``
 is read with ranged GETs of ``READ_CHUNK_BYTES``, up to ``remoteReadAheadChunks`` of them in flight
-while the current chunk is decoded (``read_ahead``; a batch cut at a chunk's end is carried into the
-next chunk, a batch larger than a chunk spans several) and each run of whole batches is decoded into Arrow by the same
+while the current chunk is decoded (``read_ahead``; a batch cut at a chunk's end is completed from
+the next chunk, a batch larger than a chunk spans several) and each run of whole batches is decoded into Arrow by the same
 decoder the broker path uses (``client.arrow_records.decode_fetched``: every
 batch's CRC-32C checked, payloads decompressed, control batches and records
 outside the range left out), so both paths produce the same rows.
@@ -109,20 +109,49 @@ def _read(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, start
 def _whole_batch_runs(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, position: int,
                       ahead: int) -> Generator[tuple[int, memoryview], None, None]:
     """The ``.log`` from ``position`` on as runs of whole batches, each with its file position: read in
-    chunks of ``READ_CHUNK_BYTES`` (up to ``ahead`` GETs ahead), a chunk's cut batch carried into the
-    next run (a batch larger than a chunk spans several)."""
+    chunks of ``READ_CHUNK_BYTES`` (up to ``ahead`` GETs ahead). A batch cut at a chunk's end is
+    completed from the next chunks and is a run of its own (a batch larger than a chunk spans
+    several): only its bytes are copied, never a whole chunk."""
     size = segment.segment_size_in_bytes
     ranges = ((p, min(size, p + READ_CHUNK_BYTES)) for p in range(position, size, READ_CHUNK_BYTES))
-    carry: bytes | bytearray = b""
+    cut = bytearray()
     for data in read_ahead(lambda r: segments.fetch_log_segment(segment, *r), ranges, ahead):
-        data = carry + data if carry else data
-        whole = _whole_batches_end(data)
-        if whole == 0 and not len(data) < _first_batch_size(data) <= size - position:
-            raise CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
+        view = memoryview(data)
+        if cut:
+            view = view[_complete(cut, view):]
+            if len(cut) < _first_batch_size(cut):         # not yet: the batch goes on in the next chunk
+                _check_cut(segment, cut, size - position, position)
+                continue
+            if _whole_batches_end(cut) != len(cut):
+                raise CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
+            yield position, memoryview(cut)
+            position, cut = position + len(cut), bytearray()
+        whole = _whole_batches_end(view)
         if whole:
-            yield position, memoryview(data)[:whole]
-        carry, position = data[whole:], position + whole
-    if carry:
+            yield position, view[:whole]
+            position += whole
+        if len(view) > whole:
+            cut = bytearray(view[whole:])
+            _check_cut(segment, cut, size - position, position)
+    if cut:
+        raise CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
+
+
+def _complete(cut: bytearray, view: memoryview) -> int:
+    """Append to ``cut`` (the start of a batch) the bytes of ``view`` up to the batch's end, or all of
+    ``view`` if it ends first (its length field read as soon as ``cut`` holds it); how many were taken."""
+    taken = min(len(view), max(0, LOG_OVERHEAD - len(cut)))
+    cut += view[:taken]
+    if len(cut) >= LOG_OVERHEAD:
+        more = min(len(view) - taken, _first_batch_size(cut) - len(cut))
+        cut += view[taken:taken + more]
+        taken += more
+    return taken
+
+
+def _check_cut(segment: RemoteLogSegmentMetadata, cut: bytearray, left: int, position: int) -> None:
+    """A cut batch that claims more than the ``left`` bytes of the segment from its position is corrupt."""
+    if len(cut) >= LOG_OVERHEAD and _first_batch_size(cut) > left:
         raise CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
 
 
