@@ -177,3 +177,25 @@ def test_read_ahead_counts_are_bounded(name, field):
     for bad, named in (("-1", "must be at least 0"), ("17", "must be at most 16"), ("x", "not an integer")):
         with pytest.raises(OptionError, match=f"{name}: .*{named}"):
             parse_source_options({**base, name: bad}, streaming=False)
+
+
+@pytest.mark.parametrize(("options", "frozen"), [({}, True), ({"freezeWorkerGc": "false"}, False)])
+def test_a_read_task_freezes_the_worker_s_gc_unless_told_not_to(options, frozen):
+    """tierlog.spark.worker_gc: what is alive at a read task's start leaves the collector's scans."""
+    import gc
+
+    from pyspark.sql.datasource import InputPartition
+
+    from tierlog.spark.source import _read_partition
+    opts = parse_source_options({**BASE, **options}, streaming=False)
+    gc.unfreeze()
+    try:
+        assert list(_read_partition(opts, InputPartition(0))) == []     # an empty plan's stand-in partition
+        assert (gc.get_freeze_count() > 0) is frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_freeze_worker_gc_is_a_boolean():
+    with pytest.raises(OptionError, match="freezeWorkerGc"):
+        parse_source_options({**BASE, "freezeWorkerGc": "sometimes"}, streaming=False)

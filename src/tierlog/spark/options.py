@@ -100,6 +100,7 @@ class SourceOptions:
     remote_partition_bytes: int = REMOTE_PARTITION_BYTES  # remotePartitionBytes: a direct read task's target
     remote_read_ahead_chunks: int = REMOTE_READ_AHEAD_CHUNKS  # remoteReadAheadChunks: GETs in flight per task
     read_ahead_batches: int = READ_AHEAD_BATCHES  # readAheadBatches: Arrow batches read ahead of Spark per task
+    freeze_worker_gc: bool = True                 # freezeWorkerGc: gc.freeze() before each read task (worker_gc.py)
     columns: tuple[str, ...] | None = None       # the reader's schema picked these columns (spark/columns.py)
 
 
@@ -366,6 +367,7 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         remote_read_ahead_chunks=_bounded(options, "remoteReadAheadChunks", REMOTE_READ_AHEAD_CHUNKS,
                                           MAX_READ_AHEAD_CHUNKS),
         read_ahead_batches=_bounded(options, "readAheadBatches", READ_AHEAD_BATCHES, MAX_READ_AHEAD_BATCHES),
+        freeze_worker_gc=_bool(options, "freezeWorkerGc", True),
     )
 
 

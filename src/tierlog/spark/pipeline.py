@@ -429,10 +429,13 @@ def _status_line(gen: Generator, queries, results: LatestResults, out: Path, sta
             f"{results.received:,} result records, {files} parquet files")
 
 
-def _stop_between_batches(query, timeout_s: float = 15) -> None:
-    """stop() once no micro-batch is running: stopping one mid-batch interrupts its tasks and
-    Python workers, which Spark reports with long stack traces that mean nothing here."""
-    deadline = monotonic_s() + timeout_s
+STOP_WAIT_S = 15      # how long the stop waits, for all the queries together, for gaps between micro-batches
+
+
+def _stop_between_batches(query, deadline: float) -> None:
+    """stop() once no micro-batch is running, or at ``deadline`` (monotonic_s): stopping one mid-batch
+    interrupts its tasks and Python workers, which Spark reports with long stack traces that mean
+    nothing here."""
     while query.isActive and monotonic_s() < deadline:
         try:
             if not query.status.get("isTriggerActive"):
@@ -542,9 +545,10 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
         if queries:
             # a batch interrupted by stop() logs its InterruptedException: nothing is wrong
             _log_level(spark, "OFF")
+        deadline = monotonic_s() + STOP_WAIT_S
         for q in queries:
             try:
-                _stop_between_batches(q)
+                _stop_between_batches(q, deadline)
             except Exception as e:          # noqa: BLE001 - report and go on stopping the rest
                 console.print(f"stopping {q.name}: {e}")
         if gen is not None:
