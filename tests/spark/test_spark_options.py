@@ -196,6 +196,22 @@ def test_a_read_task_freezes_the_worker_s_gc_unless_told_not_to(options, frozen)
         gc.unfreeze()
 
 
+@pytest.mark.parametrize(("options", "frozen"), [({}, True), ({"freezeWorkerGc": "false"}, False)])
+def test_a_write_task_freezes_the_worker_s_gc_unless_told_not_to(options, frozen):
+    import gc
+
+    from tierlog.spark.sink import _write
+    sink = parse_sink_options({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", **options})
+    gc.unfreeze()
+    try:
+        assert _write(sink, None, False, iter([])).records == 0        # nothing to produce, nothing to flush
+        assert (gc.get_freeze_count() > 0) is frozen
+    finally:
+        gc.unfreeze()
+
+
 def test_freeze_worker_gc_is_a_boolean():
     with pytest.raises(OptionError, match="freezeWorkerGc"):
         parse_source_options({**BASE, "freezeWorkerGc": "sometimes"}, streaming=False)
+    with pytest.raises(OptionError, match="freezeWorkerGc"):
+        parse_sink_options({"kafka.bootstrap.servers": "h:1", "freezeWorkerGc": "sometimes"})

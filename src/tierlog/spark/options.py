@@ -112,6 +112,7 @@ class SinkOptions:
     flush_timeout_s: float
     transactional: bool = False                  # transactional: one Kafka transaction per task
     transactional_id_prefix: str | None = None   # transactionalIdPrefix (else one per query / per write)
+    freeze_worker_gc: bool = True                 # freezeWorkerGc: gc.freeze() before each write task
 
 
 def _get(options: Mapping, name: str):
@@ -426,4 +427,5 @@ def parse_sink_options(options: Mapping) -> SinkOptions:
         config.setdefault("transaction.timeout.ms", str(config["message.timeout.ms"]))
     return SinkOptions(bootstrap, str(topic) if topic else None, config, flush_timeout_ms / 1000,
                        transactional=transactional,
-                       transactional_id_prefix=str(prefix).strip() if prefix is not None else None)
+                       transactional_id_prefix=str(prefix).strip() if prefix is not None else None,
+                       freeze_worker_gc=_bool(options, "freezeWorkerGc", True))

@@ -21,6 +21,7 @@ from pyspark.sql.types import StructType
 
 from tierlog.spark.options import OptionError, SinkOptions, parse_sink_options
 from tierlog.spark.transactional_write import write_in_transaction
+from tierlog.spark.worker_gc import before_task
 
 __all__ = ["TierlogBatchWriter", "TierlogCommit", "TierlogStreamWriter", "produce_rows"]
 
@@ -114,6 +115,7 @@ def _write_batches(sink: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Tier
 
 def _write(sink: SinkOptions, prefix: str | None, record_batches: bool,
            batches: Iterator[pa.RecordBatch]) -> TierlogCommit:
+    before_task(sink.freeze_worker_gc)
     if not sink.transactional:
         return _write_batches(sink, batches)
     deliveries = _Deliveries()

@@ -64,7 +64,7 @@ from tierlog.spark.read_ahead import in_background
 from tierlog.spark.remote_read import read_segment_range
 from tierlog.spark.remote_store import shared_store
 from tierlog.spark.sink import TierlogBatchWriter, TierlogStreamWriter
-from tierlog.spark.worker_gc import before_read
+from tierlog.spark.worker_gc import before_task
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "TierlogDataSource", "TierlogPartition"]
 
@@ -113,7 +113,7 @@ def _with_columns(opts: SourceOptions, schema: StructType | str) -> SourceOption
 
 
 def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.RecordBatch]:
-    before_read(opts.freeze_worker_gc)
+    before_task(opts.freeze_worker_gc)
     if not isinstance(part, TierlogPartition):
         return      # nothing to read: PySpark stands one default partition in for an empty plan
     read = _read_remote if part.pieces else _read_brokers
