@@ -1,5 +1,6 @@
-"""The batch read the Spark standalone test submits (spark-submit --py-files tierlog.zip): prints
-one JSON line with the rows' digest and where the executors imported tierlog from."""
+"""The batch reads the Spark standalone test submits (spark-submit --py-files tierlog.zip
+cluster_job.py READS_JSON): one JSON line per read with the rows' digest, and where the executors
+imported tierlog from."""
 import hashlib
 import json
 import sys
@@ -29,18 +30,21 @@ def _tierlog_on_executors(spark) -> list[str]:
     return sorted(set(spark.sparkContext.parallelize(range(4), 4).mapPartitions(where).collect()))
 
 
-def main(bootstrap: str, topic: str) -> None:
+def main(reads: str) -> None:
+    """Each read of ``reads`` (JSON: a list of name, bootstrap, topic and source options; minPartitions
+    4 unless given), one RESULT line each."""
     from pyspark.sql import SparkSession
 
     import tierlog.spark
     spark = SparkSession.builder.appName("tierlog-cluster-test").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     tierlog.spark.register(spark)
-    out = digest(read(spark, bootstrap, topic, minPartitions="4"))
-    out["tierlog_on_executors"] = _tierlog_on_executors(spark)
-    print("RESULT " + json.dumps(out), flush=True)
+    on_executors = _tierlog_on_executors(spark)
+    for job in json.loads(reads):
+        out = digest(read(spark, job["bootstrap"], job["topic"], **{"minPartitions": "4", **job["options"]}))
+        print("RESULT " + json.dumps({"name": job["name"], **out, "tierlog_on_executors": on_executors}), flush=True)
     spark.stop()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(sys.argv[1])

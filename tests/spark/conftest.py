@@ -1,14 +1,16 @@
-"""One SparkSession (local[2]) and one tierlog node for all the Spark tests."""
+"""One SparkSession (local[2]) and one tierlog node for all the Spark tests; per module, a node for
+the example pipeline's fixed topics and nodes with a tiered topic on fs and on moto S3."""
 import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+import tiered_topic
 from nodeproc import (
     NodeProcess,  # tests/integration, on pytest's pythonpath (pyproject.toml)
 )
-from tiered import MOTO_CREDENTIALS, MOTO_REGION
+from tiered import MOTO_CREDENTIALS, MOTO_REGION, TIERED_BROKER, MotoServer, fs_props
 
 from tierlog.spark.pipeline import JVM_THREAD_STACK
 
@@ -62,3 +64,39 @@ def pipeline_node(tmp_path_factory):
     yield node
     if node.alive():
         node.stop()
+
+
+@pytest.fixture(scope="module")
+def tiered_node(tmp_path_factory):
+    """A node with ``tiered_topic`` on an fs store (``node.remote``)."""
+    root = tmp_path_factory.mktemp("spark-remote")
+    remote = root / "remote-storage"
+    props = {**fs_props(remote), "metrics.prometheus.listener": "127.0.0.1:0",
+             "rlmm.config.example.password": "not-shown"}     # a plugin setting of unknown type
+    node = NodeProcess(root / "node-1", props=props).start()
+    try:
+        tiered_topic.fill(node)
+        node.remote = remote
+        yield node
+    finally:
+        if node.alive():
+            node.stop()
+
+
+@pytest.fixture(scope="module")
+def s3_tiered_node(tmp_path_factory):
+    """``tiered_topic`` on a moto S3 store (``node.settings``: the broker's rsm.config.*; executors get
+    the credentials from spark.executorEnv)."""
+    root = tmp_path_factory.mktemp("spark-remote-s3")
+    with pytest.MonkeyPatch.context() as env, MotoServer(root) as moto:
+        for key, value in {**MOTO_CREDENTIALS, "AWS_DEFAULT_REGION": MOTO_REGION}.items():
+            env.setenv(key, value)
+        env.delenv("AWS_PROFILE", raising=False)
+        node = NodeProcess(root / "node-1", props={**TIERED_BROKER, **moto.settings()}).start()
+        try:
+            tiered_topic.fill(node)
+            node.settings = moto.settings()
+            yield node
+        finally:
+            if node.alive():
+                node.stop()

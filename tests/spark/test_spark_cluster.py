@@ -1,10 +1,11 @@
 """A real Spark cluster: a standalone master and two workers started from the pyspark wheel on
-127.0.0.1, a batch read through the tierlog source submitted to it with the source shipped as
-``--py-files`` (``tierlog.spark.ship``), with exactly the rows local mode reads; and the example
-pipeline (``./dev pipeline --master spark://...``) on it, aggregating every event.
+127.0.0.1. Submitted to it with the source shipped as ``--py-files`` (``tierlog.spark.ship``): batch
+reads through the tierlog source with exactly the rows local mode reads, through a broker and
+straight from fs and S3 stores with no broker running; and the example pipeline
+(``./dev pipeline --master spark://...``), aggregating every event.
 
-About 40-60 s on 2 cores for the batch read (three JVMs start, then a driver and two
-executors); about a minute more for the pipeline.
+About 70-80 s on 2 cores for the reads (three JVMs start, then a driver and two executors);
+about 100 s more for the pipeline.
 """
 import json
 import os
@@ -17,9 +18,11 @@ from pathlib import Path
 import pipeline_run
 import pyspark
 import pytest
+import tiered_topic
 from clients import create_topic, produce_all
 from cluster_job import digest, read
 from nodeproc import free_port
+from tiered import LATEST_TIERED, MOTO_CREDENTIALS, MOTO_REGION, offsets
 
 from tierlog.spark.ship import package_zip
 
@@ -79,19 +82,53 @@ def _submit(master: str, tmp_path: Path, *args: str) -> subprocess.CompletedProc
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
-def test_a_batch_read_on_a_standalone_cluster_equals_local_mode(spark, spark_node, standalone, tmp_path):
+def _tiered_range(node) -> str:
+    """endingOffsets of ``tiered_topic``'s uploaded range (JSON)."""
+    return json.dumps({tiered_topic.TOPIC: {str(p): offsets(node, tiered_topic.TOPIC, p, LATEST_TIERED) + 1
+                                            for p in range(tiered_topic.PARTITIONS)}})
+
+
+def _s3_options(node) -> dict:
+    """remoteStorage and the rsm.config.storage.s3.* options naming ``node``'s moto store."""
+    settings = node.settings
+    location = f"s3://{settings['rsm.config.storage.s3.bucket.name']}/{settings['rsm.config.storage.s3.prefix']}"
+    return {"remoteStorage": location, **{k: v for k, v in settings.items() if k.startswith("rsm.config.storage.s3.")
+                                          and not k.endswith((".bucket.name", ".prefix"))}}
+
+
+def test_batch_reads_on_a_standalone_cluster_equal_local_mode_and_direct_ones_need_no_broker(
+        spark, spark_node, tiered_node, s3_tiered_node, standalone, tmp_path):
+    """One job (one driver, executors on both workers; a submission costs about a minute here)
+    reads a plain topic through the broker, and the uploaded range of a tiered topic straight from
+    an fs store and from a moto S3 store with their only broker stopped; each equals what local
+    mode reads through the brokers."""
     create_topic(spark_node.bootstrap, TOPIC, 3)
     produce_all(spark_node.bootstrap, TOPIC, [(i % 3, b"k%d" % i, b"v%d" % i, None, None) for i in range(3000)])
-    local = digest(read(spark, spark_node.bootstrap, TOPIC))
-    assert local["rows"] == 3000
+    reads = {"plain": (spark_node, TOPIC, {})}
+    for name, node, store in (("fs", tiered_node, {"remoteStorage": str(tiered_node.remote)}),
+                              ("s3", s3_tiered_node, _s3_options(s3_tiered_node))):
+        ends = _tiered_range(node)
+        reads[name] = (node, tiered_topic.TOPIC, {**store, "endingOffsets": ends, "kafka.request.timeout.ms": "2000"})
+    expected = {name: digest(read(spark, node.bootstrap, topic, endingOffsets=options.get("endingOffsets", "latest"),
+                                  remoteStorage="off"))
+                for name, (node, topic, options) in reads.items()}
+    assert expected["plain"]["rows"] == 3000 and min(e["rows"] for e in expected.values()) > 1000
+    tiered_node.stop()
+    s3_tiered_node.stop()
 
-    done = _submit(standalone, tmp_path, str(Path(__file__).with_name("cluster_job.py")), spark_node.bootstrap, TOPIC)
-    result = next((json.loads(line[len("RESULT "):]) for line in done.stdout.splitlines()
-                   if line.startswith("RESULT ")), None)
-    assert result is not None, done.stderr[-4000:]
-    assert {k: result[k] for k in local} == local
+    credentials = [arg for key, value in {**MOTO_CREDENTIALS, "AWS_DEFAULT_REGION": MOTO_REGION}.items()
+                   for arg in ("--conf", f"spark.executorEnv.{key}={value}")]
+    job = [{"name": name, "bootstrap": node.bootstrap, "topic": topic, "options": options}
+           for name, (node, topic, options) in reads.items()]
+    done = _submit(standalone, tmp_path, *credentials, str(Path(__file__).with_name("cluster_job.py")), json.dumps(job))
+    results = {r["name"]: r for r in (json.loads(line[len("RESULT "):]) for line in done.stdout.splitlines()
+                                      if line.startswith("RESULT "))}
+    assert set(results) == set(reads), done.stderr[-4000:]
+    for name, want in expected.items():
+        assert {k: results[name][k] for k in want} == want, name
     # the executors imported the shipped zip (in the workers' work dirs), not an installed tierlog
-    assert result["tierlog_on_executors"] and all("tierlog.zip" in f for f in result["tierlog_on_executors"])
+    on_executors = results["plain"]["tierlog_on_executors"]
+    assert on_executors and all("tierlog.zip" in f for f in on_executors)
 
 
 # -- the pipeline --------------------------------------------------------------------------

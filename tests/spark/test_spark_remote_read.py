@@ -2,7 +2,6 @@
 rows read through the broker, and the tiered range is still readable with the broker stopped."""
 import json
 import logging
-import random
 import time
 import urllib.request
 import uuid
@@ -12,85 +11,18 @@ from clients import create_topic, produce_all
 from cluster import wait_for
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
-from nodeproc import NodeProcess
 from prometheus_client.parser import text_string_to_metric_families
 from tiered import (
-    EARLIEST_LOCAL,
     LATEST_TIERED,
-    MOTO_CREDENTIALS,
-    MOTO_REGION,
-    TIERED_BROKER,
     TIERED_TOPIC,
-    MotoServer,
-    fs_props,
     offsets,
 )
+from tiered_topic import PARTITIONS, RECORDS, TOPIC
 
 from tierlog.spark.remote_store import StoreSpec
 from tierlog.spark.source import TierlogDataSource
 
-TOPIC = "remote-read"
-PARTITIONS = 2
-RECORDS = 8000
 COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
-
-
-def _records():
-    """About 2.6 MiB per partition in 1 MiB segments: null keys, headers, plain and zstd batches
-    (timestamps of now: older ones would expire by retention.ms at once)."""
-    now_ms = int(time.time() * 1000)
-    out = []
-    rng = random.Random(25)
-    for i in range(RECORDS):
-        key = None if i % 7 == 0 else b"key-%d" % i
-        value = b"%08d" % i + rng.randbytes(300 + i % 700)      # incompressible: zstd batches stay big
-        headers = [("h", b"%d" % i), ("none", None)] if i % 5 == 0 else None
-        out.append((i % PARTITIONS, key, value, headers, now_ms + i))
-    return out
-
-
-def _fill(node) -> None:
-    create_topic(node.bootstrap, TOPIC, PARTITIONS, TIERED_TOPIC)
-    records = _records()
-    produce_all(node.bootstrap, TOPIC, records[:RECORDS // 2])
-    produce_all(node.bootstrap, TOPIC, records[RECORDS // 2:], **{"compression.type": "zstd"})
-    wait_for(lambda: all((offsets(node, TOPIC, p, LATEST_TIERED) or -1) >= 1000
-                         and (offsets(node, TOPIC, p, EARLIEST_LOCAL) or 0) > 0 for p in range(PARTITIONS)),
-             120, f"{TOPIC} mostly uploaded and deleted locally", interval_s=0.5)
-
-
-@pytest.fixture(scope="module")
-def tiered_node(tmp_path_factory):
-    root = tmp_path_factory.mktemp("spark-remote")
-    remote = root / "remote-storage"
-    props = {**fs_props(remote), "metrics.prometheus.listener": "127.0.0.1:0",
-             "rlmm.config.example.password": "not-shown"}     # a plugin setting of unknown type
-    node = NodeProcess(root / "node-1", props=props).start()
-    try:
-        _fill(node)
-        node.remote = remote
-        yield node
-    finally:
-        if node.alive():
-            node.stop()
-
-
-@pytest.fixture(scope="module")
-def s3_tiered_node(tmp_path_factory):
-    """The same topic on a moto S3 store (executors get the credentials from spark.executorEnv)."""
-    root = tmp_path_factory.mktemp("spark-remote-s3")
-    with pytest.MonkeyPatch.context() as env, MotoServer(root) as moto:
-        for key, value in {**MOTO_CREDENTIALS, "AWS_DEFAULT_REGION": MOTO_REGION}.items():
-            env.setenv(key, value)
-        env.delenv("AWS_PROFILE", raising=False)
-        node = NodeProcess(root / "node-1", props={**TIERED_BROKER, **moto.settings()}).start()
-        try:
-            _fill(node)
-            node.settings = moto.settings()
-            yield node
-        finally:
-            if node.alive():
-                node.stop()
 
 
 def _options(node, **extra):
