@@ -215,7 +215,7 @@ def tiered_main(args, n: int, mib: float) -> dict:
         spark_phases = [("spark_read_brokers", {"remoteStorage": "off"}), ("spark_read_direct", direct)]
         if args.ab:
             spark_phases.append(("spark_read_direct_ab", {**direct, **args.ab}))
-        warm_up_jvm(spark, node.bootstrap, topic, [options for _, options in spark_phases])
+        warm_up_jvm(spark, node.bootstrap, topic, [options for _, options in spark_phases], args.warm_up)
         for suffix in ("", "_2"):                     # A B A B: no reader goes first or last only
             run_phase(out, meter, "confluent_consumer" + suffix, mib,
                       lambda: consumer_read(node.bootstrap, topic, args.partitions, n))
@@ -232,12 +232,14 @@ def tiered_main(args, n: int, mib: float) -> dict:
     return out
 
 
-def warm_up_jvm(spark, bootstrap: str, topic: str, option_sets: list[dict]) -> None:
-    """One whole unmeasured read per kind of Spark read: the JVM's JIT compiles the Arrow-to-rows path
-    during the first GiB (its compiler threads took 2-4 CPU s of a first 1 GiB read, under 1 s by the
-    seventh), which would otherwise count against whichever read came first."""
-    for options in option_sets:
-        spark_sum(spark, bootstrap, topic, options)
+def warm_up_jvm(spark, bootstrap: str, topic: str, option_sets: list[dict], rounds: int = 1) -> None:
+    """``rounds`` whole unmeasured reads per kind of Spark read: the JVM's JIT compiles the Arrow-to-rows
+    path during the first GiB (its compiler threads took 2-4 CPU s of a first 1 GiB read, under 1 s by
+    the seventh), which would otherwise count against whichever read came first; and it goes on
+    compiling Spark's planner and scheduler for several queries more (``--warm-up``)."""
+    for _ in range(rounds):
+        for options in option_sets:
+            spark_sum(spark, bootstrap, topic, options)
 
 
 def run_phase(out: dict, meter: CpuMeter, name: str, mib: float, run, *, profile: bool = False) -> None:
@@ -345,6 +347,8 @@ def main() -> None:
                     help="--tiered: remote storage on the filesystem or on a moto S3 server")
     ap.add_argument("--ab", type=source_option, action="append", default=[], metavar="OPTION=VALUE",
                     help="one more Spark read with these source options, alternated with the default one (a lever's A/B)")
+    ap.add_argument("--warm-up", type=int, default=1, metavar="N",
+                    help="unmeasured reads of each kind before the measured rounds (--tiered; default 1)")
     ap.add_argument("--profile", type=Path, metavar="DIR",
                     help="py-spy record --subprocesses of the pyspark daemon per Spark phase, folded stacks into DIR")
     args = ap.parse_args()
