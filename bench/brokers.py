@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -27,6 +26,8 @@ from pathlib import Path
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
+
+from tierlog.net.free_ports import free_port_block
 
 __all__ = ["BROKERS", "Broker", "BrokerStartError", "start_broker", "tansu_binary", "tansu_version"]
 
@@ -98,29 +99,13 @@ def start_broker(name: str, workdir: Path, props: dict | None = None, env: dict 
     return broker
 
 
-PORT_BAND = range(20000, 32000)     # below the kernel's ephemeral ports (32768-60999 here)
 UP_PORT_SPAN = 300                  # tierlog up: brokers at +0.., controllers at +100.., metrics at +200+id
 
 
 def free_port(span: int = 0) -> int:
-    """A loopback port (and the ``span`` ports above it) free a moment ago, below the ephemeral
-    range: a port from ``bind(0)`` is free only until the broker binds it, and meanwhile any
-    outgoing connection may take it as its local port ("Address already in use" at startup)."""
-    rng = random.Random()
-    for _ in range(1000):
-        base = rng.randrange(PORT_BAND.start, PORT_BAND.stop - span)
-        if _bindable(base) and _bindable(base + span):
-            return base
-    raise RuntimeError(f"no free loopback port in {PORT_BAND.start}-{PORT_BAND.stop}")
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
+    """A loopback port (and the ``span`` ports above it) free a moment ago, below the ephemeral range
+    (`tierlog.net.free_ports`: a port from ``bind(0)`` is free only until an outgoing connection takes it)."""
+    return free_port_block("127.0.0.1", (0, span))
 
 
 def _start_tierlog(workdir: Path, port: int, props: dict, env: dict) -> Broker:

@@ -13,14 +13,17 @@ from cluster import wait_for
 from confluent_kafka.admin import AdminClient, NewTopic
 from nodeproc import free_port_block
 
+from tierlog.net import free_ports
+
 NODE_LINE = re.compile(r"^node (\d+) roles=([a-z,]+) pid=(\d+) listen=127\.0\.0\.1:(\d+) "
                        r"metrics=127\.0\.0\.1:(\d+)$")
 
 
 def _up(tmp_path, *args, port=None):
     # brokers take port, port + 1, ...; controllers 100 above (tierlog up's CONTROLLER_PORT_OFFSET);
-    # node N's metrics port + 200 + N (METRICS_PORT_OFFSET)
-    port = port or free_port_block((0, 1, 2, 100, 101, 102, *range(201, 207)))
+    # node N's metrics port + 200 + N (METRICS_PORT_OFFSET); port 0: tierlog up chooses
+    if port is None:
+        port = free_port_block((0, 1, 2, 100, 101, 102, *range(201, 207)))
     proc = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(tmp_path / "d"),
                              "--listen", f"127.0.0.1:{port}", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -94,6 +97,21 @@ def test_up_combined_single_process(tmp_path):
     scrape = (tmp_path / "d" / "monitoring" / "prometheus.yml").read_text()
     assert f"- targets: ['127.0.0.1:{port + 201}']" in scrape and "role: 'broker,controller'" in scrape
     assert json.loads((tmp_path / "d" / "monitoring" / "grafana-dashboard.json").read_text())["uid"]
+
+
+def test_up_on_port_0_takes_free_ports_below_the_ephemeral_range(tmp_path):
+    """What ``./dev pipeline`` and scripts beside a running cluster use (net/free_ports.py)."""
+    proc, _, nodes, bootstrap = _up(tmp_path, "--controllers", "1", "--brokers", "1", "--combined", port=0)
+    try:
+        port = int(bootstrap.rsplit(":", 1)[1])
+        assert nodes == [(1, "broker,controller")] and proc.listen[1] == port
+        assert free_ports.LOWEST_PORT <= port and port + 201 < free_ports.ephemeral_start()
+        assert proc.metrics == {1: port + 201}
+        create_topic(bootstrap, "anywhere", 1)
+        produce_all(bootstrap, "anywhere", [(0, None, b"v", None, None)] * 10)
+        assert len(consume_all(bootstrap, "anywhere", 1, 10)) == 10
+    finally:
+        _stop(proc)
 
 
 def test_up_refuses_a_bad_plan_with_one_line(tmp_path):

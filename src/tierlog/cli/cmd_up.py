@@ -4,6 +4,9 @@ Each node gets ``<data-dir>/node-<id>/server.properties`` (so it can be
 restarted by hand with ``tierlog node --config``) and its log dir beside it.
 All nodes share one cluster id (kept across runs of the same data dir) and the
 ``controller.quorum.voters`` list.
+``--listen HOST:0`` takes a run of free ports below the kernel's ephemeral range
+(net/free_ports.py; for a cluster started from scripts and tests beside another one),
+new ones each run.
 Tiered storage is on (``remote.log.storage.system.enable``) with remote storage
 in ``<data-dir>/remote-storage`` unless ``--remote-storage DIR|s3://BUCKET/PREFIX``
 says otherwise; a topic is tiered with ``--config remote.storage.enable=true``.
@@ -40,6 +43,7 @@ from pathlib import Path
 from tierlog.clock import monotonic_s
 from tierlog.config import ConfigError, format_properties, parse_properties
 from tierlog.extras import MissingExtraError, require
+from tierlog.net.free_ports import free_port_block
 from tierlog.parent_watch import child_env, exit_with_parent
 from tierlog.tiered.factory import RemoteStorageConfigError, location_settings
 
@@ -75,7 +79,8 @@ def register(subparsers) -> None:
     p.add_argument("--data-dir", default="./tierlog-data", help="where nodes keep data")
     p.add_argument("--listen", default="127.0.0.1:9092", metavar="HOST:PORT",
                    help="first broker's listener; later brokers take the following ports and "
-                        f"controllers the ports {CONTROLLER_PORT_OFFSET} above")
+                        f"controllers the ports {CONTROLLER_PORT_OFFSET} above (port 0: a run of free ports "
+                        "below the ephemeral range; the bootstrap.servers line says which)")
     p.add_argument("--controllers", type=int, default=3, help="metadata quorum voters")
     p.add_argument("--brokers", type=int, default=3, help="broker nodes")
     p.add_argument("--combined", action="store_true",
@@ -188,9 +193,23 @@ def _parse_listen(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _free_base(host: str, controllers: int, brokers: int, combined: bool) -> int:
+    """``--listen HOST:0``: a base port whose whole plan (listeners and metrics ports) is free,
+    below the ephemeral ports (`net.free_ports`)."""
+    plans = plan_cluster(controllers, brokers, combined, 0)
+    offsets = [p for plan in plans for p in (plan.broker_port, plan.controller_port) if p is not None]
+    offsets += [METRICS_PORT_OFFSET + plan.node_id for plan in plans]
+    try:
+        return free_port_block(host, offsets)
+    except OSError as e:
+        raise CliError(f"--listen {host}:0: {e}") from None
+
+
 def run(args) -> int:
     exit_with_parent()
     host, port = _parse_listen(args.listen)
+    if port == 0:
+        port = _free_base(host, args.controllers, args.brokers, args.combined)
     plans = plan_cluster(args.controllers, args.brokers, args.combined, port)
     data_dir = Path(args.data_dir).resolve()
     refusal = check_data_dir(data_dir, {p.node_id: tuple(sorted(p.roles)) for p in plans})

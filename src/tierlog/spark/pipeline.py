@@ -30,7 +30,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -77,12 +76,6 @@ def _parse_args(argv):
 # -- the local cluster ---------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class LocalCluster:
     """``tierlog up`` in a temp dir, until stop()."""
 
@@ -91,7 +84,7 @@ class LocalCluster:
         with open(self.dir / "cluster.log", "wb") as log:      # the child keeps its own handle
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(self.dir / "data"),
-                 "--listen", f"127.0.0.1:{_free_port()}"],
+                 "--listen", "127.0.0.1:0"],         # free ports below the ephemeral range
                 stdout=subprocess.PIPE, stderr=log, text=True,
                 start_new_session=True,       # Ctrl-C reaches us only; we stop the cluster ourselves
                 env=child_env())              # ... and it stops by itself if we are killed
