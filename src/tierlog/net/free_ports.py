@@ -25,16 +25,17 @@ def free_port_block(host: str, offsets: Iterable[int]) -> int:
     """A base port such that ``base + o`` could be bound on ``host`` for every offset, all below the
     ephemeral range; OSError if none is found in ``ATTEMPTS`` random tries."""
     wanted = sorted(set(offsets))
-    top = ephemeral_start() - wanted[-1]
+    ephemeral = ephemeral_start()
+    top = ephemeral - wanted[-1]
     if top <= LOWEST_PORT:
         raise OSError(f"no room for ports {wanted[0]}..{wanted[-1]} above a base between {LOWEST_PORT} and "
-                      f"the ephemeral ports ({ephemeral_start()}..)")
+                      f"the ephemeral ports ({ephemeral}..)")
     rng = random.Random()
     for _ in range(ATTEMPTS):
         base = rng.randrange(LOWEST_PORT, top)
         if all(_bindable(host, base + o) for o in wanted):
             return base
-    raise OSError(f"no free run of ports on {host} between {LOWEST_PORT} and {ephemeral_start()}")
+    raise OSError(f"no free run of ports on {host} between {LOWEST_PORT} and {ephemeral}")
 
 
 def ephemeral_start() -> int:

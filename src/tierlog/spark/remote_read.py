@@ -123,7 +123,7 @@ def _whole_batch_runs(segments: RemoteSegmentStore, segment: RemoteLogSegmentMet
                 _check_cut(segment, cut, size - position, position)
                 continue
             if _whole_batches_end(cut) != len(cut):
-                raise CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
+                raise _no_whole_batch(segment, position)
             yield position, memoryview(cut)
             position, cut = position + len(cut), bytearray()
         whole = _whole_batches_end(view)
@@ -134,7 +134,11 @@ def _whole_batch_runs(segments: RemoteSegmentStore, segment: RemoteLogSegmentMet
             cut = bytearray(view[whole:])
             _check_cut(segment, cut, size - position, position)
     if cut:
-        raise CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
+        raise _no_whole_batch(segment, position)
+
+
+def _no_whole_batch(segment: RemoteLogSegmentMetadata, position: int) -> CorruptRemoteDataError:
+    return CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
 
 
 def _complete(cut: bytearray, view: memoryview) -> int:
@@ -152,7 +156,7 @@ def _complete(cut: bytearray, view: memoryview) -> int:
 def _check_cut(segment: RemoteLogSegmentMetadata, cut: bytearray, left: int, position: int) -> None:
     """A cut batch that claims more than the ``left`` bytes of the segment from its position is corrupt."""
     if len(cut) >= LOG_OVERHEAD and _first_batch_size(cut) > left:
-        raise CorruptRemoteDataError(f"{_where(segment)}: no whole batch at position {position}")
+        raise _no_whole_batch(segment, position)
 
 
 def _start_position(segments: RemoteSegmentStore, segment: RemoteLogSegmentMetadata, offset: int) -> int:
