@@ -1,4 +1,4 @@
-"""`./dev`: its usage lists every command; each command installs the extras it needs, once.
+"""`./dev`: its usage lists every command (and nothing else); each command installs the extras it needs, once.
 
 The script runs in a scratch copy of the checkout whose ``.venv/bin/python`` and
 ``.venv/bin/tierlog`` are stand-ins that log their arguments, and whose Java is a
@@ -48,6 +48,14 @@ def test_usage_lists_every_command():
     assert result.returncode == 2
     for command in ("./dev up", "./dev test", "./dev pipeline", "./dev setup"):
         assert command in result.stdout, result.stdout
+    assert "set -" not in result.stdout and result.stdout.startswith("One entry point"), result.stdout
+
+
+def test_what_the_readme_examples_write_is_ignored_by_git():
+    written = ["tierlog-data/node-1.log", "topics.json", "pipeline-out/part-0.parquet"]
+    result = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "--no-index", *written], capture_output=True,
+                            text=True, timeout=30, check=False)
+    assert result.stdout.split() == written, result.stdout + result.stderr
 
 
 def test_up_installs_the_core_once(checkout):
