@@ -13,6 +13,7 @@ import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 
 import pytest
 from clients import read_isolated as read
@@ -378,6 +379,10 @@ def test_an_open_transaction_is_listed_described_and_its_producer_shown(txn_clus
     assert described.returncode == 0, described.stderr
     desc = json.loads(described.stdout)
     assert (desc["state"], desc["partitions"], desc["producer_epoch"]) == ("Ongoing", [f"{topic}-0"], 0)
+    table = tierlog("transactions", "describe", "--transactional-id", tid, "--bootstrap-server", boot)
+    row = dict(zip(*(line.split("\t") for line in table.stdout.splitlines()), strict=True))
+    started = datetime.fromisoformat(row["START TIME"])     # a UTC time people read, not epoch ms
+    assert started.tzinfo == UTC and round(started.timestamp() * 1000) == desc["start_time_ms"], row
     missing = tierlog("transactions", "describe", "--transactional-id", "nobody", "--bootstrap-server", boot)
     assert missing.returncode != 0 and "TRANSACTIONAL_ID_NOT_FOUND" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1

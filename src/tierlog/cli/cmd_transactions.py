@@ -16,7 +16,7 @@ import argparse
 from tierlog.cli.broker_wire import BrokerWire, security_of
 from tierlog.cli.errors import CliError
 from tierlog.cli.options import connection_options
-from tierlog.cli.render import make_table, note, print_json, print_table
+from tierlog.cli.render import epoch_ms_text, make_table, note, print_json, print_table
 from tierlog.cli.transactions_partition import add_partition_actions, version_of
 from tierlog.protocol import ApiKey
 from tierlog.protocol.errors import error_name
@@ -94,9 +94,9 @@ def run_describe(args: argparse.Namespace) -> int:
         print_json(out)
         return 0
     table = make_table("TRANSACTIONAL ID", "COORDINATOR", "PRODUCER ID", "EPOCH", "STATE", "TIMEOUT MS",
-                       "START TIME MS", "PARTITIONS")
+                       "START TIME", "PARTITIONS")
     table.add_row(tid, address, str(out["producer_id"]), str(out["producer_epoch"]), out["state"],
-                  str(out["timeout_ms"]), str(out["start_time_ms"]), ",".join(out["partitions"]) or "-")
+                  str(out["timeout_ms"]), epoch_ms_text(out["start_time_ms"]), ",".join(out["partitions"]) or "-")
     print_table(table)
     return 0
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["add_json_option", "make_table", "note", "print_json", "print_result", "print_table", "stdout_console"]
+__all__ = ["add_json_option", "epoch_ms_text", "make_table", "note", "print_json", "print_result", "print_table", "stdout_console"]
 
 _PIPE_WIDTH = 200  # rich uses 80 columns when stdout is not a terminal
 
@@ -46,6 +47,14 @@ def print_table(table: Table) -> None:
 
 def _plain(cell) -> str:
     return " ".join(str(cell).replace("\t", " ").splitlines())
+
+
+def epoch_ms_text(epoch_ms: int) -> str:
+    """A Kafka timestamp (ms since the epoch) as a UTC time people read, e.g. 2026-11-29T02:30:01.250Z;
+    a negative one (Kafka's -1: none) as "-"."""
+    if epoch_ms < 0:
+        return "-"
+    return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def print_json(value: Any) -> None:

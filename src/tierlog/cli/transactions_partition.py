@@ -23,7 +23,7 @@ import argparse
 from tierlog.cli.broker_wire import BrokerWire, security_of
 from tierlog.cli.errors import CliError
 from tierlog.cli.options import connection_options, non_negative_int
-from tierlog.cli.render import make_table, note, print_json, print_table
+from tierlog.cli.render import epoch_ms_text, make_table, note, print_json, print_table
 from tierlog.protocol import ApiKey
 from tierlog.protocol.errors import error_name
 
@@ -86,7 +86,8 @@ def run_describe_producers(args: argparse.Namespace) -> int:
         table = make_table("PRODUCER ID", "PRODUCER EPOCH", "LATEST COORDINATOR EPOCH", "LAST SEQUENCE",
                            "LAST TIMESTAMP", "CURRENT TRANSACTION START OFFSET")
         for p in producers:
-            table.add_row(*(str(p[ours]) for ours, _ in _PRODUCER_FIELDS))
+            table.add_row(*(epoch_ms_text(p[ours]) if ours == "last_timestamp" else str(p[ours])
+                            for ours, _ in _PRODUCER_FIELDS))
         print_table(table)
     return 0
 

@@ -1,7 +1,8 @@
-"""`tierlog transactions abort`: which producer it names, checked before any connection."""
+"""`tierlog transactions`: abort names one producer, checked before any connection; times print as UTC times."""
 import pytest
 
 from tierlog.cli.main import main
+from tierlog.cli.render import epoch_ms_text
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -14,3 +15,8 @@ def test_abort_names_one_producer(capsys, argv, message):
                  *argv]) != 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("tierlog: error: ") and message in err, err
+
+
+def test_timestamps_print_as_utc_times():
+    assert epoch_ms_text(1_764_383_401_250) == "2025-11-29T02:30:01.250Z"
+    assert epoch_ms_text(-1) == "-"      # Kafka's "none" (no transaction under way)
