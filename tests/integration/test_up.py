@@ -2,9 +2,12 @@
 import json
 import os
 import re
+import select
+import shlex
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -68,10 +71,23 @@ def _kill9_one_broker_loses_nothing(proc, bootstrap):
     a = AdminClient({"bootstrap.servers": bootstrap})
     a.create_topics([NewTopic("up-rf3", 3, 3)])["up-rf3"].result(20)
     produce_all(bootstrap, "up-rf3", [(i % 3, None, str(i).encode(), None, None) for i in range(3000)])
+    started_as = Path(f"/proc/{proc.pids[5]}/cmdline").read_bytes().decode().split("\0")[:-1]
     os.kill(proc.pids[5], signal.SIGKILL)
     got = consume_all(bootstrap, "up-rf3", 3, 3000, timeout_s=90)
     assert sorted(int(m.value()) for m in got) == list(range(3000))
     assert proc.poll() is None, "tierlog up keeps the other nodes running"
+    hint = _stderr_line(proc, "node-5 exited").split("restart it with: ")[1]
+    assert shlex.split(hint)[1:] == started_as[started_as.index("node"):], (hint, started_as)
+
+
+def _stderr_line(proc, start: str, timeout_s: float = 30) -> str:
+    """The first line of ``proc``'s stderr that starts with ``start`` (read until a deadline)."""
+    deadline = time.monotonic() + timeout_s
+    while select.select([proc.stderr], [], [], max(0.0, deadline - time.monotonic()))[0]:
+        line = proc.stderr.readline()
+        if line.startswith(start) or not line:
+            return line
+    raise AssertionError(f"no line starting {start!r} on stderr in {timeout_s} s")
 
 
 def test_up_combined_single_process(tmp_path):

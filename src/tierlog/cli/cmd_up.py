@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -275,7 +276,7 @@ def _watch(procs: list[_Node], stopping) -> None:
             if proc.poll() is not None and proc.pid not in reported:
                 reported.add(proc.pid)
                 print(f"{node.node_dir.name} exited with code {proc.returncode} (see {node.node_dir}/node.log); "
-                      f"restart it with: tierlog node --config {node.node_dir}/server.properties",
+                      f"restart it with: tierlog {shlex.join(_node_args(node.node_dir))}",
                       file=sys.stderr, flush=True)
         if len(reported) == len(procs):
             raise CliError("every node has exited")
@@ -304,13 +305,18 @@ class _Node:
     controller_only: bool       # stopped after the brokers, while the quorum can move their leadership
 
 
+def _node_args(node_dir: Path) -> list[str]:
+    """The `tierlog` arguments that run the node of ``node_dir``: how up starts it and how a person restarts it."""
+    log = node_dir / "node.log"         # rotated by the node (cli/node_log.py)
+    return ["node", "--config", str(node_dir / "server.properties"), "--log-file", str(log)]
+
+
 def _start_node(plan: NodePlan, data_dir: Path, properties: str) -> _Node:
     node_dir = data_dir / f"node-{plan.node_id}"
     node_dir.mkdir(parents=True, exist_ok=True)
-    conf = node_dir / "server.properties"
-    conf.write_text(properties)
-    log = node_dir / "node.log"         # rotated by the node (cli/node_log.py)
-    cmd = [sys.executable, "-m", "tierlog.cli.main", "node", "--config", str(conf), "--log-file", str(log)]
+    (node_dir / "server.properties").write_text(properties)
+    log = node_dir / "node.log"
+    cmd = [sys.executable, "-m", "tierlog.cli.main", *_node_args(node_dir)]
     with open(log, "ab") as log_file:      # until the node opens it itself; the child keeps its own handle
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, text=True,
                                 start_new_session=True, env=child_env())
