@@ -38,7 +38,7 @@ def write_fixed_events(bootstrap: str) -> None:
         records.append((i % 3, event["user"].encode(), json.dumps(event).encode(), None, t0 + i * EVENT_GAP_MS))
     records.append((0, b"user-0", json.dumps({"user": "user-0", "action": "view", "amount": 1.0}).encode(), None,
                     t0 + 600_000))
-    pipeline.create_topics(bootstrap)
+    pipeline.create_topics(bootstrap, pipeline.topics_of(pipeline._parse_args([])))
     produce_all(bootstrap, pipeline.EVENTS_TOPIC, records)
 
 

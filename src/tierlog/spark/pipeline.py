@@ -44,6 +44,7 @@ from tierlog.parent_watch import child_env
 
 EVENTS_TOPIC = "events"
 RESULTS_TOPIC = "event-counts"
+TOPIC_PARTITIONS = {"events": 3, "results": 1}      # partitions each topic of the pipeline needs (at least)
 # The driver JVM's thread stack. A streaming query's execution thread once died of a
 # StackOverflowError deep in java.util.regex (a recursive pattern over a long string; the caller
 # was cut off the trace), with pyspark 4.2.1 and 4.3.0 alike, in about one run in four of
@@ -70,6 +71,12 @@ def _parse_args(argv):
     p.add_argument("--watermark", default="5 seconds", help="how late events may arrive")
     p.add_argument("--trigger", default="2 seconds", help="micro-batch interval")
     p.add_argument("--out", default="./pipeline-out", help="Parquet output and checkpoints")
+    p.add_argument("--events-topic", default=EVENTS_TOPIC, metavar="NAME",
+                   help=f"the topic of the generated events (default {EVENTS_TOPIC}; "
+                        f"{TOPIC_PARTITIONS['events']} partitions, created if missing)")
+    p.add_argument("--results-topic", default=RESULTS_TOPIC, metavar="NAME",
+                   help=f"the topic of the window counts (default {RESULTS_TOPIC}; "
+                        f"{TOPIC_PARTITIONS['results']} partition, created if missing)")
     return p.parse_args(argv)
 
 
@@ -114,33 +121,51 @@ class LocalCluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-TOPICS = {EVENTS_TOPIC: 3, RESULTS_TOPIC: 1}      # partitions of each topic the pipeline uses
+def topics_of(args) -> dict[str, tuple[str, int]]:
+    """The pipeline's topics: name -> (the option that names it, the partitions it needs)."""
+    return {args.events_topic: ("--events-topic", TOPIC_PARTITIONS["events"]),
+            args.results_topic: ("--results-topic", TOPIC_PARTITIONS["results"])}
 
 
-def create_topics(bootstrap: str, timeout_s: float = 60) -> None:
+def create_topics(bootstrap: str, topics: dict[str, tuple[str, int]], timeout_s: float = 60) -> None:
     """Create the pipeline's topics (if missing) and wait until Metadata shows every
-    partition with a leader, so the streaming query starts with all of them."""
+    partition with a leader, so the streaming query starts with all of them. A topic that
+    exists with fewer partitions is refused at once, naming the fix."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from tierlog.client import Cluster, KafkaError
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, parts, 1) for name, parts in TOPICS.items()],
+    futures = admin.create_topics([NewTopic(name, parts, 1) for name, (_, parts) in topics.items()],
                                   operation_timeout=timeout_s / 2, request_timeout=timeout_s / 2)
+    existing = []
     for name, fut in futures.items():
         try:
             fut.result(timeout_s)
         except KafkaException as e:
             if "TOPIC_ALREADY_EXISTS" not in str(e) and "already exists" not in str(e):
                 raise SystemExit(f"pipeline: cannot create topic {name}: {e}") from None
+            existing.append(name)
+    if existing:
+        _check_partition_counts(admin, {name: topics[name] for name in existing}, timeout_s)
     cluster = Cluster(bootstrap, client_id="tierlog-pipeline", retry_timeout_s=timeout_s)
     try:
-        cluster.wait_for_leaders(TOPICS, timeout_s)
+        cluster.wait_for_leaders({name: parts for name, (_, parts) in topics.items()}, timeout_s)
     except KafkaError as e:
         raise SystemExit(f"pipeline: the topics did not get leaders in {timeout_s:.0f} s: {e}") from None
     finally:
         cluster.close()
+
+
+def _check_partition_counts(admin, topics: dict[str, tuple[str, int]], timeout_s: float) -> None:
+    """SystemExit naming the fix when a topic that was there before has fewer partitions than it needs."""
+    for name, (option, needed) in topics.items():
+        found = admin.list_topics(name, timeout=timeout_s).topics[name]
+        have = len(found.partitions)
+        if found.error is None and have < needed:
+            raise SystemExit(f"pipeline: topic {name} exists with {have} partition{'s' * (have != 1)}; "
+                             f"the pipeline needs {needed}: delete it or pass {option} NAME")
 
 
 # -- the event generator -------------------------------------------------------------
@@ -149,12 +174,13 @@ def create_topics(bootstrap: str, timeout_s: float = 60) -> None:
 class Generator(threading.Thread):
     """Click-stream events at a fixed rate, JSON values keyed by user."""
 
-    def __init__(self, bootstrap: str, rate: int):
+    def __init__(self, bootstrap: str, rate: int, topic: str):
         super().__init__(daemon=True, name="event-generator")
         from confluent_kafka import Producer
 
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20})
         self.rate = rate
+        self.topic = topic
         self.sent = 0
         self.errors = 0
         self._halt = threading.Event()
@@ -173,7 +199,7 @@ class Generator(threading.Thread):
                 event = {"user": user, "action": rng.choices(ACTIONS, weights=(60, 30, 8, 2))[0],
                          "amount": round(rng.uniform(1, 200), 2)}
                 try:
-                    self.producer.produce(EVENTS_TOPIC, json.dumps(event).encode(), user.encode(),
+                    self.producer.produce(self.topic, json.dumps(event).encode(), user.encode(),
                                           on_delivery=self._delivered)
                 except BufferError:
                     break
@@ -257,7 +283,7 @@ def start_queries(spark, bootstrap: str, args, out: Path):
 
     events = (spark.readStream.format("tierlog")
               .option("kafka.bootstrap.servers", bootstrap)
-              .option("subscribe", EVENTS_TOPIC)
+              .option("subscribe", args.events_topic)
               .option("startingOffsets", "earliest")
               .option("maxOffsetsPerTrigger", str(max(1000, args.rate * 10)))
               .load()
@@ -276,7 +302,7 @@ def start_queries(spark, bootstrap: str, args, out: Path):
         # Spark's Python streaming sinks take append mode only; update mode goes through foreachBatch
         # and the batch sink (each task flushes with acks=all before the batch commits).
         (batch_df.write.format("tierlog").option("kafka.bootstrap.servers", bootstrap)
-         .option("topic", RESULTS_TOPIC).mode("append").save())
+         .option("topic", args.results_topic).mode("append").save())
 
     to_topic = (counts.writeStream.queryName("counts-to-topic").outputMode("update")
                 .foreachBatch(write_counts)
@@ -295,13 +321,14 @@ def start_queries(spark, bootstrap: str, args, out: Path):
 class LatestResults(threading.Thread):
     """Follows the results topic so the progress view can show the latest windows."""
 
-    def __init__(self, bootstrap: str):
+    def __init__(self, bootstrap: str, topic: str):
         super().__init__(daemon=True, name="results-follower")
         from confluent_kafka import Consumer, TopicPartition
 
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tierlog-pipeline-view",
                                   "enable.auto.commit": False})
-        self.consumer.assign([TopicPartition(RESULTS_TOPIC, 0, -2)])
+        self.topic = topic
+        self.consumer.assign([TopicPartition(topic, 0, -2)])
         self.latest: dict[tuple, dict] = {}
         self.received = 0
         self.first_at: float | None = None         # monotonic_s() of the first result record
@@ -347,7 +374,8 @@ def _events_read(query) -> int:
     end = src.get("endOffset")
     if isinstance(end, str):
         end = json.loads(end)
-    return sum((end or {}).get(EVENTS_TOPIC, {}).values()) if isinstance(end, dict) else 0
+    # the query reads one topic: every partition in its end offsets is one of the events topic's
+    return sum(sum(parts.values()) for parts in end.values()) if isinstance(end, dict) else 0
 
 
 def parquet_rows(path: Path) -> tuple[int, int]:
@@ -405,7 +433,7 @@ def _view(gen: Generator, queries, results: LatestResults, out: Path, started: f
         qt.add_row(q.name, str(p.get("batchId", "-")), f"{p.get('numInputRows', 0):,}",
                    f"{p.get('inputRowsPerSecond', 0) or 0:,.0f}", f"{p.get('processedRowsPerSecond', 0) or 0:,.0f}",
                    f"{_events_read(q):,}", _behind(q))
-    wt = Table(title=f"latest windows (topic {RESULTS_TOPIC})")
+    wt = Table(title=f"latest windows (topic {results.topic})")
     for col in ("window start", "action", "events", "amount"):
         wt.add_column(col, justify="right" if col in ("events", "amount") else "left")
     for (start, action), row in sorted(results.latest.items(), reverse=True)[:8]:
@@ -452,13 +480,14 @@ class Summary:
     first_result_s: float | None  # after the streaming queries started
     first_parquet_s: float | None
     parquet_path: Path
+    results_topic: str
 
     def text(self) -> str:
         def at(t):
             return f"{t:.0f} s after the queries started" if t is not None else "never"
         return (f"done after {self.seconds:.0f} s: {self.events_produced:,} events produced "
                 f"({self.delivery_errors:,} delivery errors), {self.events_read:,} read by Spark\n"
-                f"  topic {RESULTS_TOPIC}: {self.result_records:,} window results "
+                f"  topic {self.results_topic}: {self.result_records:,} window results "
                 f"({self.windows_in_topic:,} windows x actions), first one {at(self.first_result_s)}\n"
                 f"  Parquet: {self.parquet_rows:,} closed windows x actions in {self.parquet_files:,} files under "
                 f"{self.parquet_path}, first one {at(self.first_parquet_s)}")
@@ -493,19 +522,20 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
     first_parquet = None
     events_read = 0
     try:
-        console.print(f"creating topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())} "
+        topics = topics_of(args)
+        console.print(f"creating topics {', '.join(f'{t} ({n} partitions)' for t, (_, n) in topics.items())} "
                       "and waiting for their leaders")
-        create_topics(bootstrap)
+        create_topics(bootstrap, topics)
         console.print(f"[bold]starting Spark[/] ({_where(args, spark)}) and the streaming queries")
         if spark is None:
             spark = _spark(args.master, out, args.remote)
         else:
             import tierlog.spark
             tierlog.spark.register(spark)
-        gen = Generator(bootstrap, args.rate)     # once Spark is up: no backlog for the first batch
+        gen = Generator(bootstrap, args.rate, args.events_topic)     # once Spark is up: no backlog for the first batch
         gen.start()
         queries = start_queries(spark, bootstrap, args, out)
-        results = LatestResults(bootstrap)
+        results = LatestResults(bootstrap, args.results_topic)
         results.start()
         started = monotonic_s()
         console.print(f"queries running: {args.window} windows, watermark {args.watermark}, "
@@ -560,7 +590,7 @@ def run(bootstrap: str, args, out: Path, *, console=None, spark=None, stopping: 
         events_read=events_read, result_records=results.received, windows_in_topic=len(results.latest),
         parquet_files=files, parquet_rows=rows,
         first_result_s=None if results.first_at is None else results.first_at - started,
-        first_parquet_s=first_parquet, parquet_path=out / "parquet")
+        first_parquet_s=first_parquet, parquet_path=out / "parquet", results_topic=args.results_topic)
 
 
 def _where(args, spark) -> str:
