@@ -25,8 +25,8 @@ def test_the_pipeline_refuses_an_events_topic_with_too_few_partitions(shared_nod
                           "--events-topic", "few", "--results-topic", "few-counts", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=40, check=False)
     assert run.returncode == 1
-    assert run.stderr.splitlines() == ["pipeline: topic few exists with 1 partition; the pipeline needs 3: "
-                                       "delete it or pass --events-topic NAME"], run.stderr
+    expected = "pipeline: topic few exists with 1 partition; the pipeline needs 3: delete it or pass --events-topic NAME"
+    assert run.stderr.splitlines() == [expected], run.stderr
 
 
 def test_the_pipeline_takes_existing_topics_with_enough_partitions(shared_node):
