@@ -149,7 +149,7 @@ def test_tierlog_client_over_mutual_tls(tls_node, certs):
     admin = AdminClient({"bootstrap.servers": tls_node.mtls, **_rdkafka(certs, mutual=True)})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=20)
     p = Producer({"bootstrap.servers": tls_node.mtls, **_rdkafka(certs, mutual=True)})
-    for i in range(7):
+    for _i in range(7):
         p.produce(topic, b"x")
     assert p.flush(30) == 0
     cluster = Cluster(tls_node.mtls, client_id="tls-test", timeout_s=10, security=security)

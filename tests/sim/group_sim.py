@@ -8,8 +8,8 @@ passes them; an Output without records is answered once the latest write
 before it is committed (at once if none is in flight); ``tick`` runs
 every 100 ms. Coordinator failover: the log keeps its committed prefix and
 possibly some of the uncommitted tail (a new leader may have replicated it),
-in whole batches (the shell appends each Output's records as one batch), the rest is lost with its answers (their callers get NOT_COORDINATOR); after a
-load delay a new shard is rebuilt by ``replay`` -ing that log, then ``loaded``.
+in whole batches (the shell appends each Output's records as one batch), the rest is lost with its answers (their callers get
+NOT_COORDINATOR); after a load delay a new shard is rebuilt by ``replay`` -ing that log, then ``loaded``.
 
 Members (one group, one topic of P partitions) are sequential actors (one request
 in flight, as clients are), over a network with random delays:

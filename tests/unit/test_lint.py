@@ -1,4 +1,5 @@
-"""`ruff check src tests` is clean (ruff comes with the dev extras; its rules are its defaults); test modules have unique names."""
+"""`ruff check src tests` is clean (ruff comes with the dev extras; its rules are pyproject.toml's [tool.ruff]); test modules
+have unique names."""
 import subprocess
 import sys
 from pathlib import Path

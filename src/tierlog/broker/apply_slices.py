@@ -8,8 +8,8 @@ another change of every partition. Kafka applies metadata deltas on the metadata
 thread, while heartbeats and requests go on elsewhere; here the replica manager hands each
 change over as an iterator of steps (one per partition), and ``ApplySlices`` runs the steps
 for at most ``APPLY_SLICE_S`` at a time (at least one step, so the longest stall is one
-slice or one step, whichever is longer), giving the event loop back in between. Changes run in the order they came, each to its end (its
-``done`` callback) before the next begins.
+slice or one step, whichever is longer), giving the event loop back in between. Changes run in the order they came, each to its
+end (its ``done`` callback) before the next begins.
 
 Until a step runs, that partition keeps its previous state: a request for it gets the
 answer it got before the change (NOT_LEADER_OR_FOLLOWER for a partition not led yet), as

@@ -3,8 +3,8 @@
 Handlers get a ``Broker`` and reach the metadata image (``image``; ``metadata``
 to wait for a change), the active controller (``controller_channel``, a channel that
 forwards admin requests), the hosted partitions (``replicas``), fetch sessions,
-the group coordinator (``groups``), the transaction coordinator (``transactions``) and settings through it; background work a handler starts (an automatic topic
-creation) goes to ``background``, which ``close`` cancels and awaits.  It holds
+the group coordinator (``groups``), the transaction coordinator (``transactions``) and settings through it; background work a
+handler starts (an automatic topic creation) goes to ``background``, which ``close`` cancels and awaits.  It holds
 no request logic of its own.
 """
 from __future__ import annotations

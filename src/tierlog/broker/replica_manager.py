@@ -186,7 +186,7 @@ class ReplicaManager:
             yield
         self.fetchers.update_last_tiered_offset_enable(self._last_tiered_offset_enable(image))
         configs: dict[str, LogConfig] = {}
-        for key, (topic, p) in wanted.items():
+        for topic, p in wanted.values():
             config = configs.get(topic.name) or configs.setdefault(topic.name, self.log_config(topic))
             self._follow(image, topic, p, config)
             yield

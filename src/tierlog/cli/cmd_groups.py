@@ -160,7 +160,8 @@ def _add_reset(actions, common) -> None:
     target.add_argument("--to-latest", action="store_true", help="each partition's log end offset")
     target.add_argument("--to-offset", type=int, metavar="N", help="offset N (clamped to the log)")
     target.add_argument("--to-datetime", type=parse_datetime_ms, metavar="DATETIME",
-                        help="the first offset at or after this ISO-8601 time, YYYY-MM-DDTHH:mm:SS.sss with an optional Z or +hh:mm (local time without one)")
+                        help="the first offset at or after this ISO-8601 time, YYYY-MM-DDTHH:mm:SS.sss"
+                             " with an optional Z or +hh:mm (local time without one)")
     target.add_argument("--shift-by", type=int, metavar="N", help="the committed offset plus N (may be negative)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")

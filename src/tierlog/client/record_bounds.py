@@ -32,7 +32,8 @@ from tierlog.records import InvalidRecordError
 from tierlog.records.errors import CORRUPT_MESSAGE
 from tierlog.records.record import read_varint
 
-__all__ = ["LOCKSTEP_MIN_BATCHES", "MIN_RECORD_BYTES", "RUN_FIRST_WINDOW", "RUN_GROWTH", "RUN_MIN_RECORDS", "record_bounds", "varints"]
+__all__ = ["LOCKSTEP_MIN_BATCHES", "MIN_RECORD_BYTES", "RUN_FIRST_WINDOW", "RUN_GROWTH", "RUN_MIN_RECORDS", "record_bounds",
+           "varints"]
 
 LOCKSTEP_MIN_BATCHES = 64
 RUN_MIN_RECORDS = 16

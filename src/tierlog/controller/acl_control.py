@@ -73,7 +73,8 @@ class AclControlManager:
             if acl_id != bytes(16) and acl_id not in taken:
                 return acl_id
 
-    def create_acls(self, request: CreateAclsRequest, image: MetadataImage) -> tuple[Sequence[MetadataRecord], CreateAclsResponse]:
+    def create_acls(self, request: CreateAclsRequest,
+                    image: MetadataImage) -> tuple[Sequence[MetadataRecord], CreateAclsResponse]:
         existing = set(image.acls.values())
         records: list[AccessControlEntryRecord] = []
         results: list[AclCreationResult] = []
@@ -93,7 +94,8 @@ class AclControlManager:
             results.append(_error(ErrorCode.NONE))
         return records, {"ThrottleTimeMs": 0, "Results": results}
 
-    def delete_acls(self, request: DeleteAclsRequest, image: MetadataImage) -> tuple[Sequence[MetadataRecord], DeleteAclsResponse]:
+    def delete_acls(self, request: DeleteAclsRequest,
+                    image: MetadataImage) -> tuple[Sequence[MetadataRecord], DeleteAclsResponse]:
         removed: set[bytes] = set()
         records: list[RemoveAccessControlEntryRecord] = []
         results: list[DeleteAclsFilterResult] = []
@@ -114,7 +116,8 @@ class AclControlManager:
         return records, {"ThrottleTimeMs": 0, "FilterResults": results}
 
 
-def not_controller(api_key_is_create: bool, request: Mapping[str, Any], nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict[str, Any]:
+def not_controller(api_key_is_create: bool, request: Mapping[str, Any],
+                   nc: ErrorCode = ErrorCode.NOT_CONTROLLER) -> dict[str, Any]:
     """The NOT_CONTROLLER (or ``nc``) answer of CreateAcls / DeleteAcls."""
     if api_key_is_create:
         return {"ThrottleTimeMs": 0, "Results": [_error(nc) for _ in request["Creations"]]}

@@ -112,7 +112,8 @@ class ClusterControlManager:
 
     # -- BrokerRegistration (62) --------------------------------------------
 
-    def register(self, request: BrokerRegistrationRequest, image: MetadataImage, now_ms: int, next_offset: int) -> tuple[Sequence[MetadataRecord], BrokerRegistrationResponse]:
+    def register(self, request: BrokerRegistrationRequest, image: MetadataImage, now_ms: int,
+                 next_offset: int) -> tuple[Sequence[MetadataRecord], BrokerRegistrationResponse]:
         broker_id = request["BrokerId"]
         error = self._registration_error(request, image, now_ms)
         if error is not None:
@@ -144,7 +145,8 @@ class ClusterControlManager:
 
     def heartbeat(self, request: BrokerHeartbeatRequest, image: MetadataImage, now_ms: int, next_offset: int,
                   leads_partitions: Callable[[int], bool],
-                  offline_changes: OfflineChanges = lambda _b, _dirs: []) -> tuple[Sequence[MetadataRecord], BrokerHeartbeatResponse]:
+                  offline_changes: OfflineChanges = lambda _b, _dirs: [],
+                  ) -> tuple[Sequence[MetadataRecord], BrokerHeartbeatResponse]:
         broker_id = request["BrokerId"]
         error = check_broker_epoch(image, broker_id, request["BrokerEpoch"])
         if error:
@@ -225,7 +227,8 @@ class ClusterControlManager:
 
     # -- UnregisterBroker (64) ----------------------------------------------
 
-    def unregister(self, request: UnregisterBrokerRequest, image: MetadataImage) -> tuple[Sequence[MetadataRecord], UnregisterBrokerResponse]:
+    def unregister(self, request: UnregisterBrokerRequest,
+                   image: MetadataImage) -> tuple[Sequence[MetadataRecord], UnregisterBrokerResponse]:
         reg = image.brokers.get(request["BrokerId"])
         if reg is None:
             return [], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.BROKER_ID_NOT_REGISTERED,

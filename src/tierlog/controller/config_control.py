@@ -74,10 +74,12 @@ class ConfigControlManager:
     def __init__(self, config: ControllerConfig):
         self.config = config
 
-    def incremental_alter_configs(self, request: IncrementalAlterConfigsRequest, version: int, image: MetadataImage) -> tuple[Sequence[MetadataRecord], IncrementalAlterConfigsResponse]:
+    def incremental_alter_configs(self, request: IncrementalAlterConfigsRequest, version: int,
+                                  image: MetadataImage) -> tuple[Sequence[MetadataRecord], IncrementalAlterConfigsResponse]:
         return self._alter(request, image, _apply_incremental)
 
-    def legacy_alter_configs(self, request: AlterConfigsRequest, version: int, image: MetadataImage) -> tuple[Sequence[MetadataRecord], AlterConfigsResponse]:
+    def legacy_alter_configs(self, request: AlterConfigsRequest, version: int,
+                             image: MetadataImage) -> tuple[Sequence[MetadataRecord], AlterConfigsResponse]:
         return self._alter(request, image, _replace_all)
 
     def _alter(self, request: AlterConfigsRequest | IncrementalAlterConfigsRequest, image: MetadataImage,
@@ -87,7 +89,8 @@ class ConfigControlManager:
         responses: list[AlterConfigsResourceResponse] = []
         records, seen = [], set()
         for r in request["Resources"]:
-            out: AlterConfigsResourceResponse = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "ResourceType": r["ResourceType"],
+            out: AlterConfigsResourceResponse = {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None,
+                                                 "ResourceType": r["ResourceType"],
                    "ResourceName": r["ResourceName"]}
             key = (r["ResourceType"], r["ResourceName"])
             try:

@@ -112,7 +112,8 @@ class DirectoryControlManager:
 
     # -- AssignReplicasToDirs (73) -----------------------------------------------
 
-    def assign_replicas_to_dirs(self, request: AssignReplicasToDirsRequest, image: MetadataImage, now_ms: int) -> tuple[Sequence[MetadataRecord], AssignReplicasToDirsResponse]:
+    def assign_replicas_to_dirs(self, request: AssignReplicasToDirsRequest, image: MetadataImage,
+                                now_ms: int) -> tuple[Sequence[MetadataRecord], AssignReplicasToDirsResponse]:
         broker_id = request["BrokerId"]
         error = check_broker_epoch(image, broker_id, request["BrokerEpoch"])
         if error:

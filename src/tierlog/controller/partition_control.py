@@ -101,7 +101,8 @@ class PartitionControlManager:
 
     # -- AlterPartition (56) --------------------------------------------------
 
-    def alter_partition(self, request: AlterPartitionRequest, version: int, image: MetadataImage, now_ms: int) -> tuple[Sequence[MetadataRecord], AlterPartitionResponse]:
+    def alter_partition(self, request: AlterPartitionRequest, version: int, image: MetadataImage,
+                        now_ms: int) -> tuple[Sequence[MetadataRecord], AlterPartitionResponse]:
         sender = request["BrokerId"]
         error = check_broker_epoch(image, sender, request.get("BrokerEpoch", -1),
                                    unregistered=ErrorCode.STALE_BROKER_EPOCH, unset_skips=True)
@@ -135,7 +136,8 @@ class PartitionControlManager:
         if not 0 <= index < len(topic.partitions):
             raise _Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         part = topic.partitions[index]
-        members: list[BrokerState] = p["NewIsrWithEpochs"] if version >= 3 else [{"BrokerId": b, "BrokerEpoch": -1} for b in p["NewIsr"]]
+        members: list[BrokerState] = (p["NewIsrWithEpochs"] if version >= 3
+                                      else [{"BrokerId": b, "BrokerEpoch": -1} for b in p["NewIsr"]])
         new_isr = tuple(m["BrokerId"] for m in members)
         recovery = p.get("LeaderRecoveryState", RECOVERED)
         self._validate(sender, part, p, new_isr, recovery)
@@ -217,7 +219,8 @@ class PartitionControlManager:
 
     # -- ElectLeaders (43) ----------------------------------------------------
 
-    def elect_leaders(self, request: ElectLeadersRequest, version: int, image: MetadataImage, now_ms: int) -> tuple[Sequence[MetadataRecord], ElectLeadersResponse]:
+    def elect_leaders(self, request: ElectLeadersRequest, version: int, image: MetadataImage,
+                      now_ms: int) -> tuple[Sequence[MetadataRecord], ElectLeadersResponse]:
         kind = request.get("ElectionType", PREFERRED) if version >= 1 else PREFERRED
         if kind not in (PREFERRED, UNCLEAN):
             return [], {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.INVALID_REQUEST, "ReplicaElectionResults": []}

@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["create_partitions"]
 
 
-def create_partitions(request: CreatePartitionsRequest, image: MetadataImage, rng: random.Random) -> tuple[Sequence[MetadataRecord], CreatePartitionsResponse]:
+def create_partitions(request: CreatePartitionsRequest, image: MetadataImage,
+                      rng: random.Random) -> tuple[Sequence[MetadataRecord], CreatePartitionsResponse]:
     validate_only = request.get("ValidateOnly", False)
     counts = Counter(t["Name"] for t in request["Topics"])
     records: list[PartitionRecord] = []
@@ -93,7 +94,8 @@ def _one(t: CreatePartitionsTopic, image: MetadataImage, rng: random.Random) -> 
     return records
 
 
-def _assignments(t: CreatePartitionsTopic, image: MetadataImage, additional: int, rf: int, rng: random.Random) -> list[tuple[int, ...]]:
+def _assignments(t: CreatePartitionsTopic, image: MetadataImage, additional: int, rf: int,
+                 rng: random.Random) -> list[tuple[int, ...]]:
     assignments = t.get("Assignments")      # nullable: None asks the controller to place them
     if assignments is None:
         usable = [UsableBroker(b.node_id, b.rack) for b in image.brokers.values() if b.usable]

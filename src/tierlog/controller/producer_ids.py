@@ -28,7 +28,8 @@ __all__ = ["allocate_producer_ids"]
 _MAX_PRODUCER_ID = 2**63 - 1
 
 
-def allocate_producer_ids(request: AllocateProducerIdsRequest, image: MetadataImage) -> tuple[Sequence[MetadataRecord], AllocateProducerIdsResponse]:
+def allocate_producer_ids(request: AllocateProducerIdsRequest,
+                          image: MetadataImage) -> tuple[Sequence[MetadataRecord], AllocateProducerIdsResponse]:
     error = check_broker_epoch(image, request["BrokerId"], request["BrokerEpoch"], fenced_is_stale=True)
     if error:
         return [], _response(error)

@@ -190,7 +190,8 @@ class ReassignmentControlManager:
 
     # -- AlterPartitionReassignments (45) -------------------------------------
 
-    def alter(self, request: AlterPartitionReassignmentsRequest, version: int, image: MetadataImage, now_ms: int) -> tuple[Sequence[MetadataRecord], AlterPartitionReassignmentsResponse]:
+    def alter(self, request: AlterPartitionReassignmentsRequest, version: int, image: MetadataImage,
+              now_ms: int) -> tuple[Sequence[MetadataRecord], AlterPartitionReassignmentsResponse]:
         allow_rf_change = request.get("AllowReplicationFactorChange", True) if version >= 1 else True
         responses: list[ReassignableTopicResponse] = []
         records, seen = [], set()

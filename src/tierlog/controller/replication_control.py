@@ -77,7 +77,8 @@ class ReplicationControlManager:
 
     # -- CreateTopics (19) ----------------------------------------------------
 
-    def create_topics(self, request: CreateTopicsRequest, version: int, image: MetadataImage) -> tuple[Sequence[MetadataRecord], CreateTopicsResponse]:
+    def create_topics(self, request: CreateTopicsRequest, version: int,
+                      image: MetadataImage) -> tuple[Sequence[MetadataRecord], CreateTopicsResponse]:
         validate_only = request.get("validateOnly", False)
         results: list[CreatableTopicResult] = []
         records, seen = [], set()
@@ -166,7 +167,8 @@ class ReplicationControlManager:
 
     # -- DeleteTopics (20) ----------------------------------------------------
 
-    def delete_topics(self, request: DeleteTopicsRequest, version: int, image: MetadataImage) -> tuple[Sequence[MetadataRecord], DeleteTopicsResponse]:
+    def delete_topics(self, request: DeleteTopicsRequest, version: int,
+                      image: MetadataImage) -> tuple[Sequence[MetadataRecord], DeleteTopicsResponse]:
         if version >= 6:
             wanted = [(t.get("Name"), t.get("TopicId", NO_TOPIC_ID)) for t in request["Topics"]]
         else:

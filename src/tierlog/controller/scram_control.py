@@ -64,7 +64,8 @@ def _check_upsertion(u: Mapping[str, Any]) -> tuple[int, str] | None:
     return error
 
 
-def alter_user_scram_credentials(request: AlterUserScramCredentialsRequest, image: MetadataImage) -> tuple[Sequence[MetadataRecord], AlterUserScramCredentialsResponse]:
+def alter_user_scram_credentials(request: AlterUserScramCredentialsRequest,
+                                 image: MetadataImage) -> tuple[Sequence[MetadataRecord], AlterUserScramCredentialsResponse]:
     # a deletion or an upsertion (ScramCredentialDeletion / ScramCredentialUpsertion), sorted by one loop
     deletions: dict[str, Mapping[str, Any]] = {}
     upsertions: dict[str, Mapping[str, Any]] = {}

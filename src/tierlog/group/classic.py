@@ -201,7 +201,8 @@ def _check_member(group: ClassicGroup, member_id: str, instance: str | None) -> 
 
 def _join_answer(group: ClassicGroup, member: Member, with_members: bool,
                  leader: str | None = None) -> JoinGroupResponse:
-    members: list[JoinGroupResponseMember] = [{"MemberId": m.member_id, "GroupInstanceId": m.group_instance_id, "Metadata": m.metadata(group.protocol)}
+    members: list[JoinGroupResponseMember] = [{"MemberId": m.member_id, "GroupInstanceId": m.group_instance_id,
+                                               "Metadata": m.metadata(group.protocol)}
                for m in group.members.values()] if with_members else []
     return {"ErrorCode": ErrorCode.NONE, "GenerationId": group.generation, "ProtocolType": group.protocol_type,
             "ProtocolName": group.protocol, "Leader": leader or group.leader_id or "", "SkipAssignment": False,

@@ -118,10 +118,7 @@ class OffsetStore:
         """The (topic, partition)s of an empty group whose offsets have expired."""
         out = []
         for key, o in self._groups.get(group_id, {}).items():
-            if o.expire_timestamp != -1:
-                due = o.expire_timestamp
-            else:
-                due = max(o.commit_timestamp, empty_since_ms) + retention_ms
+            due = o.expire_timestamp if o.expire_timestamp != -1 else max(o.commit_timestamp, empty_since_ms) + retention_ms
             if due <= now_ms:
                 out.append(key)
         return out

@@ -131,7 +131,8 @@ class Authorizer:
             cached = self._cached = (acls, AclIndex(acls.values()))
         return cached[1]
 
-    def authorize(self, acls: Mapping[bytes, AclBinding], principal: str, host: str, op: int, resource_type: int, name: str) -> bool:
+    def authorize(self, acls: Mapping[bytes, AclBinding], principal: str, host: str, op: int, resource_type: int,
+                  name: str) -> bool:
         if principal in self.super_users:
             return True
         found_any, allowed = False, False

@@ -428,7 +428,7 @@ class _Binding:
 
     def to_dict(self, obj: object) -> dict[str, object]:
         d: dict[str, object] = {}
-        for attr, name, nested, is_array in self.items:
+        for attr, name, nested, _is_array in self.items:
             v = getattr(obj, attr)
             if nested is not None and v is not None:
                 v = [_binding(nested).to_dict(x) for x in v]

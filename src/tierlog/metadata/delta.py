@@ -360,7 +360,7 @@ class MetadataDelta:
                     continue
                 isr, elr = remove_from_isr(p.isr, p.elr, node_id, min_isr)
                 leader, lke, is_unclean = p.leader, p.last_known_elr, False
-                if leader == node_id or leader == NO_LEADER:
+                if leader in (node_id, NO_LEADER):
                     res = elect_leader(
                         replicas=p.replicas, isr=isr, leader=NO_LEADER, usable=self._usable_for(p, usable),
                         elr=elr, last_known_elr=lke, unclean_allowed=unclean,

@@ -4,8 +4,8 @@ Each record sets one feature's finalized level; level 0 removes it. tierlog know
 feature, ``transaction.version`` (KIP-890 part 2: 2 means clients end every transaction
 with an epoch bump, EndTxn v5, and let the leaders add their partitions, Produce v12).
 A new cluster's first active controller writes ``DEFAULT_FEATURE_LEVELS`` with its
-bootstrap records (``with_default_features``, added by the node to what ``tierlog format`` wrote), as ``kafka-storage format`` of Kafka 4.x does (transaction.version 2
-for a 4.0 cluster). ``records`` registers ``SCHEMAS`` with the other metadata records.
+bootstrap records (``with_default_features``, added by the node to what ``tierlog format`` wrote), as ``kafka-storage format`` of
+Kafka 4.x does (transaction.version 2 for a 4.0 cluster). ``records`` registers ``SCHEMAS`` with the other metadata records.
 """
 from __future__ import annotations
 

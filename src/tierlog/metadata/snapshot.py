@@ -87,7 +87,8 @@ def snapshot_record_bytes(image: MetadataImage) -> Iterator[bytes]:
         yield encode(r)
 
 
-def load_snapshot(records: Iterable[MetadataRecord | bytes | bytearray | memoryview], *, cluster_id: str = "", controller_id: int = -1,
+def load_snapshot(records: Iterable[MetadataRecord | bytes | bytearray | memoryview], *, cluster_id: str = "",
+                  controller_id: int = -1,
                   provenance: MetadataProvenance | None = None) -> MetadataImage:
     """The image the snapshot ``records`` (record objects or framed bytes) rebuild."""
     delta = MetadataDelta(MetadataImage.empty(cluster_id, controller_id))

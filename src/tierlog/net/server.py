@@ -43,8 +43,8 @@ when the whole frame had arrived, for the request metrics):
 (acks=0).  ``session``, when given, wraps the handler once per connection (SASL
 listeners: ``net.sasl_gate``); ``principal_of``, when given (TLS listeners), names the
 connection's principal from its peer certificate once the handshake is done, and the
-handler gets it as ``principal=`` (None refuses the connection).  A handler raising ``CloseConnection`` closes this connection only
-(after sending its ``response``, when it has one);
+handler gets it as ``principal=`` (None refuses the connection).  A handler raising ``CloseConnection`` closes this connection
+only (after sending its ``response``, when it has one);
 any other exception is logged and closes it too.  Nothing a peer sends can stop
 the server.
 """

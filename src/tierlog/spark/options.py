@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from tierlog.net.client_security import client_security, to_librdkafka
 from tierlog.net.security import PLAINTEXT, Security, SecurityConfigError
 
-__all__ = ["ISOLATION_LEVELS", "REMOTE_AUTO", "REMOTE_OFF", "SOURCE_KAFKA_OPTIONS", "OffsetSpec", "OptionError", "SinkOptions", "SourceOptions", "parse_sink_options",
+__all__ = ["ISOLATION_LEVELS", "REMOTE_AUTO", "REMOTE_OFF", "SOURCE_KAFKA_OPTIONS", "OffsetSpec", "OptionError", "SinkOptions",
+           "SourceOptions", "parse_sink_options",
            "parse_source_options", "tp_key"]
 
 EARLIEST, LATEST = -2, -1        # Spark's Kafka JSON: -2 earliest, -1 latest

@@ -4,8 +4,8 @@ Reads plan offset ranges on the driver (Metadata + ListOffsets through our own
 client, at ``kafka.isolation.level``: read_committed ranges end at the last
 stable offset) and fetch them in tasks, through the brokers or straight from remote
 segments (read_committed leaves out aborted transactions either way; markers are never
-rows), yielding Arrow record batches decoded straight from whole fetched record batches. Writes are `spark.sink`'s. Clients are always opened inside the method that uses them:
-readers and writers are pickled to the executors with options only.
+rows), yielding Arrow record batches decoded straight from whole fetched record batches. Writes are `spark.sink`'s. Clients are
+always opened inside the method that uses them: readers and writers are pickled to the executors with options only.
 """
 
 from __future__ import annotations

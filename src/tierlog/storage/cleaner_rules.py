@@ -8,8 +8,8 @@ end offsets, the checkpointed first dirty offset and the upper limit the log giv
 - first dirty offset: the checkpointed one; below the log start or above the log
   end it is reset to the log start (and the checkpoint rewritten);
 - first uncleanable offset: the least of the active segment's base, the upper
-  limit (the last stable offset: no undecided transaction is ever cleaned) and, with ``min.compaction.lag.ms`` > 0, the base of the first non-active
-  segment from the first dirty one whose largest timestamp is newer than
+  limit (the last stable offset: no undecided transaction is ever cleaned) and, with ``min.compaction.lag.ms`` > 0, the base of
+  the first non-active segment from the first dirty one whose largest timestamp is newer than
   now - min.compaction.lag.ms; never below the first dirty offset; then rounded
   down to the base of the segment holding it. So the active segment, and any
   segment holding an offset at or above the upper limit, is never cleaned;

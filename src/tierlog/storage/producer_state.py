@@ -24,8 +24,8 @@ it the producer's epoch, whose sequences start again.
 ``first_unstable_offset(high_watermark)`` is what bounds the last stable offset
 (its cost is in the open and unreplicated transactions, not in the producers):
 the first offset of the oldest transaction that is open, or whose marker is not
-yet below the high watermark (Kafka's ``ongoingTxns`` and ``unreplicatedTxns``).  The state is rebuilt from batch headers when a log is opened
-(``rebuild``, from the latest ``.snapshot`` file and the batches after it), so
+yet below the high watermark (Kafka's ``ongoingTxns`` and ``unreplicatedTxns``).  The state is rebuilt from batch headers when a
+log is opened (``rebuild``, from the latest ``.snapshot`` file and the batches after it), so
 duplicates are caught across restarts too; ``snapshot`` is what such a file holds.  Sans-IO: batch
 headers in, verdicts out.
 """

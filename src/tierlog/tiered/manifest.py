@@ -57,7 +57,8 @@ class SegmentManifest:
         tp = m.topic_id_partition
         key_id = encrypted_key_id(m.custom_metadata)
         doc = {
-            "format": MANIFEST_FORMAT if key_id is None else ENCRYPTED_MANIFEST_FORMAT, "topic": tp.topic, "partition": tp.partition,
+            "format": MANIFEST_FORMAT if key_id is None else ENCRYPTED_MANIFEST_FORMAT, "topic": tp.topic,
+            "partition": tp.partition,
             "topic_id": topic_id_to_str(tp.topic_id), "segment_id": topic_id_to_str(m.segment_id.id),
             "start_offset": m.start_offset, "end_offset": m.end_offset,
             "max_timestamp_ms": m.max_timestamp_ms,

@@ -40,7 +40,8 @@ fetch starts at the earliest pending upload offset.
 Remote storage: uploads are immediate and finished (5% fail); remote retention
 now and then moves the leader's log start past its oldest remote segment
 (at most to its high watermark), or DeleteRecords moves it to any offset up to
-the high watermark, and the remote segments wholly below it are deleted.  Followers take the leader's log start from Fetch answers.
+the high watermark, and the remote segments wholly below it are deleted.  Followers take the leader's log start from Fetch
+answers.
 
 Invariants after every event (on top of the base simulator's, with the ISR
 prefix check reading each replica from its local log start):

@@ -65,7 +65,7 @@ class TxnStateLog:
         self.waiting.append((len(self.entries), on_commit))
 
     def commit_to(self, end: int) -> None:
-        for key, value, note in self.entries[self.hw:end]:
+        for _key, _value, note in self.entries[self.hw:end]:
             if note is not None:
                 self._on_decided(note)
         self.hw = max(self.hw, end)

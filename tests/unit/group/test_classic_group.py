@@ -112,8 +112,9 @@ def test_join_sync_heartbeat_happy_path_stores_the_assignment():
 def test_heartbeat_and_sync_errors():
     s = shard()
     a, _b = stable_pair(s)
-    hb = lambda m, gen: answers(s.heartbeat({"GroupId": "g", "GenerationId": gen, "MemberId": m}, "h", 3))["h"][
-        "ErrorCode"]
+    def hb(m, gen):
+        return answers(s.heartbeat({"GroupId": "g", "GenerationId": gen, "MemberId": m}, "h", 3))["h"]["ErrorCode"]
+
     assert hb("nobody", 2) == E.UNKNOWN_MEMBER_ID
     assert hb(a, 1) == E.ILLEGAL_GENERATION
     assert answers(s.heartbeat({"GroupId": "other", "GenerationId": 0, "MemberId": a}, "h", 3))["h"][
@@ -245,9 +246,12 @@ def test_offset_commit_checks_and_fetch_after_commit():
     s.apply_committed(out.on_commit)
     assert s.fetch_offsets("solo", None)["Topics"][0]["Partitions"][0]["CommittedOffset"] == 5
     a, b = stable_pair(s)
-    req = lambda gen, member: {"GroupId": "g", "GenerationIdOrMemberEpoch": gen, "MemberId": member,
-                               "Topics": simple["Topics"]}
-    code = lambda o: answers(o)["c"]["Topics"][0]["Partitions"][0]["ErrorCode"]
+    def req(gen, member):
+        return {"GroupId": "g", "GenerationIdOrMemberEpoch": gen, "MemberId": member, "Topics": simple["Topics"]}
+
+    def code(o):
+        return answers(o)["c"]["Topics"][0]["Partitions"][0]["ErrorCode"]
+
     assert code(s.commit_offsets(req(2, a), "c", 3)) == E.REBALANCE_IN_PROGRESS       # CompletingRebalance
     s.sync(sync_req(a, 2, [(a, b"A"), (b, b"B")]), "sa", 3)
     assert code(s.commit_offsets(req(1, a), "c", 3)) == E.ILLEGAL_GENERATION

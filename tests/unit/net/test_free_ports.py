@@ -8,7 +8,7 @@ from tierlog.net import free_ports
 
 def test_a_free_block_lies_below_the_ephemeral_range_and_can_be_bound():
     base = free_ports.free_port_block("127.0.0.1", (0, 1, 100, 201))
-    assert free_ports.LOWEST_PORT <= base and base + 201 < free_ports.ephemeral_start()
+    assert base >= free_ports.LOWEST_PORT and base + 201 < free_ports.ephemeral_start()
     for offset in (0, 1, 100, 201):
         with socket.socket() as s:
             s.bind(("127.0.0.1", base + offset))

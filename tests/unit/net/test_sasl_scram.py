@@ -121,7 +121,8 @@ def _answer(api_key, version, parts):
 
 def _gate(cred):
     seen = []
-    factory = lambda: ScramServer(SHA512, lambda m, u: cred if u == "alice" else None)
+    def factory():
+        return ScramServer(SHA512, lambda m, u: cred if u == "alice" else None)
     return sasl_sessions("SASL_SSL", {"SCRAM-SHA-512": factory}, failure_delay_s=0.1)(
         lambda f, h, r=None, **_: seen.append(f) or ["in"]), seen
 

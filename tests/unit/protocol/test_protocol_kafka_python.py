@@ -17,7 +17,7 @@ from tierlog.protocol import APIS, ApiKey, encode_request, encode_response
 from tierlog.protocol.codec import encode_struct
 
 kafka_protocol = pytest.importorskip("kafka.protocol")
-from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.api_message import ApiMessage  # noqa: E402 - only once importorskip found kafka-python
 
 
 def _kafka_python_classes() -> dict:

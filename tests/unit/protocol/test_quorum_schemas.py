@@ -164,7 +164,7 @@ def test_schemas_do_not_change_what_the_broker_advertises():
     assert REGISTRY[ApiKey.METADATA].MAX_VERSION == 13
     for key, module in REGISTRY.items():   # whatever is advertised has schemas
         assert APIS[key].min_version <= module.MIN_VERSION
-        assert module.MAX_VERSION <= APIS[key].max_version
+        assert APIS[key].max_version >= module.MAX_VERSION
 
 
 # -- round trips ----------------------------------------------------------------

@@ -40,7 +40,8 @@ def _fill(log: Log, start: int, count: int = 60) -> None:
 
 
 def _cleaner(tmp_path, log: Log, limit) -> LogDirCleaner:
-    return LogDirCleaner(tmp_path, lambda: {("c", 0): log}, lambda keys: dict.fromkeys(keys, limit()), CleanerConfig(backoff_ms=10),
+    return LogDirCleaner(tmp_path, lambda: {("c", 0): log}, lambda keys: dict.fromkeys(keys, limit()),
+                         CleanerConfig(backoff_ms=10),
                          lambda: NOW, 1 << 20)
 
 
@@ -89,7 +90,8 @@ def test_nothing_at_or_above_the_last_stable_offset_is_cleaned(tmp_path):
     _put(log, b"k0", b"v1")
     _txn(log, 7, {b"k0": b"open"})
     _fill(log, 0)
-    lso = lambda: log.first_unstable_offset(log.log_end_offset)
+    def lso():
+        return log.first_unstable_offset(log.log_end_offset)
     cleaner = _cleaner(tmp_path, log, lso)
     cleaner.clean_once(NOW)
     assert _data(log)[b"k0"] == b"open" and b"v1" in [r.value for _h, rs in decode_batches(read_all(log))

@@ -4,12 +4,12 @@ Batches stay bytes: the records are never decoded.  acks must be -1, 0 or 1
 (else INVALID_REQUIRED_ACKS); acks=0 gets no response.  acks=1 is answered
 after the leader's append; acks=-1 waits in the partition's purgatory until the
 high watermark covers the batch (every ISR member has it) or TimeoutMs passes
-(REQUEST_TIMED_OUT), the connection meanwhile free for the next request (``net.pipelining``), and is refused with NOT_ENOUGH_REPLICAS before the append
-when the ISR is under min.insync.replicas (all of it in ``Partition.append_as_leader``, through
-``ReplicaManager.append_records``, which parks acks=all).  v10 errors carry KIP-951's CurrentLeader and
+(REQUEST_TIMED_OUT), the connection meanwhile free for the next request (``net.pipelining``), and is refused with
+NOT_ENOUGH_REPLICAS before the append when the ISR is under min.insync.replicas (all of it in ``Partition.append_as_leader``,
+through ``ReplicaManager.append_records``, which parks acks=all).  v10 errors carry KIP-951's CurrentLeader and
 NodeEndpoints; a partition this broker may not know the leader of yet waits for
-its metadata to catch up first (``stale_metadata``).  Idempotent producers are served by the partition's producer state: a retried batch is answered with its original
-offsets and not appended again, a sequence gap with OUT_OF_ORDER_SEQUENCE_NUMBER,
+its metadata to catch up first (``stale_metadata``).  Idempotent producers are served by the partition's producer state: a retried
+batch is answered with its original offsets and not appended again, a sequence gap with OUT_OF_ORDER_SEQUENCE_NUMBER,
 an old producer epoch with INVALID_PRODUCER_EPOCH.  Clients never write to
 ``__consumer_offsets`` or ``__transaction_state`` (INVALID_TOPIC_EXCEPTION, Kafka's
 "Cannot append to internal topic"; the group coordinator appends without this API).  A batch

@@ -73,7 +73,8 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: ListOff
     describable = authz.allowed_topics(broker, header, authz.Op.DESCRIBE, (t["Name"] for t in request["Topics"]))
     for t in request["Topics"]:
         if t["Name"] not in describable:
-            parts: list[ListOffsetsPartitionResponse] = [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            parts: list[ListOffsetsPartitionResponse] = [{"PartitionIndex": p["PartitionIndex"],
+                                                          "ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                       "Timestamp": -1, "Offset": -1, "LeaderEpoch": -1} for p in t["Partitions"]]
         else:
             parts = [await _one(broker, header.api_version, replica_id, isolation, t["Name"], p)
@@ -84,7 +85,8 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: ListOff
 
 async def _one(broker, version, replica_id, isolation, topic,
                p: ListOffsetsPartition) -> ListOffsetsPartitionResponse:
-    out: ListOffsetsPartitionResponse = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": ErrorCode.NONE, "Timestamp": -1, "Offset": -1,
+    out: ListOffsetsPartitionResponse = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": ErrorCode.NONE, "Timestamp": -1,
+                                         "Offset": -1,
            "LeaderEpoch": -1}
     target = p["Timestamp"]
     part, error = _partition(broker, replica_id, topic, p["PartitionIndex"])

@@ -10,8 +10,8 @@ or not, as Kafka does, so a producer fails its records at once.  Offline replica
 ACLs (``authz``): a topic the principal may not DESCRIBE is left out of an all-topics
 answer and answered TOPIC_AUTHORIZATION_FAILED when named (whether or not it exists);
 auto-creation needs CREATE on the cluster or the topic (else TOPIC_AUTHORIZATION_FAILED).
-Include{Cluster,Topic}AuthorizedOperations get the real bit sets (else -2147483648). Brokers are the unfenced ones, each at its endpoint on
-the listener the request came in on (a broker without one is left out, as
+Include{Cluster,Topic}AuthorizedOperations get the real bit sets (else -2147483648). Brokers are the unfenced ones, each at its
+endpoint on the listener the request came in on (a broker without one is left out, as
 Kafka's getAliveBrokerNodes). The v13 top-level ErrorCode is always 0 (this
 broker never asks a client to rebootstrap).
 

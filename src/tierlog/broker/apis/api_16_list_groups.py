@@ -1,8 +1,8 @@
 """ListGroups (16), v0-5: the groups this broker coordinates.
 
 v4 StatesFilter, v5 TypesFilter (case-insensitive; "classic" or "consumer",
-KIP-848's groups, whose states are Empty, Assigning, Reconciling, Stable).  While a coordinator partition is loading the answer carries
-COORDINATOR_LOAD_IN_PROGRESS with the groups known so far.
+KIP-848's groups, whose states are Empty, Assigning, Reconciling, Stable).  While a coordinator partition is loading the answer
+carries COORDINATOR_LOAD_IN_PROGRESS with the groups known so far.
 ACLs: every group with DESCRIBE on the cluster, else only the groups the principal may DESCRIBE.
 """
 

@@ -38,7 +38,8 @@ def handle(broker: HandlerContext, header: RequestHeader, request: OffsetForLead
         allowed = authz.allowed_topics(broker, header, authz.Op.DESCRIBE, (t["Topic"] for t in request["Topics"]))
     for t in request["Topics"]:
         if t["Topic"] not in allowed:
-            parts: list[OffsetForLeaderEpochEpochEndOffset] = [{"ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Partition": p["Partition"],
+            parts: list[OffsetForLeaderEpochEpochEndOffset] = [{"ErrorCode": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                                "Partition": p["Partition"],
                       "LeaderEpoch": -1, "EndOffset": -1} for p in t["Partitions"]]
         else:
             parts = [_one(broker, t["Topic"], p) for p in t["Partitions"]]
@@ -47,7 +48,8 @@ def handle(broker: HandlerContext, header: RequestHeader, request: OffsetForLead
 
 
 def _one(broker, topic, p: OffsetForLeaderPartition) -> OffsetForLeaderEpochEpochEndOffset:
-    out: OffsetForLeaderEpochEpochEndOffset = {"ErrorCode": ErrorCode.NONE, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
+    out: OffsetForLeaderEpochEpochEndOffset = {"ErrorCode": ErrorCode.NONE, "Partition": p["Partition"], "LeaderEpoch": -1,
+                                               "EndOffset": -1}
     part, out["ErrorCode"] = broker.led_partition(topic, p["Partition"])
     if part is None:
         return out

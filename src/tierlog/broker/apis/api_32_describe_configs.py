@@ -145,7 +145,8 @@ def broker_config_entries(broker) -> list[DescribeConfigsResourceResult]:
     for name, d in sorted(BROKER_CONFIGS.items()):
         explicit = broker.config.is_explicit(name)
         source = STATIC_BROKER_CONFIG if explicit else DEFAULT_CONFIG
-        chain: list[DescribeConfigsSynonym] = [{"Name": name, "Value": configs[name], "Source": src} for configs, src in dynamic if name in configs]
+        chain: list[DescribeConfigsSynonym] = [{"Name": name, "Value": configs[name], "Source": src}
+                                               for configs, src in dynamic if name in configs]
         chain.append({"Name": name, "Value": _text(broker.config[name]), "Source": source})
         entries.append({"Name": name, "Value": chain[0]["Value"], "ReadOnly": len(chain) == 1,
                         "IsDefault": chain[0]["Source"] == DEFAULT_CONFIG, "ConfigSource": chain[0]["Source"],

@@ -28,5 +28,6 @@ if TYPE_CHECKING:
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: IncrementalAlterConfigsRequest) -> Response[IncrementalAlterConfigsResponse]:
+def handle(broker: HandlerContext, header: RequestHeader,
+           request: IncrementalAlterConfigsRequest) -> Response[IncrementalAlterConfigsResponse]:
     return authz.forward_configs(broker, header, request, lambda r: forward_and_catch_up(broker, header, r))

@@ -39,7 +39,8 @@ def timed_out(request: AlterPartitionReassignmentsRequest) -> AlterPartitionReas
                 for p in t["Partitions"]]} for t in request["Topics"]]}
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: AlterPartitionReassignmentsRequest) -> Response[AlterPartitionReassignmentsResponse]:
+def handle(broker: HandlerContext, header: RequestHeader,
+           request: AlterPartitionReassignmentsRequest) -> Response[AlterPartitionReassignmentsResponse]:
     if not authz.cluster(broker, header, authz.Op.ALTER):
         return {"ThrottleTimeMs": 0, "AllowReplicationFactorChange": request.get("AllowReplicationFactorChange", True),
                 "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None, "Responses": []}

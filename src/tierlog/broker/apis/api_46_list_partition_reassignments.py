@@ -32,7 +32,8 @@ def timed_out(request: ListPartitionReassignmentsRequest) -> ListPartitionReassi
             "Topics": []}
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: ListPartitionReassignmentsRequest) -> Response[ListPartitionReassignmentsResponse]:
+def handle(broker: HandlerContext, header: RequestHeader,
+           request: ListPartitionReassignmentsRequest) -> Response[ListPartitionReassignmentsResponse]:
     if not authz.cluster(broker, header, authz.Op.DESCRIBE):
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None,
                 "Topics": []}

@@ -28,7 +28,8 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0
 CATCH_UP_TIMEOUT_S = 2.0
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
+async def handle(broker: HandlerContext, header: RequestHeader,
+                 request: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
     if not authz.cluster(broker, header, authz.Op.DESCRIBE):
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ErrorMessage": None,
                 "Results": []}

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: AlterUserScramCredentialsRequest) -> Response[AlterUserScramCredentialsResponse]:
+def handle(broker: HandlerContext, header: RequestHeader,
+           request: AlterUserScramCredentialsRequest) -> Response[AlterUserScramCredentialsResponse]:
     if not authz.cluster(broker, header, authz.Op.ALTER):
         return _every_user(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     deleted = {(d["Mechanism"], d["Name"]) for d in request.get("Deletions") or []}

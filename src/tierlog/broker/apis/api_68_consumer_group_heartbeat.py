@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+async def handle(broker: HandlerContext, header: RequestHeader,
+                 request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
     if not authz.group(broker, header, authz.Op.READ, request["GroupId"]):
         return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.GROUP_AUTHORIZATION_FAILED, "ErrorMessage": None,
                 "MemberId": None, "MemberEpoch": 0, "HeartbeatIntervalMs": 0, "Assignment": None}

@@ -78,7 +78,8 @@ ELIGIBLE_MS, ELIGIBLE_BYTES = "leader.election.eligible.local.log.ms", "leader.e
 _OFF = EligibilityThresholds()          # KIP-1303 off (-1, -1)
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
+def handle(broker: HandlerContext, header: RequestHeader,
+           request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
     defaults = EligibilityThresholds(_int(broker.config[ELIGIBLE_MS]), _int(broker.config[ELIGIBLE_BYTES]))
     access = TopicAccess(lambda name: authz.topic(broker, header, authz.Op.DESCRIBE, name),
                          lambda name: authz.authorized_operations(broker, header, ResourceType.TOPIC, name))

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from tierlog.protocol.typed.api_versions import ApiVersion
     from tierlog.storage import LogManager
 
-__all__ = ["ControllerSender", "GroupCoordinatorService", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource", "Response",
+__all__ = ["ControllerSender", "GroupCoordinatorService", "Handler", "HandlerContext", "HostedReplicas", "MetadataSource",
+           "Response",
            "TransactionCoordinatorService", "TxnVerification"]
 
 

@@ -8,8 +8,8 @@
 - ``reader``: the RemoteReader serving fetches and ListOffsets below the local log start;
 - ``follower_pool``: threads reading remote state for the follower path (``follower_state``).
 
-A bad storage or encryption setting (an unreadable key file, an unset key variable) fails the broker's start with a one-line error naming the
-key, and so does a store that cannot be used (``check``: no S3 credentials, no
+A bad storage or encryption setting (an unreadable key file, an unset key variable) fails the broker's start with a one-line error
+naming the key, and so does a store that cannot be used (``check``: no S3 credentials, no
 bucket unless ``rsm.config.storage.s3.create.bucket=true``, access refused, a
 directory that cannot be written); an unreachable store does not (uploads
 retry, reads get errors).
