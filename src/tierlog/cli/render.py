@@ -17,7 +17,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["add_json_option", "epoch_ms_text", "make_table", "note", "print_json", "print_result", "print_table", "stdout_console"]
+__all__ = ["add_json_option", "epoch_ms_text", "make_table", "note", "print_json", "print_result", "print_table",
+           "stdout_console"]
 
 _PIPE_WIDTH = 200  # rich uses 80 columns when stdout is not a terminal
 
