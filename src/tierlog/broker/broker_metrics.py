@@ -111,7 +111,7 @@ class BrokerMetricsCollector:
         remote_size: dict[str, int] = {}
         copy_lag: dict[str, int] = {}
         for p in partitions:
-            if p.leader_state is None or not p.log.config.remote_storage_enable:
+            if not p.is_leader or not p.log.config.remote_storage_enable:
                 continue
             cache = self._remote.metadata.cache(tip_of(p))
             remote_size[p.topic] = remote_size.get(p.topic, 0) + (cache.remote_size_bytes() if cache else 0)

@@ -90,7 +90,7 @@ class _Batch:
 @dataclass
 class _Hosted:
     part: Partition
-    leader_state: object
+    leader_epoch: int                                   # the lease: led at this epoch (``Partition.leads``)
     shard: GroupShard | None = None                     # None while loading
     waiting: dict = field(default_factory=dict)         # token -> error answer builder
     pending: _Batch | None = None                       # this round's writes, not appended yet
@@ -126,7 +126,7 @@ class GroupCoordinator:
         if part.topic != OFFSETS_TOPIC:
             return
         self._drop(part.index)
-        hosted = self._hosted[part.index] = _Hosted(part, part.leader_state)
+        hosted = self._hosted[part.index] = _Hosted(part, part.leader_epoch)
         self._tasks.spawn(self._load(hosted), name=f"group-load-{part.index}")
         if not self._ticking:
             self._ticking = True
@@ -151,8 +151,7 @@ class GroupCoordinator:
 
     def _leading(self, hosted: _Hosted) -> bool:
         part = hosted.part
-        return (self._hosted.get(part.index) is hosted and part.leader_state is not None
-                and part.leader_state is hosted.leader_state)
+        return self._hosted.get(part.index) is hosted and part.leads(hosted.leader_epoch)
 
     async def _load(self, hosted: _Hosted) -> None:
         part, shard = hosted.part, GroupShard(hosted.part.index, self.config, self._rng, self._group_configs)

@@ -92,8 +92,7 @@ class _Held:
 @dataclass
 class _Hosted:
     part: Partition
-    leader_state: object
-    coordinator_epoch: int
+    coordinator_epoch: int              # the leader epoch it was loaded at: the lease (``Partition.leads``)
     txns: dict[str, TransactionMetadata] | None = None     # None while loading
 
 
@@ -129,7 +128,7 @@ class TransactionCoordinator:
         if part.topic != TXN_TOPIC:
             return
         self._hosted.pop(part.index, None)
-        hosted = self._hosted[part.index] = _Hosted(part, part.leader_state, part.leader_epoch)
+        hosted = self._hosted[part.index] = _Hosted(part, part.leader_epoch)
         self._tasks.spawn(self._load(hosted), name=f"txn-load-{part.index}")
         if not self._ticking:
             self._ticking = True
@@ -149,8 +148,7 @@ class TransactionCoordinator:
 
     def _leading(self, hosted: _Hosted) -> bool:
         part = hosted.part
-        return (self._hosted.get(part.index) is hosted and part.leader_state is not None
-                and part.leader_state is hosted.leader_state)
+        return self._hosted.get(part.index) is hosted and part.leads(hosted.coordinator_epoch)
 
     async def _load(self, hosted: _Hosted) -> None:
         txns: dict[str, TransactionMetadata] = {}

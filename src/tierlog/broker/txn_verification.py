@@ -83,7 +83,7 @@ class TxnVerifier:
                     continue
                 h = parse_header(records, 0)
                 part = self._replicas.get(t["Name"], p["Index"])
-                if not h.is_transactional or h.producer_id < 0 or part is None or part.leader_state is None:
+                if not h.is_transactional or h.producer_id < 0 or part is None or not part.is_leader:
                     continue
                 if part.open_transaction_epoch(h.producer_id) == h.producer_epoch:
                     continue

@@ -77,6 +77,14 @@ def test_a_follower_refuses_leader_appends(tmp_path):
         _append(part, origin=AppendOrigin.REPLICATION)
 
 
+def test_the_leadership_lease_is_one_leader_epoch(tmp_path):
+    part = _partition(tmp_path)
+    assert part.is_leader and part.leads(4)
+    assert not part.leads(3) and not part.leads(5)      # another epoch is another lease
+    part.leader_state = None
+    assert not part.is_leader and not part.leads(4)
+
+
 def test_an_idempotent_retry_gets_its_first_offsets_and_a_gap_is_out_of_order(tmp_path):
     part = _partition(tmp_path, isr=(1,), min_isr=1)
     batch = _batch(producer_id=9, producer_epoch=0, base_sequence=0)

@@ -33,7 +33,10 @@ class Config(dict):
 
 
 class Part:
-    topic, index, leader_epoch, leader_state = TXN_TOPIC, 0, 7, object()
+    topic, index, leader_epoch = TXN_TOPIC, 0, 7
+
+    def leads(self, epoch):
+        return epoch == self.leader_epoch
 
 
 class Replicas:
@@ -81,7 +84,7 @@ def coordinator(now, **settings):
     replicas, markers = Replicas(), Markers()
     c = TransactionCoordinator(Config({**CONFIG, **settings}), replicas, _pid, markers, lambda: now[0])
     part = Part()
-    c._hosted[0] = _Hosted(part, part.leader_state, part.leader_epoch, {})
+    c._hosted[0] = _Hosted(part, part.leader_epoch, {})
     return c, replicas, markers
 
 

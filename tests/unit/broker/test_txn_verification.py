@@ -48,7 +48,7 @@ class Replicas:
     """Every partition led here, no producer with an open transaction yet."""
 
     def get(self, topic, index):
-        return SimpleNamespace(leader_state=object(), open_transaction_epoch=lambda producer_id: -1)
+        return SimpleNamespace(is_leader=True, open_transaction_epoch=lambda producer_id: -1)
 
 
 def verifier() -> tuple[TxnVerifier, Peers]:

@@ -134,7 +134,7 @@ def _after_wait(broker, view, reads, version, replica_id, isolation, max_bytes, 
 
 def _still_led(broker, r: _Read) -> bool:
     part = broker.replicas.get(*r.key) if r.key else None
-    return (part is not None and part.leader_state is not None and not part.offline
+    return (part is not None and part.is_leader and not part.offline
             and not part.check_epoch(r.sp.current_leader_epoch))
 
 

@@ -118,6 +118,19 @@ class Partition:
             self.hw_moved.add(self.key)
 
     @property
+    def is_leader(self) -> bool:
+        """This replica leads the partition (at ``leader_epoch``)."""
+        return self.leader_state is not None
+
+    def leads(self, epoch: int) -> bool:
+        """The leadership lease: this replica still leads at ``epoch``.  A coordinator that loaded the
+        partition at an epoch checks it before it answers or writes: any other leader epoch, a
+        follower or a dropped replica has lost the lease (a new epoch is a new lease even when this
+        broker leads again)."""
+        ls = self.leader_state
+        return ls is not None and ls.leader_epoch == epoch
+
+    @property
     def moved_away(self) -> bool:
         """This broker led the partition until its current leader epoch began: its image is not
         behind on who leads now (``broker.apis.stale_metadata``)."""

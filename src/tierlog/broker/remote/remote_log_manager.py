@@ -119,7 +119,7 @@ class RemoteLogManager:
         while self._untiered:
             await asyncio.sleep(self.interval_s)
             for key, part in list(self._untiered.items()):
-                if part.leader_state is None:
+                if not part.is_leader:
                     del self._untiered[key]
                 elif self._has_remote_work(part):
                     del self._untiered[key]
@@ -165,7 +165,7 @@ class RemoteLogManager:
         tip = tip_of(part)
 
         def still_leader() -> bool:
-            return part.leader_state is not None and part.leader_epoch == epoch
+            return part.leads(epoch)
 
         failures, resumed = 0, False
         while still_leader():
@@ -204,7 +204,7 @@ class RemoteLogManager:
         """A follower's highest offset in remote storage: the end of the last finished segment."""
         part = self._followed.get(tip)
         cache = self.metadata.cache(tip)
-        if part is None or cache is None or part.leader_state is not None:
+        if part is None or cache is None or part.is_leader:
             return
         highest = highest_offset_in_lineage(cache.finished_segments(), part.epoch_entries(),
                                             part.log_end_offset)

@@ -361,7 +361,7 @@ def test_a_led_partition_whose_topic_turns_tiered_starts_uploading(tmp_path):
     turns tiered, the next interval starts the partition's own and its rolled segments go up."""
     from types import SimpleNamespace
     part, metadata = _partition(tmp_path, remote_storage_enable="false"), InMemoryMetadata()
-    part.leader_state = SimpleNamespace(high_watermark=part.log_end_offset)
+    part.leader_state = SimpleNamespace(high_watermark=part.log_end_offset, leader_epoch=0)
     props = {"node.id": "1", "remote.log.manager.task.interval.ms": "20"}
     rlm = RemoteLogManager(1, NodeConfig(props), RemoteSegmentStore(FsObjectStore(tmp_path / "remote")), metadata,
                            lambda: NOW)
