@@ -1,4 +1,5 @@
-"""`tierlog configs describe|alter`, modelled on kafka-configs.sh.
+"""`tierlog configs describe|alter`, modelled on kafka-configs.sh; client quotas in
+kafka-configs.sh's own form (`tierlog configs --entity-type users ... --alter`, `cli.cmd_quotas`).
 
 ``describe`` shows, like kafka-configs.sh, only the dynamic overrides of the
 resource (source DYNAMIC_TOPIC_CONFIG for a topic, DYNAMIC_BROKER_CONFIG for
@@ -20,6 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from tierlog.cli.cmd_quotas import add_quota_options, run_quotas
 from tierlog.cli.connection import Connection
 from tierlog.cli.errors import CliError, describe_exception
 from tierlog.cli.options import connection_options, key_value, non_negative_int
@@ -47,6 +49,14 @@ examples:
   tierlog configs describe --broker 1 --all --json
   tierlog configs alter --topic orders --set retention.ms=3600000 --delete cleanup.policy
   tierlog configs alter --group billing --set consumer.session.timeout.ms=30000
+client quotas (kafka-configs.sh's form):
+  tierlog configs --entity-type users --entity-name alice --alter --add-config producer_byte_rate=1048576
+  tierlog configs --entity-type users --entity-name alice --entity-type clients --entity-default \
+      --alter --add-config consumer_byte_rate=2097152,request_percentage=50
+  tierlog configs --entity-type clients --entity-default --alter --add-config controller_mutation_rate=10
+  tierlog configs --entity-type ips --entity-name 10.0.0.7 --alter --add-config connection_creation_rate=5
+  tierlog configs --entity-type users --describe
+  tierlog configs --entity-type users --entity-name alice --alter --delete-config producer_byte_rate
 """
 
 
@@ -166,12 +176,15 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "configs", help="describe and alter topic, broker and group configs",
-        description="Describe and alter configs (like kafka-configs.sh).", epilog=_EPILOG,
-    )
-    actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
     common = connection_options()
+    parser = subparsers.add_parser(
+        "configs", parents=[common], help="describe and alter topic, broker and group configs; client quotas",
+        description="Describe and alter configs (like kafka-configs.sh), and client quotas "
+                    "(--entity-type users|clients|ips, as kafka-configs.sh).", epilog=_EPILOG,
+    )
+    add_quota_options(parser)
+    parser.set_defaults(func=run_quotas)
+    actions = parser.add_subparsers(title="actions", metavar="ACTION", required=False)
 
     describe = actions.add_parser("describe", parents=[common], help="show configs",
                                   description="Show a topic's, broker's or group's configs.")

@@ -71,6 +71,7 @@ from .leader_balance import BalanceSchedule, partitions_to_balance
 from .partition_control import PartitionControlManager
 from .partition_creation import create_partitions
 from .producer_ids import allocate_producer_ids
+from .quota_control import alter_client_quotas
 from .reassignment import ReassignmentControlManager
 from .replication_control import ReplicationControlManager
 from .scram_control import alter_user_scram_credentials
@@ -97,7 +98,7 @@ SUPPORTED_APIS = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.CREATE_ACLS: (0, 3), ApiKey.DELETE_ACLS: (0, 3),
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0),
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 
 
@@ -160,6 +161,7 @@ class QuorumController:
             ApiKey.DELETE_ACLS: lambda r, v, n: self.acls.delete_acls(r, self._image),
             ApiKey.ASSIGN_REPLICAS_TO_DIRS: lambda r, v, n: self.directories.assign_replicas_to_dirs(r, self._image, n),
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: lambda r, v, n: alter_user_scram_credentials(r, self._image),
+            ApiKey.ALTER_CLIENT_QUOTAS: lambda r, v, n: alter_client_quotas(r),
         }
 
     # -- state ----------------------------------------------------------------
@@ -311,7 +313,7 @@ class QuorumController:
 def _is_new_cluster(image: MetadataImage) -> bool:
     """No metadata record applied yet (Raft control records do not count)."""
     return not image.brokers and not image.topics and not image.configs and image.producer_ids is None \
-        and not len(image.scram) and not image.features
+        and not len(image.scram) and not image.features and not len(image.client_quotas)
 
 
 def _refresh_alter_partition(response: Mapping[str, Any], version: int, image: MetadataImage) -> None:
@@ -369,6 +371,9 @@ def not_controller_response(api_key: int, version: int, request: Mapping[str, An
         return {"ThrottleTimeMs": 0, "Results": [
             {"User": u["Name"], "ErrorCode": nc, "ErrorMessage": None}
             for u in [*(request.get("Deletions") or []), *(request.get("Upsertions") or [])]]}
+    if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
+        return {"ThrottleTimeMs": 0, "Entries": [
+            {"ErrorCode": nc, "ErrorMessage": None, "Entity": e["Entity"]} for e in request["Entries"]]}
     if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
         return {"ThrottleTimeMs": 0, "ErrorCode": nc, "ProducerIdStart": -1, "ProducerIdLen": 0}
     if api_key in (ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):

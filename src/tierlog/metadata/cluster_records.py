@@ -65,6 +65,9 @@ from .acl_records import (
 )
 from .feature_records import SCHEMAS as _FEATURE_SCHEMAS
 from .feature_records import FeatureLevelRecord
+from .quota_records import ENTITY_STRUCT as _QUOTA_ENTITY
+from .quota_records import SCHEMAS as _QUOTA_SCHEMAS
+from .quota_records import ClientQuotaRecord, EntityData
 from .scram_records import SCHEMAS as _SCRAM_SCHEMAS
 from .scram_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 
@@ -165,7 +168,7 @@ _COVERAGE = Struct([
 ], name="ReplicaLogCoverage")
 
 _NESTED = {id(_ENDPOINT): BrokerEndpoint, id(_FEATURE): BrokerFeature,
-           id(_COVERAGE): ReplicaLogCoverage}
+           id(_COVERAGE): ReplicaLogCoverage, id(_QUOTA_ENTITY): EntityData}
 
 
 # -- the records -----------------------------------------------------------------
@@ -306,7 +309,8 @@ MetadataRecord = (RegisterBrokerRecord | UnregisterBrokerRecord | TopicRecord
                   | FenceBrokerRecord | UnfenceBrokerRecord | RemoveTopicRecord
                   | ProducerIdsRecord | BrokerRegistrationChangeRecord | NoOpRecord
                   | UserScramCredentialRecord | RemoveUserScramCredentialRecord
-                  | AccessControlEntryRecord | RemoveAccessControlEntryRecord | FeatureLevelRecord)
+                  | AccessControlEntryRecord | RemoveAccessControlEntryRecord | FeatureLevelRecord
+                  | ClientQuotaRecord)
 
 
 # -- schemas (Kafka's wire layouts; all flexible from version 0) ----------------
@@ -395,6 +399,7 @@ _SCHEMAS: dict[Any, tuple[Struct, int, int]] = {   # class -> (schema, min, max 
     NoOpRecord: (Struct([], name="NoOpRecord"), 0, 0),
     **_SCRAM_SCHEMAS,
     **_FEATURE_SCHEMAS,
+    **_QUOTA_SCHEMAS,
 }
 
 _SCHEMAS.update(ACL_SCHEMAS)         # KIP-801 ACL records, kept in their own module
@@ -465,7 +470,7 @@ def _binding(cls: type) -> _Binding:
             struct = _SCHEMAS[cls][0]
         else:
             struct = {BrokerEndpoint: _ENDPOINT, BrokerFeature: _FEATURE,
-                      ReplicaLogCoverage: _COVERAGE}[cls]
+                      ReplicaLogCoverage: _COVERAGE, EntityData: _QUOTA_ENTITY}[cls]
         b = _BINDINGS[cls] = _Binding(cls, struct)
     return b
 

@@ -66,6 +66,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from .acls import AclBinding
+from .client_quotas import QuotaEntity, entity_of
 from .cluster_records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_GROUP,
@@ -102,6 +103,7 @@ from .image import (
 )
 from .leader_election import EligibilityThresholds, elect_leader, remove_from_isr
 from .pmap import REMOVE, Removal
+from .quota_records import ClientQuotaRecord
 from .scram import ScramCredential, ScramMechanism
 from .scram_image import credential_of
 from .scram_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
@@ -176,6 +178,7 @@ class MetadataDelta:
         self._scram: dict[tuple[int, str], ScramCredential | None] = {}
         self._acls: dict[bytes, AclBinding | Removal] = {}       # by ACL id (KIP-801)
         self._features: dict[str, int | Removal] = {}           # feature name -> level (REMOVE: level 0)
+        self._quotas: dict[QuotaEntity, dict[str, float | None]] = {}   # entity -> key -> value (None: removed)
         self._static_thresholds = (-1, -1)   # KIP-1303 defaults carried by the event being replayed
         self._handlers: dict[type, Callable[[Any], None]] = {
             RegisterBrokerRecord: self._register, UnregisterBrokerRecord: self._unregister,
@@ -189,6 +192,7 @@ class MetadataDelta:
             RemoveUserScramCredentialRecord: self._remove_scram_credential,
             AccessControlEntryRecord: self._acl, RemoveAccessControlEntryRecord: self._remove_acl,
             FeatureLevelRecord: self._feature_level,
+            ClientQuotaRecord: self._client_quota,
         }
 
     # -- what changed (for subscribers) ---------------------------------------
@@ -499,6 +503,10 @@ class MetadataDelta:
         """KIP-584: a feature's finalized level; level 0 removes it."""
         self._features[r.name] = REMOVE if r.feature_level == 0 else r.feature_level
 
+    def _client_quota(self, r: ClientQuotaRecord) -> None:
+        entity = entity_of((e.entity_type, e.entity_name) for e in r.entity)
+        self._quotas.setdefault(entity, {})[r.key] = None if r.remove else r.value
+
     def _scram_credential(self, r: UserScramCredentialRecord) -> None:
         if ScramMechanism.by_type(r.mechanism) is None:
             raise MetadataReplayError(f"unknown SCRAM mechanism {r.mechanism} for user {r.name}")
@@ -557,7 +565,8 @@ class MetadataDelta:
             acls=img.acls.evolve(self._acls) if self._acls else img.acls,
             group_configs=group_configs,
             scram=img.scram.with_changes(self._scram),
-            features=img.features.evolve(self._features) if self._features else img.features)
+            features=img.features.evolve(self._features) if self._features else img.features,
+            client_quotas=img.client_quotas.with_changes(self._quotas))
 
 
 def _set(configs: dict[str, str], r: ConfigRecord) -> None:

@@ -29,6 +29,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar, overload
 
 from .acls import AclBinding
+from .client_quotas import ClientQuotasImage
 from .cluster_records import (
     BrokerEndpoint,
     BrokerFeature,
@@ -135,6 +136,7 @@ class MetadataProvenance:
 
 _NO_PROVENANCE = MetadataProvenance()
 _NO_SCRAM = ScramImage()
+_NO_QUOTAS = ClientQuotasImage()
 # a derived field not given: computed in __post_init__ (compared by identity; one sentinel for
 # maps of every type)
 _DERIVE: PMap[Any, Any] = PMap()
@@ -159,6 +161,7 @@ class MetadataImage:
     group_configs: PMap[str, Mapping[str, str]] = field(default_factory=PMap)
     scram: ScramImage = _NO_SCRAM        # SCRAM credentials (metadata.scram_image)
     features: PMap[str, int] = field(default_factory=PMap)  # finalized feature name -> level (FeatureLevelRecord)
+    client_quotas: ClientQuotasImage = _NO_QUOTAS   # ClientQuotaRecords (metadata.client_quotas)
 
     def __post_init__(self) -> None:
         s = object.__setattr__

@@ -8,7 +8,7 @@ its TopicRecord, topic ConfigRecords and one PartitionRecord per partition with
 the full derived state (leader, epochs, ISR, ELR, last known ELR, recovery
 state, KIP-1303 coverage), then the ProducerIdsRecord, then one
 UserScramCredentialRecord per SCRAM credential, then one FeatureLevelRecord per
-finalized feature.
+finalized feature, then one ClientQuotaRecord per quota value of each entity.
 
 ``load_snapshot(records)`` replays them through a :class:`MetadataDelta` onto an
 empty image. For every image built by replaying records,
@@ -80,6 +80,7 @@ def snapshot_records(image: MetadataImage) -> Iterator[MetadataRecord]:
     yield from image.scram.records()
     for name, level in sorted(image.features.items()):
         yield FeatureLevelRecord(name, level)
+    yield from image.client_quotas.records()
 
 
 def snapshot_record_bytes(image: MetadataImage) -> Iterator[bytes]:

@@ -26,6 +26,7 @@ from tierlog.metadata.cluster_records import (
     encode,
 )
 from tierlog.metadata.feature_records import FeatureLevelRecord
+from tierlog.metadata.quota_records import ClientQuotaRecord, EntityData
 from tierlog.protocol.primitives import ProtocolError
 
 TID = bytes(range(16))
@@ -55,6 +56,7 @@ SAMPLES = [
     UserScramCredentialRecord("alice", 2, b"salt", b"s" * 64, b"k" * 64, 8192),
     RemoveUserScramCredentialRecord("alice", 1),
     FeatureLevelRecord("transaction.version", 2),
+    ClientQuotaRecord((EntityData("client-id", None), EntityData("user", "alice")), "producer_byte_rate", 1e6),
     AccessControlEntryRecord(TID, 2, "orders", 4, "User:alice", "*", 4, 3),
     RemoveAccessControlEntryRecord(TID),
 ]
@@ -67,7 +69,7 @@ def test_round_trip(record):
 
 def test_every_api_key_has_a_sample():
     assert {type(r).API_KEY for r in SAMPLES} == set(RECORD_TYPES)
-    assert sorted(RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 15, 17, 18, 19, 20, 22]
+    assert sorted(RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 14, 15, 17, 18, 19, 20, 22]
 
 
 def test_golden_framing():

@@ -10,6 +10,7 @@ from tierlog.protocol.messages import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     allocate_producer_ids,
+    alter_client_quotas,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
@@ -29,6 +30,7 @@ from tierlog.protocol.messages import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -87,6 +89,7 @@ _MODULES = (
     add_partitions_to_txn, add_offsets_to_txn, end_txn, write_txn_markers, txn_offset_commit,
     describe_producers, describe_transactions, list_transactions,
     describe_user_scram_credentials, alter_user_scram_credentials,
+    describe_client_quotas, alter_client_quotas,
 )
 
 #: every API with schemas, by key
