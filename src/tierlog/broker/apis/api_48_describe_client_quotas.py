@@ -31,7 +31,8 @@ API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1
 CATCH_UP_TIMEOUT_S = 2.0
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
+async def handle(broker: HandlerContext, header: RequestHeader,
+                 request: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
     if not authz.cluster(broker, header, authz.Op.DESCRIBE_CONFIGS):
         return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     components = request["Components"]

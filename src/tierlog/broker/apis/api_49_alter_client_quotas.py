@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.ALTER_CLIENT_QUOTAS, 0, 1
 
 
-def handle(broker: HandlerContext, header: RequestHeader, request: AlterClientQuotasRequest) -> Response[AlterClientQuotasResponse]:
+def handle(broker: HandlerContext, header: RequestHeader,
+           request: AlterClientQuotasRequest) -> Response[AlterClientQuotasResponse]:
     if not authz.cluster(broker, header, authz.Op.ALTER_CONFIGS):
         return _every_entry(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     if request["ValidateOnly"]:
