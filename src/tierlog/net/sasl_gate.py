@@ -3,33 +3,41 @@
 Kafka's SaslServerAuthenticator rules, per connection:
 
 - before authentication only ApiVersions (answered by the listener's dispatcher,
-  which lists SaslHandshake 17 and SaslAuthenticate 36) and SaslHandshake v1 may
-  come; anything else is ILLEGAL_SASL_STATE and the connection closes (v0, KIP-43's
-  raw tokens, is gone in Kafka 4.0: KIP-896);
+  which lists SaslHandshake 17 v0-1 and SaslAuthenticate 36) and SaslHandshake may
+  come; anything else is ILLEGAL_SASL_STATE and the connection closes;
 - SaslHandshake names a mechanism: an enabled one is answered with the enabled
-  list and the connection waits for SaslAuthenticate; another is answered
-  UNSUPPORTED_SASL_MECHANISM (with the list) and the connection closes;
-- SaslAuthenticate carries the client's token to the mechanism's per-connection
-  session (PLAIN: one round trip; SCRAM, ``net.sasl_scram``: two); each answer carries
-  the session's token; once the session is complete every later frame goes to the
-  dispatcher; failure answers SASL_AUTHENTICATION_FAILED with Kafka's message and closes
-  the connection ``connection.failed.authentication.delay.ms`` later (KIP-306; nothing is
-  read meanwhile). Failures are logged at most once per ``FAILURE_LOG_INTERVAL_S`` with a
-  count, never the user name or the token.
+  list; another is answered UNSUPPORTED_SASL_MECHANISM (with the list) and the
+  connection closes;
+- after a v1 handshake the tokens come in SaslAuthenticate requests (KIP-152): each
+  carries the client's token to the mechanism's per-connection session (PLAIN: one
+  round trip; SCRAM, ``net.sasl_scram``: two) and each answer the session's token;
+  failure answers SASL_AUTHENTICATION_FAILED with Kafka's message;
+- after a v0 handshake (KIP-43, the clients before Kafka 1.0 and librdkafka against
+  brokers without SaslAuthenticate; Kafka 4.0 dropped it, KIP-896, tierlog keeps it for
+  those clients) every frame until the session is complete is a raw token: an int32 size
+  and the token, no request header; each answer is the session's token framed the same
+  way (PLAIN's is empty, as Kafka sends it); a failure has no answer, the connection just
+  closes;
+- once the session is complete every later frame goes to the dispatcher; a failed login
+  is closed ``connection.failed.authentication.delay.ms`` after its answer (KIP-306;
+  nothing is read meanwhile). Failures are logged at most once per
+  ``FAILURE_LOG_INTERVAL_S`` with a count, never the user name or the token.
 
 Re-authentication (KIP-368, Kafka's KafkaChannel / SocketServer rules): with
 ``connections.max.reauth.ms`` > 0 for the mechanism (``reauth_ms``), the last
 SaslAuthenticate answer carries it as SessionLifetimeMs (v1+) and the session expires that
-long after. An authenticated connection's SaslHandshake then starts a re-authentication
+long after. An authenticated connection's SaslHandshake v1 then starts a re-authentication
 (not within ``REAUTH_MIN_INTERVAL_S`` of the previous one's start; without an expiry, or
-too soon, it goes to the dispatcher, which answers ILLEGAL_SASL_STATE): the same
+too soon, it goes to the dispatcher, which answers ILLEGAL_SASL_STATE; a v0 handshake
+cannot re-authenticate and closes the connection): the same
 mechanism (another is answered at the handshake and refused at SaslAuthenticate) and the
 same principal (``Cannot change principals during re-authentication``) or the
 connection closes as a failed login. Any other request after the expiry closes the
 connection, unanswered (v0 clients, which cannot re-authenticate, included).
 
-Transitions: HANDSHAKE -> AUTHENTICATE -> AUTHENTICATED -> (SaslHandshake, expiry set)
-HANDSHAKE; HANDSHAKE / AUTHENTICATE -> closed; AUTHENTICATED -> closed once expired.
+Transitions: HANDSHAKE -> AUTHENTICATE (v1) | RAW_TOKENS (v0) -> AUTHENTICATED ->
+(SaslHandshake v1, expiry set) HANDSHAKE; HANDSHAKE / AUTHENTICATE / RAW_TOKENS -> closed;
+AUTHENTICATED -> closed once expired.
 ``principal`` is ``User:<name>`` once authenticated (kept while re-authenticating).
 """
 
@@ -58,6 +66,7 @@ __all__ = ["FAILURE_LOG_INTERVAL_S", "REAUTH_MIN_INTERVAL_S", "PlainSession", "S
 log = logging.getLogger(__name__)
 FAILURE_LOG_INTERVAL_S = 60.0
 _HANDSHAKE, _AUTHENTICATE, _AUTHENTICATED = "handshake", "authenticate", "authenticated"
+_RAW_TOKENS = "raw tokens"      # after a SaslHandshake v0 (KIP-43)
 REAUTH_MIN_INTERVAL_S = 1.0     # Kafka's KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS
 
 
@@ -153,13 +162,16 @@ class SaslGate:
         # authenticated: the SASL identity is the principal (also on SASL_SSL)
         if self._state == _AUTHENTICATED and (self._expires_at is None or not self._expired_or_reauth(frame)):
             return self._inner(frame, client_host, received_ns, principal=self.principal)
+        if self._state == _RAW_TOKENS:
+            return [self._step(bytes(frame), client_host, None)[0]]
         try:
             header, offset = decode_request_header(frame)
         except ProtocolError as e:
             raise CloseConnection(f"bad request header: {e}") from None
         if header.api_key == ApiKey.API_VERSIONS:
             return self._inner(frame, client_host, received_ns)
-        if header.api_key == ApiKey.SASL_HANDSHAKE and self._state == _HANDSHAKE and header.api_version == 1:
+        if header.api_key == ApiKey.SASL_HANDSHAKE and self._state == _HANDSHAKE \
+                and (header.api_version == 1 or (header.api_version == 0 and not self._reauthenticating)):
             return self._handshake(header, self._body(header, frame, offset))
         if header.api_key == ApiKey.SASL_AUTHENTICATE and self._state == _AUTHENTICATE \
                 and header.api_version <= 2:
@@ -200,27 +212,33 @@ class SaslGate:
             self._session = _WrongMechanism(asked, self._mechanism or "")
         else:
             self._session, self._mechanism = factory(), asked
-        self._state = _AUTHENTICATE
+        self._state = _AUTHENTICATE if header.api_version >= 1 else _RAW_TOKENS
         return parts
 
     def _authenticate(self, header, body: dict, client_host: str):
+        def refusal(message: str) -> list:
+            return self._answer(header, ErrorCode.SASL_AUTHENTICATION_FAILED, message, b"", 0)
+        token, lifetime_ms = self._step(body["AuthBytes"], client_host, refusal)
+        return self._answer(header, ErrorCode.NONE, None, token, lifetime_ms)
+
+    def _step(self, token: bytes, client_host: str, refusal: Callable[[str], list] | None) -> tuple[bytes, int]:
+        """The session's answer to ``token`` and, once complete, its lifetime in ms (0: none).
+        A failure closes the connection after ``refusal(message)``'s answer (None: a v0
+        client's raw tokens, which get no answer)."""
         session = self._session
-        assert session is not None, "a SaslAuthenticate is taken only after a SaslHandshake"
+        assert session is not None, "a token is taken only after a SaslHandshake"
         try:
-            token = session.evaluate(body["AuthBytes"])
+            answer = session.evaluate(token)
             if session.complete:
                 self._check_principal(f"User:{session.user}")
         except SaslFailure as e:
             log.debug("SASL %s failed: %s", self._what, e)
             message = str(e) if isinstance(e, _PrincipalChanged) else self._failure_text(session)
             self._failures.failed(client_host)
-            raise CloseConnection("SASL_AUTHENTICATION_FAILED", response=self._answer(
-                header, ErrorCode.SASL_AUTHENTICATION_FAILED, message, b"", 0),
-                linger_s=self._failure_delay_s) from None
-        lifetime_ms = 0
-        if session.complete:
-            lifetime_ms = self._complete(f"User:{session.user}")
-        return self._answer(header, ErrorCode.NONE, None, token, lifetime_ms)
+            raise CloseConnection("SASL_AUTHENTICATION_FAILED", response=refusal(message) if refusal else None,
+                                  linger_s=self._failure_delay_s, logged=True) from None
+        lifetime_ms = self._complete(f"User:{session.user}") if session.complete else 0
+        return answer, lifetime_ms
 
     @property
     def _what(self) -> str:

@@ -157,7 +157,9 @@ class ScramServer:
             raise SaslFailure("malformed client-final message")
         if _b64decode(attrs[0][1], "channel binding") != self._gs2.encode():
             raise SaslFailure("channel binding does not match the client-first message")
-        if attrs[1][1] != self._nonce:
+        # Kafka's ScramSaslServer checks that the nonce *ends with* the server-first one; librdkafka
+        # up to 2.0 (Debian's kcat) sends the client nonce twice, <client><client><server>
+        if not attrs[1][1].endswith(self._nonce):
             raise SaslFailure("nonce does not match")
         auth_message = f"{self._first_bare},{self._server_first},{without_proof}".encode()
         proof = _b64decode(proof_text, "proof")

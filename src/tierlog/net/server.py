@@ -83,10 +83,11 @@ class CloseConnection(Exception):
     """Raised by a handler to drop the connection (framing or protocol violation); with
     ``response`` (encoded parts), that answer is sent first (a failed SASL authentication)."""
 
-    def __init__(self, message: str, response: list | None = None, linger_s: float = 0.0):
+    def __init__(self, message: str, response: list | None = None, linger_s: float = 0.0, logged: bool = False):
         super().__init__(message)
         self.response = response
         self.linger_s = linger_s        # after the answer, before the close (connection.failed.authentication.delay.ms)
+        self.logged = logged            # the raiser logged it (a failed SASL login, rate limited)
 
 
 class Limits:
@@ -408,12 +409,12 @@ class _Connection(asyncio.BufferedProtocol):
 
     async def _ended(self, e: BaseException) -> None:
         if isinstance(e, CloseConnection):
-            # an answered close (a failed SASL login) is logged by its gate, rate limited
-            (log.debug if e.response is not None else log.info)("closing %s: %s", self.peer, e)
+            # an answered close or a failed SASL login is logged by its raiser (rate limited)
+            (log.debug if e.response is not None or e.logged else log.info)("closing %s: %s", self.peer, e)
             if e.response is not None and not self._closed:
                 await self._send(e.response)
-                if e.linger_s > 0:
-                    await asyncio.sleep(e.linger_s)
+            if e.linger_s > 0 and not self._closed:
+                await asyncio.sleep(e.linger_s)
             self.close()
         elif isinstance(e, asyncio.CancelledError):
             pass

@@ -90,7 +90,6 @@ def test_an_unknown_mechanism_is_answered_with_the_list_then_closed():
 @pytest.mark.parametrize("frames", [
     [(ApiKey.METADATA, 12, {"Topics": None, "AllowAutoTopicCreation": False})],              # before any SASL
     [(ApiKey.SASL_AUTHENTICATE, 2, {"AuthBytes": b"\x00a\x00b"})],                            # before the handshake
-    [(ApiKey.SASL_HANDSHAKE, 0, {"Mechanism": "PLAIN"})],                                    # v0: raw tokens, gone
     [(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"}),
      (ApiKey.METADATA, 12, {"Topics": None, "AllowAutoTopicCreation": False})],              # between the two
 ])
@@ -102,6 +101,27 @@ def test_out_of_order_requests_close_the_connection(frames):
     with pytest.raises(CloseConnection, match="ILLEGAL_SASL_STATE"):
         gate(_frame(*last))
     assert inner.seen == []
+
+
+# -- SaslHandshake v0 (KIP-43): raw tokens -------------------------------------------------------------
+def test_after_a_v0_handshake_tokens_are_raw_frames():
+    gate, inner = _gate()
+    hello = _answer(ApiKey.SASL_HANDSHAKE, 0, gate(_frame(ApiKey.SASL_HANDSHAKE, 0, {"Mechanism": "PLAIN"})))
+    assert hello == {"ErrorCode": 0, "Mechanisms": ["PLAIN"]}
+    assert gate(bytearray(b'\x00alice\x00al"ice')) == [b""]       # PLAIN's empty answer, no header
+    assert gate.principal == "User:alice"
+    metadata = _frame(ApiKey.METADATA, 12, {"Topics": None, "AllowAutoTopicCreation": False})
+    assert gate(metadata) == ["inner"] and inner.principals == ["User:alice"]
+
+
+def test_a_raw_token_that_fails_closes_unanswered_and_late():
+    inner = Inner()
+    gate = sasl_sessions("SASL", {"PLAIN": PlainAuthenticator.from_jaas("k", JAAS)}, failure_delay_s=0.1)(inner)
+    gate(_frame(ApiKey.SASL_HANDSHAKE, 0, {"Mechanism": "PLAIN"}))
+    with pytest.raises(CloseConnection) as e:
+        gate(_frame(ApiKey.METADATA, 12, {"Topics": None, "AllowAutoTopicCreation": False}))   # a token, not a request
+    assert e.value.response is None and e.value.linger_s == 0.1 and e.value.logged
+    assert gate.principal is None and inner.seen == []
 
 
 # -- KIP-368 re-authentication -------------------------------------------------------------------------
@@ -183,6 +203,14 @@ def test_re_authentication_keeps_the_principal_and_the_mechanism():
     assert _answer(ApiKey.SASL_AUTHENTICATE, 2, e.value.response)["ErrorMessage"] == (
         "SASL mechanism 'SCRAM-SHA-256' requested by client is not supported for re-authentication of mechanism "
         "'PLAIN'")
+
+
+def test_a_v0_handshake_cannot_re_authenticate():
+    gate, inner, _ = _reauth_gate()
+    _login(gate)
+    with pytest.raises(CloseConnection, match="ILLEGAL_SASL_STATE"):
+        gate(_frame(ApiKey.SASL_HANDSHAKE, 0, {"Mechanism": "PLAIN"}))
+    assert inner.seen == []
 
 
 def test_a_failed_re_authentication_closes_the_connection():

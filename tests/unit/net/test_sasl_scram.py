@@ -8,9 +8,12 @@ import pytest
 
 from tierlog.metadata.scram import (
     ScramMechanism,
+    client_key,
     credential_from_salted_password,
+    hmac_of,
     new_credential,
     salted_password,
+    stored_key,
 )
 from tierlog.net.client_security import client_security, to_librdkafka
 from tierlog.net.node_security import node_security
@@ -105,6 +108,18 @@ def test_malformed_messages_and_tampering_fail():
         client.verify(b"e=other-error")
 
 
+def test_a_final_nonce_ending_with_the_servers_is_accepted_as_kafka_does():
+    """librdkafka up to 2.0 (Debian's kcat) answers r=<client nonce><client nonce><server nonce>."""
+    cred = new_credential(SHA256, "pw")
+    server = ScramServer(SHA256, lambda m, u: cred)
+    first = server.evaluate(b"n,,n=u,r=cn0nce").decode()
+    without_proof = "c=biws,r=cn0nce" + first.split(",")[0][2:]
+    key = client_key(SHA256, salted_password(SHA256, "pw", cred.salt, cred.iterations))
+    signature = hmac_of(SHA256, stored_key(SHA256, key), f"n=u,r=cn0nce,{first},{without_proof}".encode())
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(key, signature, strict=True))).decode()
+    assert server.evaluate(f"{without_proof},p={proof}".encode()).startswith(b"v=") and server.complete
+
+
 def test_stored_iterations_below_the_minimum_never_authenticate():
     weak = new_credential(SHA256, "pw", iterations=1000)
     with pytest.raises(SaslFailure):
@@ -140,6 +155,16 @@ def test_gate_runs_two_scram_round_trips_then_passes_requests():
         rounds += 1
     assert rounds == 2 and gate.principal == "User:alice"
     assert gate(_frame(ApiKey.METADATA, 12, {"Topics": None, "AllowAutoTopicCreation": False})) == ["in"]
+
+
+def test_gate_runs_scram_over_raw_tokens_after_a_v0_handshake():
+    gate, seen = _gate(new_credential(SHA512, "alice-secret"))
+    gate(_frame(ApiKey.SASL_HANDSHAKE, 0, {"Mechanism": "SCRAM-SHA-512"}))
+    client = ScramClient(SHA512, "alice", "alice-secret")
+    [server_first] = gate(bytearray(client.first()))
+    [server_final] = gate(bytearray(client.final(server_first)))
+    client.verify(server_final)
+    assert gate.principal == "User:alice" and not seen
 
 
 @pytest.mark.parametrize(("user", "password"), [("alice", "wrong"), ("mallory", "x")])

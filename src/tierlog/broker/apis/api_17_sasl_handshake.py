@@ -1,4 +1,7 @@
-"""SaslHandshake (17), v1 (v0's raw tokens are gone in Kafka 4.0, KIP-896).
+"""SaslHandshake (17), v0-1: v1 is followed by SaslAuthenticate requests (KIP-152), v0 by
+raw size-prefixed SASL tokens (KIP-43). Kafka 4.0 dropped v0 (KIP-896); tierlog keeps it so
+that older clients log in (librdkafka before 2.x's ApiVersions checks, e.g. Debian's kcat,
+needs v0 listed; clients written for 0.10-0.11 send v0).
 
 Listed by ApiVersions on every listener, as Kafka does. On a SASL listener the
 connection's ``net.sasl_gate.SaslGate`` answers it before authentication; a
@@ -23,7 +26,7 @@ if TYPE_CHECKING:
         SaslHandshakeResponse,
     )
 
-API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.SASL_HANDSHAKE, 1, 1
+API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.SASL_HANDSHAKE, 0, 1
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: SaslHandshakeRequest) -> SaslHandshakeResponse:

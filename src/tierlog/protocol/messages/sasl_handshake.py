@@ -1,7 +1,7 @@
 """SaslHandshake (key 17), versions 0-1, never flexible.
 
 v0 was followed by raw SASL tokens (KIP-43), v1 by SaslAuthenticate requests
-(KIP-152); Kafka 4.0 serves v1 only (KIP-896). The response lists the mechanisms
+(KIP-152); Kafka 4.0 serves v1 only (KIP-896), tierlog both. The response lists the mechanisms
 the listener has enabled.
 """
 
