@@ -13,6 +13,7 @@ no node logs a traceback.
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 import uuid
@@ -255,3 +256,25 @@ def _lists_topics(conf) -> bool:
         return True
     except KafkaException:
         return False
+
+
+def test_the_cli_names_a_tls_listener_and_a_refused_login(secured, tmp_path):
+    """Issue 41: plaintext against the TLS listener and a wrong password each say so and name the fix, through
+    librdkafka (topics list) and tierlog's own connection (metadata quorum) alike."""
+    (tmp_path / "tierlog-data").mkdir()
+    (tmp_path / "tierlog-data" / "client.properties").write_text(secured.client_properties.read_text())
+    wrong = tmp_path / "wrong.properties"
+    wrong.write_text(re.sub(r'password="[^"]*"', 'password="wrong"', secured.client_properties.read_text()))
+    first = secured.bootstrap.split(",")[0]
+    for command in (["topics", "list"], ["metadata", "quorum"]):
+        plain = subprocess.run([*CLI, *command, "--bootstrap-server", secured.bootstrap], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=90, check=False)
+        tls = (f"tierlog: error: {first} closed the connection during the handshake: it is a TLS listener and "
+               "this command spoke plaintext: pass --command-config tierlog-data/client.properties")
+        assert plain.returncode == 1 and plain.stderr.splitlines() == [tls], plain.stderr
+        login = _cli(*command, "--bootstrap-server", secured.bootstrap, "--command-config", str(wrong), check=False)
+        assert login.returncode == 1 and len(login.stderr.splitlines()) == 1, login.stderr
+        assert login.stderr.startswith("tierlog: error: 127.0.0.1:") and (
+            " refused the login: Authentication failed during authentication due to invalid credentials with SASL "
+            "mechanism SCRAM-SHA-512: check the username and password of sasl.jaas.config in --command-config"
+        ) in login.stderr, login.stderr

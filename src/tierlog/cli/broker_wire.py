@@ -5,8 +5,8 @@ confluent-kafka has no DescribeTopicPartitions (75), ListPartitionReassignments
 tierlog's codec over ``net.blocking.BlockingConnection`` (tierlog's one client
 connection) to the first bootstrap server that answers ApiVersions. Every wait
 ends at the command's deadline (--timeout). Failing to reach any server is a
-`CliError` in the same words as librdkafka's path:
-``cannot reach bootstrap server HOST:PORT (reason)``.
+`CliError` in the same words as librdkafka's path (`cli.connect_failure`): a refused login, a
+TLS listener spoken to in plaintext, else ``cannot reach bootstrap server HOST:PORT (reason)``.
 
 The connection speaks what --command-config asks for (``security.protocol``,
 ``ssl.*`` and SASL/PLAIN's or SCRAM's ``sasl.*``, Kafka's client names or librdkafka's;
@@ -20,11 +20,12 @@ from __future__ import annotations
 import argparse
 from typing import Self
 
+from tierlog.cli.connect_failure import login_refused, unreachable
 from tierlog.cli.errors import CliError
 from tierlog.clock import monotonic_s
 from tierlog.net.blocking import BlockingConnection
 from tierlog.net.client_security import client_security
-from tierlog.net.request_pipeline import PeerUnavailable
+from tierlog.net.request_pipeline import AuthenticationFailed, PeerUnavailable
 from tierlog.net.security import PLAINTEXT, Security, SecurityConfigError
 from tierlog.protocol import APIS, ApiKey
 
@@ -89,11 +90,14 @@ class BrokerWire:
             try:
                 self._open(address)
                 return
+            except AuthenticationFailed as exc:
+                self.close()
+                raise CliError(login_refused(address, exc.reason)) from None
             except (PeerUnavailable, ValueError) as exc:
                 self.close()
                 failures.append(exc.reason if isinstance(exc, PeerUnavailable) else str(exc))
         reason = "; ".join(dict.fromkeys(failures)) or "no bootstrap server given"
-        raise CliError(f"cannot reach bootstrap server {self.bootstrap} ({reason})")
+        raise CliError(unreachable(self.bootstrap, reason, spoke_tls=self.security.ssl is not None))
 
     def _open(self, address: str) -> None:
         host, port = _split_host_port(address)

@@ -37,11 +37,10 @@ _TOPIC_RETRY_BACKOFF_S = 0.1
 _RETRIABLE_METADATA = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
 
 
-def _client_config(args: argparse.Namespace, health: BrokerHealth, settings: dict) -> dict:
+def _client_config(args: argparse.Namespace, settings: dict) -> dict:
     timeout_ms = max(1000, int(args.timeout * 1000))
     config: dict[str, Any] = {
         "bootstrap.servers": args.bootstrap_server,
-        "error_cb": health,
         "log_level": 0,
         "socket.connection.setup.timeout.ms": timeout_ms,
     }
@@ -51,6 +50,10 @@ def _client_config(args: argparse.Namespace, health: BrokerHealth, settings: dic
         config["log_level"] = 7
     config.update(user)
     return config
+
+
+def _speaks_tls(config: dict) -> bool:
+    return str(config.get("security.protocol", "plaintext")).lower() in ("ssl", "sasl_ssl")
 
 
 def _librdkafka_settings(user: dict) -> dict:
@@ -67,8 +70,9 @@ class Connection:
     def __init__(self, client_class: type, args: argparse.Namespace, **settings: Any) -> None:
         self.bootstrap = args.bootstrap_server
         self.timeout_s: float = args.timeout
-        self.health = BrokerHealth(self.bootstrap)
-        self.client = client_class(_client_config(args, self.health, settings))
+        config = _client_config(args, settings)
+        self.health = BrokerHealth(self.bootstrap, spoke_tls=_speaks_tls(config))
+        self.client = client_class({**config, "error_cb": self.health})
 
     def deadline(self) -> float:
         """A monotonic deadline --timeout seconds from now."""

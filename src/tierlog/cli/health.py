@@ -4,7 +4,8 @@ librdkafka retries a refused connection forever and only tells the program
 through the ``error_cb`` callback, which runs inside the client's ``poll``.
 `BrokerHealth` is that callback: it remembers when every broker is down (or
 a fatal error happened) and `check` turns that into a `CliError` such as
-``cannot reach bootstrap server 127.0.0.1:9092 (Connection refused)``.
+``cannot reach bootstrap server 127.0.0.1:9092 (Connection refused)`` (a refused login or a
+TLS listener spoken to in plaintext is named as such: `cli.connect_failure`).
 
 Losing every broker only fails the command before the cluster first
 answered (`mark_connected`); afterwards a restarting broker is librdkafka's
@@ -17,6 +18,7 @@ import re
 
 from confluent_kafka import KafkaError
 
+from tierlog.cli.connect_failure import login_refused, unreachable
 from tierlog.cli.errors import CliError, describe_kafka_error
 
 __all__ = ["BrokerHealth"]
@@ -36,10 +38,12 @@ def _short_reason(text: str) -> str:
 class BrokerHealth:
     """The ``error_cb`` of one client, and the check that reports it."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, *, spoke_tls: bool) -> None:
         self.bootstrap = bootstrap
+        self.spoke_tls = spoke_tls          # the client's security.protocol is SSL or SASL_SSL
         self._all_down = False
         self._reason = ""
+        self._login_refused = False
         self._fatal: KafkaError | None = None
         self._connected = False
 
@@ -54,6 +58,7 @@ class BrokerHealth:
             self._all_down = not self._connected
         elif code in _CONNECTION_CODES:
             self._reason = _short_reason(error.str())
+            self._login_refused = code == KafkaError._AUTHENTICATION
         elif error.fatal():
             self._fatal = error
 
@@ -67,8 +72,9 @@ class BrokerHealth:
         return self._connected
 
     def unreachable_message(self, fallback: str = "") -> str:
-        detail = self._reason or fallback
-        return f"cannot reach bootstrap server {self.bootstrap}" + (f" ({detail})" if detail else "")
+        if self._login_refused:
+            return login_refused(self.bootstrap, self._reason)
+        return unreachable(self.bootstrap, self._reason or fallback, spoke_tls=self.spoke_tls)
 
     def check(self) -> None:
         """Raise `CliError` if the client hit a fatal error or lost every broker."""

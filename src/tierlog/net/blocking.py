@@ -64,7 +64,7 @@ class BlockingConnection:
                 token = login.next(self.request(*sasl_client.authenticate_request(token)))
         except PeerUnavailable as e:
             self.close()
-            raise PeerUnavailable(f"cannot connect to {self.address}: {e.reason}", e.reason) from None
+            raise type(e)(f"cannot connect to {self.address}: {e.reason}", e.reason) from None
         after_s = sasl_client.reauth_after_s(login.lifetime_ms)
         self._reauth_at = None if after_s is None else monotonic_s() + after_s
 

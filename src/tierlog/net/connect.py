@@ -21,7 +21,7 @@ import ssl
 from tierlog.net.security import Security, SslSettings
 from tierlog.net.ssl_context import client_context
 
-__all__ = ["connect", "describe_failure", "open_connection"]
+__all__ = ["connect", "describe_failure", "open_connection", "speaks_tls"]
 
 _RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024
 
@@ -62,6 +62,19 @@ def describe_failure(exc: OSError) -> str:
     if isinstance(exc, TimeoutError):
         return "timed out"
     return exc.strerror or str(exc) or type(exc).__name__
+
+
+def speaks_tls(host: str, port: int, timeout_s: float) -> bool:
+    """Whether host:port finishes a TLS handshake (nothing verified: this only tells a TLS listener
+    from a plaintext one, to explain why a plaintext connection to it was closed)."""
+    probe = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    probe.check_hostname = False
+    probe.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock, probe.wrap_socket(sock):
+            return True
+    except OSError:             # refused, timed out, or not TLS (ssl.SSLError)
+        return False
 
 
 @functools.lru_cache(maxsize=16)

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from tierlog.protocol import ProtocolError, decode_response, encode_request
 
-__all__ = ["RECEIVE_MESSAGE_MAX_BYTES", "PeerUnavailable", "RequestPipeline"]
+__all__ = ["RECEIVE_MESSAGE_MAX_BYTES", "AuthenticationFailed", "PeerUnavailable", "RequestPipeline"]
 
 #: Largest response frame accepted (librdkafka's ``receive.message.max.bytes``).
 #: A tierlog broker's biggest answer is a Fetch: at most ``fetch.max.bytes``
@@ -45,6 +45,11 @@ class PeerUnavailable(Exception):
     def __init__(self, message: str, reason: str | None = None):
         super().__init__(message)
         self.reason = reason or message
+
+
+class AuthenticationFailed(PeerUnavailable):
+    """The peer refused the login (SASL mechanism or credentials; Kafka's
+    SaslAuthenticationException): retrying with the same settings cannot succeed."""
 
 
 class _InFlight(NamedTuple):

@@ -19,7 +19,7 @@ clients pick 85-95%), before a request and with nothing in flight behind the exc
 from __future__ import annotations
 
 from tierlog.metadata.scram import ScramMechanism
-from tierlog.net.request_pipeline import PeerUnavailable
+from tierlog.net.request_pipeline import AuthenticationFailed
 from tierlog.net.sasl_scram import SaslFailure, ScramClient
 from tierlog.net.security import SaslCredentials
 from tierlog.protocol.api import ApiKey
@@ -49,7 +49,7 @@ def check_handshake(answer: dict, creds: SaslCredentials) -> None:
     if answer["ErrorCode"] != ErrorCode.NONE:
         enabled = ", ".join(answer.get("Mechanisms") or []) or "none"
         reason = f"SASL mechanism {creds.mechanism} refused ({describe(answer['ErrorCode'])}; enabled: {enabled})"
-        raise PeerUnavailable(reason, reason)
+        raise AuthenticationFailed(reason, reason)
 
 
 def authenticate_request(token: bytes) -> tuple[int, int, dict]:
@@ -59,7 +59,7 @@ def authenticate_request(token: bytes) -> tuple[int, int, dict]:
 def check_authenticate(answer: dict) -> None:
     if answer["ErrorCode"] != ErrorCode.NONE:
         reason = f"SASL authentication failed: {answer.get('ErrorMessage') or describe(answer['ErrorCode'])}"
-        raise PeerUnavailable(reason, reason)
+        raise AuthenticationFailed(reason, reason)
 
 
 def reauth_after_s(lifetime_ms: int) -> float | None:
@@ -93,5 +93,5 @@ class ClientExchange:
             self._scram.verify(bytes(answer["AuthBytes"]))
         except SaslFailure as e:
             reason = f"SASL authentication failed: {e}"
-            raise PeerUnavailable(reason, reason) from None
+            raise AuthenticationFailed(reason, reason) from None
         return None
