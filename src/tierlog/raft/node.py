@@ -10,7 +10,7 @@ The shell (asyncio in a real process, the simulator in tests) calls:
 - ``propose(records, now_ms, epoch=None) -> int``, ``resign(now_ms) -> Output``,
   ``create_snapshot(end_offset, epoch, last_contained_ts_ms)``, ``describe(now_ms)``
 
-Persistence contract (etcd's ``Ready``; DESIGN.md principle 1): the Output says what
+Persistence contract (etcd's ``Ready``; docs/architecture.md, "The pattern"): the Output says what
 must become durable - ``quorum_state`` (the ElectionState to write) and
 ``flush_log_to`` (flush the log's appends up to this offset) - and the shell makes
 it durable, in order and off its event loop, BEFORE it sends the Output's requests

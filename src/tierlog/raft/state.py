@@ -34,7 +34,7 @@ Observers (not in the voter set) are only ever Unattached or Follower.
 Changes within a state (votes received, a candidate's backoff, acknowledged
 Begin/EndQuorumEpoch, a follower's fetch deadline) also go through QuorumState's
 methods; no other module assigns a state's fields.
-Persistence (DESIGN.md principle 1, etcd's Ready): each transition changes the
+Persistence (docs/architecture.md, "The pattern"; etcd's Ready): each transition changes the
 state in memory and records the new ElectionState as ``unpersisted``; RaftNode puts
 it in the call's Output (``Output.quorum_state``) and the shell writes it through the
 QuorumStateStore (durably, off the event loop) BEFORE it sends anything from that

@@ -6,7 +6,7 @@ v2), fit in a segment, have a key in every record when the topic is compacted
 record is named by its index, KIP-467), and have CreateTime timestamps within
 [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms].
 The timestamps checked are the header's baseTimestamp and maxTimestamp, not each
-record's: records are not decoded on the append path. Follower appends must
+record's: records are decoded only for a compacted topic's key check. Follower appends must
 continue the log with increasing offsets.
 """
 

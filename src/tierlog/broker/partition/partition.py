@@ -45,7 +45,7 @@ a new leader's ``LeaderState`` starts from it), and a follower's value is
 replaced by the leader's on the first fetch.  ``follower_hw`` = -1 (replication
 not started) means the log end offset.
 
-The producer state (idempotence today, transactions later) lives in the log's
+The producer state (idempotent producers and KIP-98 transactions) lives in the log's
 ``storage.producer_state`` and is reached only through this class.
 """
 from __future__ import annotations
