@@ -304,6 +304,7 @@ class Node:
             await self.remote.start()
         replicas.apply_image(loader.image)
         loader.subscribe(replicas.apply_image)
+        loader.subscribe(self.broker.groups.on_image)       # a deleted topic's offsets leave its groups
 
     def _assignment_channel(self, voters: list[int], loader: MetadataLoader) -> ControllerChannel | None:
         """AssignReplicasToDirs gets a channel of its own (Kafka's "directory-assignments") when the broker

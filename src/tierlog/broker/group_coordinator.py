@@ -30,6 +30,7 @@
   classic assignment it carried (``GroupShard.write_failed``: the group rebalances),
   and its offset commits take effect if the high watermark passes them later.
 - A ticker runs the shards' timeouts (sessions, rebalances, offset expiry).
+- Metadata (``on_image``): a deleted topic's committed offsets are tombstoned in the loaded shards.
 """
 from __future__ import annotations
 
@@ -344,6 +345,18 @@ class GroupCoordinator:
             hosted.early_markers.append((producer_id, commit))
         else:
             hosted.shard.complete_txn(producer_id, commit)
+
+    def on_image(self, image, delta) -> None:
+        """A metadata image (``MetadataLoader.subscribe``): the committed offsets of topics it deleted go
+        from the groups of every shard loaded here (Kafka's GroupCoordinator.onPartitionsDeleted)."""
+        if delta is None:
+            return
+        base = delta.image
+        deleted = {name for name in delta.changed_topics if name in base.topics and (
+            name not in image.topics or image.topics[name].topic_id != base.topics[name].topic_id)}
+        for hosted in self._hosted.values() if deleted else ():
+            if hosted.shard is not None and self._leading(hosted):
+                self._emit(hosted, hosted.shard.delete_topic_offsets(deleted, self._clock_ms()))
 
     # -- time ------------------------------------------------------------------------------
     async def _tick_loop(self) -> None:

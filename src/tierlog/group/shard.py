@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
@@ -381,6 +381,22 @@ class GroupShard:
             self._tombstone_offsets(group.group_id, keys, c)
             if not self.offsets.has_offsets(group.group_id):
                 self._delete_group(group, c)
+
+    # -- metadata ------------------------------------------------------------------------------
+    def delete_topic_offsets(self, topics: Collection[str], now_ms: int) -> Output:
+        """Topics deleted from the cluster: every group's committed offsets of their partitions are
+        tombstoned (Kafka's GroupCoordinator.onPartitionsDeleted), so a topic created again under the
+        name starts without them; an empty group left without offsets is deleted, as expiry does."""
+        c = self._ctx(now_ms)
+        for group_id in self.offsets.group_ids():
+            keys = [key for key in self.offsets.all(group_id) if key[0] in topics]
+            if not keys:
+                continue
+            self._tombstone_offsets(group_id, keys, c)
+            group = self.groups.get(group_id)
+            if group is not None and _is_empty(group) and not self.offsets.has_offsets(group_id):
+                self._delete_group(group, c)
+        return c.out
 
 
 def _is_empty(group: ClassicGroup | ConsumerGroup) -> bool:

@@ -5,7 +5,7 @@ import pytest
 
 from tierlog.group import GroupConfig, GroupShard, GroupState
 from tierlog.group.group import ClassicGroup
-from tierlog.group.log_records import GroupKey, decode_key, decode_value
+from tierlog.group.log_records import GroupKey, OffsetKey, decode_key, decode_value
 from tierlog.protocol.errors import ErrorCode as E
 
 CFG = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=100, max_session_timeout_ms=10_000,
@@ -282,6 +282,30 @@ def test_delete_groups_offset_delete_and_expiry():
     s.loaded(0)
     outs = s.tick(2000)                                        # retention 1000 ms passed: expired
     assert "old" not in s.groups and any(r[1] is None for o in outs for r in o.records)
+
+
+def test_a_deleted_topics_offsets_leave_every_group_in_tombstones():
+    s = shard()
+
+    def commit(group, topics):
+        return {"GroupId": group, "GenerationIdOrMemberEpoch": -1, "MemberId": "", "Topics": [
+            {"Name": t, "Partitions": [{"PartitionIndex": p, "CommittedOffset": 7, "CommittedMetadata": None}
+                                       for p in (0, 1)]} for t in topics]}
+    s.apply_committed(s.commit_offsets(commit("both", ["gone", "kept"]), "c", 0).on_commit)
+    s.apply_committed(s.commit_offsets(commit("only", ["gone"]), "c", 0).on_commit)
+    out = s.delete_topic_offsets({"gone"}, 1)
+    tombstones = [decode_key(k) for k, v in out.records if v is None]
+    assert {(k.group, k.topic, k.partition) for k in tombstones if isinstance(k, OffsetKey)} == {
+        (g, "gone", p) for g in ("both", "only") for p in (0, 1)}
+    assert [t["Name"] for t in s.fetch_offsets("both", None)["Topics"]] == ["kept"]
+    assert "only" not in s.groups, "an empty group left without offsets is deleted, as expiry does"
+    assert GroupKey("only") in [decode_key(k) for k, v in out.records if v is None]
+    reloaded = shard()
+    for k, v in [*s.commit_offsets(commit("both", ["gone"]), "c", 0).records, *out.records]:
+        reloaded.replay(k, v)
+    assert reloaded.fetch_offsets("both", [{"Name": "gone", "PartitionIndexes": [0]}])["Topics"][0][
+        "Partitions"][0]["CommittedOffset"] == -1, "the tombstones win on load"
+    assert not s.delete_topic_offsets({"never"}, 2)
 
 
 def test_subscribed_topic_offsets_cannot_be_deleted():
