@@ -5,8 +5,8 @@ only after ``vm.dirty_expire_centisecs`` or when dirty memory passes its
 background threshold, and then all at once: ext4 allocates blocks for
 megabytes of delayed-allocation pages and the block layer throttles writers,
 so an append's ``pwrite`` stalls for hundreds of milliseconds while every
-connection of the event loop waits behind it (bench/README.md, "Why tierlog's
-tail latency spikes").
+connection of the event loop waits behind it (bench/README.md, "Single node against
+Tansu"; the analysis is in that page's git history, "Why tierlog's tail latency spikes").
 
 Instead, every ``STEP_BYTES`` of appends a segment asks for the whole pages
 behind its tail to be written back (``sync_file_range(SYNC_FILE_RANGE_WRITE)``,
