@@ -6,7 +6,8 @@ between brokers, PLAIN on the controller listener), with the super user ``admin`
 controller's bootstrap records (what ``tierlog format --add-scram`` writes), plus
 ``overrides``. ``admin`` is confluent-kafka's settings as ``admin`` (bootstrap included).
 With ``plaintext``, each broker also serves a PLAINTEXT listener (``node.plaintext_port``),
-to compare what a client reads over both.
+to compare what a client reads over both; its clients (``User:ANONYMOUS``) are super users,
+since the layout enforces ACLs.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def _add_plaintext_listener(node: NodeProcess) -> None:
     node.plaintext_port = free_port()
     node.props["listeners"] += f",PLAINTEXT://127.0.0.1:{node.plaintext_port}"
     node.props["listener.security.protocol.map"] += ",PLAINTEXT:PLAINTEXT"
+    node.props["super.users"] += ";User:ANONYMOUS"
 
 
 def check_logs(cluster, *secrets: str) -> None:

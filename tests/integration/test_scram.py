@@ -23,8 +23,13 @@ import pytest
 from cluster import log_end_offset, wait_for
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     NewTopic,
+    ResourcePatternType,
+    ResourceType,
     ScramCredentialInfo,
     ScramMechanism,
     UserScramCredentialUpsertion,
@@ -101,6 +106,14 @@ def _create_users(cluster) -> None:
     for user, (mechanism, _) in USERS.items():
         [info] = described[user].result(timeout=30).scram_credential_infos
         assert (info.mechanism.name, info.iterations) == (mechanism.replace("-", "_"), 8192)
+    # `tierlog up --security` enforces ACLs: the users may write and read the scram-* topics and groups
+    grants = [AclBinding(rtype, "scram-", ResourcePatternType.PREFIXED, f"User:{user}", "*", op,
+                         AclPermissionType.ALLOW)
+              for user in USERS for rtype, op in ((ResourceType.TOPIC, AclOperation.WRITE),
+                                                  (ResourceType.TOPIC, AclOperation.READ),
+                                                  (ResourceType.GROUP, AclOperation.READ))]
+    for f in admin.create_acls(grants).values():
+        f.result(timeout=30)
 
 
 def test_clients_produce_and_consume_with_scram(secured):

@@ -26,7 +26,9 @@ then waits) on Ctrl-C or SIGTERM.
 ``--security ssl|sasl_plaintext|sasl_ssl`` (default plaintext) secures every listener,
 inter-broker and controller traffic included (cli/up_security.py: a development CA
 under ``<data-dir>/tls/``, SCRAM-SHA-512 with the super user ``admin``, bootstrapped into
-the new cluster's metadata log), and prints ``client.properties=<path>``.
+the new cluster's metadata log; with SASL the StandardAuthorizer on, so other users need
+ACLs), and prints ``client.properties=<path>`` (Kafka's Java form) and
+``client-librdkafka.properties=<path>`` (librdkafka's names).
 """
 from __future__ import annotations
 
@@ -94,8 +96,10 @@ def register(subparsers) -> None:
                    help="override any config on every node (repeatable)")
     p.add_argument("--security", choices=SECURITY_MODES, default="plaintext",
                    help="secure every listener: TLS with a development CA under <data-dir>/tls, and/or "
-                        "SASL/SCRAM-SHA-512 with the super user 'admin' (random password); prints "
-                        "client.properties=PATH, for --command-config on every command")
+                        "SASL/SCRAM-SHA-512 with the super user 'admin' (random password) and ACLs enforced "
+                        "(StandardAuthorizer: other users need `tierlog acls --add`); prints "
+                        "client.properties=PATH (Java form, for --command-config on every command) and "
+                        "client-librdkafka.properties=PATH (confluent-kafka, kcat); see docs/security.md")
     p.set_defaults(func=run)
 
 
@@ -248,6 +252,7 @@ def run(args) -> int:
         print(f"monitoring={data_dir / 'monitoring'}", flush=True)
         if security.client_properties is not None:
             print(f"client.properties={security.client_properties}", flush=True)
+            print(f"client-librdkafka.properties={security.librdkafka_properties}", flush=True)
         _watch(procs, lambda: stopping)
     except KeyboardInterrupt:
         pass

@@ -24,6 +24,14 @@ def test_sasl_ssl_layout_is_honoured_by_nodes_and_clients_and_kept(tmp_path):
     assert {e.mechanism.mechanism_name for e in first.scram} == {"SCRAM-SHA-256", "SCRAM-SHA-512"}
     assert spec.sasl.password == first.scram[0].password and len(spec.sasl.password) >= 24
     assert first.node_props["super.users"] == "User:admin"
+    assert first.node_props["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert first.librdkafka_properties == tmp_path / "client-librdkafka.properties"
+    assert first.librdkafka_properties.stat().st_mode & 0o077 == 0
+    librdkafka = parse_properties(first.librdkafka_properties.read_text())
+    assert librdkafka == {"security.protocol": "SASL_SSL", "ssl.ca.location": str(tmp_path / "tls" / "ca.crt"),
+                          "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "admin",
+                          "sasl.password": spec.sasl.password}
+    assert client_security(librdkafka) == spec                 # the same settings in librdkafka's names
     for roles, listeners in ((("broker",), ["SASL_SSL"]), (("controller",), ["CONTROLLER"]),
                              (("broker", "controller"), ["SASL_SSL", "CONTROLLER"])):
         node = node_security(first.node_props, listeners, ["CONTROLLER"], "SASL_SSL" if "broker" in roles else None)
@@ -40,3 +48,6 @@ def test_an_existing_cluster_cannot_gain_the_admin_user(tmp_path):
         prepare_security("sasl_plaintext", tmp_path, "127.0.0.1", existing_cluster=True)
     ssl_only = prepare_security("ssl", tmp_path, "127.0.0.1", existing_cluster=True)
     assert "sasl.jaas.config" not in ssl_only.client_properties.read_text()
+    assert "authorizer.class.name" not in ssl_only.node_props        # every TLS client is User:ANONYMOUS
+    assert parse_properties(ssl_only.librdkafka_properties.read_text()) == {
+        "security.protocol": "SSL", "ssl.ca.location": str(tmp_path / "tls" / "ca.crt")}
