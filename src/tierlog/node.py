@@ -54,13 +54,14 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from tierlog.broker.apis import REGISTRY as BROKER_APIS
 from tierlog.broker.broker import Broker
 from tierlog.broker.broker_metrics import BrokerMetricsCollector
+from tierlog.broker.client_quotas import ClientQuotaManager
 from tierlog.broker.controller_channel import ControllerChannel
 from tierlog.broker.lifecycle import BrokerLifecycleManager, Endpoint
 from tierlog.broker.remote.tier import RemoteTier
 from tierlog.broker.replica_manager import LAST_TIERED_OFFSET_ENABLE, ReplicaManager
 from tierlog.broker.role import LifecycleLoop, MetadataView
 from tierlog.broker.topic_stats import BrokerTopicStats
-from tierlog.clock import wall_clock_ms
+from tierlog.clock import monotonic_ms, wall_clock_ms
 from tierlog.config import ConfigError, NodeConfig, parse_properties
 from tierlog.controller.controller_config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
@@ -280,9 +281,12 @@ class Node:
         self.metrics_registry.register(collector)
         self._scrape_preparers.append(collector.prepare)
         observers = (self.request_metrics, topic_stats)
+        quotas = ClientQuotaManager(lambda: metadata_view.image, cfg.int_of("quota.window.num"),
+                                    cfg.int_of("quota.window.size.seconds"), monotonic_ms)
+        self.metrics_registry.register(quotas)
         for listener_cfg, sock in sockets:
-            await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS, listener_cfg.name, observers),
-                              sock)
+            await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS, listener_cfg.name, observers,
+                                                              quotas), sock)
         self.lifecycle = LifecycleLoop(manager, self._controller_channel("lifecycle", voters, loader),
                                        lambda: loader.image.provenance.last_contained_offset,
                                        cfg["controller.quorum.request.timeout.ms"] / 1000, self._on_fatal)

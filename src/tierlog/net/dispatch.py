@@ -14,6 +14,13 @@ dispatcher's ``observers`` once its response is ready:
 ``observer.on_response(header, request, response, received_ns, started_ns)``
 (``RequestMetrics``, the broker's ``BrokerTopicStats``); a request that closes the
 connection is not observed.
+
+Client quotas (KIP-219): a dispatcher given ``quotas`` (the broker's
+``ClientQuotaManager``) asks it per answered request for a throttle time
+(``quotas.throttle(header, request, request bytes, response bytes (a callable), handler ns)``);
+a throttled answer is re-encoded with that ``ThrottleTimeMs`` (the larger of it and the
+handler's) and returned as ``server.Throttled``, so the connection is muted that long
+once it is sent. Nothing but a None check is added while no quota manager is given.
 """
 from __future__ import annotations
 
@@ -30,7 +37,7 @@ from tierlog.protocol import (
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
-from .server import CloseConnection
+from .server import CloseConnection, Throttled
 
 __all__ = ["ANONYMOUS", "RequestDispatcher", "api_versions_list"]
 
@@ -51,11 +58,13 @@ class RequestDispatcher:
     ``header.principal`` (Kafka's KafkaPrincipal: given by the SASL gate or the TLS listener's
     principal builder, ``User:ANONYMOUS`` otherwise; the ACL checks use it)."""
 
-    def __init__(self, context, registry: dict, listener: str | None = None, observers: tuple = ()):
+    def __init__(self, context, registry: dict, listener: str | None = None, observers: tuple = (),
+                 quotas=None):
         self.context = context
         self.registry = registry
         self.listener = listener
         self.observers = observers
+        self.quotas = quotas
 
     def __call__(self, frame: bytearray, client_host: str = "", received_ns: int | None = None,
                  principal: str = ANONYMOUS):
@@ -82,14 +91,33 @@ class RequestDispatcher:
         result = api.handle(self.context, header, body)
         timing = (started_ns if received_ns is None else received_ns, started_ns)
         if inspect.isawaitable(result):
-            return self._finish(header, body, result, timing)
+            return self._finish(header, body, result, timing, len(frame), monotonic_ns() - started_ns)
         self._observe(header, body, result, timing)
-        return self._encode(header, result)
+        if self.quotas is None:
+            return self._encode(header, result)
+        return self._answer_within_quota(header, body, result, len(frame), started_ns)
 
-    async def _finish(self, header, body, pending, timing):
+    async def _finish(self, header, body, pending, timing, request_bytes: int, sync_ns: int):
         result = await pending
         self._observe(header, body, result, timing)
-        return self._encode(header, result)
+        if self.quotas is None:
+            return self._encode(header, result)
+        return self._answer_within_quota(header, body, result, request_bytes, monotonic_ns() - sync_ns)
+
+    def _answer_within_quota(self, header, body, result, request_bytes: int, started_ns: int):
+        """Encode; when the client's quotas throttle it, again with the throttle time, as ``Throttled``."""
+        parts = self._encode(header, result)
+        if parts is None:
+            return None
+        delay = self.quotas.throttle(header, body, request_bytes, lambda: sum(len(p) for p in parts),
+                                     monotonic_ns() - started_ns)
+        if delay <= 0:
+            return parts
+        if isinstance(result, dict) and "ThrottleTimeMs" in result:
+            delay = max(delay, result["ThrottleTimeMs"])
+            result["ThrottleTimeMs"] = delay
+            parts = self._encode(header, result)
+        return Throttled(parts, delay)
 
     def _observe(self, header, request, response, timing) -> None:
         for observer in self.observers:

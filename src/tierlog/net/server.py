@@ -67,7 +67,7 @@ from .connection_deadlines import ConnectionDeadlines
 from .connection_quotas import ConnectionQuotas
 from .memory_pool import MemoryPool
 
-__all__ = ["CloseConnection", "Limits", "Server", "bind"]
+__all__ = ["CloseConnection", "Limits", "Server", "Throttled", "bind"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,16 @@ FRAME_CHUNK_MAX_BYTES = 8 << 20     # its largest growth step (it doubles up to 
 SENDFILE_MIN_BYTES = 65536          # smaller regions are cheaper to pread and write
 BACKLOG = 1024
 _QUEUE, _MEMORY = "queued.max.requests", "queued.max.request.bytes"   # why a connection stopped reading
+_THROTTLED = "throttled"
+
+
+class Throttled(list):
+    """An answer's parts from a client over its quota: once sent, the connection is muted
+    (reads and begins nothing) for ``throttle_ms`` (KIP-219)."""
+
+    def __init__(self, parts: list, throttle_ms: int):
+        super().__init__(parts)
+        self.throttle_ms = throttle_ms
 
 
 class CloseConnection(Exception):
@@ -133,6 +143,8 @@ class _Connection(asyncio.BufferedProtocol):
         self._handling: set[asyncio.Task] = set()   # handlers' tasks not ended yet
         self._zero_copy = server.ssl_context is None      # sendfile bypasses TLS
         self._handle: Callable[..., Any] = server.session(server.handler) if server.session else server.handler
+        self._unmuted = asyncio.Event()         # clear while throttled (KIP-219)
+        self._unmuted.set()
 
     # -- asyncio protocol callbacks -------------------------------------------------
     def connection_made(self, transport):
@@ -176,6 +188,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._wake.set()
         self._answered.set()
         self._can_write.set()
+        self._unmuted.set()
         for task in self.tasks():
             task.cancel()
 
@@ -341,6 +354,8 @@ class _Connection(asyncio.BufferedProtocol):
                     await self._wake.wait()
                     continue
                 await self._room_to_begin()
+                if not self._unmuted.is_set():
+                    await self._unmuted.wait()
                 if self._closed:
                     break
                 frame, received_ns = self._queue.popleft()
@@ -405,7 +420,21 @@ class _Connection(asyncio.BufferedProtocol):
             result = await result
         if result is not None and not self._closed:
             await self._send(result)
+            if type(result) is Throttled:
+                self._mute(result.throttle_ms)
         self._server.request_done(self)
+
+    def _mute(self, throttle_ms: int) -> None:
+        """Read and begin nothing more for ``throttle_ms`` (KIP-219: the client backs off meanwhile)."""
+        if _THROTTLED in self._pauses:
+            return
+        self._pause(_THROTTLED)
+        self._unmuted.clear()
+        asyncio.get_running_loop().call_later(throttle_ms / 1000, self._unmute)
+
+    def _unmute(self) -> None:
+        self._unmuted.set()
+        self._resume(_THROTTLED)
 
     async def _ended(self, e: BaseException) -> None:
         if isinstance(e, CloseConnection):

@@ -1,0 +1,104 @@
+"""Client quotas enforced over sockets (KIP-13/219): a producer and a consumer over their
+byte rates get answers carrying throttle_time_ms (confluent-kafka's throttle_cb) and move
+about their quota, while an unlimited client on the same broker is never throttled; the
+quota metrics show on /metrics.
+
+The node measures over 4 windows of 1 s (quota.window.num=4), so a first burst is three
+seconds' worth; the clients send and fetch small requests (batch.size, fetch.max.bytes) so
+that no single request is worth more than the 4 s a throttle may last. Bounds are generous
+(2x the quota over the time, plus the burst), never timing asserts.
+"""
+import time
+import urllib.request
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from nodeproc import NodeProcess
+from test_cli import ok
+
+pytestmark = pytest.mark.integration
+
+QUOTA = 100_000            # bytes/s
+RUN_S = 6.0
+VALUE = b"x" * 1_000
+BURST_S = 3
+
+
+@pytest.fixture(scope="module")
+def quota_node(tmp_path_factory):
+    n = NodeProcess(tmp_path_factory.mktemp("quotas") / "node-1",
+                    props={"quota.window.num": "4", "metrics.prometheus.listener": "127.0.0.1:0"}).start()
+    admin = AdminClient({"bootstrap.servers": n.bootstrap})
+    for f in admin.create_topics([NewTopic("quota-in", 1, 1), NewTopic("quota-out", 1, 1)]).values():
+        f.result(30)
+    for client, key in (("slow-producer", "producer_byte_rate"), ("slow-consumer", "consumer_byte_rate")):
+        ok("configs", "--entity-type", "clients", "--entity-name", client, "--alter",
+           "--add-config", f"{key}={QUOTA}", "--bootstrap-server", n.bootstrap)
+    yield n
+    if n.alive():
+        n.stop()
+
+
+def _produce_for(bootstrap: str, client_id: str, seconds: float) -> tuple[int, list[int]]:
+    """(bytes acknowledged, throttle times seen) producing as fast as the client may for ``seconds``."""
+    throttles: list[int] = []
+    acked = [0]
+
+    def delivered(err, msg):
+        if err is None:
+            acked[0] += len(msg.value())
+    p = Producer({"bootstrap.servers": bootstrap, "client.id": client_id, "linger.ms": 5, "batch.size": 16384,
+                  "queue.buffering.max.kbytes": 2048,
+                  "throttle_cb": lambda event: throttles.append(event.throttle_time)})
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            p.produce("quota-in", VALUE, on_delivery=delivered)
+        except BufferError:
+            p.poll(0.05)
+        p.poll(0)
+    p.flush(30)
+    return acked[0], throttles
+
+
+def test_a_producer_over_its_quota_is_throttled_and_an_unlimited_one_is_not(quota_node):
+    start = time.monotonic()
+    acked, throttles = _produce_for(quota_node.bootstrap, "slow-producer", RUN_S)
+    elapsed = time.monotonic() - start
+    assert throttles and max(throttles) > 0
+    assert acked <= QUOTA * 2 * (elapsed + BURST_S), (acked, elapsed)
+    fast_acked, fast_throttles = _produce_for(quota_node.bootstrap, "fast-producer", 2.0)
+    assert [t for t in fast_throttles if t > 0] == []
+    assert fast_acked > 0
+    metrics = urllib.request.urlopen(f"http://{quota_node.announced['metrics']}/metrics", timeout=10).read().decode()
+    assert 'kafka_server_produce_byte_rate{client_id="slow-producer",user=""}' in metrics
+    throttle_lines = [ln for ln in metrics.splitlines()
+                      if ln.startswith('kafka_server_produce_throttle_time{client_id="slow-producer"')]
+    assert throttle_lines, metrics
+
+
+def test_a_consumer_over_its_quota_is_throttled(quota_node):
+    p = Producer({"bootstrap.servers": quota_node.bootstrap})
+    for _ in range(1500):                       # 1.5 MB: 15 s of the consumer's quota
+        p.produce("quota-out", VALUE)
+    p.flush(30)
+    throttles: list[int] = []
+    c = Consumer({"bootstrap.servers": quota_node.bootstrap, "group.id": "quota-consumers",
+                  "client.id": "slow-consumer", "auto.offset.reset": "earliest",
+                  "fetch.max.bytes": 50_000, "max.partition.fetch.bytes": 50_000, "message.max.bytes": 50_000,
+                  "throttle_cb": lambda event: throttles.append(event.throttle_time)})
+    c.subscribe(["quota-out"])
+    got, start = 0, None
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and (not throttles or got < 3 * QUOTA):
+            msg = c.poll(0.2)
+            if msg is not None and msg.error() is None:
+                start = start or time.monotonic()
+                got += len(msg.value())
+        elapsed = time.monotonic() - (start or time.monotonic())
+    finally:
+        c.close()
+    assert throttles and max(throttles) > 0
+    assert got <= QUOTA * 2 * (elapsed + BURST_S) + 100_000, (got, elapsed)

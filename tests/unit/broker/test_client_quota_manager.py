@@ -1,0 +1,36 @@
+"""The broker's quota manager: per-client sensors from the image, shared as Kafka's tags say."""
+from types import SimpleNamespace
+
+from tierlog.broker.client_quotas import ClientQuotaManager
+from tierlog.metadata.client_quotas import ClientQuotasImage
+from tierlog.protocol.api import ApiKey
+
+
+def _image(entities):
+    return SimpleNamespace(client_quotas=ClientQuotasImage(entities))
+
+
+def _produce(principal="User:alice", client_id="app"):
+    return SimpleNamespace(api_key=ApiKey.PRODUCE, api_version=9, principal=principal, client_id=client_id)
+
+
+def test_no_quota_no_throttle_and_a_user_quota_shared_by_its_client_ids():
+    now = [0]
+    image = [_image({})]
+    m = ClientQuotaManager(lambda: image[0], 2, 1, lambda: now[0])
+    assert m.throttle(_produce(), {}, 10_000, lambda: 0, 0) == 0
+    image[0] = _image({(("user", "alice"),): {"producer_byte_rate": 1000.0}})
+    assert m.throttle(_produce(client_id="a"), {}, 500, lambda: 0, 0) == 0
+    assert m.throttle(_produce(client_id="b"), {}, 1500, lambda: 0, 0) == 1000     # 2000/s over 1000/s
+    assert m.throttle(_produce(principal="User:bob"), {}, 1500, lambda: 0, 0) == 0  # no quota for bob
+    families = {f.name: f for f in m.collect()}
+    sample = families["kafka_server_produce_byte_rate"].samples[0]
+    assert sample.labels == {"user": "alice", "client_id": ""} and sample.value == 2000.0
+
+
+def test_a_removed_quota_stops_throttling():
+    image = [_image({(("client-id", None),): {"request_percentage": 1.0}})]
+    m = ClientQuotaManager(lambda: image[0], 2, 1, lambda: 0)
+    assert m.throttle(_produce(), {}, 0, lambda: 0, 50_000_000) > 0      # 50 ms of a 1 s window: 5 %
+    image[0] = _image({})
+    assert m.throttle(_produce(), {}, 0, lambda: 0, 50_000_000) == 0
