@@ -1,6 +1,9 @@
 """Option parsing and range planning (pure; no Spark, no node)."""
+import os
+
 import pytest
 
+from tierlog.spark.option_errors import HIDE_TRACEBACK_ENV, option_errors_in_one_line
 from tierlog.spark.options import OptionError, parse_sink_options, parse_source_options
 from tierlog.spark.planning import OffsetRange, rate_limit, split_ranges
 
@@ -215,3 +218,34 @@ def test_freeze_worker_gc_is_a_boolean():
         parse_source_options({**BASE, "freezeWorkerGc": "sometimes"}, streaming=False)
     with pytest.raises(OptionError, match="freezeWorkerGc"):
         parse_sink_options({"kafka.bootstrap.servers": "h:1", "freezeWorkerGc": "sometimes"})
+
+
+def test_an_option_error_leaving_the_source_hides_the_worker_traceback(monkeypatch):
+    """Spark's worker then reports the message alone (spark/option_errors.py); other errors keep theirs."""
+    monkeypatch.delenv(HIDE_TRACEBACK_ENV, raising=False)
+
+    @option_errors_in_one_line
+    class Source:
+        def fine(self):
+            return iter([1])
+
+        def bug(self):
+            raise KeyError("k")
+
+        def bad(self):
+            raise OptionError("subscribe: bad")
+
+        def bad_later(self):
+            yield 1
+            raise OptionError("subscribe: bad")
+
+    assert list(Source().fine()) == [1]
+    with pytest.raises(KeyError):
+        Source().bug()
+    assert HIDE_TRACEBACK_ENV not in os.environ
+    with pytest.raises(OptionError):
+        Source().bad()
+    assert os.environ.pop(HIDE_TRACEBACK_ENV) == "1"
+    with pytest.raises(OptionError):
+        list(Source().bad_later())
+    assert os.environ[HIDE_TRACEBACK_ENV] == "1"

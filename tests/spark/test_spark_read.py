@@ -117,8 +117,13 @@ def test_starting_timestamp(spark, spark_node, written):
     ({"subscribe": "read-a", "kafka.max.poll.records": "5"}, "kafka.max.poll.records: not supported"),
 ])
 def test_bad_option_names_the_option(spark, spark_node, written, options, named):
-    with pytest.raises(Exception, match=named):
+    """The message is what the user reads first: Spark's one line carries it, no worker traceback
+    (spark/option_errors.py)."""
+    with pytest.raises(Exception, match=named) as caught:
         _reader(spark, spark_node, **options).count()
+    first, *_ = str(caught.value).splitlines()
+    assert first.startswith("[PYTHON_DATA_SOURCE_ERROR] Failed to ") and f": tierlog.spark.options.OptionError: {named}" in first
+    assert "Traceback" not in str(caught.value)
 
 
 def test_missing_bootstrap_names_the_option(spark):

@@ -54,7 +54,8 @@ _UNSUPPORTED_KAFKA_SINK = {
 
 
 class OptionError(ValueError):
-    """A bad option; the message starts with the option's name."""
+    """A bad option; the message starts with the option's name. Spark reports it on one line
+    (`spark.option_errors`)."""
 
 
 def tp_key(topic: str, partition: int) -> tuple[str, int]:

@@ -19,6 +19,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from tierlog.spark.option_errors import option_errors_in_one_line
 from tierlog.spark.options import OptionError, SinkOptions, parse_sink_options
 from tierlog.spark.transactional_write import write_in_transaction
 from tierlog.spark.worker_gc import before_task
@@ -125,6 +126,7 @@ def _write(sink: SinkOptions, prefix: str | None, record_batches: bool,
     return TierlogCommit(count)
 
 
+@option_errors_in_one_line
 class TierlogBatchWriter(DataSourceArrowWriter):
     def __init__(self, options, schema: StructType):
         self.sink = parse_sink_options(options)
@@ -144,6 +146,7 @@ class TierlogBatchWriter(DataSourceArrowWriter):
         transactions stay committed."""
 
 
+@option_errors_in_one_line
 class TierlogStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options, schema: StructType):
         self.sink = parse_sink_options(options)

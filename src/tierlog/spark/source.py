@@ -43,6 +43,7 @@ from tierlog.net.request_pipeline import PeerUnavailable
 from tierlog.spark.columns import chosen_columns, default_ddl
 from tierlog.spark.direct_plan import StoreFinder, plan_from_store, plan_partitions
 from tierlog.spark.fetch_offset import with_offset_retries
+from tierlog.spark.option_errors import option_errors_in_one_line
 from tierlog.spark.options import (
     REMOTE_AUTO,
     REMOTE_OFF,
@@ -74,6 +75,7 @@ SCHEMA = default_ddl(include_headers=False)
 SCHEMA_WITH_HEADERS = default_ddl(include_headers=True)
 
 
+@option_errors_in_one_line
 class TierlogDataSource(DataSource):
     """``spark.read.format("tierlog")``: Spark's Kafka source options, no JVM connector."""
 
@@ -175,6 +177,7 @@ class _ClusterOnDriver:
         return state
 
 
+@option_errors_in_one_line
 class TierlogBatchReader(_ClusterOnDriver, DataSourceReader):
     def __init__(self, opts: SourceOptions):
         self.opts = opts
@@ -210,6 +213,7 @@ class TierlogBatchReader(_ClusterOnDriver, DataSourceReader):
         return _read_partition(self.opts, partition)
 
 
+@option_errors_in_one_line
 class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets per partition in the checkpoint (the Kafka source's JSON form)."""
 
