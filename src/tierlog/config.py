@@ -174,6 +174,9 @@ _DEFS = [
        "With the authorizer on: allow an operation on a resource no ACL names at all."),
     _d("quota.window.num", "int", 11, "Samples a client quota's rate is measured over (KIP-13)."),
     _d("quota.window.size.seconds", "int", 1, "Length of each client quota sample, seconds (KIP-13)."),
+    _d("controller.quota.window.num", "int", 11,
+       "Windows of controller_mutation_rate a client may use at once: its token bucket's burst (KIP-599)."),
+    _d("controller.quota.window.size.seconds", "int", 1, "Length of each controller mutation quota window (KIP-599)."),
     _d("queued.max.requests", "int", 500, "Requests read ahead per connection before reading pauses."),
     _d("queued.max.request.bytes", "long", 134217728,
        "Bytes of request frames the node's connections may buffer together (frames queued or being read); "

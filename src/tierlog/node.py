@@ -273,17 +273,19 @@ class Node:
                                        {k: cfg[k] for k in REPLICATION_SETTINGS}, self._inter_broker_route(),
                                        dir_ids=self._dir_ids, remote=self.remote,
                                        assignment_channel=self._assignment_channel(voters, loader))
+        quotas = ClientQuotaManager(lambda: metadata_view.image, cfg.int_of("quota.window.num"),
+                                    cfg.int_of("quota.window.size.seconds"), monotonic_ms,
+                                    cfg.int_of("controller.quota.window.num")
+                                    * cfg.int_of("controller.quota.window.size.seconds"))
+        self.metrics_registry.register(quotas)
         self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
                              api_versions_list(BROKER_APIS), inter_broker=self._inter_broker_route(),
-                             remote=self.remote)
+                             remote=self.remote, quotas=quotas)
         collector = BrokerMetricsCollector(self.replicas, topic_stats, self.broker.groups, self.remote,
                                            lambda: metadata_view.image)
         self.metrics_registry.register(collector)
         self._scrape_preparers.append(collector.prepare)
         observers = (self.request_metrics, topic_stats)
-        quotas = ClientQuotaManager(lambda: metadata_view.image, cfg.int_of("quota.window.num"),
-                                    cfg.int_of("quota.window.size.seconds"), monotonic_ms)
-        self.metrics_registry.register(quotas)
         for listener_cfg, sock in sockets:
             await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS, listener_cfg.name, observers,
                                                               quotas), sock)

@@ -14,6 +14,7 @@ import urllib.request
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from cluster import request
 from nodeproc import NodeProcess
 from test_cli import ok
 
@@ -23,18 +24,23 @@ QUOTA = 100_000            # bytes/s
 RUN_S = 6.0
 VALUE = b"x" * 1_000
 BURST_S = 3
+MUTATIONS = 1              # partitions/s; a burst of 2 (controller.quota.window.num=2)
+CREATE_TOPICS, THROTTLING_QUOTA_EXCEEDED = 19, 89
 
 
 @pytest.fixture(scope="module")
 def quota_node(tmp_path_factory):
     n = NodeProcess(tmp_path_factory.mktemp("quotas") / "node-1",
-                    props={"quota.window.num": "4", "metrics.prometheus.listener": "127.0.0.1:0"}).start()
+                    props={"quota.window.num": "4", "controller.quota.window.num": "2",
+                           "metrics.prometheus.listener": "127.0.0.1:0"}).start()
     admin = AdminClient({"bootstrap.servers": n.bootstrap})
     for f in admin.create_topics([NewTopic("quota-in", 1, 1), NewTopic("quota-out", 1, 1)]).values():
         f.result(30)
-    for client, key in (("slow-producer", "producer_byte_rate"), ("slow-consumer", "consumer_byte_rate")):
+    for client, key in (("slow-producer", "producer_byte_rate"), ("slow-consumer", "consumer_byte_rate"),
+                        ("tierlog-tests", "controller_mutation_rate")):
         ok("configs", "--entity-type", "clients", "--entity-name", client, "--alter",
-           "--add-config", f"{key}={QUOTA}", "--bootstrap-server", n.bootstrap)
+           "--add-config", f"{key}={MUTATIONS if key == 'controller_mutation_rate' else QUOTA}",
+           "--bootstrap-server", n.bootstrap)
     yield n
     if n.alive():
         n.stop()
@@ -102,3 +108,24 @@ def test_a_consumer_over_its_quota_is_throttled(quota_node):
         c.close()
     assert throttles and max(throttles) > 0
     assert got <= QUOTA * 2 * (elapsed + BURST_S) + 100_000, (got, elapsed)
+
+
+def _create(port: int, names: list[str], version: int) -> dict:
+    body = {"Topics": [{"Name": n, "NumPartitions": 2, "ReplicationFactor": 1, "Assignments": [], "Configs": []}
+                       for n in names], "timeoutMs": 30000, "validateOnly": False}
+    return request("127.0.0.1", port, CREATE_TOPICS, body, version=version, timeout_s=60)
+
+
+def test_controller_mutations_over_the_quota_are_refused_strictly_from_v6(quota_node):
+    """KIP-599: a bucket of 2 partitions refilling 1 per second; the client id of these raw
+    requests (tierlog-tests) has the quota."""
+    answer = _create(quota_node.port, ["mut-a", "mut-b", "mut-c"], 7)
+    codes = {t["Name"]: t["ErrorCode"] for t in answer["Topics"]}
+    # the first takes the bucket to 0, the second below it; the third is refused
+    assert codes == {"mut-a": 0, "mut-b": 0, "mut-c": THROTTLING_QUOTA_EXCEEDED}, answer
+    assert answer["ThrottleTimeMs"] > 0
+    refused = [t for t in answer["Topics"] if t["Name"] == "mut-c"][0]
+    assert refused["ErrorMessage"] == "The throttling quota has been exceeded."
+    # v5 is permissive: counted and throttled, never refused
+    older = _create(quota_node.port, ["mut-d"], 5)
+    assert [t["ErrorCode"] for t in older["Topics"]] == [0] and older["ThrottleTimeMs"] > 0

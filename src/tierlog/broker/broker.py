@@ -38,8 +38,9 @@ class ProducerIdsUnavailable(Exception):
 class Broker:
     def __init__(self, config: NodeConfig, metadata, controller_channel, replicas: ReplicaManager,
                  lifecycle: BrokerLifecycleManager, api_versions: list[dict], clock_ms=wall_clock_ms,
-                 inter_broker: PeerRoute = DEFAULT_ROUTE, remote=None):
+                 inter_broker: PeerRoute = DEFAULT_ROUTE, remote=None, quotas=None):
         self.config = config
+        self.quotas = quotas                # broker.client_quotas.ClientQuotaManager (None: no quotas)
         self.node_id = config.node_id
         self.metadata = metadata            # .image, async .wait_for(predicate, timeout_s)
         self.controller_channel = controller_channel    # async .send(api_key, body, timeout_s, version)

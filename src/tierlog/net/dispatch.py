@@ -17,7 +17,7 @@ connection is not observed.
 
 Client quotas (KIP-219): a dispatcher given ``quotas`` (the broker's
 ``ClientQuotaManager``) asks it per answered request for a throttle time
-(``quotas.throttle(header, request, request bytes, response bytes (a callable), handler ns)``);
+(``quotas.throttle(header, request, response, request bytes, response bytes (a callable), handler ns)``);
 a throttled answer is re-encoded with that ``ThrottleTimeMs`` (the larger of it and the
 handler's) and returned as ``server.Throttled``, so the connection is muted that long
 once it is sent. Nothing but a None check is added while no quota manager is given.
@@ -109,11 +109,11 @@ class RequestDispatcher:
         parts = self._encode(header, result)
         if parts is None:
             return None
-        delay = self.quotas.throttle(header, body, request_bytes, lambda: sum(len(p) for p in parts),
+        delay = self.quotas.throttle(header, body, result, request_bytes, lambda: sum(len(p) for p in parts),
                                      monotonic_ns() - started_ns)
         if delay <= 0:
             return parts
-        if isinstance(result, dict) and "ThrottleTimeMs" in result:
+        if isinstance(result, dict) and "ThrottleTimeMs" in result and result["ThrottleTimeMs"] != delay:
             delay = max(delay, result["ThrottleTimeMs"])
             result["ThrottleTimeMs"] = delay
             parts = self._encode(header, result)

@@ -8,7 +8,8 @@ partitions, so Metadata from this broker shows them; the brokers that host
 them create their logs as they apply the image.  ValidateOnly changes nothing
 and does not wait.  If no controller answers in time every topic gets
 REQUEST_TIMED_OUT.
-ACLs: ALTER on the topic, else TOPIC_AUTHORIZATION_FAILED for it.
+ACLs: ALTER on the topic, else TOPIC_AUTHORIZATION_FAILED for it. Controller mutation quota
+(KIP-599, ``mutation_quota``): a topic counts the partitions it adds; strict from v3.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tierlog.protocol.header import RequestHeader
 from . import authz
 from .context import HandlerContext, Response
 from .forward import TIMED_OUT_MESSAGE, forward_and_wait
+from .mutation_quota import THROTTLED_MESSAGE, within_quota
 
 if TYPE_CHECKING:
     from tierlog.protocol.typed.create_partitions import (
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.CREATE_PARTITIONS, 0, 3
+STRICT_QUOTA_FROM = 3       # KIP-599
 
 
 def handle(broker: HandlerContext, header: RequestHeader, request: CreatePartitionsRequest) -> Response[CreatePartitionsResponse]:
@@ -41,8 +44,15 @@ def handle(broker: HandlerContext, header: RequestHeader, request: CreatePartiti
 
     wait = not request.get("ValidateOnly", False)
 
-    def forward(r):
+    def send(r):
         return forward_and_wait(broker, header, r, grown if wait else None, request.get("TimeoutMs", 0), _timed_out)
+
+    def added(t) -> int:
+        topic = broker.image.topics.get(t["Name"])
+        return max(0, t["Count"] - len(topic.partitions)) if topic is not None else 0
+    forward = within_quota(broker, header, "Topics", "Results", added, header.api_version >= STRICT_QUOTA_FROM,
+                           lambda t: {"Name": t["Name"], "ErrorCode": ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                                      "ErrorMessage": THROTTLED_MESSAGE}, send)
     if broker.authorizer is None:
         return forward(request)
     return authz.forward_allowed(request, "Topics", "Results",

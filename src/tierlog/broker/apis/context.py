@@ -165,6 +165,7 @@ class HandlerContext(Protocol):
     remote: RemoteReads | None
     groups: GroupCoordinatorService
     authorizer: Authorizer | None       # None: authorizer.class.name unset, no ACL checks
+    quotas: Any                         # broker.client_quotas.ClientQuotaManager, or None (mutation_quota)
     transactions: TransactionCoordinatorService
     txn_verifier: TxnVerification
 
