@@ -12,9 +12,9 @@ import time
 import urllib.request
 
 import pytest
+from cluster import request
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from cluster import request
 from nodeproc import NodeProcess
 from test_cli import ok
 
