@@ -277,6 +277,10 @@ _DEFS = [
     _d("remote.log.metadata.topic.replication.factor", "int", 3,
        "Replication factor of __remote_log_metadata (the broker count if smaller)."),
     _d("remote.log.metadata.topic.retention.ms", "long", -1, "Retention of __remote_log_metadata."),
+    # --- topics as Iceberg tables (tierlog's own; docs/tables.md) ---
+    _d("tierlog.table.catalog.type", "string", "sql", "The tables' Iceberg catalog: sql (SQLAlchemy) or rest."),
+    _d("tierlog.table.catalog.uri", "string", "",
+       "The catalog's URI; empty: SQLite in <remote storage root>/tierlog-tables (fs only)."),
 ]
 
 PLUGIN_PREFIXES = ("rsm.config.", "rlmm.config.")   # remote storage / metadata plugin settings, passed through

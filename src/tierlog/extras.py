@@ -2,7 +2,7 @@
 
 ``pip install tierlog`` brings the broker, the CLI and tierlog's own client.
 S3 remote storage needs the ``s3`` extra, the Spark data source and the Arrow
-reader the ``spark`` extra. Code that needs an extra calls ``require`` first, so
+reader the ``spark`` extra, topics as Iceberg tables the ``table`` extra. Code that needs an extra calls ``require`` first, so
 a missing one is a one-line error that names it, not a traceback about a module:
 
     S3 remote storage needs boto3, which is not installed: pip install 'tierlog[s3]'
@@ -23,6 +23,7 @@ __all__ = ["EXTRA_MODULES", "MissingExtraError", "missing_module", "require"]
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "s3": ("boto3", "botocore"),
     "spark": ("pyspark", "pyarrow", "numpy"),
+    "table": ("pyiceberg", "pyarrow", "duckdb"),
 }
 
 

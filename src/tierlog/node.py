@@ -187,7 +187,8 @@ class Node:
         applied = AppliedOffset()
         self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000, raft, committed)
         if "controller" in cfg.roles:
-            controller_config = ControllerConfig.from_props(cfg.values, cfg.topic_defaults(), cluster_id)
+            controller_config = ControllerConfig.from_props({**cfg.prefixed("rsm.config.encryption."), **cfg.values},
+                                                            cfg.topic_defaults(), cluster_id)
             quorum_controller = QuorumController(cfg.node_id, controller_config, random.Random(), wall_clock_ms(),
                                                  bootstrap_records=self._bootstrap_records())
             self.controller_server = ControllerServer(cfg.node_id, self.driver, applied, quorum_controller,

@@ -27,6 +27,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from tierlog.broker.remote.remote_log_manager import tip_of
 from tierlog.broker.topic_stats import COUNTERS, BrokerTopicStats
 from tierlog.storage import KafkaStorageError
+from tierlog.storage.table_config import OFF, TABLE_MODE
 
 __all__ = ["TOPIC_COUNTERS", "BrokerMetricsCollector", "BrokerSnapshot"]
 
@@ -71,6 +72,16 @@ class BrokerSnapshot(NamedTuple):
     isr_expands: int
     remote: tuple[dict[str, int], dict[str, int], dict[str, int]] | None   # log size, copy lag, chunk cache
     group_offsets: list[tuple[str, str, int, int, int | None]]   # group, topic, partition, offset, hw or None
+    tables: TableNumbers | None = None
+
+
+class TableNumbers(NamedTuple):
+    """This broker's table commits (docs/tables.md): counters per topic, lag per led partition."""
+
+    commits: dict[str, int]
+    bytes_written: dict[str, int]
+    dead_letters: dict[str, int]
+    lag: list[tuple[str, int, int]]     # topic, partition, offsets the table is behind the tiered offset
 
 
 class BrokerMetricsCollector:
@@ -103,7 +114,19 @@ class BrokerMetricsCollector:
         partitions = list(self._replicas.partitions.values())
         changes = self._replicas.isr_changes
         return BrokerSnapshot(topics, [_row(p) for p in partitions], changes["shrink"], changes["expand"],
-                              self._remote_numbers(partitions), self._group_offsets())
+                              self._remote_numbers(partitions), self._group_offsets(), self._table_numbers(partitions))
+
+    def _table_numbers(self, partitions) -> TableNumbers | None:
+        stats = None if self._remote is None else self._remote.tables.stats
+        if stats is None:
+            return None
+        covered = dict(stats.covered)      # copier threads add to it: copied in one step
+        lag = []
+        for p in partitions:
+            last = covered.get((p.topic, p.index))
+            if p.leader_state is not None and last is not None and p.log.config.values[TABLE_MODE] != OFF:
+                lag.append((p.topic, p.index, max(0, p.log.highest_offset_in_remote_storage.value - last)))
+        return TableNumbers(dict(stats.commits), dict(stats.bytes_written), dict(stats.dead_letters), lag)
 
     def _remote_numbers(self, partitions):
         if self._remote is None:
@@ -158,6 +181,23 @@ def _families(s: BrokerSnapshot) -> Iterator[Metric]:
     if s.remote is not None:
         yield from _remote(*s.remote)
     yield from _groups(s.group_offsets)
+    if s.tables is not None:
+        yield from _tables(s.tables)
+
+
+def _tables(t: TableNumbers) -> Iterator[Metric]:
+    for name, doc, values in (("commits", "Iceberg commits of uploaded segments", t.commits),
+                              ("bytes_written", "Parquet bytes written to remote storage", t.bytes_written),
+                              ("dead_letters", "value_json records sent to the dead-letter table", t.dead_letters)):
+        family = CounterMetricFamily(f"tierlog_table_{name}", f"{doc}, per topic (docs/tables.md)", labels=["topic"])
+        for topic, n in values.items():
+            family.add_metric([topic], n)
+        yield family
+    lag = GaugeMetricFamily("tierlog_table_lag_offsets", "Offsets the topic's table is behind its highest tiered "
+                            "offset (0 by construction once a segment is uploaded)", labels=["topic", "partition"])
+    for topic, partition, n in t.lag:
+        lag.add_metric([topic, str(partition)], n)
+    yield lag
 
 
 def _topic_counters(topics) -> Iterator[Metric]:

@@ -117,7 +117,8 @@ class ConfigControlManager:
             after = apply(before, r["Configs"], TOPIC_CONFIGS)
             was_tiered = str(before.get("remote.storage.enable", "false")).lower() == "true"
             validate_topic_configs(after, self.config.topic_defaults,
-                                   TieringRules(name, self.config.remote_log_storage_system_enable, was_tiered))
+                                   TieringRules(name, self.config.remote_log_storage_system_enable, was_tiered,
+                                                self.config.remote_storage_encryption_enable, before))
         elif kind == CONFIG_RESOURCE_BROKER:
             if name != "" and not name.lstrip("-").isdigit():
                 raise RuleError(ErrorCode.INVALID_REQUEST, f"Broker resource name {name!r} is not a broker id.")

@@ -28,6 +28,7 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10    # leader.imbalance.per.broker.percentage
     leader_imbalance_check_interval_ms: int = 300_000   # leader.imbalance.check.interval.seconds, in ms
     remote_log_storage_system_enable: bool = False  # remote.log.storage.system.enable (KIP-405)
+    remote_storage_encryption_enable: bool = False  # rsm.config.encryption.enabled: no tables (docs/tables.md)
     topic_defaults: Mapping[str, object] = field(default_factory=dict)  # topic config name -> broker-level default
     group_settings: Mapping[str, int] = field(default_factory=lambda: broker_group_settings({}))  # group.consumer.*
 
@@ -56,6 +57,7 @@ class ControllerConfig:
             leader_imbalance_per_broker_percentage=int(get("leader.imbalance.per.broker.percentage", 10)),
             leader_imbalance_check_interval_ms=_check_interval_ms(get("leader.imbalance.check.interval.seconds", 300)),
             remote_log_storage_system_enable=_bool(get("remote.log.storage.system.enable", False)),
+            remote_storage_encryption_enable=_bool(get("rsm.config.encryption.enabled", False)),
             topic_defaults=dict(topic_defaults or {}),
             group_settings=broker_group_settings(props),
         )

@@ -107,7 +107,8 @@ class ReplicationControlManager:
         assignments = self._assignments(t, image)
         configs = {c["Name"]: c["Value"] for c in t["Configs"]}
         validate_topic_configs(configs, self.config.topic_defaults,
-                               TieringRules(name, self.config.remote_log_storage_system_enable))
+                               TieringRules(name, self.config.remote_log_storage_system_enable,
+                                            encryption_enabled=self.config.remote_storage_encryption_enable))
         usable = image.usable_brokers()
         topic_id = uuid.UUID(int=self.rng.getrandbits(128), version=4).bytes
         records: list[TopicRecord | ConfigRecord | PartitionRecord] = [TopicRecord(name=name, topic_id=topic_id)]

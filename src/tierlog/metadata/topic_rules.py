@@ -30,6 +30,12 @@ from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
 from tierlog.storage import TOPIC_CONFIGS, LogConfig
+from tierlog.storage.table_config import (
+    OFF,
+    TABLE_MODE,
+    TABLE_VALUE_SCHEMA,
+    check_schema_change,
+)
 
 __all__ = [
     "APPEND",
@@ -114,12 +120,19 @@ class TieringRules:
     - internal topics (names starting with ``__``) are never tiered;
     - once on, it may be turned off only together with ``remote.log.delete.on.disable=true``
       (KIP-950: the remote data is then deleted).
+
+    And tierlog's table configs (docs/tables.md): no table while remote segments are encrypted
+    at rest (``rsm.config.encryption.enabled``: the Parquet files would hold the records in the
+    clear), and a new value schema must evolve the old one.
     """
 
-    def __init__(self, topic: str, system_enabled: bool, was_enabled: bool = False):
+    def __init__(self, topic: str, system_enabled: bool, was_enabled: bool = False,
+                 encryption_enabled: bool = False, before: Mapping[str, str] | None = None):
         self.topic = topic
         self.system_enabled = system_enabled
         self.was_enabled = was_enabled
+        self.encryption_enabled = encryption_enabled
+        self.before = before or {}
 
     def check(self, config: LogConfig) -> None:
         if config.remote_storage_enable:
@@ -132,6 +145,17 @@ class TieringRules:
         elif self.was_enabled and not config.values["remote.log.delete.on.disable"]:
             raise RuleError(ErrorCode.INVALID_CONFIG, "remote.storage.enable can be turned off only together with "
                             "remote.log.delete.on.disable=true (its remote data is then deleted).")
+        self._check_table(config)
+
+    def _check_table(self, config: LogConfig) -> None:
+        if config.values[TABLE_MODE] != OFF and self.encryption_enabled:
+            raise RuleError(ErrorCode.INVALID_CONFIG, f"{TABLE_MODE}: remote storage is encrypted at rest "
+                            "(rsm.config.encryption.enabled=true) and a table's Parquet files would not be: "
+                            "tables are refused on this cluster.")
+        try:
+            check_schema_change(self.before.get(TABLE_VALUE_SCHEMA) or "", config.values[TABLE_VALUE_SCHEMA])
+        except ValueError as e:
+            raise RuleError(ErrorCode.INVALID_CONFIG, str(e)) from None
 
 
 def apply_config_op(configs: dict[str, str], name: str, op: int, value: str | None,

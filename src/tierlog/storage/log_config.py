@@ -20,6 +20,14 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
+from tierlog.storage.table_config import (
+    MODES,
+    OFF,
+    TABLE_MODE,
+    TABLE_VALUE_SCHEMA,
+    check_table_config,
+)
+
 __all__ = [
     "INTERNAL_SEGMENT_BYTES",
     "LONG_MAX",
@@ -148,6 +156,9 @@ _DEFS = [
     TopicConfigDef("segment.jitter.ms", _L, 0, "log.roll.jitter.ms", _at_least(0)),
     TopicConfigDef("segment.ms", _L, 7 * _DAY_MS, "log.roll.ms", _at_least(1)),
     TopicConfigDef("unclean.leader.election.enable", _B, False, "unclean.leader.election.enable"),
+    # tierlog's own (docs/tables.md): the topic as an Iceberg table; no broker-level default
+    TopicConfigDef(TABLE_MODE, _S, OFF, "", _one_of(*MODES)),
+    TopicConfigDef(TABLE_VALUE_SCHEMA, _S, "", ""),
 ]
 
 _DOCS = {
@@ -188,6 +199,9 @@ _DOCS = {
     "segment.jitter.ms": "Largest random jitter subtracted from segment.ms.",
     "segment.ms": "Roll a new segment after this much time.",
     "unclean.leader.election.enable": "Allow an out-of-sync replica to become leader.",
+    TABLE_MODE: "off, key_value or value_json: each uploaded segment is also committed to the topic's Iceberg "
+                "table (docs/tables.md).",
+    TABLE_VALUE_SCHEMA: "value_json: the value's JSON Schema (a flat subset, docs/tables.md).",
 }
 
 TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = MappingProxyType({d.name: replace(d, doc=_DOCS[d.name]) for d in _DEFS})
@@ -263,6 +277,7 @@ class LogConfig:
         if self.remote_storage_enable:
             _check_local_retention("local.retention.ms", self.values["local.retention.ms"], self.retention_ms)
             _check_local_retention("local.retention.bytes", self.values["local.retention.bytes"], self.retention_bytes)
+        check_table_config(self.values)
 
     # --- values the storage layer acts on -------------------------------------------------
 

@@ -16,6 +16,12 @@ DELETE_SEGMENT_STARTED / FINISHED so nothing waits on it. Uploads are tracked
 per partition until their worker thread is done (``TaskContext.uploads_finished``):
 a cancelled copy task's upload keeps running, and topic deletion waits for it.
 
+A segment of a topic with ``tierlog.table.mode`` on is also committed to the topic's
+Iceberg table on the same copier thread right after its objects are verified
+(``tables.TableCommits``, docs/tables.md): the upload is complete, and FINISHED
+published, only once the commit is; a failed commit deletes the uploaded objects
+and fails the upload like any other failure.
+
 A segment that begins below where uploads stopped (a new leader whose segments
 roll at other offsets than the old leader's) is uploaded whole, but its metadata
 starts at the first offset not yet in remote storage: remote segments never
@@ -32,6 +38,7 @@ import logging
 import uuid
 from concurrent.futures import Executor, Future
 
+from tierlog.storage.table_config import OFF, TABLE_MODE
 from tierlog.tiered import (
     LogSegmentData,
     RemoteLogSegmentId,
@@ -52,6 +59,7 @@ from tierlog.tiered.upload_epochs import leader_epoch_checkpoint, segment_leader
 
 from ..topic_stats import BrokerTopicStats
 from .rate_limit import ByteRateLimit
+from .tables import TableCommits
 
 __all__ = ["TaskContext", "copy_pass", "metadata_update"]
 
@@ -63,21 +71,35 @@ class TaskContext:
     """What copy and expiration passes use: the store, the metadata, the pools, the rate limit, the clock."""
 
     def __init__(self, node_id: int, segments: RemoteSegmentStore, metadata, pool: Executor, delete_pool: Executor,
-                 limit: ByteRateLimit, clock_ms, stats: BrokerTopicStats | None = None) -> None:
+                 limit: ByteRateLimit, clock_ms, stats: BrokerTopicStats | None = None,
+                 tables: TableCommits | None = None) -> None:
         self.node_id, self.segments, self.metadata = node_id, segments, metadata
+        self.tables = tables
         self.stats = stats or BrokerTopicStats(lambda topic_id: None)   # RemoteCopyBytes / RemoteCopyErrors
         self.pool, self.delete_pool, self.limit, self.clock_ms = pool, delete_pool, limit, clock_ms
         self.in_flight: set[RemoteLogSegmentId] = set()
         self.uploads: dict[TopicIdPartition, set[Future]] = {}
 
     async def upload(self, tip: TopicIdPartition, metadata: RemoteLogSegmentMetadata,
-                     data: LogSegmentData) -> SegmentManifest:
-        """The verified upload on the copier pool, tracked until its worker thread is done with it."""
-        future = self.pool.submit(self.segments.copy_log_segment, metadata, data)
+                     data: LogSegmentData, table_commit=None) -> SegmentManifest:
+        """The verified upload (then ``table_commit(metadata)``, if any) on the copier pool, tracked
+        until its worker thread is done with it."""
+        future = self.pool.submit(self._upload_and_commit, metadata, data, table_commit)
         running = self.uploads.setdefault(tip, set())
         running.add(future)
         future.add_done_callback(running.discard)
         return await asyncio.wrap_future(future)
+
+    def _upload_and_commit(self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData,
+                           table_commit) -> SegmentManifest:
+        manifest = self.segments.copy_log_segment(metadata, data)
+        if table_commit is not None:
+            try:
+                table_commit(metadata)
+            except RemoteStorageError:
+                self.segments.delete_log_segment(metadata)
+                raise
+        return manifest
 
     async def uploads_finished(self, tip: TopicIdPartition) -> None:
         """Wait until no worker thread runs an upload of ``tip`` (a cancelled copy task's keeps going)."""
@@ -130,7 +152,7 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
         wait = ctx.limit.delay_s(seg.size, asyncio.get_running_loop().time())
         if wait > 0:
             await asyncio.sleep(wait)
-        manifest = await ctx.upload(tip, metadata, data)
+        manifest = await ctx.upload(tip, metadata, data, _table_commit(ctx, part, seg))
     except RemoteStorageError:
         ctx.stats.remote_copy_failed(tip.topic)
         await _abandon(ctx, metadata)
@@ -143,6 +165,21 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
     ctx.stats.remote_copied(tip.topic, seg.size)
     log.info("%s-%d: copied [%d, %d] (%d bytes) to remote storage", tip.topic, tip.partition,
              metadata.start_offset, metadata.end_offset, seg.size)
+
+
+def _table_commit(ctx: TaskContext, part, seg):
+    """The table commit of ``seg``'s upload (on the copier thread), None when the topic has no table."""
+    config = part.config.values
+    if config[TABLE_MODE] == OFF:
+        return None
+    tables = ctx.tables
+    if tables is None:
+        raise RemoteStorageError(f"{TABLE_MODE} is on but this broker has no remote storage for tables")
+    aborted = part.log.aborted_transactions(seg.base_offset, seg.next_offset)    # their markers may be later
+
+    def commit(metadata: RemoteLogSegmentMetadata) -> None:
+        tables.commit(metadata, seg.log_path, aborted, config)
+    return commit
 
 
 async def _abandon(ctx: TaskContext, metadata: RemoteLogSegmentMetadata) -> None:

@@ -55,6 +55,7 @@ from tierlog.tiered.lineage import highest_offset_in_lineage
 from .copy_task import TaskContext, copy_pass
 from .expiration_task import delete_segment, expiration_pass
 from .rate_limit import ByteRateLimit
+from .tables import TableCommits
 
 if TYPE_CHECKING:
     from tierlog.broker.partition.partition import Partition
@@ -71,7 +72,7 @@ def tip_of(part) -> TopicIdPartition:
 
 class RemoteLogManager:
     def __init__(self, node_id: int, config, segments: RemoteSegmentStore, metadata, clock_ms,
-                 stats: BrokerTopicStats | None = None):
+                 stats: BrokerTopicStats | None = None, tables: TableCommits | None = None):
         self.node_id = node_id
         self.segments = segments
         self.metadata = metadata
@@ -85,7 +86,7 @@ class RemoteLogManager:
                                            thread_name_prefix="rlm-expiration")
         self.ctx = TaskContext(node_id, segments, metadata, self._copier, self._deleter,
                                ByteRateLimit(int(config["remote.log.manager.copy.max.bytes.per.second"]),
-                                             monotonic_s()), clock_ms, stats)
+                                             monotonic_s()), clock_ms, stats, tables)
         self._rng = random.Random()
         self._tasks = TaskSet(f"remote log manager {node_id}")
         self._running: dict[tuple[str, int], asyncio.Task] = {}

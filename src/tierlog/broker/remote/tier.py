@@ -6,6 +6,7 @@
 - ``metadata``: the topic-based RemoteLogMetadataManager (``__remote_log_metadata``);
 - ``log_manager``: the RemoteLogManager (uploads, expiration; ReplicaManager's LeadershipListener);
 - ``reader``: the RemoteReader serving fetches and ListOffsets below the local log start;
+- ``tables``: the table commits of topics with ``tierlog.table.mode`` on (docs/tables.md);
 - ``follower_pool``: threads reading remote state for the follower path (``follower_state``).
 
 A bad storage or encryption setting (an unreadable key file, an unset key variable) fails the broker's start with a one-line error
@@ -38,6 +39,7 @@ from ..topic_stats import BrokerTopicStats
 from .metadata_manager import RemoteLogMetadataManager
 from .reader import RemoteReader
 from .remote_log_manager import RemoteLogManager
+from .tables import CATALOG_TYPE, CATALOG_URI, TableCommits
 
 __all__ = ["RemoteTier"]
 
@@ -54,7 +56,10 @@ class RemoteTier:
         self.segments = RemoteSegmentStore(store, encryption, Path(config.log_dirs[0]) / "remote-log-upload-staging")
         self.metadata = RemoteLogMetadataManager(config.node_id, config, metadata_view, controller_channel, clock_ms,
                                                  inter_broker)
-        self.log_manager = RemoteLogManager(config.node_id, config, self.segments, self.metadata, clock_ms, stats)
+        self.tables = TableCommits(store, {k: config[k] for k in (CATALOG_TYPE, CATALOG_URI)},
+                                   Path(config.log_dirs[0]) / "table-staging")
+        self.log_manager = RemoteLogManager(config.node_id, config, self.segments, self.metadata, clock_ms, stats,
+                                            self.tables)
         cache_dir = config.prefixed("rsm.config.").get("rsm.config.fetch.chunk.cache.path") or \
             str(Path(config.log_dirs[0]) / "remote-log-chunk-cache")
         self.reader = RemoteReader(config, self.segments, self.metadata, Path(cache_dir), stats)

@@ -1,0 +1,75 @@
+"""The broker's part of topics as Iceberg tables (docs/tables.md): the table writer, built on first use.
+
+``TableCommits.commit`` runs on the copier thread that uploaded a segment of a topic
+with ``tierlog.table.mode`` on, before its COPY_SEGMENT_FINISHED. The writer (and
+pyiceberg, pyarrow) are loaded at the first such segment, so a broker without the
+``table`` extra runs every other topic as before and fails only those uploads, with
+one line naming the extra. Settings: ``tierlog.table.catalog.type`` / ``.uri``
+(``tiered/table/catalog.py``); on S3 the catalog's file IO gets the store's endpoint,
+region and path style.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tierlog.extras import MissingExtraError, require
+from tierlog.storage.txn_index import AbortedTxn
+from tierlog.tiered import ObjectStore, RemoteLogSegmentMetadata, RemoteStorageError
+
+__all__ = ["CATALOG_TYPE", "CATALOG_URI", "TableCommits"]
+
+CATALOG_TYPE, CATALOG_URI = "tierlog.table.catalog.type", "tierlog.table.catalog.uri"   # as tiered/table/catalog.py
+
+
+class TableCommits:
+    def __init__(self, store: ObjectStore, broker_config: Mapping[str, Any], staging_dir: Path) -> None:
+        self._store, self._config, self._staging = store, dict(broker_config), staging_dir
+        self._writer: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def stats(self) -> Any:
+        """The writer's ``TableStats`` (None before the first table commit)."""
+        return None if self._writer is None else self._writer.stats
+
+    def commit(self, metadata: RemoteLogSegmentMetadata, log_path: Path, aborted: Sequence[AbortedTxn],
+               topic_config: Mapping[str, Any]) -> None:
+        """Commit the uploaded segment to its table; RemoteStorageError when it cannot."""
+        writer = self._writer_now()     # checks the table extra first
+        from tierlog.tiered.table.writer import SegmentCommit
+        tip = metadata.segment_id.topic_id_partition
+        writer.commit_segment(SegmentCommit.of(tip.topic, tip.partition, metadata.segment_id.id,
+                                               metadata.start_offset, metadata.end_offset, log_path, aborted,
+                                               topic_config))
+
+    def _writer_now(self) -> Any:
+        with self._lock:
+            if self._writer is None:
+                try:
+                    require("table", "tierlog.table.mode")
+                except MissingExtraError as e:
+                    raise RemoteStorageError(str(e)) from None
+                from tierlog.tiered.table.catalog import TableCatalog, table_settings
+                from tierlog.tiered.table.writer import TableWriter
+                settings = table_settings(self._store, self._config, _s3_io(self._store))
+                self._writer = TableWriter(self._store, TableCatalog(settings), self._staging)
+            return self._writer
+
+
+def _s3_io(store: ObjectStore) -> dict[str, str]:
+    """pyiceberg's S3 file IO properties for the store's own settings (credentials: the AWS chain)."""
+    s3 = getattr(store, "settings", None)
+    if s3 is None or not store.describe().startswith("s3://"):
+        return {}
+    out = {}
+    if s3.endpoint_url:
+        out["s3.endpoint"] = s3.endpoint_url
+    if s3.region:
+        out["s3.region"] = s3.region
+    if s3.path_style:
+        out["s3.force-virtual-addressing"] = "false"
+    return out

@@ -1,0 +1,241 @@
+"""One uploaded segment into its topic's Iceberg table: Parquet through the object store, one commit.
+
+``TableWriter.commit_segment`` (on a copier thread, after the segment's objects are
+verified and before its COPY_SEGMENT_FINISHED; docs/tables.md):
+
+1. open the topic's table (and dead-letter table for ``value_json``), creating or
+   evolving it;
+2. read what each table already covers for the partition (``tierlog.last-offset.<p>``):
+   a segment wholly covered is done (a retry, or a new leader re-uploading what the
+   old one committed before it died);
+3. the committed records above that offset (``rows.committed_records``) into Parquet
+   files in ``<log dir>/table-staging``, row groups of ``ROW_GROUP_RECORDS``, each
+   put into the store at ``tierlog-tables/<dir>/<topic>/data/partition=<p>/<20-digit
+   start>-<segment id>.parquet`` and verified (size and CRC-32C) like segment objects;
+4. the dead-letter table's commit, then the table's: ``add_files`` and the partition's
+   ``tierlog.last-offset.<p>`` in one Iceberg commit, the summary carrying the segment.
+
+Idempotent by offset: a crash before step 4 leaves an unreferenced Parquet object
+(the retry writes its own); a crash between the two commits or after them makes the
+retry skip what is covered. So a table never holds an offset twice and, since the
+segment counts as uploaded only after this returns, never misses one the log has
+uploaded. ``TIERLOG_TEST_TABLE_CRASH_DIR`` (tests only) kills the process with SIGKILL
+once at each crash point (``before-commit``, ``after-commit``).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import signal
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.table import Table
+
+from tierlog.storage.table_config import (
+    TABLE_MODE,
+    TABLE_VALUE_SCHEMA,
+    VALUE_JSON,
+    parse_value_schema,
+)
+from tierlog.storage.txn_index import AbortedTxn
+from tierlog.tiered.object_store import ObjectStore, RemoteStorageError
+from tierlog.tiered.segment_store import UploadVerificationError, file_checksum
+
+from .arrow import RowGroups, dead_letter_schema, table_schema
+from .catalog import (
+    LAST_OFFSET_PREFIX,
+    WAREHOUSE_KEY,
+    TableCatalog,
+    covered_offsets,
+    store_uri,
+)
+from .rows import committed_records
+
+__all__ = ["CRASH_DIR_ENV", "SegmentCommit", "TableStats", "TableWriter"]
+
+CRASH_DIR_ENV = "TIERLOG_TEST_TABLE_CRASH_DIR"
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentCommit:
+    """What the writer needs of one uploaded segment."""
+
+    topic: str
+    partition: int
+    segment_id: uuid.UUID
+    start_offset: int           # inclusive
+    end_offset: int             # inclusive
+    log_path: Path
+    aborted: Sequence[AbortedTxn]
+    mode: str
+    value_schema: str = ""
+
+    @classmethod
+    def of(cls, topic: str, partition: int, segment_id: bytes, start: int, end: int, log_path: Path,
+           aborted: Sequence[AbortedTxn], topic_config: Mapping[str, Any]) -> SegmentCommit:
+        return cls(topic, partition, uuid.UUID(bytes=segment_id), start, end, log_path, aborted,
+                   topic_config[TABLE_MODE], topic_config[TABLE_VALUE_SCHEMA])
+
+
+@dataclass
+class TableStats:
+    """Counters of this broker's table commits (exported on /metrics)."""
+
+    commits: dict[str, int] = field(default_factory=dict)
+    bytes_written: dict[str, int] = field(default_factory=dict)
+    dead_letters: dict[str, int] = field(default_factory=dict)
+    covered: dict[tuple[str, int], int] = field(default_factory=dict)     # the last offset each table covers
+
+    def add(self, topic: str, commits: int, size: int, dead: int) -> None:
+        for counter, n in ((self.commits, commits), (self.bytes_written, size), (self.dead_letters, dead)):
+            counter[topic] = counter.get(topic, 0) + n
+
+
+class TableWriter:
+    def __init__(self, store: ObjectStore, catalog: TableCatalog, staging_dir: Path) -> None:
+        self.store, self.catalog, self.staging_dir = store, catalog, staging_dir
+        self.stats = TableStats()
+
+    def commit_segment(self, seg: SegmentCommit) -> None:
+        """Commit ``seg`` to its table(s); RemoteStorageError when it cannot (the upload is then retried)."""
+        try:
+            self._commit(seg)
+        except RemoteStorageError:
+            raise
+        except Exception as e:
+            raise RemoteStorageError(f"{seg.topic}-{seg.partition}: table commit of [{seg.start_offset}, "
+                                     f"{seg.end_offset}] failed: {type(e).__name__}: {e}") from e
+
+    def _commit(self, seg: SegmentCommit) -> None:
+        schema = parse_value_schema(seg.value_schema) if seg.mode == VALUE_JSON else None
+        main = self.catalog.table(seg.topic, table_schema(seg.mode, schema))
+        dead = self.catalog.table(seg.topic, dead_letter_schema(), dead_letter=True) if seg.mode == VALUE_JSON else None
+        main_above = covered_offsets(main).get(seg.partition, -1)
+        dead_above = covered_offsets(dead).get(seg.partition, -1) if dead is not None else seg.end_offset
+        if min(main_above, dead_above) >= seg.end_offset:
+            self.stats.covered[(seg.topic, seg.partition)] = seg.end_offset
+            return
+        groups = RowGroups(seg.mode, seg.partition, schema)
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        files = _Files(self.staging_dir, seg)
+        try:
+            self._write(seg, groups, files, main_above, dead_above)
+            main_key, dead_key = files.upload(self.store)
+            _crash_point("before-commit")
+            if dead is not None and dead_above < seg.end_offset:
+                _append(dead, seg, self._uri(dead_key))
+            if main_above < seg.end_offset:
+                _append(main, seg, self._uri(main_key))
+        finally:
+            files.remove()
+        self.stats.add(seg.topic, 1, files.bytes, groups.dead_letters)
+        self.stats.covered[(seg.topic, seg.partition)] = seg.end_offset
+        _crash_point("after-commit")
+
+    def _write(self, seg: SegmentCommit, groups: RowGroups, files: _Files, main_above: int, dead_above: int) -> None:
+        with open(seg.log_path, "rb") as f, _mapped(f) as data:
+            for r in committed_records(data, seg.start_offset, seg.end_offset, seg.aborted):
+                groups.add(r, main_above, dead_above)
+                if groups.full():
+                    files.write(*groups.take())
+        files.write(*groups.take())
+
+    def _uri(self, key: str | None) -> str | None:
+        return None if key is None else store_uri(self.store, key)
+
+
+class _mapped:
+    """The file's bytes as a read-only mmap (b"" for an empty file, which mmap refuses)."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f = f
+        self.map: mmap.mmap | None = None
+
+    def __enter__(self) -> memoryview:
+        if os.fstat(self.f.fileno()).st_size == 0:
+            return memoryview(b"")
+        self.map = mmap.mmap(self.f.fileno(), 0, access=mmap.ACCESS_READ)
+        self.view = memoryview(self.map)
+        return self.view
+
+    def __exit__(self, *exc: object) -> None:
+        if self.map is not None:
+            self.view.release()
+            self.map.close()
+
+
+class _Files:
+    """The segment's Parquet files in staging (main, dead-letter), written a row group at a time."""
+
+    def __init__(self, staging: Path, seg: SegmentCommit) -> None:
+        name = f"{seg.start_offset:020d}-{seg.segment_id}.parquet"
+        self.keys = {which: f"{WAREHOUSE_KEY}/{folder}/{seg.topic}/data/partition={seg.partition}/{name}"
+                     for which, folder in (("main", "topics"), ("dead", "dead-letter"))}
+        self.paths = {which: staging / f"{which}-{seg.topic}-{seg.partition}-{name}" for which in self.keys}
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        self.rows = {"main": 0, "dead": 0}
+        self.bytes = 0
+
+    def write(self, main: pa.Table, dead: pa.Table | None) -> None:
+        for which, table in (("main", main), ("dead", dead)):
+            if table is None or table.num_rows == 0:
+                continue
+            if which not in self.writers:
+                self.writers[which] = pq.ParquetWriter(self.paths[which], table.schema, compression="zstd")
+            self.writers[which].write_table(table)
+            self.rows[which] += table.num_rows
+
+    def upload(self, store: ObjectStore) -> tuple[str | None, str | None]:
+        """Put each non-empty file and verify it: (main key, dead-letter key), None where no rows."""
+        out: dict[str, str | None] = {"main": None, "dead": None}
+        for which, writer in self.writers.items():
+            writer.close()
+            if self.rows[which] == 0:
+                continue
+            path, key = self.paths[which], self.keys[which]
+            expected = file_checksum(path)
+            store.put_file(key, path)
+            stored = store.checksum(key)
+            if stored != expected:
+                raise UploadVerificationError(f"{key}: stored {stored.size} bytes crc32c {stored.crc32c:#010x}, "
+                                              f"sent {expected.size} bytes crc32c {expected.crc32c:#010x}")
+            self.bytes += expected.size
+            out[which] = key
+        self.writers.clear()
+        return out["main"], out["dead"]
+
+    def remove(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+        for path in self.paths.values():
+            path.unlink(missing_ok=True)
+
+
+def _append(table: Table, seg: SegmentCommit, uri: str | None) -> None:
+    """One commit: the file (if any rows) and the partition's covered offset, with the segment in its summary."""
+    key = f"{LAST_OFFSET_PREFIX}{seg.partition}"
+    summary = {key: str(seg.end_offset), "tierlog.segment-id": str(seg.segment_id),
+               "tierlog.partition": str(seg.partition), "tierlog.start-offset": str(seg.start_offset)}
+    with table.transaction() as tx:
+        tx.add_files([uri] if uri else [], snapshot_properties=summary)
+        tx.set_properties({key: str(seg.end_offset)})
+
+
+def _crash_point(name: str) -> None:
+    """Tests only: SIGKILL this process the first time it reaches ``name`` (a real crash, no cleanup)."""
+    where = os.environ.get(CRASH_DIR_ENV)
+    if not where:
+        return
+    marker = Path(where) / name
+    if marker.exists():
+        return
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(str(os.getpid()))
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,155 @@
+"""A tiered topic as an Iceberg table, over sockets: 1 controller + 1 broker, fs remote storage.
+
+confluent-kafka produces JSON records (every 40th malformed, one lacking its required id),
+a committed and an aborted transaction, to a value_json topic whose copies are held back
+(``remote.log.copy.disable``); then copying is turned on. The broker's first table commit
+is killed with SIGKILL after its Parquet file is in the store and before the Iceberg
+commit, and (after a restart) its next one right after the commit and before the upload
+counts as done: each time the broker is restarted. Then the table, read by pyiceberg's scan
+and by DuckDB over the Parquet files pyiceberg plans, holds exactly what a read_committed
+consumer reads from offset 0 up to the highest tiered offset: same offsets, same values,
+no offset twice, malformed records only in the dead-letter table, aborted ones nowhere.
+"""
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+import uuid
+
+import duckdb
+import pytest
+from cluster import Cluster, running, wait_for
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
+from tiered import LATEST_TIERED, fs_props, offsets
+
+from tierlog.tiered import FsObjectStore
+from tierlog.tiered.table.catalog import TableCatalog, covered_offsets, table_settings
+from tierlog.tiered.table.writer import CRASH_DIR_ENV
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "orders.json"
+RECORDS, PAD = 1500, "p" * 2000        # ~3 MiB: a few 1 MiB segments
+SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"}, "pad": {"type": "string"}}, "required": ["id"]}
+CONFIG = {"remote.storage.enable": "true", "segment.bytes": str(1024 * 1024), "local.retention.bytes": "1",
+          "remote.log.copy.disable": "true", "tierlog.table.mode": "value_json",
+          "tierlog.table.value.schema": json.dumps(SCHEMA)}
+
+
+def _value(i: int) -> bytes:
+    if i % 40 == 7:
+        return b'{"id": %d, "pad": ' % i        # cut short: not JSON
+    if i == 100:
+        return json.dumps({"pad": "no id"}).encode()
+    return json.dumps({"id": i, "pad": PAD}).encode()
+
+
+def _malformed(value: bytes) -> bool:
+    try:
+        return "id" not in json.loads(value)
+    except ValueError:
+        return True
+
+
+def _produce(boot: str) -> None:
+    p = Producer({"bootstrap.servers": boot, "linger.ms": 5, "enable.idempotence": True})
+    for i in range(RECORDS // 2):
+        p.produce(TOPIC, _value(i), key=b"k%d" % i, partition=0, headers=[("n", b"%d" % i)])
+    assert p.flush(60) == 0
+    t = Producer({"bootstrap.servers": boot, "transactional.id": f"tables-{uuid.uuid4().hex[:6]}"})
+    t.init_transactions(30)
+    for commit, base in ((False, 100_000), (True, 200_000)):
+        t.begin_transaction()
+        for i in range(base, base + 20):
+            t.produce(TOPIC, _value(i), partition=0)
+        if commit:
+            t.commit_transaction(30)
+        else:
+            assert t.flush(30) == 0
+            t.abort_transaction(30)
+    for i in range(RECORDS // 2, RECORDS):
+        p.produce(TOPIC, _value(i), key=b"k%d" % i, partition=0)
+    assert p.flush(60) == 0
+
+
+def _consume(boot: str, end: int) -> dict[int, bytes]:
+    """offset -> value of every record a read_committed consumer gets from offset 0 below ``end``."""
+    c = Consumer({"bootstrap.servers": boot, "group.id": f"t-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+                  "isolation.level": "read_committed"})
+    c.assign([TopicPartition(TOPIC, 0, 0)])
+    out: dict[int, bytes] = {}
+    try:
+        def read():
+            m = c.poll(0.5)
+            if m is not None and not m.error() and m.offset() < end:
+                out[m.offset()] = m.value()
+            return m is not None and not m.error() and m.offset() >= end - 1 or None
+        wait_for(read, 120, f"the records below {end}", interval_s=0)
+        return out
+    finally:
+        c.close()
+
+
+def _restart_after_crash(broker, point: str, crash_dir) -> None:
+    wait_for(lambda: not broker.alive(), 120, f"the broker killed at {point}")
+    assert (crash_dir / point).exists(), broker.log_tail()
+    broker.start()
+
+
+def test_the_table_matches_the_log_to_the_offset_across_crashes(tmp_path, monkeypatch):
+    remote, crash_dir = tmp_path / "remote-storage", tmp_path / "crashes"
+    monkeypatch.setenv(CRASH_DIR_ENV, str(crash_dir))
+    props = {**fs_props(remote), "transaction.state.log.num.partitions": "1",
+             "metrics.prometheus.listener": "127.0.0.1:0"}
+    with running(Cluster(tmp_path, controllers=1, brokers=1, props=props)) as cluster:
+        broker = cluster.brokers[0]
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 1, 1, config=CONFIG)], request_timeout=15)[TOPIC].result(20)
+        _produce(cluster.bootstrap)
+        resource = ConfigResource("TOPIC", TOPIC, incremental_configs=[
+            ConfigEntry("remote.log.copy.disable", "false", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(20)
+
+        _restart_after_crash(broker, "before-commit", crash_dir)
+        _restart_after_crash(broker, "after-commit", crash_dir)
+        tiered = wait_for(lambda: (o := offsets(broker, TOPIC, 0, LATEST_TIERED)) is not None and o > RECORDS // 2 and o,
+                          120, "most of the topic uploaded", interval_s=0.5)
+
+        catalog = TableCatalog(table_settings(FsObjectStore(remote), {})).catalog
+        main = catalog.load_table(("tierlog", TOPIC))
+        dead = catalog.load_table(("tierlog_dead_letter", TOPIC))
+        assert covered_offsets(main)[0] >= tiered and covered_offsets(dead)[0] >= tiered
+        covered = covered_offsets(main)[0]
+        log = _consume(cluster.bootstrap, covered + 1)
+        metrics = urllib.request.urlopen(f"http://{broker.announced['metrics']}/metrics", timeout=10).read().decode()
+
+    rows = main.scan().to_arrow().sort_by("offset")
+    table = dict(zip(rows.column("offset").to_pylist(), rows.column("id").to_pylist(), strict=True))
+    assert len(table) == rows.num_rows, "an offset twice in the table"
+    dead_rows = dead.scan().to_arrow().sort_by("offset")
+    dead_letters = dict(zip(dead_rows.column("offset").to_pylist(), dead_rows.column("value").to_pylist(),
+                            strict=True))
+    assert len(dead_letters) == dead_rows.num_rows
+
+    good = {o: json.loads(v)["id"] for o, v in log.items() if o not in dead_letters}
+    assert table == good
+    assert set(table) | set(dead_letters) == set(log), "the table and its dead letters are what the log holds"
+    assert all(dead_letters[o] == log[o] for o in dead_letters)
+    assert set(dead_letters) == {o for o, v in log.items() if _malformed(v)} and len(dead_letters) > 20
+    ids = set(table.values()) | {int(m[1]) for v in dead_letters.values() if (m := re.match(rb'{"id": (\d+)', v))}
+    assert ids >= set(range(200_000, 200_020)), "the committed transaction is in"
+    assert not ids & set(range(100_000, 100_020)), "the aborted one is not"
+
+    files = [t.file.file_path.removeprefix("file://") for t in main.scan().plan_files()]
+    duck = duckdb.connect().execute('SELECT "offset", id FROM read_parquet(?) ORDER BY 1', [files]).fetchall()
+    assert dict(duck) == table
+    assert 'tierlog_table_commits_total{topic="orders.json"}' in metrics
+    assert 'tierlog_table_lag_offsets{partition="0",topic="orders.json"} 0.0' in metrics

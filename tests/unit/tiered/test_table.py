@@ -1,0 +1,191 @@
+"""The table core: a segment's committed records into its topic's Iceberg table, idempotent by offset."""
+from __future__ import annotations
+
+import json
+import struct
+import uuid
+
+import duckdb
+import pytest
+
+from tierlog.records import Record, build_batch
+from tierlog.storage.table_config import KEY_VALUE, VALUE_JSON, parse_value_schema
+from tierlog.storage.txn_index import AbortedTxn
+from tierlog.tiered import FsObjectStore, RemoteStorageError
+from tierlog.tiered.table.catalog import TableCatalog, covered_offsets, table_settings
+from tierlog.tiered.table.json_values import parse_value
+from tierlog.tiered.table.rows import committed_records
+from tierlog.tiered.table.writer import SegmentCommit, TableWriter
+
+NOW = 1_700_000_000_000
+SCHEMA = json.dumps({"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": ["string", "null"]}},
+                     "required": ["id"]})
+PID_OK, PID_ABORTED = 7, 9
+
+
+def _marker(offset: int, pid: int, commit: bool) -> bytes:
+    key, value = struct.pack(">hh", 0, 1 if commit else 0), struct.pack(">hi", 0, 0)
+    return build_batch([Record(offset, NOW + offset, key, value)], base_offset=offset, producer_id=pid,
+                       producer_epoch=0, transactional=True, control=True)
+
+
+def _segment() -> tuple[bytes, list[AbortedTxn]]:
+    """Offsets 10..21: 10-13 plain (12 malformed JSON), 14-15 aborted txn + marker 16, 17-18 committed
+    txn + marker 19, 20-21 plain (21 misses its required id)."""
+    def values(first, texts, **kw):
+        return build_batch([Record(first + i, NOW + first + i, b"k%d" % (first + i), t,
+                                   [("h", b"v%d" % (first + i))]) for i, t in enumerate(texts)],
+                           base_offset=first, **kw)
+    ok = [b'{"id": %d, "name": "n%d"}' % (i, i) for i in range(30)]
+    data = (values(10, [ok[10], ok[11], b"{not json", ok[13]])
+            + values(14, [ok[14], ok[15]], producer_id=PID_ABORTED, producer_epoch=0, base_sequence=0,
+                     transactional=True)
+            + _marker(16, PID_ABORTED, commit=False)
+            + values(17, [ok[17], ok[18]], producer_id=PID_OK, producer_epoch=0, base_sequence=0, transactional=True)
+            + _marker(19, PID_OK, commit=True)
+            + values(20, [ok[20], b'{"name": "x"}']))
+    return data, [AbortedTxn(PID_ABORTED, 14, 16, 14)]
+
+
+def test_committed_records_leave_out_markers_aborted_data_and_offsets_outside_the_range():
+    data, aborted = _segment()
+    assert [r.offset for r in committed_records(data, 10, 21, aborted)] == [10, 11, 12, 13, 17, 18, 20, 21]
+    assert [r.offset for r in committed_records(data, 12, 17, aborted)] == [12, 13, 17]
+    assert [r.offset for r in committed_records(data, 10, 21, [])] == [10, 11, 12, 13, 14, 15, 17, 18, 20, 21]
+    first = next(committed_records(data, 10, 21, aborted))
+    assert (first.key, first.headers, first.timestamp, first.timestamp_type) == (b"k10", [("h", b"v10")], NOW + 10, 0)
+
+
+@pytest.mark.parametrize(("value", "row", "error"), [
+    (b'{"id": 1, "name": "a"}', {"id": 1, "name": "a"}, None),
+    (b'{"id": 2.0}', {"id": 2, "name": None}, None),
+    (b'{"id": 1, "name": null, "extra": [1]}', {"id": 1, "name": None}, None),
+    (None, None, "the value is null"),
+    (b"\xff", None, "the value is not UTF-8"),
+    (b"{", None, "the value is not JSON"),
+    (b"[1]", None, "the value is a JSON list, not an object"),
+    (b'{"name": "a"}', None, "required property 'id' is missing"),
+    (b'{"id": null}', None, "required property 'id' is null"),
+    (b'{"id": true}', None, "property 'id': expected integer, got true"),
+    (b'{"id": 1.5}', None, "property 'id': expected integer"),
+    (b'{"id": 99999999999999999999}', None, "property 'id': expected integer"),
+    (b'{"id": 1, "name": 3}', None, "property 'name': expected string, got 3"),
+])
+def test_a_value_against_the_schema(value, row, error):
+    got_row, got_error = parse_value(value, parse_value_schema(SCHEMA))
+    assert got_row == row
+    assert (got_error is None) if error is None else got_error.startswith(error)
+
+
+def test_additional_properties_false_sends_other_properties_to_the_dead_letter_table():
+    schema = parse_value_schema(json.dumps({"type": "object", "properties": {"a": {"type": "boolean"}},
+                                            "additionalProperties": False}))
+    assert parse_value(b'{"a": true}', schema) == ({"a": True}, None)
+    assert parse_value(b'{"a": true, "b": 1}', schema)[1] == ("property 'b' is not in the schema "
+                                                               "(additionalProperties is false)")
+
+
+def _writer(tmp_path):
+    store = FsObjectStore(tmp_path / "remote")
+    store.root.mkdir()
+    return TableWriter(store, TableCatalog(table_settings(store, {})), tmp_path / "staging"), store
+
+
+def _commit(tmp_path, writer, mode, start=10, end=21, schema=SCHEMA, segment_id=None):
+    data, aborted = _segment()
+    log = tmp_path / f"{start:020d}.log"
+    log.write_bytes(data)
+    seg = SegmentCommit("orders.v1", 0, segment_id or uuid.uuid4(), start, end, log, aborted, mode, schema)
+    writer.commit_segment(seg)
+    return seg
+
+
+def _rows(writer, dead_letter=False):
+    ns = "tierlog_dead_letter" if dead_letter else "tierlog"
+    return writer.catalog.catalog.load_table((ns, "orders.v1")).scan().to_arrow().sort_by("offset")
+
+
+def test_value_json_rows_and_dead_letters_read_by_pyiceberg_and_duckdb(tmp_path):
+    writer, _store = _writer(tmp_path)
+    _commit(tmp_path, writer, VALUE_JSON)
+    main, dead = _rows(writer), _rows(writer, dead_letter=True)
+    assert main.column("offset").to_pylist() == [10, 11, 13, 17, 18, 20]
+    assert main.column("id").to_pylist() == [10, 11, 13, 17, 18, 20]
+    assert main.column("name").to_pylist()[0] == "n10"
+    assert main.column("headers").to_pylist()[0] == [{"key": "h", "value": b"v10"}]
+    assert dead.column("offset").to_pylist() == [12, 21]
+    assert dead.column("value").to_pylist() == [b"{not json", b'{"name": "x"}']
+    assert dead.column("error").to_pylist()[1] == "required property 'id' is missing"
+    table = writer.catalog.catalog.load_table(("tierlog", "orders.v1"))
+    assert covered_offsets(table) == {0: 21}
+    summary = table.current_snapshot().summary
+    assert summary["tierlog.last-offset.0"] == "21" and summary["tierlog.start-offset"] == "10"
+    files = [t.file.file_path for t in table.scan().plan_files()]
+    assert len(files) == 1 and files[0].startswith("file://")
+    con = duckdb.connect()
+    got = con.execute("SELECT \"offset\", id FROM read_parquet(?) ORDER BY 1",
+                      [[f.removeprefix("file://") for f in files]]).fetchall()
+    assert got == [(o, o) for o in (10, 11, 13, 17, 18, 20)]
+    assert writer.stats.commits == {"orders.v1": 1} and writer.stats.dead_letters == {"orders.v1": 2}
+
+
+def test_key_value_keeps_every_committed_record_as_bytes(tmp_path):
+    writer, _store = _writer(tmp_path)
+    _commit(tmp_path, writer, KEY_VALUE, schema="")
+    main = _rows(writer)
+    assert main.column("offset").to_pylist() == [10, 11, 12, 13, 17, 18, 20, 21]
+    assert main.column("value").to_pylist()[2] == b"{not json"
+    assert main.column("timestamp_type").to_pylist() == [0] * 8
+    assert main.column("partition").to_pylist() == [0] * 8
+
+
+def test_a_retry_or_a_new_leaders_overlapping_segment_adds_only_what_is_not_covered(tmp_path):
+    writer, _store = _writer(tmp_path)
+    _commit(tmp_path, writer, VALUE_JSON, start=10, end=17)
+    _commit(tmp_path, writer, VALUE_JSON, start=10, end=17)       # the same offsets again: nothing added
+    _commit(tmp_path, writer, VALUE_JSON, start=10, end=21)       # a new leader's segment from 10: 18.. only
+    assert _rows(writer).column("offset").to_pylist() == [10, 11, 13, 17, 18, 20]
+    assert _rows(writer, dead_letter=True).column("offset").to_pylist() == [12, 21]
+    table = writer.catalog.catalog.load_table(("tierlog", "orders.v1"))
+    assert covered_offsets(table) == {0: 21}
+    assert writer.stats.commits == {"orders.v1": 2}
+
+
+def test_a_crash_between_the_dead_letter_and_the_table_commit_is_repaired_by_the_retry(tmp_path, monkeypatch):
+    writer, _store = _writer(tmp_path)
+    from tierlog.tiered.table import writer as writer_module
+    real = writer_module._append
+    calls = []
+
+    def crash_on_main(table, seg, uri):
+        calls.append(table.name()[0])
+        if table.name()[0] == "tierlog":
+            raise OSError("killed")
+        real(table, seg, uri)
+    monkeypatch.setattr(writer_module, "_append", crash_on_main)
+    with pytest.raises(RemoteStorageError, match="table commit of \\[10, 21\\] failed: OSError: killed"):
+        _commit(tmp_path, writer, VALUE_JSON)
+    monkeypatch.setattr(writer_module, "_append", real)
+    _commit(tmp_path, writer, VALUE_JSON)
+    assert _rows(writer).column("offset").to_pylist() == [10, 11, 13, 17, 18, 20]
+    assert _rows(writer, dead_letter=True).column("offset").to_pylist() == [12, 21]
+    assert list((tmp_path / "staging").iterdir()) == []
+
+
+def test_adding_a_property_evolves_the_table(tmp_path):
+    writer, _store = _writer(tmp_path)
+    _commit(tmp_path, writer, VALUE_JSON, start=10, end=13)
+    wider = json.dumps({"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
+                                                         "score": {"type": "number"}}, "required": ["id"]})
+    _commit(tmp_path, writer, VALUE_JSON, start=14, end=21, schema=wider)
+    main = _rows(writer)
+    assert main.column("offset").to_pylist() == [10, 11, 13, 17, 18, 20]
+    assert main.column("score").to_pylist() == [None] * 6
+
+
+def test_s3_without_a_catalog_uri_is_refused_with_the_setting_named():
+    class S3Like:
+        def describe(self):
+            return "s3://bucket/prefix/"
+    with pytest.raises(RemoteStorageError, match="tierlog.table.catalog.uri is required for tables on s3://"):
+        table_settings(S3Like(), {})
