@@ -200,6 +200,9 @@ _DEFS = [
     _d("max.connections", "int", 10000,
        "Open connections the node accepts on all its listeners; more are closed when accepted "
        "(Kafka's default is unbounded)."),
+    _d("max.connection.creation.rate", "int", 2147483647,
+       "New connections per second the broker's listeners accept together (the inter-broker listener "
+       "excepted; KIP-612); more wait. Per listener: listener.name.<l>.max.connection.creation.rate."),
     _d("max.connections.per.ip", "int", 1000,
        "Open connections the node accepts from one IP address; more are closed when accepted "
        "(Kafka's default is unbounded)."),

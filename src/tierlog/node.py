@@ -62,7 +62,7 @@ from tierlog.broker.replica_manager import LAST_TIERED_OFFSET_ENABLE, ReplicaMan
 from tierlog.broker.role import LifecycleLoop, MetadataView
 from tierlog.broker.topic_stats import BrokerTopicStats
 from tierlog.clock import monotonic_ms, wall_clock_ms
-from tierlog.config import ConfigError, NodeConfig, parse_properties
+from tierlog.config import BROKER_CONFIGS, ConfigError, NodeConfig, parse_properties
 from tierlog.controller.controller_config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.apply_metrics import ApplyMetrics
@@ -74,6 +74,7 @@ from tierlog.metadata.scram import ScramMechanism
 from tierlog.metadata.snapshot_generator import SnapshotGenerator
 from tierlog.net.client import PeerRoute, Peers
 from tierlog.net.connection_quotas import ConnectionQuotas
+from tierlog.net.connection_rates import ConnectionRates
 from tierlog.net.dispatch import RequestDispatcher, api_versions_list
 from tierlog.net.memory_pool import MemoryPool
 from tierlog.net.node_security import (
@@ -287,9 +288,11 @@ class Node:
         self.metrics_registry.register(collector)
         self._scrape_preparers.append(collector.prepare)
         observers = (self.request_metrics, topic_stats)
+        rates = self._connection_rates(lambda ip: metadata_view.image.client_quotas.ip_rate(ip))
         for listener_cfg, sock in sockets:
             await self._serve(listener_cfg, RequestDispatcher(self.broker, BROKER_APIS, listener_cfg.name, observers,
-                                                              quotas), sock)
+                                                              quotas), sock,
+                              lambda ip, now_ms, name=listener_cfg.name: rates.accept(name, ip, now_ms))
         self.lifecycle = LifecycleLoop(manager, self._controller_channel("lifecycle", voters, loader),
                                        lambda: loader.image.provenance.last_contained_offset,
                                        cfg["controller.quorum.request.timeout.ms"] / 1000, self._on_fatal)
@@ -364,11 +367,27 @@ class Node:
         return Endpoint(listener_cfg.name, adv.host or "127.0.0.1", port,
                         self.security.listeners[listener_cfg.name].protocol)
 
-    async def _serve(self, listener_cfg, dispatcher, sock=None) -> None:
+    def _connection_rates(self, ip_quota) -> ConnectionRates:
+        """KIP-612's limits of the broker listeners: max.connection.creation.rate (the broker's, and
+        listener.name.<l>.max.connection.creation.rate) and the client quotas' per-IP rates."""
+        cfg = self.config
+        unlimited = BROKER_CONFIGS["max.connection.creation.rate"].default
+        broker_rate = cfg.int_of("max.connection.creation.rate")
+        listener_rates = {}
+        for lst in cfg.broker_listeners:
+            value = cfg.raw.get(f"listener.name.{lst.name.lower()}.max.connection.creation.rate")
+            if value is not None:
+                listener_rates[lst.name] = float(value)
+        return ConnectionRates(cfg.int_of("quota.window.num"), cfg.int_of("quota.window.size.seconds") * 1000,
+                               None if broker_rate == unlimited else broker_rate, listener_rates,
+                               cfg.inter_broker_listener, ip_quota, monotonic_ms())
+
+    async def _serve(self, listener_cfg, dispatcher, sock=None, creation_rate=None) -> None:
         """Serve ``listener_cfg`` on ``sock`` (bound already) or on a socket bound now."""
         cfg = self.config
         limits = Limits(cfg["socket.request.max.bytes"], cfg["queued.max.requests"], self._connection_quotas,
-                        self._request_memory, cfg["connections.max.idle.ms"], cfg["socket.request.read.timeout.ms"])
+                        self._request_memory, cfg["connections.max.idle.ms"], cfg["socket.request.read.timeout.ms"],
+                        creation_rate)
         server = Server(dispatcher, limits, self._ssl_contexts.get(listener_cfg.name),
                         self._sasl_sessions.get(listener_cfg.name), self._principals.get(listener_cfg.name))
         port = await server.serve(sock if sock is not None else bind(listener_cfg.host, listener_cfg.port))

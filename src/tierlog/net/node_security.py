@@ -201,6 +201,7 @@ def _listener_security(props: Mapping[str, str], name: str, protocols: dict[str,
 _LISTENER_SASL_KEYS = (*(f"{m.lower()}.sasl.jaas.config" for m in SASL_MECHANISMS),
               *(f"{m.lower()}.connections.max.reauth.ms" for m in SASL_MECHANISMS), "connections.max.reauth.ms")
 
+_CREATION_RATE = "max.connection.creation.rate"      # KIP-612, per listener (net.connection_rates)
 _NODE_SASL_KEYS = ("sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol",
                    "sasl.mechanism.controller.protocol")
 
@@ -221,7 +222,7 @@ def _check_keys(props: Mapping[str, str], names: list[str]) -> None:
         else:
             continue
         honoured = setting in NODE_SSL_KEYS or setting in _NODE_SASL_KEYS or \
-            (key.startswith("listener.name.") and setting in _LISTENER_SASL_KEYS)
+            (key.startswith("listener.name.") and setting in (*_LISTENER_SASL_KEYS, _CREATION_RATE))
         if not honoured:
             raise SecurityConfigError(f"{key}: not supported by tierlog; supported security settings: "
                                       f"listener.security.protocol.map, inter.broker.listener.name, "

@@ -21,7 +21,11 @@ Bounds (``Limits``; what happens at each):
   ``ConnectionQuotas``; a connection over a limit is closed when accepted;
 - ``connections.max.idle.ms`` / ``socket.request.read.timeout.ms``: per
   listener ``ConnectionDeadlines``; a connection idle that long, or with a frame
-  started that long ago and still incomplete, is closed.
+  started that long ago and still incomplete, is closed;
+- connection creation rates (KIP-612, ``Limits.creation_rate``: ``net.connection_rates``
+  bound to the listener): a new connection over the broker's or the listener's rate is
+  held (muted) until the rate is back within it; one over its IP's rate is closed once its
+  throttle time has passed, reading nothing meanwhile.
 
 A closed connection drops its buffers and queued frames and gives their bytes
 back to the pool.
@@ -104,7 +108,9 @@ class Limits:
     """A listener's bounds; ``quotas`` and ``pool`` are the node's, shared by its listeners."""
 
     def __init__(self, request_max_bytes: int, queued_max_requests: int, quotas: ConnectionQuotas,
-                 pool: MemoryPool, idle_ms: int = 600_000, read_ms: int = 30_000):
+                 pool: MemoryPool, idle_ms: int = 600_000, read_ms: int = 30_000,
+                 creation_rate: Callable[[str, int], tuple[int, int]] | None = None):
+        self.creation_rate = creation_rate      # (ip, now_ms) -> (hold ms, close after ms); None: no rates
         self.request_max_bytes = request_max_bytes
         self.queued_max_requests = max(1, queued_max_requests)
         self.quotas = quotas
@@ -164,7 +170,20 @@ class _Connection(asyncio.BufferedProtocol):
             return
         self._admitted = True
         self._server.opened(self)
+        if self._limits.creation_rate is not None:
+            self._throttle_creation()
         self._worker = asyncio.get_running_loop().create_task(self._run())
+
+    def _throttle_creation(self) -> None:
+        """KIP-612: hold a connection over the broker's or listener's rate; close one over its IP's."""
+        assert self._limits.creation_rate is not None
+        hold_ms, close_ms = self._limits.creation_rate(self.client_host, monotonic_ms())
+        if close_ms > 0:
+            log.info("closing %s in %d ms: connection_creation_rate of %s reached", self.peer, close_ms, self.client_host)
+            self._mute(close_ms)
+            asyncio.get_running_loop().call_later(close_ms / 1000, self.abort)
+        elif hold_ms > 0:
+            self._mute(hold_ms)
 
     def _bind_principal(self, transport) -> bool:
         """Requests of this connection carry its certificate's principal (Kafka's SSL principal builder)."""
