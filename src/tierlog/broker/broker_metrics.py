@@ -124,7 +124,7 @@ class BrokerMetricsCollector:
         lag = []
         for p in partitions:
             last = covered.get((p.topic, p.index))
-            if p.leader_state is not None and last is not None and p.log.config.values[TABLE_MODE] != OFF:
+            if p.is_leader and last is not None and p.log.config.values[TABLE_MODE] != OFF:
                 lag.append((p.topic, p.index, max(0, p.log.highest_offset_in_remote_storage.value - last)))
         return TableNumbers(dict(stats.commits), dict(stats.bytes_written), dict(stats.dead_letters), lag)
 
@@ -154,12 +154,10 @@ class BrokerMetricsCollector:
 
 
 def _row(p) -> PartitionRow:
-    ls, log = p.leader_state, p.log
-    if ls is None:
-        return PartitionRow(p.topic, p.index, log.size_in_bytes, log.log_end_offset, log.log_start_offset,
-                            log.segment_count, -1, 0, 0)
+    log, sizes = p.log, p.isr_sizes()
+    isr, replicas, min_isr = (-1, 0, 0) if sizes is None else sizes
     return PartitionRow(p.topic, p.index, log.size_in_bytes, log.log_end_offset, log.log_start_offset,
-                        log.segment_count, len(ls.isr), len(ls.replicas), ls.effective_min_isr)
+                        log.segment_count, isr, replicas, min_isr)
 
 
 def _copy_lag_bytes(part) -> int:

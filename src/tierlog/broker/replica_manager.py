@@ -31,7 +31,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -41,10 +40,9 @@ from tierlog.net.client import DEFAULT_ROUTE, PeerRoute
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
+    AlterPartitionItem,
     FetcherConfig,
     LeaderConfig,
-    LeaderState,
-    LocalLog,
     ReplicaFetchers,
     TopicTiering,
 )
@@ -56,7 +54,7 @@ from .apply_slices import ApplySlices
 from .clean_limits import CleanLimits
 from .dir_assignments import DirAssignments, DirAssignmentSender
 from .fetch_session import FetchSessionCache
-from .partition import AppendOrigin, AppendOutcome, Partition
+from .partition import AppendOrigin, AppendOutcome, Partition, PartitionUpdate
 from .replica_fetcher import ReplicaFetcherTasks
 from .sweep import Sweep
 
@@ -76,7 +74,6 @@ class LeadershipListener(Protocol):
 TICK_S = 0.2
 SWEEP_MS = 30_000       # every led partition is ticked at least this often, quiet or not
 LAST_TIERED_OFFSET_ENABLE = "follower.fetch.last.tiered.offset.enable"      # KIP-1023
-RECOVERING = 1          # PartitionRecord LeaderRecoveryState (KIP-704)
 ELIGIBLE_BYTES = "leader.election.eligible.local.log.bytes"     # KIP-1303
 
 
@@ -240,7 +237,7 @@ class ReplicaManager:
         part = self.partitions.get(key)
         if part is None:
             return
-        if part.leader_state is not None:
+        if part.is_leader:
             log.error("%s-%d: this leader's log is corrupt from offset %d and it cannot fetch it again; elect "
                       "another leader (tierlog elect-leaders) and restart this broker", *key, offset)
             return
@@ -296,8 +293,7 @@ class ReplicaManager:
             plog = existing or self.logs.create(topic.name, p.partition, topic.topic_id,
                                                 config, self._clock_ms())
             part = self.partitions[key] = Partition(topic.name, p.partition, topic.topic_id, plog,
-                                                    p.leader, p.leader_epoch,
-                                                    replica_fetch_ms=self._replica_fetch_ms,
+                                                    -1, -1, replica_fetch_ms=self._replica_fetch_ms,
                                                     hw_moved=self._hw_moved)
             # Kafka's replication-offset-checkpoint: never start above what was
             # known committed (a restarted replica must not expose unreplicated records)
@@ -305,7 +301,6 @@ class ReplicaManager:
             self._by_id[(topic.topic_id, p.partition)] = part
             part.update_config(config)          # a log loaded at start has the defaults until now
             return part
-        part.leader_id, part.leader_epoch = p.leader, p.leader_epoch
         part.update_config(config)
         return part
 
@@ -316,8 +311,7 @@ class ReplicaManager:
                 listener.on_stopped(part, topic_deleted)
             self._by_id.pop((part.topic_id, part.index), None)
             self.fetchers.stop_following((part.topic_id, part.index))
-            part.leader_state = None
-            self._fail_waiting(part)
+            self._apply(part, part.stop())
             self.notify_changed(part)
         for fut in self._watchers.pop(key, ()):
             if not fut.done():
@@ -359,50 +353,30 @@ class ReplicaManager:
         return self._by_id.get(key)
 
     def _transition(self, image: MetadataImage, part: Partition, p) -> None:
-        """Leader or follower per the image."""
+        """Leader or follower per the image (``Partition.become_leader`` / ``become_follower``)."""
         now = self._clock_ms()
         id_key = (part.topic_id, part.index)
         if p.leader == self.node_id:
-            ls = part.leader_state
             fenced = frozenset(r for r in p.replicas
                                if r not in image.brokers or not image.brokers[r].usable) - {self.node_id}
-            if ls is None or ls.leader_epoch != p.leader_epoch:
-                self.fetchers.stop_following(id_key)
-                self._fail_waiting(part)
-                hw, leo = part.start_leader_epoch(p.leader_epoch)
-                config = LeaderConfig(replica_lag_time_max_ms=self._lag_ms,
-                                      min_insync_replicas=part.config.min_insync_replicas,
-                                      eligible_local_log_bytes=self._eligible_bytes(image, part))
-                part.leader_state = LeaderState(
-                    topic_id=part.topic_id, partition=part.index, leader_id=self.node_id,
-                    leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, replicas=tuple(p.replicas),
-                    isr=tuple(p.isr), high_watermark=hw, log_end_offset=leo, now_ms=now, config=config,
-                    leader_broker_epoch=self._broker_epoch(), fenced=fenced,
-                    recovering=p.leader_recovery_state == RECOVERING,
-                    # KIP-1303: what the controller already holds needs no new report
-                    committed_local_logs={b: LocalLog(c.local_log_start_timestamp, c.local_log_size_bytes)
-                                          for b, c in p.coverage().items()})
-                log.info("%s-%d: leader at epoch %d (isr %s, hw %d, leo %d)", part.topic, part.index,
-                         p.leader_epoch, list(p.isr), hw, leo)
-                self._hw_moved.add(part.key)           # the leader state's high watermark from now on
-                for replica in self.leader_moves.became_leader(part.key, p.replicas, self.node_id, now):
-                    self._wake(("replica", replica))       # its parked fetch names its old partitions
-                self._on_update(part, part.leader_state.on_leader_append(leo, now, self._replica_fetch_ms))
-                for listener in self._listeners():
-                    listener.on_leader(part)
-            else:
-                # KIP-1303: a dynamic change of the bytes threshold applies to the next report check
-                ls.config = replace(ls.config, eligible_local_log_bytes=self._eligible_bytes(image, part))
-                self._on_update(part, ls.on_partition_metadata(
-                    leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, isr=tuple(p.isr),
-                    replicas=tuple(p.replicas), now_ms=now, leader_leo=part.log_end_offset, fenced=fenced,
-                    recovering=p.leader_recovery_state == RECOVERING))
+            eligible_bytes = self._eligible_bytes(image, part)
+            if part.leads(p.leader_epoch):
+                self._apply(part, part.update_leader(p, eligible_bytes, fenced, now))
+                return
+            self.fetchers.stop_following(id_key)
+            config = LeaderConfig(replica_lag_time_max_ms=self._lag_ms,
+                                  min_insync_replicas=part.config.min_insync_replicas,
+                                  eligible_local_log_bytes=eligible_bytes)
+            upd = part.become_leader(p, config, self._broker_epoch(), fenced, now)
+            for replica in self.leader_moves.became_leader(part.key, p.replicas, self.node_id, now):
+                self._wake(("replica", replica))       # its parked fetch names its old partitions
+            self._apply(part, upd)
+            for listener in self._listeners():
+                listener.on_leader(part)
             return
-        if part.leader_state is not None:
-            part.follower_hw = part.high_watermark
-            part.leader_state = None
-            part.moved_away_epoch = p.leader_epoch
-            self._fail_waiting(part)
+        lost = part.become_follower(p.leader, p.leader_epoch)
+        if lost is not None:
+            self._apply(part, lost)
             self.notify_changed(part)   # parked fetches of it learn at once that it moved
         if p.leader >= 0:
             if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.follower_view(),
@@ -444,98 +418,66 @@ class ReplicaManager:
 
     def _after_append(self, part: Partition, outcome: AppendOutcome) -> AppendOutcome:
         if outcome.appended:
-            self._on_update(part, outcome.update)
+            self._apply(part, outcome.update)
             self.notify_changed(part)
         return outcome
 
     def on_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int, replica_epoch: int,
                           fields: dict) -> int:
-        ls = part.leader_state
-        if ls is None:
-            return 0
-        leo = part.log_end_offset
-        if fetch_offset > leo:
+        upd = part.on_follower_fetch(replica_id, fetch_offset, self._clock_ms(), replica_epoch,
+                                     fields.get("LogStartOffset", -1), fields.get("LocalLogStartTimestamp", -1),
+                                     fields.get("LocalLogSizeBytes", -1))
+        if upd is None:
             return 0
         self.leader_moves.fetched(replica_id, part.key)
-        upd = ls.on_follower_fetch(replica_id, fetch_offset, now_ms=self._clock_ms(), leader_leo=leo,
-                                   log_start_offset=fields.get("LogStartOffset", -1), broker_epoch=replica_epoch,
-                                   local_log_start_timestamp=fields.get("LocalLogStartTimestamp", -1),
-                                   local_log_size_bytes=fields.get("LocalLogSizeBytes", -1))
-        self._on_update(part, upd)
+        self._apply(part, upd)
         return upd.error
 
-    def _on_update(self, part: Partition, upd) -> None:
-        ls = part.leader_state
-        if ls is None:
+    def _apply(self, part: Partition, upd: PartitionUpdate) -> None:
+        """Carry out what a partition call changed: answer its completed waiters, wake fetches parked
+        on a moved high watermark, send its AlterPartition; a leader is visited by the next tick."""
+        if upd.acks or upd.deletes:
+            _answer(upd.acks, upd.deletes)
+        if not part.is_leader:
             return
         self._active.add(part.key)
-        self._complete(part.purgatory.on_high_watermark(ls.high_watermark, len(ls.isr), ls.effective_min_isr))
-        if part.deletes:
-            self._complete_deletes(part.deletes.on_low_watermark(ls.low_watermark(part.log_start_offset)))
         if upd.hw_advanced:
-            self._hw_moved.add(part.key)
             self.notify_changed(part, records=False)
         if upd.alter_partition is not None:
-            self._tasks.spawn(self._alter_partition(part, ls, upd.alter_partition),
+            self._tasks.spawn(self._alter_partition(part, upd.alter_partition),
                               name=f"alter-partition-{part.topic}-{part.index}")
 
-    @staticmethod
-    def _complete(completions) -> None:
-        for c in completions:
-            if not c.token.done():
-                c.token.set_result(c.error)
-
-    @staticmethod
-    def _complete_deletes(completions) -> None:
-        for c in completions:
-            if not c.token.done():
-                c.token.set_result((c.error, c.low_watermark))
-
-    def _fail_waiting(self, part: Partition) -> None:
-        """Leadership lost: parked produces and DeleteRecords answer NOT_LEADER_OR_FOLLOWER."""
-        self._complete(part.purgatory.fail_all())
-        self._complete_deletes(part.deletes.fail_all())
-
     def delete_records(self, part: Partition, offset: int, timeout_ms: int) -> tuple[int, int, asyncio.Future | None]:
-        """DeleteRecords on the leader: raise the log start to ``offset`` (-1: the high watermark).
-
-        (error, low watermark, future of (error, low watermark) while the ISR
-        catches up, else None).  Kafka's checks: NOT_LEADER_OR_FOLLOWER off the
-        leader, POLICY_VIOLATION without cleanup.policy=delete,
-        OFFSET_OUT_OF_RANGE outside [0, high watermark].
-        """
-        error, target, moved = part.delete_records_on_leader(offset)
+        """DeleteRecords on the leader (``Partition.delete_records_on_leader``): raise the log start to
+        ``offset`` (-1: the high watermark).  (error, low watermark, future of (error, low watermark)
+        while the ISR catches up, else None)."""
+        error, target, moved, lw = part.delete_records_on_leader(offset)
         if error:
             return error, -1, None
         if moved:
             log.info("%s-%d: log start offset raised to %d (DeleteRecords)", part.topic, part.index, target)
             self.notify_changed(part, records=False)
-        ls = part.leader_state
-        assert ls is not None, "delete_records_on_leader answered NONE: this broker leads it"
-        lw = ls.low_watermark(part.log_start_offset)
         if lw >= target:
             return ErrorCode.NONE, lw, None
         fut = asyncio.get_running_loop().create_future()
-        part.deletes.add(fut, target, self._clock_ms(), timeout_ms)
+        part.park_delete(fut, target, self._clock_ms(), timeout_ms)
         return ErrorCode.NONE, lw, fut
 
-    async def _alter_partition(self, part: Partition, ls: LeaderState, item) -> None:
+    async def _alter_partition(self, part: Partition, item: AlterPartitionItem) -> None:
         log.info("%s-%d: AlterPartition %s isr %s", part.topic, part.index, item.reason, list(item.isr_ids))
         try:
             error, answer = await self._alter_sender.send(item)
         except Exception as e:     # noqa: BLE001 - any failure: retry after a backoff
             log.info("%s-%d: AlterPartition failed: %s", part.topic, part.index, e)
-            if part.leader_state is ls:
-                ls.on_alter_partition_failure(self._clock_ms())
+            part.on_alter_partition_failure(item, self._clock_ms())
             return
         if error == ErrorCode.NONE and item.reason in self.isr_changes:
             self.isr_changes[item.reason] += 1
-        if part.leader_state is not ls:
-            return
-        now = self._clock_ms()
-        self._on_update(part, ls.on_alter_partition_response(
-            error, now_ms=now, leader_leo=part.log_end_offset, leader_epoch=answer.get("LeaderEpoch", -1),
-            partition_epoch=answer.get("PartitionEpoch", -1), isr=tuple(answer.get("Isr", ()))))
+        upd = part.on_alter_partition_response(item, error, answer.get("LeaderEpoch", -1),
+                                               answer.get("PartitionEpoch", -1), tuple(answer.get("Isr", ())),
+                                               self._clock_ms())
+        if upd is not None:
+            self._apply(part, upd)
 
     async def _tick_loop(self) -> None:
         while True:
@@ -554,29 +496,15 @@ class ReplicaManager:
         keys = self._active.union(self._sweep.take(self.partitions))
         for key in keys:
             part = self.partitions.get(key)
-            if part is None or part.leader_state is None or part.offline:     # offline: mark_offline is due
+            if part is None or not part.is_leader or part.offline:     # offline: mark_offline is due
                 self._active.discard(key)
                 continue
-            self._tick_one(part, now)
-            if self._quiet(part):
+            self._apply(part, part.tick(now))
+            if part.quiet:
                 self._active.discard(key)
-            elif len(part.leader_state.isr) < len(part.leader_state.replicas):
+            elif not part.isr_complete:
                 # a follower outside the ISR may join once its fetch is read again (ISR expand)
                 self.fetch_sessions.mark_changed(((part.topic_id, part.index), part.key), wake=False)
-
-    def _quiet(self, part: Partition) -> bool:
-        """Nothing a tick could change: no parked request, a settled ISR that has the whole log."""
-        ls = part.leader_state
-        assert ls is not None, "tick visits led partitions only"
-        return not part.purgatory and not part.deletes and ls.settled(part.log_end_offset)
-
-    def _tick_one(self, part: Partition, now: int) -> None:
-        ls = part.leader_state
-        assert ls is not None, "tick visits led partitions only"
-        self._complete(part.purgatory.expire(now))
-        if part.deletes:
-            self._complete_deletes(part.deletes.expire(now, ls.low_watermark(part.log_start_offset)))
-        self._on_update(part, ls.tick(now, part.log_end_offset, part.local_log()))
 
     # -- appends and long polls -------------------------------------------------
     def notify_changed(self, part: Partition, records: bool = True) -> None:
@@ -620,6 +548,17 @@ class ReplicaManager:
                     s.discard(fut)
                     if not s:
                         del self._watchers[k]
+
+
+def _answer(acks, deletes):
+    """Answer the waiters a partition completed (futures of this loop): acks=all with its error code,
+    DeleteRecords with (error, low watermark)."""
+    for c in acks:
+        if not c.token.done():
+            c.token.set_result(c.error)
+    for d in deletes:
+        if not d.token.done():
+            d.token.set_result((d.error, d.low_watermark))
 
 
 def _as_bool(value) -> bool:

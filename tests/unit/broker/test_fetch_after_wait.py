@@ -10,12 +10,12 @@ import asyncio
 from types import SimpleNamespace
 
 from fetch_fakes import FakeBroker, FakeReplicas
+from leaders import lead
 
 from tierlog.broker.apis import api_01_fetch as fetch
 from tierlog.broker.partition import Partition
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import Record, build_batch
-from tierlog.replication import LeaderConfig, LeaderState
 from tierlog.storage import Log, LogConfig
 
 NOW = 1_700_000_000_000
@@ -30,10 +30,7 @@ def _batch(n: int = 1) -> bytearray:
 def _partition(tmp_path, index: int, replicas=(1, FOLLOWER)) -> Partition:
     log = Log.open(tmp_path / f"t-{index}", LogConfig.from_props({}), NOW)
     part = Partition("t", index, b"\x01" * 16, log, leader_id=1, leader_epoch=4)
-    part.leader_state = LeaderState(topic_id=part.topic_id, partition=index, leader_id=1, leader_epoch=4,
-                                    partition_epoch=0, replicas=replicas, isr=replicas,
-                                    high_watermark=0, log_end_offset=0, now_ms=NOW,
-                                    config=LeaderConfig(min_insync_replicas=1))
+    lead(part, replicas=replicas)
     part.log.append(_batch(2), 4, NOW)
     return part
 
@@ -49,7 +46,7 @@ class CountingReplicas(FakeReplicas):
             part.log.read = lambda *a, _read=read, _key=part.key, **k: (self.reads.append(_key), _read(*a, **k))[1]
 
     def on_follower_fetch(self, part, replica_id, fetch_offset, epoch, fields):
-        part.leader_state.on_follower_fetch(replica_id, fetch_offset, now_ms=NOW, leader_leo=part.log_end_offset)
+        part.on_follower_fetch(replica_id, fetch_offset, NOW)
         return ErrorCode.NONE
 
     async def wait_for_data(self, keys, timeout_s, replica_id=None, view=None):
@@ -107,7 +104,7 @@ def test_a_woken_fetch_reads_the_marked_partition_and_keeps_the_named_one(tmp_pa
 def test_a_named_partition_marked_while_parked_gets_its_new_high_watermark_without_a_read(tmp_path):
     def third_replica_catches_up_on_0(replicas):
         part = replicas.parts[("t", 0)]
-        part.leader_state.on_follower_fetch(3, 2, now_ms=NOW, leader_leo=2)
+        part.on_follower_fetch(3, 2, NOW)
         replicas.sessions.mark_changed([("t", 0)], records=False)
 
     broker, parts, session = _session(tmp_path, third_replica_catches_up_on_0, replicas=(1, FOLLOWER, 3))

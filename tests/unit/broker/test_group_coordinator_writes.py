@@ -16,14 +16,15 @@ assignment a new coordinator would not know of.
 import asyncio
 
 import pytest
+from leaders import lead
 
 from tierlog.broker.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
 from tierlog.broker.partition import AppendOrigin, Partition
 from tierlog.config import NodeConfig
 from tierlog.group import GroupState
+from tierlog.metadata import PartitionInfo
 from tierlog.protocol.errors import ErrorCode as E
 from tierlog.records import decode_batches
-from tierlog.replication import LeaderConfig, LeaderState
 from tierlog.storage import Log, LogConfig
 
 NOW = 1_700_000_000_000
@@ -43,8 +44,7 @@ class Replicas:
 
     def set_isr(self, part, isr):
         self._partition_epoch += 1
-        part.leader_state.on_partition_metadata(leader_epoch=1, partition_epoch=self._partition_epoch, isr=isr,
-                                                replicas=(1, 2), now_ms=NOW, leader_leo=part.log_end_offset)
+        part.update_leader(PartitionInfo(0, 1, 1, (1, 2), isr, self._partition_epoch), -1, frozenset(), NOW)
 
     def append_records(self, part, records, origin, required_acks, timeout_ms):
         assert origin is AppendOrigin.COORDINATOR and required_acks == -1
@@ -68,15 +68,13 @@ class Replicas:
 def follower_fetch(part, offset: int | None = None) -> None:
     """Follower 2 fetches the leader's log up to ``offset`` (its end by default): the high watermark follows."""
     end = part.log_end_offset if offset is None else offset
-    part.leader_state.on_follower_fetch(2, end, now_ms=NOW, leader_leo=part.log_end_offset)
+    return part.on_follower_fetch(2, end, NOW)
 
 
 def replicate(part, offset: int | None = None) -> None:
     """``follower_fetch``, then the parked acks=all waiters the high watermark passed are answered
-    (``ReplicaManager._on_update``)."""
-    follower_fetch(part, offset)
-    ls = part.leader_state
-    for c in part.purgatory.on_high_watermark(ls.high_watermark, len(ls.isr), ls.effective_min_isr):
+    (``ReplicaManager._apply``)."""
+    for c in follower_fetch(part, offset).acks:
         c.token.set_result(c.error)
 
 
@@ -86,9 +84,7 @@ def _coordinator(tmp_path, log_props: dict | None = None, linger_ms: int = 0) ->
                          "group.coordinator.append.linger.ms": str(linger_ms)})
     log = Log.open(tmp_path / f"{OFFSETS_TOPIC}-0", LogConfig.from_props(log_props or {}), NOW)
     part = Partition(OFFSETS_TOPIC, 0, b"\x05" * 16, log, leader_id=1, leader_epoch=1)
-    part.leader_state = LeaderState(topic_id=part.topic_id, partition=0, leader_id=1, leader_epoch=1,
-                                    partition_epoch=0, replicas=(1, 2), isr=(1, 2), high_watermark=0,
-                                    log_end_offset=0, now_ms=NOW, config=LeaderConfig(min_insync_replicas=2))
+    lead(part, min_isr=2)
     replicas = Replicas()
     coordinator = GroupCoordinator(config, replicas, lambda: NOW)
     coordinator.on_leader(part)

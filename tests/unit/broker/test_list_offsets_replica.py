@@ -3,11 +3,12 @@ log end offset; a new leader whose high watermark lags its epoch start answers O
 import asyncio
 from types import SimpleNamespace
 
+from leaders import lead
+
 from tierlog.broker.apis import api_02_list_offsets as list_offsets
 from tierlog.broker.partition import Partition
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import Record, build_batch
-from tierlog.replication import LeaderState
 from tierlog.storage import Log, LogConfig
 
 NOW = 1_700_000_000_000
@@ -88,9 +89,7 @@ def test_a_new_leader_below_its_epoch_start_answers_offset_not_available(tmp_pat
     part = _partition(tmp_path)
     # elected at log end 10 with the high watermark 6 it had as a follower: offsets 6-9 are not
     # known to be committed until the followers catch up
-    part.leader_state = LeaderState(topic_id=part.topic_id, partition=0, leader_id=1, leader_epoch=3,
-                                    partition_epoch=0, replicas=(1, 2), isr=(1, 2), high_watermark=6,
-                                    log_end_offset=10, now_ms=NOW)
+    lead(part, replicas=(1, 2))
     broker = FakeBroker(part, node_id=1)
     for target in (LATEST, NOW + 7, NOW + 99, MAX_TIMESTAMP):
         answer = _ask(broker, -1, target)

@@ -1,11 +1,11 @@
 """``Partition`` owns a partition's writes and reads: the leader append's checks in Kafka's order,
 the acks=all parking, idempotent retries, and reads bounded by the isolation level."""
 import pytest
+from leaders import lead
 
 from tierlog.broker.partition import AppendOrigin, FetchIsolation, Partition
 from tierlog.protocol.errors import ErrorCode as E
 from tierlog.records import Record, build_batch, decode_batches
-from tierlog.replication import LeaderConfig, LeaderState
 from tierlog.storage import Log, LogConfig
 
 NOW = 1_700_000_000_000
@@ -15,9 +15,7 @@ FOLLOWER = 2
 def _partition(tmp_path, topic="t", isr=(1, FOLLOWER), min_isr=2) -> Partition:
     log = Log.open(tmp_path / f"{topic}-0", LogConfig.from_props({"cleanup.policy": "delete"}), NOW)
     part = Partition(topic, 0, b"\x01" * 16, log, leader_id=1, leader_epoch=4)
-    part.leader_state = LeaderState(topic_id=part.topic_id, partition=0, leader_id=1, leader_epoch=4,
-                                    partition_epoch=0, replicas=(1, FOLLOWER), isr=isr, high_watermark=0,
-                                    log_end_offset=0, now_ms=NOW, config=LeaderConfig(min_insync_replicas=min_isr))
+    lead(part, replicas=(1, FOLLOWER), isr=isr, min_isr=min_isr)
     return part
 
 
@@ -29,8 +27,8 @@ def _append(part, acks=-1, origin=AppendOrigin.CLIENT, records=None, waiter="w")
     return part.append_as_leader(_batch() if records is None else records, origin, acks, NOW, waiter, 30_000)
 
 
-def _follower_fetch(part) -> None:
-    part.leader_state.on_follower_fetch(FOLLOWER, part.log_end_offset, now_ms=NOW, leader_leo=part.log_end_offset)
+def _follower_fetch(part):
+    return part.on_follower_fetch(FOLLOWER, part.log_end_offset, NOW)
 
 
 def test_an_append_assigns_offsets_at_the_leader_epoch_and_parks_acks_all(tmp_path):
@@ -38,20 +36,20 @@ def test_an_append_assigns_offsets_at_the_leader_epoch_and_parks_acks_all(tmp_pa
     first, second = _append(part), _append(part)
     assert (first.error, first.base_offset, first.end_offset, first.appended) == (E.NONE, 0, 3, True)
     assert (second.base_offset, second.end_offset) == (3, 6)
-    assert first.parked and second.parked and len(part.purgatory) == 2
+    assert first.parked and second.parked and not first.update.acks and not second.update.acks
     assert part.high_watermark == 0                 # the follower has nothing yet
     headers = [h for h, _ in decode_batches(part.read(0, 1 << 20, FetchIsolation.LOG_END).parts[0].read())]
     assert [h.partition_leader_epoch for h in headers] == [4, 4]
-    _follower_fetch(part)
-    hw = part.high_watermark
-    assert hw == 6 and [c.error for c in part.purgatory.on_high_watermark(hw, 2, 2)] == [E.NONE, E.NONE]
+    update = _follower_fetch(part)               # the partition answers the waiters the high watermark passed
+    assert part.high_watermark == 6 and update.hw_advanced
+    assert [(c.token, c.error) for c in update.acks] == [("w", E.NONE), ("w", E.NONE)]
 
 
 def test_acks_one_is_never_parked_and_its_leader_update_is_handed_back(tmp_path):
     part = _partition(tmp_path, isr=(1,), min_isr=1)
     outcome = _append(part, acks=1)
-    assert outcome.appended and not outcome.parked and not part.purgatory
-    assert outcome.update.high_watermark == 3 and outcome.update.hw_advanced      # the ISR is the leader alone
+    assert outcome.appended and not outcome.parked and not outcome.update.acks
+    assert part.high_watermark == 3 and outcome.update.hw_advanced      # the ISR is the leader alone
 
 
 def test_acks_all_under_min_insync_replicas_is_refused_before_the_log(tmp_path):
@@ -71,7 +69,7 @@ def test_clients_may_not_write_internal_topics_but_coordinators_may(tmp_path):
 
 def test_a_follower_refuses_leader_appends(tmp_path):
     part = _partition(tmp_path)
-    part.leader_state = None
+    part.become_follower(FOLLOWER, 5)
     assert _append(part).error == E.NOT_LEADER_OR_FOLLOWER
     with pytest.raises(AssertionError):
         _append(part, origin=AppendOrigin.REPLICATION)
@@ -81,8 +79,24 @@ def test_the_leadership_lease_is_one_leader_epoch(tmp_path):
     part = _partition(tmp_path)
     assert part.is_leader and part.leads(4)
     assert not part.leads(3) and not part.leads(5)      # another epoch is another lease
-    part.leader_state = None
-    assert not part.is_leader and not part.leads(4)
+    assert _append(part).parked
+    lost = part.become_follower(FOLLOWER, 5)            # parked acks=all waiters fail with the lease
+    assert [(c.token, c.error) for c in lost.acks] == [("w", E.NOT_LEADER_OR_FOLLOWER)]
+    assert not part.is_leader and not part.leads(4) and part.moved_away
+    assert part.become_follower(FOLLOWER, 5) is None    # nothing more to fail
+    lead(part, epoch=6)
+    assert part.leads(6) and not part.leads(4) and not part.moved_away
+    assert not part.stop().acks and not part.leads(6)
+
+
+def test_a_leader_tick_times_out_parked_waiters_and_reports_quiet(tmp_path):
+    part = _partition(tmp_path)
+    _follower_fetch(part)
+    assert part.quiet and part.isr_complete and part.isr_sizes() == (2, 2, 2)
+    assert _append(part).parked and not part.quiet
+    assert not part.tick(NOW + 29_999).acks
+    timed_out = part.tick(NOW + 30_000)
+    assert [(c.token, c.error) for c in timed_out.acks] == [("w", E.REQUEST_TIMED_OUT)]
 
 
 def test_an_idempotent_retry_gets_its_first_offsets_and_a_gap_is_out_of_order(tmp_path):
@@ -133,7 +147,7 @@ def test_delete_records_follows_kafkas_rules(tmp_path):
     _append(part)
     _follower_fetch(part)
     assert part.delete_records_on_leader(4)[0] == E.OFFSET_OUT_OF_RANGE        # above the high watermark
-    assert part.delete_records_on_leader(-1) == (E.NONE, 3, True)
+    assert part.delete_records_on_leader(-1)[:3] == (E.NONE, 3, True)
     assert part.log_start_offset == 3
-    part.leader_state = None
+    part.become_follower(FOLLOWER, 5)
     assert part.delete_records_on_leader(3)[0] == E.NOT_LEADER_OR_FOLLOWER

@@ -124,8 +124,7 @@ def test_restarted_replica_starts_from_checkpointed_hw(tmp_path):
     image = SimpleNamespace(brokers={1: SimpleNamespace(usable=True), 2: SimpleNamespace(usable=True)},
                             topics={"t": topic}, config=lambda name, t, default: default)
     rm._transition(image, part, topic.partitions[0])
-    assert part.leader_state is not None
-    assert part.leader_state.high_watermark == 12 and part.high_watermark == 12
+    assert part.leads(topic.partitions[0].leader_epoch) and part.high_watermark == 12
     rm.checkpoint_high_watermarks()
     manager.wait_for_writes()
     assert read_offsets(tmp_path / FILE) == {("t", 0): 12}

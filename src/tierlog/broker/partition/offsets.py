@@ -49,8 +49,7 @@ def _fetchable(part: Partition, isolation: FetchIsolation, target: int, found: F
     ReplicaManager.fetchOffset).  Earliest targets and replicas' requests are not capped."""
     if isolation is FetchIsolation.LOG_END or target in (EARLIEST, EARLIEST_LOCAL):
         return ErrorCode.NONE, found
-    leader = part.leader_state
-    lagging = leader is not None and leader.epoch_start_offset > part.high_watermark
+    lagging = part.leader_behind_epoch_start
     if target == LATEST:
         return (ErrorCode.OFFSET_NOT_AVAILABLE, None) if lagging else (ErrorCode.NONE, found)
     if found is not None and found[0] < part.max_offset(isolation):

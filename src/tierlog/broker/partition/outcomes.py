@@ -6,10 +6,10 @@ import enum
 from typing import NamedTuple
 
 from tierlog.protocol.errors import ErrorCode
-from tierlog.replication import LeaderUpdate
+from tierlog.replication import AlterPartitionItem, Completion, DeleteCompletion
 from tierlog.storage import FileRegion
 
-__all__ = ["AppendOrigin", "AppendOutcome", "FetchIsolation", "PartitionRead"]
+__all__ = ["NO_UPDATE", "AppendOrigin", "AppendOutcome", "FetchIsolation", "PartitionRead", "PartitionUpdate"]
 
 READ_COMMITTED = 1          # the wire's IsolationLevel (Fetch, ListOffsets)
 
@@ -42,10 +42,27 @@ class FetchIsolation(enum.Enum):
         return cls.TXN_COMMITTED if isolation_level == READ_COMMITTED else cls.HIGH_WATERMARK
 
 
+class PartitionUpdate(NamedTuple):
+    """What one call on a partition changed, for the replica manager to apply (Kafka's delayed
+    operations completed by ``Partition``): the acks=all and DeleteRecords waiters to answer, whether
+    the high watermark moved (parked fetches to wake; the partition already marked it for the
+    checkpoint), an AlterPartition to send; ``error``: a follower fetch's (NOT_LEADER_OR_FOLLOWER
+    for a replica outside the assignment)."""
+
+    acks: tuple[Completion, ...] | list[Completion] = ()
+    deletes: tuple[DeleteCompletion, ...] | list[DeleteCompletion] = ()
+    hw_advanced: bool = False
+    alter_partition: AlterPartitionItem | None = None
+    error: int = ErrorCode.NONE
+
+
+NO_UPDATE = PartitionUpdate()
+
+
 class AppendOutcome(NamedTuple):
     """One append as the leader: an error (nothing appended unless ``appended``) or the offsets
-    given.  ``update``: what the append changed in the leader state, for the replica manager to
-    act on (complete parked requests, send AlterPartition); ``parked``: the caller's waiter was
+    given.  ``update``: what the append changed (``PartitionUpdate``: waiters to answer, an
+    AlterPartition to send), for the replica manager to apply; ``parked``: the caller's waiter was
     parked until the high watermark passes ``end_offset`` (acks=all)."""
 
     error: int = ErrorCode.NONE
@@ -56,7 +73,7 @@ class AppendOutcome(NamedTuple):
     log_start_offset: int = -1
     appended: bool = False
     parked: bool = False
-    update: LeaderUpdate | None = None
+    update: PartitionUpdate = NO_UPDATE
     record_errors: tuple[tuple[int, str], ...] = ()     # (batch index, message): KIP-467 RecordErrors
 
     @classmethod

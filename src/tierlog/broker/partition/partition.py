@@ -29,14 +29,22 @@ touch its log (Kafka's ``Partition``):
   lookups, DeleteRecords on the leader, the follower's truncations and high
   watermark.
 
-The metadata image decides the mode (``ReplicaManager``):
+The metadata image decides the mode; the replica manager calls the transition
+and applies what it returns (a ``PartitionUpdate``: waiters to answer, an
+AlterPartition to send):
 
-- leader: ``leader_state`` (a ``replication.LeaderState``) owns the high
-  watermark, the smallest log end offset over the ISR; ``purgatory`` parks
-  acks=all appends until the high watermark covers them, ``deletes``
-  DeleteRecords until the ISR's log starts reach the new log start;
-- follower: the replica fetcher appends the leader's batches and sets
-  ``follower_hw`` to min(leader's high watermark, local log end offset).
+- ``become_leader`` (Kafka's ``makeLeader``) at a new leader epoch: the epoch's
+  start is recorded in the epoch cache and a ``replication.LeaderState`` owns the
+  follower states, the ISR and the high watermark (the smallest log end offset
+  over the ISR); ``update_leader`` within the epoch (ISR, fencing, recovery);
+  ``leads(epoch)`` is the lease coordinators check.  The acks=all purgatory parks
+  appends until the high watermark covers them, the DeleteRecords one until the
+  ISR's log starts reach the new log start; both complete inside this class
+  (``on_follower_fetch``, appends, ``tick``, AlterPartition answers) and hand the
+  completions back.
+- ``become_follower`` (``makeFollower``): the parked requests fail with
+  NOT_LEADER_OR_FOLLOWER; the replica fetcher appends the leader's batches and
+  sets ``follower_hw`` to min(leader's high watermark, local log end offset).
 
 The high watermark is checkpointed (``replication-offset-checkpoint``, written by
 ``ReplicaManager``): a replica opened from disk once replication is running
@@ -50,16 +58,24 @@ The producer state (idempotent producers and KIP-98 transactions) lives in the l
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from tierlog.metadata import PartitionInfo
+from tierlog.metadata.image import LEADER_RECOVERING
 from tierlog.metadata.topic_rules import CLIENT_UNWRITABLE_TOPICS
 from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import (
     AcksPurgatory,
+    AlterPartitionItem,
+    Completion,
+    DeleteCompletion,
     DeleteRecordsPurgatory,
     FollowerLog,
+    LeaderConfig,
     LeaderState,
+    LeaderUpdate,
     LocalLog,
 )
 from tierlog.storage import (
@@ -73,9 +89,11 @@ from tierlog.storage import (
 )
 from tierlog.tiered.read_rules import TieredLogState
 
-from .outcomes import AppendOrigin, AppendOutcome, FetchIsolation, PartitionRead
+from .outcomes import AppendOrigin, AppendOutcome, FetchIsolation, PartitionRead, PartitionUpdate
 
 __all__ = ["Partition", "append_origin_error"]
+
+log = logging.getLogger(__name__)
 
 ACKS_ALL = -1
 
@@ -94,18 +112,18 @@ class Partition:
     index: int
     topic_id: bytes
     log: Log                              # this package's; nothing outside broker.partition touches it
-    leader_id: int
+    leader_id: int                        # as of the latest transition (read-only outside this class)
     leader_epoch: int
-    leader_state: LeaderState | None = None
-    purgatory: AcksPurgatory = field(default_factory=AcksPurgatory)
-    deletes: DeleteRecordsPurgatory = field(default_factory=DeleteRecordsPurgatory)
-    _follower_hw: int = -1                # -1: not set yet, the log end offset is used (``follower_hw``)
-    moved_away_epoch: int = -1            # the leader epoch at which this broker stopped leading it
     # each follower's latest Fetch on this broker (any partition): the replica manager's, shared
     replica_fetch_ms: Mapping[int, int] = field(default_factory=dict)
     # keys of the partitions whose high watermark may have moved since the last checkpoint: the
-    # replica manager's, shared (a follower's moves are added here, a leader's by the manager)
+    # replica manager's, shared (this class adds its own key whenever its high watermark moves)
     hw_moved: set[tuple[str, int]] = field(default_factory=set)
+    _leader: LeaderState | None = field(default=None, init=False)
+    _acks: AcksPurgatory = field(default_factory=AcksPurgatory, init=False)
+    _deletes: DeleteRecordsPurgatory = field(default_factory=DeleteRecordsPurgatory, init=False)
+    _follower_hw: int = field(default=-1, init=False)      # -1: not set yet, the log end offset is used
+    _moved_away_epoch: int = field(default=-1, init=False)  # the leader epoch at which it stopped leading
 
     @property
     def follower_hw(self) -> int:
@@ -120,25 +138,163 @@ class Partition:
     @property
     def is_leader(self) -> bool:
         """This replica leads the partition (at ``leader_epoch``)."""
-        return self.leader_state is not None
+        return self._leader is not None
 
     def leads(self, epoch: int) -> bool:
         """The leadership lease: this replica still leads at ``epoch``.  A coordinator that loaded the
         partition at an epoch checks it before it answers or writes: any other leader epoch, a
         follower or a dropped replica has lost the lease (a new epoch is a new lease even when this
         broker leads again)."""
-        ls = self.leader_state
+        ls = self._leader
         return ls is not None and ls.leader_epoch == epoch
 
     @property
     def moved_away(self) -> bool:
         """This broker led the partition until its current leader epoch began: its image is not
         behind on who leads now (``broker.apis.stale_metadata``)."""
-        return self.leader_state is None and self.moved_away_epoch == self.leader_epoch
+        return self._leader is None and self._moved_away_epoch == self.leader_epoch
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.topic, self.index)
+
+    # -- leadership --------------------------------------------------------------------------
+    def become_leader(self, p: PartitionInfo, config: LeaderConfig, leader_broker_epoch: int,
+                      fenced: frozenset[int], now_ms: int) -> PartitionUpdate:
+        """Kafka's ``Partition.makeLeader`` at ``p.leader_epoch``: the previous epoch's parked requests
+        fail, the epoch's start is recorded (``maybeAssignEpochStartOffset``) and a new leader state
+        starts from the high watermark known here."""
+        acks, deletes = self._fail_waiting()
+        self.leader_id, self.leader_epoch = p.leader, p.leader_epoch
+        leo = self.log.log_end_offset
+        hw = min(self.high_watermark, leo)
+        self.log.assign_epoch_start_offset(p.leader_epoch, leo)
+        self._leader = ls = LeaderState(
+            topic_id=self.topic_id, partition=self.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
+            partition_epoch=p.partition_epoch, replicas=tuple(p.replicas), isr=tuple(p.isr), high_watermark=hw,
+            log_end_offset=leo, now_ms=now_ms, config=config, leader_broker_epoch=leader_broker_epoch,
+            fenced=fenced, recovering=p.leader_recovery_state == LEADER_RECOVERING,
+            # KIP-1303: what the controller already holds needs no new report
+            committed_local_logs={b: LocalLog(c.local_log_start_timestamp, c.local_log_size_bytes)
+                                  for b, c in p.coverage().items()})
+        log.info("%s-%d: leader at epoch %d (isr %s, hw %d, leo %d)", self.topic, self.index, p.leader_epoch,
+                 list(p.isr), hw, leo)
+        self.hw_moved.add(self.key)            # the leader state's high watermark from now on
+        return self._settle(ls.on_leader_append(leo, now_ms, self.replica_fetch_ms), list(acks), list(deletes))
+
+    def update_leader(self, p: PartitionInfo, eligible_local_log_bytes: int, fenced: frozenset[int],
+                      now_ms: int) -> PartitionUpdate:
+        """The image changed the partition within the leader epoch it leads at (ISR, replicas, fencing,
+        recovery; KIP-1303: a dynamic change of the bytes threshold applies to the next report)."""
+        ls = self._leader
+        assert ls is not None and ls.leader_epoch == p.leader_epoch, "a new leader epoch: become_leader"
+        ls.config = replace(ls.config, eligible_local_log_bytes=eligible_local_log_bytes)
+        return self._settle(ls.on_partition_metadata(
+            leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, isr=tuple(p.isr),
+            replicas=tuple(p.replicas), now_ms=now_ms, leader_leo=self.log.log_end_offset, fenced=fenced,
+            recovering=p.leader_recovery_state == LEADER_RECOVERING))
+
+    def become_follower(self, leader_id: int, leader_epoch: int) -> PartitionUpdate | None:
+        """Kafka's ``Partition.makeFollower`` (``leader_id`` -1: no leader): None when it was not
+        leading, else the parked requests to fail (it keeps the high watermark it had)."""
+        self.leader_id, self.leader_epoch = leader_id, leader_epoch
+        if self._leader is None:
+            return None
+        self.follower_hw = self.high_watermark
+        self._leader = None
+        self._moved_away_epoch = leader_epoch
+        return PartitionUpdate(*self._fail_waiting())
+
+    def stop(self) -> PartitionUpdate:
+        """No longer hosted here (deleted, reassigned away, its log dir failed): nothing waits."""
+        self._leader = None
+        return PartitionUpdate(*self._fail_waiting())
+
+    def _fail_waiting(self) -> tuple[list[Completion], list[DeleteCompletion]]:
+        """Leadership lost: parked produces and DeleteRecords answer NOT_LEADER_OR_FOLLOWER."""
+        return self._acks.fail_all(), self._deletes.fail_all()
+
+    def _settle(self, upd: LeaderUpdate, acks: list[Completion] | None = None,
+                deletes: list[DeleteCompletion] | None = None) -> PartitionUpdate:
+        """What the leader state's ``upd`` completes (Kafka's ``tryCompleteDelayedRequests``): acks=all
+        waiters the high watermark passed (or whose ISR fell under min.insync.replicas), DeleteRecords
+        whose low watermark is reached; added to ``acks`` / ``deletes`` already done."""
+        ls = self._leader
+        assert ls is not None
+        done = self._acks.on_high_watermark(ls.high_watermark, len(ls.isr), ls.effective_min_isr)
+        if done:
+            acks = acks + done if acks else done
+        if self._deletes:
+            reached = self._deletes.on_low_watermark(ls.low_watermark(self.log.log_start_offset))
+            deletes = deletes + reached if deletes else reached
+        if upd.hw_advanced:
+            self.hw_moved.add(self.key)
+        return PartitionUpdate(acks or (), deletes or (), upd.hw_advanced, upd.alter_partition, upd.error)
+
+    def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int, broker_epoch: int = -1,
+                          log_start_offset: int = -1, local_log_start_timestamp: int = -1,
+                          local_log_size_bytes: int = -1) -> PartitionUpdate | None:
+        """Kafka's ``Partition.updateFollowerFetchState``: a follower fetched at ``fetch_offset`` (no
+        DivergingEpoch); None off the leader or past the log end (nothing learnt)."""
+        ls = self._leader
+        leo = self.log.log_end_offset
+        if ls is None or fetch_offset > leo:
+            return None
+        return self._settle(ls.on_follower_fetch(
+            replica_id, fetch_offset, now_ms=now_ms, leader_leo=leo, log_start_offset=log_start_offset,
+            broker_epoch=broker_epoch, local_log_start_timestamp=local_log_start_timestamp,
+            local_log_size_bytes=local_log_size_bytes))
+
+    def on_alter_partition_response(self, item: AlterPartitionItem, error: int, leader_epoch: int,
+                                    partition_epoch: int, isr: tuple[int, ...], now_ms: int) -> PartitionUpdate | None:
+        """The controller answered ``item`` (None: this replica no longer leads at its epoch)."""
+        if not self.leads(item.leader_epoch):
+            return None
+        assert self._leader is not None
+        return self._settle(self._leader.on_alter_partition_response(
+            error, now_ms=now_ms, leader_leo=self.log.log_end_offset, leader_epoch=leader_epoch,
+            partition_epoch=partition_epoch, isr=isr))
+
+    def on_alter_partition_failure(self, item: AlterPartitionItem, now_ms: int) -> None:
+        """``item`` got no answer: retried after a backoff while this replica leads at its epoch."""
+        if self._leader is not None and self.leads(item.leader_epoch):
+            self._leader.on_alter_partition_failure(now_ms)
+
+    def tick(self, now_ms: int) -> PartitionUpdate:
+        """The leader's periodic work: expired waiters, ISR shrinks, AlterPartition retries, KIP-1303
+        reports."""
+        ls = self._leader
+        assert ls is not None, "only a leader ticks"
+        expired = self._acks.expire(now_ms)
+        deletes = self._deletes.expire(now_ms, ls.low_watermark(self.log.log_start_offset)) if self._deletes else None
+        return self._settle(ls.tick(now_ms, self.log.log_end_offset, self.local_log()), expired, deletes)
+
+    @property
+    def quiet(self) -> bool:
+        """A leader whose tick could change nothing: no parked request, a settled ISR that has the
+        whole log."""
+        ls = self._leader
+        assert ls is not None, "only a leader ticks"
+        return not self._acks and not self._deletes and ls.settled(self.log.log_end_offset)
+
+    @property
+    def isr_complete(self) -> bool:
+        """Every assigned replica is in the ISR (a leader; a follower outside it may join on its
+        next fetch otherwise)."""
+        ls = self._leader
+        return ls is not None and len(ls.isr) == len(ls.replicas)
+
+    def isr_sizes(self) -> tuple[int, int, int] | None:
+        """(ISR size, replicas, effective min.insync.replicas) on the leader, else None."""
+        ls = self._leader
+        return None if ls is None else (len(ls.isr), len(ls.replicas), ls.effective_min_isr)
+
+    @property
+    def leader_behind_epoch_start(self) -> bool:
+        """A new leader whose high watermark has not reached the start of its epoch yet (its
+        latest offsets are not known committed: OFFSET_NOT_AVAILABLE)."""
+        ls = self._leader
+        return ls is not None and ls.epoch_start_offset > self.high_watermark
 
     # -- offsets ---------------------------------------------------------------------------
     @property
@@ -156,8 +312,8 @@ class Partition:
     @property
     def high_watermark(self) -> int:
         leo = self.log.log_end_offset
-        if self.leader_state is not None:
-            return min(self.leader_state.high_watermark, leo)
+        if self._leader is not None:
+            return min(self._leader.high_watermark, leo)
         return leo if self.follower_hw < 0 else min(self.follower_hw, leo)
 
     @property
@@ -233,14 +389,6 @@ class Partition:
         """(offset, timestamp, epoch) of the local record with the largest timestamp (KIP-734)."""
         return self.log.max_timestamp_offset()
 
-    def start_leader_epoch(self, leader_epoch: int) -> tuple[int, int]:
-        """Becoming leader at ``leader_epoch``: record where the epoch starts (Kafka's
-        maybeAssignEpochStartOffset) and return (high watermark, log end offset) to start from."""
-        leo = self.log.log_end_offset
-        hw = min(self.high_watermark, leo)
-        self.log.assign_epoch_start_offset(leader_epoch, leo)
-        return hw, leo
-
     # -- writes ----------------------------------------------------------------------------------
     def append_as_leader(self, records: bytearray, origin: AppendOrigin, required_acks: int, now_ms: int,
                          waiter: Hashable | None = None, timeout_ms: int = 0) -> AppendOutcome:
@@ -290,11 +438,11 @@ class Partition:
         error, message = append_origin_error(self.topic, origin)
         if error:
             return AppendOutcome.refused(error, message)
-        ls = self.leader_state
+        ls = self._leader
         if ls is None:
             return AppendOutcome.refused(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if required_acks == ACKS_ALL:
-            error = self.purgatory.check_before_append(len(ls.isr), ls.effective_min_isr)
+            error = self._acks.check_before_append(len(ls.isr), ls.effective_min_isr)
             if error:
                 return AppendOutcome.refused(error)
         return None
@@ -303,12 +451,12 @@ class Partition:
                   waiter: Hashable | None, timeout_ms: int) -> AppendOutcome:
         """Park an acks=all ``waiter`` until the high watermark reaches ``end``; the leader state
         learns the new log end."""
-        ls = self.leader_state
+        ls = self._leader
         assert ls is not None
         parked = required_acks == ACKS_ALL and waiter is not None and ls.high_watermark < end
         if parked:
-            self.purgatory.add(waiter, end, now_ms, timeout_ms)
-        update = ls.on_leader_append(self.log.log_end_offset, now_ms, self.replica_fetch_ms)
+            self._acks.add(waiter, end, now_ms, timeout_ms)
+        update = self._settle(ls.on_leader_append(self.log.log_end_offset, now_ms, self.replica_fetch_ms))
         return AppendOutcome(ErrorCode.NONE, None, base, end, log_append_time_ms, self.log.log_start_offset,
                              appended=True, parked=parked, update=update)
 
@@ -334,22 +482,29 @@ class Partition:
         self.log.truncate_fully_and_start_at(offset)
         self.follower_hw = offset
 
-    def delete_records_on_leader(self, offset: int) -> tuple[int, int, bool]:
+    def delete_records_on_leader(self, offset: int) -> tuple[int, int, bool, int]:
         """Kafka's ``Partition.deleteRecordsOnLeader``: (error, the new log start asked for, whether
-        the log start moved).  NOT_LEADER_OR_FOLLOWER off the leader, POLICY_VIOLATION without
-        cleanup.policy=delete, OFFSET_OUT_OF_RANGE outside [0, high watermark] (-1 means the high
-        watermark), REQUEST_TIMED_OUT when ``deletes`` is full (ours: a bound Kafka lacks)."""
-        if self.leader_state is None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, False
+        the log start moved, the low watermark now).  NOT_LEADER_OR_FOLLOWER off the leader,
+        POLICY_VIOLATION without cleanup.policy=delete, OFFSET_OUT_OF_RANGE outside [0, high
+        watermark] (-1 means the high watermark), REQUEST_TIMED_OUT when the DeleteRecords purgatory
+        is full (ours: a bound Kafka lacks)."""
+        ls = self._leader
+        if ls is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, False, -1
         if "delete" not in self.log.config.cleanup_policy:
-            return ErrorCode.POLICY_VIOLATION, -1, False
+            return ErrorCode.POLICY_VIOLATION, -1, False, -1
         hw = self.high_watermark
         target = hw if offset == -1 else offset
         if not 0 <= target <= hw:
-            return ErrorCode.OFFSET_OUT_OF_RANGE, -1, False
-        if self.deletes.full:
-            return ErrorCode.REQUEST_TIMED_OUT, -1, False
-        return ErrorCode.NONE, target, self.log.increment_log_start_offset(target)
+            return ErrorCode.OFFSET_OUT_OF_RANGE, -1, False, -1
+        if self._deletes.full:
+            return ErrorCode.REQUEST_TIMED_OUT, -1, False, -1
+        moved = self.log.increment_log_start_offset(target)
+        return ErrorCode.NONE, target, moved, ls.low_watermark(self.log.log_start_offset)
+
+    def park_delete(self, waiter: Hashable, target: int, now_ms: int, timeout_ms: int) -> None:
+        """A DeleteRecords answered once the ISR's log starts reach ``target`` (or at the timeout)."""
+        self._deletes.add(waiter, target, now_ms, timeout_ms)
 
     # -- reads -------------------------------------------------------------------------------------
     def read(self, fetch_offset: int, max_bytes: int, isolation: FetchIsolation,

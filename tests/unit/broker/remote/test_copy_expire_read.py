@@ -11,6 +11,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
+from leaders import lead
 from storage_helpers import NOW, batch, config, read_all
 
 from tierlog.broker.partition import Partition
@@ -359,9 +360,8 @@ def test_read_committed_remote_reads_answer_aborted_transactions_from_the_upload
 def test_a_led_partition_whose_topic_turns_tiered_starts_uploading(tmp_path):
     """Led partitions of untiered topics share one watching task (no task each); once the topic
     turns tiered, the next interval starts the partition's own and its rolled segments go up."""
-    from types import SimpleNamespace
     part, metadata = _partition(tmp_path, remote_storage_enable="false"), InMemoryMetadata()
-    part.leader_state = SimpleNamespace(high_watermark=part.log_end_offset, leader_epoch=0)
+    lead(part, replicas=(1,))
     props = {"node.id": "1", "remote.log.manager.task.interval.ms": "20"}
     rlm = RemoteLogManager(1, NodeConfig(props), RemoteSegmentStore(FsObjectStore(tmp_path / "remote")), metadata,
                            lambda: NOW)
