@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import urllib.request
 import uuid
 
@@ -152,4 +154,8 @@ def test_the_table_matches_the_log_to_the_offset_across_crashes(tmp_path, monkey
     duck = duckdb.connect().execute('SELECT "offset", id FROM read_parquet(?) ORDER BY 1', [files]).fetchall()
     assert dict(duck) == table
     assert 'tierlog_table_commits_total{topic="orders.json"}' in metrics
+    counted = subprocess.run([sys.executable, "-m", "tierlog.cli.main", "table", "query", TOPIC,
+                              'SELECT count(*), count(DISTINCT "offset") FROM t', "--storage", str(remote), "--json"],
+                             capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(counted.stdout)["rows"] == [[len(table), len(table)]]
     assert 'tierlog_table_lag_offsets{partition="0",topic="orders.json"} 0.0' in metrics

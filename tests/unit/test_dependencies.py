@@ -29,7 +29,8 @@ SRC = ROOT / "src" / "tierlog"
 # Modules that need an extra, by path under src/tierlog (a directory: everything in it).
 AREAS = {"spark/": "spark", "client/arrow_records.py": "spark", "client/record_bounds.py": "spark",
          "client/range_reader.py": "spark",
-         "tiered/s3_store.py": "s3", "tiered/s3_check.py": "s3", "tiered/table/": "table"}
+         "tiered/s3_store.py": "s3", "tiered/s3_check.py": "s3", "tiered/table/": "table",
+         "cli/cmd_table.py": "table"}
 # Imported when present and never needed: node.py runs on uvloop if it is installed.
 OPPORTUNISTIC = {"uvloop"}
 

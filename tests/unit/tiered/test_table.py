@@ -189,3 +189,32 @@ def test_s3_without_a_catalog_uri_is_refused_with_the_setting_named():
             return "s3://bucket/prefix/"
     with pytest.raises(RemoteStorageError, match="tierlog.table.catalog.uri is required for tables on s3://"):
         table_settings(S3Like(), {})
+
+
+def test_the_cli_lists_describes_and_queries_the_tables(tmp_path, capsys):
+    from tierlog.cli.main import main
+    writer, store = _writer(tmp_path)
+    _commit(tmp_path, writer, VALUE_JSON)
+    where = ["--storage", str(store.root), "--json"]
+    assert main(["table", "ls", *where]) == 0
+    tables = json.loads(capsys.readouterr().out)["tables"]
+    assert [(t["topic"], t["kind"], t["rows"], t["covered"]) for t in tables] == [
+        ("orders.v1", "table", 6, {"0": 21}), ("orders.v1", "dead-letter", 2, {"0": 21})]
+    assert main(["table", "describe", "orders.v1", *where]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert [c["name"] for c in info["columns"]][-2:] == ["id", "name"]
+    assert info["partitions"] == [{"partition": 0, "last_offset": 21, "rows": 6, "data_files": 1}]
+    assert main(["table", "query", "orders.v1", 'SELECT "offset", key, name FROM t WHERE id > 15 ORDER BY 1',
+                 *where]) == 0
+    assert json.loads(capsys.readouterr().out) == {"columns": ["offset", "key", "name"],
+                                                   "rows": [[17, "k17", "n17"], [18, "k18", "n18"],
+                                                            [20, "k20", "n20"]]}
+    assert main(["table", "query", "orders.v1", 'SELECT error FROM t ORDER BY "offset"', "--dead-letter",
+                 *where]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][1] == ["required property 'id' is missing"]
+    assert main(["table", "query", "nope", *where]) == 1
+    assert "no table of topic 'nope'" in capsys.readouterr().err
+    assert main(["table", "query", "orders.v1", "SELECT nope FROM t", *where]) == 1
+    assert capsys.readouterr().err.startswith("tierlog: error: query: Binder Error")
+    assert main(["table", "ls", "--storage", str(tmp_path)]) == 1
+    assert "no tables in" in capsys.readouterr().err

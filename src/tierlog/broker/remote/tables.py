@@ -6,7 +6,7 @@ pyiceberg, pyarrow) are loaded at the first such segment, so a broker without th
 ``table`` extra runs every other topic as before and fails only those uploads, with
 one line naming the extra. Settings: ``tierlog.table.catalog.type`` / ``.uri``
 (``tiered/table/catalog.py``); on S3 the catalog's file IO gets the store's endpoint,
-region and path style.
+region and path style (``catalog.s3_io``).
 """
 
 from __future__ import annotations
@@ -53,23 +53,9 @@ class TableCommits:
                     require("table", "tierlog.table.mode")
                 except MissingExtraError as e:
                     raise RemoteStorageError(str(e)) from None
-                from tierlog.tiered.table.catalog import TableCatalog, table_settings
+                from tierlog.tiered.table.catalog import TableCatalog, s3_io, table_settings
                 from tierlog.tiered.table.writer import TableWriter
-                settings = table_settings(self._store, self._config, _s3_io(self._store))
+                settings = table_settings(self._store, self._config, s3_io(self._store))
                 self._writer = TableWriter(self._store, TableCatalog(settings), self._staging)
             return self._writer
 
-
-def _s3_io(store: ObjectStore) -> dict[str, str]:
-    """pyiceberg's S3 file IO properties for the store's own settings (credentials: the AWS chain)."""
-    s3 = getattr(store, "settings", None)
-    if s3 is None or not store.describe().startswith("s3://"):
-        return {}
-    out = {}
-    if s3.endpoint_url:
-        out["s3.endpoint"] = s3.endpoint_url
-    if s3.region:
-        out["s3.region"] = s3.region
-    if s3.path_style:
-        out["s3.force-virtual-addressing"] = "false"
-    return out

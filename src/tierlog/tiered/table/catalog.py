@@ -43,7 +43,7 @@ from pyiceberg.transforms import IdentityTransform
 from tierlog.tiered.object_store import ObjectStore, RemoteStorageError
 
 __all__ = ["CATALOG_TYPE", "CATALOG_URI", "DEAD_LETTER_NAMESPACE", "LAST_OFFSET_PREFIX", "NAMESPACE", "WAREHOUSE_KEY",
-           "TableCatalog", "TableSettings", "covered_offsets", "store_uri", "table_settings"]
+           "TableCatalog", "TableSettings", "covered_offsets", "s3_io", "store_uri", "table_settings"]
 
 CATALOG_TYPE = "tierlog.table.catalog.type"
 CATALOG_URI = "tierlog.table.catalog.uri"
@@ -87,6 +87,21 @@ def table_settings(store: ObjectStore, broker_config: Mapping[str, Any],
         uri = f"sqlite:///{local_dir / 'catalog.db'}"
     io = dict(s3_io or {})
     return TableSettings({"type": kind, "uri": uri, "warehouse": warehouse, **io}, warehouse, local_dir, io)
+
+
+def s3_io(store: ObjectStore) -> dict[str, str]:
+    """pyiceberg's S3 file IO properties for an S3 store's own settings (credentials: the AWS chain)."""
+    s3 = getattr(store, "settings", None)
+    if s3 is None or not store.describe().startswith("s3://"):
+        return {}
+    out = {}
+    if s3.endpoint_url:
+        out["s3.endpoint"] = s3.endpoint_url
+    if s3.region:
+        out["s3.region"] = s3.region
+    if s3.path_style:
+        out["s3.force-virtual-addressing"] = "false"
+    return out
 
 
 def covered_offsets(table: Table) -> dict[int, int]:
@@ -143,6 +158,13 @@ class TableCatalog:
                 update.union_by_name(_iceberg_schema(pa.schema(missing)))
             table = self.catalog.load_table(ident)
         return table
+
+    def load(self, topic: str, dead_letter: bool = False) -> Table | None:
+        """The table of ``topic`` as it is (None when there is none)."""
+        try:
+            return self.catalog.load_table((DEAD_LETTER_NAMESPACE if dead_letter else NAMESPACE, topic))
+        except NoSuchTableError:
+            return None
 
     def list_tables(self) -> list[tuple[str, ...]]:
         return [tuple(t) for ns in (NAMESPACE, DEAD_LETTER_NAMESPACE) for t in self.catalog.list_tables(ns)]
