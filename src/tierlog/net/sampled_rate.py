@@ -4,8 +4,8 @@ A rate keeps ``samples`` samples of ``window_ms`` each (``quota.window.num`` and
 ``quota.window.size.seconds``): a value recorded goes into the current sample, a new
 sample starts once the current one is ``window_ms`` old, and samples older than all the
 windows together are forgotten. The rate is the samples' total over the time they span,
-counted as at least ``samples - 1`` whole windows (so a first burst is not divided by a
-few milliseconds). Time is given (``now_ms``), never read.
+padded with whole windows up to ``samples - 1`` of them (so a first burst is not divided by
+a few milliseconds). Time is given (``now_ms``), never read.
 
 ``throttle_ms`` is KIP-13's delay for a rate over its quota: the time, out of the
 measured window, that brings the rate back to the quota, ``(rate - quota) / quota *
@@ -46,10 +46,12 @@ class SampledRate:
         return sum(self._values[i] for i in live), sum(self._counts[i] for i in live)
 
     def window_ms_at(self, now_ms: int) -> int:
-        """The time the live samples span, at least ``samples - 1`` whole windows (Kafka's Rate.windowSize)."""
+        """The time the live samples span, padded with whole windows up to ``samples - 1`` of them
+        (Kafka's Rate.windowSize: 0.5 s of samples out of 11 count as 10.5 s)."""
         live = self._live(now_ms)
-        oldest = min((self._starts[i] for i in live), default=now_ms)
-        return max(now_ms - oldest, (self.samples - 1) * self.window_ms)
+        elapsed = now_ms - min((self._starts[i] for i in live), default=now_ms)
+        missing = self.samples - 1 - elapsed // self.window_ms
+        return elapsed + missing * self.window_ms if missing > 0 else elapsed
 
     def rate(self, now_ms: int) -> float:
         """Per second."""

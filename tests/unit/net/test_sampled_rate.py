@@ -6,6 +6,7 @@ def test_a_first_burst_counts_over_samples_minus_one_windows():
     r = SampledRate(11, 1000, now_ms=0)
     r.record(1000, 0)
     assert r.window_ms_at(0) == 10_000 and r.rate(0) == 100.0
+    assert r.window_ms_at(500) == 10_500 and r.window_ms_at(10_999) == 10_999
 
 
 def test_samples_roll_and_old_ones_are_forgotten():
