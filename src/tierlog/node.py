@@ -275,10 +275,11 @@ class Node:
                                        {k: cfg[k] for k in REPLICATION_SETTINGS}, self._inter_broker_route(),
                                        dir_ids=self._dir_ids, remote=self.remote,
                                        assignment_channel=self._assignment_channel(voters, loader))
-        quotas = ClientQuotaManager(lambda: metadata_view.image, cfg.int_of("quota.window.num"),
-                                    cfg.int_of("quota.window.size.seconds"), monotonic_ms,
-                                    cfg.int_of("controller.quota.window.num")
+        quotas = ClientQuotaManager(cfg.int_of("quota.window.num"), cfg.int_of("quota.window.size.seconds"),
+                                    monotonic_ms, cfg.int_of("controller.quota.window.num")
                                     * cfg.int_of("controller.quota.window.size.seconds"))
+        quotas.follow(loader.image.client_quotas)
+        loader.subscribe(lambda image, delta: quotas.follow(image.client_quotas))
         self.metrics_registry.register(quotas)
         self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
                              api_versions_list(BROKER_APIS), inter_broker=self._inter_broker_route(),

@@ -17,9 +17,10 @@ long (KIP-219, ``net.server.Throttled``).
   connection as the others do.
 
 Rates use Kafka's windows (``quota.window.num`` samples of ``quota.window.size.seconds``,
-``net.sampled_rate``). Cost: nothing but one length check while no quota is set; else one
-dict lookup per request for the client's sensors, (principal, client id) -> resolved
-once per image (KIP-55 precedence, ``metadata.client_quotas``), at most
+``net.sampled_rate``). Cost: the dispatcher reads ``active`` and calls nothing while no quota
+is set (``follow`` is told of every new image's quotas); else one dict lookup per request for
+the client's sensors, (principal, client id) -> resolved once per quota change (KIP-55
+precedence, ``metadata.client_quotas``), at most
 ``QUOTA_CLIENTS_MAX`` clients remembered. A sensor is shared as Kafka's metric tags say
 (a quota on a user alone is shared by its client ids). Sensors are kept only for
 quota'd clients; their metrics (Kafka's ``kafka.server:type=Produce|Fetch|Request``
@@ -86,9 +87,8 @@ class _Client:
 
 
 class ClientQuotaManager:
-    def __init__(self, image: Callable[[], Any], samples: int, window_s: int, clock_ms: Callable[[], int],
-                 mutation_burst_s: float = 11.0):
-        self._image_of = image            # () -> the broker's current MetadataImage
+    def __init__(self, samples: int, window_s: int, clock_ms: Callable[[], int], mutation_burst_s: float = 11.0):
+        self.active = False               # whether any quota is set (the dispatcher asks nothing while not)
         self.samples, self.window_ms = samples, window_s * 1000
         self.mutation_burst_s = mutation_burst_s
         self._clock_ms = clock_ms
@@ -99,10 +99,7 @@ class ClientQuotaManager:
 
     def _client(self, header) -> _Client | None:
         """The sensors of the request's client; None while no quota is set at all."""
-        quotas = self._image_of().client_quotas
-        if quotas is not self._quotas:
-            self._follow(quotas)
-        if not len(quotas):
+        if not self.active:
             return None
         key = (header.principal, header.client_id or "")
         client = self._clients.get(key)
@@ -146,9 +143,13 @@ class ClientQuotaManager:
             verdicts.append(ok)
         return verdicts, bucket.throttle_ms(now_ms)
 
-    def _follow(self, quotas: ClientQuotasImage) -> None:
-        """A new quota image: resolve every client again; sensors whose quota is gone go too."""
+    def follow(self, quotas: ClientQuotasImage) -> None:
+        """The quotas of a new metadata image: when they changed, every client is resolved again
+        and the sensors whose quota is gone go too."""
+        if quotas is self._quotas:
+            return
         self._quotas = quotas
+        self.active = len(quotas) > 0
         self._clients.clear()
         self._sensors = {k: s for k, s in self._sensors.items() if self._still(k, s, quotas)}
         self._buckets = {k: b for k, b in self._buckets.items()

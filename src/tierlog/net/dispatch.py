@@ -20,7 +20,7 @@ Client quotas (KIP-219): a dispatcher given ``quotas`` (the broker's
 (``quotas.throttle(header, request, response, request bytes, response bytes (a callable), handler ns)``);
 a throttled answer is re-encoded with that ``ThrottleTimeMs`` (the larger of it and the
 handler's) and returned as ``server.Throttled``, so the connection is muted that long
-once it is sent. Nothing but a None check is added while no quota manager is given.
+once it is sent. While no quota is set (``quotas.active`` false) nothing is asked.
 """
 from __future__ import annotations
 
@@ -93,14 +93,14 @@ class RequestDispatcher:
         if inspect.isawaitable(result):
             return self._finish(header, body, result, timing, len(frame), monotonic_ns() - started_ns)
         self._observe(header, body, result, timing)
-        if self.quotas is None:
+        if self.quotas is None or not self.quotas.active:
             return self._encode(header, result)
         return self._answer_within_quota(header, body, result, len(frame), started_ns)
 
     async def _finish(self, header, body, pending, timing, request_bytes: int, sync_ns: int):
         result = await pending
         self._observe(header, body, result, timing)
-        if self.quotas is None:
+        if self.quotas is None or not self.quotas.active:
             return self._encode(header, result)
         return self._answer_within_quota(header, body, result, request_bytes, monotonic_ns() - sync_ns)
 

@@ -6,8 +6,10 @@ from tierlog.metadata.client_quotas import ClientQuotasImage
 from tierlog.protocol.api import ApiKey
 
 
-def _image(entities):
-    return SimpleNamespace(client_quotas=ClientQuotasImage(entities))
+def _manager(entities, now=lambda: 0, **kw) -> ClientQuotaManager:
+    m = ClientQuotaManager(2, 1, now, **kw)
+    m.follow(ClientQuotasImage(entities))
+    return m
 
 
 def _produce(principal="User:alice", client_id="app"):
@@ -15,11 +17,10 @@ def _produce(principal="User:alice", client_id="app"):
 
 
 def test_no_quota_no_throttle_and_a_user_quota_shared_by_its_client_ids():
-    now = [0]
-    image = [_image({})]
-    m = ClientQuotaManager(lambda: image[0], 2, 1, lambda: now[0])
-    assert m.throttle(_produce(), {}, {}, 10_000, lambda: 0, 0) == 0
-    image[0] = _image({(("user", "alice"),): {"producer_byte_rate": 1000.0}})
+    m = _manager({})
+    assert not m.active and m.throttle(_produce(), {}, {}, 10_000, lambda: 0, 0) == 0
+    m.follow(ClientQuotasImage({(("user", "alice"),): {"producer_byte_rate": 1000.0}}))
+    assert m.active
     assert m.throttle(_produce(client_id="a"), {}, {}, 500, lambda: 0, 0) == 0
     assert m.throttle(_produce(client_id="b"), {}, {}, 1500, lambda: 0, 0) == 1000     # 2000/s over 1000/s
     assert m.throttle(_produce(principal="User:bob"), {}, {}, 1500, lambda: 0, 0) == 0  # no quota for bob
@@ -29,17 +30,15 @@ def test_no_quota_no_throttle_and_a_user_quota_shared_by_its_client_ids():
 
 
 def test_a_removed_quota_stops_throttling():
-    image = [_image({(("client-id", None),): {"request_percentage": 1.0}})]
-    m = ClientQuotaManager(lambda: image[0], 2, 1, lambda: 0)
+    m = _manager({(("client-id", None),): {"request_percentage": 1.0}})
     assert m.throttle(_produce(), {}, {}, 0, lambda: 0, 50_000_000) > 0      # 50 ms of a 1 s window: 5 %
-    image[0] = _image({})
+    m.follow(ClientQuotasImage({}))
     assert m.throttle(_produce(), {}, {}, 0, lambda: 0, 50_000_000) == 0
 
 
 def test_controller_mutations_take_tokens_and_strict_ones_are_refused_below_zero():
     now = [0]
-    image = _image({(("client-id", "admin"),): {"controller_mutation_rate": 1.0}})
-    m = ClientQuotaManager(lambda: image, 2, 1, lambda: now[0], mutation_burst_s=2)
+    m = _manager({(("client-id", "admin"),): {"controller_mutation_rate": 1.0}}, lambda: now[0], mutation_burst_s=2)
     header = _produce(client_id="admin")
     assert m.admit_mutations(header, [2, 2, 2], strict=True) == ([True, True, False], 2000)
     assert m.admit_mutations(header, [1], strict=False) == ([True], 3000)       # permissive: counted, never refused
