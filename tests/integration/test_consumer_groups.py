@@ -6,7 +6,7 @@ import time
 import pytest
 from clients import create_topic, first_offsets, poll_records, produce_all
 from cluster import FAST_REPLICATION, request, wait_for
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tierlog.protocol.api import ApiKey
@@ -150,3 +150,37 @@ def test_group_apis_on_the_wire(cluster):
     assert [r["ErrorCode"] for r in deleted["Results"]] == [0, ErrorCode.GROUP_ID_NOT_FOUND]
     meta = request("127.0.0.1", port[coord], ApiKey.METADATA, {"Topics": [{"Name": "__consumer_offsets"}]}, 12)
     assert meta["Topics"][0]["IsInternal"] is True
+
+
+SESSION_MS, EXPIRY_SLACK_S = 5000, 1.0      # librdkafka's test 0081: static members, DeleteGroups 6 s after close
+
+
+@pytest.mark.cluster(props={**FAST_REPLICATION, "offsets.topic.num.partitions": "6",
+                            "group.min.session.timeout.ms": "1000"})
+def test_static_members_expire_at_their_session_timeout_so_their_groups_can_be_deleted(cluster):
+    """A static member's close sends no LeaveGroup: the coordinator removes it when its session
+    times out (a timer at that deadline), so DeleteGroups succeeds right after the timeout."""
+    boot = cluster.bootstrap
+    create_topic(boot, TOPIC, PARTITIONS)
+    produce_all(boot, TOPIC, [(p, None, b"v", None, None) for p in range(PARTITIONS)])
+    groups = [f"static-{i}" for i in range(3)]
+    members = [consumer(boot, g, **{"group.instance.id": f"{g}-0", "session.timeout.ms": SESSION_MS,
+                                     "heartbeat.interval.ms": 3000, "enable.auto.commit": True}) for g in groups]
+    for c in members:
+        poll_records(c, PARTITIONS)
+    admin = AdminClient({"bootstrap.servers": boot})
+    described = {g: f.result(timeout=30) for g, f in admin.describe_consumer_groups(groups).items()}
+    assert [len(d.members) for d in described.values()] == [1, 1, 1]
+    for c in members:
+        c.close()
+    deadline = time.monotonic() + SESSION_MS / 1000 + EXPIRY_SLACK_S     # the last close + timeout + slack
+    left = list(groups)
+    while left:
+        for g, f in admin.delete_consumer_groups(left, request_timeout=10).items():
+            try:
+                f.result()
+                left.remove(g)
+            except KafkaException as e:
+                assert e.args[0].code() == KafkaError.NON_EMPTY_GROUP, e
+        assert not left or time.monotonic() < deadline, f"{left} still held {SESSION_MS} ms after their member closed"
+        time.sleep(0.1)

@@ -1,35 +1,25 @@
-"""The group coordinator's asyncio shell: one ``coordinator.GroupShard`` per
-``__consumer_offsets`` partition this broker leads.
+"""The group coordinator: one ``group.GroupShard`` per ``__consumer_offsets`` partition this
+broker leads, on the coordinator runtime (``coordinator_runtime``: hosting, loading, the lease,
+batched writes, timers).
 
-- Leadership (``ReplicaManager`` calls ``on_leader`` / ``on_follower`` /
-  ``on_stopped``): becoming leader of a partition loads its shard by reading the
-  partition's log from its start (requests meanwhile get
-  COORDINATOR_LOAD_IN_PROGRESS); losing it drops the shard and answers every
-  request still waiting in it NOT_COORDINATOR.  A shard is used only while its
-  partition keeps the leader state it was loaded under.
-- Requests (``run``): the shard's call returns an ``Output``.  The outputs with
-  records that arrive within group.coordinator.append.linger.ms of the first
-  (every request of any group of the partition; 0: of one event-loop round) are
-  appended as one batch (Kafka's CoordinatorRuntime batch; at most the
-  partition's max.message.bytes)
-  with acks=all through ``ReplicaManager.append_records``
-  (``Partition.append_as_leader``, origin coordinator, as Produce does); their
-  answers wait until the high watermark passes the batch (at most
-  offsets.commit.timeout.ms: then COORDINATOR_NOT_AVAILABLE, or NOT_COORDINATOR
-  when leadership moved).  A TxnOffsetCommit's records go in a transactional
-  batch of their own, after the round's batch.  Answers without records join the
-  round's batch, or wait for the latest write still in flight (and get its
-  error): they may show state that write made (a follower's SyncGroup in Stable
-  gets the assignment whose record is still being replicated), which a new
-  coordinator would not have if it were lost (Kafka's rule: a read after a write
-  completes when the write commits).
-- A failed write: every answer in its batch carries the error, never the writes
-  after it (one that commits commits everything before it).  A write refused before it reached
-  the log (ISR below min.insync.replicas) reloads the shard from the log, since the
-  shard already holds what the write changed; a write that timed out takes back a
-  classic assignment it carried (``GroupShard.write_failed``: the group rebalances),
-  and its offset commits take effect if the high watermark passes them later.
-- A ticker runs the shards' timeouts (sessions, rebalances, offset expiry).
+- Loading: the shard replays the partition's log (offsets, group records, a transaction's
+  offsets and its markers); members' sessions start when the load ends.
+- Requests (``run``): the shard's call returns an ``Output``; its records go in the runtime's
+  batch of the round (group.coordinator.append.linger.ms; a TxnOffsetCommit's in a
+  transactional batch of its own) and its answers leave once the batch is committed
+  (offsets.commit.timeout.ms: then COORDINATOR_NOT_AVAILABLE, or NOT_COORDINATOR when
+  leadership moved).  Answers without records join the round's batch, or wait for the latest
+  write still in flight (and get its error): they may show state that write made, which a new
+  coordinator would not have if it were lost (Kafka's rule: a read after a write completes when
+  the write commits).
+- A failed write: every answer in its batch carries the error, never the writes after it.  A
+  write refused before it reached the log reloads the shard from the log (the runtime's
+  ``reload_on_refused``: the shard already holds what the write changed); a write that timed out
+  takes back a classic assignment it carried (``GroupShard.write_failed``: the group
+  rebalances), and its offset commits take effect once the high watermark passes them.
+- Timers: each group's next timeout (sessions, pending members, join and sync phases,
+  ``GroupShard.next_deadline_ms``) is a runtime timer keyed by the group, fired at that deadline
+  and armed again after every call on the group; the offset retention check is one more.
 - Metadata (``on_image``): a deleted topic's committed offsets are tombstoned in the loaded shards.
 """
 from __future__ import annotations
@@ -49,12 +39,10 @@ from tierlog.group import (
     coordinator_partition,
     with_error,
 )
-from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records.control import COMMIT, control_marker
-from tierlog.records.header import HEADER_SIZE
 
-from .coordinator_log import Appended, append, committed, coordinator_moving, load_log
+from .coordinator_runtime import CoordinatorRuntime, Hosted
 from .partition import Partition
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinator"]
@@ -62,42 +50,39 @@ __all__ = ["OFFSETS_TOPIC", "GroupCoordinator"]
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
-TICK_S = 0.1
-TOPIC_CREATE_RETRY_MS = 5000
-# a record's framing in a v2 batch at most: its varint length, offset delta, key and value lengths,
-# attributes, headers count, and a zero timestamp delta (every record of a batch has the batch's now_ms)
-RECORD_OVERHEAD = 24
+LATE_CHECK_MS = 100             # how often offsets whose write timed out look for the high watermark
+_RETENTION = object()           # the timer key of the offset retention check
+_LATE = object()                # the timer key of the late offsets' check
 
 
 @dataclass
-class _Batch:
-    """The writes of one event-loop round to one partition: one append, one high-watermark wait,
-    their answers together (Kafka's CoordinatorRuntime batch).  At most ``max_bytes`` of keys and
-    values (the partition's max.message.bytes), unless one write alone is larger."""
-    max_bytes: int
-    outputs: list[Output] = field(default_factory=list)
-    size: int = HEADER_SIZE
-
-    def add(self, out: Output) -> bool:
-        """Take ``out`` (False: it does not fit; the batch must be written first)."""
-        size = sum(len(k) + len(v or b"") + RECORD_OVERHEAD for k, v in out.records)
-        if self.outputs and self.size + size > self.max_bytes:
-            return False
-        self.outputs.append(out)
-        self.size += size
-        return True
-
-
-@dataclass
-class _Hosted:
-    part: Partition
-    leader_epoch: int                                   # the lease: led at this epoch (``Partition.leads``)
-    shard: GroupShard | None = None                     # None while loading
+class _Local:
+    """The group coordinator's bookkeeping of one hosted partition."""
     waiting: dict = field(default_factory=dict)         # token -> error answer builder
-    pending: _Batch | None = None                       # this round's writes, not appended yet
-    last_append: asyncio.Task | None = None             # the latest write: answers without records wait for it
     late: list = field(default_factory=list)            # (end offset, on_commit) of writes not committed in time
     early_markers: list = field(default_factory=list)   # (producer id, commit) of markers committed while loading
+
+
+_Part = Hosted[GroupShard]
+
+
+class _ShardLoader:
+    def __init__(self, shard: GroupShard, index: int):
+        self.shard, self.index = shard, index
+
+    def replay(self, header, records) -> None:
+        if header.is_control:
+            marker = control_marker(records)
+            if marker is not None:
+                self.shard.complete_txn(header.producer_id, marker == COMMIT)
+        elif header.is_transactional:
+            _replay_txn(self.shard, self.index, header.producer_id, records)
+        else:
+            _replay(self.shard, self.index, records)
+
+    def finish(self, now_ms: int) -> GroupShard:
+        self.shard.loaded(now_ms)
+        return self.shard
 
 
 class GroupCoordinator:
@@ -109,92 +94,95 @@ class GroupCoordinator:
         self.num_partitions = config["offsets.topic.num.partitions"]
         self.replication_factor = config["offsets.topic.replication.factor"]
         self.segment_bytes = config["offsets.topic.segment.bytes"]
-        self._commit_timeout_ms = config["offsets.commit.timeout.ms"]
-        self._linger_s = config["group.coordinator.append.linger.ms"] / 1000
-        self._replicas = replicas
         self._clock_ms = clock_ms
         self._rng = random.Random()
-        self._hosted: dict[int, _Hosted] = {}
-        self._tasks = TaskSet(f"group coordinator {self.node_id}")
-        self._ticking = False
-        self._last_topic_create_ms = -TOPIC_CREATE_RETRY_MS
         self._view: tuple[object, TopicsView] | None = None
         self._group_configs = group_configs         # group id -> its dynamic configs (the image's)
-        self._image_leader = image_leader           # (topic, partition) -> its leader in the newest image
+        self.runtime: CoordinatorRuntime[GroupShard] = CoordinatorRuntime(
+            OFFSETS_TOPIC, self, replicas, clock_ms, node_id=self.node_id,
+            write_timeout_ms=config["offsets.commit.timeout.ms"],
+            linger_ms=config["group.coordinator.append.linger.ms"], reload_on_refused=True, image_leader=image_leader)
+        self.should_create_topic = self.runtime.should_create_topic
 
-    # -- leadership ----------------------------------------------------------------------
+    # -- leadership (ReplicaManager's listener) ---------------------------------------------------
     def on_leader(self, part: Partition) -> None:
-        if part.topic != OFFSETS_TOPIC:
-            return
-        self._drop(part.index)
-        hosted = self._hosted[part.index] = _Hosted(part, part.leader_epoch)
-        self._tasks.spawn(self._load(hosted), name=f"group-load-{part.index}")
-        if not self._ticking:
-            self._ticking = True
-            self._tasks.spawn(self._tick_loop(), name="group-coordinator-tick")
+        self.runtime.on_leader(part)
 
     def on_follower(self, part: Partition) -> None:
-        if part.topic == OFFSETS_TOPIC:
-            self._drop(part.index)
+        self.runtime.on_follower(part)
 
     def on_stopped(self, part: Partition, topic_deleted: bool) -> None:
-        if part.topic == OFFSETS_TOPIC:
-            self._drop(part.index)
+        self.runtime.on_stopped(part, topic_deleted)
 
-    def _drop(self, index: int) -> None:
-        hosted = self._hosted.pop(index, None)
-        if hosted is None:
-            return
-        log.info("%s-%d: no longer coordinating its groups", OFFSETS_TOPIC, index)
-        for token, error_answer in list(hosted.waiting.items()):
+    # -- the runtime's hooks ------------------------------------------------------------------
+    def new_local(self) -> _Local:
+        return _Local()
+
+    def loader(self, hosted: _Part) -> _ShardLoader:
+        return _ShardLoader(GroupShard(hosted.part.index, self.config, self._rng, self._group_configs),
+                            hosted.part.index)
+
+    def loaded(self, hosted: _Part) -> None:
+        shard = hosted.state
+        assert shard is not None, "called once loaded"
+        for producer_id, commit in hosted.local.early_markers:      # a second completion is a no-op
+            shard.complete_txn(producer_id, commit)
+        log.info("%s-%d: loaded %d groups", OFFSETS_TOPIC, hosted.part.index, len(shard.groups))
+        for group_id in shard.groups:
+            self._arm(hosted, group_id)
+        self._arm_retention(hosted)
+
+    def unloaded(self, hosted: _Part) -> None:
+        waiting = hosted.local.waiting
+        for token, error_answer in list(waiting.items()):
             _resolve(token, error_answer(ErrorCode.NOT_COORDINATOR))
-        hosted.waiting.clear()
+        waiting.clear()
 
-    def _leading(self, hosted: _Hosted) -> bool:
-        part = hosted.part
-        return self._hosted.get(part.index) is hosted and part.leads(hosted.leader_epoch)
+    def written(self, hosted: _Part, outputs: list[Output], error: ErrorCode, end_offset: int | None,
+                producer: tuple[int, int] | None) -> None:
+        if error:
+            self._failed(hosted, outputs, error, end_offset, producer)
+            return
+        if hosted.state is not None and end_offset is not None:
+            self._apply_late(hosted, end_offset)        # committed too: they come before this write
+        if hosted.state is not None:
+            hosted.state.apply_committed([c for out in outputs for c in out.on_commit], producer[0] if producer else -1)
+        for out in outputs:
+            for token, response in out.answers:
+                _resolve(token, response)
 
-    async def _load(self, hosted: _Hosted) -> None:
-        part, shard = hosted.part, GroupShard(hosted.part.index, self.config, self._rng, self._group_configs)
-
-        def replay(header, records) -> None:
-            if header.is_control:
-                marker = control_marker(records)
-                if marker is not None:
-                    shard.complete_txn(header.producer_id, marker == COMMIT)
-            elif header.is_transactional:
-                _replay_txn(shard, part.index, header.producer_id, records)
-            else:
-                _replay(shard, part.index, records)
-        if await load_log(part, lambda: self._leading(hosted), replay):
-            shard.loaded(self._clock_ms())
-            for producer_id, commit in hosted.early_markers:      # a second completion is a no-op
-                shard.complete_txn(producer_id, commit)
-            hosted.shard = shard
-            log.info("%s-%d: loaded %d groups", OFFSETS_TOPIC, part.index, len(shard.groups))
+    def _failed(self, hosted: _Part, outputs: list[Output], error: ErrorCode, end_offset: int | None,
+                producer: tuple[int, int] | None) -> None:
+        for out in outputs:
+            for token, response in out.answers:
+                _resolve(token, with_error(response, error))
+        on_commit = [c for out in outputs for c in out.on_commit]
+        if on_commit and producer is None and end_offset is not None:
+            hosted.local.late.append((end_offset, on_commit))      # applied if the high watermark passes it
+            self._arm_late(hosted)
+        on_failure = [f for out in outputs for f in out.on_failure]
+        if on_failure and end_offset is not None and hosted.state is not None and self.runtime.leading(hosted):
+            lost = hosted.state.write_failed(on_failure, self._clock_ms())
+            asyncio.get_running_loop().call_soon(self._emit, hosted, lost)    # once this write is done
+            for group_id, _generation in on_failure:
+                self._arm(hosted, group_id)
 
     # -- requests ------------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
         return coordinator_partition(group_id, self.num_partitions)
 
-    def locate(self, group_id: str) -> tuple[_Hosted | None, int]:
+    def locate(self, group_id: str) -> tuple[_Part | None, int]:
         if not group_id:
             return None, ErrorCode.INVALID_GROUP_ID
-        index = self.partition_for(group_id)
-        hosted = self._hosted.get(index)
-        if hosted is None or not self._leading(hosted):
-            return None, coordinator_moving(self._image_leader(OFFSETS_TOPIC, index), self.node_id)
-        if hosted.shard is None:
-            return None, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return hosted, ErrorCode.NONE
+        return self.runtime.locate(self.partition_for(group_id))
 
     def read(self, group_id: str, fn: Callable[[GroupShard], dict], error_answer: Callable[[int], dict]) -> dict:
         """A read-only call on the group's shard."""
         hosted, error = self.locate(group_id)
         if error:
             return error_answer(error)
-        assert hosted is not None and hosted.shard is not None, "locate answers NONE with a loaded shard"
-        return fn(hosted.shard)
+        assert hosted is not None and hosted.state is not None, "locate answers NONE with a loaded shard"
+        return fn(hosted.state)
 
     async def run(self, group_id: str, call: Callable[[GroupShard, object, int], Output],
                   error_answer: Callable[[int], dict]) -> dict:
@@ -202,19 +190,20 @@ class GroupCoordinator:
         hosted, error = self.locate(group_id)
         if error:
             return error_answer(error)
-        assert hosted is not None and hosted.shard is not None, "locate answers NONE with a loaded shard"
+        assert hosted is not None and hosted.state is not None, "locate answers NONE with a loaded shard"
         token = asyncio.get_running_loop().create_future()
-        hosted.waiting[token] = error_answer
-        self._emit(hosted, call(hosted.shard, token, self._clock_ms()))
+        waiting = hosted.local.waiting
+        waiting[token] = error_answer
+        self._emit(hosted, call(hosted.state, token, self._clock_ms()))
+        self._arm(hosted, group_id)
         try:
             return await token
         finally:
-            hosted.waiting.pop(token, None)
+            waiting.pop(token, None)
 
     def loaded_shards(self) -> tuple[list[GroupShard], bool]:
         """The shards loaded here, and whether any is still loading."""
-        hosted = [h for h in self._hosted.values() if self._leading(h)]
-        return [h.shard for h in hosted if h.shard is not None], any(h.shard is None for h in hosted)
+        return self.runtime.states()
 
     def topics_view(self, image) -> TopicsView:
         """The topics of a metadata image as the consumer protocol sees them (cached per image)."""
@@ -223,128 +212,19 @@ class GroupCoordinator:
             self._view = (image, TopicsView(topics, image.epoch))
         return self._view[1]
 
-    def should_create_topic(self) -> bool:
-        """At most one creation of __consumer_offsets in flight per TOPIC_CREATE_RETRY_MS."""
-        now = self._clock_ms()
-        if now - self._last_topic_create_ms < TOPIC_CREATE_RETRY_MS:
-            return False
-        self._last_topic_create_ms = now
-        return True
-
-    # -- output ----------------------------------------------------------------------------
-    def _emit(self, hosted: _Hosted, out: Output) -> None:
-        if out.txn_producer is not None and out.records:    # a transaction's records go alone, after the round's
-            self._flush(hosted, hosted.pending)
-            self._write(hosted, [out], out.txn_producer)
-            return
-        if hosted.pending is None:
-            if not out.records:
-                self._answer_after_last(hosted, out)
-                return
-            batch = hosted.pending = _Batch(hosted.part.config.max_message_bytes)
-            loop = asyncio.get_running_loop()
-            if self._linger_s > 0:
-                loop.call_later(self._linger_s, self._flush, hosted, batch)
-            else:
-                loop.call_soon(self._flush, hosted, batch)      # once this round's calls are in
-        if not hosted.pending.add(out):         # full: written now, ``out`` opens the next batch
-            self._flush(hosted, hosted.pending)
-            self._emit(hosted, out)
-
-    def _answer_after_last(self, hosted: _Hosted, out: Output) -> None:
-        """Answers without records, none of this round's writes pending: now, or after the latest write."""
-        last = hosted.last_append
-        if last is None or last.done():
-            for token, response in out.answers:
-                _resolve(token, response)
-        else:
-            self._tasks.spawn(self._after(last, out), name=f"group-answer-{hosted.part.index}")
-
-    def _flush(self, hosted: _Hosted, batch: _Batch | None) -> None:
-        """Write ``batch`` if it is still the one being filled (a full one was written already) and the
-        partition's shard was not dropped while it lingered (its answers went out NOT_COORDINATOR)."""
-        if batch is not None and hosted.pending is batch:
-            hosted.pending = None
-            if self._hosted.get(hosted.part.index) is hosted:
-                self._write(hosted, batch.outputs, None)
-
-    def _write(self, hosted: _Hosted, outputs: list[Output], producer: tuple[int, int] | None) -> None:
-        """Append the records of ``outputs`` as one batch now (log order is call order); a task
-        answers them once it is committed."""
-        records = [r for out in outputs for r in out.records]
-        appended = append(self._replicas, hosted.part, records, self._commit_timeout_ms, self._clock_ms(),
-                          lambda: self._leading(hosted), producer)
-        if appended.error:
-            # refused before the log: reload before a later write appends records made from what this one changed
-            self._fail(hosted, outputs, appended.error)
-            if self._leading(hosted):
-                self._reload(hosted)
-            return
-        hosted.last_append = self._tasks.spawn(self._complete(hosted, outputs, appended, hosted.last_append),
-                                               name=f"group-append-{hosted.part.index}")
-
-    async def _complete(self, hosted: _Hosted, outputs: list[Output], appended: Appended,
-                        previous: asyncio.Task | None) -> ErrorCode:
-        assert appended.end_offset is not None, "a write refused before the log does not complete"
-        error = await committed(appended, lambda: self._leading(hosted))
-        if previous is not None:
-            await previous      # answers leave in log order; a write that committed needs nothing of earlier ones
-        on_commit = [c for out in outputs for c in out.on_commit]
-        producer = outputs[0].txn_producer
-        if error:
-            self._fail(hosted, outputs, error)
-            if on_commit and producer is None:
-                hosted.late.append((appended.end_offset, on_commit))      # applied if the high watermark passes it
-            on_failure = [f for out in outputs for f in out.on_failure]
-            if on_failure and hosted.shard is not None and self._leading(hosted):
-                lost = hosted.shard.write_failed(on_failure, self._clock_ms())
-                asyncio.get_running_loop().call_soon(self._emit, hosted, lost)    # once this write is done
-            return error
-        if hosted.shard is not None:
-            self._apply_late(hosted, appended.end_offset)       # committed too: they come before this write
-            hosted.shard.apply_committed(on_commit, producer[0] if producer else -1)
-        for out in outputs:
-            for token, response in out.answers:
-                _resolve(token, response)
-        return ErrorCode.NONE
-
-    @staticmethod
-    def _apply_late(hosted: _Hosted, committed_end: int) -> None:
-        """Offset commits whose write timed out take effect once the log is committed past them
-        (their committers were told they failed; Kafka's timeline shows them then too)."""
-        assert hosted.shard is not None, "called for a loaded shard only"
-        while hosted.late and hosted.late[0][0] <= committed_end:
-            hosted.shard.apply_committed(hosted.late.pop(0)[1])
-
-    @staticmethod
-    def _fail(hosted: _Hosted, outputs: list[Output], error: ErrorCode) -> None:
-        log.info("%s-%d: group write failed: %s", OFFSETS_TOPIC, hosted.part.index, error.name)
-        for out in outputs:
-            for token, response in out.answers:
-                _resolve(token, with_error(response, error))
-
-    def _reload(self, hosted: _Hosted) -> None:
-        """A write was refused before it reached the log, but the shard already holds what it
-        wrote: load the shard again from the log (Kafka reverts to its last written state).
-        Requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS; those waiting, NOT_COORDINATOR."""
-        log.info("%s-%d: reloading the groups after a refused write", OFFSETS_TOPIC, hosted.part.index)
-        self.on_leader(hosted.part)
-
-    async def _after(self, write: asyncio.Task, out: Output) -> None:
-        error = await write
-        for token, response in out.answers:
-            _resolve(token, with_error(response, error) if error else response)
+    def _emit(self, hosted: _Part, out: Output) -> None:
+        self.runtime.write(hosted, out.records, out, out.txn_producer)
 
     def on_txn_marker(self, part: Partition, producer_id: int, commit: bool) -> None:
         """A transaction marker of ``producer_id`` is committed on ``part`` (``txn_marker_writer``):
         the offsets it committed in that transaction take effect, or are dropped (KIP-98)."""
-        hosted = self._hosted.get(part.index)
-        if part.topic != OFFSETS_TOPIC or hosted is None:
+        hosted = self.runtime.hosted(part.index) if part.topic == OFFSETS_TOPIC else None
+        if hosted is None:
             return
-        if hosted.shard is None:        # loading: the load may have read to an end below the marker
-            hosted.early_markers.append((producer_id, commit))
+        if hosted.state is None:        # loading: the load may have read to an end below the marker
+            hosted.local.early_markers.append((producer_id, commit))
         else:
-            hosted.shard.complete_txn(producer_id, commit)
+            hosted.state.complete_txn(producer_id, commit)
 
     def on_image(self, image, delta) -> None:
         """A metadata image (``MetadataLoader.subscribe``): the committed offsets of topics it deleted go
@@ -354,30 +234,56 @@ class GroupCoordinator:
         base = delta.image
         deleted = {name for name in delta.changed_topics if name in base.topics and (
             name not in image.topics or image.topics[name].topic_id != base.topics[name].topic_id)}
-        for hosted in self._hosted.values() if deleted else ():
-            if hosted.shard is not None and self._leading(hosted):
-                self._emit(hosted, hosted.shard.delete_topic_offsets(deleted, self._clock_ms()))
+        for hosted in self.runtime.led() if deleted else ():
+            assert hosted.state is not None, "led() gives loaded partitions"
+            self._emit(hosted, hosted.state.delete_topic_offsets(deleted, self._clock_ms()))
 
     # -- time ------------------------------------------------------------------------------
-    async def _tick_loop(self) -> None:
-        while True:
-            await asyncio.sleep(TICK_S)
-            now = self._clock_ms()
-            for index, hosted in list(self._hosted.items()):
-                try:
-                    if not self._leading(hosted):
-                        self._drop(index)
-                    elif hosted.shard is not None:
-                        self._apply_late(hosted, hosted.part.high_watermark)
-                        for out in hosted.shard.tick(now):
-                            self._emit(hosted, out)
-                except Exception:
-                    log.exception("%s-%d: group coordinator tick failed", OFFSETS_TOPIC, index)
+    def _arm(self, hosted: _Part, group_id: str) -> None:
+        """The group's timer at its next deadline (after every change of the group)."""
+        assert hosted.state is not None, "armed for a loaded shard only"
+        self.runtime.schedule(hosted, group_id, hosted.state.next_deadline_ms(group_id),
+                              lambda now: self._group_due(hosted, group_id, now))
+
+    def _group_due(self, hosted: _Part, group_id: str, now_ms: int) -> None:
+        assert hosted.state is not None, "timers fire for a loaded shard only"
+        out = hosted.state.tick_group(group_id, now_ms)
+        if out:
+            self._emit(hosted, out)
+        if hosted.state.groups.get(group_id) is not None:
+            self._arm(hosted, group_id)
+
+    def _arm_retention(self, hosted: _Part) -> None:
+        assert hosted.state is not None, "armed for a loaded shard only"
+        self.runtime.schedule(hosted, _RETENTION, hosted.state.next_retention_check_ms,
+                              lambda now: self._retention_due(hosted, now))
+
+    def _retention_due(self, hosted: _Part, now_ms: int) -> None:
+        assert hosted.state is not None, "timers fire for a loaded shard only"
+        out = hosted.state.check_retention(now_ms)
+        if out:
+            self._emit(hosted, out)
+        self._arm_retention(hosted)
+
+    def _arm_late(self, hosted: _Part) -> None:
+        self.runtime.schedule_in(hosted, _LATE, LATE_CHECK_MS / 1000, lambda now: self._late_due(hosted))
+
+    def _late_due(self, hosted: _Part) -> None:
+        self._apply_late(hosted, hosted.part.high_watermark)
+        if hosted.local.late:
+            self._arm_late(hosted)
+
+    @staticmethod
+    def _apply_late(hosted: _Part, committed_end: int) -> None:
+        """Offset commits whose write timed out take effect once the log is committed past them
+        (their committers were told they failed; Kafka's timeline shows them then too)."""
+        assert hosted.state is not None, "called for a loaded shard only"
+        late = hosted.local.late
+        while late and late[0][0] <= committed_end:
+            hosted.state.apply_committed(late.pop(0)[1])
 
     async def close(self) -> None:
-        for index in list(self._hosted):
-            self._drop(index)
-        await self._tasks.close()
+        await self.runtime.close()
 
 
 def _replay(shard: GroupShard, index: int, records) -> None:

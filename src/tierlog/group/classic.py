@@ -396,6 +396,16 @@ def tick(group: ClassicGroup, c: Ctx) -> None:
         _prepare_rebalance(group, c)
 
 
+def next_deadline_ms(group: ClassicGroup) -> int | None:
+    """When ``tick`` next has something to do for the group (None: nothing is due)."""
+    due = list(group.pending.values())
+    if group.state is not _S.EMPTY:
+        due += [m.heartbeat_deadline_ms for m in group.members.values() if m.join_token is None and m.sync_token is None]
+    if group.rebalance_deadline_ms is not None and group.state in (_S.PREPARING_REBALANCE, _S.COMPLETING_REBALANCE):
+        due.append(group.rebalance_deadline_ms)
+    return min(due, default=None)
+
+
 def _end_join_phase(group: ClassicGroup, c: Ctx) -> None:
     if group.initial_delay is not None:
         delay, latest = group.initial_delay

@@ -293,6 +293,13 @@ def tick(group: ConsumerGroup, c: Ctx) -> None:
             fence(group, m.member_id, c)
 
 
+def next_deadline_ms(group: ConsumerGroup) -> int | None:
+    """When ``tick`` next has something to do for the group (None: nothing is due)."""
+    due = [m.session_deadline_ms for m in group.members.values()]
+    due += [m.revocation_deadline_ms for m in group.members.values() if m.revocation_deadline_ms is not None]
+    return min(due, default=None)
+
+
 # -- describing -------------------------------------------------------------------------------
 
 def describe(group: ConsumerGroup, view: TopicsView, default_assignor: str) -> dict[str, Any]:

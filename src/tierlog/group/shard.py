@@ -354,22 +354,38 @@ class GroupShard:
 
     # -- time ----------------------------------------------------------------------------------
     def tick(self, now_ms: int) -> list[Output]:
-        outs = []
-        for group in list(self.groups.values()):
-            c = self._ctx(now_ms)
-            if isinstance(group, ConsumerGroup):
-                consumer.tick(group, c)
-            else:
-                classic.tick(group, c)
-            if c.out:
-                outs.append(c.out)
-        if self._next_retention_check_ms is not None and now_ms >= self._next_retention_check_ms:
-            self._next_retention_check_ms = now_ms + self.config.retention_check_interval_ms
-            c = self._ctx(now_ms)
-            self.expire_offsets(c)
-            if c.out:
-                outs.append(c.out)
-        return outs
+        """Every timeout due at ``now_ms`` (what the per-group timers do, all at once)."""
+        outs = [self.tick_group(group_id, now_ms) for group_id in list(self.groups)]
+        if self.next_retention_check_ms is not None and now_ms >= self.next_retention_check_ms:
+            outs.append(self.check_retention(now_ms))
+        return [out for out in outs if out]
+
+    def tick_group(self, group_id: str, now_ms: int) -> Output:
+        """The group's timeouts due at ``now_ms``: sessions, pending members, join and sync phases."""
+        group, c = self.groups.get(group_id), self._ctx(now_ms)
+        if isinstance(group, ConsumerGroup):
+            consumer.tick(group, c)
+        elif group is not None:
+            classic.tick(group, c)
+        return c.out
+
+    def next_deadline_ms(self, group_id: str) -> int | None:
+        """When the group's next timeout is due (None: none is)."""
+        group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            return consumer.next_deadline_ms(group)
+        return None if group is None else classic.next_deadline_ms(group)
+
+    @property
+    def next_retention_check_ms(self) -> int | None:
+        return self._next_retention_check_ms
+
+    def check_retention(self, now_ms: int) -> Output:
+        """offsets.retention.check.interval.ms: expire offsets (and groups left without any)."""
+        self._next_retention_check_ms = now_ms + self.config.retention_check_interval_ms
+        c = self._ctx(now_ms)
+        self.expire_offsets(c)
+        return c.out
 
     def expire_offsets(self, c: classic.Ctx) -> None:
         """Tombstone expired offsets of empty groups; an empty group left without offsets is deleted."""

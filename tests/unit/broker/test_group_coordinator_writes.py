@@ -128,7 +128,7 @@ def test_a_failed_write_does_not_fail_the_writes_after_it(tmp_path):
         assert _code(await _commit(coordinator, 5)) == E.COORDINATOR_NOT_AVAILABLE
         replicas.time_out = False
         assert [_code(await _commit(coordinator, o)) for o in (6, 7)] == [E.NONE, E.NONE]
-        assert coordinator.locate("g")[0].shard.offsets.get("g", "t", 0).offset == 7
+        assert coordinator.locate("g")[0].state.offsets.get("g", "t", 0).offset == 7
     _run(tmp_path, scenario)
 
 
@@ -137,13 +137,13 @@ def test_a_commit_that_timed_out_takes_effect_once_the_high_watermark_passes_it(
         replicas.time_out = True
         assert _code(await _commit(coordinator, 5)) == E.COORDINATOR_NOT_AVAILABLE
         hosted = coordinator.locate("g")[0]
-        assert hosted.shard.offsets.get("g", "t", 0) is None
+        assert hosted.state.offsets.get("g", "t", 0) is None
         follower_fetch(hosted.part)         # the follower caught up
-        for _ in range(100):                # the coordinator's 100 ms ticker applies it
-            if hosted.shard.offsets.get("g", "t", 0) is not None:
+        for _ in range(100):                # the late offsets are checked every LATE_CHECK_MS
+            if hosted.state.offsets.get("g", "t", 0) is not None:
                 break
             await asyncio.sleep(0.02)
-        assert hosted.shard.offsets.get("g", "t", 0).offset == 5
+        assert hosted.state.offsets.get("g", "t", 0).offset == 5
     _run(tmp_path, scenario)
 
 
@@ -155,7 +155,7 @@ def test_a_refused_write_reloads_the_shard_from_the_log(tmp_path):
         assert coordinator.locate("g")[1] == E.COORDINATOR_LOAD_IN_PROGRESS
         replicas.refuse = False
         await _loaded(coordinator)
-        assert coordinator.locate("g")[0].shard.offsets.get("g", "t", 0).offset == 4
+        assert coordinator.locate("g")[0].state.offsets.get("g", "t", 0).offset == 4
         assert _code(await _commit(coordinator, 6)) == E.NONE
     _run(tmp_path, scenario)
 
@@ -194,7 +194,7 @@ def test_an_assignment_not_committed_in_time_is_taken_back_and_the_group_rebalan
         replicas.time_out = True
         assert (await _sync(coordinator, member, generation))["ErrorCode"] == E.COORDINATOR_NOT_AVAILABLE
         await asyncio.sleep(0)
-        group = coordinator.locate("g")[0].shard.groups["g"]
+        group = coordinator.locate("g")[0].state.groups["g"]
         assert group.state is GroupState.PREPARING_REBALANCE
         assert group.members[member].assignment == b""
         assert (await _heartbeat(coordinator, member, generation))["ErrorCode"] == E.REBALANCE_IN_PROGRESS
@@ -239,7 +239,7 @@ def test_the_commits_of_one_round_are_one_append_answered_once_the_high_watermar
         assert not any(t.done() for t in tasks)
         replicate(part)
         assert [_code(await t) for t in tasks] == [E.NONE] * 3
-        shard = coordinator.locate("g")[0].shard
+        shard = coordinator.locate("g")[0].state
         assert [shard.offsets.get(g, "t", 0).offset for g in GROUPS] == [5, 5, 5]
     _run(tmp_path, scenario)
 
@@ -327,7 +327,7 @@ def test_a_txn_offset_commit_is_a_transactional_batch_of_its_own_after_the_round
         assert [_code(await t) for t in tasks] == [E.NONE] * 3
         headers = [h for b in replicas.batches for h, _ in decode_batches(b)]
         assert [(h.is_transactional, h.producer_id) for h in headers] == [(False, -1), (True, 7), (False, -1)]
-        shard = coordinator.locate("g")[0].shard
+        shard = coordinator.locate("g")[0].state
         assert shard.offsets.get("h", "t", 0) is None           # until its transaction's marker commits it
         shard.complete_txn(7, True)
         assert shard.offsets.get("h", "t", 0).offset == 9
