@@ -197,6 +197,9 @@ _DEFS = [
        "(slow senders holding request memory)."),
     _d("max.request.partition.size.limit", "int", 2000,
        "Most partitions one DescribeTopicPartitions response carries (KIP-966)."),
+    _d("telemetry.max.bytes", "int", 1048576,
+       "The largest client telemetry push (KIP-714 PushTelemetry metrics, compressed and decompressed) "
+       "the broker accepts; larger ones are answered TELEMETRY_TOO_LARGE."),
     _d("max.connections", "int", 10000,
        "Open connections the node accepts on all its listeners; more are closed when accepted "
        "(Kafka's default is unbounded)."),

@@ -288,6 +288,8 @@ class Node:
                                            lambda: metadata_view.image)
         self.metrics_registry.register(collector)
         self._scrape_preparers.append(collector.prepare)
+        self.metrics_registry.register(self.broker.telemetry.series)          # KIP-714 pushed client metrics
+        self._scrape_preparers.append(lambda: self.broker.telemetry.prepare_scrape(wall_clock_ms()))
         observers = (self.request_metrics, topic_stats)
         rates = self._connection_rates(lambda ip: metadata_view.image.client_quotas.ip_rate(ip))
         for listener_cfg, sock in sockets:

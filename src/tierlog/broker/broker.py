@@ -18,11 +18,13 @@ from tierlog.net.tasks import TaskSet
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
+from .client_telemetry import ClientTelemetry
 from .controller_channel import ControllerUnavailable
 from .group_coordinator import GroupCoordinator
 from .lifecycle import BrokerLifecycleManager
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .telemetry_series import TelemetrySeries
 from .transaction_coordinator import ProducerIdsUnavailable as TxnProducerIdsUnavailable
 from .transaction_coordinator import TransactionCoordinator
 from .txn_marker_sender import TxnMarkerSender
@@ -64,6 +66,8 @@ class Broker:
                                                    self.image_leader)
         replicas.add_leadership_listener(self.transactions)     # transactions (__transaction_state)
         self.txn_verifier = TxnVerifier(self.node_id, lambda: self.image, replicas, self.transactions, inter_broker)
+        series = TelemetrySeries(lambda: self.telemetry.instance_count)
+        self.telemetry = ClientTelemetry(lambda: self.image.client_metrics, config["telemetry.max.bytes"], series)
 
     async def _txn_producer_id(self) -> int:
         try:

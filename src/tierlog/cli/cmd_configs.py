@@ -21,6 +21,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from tierlog.cli.cmd_client_metrics import ENTITY_TYPE as CLIENT_METRICS_ENTITY
+from tierlog.cli.cmd_client_metrics import run_client_metrics
 from tierlog.cli.cmd_quotas import add_quota_options, run_quotas
 from tierlog.cli.connection import Connection
 from tierlog.cli.errors import CliError, describe_exception
@@ -57,7 +59,18 @@ client quotas (kafka-configs.sh's form):
   tierlog configs --entity-type ips --entity-name 10.0.0.7 --alter --add-config connection_creation_rate=5
   tierlog configs --entity-type users --describe
   tierlog configs --entity-type users --entity-name alice --alter --delete-config producer_byte_rate
+client metrics subscriptions (KIP-714; clients push the metrics named to the broker's /metrics):
+  tierlog configs --entity-type client-metrics --entity-name producers --alter \
+      --add-config 'metrics=[org.apache.kafka.producer.],interval.ms=5000,match=[client_id=billing-.*]'
+  tierlog configs --entity-type client-metrics --describe
 """
+
+
+def _run_entities(args: argparse.Namespace) -> int:
+    """--entity-type: client quotas, or client metrics subscriptions."""
+    if CLIENT_METRICS_ENTITY in args.entity_type:
+        return run_client_metrics(args)
+    return run_quotas(args)
 
 
 def _resource(args: argparse.Namespace) -> tuple[ResourceType, str]:
@@ -178,12 +191,14 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
 def register(subparsers) -> None:
     common = connection_options()
     parser = subparsers.add_parser(
-        "configs", parents=[common], help="describe and alter topic, broker and group configs; client quotas",
-        description="Describe and alter configs (like kafka-configs.sh), and client quotas "
-                    "(--entity-type users|clients|ips, as kafka-configs.sh).", epilog=_EPILOG,
+        "configs", parents=[common],
+        help="describe and alter topic, broker and group configs; client quotas; client metrics subscriptions",
+        description="Describe and alter configs (like kafka-configs.sh), client quotas "
+                    "(--entity-type users|clients|ips) and client metrics subscriptions (--entity-type "
+                    "client-metrics, KIP-714), as kafka-configs.sh.", epilog=_EPILOG,
     )
     add_quota_options(parser)
-    parser.set_defaults(func=run_quotas)
+    parser.set_defaults(func=_run_entities)
     actions = parser.add_subparsers(title="actions", metavar="ACTION", required=False)
 
     describe = actions.add_parser("describe", parents=[common], help="show configs",

@@ -35,8 +35,9 @@ _ANY = object()       # an entity type given without a name
 
 def add_quota_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("client quotas (kafka-configs.sh's form)")
-    group.add_argument("--entity-type", action="append", default=[], choices=sorted(ENTITY_TYPES),
-                       help="users, clients or ips; repeat for a (user, client id) pair")
+    group.add_argument("--entity-type", action="append", default=[], choices=sorted([*ENTITY_TYPES, "client-metrics"]),
+                       help="users, clients or ips; repeat for a (user, client id) pair; client-metrics: KIP-714 "
+                            "client metrics subscriptions (cli/cmd_client_metrics.py)")
     group.add_argument("--entity-name", action="append", dest="entity_names", default=[], metavar="NAME",
                        help="the name of the --entity-type before it")
     group.add_argument("--entity-default", action="append_const", dest="entity_names", const=None,
@@ -45,7 +46,8 @@ def add_quota_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--alter", action="store_true", help="set (--add-config) or remove (--delete-config) quotas")
     group.add_argument("--add-config", action="append", default=[], metavar="K=V[,K=V]",
                        help="quotas to set: producer_byte_rate, consumer_byte_rate, request_percentage, "
-                            "controller_mutation_rate; connection_creation_rate for ips")
+                            "controller_mutation_rate; connection_creation_rate for ips; for client-metrics: "
+                            "metrics=[PREFIX,...], interval.ms=MS, match=[SELECTOR=REGEX,...]")
     group.add_argument("--delete-config", action="append", default=[], metavar="K[,K]", help="quotas to remove")
     group.add_argument("--json", action="store_true", help="print one JSON object")
 

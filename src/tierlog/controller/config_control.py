@@ -12,7 +12,10 @@ dynamic cluster-wide per the KIP) must be longs >= -1, and a known boolean broke
 config (e.g. KIP-1023's ``follower.fetch.last.tiered.offset.enable``) must be true
 or false (INVALID_CONFIG).  Group resources (type 32, KIP-848): a group id (any, existing
 or not, as Kafka; "" -> INVALID_REQUEST), its configs checked as a whole by
-``metadata.group_rules`` against this controller's group.consumer.* bounds.  A resource
+``metadata.group_rules`` against this controller's group.consumer.* bounds.  Client metrics
+resources (type 16, KIP-714 subscriptions): a subscription name ("" -> INVALID_REQUEST), its
+``metrics`` / ``interval.ms`` / ``match`` checked by ``metadata.client_metrics_rules``
+(unknown names, a bad interval or pattern -> INVALID_CONFIG).  A resource
 named twice -> INVALID_REQUEST; other types -> INVALID_REQUEST.
 
 AlterConfigs (33, the legacy whole-set alter) gives each resource's complete
@@ -29,8 +32,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tierlog.config import BROKER_CONFIGS
+from tierlog.metadata.client_metrics_rules import CLIENT_METRICS_CONFIGS, validate_client_metrics_configs
 from tierlog.metadata.cluster_records import (
     CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_CLIENT_METRICS,
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
@@ -132,6 +137,11 @@ class ConfigControlManager:
             before = dict(image.group_config(name))
             after = apply(before, r["Configs"], None)
             validate_group_configs(after, self.config.group_settings)
+        elif kind == CONFIG_RESOURCE_CLIENT_METRICS:
+            validate_client_metrics_configs(name, {})
+            before = dict(image.client_metrics.get(name, {}))
+            after = apply(before, r["Configs"], CLIENT_METRICS_CONFIGS)
+            validate_client_metrics_configs(name, after)
         else:
             raise RuleError(ErrorCode.INVALID_REQUEST, f"Resource type {kind} cannot be altered here.")
         return _diff(kind, name, before, after)

@@ -73,6 +73,7 @@ from .scram_records import RemoveUserScramCredentialRecord, UserScramCredentialR
 
 __all__ = [
     "CONFIG_RESOURCE_BROKER",
+    "CONFIG_RESOURCE_CLIENT_METRICS",
     "CONFIG_RESOURCE_GROUP",
     "CONFIG_RESOURCE_TOPIC",
     "ELIGIBLE_LOCAL_LOG_BYTES_TAG",
@@ -121,6 +122,7 @@ NO_LEADER_CHANGE = -2
 CONFIG_RESOURCE_TOPIC = 2
 CONFIG_RESOURCE_BROKER = 4
 CONFIG_RESOURCE_GROUP = 32
+CONFIG_RESOURCE_CLIENT_METRICS = 16     # KIP-714 client metrics subscriptions
 
 
 class UnknownRecordError(ProtocolError):

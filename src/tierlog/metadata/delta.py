@@ -69,6 +69,7 @@ from .acls import AclBinding
 from .client_quotas import QuotaEntity, entity_of
 from .cluster_records import (
     CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_CLIENT_METRICS,
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
     NO_LEADER,
@@ -102,7 +103,7 @@ from .image import (
     reindex,
 )
 from .leader_election import EligibilityThresholds, elect_leader, remove_from_isr
-from .pmap import REMOVE, Removal
+from .pmap import REMOVE, PMap, Removal
 from .quota_records import ClientQuotaRecord
 from .scram import ScramCredential, ScramMechanism
 from .scram_image import credential_of
@@ -173,6 +174,7 @@ class MetadataDelta:
         self._touched: dict[int, set[str]] = {}
         self._configs: dict[str, dict[str, str] | Removal] = {}     # by broker resource
         self._group_configs: dict[str, dict[str, str]] = {}          # by group id (empty: none left)
+        self._client_metrics: dict[str, dict[str, str]] = {}         # by resource name (empty: none left)
         self._producer_ids: ProducerIdsRecord | None = None
         # (mechanism, user) -> credential, None: removed
         self._scram: dict[tuple[int, str], ScramCredential | None] = {}
@@ -486,11 +488,10 @@ class MetadataDelta:
                 c = self._configs[r.resource_name] = dict(base or {})
             _set(c, r)
         elif r.resource_type == CONFIG_RESOURCE_GROUP:
-            c = self._group_configs.get(r.resource_name)
-            if c is None:
-                c = self._group_configs[r.resource_name] = dict(self.image.group_configs.get(r.resource_name) or {})
-            _set(c, r)
-        # other resource types (client metrics, ...) are not kept
+            _set(_named(self._group_configs, self.image.group_configs, r.resource_name), r)
+        elif r.resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
+            _set(_named(self._client_metrics, self.image.client_metrics, r.resource_name), r)
+        # other resource types (broker loggers, ...) are not kept
 
     def _producer_ids_rec(self, r: ProducerIdsRecord) -> None:
         current = self._producer_ids or self.image.producer_ids
@@ -548,10 +549,8 @@ class MetadataDelta:
         if self._configs:
             configs = configs.evolve({k: REMOVE if v is REMOVE or not v else MappingProxyType(v)
                                       for k, v in self._configs.items()})
-        group_configs = img.group_configs
-        if self._group_configs:
-            group_configs = group_configs.evolve({k: MappingProxyType(v) if v else REMOVE
-                                                  for k, v in self._group_configs.items()})
+        group_configs = _evolve_named(img.group_configs, self._group_configs)
+        client_metrics = _evolve_named(img.client_metrics, self._client_metrics)
         return MetadataImage(
             img.cluster_id, img.controller_id,
             img.brokers.evolve(self._brokers),
@@ -566,7 +565,23 @@ class MetadataDelta:
             group_configs=group_configs,
             scram=img.scram.with_changes(self._scram),
             features=img.features.evolve(self._features) if self._features else img.features,
-            client_quotas=img.client_quotas.with_changes(self._quotas))
+            client_quotas=img.client_quotas.with_changes(self._quotas),
+            client_metrics=client_metrics)
+
+
+def _named(changed: dict[str, dict[str, str]], before: Mapping[str, Mapping[str, str]], name: str) -> dict[str, str]:
+    """The configs of the named resource (a group, a client metrics subscription) this delta changes."""
+    c = changed.get(name)
+    if c is None:
+        c = changed[name] = dict(before.get(name) or {})
+    return c
+
+
+def _evolve_named(before: PMap[str, Mapping[str, str]], changed: dict[str, dict[str, str]]) -> PMap[str, Mapping[str, str]]:
+    """``before`` with the changed resources' configs (a resource left without any is gone)."""
+    if not changed:
+        return before
+    return before.evolve({k: MappingProxyType(v) if v else REMOVE for k, v in changed.items()})
 
 
 def _set(configs: dict[str, str], r: ConfigRecord) -> None:

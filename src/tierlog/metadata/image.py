@@ -162,6 +162,8 @@ class MetadataImage:
     scram: ScramImage = _NO_SCRAM        # SCRAM credentials (metadata.scram_image)
     features: PMap[str, int] = field(default_factory=PMap)  # finalized feature name -> level (FeatureLevelRecord)
     client_quotas: ClientQuotasImage = _NO_QUOTAS   # ClientQuotaRecords (metadata.client_quotas)
+    # client metrics resource name -> its configs (MappingProxyType; KIP-714 subscriptions)
+    client_metrics: PMap[str, Mapping[str, str]] = field(default_factory=PMap)
 
     def __post_init__(self) -> None:
         s = object.__setattr__
@@ -177,6 +179,8 @@ class MetadataImage:
             s(self, "configs", PMap(self.configs))
         if not isinstance(self.group_configs, PMap):
             s(self, "group_configs", PMap(self.group_configs))
+        if not isinstance(self.client_metrics, PMap):
+            s(self, "client_metrics", PMap(self.client_metrics))
         if self.topic_ids is _DERIVE:
             s(self, "topic_ids", PMap((t.topic_id, t.name) for t in self.topics.values()))
         if self.broker_topics is _DERIVE:

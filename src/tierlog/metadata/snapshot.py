@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 
 from .cluster_records import (
     CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_CLIENT_METRICS,
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
     AccessControlEntryRecord,
@@ -69,6 +70,9 @@ def snapshot_records(image: MetadataImage) -> Iterator[MetadataRecord]:
     for group_id in sorted(image.group_configs):
         for name, value in image.group_configs[group_id].items():
             yield ConfigRecord(CONFIG_RESOURCE_GROUP, group_id, name, value)
+    for resource in sorted(image.client_metrics):
+        for name, value in image.client_metrics[resource].items():
+            yield ConfigRecord(CONFIG_RESOURCE_CLIENT_METRICS, resource, name, value)
     for t in image.topics.values():
         yield TopicRecord(t.name, t.topic_id)
         for name, value in t.configs.items():

@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
     "XERIAL_HEADER",
     "CompressionType",
+    "DecompressedTooLarge",
     "compress",
     "decompress",
 ]
@@ -91,7 +92,7 @@ def decompress(codec: int, data: bytes | bytearray | memoryview,
         name = CompressionType(codec).name.lower()
         raise InvalidRecordError(CORRUPT_MESSAGE, f"cannot decompress {name} payload: {exc}") from exc
     if len(out) > max_size:
-        raise InvalidRecordError(CORRUPT_MESSAGE, f"decompressed payload exceeds {max_size} bytes")
+        raise DecompressedTooLarge(max_size)
     return out
 
 
@@ -184,9 +185,16 @@ def _zstd_decode(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     return bytes(out)
 
 
+class DecompressedTooLarge(InvalidRecordError):
+    """A payload that decompresses past the ``max_size`` asked for (CORRUPT_MESSAGE for batches)."""
+
+    def __init__(self, max_size: int):
+        super().__init__(CORRUPT_MESSAGE, f"decompressed payload exceeds {max_size} bytes")
+
+
 def _check_room(out: bytearray, max_size: int) -> None:
     if len(out) > max_size:
-        raise InvalidRecordError(CORRUPT_MESSAGE, f"decompressed payload exceeds {max_size} bytes")
+        raise DecompressedTooLarge(max_size)
 
 
 _DECODERS: dict[int, Callable[[Any, int], bytes]] = {

@@ -256,3 +256,23 @@ def test_incremental_alter_group_configs():
     assert r.records == [ConfigRecord(32, "g", "consumer.heartbeat.interval.ms", None),
                          ConfigRecord(32, "g", "consumer.session.timeout.ms", None)]
     assert dict(h.qc.image.group_config("g")) == {} and "g" not in h.qc.image.group_configs
+
+
+def test_incremental_alter_client_metrics_subscriptions():
+    """KIP-714 subscriptions (resource type 16): Kafka's three configs checked, list operations on
+    metrics and match, one ConfigRecord per change; "" is INVALID_REQUEST."""
+    h = Harness()
+    r = _alter(h, [_res(16, "producers", ("metrics", 0, "org.apache.kafka.producer."), ("interval.ms", 0, "1000"))])
+    assert r.response["Responses"][0]["ErrorCode"] == 0
+    assert r.records == [ConfigRecord(16, "producers", "interval.ms", "1000"),
+                         ConfigRecord(16, "producers", "metrics", "org.apache.kafka.producer.")]
+    r = _alter(h, [_res(16, "producers", ("metrics", 2, "org.apache.kafka.consumer."))])          # APPEND
+    assert dict(h.qc.image.client_metrics["producers"])["metrics"] == \
+        "org.apache.kafka.producer.,org.apache.kafka.consumer."
+    bad = [_res(16, "", ("interval.ms", 0, "1000")), _res(16, "s1", ("interval.ms", 0, "50")),
+           _res(16, "s2", ("color", 0, "red")), _res(16, "s3", ("match", 0, "client_rack=x"))]
+    codes = [x["ErrorCode"] for x in _alter(h, bad).response["Responses"]]
+    assert codes == [ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_CONFIG,
+                     ErrorCode.INVALID_CONFIG]
+    r = _alter(h, [_res(16, "producers", ("metrics", 1, None), ("interval.ms", 1, None))])
+    assert "producers" not in h.qc.image.client_metrics

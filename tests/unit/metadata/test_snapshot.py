@@ -30,7 +30,7 @@ BROKERS = st.integers(1, 5)
 def _record(data, img: MetadataImage):
     kind = data.draw(st.sampled_from([
         "register", "fence", "unfence", "change", "unregister", "topic", "pchange",
-        "remove", "tconfig", "bconfig", "gconfig", "pids"]))
+        "remove", "tconfig", "bconfig", "gconfig", "cmconfig", "pids"]))
     b = data.draw(BROKERS)
     epoch = img.brokers[b].epoch if b in img.brokers else 0
     if kind == "register":
@@ -81,6 +81,10 @@ def _record(data, img: MetadataImage):
                             data.draw(st.sampled_from(["consumer.session.timeout.ms",
                                                        "consumer.heartbeat.interval.ms"])),
                             data.draw(st.sampled_from([None, "3000", "500"])))
+    if kind == "cmconfig":                                  # KIP-714 client metrics subscriptions
+        return ConfigRecord(16, data.draw(st.sampled_from(["all", "producers"])),
+                            data.draw(st.sampled_from(["metrics", "interval.ms"])),
+                            data.draw(st.sampled_from([None, "1000", "*"])))
     return ProducerIdsRecord(b, epoch, img.next_producer_id + data.draw(st.integers(0, 2000)))
 
 

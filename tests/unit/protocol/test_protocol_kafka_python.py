@@ -49,7 +49,14 @@ _CASES = [c for c in all_versions(APIS) if _covered(*c)]
 _BITFIELD = "authorized_operations"
 
 
+# fields Kafka renamed after the version we speak (same wire format): key 74 v0 is KIP-714's
+# ListClientMetricsResources, which KIP-1142 renamed ListConfigResources
+_RENAMED = {"ConfigResources": "ClientMetricsResources", "ResourceName": "Name"}
+
+
 def _our_name(their_name: str, value: dict) -> str:
+    if their_name not in value and their_name in _RENAMED:
+        return _RENAMED[their_name]
     if their_name != _BITFIELD:
         return their_name
     (name,) = [k for k in value if k.endswith("AuthorizedOperations")]

@@ -1,7 +1,9 @@
 """DescribeConfigs (32), v1-4: topic configs (override, broker default, built-in default), this broker's,
 and a group's (KIP-848 resource type GROUP, 32: ``consumer.session.timeout.ms`` and
 ``consumer.heartbeat.interval.ms``, GROUP_CONFIG when set for the group, else DEFAULT_CONFIG
-with this broker's group.consumer.* value; any group id, existing or not, as Kafka).
+with this broker's group.consumer.* value; any group id, existing or not, as Kafka), and a client
+metrics subscription's (KIP-714 resource type CLIENT_METRICS, 16: the configs it has set, source
+CLIENT_METRICS_CONFIG, as Kafka's ConfigHelper lists them; "" is INVALID_REQUEST).
 
 ConfigSource follows Kafka: TOPIC_CONFIG for a topic override,
 DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG for a broker value set
@@ -17,7 +19,7 @@ the active controller, at most CATCH_UP_TIMEOUT_S), so a describe right after an
 alter answered by another broker shows the new value. Kafka answers from its
 local cache at once and may show the old value for a moment.
 ACLs: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for a
-broker (CLUSTER_AUTHORIZATION_FAILED).
+broker or a client metrics subscription (CLUSTER_AUTHORIZATION_FAILED).
 
 Plugin settings (``rsm.config.*``, ``rlmm.config.*`` from server.properties) are listed too,
 as Kafka lists a broker's originals (ConfigHelper.allConfigs), STATIC_BROKER_CONFIG and
@@ -33,6 +35,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tierlog.config import BROKER_CONFIGS, PLUGIN_PREFIXES
+from tierlog.metadata.client_metrics_rules import CLIENT_METRICS_CONFIGS
 from tierlog.metadata.group_rules import (
     GROUP_CONFIG_NAMES,
     broker_default_key,
@@ -61,9 +64,9 @@ if TYPE_CHECKING:
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.DESCRIBE_CONFIGS, 1, 4
 CATCH_UP_TIMEOUT_S = 1.0
-TOPIC, BROKER, GROUP = 2, 4, 32
+TOPIC, BROKER, GROUP, CLIENT_METRICS = 2, 4, 32, 16
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 3, 4, 5
-GROUP_CONFIG = 8
+CLIENT_METRICS_CONFIG, GROUP_CONFIG = 7, 8
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
                 "class": 8, "password": 9}
 DESCRIBED_PLUGIN_KEYS = STORAGE_KEYS | {ENCRYPTION_ENABLED}   # plugin settings shown with their value
@@ -102,6 +105,12 @@ def _resource(broker, r: DescribeConfigsResource, synonyms: bool, docs: bool,
             out["ErrorCode"], out["ErrorMessage"] = ErrorCode.INVALID_REQUEST, "Group name must not be empty"
             return out
         entries = group_config_entries(broker, r["ResourceName"])
+    elif r["ResourceType"] == CLIENT_METRICS:
+        if not r["ResourceName"]:
+            out["ErrorCode"] = ErrorCode.INVALID_REQUEST
+            out["ErrorMessage"] = "Client metrics subscription name must not be empty"
+            return out
+        entries = client_metrics_entries(broker, r["ResourceName"])
     else:
         out["ErrorCode"], out["ErrorMessage"] = ErrorCode.INVALID_REQUEST, "Unsupported resource type."
         return out
@@ -182,6 +191,19 @@ def group_config_entries(broker, group_id: str) -> list[DescribeConfigsResourceR
                         "ConfigSource": source, "IsSensitive": False,
                         "Synonyms": [{"Name": name, "Value": value, "Source": source}],
                         "ConfigType": CONFIG_TYPES["int"], "Documentation": BROKER_CONFIGS[key].doc})
+    return entries
+
+
+def client_metrics_entries(broker, name: str) -> list[DescribeConfigsResourceResult]:
+    """A client metrics subscription's set configs (``metadata.client_metrics_rules``)."""
+    entries: list[DescribeConfigsResourceResult] = []
+    for key, value in sorted(broker.image.client_metrics.get(name, {}).items()):
+        spec = CLIENT_METRICS_CONFIGS.get(key)
+        entries.append({"Name": key, "Value": value, "ReadOnly": False, "IsDefault": False,
+                        "ConfigSource": CLIENT_METRICS_CONFIG, "IsSensitive": False,
+                        "Synonyms": [{"Name": key, "Value": value, "Source": CLIENT_METRICS_CONFIG}],
+                        "ConfigType": CONFIG_TYPES.get(spec.type, 0) if spec else 0,
+                        "Documentation": spec.doc if spec else None})
     return entries
 
 

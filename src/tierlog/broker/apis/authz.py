@@ -128,6 +128,7 @@ async def forward_allowed(request: Mapping[str, Any], items_key: str, results_ke
 _CONFIG_RESOURCES = {2: (ResourceType.TOPIC, "TOPIC_AUTHORIZATION_FAILED"),
                      4: (ResourceType.CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),
                      8: (ResourceType.CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),
+                     16: (ResourceType.CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),    # client metrics (KIP-714)
                      32: (ResourceType.GROUP, "GROUP_AUTHORIZATION_FAILED")}
 
 

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union, runtime_checkable
 
 if TYPE_CHECKING:
+    from tierlog.broker.client_telemetry import ClientTelemetry
     from tierlog.broker.fetch_session import FetchSessionCache, SessionView
     from tierlog.broker.partition import AppendOrigin, AppendOutcome, Partition
     from tierlog.broker.producer_ids import ProducerIdManager
@@ -168,6 +169,7 @@ class HandlerContext(Protocol):
     quotas: Any                         # broker.client_quotas.ClientQuotaManager, or None (mutation_quota)
     transactions: TransactionCoordinatorService
     txn_verifier: TxnVerification
+    telemetry: ClientTelemetry          # KIP-714 client instances and their pushed metrics
 
     @property
     def image(self) -> MetadataImage: ...

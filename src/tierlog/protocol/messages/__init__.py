@@ -46,11 +46,13 @@ from tierlog.protocol.messages import (
     fetch,
     fetch_snapshot,
     find_coordinator,
+    get_telemetry_subscriptions,
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
+    list_client_metrics_resources,
     list_groups,
     list_offsets,
     list_partition_reassignments,
@@ -61,6 +63,7 @@ from tierlog.protocol.messages import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    push_telemetry,
     sasl_authenticate,
     sasl_handshake,
     sync_group,
@@ -90,6 +93,7 @@ _MODULES = (
     describe_producers, describe_transactions, list_transactions,
     describe_user_scram_credentials, alter_user_scram_credentials,
     describe_client_quotas, alter_client_quotas,
+    get_telemetry_subscriptions, push_telemetry, list_client_metrics_resources,
 )
 
 #: every API with schemas, by key
