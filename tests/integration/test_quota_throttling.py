@@ -8,6 +8,8 @@ seconds' worth; the clients send and fetch small requests (batch.size, fetch.max
 that no single request is worth more than the 4 s a throttle may last. Bounds are generous
 (2x the quota over the time, plus the burst), never timing asserts.
 """
+import socket
+import struct
 import time
 import urllib.request
 
@@ -18,6 +20,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from nodeproc import NodeProcess
 from test_cli import ok
 
+from tierlog.protocol import decode_response, encode_request
+
 pytestmark = pytest.mark.integration
 
 QUOTA = 100_000            # bytes/s
@@ -25,7 +29,8 @@ RUN_S = 6.0
 VALUE = b"x" * 1_000
 BURST_S = 3
 MUTATIONS = 1              # partitions/s; a burst of 2 (controller.quota.window.num=2)
-CREATE_TOPICS, THROTTLING_QUOTA_EXCEEDED = 19, 89
+CREATE_TOPICS, THROTTLING_QUOTA_EXCEEDED, METADATA = 19, 89, 3
+LIMITS = {"controller_mutation_rate": MUTATIONS, "request_percentage": 0.01}   # 0.1 ms of handler time per s
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +42,9 @@ def quota_node(tmp_path_factory):
     for f in admin.create_topics([NewTopic("quota-in", 1, 1), NewTopic("quota-out", 1, 1)]).values():
         f.result(30)
     for client, key in (("slow-producer", "producer_byte_rate"), ("slow-consumer", "consumer_byte_rate"),
-                        ("tierlog-tests", "controller_mutation_rate")):
+                        ("tierlog-tests", "controller_mutation_rate"), ("busy", "request_percentage")):
         ok("configs", "--entity-type", "clients", "--entity-name", client, "--alter",
-           "--add-config", f"{key}={MUTATIONS if key == 'controller_mutation_rate' else QUOTA}",
+           "--add-config", f"{key}={LIMITS.get(key, QUOTA)}",
            "--bootstrap-server", n.bootstrap)
     yield n
     if n.alive():
@@ -129,3 +134,27 @@ def test_controller_mutations_over_the_quota_are_refused_strictly_from_v6(quota_
     # v5 is permissive: counted and throttled, never refused
     older = _create(quota_node.port, ["mut-d"], 5)
     assert [t["ErrorCode"] for t in older["Topics"]] == [0] and older["ThrottleTimeMs"] > 0
+
+
+def test_a_client_over_its_request_percentage_gets_throttled_answers(quota_node):
+    """KIP-124: Metadata requests of client id ``busy`` (0.01 % of a handler's second) on one connection."""
+    throttles = []
+    with socket.create_connection(("127.0.0.1", quota_node.port), timeout=30) as s:
+        for correlation in range(50):
+            frame = encode_request(METADATA, 12, correlation, "busy", {"Topics": []})
+            s.sendall(struct.pack(">i", len(frame)) + frame)
+            size = struct.unpack(">i", _read(s, 4))[0]
+            _, answer = decode_response(METADATA, 12, _read(s, size))
+            throttles.append(answer["ThrottleTimeMs"])
+            if answer["ThrottleTimeMs"] > 0:
+                break
+    assert throttles[-1] > 0, throttles
+
+
+def _read(s: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        assert chunk, "connection closed"
+        buf += chunk
+    return buf
