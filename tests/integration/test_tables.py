@@ -82,11 +82,11 @@ def _produce(boot: str) -> None:
     assert p.flush(60) == 0
 
 
-def _consume(boot: str, end: int) -> dict[int, bytes]:
+def _consume(boot: str, end: int, topic: str = TOPIC) -> dict[int, bytes]:
     """offset -> value of every record a read_committed consumer gets from offset 0 below ``end``."""
     c = Consumer({"bootstrap.servers": boot, "group.id": f"t-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
                   "isolation.level": "read_committed"})
-    c.assign([TopicPartition(TOPIC, 0, 0)])
+    c.assign([TopicPartition(topic, 0, 0)])
     out: dict[int, bytes] = {}
     try:
         def read():
@@ -98,6 +98,12 @@ def _consume(boot: str, end: int) -> dict[int, bytes]:
         return out
     finally:
         c.close()
+
+
+def _alter(admin, topic: str, **configs: str) -> None:
+    resource = ConfigResource("TOPIC", topic, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()])
+    admin.incremental_alter_configs([resource])[resource].result(20)
 
 
 def _restart_after_crash(broker, point: str, crash_dir) -> None:
@@ -116,9 +122,7 @@ def test_the_table_matches_the_log_to_the_offset_across_crashes(tmp_path, monkey
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         admin.create_topics([NewTopic(TOPIC, 1, 1, config=CONFIG)], request_timeout=15)[TOPIC].result(20)
         _produce(cluster.bootstrap)
-        resource = ConfigResource("TOPIC", TOPIC, incremental_configs=[
-            ConfigEntry("remote.log.copy.disable", "false", incremental_operation=AlterConfigOpType.SET)])
-        admin.incremental_alter_configs([resource])[resource].result(20)
+        _alter(admin, TOPIC, **{"remote.log.copy.disable": "false"})
 
         _restart_after_crash(broker, "before-commit", crash_dir)
         _restart_after_crash(broker, "after-commit", crash_dir)
@@ -159,3 +163,36 @@ def test_the_table_matches_the_log_to_the_offset_across_crashes(tmp_path, monkey
                              capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(counted.stdout)["rows"] == [[len(table), len(table)]]
     assert 'tierlog_table_lag_offsets{partition="0",topic="orders.json"} 0.0' in metrics
+
+
+def test_turning_the_table_on_backfills_the_remote_segments_uploaded_before(tmp_path):
+    """A tiered topic without a table: records uploaded, then key_value turned on (AlterConfigs): the
+    leader commits the remote segments to the new table, oldest first, before any new upload."""
+    remote, topic = tmp_path / "remote-storage", "backfilled"
+    with running(Cluster(tmp_path, controllers=1, brokers=1, props=fs_props(remote))) as cluster:
+        broker = cluster.brokers[0]
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        config = {"remote.storage.enable": "true", "segment.bytes": str(1024 * 1024), "local.retention.bytes": "1"}
+        admin.create_topics([NewTopic(topic, 1, 1, config=config)], request_timeout=15)[topic].result(20)
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
+        for i in range(1200):
+            p.produce(topic, b"%d:" % i + b"v" * 2000, partition=0)
+        assert p.flush(60) == 0
+        tiered = wait_for(lambda: (o := offsets(broker, topic, 0, LATEST_TIERED)) is not None and o > 900 and o,
+                          120, "two segments uploaded", interval_s=0.5)
+        _alter(admin, topic, **{"tierlog.table.mode": "key_value"})
+        catalog = TableCatalog(table_settings(FsObjectStore(remote), {}))
+        wait_for(lambda: (t := _load(catalog, topic)) is not None and covered_offsets(t).get(0, -1) >= tiered, 120,
+                 "the table backfilled", interval_s=0.5)
+        log = _consume(cluster.bootstrap, tiered + 1, topic)
+    rows = catalog.load(topic).scan().to_arrow().sort_by("offset")
+    values = dict(zip(rows.column("offset").to_pylist(), rows.column("value").to_pylist(), strict=True))
+    assert len(values) == rows.num_rows
+    assert {o: v for o, v in values.items() if o <= tiered} == log
+
+
+def _load(catalog, topic):
+    try:
+        return catalog.load(topic)
+    except Exception:       # noqa: BLE001 -- the broker creates the catalog file meanwhile
+        return None

@@ -218,3 +218,38 @@ def test_the_cli_lists_describes_and_queries_the_tables(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("tierlog: error: query: Binder Error")
     assert main(["table", "ls", "--storage", str(tmp_path)]) == 1
     assert "no tables in" in capsys.readouterr().err
+
+
+def test_on_s3_the_parquet_files_go_through_the_store_and_pyiceberg_reads_them_back(s3_store, s3_settings, tmp_path,
+                                                                                     monkeypatch):
+    monkeypatch.setenv("AWS_REGION", s3_settings.region)
+    from tierlog.tiered.table.catalog import s3_io
+    settings = table_settings(s3_store, {"tierlog.table.catalog.uri": f"sqlite:///{tmp_path / 'catalog.db'}"},
+                              s3_io(s3_store))
+    writer = TableWriter(s3_store, TableCatalog(settings), tmp_path / "staging")
+    _commit(tmp_path, writer, VALUE_JSON)
+    assert _rows(writer).column("offset").to_pylist() == [10, 11, 13, 17, 18, 20]
+    assert _rows(writer, dead_letter=True).column("offset").to_pylist() == [12, 21]
+    keys = s3_store.list_keys("tierlog-tables/")
+    assert sum(k.endswith(".parquet") for k in keys) == 2
+    assert any(k.startswith("tierlog-tables/topics/orders.v1/metadata/") for k in keys)
+    table = writer.catalog.catalog.load_table(("tierlog", "orders.v1"))
+    assert table.location() == f"s3://{s3_settings.bucket}/cluster-a/tierlog-tables/topics/orders.v1"
+
+
+def test_backfill_takes_the_lineages_finished_segments_above_the_covered_offset_oldest_first():
+    from tierlog.storage.txn_index import encode_entry
+    from tierlog.tiered import RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition
+    from tierlog.tiered.table.backfill import aborted_in, backfill_due
+    tip = TopicIdPartition(bytes(16), "orders", 0)
+
+    def seg(start, end, epoch=0):
+        return RemoteLogSegmentMetadata(RemoteLogSegmentId(tip, uuid.uuid4().bytes), start, end, NOW, 1, NOW,
+                                        ((epoch, start),), 100)
+    a, b, c, zombie = seg(0, 99), seg(100, 199), seg(200, 299), seg(100, 150, epoch=7)
+    entries = [(0, 0)]
+    assert backfill_due([c, a, b, zombie], -1, entries, 1000) == [a, b, c]
+    assert backfill_due([c, a, b], 150, entries, 1000) == [b, c]
+    assert backfill_due([a, b, c], 299, entries, 1000) == []
+    t1, t2 = AbortedTxn(5, 10, 20, 10), AbortedTxn(6, 30, 40, 30)
+    assert aborted_in([encode_entry(t1), encode_entry(t1) + encode_entry(t2)], [t2]) == [t1, t2]

@@ -59,6 +59,7 @@ from tierlog.tiered.upload_epochs import leader_epoch_checkpoint, segment_leader
 
 from ..topic_stats import BrokerTopicStats
 from .rate_limit import ByteRateLimit
+from .table_backfill import backfill_pass
 from .tables import TableCommits
 
 __all__ = ["TaskContext", "copy_pass", "metadata_update"]
@@ -121,6 +122,9 @@ async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader)
         plog.highest_offset_in_remote_storage.set(upload_resume_offset(
             plog.highest_offset_in_remote_storage.value, cache.finished_segments(), plog.epoch_entries(),
             plog.log_end_offset))
+    if part.config.values[TABLE_MODE] != OFF and ctx.tables is not None and \
+            not await backfill_pass(ctx, tip, part):
+        return 0                        # the table first covers what is uploaded already (table_backfill)
     copied = 0
     for candidate in copy_candidates(local, highest_remote_offset=plog.highest_offset_in_remote_storage.value,
                                      log_start_offset=plog.log_start_offset,

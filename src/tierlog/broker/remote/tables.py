@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tierlog.extras import MissingExtraError, require
+from tierlog.storage.table_config import TABLE_MODE, TABLE_VALUE_SCHEMA
 from tierlog.storage.txn_index import AbortedTxn
 from tierlog.tiered import ObjectStore, RemoteLogSegmentMetadata, RemoteStorageError
 
@@ -45,6 +46,26 @@ class TableCommits:
         writer.commit_segment(SegmentCommit.of(tip.topic, tip.partition, metadata.segment_id.id,
                                                metadata.start_offset, metadata.end_offset, log_path, aborted,
                                                topic_config))
+
+    def covered(self, topic: str, partition: int, topic_config: Mapping[str, Any]) -> int:
+        """The last offset the topic's table(s) cover for ``partition`` (-1: none); creates missing tables."""
+        writer = self._writer_now()
+        try:
+            return int(writer.covered(topic, partition, topic_config[TABLE_MODE], topic_config[TABLE_VALUE_SCHEMA]))
+        except RemoteStorageError:
+            raise
+        except Exception as e:
+            raise RemoteStorageError(f"{topic}-{partition}: table catalog: {type(e).__name__}: {e}") from e
+
+    def known_covered(self, topic: str, partition: int) -> int:
+        """The covered offset this broker last committed or read for ``partition`` (-1: none)."""
+        stats = self.stats
+        return -1 if stats is None else stats.covered.get((topic, partition), -1)
+
+    def staging_path(self, metadata: RemoteLogSegmentMetadata) -> Path:
+        """Where a remote segment being backfilled is downloaded to."""
+        tip = metadata.segment_id.topic_id_partition
+        return self._staging / f"backfill-{tip.topic}-{tip.partition}-{metadata.start_offset:020d}.log"
 
     def _writer_now(self) -> Any:
         with self._lock:

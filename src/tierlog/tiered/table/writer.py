@@ -113,10 +113,23 @@ class TableWriter:
             raise RemoteStorageError(f"{seg.topic}-{seg.partition}: table commit of [{seg.start_offset}, "
                                      f"{seg.end_offset}] failed: {type(e).__name__}: {e}") from e
 
+    def covered(self, topic: str, partition: int, mode: str, value_schema: str) -> int:
+        """The last offset both of the topic's tables cover for ``partition`` (-1: none yet)."""
+        main, dead = self._tables(topic, mode, value_schema)
+        covered = min(covered_offsets(t).get(partition, -1) for t in (main, dead) if t is not None)
+        if covered >= 0:
+            self.stats.covered[(topic, partition)] = covered
+        return covered
+
+    def _tables(self, topic: str, mode: str, value_schema: str) -> tuple[Table, Table | None]:
+        schema = parse_value_schema(value_schema) if mode == VALUE_JSON else None
+        main = self.catalog.table(topic, table_schema(mode, schema))
+        dead = self.catalog.table(topic, dead_letter_schema(), dead_letter=True) if mode == VALUE_JSON else None
+        return main, dead
+
     def _commit(self, seg: SegmentCommit) -> None:
         schema = parse_value_schema(seg.value_schema) if seg.mode == VALUE_JSON else None
-        main = self.catalog.table(seg.topic, table_schema(seg.mode, schema))
-        dead = self.catalog.table(seg.topic, dead_letter_schema(), dead_letter=True) if seg.mode == VALUE_JSON else None
+        main, dead = self._tables(seg.topic, seg.mode, seg.value_schema)
         main_above = covered_offsets(main).get(seg.partition, -1)
         dead_above = covered_offsets(dead).get(seg.partition, -1) if dead is not None else seg.end_offset
         if min(main_above, dead_above) >= seg.end_offset:
