@@ -65,12 +65,10 @@ def run_client_metrics(args: argparse.Namespace) -> int:
     name = args.entity_names[0] if args.entity_names else None
     if args.describe == args.alter:
         raise CliError("give one of --describe or --alter")
+    if args.alter and not name:
+        raise CliError("--alter needs --entity-name NAME for --entity-type client-metrics")
     with BrokerWire.from_args(args) as wire:
-        if args.alter:
-            if not name:
-                raise CliError("--alter needs --entity-name NAME for --entity-type client-metrics")
-            return _alter(args, wire, name)
-        return _describe(args, wire, name)
+        return _alter(args, wire, name) if args.alter and name else _describe(args, wire, name)
 
 
 def _version(wire: BrokerWire, api_key: ApiKey, what: str) -> int:
