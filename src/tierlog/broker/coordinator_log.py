@@ -1,6 +1,6 @@
-"""What the group and the transaction coordinators do alike with the partition of their
-internal topic they lead (``__consumer_offsets``, ``__transaction_state``): load it from the
-log after becoming its leader, and append their records to it with acks=all through
+"""The log primitives of the coordinator runtime (``coordinator_runtime``) on a partition of
+an internal topic it leads (``__consumer_offsets``, ``__transaction_state``): load it from the
+log after becoming its leader, and append records to it with acks=all through
 ``ReplicaManager.append_records`` (origin coordinator), answering the coordinator errors Kafka's
 coordinators answer (NOT_COORDINATOR once leadership moved, COORDINATOR_NOT_AVAILABLE for any
 other failure)."""
@@ -16,7 +16,7 @@ from tierlog.records import Record, build_batch, decode_batches
 
 from .partition import AppendOrigin, FetchIsolation, Partition
 
-__all__ = ["LOAD_READ_BYTES", "Appended", "append", "append_and_wait", "committed", "coordinator_moving", "load_log"]
+__all__ = ["LOAD_READ_BYTES", "Appended", "append", "committed", "coordinator_moving", "load_log"]
 
 log = logging.getLogger(__name__)
 
@@ -85,14 +85,3 @@ async def committed(appended: Appended, leading: Callable[[], bool]) -> ErrorCod
     if code == ErrorCode.NOT_LEADER_OR_FOLLOWER or not leading():
         return ErrorCode.NOT_COORDINATOR
     return ErrorCode.COORDINATOR_NOT_AVAILABLE if code else ErrorCode.NONE
-
-
-async def append_and_wait(replicas, part: Partition, records: list[tuple[bytes, bytes | None]], timeout_ms: int,
-                          now_ms: int, leading: Callable[[], bool],
-                          producer: tuple[int, int] | None = None) -> tuple[ErrorCode, int | None]:
-    """``append`` and wait for the commit: (error, the end offset of the records in the log;
-    None if they did not reach it)."""
-    appended = append(replicas, part, records, timeout_ms, now_ms, leading, producer)
-    if appended.error:
-        return appended.error, None
-    return await committed(appended, leading), appended.end_offset

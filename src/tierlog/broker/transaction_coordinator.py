@@ -3,15 +3,16 @@
 ``tierlog.txn`` (KIP-98, KIP-360; Kafka's ``TransactionCoordinator`` and
 ``TransactionStateManager``).
 
-- Leadership (``ReplicaManager`` calls ``on_leader`` / ``on_follower`` / ``on_stopped``, as for
-  the group coordinator): becoming leader of a partition loads its transactional ids by reading
-  its log (``coordinator_log.load_log``; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS,
-  other partitions NOT_COORDINATOR) and then resumes every transaction it finds in
-  PrepareCommit / PrepareAbort (its markers are sent again, then Complete* written).  The
-  partition's leader epoch is the coordinator epoch the markers carry.
-- Requests: the rules decide an error or a ``TxnTransit``; a transit's record is appended with
-  acks=all (``coordinator_log.append_and_wait``) and applied once committed
-  (``complete_transition``), else reverted (``revert_pending``) and the error answered.
+- Hosting, loading, the lease, writes and chores are the coordinator runtime's
+  (``coordinator_runtime``, as for the group coordinator): becoming leader of a partition loads
+  its transactional ids from its log (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS, other
+  partitions NOT_COORDINATOR) and then resumes every transaction it finds in PrepareCommit /
+  PrepareAbort (its markers are sent again, then Complete* written).  The partition's leader
+  epoch it was loaded at is the coordinator epoch the markers carry.
+- Requests: the rules decide an error or a ``TxnTransit``; a transit's record goes in the
+  runtime's batch of the round (the transitions of several transactional ids of a partition in
+  one acks=all append) and is applied once committed (``complete_transition``), else reverted
+  (``revert_pending``) and the error answered.
   While a transit is pending the rules answer CONCURRENT_TRANSACTIONS.
 - EndTxn is answered once Prepare* is committed; the markers (``TxnMarkerSender``) then go to
   every partition of the transaction and, once all are written, Complete* is appended (retried
@@ -43,7 +44,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tierlog.group import coordinator_partition
-from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
 from tierlog.txn import (
     NO_PRODUCER_ID,
@@ -60,7 +60,7 @@ from tierlog.txn import (
 )
 from tierlog.txn import requests as rules
 
-from .coordinator_log import append_and_wait, coordinator_moving, load_log
+from .coordinator_runtime import CoordinatorRuntime, Hosted
 from .partition import Partition
 
 __all__ = ["TXN_TOPIC", "TransactionCoordinator"]
@@ -68,7 +68,6 @@ __all__ = ["TXN_TOPIC", "TransactionCoordinator"]
 log = logging.getLogger(__name__)
 
 TXN_TOPIC = "__transaction_state"
-TOPIC_CREATE_RETRY_MS = 5000
 COMPLETE_RETRY_BACKOFF_S = 0.1
 VALUE_VERSION = 0               # transaction.version 0/1 clients: TransactionLogValue v0
 TV2_VALUE_VERSION = 1           # a TV2 client's transaction keeps its ClientTransactionVersion (tagged, v1)
@@ -89,18 +88,27 @@ class _Held:
     answer: asyncio.Future[int | None]
 
 
-@dataclass
-class _Hosted:
-    part: Partition
-    coordinator_epoch: int              # the leader epoch it was loaded at: the lease (``Partition.leads``)
-    txns: dict[str, TransactionMetadata] | None = None     # None while loading
+Txns = dict[str, TransactionMetadata]
+_Part = Hosted[Txns]
+
+
+class _TxnLoader:
+    def __init__(self, index: int):
+        self.index = index
+        self.txns: Txns = {}
+
+    def replay(self, header, records) -> None:
+        if not header.is_control:
+            _replay(self.txns, self.index, records)
+
+    def finish(self, now_ms: int) -> Txns:
+        return self.txns
 
 
 class TransactionCoordinator:
     def __init__(self, config, replicas, next_producer_id: Callable, markers, clock_ms: Callable[[], int],
                  image_leader: Callable[[str, int], int] = lambda topic, index: -1):
         self.node_id = config.node_id
-        self._image_leader = image_leader       # (topic, partition) -> its leader in the newest image
         self.num_partitions = config["transaction.state.log.num.partitions"]
         self.replication_factor = config["transaction.state.log.replication.factor"]
         self.min_isr = config["transaction.state.log.min.isr"]
@@ -114,71 +122,58 @@ class TransactionCoordinator:
         self._add_wait_max_s = min(config["add.partitions.to.txn.retry.backoff.max.ms"], self._write_timeout_ms) / 1000
         self._settled: dict[str, asyncio.Event] = {}     # transactional id -> its next transition's end
         self._held: dict[str, list[_Held]] = {}          # transactional id -> adds waiting for its Complete*
-        self._replicas = replicas
         self._next_producer_id = next_producer_id        # async () -> int
         self._markers = markers                          # TxnMarkerSender
         self._clock_ms = clock_ms
-        self._hosted: dict[int, _Hosted] = {}
-        self._tasks = TaskSet(f"transaction coordinator {self.node_id}")
-        self._ticking = False
-        self._last_topic_create_ms = -TOPIC_CREATE_RETRY_MS
+        self.runtime: CoordinatorRuntime[Txns] = CoordinatorRuntime(
+            TXN_TOPIC, self, replicas, clock_ms, node_id=self.node_id, write_timeout_ms=self._write_timeout_ms,
+            image_leader=image_leader)
+        self.should_create_topic = self.runtime.should_create_topic
+        self._chores_started = False
 
-    # -- leadership ----------------------------------------------------------------------
+    # -- leadership (ReplicaManager's listener) and the runtime's hooks -----------------------------
     def on_leader(self, part: Partition) -> None:
-        if part.topic != TXN_TOPIC:
-            return
-        self._hosted.pop(part.index, None)
-        hosted = self._hosted[part.index] = _Hosted(part, part.leader_epoch)
-        self._tasks.spawn(self._load(hosted), name=f"txn-load-{part.index}")
-        if not self._ticking:
-            self._ticking = True
-            self._tasks.spawn(self._abort_loop(), name="txn-coordinator-timeouts")
+        self.runtime.on_leader(part)
+        if part.topic == TXN_TOPIC and not self._chores_started:
+            self._chores_started = True
+            self.runtime.every(self._abort_interval_s, self._timeouts, "txn-coordinator-timeouts")
 
     def on_follower(self, part: Partition) -> None:
-        if part.topic == TXN_TOPIC:
-            self._drop(part.index)
+        self.runtime.on_follower(part)
 
     def on_stopped(self, part: Partition, topic_deleted: bool) -> None:
-        if part.topic == TXN_TOPIC:
-            self._drop(part.index)
+        self.runtime.on_stopped(part, topic_deleted)
 
-    def _drop(self, index: int) -> None:
-        if self._hosted.pop(index, None) is not None:
-            log.info("%s-%d: no longer coordinating its transactions", TXN_TOPIC, index)
+    def new_local(self) -> None:
+        return None
 
-    def _leading(self, hosted: _Hosted) -> bool:
-        part = hosted.part
-        return self._hosted.get(part.index) is hosted and part.leads(hosted.coordinator_epoch)
+    def loader(self, hosted: _Part) -> _TxnLoader:
+        return _TxnLoader(hosted.part.index)
 
-    async def _load(self, hosted: _Hosted) -> None:
-        txns: dict[str, TransactionMetadata] = {}
-
-        def replay(header, records) -> None:
-            if not header.is_control:
-                _replay(txns, hosted.part.index, records)
-        if not await load_log(hosted.part, lambda: self._leading(hosted), replay):
-            return
-        hosted.txns = txns
-        log.info("%s-%d: loaded %d transactional ids", TXN_TOPIC, hosted.part.index, len(txns))
-        for meta in txns.values():
+    def loaded(self, hosted: _Part) -> None:
+        assert hosted.state is not None, "called once loaded"
+        log.info("%s-%d: loaded %d transactional ids", TXN_TOPIC, hosted.part.index, len(hosted.state))
+        for meta in hosted.state.values():
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 self._spawn_complete(hosted, meta)
+
+    def unloaded(self, hosted: _Part) -> None:
+        pass            # writes in flight end NOT_COORDINATOR; their callers revert
+
+    @staticmethod
+    def written(hosted: _Part, waiters: list[asyncio.Future], error: ErrorCode, end_offset: int | None,
+                producer: tuple[int, int] | None) -> None:
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(error)
 
     # -- finding a transactional id -----------------------------------------------------------
     def partition_for(self, transactional_id: str) -> int:
         """Kafka's ``partitionFor``: abs(Java hashCode) % transaction.state.log.num.partitions."""
         return coordinator_partition(transactional_id, self.num_partitions)
 
-    def should_create_topic(self) -> bool:
-        """At most one creation of __transaction_state in flight per TOPIC_CREATE_RETRY_MS."""
-        now = self._clock_ms()
-        if now - self._last_topic_create_ms < TOPIC_CREATE_RETRY_MS:
-            return False
-        self._last_topic_create_ms = now
-        return True
-
     async def _fresh_producer_id(self, transactional_id: str
-                                 ) -> tuple[int, _Hosted | None, TransactionMetadata | None, int]:
+                                 ) -> tuple[int, _Part | None, TransactionMetadata | None, int]:
         """A new producer id, then the transaction looked up again (the wait may have moved its
         partition): (error, hosted, its metadata or None, the id)."""
         try:
@@ -188,30 +183,23 @@ class TransactionCoordinator:
         hosted, error = self.locate(transactional_id)
         if error:
             return error, None, None, -1
-        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
-        return ErrorCode.NONE, hosted, hosted.txns.get(transactional_id), fresh
+        assert hosted is not None and hosted.state is not None, "locate answers NONE for a loaded partition only"
+        return ErrorCode.NONE, hosted, hosted.state.get(transactional_id), fresh
 
-    def locate(self, transactional_id: str) -> tuple[_Hosted | None, int]:
-        index = self.partition_for(transactional_id)
-        hosted = self._hosted.get(index)
-        if hosted is None or not self._leading(hosted):
-            return None, coordinator_moving(self._image_leader(TXN_TOPIC, index), self.node_id)
-        if hosted.txns is None:
-            return None, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return hosted, ErrorCode.NONE
+    def locate(self, transactional_id: str) -> tuple[_Part | None, int]:
+        return self.runtime.locate(self.partition_for(transactional_id))
 
     def transactions(self) -> tuple[list[TransactionMetadata], bool]:
         """The transactional ids loaded here, and whether a partition is still loading."""
-        hosted = [h for h in self._hosted.values() if self._leading(h)]
-        return [m for h in hosted if h.txns is not None for m in h.txns.values()], \
-            any(h.txns is None for h in hosted)
+        states, loading = self.runtime.states()
+        return [m for txns in states for m in txns.values()], loading
 
     def describe(self, transactional_id: str) -> tuple[TransactionMetadata | None, int]:
         hosted, error = self.locate(transactional_id)
         if error:
             return None, error
-        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
-        return hosted.txns.get(transactional_id), ErrorCode.NONE
+        assert hosted is not None and hosted.state is not None, "locate answers NONE for a loaded partition only"
+        return hosted.state.get(transactional_id), ErrorCode.NONE
 
     # -- requests ------------------------------------------------------------------------------
     async def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int,
@@ -224,24 +212,24 @@ class TransactionCoordinator:
         hosted, error = self.locate(transactional_id)
         if error:
             return error, -1, -1
-        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
-        meta = hosted.txns.get(transactional_id)
+        assert hosted is not None and hosted.state is not None, "locate answers NONE for a loaded partition only"
+        meta = hosted.state.get(transactional_id)
         fresh = -1
         if meta is None or meta.epoch_exhausted:        # a producer id may be needed: get one first
             error, hosted, meta, fresh = await self._fresh_producer_id(transactional_id)
             if error:
                 return error, -1, -1
-        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
+        assert hosted is not None and hosted.state is not None, "locate answers NONE for a loaded partition only"
         now = self._clock_ms()
         if meta is None:
-            meta = hosted.txns[transactional_id] = rules.new_transaction_metadata(transactional_id, fresh,
+            meta = hosted.state[transactional_id] = rules.new_transaction_metadata(transactional_id, fresh,
                                                                                    timeout_ms, now)
         expected = rules.ProducerIdAndEpoch(producer_id, producer_epoch) if producer_id >= 0 else None
         decision = rules.init_producer_id(meta, timeout_ms, expected, lambda: _given(fresh), now)
         if decision.error or decision.transit is None:
             return decision.error, -1, -1
         if decision.transit.state is S.PREPARE_EPOCH_FENCE:
-            self._tasks.spawn(self._abort_fenced(hosted, meta, decision.transit), name=f"txn-fence-{transactional_id}")
+            self.runtime.spawn(self._abort_fenced(hosted, meta, decision.transit), name=f"txn-fence-{transactional_id}")
             return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         error = await self._write(hosted, meta, decision.transit)
         if error:
@@ -257,8 +245,8 @@ class TransactionCoordinator:
             hosted, error = self.locate(transactional_id)
             if error:
                 return error
-            assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
-            meta = hosted.txns.get(transactional_id)
+            assert hosted is not None and hosted.state is not None, "locate answers NONE for a loaded partition only"
+            meta = hosted.state.get(transactional_id)
             decision = rules.add_partitions(meta, producer_id, producer_epoch, partitions, self._clock_ms())
             if decision.error != ErrorCode.CONCURRENT_TRANSACTIONS:
                 break
@@ -328,8 +316,8 @@ class TransactionCoordinator:
         hosted, error = self.locate(transactional_id)
         if error:
             return dict.fromkeys(partitions, error)
-        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
-        return rules.verify_partitions(hosted.txns.get(transactional_id), producer_id, producer_epoch, partitions)
+        assert hosted is not None and hosted.state is not None, "locate answers NONE for a loaded partition only"
+        return rules.verify_partitions(hosted.state.get(transactional_id), producer_id, producer_epoch, partitions)
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
                       client_transaction_version: int = CLIENT_TRANSACTION_VERSION) -> tuple[int, int, int]:
@@ -341,14 +329,14 @@ class TransactionCoordinator:
         hosted, error = self.locate(transactional_id)
         if error:
             return error, -1, -1
-        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
-        meta = hosted.txns.get(transactional_id)
+        assert hosted is not None and hosted.state is not None, "locate answers NONE for a loaded partition only"
+        meta = hosted.state.get(transactional_id)
         fresh = -1
         if client_transaction_version >= TV_2 and meta is not None and meta.epoch_exhausted:
             error, hosted, meta, fresh = await self._fresh_producer_id(transactional_id)
             if error:
                 return error, -1, -1
-        assert hosted is not None and hosted.txns is not None, "locate answers NONE for a loaded partition only"
+        assert hosted is not None and hosted.state is not None, "locate answers NONE for a loaded partition only"
         decision = rules.end_txn(meta, producer_id, producer_epoch, commit, True, client_transaction_version,
                                  lambda: _given(fresh), self._clock_ms())
         if decision.error or decision.transit is None:
@@ -363,16 +351,15 @@ class TransactionCoordinator:
         return ErrorCode.NONE, meta.producer_id, meta.producer_epoch
 
     # -- writing and completing ------------------------------------------------------------------
-    async def _write(self, hosted: _Hosted, meta: TransactionMetadata, transit: TxnTransit,
+    async def _write(self, hosted: _Part, meta: TransactionMetadata, transit: TxnTransit,
                      then: TxnTransit | None = None) -> int:
         """Append the transit's record (acks=all), and ``then``'s behind it in the same batch
         (prepared on ``meta.projected(transit)``), and apply them once committed."""
         transits = [t for t in (transit, then) if t is not None]
         records: list[tuple[bytes, bytes | None]] = [_record(meta.transactional_id, t) for t in transits]
         _trace(meta.transactional_id, "append %s", "+".join(t.state.name for t in transits))
-        error, _end = await append_and_wait(self._replicas, hosted.part, records, self._write_timeout_ms,
-                                            self._clock_ms(), lambda: self._leading(hosted))
-        if error or not self._leading(hosted):
+        error = await self.runtime.write_and_wait(hosted, records)
+        if error or not self.runtime.leading(hosted):
             meta.revert_pending()
             self._transition_ended(meta.transactional_id)
             return error or ErrorCode.NOT_COORDINATOR
@@ -383,7 +370,7 @@ class TransactionCoordinator:
         self._transition_ended(meta.transactional_id)
         return ErrorCode.NONE
 
-    async def _abort_fenced(self, hosted: _Hosted, meta: TransactionMetadata, fence: TxnTransit) -> None:
+    async def _abort_fenced(self, hosted: _Part, meta: TransactionMetadata, fence: TxnTransit) -> None:
         """The coordinator's abort of a fenced or timed-out transaction (Kafka's endTransaction with
         isFromClient false): it takes the fence's epoch and writes PrepareAbort."""
         decision = rules.end_txn(meta, meta.producer_id, fence.producer_epoch, False, False,
@@ -401,24 +388,24 @@ class TransactionCoordinator:
                  meta.producer_id, meta.producer_epoch)
         self._spawn_complete(hosted, meta)
 
-    def _spawn_complete(self, hosted: _Hosted, meta: TransactionMetadata) -> None:
-        self._tasks.spawn(self._complete(hosted, meta), name=f"txn-markers-{meta.transactional_id}")
+    def _spawn_complete(self, hosted: _Part, meta: TransactionMetadata) -> None:
+        self.runtime.spawn(self._complete(hosted, meta), name=f"txn-markers-{meta.transactional_id}")
 
-    async def _complete(self, hosted: _Hosted, meta: TransactionMetadata) -> None:
+    async def _complete(self, hosted: _Part, meta: TransactionMetadata) -> None:
         """Write the markers of a Prepare* transaction, then its Complete* record."""
         try:
             await self._markers_then_complete(hosted, meta)
         finally:
             self._release_held(meta.transactional_id)
 
-    async def _markers_then_complete(self, hosted: _Hosted, meta: TransactionMetadata) -> None:
+    async def _markers_then_complete(self, hosted: _Part, meta: TransactionMetadata) -> None:
         commit = meta.state is S.PREPARE_COMMIT
         _trace(meta.transactional_id, "markers to %d partitions", len(meta.partitions))
-        written = await self._markers.write(meta.producer_id, meta.producer_epoch, commit, hosted.coordinator_epoch,
-                                            frozenset(meta.partitions), lambda: self._leading(hosted),
+        written = await self._markers.write(meta.producer_id, meta.producer_epoch, commit, hosted.epoch,
+                                            frozenset(meta.partitions), lambda: self.runtime.leading(hosted),
                                             meta.client_transaction_version)
         _trace(meta.transactional_id, "markers written" if written else "markers abandoned")
-        while written and self._leading(hosted):
+        while written and self.runtime.leading(hosted):
             if meta.pending_transition_in_progress:
                 await asyncio.sleep(COMPLETE_RETRY_BACKOFF_S)
                 continue
@@ -426,7 +413,7 @@ class TransactionCoordinator:
                 return
             await asyncio.sleep(COMPLETE_RETRY_BACKOFF_S)
 
-    async def _write_complete(self, hosted: _Hosted, meta: TransactionMetadata) -> int:
+    async def _write_complete(self, hosted: _Part, meta: TransactionMetadata) -> int:
         """Complete*, and in the same batch the Ongoing of the adds held while the markers were
         written (a TV1 producer's next transaction): one replicated write where Kafka has two."""
         now = self._clock_ms()
@@ -440,56 +427,46 @@ class TransactionCoordinator:
         return error
 
     # -- time ------------------------------------------------------------------------------------
-    async def _abort_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._abort_interval_s)
-            try:
-                now = self._clock_ms()
-                self.abort_timed_out(now)
-                if now >= self._next_expiry_ms:
-                    self._next_expiry_ms = now + self._expire_interval_ms
-                    self.expire_transactional_ids(now)
-            except Exception:
-                log.exception("transaction coordinator %d: timeout check failed", self.node_id)
+    def _timeouts(self, now: int) -> None:
+        self.abort_timed_out(now)
+        if now >= self._next_expiry_ms:
+            self._next_expiry_ms = now + self._expire_interval_ms
+            self.expire_transactional_ids(now)
 
     def abort_timed_out(self, now_ms: int) -> None:
         """Fence and abort every Ongoing transaction older than its timeout (Kafka's
         ``abortTimedOutTransactions``)."""
-        for hosted in list(self._hosted.values()):
-            if hosted.txns is None or not self._leading(hosted):
-                continue
-            for meta in list(hosted.txns.values()):
+        for hosted in self.runtime.led():
+            assert hosted.state is not None, "led() gives loaded partitions"
+            for meta in list(hosted.state.values()):
                 if meta.state is S.ONGOING and not meta.pending_transition_in_progress \
                         and meta.start_timestamp_ms + meta.timeout_ms < now_ms:
                     fence = meta.prepare_fence_producer_epoch()
-                    self._tasks.spawn(self._abort_fenced(hosted, meta, fence),
+                    self.runtime.spawn(self._abort_fenced(hosted, meta, fence),
                                       name=f"txn-timeout-{meta.transactional_id}")
 
     def expire_transactional_ids(self, now_ms: int) -> None:
         """Kafka's ``removeExpiredTransactionalIds``: ended ids idle past transactional.id.expiration.ms."""
-        for hosted in list(self._hosted.values()):
-            if hosted.txns is None or not self._leading(hosted):
-                continue
-            for meta in list(hosted.txns.values()):
+        for hosted in self.runtime.led():
+            assert hosted.state is not None, "led() gives loaded partitions"
+            for meta in list(hosted.state.values()):
                 if meta.state.expiration_allowed and not meta.pending_transition_in_progress \
                         and meta.last_update_timestamp_ms + self._expiration_ms <= now_ms:
-                    self._tasks.spawn(self._expire(hosted, meta), name=f"txn-expire-{meta.transactional_id}")
+                    self.runtime.spawn(self._expire(hosted, meta), name=f"txn-expire-{meta.transactional_id}")
 
-    async def _expire(self, hosted: _Hosted, meta: TransactionMetadata) -> None:
+    async def _expire(self, hosted: _Part, meta: TransactionMetadata) -> None:
         meta.prepare_dead()
-        error, _end = await append_and_wait(self._replicas, hosted.part, [(encode_key(meta.transactional_id), None)],
-                                            self._write_timeout_ms, self._clock_ms(), lambda: self._leading(hosted))
+        error = await self.runtime.write_and_wait(hosted, [(encode_key(meta.transactional_id), None)])
         meta.revert_pending()
-        if not error and self._leading(hosted) and hosted.txns is not None \
-                and hosted.txns.get(meta.transactional_id) is meta:
+        if not error and self.runtime.leading(hosted) and hosted.state is not None \
+                and hosted.state.get(meta.transactional_id) is meta:
             meta.state = S.DEAD
-            del hosted.txns[meta.transactional_id]
+            del hosted.state[meta.transactional_id]
             log.info("%s: transactional id expired", meta.transactional_id)
         self._transition_ended(meta.transactional_id)
 
     async def close(self) -> None:
-        self._hosted.clear()
-        await self._tasks.close()
+        await self.runtime.close()
         self._markers.close()
 
 

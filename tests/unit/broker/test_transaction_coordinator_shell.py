@@ -3,13 +3,11 @@
 the fence of an Ongoing transaction, the abort of one past its timeout and the expiry of an idle
 transactional id."""
 import asyncio
+from types import SimpleNamespace
 
+from tierlog.broker.coordinator_runtime import Hosted
 from tierlog.broker.partition import AppendOutcome
-from tierlog.broker.transaction_coordinator import (
-    TXN_TOPIC,
-    TransactionCoordinator,
-    _Hosted,
-)
+from tierlog.broker.transaction_coordinator import TXN_TOPIC, TransactionCoordinator
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records import decode_batches
 from tierlog.txn import (
@@ -34,6 +32,7 @@ class Config(dict):
 
 class Part:
     topic, index, leader_epoch = TXN_TOPIC, 0, 7
+    config = SimpleNamespace(max_message_bytes=1 << 20)
 
     def leads(self, epoch):
         return epoch == self.leader_epoch
@@ -84,7 +83,7 @@ def coordinator(now, **settings):
     replicas, markers = Replicas(), Markers()
     c = TransactionCoordinator(Config({**CONFIG, **settings}), replicas, _pid, markers, lambda: now[0])
     part = Part()
-    c._hosted[0] = _Hosted(part, part.leader_epoch, {})
+    c.runtime._hosted[0] = Hosted(part, part.leader_epoch, None, {})      # loaded, with no transactional id
     return c, replicas, markers
 
 
