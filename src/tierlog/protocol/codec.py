@@ -53,12 +53,15 @@ from tierlog.protocol.primitives import (
 from tierlog.protocol.schema import ArrayOf, Field, FieldType, Struct
 
 __all__ = [
+    "DECODE_ERRORS",
     "INLINE_RECORDS_MAX",
     "Output",
     "Plan",
     "decode_struct",
     "encode_struct",
     "plan_for",
+    "scalar_codec",
+    "unknown_keys",
 ]
 
 #: bytes-like ``records`` parts at least this large are spliced, not copied
@@ -74,7 +77,8 @@ Decoder: TypeAlias = Callable[[Buffer, int], tuple[Any, int]]       # (buf, pos)
 Codec: TypeAlias = tuple[Encoder, Decoder]
 ItemsEncoder: TypeAlias = Callable[["Output", Sequence[Any]], None]
 ItemsDecoder: TypeAlias = Callable[[Buffer, int, int], tuple[list[Any], int]]   # (buf, pos, count)
-_DECODE_ERRORS = (_struct.error, IndexError, ValueError, OverflowError)
+#: what malformed input raises in a decoder before it is turned into ProtocolError
+DECODE_ERRORS = (_struct.error, IndexError, ValueError, OverflowError)
 
 
 class Output(bytearray):
@@ -141,7 +145,7 @@ def decode_struct(struct: Struct, version: int, flexible: bool, buf: Buffer,
         return plan.decode(buf, pos)
     except ProtocolError:
         raise
-    except _DECODE_ERRORS as exc:
+    except DECODE_ERRORS as exc:
         raise ProtocolError(f"cannot decode {struct.name} v{version}: {exc}") from exc
 
 
@@ -229,14 +233,17 @@ class _StructBuilder:
         self.dec.append(f"    ({targets}), pos = dec_tags(buf, pos)")
 
 
+def unknown_keys(d: Mapping[str, Any], names: frozenset[str], struct_name: str, version: int) -> str:
+    """The assertion message for a value holding keys that are no field of its struct in any
+    version (a mistyped key would silently encode the default)."""
+    return f"{struct_name} v{version} has no field {', '.join(sorted(map(str, d.keys() - names)))}"
+
+
 def _unknown_keys_message(struct: Struct, version: int) -> Callable[[Mapping[str, Any]], str]:
-    """The assertion message for a value holding keys that are no field of
-    ``struct`` in any version (a mistyped key would silently encode the default)."""
     names = frozenset(f.name for f in struct.fields)
 
     def message(d: Mapping[str, Any]) -> str:
-        return (f"{struct.name} v{version} has no field "
-                f"{', '.join(sorted(map(str, d.keys() - names)))}")
+        return unknown_keys(d, names, struct.name, version)
 
     return message
 
@@ -469,6 +476,12 @@ _SCALAR_CODECS: dict[str, Callable[[bool, bool], Codec]] = {     # (flexible, nu
     "uuid": _uuid_codec,
     "records": _records_codec,
 }
+
+
+def scalar_codec(type_name: str, flexible: bool, nullable: bool) -> Codec:
+    """This engine's (encode, decode) of a string, bytes, uuid or records value: the static
+    codecs of ``protocol/hot/`` call it for what they do not write out themselves."""
+    return _SCALAR_CODECS[type_name](flexible, nullable)
 
 
 def _struct_codec(struct: Struct, version: int, flexible: bool, nullable: bool) -> Codec:
