@@ -167,7 +167,8 @@ def test_the_table_matches_the_log_to_the_offset_across_crashes(tmp_path, monkey
 
 def test_turning_the_table_on_backfills_the_remote_segments_uploaded_before(tmp_path):
     """A tiered topic without a table: records uploaded, then key_value turned on (AlterConfigs): the
-    leader commits the remote segments to the new table, oldest first, before any new upload."""
+    leader commits the remote segments to the new table, oldest first, before any new upload. Then
+    DeleteRecords moves the log start: the rows below it leave the table."""
     remote, topic = tmp_path / "remote-storage", "backfilled"
     with running(Cluster(tmp_path, controllers=1, brokers=1, props=fs_props(remote))) as cluster:
         broker = cluster.brokers[0]
@@ -185,10 +186,16 @@ def test_turning_the_table_on_backfills_the_remote_segments_uploaded_before(tmp_
         wait_for(lambda: (t := _load(catalog, topic)) is not None and covered_offsets(t).get(0, -1) >= tiered, 120,
                  "the table backfilled", interval_s=0.5)
         log = _consume(cluster.bootstrap, tiered + 1, topic)
-    rows = catalog.load(topic).scan().to_arrow().sort_by("offset")
-    values = dict(zip(rows.column("offset").to_pylist(), rows.column("value").to_pylist(), strict=True))
-    assert len(values) == rows.num_rows
-    assert {o: v for o, v in values.items() if o <= tiered} == log
+        rows = catalog.load(topic).scan().to_arrow().sort_by("offset")
+        values = dict(zip(rows.column("offset").to_pylist(), rows.column("value").to_pylist(), strict=True))
+        assert len(values) == rows.num_rows
+        assert {o: v for o, v in values.items() if o <= tiered} == log
+
+        admin.delete_records([TopicPartition(topic, 0, 300)])[TopicPartition(topic, 0, 300)].result(20)
+        wait_for(lambda: catalog.load(topic).properties.get("tierlog.log-start-offset.0") == "300", 60,
+                 "the table cut at the new log start", interval_s=0.5)
+    kept = catalog.load(topic).scan().to_arrow().column("offset").to_pylist()
+    assert min(kept) == 300 and sorted(kept) == [o for o in sorted(values) if o >= 300]
 
 
 def _load(catalog, topic):

@@ -253,3 +253,16 @@ def test_backfill_takes_the_lineages_finished_segments_above_the_covered_offset_
     assert backfill_due([a, b, c], 299, entries, 1000) == []
     t1, t2 = AbortedTxn(5, 10, 20, 10), AbortedTxn(6, 30, 40, 30)
     assert aborted_in([encode_entry(t1), encode_entry(t1) + encode_entry(t2)], [t2]) == [t1, t2]
+
+
+def test_expiry_deletes_the_rows_below_the_log_start_from_both_tables_once(tmp_path):
+    writer, _store = _writer(tmp_path)
+    _commit(tmp_path, writer, VALUE_JSON, start=10, end=13)
+    _commit(tmp_path, writer, VALUE_JSON, start=14, end=21)
+    assert writer.expire("orders.v1", 0, 18, VALUE_JSON, SCHEMA) == 2
+    assert _rows(writer).column("offset").to_pylist() == [18, 20]     # the second file rewritten from 18
+    assert _rows(writer, dead_letter=True).column("offset").to_pylist() == [21]
+    assert writer.expire("orders.v1", 0, 18, VALUE_JSON, SCHEMA) == 0      # recorded: nothing to do again
+    table = writer.catalog.catalog.load_table(("tierlog", "orders.v1"))
+    assert table.properties["tierlog.log-start-offset.0"] == "18" and covered_offsets(table) == {0: 21}
+    assert table.current_snapshot().summary["tierlog.log-start-offset.0"] == "18"

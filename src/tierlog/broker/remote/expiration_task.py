@@ -9,6 +9,12 @@ from their next fetch), then each segment goes: DELETE_SEGMENT_STARTED, the
 store's delete on the expiration pool, DELETE_SEGMENT_FINISHED. Uploads another
 leader abandoned (COPY_SEGMENT_STARTED, not being copied here, at or below the
 highest offset in remote storage) are deleted the same way.
+
+A topic with ``tierlog.table.mode`` on has its table cut at the log start offset
+before the segments go (``TableCommits.expire``: the rows below it deleted in one
+Iceberg commit per table), whether retention or DeleteRecords moved the start: the
+table never holds offsets the log no longer has (docs/tables.md). A failed cut fails
+the pass, which is retried; the segments are deleted once it succeeds.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from tierlog.storage.table_config import OFF, TABLE_MODE
 from tierlog.tiered import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
@@ -54,12 +61,23 @@ async def expiration_pass(ctx, tip: TopicIdPartition, part) -> int:
         new_start = min(plan.new_log_start_offset, part.high_watermark)
         if plog.increment_log_start_offset(new_start):
             log.info("%s-%d: log start offset raised to %d by remote retention", tip.topic, tip.partition, new_start)
+    await _expire_table(ctx, tip, part)
     abandoned = [m for m in cache.segments() if m.state == _S.COPY_SEGMENT_STARTED
                  and m.segment_id not in ctx.in_flight and m.end_offset <= highest]
     doomed = list(dict.fromkeys([*plan.to_delete, *abandoned]))
     for metadata in doomed:
         await delete_segment(ctx, metadata)
     return len(doomed)
+
+
+async def _expire_table(ctx, tip: TopicIdPartition, part) -> None:
+    config, start = part.config.values, part.log.log_start_offset
+    if config[TABLE_MODE] == OFF or ctx.tables is None or start <= 0 or \
+            ctx.tables.known_expired(tip.topic, tip.partition) >= start:
+        return
+    await asyncio.get_running_loop().run_in_executor(ctx.pool, ctx.tables.expire, tip.topic, tip.partition, start,
+                                                     config)
+    log.info("%s-%d: table rows below the log start offset %d expired", tip.topic, tip.partition, start)
 
 
 async def delete_segment(ctx, metadata: RemoteLogSegmentMetadata) -> None:

@@ -57,6 +57,22 @@ class TableCommits:
         except Exception as e:
             raise RemoteStorageError(f"{topic}-{partition}: table catalog: {type(e).__name__}: {e}") from e
 
+    def expire(self, topic: str, partition: int, log_start_offset: int, topic_config: Mapping[str, Any]) -> None:
+        """Cut the topic's table(s) at the partition's log start offset (remote retention moved it)."""
+        writer = self._writer_now()
+        try:
+            writer.expire(topic, partition, log_start_offset, topic_config[TABLE_MODE], topic_config[TABLE_VALUE_SCHEMA])
+        except RemoteStorageError:
+            raise
+        except Exception as e:
+            raise RemoteStorageError(f"{topic}-{partition}: table expiry below {log_start_offset}: "
+                                     f"{type(e).__name__}: {e}") from e
+
+    def known_expired(self, topic: str, partition: int) -> int:
+        """The log start this broker last cut ``partition``'s table at (-1: none since it started)."""
+        stats = self.stats
+        return -1 if stats is None else stats.expired.get((topic, partition), -1)
+
     def known_covered(self, topic: str, partition: int) -> int:
         """The covered offset this broker last committed or read for ``partition`` (-1: none)."""
         stats = self.stats

@@ -42,7 +42,8 @@ from pyiceberg.transforms import IdentityTransform
 
 from tierlog.tiered.object_store import ObjectStore, RemoteStorageError
 
-__all__ = ["CATALOG_TYPE", "CATALOG_URI", "DEAD_LETTER_NAMESPACE", "LAST_OFFSET_PREFIX", "NAMESPACE", "WAREHOUSE_KEY",
+__all__ = ["CATALOG_TYPE", "CATALOG_URI", "DEAD_LETTER_NAMESPACE", "LAST_OFFSET_PREFIX", "LOG_START_PREFIX",
+           "NAMESPACE", "WAREHOUSE_KEY",
            "TableCatalog", "TableSettings", "covered_offsets", "s3_io", "store_uri", "table_settings"]
 
 CATALOG_TYPE = "tierlog.table.catalog.type"
@@ -50,6 +51,7 @@ CATALOG_URI = "tierlog.table.catalog.uri"
 WAREHOUSE_KEY = "tierlog-tables"
 NAMESPACE, DEAD_LETTER_NAMESPACE = "tierlog", "tierlog_dead_letter"
 LAST_OFFSET_PREFIX = "tierlog.last-offset."
+LOG_START_PREFIX = "tierlog.log-start-offset."
 _PARTITION_FIELD_ID = 1000
 _OPEN_ATTEMPTS = 5
 

@@ -51,6 +51,7 @@ from tierlog.tiered.segment_store import UploadVerificationError, file_checksum
 from .arrow import RowGroups, dead_letter_schema, table_schema
 from .catalog import (
     LAST_OFFSET_PREFIX,
+    LOG_START_PREFIX,
     WAREHOUSE_KEY,
     TableCatalog,
     covered_offsets,
@@ -92,6 +93,7 @@ class TableStats:
     bytes_written: dict[str, int] = field(default_factory=dict)
     dead_letters: dict[str, int] = field(default_factory=dict)
     covered: dict[tuple[str, int], int] = field(default_factory=dict)     # the last offset each table covers
+    expired: dict[tuple[str, int], int] = field(default_factory=dict)     # the log start each table was cut at
 
     def add(self, topic: str, commits: int, size: int, dead: int) -> None:
         for counter, n in ((self.commits, commits), (self.bytes_written, size), (self.dead_letters, dead)):
@@ -120,6 +122,23 @@ class TableWriter:
         if covered >= 0:
             self.stats.covered[(topic, partition)] = covered
         return covered
+
+    def expire(self, topic: str, partition: int, log_start_offset: int, mode: str, value_schema: str) -> int:
+        """Delete the rows of ``partition`` below the log start offset from the topic's table(s), in
+        one commit each (whole files dropped, a file straddling the start rewritten), and record the
+        start (table property ``tierlog.log-start-offset.<p>``); returns the tables changed."""
+        changed = 0
+        for table in (t for t in self._tables(topic, mode, value_schema) if t is not None):
+            key = f"{LOG_START_PREFIX}{partition}"
+            if int(table.properties.get(key, -1)) >= log_start_offset:
+                continue
+            rows = f"partition = {int(partition)} and offset < {int(log_start_offset)}"     # pyiceberg's filter syntax
+            with table.transaction() as tx:
+                tx.delete(rows, snapshot_properties={key: str(log_start_offset)})
+                tx.set_properties({key: str(log_start_offset)})
+            changed += 1
+        self.stats.expired[(topic, partition)] = log_start_offset
+        return changed
 
     def _tables(self, topic: str, mode: str, value_schema: str) -> tuple[Table, Table | None]:
         schema = parse_value_schema(value_schema) if mode == VALUE_JSON else None
