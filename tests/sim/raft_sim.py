@@ -13,6 +13,15 @@ leave only after that. A crash in between loses the write and the messages.
 Checked at the moment a message leaves: the sender's persisted epoch is at least
 the message's, and a granted vote is on disk.
 
+With ``SimParams.dynamic`` the quorum runs kraft.version 1 (KIP-853): voters start
+as the bootstrap set, observers join with an empty one and find the leader through
+their bootstrap ids, and the leader is asked to add caught-up observers, remove
+voters (itself included) and remove voters whose disk was wiped (a wiped node comes
+back with a new directory id, as an observer, and may be added again). Checked
+besides: the leader never has two voter changes uncommitted, and the voter sets in
+effect at the nodes that hold the latest committed set never allow two disjoint
+majorities.
+
 Replay a failure: ``TIERLOG_SIM_SEED=<n> pytest tests/sim -k raft``.
 """
 
@@ -35,6 +44,7 @@ from tierlog.raft import (
     SnapshotReader,
 )
 from tierlog.raft.committed import hand_to
+from tierlog.raft.voters import Voter, VoterSet
 
 MOD = (1 << 61) - 1
 
@@ -53,6 +63,8 @@ class SimParams:
     max_delay_ms: int = 15
     fault_every_ms: int = 120
     propose_every_ms: int = 25
+    dynamic: bool = False           # kraft.version 1: voter changes and disk wipes
+    reconfig_every_ms: int = 150
 
 
 def sim_config(rng: random.Random) -> RaftConfig:
@@ -147,6 +159,8 @@ class Disk:
     log: MemoryLog = field(default_factory=MemoryLog)
     snapshots: MemorySnapshotStore = field(default_factory=MemorySnapshotStore)
     quorum: MemoryQuorumStateStore = field(default_factory=MemoryQuorumStateStore)
+    directory_id: bytes = bytes(16)
+    joined: bool = False            # formatted to join a running quorum (empty bootstrap set)
 
 
 class Simulation:
@@ -158,7 +172,8 @@ class Simulation:
         self.now = 0
         self.voter_ids = frozenset(range(1, params.voters + 1))
         self.all_ids = list(range(1, params.voters + params.observers + 1))
-        self.disks = {i: Disk() for i in self.all_ids}
+        self.disks = {i: Disk(directory_id=_dir(i, 0), joined=i not in self.voter_ids) for i in self.all_ids}
+        self.wipes = dict.fromkeys(self.all_ids, 0)
         self.nodes: dict[int, RaftNode | None] = {}
         self.machines: dict[int, SumMachine] = {}
         self.incarnation = dict.fromkeys(self.all_ids, 0)
@@ -179,7 +194,8 @@ class Simulation:
         self.healed = False
         self.proposed = 0
         self.stats = {"crashes": 0, "partitions": 0, "resigns": 0, "drops": 0, "dups": 0,
-                      "snapshot_loads": 0, "elections": 0}
+                      "snapshot_loads": 0, "elections": 0, "voter-adds": 0, "voter-removes": 0,
+                      "self-removals": 0, "wipes": 0}
         for i in self.all_ids:
             self.start(i)
 
@@ -197,8 +213,13 @@ class Simulation:
         self.tokens[i] = {}
         self.persisting[i] = 0
         self.persist_at.pop(i, None)
-        node = RaftNode(i, self.voter_ids, d.log, d.snapshots, d.quorum, self.config,
-                        random.Random(self.rng.getrandbits(64)), self.now)
+        voters: frozenset[int] | VoterSet = self.voter_ids
+        if self.params.dynamic:
+            voters = VoterSet([] if d.joined else [Voter(v, _dir(v, 0)) for v in sorted(self.voter_ids)])
+        node = RaftNode(i, voters, d.log, d.snapshots, d.quorum, self.config,
+                        random.Random(self.rng.getrandbits(64)), self.now,
+                        directory_id=d.directory_id if self.params.dynamic else None,
+                        bootstrap_ids=self.all_ids)   # controller.quorum.bootstrap.servers: every node
         m.node = node
         self.nodes[i] = node
         self.last_hw.pop(i, None)
@@ -336,6 +357,8 @@ class Simulation:
         elif r < 0.85:
             self.drop = self.rng.choice([0.0, 0.05, 0.2, 0.4])
             self.dup = self.rng.choice([0.0, 0.05, 0.2])
+        elif r < 0.90 and self.params.dynamic:
+            self.maybe_wipe(self.rng.choice(self.all_ids))
         else:
             leaders = [i for i in up if self.nodes[i].is_leader]
             for i in leaders:
@@ -360,6 +383,81 @@ class Simulation:
         if repeat and self.now < self.params.chaos_ms:
             self.push(self.now + self.rng.randint(1, 2 * self.params.propose_every_ms), "propose")
 
+    # ---------------------------------------------------------------- dynamic quorum (KIP-853)
+
+    def maybe_wipe(self, i: int) -> None:
+        """Wipe node i's disk: it comes back with a new directory id. Only while every
+        node is up and every voter set in effect keeps a live majority without i's old
+        identity (else no leader could ever remove it: a liveness limit, not safety)."""
+        if any(n is None for n in self.nodes.values()):
+            return
+        for n in self.nodes.values():
+            vs = n.voter_set
+            if vs.get(i) is not None and self._stale(vs) + 1 > len(vs) - vs.majority():
+                return
+        self.crash(i)
+        self.wipes[i] += 1
+        self.disks[i] = Disk(directory_id=_dir(i, self.wipes[i]), joined=True)
+        self.max_epoch[i] = 0
+        self.stats["wipes"] += 1
+        self.start(i)
+
+    def _stale(self, vs: VoterSet) -> int:
+        """Voters of ``vs`` whose directory no longer exists (wiped)."""
+        return sum(1 for v in vs if v.directory_id != self.disks[v.voter_id].directory_id)
+
+    def on_reconfig(self, repeat: bool = True) -> None:
+        leader = next((n for n in self.nodes.values() if n is not None and n.is_leader), None)
+        if leader is not None:
+            self.reconfigure(leader)
+        if repeat and not self.healed:
+            self.push(self.now + self.rng.randint(1, 2 * self.params.reconfig_every_ms), "reconfig")
+
+    def reconfigure(self, leader: RaftNode) -> None:
+        vs = leader.voter_set
+        stale = [v for v in vs if v.directory_id != self.disks[v.voter_id].directory_id]
+        outside = [i for i in self.all_ids if vs.get(i) is None]
+        r = self.rng.random()
+        if stale:
+            v = stale[0]
+            error, offset = leader.remove_voter(v.voter_id, v.directory_id, self.now)
+            kind = "voter-removes"
+        elif outside and (r < 0.6 or len(vs) < 2):
+            i = self.rng.choice(outside)
+            error, offset = leader.add_voter(Voter(i, self.disks[i].directory_id), self.now)
+            kind = "voter-adds"
+        elif len(vs) > 1:
+            v = self.rng.choice(list(vs))
+            error, offset = leader.remove_voter(v.voter_id, v.directory_id, self.now)
+            kind = "self-removals" if v.voter_id == leader.node_id else "voter-removes"
+        else:
+            return
+        if offset is not None:
+            self.stats[kind] += 1
+        self.apply_output(leader.node_id, leader.tick(self.now))
+
+    def check_voters(self) -> None:
+        live = [n for n in self.nodes.values() if n is not None]
+        for n in live:
+            h = n.voter_log.history
+            # (a restarted leader's own high watermark may lag what is committed anywhere)
+            if n.is_leader and h.changes_from(max(n.high_watermark, self.truth.max_committed)) > 1:
+                self.fail(f"leader {n.node_id} has two voter changes uncommitted (hw {n.high_watermark})")
+        # the potential leaders: nodes whose log holds every committed entry (any other
+        # loses every election to them); their voter sets and the committed one must
+        # pairwise have meeting majorities
+        end = self.truth.max_committed
+        epoch = next((b[1] for base, b in self.truth.batches.items() if b[0] + 1 == end), None)
+        if epoch is None:
+            return
+        holders = [n for n in live if n.log.end_offset >= end and n.log.start_offset <= end
+                   and n.log.epoch_of(end - 1) == epoch]
+        sets = [n.voter_set for n in holders] + [n.voter_log.history.at(end - 1) for n in holders[:1]]
+        for a in sets:
+            for b in sets:
+                if len(a) and len(b) and a.majority() + b.majority() <= len(a.ids | b.ids):
+                    self.fail(f"voter sets {a} and {b} allow disjoint majorities (committed end {end})")
+
     # ---------------------------------------------------------------- invariants
 
     def fail(self, msg: str) -> None:
@@ -368,6 +466,8 @@ class Simulation:
     def check_sent(self, i: int, msg, request=None) -> None:
         """Persist before send: nothing leaves that a crash of the sender could take back."""
         on_disk = self.disks[i].quorum.state
+        if getattr(msg, "pre_vote", False) or getattr(request, "pre_vote", False):
+            return   # KIP-996: a pre-vote and its answer claim nothing
         epoch = next((getattr(msg, f) for f in ("leader_epoch", "candidate_epoch", "current_leader_epoch")
                       if hasattr(msg, f)), None)
         persisted = on_disk.epoch if on_disk else 0
@@ -399,10 +499,20 @@ class Simulation:
                 owner = self.leaders.setdefault(node.epoch, i)
                 if owner != i:
                     self.fail(f"two leaders in epoch {node.epoch}: {owner} and {i}")
-                holders = sum(1 for v in self.voter_ids if self.disks[v].log.flushed_end_offset >= hw
-                              or (self.disks[v].snapshots.latest() or (0, 0))[0] >= hw)
-                if holders < len(self.voter_ids) // 2 + 1:
-                    self.fail(f"leader {i} high watermark {hw} held by {holders} voters only")
+                # a majority of the set that committed hw: the one in effect at hw - 1 or a later
+                # one (a leader counts a set from the moment it is written; single changes keep
+                # the majorities of consecutive sets meeting)
+                sets = node.voter_log.history.sets_from(hw - 1) if self.params.dynamic else [node.voter_set]
+                held = [self._holders(vs, hw) for vs in sets]
+                if all(h < vs.majority() for h, vs in zip(held, sets, strict=True)):
+                    self.fail(f"leader {i} high watermark {hw} held by {held} of {sets} only")
+        if self.params.dynamic:
+            self.check_voters()
+
+    def _holders(self, vs: VoterSet, hw: int) -> int:
+        return sum(1 for v in vs if self.disks[v.voter_id].log.flushed_end_offset >= hw
+                   or (self.disks[v.voter_id].snapshots.latest() or (0, 0))[0] >= hw
+                   or v.directory_id != self.disks[v.voter_id].directory_id)  # wiped since: counted
 
     # ---------------------------------------------------------------- phases
 
@@ -410,6 +520,8 @@ class Simulation:
         p = self.params
         self.push(1, "fault")
         self.push(1, "propose")
+        if p.dynamic:
+            self.push(1, "reconfig")
         while self.queue and self.now < p.chaos_ms:
             self.step()
         # heal: no faults, everyone up
@@ -457,6 +569,11 @@ class Simulation:
         return self.machines[leader.node_id].applied >= leader.high_watermark
 
 
+def _dir(node_id: int, generation: int) -> bytes:
+    """The directory id of node_id's disk after ``generation`` wipes."""
+    return struct.pack(">QQ", node_id + 1, generation + 1)
+
+
 def run_seed(seed: int, params: SimParams | None = None) -> dict:
     params = params or params_for(seed)
     sim = Simulation(seed, params)
@@ -469,9 +586,14 @@ def run_seed(seed: int, params: SimParams | None = None) -> dict:
 
 
 def params_for(seed: int, long: bool = False) -> SimParams:
-    """The shape a seed runs with: 3 voters + 1 observer, or 5 voters + 2 observers."""
-    five = seed % 5 >= 3
-    base = SimParams(voters=5 if five else 3, observers=2 if five else 1)
+    """The shape a seed runs with: 3 voters + 1 observer, or 5 voters + 2 observers; every
+    other seed with a dynamic quorum (KIP-853), from 1 or 3 bootstrap voters of 4 nodes."""
+    if seed % 2 == 1:
+        one = seed % 4 == 1
+        base = SimParams(voters=1 if one else 3, observers=3 if one else 1, dynamic=True)
+    else:
+        five = seed % 5 >= 3
+        base = SimParams(voters=5 if five else 3, observers=2 if five else 1)
     if long:
-        return SimParams(base.voters, base.observers, chaos_ms=15_000, liveness_ms=30_000)
+        return SimParams(base.voters, base.observers, chaos_ms=15_000, liveness_ms=30_000, dynamic=base.dynamic)
     return base

@@ -40,5 +40,6 @@ def test_raft_sim_exercises_the_faults():
         for k, v in run_seed(seed).items():
             totals[k] = totals.get(k, 0) + v
     for k in ("crashes", "partitions", "resigns", "drops", "dups", "snapshots-fetched",
-              "diverging-truncations", "log-start-advances"):
+              "diverging-truncations", "log-start-advances", "voter-adds", "voter-removes",
+              "self-removals", "wipes"):
         assert totals[k] > 0, (k, totals)

@@ -25,6 +25,10 @@ Where each Raft rule lives (one small unit each; the module docstring states its
     follower_fetch.py  the follower's Fetch loop: append, truncate, follow the HW and LBO
     snapshot_fetch.py  the follower's chunked FetchSnapshot download
     retention.py       the log begin offset and snapshot deletion (start-up validation too)
+    voters.py          KIP-853 voter sets: (id, directory id, endpoints), their VotersRecord, the
+                       history of sets in the log (the latest is in effect)
+    voter_log.py       keeps that history in step with appends, truncations, snapshots, restarts
+    leader_voters.py   the leader's add / remove voter rules (one change at a time, caught up)
     commits.py         the high watermark, what became committed for the Output, leader-change notices
     committed.py       the items of Output.committed (batches, snapshot loads, leader changes)
     log.py, snapshots.py, quorum_store.py    the storage interfaces (+ memory versions);

@@ -71,9 +71,11 @@ def snapshot_footer_value() -> bytes:
     return encode_snapshot_footer()
 
 
-def encode_log_batch(batch: LogBatch, control_record_type: int = LEADER_CHANGE) -> bytes:
-    """One v2 batch; a control batch's records get the control key of ``control_record_type``."""
-    key = control_key(control_record_type) if batch.control else None
+def encode_log_batch(batch: LogBatch, control_record_type: int | None = None) -> bytes:
+    """One v2 batch; a control batch's records get the control key of ``control_record_type``
+    (default: the batch's own ``control_type``)."""
+    kind = batch.control_type if control_record_type is None else control_record_type
+    key = control_key(kind) if batch.control else None
     records = [
         Record(batch.base_offset + i, batch.append_timestamp, key, value)
         for i, value in enumerate(batch.records)
@@ -90,8 +92,9 @@ def decode_log_batches(buf: bytes | bytearray | memoryview, *, partial_ok: bool 
     out = []
     for header, records in decode_batches(buf, partial_ok=partial_ok):
         values = tuple(bytes(r.value or b"") for r in records)
+        kind = control_type(records[0].key) if header.is_control and records else LEADER_CHANGE
         out.append(LogBatch(header.base_offset, header.partition_leader_epoch,
-                            header.max_timestamp, values, header.is_control))
+                            header.max_timestamp, values, header.is_control, kind))
     return out
 
 
@@ -101,6 +104,7 @@ def decode_with_types(buf: bytes | bytearray | memoryview) -> list[tuple[LogBatc
     for header, records in decode_batches(buf):
         values = tuple(bytes(r.value or b"") for r in records)
         types = [control_type(r.key) if header.is_control else -1 for r in records]
+        kind = types[0] if header.is_control and types else LEADER_CHANGE
         out.append((LogBatch(header.base_offset, header.partition_leader_epoch,
-                             header.max_timestamp, values, header.is_control), types))
+                             header.max_timestamp, values, header.is_control, kind), types))
     return out

@@ -40,6 +40,7 @@ from tierlog.raft.state import (
     Candidate,
     Follower,
     Leader,
+    Prospective,
     QuorumState,
     Resigned,
     Unattached,
@@ -47,10 +48,12 @@ from tierlog.raft.state import (
 from tierlog.raft.types import Err, OffsetAndEpoch, RaftConfig
 from tierlog.raft.vote import (
     EMPTY_LOG,
+    candidate_log_ok,
     election_backoff_ms,
     end_epoch_backoff_ms,
     may_grant,
 )
+from tierlog.raft.voters import NO_DIRECTORY
 
 __all__ = ["Election"]
 
@@ -61,7 +64,8 @@ class Election:
     def __init__(self, node_id: int, config: RaftConfig, rng: random.Random, log: ReplicatedLog,
                  quorum: QuorumState, requests: RequestManager, snapshot_fetcher: SnapshotFetcher, *,
                  observe_leader: Callable[[int | None, int, int], None],
-                 become_unattached: Callable[[int, int], None], become_leader: Callable[[int], None]):
+                 become_unattached: Callable[[int, int], None], become_leader: Callable[[int], None],
+                 become_candidate: Callable[[int], None]):
         self._node_id = node_id
         self._config = config
         self._rng = rng
@@ -72,6 +76,7 @@ class Election:
         self._observe_leader = observe_leader          # (leader id or None, epoch, now_ms)
         self._become_unattached = become_unattached    # (epoch, now_ms)
         self._become_leader = become_leader            # (now_ms)
+        self._become_candidate = become_candidate      # (now_ms)
 
     def own_last(self) -> OffsetAndEpoch:
         if self._snapshot_fetcher.active:
@@ -95,21 +100,49 @@ class Election:
 
     def on_vote_request(self, req: VoteRequest, now_ms: int) -> VoteResponse:
         q = self._quorum
-        error = self._refusal(req.cluster_id, q.is_voter and req.candidate_id in q.voters, req.candidate_epoch)
+        # KIP-853: our voter set may lag the candidate's, so with kraft.version 1 only our own
+        # membership is checked (a removed voter that missed its removal cannot win: its log
+        # lacks the committed VotersRecord; the epoch it brings lets it learn of the leader)
+        # and a replica answers whatever its own set says (it may not have the record that
+        # added it yet); only a request meant for another directory of our id is refused
+        if q.dynamic:
+            error = self._refusal(req.cluster_id, True, req.candidate_epoch)
+            if error == Err.NONE and not _same_directory(req.voter_directory_id, q.directory_id):
+                error = Err.INVALID_VOTER_KEY
+        else:
+            error = self._refusal(req.cluster_id, q.is_voter and req.candidate_id in q.voters, req.candidate_epoch)
         if error != Err.NONE:
             return self._answer(VoteResponse, error, False)
+        if req.pre_vote:   # KIP-996: would we vote? Nothing changes here
+            ok = not self._leader_alive(now_ms) and candidate_log_ok(
+                OffsetAndEpoch(req.last_offset, req.last_offset_epoch), self.own_last())
+            return self._answer(VoteResponse, Err.NONE, ok)
+        if req.candidate_epoch > q.epoch and q.dynamic and self._leader_alive(now_ms):
+            # Raft dissertation 4.2.3: while we hear from a leader, a candidate (e.g. a removed
+            # voter that missed its removal) neither gets our vote nor moves our epoch
+            return self._answer(VoteResponse, Err.NONE, False)
         if req.candidate_epoch > q.epoch:
             self._become_unattached(req.candidate_epoch, now_ms)
         cand = OffsetAndEpoch(req.last_offset, req.last_offset_epoch)
         s = q.state
         grant = may_grant(s, req.candidate_id, cand, self.own_last())
-        if grant and isinstance(s, Unattached) and s.voted_id is None:
+        if grant and isinstance(s, (Unattached, Prospective)) and s.voted_id is None:
             q.to_voted(req.candidate_id, now_ms)
         return self._answer(VoteResponse, Err.NONE, grant)
+
+    def _leader_alive(self, now_ms: int) -> bool:
+        s = self._quorum.state
+        if isinstance(s, Follower):
+            return s.leader_alive(now_ms)
+        return isinstance(s, Leader) and s.progress.quorum_alive(now_ms)
 
     def on_vote_response(self, sender_id: int, req: VoteRequest, resp: VoteResponse, now_ms: int) -> None:
         q = self._quorum
         s = q.state
+        if req.pre_vote:
+            if isinstance(s, Prospective) and req.candidate_epoch == s.epoch + 1:
+                self._on_pre_vote_response(s, sender_id, resp, now_ms)
+            return
         if not isinstance(s, Candidate) or req.candidate_epoch != s.epoch or resp.leader_epoch != s.epoch:
             return
         if resp.error != Err.NONE:
@@ -121,6 +154,23 @@ class Election:
                 self._become_leader(now_ms)
         elif len(q.voters) - len(s.rejected) < q.majority() and s.backoff_until_ms is None:
             self.start_backoff(s, now_ms)
+
+    def _on_pre_vote_response(self, s: Prospective, sender_id: int, resp: VoteResponse, now_ms: int) -> None:
+        if resp.error != Err.NONE:
+            self._requests.backoff(sender_id, now_ms)
+            return
+        self._quorum.record_vote(sender_id, resp.vote_granted)
+        if len(s.granted) >= self._quorum.majority():
+            self._become_candidate(now_ms)
+
+    def vote_request(self, s: Candidate | Prospective, voter_id: int) -> VoteRequest:
+        """A Vote for ``voter_id``; a prospective's is a pre-vote for the next epoch."""
+        last = self.own_last()
+        voter = self._quorum.history.latest().get(voter_id)
+        pre = isinstance(s, Prospective)
+        return VoteRequest(self._config.cluster_id, s.epoch + 1 if pre else s.epoch, self._node_id, last.epoch,
+                           last.offset, voter.directory_id if voter is not None and self._quorum.dynamic else None,
+                           pre)
 
     def start_backoff(self, s: Candidate, now_ms: int) -> int:
         """Back off before the next candidacy; when the backoff ends."""
@@ -144,7 +194,8 @@ class Election:
 
     def on_end_epoch(self, req: EndQuorumEpochRequest, now_ms: int) -> EndQuorumEpochResponse:
         q = self._quorum
-        error = self._refusal(req.cluster_id, req.leader_id in q.voters, req.leader_epoch)
+        # KIP-853: a leader that removed itself resigns from outside the voter set
+        error = self._refusal(req.cluster_id, q.dynamic or req.leader_id in q.voters, req.leader_epoch)
         if error != Err.NONE:
             return self._answer(EndQuorumEpochResponse, error)
         if req.leader_id != self._node_id:
@@ -161,3 +212,8 @@ class Election:
         s = self._quorum.state
         if isinstance(s, Resigned) and req.leader_epoch == s.epoch and resp.error == Err.NONE:
             self._quorum.ack_end_epoch(sender_id)
+
+
+def _same_directory(asked: bytes | None, own: bytes | None) -> bool:
+    """A Vote meant for directory ``asked`` may be answered by a replica of directory ``own``."""
+    return asked in (None, NO_DIRECTORY) or own in (None, NO_DIRECTORY) or asked == own

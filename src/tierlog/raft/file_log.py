@@ -87,8 +87,9 @@ class FileLog(ReplicatedLog):
         return self._start_epoch if latest is None else latest
 
     def append_as_leader(self, records: Sequence[bytes], epoch: int, timestamp_ms: int,
-                         control: bool = False) -> LogBatch:
-        batch = LogBatch(self.end_offset, epoch, timestamp_ms, tuple(bytes(r) for r in records), control)
+                         control: bool = False, control_type: int = 2) -> LogBatch:
+        batch = LogBatch(self.end_offset, epoch, timestamp_ms, tuple(bytes(r) for r in records), control,
+                         control_type)
         self._log.append_as_follower(bytearray(encode_log_batch(batch)), self._clock())
         return batch
 

@@ -37,6 +37,7 @@ from tierlog.raft.retention import LogStartRetention
 from tierlog.raft.snapshot_fetch import ChunkResult, SnapshotFetcher
 from tierlog.raft.state import Follower, QuorumState
 from tierlog.raft.types import Err, OffsetAndEpoch, RaftConfig
+from tierlog.raft.voter_log import VoterLog
 
 __all__ = ["FollowerFetch"]
 
@@ -44,7 +45,8 @@ __all__ = ["FollowerFetch"]
 class FollowerFetch:
     def __init__(self, node_id: int, config: RaftConfig, log: ReplicatedLog, quorum: QuorumState,
                  requests: RequestManager, snapshot_fetcher: SnapshotFetcher, retention: LogStartRetention,
-                 commits: CommitDelivery, metrics: dict[str, float], request_flush: Callable[[], None]):
+                 commits: CommitDelivery, metrics: dict[str, float], request_flush: Callable[[], None],
+                 voter_log: VoterLog):
         self._node_id = node_id
         self._config = config
         self._log = log
@@ -55,6 +57,7 @@ class FollowerFetch:
         self._commits = commits
         self._metrics = metrics
         self._request_flush = request_flush
+        self._voter_log = voter_log   # every append, truncation and restart goes through it too
 
     def fetch_request(self, epoch: int) -> FetchRequest | FetchSnapshotRequest:
         c = self._config
@@ -87,6 +90,7 @@ class FollowerFetch:
         hw = self._commits.high_watermark
         assert offset >= hw, f"node {self._node_id}: truncation to {offset} below high watermark {hw}"
         self._log.truncate_to(offset)
+        self._voter_log.truncated(offset)
         self._metrics["diverging-truncations"] += 1
 
     def _append(self, sender_id: int, resp: FetchResponse, now_ms: int) -> None:
@@ -94,6 +98,7 @@ class FollowerFetch:
         batches = [b for b in resp.batches if b.base_offset >= log.end_offset]
         if batches and batches[0].base_offset == log.end_offset:
             log.append_as_follower(batches)
+            self._voter_log.appended(batches)
             self._request_flush()  # durable before the next Fetch reports it to the leader
         elif resp.batches:  # nothing usable (a stale or misaligned answer): do not spin
             self._requests.backoff(sender_id, now_ms)
@@ -117,4 +122,5 @@ class FollowerFetch:
         """A complete snapshot from the leader: restart the log at it and load it."""
         assert isinstance(self._quorum.state, Follower)
         self._retention.restart_at(sid)
+        self._voter_log.restarted(sid)
         self._commits.snapshot_installed(sid)

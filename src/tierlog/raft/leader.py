@@ -20,6 +20,7 @@ class ReplicaProgress:
     end_offset: int = -1
     last_fetch_ms: int = -1
     last_caught_up_ms: int = -1
+    leader_end_at_last_fetch: int = -1
 
 
 class LeaderProgress:
@@ -33,9 +34,24 @@ class LeaderProgress:
         self.voters = {v: ReplicaProgress(v, last_fetch_ms=now_ms) for v in voters}
         self.observers: dict[int, ReplicaProgress] = {}
         self.majority = len(voters) // 2 + 1
+        if node_id not in self.voters:
+            self.observers[node_id] = ReplicaProgress(node_id, last_fetch_ms=now_ms)
+
+    def set_voters(self, voters: frozenset[int], now_ms: int) -> bool:
+        """The voter set in effect changed (KIP-853): progress moves between voters and
+        observers; a voter the leader never heard from gets a check-quorum grace period.
+        True if the high watermark moved (it never goes down)."""
+        everyone = {**self.observers, **self.voters}
+        self.voters = {v: everyone.get(v) or ReplicaProgress(v, last_fetch_ms=now_ms) for v in sorted(voters)}
+        self.observers = {r: p for r, p in everyone.items() if r not in voters}
+        self.majority = len(voters) // 2 + 1
+        return self._maybe_advance_hw()
+
+    def progress_of(self, replica_id: int) -> ReplicaProgress | None:
+        return self.voters.get(replica_id) or self.observers.get(replica_id)
 
     def update_local(self, flushed_end_offset: int, now_ms: int) -> bool:
-        me = self.voters[self.node_id]
+        me = self.voters.get(self.node_id) or self.observers[self.node_id]
         me.end_offset = flushed_end_offset
         me.last_fetch_ms = me.last_caught_up_ms = now_ms
         return self._maybe_advance_hw()
@@ -45,10 +61,15 @@ class LeaderProgress:
         p = self.voters.get(replica_id)
         if p is None:
             p = self.observers.setdefault(replica_id, ReplicaProgress(replica_id))
-        p.end_offset = fetch_offset
-        p.last_fetch_ms = now_ms
+        # caught up: at the leader's end now, or at least where the leader's end was at the
+        # previous fetch (then caught up as of that fetch), so a replica of a busy leader counts
         if fetch_offset >= leader_end_offset:
             p.last_caught_up_ms = now_ms
+        elif 0 < p.leader_end_at_last_fetch <= fetch_offset:
+            p.last_caught_up_ms = max(p.last_caught_up_ms, p.last_fetch_ms)
+        p.end_offset = fetch_offset
+        p.last_fetch_ms = now_ms
+        p.leader_end_at_last_fetch = leader_end_offset
         return replica_id in self.voters and self._maybe_advance_hw()
 
     def touch(self, replica_id: int, now_ms: int) -> None:
@@ -74,7 +95,7 @@ class LeaderProgress:
 
     def check_quorum_deadline(self) -> int:
         others = sorted((p.last_fetch_ms for v, p in self.voters.items() if v != self.node_id), reverse=True)
-        needed = self.majority - 1
+        needed = self.majority - (1 if self.node_id in self.voters else 0)
         if needed <= 0:
             return 1 << 62
         return others[needed - 1] + self.config.check_quorum_timeout_ms + 1

@@ -44,7 +44,7 @@ class ReplicatedLog(ABC):
 
     @abstractmethod
     def append_as_leader(self, records: Sequence[bytes], epoch: int, timestamp_ms: int,
-                         control: bool = False) -> LogBatch: ...
+                         control: bool = False, control_type: int = 2) -> LogBatch: ...
 
     @abstractmethod
     def append_as_follower(self, batches: Sequence[LogBatch]) -> None: ...
@@ -140,10 +140,10 @@ class MemoryLog(ReplicatedLog):
         return self._batches[-1].epoch if self._batches else self._start_epoch
 
     def append_as_leader(self, records: Sequence[bytes], epoch: int, timestamp_ms: int,
-                         control: bool = False) -> LogBatch:
+                         control: bool = False, control_type: int = 2) -> LogBatch:
         assert records, "a batch needs records"
         assert epoch >= self.last_fetched_epoch(), (epoch, self.last_fetched_epoch())
-        batch = LogBatch(self.end_offset, epoch, timestamp_ms, tuple(records), control)
+        batch = LogBatch(self.end_offset, epoch, timestamp_ms, tuple(records), control, control_type)
         self._push(batch)
         return batch
 

@@ -25,6 +25,12 @@ class VoteRequest:  # api key 52
     candidate_id: int
     last_offset_epoch: int
     last_offset: int  # the candidate's log end offset (exclusive)
+    #: KIP-853 (Vote v1+ VoterDirectoryId): the receiver's directory id as the candidate's
+    #: voter set has it; a replica with another directory (its disk was wiped) refuses
+    voter_directory_id: bytes | None = None
+    #: KIP-996 (Vote v2 PreVote): ask whether the voter WOULD vote in ``candidate_epoch``;
+    #: nothing changes at the voter, no vote is recorded
+    pre_vote: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,6 +9,9 @@ The shell (asyncio in a real process, the simulator in tests) calls:
 - ``handle_log_flushed(now_ms) -> Output`` when a flush the Output asked for is done
 - ``propose(records, now_ms, epoch=None) -> int``, ``resign(now_ms) -> Output``,
   ``create_snapshot(end_offset, epoch, last_contained_ts_ms)``, ``describe(now_ms)``
+- with kraft.version 1 (KIP-853): ``add_voter``, ``remove_voter``, ``update_voter``
+  -> (error, offset of the VotersRecord); the change is done once the high
+  watermark passes that offset (``voter_change_committed``)
 
 Persistence contract (etcd's ``Ready``; docs/architecture.md, "The pattern"): the Output says what
 must become durable - ``quorum_state`` (the ElectionState to write) and
@@ -43,6 +46,7 @@ from tierlog.raft.election import Election
 from tierlog.raft.follower_fetch import FollowerFetch
 from tierlog.raft.leader import LeaderProgress, ReplicaProgress
 from tierlog.raft.leader_fetch import LeaderFetch, leader_id_or_none
+from tierlog.raft.leader_voters import change_allowed, voters_after_add, voters_after_remove
 from tierlog.raft.log import ReplicatedLog
 from tierlog.raft.messages import (
     BeginQuorumEpochRequest,
@@ -67,6 +71,7 @@ from tierlog.raft.state import (
     Candidate,
     Follower,
     Leader,
+    Prospective,
     QuorumState,
     Resigned,
     Unattached,
@@ -80,6 +85,8 @@ from tierlog.raft.types import (
     RaftConfig,
     ReplicaInfo,
 )
+from tierlog.raft.voter_log import VoterLog
+from tierlog.raft.voters import KRAFT_VERSION, KRAFT_VOTERS, Endpoint, Voter, VoterSet, encode_kraft_version, encode_voters
 
 __all__ = ["Output", "RaftNode", "RequestOutcome"]
 
@@ -128,11 +135,21 @@ class RequestOutcome:
 
 
 class RaftNode:
-    def __init__(self, node_id: int, voters: frozenset[int], log: ReplicatedLog, snapshots: SnapshotStore,
-                 quorum_store: QuorumStateStore, config: RaftConfig, rng: random.Random,
-                 now_ms: int, *, clock: Callable[[], float] | None = None):
+    def __init__(self, node_id: int, voters: frozenset[int] | VoterSet, log: ReplicatedLog,
+                 snapshots: SnapshotStore, quorum_store: QuorumStateStore, config: RaftConfig, rng: random.Random,
+                 now_ms: int, *, clock: Callable[[], float] | None = None, directory_id: bytes | None = None,
+                 bootstrap_ids: Sequence[int] = ()):
+        """``voters``: a frozenset of ids is kraft.version 0, the static
+        controller.quorum.voters; a VoterSet is kraft.version 1 (KIP-853), the bootstrap
+        set (empty for a controller that joins a running quorum), overridden by the
+        VotersRecords in the log. ``directory_id`` is this replica's metadata directory
+        id; ``bootstrap_ids`` are asked for the leader while no voter is known
+        (controller.quorum.bootstrap.servers)."""
         self.node_id = node_id
-        self.voters = frozenset(voters)
+        self.kraft_version = 1 if isinstance(voters, VoterSet) else 0
+        bootstrap = voters if isinstance(voters, VoterSet) else VoterSet.of_ids(voters)
+        self.directory_id = directory_id
+        self.bootstrap_ids = tuple(bootstrap_ids)
         self.log = log
         self.snapshots = snapshots
         self.config = config
@@ -153,21 +170,40 @@ class RaftNode:
         self.snapshot_fetcher = SnapshotFetcher(snapshots, config.snapshot_chunk_bytes, self.metrics)
         self.retention = LogStartRetention(log, snapshots, self.metrics, now_ms)
         self.retention.validate_at_startup()
-        self.quorum = QuorumState(node_id, self.voters, quorum_store, config, rng, now_ms)
+        self.voter_log = VoterLog(bootstrap, log, snapshots, dynamic=self.kraft_version == 1)
+        self.voter_log.rebuild()
         self.commits = CommitDelivery(log, snapshots, self.metrics, lambda: self.is_leader, clock)
+        self.quorum = QuorumState(node_id, self.voter_log.history, quorum_store, config, rng, now_ms,
+                                  directory_id=directory_id, dynamic=self.kraft_version == 1,
+                                  high_watermark=lambda: self.commits.high_watermark)
         self.commits.start()
         self.leader_fetch = LeaderFetch(config, log, snapshots, self.quorum, self.commits, self.purgatory,
                                         self.proposals, lambda token, r: self._out.responses.append((token, r)),
                                         self._request_flush)
         self.election = Election(node_id, config, rng, log, self.quorum, self.requests, self.snapshot_fetcher,
                                  observe_leader=self._observe_leader, become_unattached=self._become_unattached,
-                                 become_leader=self._become_leader)
+                                 become_leader=self._become_leader, become_candidate=self._become_candidate)
         self.follower_fetch = FollowerFetch(node_id, config, log, self.quorum, self.requests, self.snapshot_fetcher,
-                                            self.retention, self.commits, self.metrics, self._request_flush)
+                                            self.retention, self.commits, self.metrics, self._request_flush,
+                                            self.voter_log)
         self._notify_leader_change()
         self._out.next_deadline_ms = now_ms  # the shell calls tick(now_ms) right after construction
 
     # ------------------------------------------------------------------ queries
+
+    @property
+    def voters(self) -> frozenset[int]:
+        """The ids of the voter set in effect (the latest in the log, KIP-853)."""
+        return self.quorum.voters
+
+    @property
+    def voter_set(self) -> VoterSet:
+        return self.voter_log.history.latest()
+
+    @property
+    def is_voter(self) -> bool:
+        """In the voter set in effect (the latest in the log)."""
+        return self.quorum.in_voter_set
 
     @property
     def leader_and_epoch(self) -> LeaderAndEpoch:
@@ -249,6 +285,11 @@ class RaftNode:
             self._observe_leader(_leader(getattr(response, "leader_id", None)), leader_epoch, now_ms)
         if not matched:
             return self._finish(now_ms)
+        s = self.quorum.state
+        if (isinstance(s, Prospective) and isinstance(response, (FetchResponse, FetchSnapshotResponse))
+                and sender_id == s.left_leader and response.leader_id == sender_id
+                and response.leader_epoch == s.epoch):
+            self._become_follower(s.epoch, sender_id, now_ms)   # the leader we missed answers again
         # the request manager matched the answer to its request, so the pairs below are the only ones
         if isinstance(response, VoteResponse) and isinstance(request, VoteRequest):
             self.election.on_vote_response(sender_id, request, response, now_ms)
@@ -317,8 +358,70 @@ class RaftNode:
             return None
         if not self.log.is_batch_boundary(end_offset) or self.log.epoch_of(end_offset - 1) != epoch:
             raise ValueError(f"snapshot {sid} does not end at a batch of epoch {epoch}")
+        voters = self.voter_log.history.at(end_offset - 1) if self.kraft_version == 1 else None
         return SnapshotWriter(self.snapshots.create(sid), last_contained_ts_ms, self._on_snapshot_frozen,
-                              self.config.max_batch_records, self._clock)
+                              self.config.max_batch_records, self._clock, voters)
+
+    # ------------------------------------------------------------------ voter changes (KIP-853)
+
+    def add_voter(self, voter: Voter, now_ms: int) -> tuple[int, int | None]:
+        """AddRaftVoter at the leader: (error, offset of the VotersRecord written)."""
+        error, s = self._may_change_voters()
+        if s is None:
+            return error, None
+        error, new = voters_after_add(self.voter_set, voter, s.progress, self.config, now_ms)
+        return self._write_voters(new, now_ms) if new is not None else (error, None)
+
+    def remove_voter(self, voter_id: int, directory_id: bytes, now_ms: int) -> tuple[int, int | None]:
+        """RemoveRaftVoter at the leader: (error, offset of the VotersRecord written)."""
+        error, s = self._may_change_voters()
+        if s is None:
+            return error, None
+        error, new = voters_after_remove(self.voter_set, voter_id, directory_id)
+        return self._write_voters(new, now_ms) if new is not None else (error, None)
+
+    def update_voter(self, voter_id: int, directory_id: bytes, endpoints: tuple[Endpoint, ...],
+                     now_ms: int) -> tuple[int, int | None]:
+        """UpdateRaftVoter at the leader: a voter's new endpoints."""
+        error, s = self._may_change_voters()
+        if s is None:
+            return error, None
+        v = self.voter_set.get(voter_id)
+        if v is None or v.directory_id != directory_id:
+            return Err.VOTER_NOT_FOUND, None
+        if v.endpoints == endpoints:
+            return Err.NONE, None
+        return self._write_voters(self.voter_set.with_endpoints(voter_id, endpoints), now_ms)
+
+    def voter_change_committed(self, offset: int) -> bool:
+        return self.high_watermark > offset
+
+    def _may_change_voters(self) -> tuple[int, Leader | None]:
+        s = self.quorum.state
+        if not isinstance(s, Leader):
+            return Err.NOT_LEADER_OR_FOLLOWER, None
+        if self.kraft_version < 1:
+            return Err.UNSUPPORTED_VERSION, None
+        error = change_allowed(self.voter_log.history, s.progress, self.high_watermark)
+        return error, (s if error == Err.NONE else None)
+
+    def _write_voters(self, voters: VoterSet, now_ms: int) -> tuple[int, int]:
+        self.leader_fetch.drain(now_ms)   # queued proposals go first, in their own batch
+        batch = self.log.append_as_leader([encode_voters(voters)], self.epoch, now_ms, control=True,
+                                          control_type=KRAFT_VOTERS)
+        self.voter_log.appended([batch])
+        self.voter_log.take_changed()
+        self._voters_changed(now_ms)   # the new set counts from now on, for the high watermark too
+        self._request_flush()
+        self._wake(now_ms)
+        return Err.NONE, batch.base_offset
+
+    def _voters_changed(self, now_ms: int) -> None:
+        """The set in effect changed: fix the election timer; a leader moves progress."""
+        self.quorum.voters_changed(now_ms)
+        s = self.quorum.state
+        if isinstance(s, Leader):
+            self.leader_fetch.progress_changed(s.progress.set_voters(self.voters, now_ms), now_ms)
 
     def _on_snapshot_frozen(self, sid: OffsetAndEpoch, size: int, elapsed_ms: float) -> None:
         self.metrics["GenSnapshotLatencyMs"] = elapsed_ms
@@ -329,9 +432,13 @@ class RaftNode:
 
     def _observe_leader(self, leader_id: int | None, epoch: int, now_ms: int) -> None:
         """Learn a newer epoch, or the leader of the current one, from any message."""
-        if leader_id is not None and leader_id not in self.voters:
+        if leader_id is not None and leader_id not in self.voters and self.kraft_version == 0:
             leader_id = None
         if leader_id == self.node_id:
+            if epoch > self.epoch and self.kraft_version == 1:
+                # KIP-853: our id led it with another directory (this one's disk was wiped)
+                self._become_unattached(epoch, now_ms)
+                return
             assert epoch <= self.epoch, f"node {self.node_id}: told it leads future epoch {epoch}"
             return
         s = self.quorum.state
@@ -345,6 +452,8 @@ class RaftNode:
                 assert s.leader_id == leader_id, f"two leaders in epoch {epoch}: {s.leader_id}, {leader_id}"
             elif isinstance(s, (Leader, Resigned)):
                 raise AssertionError(f"node {self.node_id} led epoch {epoch} but {leader_id} claims it")
+            elif isinstance(s, Prospective) and s.left_leader == leader_id:
+                pass   # others still name the leader we stopped hearing from: not a new leader
             else:
                 self._become_follower(epoch, leader_id, now_ms)
 
@@ -373,6 +482,16 @@ class RaftNode:
         self.metrics["elections-started"] += 1
         self._after_transition(now_ms)
 
+    def _stand(self, now_ms: int) -> None:
+        """The leader is gone: stand for election; with kraft.version 1 after a pre-vote
+        round (KIP-996), so a voter that cannot win never moves anyone's epoch."""
+        if self.kraft_version == 1:
+            self._leaving_state()
+            self.quorum.to_prospective(now_ms)
+            self._after_transition(now_ms)
+        else:
+            self._become_candidate(now_ms)
+
     def _become_leader(self, now_ms: int) -> None:
         self._leaving_state()
         self.snapshot_fetcher.abort()
@@ -385,6 +504,14 @@ class RaftNode:
         self.metrics["elections-won"] += 1
         value = leader_change_value(self.node_id, self.voters, granted)
         self.log.append_as_leader([value], s.epoch, now_ms, control=True)
+        if self.kraft_version == 1 and self.voter_log.history.latest_offset < 0:
+            # KIP-853: the first leader writes the bootstrap set, so the log describes itself
+            self.log.append_as_leader([encode_kraft_version(1)], s.epoch, now_ms, control=True,
+                                      control_type=KRAFT_VERSION)
+            batch = self.log.append_as_leader([encode_voters(self.voter_set)], s.epoch, now_ms, control=True,
+                                              control_type=KRAFT_VOTERS)
+            self.voter_log.appended([batch])
+            self.voter_log.take_changed()
         self._request_flush()
         self.retention.leader_elected(now_ms)
         self.leader_fetch.progress_changed(progress.update_local(self.log.flushed_end_offset, now_ms), now_ms)
@@ -434,6 +561,9 @@ class RaftNode:
 
     def _poll(self, now_ms: int) -> None:
         self._deadline = NEVER
+        if self.voter_log.take_changed():
+            self._voters_changed(now_ms)
+        self.voter_log.history.prune_before(self.log.start_offset)
         self.requests.expire(now_ms)
         self.leader_fetch.answer_parked(self.purgatory.take_expired(now_ms), now_ms)
         for deadline in self.purgatory.deadlines():
@@ -447,6 +577,8 @@ class RaftNode:
             self._poll_follower(s, now_ms)
         elif isinstance(s, Unattached):
             self._poll_unattached(s, now_ms)
+        elif isinstance(s, Prospective):
+            self._poll_prospective(s, now_ms)
         else:
             self._poll_resigned(s, now_ms)
 
@@ -459,6 +591,9 @@ class RaftNode:
                 self._wake(due)
         if not s.progress.quorum_alive(now_ms):
             self._resign(s, now_ms)
+            return
+        if not self.quorum.in_voter_set and self.high_watermark > self.voter_log.history.latest_offset:
+            self._resign(s, now_ms)   # KIP-853: our own removal committed; hand leadership over
             return
         self._wake(s.progress.check_quorum_deadline())
         wake = self.retention.advance_as_leader(s.progress, self.high_watermark, self.applied_offset, now_ms)
@@ -474,7 +609,7 @@ class RaftNode:
             return
         if s.backoff_until_ms is not None:
             if now_ms >= s.backoff_until_ms:
-                self._become_candidate(now_ms)
+                self._stand(now_ms)
                 return
             self._wake(s.backoff_until_ms)
             return
@@ -482,16 +617,32 @@ class RaftNode:
             self._wake(self.election.start_backoff(s, now_ms))
             return
         self._wake(s.election_deadline_ms)
-        last = self.election.own_last()
         for v in sorted(self.voters - {self.node_id} - s.granted - s.rejected):
             if self.requests.can_send(v, now_ms):
-                self._send(v, VoteRequest(self.config.cluster_id, s.epoch, self.node_id, last.epoch, last.offset),
-                           now_ms)
+                self._send(v, self.election.vote_request(s, v), now_ms)
+
+    def _poll_prospective(self, s: Prospective, now_ms: int) -> None:
+        if len(s.granted) >= self.quorum.majority():
+            self._become_candidate(now_ms)
+            return
+        if not self.quorum.is_voter:
+            self._become_unattached(s.epoch, now_ms)   # removed meanwhile: wait as an observer
+            return
+        if now_ms >= s.election_deadline_ms:
+            self._stand(now_ms)   # a new pre-vote round
+            return
+        self._wake(s.election_deadline_ms)
+        for v in sorted(self.voters - {self.node_id} - s.granted - s.rejected):
+            if self.requests.can_send(v, now_ms):
+                self._send(v, self.election.vote_request(s, v), now_ms)
+        # KIP-996: keep asking the leader we stopped hearing from; if it answers, follow it again
+        if s.left_leader is not None and self.requests.can_send(s.left_leader, now_ms):
+            self._send(s.left_leader, self.follower_fetch.fetch_request(s.epoch), now_ms)
 
     def _poll_follower(self, s: Follower, now_ms: int) -> None:
         if now_ms >= s.fetch_deadline_ms:
             if self.quorum.is_voter:
-                self._become_candidate(now_ms)
+                self._stand(now_ms)
             else:
                 self._become_unattached(s.epoch, now_ms)
             return
@@ -501,19 +652,29 @@ class RaftNode:
 
     def _poll_unattached(self, s: Unattached, now_ms: int) -> None:
         if self.quorum.is_voter:
+            if s.election_deadline_ms is None:   # became a voter (KIP-853): start the timer
+                self.quorum.voters_changed(now_ms)
             assert s.election_deadline_ms is not None
             if now_ms >= s.election_deadline_ms:
-                self._become_candidate(now_ms)
+                self._stand(now_ms)
                 return
             self._wake(s.election_deadline_ms)
             return
-        target = self.requests.send_to_any(self.voters, self.rng, now_ms)  # observer: find the leader
+        ask = self.voters - {self.node_id} or frozenset(self.bootstrap_ids) - {self.node_id}
+        if not ask:
+            return
+        target = self.requests.send_to_any(ask, self.rng, now_ms)  # observer: find the leader
         if target is not None:
             self._send(target, self.follower_fetch.fetch_request(s.epoch), now_ms)
 
     def _poll_resigned(self, s: Resigned, now_ms: int) -> None:
         if now_ms >= s.election_deadline_ms:
-            self._become_candidate(now_ms)
+            if self.quorum.is_voter:
+                self._stand(now_ms)
+            else:   # removed from the voters (KIP-853): wait for the next leader as an observer
+                self._leaving_state()
+                self.quorum.to_observer_after_removal(now_ms)
+                self._after_transition(now_ms)
             return
         self._wake(s.election_deadline_ms)
         for v in sorted(self.voters - {self.node_id} - s.acked_end):

@@ -5,7 +5,9 @@ A snapshot is identified by ``OffsetAndEpoch(end_offset, epoch)``: it holds the 
 after every record below ``end_offset`` (exclusive); ``epoch`` is the epoch of the
 record at ``end_offset - 1``. Its bytes are v2 record batches: a control batch with a
 SnapshotHeader record (type 3) first, data batches, a control batch with a
-SnapshotFooter record (type 4) last. Batches in a snapshot use offsets from 0 and the
+SnapshotFooter record (type 4) last. With kraft.version 1 (KIP-853) a KRaftVersion
+(type 5) and a Voters (type 6) control batch follow the header: the voter set in
+effect at the snapshot's end. Batches in a snapshot use offsets from 0 and the
 snapshot's epoch.
 
 A raw writer becomes visible to ``list()``/``open()`` only once frozen (atomic
@@ -28,6 +30,15 @@ from tierlog.raft.codec import (
     snapshot_header_value,
 )
 from tierlog.raft.types import LogBatch, OffsetAndEpoch
+from tierlog.raft.voters import (
+    KRAFT_VERSION,
+    KRAFT_VOTERS,
+    VoterSet,
+    decode_kraft_version,
+    decode_voters,
+    encode_kraft_version,
+    encode_voters,
+)
 
 __all__ = [
     "InvalidSnapshotError",
@@ -159,7 +170,7 @@ class SnapshotWriter:
 
     def __init__(self, raw: RawSnapshotWriter, last_contained_ts_ms: int,
                  on_freeze: Callable[[OffsetAndEpoch, int, float], None], max_batch_records: int = 1000,
-                 clock: Callable[[], float] | None = None):
+                 clock: Callable[[], float] | None = None, voters: VoterSet | None = None):
         self._raw = raw
         self._epoch = raw.snapshot_id.epoch
         self._next = 0
@@ -170,6 +181,9 @@ class SnapshotWriter:
         self._started = clock() if clock else 0.0
         self.frozen = False
         self._control(SNAPSHOT_HEADER, snapshot_header_value(last_contained_ts_ms))
+        if voters is not None:  # KIP-853: the voter set in effect at the snapshot's end
+            self._control(KRAFT_VERSION, encode_kraft_version(1))
+            self._control(KRAFT_VOTERS, encode_voters(voters))
 
     @property
     def snapshot_id(self) -> OffsetAndEpoch:
@@ -226,6 +240,17 @@ class SnapshotReader:
         self.last_contained_ts_ms = parse_snapshot_header(decoded[0][0].records[0])
         self._batches = [b for b, _types in decoded[1:-1] if not b.control]
         self.size_bytes = len(data)
+        #: KIP-853: the finalized kraft.version and the voter set at the snapshot's end
+        self.kraft_version = 0
+        self.voters: VoterSet | None = None
+        try:
+            for b, types in decoded[1:-1]:
+                if b.control and types == [KRAFT_VERSION]:
+                    self.kraft_version = decode_kraft_version(b.records[0])
+                elif b.control and types == [KRAFT_VOTERS]:
+                    self.voters = decode_voters(b.records[0])
+        except Exception as e:  # a malformed control record is a corrupt snapshot
+            raise InvalidSnapshotError(f"snapshot {snapshot_id}: {e}") from e
 
     def batches(self) -> Iterator[LogBatch]:
         return iter(self._batches)

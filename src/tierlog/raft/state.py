@@ -3,6 +3,11 @@
 States (one class each):
 
 - ``Unattached(epoch, voted_id)``: no known leader in ``epoch``; a voter may have voted.
+- ``Prospective(epoch)``: (kraft.version 1 only, KIP-996 pre-vote) a voter whose leader
+  is gone asks the voters whether they would vote for it in ``epoch + 1``, without
+  changing any epoch; with a majority it stands. A removed voter that missed its
+  removal can so never push the quorum's epoch up (nobody pre-votes for it while a
+  leader is alive), and learns the leader from the answers.
 - ``Candidate(epoch)``: a voter asking for votes in ``epoch`` (voted for itself).
 - ``Leader(epoch)``: this node leads ``epoch``.
 - ``Follower(epoch, leader_id)``: replicating from ``leader_id``.
@@ -26,10 +31,17 @@ is larger than the current one, "same" equal, "next" exactly one more:
     Follower   -> Follower     higher
     Follower   -> Unattached   higher; or same for an observer that lost its leader
     Resigned   -> Candidate    next (election timeout)
-    Resigned   -> Unattached   higher
+    Resigned   -> Unattached   higher; or same for a leader that removed itself (KIP-853)
     Resigned   -> Follower     higher
+    (kraft.version 1: Unattached, Follower, Resigned and Candidate -> Prospective same;
+    Prospective -> Prospective same, -> Candidate next, -> Follower same or higher,
+    -> Unattached higher or same to record a vote)
 
-Observers (not in the voter set) are only ever Unattached or Follower.
+Observers (not in the voter set) are only ever Unattached or Follower, except a
+leader that removed itself from the voter set (KIP-853): it leads until that change
+commits, then resigns and becomes an Unattached observer of the same epoch. The voter
+set is the latest one in the log (raft/voters.py), so a node may become a voter or
+stop being one in any state; ``voters_changed`` fixes the Unattached timer then.
 
 Changes within a state (votes received, a candidate's backoff, acknowledged
 Begin/EndQuorumEpoch, a follower's fetch deadline) also go through QuorumState's
@@ -45,14 +57,16 @@ leadership that a crash could forget. Start-up reads the store once.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tierlog.raft.leader import LeaderProgress
 from tierlog.raft.quorum_store import ElectionState, QuorumStateStore
 from tierlog.raft.types import LeaderAndEpoch, RaftConfig
+from tierlog.raft.voters import VoterHistory, VoterSet
 
-__all__ = ["Candidate", "Follower", "Leader", "QuorumState", "Resigned", "Unattached"]
+__all__ = ["Candidate", "Follower", "Leader", "Prospective", "QuorumState", "Resigned", "Unattached"]
 
 
 @dataclass
@@ -77,6 +91,19 @@ class Candidate:
 
 
 @dataclass
+class Prospective:
+    epoch: int
+    voted_id: int | None
+    granted: set[int]
+    rejected: set[int]
+    retries: int
+    election_deadline_ms: int
+    left_leader: int | None = None   # the leader of this epoch it stopped hearing from
+
+    name = "prospective"
+
+
+@dataclass
 class Leader:
     epoch: int
     epoch_start_offset: int
@@ -91,6 +118,10 @@ class Follower:
     epoch: int
     leader_id: int
     fetch_deadline_ms: int
+    leader_resigned: bool = False   # EndQuorumEpoch heard: the leader is going away
+
+    def leader_alive(self, now_ms: int) -> bool:
+        return now_ms < self.fetch_deadline_ms and not self.leader_resigned
 
     name = "follower"
 
@@ -105,8 +136,8 @@ class Resigned:
     name = "resigned"
 
 
-State = Unattached | Candidate | Leader | Follower | Resigned
-S = TypeVar("S", Unattached, Candidate, Leader, Follower, Resigned)
+State = Unattached | Prospective | Candidate | Leader | Follower | Resigned
+S = TypeVar("S", Unattached, Prospective, Candidate, Leader, Follower, Resigned)
 
 _LEGAL = {
     ("unattached", "unattached"): "higher_or_vote",
@@ -123,18 +154,33 @@ _LEGAL = {
     ("follower", "follower"): "higher",
     ("follower", "unattached"): "higher_or_observer_same",
     ("resigned", "candidate"): "next",
-    ("resigned", "unattached"): "higher",
+    ("resigned", "unattached"): "higher_or_observer_same",
     ("resigned", "follower"): "higher",
+    ("unattached", "prospective"): "same",
+    ("follower", "prospective"): "same",
+    ("resigned", "prospective"): "same",
+    ("candidate", "prospective"): "same",
+    ("prospective", "prospective"): "same",
+    ("prospective", "candidate"): "next",
+    ("prospective", "follower"): "same_or_higher",
+    ("prospective", "unattached"): "higher_or_vote_or_observer_same",
 }
 
 
 class QuorumState:
     """Current election state of one node; every change goes through ``_transition``."""
 
-    def __init__(self, node_id: int, voters: frozenset[int], store: QuorumStateStore,
-                 config: RaftConfig, rng: random.Random, now_ms: int):
+    def __init__(self, node_id: int, history: VoterHistory | frozenset[int], store: QuorumStateStore,
+                 config: RaftConfig, rng: random.Random, now_ms: int, *,
+                 directory_id: bytes | None = None, dynamic: bool = False,
+                 high_watermark: Callable[[], int] = lambda: 0):
         self.node_id = node_id
-        self.voters = frozenset(voters)
+        if not isinstance(history, VoterHistory):   # a static voter set (kraft.version 0)
+            history = VoterHistory(VoterSet.of_ids(history))
+        self.history = history          # the voter sets in the log; the latest is in effect
+        self.directory_id = directory_id
+        self.dynamic = dynamic          # kraft.version 1: a leader may be outside our voter set
+        self._high_watermark = high_watermark
         self.store = store
         self.config = config
         self.rng = rng
@@ -144,8 +190,25 @@ class QuorumState:
     # ---- queries
 
     @property
+    def voters(self) -> frozenset[int]:
+        return self.history.latest().ids
+
+    @property
+    def in_voter_set(self) -> bool:
+        """Whether this replica is in the latest voter set (KIP-853: the one in effect)."""
+        return self.history.latest().is_voter(self.node_id, self.directory_id)
+
+    @property
     def is_voter(self) -> bool:
-        return self.node_id in self.voters
+        """Whether this replica acts as a voter: it is in the latest voter set, or its own
+        removal is not committed yet (the committed set still holds it). The second case
+        keeps the quorum live when a leader removed itself and lost leadership before the
+        change reached the remaining voters: only this replica may carry the change on,
+        standing for election with the latest set's votes (Raft dissertation 4.2.2)."""
+        if self.in_voter_set:
+            return True
+        hw = self._high_watermark()
+        return self.dynamic and self.history.at(hw - 1).is_voter(self.node_id, self.directory_id)
 
     @property
     def epoch(self) -> int:
@@ -164,7 +227,11 @@ class QuorumState:
         return LeaderAndEpoch(None, s.epoch)
 
     def majority(self) -> int:
-        return len(self.voters) // 2 + 1
+        return self.history.latest().majority()
+
+    def own_vote(self) -> set[int]:
+        """A candidate's own vote counts only when it is in the latest set."""
+        return {self.node_id} if self.in_voter_set else set()
 
     def election_timeout(self) -> int:
         t = self.config.election_timeout_ms
@@ -179,10 +246,10 @@ class QuorumState:
         if e.leader_id is not None and e.leader_id == self.node_id and self.is_voter:
             # we led this epoch before the restart: resign it, as Kafka does
             return Resigned(e.epoch, now_ms + self.election_timeout(), ())
-        if e.leader_id is not None:
+        if e.leader_id is not None and e.leader_id != self.node_id:
             return Follower(e.epoch, e.leader_id, now_ms + self.config.fetch_timeout_ms)
         if e.voted_id is not None and e.voted_id == self.node_id and self.is_voter:
-            return Candidate(e.epoch, {self.node_id}, set(), 1, now_ms + self.election_timeout())
+            return Candidate(e.epoch, self.own_vote(), set(), 1, now_ms + self.election_timeout())
         return self._unattached(e.epoch, e.voted_id, now_ms)
 
     def _unattached(self, epoch: int, voted_id: int | None, now_ms: int) -> Unattached:
@@ -195,11 +262,13 @@ class QuorumState:
         old = self.state
         rule = _LEGAL.get((old.name, new.name))
         assert rule is not None, f"node {self.node_id}: illegal transition {old} -> {new}"
-        if not self.is_voter:
+        if not self.is_voter and (old.name, new.name) != ("leader", "resigned"):
             assert new.name in ("unattached", "follower"), f"observer {self.node_id} cannot become {new.name}"
         d = new.epoch - old.epoch
         if rule == "higher_or_vote":
             ok = d > 0 or (d == 0 and _voted_id(old) is None and _voted_id(new) is not None)
+        elif rule == "higher_or_vote_or_observer_same":
+            ok = d > 0 or (d == 0 and (not self.is_voter or (_voted_id(old) is None and _voted_id(new) is not None)))
         elif rule == "higher_or_observer_same":
             ok = d > 0 or (d == 0 and not self.is_voter)
         else:
@@ -222,15 +291,31 @@ class QuorumState:
 
     def to_voted(self, candidate_id: int, now_ms: int) -> Unattached:
         s = self.state
-        assert isinstance(s, Unattached) and s.voted_id is None
+        assert isinstance(s, (Unattached, Prospective)) and s.voted_id is None
         new = Unattached(s.epoch, candidate_id, now_ms + self.election_timeout())
         return self._transition(new, ElectionState(s.epoch, voted_id=candidate_id))
 
+    def to_prospective(self, now_ms: int) -> Prospective:
+        """KIP-996: ask for pre-votes in this epoch; what is on disk stays as it was."""
+        s = self.state
+        retries = s.retries if isinstance(s, (Candidate, Prospective)) else 0
+        if isinstance(s, (Unattached, Prospective)):
+            voted, on_disk = s.voted_id, ElectionState(s.epoch, voted_id=s.voted_id)
+        elif isinstance(s, Candidate):
+            voted, on_disk = self.node_id, ElectionState(s.epoch, voted_id=self.node_id)
+        elif isinstance(s, Follower):
+            voted, on_disk = None, ElectionState(s.epoch, leader_id=s.leader_id)
+        else:
+            voted, on_disk = None, ElectionState(s.epoch, leader_id=self.node_id)
+        left = s.left_leader if isinstance(s, Prospective) else self.leader_and_epoch().leader_id
+        new = Prospective(s.epoch, voted, self.own_vote(), set(), retries, now_ms + self.election_timeout(), left)
+        return self._transition(new, on_disk)
+
     def to_candidate(self, now_ms: int) -> Candidate:
         s = self.state
-        retries = s.retries + 1 if isinstance(s, Candidate) else 1
+        retries = s.retries + 1 if isinstance(s, (Candidate, Prospective)) else 1
         epoch = s.epoch + 1
-        new = Candidate(epoch, {self.node_id}, set(), retries, now_ms + self.election_timeout())
+        new = Candidate(epoch, self.own_vote(), set(), retries, now_ms + self.election_timeout())
         return self._transition(new, ElectionState(epoch, voted_id=self.node_id))
 
     def to_leader(self, epoch_start_offset: int, progress: LeaderProgress) -> Leader:
@@ -241,10 +326,17 @@ class QuorumState:
 
     def to_follower(self, epoch: int, leader_id: int, now_ms: int) -> Follower:
         assert leader_id != self.node_id
-        assert leader_id in self.voters, f"leader {leader_id} is not a voter"
+        assert self.dynamic or leader_id in self.voters, f"leader {leader_id} is not a voter"
         new = Follower(epoch, leader_id, now_ms + self.config.fetch_timeout_ms)
         voted = self.state.voted_id if isinstance(self.state, Unattached) and epoch == self.epoch else None
         return self._transition(new, ElectionState(epoch, leader_id=leader_id, voted_id=voted))
+
+    def to_observer_after_removal(self, now_ms: int) -> Unattached:
+        """A resigned leader that is no longer a voter (KIP-853) waits, as an observer,
+        for the next leader."""
+        s = self.state
+        assert isinstance(s, Resigned) and not self.is_voter
+        return self._transition(self._unattached(s.epoch, None, now_ms), ElectionState(s.epoch))
 
     def to_resigned(self, preferred_successors: tuple[int, ...], now_ms: int) -> Resigned:
         s = self.state
@@ -254,10 +346,20 @@ class QuorumState:
 
     # ---- changes within a state (volatile: nothing here is persisted)
 
-    def record_vote(self, voter_id: int, granted: bool) -> None:
-        """A candidate's answer from ``voter_id`` in its own epoch."""
+    def voters_changed(self, now_ms: int) -> None:
+        """The voter set in effect changed: an Unattached node that became a voter starts
+        its election timer, one that stopped being a voter drops it."""
         s = self.state
-        assert isinstance(s, Candidate), f"node {self.node_id}: a vote answer for a {s.name}"
+        if isinstance(s, Unattached):
+            if self.is_voter and s.election_deadline_ms is None:
+                s.election_deadline_ms = now_ms + self.election_timeout()
+            elif not self.is_voter:
+                s.election_deadline_ms = None
+
+    def record_vote(self, voter_id: int, granted: bool) -> None:
+        """A candidate's (or a prospective's pre-vote) answer from ``voter_id``."""
+        s = self.state
+        assert isinstance(s, (Candidate, Prospective)), f"node {self.node_id}: a vote answer for a {s.name}"
         (s.granted if granted else s.rejected).add(voter_id)
 
     def start_backoff(self, until_ms: int) -> None:
@@ -288,8 +390,9 @@ class QuorumState:
         s = self.state
         assert isinstance(s, Follower), f"node {self.node_id}: EndQuorumEpoch as {s.name}"
         s.fetch_deadline_ms = min(s.fetch_deadline_ms, deadline_ms)
+        s.leader_resigned = True
 
 
 def _voted_id(state: State) -> int | None:
     """Whom ``state`` voted for in its epoch: only an Unattached state records a vote."""
-    return state.voted_id if isinstance(state, Unattached) else None
+    return state.voted_id if isinstance(state, (Unattached, Prospective)) else None

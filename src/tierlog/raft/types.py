@@ -39,7 +39,9 @@ class LogBatch:
     """One batch of the replicated log as the core sees it (framing stays in the stores).
 
     ``records`` are record values; a control batch (``control=True``) carries the
-    raw control record values and is never given to the state machine as data.
+    raw control record values and is never given to the state machine as data. Every
+    record of a control batch has the control type ``control_type`` (2 LeaderChange,
+    5 KRaftVersion, 6 Voters; the key is rebuilt from it on encoding).
     """
 
     base_offset: int
@@ -47,6 +49,7 @@ class LogBatch:
     append_timestamp: int
     records: tuple[bytes, ...]
     control: bool = False
+    control_type: int = 2
 
     @property
     def last_offset(self) -> int:  # inclusive
@@ -61,7 +64,7 @@ class LogBatch:
         return HEADER_SIZE + sum(len(r) + 8 for r in self.records)
 
     def rebased(self, base_offset: int) -> LogBatch:
-        return LogBatch(base_offset, self.epoch, self.append_timestamp, self.records, self.control)
+        return LogBatch(base_offset, self.epoch, self.append_timestamp, self.records, self.control, self.control_type)
 
 
 #: Kafka's error codes as the quorum code names them (the enum itself, no second table)

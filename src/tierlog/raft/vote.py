@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from tierlog.raft.state import State, Unattached
+from tierlog.raft.state import Prospective, State, Unattached
 from tierlog.raft.types import OffsetAndEpoch
 
 __all__ = ["EMPTY_LOG", "candidate_log_ok", "may_grant"]
@@ -24,7 +24,7 @@ def candidate_log_ok(candidate_last: OffsetAndEpoch, own_last: OffsetAndEpoch) -
 
 def may_grant(state: State, candidate_id: int, candidate_last: OffsetAndEpoch, own_last: OffsetAndEpoch) -> bool:
     """Decide a vote in the state's own epoch (epoch changes are the caller's job)."""
-    if not isinstance(state, Unattached):
+    if not isinstance(state, (Unattached, Prospective)):
         return False  # candidates voted for themselves; followers and leaders know a leader
     if state.voted_id is not None:
         return state.voted_id == candidate_id

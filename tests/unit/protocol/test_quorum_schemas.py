@@ -741,9 +741,24 @@ def test_control_values_reject_trailing_or_truncated_bytes_and_unknown_types():
     with pytest.raises(ProtocolError):
         cr.decode_snapshot_header(cr.encode_snapshot_header(5)[:-2])
     with pytest.raises(ValueError):
-        cr.encode_control_value(6, {})
+        cr.encode_control_value(7, {})
     with pytest.raises(ValueError):
         cr.encode_control_value(cr.SNAPSHOT_FOOTER, {"Version": 1})
+
+
+def test_kraft_version_and_voters_golden():
+    """KIP-853's control records 5 and 6, byte for byte as Kafka's schemas lay them out."""
+    kv = cr.encode_control_value(cr.KRAFT_VERSION, {"Version": 0, "KRaftVersion": 1})
+    assert kv == i16(0) + i16(1) + NO_TAGS
+    voter = {"VoterId": 3, "VoterUuid": bytes(range(16)),
+             "Endpoints": [{"Name": "CONTROLLER", "Host": "h", "Port": 9093}],
+             "KRaftVersionFeature": {"MinSupportedVersion": 0, "MaxSupportedVersion": 1}}
+    data = cr.encode_control_value(cr.KRAFT_VOTERS, {"Version": 0, "Voters": [voter]})
+    endpoint = b"\x0bCONTROLLER" + b"\x02h" + (9093).to_bytes(2, "big") + NO_TAGS
+    expected = (i16(0) + b"\x02" + i32(3) + bytes(range(16)) + b"\x02" + endpoint
+                + i16(0) + i16(1) + NO_TAGS + NO_TAGS + NO_TAGS)
+    assert data == expected
+    assert cr.decode_control_value(cr.KRAFT_VOTERS, data)["Voters"] == [voter]
 
 
 def test_control_value_with_unknown_tags_is_read():

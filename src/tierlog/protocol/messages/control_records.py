@@ -11,8 +11,11 @@ written at; Kafka writes version 0 of all three.
 - type 3, SnapshotHeaderRecord (version 0): first record of a snapshot.
 - type 4, SnapshotFooterRecord (version 0): last record of a snapshot.
 
-Left out: types 0/1 (transaction markers, which have no such payload), 5
-(KRaftVersionRecord) and 6 (VotersRecord) of KIP-853 dynamic quorums.
+- type 5, KRaftVersionRecord (version 0): the finalized kraft.version (KIP-853).
+- type 6, VotersRecord (version 0): the whole voter set, each voter with its
+  directory id, endpoints and supported kraft.version range (KIP-853).
+
+Left out: types 0/1 (transaction markers, which have no such payload).
 These are not APIs and are not in ``APIS``.
 """
 
@@ -28,12 +31,16 @@ from tierlog.protocol.schema import Field, Struct
 
 __all__ = [
     "CONTROL_RECORDS",
+    "KRAFT_VERSION",
+    "KRAFT_VERSION_RECORD",
+    "KRAFT_VOTERS",
     "LEADER_CHANGE",
     "LEADER_CHANGE_MESSAGE",
     "SNAPSHOT_FOOTER",
     "SNAPSHOT_FOOTER_RECORD",
     "SNAPSHOT_HEADER",
     "SNAPSHOT_HEADER_RECORD",
+    "VOTERS_RECORD",
     "ControlRecordSchema",
     "decode_control_key",
     "decode_control_value",
@@ -51,6 +58,8 @@ __all__ = [
 LEADER_CHANGE = 2
 SNAPSHOT_HEADER = 3
 SNAPSHOT_FOOTER = 4
+KRAFT_VERSION = 5
+KRAFT_VOTERS = 6
 
 _KEY = _struct.Struct(">hh")
 _CONTROL_KEY_VERSION = 0
@@ -77,6 +86,33 @@ SNAPSHOT_FOOTER_RECORD = Struct([
 ], name="SnapshotFooterRecord")
 
 
+KRAFT_VERSION_RECORD = Struct([
+    Field("Version", "int16"),
+    Field("KRaftVersion", "int16"),
+], name="KRaftVersionRecord")
+
+_ENDPOINT = Struct([
+    Field("Name", "string"),
+    Field("Host", "string"),
+    Field("Port", "uint16"),
+], name="Endpoint")
+
+_KRAFT_VERSION_FEATURE = Struct([
+    Field("MinSupportedVersion", "int16"),
+    Field("MaxSupportedVersion", "int16"),
+], name="KRaftVersionFeature")
+
+VOTERS_RECORD = Struct([
+    Field("Version", "int16"),
+    Field("Voters", [Struct([
+        Field("VoterId", "int32"),
+        Field("VoterUuid", "uuid"),
+        Field("Endpoints", [_ENDPOINT]),
+        Field("KRaftVersionFeature", _KRAFT_VERSION_FEATURE),
+    ], name="Voter")]),
+], name="VotersRecord")
+
+
 class ControlRecordSchema(NamedTuple):
     """One control record type: its payload schema and its data versions."""
 
@@ -91,6 +127,8 @@ CONTROL_RECORDS: dict[int, ControlRecordSchema] = {
     LEADER_CHANGE: ControlRecordSchema(LEADER_CHANGE, "LeaderChange", LEADER_CHANGE_MESSAGE, 1),
     SNAPSHOT_HEADER: ControlRecordSchema(SNAPSHOT_HEADER, "SnapshotHeader", SNAPSHOT_HEADER_RECORD, 0),
     SNAPSHOT_FOOTER: ControlRecordSchema(SNAPSHOT_FOOTER, "SnapshotFooter", SNAPSHOT_FOOTER_RECORD, 0),
+    KRAFT_VERSION: ControlRecordSchema(KRAFT_VERSION, "KRaftVersion", KRAFT_VERSION_RECORD, 0),
+    KRAFT_VOTERS: ControlRecordSchema(KRAFT_VOTERS, "Voters", VOTERS_RECORD, 0),
 }
 
 
