@@ -370,3 +370,20 @@ def test_last_leave_inside_the_initial_delay_empties_the_group_at_once():
     got = answers(s2.leave("g", [(a, None)], "la", 20))
     assert got["a"]["ErrorCode"] == E.UNKNOWN_MEMBER_ID and s2.groups["g"].state is GroupState.EMPTY
     assert answers(s2.delete_groups(["g"], "d", 21))["d"]["Results"][0]["ErrorCode"] == E.NONE
+
+
+def test_the_next_deadline_is_the_earliest_timeout_and_firing_it_expires_the_member():
+    """What the coordinator's per-group timer is armed for (``GroupShard.next_deadline_ms``)."""
+    s = shard()
+    assert s.next_deadline_ms("g") is None                          # no such group
+    a, b = stable_pair(s)
+    assert s.next_deadline_ms("g") == 1 + 1000                      # the sessions restarted when the join ended
+    s.sync(sync_req(b, 2), "sb", 2)
+    s.sync(sync_req(a, 2, [(a, b"A"), (b, b"B")]), "sa", 2)
+    s.heartbeat({"GroupId": "g", "GenerationId": 2, "MemberId": a}, "h", 900)
+    assert s.next_deadline_ms("g") == 2 + 1000                      # b's session; Stable has no phase deadline
+    assert not s.tick_group("g", 1001) and b in s.groups["g"].members
+    s.tick_group("g", 1002)                                         # due at its deadline exactly
+    assert b not in s.groups["g"].members and s.next_deadline_ms("g") == 900 + 1000     # a's session
+    s.leave("g", [(a, None)], "l", 1003)
+    assert s.groups["g"].state is GroupState.EMPTY and s.next_deadline_ms("g") is None

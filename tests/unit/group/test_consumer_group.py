@@ -299,3 +299,16 @@ def test_a_group_config_sets_the_members_session_timeout_and_heartbeat_interval(
     s.tick(2001)
     assert not s.groups["fast"].members and "s" in s.groups["slow"].members
     assert s.group_config("clamped").consumer_session_timeout_ms == 1000
+
+
+def test_the_next_deadline_is_the_earliest_session_or_revocation_and_firing_it_fences():
+    """What the coordinator's per-group timer is armed for (``GroupShard.next_deadline_ms``)."""
+    s = shard()
+    join(s, "a", rebalance=300)
+    assert s.next_deadline_ms("g") == 0 + 1000                      # a's session
+    join(s, "b")
+    hb(s, "a", 1, owned=range(6), now=100)                          # told to revoke: due by 100 + 300
+    assert s.next_deadline_ms("g") == 400
+    assert not s.tick_group("g", 399) and "a" in s.groups["g"].members
+    assert s.tick_group("g", 400).records and "a" not in s.groups["g"].members
+    assert s.next_deadline_ms("g") == 1000                          # b's session (joined at 0)
