@@ -83,6 +83,7 @@ def check_output(bootstrap: str, out: Path, output: str) -> None:
     """The closed windows in Parquet and the last running count of each (window, action) in the
     results topic are the events' aggregates (the late event's window still open)."""
     assert "done after" in output, output[-4000:]
+    assert "Traceback" not in output, output[-4000:]       # a normal stop (spark/runner_exit.py)
     files = pipeline._committed_files(out / "parquet")
     rows = [r for f in files for r in pq.read_table(f).to_pylist()]
     assert sorted((r["action"], r["events"], r["amount"]) for r in rows) == expected()

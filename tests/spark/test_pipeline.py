@@ -5,8 +5,10 @@ plus topic creation, query start and a clean stop), one of the longest Spark tes
 """
 import io
 import json
+import sys
 import threading
 import time
+import types
 
 from clients import consume_all
 from confluent_kafka import Consumer, TopicPartition
@@ -64,3 +66,17 @@ def test_pipeline_writes_windows_to_the_topic_and_parquet(spark, spark_node, tmp
     closed = spark.read.parquet(str(summary.parquet_path)).collect()
     assert len(closed) == summary.parquet_rows
     assert sum(r.events for r in closed) <= summary.events_produced
+
+
+def test_the_accumulator_servers_eof_at_spark_stop_prints_nothing():
+    """The JVM closing its connection at spark.stop() is the normal end (pipeline._quiet_accumulator_server)."""
+    reported = []
+    server = types.SimpleNamespace(handle_error=lambda request, address: reported.append(sys.exc_info()[0]))
+    pipeline._quiet_accumulator_server(types.SimpleNamespace(sparkContext=types.SimpleNamespace(
+        _accumulatorServer=server)))
+    for error in (EOFError(), ValueError("token")):
+        try:
+            raise error
+        except (EOFError, ValueError):
+            server.handle_error(None, ("127.0.0.1", 1))
+    assert reported == [ValueError]

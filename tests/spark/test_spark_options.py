@@ -1,11 +1,14 @@
 """Option parsing and range planning (pure; no Spark, no node)."""
 import os
+import sys
+import types
 
 import pytest
 
 from tierlog.spark.option_errors import HIDE_TRACEBACK_ENV, option_errors_in_one_line
 from tierlog.spark.options import OptionError, parse_sink_options, parse_source_options
 from tierlog.spark.planning import OffsetRange, rate_limit, split_ranges
+from tierlog.spark.runner_exit import STREAMING_SOURCE_RUNNER, quiet_runner_exit
 
 
 def test_defaults_follow_the_kafka_source():
@@ -249,3 +252,21 @@ def test_an_option_error_leaving_the_source_hides_the_worker_traceback(monkeypat
     with pytest.raises(OptionError):
         list(Source().bad_later())
     assert os.environ[HIDE_TRACEBACK_ENV] == "1"
+
+
+def test_the_streaming_source_runner_ends_without_a_broken_pipe_traceback(monkeypatch):
+    """spark/runner_exit.py: in Spark's runner process only, the reader's stop() drops the BrokenPipeError
+    of the runner's last report to a JVM that has gone; other errors still print."""
+    shown = []
+    monkeypatch.setattr(sys, "excepthook", lambda kind, value, tb: shown.append(kind))
+    quiet_runner_exit()                                 # not the runner (pytest's __main__): nothing changes
+    sys.excepthook(BrokenPipeError, BrokenPipeError(32, "Broken pipe"), None)
+    assert shown == [BrokenPipeError]
+    runner = types.ModuleType("__main__")
+    runner.__spec__ = types.SimpleNamespace(name=STREAMING_SOURCE_RUNNER)
+    monkeypatch.setitem(sys.modules, "__main__", runner)
+    quiet_runner_exit()
+    quiet_runner_exit()                                 # once is enough
+    sys.excepthook(BrokenPipeError, BrokenPipeError(32, "Broken pipe"), None)
+    sys.excepthook(KeyError, KeyError("k"), None)
+    assert shown == [BrokenPipeError, KeyError]

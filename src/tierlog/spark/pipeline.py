@@ -243,10 +243,26 @@ def _spark(master: str = LOCAL_MASTER, out: Path | None = None, remote: str | No
         # driver is; the pipeline's (main) stops its queries between micro-batches instead
         signal.signal(signal.SIGINT, on_interrupt)
     _log_level(spark, "ERROR")
+    _quiet_accumulator_server(spark)
     if not master.startswith("local"):       # executors elsewhere: send them tierlog's code
         ship(spark, out or Path(tempfile.mkdtemp(prefix="tierlog-ship-")))
     tierlog.spark.register(spark)
     return spark
+
+
+def _quiet_accumulator_server(spark) -> None:
+    """pyspark's accumulator server (a socketserver in this process) reads the JVM's connection closing
+    at spark.stop() as an EOFError, and socketserver prints its traceback after "stopping"; that close
+    is the normal end here, any other error is still printed."""
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is None:
+        return
+    report = server.handle_error
+
+    def handle_error(request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], EOFError):
+            report(request, client_address)
+    server.handle_error = handle_error
 
 
 def _connect(url: str, out: Path | None):

@@ -64,6 +64,7 @@ from tierlog.spark.planning import (
 from tierlog.spark.read_ahead import in_background
 from tierlog.spark.remote_read import read_segment_range
 from tierlog.spark.remote_store import shared_store
+from tierlog.spark.runner_exit import quiet_runner_exit
 from tierlog.spark.sink import TierlogBatchWriter, TierlogStreamWriter
 from tierlog.spark.worker_gc import before_task
 
@@ -296,3 +297,4 @@ class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTrig
 
     def stop(self) -> None:
         self._close()
+        quiet_runner_exit()         # the runner's own report to a JVM that has gone: no traceback
