@@ -98,6 +98,8 @@ from tierlog.net.tasks import TaskSet
 from tierlog.raft import Committed, FileQuorumStateStore, RaftConfig, RaftNode
 from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
 from tierlog.raft.file_snapshots import FileSnapshotStore
+from tierlog.raft.voters import Endpoint as VoterEndpoint
+from tierlog.raft.voters import Voter, VoterSet
 from tierlog.server.applied_offset import AppliedOffset
 from tierlog.server.commit_applier import CommitApplier
 from tierlog.server.controller_metrics import ControllerMetricsCollector
@@ -183,7 +185,7 @@ class Node:
                            {n: a for n, a in voters.items() if a is not None and n != cfg.node_id},
                            self.security.controller)
         loader = self._loader = MetadataLoader(cluster_id=cluster_id)
-        raft = self._open_raft(cluster_id, frozenset(voters))
+        raft = self._open_raft(cluster_id, voters)
         committed: asyncio.Queue[Committed] = asyncio.Queue()      # RaftDriver -> CommitApplier, in log order
         applied = AppliedOffset()
         self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000, raft, committed)
@@ -212,8 +214,24 @@ class Node:
         log.info("node %d (%s) serving %s (cluster %s)", cfg.node_id, ",".join(sorted(cfg.roles)),
                  ", ".join(f"{h}:{p}" for h, p in self.bound), cluster_id)
 
-    def _open_raft(self, cluster_id: str, voters: frozenset[int]) -> RaftNode:
+    def _static_voters(self, voters: dict[int, tuple[str, int] | None]) -> VoterSet:
+        """controller.quorum.voters as a static (kraft.version 0) voter set with each voter's
+        controller endpoint, for DescribeQuorum's Nodes; a quorum of one names its own."""
         cfg = self.config
+        own = cfg.controller_listeners[0] if "controller" in cfg.roles and cfg.controller_listeners else None
+        name = cfg.controller_listener_names[0] if cfg.controller_listener_names else "CONTROLLER"
+
+        def endpoints(node_id: int, addr: tuple[str, int] | None) -> tuple[VoterEndpoint, ...]:
+            if addr is not None:
+                return (VoterEndpoint(name, addr[0], addr[1]),)
+            if node_id == cfg.node_id and own is not None:
+                return (VoterEndpoint(own.name, own.host or "localhost", own.port),)
+            return ()
+        return VoterSet(Voter(n, endpoints=endpoints(n, a)) for n, a in voters.items())
+
+    def _open_raft(self, cluster_id: str, voter_addresses: dict[int, tuple[str, int] | None]) -> RaftNode:
+        cfg = self.config
+        voters = frozenset(voter_addresses)
         meta_dir = self._metadata_dir()
         log_ = FileLog.open(meta_dir, segment_bytes=cfg["metadata.log.segment.bytes"])
         raft_config = RaftConfig(
@@ -224,8 +242,9 @@ class Node:
             request_timeout_ms=cfg["controller.quorum.request.timeout.ms"],
             append_linger_ms=0,     # the controller's records land at once, at the offsets it expects
             max_replication_lag_ms=cfg["max.replication.lag.ms"])
-        return RaftNode(cfg.node_id, voters, log_, FileSnapshotStore(meta_dir), FileQuorumStateStore(meta_dir, voters),
-                        raft_config, random.Random(), wall_clock_ms())
+        return RaftNode(cfg.node_id, self._static_voters(voter_addresses), log_, FileSnapshotStore(meta_dir),
+                        FileQuorumStateStore(meta_dir, voters), raft_config, random.Random(), wall_clock_ms(),
+                        kraft_version=0)
 
     def _metadata_dir(self) -> Path:
         """The Raft replica's log directory, which no partition log may take (LogManager's reserved_dirs)."""

@@ -59,6 +59,11 @@ def test_quorum_json_through_the_broker(cluster):
     assert all(r["lag"] >= 0 for r in q["voters"] + q["observers"])
     assert [v["status"] for v in q["voters"] if v["node_id"] == q["leader_id"]] == ["Leader"]
     assert {o["status"] for o in q["observers"]} == {"Observer"}
+    # DescribeQuorum v2 (KIP-853): each voter's controller endpoint; a static quorum's directory ids are zero
+    ports = {c.node_id: c.port for c in cluster.controllers}
+    assert {v["node_id"]: v["endpoints"] for v in q["voters"]} == {
+        n: [f"CONTROLLER://127.0.0.1:{port}"] for n, port in ports.items()}
+    assert {r["directory_id"] for r in q["voters"] + q["observers"]} == {"AAAAAAAAAAAAAAAAAAAAAA"}
 
 
 def test_quorum_text_from_the_leader_controller(cluster):

@@ -10,8 +10,13 @@ speaks the protocol itself with tierlog's codec, one request per connection.
     {"cluster_id": "..." | null, "leader_id": 1, "leader_epoch": 3, "high_watermark": 42,
      "max_follower_lag": 0, "max_follower_lag_time_ms": 0,
      "voters": [{"node_id": 1, "log_end_offset": 42, "lag": 0, "last_fetch_timestamp": ...,
-                 "last_caught_up_timestamp": ..., "status": "Leader"}, ...],
+                 "last_caught_up_timestamp": ..., "status": "Leader",
+                 "directory_id": "AAAAAAAAAAAAAAAAAAAAAA", "endpoints": ["CONTROLLER://host:9093"]}, ...],
      "observers": [...]}
+
+``directory_id`` (Kafka's base64 form of the replica's metadata directory id; all
+zeros while the quorum is static) and a voter's ``endpoints`` come from
+DescribeQuorum v2 (KIP-853); against an older server they are left out.
 
 ``snapshots`` reads a node's metadata directory offline (it never writes
 there): the ``<end offset>-<epoch>.checkpoint`` files, and with ``--print`` the
@@ -75,14 +80,14 @@ def _cluster_id(wire: BrokerWire) -> str | None:
         return None
 
 
-def _describe_quorum(wire: BrokerWire) -> tuple[dict, str | None]:
+def _describe_quorum(wire: BrokerWire) -> tuple[dict, str | None, list[dict]]:
     version = wire.version(ApiKey.DESCRIBE_QUORUM)
     if version is None:
         raise CliError(f"{wire.address} does not support DescribeQuorum (API 55)")
     body = {"Topics": [{"TopicName": METADATA_TOPIC, "Partitions": [{"PartitionIndex": 0}]}]}
     response = wire.call(ApiKey.DESCRIBE_QUORUM, body, version, "DescribeQuorum")
     _check_errors(wire.address, response)
-    return response["Topics"][0]["Partitions"][0], _cluster_id(wire)
+    return response["Topics"][0]["Partitions"][0], _cluster_id(wire), response.get("Nodes") or []
 
 
 def _error_name(code: int) -> str:
@@ -107,7 +112,7 @@ def _check_errors(address: str, response: dict) -> None:
         raise CliError(f"DescribeQuorum failed at {address}: {_error_name(part['ErrorCode'])}")
 
 
-def _query(args: argparse.Namespace) -> tuple[dict, str | None]:
+def _query(args: argparse.Namespace) -> tuple[dict, str | None, list[dict]]:
     with BrokerWire.from_args(args) as wire:
         return _describe_quorum(wire)
 
@@ -118,8 +123,11 @@ def _ago(now_ms: int, timestamp: int) -> int | None:
     return max(0, now_ms - timestamp) if timestamp is not None and timestamp >= 0 else None
 
 
-def describe(part: dict, cluster_id: str | None, now_ms: int) -> dict:
-    """The quorum as ``--json`` prints it (see the module docstring)."""
+def describe(part: dict, cluster_id: str | None, now_ms: int, nodes: list[dict] | None = None) -> dict:
+    """The quorum as ``--json`` prints it (see the module docstring); ``nodes`` is
+    DescribeQuorum v2's Nodes (each voter's listeners)."""
+    endpoints = {n["NodeId"]: [f'{x["Name"]}://{x["Host"]}:{x["Port"]}' for x in n["Listeners"]]
+                 for n in nodes or []}
     leader_id = part["LeaderId"]
     voters, observers = part["CurrentVoters"], part["Observers"]
     leader = next((r for r in voters if r["ReplicaId"] == leader_id), None)
@@ -128,13 +136,18 @@ def describe(part: dict, cluster_id: str | None, now_ms: int) -> dict:
 
     def replica(r: dict, observer: bool) -> dict:
         status = "Observer" if observer else ("Leader" if r["ReplicaId"] == leader_id else "Follower")
-        return {"node_id": r["ReplicaId"], "log_end_offset": r["LogEndOffset"],
+        out = {"node_id": r["ReplicaId"], "log_end_offset": r["LogEndOffset"],
                 "lag": max(0, leader_leo - r["LogEndOffset"]),
                 "last_fetch_timestamp": r.get("LastFetchTimestamp", -1),
                 "last_caught_up_timestamp": r.get("LastCaughtUpTimestamp", -1),
                 "last_fetch_ms_ago": _ago(now_ms, r.get("LastFetchTimestamp", -1)),
                 "last_caught_up_ms_ago": _ago(now_ms, r.get("LastCaughtUpTimestamp", -1)),
                 "status": status}
+        if "ReplicaDirectoryId" in r:
+            out["directory_id"] = base64.urlsafe_b64encode(bytes(r["ReplicaDirectoryId"])).decode().rstrip("=")
+        if not observer and r["ReplicaId"] in endpoints:
+            out["endpoints"] = endpoints[r["ReplicaId"]]
+        return out
 
     described_voters = [replica(r, False) for r in voters]
     followers = [r for r in voters if r["ReplicaId"] != leader_id]
@@ -179,8 +192,8 @@ def _show_replication(q: dict) -> None:
 
 
 def run_quorum(args: argparse.Namespace) -> int:
-    part, cluster_id = _query(args)
-    quorum = describe(part, cluster_id, wall_clock_ms())
+    part, cluster_id, nodes = _query(args)
+    quorum = describe(part, cluster_id, wall_clock_ms(), nodes)
     if args.json:
         print_json(quorum)
         return 0

@@ -86,7 +86,16 @@ from tierlog.raft.types import (
     ReplicaInfo,
 )
 from tierlog.raft.voter_log import VoterLog
-from tierlog.raft.voters import KRAFT_VERSION, KRAFT_VOTERS, Endpoint, Voter, VoterSet, encode_kraft_version, encode_voters
+from tierlog.raft.voters import (
+    KRAFT_VERSION,
+    KRAFT_VOTERS,
+    NO_DIRECTORY,
+    Endpoint,
+    Voter,
+    VoterSet,
+    encode_kraft_version,
+    encode_voters,
+)
 
 __all__ = ["Output", "RaftNode", "RequestOutcome"]
 
@@ -138,15 +147,18 @@ class RaftNode:
     def __init__(self, node_id: int, voters: frozenset[int] | VoterSet, log: ReplicatedLog,
                  snapshots: SnapshotStore, quorum_store: QuorumStateStore, config: RaftConfig, rng: random.Random,
                  now_ms: int, *, clock: Callable[[], float] | None = None, directory_id: bytes | None = None,
-                 bootstrap_ids: Sequence[int] = ()):
+                 bootstrap_ids: Sequence[int] = (), kraft_version: int | None = None):
         """``voters``: a frozenset of ids is kraft.version 0, the static
         controller.quorum.voters; a VoterSet is kraft.version 1 (KIP-853), the bootstrap
         set (empty for a controller that joins a running quorum), overridden by the
         VotersRecords in the log. ``directory_id`` is this replica's metadata directory
         id; ``bootstrap_ids`` are asked for the leader while no voter is known
-        (controller.quorum.bootstrap.servers)."""
+        (controller.quorum.bootstrap.servers). ``kraft_version`` 0 with a VoterSet: the
+        static voters with their endpoints (for DescribeQuorum)."""
         self.node_id = node_id
-        self.kraft_version = 1 if isinstance(voters, VoterSet) else 0
+        if kraft_version is None:
+            kraft_version = 1 if isinstance(voters, VoterSet) else 0
+        self.kraft_version = kraft_version
         bootstrap = voters if isinstance(voters, VoterSet) else VoterSet.of_ids(voters)
         self.directory_id = directory_id
         self.bootstrap_ids = tuple(bootstrap_ids)
@@ -245,12 +257,17 @@ class RaftNode:
                               self.high_watermark, [], [])
         prog: LeaderProgress = s.progress
 
-        def info(p: ReplicaProgress) -> ReplicaInfo:
-            return ReplicaInfo(p.replica_id, p.end_offset, p.last_fetch_ms, p.last_caught_up_ms)
+        voters = self.voter_set
 
+        def info(p: ReplicaProgress) -> ReplicaInfo:
+            v = voters.get(p.replica_id)
+            return ReplicaInfo(p.replica_id, p.end_offset, p.last_fetch_ms, p.last_caught_up_ms,
+                               v.directory_id if v is not None else NO_DIRECTORY)
+
+        nodes = {v.voter_id: tuple((e.name, e.host, e.port) for e in v.endpoints) for v in voters if v.endpoints}
         return QuorumInfo(Err.NONE, self.node_id, s.epoch, self.high_watermark,
                           [info(p) for _, p in sorted(prog.voters.items())],
-                          [info(p) for _, p in sorted(prog.observers.items())])
+                          [info(p) for _, p in sorted(prog.observers.items())], nodes)
 
     # ------------------------------------------------------------------ public calls
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from tierlog.protocol.errors import ErrorCode
@@ -118,6 +118,7 @@ class ReplicaInfo:
     log_end_offset: int
     last_fetch_timestamp: int
     last_caught_up_timestamp: int
+    directory_id: bytes = bytes(16)   # a voter's directory id (KIP-853); zero when unknown
 
 
 @dataclass(frozen=True)
@@ -131,3 +132,5 @@ class QuorumInfo:
     high_watermark: int
     voters: list[ReplicaInfo]
     observers: list[ReplicaInfo]
+    #: DescribeQuorum v2 Nodes: each voter's (listener name, host, port) endpoints
+    nodes: dict[int, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)

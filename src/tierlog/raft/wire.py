@@ -48,6 +48,9 @@ if TYPE_CHECKING:
         DescribeQuorumResponse,
         DescribeQuorumResponsePartitionData,
     )
+    from tierlog.protocol.typed.describe_quorum import (
+        Node as DescribeQuorumNode,
+    )
 
 __all__ = [
     "API_KEYS",
@@ -264,14 +267,19 @@ def response_from_dict(api_key: int, body: dict[str, Any]) -> QuorumResponse:
 
 
 def describe_quorum_to_dict(info: QuorumInfo) -> DescribeQuorumResponse:
-    """DescribeQuorum v1 response body from ``RaftNode.describe(now_ms)``."""
+    """DescribeQuorum response body (every version's fields; v2's ReplicaDirectoryId and
+    Nodes, KIP-853) from ``RaftNode.describe(now_ms)``."""
 
     def replica(r: ReplicaInfo) -> DescribeQuorumReplicaState:
-        return {"ReplicaId": r.replica_id, "LogEndOffset": r.log_end_offset,
+        return {"ReplicaId": r.replica_id, "ReplicaDirectoryId": r.directory_id, "LogEndOffset": r.log_end_offset,
                 "LastFetchTimestamp": r.last_fetch_timestamp, "LastCaughtUpTimestamp": r.last_caught_up_timestamp}
 
     partition: DescribeQuorumResponsePartitionData = {
         "PartitionIndex": 0, "ErrorCode": info.error, "LeaderId": info.leader_id, "LeaderEpoch": info.leader_epoch,
         "HighWatermark": info.high_watermark, "CurrentVoters": [replica(r) for r in info.voters],
         "Observers": [replica(r) for r in info.observers]}
-    return {"ErrorCode": ErrorCode.NONE, "Topics": [{"TopicName": METADATA_TOPIC, "Partitions": [partition]}]}
+    nodes: list[DescribeQuorumNode] = [
+        {"NodeId": node_id, "Listeners": [{"Name": n, "Host": h, "Port": p} for n, h, p in endpoints]}
+        for node_id, endpoints in sorted(info.nodes.items())]
+    return {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None,
+            "Topics": [{"TopicName": METADATA_TOPIC, "Partitions": [partition]}], "Nodes": nodes}

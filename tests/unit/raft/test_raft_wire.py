@@ -101,3 +101,18 @@ def test_describe_quorum_encodes():
     part = decoded["Topics"][0]["Partitions"][0]
     assert part["HighWatermark"] == 50 and [v["ReplicaId"] for v in part["CurrentVoters"]] == [1, 2]
     assert part["Observers"][0]["LastCaughtUpTimestamp"] == -1
+
+
+def test_describe_quorum_v2_carries_directory_ids_and_endpoints_and_v0_still_encodes():
+    """KIP-853's DescribeQuorum v2: each voter's directory id, and Nodes with its listeners."""
+    d1 = bytes([1]) * 16
+    info = QuorumInfo(0, 1, 3, 50, [ReplicaInfo(1, 50, 10, 10, d1)], [ReplicaInfo(7, 30, 8, -1)],
+                      {1: (("CONTROLLER", "h1", 9093),)})
+    body = wire.describe_quorum_to_dict(info)
+    for version in (0, 1, 2):
+        parts = encode_response(55, version, 1, body)
+        _, decoded = decode_response(55, version, b"".join(bytes(p) for p in parts))
+        part = decoded["Topics"][0]["Partitions"][0]
+        assert part["CurrentVoters"][0]["ReplicaId"] == 1
+    assert part["CurrentVoters"][0]["ReplicaDirectoryId"] == d1
+    assert decoded["Nodes"] == [{"NodeId": 1, "Listeners": [{"Name": "CONTROLLER", "Host": "h1", "Port": 9093}]}]
