@@ -15,7 +15,8 @@ Rules (KIP-595):
 - EndQuorumEpoch from the resigning leader: a voter following it stands for
   election after a delay set by its place among the preferred successors; the
   answers tell the resigned leader who has heard.
-- A replica downloading a snapshot compares and advertises its log as empty.
+- A replica downloading a snapshot advertises its log as empty when it stands, but
+  compares a candidate's log with its own log or that snapshot, whichever is further.
 """
 
 from __future__ import annotations
@@ -79,9 +80,20 @@ class Election:
         self._become_candidate = become_candidate      # (now_ms)
 
     def own_last(self) -> OffsetAndEpoch:
+        """What this replica advertises as a candidate."""
         if self._snapshot_fetcher.active:
-            return EMPTY_LOG  # KIP-630: an incomplete snapshot votes as an empty log
+            return EMPTY_LOG  # KIP-630: an incomplete snapshot stands as an empty log
         return OffsetAndEpoch(self._log.end_offset, self._log.last_fetched_epoch())
+
+    def granting_last(self) -> OffsetAndEpoch:
+        """What a candidate's log is compared with before this replica grants a vote: its
+        log, or the snapshot it is downloading when that is further. A replica in the middle
+        of a download still holds what it held (and may have been part of a majority that
+        committed it): comparing as an empty log would let a candidate without committed
+        entries win (found by the simulator through membership changes)."""
+        log_last = OffsetAndEpoch(self._log.end_offset, self._log.last_fetched_epoch())
+        sid = self._snapshot_fetcher.snapshot_id
+        return max(log_last, sid, key=OffsetAndEpoch.key) if sid is not None else log_last
 
     def _refusal(self, cluster_id: str, voter_ok: bool, epoch: int) -> int:
         if cluster_id != self._config.cluster_id:
@@ -115,7 +127,7 @@ class Election:
             return self._answer(VoteResponse, error, False)
         if req.pre_vote:   # KIP-996: would we vote? Nothing changes here
             ok = not self._leader_alive(now_ms) and candidate_log_ok(
-                OffsetAndEpoch(req.last_offset, req.last_offset_epoch), self.own_last())
+                OffsetAndEpoch(req.last_offset, req.last_offset_epoch), self.granting_last())
             return self._answer(VoteResponse, Err.NONE, ok)
         if req.candidate_epoch > q.epoch and q.dynamic and self._leader_alive(now_ms):
             # Raft dissertation 4.2.3: while we hear from a leader, a candidate (e.g. a removed
@@ -125,7 +137,7 @@ class Election:
             self._become_unattached(req.candidate_epoch, now_ms)
         cand = OffsetAndEpoch(req.last_offset, req.last_offset_epoch)
         s = q.state
-        grant = may_grant(s, req.candidate_id, cand, self.own_last())
+        grant = may_grant(s, req.candidate_id, cand, self.granting_last())
         if grant and isinstance(s, (Unattached, Prospective)) and s.voted_id is None:
             q.to_voted(req.candidate_id, now_ms)
         return self._answer(VoteResponse, Err.NONE, grant)

@@ -3,7 +3,8 @@
 A voter grants its vote in epoch E to candidate C when it has not voted in E for
 anyone else, knows no leader of E, and C's log is at least as up to date as its own:
 (last epoch, end offset) compared lexicographically. A replica whose snapshot is
-incomplete (downloading one) compares and advertises its log as empty: (-1, -1).
+incomplete (downloading one) advertises its log as empty, (-1, -1), when it stands; as a
+voter it compares with its log or the snapshot it downloads, whichever is further.
 """
 
 from __future__ import annotations

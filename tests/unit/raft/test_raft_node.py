@@ -97,15 +97,19 @@ def test_vote_errors():
     assert r.error == Err.FENCED_LEADER_EPOCH and r.leader_epoch == 4 and not r.vote_granted
 
 
-def test_incomplete_snapshot_votes_as_if_the_log_were_empty():
+def test_incomplete_snapshot_stands_as_an_empty_log_but_votes_with_what_it_holds():
     log = MemoryLog()
     for _ in range(5):
         log.append_as_leader([b"a"], 3, 0)
     node, _ = _single(log=log)
     # without a snapshot download, a shorter log loses
     assert not node.handle_request(2, VoteRequest("t", 5, 2, 1, 1), 0).response.vote_granted
+    # while downloading, it still holds its log (it may have helped commit it): a candidate
+    # behind the log or the snapshot loses, one at the snapshot wins
     assert node.snapshot_fetcher.start(OffsetAndEpoch(100, 4))
-    assert node.handle_request(3, VoteRequest("t", 6, 3, 1, 1), 0).response.vote_granted
+    assert not node.handle_request(3, VoteRequest("t", 6, 3, 1, 1), 0).response.vote_granted
+    assert not node.handle_request(3, VoteRequest("t", 7, 3, 3, 50), 0).response.vote_granted
+    assert node.handle_request(3, VoteRequest("t", 8, 3, 4, 100), 0).response.vote_granted
     # and as a candidate it advertises an empty log: LastOffsetEpoch -1, LastOffset -1
     node2, _ = _single(log=log)
     assert node2.snapshot_fetcher.start(OffsetAndEpoch(100, 4))
