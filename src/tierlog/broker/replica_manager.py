@@ -19,6 +19,8 @@ restarts.  The controller moves their leadership away (KIP-858: exactly the
 replicas assigned to the failed dir; it fences a broker with no online log dir).
 Where each hosted replica's log lives is reported to the controller
 (AssignReplicasToDirs, ``dir_assignments``) whenever the image says otherwise.
+AlterReplicaLogDirs moves a replica to another log dir (``log_dir_moves``; the
+future log and the swap are the partition's), then reports its new dir.
 
 KIP-1023: every image applied pushes ``follower.fetch.last.tiered.offset.enable``
 (this broker's dynamic value, else the cluster-wide dynamic value from the
@@ -54,6 +56,7 @@ from .apply_slices import ApplySlices
 from .clean_limits import CleanLimits
 from .dir_assignments import DirAssignments, DirAssignmentSender
 from .fetch_session import FetchSessionCache
+from .log_dir_moves import LogDirMoves
 from .partition import AppendOrigin, AppendOutcome, Partition, PartitionUpdate
 from .replica_fetcher import ReplicaFetcherTasks
 from .sweep import Sweep
@@ -123,6 +126,7 @@ class ReplicaManager:
         self.dir_assignments = DirAssignmentSender(DirAssignments(node_id), assignment_channel or controller_channel,
                                                    image_fn, broker_epoch, clock_ms, self._request_timeout_ms / 1000,
                                                    self._tasks)
+        self.log_dir_moves = LogDirMoves(logs, self.get, self._reobserve_dir, clock_ms, self._tasks)
         self.remote = remote
         # who follows leadership changes: tiered storage, then the coordinators (add_leadership_listener)
         self._leadership_listeners: list[LeadershipListener] = [remote.log_manager] if remote is not None else []
@@ -226,6 +230,12 @@ class ReplicaManager:
         dir_id = self._dir_ids.get(log_dir) if log_dir is not None else None
         if dir_id is not None and self.dir_assignments.core.observe(topic.topic_id, p, dir_id):
             self.dir_assignments.kick()
+
+    def _reobserve_dir(self, key: tuple[str, int]) -> None:
+        """A log dir move finished: the controller learns the replica's new dir."""
+        topic = self._image.topics.get(key[0])
+        if topic is not None and key[1] < len(topic.partitions):
+            self._observe_dir(topic, topic.partitions[key[1]])
 
     def on_corrupt_segment(self, key: tuple[str, int], offset: int) -> None:
         """The background check found a bad batch in a closed segment of ``key`` from ``offset`` on.

@@ -23,6 +23,7 @@ import argparse
 from tierlog.cli.broker_wire import BrokerWire, security_of
 from tierlog.cli.errors import CliError
 from tierlog.cli.options import connection_options
+from tierlog.cli.reassign_log_dirs import broker_addresses
 from tierlog.cli.reassign_plan import broker_list
 from tierlog.cli.render import add_json_option, make_table, print_json, print_table
 from tierlog.protocol.api import ApiKey
@@ -70,17 +71,6 @@ def _show(document: dict) -> None:
     print_table(table)
 
 
-def _brokers(wire: BrokerWire) -> dict[int, str]:
-    """node id -> HOST:PORT of every live broker (Metadata for no topic)."""
-    version = wire.version(ApiKey.METADATA)
-    if version is None:
-        raise CliError(f"{wire.address} does not support Metadata")
-    body = {"Topics": [], "AllowAutoTopicCreation": False, "IncludeClusterAuthorizedOperations": False,
-            "IncludeTopicAuthorizedOperations": False}
-    answer = wire.call(ApiKey.METADATA, body, version, "Metadata")
-    return {b["NodeId"]: f"{b['Host']}:{b['Port']}" for b in answer["Brokers"]}
-
-
 def _log_dirs(address: str, args: argparse.Namespace, timeout_s: float) -> dict:
     with BrokerWire(address, timeout_s, security_of(args)) as wire:
         version = wire.version(ApiKey.DESCRIBE_LOG_DIRS)
@@ -94,7 +84,7 @@ def _log_dirs(address: str, args: argparse.Namespace, timeout_s: float) -> dict:
 
 def run_describe(args: argparse.Namespace) -> int:
     with BrokerWire.from_args(args) as wire:
-        brokers = _brokers(wire)
+        brokers = broker_addresses(wire)
         remaining = wire.remaining_s()
     wanted = args.broker_list if args.broker_list is not None else sorted(brokers)
     unknown = [b for b in wanted if b not in brokers]

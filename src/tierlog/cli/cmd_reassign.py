@@ -14,9 +14,14 @@ Modes (one per run):
     ongoing reassignment.
     A partition of the plan that does not exist is refused before anything is
     submitted; the controller refuses unregistered brokers per partition.
+    A plan's ``log_dirs`` (one per replica: ``"any"`` or an absolute log dir
+    path) then moves those replicas between their broker's log dirs
+    (AlterReplicaLogDirs to each broker concerned; ``reassign_log_dirs``).
 ``--verify --reassignment-json-file F``
     Per partition: complete, still in progress, or failed (no reassignment
-    in progress and the replicas differ from the plan).
+    in progress and the replicas differ from the plan); per replica of
+    ``log_dirs``: complete (in that dir), still in progress (its future log is
+    there, catching up) or failed.
 ``--cancel --reassignment-json-file F``
     Cancels the plan's ongoing reassignments: each goes back to its original
     replicas.  Partitions without one are reported, not an error.
@@ -31,8 +36,9 @@ progress and none failed, so a script can wait with
 
 ``--json`` prints each mode's result as one JSON document instead (plans in the
 tool's own JSON form): ``--generate`` ``{current, proposed}``; ``--execute``
-``{current, started, refused}`` (``current`` is the rollback plan); ``--verify``
-``{partitions: [{topic, partition, status, replicas, target}]}``; ``--cancel``
+``{current, started, refused, log_dirs_refused}`` (``current`` is the rollback plan);
+``--verify`` ``{partitions: [{topic, partition, status, replicas, target}], log_dirs:
+[{topic, partition, broker, log_dir, status, current, future}]}``; ``--cancel``
 ``{cancelled, not_in_progress, refused}``; ``--list`` ``{reassignments: [{topic,
 partition, replicas, adding, removing}]}``. Exit statuses are the same.
 
@@ -47,6 +53,7 @@ import argparse
 import random
 from pathlib import Path
 
+from tierlog.cli import reassign_log_dirs
 from tierlog.cli.broker_wire import BrokerWire
 from tierlog.cli.errors import CliError, UsageError
 from tierlog.cli.options import connection_options
@@ -57,6 +64,7 @@ from tierlog.cli.reassign_plan import (
     Plan,
     broker_list,
     parse_plan,
+    parse_plan_dirs,
     parse_topics,
     plan_document,
     plan_text,
@@ -83,6 +91,9 @@ examples:
 
 topics.json:  {"version": 1, "topics": [{"topic": "orders"}]}
 plan.json:    {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [4, 5]}]}
+moving a replica to another log dir of its broker (one log_dirs entry per replica, "any": leave it):
+              {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [4, 5],
+                                            "log_dirs": ["/data/disk2", "any"]}]}
 """
 
 
@@ -194,7 +205,7 @@ def _generate(args, wire: BrokerWire) -> int:
 
 def _execute(args, wire: BrokerWire) -> int:
     source = str(args.reassignment_json_file)
-    plan = parse_plan(read_json(args.reassignment_json_file), source)
+    plan, dirs = parse_plan_dirs(read_json(args.reassignment_json_file), source)
     _, current = _cluster(wire)
     _check_plan(plan, current)
     if not args.additional and _ongoing(wire):
@@ -206,30 +217,71 @@ def _execute(args, wire: BrokerWire) -> int:
               "Save this to use as the --reassignment-json-file option during rollback")
     failed = _alter(wire, plan, not args.disallow_replication_factor_change)
     started = [k for k in plan if k not in failed]
+    dirs = {r: d for r, d in dirs.items() if (r[0], r[1]) in started}
+    dirs_refused = reassign_log_dirs.alter(args, reassign_log_dirs.broker_addresses(wire), dirs,
+                                           wire.remaining_s()) if dirs else {}
     lines = [f"Successfully started partition reassignment(s) for {','.join(map(_name, started))}"] if started else []
     lines += [f"{_name(key)}: {text}" for key, (_, text) in failed.items()]
+    moved = [r for r in dirs if r not in dirs_refused]
+    lines += [f"Successfully started log directory move(s) for: {','.join(map(_replica, moved))}"] if moved else []
+    lines += [f"{_replica(r)} to {dirs[r]}: {text}" for r, text in dirs_refused.items()]
     print_result(args, lines, {"current": plan_document(rollback), "started": [_tp(k) for k in started],
-                               "refused": [_tp(k, error=text) for k, (_, text) in failed.items()]})
+                               "refused": [_tp(k, error=text) for k, (_, text) in failed.items()],
+                               "log_dirs_refused": [_tp((t, p), broker=b, log_dir=dirs[(t, p, b)], error=text)
+                                                    for (t, p, b), text in dirs_refused.items()]})
     if failed:
         raise CliError(f"reassignment of {len(failed)} partition(s) refused: "
                        + ", ".join(_name(k) for k in failed))
+    if dirs_refused:
+        raise CliError(f"log dir move of {len(dirs_refused)} replica(s) refused: "
+                       + ", ".join(f"{_replica(r)} ({text})" for r, text in dirs_refused.items()))
     return 0
 
 
+def _replica(replica: tuple[str, int, int]) -> str:
+    return f"{replica[0]}-{replica[1]} on broker {replica[2]}"
+
+
 def _verify(args, wire: BrokerWire) -> int:
-    plan = parse_plan(read_json(args.reassignment_json_file), str(args.reassignment_json_file))
+    plan, dirs = parse_plan_dirs(read_json(args.reassignment_json_file), str(args.reassignment_json_file))
     ongoing = _ongoing(wire)            # first: a reassignment ending in between is then seen as complete
     _, current = _cluster(wire)
     verdicts = {key: status(target, current.get(key), key in ongoing) for key, target in plan.items()}
     lines = ["Status of partition reassignment:"]
     lines += [_verdict_line(key, verdicts[key], current.get(key), plan[key]) for key in plan]
+    places = reassign_log_dirs.states(args, reassign_log_dirs.broker_addresses(wire), dirs,
+                                      wire.remaining_s()) if dirs else {}
+    dir_verdicts = {r: _dir_status(dirs[r], *places[r]) for r in dirs}
+    if dirs:
+        lines += ["", "Reassignment of replicas' log directories:"]
+        lines += [_dir_line(r, dir_verdicts[r], dirs[r], *places[r]) for r in dirs]
     print_result(args, lines, {"partitions": [
         _tp(key, status=verdicts[key] if key in current else "missing",
-            replicas=list(current[key]) if key in current else None, target=list(plan[key])) for key in plan]})
+            replicas=list(current[key]) if key in current else None, target=list(plan[key])) for key in plan],
+        "log_dirs": [_tp((t, p), broker=b, log_dir=dirs[(t, p, b)], status=dir_verdicts[(t, p, b)],
+                         current=places[(t, p, b)][0], future=places[(t, p, b)][1]) for t, p, b in dirs]})
     failed = [_name(k) for k, v in verdicts.items() if v == FAILED]
+    failed += [_replica(r) for r, v in dir_verdicts.items() if v == FAILED]
     if failed:
         raise CliError(f"reassignment failed for {', '.join(failed)}")
-    return IN_PROGRESS_EXIT if IN_PROGRESS in verdicts.values() else 0
+    return IN_PROGRESS_EXIT if IN_PROGRESS in (*verdicts.values(), *dir_verdicts.values()) else 0
+
+
+def _dir_status(target: str, current: str | None, future: str | None) -> str:
+    if current == target and future is None:
+        return COMPLETE
+    return IN_PROGRESS if future == target else FAILED
+
+
+def _dir_line(replica: tuple[str, int, int], verdict: str, target: str, current: str | None,
+              future: str | None) -> str:
+    if verdict == COMPLETE:
+        return f"Reassignment of replica {_replica(replica)} to {target} is complete."
+    if verdict == IN_PROGRESS:
+        return f"Reassignment of replica {_replica(replica)} from {current} to {target} is still in progress."
+    if current is None:
+        return f"Replica {_replica(replica)} is in no online log directory of its broker."
+    return f"Replica {_replica(replica)} is in {current} and is not being moved to {target}."
 
 
 def _verdict_line(key: tuple[str, int], verdict: str, replicas: tuple[int, ...] | None,
@@ -291,8 +343,9 @@ def run(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "reassign", parents=[connection_options()],
-        help="move partitions between brokers (generate, execute, verify, cancel, list)",
-        description="Move partition replicas between brokers, like kafka-reassign-partitions.sh.",
+        help="move partitions between brokers or log dirs (generate, execute, verify, cancel, list)",
+        description="Move partition replicas between brokers, and between a broker's log dirs (a plan's "
+                    "log_dirs), like kafka-reassign-partitions.sh.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     modes = parser.add_mutually_exclusive_group(required=True)
     for mode, text in (("generate", "propose a plan moving whole topics onto --broker-list"),
@@ -302,7 +355,8 @@ def register(subparsers) -> None:
                        ("list", "list every ongoing reassignment")):
         modes.add_argument(f"--{mode}", dest="mode", action="store_const", const=mode, help=text)
     parser.add_argument("--reassignment-json-file", metavar="FILE", type=Path,
-                        help='the plan: {"version":1,"partitions":[{"topic":T,"partition":N,"replicas":[...]}]}')
+                        help='the plan: {"version":1,"partitions":[{"topic":T,"partition":N,"replicas":[...]'
+                             ',"log_dirs":["any"|PATH,...]}]} (log_dirs optional)')
     parser.add_argument("--topics-to-move-json-file", metavar="FILE", type=Path,
                         help='for --generate: {"version":1,"topics":[{"topic":T}]}')
     parser.add_argument("--broker-list", metavar="ID,ID,...", type=broker_list,

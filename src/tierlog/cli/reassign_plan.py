@@ -5,9 +5,9 @@ A plan (``--reassignment-json-file``; what ``--generate`` proposes and
 
     {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [4, 5]}, ...]}
 
-``log_dirs`` may be given as Kafka's tool writes it, but only ``"any"`` entries
-(tierlog brokers have one log directory per partition placement; moving between
-directories is not supported).  The topics to move (``--topics-to-move-json-file``)::
+``log_dirs`` (one entry per replica, ``"any"`` or an absolute log dir path of
+that broker) moves replicas between a broker's log dirs (``reassign_log_dirs``;
+``parse_plan_dirs`` returns them).  The topics to move (``--topics-to-move-json-file``)::
 
     {"version": 1, "topics": [{"topic": "t"}, ...]}
 
@@ -23,11 +23,11 @@ import random
 from pathlib import Path
 
 from tierlog.cli.errors import CliError
+from tierlog.cli.reassign_log_dirs import ReplicaDirs, parse_log_dirs
 from tierlog.controller.placement import PlacementError, UsableBroker, place
 
-__all__ = ["MAX_JSON_FILE_BYTES", "Plan", "broker_list", "parse_plan", "parse_topics", "plan_document", "plan_text",
-           "propose",
-           "read_json", "status"]
+__all__ = ["MAX_JSON_FILE_BYTES", "Plan", "broker_list", "parse_plan", "parse_plan_dirs", "parse_topics",
+           "plan_document", "plan_text", "propose", "read_json", "status"]
 
 MAX_JSON_FILE_BYTES = 16 * 1024 * 1024
 COMPLETE, IN_PROGRESS, FAILED = "complete", "in progress", "failed"
@@ -73,7 +73,13 @@ def _is_id(value) -> bool:
 
 def parse_plan(data, source: str) -> Plan:
     """(topic, partition) -> target replicas, in file order."""
+    return parse_plan_dirs(data, source)[0]
+
+
+def parse_plan_dirs(data, source: str) -> tuple[Plan, ReplicaDirs]:
+    """The plan and the log dirs it names for replicas ((topic, partition, broker) -> path)."""
     plan: Plan = {}
+    dirs: ReplicaDirs = {}
     for i, e in enumerate(_entries(data, "partitions", source)):
         if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and e["topic"] and _is_id(e.get("partition"))
                 and isinstance(e.get("replicas"), list) and all(_is_id(r) for r in e["replicas"])):
@@ -87,12 +93,9 @@ def parse_plan(data, source: str) -> Plan:
             raise CliError(f"{source}: {name} has an empty replica list")
         if len(set(replicas)) != len(replicas):
             raise CliError(f"{source}: {name} lists a broker twice: {list(replicas)}")
-        dirs = e.get("log_dirs")
-        if dirs is not None and (not isinstance(dirs, list) or len(dirs) != len(replicas)
-                                 or any(d != "any" for d in dirs)):
-            raise CliError(f'{source}: {name}: log_dirs other than "any" (one per replica) are not supported')
+        dirs.update(parse_log_dirs(e, replicas, name, source))
         plan[key] = replicas
-    return plan
+    return plan, dirs
 
 
 def parse_topics(data, source: str) -> list[str]:

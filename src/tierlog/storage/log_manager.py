@@ -48,6 +48,17 @@ handed out stay readable. Leftover ``-delete`` directories are removed at start.
 An I/O error while loading a log directory takes that directory offline (listed
 in ``offline_dirs``); the other directories keep working.
 
+Future logs (AlterReplicaLogDirs, moving a replica to another log dir of this
+node): ``create_future`` opens ``<topic>-<partition>.<32 hex>-future`` in the
+target dir, kept apart from the current logs (no retention, cleaning or
+checkpoints; the partition fills it, ``broker.partition.future_log``);
+``replace_current_with_future`` renames it to ``<topic>-<partition>`` and the old
+current to ``-delete`` (removed after file.delete.delay.ms), in that order, so a
+crash between leaves two complete copies (the duplicate stops the load, as in
+Kafka) and never none. ``abort_future`` deletes it. A future log found at start
+is removed (the move is not resumed: ask for it again); one whose dir (or whose
+current log's dir) goes offline is dropped: the move is aborted.
+
 ``reserved_dirs``: directories the node uses for something else (the Raft
 metadata log, ``__cluster_metadata-0``, whose name is a legal partition directory
 name, as in Kafka). The manager never loads, creates or deletes a log there,
@@ -79,6 +90,7 @@ from tierlog.storage.dir_writer import DirWriter
 from tierlog.storage.errors import CorruptCheckpointError, KafkaStorageError
 from tierlog.storage.files import (
     DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
     atomic_write,
     fsync_dir,
     fsync_path,
@@ -128,6 +140,8 @@ class LogManager:
         self._high_watermark_of = high_watermark_of or (lambda _tp: None)
         self._logs: dict[TopicPartition, Log] = {}
         self._home: dict[TopicPartition, Path] = {}
+        self._futures: dict[TopicPartition, Log] = {}       # AlterReplicaLogDirs: the logs being filled
+        self._future_home: dict[TopicPartition, Path] = {}
         self._checkpointed_hw: dict[TopicPartition, int] = {}
         self._hw_files_stale: set[Path] = set()    # dirs whose replication-offset-checkpoint would change
         self._inbox: TimedWorkInbox[TopicPartition] = TimedWorkInbox(now_ms)   # logs saying they have time-driven work
@@ -196,7 +210,9 @@ class LogManager:
                     recovery_points: dict[TopicPartition, int], start_offsets: dict[TopicPartition, int]) -> None:
         if not entry.is_dir():
             return
-        if entry.name.endswith(DELETE_DIR_SUFFIX):
+        if entry.name.endswith((DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX)):
+            if entry.name.endswith(FUTURE_DIR_SUFFIX):
+                _log.info("%s: removing a future log left by an unfinished log dir move", entry.path)
             shutil.rmtree(entry.path, ignore_errors=True)
             return
         key = parse_partition_dir(entry.name)
@@ -225,6 +241,10 @@ class LogManager:
             log = self._logs.pop(key)
             del self._home[key]
             log.close_handlers()        # nothing more is written to a failed dir (other logs there would fail too)
+            self._drop_future(key)      # its move is aborted: nothing to copy from
+        for key in [k for k, home in self._future_home.items() if home == log_dir]:
+            _log.error("%s-%d: moving to %s aborted: the log dir is offline", key[0], key[1], log_dir)
+            self._drop_future(key)
         _log.error("log directory %s is offline; %d of %d log directories remain online",
                    log_dir, len(self._online_dirs()), len(self.log_dirs))
         self._on_dir_offline(log_dir)
@@ -242,6 +262,99 @@ class LogManager:
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         with self._lock:
             return self._home.get((topic, partition))
+
+    # --- future logs (AlterReplicaLogDirs) ---------------------------------------------------------
+
+    def online_dir(self, path: str) -> Path | None:
+        """The configured log dir spelt ``path`` (absolute: Kafka compares absolute paths), else None;
+        an offline one raises KafkaStorageError."""
+        for log_dir in self.log_dirs:
+            if str(log_dir.absolute()) == path or _identity(log_dir) == _identity(Path(path)):
+                if log_dir in self.offline_dirs:
+                    raise KafkaStorageError(f"log dir {path} is offline")
+                return log_dir
+        return None
+
+    def future_of(self, topic: str, partition: int) -> Log | None:
+        with self._lock:
+            return self._futures.get((topic, partition))
+
+    def future_dir_of(self, topic: str, partition: int) -> Path | None:
+        with self._lock:
+            return self._future_home.get((topic, partition))
+
+    def futures(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._futures)
+
+    def create_future(self, topic: str, partition: int, log_dir: Path, now_ms: int) -> Log:
+        """An empty future log of a current log in ``log_dir`` (another online dir); one in another
+        dir is deleted first."""
+        with self._lock:
+            key = (topic, partition)
+            current = self._logs.get(key)
+            if current is None:
+                raise KafkaStorageError(f"{topic}-{partition} has no log here")
+            if self._future_home.get(key) == log_dir:
+                return self._futures[key]
+            self.abort_future(topic, partition)
+            path = log_dir / f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+            try:
+                future = Log.open(path, current.config, now_ms, current.topic_id, writer=self._writers[log_dir],
+                                  failures=self.failures, timed=self._inbox.for_log(key))
+            except OSError as exc:
+                self.failures.report(log_dir, f"creating {path.name}: {exc}")
+                self._take_failed_offline()
+                raise KafkaStorageError(f"cannot create {path}: {exc}") from exc
+            self._futures[key] = future
+            self._future_home[key] = log_dir
+            return future
+
+    def abort_future(self, topic: str, partition: int) -> bool:
+        """Delete the partition's future log now (the move is cancelled); False if there is none."""
+        with self._lock:
+            key = (topic, partition)
+            future = self._futures.pop(key, None)
+            self._future_home.pop(key, None)
+            if future is None:
+                return False
+            future.delete()
+            return True
+
+    def _drop_future(self, key: TopicPartition) -> None:
+        future = self._futures.pop(key, None)
+        self._future_home.pop(key, None)
+        if future is not None:
+            future.close_handlers()     # its dir may be failed: left for the next start to remove
+
+    def replace_current_with_future(self, topic: str, partition: int) -> Log:
+        """The future log becomes the partition's log in its dir; the old one is renamed for deletion
+        (removed after file.delete.delay.ms, so reads already handed out stay valid).  The caller
+        (``Partition.swap_future``) has made the future complete.  Returns the new current log."""
+        with self._lock:
+            key = (topic, partition)
+            future, target = self._futures[key], self._future_home[key]
+            old, old_dir = self._logs[key], self._home[key]
+            try:
+                future.flush(self._now_ms)
+                future.rename_dir(target / partition_dir_name(topic, partition))
+                fsync_dir(target)
+            except OSError as exc:
+                self.failures.report(target, f"moving {topic}-{partition} here: {exc}")
+                raise KafkaStorageError(f"cannot make the future log of {topic}-{partition} current: {exc}") from exc
+            del self._futures[key], self._future_home[key]
+            self._logs[key], self._home[key] = future, target
+            self._timed.add(key)
+            self._hw_files_stale.update((old_dir, target))
+            try:
+                old.rename_dir(old_dir / f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+                fsync_dir(old_dir)
+            except OSError as exc:
+                self.failures.report(old_dir, f"deleting the moved log of {topic}-{partition}: {exc}")
+                return future
+            self._pending_dir_deletes.append((self._now_ms + old.config.file_delete_delay_ms, old))
+            self._write_checkpoints(wait=False)
+            return future
 
     def create(self, topic: str, partition: int, topic_id: bytes | None, config: LogConfig, now_ms: int) -> Log:
         """The partition's log, created in the least loaded online log directory if new.
@@ -319,6 +432,7 @@ class LogManager:
             key = (topic, partition)
             log = self._logs.pop(key, None)
             self._checkpointed_hw.pop(key, None)
+            self.abort_future(topic, partition)
             if log is None:
                 return False
             log_dir = self._home.pop(key)
@@ -432,6 +546,8 @@ class LogManager:
             self.flush_all(self._now_ms)
             for key, log in list(self._logs.items()):
                 self._guarded(key, log.close)
+            for key in list(self._futures):
+                self._drop_future(key)          # removed at the next start
             for _when, log in self._pending_dir_deletes:
                 log.delete()
             self._pending_dir_deletes = []

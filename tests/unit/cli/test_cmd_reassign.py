@@ -11,6 +11,7 @@ from tierlog.cli.reassign_plan import (
     FAILED,
     IN_PROGRESS,
     parse_plan,
+    parse_plan_dirs,
     parse_topics,
     plan_text,
     propose,
@@ -46,12 +47,21 @@ def test_plan_round_trip():
     ({"partitions": [{"topic": "a", "partition": 0, "replicas": []}]}, "a-0 has an empty replica list"),
     ({"partitions": [{"topic": "a", "partition": 0, "replicas": [1, 1]}]}, "a-0 lists a broker twice"),
     ({"partitions": [{"topic": "a", "partition": 0, "replicas": [1]}] * 2}, "a-0 is listed twice"),
-    ({"partitions": [{"topic": "a", "partition": 0, "replicas": [1], "log_dirs": ["/d"]}]}, "log_dirs"),
+    ({"partitions": [{"topic": "a", "partition": 0, "replicas": [1], "log_dirs": ["d"]}]}, "log_dirs"),
+    ({"partitions": [{"topic": "a", "partition": 0, "replicas": [1, 2], "log_dirs": ["/d"]}]}, "log_dirs"),
 ])
 def test_bad_plan_is_one_clear_error(content, message):
     with pytest.raises(CliError) as err:
         parse_plan(content, "plan.json")
     assert message in err.value.message and "\n" not in err.value.message
+
+
+def test_log_dirs_name_replicas_to_move():
+    plan, dirs = parse_plan_dirs({"partitions": [
+        {"topic": "a", "partition": 0, "replicas": [1, 2], "log_dirs": ["/d2", "any"]},
+        {"topic": "b", "partition": 3, "replicas": [2], "log_dirs": ["any"]}]}, "plan.json")
+    assert plan == {("a", 0): (1, 2), ("b", 3): (2,)}
+    assert dirs == {("a", 0, 1): "/d2"}
 
 
 def test_unreadable_files(tmp_path):

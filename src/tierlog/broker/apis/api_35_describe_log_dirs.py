@@ -6,8 +6,9 @@ partition (all of them for a null Topics, else the ones asked for that are
 hosted here) PartitionSize (the bytes of its local segments), OffsetLag
 (max(high watermark - log end offset, 0), as Kafka: 0 for a leader, whose log
 end is never below its high watermark; -1 for a log the replica manager does
-not serve yet) and IsFutureKey false (there are no future logs:
-AlterReplicaLogDirs is not served).  v4 adds each dir's TotalBytes and
+not serve yet) and IsFutureKey false; a replica moving to another dir
+(AlterReplicaLogDirs) is listed there too with IsFutureKey true, the size of
+its future log and OffsetLag = current log end - future log end (Kafka's).  v4 adds each dir's TotalBytes and
 UsableBytes (the volume's size and the space free for us; -1 when they cannot
 be read).  An offline dir answers KAFKA_STORAGE_ERROR with no topics.  v0
 (removed in Kafka 4.0, KIP-896) is not served.
@@ -53,6 +54,13 @@ def handle(broker: HandlerContext, header: RequestHeader, request: DescribeLogDi
         if home is not None:
             by_dir[home][topic].append({"PartitionIndex": index, "PartitionSize": log.size_in_bytes,
                                         "OffsetLag": _lag(broker, topic, index, log), "IsFutureKey": False})
+    for (topic, index), future in sorted(logs.futures().items()):
+        current, home = logs.get(topic, index), logs.future_dir_of(topic, index)
+        if current is None or home is None or (wanted is not None and index not in wanted.get(topic, ())):
+            continue
+        by_dir[home][topic].append({"PartitionIndex": index, "PartitionSize": future.size_in_bytes,
+                                    "OffsetLag": max(current.log_end_offset - future.log_end_offset, 0),
+                                    "IsFutureKey": True})
     results = [_dir_result(d, d in logs.offline_dirs, by_dir.get(d, {})) for d in logs.log_dirs]
     return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "Results": results}
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union, runtime_checkab
 if TYPE_CHECKING:
     from tierlog.broker.client_telemetry import ClientTelemetry
     from tierlog.broker.fetch_session import FetchSessionCache, SessionView
+    from tierlog.broker.log_dir_moves import LogDirMoves
     from tierlog.broker.partition import AppendOrigin, AppendOutcome, Partition
     from tierlog.broker.producer_ids import ProducerIdManager
     from tierlog.config import NodeConfig
@@ -60,6 +61,7 @@ class HostedReplicas(Protocol):
 
     topic_defaults: Mapping[str, str]
     logs: LogManager            # the log dirs and their logs (DescribeLogDirs)
+    log_dir_moves: LogDirMoves  # moving replicas between them (AlterReplicaLogDirs)
 
     def get(self, topic: str, partition: int) -> Partition | None: ...
 

@@ -55,11 +55,16 @@ not started) means the log end offset.
 
 The producer state (idempotent producers and KIP-98 transactions) lives in the log's
 ``storage.producer_state`` and is reached only through this class.
+
+A log dir move (AlterReplicaLogDirs): ``start_future`` takes the empty future log
+the log manager opened in the target dir, ``copy_to_future`` fills it a step at a
+time (``future_log``), truncations apply to both logs, and ``swap_future`` (only
+once caught up, in the same event-loop step) completes it and makes it current.
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 
 from tierlog.metadata import PartitionInfo
@@ -89,6 +94,7 @@ from tierlog.storage import (
 )
 from tierlog.tiered.read_rules import TieredLogState
 
+from . import future_log
 from .outcomes import AppendOrigin, AppendOutcome, FetchIsolation, PartitionRead, PartitionUpdate
 
 __all__ = ["Partition", "append_origin_error"]
@@ -124,6 +130,7 @@ class Partition:
     _deletes: DeleteRecordsPurgatory = field(default_factory=DeleteRecordsPurgatory, init=False)
     _follower_hw: int = field(default=-1, init=False)      # -1: not set yet, the log end offset is used
     _moved_away_epoch: int = field(default=-1, init=False)  # the leader epoch at which it stopped leading
+    _future: Log | None = field(default=None, init=False)    # AlterReplicaLogDirs: the log being filled
 
     @property
     def follower_hw(self) -> int:
@@ -348,8 +355,36 @@ class Partition:
             self.log.update_config(config)
 
     def follower_view(self) -> FollowerLog:
-        """The read-only view of this replica the replica fetcher's core reads (its log)."""
-        return self.log
+        """The read-only view of this replica the replica fetcher's core reads (whichever log is
+        current: a log dir move swaps it)."""
+        return future_log.CurrentLogView(self)
+
+    # -- log dir moves (AlterReplicaLogDirs) -------------------------------------------------------
+    @property
+    def future(self) -> Log | None:
+        """The future log being filled (a move to another log dir under way), else None."""
+        return self._future
+
+    def start_future(self, future: Log) -> None:
+        self._future = future
+
+    def drop_future(self) -> None:
+        """The move was cancelled or its dir failed (the log manager deletes or closes the log)."""
+        self._future = None
+
+    def copy_to_future(self, max_bytes: int, now_ms: int) -> bool:
+        """One step of filling the future log; True once it holds everything the current one does."""
+        assert self._future is not None, "no move under way"
+        return future_log.copy_step(self.log, self._future, max_bytes, now_ms)
+
+    def swap_future(self, install: Callable[[], Log]) -> None:
+        """Make the caught-up future log current: it is completed (log start, epochs), ``install``
+        (the log manager's ``replace_current_with_future``) moves the directories and returns it."""
+        future = self._future
+        assert future is not None and future.log_end_offset == self.log.log_end_offset, "not caught up"
+        future_log.complete(self.log, future)
+        self.log = install()
+        self._future = None
 
     @property
     def tiered(self) -> bool:
@@ -475,11 +510,15 @@ class Partition:
     def truncate_to(self, offset: int) -> None:
         """Drop everything at and above ``offset`` (a diverging follower, KIP-595 / KIP-320)."""
         self.log.truncate_to(offset)
+        if self._future is not None:
+            self._future.truncate_to(offset)
         self.follower_hw = min(self.follower_hw, self.log.log_end_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Empty the log and start it at ``offset`` (the leader's log start is past ours)."""
         self.log.truncate_fully_and_start_at(offset)
+        if self._future is not None:
+            self._future.truncate_fully_and_start_at(offset)
         self.follower_hw = offset
 
     def delete_records_on_leader(self, offset: int) -> tuple[int, int, bool, int]:

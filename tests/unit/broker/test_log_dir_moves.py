@@ -1,0 +1,160 @@
+"""Moving a replica to another log dir of its broker (AlterReplicaLogDirs): the future log is filled
+from the current one a step at a time while appends go on, swaps once caught up, and a restart, a
+failed target dir or a cancel leave the current log whole."""
+from pathlib import Path
+
+from leaders import lead
+
+from tierlog.broker.log_dir_moves import LogDirMoves
+from tierlog.broker.partition import AppendOrigin, FetchIsolation, Partition
+from tierlog.protocol.errors import ErrorCode as E
+from tierlog.records import Record, build_batch, decode_batches
+from tierlog.storage import LogConfig, LogManager
+
+NOW = 1_700_000_000_000
+CONFIG = LogConfig.from_props({"file.delete.delay.ms": "0"})
+
+
+class _Tasks:
+    def __init__(self):
+        self.spawned = 0
+
+    def spawn(self, coro, name=""):
+        self.spawned += 1
+        coro.close()        # the tests drive LogDirMoves.step themselves
+
+
+def _setup(tmp_path: Path):
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    logs = LogManager(dirs, NOW, config_for=lambda _t: CONFIG)
+    part = Partition("t", 0, b"\x01" * 16, logs.create("t", 0, b"\x01" * 16, CONFIG, NOW), leader_id=1,
+                     leader_epoch=3)
+    lead(part, replicas=(1,))
+    moved = []
+    moves = LogDirMoves(logs, lambda t, p: part if (t, p) == ("t", 0) else None, moved.append, lambda: NOW,
+                        _Tasks())
+    return logs, part, moves, moved
+
+
+def _append(part, n=20, **producer):
+    out = part.append_as_leader(bytearray(build_batch([Record(i, NOW, None, b"x" * 100) for i in range(n)],
+                                                      **producer)), AppendOrigin.CLIENT, 1, NOW)
+    assert out.error == E.NONE
+    return out
+
+
+def _values(part) -> list[tuple[int, int]]:
+    read = part.read(0, 1 << 24, FetchIsolation.LOG_END)
+    return [(h.base_offset, h.partition_leader_epoch) for h, _ in decode_batches(b"".join(p.read() for p in read.parts))]
+
+
+def _other(logs, part) -> Path:
+    return next(d for d in logs.log_dirs if d != logs.log_dir_of("t", 0))
+
+
+def test_the_future_log_catches_up_in_steps_while_appends_go_on_then_swaps(tmp_path):
+    logs, part, moves, moved = _setup(tmp_path)
+    for _ in range(30):
+        _append(part)
+    before, source, target = _values(part), logs.log_dir_of("t", 0), _other(logs, part)
+    assert moves.alter("t", 0, str(target)) == E.NONE
+    future = logs.future_of("t", 0)
+    assert future is part.future and future.directory.name.endswith("-future")
+    assert future.directory.parent == target
+    from tierlog.broker import log_dir_moves
+    log_dir_moves.COPY_BYTES_PER_STEP = 4096        # several steps for 30 batches of ~2 KiB
+    try:
+        steps = 0
+        while moves.moving:
+            moves.step(("t", 0))
+            steps += 1
+            if steps % 3 == 0 and moves.moving:
+                _append(part)                   # the producer keeps writing meanwhile
+    finally:
+        log_dir_moves.COPY_BYTES_PER_STEP = 1024 * 1024
+    assert steps > 3 and moved == [("t", 0)]
+    assert part.future is None and logs.future_of("t", 0) is None
+    assert logs.log_dir_of("t", 0) == target and part.log.directory == target / "t-0"
+    assert _values(part)[:len(before)] == before and part.log_end_offset == 20 * (30 + steps // 3)
+    assert part.latest_epoch == 3
+    assert not (source / "t-0").exists()
+    _append(part)                               # the new current log takes appends
+    logs.tick(NOW + 1)                          # file.delete.delay.ms 0: the old dir goes
+    assert [p.name for p in source.iterdir() if p.is_dir()] == []
+    end = part.log_end_offset
+    logs.close()
+    again = LogManager(logs.log_dirs, NOW, config_for=lambda _t: CONFIG)
+    assert again.log_dir_of("t", 0) == target and again.get("t", 0).log_end_offset == end
+    again.close()
+
+
+def test_kafka_errors_for_unknown_and_offline_dirs_and_replicas_not_hosted(tmp_path):
+    logs, part, moves, _ = _setup(tmp_path)
+    target = _other(logs, part)
+    assert moves.alter("t", 0, str(tmp_path / "nowhere")) == E.LOG_DIR_NOT_FOUND
+    assert moves.alter("t", 1, str(target)) == E.REPLICA_NOT_AVAILABLE
+    assert moves.alter("u", 0, str(target)) == E.REPLICA_NOT_AVAILABLE
+    logs.failures.report(target, "disk gone")
+    logs.take_failed_offline()
+    assert moves.alter("t", 0, str(target)) == E.KAFKA_STORAGE_ERROR
+    assert logs.futures() == {}
+
+
+def test_asking_for_the_current_dir_cancels_the_move(tmp_path):
+    logs, part, moves, moved = _setup(tmp_path)
+    _append(part)
+    source, target = logs.log_dir_of("t", 0), _other(logs, part)
+    assert moves.alter("t", 0, str(target)) == E.NONE
+    future_dir = logs.future_of("t", 0).directory
+    assert moves.alter("t", 0, str(source)) == E.NONE
+    assert part.future is None and not moves.moving and not future_dir.exists() and moved == []
+    assert logs.log_dir_of("t", 0) == source and part.log_end_offset == 20
+
+
+def test_a_failed_target_dir_aborts_the_move_and_the_replica_keeps_serving(tmp_path):
+    logs, part, moves, moved = _setup(tmp_path)
+    _append(part)
+    source, target = logs.log_dir_of("t", 0), _other(logs, part)
+    assert moves.alter("t", 0, str(target)) == E.NONE
+    logs.failures.report(target, "EIO")
+    logs.take_failed_offline()
+    moves.step(("t", 0))
+    assert not moves.moving and part.future is None and moved == []
+    assert logs.log_dir_of("t", 0) == source and not part.offline
+    _append(part)
+    assert part.log_end_offset == 40
+
+
+def test_a_restart_in_the_middle_removes_the_future_log_and_keeps_the_current(tmp_path):
+    logs, part, moves, _ = _setup(tmp_path)
+    _append(part)
+    source, target = logs.log_dir_of("t", 0), _other(logs, part)
+    assert moves.alter("t", 0, str(target)) == E.NONE
+    future_dir = logs.future_of("t", 0).directory
+    logs.close()
+    assert future_dir.exists()                  # left by the shutdown
+    again = LogManager(logs.log_dirs, NOW, config_for=lambda _t: CONFIG)
+    assert not future_dir.exists() and again.futures() == {}
+    assert again.log_dir_of("t", 0) == source and again.get("t", 0).log_end_offset == 20
+    again.close()
+
+
+def test_a_follower_truncation_applies_to_the_future_log_too(tmp_path):
+    logs, part, moves, _ = _setup(tmp_path)
+    for _ in range(3):
+        _append(part)
+    assert moves.alter("t", 0, str(_other(logs, part))) == E.NONE
+    assert part.copy_to_future(1 << 20, NOW)
+    part.become_follower(2, 4)
+    part.truncate_to(20)
+    assert part.future.log_end_offset == 20 and part.copy_to_future(1 << 20, NOW)
+
+
+def test_idempotent_producer_state_moves_with_the_log(tmp_path):
+    logs, part, moves, _ = _setup(tmp_path)
+    first = _append(part, producer_id=7, producer_epoch=0, base_sequence=0)
+    assert moves.alter("t", 0, str(_other(logs, part))) == E.NONE
+    moves.step(("t", 0))
+    assert not moves.moving
+    retry = _append(part, producer_id=7, producer_epoch=0, base_sequence=0)
+    assert (retry.base_offset, part.log_end_offset) == (first.base_offset, 20)      # a duplicate, not appended
