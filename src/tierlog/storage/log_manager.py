@@ -268,8 +268,9 @@ class LogManager:
     def online_dir(self, path: str) -> Path | None:
         """The configured log dir spelt ``path`` (absolute: Kafka compares absolute paths), else None;
         an offline one raises KafkaStorageError."""
+        asked = {path, os.path.normpath(path)} if "\0" not in path else {path}
         for log_dir in self.log_dirs:
-            if str(log_dir.absolute()) == path or _identity(log_dir) == _identity(Path(path)):
+            if asked & {str(log_dir.absolute()), str(_identity(log_dir))}:
                 if log_dir in self.offline_dirs:
                     raise KafkaStorageError(f"log dir {path} is offline")
                 return log_dir

@@ -92,6 +92,9 @@ def test_kafka_errors_for_unknown_and_offline_dirs_and_replicas_not_hosted(tmp_p
     logs, part, moves, _ = _setup(tmp_path)
     target = _other(logs, part)
     assert moves.alter("t", 0, str(tmp_path / "nowhere")) == E.LOG_DIR_NOT_FOUND
+    assert moves.alter("t", 0, "d2\0") == E.LOG_DIR_NOT_FOUND and moves.alter("t", 0, "") == E.LOG_DIR_NOT_FOUND
+    assert moves.alter("t", 0, str(target) + "/") == E.NONE        # the same dir, spelt with a slash
+    assert moves.alter("t", 0, str(logs.log_dir_of("t", 0))) == E.NONE      # cancelled again
     assert moves.alter("t", 1, str(target)) == E.REPLICA_NOT_AVAILABLE
     assert moves.alter("u", 0, str(target)) == E.REPLICA_NOT_AVAILABLE
     logs.failures.report(target, "disk gone")
