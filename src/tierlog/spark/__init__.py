@@ -31,8 +31,12 @@ def register(spark) -> None:
     """Make ``format("tierlog")`` available in ``spark`` (a classic or a Spark Connect SparkSession),
     and a batch write to it in Spark's default save mode append, as with Spark's Kafka sink
     (`tierlog.spark.save_mode`; in this process: a foreachBatch function that a Connect server runs
-    in its own Python gives the mode itself)."""
+    in its own Python gives the mode itself). Turns ``spark.sql.python.filterPushdown.enabled`` on
+    for the table read's file pruning (docs/tables.md)."""
     spark.dataSource.register(TierlogDataSource)
+    # a table read (spark/table_read.py) plans with the filters Spark pushes; a reader with pushFilters
+    # fails while this is off (Spark 4.1's default), and only readers that have it are affected
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     if is_connect(spark):
         from pyspark.sql.connect.readwriter import DataFrameWriter
     else:

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     InputPartition,
 )
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -66,6 +67,7 @@ from tierlog.spark.remote_read import read_segment_range
 from tierlog.spark.remote_store import shared_store
 from tierlog.spark.runner_exit import quiet_runner_exit
 from tierlog.spark.sink import TierlogBatchWriter, TierlogStreamWriter
+from tierlog.spark.table_read import TierlogTableReader, arrow_schema, load_table, table_read_options
 from tierlog.spark.worker_gc import before_task
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "TierlogDataSource", "TierlogPartition"]
@@ -84,14 +86,21 @@ class TierlogDataSource(DataSource):
     def name(cls) -> str:
         return "tierlog"
 
-    def schema(self) -> str:
+    def schema(self) -> str | StructType:
+        if "table" in self.options:        # a topic's Iceberg table (spark/table_read.py, docs/tables.md)
+            return from_arrow_schema(arrow_schema(load_table(table_read_options(self.options))))
         include = str(self.options.get("includeHeaders", "false")).strip().lower() == "true"
         return SCHEMA_WITH_HEADERS if include else SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if "table" in self.options:
+            opts = table_read_options(self.options)
+            return TierlogTableReader(opts, arrow_schema(load_table(opts)))
         return TierlogBatchReader(_with_columns(parse_source_options(self.options, streaming=False), schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        if "table" in self.options:
+            raise OptionError("table: a table is read in batches only (spark.read, not spark.readStream)")
         return TierlogStreamReader(_with_columns(parse_source_options(self.options, streaming=True), schema))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
