@@ -1,12 +1,18 @@
 """Moving a replica to another log dir of its broker (AlterReplicaLogDirs): the future log is filled
 from the current one a step at a time while appends go on, swaps once caught up, and a restart, a
 failed target dir or a cancel leave the current log whole."""
+import asyncio
 from pathlib import Path
+from types import SimpleNamespace
 
 from leaders import lead
 
+from tierlog.broker import log_dir_moves
 from tierlog.broker.log_dir_moves import LogDirMoves
 from tierlog.broker.partition import AppendOrigin, FetchIsolation, Partition
+from tierlog.broker.replica_manager import ReplicaManager
+from tierlog.metadata import TopicInfo
+from tierlog.metadata.image import PartitionInfo
 from tierlog.protocol.errors import ErrorCode as E
 from tierlog.records import Record, build_batch, decode_batches
 from tierlog.storage import LogConfig, LogManager
@@ -61,7 +67,6 @@ def test_the_future_log_catches_up_in_steps_while_appends_go_on_then_swaps(tmp_p
     future = logs.future_of("t", 0)
     assert future is part.future and future.directory.name.endswith("-future")
     assert future.directory.parent == target
-    from tierlog.broker import log_dir_moves
     log_dir_moves.COPY_BYTES_PER_STEP = 4096        # several steps for 30 batches of ~2 KiB
     try:
         steps = 0
@@ -161,3 +166,37 @@ def test_idempotent_producer_state_moves_with_the_log(tmp_path):
     assert not moves.moving
     retry = _append(part, producer_id=7, producer_epoch=0, base_sequence=0)
     assert (retry.base_offset, part.log_end_offset) == (first.base_offset, 20)      # a duplicate, not appended
+
+
+def test_the_replica_manager_moves_a_replica_and_tells_the_controller_its_new_dir(tmp_path):
+    """Through ReplicaManager: the copier task runs on the event loop until the swap, then the move
+    is queued for AssignReplicasToDirs (KIP-858) with the target dir's id."""
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    dir_ids = {dirs[0]: b"\x0a" * 16, dirs[1]: b"\x0b" * 16}
+    topic_id = b"\x01" * 16
+    topic = TopicInfo("t", topic_id, (PartitionInfo(0, 1, 3, (1,), (1,), partition_epoch=1,
+                                                    directories=(dir_ids[dirs[0]],)),))
+
+    async def run():
+        logs = LogManager(dirs, NOW, config_for=lambda _t: CONFIG)
+        rm = ReplicaManager(1, logs, {}, lambda: NOW, controller_channel=None, broker_epoch=lambda: 1,
+                            image_fn=lambda: None, dir_ids=dir_ids)
+        rm.dir_assignments.kick = lambda: None          # the request is read below instead of sent
+        rm._image = SimpleNamespace(topics={"t": topic})
+        part = rm._ensure(topic, topic.partitions[0], rm.log_config(topic))
+        lead(part, replicas=(1,))
+        for _ in range(10):
+            _append(part)
+        assert logs.log_dir_of("t", 0) == dirs[0]
+        assert rm.log_dir_moves.alter("t", 0, str(dirs[1])) == E.NONE
+        for _ in range(1000):
+            if not rm.log_dir_moves.moving:
+                break
+            await asyncio.sleep(0)
+        assert not rm.log_dir_moves.moving and logs.log_dir_of("t", 0) == dirs[1] and part.log_end_offset == 200
+        image = SimpleNamespace(topic_by_id=lambda tid: topic if tid == topic_id else None)
+        request = rm.dir_assignments.core.next_request(image, 1, NOW)
+        assert [d["Id"] for d in request["Directories"]] == [dir_ids[dirs[1]]]
+        await rm.stop()
+        logs.close()
+    asyncio.run(run())

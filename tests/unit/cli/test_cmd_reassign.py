@@ -64,6 +64,16 @@ def test_log_dirs_name_replicas_to_move():
     assert dirs == {("a", 0, 1): "/d2"}
 
 
+def test_verify_judges_each_replica_log_dir_from_its_current_and_future_logs():
+    from tierlog.cli.cmd_reassign import _dir_line, _dir_status
+    assert _dir_status("/d2", "/d2", None) == "complete"
+    assert _dir_status("/d2", "/d1", "/d2") == "in progress"
+    assert _dir_status("/d2", "/d1", None) == "failed" and _dir_status("/d2", None, None) == "failed"
+    assert _dir_line(("a", 0, 1), "in progress", "/d2", "/d1", "/d2") == \
+        "Reassignment of replica a-0 on broker 1 from /d1 to /d2 is still in progress."
+    assert "in no online log directory" in _dir_line(("a", 0, 1), "failed", "/d2", None, None)
+
+
 def test_unreadable_files(tmp_path):
     with pytest.raises(CliError, match="not valid JSON"):
         read_json(_file(tmp_path, "{nope"))
