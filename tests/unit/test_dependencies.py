@@ -193,3 +193,11 @@ def test_the_extras_check_of_dev_pipeline():
     assert result.returncode == 1
     assert result.stderr == "the spark extra needs pyspark, which is not installed: pip install 'tierlog[spark]'\n"
     assert subprocess.run([sys.executable, "-m", "tierlog.extras", "spark", "s3"], check=False).returncode == 0
+
+
+def test_table_commands_without_the_table_extra_are_one_line(tmp_path):
+    result = _run_light("from tierlog.cli.main import main\n"
+                        f"sys.exit(main(['table', 'ls', '--storage', {str(tmp_path)!r}]))")
+    assert result.returncode == 1
+    assert result.stderr == ("tierlog: error: tierlog table needs pyiceberg, which is not installed: "
+                             "pip install 'tierlog[table]'\n")

@@ -266,3 +266,14 @@ def test_expiry_deletes_the_rows_below_the_log_start_from_both_tables_once(tmp_p
     table = writer.catalog.catalog.load_table(("tierlog", "orders.v1"))
     assert table.properties["tierlog.log-start-offset.0"] == "18" and covered_offsets(table) == {0: 21}
     assert table.current_snapshot().summary["tierlog.log-start-offset.0"] == "18"
+
+
+def test_a_broker_without_the_table_extra_fails_the_table_topics_upload_with_one_line(tmp_path, monkeypatch):
+    from tierlog import extras
+    from tierlog.broker.remote.tables import TableCommits
+    monkeypatch.setattr(extras.importlib.util, "find_spec", lambda name: None)
+    tables = TableCommits(FsObjectStore(tmp_path), {}, tmp_path / "staging")
+    with pytest.raises(RemoteStorageError) as err:
+        tables.covered("orders", 0, {"tierlog.table.mode": "key_value", "tierlog.table.value.schema": ""})
+    assert str(err.value) == ("tierlog.table.mode needs pyiceberg, which is not installed: "
+                              "pip install 'tierlog[table]'")
