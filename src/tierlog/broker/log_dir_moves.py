@@ -124,3 +124,6 @@ class LogDirMoves:
             log.error("%s-%d: log dir move failed: %s", *key, e)
             self._logs.take_failed_offline()
             self._cancel(part, str(e))
+        except Exception as e:      # a bug must not leave the move hanging: it is dropped
+            log.exception("%s-%d: log dir move failed", *key)
+            self._cancel(part, str(e))

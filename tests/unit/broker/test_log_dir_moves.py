@@ -200,3 +200,18 @@ def test_the_replica_manager_moves_a_replica_and_tells_the_controller_its_new_di
         await rm.stop()
         logs.close()
     asyncio.run(run())
+
+
+def test_the_log_start_moves_with_the_log(tmp_path):
+    logs, part, moves, _ = _setup(tmp_path)
+    for _ in range(3):
+        _append(part)
+    assert part.delete_records_on_leader(25)[0] == E.NONE      # DeleteRecords before the move
+    assert moves.alter("t", 0, str(_other(logs, part))) == E.NONE
+    future = part.future
+    assert part.copy_to_future(1 << 20, NOW) and future.log_start_offset == 25
+    assert part.delete_records_on_leader(50)[0] == E.NONE      # and during it
+    moves.step(("t", 0))
+    assert part.log is future and (part.log_start_offset, part.log_end_offset) == (50, 60)
+    assert part.read(50, 1 << 20, FetchIsolation.LOG_END).error == E.NONE
+    assert part.read(20, 1 << 20, FetchIsolation.LOG_END).error == E.OFFSET_OUT_OF_RANGE

@@ -15,7 +15,7 @@ whatever log is current, so a swap needs no fetcher restart.
 """
 from __future__ import annotations
 
-from tierlog.storage import Log
+from tierlog.storage import Log, UnexpectedAppendOffsetError
 
 __all__ = ["CurrentLogView", "complete", "copy_step"]
 
@@ -24,13 +24,25 @@ def copy_step(current: Log, future: Log, max_bytes: int, now_ms: int) -> bool:
     """Append the current log's next batches (about ``max_bytes``; at least one) to ``future``;
     True once it holds everything the current log does."""
     first = max(current.log_start_offset, current.local_log_start_offset)
-    if future.log_end_offset < first or future.log_end_offset > current.log_end_offset:
-        future.truncate_fully_and_start_at(first)       # retention went past it, or a fresh start
+    if future.log_end_offset < first or future.log_end_offset > current.log_end_offset \
+            or future.log_start_offset > current.log_start_offset:
+        # a fresh start, or retention went past it: the local copy starts at the local log start, the log
+        # start (below it for a tiered log, KIP-405) stays the current one's
+        future.truncate_fully_and_start_at(first, log_start_offset=current.log_start_offset)
     end = future.log_end_offset
     if end < current.log_end_offset:
         read = current.read(end, max_bytes)
         if read.size:
-            future.append_as_follower(bytearray(read.to_bytes()), now_ms)
+            records = bytearray(read.to_bytes())
+            try:
+                future.append_as_follower(records, now_ms)
+            except UnexpectedAppendOffsetError as e:
+                if end != first or e.first_offset > end:
+                    raise
+                # the log start lies inside a batch (DeleteRecords, retention): the copy starts at that
+                # batch's base offset, as Kafka's follower does for an empty log
+                future.truncate_fully_and_start_at(e.first_offset, log_start_offset=current.log_start_offset)
+                future.append_as_follower(records, now_ms)
     return future.log_end_offset == current.log_end_offset
 
 
