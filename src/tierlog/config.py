@@ -136,6 +136,18 @@ _DEFS = [
     _d("transaction.state.log.min.isr", "int", 2,
        "min.insync.replicas of __transaction_state (at most its replication factor)."),
     _d("transaction.state.log.segment.bytes", "int", 104857600, "Segment size of __transaction_state."),
+    _d("share.coordinator.state.topic.num.partitions", "int", 50,
+       "Partitions of __share_group_state (fixed once it exists)."),
+    _d("share.coordinator.state.topic.replication.factor", "int", 3,
+       "Replication factor of __share_group_state (the number of live brokers, when fewer)."),
+    _d("share.coordinator.state.topic.min.isr", "int", 2,
+       "min.insync.replicas of __share_group_state (at most its replication factor)."),
+    _d("share.coordinator.state.topic.segment.bytes", "int", 104857600, "Segment size of __share_group_state."),
+    _d("share.coordinator.snapshot.update.records.per.snapshot", "int", 500,
+       "ShareUpdate records written for a share-partition before the share coordinator writes a merged "
+       "ShareSnapshot instead (bounds loading and merging)."),
+    _d("share.coordinator.write.timeout.ms", "int", 5000,
+       "Longest a share-state write waits for the ISR before it is answered with an error."),
     _d("transaction.max.timeout.ms", "int", 900000, "Longest transaction timeout a producer may ask for."),
     _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
        "How often the transaction coordinator looks for transactions past their timeout and aborts them."),
@@ -435,7 +447,9 @@ class NodeConfig:
 
     def _check_request_bounds(self) -> None:
         for key in ("socket.request.max.bytes", "queued.max.requests", "connections.max.idle.ms",
-                    "socket.request.read.timeout.ms", "max.connections"):
+                    "socket.request.read.timeout.ms", "max.connections",
+                    "share.coordinator.state.topic.num.partitions", "share.coordinator.snapshot.update.records.per.snapshot",
+                    "share.coordinator.write.timeout.ms"):
             if self.int_of(key) <= 0:
                 raise ConfigError(f"{key}: must be positive, got {self.int_of(key)}")
         for key in ("max.connections.per.ip", "connection.failed.authentication.delay.ms",

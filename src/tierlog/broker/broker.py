@@ -24,6 +24,7 @@ from .group_coordinator import GroupCoordinator
 from .lifecycle import BrokerLifecycleManager
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .share_coordinator import ShareCoordinator
 from .telemetry_series import TelemetrySeries
 from .transaction_coordinator import ProducerIdsUnavailable as TxnProducerIdsUnavailable
 from .transaction_coordinator import TransactionCoordinator
@@ -65,6 +66,9 @@ class Broker:
         self.transactions = TransactionCoordinator(config, replicas, self._txn_producer_id, markers, clock_ms,
                                                    self.image_leader)
         replicas.add_leadership_listener(self.transactions)     # transactions (__transaction_state)
+        # share-partition states (__share_group_state, KIP-932): hosted once the topic exists; no API serves it yet
+        self.share_states = ShareCoordinator(config, replicas, clock_ms, self.image_leader)
+        replicas.add_leadership_listener(self.share_states.runtime)
         self.txn_verifier = TxnVerifier(self.node_id, lambda: self.image, replicas, self.transactions, inter_broker)
         series = TelemetrySeries(lambda: self.telemetry.instance_count)
         self.telemetry = ClientTelemetry(lambda: self.image.client_metrics, config["telemetry.max.bytes"], series)
@@ -114,4 +118,5 @@ class Broker:
         await self.background.close()
         await self.groups.close()
         await self.transactions.close()
+        await self.share_states.close()
         self.txn_verifier.close()

@@ -271,6 +271,8 @@ class SharePartition:
             part._load_batches(update["StateBatches"])
         part._records = {o: r for o, r in part._records.items() if o >= part.start_offset}
         end = max(part._records, default=part.start_offset - 1) + 1
+        for offset in range(part.start_offset, end):        # in no batch: never delivered
+            part._records.setdefault(offset, _InFlight())
         part._end_offset = end if end > part.start_offset else None
         part._advance_start()
         part._dirty.clear()
@@ -281,7 +283,7 @@ class SharePartition:
         for b in batches:
             state = RecordState(b["DeliveryState"])
             assert state is not RecordState.ACQUIRED, "ACQUIRED is never persisted"
-            for offset in range(b["FirstOffset"], b["LastOffset"] + 1):
+            for offset in range(max(b["FirstOffset"], self.start_offset), b["LastOffset"] + 1):   # below: done
                 self._records[offset] = _InFlight(state, b["DeliveryCount"])
 
 

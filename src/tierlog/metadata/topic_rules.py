@@ -13,11 +13,11 @@ Reserved names, as Kafka has them:
   enters the image: Metadata (never auto-created), Produce and DeleteTopics answer
   UNKNOWN_TOPIC_OR_PARTITION, as Kafka's do.
 - ``INTERNAL_TOPICS`` (``__consumer_offsets``, ``__transaction_state``,
-  ``__remote_log_metadata``): the node creates them; a client's DeleteTopics of
+  ``__share_group_state``, ``__remote_log_metadata``): the node creates them; a client's DeleteTopics of
   one is INVALID_REQUEST (deleting one would lose every group's offsets or every
   remote segment's metadata, and a re-creation could give it fewer partitions,
   which moves every group to another coordinator).  Clients never produce to
-  ``__consumer_offsets`` / ``__transaction_state`` (``CLIENT_UNWRITABLE_TOPICS``:
+  ``__consumer_offsets`` / ``__transaction_state`` / ``__share_group_state`` (``CLIENT_UNWRITABLE_TOPICS``:
   INVALID_TOPIC_EXCEPTION, Kafka's "Cannot append to internal topic");
   ``__remote_log_metadata`` is written by the brokers through Produce, as
   Kafka's topic-based remote log metadata manager does.
@@ -61,8 +61,9 @@ MAX_PARTITIONS = 10000          # per topic; a bound of ours, Kafka has none
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__remote_log_metadata"})
-CLIENT_UNWRITABLE_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state",
+                             "__remote_log_metadata"})
+CLIENT_UNWRITABLE_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 class RuleError(Exception):
