@@ -4,7 +4,7 @@ import random
 
 from raft_harness import FAST
 
-from tierlog.raft import FetchRequest, MemoryLog, MemoryQuorumStateStore, MemorySnapshotStore, RaftNode
+from tierlog.raft import FetchRequest, MemoryLog, MemoryQuorumStateStore, MemorySnapshotStore, RaftNode, VoteRequest
 from tierlog.raft.file_log import FileLog
 from tierlog.raft.snapshots import SnapshotReader
 from tierlog.raft.types import Err
@@ -127,3 +127,14 @@ def test_voter_set_survives_restart_from_the_file_log_and_goes_into_snapshots(tm
     w.freeze()
     reader = SnapshotReader(w.snapshot_id, snaps.read_all(w.snapshot_id))
     assert reader.voters.ids == {1, 2} and reader.kraft_version == 1 and list(reader) == [b"state"]
+
+
+def test_a_vote_for_another_directory_of_our_id_is_refused():
+    """A wiped controller (new directory id) must not vote as the voter it used to be."""
+    node = RaftNode(2, _set((1, D1), (2, D2)), MemoryLog(), MemorySnapshotStore(), MemoryQuorumStateStore(), FAST,
+                    random.Random(1), 0, directory_id=D9)
+    assert not node.is_voter
+    asked_old = VoteRequest("t", 1, 1, 0, 0, voter_directory_id=D2)
+    r = node.handle_request(1, asked_old, 0).response
+    assert r.error == Err.INVALID_VOTER_KEY and not r.vote_granted
+    assert node.handle_request(1, VoteRequest("t", 1, 1, 0, 0, voter_directory_id=D9), 0).response.vote_granted
