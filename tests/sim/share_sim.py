@@ -2,13 +2,18 @@
 members that fetch, acknowledge (accept, release, reject, renew), stall past their locks, leave
 and come back, while the log grows and the state is persisted (a ShareSnapshot, then
 ShareUpdates) and now and then reloaded from what was persisted (a leader or share coordinator
-failover: what was acquired is lost with its member's locks).
+failover: what was acquired is lost with its member's locks).  Each persisted change also goes
+through the share coordinator's rules (``group/share_state.py``, WriteShareGroupState, a merged
+snapshot every few updates) into its records; a leader failover reloads from what the
+coordinator reads back (ReadShareGroupState at the next leader epoch), a coordinator failover
+first rebuilds the coordinator from its records.
 
 Invariants after every event (issue 37, item 6):
 - a record is held by at most one member at a time (no acquisition of an offset still held);
 - an accepted record is never delivered again;
 - the delivery count of a record never decreases, and never passes the limit;
-- the state rebuilt from the persisted records equals the live one (ACQUIRED read as AVAILABLE);
+- the state rebuilt from the persisted records equals the live one (ACQUIRED read as AVAILABLE),
+  both from the partition's own records and from what the share coordinator answers;
 then a liveness phase: every member but one stops, time passes the locks, and the last member
 gets every record not yet accepted or archived and accepts it, until the start offset reaches
 the log's end.
@@ -20,12 +25,16 @@ import random
 from dataclasses import dataclass, field
 
 from tierlog.group.share_partition import AcknowledgeType, RecordState, SharePartition, SharePartitionConfig
+from tierlog.group.share_state import ShareStateShard
+from tierlog.group.share_state_records import SharePartitionKey
 from tierlog.protocol.errors import ErrorCode
 
 CONFIG = SharePartitionConfig(record_lock_duration_ms=500, delivery_count_limit=4, max_record_locks=40)
 MEMBERS = ("m0", "m1", "m2")
 EVENTS = 400
 LIVENESS_ROUNDS = 200
+KEY = SharePartitionKey("sim", bytes(16), 0)
+UPDATES_PER_SNAPSHOT = 4        # the coordinator merges often, so its snapshots are exercised
 
 
 class SimFailure(AssertionError):
@@ -46,11 +55,15 @@ class Sim:
     snapshot: dict | None = None
     updates: list[dict] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
+    coordinator: ShareStateShard = field(init=False)
+    coordinator_log: list[tuple[bytes, bytes | None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
         self.sp = SharePartition(CONFIG)
         self.snapshot = self.sp.snapshot()
+        self.coordinator = ShareStateShard(UPDATES_PER_SNAPSHOT)
+        self._coordinated(self.coordinator.initialize(KEY, 0, 0, self.now))
 
     def fail(self, what: str) -> None:
         raise SimFailure(f"SEED={self.seed} t={self.now}: {what}")
@@ -141,18 +154,47 @@ class Sim:
     def persist(self) -> None:
         if self.rng.random() < 0.2:
             self.snapshot, self.updates = self.sp.snapshot(), []
+            self.write_state(self.snapshot)
             self.count("snapshots")
         else:
             update = self.sp.take_update()
             if update is not None:
                 self.updates.append(update)
+                self.write_state(update)
                 self.count("updates")
 
+    def write_state(self, value: dict) -> None:
+        """WriteShareGroupState of a snapshot or an update to the share coordinator."""
+        self._coordinated(self.coordinator.write(KEY, 0, self.sp.leader_epoch, value["StartOffset"],
+                                                 value["StateBatches"], self.now))
+
+    def _coordinated(self, answer: tuple[ErrorCode, list]) -> None:
+        error, records = answer
+        if error:
+            self.fail(f"the share coordinator refused: {error.name}")
+        self.coordinator_log += records
+
+    def read_state(self, leader_epoch: int) -> dict:
+        """ReadShareGroupState as a ShareSnapshotValue (the leader epoch recorded when it moved)."""
+        error, state, records = self.coordinator.read(KEY, leader_epoch)
+        if error or state is None:
+            self.fail(f"the share coordinator could not read: {error.name}")
+        self.coordinator_log += records
+        return {"SnapshotEpoch": 0, "LeaderEpoch": leader_epoch, **state}
+
     def failover(self) -> None:
-        """A new leader (or share coordinator) loads what was persisted; the members' locks are gone."""
+        """A new leader loads what the share coordinator persisted (the coordinator itself
+        rebuilt from its records first, half the time); the members' locks are gone."""
         self.persist_all()
         assert self.snapshot is not None, "a snapshot is written first"
-        self.sp = SharePartition.from_persisted(CONFIG, self.snapshot, self.updates)
+        if self.rng.random() < 0.5:
+            self.coordinator = ShareStateShard(UPDATES_PER_SNAPSHOT)
+            for key, value in self.coordinator_log:
+                self.coordinator.replay(key, value)
+            self.count("coordinator_failovers")
+        epoch = self.sp.leader_epoch + 1
+        self.sp = SharePartition.from_persisted(CONFIG, self.read_state(epoch))
+        self.snapshot, self.updates = self.sp.snapshot(), []
         for offset in self.held:
             if self.counts[offset] >= CONFIG.delivery_count_limit:
                 self.archived.add(offset)       # delivered the last time allowed: archived, not redelivered
@@ -163,6 +205,7 @@ class Sim:
         update = self.sp.take_update()
         if update is not None:
             self.updates.append(update)
+            self.write_state(update)
 
     # -- invariants ------------------------------------------------------------------------------------
     def check(self) -> None:
@@ -185,15 +228,22 @@ class Sim:
     def check_reload(self) -> None:
         """The persisted records rebuild the live state (with what is acquired available)."""
         assert self.snapshot is not None, "a snapshot is written first"
-        probe = SharePartition.from_persisted(CONFIG, self.snapshot, [*self.updates, *self._pending_update()])
+        pending = self._pending_update()
+        self.compare(SharePartition.from_persisted(CONFIG, self.snapshot, [*self.updates, *pending]), "reloaded")
+        _error, state, _records = self.coordinator.read(KEY, -1)
+        assert state is not None, "initialized at the start"
+        coordinated = {"SnapshotEpoch": 0, "LeaderEpoch": self.sp.leader_epoch, **state}
+        self.compare(SharePartition.from_persisted(CONFIG, coordinated, pending), "read from the coordinator")
+
+    def compare(self, probe: SharePartition, what: str) -> None:
         if (probe.start_offset, probe.end_offset) != (self.sp.start_offset, self.sp.end_offset):
-            self.fail(f"reloaded range {probe.start_offset}..{probe.end_offset} != "
+            self.fail(f"{what}: range {probe.start_offset}..{probe.end_offset} != "
                       f"{self.sp.start_offset}..{self.sp.end_offset}")
         for offset in range(self.sp.start_offset, self.sp.end_offset):
             state, count = self.sp.state_of(offset)
             live = RecordState.AVAILABLE if state is RecordState.ACQUIRED else state
             if probe.state_of(offset) != (live, count):
-                self.fail(f"offset {offset}: reloaded {probe.state_of(offset)} != live {(live, count)}")
+                self.fail(f"offset {offset}: {what} {probe.state_of(offset)} != live {(live, count)}")
 
     def _pending_update(self) -> list[dict]:
         """What the next ShareUpdate would hold, taken from a copy (the live one keeps it pending)."""
