@@ -200,3 +200,16 @@ def test_cluster_traffic_over_sasl_ssl(tmp_path):
     for n in nodes:
         log = n.log_path.read_text(errors="replace")
         assert "Traceback" not in log and "SASL authentication failed" not in log, n.log_tail(60)
+
+
+def test_the_cli_names_a_sasl_listener_it_did_not_log_in_to(sasl_node, tmp_path):
+    """Issue 41: a command without a login on a SASL listener says so, through librdkafka (topics list) and
+    tierlog's own connection (metadata quorum: ApiVersions is answered before a login, then the close)."""
+    for command in (["topics", "list"], ["metadata", "quorum"]):
+        run = subprocess.run([sys.executable, "-m", "tierlog.cli.main", *command, "--bootstrap-server",
+                              sasl_node.bootstrap], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                             check=False)
+        assert run.returncode == 1 and run.stderr.splitlines() == [
+            f"tierlog: error: {sasl_node.bootstrap} closed the connection: it is a SASL listener (PLAIN) and this "
+            "command did not log in: pass --command-config DATA_DIR/client.properties (tierlog up --security "
+            "writes it in its --data-dir)"], run.stderr

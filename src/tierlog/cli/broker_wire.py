@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from typing import Self
 
-from tierlog.cli.connect_failure import login_refused, unreachable
+from tierlog.cli.connect_failure import login_refused, not_logged_in, unreachable
 from tierlog.cli.errors import CliError
 from tierlog.clock import monotonic_s
 from tierlog.net.blocking import BlockingConnection
@@ -97,7 +97,8 @@ class BrokerWire:
                 self.close()
                 failures.append(exc.reason if isinstance(exc, PeerUnavailable) else str(exc))
         reason = "; ".join(dict.fromkeys(failures)) or "no bootstrap server given"
-        raise CliError(unreachable(self.bootstrap, reason, spoke_tls=self.security.ssl is not None))
+        raise CliError(unreachable(self.bootstrap, reason, spoke_tls=self.security.ssl is not None,
+                                   spoke_sasl=self.security.sasl is not None))
 
     def _open(self, address: str) -> None:
         host, port = _split_host_port(address)
@@ -122,7 +123,9 @@ class BrokerWire:
         try:
             return self.request(api_key, body, version)
         except PeerUnavailable as exc:
-            raise CliError(f"{what} from {self.address} failed: {exc.reason}") from None
+            # a SASL listener answers ApiVersions before a login, then closes on anything else
+            refused = None if self.security.sasl is not None else not_logged_in(*_split_host_port(self.address))
+            raise CliError(refused or f"{what} from {self.address} failed: {exc.reason}") from None
 
     def request(self, api_key: int, body: dict, version: int) -> dict:
         """Send one request and return the decoded response body (PeerUnavailable if not)."""

@@ -52,9 +52,6 @@ def _client_config(args: argparse.Namespace, settings: dict) -> dict:
     return config
 
 
-def _speaks_tls(config: dict) -> bool:
-    return str(config.get("security.protocol", "plaintext")).lower() in ("ssl", "sasl_ssl")
-
 
 def _librdkafka_settings(user: dict) -> dict:
     """--command-config with Kafka's client ssl.* names translated (a `CliError` if not honourable)."""
@@ -71,7 +68,7 @@ class Connection:
         self.bootstrap = args.bootstrap_server
         self.timeout_s: float = args.timeout
         config = _client_config(args, settings)
-        self.health = BrokerHealth(self.bootstrap, spoke_tls=_speaks_tls(config))
+        self.health = BrokerHealth(self.bootstrap, security_protocol=str(config.get("security.protocol", "plaintext")))
         self.client = client_class({**config, "error_cb": self.health})
 
     def deadline(self) -> float:

@@ -38,9 +38,9 @@ def _short_reason(text: str) -> str:
 class BrokerHealth:
     """The ``error_cb`` of one client, and the check that reports it."""
 
-    def __init__(self, bootstrap: str, *, spoke_tls: bool) -> None:
+    def __init__(self, bootstrap: str, *, security_protocol: str) -> None:
         self.bootstrap = bootstrap
-        self.spoke_tls = spoke_tls          # the client's security.protocol is SSL or SASL_SSL
+        self.security_protocol = security_protocol.lower()      # the client's: plaintext, ssl, sasl_ssl...
         self._all_down = False
         self._reason = ""
         self._login_refused = False
@@ -74,7 +74,9 @@ class BrokerHealth:
     def unreachable_message(self, fallback: str = "") -> str:
         if self._login_refused:
             return login_refused(self.bootstrap, self._reason)
-        return unreachable(self.bootstrap, self._reason or fallback, spoke_tls=self.spoke_tls)
+        return unreachable(self.bootstrap, self._reason or fallback,
+                           spoke_tls=self.security_protocol.endswith("ssl"),
+                           spoke_sasl=self.security_protocol.startswith("sasl"))
 
     def check(self) -> None:
         """Raise `CliError` if the client hit a fatal error or lost every broker."""
