@@ -22,7 +22,7 @@ import uuid
 import duckdb
 import pytest
 from cluster import Cluster, running, wait_for
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -136,6 +136,8 @@ def test_the_table_matches_the_log_to_the_offset_across_crashes(tmp_path, monkey
         covered = covered_offsets(main)[0]
         log = _consume(cluster.bootstrap, covered + 1)
         metrics = urllib.request.urlopen(f"http://{broker.announced['metrics']}/metrics", timeout=10).read().decode()
+        notes = _evolve_schema(admin, cluster, catalog, covered)
+        final = catalog.load_table(("tierlog", TOPIC)).scan().to_arrow().num_rows
 
     rows = main.scan().to_arrow().sort_by("offset")
     table = dict(zip(rows.column("offset").to_pylist(), rows.column("id").to_pylist(), strict=True))
@@ -158,11 +160,35 @@ def test_the_table_matches_the_log_to_the_offset_across_crashes(tmp_path, monkey
     duck = duckdb.connect().execute('SELECT "offset", id FROM read_parquet(?) ORDER BY 1', [files]).fetchall()
     assert dict(duck) == table
     assert 'tierlog_table_commits_total{topic="orders.json"}' in metrics
+    assert 'tierlog_table_lag_offsets{partition="0",topic="orders.json"} 0.0' in metrics
     counted = subprocess.run([sys.executable, "-m", "tierlog.cli.main", "table", "query", TOPIC,
                               'SELECT count(*), count(DISTINCT "offset") FROM t', "--storage", str(remote), "--json"],
                              capture_output=True, text=True, timeout=120, check=True)
-    assert json.loads(counted.stdout)["rows"] == [[len(table), len(table)]]
-    assert 'tierlog_table_lag_offsets{partition="0",topic="orders.json"} 0.0' in metrics
+    assert json.loads(counted.stdout)["rows"] == [[final, final]]
+    assert set(notes) == {"later"}, "the rows committed after the new property have it"
+
+
+def _evolve_schema(admin, cluster, catalog, covered: int) -> list[str]:
+    """A type change is refused (INVALID_CONFIG); an added property evolves the table: the records
+    uploaded from then on have the column, the older ones null (the new records' notes)."""
+    changed = {**SCHEMA, "properties": {**SCHEMA["properties"], "id": {"type": "string"}}}
+    with pytest.raises(KafkaException, match="property 'id' changes type integer -> string"):
+        _alter(admin, TOPIC, **{"tierlog.table.value.schema": json.dumps(changed)})
+    wider = {**SCHEMA, "properties": {**SCHEMA["properties"], "note": {"type": "string"}}}
+    _alter(admin, TOPIC, **{"tierlog.table.value.schema": json.dumps(wider)})
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
+    delivered: list[int] = []
+    for i in range(700):
+        p.produce(TOPIC, json.dumps({"id": 300_000 + i, "pad": PAD, "note": "later"}).encode(), partition=0,
+                  on_delivery=lambda err, m: delivered.append(m.offset()))
+    assert p.flush(60) == 0
+    first = min(delivered)
+    wait_for(lambda: covered_offsets(catalog.load_table(("tierlog", TOPIC)))[0] > first + 300, 120,
+             "the new records committed", interval_s=0.5)
+    rows = catalog.load_table(("tierlog", TOPIC)).scan(row_filter=f"offset > {covered}").to_arrow()
+    notes = dict(zip(rows.column("offset").to_pylist(), rows.column("note").to_pylist(), strict=True))
+    assert all(n is None for o, n in notes.items() if o < first) and len(notes) > 300
+    return [n for o, n in notes.items() if o >= first]
 
 
 def test_turning_the_table_on_backfills_the_remote_segments_uploaded_before(tmp_path):
