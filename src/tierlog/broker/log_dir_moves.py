@@ -15,7 +15,9 @@ a step that catches up swaps at once (``Partition.swap_future``: nothing can be
 appended between the two, they run in one event-loop step), and the controller
 is told the replica's new directory (AssignReplicasToDirs).  A partition no
 longer hosted, a log dir failure of either side (the log manager drops the
-future log) or a storage error aborts the move.
+future log) or a storage error aborts the move.  A move under way at shutdown resumes
+when the partition is hosted again (``resume``: the log manager loaded its
+future log).
 """
 from __future__ import annotations
 
@@ -68,7 +70,6 @@ class LogDirMoves:
             return ErrorCode.REPLICA_NOT_AVAILABLE
         if part.offline:
             return ErrorCode.KAFKA_STORAGE_ERROR
-        key = (topic, index)
         if self._logs.log_dir_of(topic, index) == target:
             self._cancel(part, "asked to stay in its log dir")
             return ErrorCode.NONE
@@ -79,12 +80,22 @@ class LogDirMoves:
             return ErrorCode.KAFKA_STORAGE_ERROR
         if part.future is not future:
             log.info("%s-%d: moving from %s to %s", topic, index, self._logs.log_dir_of(topic, index), target)
+        self._start(part, future)
+        return ErrorCode.NONE
+
+    def resume(self, part: Partition) -> None:
+        """A partition just hosted whose future log was loaded at start (a move under way at shutdown)
+        goes on filling it."""
+        future = self._logs.future_of(*part.key)
+        if future is not None and part.future is not future:
+            self._start(part, future)
+
+    def _start(self, part: Partition, future) -> None:
         part.start_future(future)
-        self._moving.add(key)
+        self._moving.add(part.key)
         if not self._running:
             self._running = True
             self._tasks.spawn(self._copy_all(), name="log-dir-moves")
-        return ErrorCode.NONE
 
     def _cancel(self, part: Partition, why: str) -> None:
         if part.future is not None or part.key in self._moving:

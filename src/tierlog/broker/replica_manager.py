@@ -310,6 +310,7 @@ class ReplicaManager:
             part.follower_hw = self.logs.checkpointed_high_watermark(*key) if existing is not None else 0
             self._by_id[(topic.topic_id, p.partition)] = part
             part.update_config(config)          # a log loaded at start has the defaults until now
+            self.log_dir_moves.resume(part)     # a move under way at shutdown goes on
             return part
         part.update_config(config)
         return part

@@ -56,8 +56,10 @@ checkpoints; the partition fills it, ``broker.partition.future_log``);
 current to ``-delete`` (removed after file.delete.delay.ms), in that order, so a
 crash between leaves two complete copies (the duplicate stops the load, as in
 Kafka) and never none. ``abort_future`` deletes it. A future log found at start
-is removed (the move is not resumed: ask for it again); one whose dir (or whose
-current log's dir) goes offline is dropped: the move is aborted.
+is loaded again (``futures``: the partition resumes the move, as Kafka's broker
+does) unless its partition has no current log here, then it is removed; one
+whose dir (or whose current log's dir) goes offline is dropped: the move is
+aborted.
 
 ``reserved_dirs``: directories the node uses for something else (the Raft
 metadata log, ``__cluster_metadata-0``, whose name is a legal partition directory
@@ -167,6 +169,9 @@ class LogManager:
         self.cleaners: dict[Path, LogDirCleaner] = {}     # start_cleaners; a dir going offline at load has none
         for log_dir in self.log_dirs:
             self._load_dir(log_dir, now_ms)
+        for key in [k for k in self._futures if k not in self._logs]:
+            _log.info("%s-%d: removing a future log without a current log", *key)
+            self.abort_future(*key)
         self._write_checkpoints(wait=True)
 
     def start_cleaners(self, clean_limits_of: Callable[[list[TopicPartition]],
@@ -210,10 +215,11 @@ class LogManager:
                     recovery_points: dict[TopicPartition, int], start_offsets: dict[TopicPartition, int]) -> None:
         if not entry.is_dir():
             return
-        if entry.name.endswith((DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX)):
-            if entry.name.endswith(FUTURE_DIR_SUFFIX):
-                _log.info("%s: removing a future log left by an unfinished log dir move", entry.path)
+        if entry.name.endswith(DELETE_DIR_SUFFIX):
             shutil.rmtree(entry.path, ignore_errors=True)
+            return
+        if entry.name.endswith(FUTURE_DIR_SUFFIX):
+            self._load_future(log_dir, entry, now_ms)
             return
         key = parse_partition_dir(entry.name)
         if key is None or entry.name == METADATA_LOG_DIR or self._is_reserved(Path(entry.path)):
@@ -229,6 +235,19 @@ class LogManager:
         self._logs[key] = log
         self._home[key] = log_dir
         self._timed.add(key)
+
+    def _load_future(self, log_dir: Path, entry: os.DirEntry, now_ms: int) -> None:
+        """A future log left by a move under way at shutdown: loaded (fully recovered) to be resumed."""
+        key = parse_partition_dir(entry.name.rpartition(".")[0])
+        if key is None or key in self._futures:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            return
+        self._futures[key] = Log.open(Path(entry.path), self._config_for(key[0]), now_ms,
+                                      writer=self._writers[log_dir], failures=self.failures,
+                                      timed=self._inbox.for_log(key))
+        self._future_home[key] = log_dir
+        _log.info("%s-%d: resuming the move to %s (future log at offset %d)", key[0], key[1], log_dir,
+                  self._futures[key].log_end_offset)
 
     def _take_offline(self, log_dir: Path) -> None:
         if log_dir in self.offline_dirs:

@@ -2,6 +2,7 @@
 from the current one a step at a time while appends go on, swaps once caught up, and a restart, a
 failed target dir or a cancel leave the current log whole."""
 import asyncio
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -133,17 +134,39 @@ def test_a_failed_target_dir_aborts_the_move_and_the_replica_keeps_serving(tmp_p
     assert part.log_end_offset == 40
 
 
-def test_a_restart_in_the_middle_removes_the_future_log_and_keeps_the_current(tmp_path):
-    logs, part, moves, _ = _setup(tmp_path)
-    _append(part)
+def test_a_restart_in_the_middle_resumes_the_move(tmp_path):
+    logs, part, moves, moved = _setup(tmp_path)
+    for _ in range(3):
+        _append(part)
     source, target = logs.log_dir_of("t", 0), _other(logs, part)
     assert moves.alter("t", 0, str(target)) == E.NONE
+    assert not part.copy_to_future(2500, NOW)       # one batch of three copied
     future_dir = logs.future_of("t", 0).directory
     logs.close()
-    assert future_dir.exists()                  # left by the shutdown
     again = LogManager(logs.log_dirs, NOW, config_for=lambda _t: CONFIG)
-    assert not future_dir.exists() and again.futures() == {}
-    assert again.log_dir_of("t", 0) == source and again.get("t", 0).log_end_offset == 20
+    future = again.future_of("t", 0)
+    assert future.directory == future_dir and future.log_end_offset == 20 and again.future_dir_of("t", 0) == target
+    current = again.get("t", 0)
+    assert again.log_dir_of("t", 0) == source and current.log_end_offset == 60
+    part = Partition("t", 0, b"\x01" * 16, current, leader_id=1, leader_epoch=3)
+    lead(part, replicas=(1,))
+    moves = LogDirMoves(again, lambda t, p: part, moved.append, lambda: NOW, _Tasks())
+    moves.resume(part)
+    assert part.future is future and moves.moving
+    moves.step(("t", 0))
+    assert again.log_dir_of("t", 0) == target and part.log_end_offset == 60 and moved == [("t", 0)]
+    again.close()
+
+
+def test_a_future_log_without_its_current_log_is_removed_at_start(tmp_path):
+    logs, part, moves, _ = _setup(tmp_path)
+    _append(part)
+    assert moves.alter("t", 0, str(_other(logs, part))) == E.NONE
+    future_dir, current_dir = logs.future_of("t", 0).directory, part.log.directory
+    logs.close()
+    shutil.rmtree(current_dir)
+    again = LogManager(logs.log_dirs, NOW, config_for=lambda _t: CONFIG)
+    assert again.futures() == {} and not future_dir.exists() and again.get("t", 0) is None
     again.close()
 
 
