@@ -9,6 +9,8 @@ from types import SimpleNamespace
 from leaders import lead
 
 from tierlog.broker import log_dir_moves
+from tierlog.broker.apis import api_34_alter_replica_log_dirs as alter_api
+from tierlog.broker.apis import api_35_describe_log_dirs as describe_api
 from tierlog.broker.log_dir_moves import LogDirMoves
 from tierlog.broker.partition import AppendOrigin, FetchIsolation, Partition
 from tierlog.broker.replica_manager import ReplicaManager
@@ -238,3 +240,37 @@ def test_the_log_start_moves_with_the_log(tmp_path):
     assert part.log is future and (part.log_start_offset, part.log_end_offset) == (50, 60)
     assert part.read(50, 1 << 20, FetchIsolation.LOG_END).error == E.NONE
     assert part.read(20, 1 << 20, FetchIsolation.LOG_END).error == E.OFFSET_OUT_OF_RANGE
+
+
+class _Deny:
+    def authorize(self, *_args):
+        return False
+
+
+def test_the_apis_answer_per_partition_and_describe_shows_the_future_log(tmp_path):
+    logs, part, moves, _ = _setup(tmp_path)
+    for _ in range(3):
+        _append(part)
+    source, target = logs.log_dir_of("t", 0), _other(logs, part)
+    broker = SimpleNamespace(authorizer=None, replicas=SimpleNamespace(logs=logs, log_dir_moves=moves,
+                                                                       get=lambda t, p: part if (t, p) == ("t", 0)
+                                                                       else None))
+    header = SimpleNamespace(principal="User:a", client_host="h")
+    request = {"Dirs": [{"Path": str(target), "Topics": [{"Name": "t", "Partitions": [0, 7]}]},
+                        {"Path": "/elsewhere", "Topics": [{"Name": "u", "Partitions": [0]}]}]}
+    answer = alter_api.handle(broker, header, request)
+    assert answer["Results"] == [
+        {"TopicName": "t", "Partitions": [{"PartitionIndex": 0, "ErrorCode": E.NONE},
+                                          {"PartitionIndex": 7, "ErrorCode": E.REPLICA_NOT_AVAILABLE}]},
+        {"TopicName": "u", "Partitions": [{"PartitionIndex": 0, "ErrorCode": E.LOG_DIR_NOT_FOUND}]}]
+    assert part.copy_to_future(2500, NOW) is False          # one batch of three copied
+    described = describe_api.handle(broker, header, {"Topics": None})
+    entries = {(r["LogDir"], p["IsFutureKey"]): p for r in described["Results"] for t in r["Topics"]
+               for p in t["Partitions"]}
+    assert set(entries) == {(str(source.absolute()), False), (str(target.absolute()), True)}
+    future = entries[(str(target.absolute()), True)]
+    assert future["OffsetLag"] == 40 and 0 < future["PartitionSize"] < entries[(str(source.absolute()), False)][
+        "PartitionSize"]
+    broker.authorizer, broker.image = _Deny(), SimpleNamespace(acls=None)
+    refused = alter_api.handle(broker, header, request)
+    assert {p["ErrorCode"] for t in refused["Results"] for p in t["Partitions"]} == {E.CLUSTER_AUTHORIZATION_FAILED}
