@@ -14,13 +14,20 @@ frame was complete and when its handler started; the response is ready now). Exp
   requests before its handler started.
 
 ``request`` is Kafka's request name (``Produce``, ``Metadata``, ...; a Fetch is
-``FetchConsumer`` or ``FetchFollower`` as in Kafka). Cost: one dict lookup and two
-histogram observations per request, never per record; the label sets are bounded by
-the registered APIs and their versions.
+``FetchConsumer`` or ``FetchFollower`` as in Kafka). Cost per request, never per record:
+one dict lookup and a few plain list and float updates on the event loop's thread
+(issue 36: prometheus_client's locked counter and two locked histograms were 5 % of a
+single-record Produce's broker CPU); the families are built from them when scraped. The
+label sets are bounded by the registered APIs and their versions.
 """
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from bisect import bisect_left
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.utils import floatToGoString
 
 from tierlog.clock import monotonic_ns
 from tierlog.protocol.api import ApiKey
@@ -48,17 +55,38 @@ def fetch_replica_id(request: dict, version: int) -> int:
     return request.get("ReplicaId", -1)
 
 
+class _Times:
+    """One histogram's counts per bucket (``TIME_BUCKETS_MS``, then +Inf) and its sum, in ms."""
+
+    __slots__ = ("counts", "sum")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(TIME_BUCKETS_MS) + 1)
+        self.sum = 0.0
+
+    def add(self, ms: float) -> None:
+        self.counts[bisect_left(TIME_BUCKETS_MS, ms)] += 1     # a value on a bound counts in its bucket (le)
+        self.sum += ms
+
+    def buckets(self) -> tuple[list[tuple[str, int]], float]:
+        """Cumulative (le, count) pairs as Prometheus exposes them, and the sum."""
+        counts, total = list(self.counts), self.sum       # a copy: the loop may add while a scrape reads
+        out, running = [], 0
+        for bound, n in zip((*TIME_BUCKETS_MS, float("inf")), counts):
+            running += n
+            out.append((floatToGoString(bound), running))
+        return out, total
+
+
 class RequestMetrics:
+    """Registered in ``registry`` as a collector: the families are made when it is scraped."""
+
     def __init__(self, registry: CollectorRegistry):
-        self._requests = Counter("kafka_network_requestmetrics_requests", "Requests answered (RequestsPerSec)",
-                                 ["request", "version"], registry=registry)
-        self._total = Histogram("kafka_network_requestmetrics_totaltimems",
-                                "Time from the request read to its response ready, ms (TotalTimeMs)",
-                                ["request"], buckets=TIME_BUCKETS_MS, registry=registry)
-        self._queue = Histogram("kafka_network_requestmetrics_requestqueuetimems",
-                                "Time a read request waited for its handler, ms (RequestQueueTimeMs)",
-                                ["request"], buckets=TIME_BUCKETS_MS, registry=registry)
-        self._children: dict[tuple[int, int, bool], tuple] = {}
+        self._children: dict[tuple[int, int, bool], tuple[list[int], _Times, _Times]] = {}
+        self._requests: dict[tuple[str, str], list[int]] = {}        # (request, version) -> [count]
+        self._total: dict[str, _Times] = {}
+        self._queue: dict[str, _Times] = {}
+        registry.register(self)
 
     def on_response(self, header, request: dict, response, received_ns: int, started_ns: int) -> None:
         follower = header.api_key == ApiKey.FETCH and fetch_replica_id(request, header.api_version) >= 0
@@ -71,10 +99,36 @@ class RequestMetrics:
         if children is None:
             children = self._children[key] = self._children_for(*key)
         count, total, queue = children
-        count.inc()
-        total.observe((done_ns - received_ns) / _NS_PER_MS)
-        queue.observe(max(0, started_ns - received_ns) / _NS_PER_MS)
+        count[0] += 1
+        total.add((done_ns - received_ns) / _NS_PER_MS)
+        queue.add(max(0, started_ns - received_ns) / _NS_PER_MS)
 
-    def _children_for(self, api_key: int, version: int, from_follower: bool) -> tuple:
+    def _children_for(self, api_key: int, version: int, from_follower: bool) -> tuple[list[int], _Times, _Times]:
         name = request_name(api_key, from_follower)
-        return (self._requests.labels(name, str(version)), self._total.labels(name), self._queue.labels(name))
+        return (self._requests.setdefault((name, str(version)), [0]), self._total.setdefault(name, _Times()),
+                self._queue.setdefault(name, _Times()))
+
+    def describe(self) -> list[Metric]:
+        return list(self._families({}, {}, {}))
+
+    def collect(self) -> Iterator[Metric]:
+        return self._families(dict(self._requests), dict(self._total), dict(self._queue))
+
+    @staticmethod
+    def _families(requests: dict[tuple[str, str], list[int]], total: dict[str, _Times],
+                  queue: dict[str, _Times]) -> Iterator[Metric]:
+        counter = CounterMetricFamily("kafka_network_requestmetrics_requests", "Requests answered (RequestsPerSec)",
+                                      labels=["request", "version"])
+        for (name, version), count in sorted(requests.items()):
+            counter.add_metric([name, version], count[0])
+        yield counter
+        for metric, doc, times in (
+                ("kafka_network_requestmetrics_totaltimems",
+                 "Time from the request read to its response ready, ms (TotalTimeMs)", total),
+                ("kafka_network_requestmetrics_requestqueuetimems",
+                 "Time a read request waited for its handler, ms (RequestQueueTimeMs)", queue)):
+            family = HistogramMetricFamily(metric, doc, labels=["request"])
+            for name, t in sorted(times.items()):
+                buckets, sum_ms = t.buckets()
+                family.add_metric([name], buckets, sum_ms)
+            yield family
