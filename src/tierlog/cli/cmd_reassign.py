@@ -24,7 +24,9 @@ Modes (one per run):
     there, catching up) or failed.
 ``--cancel --reassignment-json-file F``
     Cancels the plan's ongoing reassignments: each goes back to its original
-    replicas.  Partitions without one are reported, not an error.
+    replicas.  Partitions without one are reported, not an error.  A replica of
+    the plan's ``log_dirs`` still moving stays in its current dir (its future
+    log is deleted).
 ``--list``
     Every ongoing reassignment: replicas, adding and removing brokers.
 
@@ -63,7 +65,6 @@ from tierlog.cli.reassign_plan import (
     IN_PROGRESS,
     Plan,
     broker_list,
-    parse_plan,
     parse_plan_dirs,
     parse_topics,
     plan_document,
@@ -297,20 +298,35 @@ def _verdict_line(key: tuple[str, int], verdict: str, replicas: tuple[int, ...] 
 
 
 def _cancel(args, wire: BrokerWire) -> int:
-    plan = parse_plan(read_json(args.reassignment_json_file), str(args.reassignment_json_file))
+    plan, dirs = parse_plan_dirs(read_json(args.reassignment_json_file), str(args.reassignment_json_file))
     failed = _alter(wire, dict.fromkeys(plan), True)
     idle = [k for k, (code, _) in failed.items() if code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS]
     refused = {k: text for k, (code, text) in failed.items() if k not in idle}
     cancelled = [k for k in plan if k not in failed]
+    stopped, dirs_refused = _cancel_log_dir_moves(args, wire, dirs) if dirs else ([], {})
     lines = [f"Successfully cancelled partition reassignment(s) for: {','.join(map(_name, cancelled))}"] \
         if cancelled else []
     lines += [f"No reassignment in progress for: {','.join(_name(k) for k in idle)}"] if idle else []
     lines += [f"{_name(key)}: {text}" for key, text in refused.items()]
+    lines += [f"Successfully cancelled log directory move(s) for: {','.join(map(_replica, stopped))}"] \
+        if stopped else []
+    lines += [f"{_replica(r)}: {text}" for r, text in dirs_refused.items()]
     print_result(args, lines, {"cancelled": [_tp(k) for k in cancelled], "not_in_progress": [_tp(k) for k in idle],
-                               "refused": [_tp(k, error=text) for k, text in refused.items()]})
-    if refused:
-        raise CliError(f"cancel refused for {', '.join(_name(k) for k in refused)}")
+                               "refused": [_tp(k, error=text) for k, text in refused.items()],
+                               "log_dirs_cancelled": [_tp((t, p), broker=b) for t, p, b in stopped]})
+    if refused or dirs_refused:
+        raise CliError(f"cancel refused for {', '.join([*map(_name, refused), *map(_replica, dirs_refused)])}")
     return 0
+
+
+def _cancel_log_dir_moves(args, wire: BrokerWire, dirs: dict) -> tuple[list, dict]:
+    """Kafka's tool cancels a plan's log dir moves too: each replica with a future log is asked to stay
+    in its current dir (AlterReplicaLogDirs to it cancels the move).  (cancelled, refused)."""
+    addresses = reassign_log_dirs.broker_addresses(wire)
+    places = reassign_log_dirs.states(args, addresses, dirs, wire.remaining_s())
+    stay = {r: current for r, (current, future) in places.items() if current is not None and future is not None}
+    refused = reassign_log_dirs.alter(args, addresses, stay, wire.remaining_s()) if stay else {}
+    return [r for r in stay if r not in refused], refused
 
 
 def _list(args, wire: BrokerWire) -> int:

@@ -74,6 +74,20 @@ def test_verify_judges_each_replica_log_dir_from_its_current_and_future_logs():
     assert "in no online log directory" in _dir_line(("a", 0, 1), "failed", "/d2", None, None)
 
 
+def test_cancel_asks_each_replica_still_moving_to_stay_in_its_current_dir(monkeypatch):
+    from tierlog.cli import cmd_reassign, reassign_log_dirs
+    places = {("a", 0, 1): ("/d1", "/d2"), ("a", 1, 1): ("/d2", None), ("b", 0, 2): ("/d1", "/d2")}
+    asked = {}
+    monkeypatch.setattr(reassign_log_dirs, "broker_addresses", lambda wire: {1: "h:1", 2: "h:2"})
+    monkeypatch.setattr(reassign_log_dirs, "states", lambda args, addresses, dirs, timeout: places)
+    monkeypatch.setattr(reassign_log_dirs, "alter", lambda args, addresses, stay, timeout: (
+        asked.update(stay), {("b", 0, 2): "KAFKA_STORAGE_ERROR"})[1])
+    wire = type("Wire", (), {"remaining_s": lambda self: 5.0})()
+    stopped, refused = cmd_reassign._cancel_log_dir_moves(None, wire, dict.fromkeys(places, "/d2"))
+    assert asked == {("a", 0, 1): "/d1", ("b", 0, 2): "/d1"}      # the one already there is left alone
+    assert stopped == [("a", 0, 1)] and refused == {("b", 0, 2): "KAFKA_STORAGE_ERROR"}
+
+
 def test_unreadable_files(tmp_path):
     with pytest.raises(CliError, match="not valid JSON"):
         read_json(_file(tmp_path, "{nope"))
