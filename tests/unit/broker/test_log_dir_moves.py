@@ -274,3 +274,17 @@ def test_the_apis_answer_per_partition_and_describe_shows_the_future_log(tmp_pat
     broker.authorizer, broker.image = _Deny(), SimpleNamespace(acls=None)
     refused = alter_api.handle(broker, header, request)
     assert {p["ErrorCode"] for t in refused["Results"] for p in t["Partitions"]} == {E.CLUSTER_AUTHORIZATION_FAILED}
+
+
+def test_a_follower_moves_too_and_its_fetcher_view_follows_the_swap(tmp_path):
+    logs, part, moves, moved = _setup(tmp_path)
+    _append(part)
+    part.become_follower(2, 4)
+    view = part.follower_view()                 # what the replica fetcher keeps
+    leader_batch = bytearray(build_batch([Record(20 + i, NOW, None, b"y") for i in range(5)], base_offset=20))
+    assert moves.alter("t", 0, str(_other(logs, part))) == E.NONE
+    part.append_as_follower(leader_batch, NOW)  # the leader's records arrive during the move
+    moves.step(("t", 0))
+    assert moved == [("t", 0)] and view.log_end_offset == part.log_end_offset == 25
+    part.append_as_follower(bytearray(build_batch([Record(25, NOW, None, b"z")], base_offset=25)), NOW)
+    assert view.log_end_offset == 26 and view.latest_epoch == part.latest_epoch
