@@ -70,10 +70,9 @@ class RequestDispatcher:
                  principal: str = ANONYMOUS):
         started_ns = monotonic_ns()
         try:
-            header, offset = decode_request_header(frame)
+            header, offset = decode_request_header(frame, self.listener, client_host, principal)
         except ProtocolError as e:
             raise CloseConnection(f"bad request header: {e}") from None
-        header = header._replace(listener=self.listener, client_host=client_host, principal=principal)
         api = self.registry.get(header.api_key)
         if api is None:
             raise CloseConnection(f"unknown api key {header.api_key}")

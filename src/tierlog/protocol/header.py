@@ -14,7 +14,6 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.messages import APIS
 from tierlog.protocol.primitives import (
     EMPTY_TAGGED_FIELDS,
@@ -54,13 +53,15 @@ def encode_request_header(api_key: int, api_version: int, correlation_id: int,
     return head + EMPTY_TAGGED_FIELDS if header_version >= 2 else head
 
 
-def _known_spec(api_key: int, api_version: int) -> ApiSpec | None:
-    spec = APIS.get(api_key)
-    return spec if spec is not None and spec.supports(api_version) else None
+#: api key -> (lowest version, highest version, first flexible version) of every API with a schema
+_HEADER_VERSIONS = {int(key): (spec.min_version, spec.max_version, spec.flexible_from) for key, spec in APIS.items()}
+_ANONYMOUS = "User:ANONYMOUS"
 
 
-def decode_request_header(buf: Buffer) -> tuple[RequestHeader, int]:
-    """Decode the header of one request frame (without its size prefix).
+def decode_request_header(buf: Buffer, listener: str | None = None, client_host: str = "",
+                          principal: str = _ANONYMOUS) -> tuple[RequestHeader, int]:
+    """Decode the header of one request frame (without its size prefix); ``listener``,
+    ``client_host`` and ``principal`` (not on the wire) go into the header as they are.
 
     Returns the header and the offset of the body. For an API key or version
     without a schema only the v1 fields are read (the caller answers
@@ -69,12 +70,12 @@ def decode_request_header(buf: Buffer) -> tuple[RequestHeader, int]:
     try:
         api_key, api_version, correlation_id = _REQUEST_PREFIX.unpack_from(buf, 0)
         client_id, pos = decode_nullable_string(buf, _REQUEST_PREFIX.size)
-        spec = _known_spec(api_key, api_version)
-        if spec is not None and spec.request_header_version(api_version) >= 2:
-            pos = skip_tagged_fields(buf, pos)
+        versions = _HEADER_VERSIONS.get(api_key)
+        if versions is not None and versions[0] <= api_version <= versions[1] and api_version >= versions[2]:
+            pos = pos + 1 if buf[pos] == 0 else skip_tagged_fields(buf, pos)     # header v2: its tag section
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
         raise ProtocolError(f"truncated or malformed request header: {exc}") from exc
-    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
+    return RequestHeader(api_key, api_version, correlation_id, client_id, listener, client_host, principal), pos
 
 
 def encode_response_header(correlation_id: int, header_version: int) -> bytes:
