@@ -24,6 +24,7 @@ lost a race with another partition's leader re-applies it unchanged.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -118,12 +119,14 @@ class TableCatalog:
     def __init__(self, settings: TableSettings) -> None:
         self.settings = settings
         self._catalog: Catalog | None = None
+        self._lock = threading.Lock()       # copier threads open it at once
 
     @property
     def catalog(self) -> Catalog:
-        if self._catalog is None:
-            self._catalog = self._open()
-        return self._catalog
+        with self._lock:
+            if self._catalog is None:
+                self._catalog = self._open()
+            return self._catalog
 
     def _open(self) -> Catalog:
         if self.settings.local_catalog_dir is not None:

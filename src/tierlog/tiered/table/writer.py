@@ -28,6 +28,7 @@ from __future__ import annotations
 import mmap
 import os
 import signal
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,9 +96,12 @@ class TableStats:
     covered: dict[tuple[str, int], int] = field(default_factory=dict)     # the last offset each table covers
     expired: dict[tuple[str, int], int] = field(default_factory=dict)     # the log start each table was cut at
 
+    lock: threading.Lock = field(default_factory=threading.Lock)     # copier threads add at once
+
     def add(self, topic: str, commits: int, size: int, dead: int) -> None:
-        for counter, n in ((self.commits, commits), (self.bytes_written, size), (self.dead_letters, dead)):
-            counter[topic] = counter.get(topic, 0) + n
+        with self.lock:
+            for counter, n in ((self.commits, commits), (self.bytes_written, size), (self.dead_letters, dead)):
+                counter[topic] = counter.get(topic, 0) + n
 
 
 class TableWriter:
