@@ -5,7 +5,9 @@ DescribeLogDirs (key 35, sent to each broker itself, as Kafka's tool does):
 per dir its path, its error (an offline dir: KAFKA_STORAGE_ERROR), the
 volume's total and usable bytes (v4), and per partition replica its size on
 disk and its offset lag (how far its log end is behind the high watermark).
-``--topic-list`` keeps the partitions of those topics.
+``--topic-list`` keeps the partitions of those topics.  A replica moving to
+another dir (AlterReplicaLogDirs) is listed in its target dir too, as
+``TOPIC-N (future)`` with its future log's size and how far it is behind.
 
 A table (tab-separated when stdout is not a terminal), or with ``--json``
 kafka-log-dirs.sh's JSON: ``{"version": 1, "brokers": [{"broker", "logDirs":
@@ -65,7 +67,8 @@ def _show(document: dict) -> None:
     for broker in document["brokers"]:
         for d in broker["logDirs"]:
             state = d["error"] or "online"
-            rows = [(p["partition"], str(p["size"]), str(p["offsetLag"])) for p in d["partitions"]]
+            rows = [(p["partition"] + (" (future)" if p["isFuture"] else ""), str(p["size"]), str(p["offsetLag"]))
+                    for p in d["partitions"]]
             for partition, size, lag in rows or [("-", "-", "-")]:
                 table.add_row(str(broker["broker"]), d["logDir"], state, partition, size, lag)
     print_table(table)
@@ -118,7 +121,8 @@ def register(subparsers) -> None:
         description="Per broker and log dir: its state (online, or KAFKA_STORAGE_ERROR when offline), and "
                     "per partition replica in it its Size (bytes of its local segments) and OffsetLag "
                     "(how far its log end is behind the partition's high watermark; 0 for a leader, -1 "
-                    "for a log not served yet). DescribeLogDirs is sent to each broker.")
+                    "for a log not served yet); a replica moving to another dir is listed there too as TOPIC-N (future), "
+                    "its lag being how far the copy is behind. DescribeLogDirs is sent to each broker.")
     describe.add_argument("--broker-list", metavar="ID,ID,...", type=broker_list,
                           help="the brokers to ask (default: every broker)")
     describe.add_argument("--topic-list", metavar="TOPIC,TOPIC,...", type=_topic_list,
