@@ -40,6 +40,9 @@ def test_bad_options_name_themselves(options, streaming, named):
 def test_sink_defaults_to_acks_all_and_passes_kafka_options():
     sink = parse_sink_options({"kafka.bootstrap.servers": "h:1", "topic": "t", "kafka.linger.ms": "50"})
     assert sink.producer_config["acks"] == "all" and sink.producer_config["linger.ms"] == "50"
+    assert sink.producer_config["log_level"] == "4"       # no librdkafka info lines in Spark's output
+    assert parse_sink_options({"kafka.bootstrap.servers": "h:1", "kafka.log_level": "7"}).producer_config[
+        "log_level"] == "7"
     assert sink.topic == "t"
 
 

@@ -410,7 +410,10 @@ def parse_sink_options(options: Mapping) -> SinkOptions:
     _check_kafka_options(options, _UNSUPPORTED_KAFKA_SINK)
     config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": "5",
               "partitioner": "murmur2_random",          # Kafka's Java default: same key, same partition
-              "message.timeout.ms": "120000"}
+              "message.timeout.ms": "120000",
+              # librdkafka's warnings and errors, not its info lines (a producer's telemetry id, KIP-714):
+              # Spark's Kafka sink logs its client's INFO under Spark's default WARN; kafka.log_level sets it
+              "log_level": "4"}
     for key, value in options.items():
         k = key.lower()
         if k.startswith("kafka.") and k != "kafka.bootstrap.servers":

@@ -44,6 +44,9 @@ from tierlog.parent_watch import child_env
 
 EVENTS_TOPIC = "events"
 RESULTS_TOPIC = "event-counts"
+# librdkafka's own lines from the pipeline's clients: warnings and errors, not its info lines (e.g. a
+# client's telemetry subscription, KIP-714), which are not the pipeline's output
+CLIENT_LOGS = {"log_level": 4}
 TOPIC_PARTITIONS = {"events": 3, "results": 1}      # partitions each topic of the pipeline needs (at least)
 # The driver JVM's thread stack. A streaming query's execution thread once died of a
 # StackOverflowError deep in java.util.regex (a recursive pattern over a long string; the caller
@@ -136,7 +139,7 @@ def create_topics(bootstrap: str, topics: dict[str, tuple[str, int]], timeout_s:
 
     from tierlog.client import Cluster, KafkaError
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOGS})
     futures = admin.create_topics([NewTopic(name, parts, 1) for name, (_, parts) in topics.items()],
                                   operation_timeout=timeout_s / 2, request_timeout=timeout_s / 2)
     existing = []
@@ -178,7 +181,7 @@ class Generator(threading.Thread):
         super().__init__(daemon=True, name="event-generator")
         from confluent_kafka import Producer
 
-        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20})
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, **CLIENT_LOGS})
         self.rate = rate
         self.topic = topic
         self.sent = 0
@@ -341,7 +344,7 @@ class LatestResults(threading.Thread):
         super().__init__(daemon=True, name="results-follower")
         from confluent_kafka import Consumer, TopicPartition
 
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tierlog-pipeline-view",
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tierlog-pipeline-view", **CLIENT_LOGS,
                                   "enable.auto.commit": False})
         self.topic = topic
         self.consumer.assign([TopicPartition(topic, 0, -2)])
