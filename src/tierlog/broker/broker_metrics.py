@@ -124,8 +124,8 @@ class BrokerMetricsCollector:
         lag = []
         for p in partitions:
             last = covered.get((p.topic, p.index))
-            if p.is_leader and last is not None and p.log.config.values[TABLE_MODE] != OFF:
-                lag.append((p.topic, p.index, max(0, p.log.highest_offset_in_remote_storage.value - last)))
+            if p.is_leader and last is not None and p.config.values[TABLE_MODE] != OFF:
+                lag.append((p.topic, p.index, max(0, p.highest_offset_in_remote_storage - last)))
         return TableNumbers(dict(stats.commits), dict(stats.bytes_written), dict(stats.dead_letters), lag)
 
     def _remote_numbers(self, partitions):
@@ -134,7 +134,7 @@ class BrokerMetricsCollector:
         remote_size: dict[str, int] = {}
         copy_lag: dict[str, int] = {}
         for p in partitions:
-            if not p.is_leader or not p.log.config.remote_storage_enable:
+            if not p.is_leader or not p.tiered:
                 continue
             cache = self._remote.metadata.cache(tip_of(p))
             remote_size[p.topic] = remote_size.get(p.topic, 0) + (cache.remote_size_bytes() if cache else 0)
@@ -154,18 +154,18 @@ class BrokerMetricsCollector:
 
 
 def _row(p) -> PartitionRow:
-    log, sizes = p.log, p.isr_sizes()
+    sizes = p.isr_sizes()
     isr, replicas, min_isr = (-1, 0, 0) if sizes is None else sizes
-    return PartitionRow(p.topic, p.index, log.size_in_bytes, log.log_end_offset, log.log_start_offset,
-                        log.segment_count, isr, replicas, min_isr)
+    return PartitionRow(p.topic, p.index, p.size_in_bytes, p.log_end_offset, p.log_start_offset,
+                        p.segment_count, isr, replicas, min_isr)
 
 
 def _copy_lag_bytes(part) -> int:
     """Rolled segments with offsets above the highest one in remote storage (what the next copy
     passes upload; a segment partly there counts whole); 0 for an offline log."""
-    highest = part.log.highest_offset_in_remote_storage.value
+    highest = part.highest_offset_in_remote_storage
     try:
-        return sum(s.size for s in part.log.rolled_segments() if s.next_offset - 1 > highest)
+        return sum(s.size for s in part.rolled_segments() if s.next_offset - 1 > highest)
     except KafkaStorageError:
         return 0
 

@@ -151,3 +151,21 @@ def test_delete_records_follows_kafkas_rules(tmp_path):
     assert part.log_start_offset == 3
     part.become_follower(FOLLOWER, 5)
     assert part.delete_records_on_leader(3)[0] == E.NOT_LEADER_OR_FOLLOWER
+
+
+def test_remote_retention_never_raises_the_log_start_past_the_high_watermark(tmp_path):
+    part = _partition(tmp_path)
+    _append(part)
+    _append(part)
+    _follower_fetch(part)
+    _append(part)                                  # 6..8 not replicated: the high watermark stays at 6
+    assert part.increment_log_start_offset(8) and part.log_start_offset == 6
+
+
+def test_uploads_resume_where_told_and_finished_uploads_only_raise_it(tmp_path):
+    part = _partition(tmp_path)
+    part.resume_uploads_after(10)
+    part.segment_uploaded(7)
+    assert part.highest_offset_in_remote_storage == 10
+    part.resume_uploads_after(4)                   # a new leader's lineage may go down
+    assert part.highest_offset_in_remote_storage == 4

@@ -66,6 +66,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from tierlog.metadata import PartitionInfo
 from tierlog.metadata.image import LEADER_RECOVERING
@@ -91,6 +92,7 @@ from tierlog.storage import (
     OffsetOutOfRangeError,
     ProducerStateError,
     ReadResult,
+    RolledSegment,
 )
 from tierlog.tiered.read_rules import TieredLogState
 
@@ -398,9 +400,54 @@ class Partition:
                               log.log_end_offset, log.highest_offset_in_remote_storage.value,
                               tuple(log.epoch_entries()) if with_epochs else ())
 
+    @property
+    def size_in_bytes(self) -> int:
+        return self.log.size_in_bytes
+
+    @property
+    def segment_count(self) -> int:
+        return self.log.segment_count
+
     def local_log(self) -> LocalLog:
         """KIP-1303's local-log figures of this replica."""
         return LocalLog(self.log.local_log_start_timestamp, self.log.local_log_size_bytes)
+
+    # -- tiered storage (KIP-405; the broker.remote tasks) -----------------------------------------
+    @property
+    def highest_offset_in_remote_storage(self) -> int:
+        """The last offset known uploaded (-1: none): the local retention and the copy passes read it."""
+        return self.log.highest_offset_in_remote_storage.value
+
+    def resume_uploads_after(self, offset: int) -> None:
+        """Where uploads resume: a new leader's lineage, or what a follower reads in the remote log
+        metadata (it may go down)."""
+        self.log.highest_offset_in_remote_storage.set(offset)
+
+    def segment_uploaded(self, end_offset: int) -> None:
+        """A segment up to ``end_offset`` finished uploading (only ever up)."""
+        self.log.highest_offset_in_remote_storage.update(end_offset)
+
+    def rolled_segments(self) -> list[RolledSegment]:
+        """Every segment but the active one, oldest first, as an upload sees it."""
+        return self.log.rolled_segments()
+
+    def producer_snapshot_file(self, offset: int) -> Path | None:
+        return self.log.producer_snapshot_file(offset)
+
+    def transaction_index_file(self, segment_base: int) -> Path | None:
+        return self.log.transaction_index_file(segment_base)
+
+    def increment_log_start_offset(self, offset: int) -> bool:
+        """Remote retention raised the log start (at most the high watermark); whether it moved."""
+        return self.log.increment_log_start_offset(min(offset, self.high_watermark))
+
+    def rebuild_from_remote(self, log_start_offset: int, local_log_start_offset: int,
+                            epoch_entries: list[tuple[int, int]], producer_snapshot: bytes | None) -> None:
+        """KIP-405's follower path (``buildRemoteLogAuxState``): an empty log at
+        ``local_log_start_offset`` with the remote segment's epochs and producer state; the high
+        watermark starts there."""
+        self.log.rebuild_from_remote(log_start_offset, local_log_start_offset, epoch_entries, producer_snapshot)
+        self.follower_hw = local_log_start_offset
 
     # -- leader epochs -------------------------------------------------------------------------
     @property

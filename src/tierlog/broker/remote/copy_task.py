@@ -111,23 +111,22 @@ class TaskContext:
 
 async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader) -> int:
     """Upload what is due; returns how many segments went. Raises RemoteStorageError."""
-    plog = part.log
-    rolled = plog.rolled_segments()
+    rolled = part.rolled_segments()
     local = [LocalSegment(s.base_offset, s.next_offset, s.size, s.max_timestamp_ms) for s in rolled]
     if rolled:
-        local.append(LocalSegment(rolled[-1].next_offset, plog.log_end_offset, 0, -1, active=True))
+        local.append(LocalSegment(rolled[-1].next_offset, part.log_end_offset, 0, -1, active=True))
     by_base = {s.base_offset: s for s in rolled}
     cache = ctx.metadata.cache(tip)
     if cache is not None:                # an old leader's upload may have finished since: never upload it again
-        plog.highest_offset_in_remote_storage.set(upload_resume_offset(
-            plog.highest_offset_in_remote_storage.value, cache.finished_segments(), plog.epoch_entries(),
-            plog.log_end_offset))
+        part.resume_uploads_after(upload_resume_offset(
+            part.highest_offset_in_remote_storage, cache.finished_segments(), part.epoch_entries(),
+            part.log_end_offset))
     if part.config.values[TABLE_MODE] != OFF and ctx.tables is not None and \
             not await backfill_pass(ctx, tip, part):
         return 0                        # the table first covers what is uploaded already (table_backfill)
     copied = 0
-    for candidate in copy_candidates(local, highest_remote_offset=plog.highest_offset_in_remote_storage.value,
-                                     log_start_offset=plog.log_start_offset,
+    for candidate in copy_candidates(local, highest_remote_offset=part.highest_offset_in_remote_storage,
+                                     log_start_offset=part.log_start_offset,
                                      last_stable_offset=part.last_stable_offset):
         if not still_leader():
             break
@@ -137,9 +136,8 @@ async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader)
 
 
 async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
-    plog = part.log
-    start = max(seg.base_offset, plog.highest_offset_in_remote_storage.value + 1, plog.log_start_offset)
-    entries = plog.epoch_entries()
+    start = max(seg.base_offset, part.highest_offset_in_remote_storage + 1, part.log_start_offset)
+    entries = part.epoch_entries()
     epochs = segment_leader_epochs(entries, start, seg.next_offset)
     if not epochs:
         raise RemoteStorageError(f"{tip.topic}-{tip.partition}: no leader epoch known for [{start}, "
@@ -147,9 +145,9 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
     metadata = RemoteLogSegmentMetadata(RemoteLogSegmentId(tip, uuid.uuid4().bytes), start, seg.next_offset - 1,
                                         seg.max_timestamp_ms, ctx.node_id, ctx.clock_ms(), epochs, seg.size)
     data = LogSegmentData(seg.log_path, seg.offset_index_path, seg.time_index_path,
-                          plog.producer_snapshot_file(seg.next_offset),
+                          part.producer_snapshot_file(seg.next_offset),
                           leader_epoch_checkpoint(entries, seg.next_offset),
-                          plog.transaction_index_file(seg.base_offset))
+                          part.transaction_index_file(seg.base_offset))
     await ctx.metadata.publish(metadata)
     ctx.in_flight.add(metadata.segment_id)
     try:
@@ -165,7 +163,7 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
         ctx.in_flight.discard(metadata.segment_id)
     await ctx.metadata.publish(metadata_update(ctx, metadata, _S.COPY_SEGMENT_FINISHED,
                                                manifest.metadata.custom_metadata))   # encrypted: the key id
-    plog.highest_offset_in_remote_storage.update(metadata.end_offset)
+    part.segment_uploaded(metadata.end_offset)
     ctx.stats.remote_copied(tip.topic, seg.size)
     log.info("%s-%d: copied [%d, %d] (%d bytes) to remote storage", tip.topic, tip.partition,
              metadata.start_offset, metadata.end_offset, seg.size)
@@ -179,7 +177,7 @@ def _table_commit(ctx: TaskContext, part, seg):
     tables = ctx.tables
     if tables is None:
         raise RemoteStorageError(f"{TABLE_MODE} is on but this broker has no remote storage for tables")
-    aborted = part.log.aborted_transactions(seg.base_offset, seg.next_offset)    # their markers may be later
+    aborted = part.aborted_transactions(seg.base_offset, seg.next_offset)    # their markers may be later
 
     def commit(metadata: RemoteLogSegmentMetadata) -> None:
         tables.commit(metadata, seg.log_path, aborted, config)

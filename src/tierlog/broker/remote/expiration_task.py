@@ -47,19 +47,18 @@ async def expiration_pass(ctx, tip: TopicIdPartition, part) -> int:
     cache = ctx.metadata.cache(tip)
     if cache is None:
         return 0
-    plog, config = part.log, part.log.config
-    highest = plog.highest_offset_in_remote_storage.value
-    only_local = sum(s.size for s in plog.rolled_segments() if s.base_offset > highest)
+    config, highest = part.config, part.highest_offset_in_remote_storage
+    only_local = sum(s.size for s in part.rolled_segments() if s.base_offset > highest)
     limits = RetentionLimits(config.retention_ms if config.delete_enabled else -1,
                              config.retention_bytes if config.delete_enabled else -1)
     plan = plan_remote_expiration(cache.segments(), limits, now_ms=ctx.clock_ms(),
-                                  log=PartitionLog(plog.log_start_offset, part.high_watermark, plog.log_end_offset,
-                                                   tuple(plog.epoch_entries())),
+                                  log=PartitionLog(part.log_start_offset, part.high_watermark, part.log_end_offset,
+                                                   tuple(part.epoch_entries())),
                                   only_local_bytes=only_local,
                                   being_copied=frozenset(ctx.in_flight))
     if plan.new_log_start_offset is not None:
         new_start = min(plan.new_log_start_offset, part.high_watermark)
-        if plog.increment_log_start_offset(new_start):
+        if part.increment_log_start_offset(new_start):
             log.info("%s-%d: log start offset raised to %d by remote retention", tip.topic, tip.partition, new_start)
     await _expire_table(ctx, tip, part)
     abandoned = [m for m in cache.segments() if m.state == _S.COPY_SEGMENT_STARTED
@@ -71,7 +70,7 @@ async def expiration_pass(ctx, tip: TopicIdPartition, part) -> int:
 
 
 async def _expire_table(ctx, tip: TopicIdPartition, part) -> None:
-    config, start = part.config.values, part.log.log_start_offset
+    config, start = part.config.values, part.log_start_offset
     if config[TABLE_MODE] == OFF or ctx.tables is None or start <= 0 or \
             ctx.tables.known_expired(tip.topic, tip.partition) >= start:
         return

@@ -88,8 +88,7 @@ async def build_remote_log_aux_state(remote, conn, node_id: int, part, leader_ep
                     segment.start_offset, segment.end_offset, e)
         return ErrorCode.KAFKA_STORAGE_ERROR
     log_start = rebuilt_log_start(plan, epochs)
-    part.log.rebuild_from_remote(log_start, plan.local_log_start_offset, epochs, snapshot)
-    part.follower_hw = local_start
+    part.rebuild_from_remote(log_start, plan.local_log_start_offset, epochs, snapshot)
     log.info("%s-%d: rebuilt from remote segment [%d, %d]: log start %d, fetching from %d", part.topic,
              part.index, segment.start_offset, segment.end_offset, log_start, local_start)
     return ErrorCode.NONE

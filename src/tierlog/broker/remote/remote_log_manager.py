@@ -198,7 +198,7 @@ class RemoteLogManager:
         cache, entries, log_end = self.metadata.cache(tip), part.epoch_entries(), part.log_end_offset
         found = find_highest_remote_offset(entries, log_end, cache.highest_offset_for_epoch)
         offset = min(found.offset, highest_offset_in_lineage(cache.finished_segments(), entries, log_end))
-        part.log.highest_offset_in_remote_storage.set(offset)
+        part.resume_uploads_after(offset)
         log.info("%s-%d: uploads resume after offset %d", part.topic, part.index, offset)
 
     def _on_metadata(self, tip: TopicIdPartition) -> None:
@@ -210,7 +210,7 @@ class RemoteLogManager:
         highest = highest_offset_in_lineage(cache.finished_segments(), part.epoch_entries(),
                                             part.log_end_offset)
         if highest >= 0:
-            part.log.highest_offset_in_remote_storage.set(highest)
+            part.resume_uploads_after(highest)
 
     async def _delete_all(self, tip: TopicIdPartition) -> None:
         for metadata in self.metadata.cache(tip).segments():

@@ -29,7 +29,7 @@ async def backfill_pass(ctx, tip: TopicIdPartition, part) -> bool:
     """Commit due remote segments to the table; True when the table covers every remote segment."""
     cache = ctx.metadata.cache(tip)
     if cache is None or ctx.tables.known_covered(tip.topic, tip.partition) >= \
-            part.log.highest_offset_in_remote_storage.value:
+            part.highest_offset_in_remote_storage:
         return True                     # this broker committed up to there itself: no catalog read
     config = part.config.values
     loop = asyncio.get_running_loop()
@@ -52,7 +52,7 @@ def _commit_one(ctx, metadata: RemoteLogSegmentMetadata, later: list[RemoteLogSe
         if m.segment_id.id not in txn_indexes:
             txn_indexes[m.segment_id.id] = segments.fetch_transaction_index(m)
     aborted = aborted_in([txn_indexes[m.segment_id.id] for m in later],
-                         part.log.aborted_transactions(metadata.start_offset, metadata.end_offset + 1))
+                         part.aborted_transactions(metadata.start_offset, metadata.end_offset + 1))
     staged = ctx.tables.staging_path(metadata)
     try:
         _download(segments, metadata, staged)
