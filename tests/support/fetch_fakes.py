@@ -18,7 +18,7 @@ class FakeReplicas:
     def get(self, topic, index):
         return self.parts.get((topic, index))
 
-    def on_follower_fetch(self, part, replica_id, fetch_offset, epoch, fields):
+    def on_follower_fetch(self, part, replica_id, fetched, epoch):
         return ErrorCode.NONE
 
     def on_replica_fetch(self, replica_id):

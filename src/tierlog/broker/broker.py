@@ -103,15 +103,19 @@ class Broker:
         return info.partitions[index].leader if info is not None and 0 <= index < len(info.partitions) else -1
 
     def led_partition(self, topic: str, index: int):
-        """(partition, NONE) when this node leads it, else (partition or None, Kafka error code)."""
+        """(partition, NONE) when this node leads it, else (partition or None, Kafka error code); the
+        partition says whether it leads (``Partition.is_leader``), not the image."""
         part = self.replicas.get(topic, index)
         if part is None:
-            info = self.image.topics.get(topic)
-            known = info is not None and 0 <= index < len(info.partitions)
-            return None, ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if part.leader_id != self.node_id:
-            return part, ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return part, ErrorCode.NONE
+            return None, self.unhosted_error(topic, index)
+        return part, ErrorCode.NONE if part.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    def unhosted_error(self, topic: str, index: int) -> ErrorCode:
+        """The answer for a partition this broker does not host: NOT_LEADER_OR_FOLLOWER when the image
+        has it, else UNKNOWN_TOPIC_OR_PARTITION."""
+        info = self.image.topics.get(topic)
+        known = info is not None and 0 <= index < len(info.partitions)
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     async def close(self) -> None:
         """Cancel and await the background work handlers started, and the group coordinator's."""

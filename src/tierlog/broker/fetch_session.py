@@ -59,7 +59,10 @@ class SessionPartition:
     sent_hw: int = -1
     sent_lso: int = -1
     sent_log_start: int = -1
-    raw: dict | None = None          # the request's entry as last named (a follower's KIP-1303 fields)
+    # a follower's state as its request last named it (LogStartOffset; KIP-1303's local log): -1 unknown
+    log_start_offset: int = -1
+    local_log_start_timestamp: int = -1
+    local_log_size_bytes: int = -1
 
 
 class SessionView:
@@ -218,4 +221,6 @@ class FetchSessionCache:
             else:
                 old.fetch_offset, old.max_bytes = p.fetch_offset, p.max_bytes
                 old.current_leader_epoch, old.last_fetched_epoch = p.current_leader_epoch, p.last_fetched_epoch
-                old.raw = p.raw
+                old.log_start_offset = p.log_start_offset
+                old.local_log_start_timestamp = p.local_log_start_timestamp
+                old.local_log_size_bytes = p.local_log_size_bytes

@@ -55,7 +55,7 @@ from .alter_partition_sender import AlterPartitionSender
 from .apply_slices import ApplySlices
 from .clean_limits import CleanLimits
 from .dir_assignments import DirAssignments, DirAssignmentSender
-from .fetch_session import FetchSessionCache
+from .fetch_session import FetchSessionCache, SessionPartition
 from .log_dir_moves import LogDirMoves
 from .partition import AppendOrigin, AppendOutcome, Partition, PartitionUpdate
 from .replica_fetcher import ReplicaFetcherTasks
@@ -433,11 +433,12 @@ class ReplicaManager:
             self.notify_changed(part)
         return outcome
 
-    def on_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int, replica_epoch: int,
-                          fields: dict) -> int:
-        upd = part.on_follower_fetch(replica_id, fetch_offset, self._clock_ms(), replica_epoch,
-                                     fields.get("LogStartOffset", -1), fields.get("LocalLogStartTimestamp", -1),
-                                     fields.get("LocalLogSizeBytes", -1))
+    def on_follower_fetch(self, part: Partition, replica_id: int, fetched: SessionPartition, replica_epoch: int) -> int:
+        """A follower's fetch of ``part`` at ``fetched`` (its position, log start and KIP-1303 local log):
+        the partition's follower state learns it; the error (NOT_LEADER_OR_FOLLOWER: not a replica)."""
+        upd = part.on_follower_fetch(replica_id, fetched.fetch_offset, self._clock_ms(), replica_epoch,
+                                     fetched.log_start_offset, fetched.local_log_start_timestamp,
+                                     fetched.local_log_size_bytes)
         if upd is None:
             return 0
         self.leader_moves.fetched(replica_id, part.key)

@@ -45,8 +45,8 @@ class CountingReplicas(FakeReplicas):
             read = part.log.read
             part.log.read = lambda *a, _read=read, _key=part.key, **k: (self.reads.append(_key), _read(*a, **k))[1]
 
-    def on_follower_fetch(self, part, replica_id, fetch_offset, epoch, fields):
-        part.on_follower_fetch(replica_id, fetch_offset, NOW)
+    def on_follower_fetch(self, part, replica_id, fetched, epoch):
+        part.on_follower_fetch(replica_id, fetched.fetch_offset, NOW)
         return ErrorCode.NONE
 
     async def wait_for_data(self, keys, timeout_s, replica_id=None, view=None):

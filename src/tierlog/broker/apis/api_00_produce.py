@@ -7,9 +7,13 @@ high watermark covers the batch (every ISR member has it) or TimeoutMs passes
 (REQUEST_TIMED_OUT), the connection meanwhile free for the next request (``net.pipelining``), and is refused with
 NOT_ENOUGH_REPLICAS before the append when the ISR is under min.insync.replicas (all of it in ``Partition.append_as_leader``,
 through ``ReplicaManager.append_records``, which parks acks=all).  v10 errors carry KIP-951's CurrentLeader and
-NodeEndpoints; a partition this broker may not know the leader of yet waits for
-its metadata to catch up first (``stale_metadata``).  Idempotent producers are served by the partition's producer state: a retried
-batch is answered with its original offsets and not appended again, a sequence gap with OUT_OF_ORDER_SEQUENCE_NUMBER,
+NodeEndpoints; a partition refused for what this broker may not know yet (it does not lead it, or
+the topic is unknown) is tried once more after its metadata caught up (``stale_metadata``; a
+transactional request is verified again for it).  The request becomes typed parameters here (one
+``_Append`` per partition); the internal-topic rule, leadership, empty records and
+min.insync.replicas are checked once, by the partition (``Partition.append_as_leader``).
+Idempotent producers are served by the partition's producer state: a retried batch is answered
+with its original offsets and not appended again, a sequence gap with OUT_OF_ORDER_SEQUENCE_NUMBER,
 an old producer epoch with INVALID_PRODUCER_EPOCH.  Clients never write to
 ``__consumer_offsets`` or ``__transaction_state`` (INVALID_TOPIC_EXCEPTION, Kafka's
 "Cannot append to internal topic"; the group coordinator appends without this API).  A batch
@@ -27,7 +31,7 @@ transactional request also WRITE on its transactional id, else TRANSACTIONAL_ID_
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tierlog.net.pipelining import release_connection
 from tierlog.protocol.api import ApiKey
@@ -35,14 +39,13 @@ from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
 from ..leader_hint import HINTED_ERRORS, LeaderHints
-from ..partition import AppendOrigin, append_origin_error
+from ..partition import AppendOrigin
 from . import authz
 from .context import HandlerContext
-from .stale_metadata import catch_up_once, produce_may_be_stale
+from .stale_metadata import catch_up_once, may_be_stale
 
 if TYPE_CHECKING:
     from tierlog.protocol.typed.produce import (
-        PartitionProduceData,
         PartitionProduceResponse,
         ProduceRequest,
         ProduceResponse,
@@ -50,26 +53,51 @@ if TYPE_CHECKING:
     )
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.PRODUCE, 3, 12
+NOT_IN_TXN = "the partition is not in the producer's transaction (KIP-890)"
+_NO_RECORDS = bytearray()
+
+
+class _Append(NamedTuple):
+    """One partition of the request as the handler hands it on: no request dict goes further."""
+
+    topic: str
+    partition: int
+    records: bytearray                    # empty when the request has none (the partition refuses it)
+    resp: PartitionProduceResponse        # filled in place, answered in request order
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: ProduceRequest) -> ProduceResponse | None:
-    if produce_may_be_stale(broker, request):
-        await catch_up_once(broker)
-    acks = request["Acks"]
+    acks, timeout_ms = request["Acks"], request.get("TimeoutMs", 30000)
     hints = LeaderHints(broker, header.listener)
-    refused = await broker.txn_verifier.verify(request, header.api_version) \
-        if request.get("TransactionalId") else {}                               # KIP-890 parts 1 and 2
+    txn = bool(request.get("TransactionalId"))
+    refused = await broker.txn_verifier.verify(request, header.api_version) if txn else {}   # KIP-890 parts 1 and 2
     topics: list[TopicProduceResponse] = []
-    waits: list[tuple[str, PartitionProduceResponse, asyncio.Future]] = []
+    appends: list[_Append] = []
     writable, denied = _writable(broker, header, request)
     for t in request["TopicData"]:
-        if t["Name"] not in writable:
-            parts = [_not_authorized(p["Index"], denied) for p in t["PartitionData"]]
+        name = t["Name"]
+        if name not in writable:
+            parts = [_response(p["Index"], denied) for p in t["PartitionData"]]
         else:
-            parts = [_produce_one(broker, t["Name"], p, acks, hints, request.get("TimeoutMs", 30000), waits,
-                                  refused.get((t["Name"], p["Index"])))
-                     for p in t["PartitionData"]]
-        topics.append({"Name": t["Name"], "PartitionResponses": parts})
+            parts = []
+            for p in t["PartitionData"]:
+                resp = _response(p["Index"])
+                parts.append(resp)
+                appends.append(_Append(name, p["Index"], p["Records"] or _NO_RECORDS, resp))
+        topics.append({"Name": name, "PartitionResponses": parts})
+    waits: list[tuple[str, PartitionProduceResponse, asyncio.Future]] = []
+    if acks not in (-1, 0, 1):
+        for a in appends:
+            txn_error = refused.get((a.topic, a.partition)) if refused else None
+            _refuse(a, txn_error or ErrorCode.INVALID_REQUIRED_ACKS,
+                    NOT_IN_TXN if txn_error else f"acks={acks} is not one of -1, 0, 1", hints)
+    else:
+        stale = _append_all(broker, appends, refused, acks, timeout_ms, waits, hints, may_retry=True)
+        if stale:               # refused for what this broker may not know yet: catch up, then once more
+            await catch_up_once(broker)
+            if txn:             # the partitions it only now leads are verified too (KIP-890)
+                refused = await broker.txn_verifier.verify(request, header.api_version)
+            _append_all(broker, stale, refused, acks, timeout_ms, waits, hints, may_retry=False)
     if waits:
         release_connection()        # appended in request order; the wait for followers need not hold the connection
         errors = [await waits[0][2]] if len(waits) == 1 else await asyncio.gather(*(fut for _, _, fut in waits))
@@ -83,7 +111,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: Produce
     return {"Responses": topics, "ThrottleTimeMs": 0, "NodeEndpoints": hints.node_endpoints()}
 
 
-def _not_authorized(index: int, code: ErrorCode) -> PartitionProduceResponse:
+def _response(index: int, code: ErrorCode = ErrorCode.NONE) -> PartitionProduceResponse:
     return {"Index": index, "ErrorCode": code, "BaseOffset": -1,
             "LogAppendTimeMs": -1, "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
 
@@ -97,39 +125,46 @@ def _writable(broker, header, request: ProduceRequest) -> tuple[set, ErrorCode]:
     return authz.allowed_topics(broker, header, authz.Op.WRITE, names), ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
-def _produce_one(broker, topic, pdata: PartitionProduceData, acks, hints, timeout_ms, waits,
-                 refused=None) -> PartitionProduceResponse:
-    index = pdata["Index"]
-    resp: PartitionProduceResponse = {"Index": index, "ErrorCode": ErrorCode.NONE, "BaseOffset": -1, "LogAppendTimeMs": -1,
-            "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
-    if refused:
-        error, message = refused, "the partition is not in the producer's transaction (KIP-890)"
-    else:
-        error, message = _append(broker, topic, index, pdata["Records"], acks, resp, timeout_ms, waits)
-    if error:
-        resp["ErrorCode"], resp["ErrorMessage"] = error, message
-        if error in HINTED_ERRORS:
-            resp["CurrentLeader"] = hints.current_leader(topic, index)
-    return resp
+def _append_all(broker, appends: list[_Append], refused, acks: int, timeout_ms: int, waits, hints,
+                may_retry: bool) -> list[_Append]:
+    """Append each partition in request order (``Partition.append_as_leader`` checks the internal
+    topics and leadership, once); those refused with an error this broker's image may be behind on
+    are handed back unanswered when ``may_retry`` (``stale_metadata``)."""
+    stale = []
+    for a in appends:
+        error = refused.get((a.topic, a.partition)) if refused else None
+        if error:
+            _refuse(a, error, NOT_IN_TXN, hints)
+            continue
+        part = broker.replicas.get(a.topic, a.partition)
+        if part is None:
+            error, message = broker.unhosted_error(a.topic, a.partition), None
+        else:
+            error, message = _append(broker, part, a, acks, timeout_ms, waits)
+        if not error:
+            continue
+        if may_retry and may_be_stale(part, error):
+            stale.append(a)
+        else:
+            _refuse(a, error, message, hints)
+    return stale
 
 
-def _append(broker, topic, index, records, acks, resp, timeout_ms, waits):
-    if acks not in (-1, 0, 1):
-        return ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of -1, 0, 1"
-    error, message = append_origin_error(topic, AppendOrigin.CLIENT)
-    if error:
-        return error, message
-    part, error = broker.led_partition(topic, index)
-    if error:
-        return error, None
-    if not records:
-        return ErrorCode.INVALID_RECORD, "the produce request has no records"
-    outcome, fut = broker.replicas.append_records(part, records, AppendOrigin.CLIENT, acks, timeout_ms)
+def _refuse(a: _Append, error: int, message: str | None, hints) -> None:
+    resp = a.resp
+    resp["ErrorCode"], resp["ErrorMessage"] = error, message
+    if error in HINTED_ERRORS:
+        resp["CurrentLeader"] = hints.current_leader(a.topic, a.partition)
+
+
+def _append(broker, part, a: _Append, acks: int, timeout_ms: int, waits) -> tuple[int, str | None]:
+    outcome, fut = broker.replicas.append_records(part, a.records, AppendOrigin.CLIENT, acks, timeout_ms)
+    resp = a.resp
     if outcome.error:
         resp["RecordErrors"] = [{"BatchIndex": i, "BatchIndexErrorMessage": m} for i, m in outcome.record_errors]
         return outcome.error, outcome.message
     if fut is not None:
-        waits.append((topic, resp, fut))
+        waits.append((a.topic, resp, fut))
     resp["BaseOffset"] = outcome.base_offset
     resp["LogAppendTimeMs"] = outcome.log_append_time_ms
     resp["LogStartOffset"] = outcome.log_start_offset

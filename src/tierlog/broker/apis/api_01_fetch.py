@@ -74,8 +74,8 @@ TOPIC_IDS_FROM = 13
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: FetchRequest) -> FetchResponse:
     version = header.api_version
-    requested, forgotten = _session_inputs(request, version)
     replica_id = _replica_id(request, version)
+    requested, forgotten = _session_inputs(request, version, replica_id >= 0)
     try:
         view = broker.fetch_sessions.open(request.get("SessionId", 0), request.get("SessionEpoch", -1),
                                           requested, forgotten, replica=replica_id >= 0)
@@ -181,15 +181,21 @@ def _moved_here(broker, replica_id: int, view, version: int) -> bool:
     return broker.replicas.must_answer_now(replica_id, holds)
 
 
-def _session_inputs(request, version):
+def _session_inputs(request, version, from_follower: bool):
+    """The request as typed session partitions (a follower's also with its log start and KIP-1303
+    local log), and the forgotten ones: no request dict travels further."""
     by_id = version >= TOPIC_IDS_FROM
     requested = []
     for t in request["Topics"]:
         topic_key = t["TopicId"] if by_id else t["Topic"]
         for p in t["Partitions"]:
-            requested.append(SessionPartition(
-                topic_key, p["Partition"], p["FetchOffset"], p["PartitionMaxBytes"],
-                p.get("CurrentLeaderEpoch", -1), p.get("LastFetchedEpoch", -1), raw=p))
+            sp = SessionPartition(topic_key, p["Partition"], p["FetchOffset"], p["PartitionMaxBytes"],
+                                  p.get("CurrentLeaderEpoch", -1), p.get("LastFetchedEpoch", -1))
+            if from_follower:
+                sp.log_start_offset = p.get("LogStartOffset", -1)
+                sp.local_log_start_timestamp = p.get("LocalLogStartTimestamp", -1)
+                sp.local_log_size_bytes = p.get("LocalLogSizeBytes", -1)
+            requested.append(sp)
     forgotten = [(t["TopicId"] if by_id else t["Topic"], p)
                  for t in request.get("ForgottenTopicsData", ()) for p in t["Partitions"]]
     return requested, forgotten
@@ -278,7 +284,7 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, may_rea
         if follower is not None:
             # a session partition the request does not name is fetched at the position it last named
             # (Kafka updates every session partition's follower state on every fetch)
-            r.error = broker.replicas.on_follower_fetch(part, replica_id, sp.fetch_offset, follower, sp.raw or {})
+            r.error = broker.replicas.on_follower_fetch(part, replica_id, sp, follower)
             r.hw = r.lso = part.high_watermark
             if r.error:
                 r.parts, r.size, r.more = [], 0, False

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union, runtime_checkab
 
 if TYPE_CHECKING:
     from tierlog.broker.client_telemetry import ClientTelemetry
-    from tierlog.broker.fetch_session import FetchSessionCache, SessionView
+    from tierlog.broker.fetch_session import FetchSessionCache, SessionPartition, SessionView
     from tierlog.broker.log_dir_moves import LogDirMoves
     from tierlog.broker.partition import AppendOrigin, AppendOutcome, Partition
     from tierlog.broker.producer_ids import ProducerIdManager
@@ -71,8 +71,8 @@ class HostedReplicas(Protocol):
     def append_markers(self, part: Partition, markers: list[tuple[bytearray, int]],
                        timeout_ms: int) -> tuple[list[int], asyncio.Future | None]: ...
 
-    def on_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int, replica_epoch: int,
-                          fields: dict) -> int: ...
+    def on_follower_fetch(self, part: Partition, replica_id: int, fetched: SessionPartition,
+                          replica_epoch: int) -> int: ...
 
     def on_replica_fetch(self, replica_id: int) -> None: ...
 
@@ -181,6 +181,8 @@ class HandlerContext(Protocol):
     def image_leader(self, topic: str, index: int) -> int: ...
 
     def led_partition(self, topic: str, index: int) -> tuple[Partition | None, ErrorCode]: ...
+
+    def unhosted_error(self, topic: str, index: int) -> ErrorCode: ...
 
 
 _Message = TypeVar("_Message")

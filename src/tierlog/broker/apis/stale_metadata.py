@@ -25,16 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from typing import TYPE_CHECKING
 
 from tierlog.protocol.errors import ErrorCode
 
 from .forward import catch_up
 
-if TYPE_CHECKING:
-    from tierlog.protocol.typed.produce import ProduceRequest
-
-__all__ = ["CATCH_UP_TIMEOUT_S", "STALE_ERRORS", "catch_up_once", "may_be_stale", "produce_may_be_stale"]
+__all__ = ["CATCH_UP_TIMEOUT_S", "STALE_ERRORS", "catch_up_once", "may_be_stale"]
 
 STALE_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH,
                           ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID})
@@ -50,12 +46,6 @@ async def catch_up_once(broker) -> None:
         task = asyncio.ensure_future(catch_up(broker, CATCH_UP_TIMEOUT_S, CATCH_UP_TIMEOUT_S))
         _in_flight[broker] = task
     await asyncio.shield(task)
-
-
-def produce_may_be_stale(broker, request: ProduceRequest) -> bool:
-    """Whether a partition of this Produce would be refused for what this broker does not know yet."""
-    return any(may_be_stale(*broker.led_partition(t["Name"], p["Index"]))
-               for t in request["TopicData"] for p in t["PartitionData"])
 
 
 def may_be_stale(part, error: int) -> bool:

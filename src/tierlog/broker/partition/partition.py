@@ -477,7 +477,7 @@ class Partition:
         """Kafka's ``Partition.appendRecordsToLeader``; ``waiter`` (acks=all) is parked in the
         purgatory until the high watermark passes the batch or ``timeout_ms`` passes."""
         assert origin in (AppendOrigin.CLIENT, AppendOrigin.COORDINATOR), "markers: append_markers_as_leader"
-        refused = self._refuse_leader_write(origin, required_acks)
+        refused = self._refuse_leader_write(origin, required_acks, not records)
         if refused is not None:
             return refused
         try:
@@ -514,15 +514,19 @@ class Partition:
         return self._appended(min(r.base_offset for r in written), max(r.last_offset for r in written) + 1,
                               -1, ACKS_ALL, now_ms, waiter, timeout_ms), codes
 
-    def _refuse_leader_write(self, origin: AppendOrigin, required_acks: int) -> AppendOutcome | None:
-        """Internal topics refuse client appends; only the leader appends; acks=all needs the ISR at
-        min.insync.replicas (and room in the purgatory)."""
+    def _refuse_leader_write(self, origin: AppendOrigin, required_acks: int,
+                             empty: bool = False) -> AppendOutcome | None:
+        """The one place a write's partition-level checks happen, in Kafka's order: internal topics
+        refuse client appends; only the leader appends; a write needs records; acks=all needs the
+        ISR at min.insync.replicas (and room in the purgatory)."""
         error, message = append_origin_error(self.topic, origin)
         if error:
             return AppendOutcome.refused(error, message)
         ls = self._leader
         if ls is None:
             return AppendOutcome.refused(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if empty:
+            return AppendOutcome.refused(ErrorCode.INVALID_RECORD, "the produce request has no records")
         if required_acks == ACKS_ALL:
             error = self._acks.check_before_append(len(ls.isr), ls.effective_min_isr)
             if error:
