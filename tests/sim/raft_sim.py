@@ -386,16 +386,19 @@ class Simulation:
     # ---------------------------------------------------------------- dynamic quorum (KIP-853)
 
     def maybe_wipe(self, i: int) -> None:
-        """Wipe node i's disk: it comes back with a new directory id. Only while every
-        node is up and every voter set in effect keeps a live majority without i's old
-        identity (else no leader could ever remove it: a liveness limit, not safety)."""
-        if any(n is None for n in self.nodes.values()):
-            return
-        for n in self.nodes.values():
+        """Wipe node i's disk (up or down): it comes back with a new directory id. Only
+        while every other node is up and every voter set in effect keeps a majority
+        without i's old identity and the other wiped ones (else no leader could ever
+        remove them: a liveness limit, not safety)."""
+        others = [n for j, n in self.nodes.items() if j != i]
+        if any(n is None or not len(n.voter_set) for n in others):
+            return   # every other node up and knowing the voters, so the check below sees every set
+        for n in others:
             vs = n.voter_set
             if vs.get(i) is not None and self._stale(vs) + 1 > len(vs) - vs.majority():
                 return
-        self.crash(i)
+        if self.nodes[i] is not None:
+            self.crash(i)
         self.wipes[i] += 1
         self.disks[i] = Disk(directory_id=_dir(i, self.wipes[i]), joined=True)
         self.max_epoch[i] = 0

@@ -125,14 +125,14 @@ class Election:
             error = self._refusal(req.cluster_id, q.is_voter and req.candidate_id in q.voters, req.candidate_epoch)
         if error != Err.NONE:
             return self._answer(VoteResponse, error, False)
-        if req.pre_vote:   # KIP-996: would we vote? Nothing changes here
+        # KIP-996: would we vote? Nothing changes here; while we hear from a leader, no (Raft
+        # dissertation 4.2.3), so a replica that cannot win (a removed voter that missed its
+        # removal) never becomes a candidate. A real Vote comes only after a pre-vote majority
+        # and is answered as KIP-595 says (a higher epoch is adopted).
+        if req.pre_vote:
             ok = not self._leader_alive(now_ms) and candidate_log_ok(
                 OffsetAndEpoch(req.last_offset, req.last_offset_epoch), self.granting_last())
             return self._answer(VoteResponse, Err.NONE, ok)
-        if req.candidate_epoch > q.epoch and q.dynamic and self._leader_alive(now_ms):
-            # Raft dissertation 4.2.3: while we hear from a leader, a candidate (e.g. a removed
-            # voter that missed its removal) neither gets our vote nor moves our epoch
-            return self._answer(VoteResponse, Err.NONE, False)
         if req.candidate_epoch > q.epoch:
             self._become_unattached(req.candidate_epoch, now_ms)
         cand = OffsetAndEpoch(req.last_offset, req.last_offset_epoch)
