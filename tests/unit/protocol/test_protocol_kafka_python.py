@@ -79,6 +79,10 @@ def _to_kafka_python(data_class, value: dict, version: int):
         elif field.is_struct_array():
             nested = getattr(data_class, field.type_str)
             item = [_to_kafka_python(nested, x, version) for x in item]
+        elif field.type_str == "uuid" and field._tag is not None and item == bytes(16):
+            # a tagged field at Kafka's default (the zero uuid) is left out of the tag section, by
+            # Kafka and by us; kafka-python leaves out only its own default, None
+            item = field.default
         elif field.type_str == "uuid":
             item = uuid.UUID(bytes=item)
         kwargs[field.name] = item
