@@ -20,8 +20,12 @@ class Replicas:
 
     def append_records(self, part, records, origin, required_acks, timeout_ms):
         assert origin is AppendOrigin.COORDINATOR
-        waiter = asyncio.get_running_loop().create_future()
-        outcome = part.append_as_leader(records, origin, required_acks, 0, waiter, timeout_ms)
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        # the runtime's clock (the loop's), as the batch's timestamps: with now 0 the partition saw
+        # them message.timestamp.after.max.ms (1 h) ahead once the machine had been up an hour
+        now_ms = int(loop.time() * 1000)
+        outcome = part.append_as_leader(records, origin, required_acks, now_ms, waiter, timeout_ms)
         self.batches += 1
         part.on_follower_fetch(2, part.log_end_offset, 0)
         waiter.set_result(E.NONE)
