@@ -1,9 +1,25 @@
-"""The partitions this broker hosts, kept in line with the metadata image.
+"""The partitions this broker hosts (Kafka's ``ReplicaManager``): the partition map, and the
+executor of what partitions return.
 
-``apply_image`` creates the logs of partitions assigned to this node, deletes
-the logs of topics that are gone and pushes topic config changes to the logs,
-partition by partition in slices of the event loop's time (``apply_slices``).
-Appends wake fetches that long-poll on a partition (``wait_for_data``).
+A ``Partition`` (``broker.partition``) owns its whole life; each of its calls returns a
+``PartitionUpdate`` that ``_apply`` carries out: answer the completed acks=all and
+DeleteRecords futures, wake fetches parked on a moved high watermark, send an
+AlterPartition (``alter_partition_sender``), put a led partition on the next tick's
+list.  Appends wake fetches that long-poll on a partition (``wait_for_data``).
+
+Its separate concerns live beside it, each with its own tests:
+
+- ``image_follower``: which partitions an image or a delta changes; this class hosts,
+  unhosts and drops them (``host``: the log created if new, then ``Partition.become_leader``
+  / ``update_leader`` / ``become_follower`` per the image), in slices of the event loop's
+  time (``apply_slices``).  Where each hosted replica's log lives is reported to the
+  controller (AssignReplicasToDirs, ``dir_assignments``) whenever the image says otherwise.
+- ``log_dir_failure``: a failed log dir's partitions are dropped (``mark_offline``: parked
+  requests fail, fetchers stop) and stay offline until the broker restarts; the controller
+  moves their leadership away (KIP-858).
+- ``tiering_hooks``: who hears of leadership (the RemoteLogManager, then the coordinators),
+  and KIP-1023's ``follower.fetch.last.tiered.offset.enable`` and each followed partition's
+  tiering traits, pushed to the fetchers with every image.
 
 Built with everything it uses (the controller channel for AlterPartition, the
 broker epoch, the image).  ``start`` begins replication once the broker is
@@ -12,29 +28,16 @@ logs to keep, so no image is applied before); ``stop`` cancels and awaits the
 ticker, the fetchers and in-flight AlterPartition requests, then checkpoints the
 high watermarks.
 
-A failed log dir (``mark_offline``, Kafka's handleLogDirFailure): the
-partitions whose log was there are dropped (parked requests fail, fetchers
-stop) and stay offline: later images do not host them again until the broker
-restarts.  The controller moves their leadership away (KIP-858: exactly the
-replicas assigned to the failed dir; it fences a broker with no online log dir).
-Where each hosted replica's log lives is reported to the controller
-(AssignReplicasToDirs, ``dir_assignments``) whenever the image says otherwise.
 AlterReplicaLogDirs moves a replica to another log dir (``log_dir_moves``; the
 future log and the swap are the partition's), then reports its new dir.
-
-KIP-1023: every image applied pushes ``follower.fetch.last.tiered.offset.enable``
-(this broker's dynamic value, else the cluster-wide dynamic value from the
-image's ConfigRecords, else server.properties) to the fetchers, and each
-followed partition's tiering traits (tiered here and for the topic, compacted).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Protocol
 
 from tierlog.config import int_setting
 from tierlog.metadata import MetadataImage, TopicInfo
@@ -46,7 +49,6 @@ from tierlog.replication import (
     FetcherConfig,
     LeaderConfig,
     ReplicaFetchers,
-    TopicTiering,
 )
 from tierlog.replication.leader_moves import LeaderMoves
 from tierlog.storage import LogConfig, LogManager
@@ -56,27 +58,21 @@ from .apply_slices import ApplySlices
 from .clean_limits import CleanLimits
 from .dir_assignments import DirAssignments, DirAssignmentSender
 from .fetch_session import FetchSessionCache, SessionPartition
+from .image_follower import ImageFollower
+from .log_dir_failure import LogDirFailures
 from .log_dir_moves import LogDirMoves
 from .partition import AppendOrigin, AppendOutcome, Partition, PartitionUpdate
 from .replica_fetcher import ReplicaFetcherTasks
 from .sweep import Sweep
+from .tiering_hooks import LAST_TIERED_OFFSET_ENABLE, LeadershipListener, TieringHooks, as_bool
 
 __all__ = ["LAST_TIERED_OFFSET_ENABLE", "LeadershipListener", "ReplicaManager"]
 
 log = logging.getLogger(__name__)
 
 
-class LeadershipListener(Protocol):
-    """A view of leadership (``broker.remote``'s RemoteLogManager and the group coordinator implement it)."""
-
-    def on_leader(self, part: Partition) -> None: ...          # became leader at a new epoch
-    def on_follower(self, part: Partition) -> None: ...        # started following a (new) leader
-    def on_stopped(self, part: Partition, topic_deleted: bool) -> None: ...   # no longer hosted here
-
-
 TICK_S = 0.2
 SWEEP_MS = 30_000       # every led partition is ticked at least this often, quiet or not
-LAST_TIERED_OFFSET_ENABLE = "follower.fetch.last.tiered.offset.enable"      # KIP-1023
 ELIGIBLE_BYTES = "leader.election.eligible.local.log.bytes"     # KIP-1303
 
 
@@ -111,7 +107,6 @@ class ReplicaManager:
         self._request_timeout_ms = int_setting(cfg, "request.timeout.ms", 30_000)
         self._hw_checkpoint_interval_ms = int_setting(cfg, "replica.high.watermark.checkpoint.interval.ms", 5_000)
         self._last_hw_checkpoint_ms = clock_ms()
-        self._static_last_tiered_offset_enable = _as_bool(cfg.get(LAST_TIERED_OFFSET_ENABLE, False))
         self.fetchers = ReplicaFetchers(node_id, config=FetcherConfig(
             max_wait_ms=int_setting(cfg, "replica.fetch.wait.max.ms", 500),
             max_bytes=int_setting(cfg, "replica.fetch.response.max.bytes", 10 * 1024 * 1024),
@@ -129,19 +124,17 @@ class ReplicaManager:
         self.log_dir_moves = LogDirMoves(logs, self.get, self._reobserve_dir, clock_ms, self._tasks)
         self.remote = remote
         # who follows leadership changes: tiered storage, then the coordinators (add_leadership_listener)
-        self._leadership_listeners: list[LeadershipListener] = [remote.log_manager] if remote is not None else []
-        self._image = MetadataImage.empty("", -1)       # the image applied last
+        self.tiering = TieringHooks(node_id, remote.log_manager if remote is not None else None,
+                                    as_bool(cfg.get(LAST_TIERED_OFFSET_ENABLE, False)))
+        self._image_follower = ImageFollower(self)
         self._slices = ApplySlices()
-        self.offline: set[tuple[str, int]] = set()      # partitions whose log dir failed
+        self.log_dirs = LogDirFailures(logs)            # partitions whose log dir failed
         self.isr_changes = {"shrink": 0, "expand": 0}   # accepted AlterPartitions (IsrShrinks/ExpandsPerSec)
 
     def add_leadership_listener(self, listener: LeadershipListener) -> None:
         """``listener`` hears of every partition this broker starts or stops leading (the group and
         transaction coordinators load and unload their partitions through it)."""
-        self._leadership_listeners.append(listener)
-
-    def _listeners(self) -> list[LeadershipListener]:
-        return self._leadership_listeners
+        self.tiering.add_listener(listener)
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
@@ -156,66 +149,28 @@ class ReplicaManager:
     def log_config(self, topic: TopicInfo) -> LogConfig:
         return LogConfig.from_props({**self.topic_defaults, **topic.configs})
 
-    # -- following the metadata image --------------------------------------------
+    # -- following the metadata image (``image_follower`` picks the partitions; this hosts them) ----
     def apply_image(self, image: MetadataImage, delta=None) -> None:
-        """Follow ``image``.  With the ``delta`` that led to it from the image applied last, only the
-        partitions it changed are visited (a commit's cost is what it changed, not every hosted
-        partition); without one, or after broker or cluster config changes, every partition is."""
-        base, self._image = self._image, image
-        if delta is None or delta.image is not base or delta.changed_brokers or delta.changed_configs:
-            steps = self._apply_all(image)
-        else:
-            steps = self._apply_topics(image, base, delta.changed_topics)
-        self._slices.submit(steps, self.fetcher_tasks.sync)     # a large change in slices (apply_slices)
+        """Follow ``image`` (``delta``: what led to it from the image applied last, if known), in
+        slices of the event loop's time (``apply_slices``)."""
+        self._slices.submit(self._image_follower.steps(image, delta), self.fetcher_tasks.sync)
 
-    def _apply_topics(self, image: MetadataImage, base: MetadataImage, names) -> Iterator[None]:
-        for name in names:
-            yield from self._apply_topic(image, base.topics.get(name), image.topics.get(name))
+    def hosted(self) -> Iterable[tuple[str, int]]:
+        return list(self.partitions)
 
-    def _apply_all(self, image: MetadataImage) -> Iterator[None]:
-        wanted = {}
-        for topic in image.topics.values():
-            for p in topic.partitions:
-                if self.node_id in p.replicas:
-                    wanted[(topic.name, p.partition)] = (topic, p)
-        for key in [k for k in self.partitions if k not in wanted]:
-            self._drop(key, topic_deleted=key[0] not in image.topics)
-            yield
-        for key in [k for k in self.logs.logs() if k not in wanted]:
-            log.info("deleting log of %s-%d: not in the metadata image", *key)
-            self.logs.delete(*key)
-            yield
-        self.fetchers.update_last_tiered_offset_enable(self._last_tiered_offset_enable(image))
-        configs: dict[str, LogConfig] = {}
-        for topic, p in wanted.values():
-            config = configs.get(topic.name) or configs.setdefault(topic.name, self.log_config(topic))
-            self._follow(image, topic, p, config)
-            yield
+    def stored_logs(self) -> Iterable[tuple[str, int]]:
+        return self.logs.logs()
 
-    def _apply_topic(self, image: MetadataImage, old: TopicInfo | None,
-                     new: TopicInfo | None) -> Iterator[None]:
-        """One changed topic: its partitions whose record changed (all of them when its configs did)."""
-        if new is None or (old is not None and old.topic_id != new.topic_id):
-            for p in old.partitions if old is not None else ():
-                assert old is not None      # the loop runs over old's partitions only
-                self._unhost((old.name, p.partition), topic_deleted=new is None)
-                yield
-            if new is None:
-                return
-            old = None
-        same_configs = old is not None and old.configs == new.configs
-        config = self.log_config(new)
-        for p in new.partitions:
-            if same_configs and old is not None and p.partition < len(old.partitions) and old.partitions[p.partition] is p:
-                continue
-            if self.node_id in p.replicas:
-                self._follow(image, new, p, config)
-            else:
-                self._unhost((new.name, p.partition), topic_deleted=False)
-            yield
+    def delete_log(self, key: tuple[str, int]) -> None:
+        log.info("deleting log of %s-%d: not in the metadata image", *key)
+        self.logs.delete(*key)
 
-    def _follow(self, image: MetadataImage, topic: TopicInfo, p, config: LogConfig) -> None:
-        if (topic.name, p.partition) in self.offline:
+    def follow_cluster(self, image: MetadataImage) -> None:
+        self.fetchers.update_last_tiered_offset_enable(self.tiering.last_tiered_offset_enable(image))
+
+    def host(self, image: MetadataImage, topic: TopicInfo, p, config: LogConfig) -> None:
+        """Host ``p`` (its log created if new) as leader or follower per the image."""
+        if self.log_dirs.is_offline((topic.name, p.partition)):
             return
         part = self._ensure(topic, p, config)
         self._observe_dir(topic, p)
@@ -233,7 +188,7 @@ class ReplicaManager:
 
     def _reobserve_dir(self, key: tuple[str, int]) -> None:
         """A log dir move finished: the controller learns the replica's new dir."""
-        topic = self._image.topics.get(key[0])
+        topic = self._image_follower.image.topics.get(key[0])
         if topic is not None and key[1] < len(topic.partitions):
             self._observe_dir(topic, topic.partitions[key[1]])
 
@@ -258,42 +213,27 @@ class ReplicaManager:
                     *key, offset, part.leader_id)
         if part.leader_id >= 0:
             self.fetchers.become_follower(id_key, part.leader_id, part.leader_epoch, part.follower_view(),
-                                          self._tiering(part))
+                                          self.tiering.topic_tiering(part))
         self.fetcher_tasks.sync()
 
     def check_log_dirs(self) -> None:
         """A log just failed: take its dir offline now (``mark_offline`` follows through the node)."""
-        self.logs.take_failed_offline()
+        self.log_dirs.check()
 
     def mark_offline(self) -> None:
         """Stop hosting every partition whose log went offline with its log dir."""
-        gone = [key for key, part in self.partitions.items() if part.offline]
+        gone = self.log_dirs.take_offline(self.partitions)
         for key in gone:
-            self._drop(key)
-            self.offline.add(key)
+            self.drop(key)
         if gone:
-            log.warning("%d partitions offline with their log dir: %s", len(gone),
-                        ", ".join(f"{t}-{p}" for t, p in sorted(gone)[:20]))
             self.fetcher_tasks.sync()
 
-    def _unhost(self, key: tuple[str, int], topic_deleted: bool) -> None:
-        self.offline.discard(key)
-        self._drop(key, topic_deleted)
+    def unhost(self, key: tuple[str, int], topic_deleted: bool) -> None:
+        """No longer assigned here: stop hosting it and delete its log."""
+        self.log_dirs.forget(key)
+        self.drop(key, topic_deleted)
         if self.logs.get(*key) is not None:
-            log.info("deleting log of %s-%d: not in the metadata image", *key)
-            self.logs.delete(*key)
-
-    def _last_tiered_offset_enable(self, image: MetadataImage) -> bool:
-        """KIP-1023 "Dynamically configurable as cluster-default for all brokers in the cluster"."""
-        for configs in (image.broker_configs(self.node_id), image.cluster_configs()):
-            if LAST_TIERED_OFFSET_ENABLE in configs:
-                return _as_bool(configs[LAST_TIERED_OFFSET_ENABLE])
-        return self._static_last_tiered_offset_enable
-
-    def _tiering(self, part: Partition) -> TopicTiering:
-        config = part.config
-        return TopicTiering(tiered=self.remote is not None and config.remote_storage_enable,
-                            compacted=config.compact_enabled)
+            self.delete_log(key)
 
     def _ensure(self, topic: TopicInfo, p, config: LogConfig) -> Partition:
         key = (topic.name, p.partition)
@@ -315,11 +255,11 @@ class ReplicaManager:
         part.update_config(config)
         return part
 
-    def _drop(self, key, topic_deleted: bool = False) -> None:
+    def drop(self, key: tuple[str, int], topic_deleted: bool = False) -> None:
+        """Stop hosting ``key`` (its log stays): listeners hear, waiters fail, fetches wake."""
         part = self.partitions.pop(key, None)
         if part is not None:
-            for listener in self._listeners():
-                listener.on_stopped(part, topic_deleted)
+            self.tiering.on_stopped(part, topic_deleted)
             self._by_id.pop((part.topic_id, part.index), None)
             self.fetchers.stop_following((part.topic_id, part.index))
             self._apply(part, part.stop())
@@ -382,8 +322,7 @@ class ReplicaManager:
             for replica in self.leader_moves.became_leader(part.key, p.replicas, self.node_id, now):
                 self._wake(("replica", replica))       # its parked fetch names its old partitions
             self._apply(part, upd)
-            for listener in self._listeners():
-                listener.on_leader(part)
+            self.tiering.on_leader(part)
             return
         lost = part.become_follower(p.leader, p.leader_epoch)
         if lost is not None:
@@ -391,10 +330,9 @@ class ReplicaManager:
             self.notify_changed(part)   # parked fetches of it learn at once that it moved
         if p.leader >= 0:
             if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.follower_view(),
-                                            self._tiering(part)):
+                                            self.tiering.topic_tiering(part)):
                 log.info("%s-%d: following %d at epoch %d", part.topic, part.index, p.leader, p.leader_epoch)
-                for listener in self._listeners():
-                    listener.on_follower(part)
+                self.tiering.on_follower(part)
         else:
             self.fetchers.stop_following(id_key)
 
@@ -571,7 +509,3 @@ def _answer(acks, deletes):
     for d in deletes:
         if not d.token.done():
             d.token.set_result((d.error, d.low_watermark))
-
-
-def _as_bool(value) -> bool:
-    return value is True or str(value).strip().lower() == "true"

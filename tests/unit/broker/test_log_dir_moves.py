@@ -207,7 +207,7 @@ def test_the_replica_manager_moves_a_replica_and_tells_the_controller_its_new_di
         rm = ReplicaManager(1, logs, {}, lambda: NOW, controller_channel=None, broker_epoch=lambda: 1,
                             image_fn=lambda: None, dir_ids=dir_ids)
         rm.dir_assignments.kick = lambda: None          # the request is read below instead of sent
-        rm._image = SimpleNamespace(topics={"t": topic})
+        rm._image_follower._image = SimpleNamespace(topics={"t": topic})      # the image applied last
         part = rm._ensure(topic, topic.partitions[0], rm.log_config(topic))
         lead(part, replicas=(1,))
         for _ in range(10):
