@@ -18,6 +18,7 @@ import time
 
 from tierlog.cli.broker_wire import BrokerWire, security_of
 from tierlog.cli.errors import CliError
+from tierlog.clock import monotonic_s
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode, error_name
 
@@ -83,16 +84,16 @@ def _alter_on(wire: BrokerWire, moves: ReplicaDirs) -> dict[Replica, int]:
 def alter(args: argparse.Namespace, addresses: dict[int, str], moves: ReplicaDirs,
           timeout_s: float) -> dict[Replica, str]:
     """Ask each broker concerned to move its replicas; the replicas refused, with the error's name."""
-    deadline = time.monotonic() + timeout_s
+    deadline = monotonic_s() + timeout_s
     pending, refused = dict(moves), {}
     while pending:
         retry: ReplicaDirs = {}
         for broker, mine in _by_broker(pending).items():
-            with BrokerWire(_address(addresses, broker), max(0.1, deadline - time.monotonic()),
+            with BrokerWire(_address(addresses, broker), max(0.1, deadline - monotonic_s()),
                             security_of(args)) as wire:
                 codes = _alter_on(wire, mine)
             for replica, code in codes.items():
-                if code == ErrorCode.REPLICA_NOT_AVAILABLE and time.monotonic() + RETRY_S < deadline:
+                if code == ErrorCode.REPLICA_NOT_AVAILABLE and monotonic_s() + RETRY_S < deadline:
                     retry[replica] = mine[replica]
                 elif code != ErrorCode.NONE:
                     refused[replica] = error_name(code)
