@@ -67,6 +67,10 @@ from tierlog.protocol.messages import (
     push_telemetry,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
     unregister_broker,
@@ -95,6 +99,7 @@ _MODULES = (
     describe_user_scram_credentials, alter_user_scram_credentials,
     describe_client_quotas, alter_client_quotas,
     get_telemetry_subscriptions, push_telemetry, list_client_metrics_resources,
+    share_group_heartbeat, share_group_describe, share_fetch, share_acknowledge,
 )
 
 #: every API with schemas, by key

@@ -19,7 +19,7 @@ class ConsumerGroupDescribeAssignment(TypedDict, total=False):
     TopicPartitions: list[ConsumerGroupDescribeTopicPartitions]
 
 
-class Member(TypedDict, total=False):
+class ConsumerGroupDescribeMember(TypedDict, total=False):
     MemberId: str
     InstanceId: str | None
     RackId: str | None
@@ -41,7 +41,7 @@ class ConsumerGroupDescribeDescribedGroup(TypedDict, total=False):
     GroupEpoch: int
     AssignmentEpoch: int
     AssignorName: str
-    Members: list[Member]
+    Members: list[ConsumerGroupDescribeMember]
     AuthorizedOperations: int
 
 

@@ -30,7 +30,7 @@ class FetchTopic(TypedDict, total=False):
     Partitions: list[FetchPartition]
 
 
-class ForgottenTopic(TypedDict, total=False):
+class FetchForgottenTopic(TypedDict, total=False):
     Topic: str
     TopicId: bytes
     Partitions: list[int]
@@ -47,7 +47,7 @@ class FetchRequest(TypedDict, total=False):
     SessionId: int
     SessionEpoch: int
     Topics: list[FetchTopic]
-    ForgottenTopicsData: list[ForgottenTopic]
+    ForgottenTopicsData: list[FetchForgottenTopic]
     RackId: str
 
 
