@@ -1,6 +1,7 @@
 """The quorum's dataclasses <-> tierlog protocol dicts (Kafka's field names).
 
-Versions we speak (``VERSIONS``): Vote 52 v0, BeginQuorumEpoch 53 v0,
+Versions we send (``VERSIONS``): Vote 52 v2 (KIP-853's VoterDirectoryId, KIP-996's PreVote;
+v0-v2 are accepted, ``MIN_VERSIONS``), BeginQuorumEpoch 53 v0,
 EndQuorumEpoch 54 v0, Fetch 1 v18 (ReplicaState tag, topic ids, KIP-1166's HighWatermark tag), FetchSnapshot 59
 v0, DescribeQuorum 55 v1. The partition is ``__cluster_metadata``-0; Fetch uses
 its topic id (Kafka's METADATA_TOPIC_ID, 0...01). A peer answering with a
@@ -41,6 +42,7 @@ from tierlog.raft.messages import (
     VoteResponse,
 )
 from tierlog.raft.types import OffsetAndEpoch, QuorumInfo, ReplicaInfo
+from tierlog.raft.voters import NO_DIRECTORY
 
 if TYPE_CHECKING:
     from tierlog.protocol.typed.describe_quorum import (
@@ -56,6 +58,7 @@ __all__ = [
     "API_KEYS",
     "METADATA_TOPIC",
     "METADATA_TOPIC_ID",
+    "MIN_VERSIONS",
     "VERSIONS",
     "InvalidQuorumRequest",
     "describe_quorum_to_dict",
@@ -68,8 +71,10 @@ __all__ = [
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_TOPIC_ID = bytes(15) + b"\x01"
-VERSIONS = {ApiKey.FETCH: 18, ApiKey.VOTE: 0, ApiKey.BEGIN_QUORUM_EPOCH: 0, ApiKey.END_QUORUM_EPOCH: 0,
+VERSIONS = {ApiKey.FETCH: 18, ApiKey.VOTE: 2, ApiKey.BEGIN_QUORUM_EPOCH: 0, ApiKey.END_QUORUM_EPOCH: 0,
             ApiKey.DESCRIBE_QUORUM: 1, ApiKey.FETCH_SNAPSHOT: 0}
+#: the oldest version each quorum API is answered at (default: the one version we send)
+MIN_VERSIONS = {ApiKey.VOTE: 0}
 API_KEYS = {
     FetchRequest: ApiKey.FETCH, FetchResponse: ApiKey.FETCH, VoteRequest: ApiKey.VOTE, VoteResponse: ApiKey.VOTE,
     BeginQuorumEpochRequest: ApiKey.BEGIN_QUORUM_EPOCH, BeginQuorumEpochResponse: ApiKey.BEGIN_QUORUM_EPOCH,
@@ -129,7 +134,8 @@ def request_to_dict(req: object) -> tuple[int, dict[str, Any]]:
     if isinstance(req, VoteRequest):
         return ApiKey.VOTE, {"ClusterId": req.cluster_id, "Topics": _topic({
             "PartitionIndex": 0, "ReplicaEpoch": req.candidate_epoch, "ReplicaId": req.candidate_id,
-            "LastOffsetEpoch": req.last_offset_epoch, "LastOffset": req.last_offset})}
+            "ReplicaDirectoryId": NO_DIRECTORY, "VoterDirectoryId": req.voter_directory_id or NO_DIRECTORY,
+            "LastOffsetEpoch": req.last_offset_epoch, "LastOffset": req.last_offset, "PreVote": req.pre_vote})}
     if isinstance(req, BeginQuorumEpochRequest):
         return ApiKey.BEGIN_QUORUM_EPOCH, {"ClusterId": req.cluster_id, "Topics": _topic({
             "PartitionIndex": 0, "LeaderId": req.leader_id, "LeaderEpoch": req.leader_epoch})}
@@ -162,7 +168,10 @@ def request_from_dict(api_key: int, body: dict[str, Any]) -> QuorumRequest:
     p = _our_partition(api_key, body)
     cluster = body.get("ClusterId") or ""
     if api_key == ApiKey.VOTE:
-        return VoteRequest(cluster, p["ReplicaEpoch"], p["ReplicaId"], p["LastOffsetEpoch"], p["LastOffset"])
+        voter_directory = p.get("VoterDirectoryId") or NO_DIRECTORY
+        return VoteRequest(cluster, p["ReplicaEpoch"], p["ReplicaId"], p["LastOffsetEpoch"], p["LastOffset"],
+                           None if voter_directory == NO_DIRECTORY else bytes(voter_directory),
+                           bool(p.get("PreVote", False)))
     if api_key == ApiKey.BEGIN_QUORUM_EPOCH:
         return BeginQuorumEpochRequest(cluster, p["LeaderId"], p["LeaderEpoch"])
     if api_key == ApiKey.END_QUORUM_EPOCH:

@@ -207,8 +207,8 @@ def _registry() -> dict:
     reg = {ApiKey.API_VERSIONS: _Api(ApiKey.API_VERSIONS, 0, 4, _api_versions),
            ApiKey.DESCRIBE_QUORUM: _Api(ApiKey.DESCRIBE_QUORUM, 0, APIS[ApiKey.DESCRIBE_QUORUM].max_version,
                                  lambda s, h, r: describe_quorum_response(s, r))}
-    for key in RAFT_APIS:      # we speak one version of each (tierlog.raft.wire.VERSIONS)
-        reg[key] = _Api(key, wire.VERSIONS[key], wire.VERSIONS[key], _raft_handler)
+    for key in RAFT_APIS:      # we send one version of each (tierlog.raft.wire.VERSIONS), accept MIN_VERSIONS up
+        reg[key] = _Api(key, wire.MIN_VERSIONS.get(key, wire.VERSIONS[key]), wire.VERSIONS[key], _raft_handler)
     for key, (lo, hi) in SUPPORTED_APIS.items():
         reg[key] = _Api(key, lo, hi, _controller_handler)
     return reg

@@ -46,6 +46,7 @@ def _response_round_trip(resp):
 
 REQUESTS = [
     VoteRequest("c1", 5, 2, 4, 100),
+    VoteRequest("c1", 5, 2, 4, 100, bytes(range(16)), pre_vote=True),   # KIP-853 / KIP-996 (Vote v2)
     BeginQuorumEpochRequest("c1", 3, 6),
     EndQuorumEpochRequest("c1", 3, 6, (2, 1)),
     FetchRequest("c1", 4, 6, 120, 5, 40, 500, 1 << 20),
@@ -87,7 +88,7 @@ def test_responses_round_trip(resp):
 
 
 def test_fetch_uses_the_metadata_topic_id_and_replica_state():
-    key, body = wire.request_to_dict(REQUESTS[3])
+    key, body = wire.request_to_dict(next(r for r in REQUESTS if isinstance(r, FetchRequest)))
     assert key == 1 and wire.VERSIONS[1] >= 15
     assert body["Topics"][0]["TopicId"] == wire.METADATA_TOPIC_ID
     assert body["ReplicaState"]["ReplicaId"] == 4
@@ -116,3 +117,14 @@ def test_describe_quorum_v2_carries_directory_ids_and_endpoints_and_v0_still_enc
         assert part["CurrentVoters"][0]["ReplicaId"] == 1
     assert part["CurrentVoters"][0]["ReplicaDirectoryId"] == d1
     assert decoded["Nodes"] == [{"NodeId": 1, "Listeners": [{"Name": "CONTROLLER", "Host": "h1", "Port": 9093}]}]
+
+
+def test_vote_v0_is_still_read_as_a_real_vote_of_no_directory():
+    """A Vote v0 (no VoterDirectoryId, no PreVote: a static quorum's peer) decodes as a real
+    vote asked of any directory; the controller listener accepts it (MIN_VERSIONS)."""
+    key, body = wire.request_to_dict(VoteRequest("c1", 5, 2, 4, 100, bytes(range(16)), pre_vote=True))
+    assert wire.MIN_VERSIONS[key] == 0
+    frame = encode_request(key, 0, 7, "raft", body)
+    _, offset = decode_request_header(frame)
+    got = wire.request_from_dict(key, decode_request(key, 0, frame, offset))
+    assert (got.candidate_epoch, got.voter_directory_id, got.pre_vote) == (5, None, False)
