@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from tierlog.clock import wall_clock_ms
@@ -52,6 +53,7 @@ class RaftDriver:
         self._written: asyncio.Future | None = None   # the last write handed to the writer
         self._held = 0                                # Outputs waiting for a write
         self._write_failed = False
+        self._hw_waiters: list[tuple[int, asyncio.Future]] = []   # (offset, future): until the HW passes it
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -102,6 +104,17 @@ class RaftDriver:
         self._deadline_ms = out.next_deadline_ms
         if out.next_deadline_ms <= wall_clock_ms() + 1:
             self._wake.set()
+        if self._hw_waiters:
+            self._release_committed()
+
+    def _release_committed(self) -> None:
+        waiting, self._hw_waiters = self._hw_waiters, []
+        for offset, fut in waiting:
+            if self.node.high_watermark > offset:
+                if not fut.done():
+                    fut.set_result(None)
+            elif not fut.done():
+                self._hw_waiters.append((offset, fut))
 
     def _write(self, out: Output) -> None:
         raft, state, flush = self.node, out.quorum_state, out.flush_log_to is not None
@@ -181,6 +194,26 @@ class RaftDriver:
         last = self.node.propose(records, now, epoch)
         self._apply(self.node.tick(now))
         return last
+
+
+    def change_voters(self, change: Callable[[int], tuple[int, int | None]]) -> tuple[int, int | None]:
+        """One KIP-853 voter change at the leader now (``RaftNode.add_voter`` / ``remove_voter``
+        called with the time): its (error, offset of the VotersRecord), the record on its way."""
+        now = wall_clock_ms()
+        result = change(now)
+        self._apply(self.node.tick(now))
+        return result
+
+    async def committed(self, offset: int, timeout_s: float) -> None:
+        """Until the quorum's high watermark passes ``offset`` (TimeoutError after ``timeout_s``)."""
+        if self.node.high_watermark > offset:
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self._hw_waiters.append((offset, fut))
+        try:
+            await asyncio.wait_for(fut, timeout_s)
+        finally:
+            self._hw_waiters = [(o, f) for o, f in self._hw_waiters if f is not fut]
 
 
 def _sender(request) -> int:

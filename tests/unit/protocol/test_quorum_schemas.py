@@ -138,6 +138,9 @@ NEW_APIS = {  # key: (name, min, max, flexible from)
     ApiKey.BROKER_HEARTBEAT: ("BrokerHeartbeat", 0, 1, 0),
     ApiKey.UNREGISTER_BROKER: ("UnregisterBroker", 0, 0, 0),
     ApiKey.ALLOCATE_PRODUCER_IDS: ("AllocateProducerIds", 0, 0, 0),
+    ApiKey.ADD_RAFT_VOTER: ("AddRaftVoter", 0, 1, 0),
+    ApiKey.REMOVE_RAFT_VOTER: ("RemoveRaftVoter", 0, 0, 0),
+    ApiKey.UPDATE_RAFT_VOTER: ("UpdateRaftVoter", 0, 0, 0),
 }
 
 
@@ -764,3 +767,49 @@ def test_kraft_version_and_voters_golden():
 def test_control_value_with_unknown_tags_is_read():
     newer = i16(0) + i64(5) + tags((3, b"future"))
     assert cr.decode_snapshot_header(newer) == {"Version": 0, "LastContainedLogTimestamp": 5}
+
+
+# -- AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter (KIP-853) ----------------------
+
+_LISTENER = {"Name": "CONTROLLER", "Host": "h3", "Port": 9095}
+_LISTENER_BYTES = cstr("CONTROLLER") + cstr("h3") + u16(9095) + NO_TAGS
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_add_raft_voter_request_golden(version):
+    value = {"ClusterId": "c1", "TimeoutMs": 30000, "VoterId": 3, "VoterDirectoryId": DIR_A,
+             "Listeners": [_LISTENER]}
+    if version >= 1:
+        value["AckWhenCommitted"] = False
+    expected = (cstr("c1") + i32(30000) + i32(3) + DIR_A + carr(_LISTENER_BYTES)
+                + (boolean(False) if version >= 1 else b"") + NO_TAGS)
+    golden(ApiKey.ADD_RAFT_VOTER, "request", version, value, expected)
+
+
+def test_add_raft_voter_acks_when_committed_by_default():
+    assert parse(ApiKey.ADD_RAFT_VOTER, "request", 1, cstr(None) + i32(0) + i32(3) + DIR_A + carr()
+                 + boolean(True) + NO_TAGS)["AckWhenCommitted"] is True
+    assert APIS[ApiKey.ADD_RAFT_VOTER].request.defaults(1)["AckWhenCommitted"] is True
+
+
+@pytest.mark.parametrize("key", [ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER])
+def test_voter_change_response_golden(key):
+    value = {"ThrottleTimeMs": 0, "ErrorCode": 126, "ErrorMessage": "voter 3 not found"}
+    golden(key, "response", 0, value, i32(0) + i16(126) + cstr("voter 3 not found") + NO_TAGS)
+
+
+def test_remove_raft_voter_request_golden():
+    value = {"ClusterId": "c1", "VoterId": 2, "VoterDirectoryId": DIR_B}
+    golden(ApiKey.REMOVE_RAFT_VOTER, "request", 0, value, cstr("c1") + i32(2) + DIR_B + NO_TAGS)
+
+
+def test_update_raft_voter_golden():
+    value = {"ClusterId": "c1", "CurrentLeaderEpoch": 7, "VoterId": 3, "VoterDirectoryId": DIR_A,
+             "Listeners": [_LISTENER], "KRaftVersionFeature": {"MinSupportedVersion": 0, "MaxSupportedVersion": 1}}
+    expected = (cstr("c1") + i32(7) + i32(3) + DIR_A + carr(_LISTENER_BYTES)
+                + i16(0) + i16(1) + NO_TAGS + NO_TAGS)
+    golden(ApiKey.UPDATE_RAFT_VOTER, "request", 0, value, expected)
+    leader = {"LeaderId": 1, "LeaderEpoch": 7, "Host": "h1", "Port": 9093}
+    response = {"ThrottleTimeMs": 0, "ErrorCode": 0, "CurrentLeader": leader}
+    golden(ApiKey.UPDATE_RAFT_VOTER, "response", 0, response,
+           i32(0) + i16(0) + tags((0, i32(1) + i32(7) + cstr("h1") + i32(9093) + NO_TAGS)))

@@ -9,6 +9,7 @@ from tierlog.protocol.api import ApiSpec
 from tierlog.protocol.messages import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    add_raft_voter,
     allocate_producer_ids,
     alter_client_quotas,
     alter_configs,
@@ -65,6 +66,7 @@ from tierlog.protocol.messages import (
     offset_for_leader_epoch,
     produce,
     push_telemetry,
+    remove_raft_voter,
     sasl_authenticate,
     sasl_handshake,
     share_acknowledge,
@@ -74,6 +76,7 @@ from tierlog.protocol.messages import (
     sync_group,
     txn_offset_commit,
     unregister_broker,
+    update_raft_voter,
     vote,
     write_txn_markers,
 )
@@ -100,6 +103,7 @@ _MODULES = (
     describe_client_quotas, alter_client_quotas,
     get_telemetry_subscriptions, push_telemetry, list_client_metrics_resources,
     share_group_heartbeat, share_group_describe, share_fetch, share_acknowledge,
+    add_raft_voter, remove_raft_voter, update_raft_voter,
 )
 
 #: every API with schemas, by key
