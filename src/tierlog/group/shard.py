@@ -19,6 +19,11 @@ when a member of the other protocol joins it; a non-empty one refuses
 (INCONSISTENT_GROUP_PROTOCOL for a classic join, GROUP_ID_NOT_FOUND for a
 consumer heartbeat).  A consumer group's session timeout and heartbeat interval are
 its dynamic group configs (``group_configs``, KIP-848) where it has them.
+Share groups (KIP-932, ``ShareGroup`` in ``share_group.py``; not served yet) are held
+apart in ``share_groups``, in memory only: their membership is not written to
+``__consumer_offsets`` yet (Kafka's ShareGroupMetadata / member / assignment records), so a
+coordinator failover forgets it and members join again.  A share heartbeat for a group id
+a classic or consumer group holds is GROUP_ID_NOT_FOUND, as in Kafka.
 """
 from __future__ import annotations
 
@@ -47,9 +52,11 @@ from .log_records import (
 )
 from .offsets import OffsetStore
 from .output import Output
+from .share_group import ShareGroup
 
 __all__ = ["GroupShard"]
 INT64_MAX = 2**63 - 1
+SHARE = "share"             # a share group's type and protocol type in ListGroups (KIP-932)
 
 _S = GroupState
 
@@ -62,6 +69,7 @@ class GroupShard:
         self._rng = rng
         self._group_configs = group_configs         # group id -> its dynamic configs (KIP-848, from the image)
         self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
+        self.share_groups: dict[str, ShareGroup] = {}   # KIP-932, in memory only (see above)
         self.offsets = OffsetStore()
         self._next_retention_check_ms: int | None = None
         # producer id -> offsets awaiting its marker
@@ -218,6 +226,41 @@ class GroupShard:
                     "GroupEpoch": -1, "AssignmentEpoch": -1, "AssignorName": "", "Members": []}
         return consumer.describe(group, view, self.config.consumer_assignors[0])
 
+    # -- share groups (KIP-932) -----------------------------------------------------------------
+    def share_heartbeat(self, req: dict[str, Any], token: object, now_ms: int, view: TopicsView) -> Output:
+        """``req``: ShareGroupHeartbeat fields plus ``client_id``, ``client_host``."""
+        c, group_id = self._ctx(now_ms), req["GroupId"]
+        if group_id in self.groups:
+            c.out.answer(token, _share_heartbeat_error(ErrorCode.GROUP_ID_NOT_FOUND,
+                                                       f"Group {group_id} is not a share group."))
+            return c.out
+        group = self.share_groups.setdefault(group_id, ShareGroup(group_id))
+        beat = group.heartbeat(req["MemberId"], req["MemberEpoch"], req.get("SubscribedTopicNames"), view, now_ms,
+                               rack_id=req.get("RackId"), client_id=req.get("client_id", ""),
+                               client_host=req.get("client_host", ""))
+        if not group.members:
+            del self.share_groups[group_id]           # nothing of it is persisted: an empty one is gone
+        if beat.error != ErrorCode.NONE:
+            c.out.answer(token, _share_heartbeat_error(beat.error, None))
+            return c.out
+        assignment = None if beat.assignment is None else {"TopicPartitions": [
+            {"TopicId": tid, "Partitions": sorted(ps)} for tid, ps in sorted(beat.assignment.items())]}
+        c.out.answer(token, {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "MemberId": beat.member_id,
+                             "MemberEpoch": beat.member_epoch, "HeartbeatIntervalMs": group.heartbeat_interval_ms,
+                             "Assignment": assignment})
+        return c.out
+
+    def share_describe(self, group_id: str, view: TopicsView) -> dict[str, Any]:
+        """ShareGroupDescribe's DescribedGroup (without AuthorizedOperations)."""
+        group = self.share_groups.get(group_id)
+        if group is None:
+            message = f"Group {group_id} is not a share group." if group_id in self.groups \
+                else f"Group {group_id} not found."
+            return {"ErrorCode": ErrorCode.GROUP_ID_NOT_FOUND, "ErrorMessage": message, "GroupId": group_id,
+                    "GroupState": "", "GroupEpoch": -1, "AssignmentEpoch": -1, "AssignorName": "", "Members": []}
+        names = {tid: name for name, (tid, _count) in view.topics.items()}
+        return {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, **group.describe(names)}
+
     # -- offsets ------------------------------------------------------------------------------
     def commit_offsets(self, req: dict[str, Any], token: object, now_ms: int) -> Output:
         c = self._ctx(now_ms)
@@ -337,6 +380,8 @@ class GroupShard:
         states_l, types_l = {s.lower() for s in states}, {t.lower() for t in types}
         listed = [{"GroupId": g.group_id, "ProtocolType": _protocol_type(g), "GroupState": _state(g),
                    "GroupType": g.type} for g in self.groups.values()]
+        listed += [{"GroupId": g.group_id, "ProtocolType": SHARE, "GroupState": g.state, "GroupType": SHARE}
+                   for g in self.share_groups.values()]
         return [g for g in listed if (not states_l or g["GroupState"].lower() in states_l)
                 and (not types_l or g["GroupType"] in types_l)]
 
@@ -363,6 +408,11 @@ class GroupShard:
     def tick_group(self, group_id: str, now_ms: int) -> Output:
         """The group's timeouts due at ``now_ms``: sessions, pending members, join and sync phases."""
         group, c = self.groups.get(group_id), self._ctx(now_ms)
+        share = self.share_groups.get(group_id)
+        if share is not None:
+            share.expire(now_ms)
+            if not share.members:
+                del self.share_groups[group_id]       # nothing of it is persisted: an empty one is gone
         if isinstance(group, ConsumerGroup):
             consumer.tick(group, c)
         elif group is not None:
@@ -372,6 +422,8 @@ class GroupShard:
     def next_deadline_ms(self, group_id: str) -> int | None:
         """When the group's next timeout is due (None: none is)."""
         group = self.groups.get(group_id)
+        if group_id in self.share_groups:
+            return self.share_groups[group_id].next_deadline_ms()
         if isinstance(group, ConsumerGroup):
             return consumer.next_deadline_ms(group)
         return None if group is None else classic.next_deadline_ms(group)
@@ -413,6 +465,11 @@ class GroupShard:
             if group is not None and _is_empty(group) and not self.offsets.has_offsets(group_id):
                 self._delete_group(group, c)
         return c.out
+
+
+def _share_heartbeat_error(code: int, message: str | None) -> dict[str, Any]:
+    return {"ErrorCode": code, "ErrorMessage": message, "MemberId": None, "MemberEpoch": 0,
+            "HeartbeatIntervalMs": 0, "Assignment": None}
 
 
 def _is_empty(group: ClassicGroup | ConsumerGroup) -> bool:
