@@ -188,7 +188,8 @@ class Node:
         raft = self._open_raft(cluster_id, voters)
         committed: asyncio.Queue[Committed] = asyncio.Queue()      # RaftDriver -> CommitApplier, in log order
         applied = AppliedOffset()
-        self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000, raft, committed)
+        self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000, raft, committed,
+                                 (cfg.controller_listener_names or ["CONTROLLER"])[0])
         if "controller" in cfg.roles:
             controller_config = ControllerConfig.from_props({**cfg.prefixed("rsm.config.encryption."), **cfg.values},
                                                             cfg.topic_defaults(), cluster_id)

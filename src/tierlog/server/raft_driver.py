@@ -31,6 +31,8 @@ from tierlog.raft import wire
 from tierlog.raft.committed import Committed
 from tierlog.raft.node import Output, RaftNode
 
+from .quorum_endpoints import QuorumEndpoints
+
 __all__ = ["RaftDriver"]
 
 log = logging.getLogger(__name__)
@@ -39,8 +41,9 @@ TICK_MAX_S = 1.0
 
 class RaftDriver:
     def __init__(self, peers: Peers, request_timeout_s: float, node: RaftNode,
-                 committed: asyncio.Queue[Committed]):
+                 committed: asyncio.Queue[Committed], listener_name: str = "CONTROLLER"):
         self.peers = peers
+        self._endpoints = QuorumEndpoints(peers, node, listener_name)   # KIP-853: a dynamic quorum's addresses
         self.request_timeout_s = request_timeout_s
         self.node = node
         self._committed = committed
@@ -92,6 +95,7 @@ class RaftDriver:
         ``answer`` gets ``response`` (an inbound request's immediate answer) on release."""
         for item in out.committed:          # committed is durable on a majority: no need to wait
             self._committed.put_nowait(item)
+        self._endpoints.follow_voters()
         if out.must_persist:
             self._write(out)
         if self._held or (self._written is not None and not self._written.done()):
@@ -163,6 +167,8 @@ class RaftDriver:
         try:
             resp = await self.peers.request(dest, api_key, body, self.request_timeout_s, wire.VERSIONS[ApiKey(api_key)])
             response = wire.response_from_dict(api_key, resp)
+            if api_key == ApiKey.FETCH:
+                self._endpoints.learn(resp)
         except (TimeoutError, PeerUnavailable) as e:
             log.debug("quorum request %s to node %d failed: %s", type(request).__name__, dest, e)
             self._apply(self.node.handle_send_failure(dest, request, wall_clock_ms()))
@@ -186,7 +192,11 @@ class RaftDriver:
             self._apply(outcome.output)
         else:
             self._apply(outcome.output, fut, outcome.response)   # answered once persisted
-        return wire.response_to_dict(await fut)[1]
+        response = await fut
+        body = wire.response_to_dict(response)[1]
+        if api_key == ApiKey.FETCH:
+            body["NodeEndpoints"] = self._endpoints.leader_endpoints(response.leader_id)
+        return body
 
     def propose(self, records: list[bytes], epoch: int | None = None) -> int:
         """Append records (as leader of ``epoch``, when given) now; returns the offset of the last one."""

@@ -28,6 +28,9 @@ HEADER = SimpleNamespace(principal=None, client_host="127.0.0.1")
 
 
 class _NoPeers:
+    def set_address(self, node_id, host, port):
+        pass
+
     async def request(self, *a, **kw):
         raise PeerUnavailable("no peers in this test")
 

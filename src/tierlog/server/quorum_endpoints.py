@@ -1,0 +1,65 @@
+"""Where a dynamic quorum's replicas are (KIP-853): the Raft driver's peer map follows them.
+
+A static quorum (kraft.version 0) takes every address from ``controller.quorum.voters``;
+nothing here changes it. With kraft.version 1 the voters are whatever the latest
+VotersRecord says, so:
+
+- each voter's endpoint on the controller listener (``listener_name``) is put in the
+  peer map whenever the voter set in effect changes;
+- a Fetch answer names the leader's endpoint (the response's NodeEndpoints tag, Fetch
+  v16+, as Kafka's leader sends it), so a replica that only knows
+  ``controller.quorum.bootstrap.servers`` learns where the leader it was told of is.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from tierlog.net.client import Peers
+from tierlog.raft.node import RaftNode
+from tierlog.raft.voters import KRAFT_VERSION_DYNAMIC, Endpoint, VoterSet
+
+__all__ = ["QuorumEndpoints"]
+
+
+class QuorumEndpoints:
+    def __init__(self, peers: Peers, node: RaftNode, listener_name: str):
+        self._peers = peers
+        self._node = node
+        self._listener = listener_name.upper()
+        self._seen: VoterSet | None = None
+
+    @property
+    def dynamic(self) -> bool:
+        return self._node.kraft_version >= KRAFT_VERSION_DYNAMIC
+
+    def follow_voters(self) -> None:
+        """Put every voter's controller endpoint in the peer map when the set in effect changed."""
+        if not self.dynamic:
+            return
+        voters = self._node.voter_set
+        if voters == self._seen:
+            return
+        self._seen = voters
+        for voter in voters:
+            endpoint = self._endpoint(voter.endpoints)
+            if endpoint is not None and voter.voter_id != self._node.node_id:
+                self._peers.set_address(voter.voter_id, endpoint.host, endpoint.port)
+
+    def leader_endpoints(self, leader_id: int) -> list[dict[str, Any]]:
+        """A Fetch answer's NodeEndpoints: the leader's controller endpoint, when the set names it."""
+        voter = self._node.voter_set.get(leader_id) if self.dynamic and leader_id >= 0 else None
+        endpoint = self._endpoint(voter.endpoints) if voter is not None else None
+        if endpoint is None:
+            return []
+        return [{"NodeId": leader_id, "Host": endpoint.host, "Port": endpoint.port, "Rack": None}]
+
+    def learn(self, fetch_response: dict[str, Any]) -> None:
+        """Take the endpoints a Fetch answer names (a dynamic quorum's replicas only)."""
+        if not self.dynamic:
+            return
+        for e in fetch_response.get("NodeEndpoints") or []:
+            if e["NodeId"] >= 0 and e["NodeId"] != self._node.node_id:
+                self._peers.set_address(e["NodeId"], e["Host"], e["Port"])
+
+    def _endpoint(self, endpoints: tuple[Endpoint, ...]) -> Endpoint | None:
+        return next((e for e in endpoints if e.name.upper() == self._listener), None)
