@@ -250,8 +250,7 @@ class GroupCoordinator:
         out = hosted.state.tick_group(group_id, now_ms)
         if out:
             self._emit(hosted, out)
-        if hosted.state.groups.get(group_id) is not None:
-            self._arm(hosted, group_id)
+        self._arm(hosted, group_id)         # none once the group (of any type, share too) has no deadline
 
     def _arm_retention(self, hosted: _Part) -> None:
         assert hosted.state is not None, "armed for a loaded shard only"

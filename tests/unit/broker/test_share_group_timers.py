@@ -1,0 +1,64 @@
+"""The group coordinator's timer of a share group (KIP-932, held by the shard in memory): each
+member that stops heartbeating is removed at its group.share.session.timeout.ms deadline, one
+after another, without any other request re-arming the timer in between."""
+import asyncio
+import time
+
+from leaders import lead
+
+from tierlog.broker.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
+from tierlog.broker.partition import Partition
+from tierlog.config import NodeConfig
+from tierlog.group.consumer_group import TopicsView
+from tierlog.protocol.errors import ErrorCode as E
+from tierlog.storage import Log, LogConfig
+
+NOW = 1_700_000_000_000
+SESSION_MS = 45000                      # ShareGroup's group.share.session.timeout.ms
+VIEW = TopicsView({"t": (b"\x01" * 16, 2)})
+POLL_S = 10
+
+
+class Replicas:
+    """Share membership writes nothing; the coordinator only loads the (empty) partition."""
+
+
+def _heartbeat(coordinator, member: str, topics):
+    req = {"GroupId": "s", "MemberId": member, "MemberEpoch": 0, "RackId": None, "SubscribedTopicNames": topics,
+           "client_id": "c", "client_host": "/h"}
+    return coordinator.run("s", lambda shard, token, now: shard.share_heartbeat(req, token, now, VIEW),
+                           lambda code: {"ErrorCode": code})
+
+
+async def _until(predicate) -> None:
+    deadline = time.monotonic() + POLL_S
+    while not predicate():
+        assert time.monotonic() < deadline, "the share group's timer did not fire"
+        await asyncio.sleep(0.01)
+
+
+def test_share_members_expire_one_after_another(tmp_path):
+    clock = [NOW]
+
+    async def main():
+        config = NodeConfig({"node.id": "1", "offsets.topic.num.partitions": "1"})
+        log = Log.open(tmp_path / f"{OFFSETS_TOPIC}-0", LogConfig.from_props({}), NOW)
+        part = Partition(OFFSETS_TOPIC, 0, b"\x05" * 16, log, leader_id=1, leader_epoch=1)
+        lead(part, min_isr=1)
+        coordinator = GroupCoordinator(config, Replicas(), lambda: clock[0])
+        coordinator.on_leader(part)
+        while coordinator.locate("s")[1] == E.COORDINATOR_LOAD_IN_PROGRESS:
+            await asyncio.sleep(0)
+        try:
+            assert (await _heartbeat(coordinator, "a", ["t"]))["ErrorCode"] == E.NONE
+            clock[0] = NOW + 1000
+            assert (await _heartbeat(coordinator, "b", ["t"]))["ErrorCode"] == E.NONE
+            shard = coordinator.locate("s")[0].state
+            clock[0] = NOW + SESSION_MS             # a's deadline, not b's
+            assert (await _heartbeat(coordinator, "c", None))["ErrorCode"] == E.INVALID_REQUEST   # arms at once
+            await _until(lambda: list(shard.share_groups["s"].members) == ["b"])
+            clock[0] = NOW + 1000 + SESSION_MS      # b's deadline: its timer was armed when a expired
+            await _until(lambda: "s" not in shard.share_groups)
+        finally:
+            await coordinator.close()
+    asyncio.run(main())
