@@ -45,6 +45,10 @@ class GroupConfig:
     consumer_max_heartbeat_interval_ms: int = 15000     # group.consumer.max.heartbeat.interval.ms
     consumer_min_session_timeout_ms: int = 45000    # group.consumer.min.session.timeout.ms
     consumer_max_session_timeout_ms: int = 60000    # group.consumer.max.session.timeout.ms
+    # share groups (KIP-932)
+    share_heartbeat_interval_ms: int = 5000         # group.share.heartbeat.interval.ms
+    share_session_timeout_ms: int = 45000           # group.share.session.timeout.ms
+    share_max_size: int = 200                       # group.share.max.size
 
     @classmethod
     def from_node_config(cls, cfg: NodeSettings) -> GroupConfig:
@@ -64,6 +68,9 @@ class GroupConfig:
             consumer_max_heartbeat_interval_ms=cfg["group.consumer.max.heartbeat.interval.ms"],
             consumer_min_session_timeout_ms=cfg["group.consumer.min.session.timeout.ms"],
             consumer_max_session_timeout_ms=cfg["group.consumer.max.session.timeout.ms"],
+            share_heartbeat_interval_ms=_within(cfg, "group.share.heartbeat.interval.ms"),
+            share_session_timeout_ms=_within(cfg, "group.share.session.timeout.ms"),
+            share_max_size=cfg["group.share.max.size"],
         )
 
     def for_group(self, overrides: Mapping[str, str]) -> GroupConfig:
@@ -88,7 +95,8 @@ class GroupConfig:
 def _within(cfg: NodeSettings, key: str) -> int:
     """``key``'s value, which must lie within its .min. and .max. settings (Kafka refuses to start otherwise)."""
     value: int = cfg[key]
-    low, high = cfg[key.replace("consumer.", "consumer.min.")], cfg[key.replace("consumer.", "consumer.max.")]
+    group, protocol, setting = key.split(".", 2)       # group.consumer.X -> group.consumer.min.X / .max.X
+    low, high = cfg[f"{group}.{protocol}.min.{setting}"], cfg[f"{group}.{protocol}.max.{setting}"]
     if not low <= value <= high:
         raise ValueError(f"{key}={value} must be within [{low}, {high}]")
     return value

@@ -234,7 +234,10 @@ class GroupShard:
             c.out.answer(token, _share_heartbeat_error(ErrorCode.GROUP_ID_NOT_FOUND,
                                                        f"Group {group_id} is not a share group."))
             return c.out
-        group = self.share_groups.setdefault(group_id, ShareGroup(group_id))
+        cfg = self.config
+        group = self.share_groups.setdefault(group_id, ShareGroup(
+            group_id, session_timeout_ms=cfg.share_session_timeout_ms,
+            heartbeat_interval_ms=cfg.share_heartbeat_interval_ms, max_size=cfg.share_max_size))
         beat = group.heartbeat(req["MemberId"], req["MemberEpoch"], req.get("SubscribedTopicNames"), view, now_ms,
                                rack_id=req.get("RackId"), client_id=req.get("client_id", ""),
                                client_host=req.get("client_host", ""))

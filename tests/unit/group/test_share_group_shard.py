@@ -3,6 +3,9 @@ KIP-932): answers shaped as ShareGroupHeartbeat / ShareGroupDescribe responses, 
 classic and consumer groups, listed with type share, expired by the group's timer, in memory only."""
 import random
 
+import pytest
+
+from tierlog.config import NodeConfig
 from tierlog.group.consumer_group import TopicsView
 from tierlog.group.group_config import GroupConfig
 from tierlog.group.shard import GroupShard
@@ -77,3 +80,14 @@ def test_the_timer_expires_members_and_an_empty_group_goes():
     left = _hb(s, "b", -1, now=45700)
     assert (left["ErrorCode"], left["MemberEpoch"]) == (0, -1) and s.share_groups == {}
     assert s.next_deadline_ms("s") is None and s.list_groups([], []) == []
+
+
+def test_the_node_configs_set_timeouts_and_size():
+    cfg = GroupConfig.from_node_config(NodeConfig({"node.id": "1", "group.share.session.timeout.ms": "50000",
+                                                   "group.share.max.size": "1"}))
+    s = GroupShard(0, cfg, random.Random(1))
+    assert _hb(s, "a", 0)["HeartbeatIntervalMs"] == 5000
+    assert s.next_deadline_ms("s") == 50000
+    assert _hb(s, "b", 0)["ErrorCode"] == ErrorCode.GROUP_MAX_SIZE_REACHED
+    with pytest.raises(ValueError, match=r"group.share.heartbeat.interval.ms=20000 must be within \[5000, 15000\]"):
+        GroupConfig.from_node_config(NodeConfig({"node.id": "1", "group.share.heartbeat.interval.ms": "20000"}))
