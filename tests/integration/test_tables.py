@@ -146,9 +146,10 @@ def test_the_table_matches_the_log_to_the_offset_across_crashes(tmp_path, monkey
     table = dict(zip(rows.column("offset").to_pylist(), rows.column("id").to_pylist(), strict=True))
     assert len(table) == rows.num_rows, "an offset twice in the table"
     dead_rows = dead.scan().to_arrow().sort_by("offset")
-    dead_letters = dict(zip(dead_rows.column("offset").to_pylist(), dead_rows.column("value").to_pylist(),
-                            strict=True))
-    assert len(dead_letters) == dead_rows.num_rows
+    # the dead-letter table commits first, so it may already hold a later segment's rows than main
+    dead_letters = {o: v for o, v in zip(dead_rows.column("offset").to_pylist(), dead_rows.column("value").to_pylist(),
+                                         strict=True) if o <= covered}
+    assert len(set(dead_rows.column("offset").to_pylist())) == dead_rows.num_rows, "an offset twice in the dead letters"
 
     good = {o: json.loads(v)["id"] for o, v in log.items() if o not in dead_letters}
     assert table == good
