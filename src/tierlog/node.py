@@ -52,6 +52,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, ProcessCollector
 
 from tierlog.broker.apis import REGISTRY as BROKER_APIS
+from tierlog.broker.apis import advertised as advertised_apis
 from tierlog.broker.broker import Broker
 from tierlog.broker.broker_metrics import BrokerMetricsCollector
 from tierlog.broker.client_quotas import ClientQuotaManager
@@ -302,7 +303,7 @@ class Node:
         loader.subscribe(lambda image, delta: quotas.follow(image.client_quotas))
         self.metrics_registry.register(quotas)
         self.broker = Broker(cfg, metadata_view, controller_channel, self.replicas, manager,
-                             api_versions_list(BROKER_APIS), inter_broker=self._inter_broker_route(),
+                             api_versions_list(advertised_apis(BROKER_APIS)), inter_broker=self._inter_broker_route(),
                              remote=self.remote, quotas=quotas)
         collector = BrokerMetricsCollector(self.replicas, topic_stats, self.broker.groups, self.remote,
                                            lambda: metadata_view.image)

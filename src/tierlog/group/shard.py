@@ -19,7 +19,7 @@ when a member of the other protocol joins it; a non-empty one refuses
 (INCONSISTENT_GROUP_PROTOCOL for a classic join, GROUP_ID_NOT_FOUND for a
 consumer heartbeat).  A consumer group's session timeout and heartbeat interval are
 its dynamic group configs (``group_configs``, KIP-848) where it has them.
-Share groups (KIP-932, ``ShareGroup`` in ``share_group.py``; not served yet) are held
+Share groups (KIP-932, ``ShareGroup`` in ``share_group.py``) are held
 apart in ``share_groups``, in memory only: their membership is not written to
 ``__consumer_offsets`` yet (Kafka's ShareGroupMetadata / member / assignment records), so a
 coordinator failover forgets it and members join again.  A share heartbeat for a group id

@@ -1,6 +1,6 @@
 """A share group's membership and assignment (KIP-932; Kafka's ShareGroup and its group
 coordinator rules), sans-IO: what ShareGroupHeartbeat (76) decides and ShareGroupDescribe (77)
-shows.  Not served yet: no API reaches it (issue 37).
+shows (served, not yet advertised: issue 37).
 
 - Members join with MemberEpoch 0 and the member id their client made (KIP-1082; one is made
   here when it is empty) and their subscribed topic names; they heartbeat with the epoch they

@@ -2,7 +2,11 @@
 
 ``REGISTRY`` maps API key -> module; the ApiVersions answer is built from it.
 Every ``api_*`` module of this package is registered: adding an API is adding
-its module.
+its module.  ``advertised`` is what ApiVersions lists: every registered API but the share
+APIs (KIP-932) while ``SHARE_APIS_ADVERTISED`` is off; they are served all the same (tests
+reach them), but a client learns of share groups only once ShareFetch and ShareAcknowledge
+work too, all four at once (issue 37: a half-served share protocol would look to a client
+like an empty queue).
 """
 from __future__ import annotations
 
@@ -22,4 +26,15 @@ def _discover() -> dict:
 
 REGISTRY = _discover()
 
-__all__ = ["REGISTRY"]
+SHARE_APIS = frozenset({76, 77, 78, 79})    # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
+SHARE_APIS_ADVERTISED = False               # the one switch: on when the four serve end to end
+
+
+def advertised(registry: dict) -> dict:
+    """The APIs ApiVersions lists of ``registry``."""
+    if SHARE_APIS_ADVERTISED:
+        return dict(registry)
+    return {k: m for k, m in registry.items() if k not in SHARE_APIS}
+
+
+__all__ = ["REGISTRY", "SHARE_APIS", "SHARE_APIS_ADVERTISED", "advertised"]

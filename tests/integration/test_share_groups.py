@@ -1,0 +1,81 @@
+"""Share groups (KIP-932) on the group coordinator over sockets: ShareGroupHeartbeat and
+ShareGroupDescribe as a share consumer sends them (raw requests: the share APIs are served but
+not advertised until ShareFetch works too)."""
+from __future__ import annotations
+
+import pytest
+from clients import create_topic
+from cluster import FAST_REPLICATION, request, wait_for
+from test_consumer_group_faults import coordinator_of
+
+from tierlog.protocol.api import ApiKey
+from tierlog.protocol.errors import ErrorCode
+
+SHARE_PROPS = {**FAST_REPLICATION, "offsets.topic.num.partitions": "3",
+               "group.share.min.heartbeat.interval.ms": "500", "group.share.heartbeat.interval.ms": "500",
+               "group.share.min.session.timeout.ms": "6000", "group.share.session.timeout.ms": "6000"}
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(props=SHARE_PROPS)]
+RETRIABLE = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+
+def share_beat(port: int, group: str, member: str, epoch: int, topics: list[str] | None) -> dict:
+    return request("127.0.0.1", port, ApiKey.SHARE_GROUP_HEARTBEAT,
+                   {"GroupId": group, "MemberId": member, "MemberEpoch": epoch, "RackId": None,
+                    "SubscribedTopicNames": topics}, 1)
+
+
+def share_join(cluster, group: str, member: str, topics: list[str]) -> tuple[int, dict]:
+    """Join through the group's coordinator once it is loaded: (its port, the answer)."""
+    def joined():
+        port = cluster.broker(coordinator_of(cluster, group)).port
+        resp = share_beat(port, group, member, 0, topics)
+        return None if resp["ErrorCode"] in RETRIABLE else (port, resp)
+    return wait_for(joined, 60, f"{member} joined {group}")
+
+
+def share_describe(port: int, group: str) -> dict:
+    return request("127.0.0.1", port, ApiKey.SHARE_GROUP_DESCRIBE,
+                   {"GroupIds": [group], "IncludeAuthorizedOperations": True}, 1)["Groups"][0]
+
+
+def partitions(resp: dict) -> set[int]:
+    return {p for t in resp["Assignment"]["TopicPartitions"] for p in t["Partitions"]}
+
+
+def test_share_members_split_a_topic_and_are_described(cluster):
+    boot = cluster.bootstrap
+    create_topic(boot, "sq", 4)
+    port, a = share_join(cluster, "sg1", "member-a", ["sq"])
+    assert a["ErrorCode"] == 0 and a["MemberId"] == "member-a" and a["HeartbeatIntervalMs"] == 500
+    assert partitions(a) == {0, 1, 2, 3}
+    _, b = share_join(cluster, "sg1", "member-b", ["sq"])
+    assert b["ErrorCode"] == 0 and b["MemberEpoch"] > a["MemberEpoch"]
+    a2 = share_beat(port, "sg1", "member-a", a["MemberEpoch"], None)
+    assert a2["ErrorCode"] == 0 and a2["MemberEpoch"] == b["MemberEpoch"]
+    assert partitions(a2) | partitions(b) == {0, 1, 2, 3} and not partitions(a2) & partitions(b)
+    desc = share_describe(port, "sg1")
+    assert desc["ErrorCode"] == 0 and desc["GroupState"] == "Stable" and desc["AssignorName"] == "simple"
+    assert desc["AuthorizedOperations"] > 0
+    members = {m["MemberId"]: m for m in desc["Members"]}
+    assert set(members) == {"member-a", "member-b"}
+    assert members["member-a"]["SubscribedTopicNames"] == ["sq"]
+    assert members["member-a"]["ClientHost"] == "/127.0.0.1"
+    assert {t["TopicName"] for m in members.values() for t in m["Assignment"]["TopicPartitions"]} == {"sq"}
+    assert share_beat(port, "sg1", "member-a", 99, None)["ErrorCode"] == ErrorCode.FENCED_MEMBER_EPOCH
+    assert share_beat(port, "sg1", "ghost", 1, None)["ErrorCode"] == ErrorCode.UNKNOWN_MEMBER_ID
+    assert share_beat(port, "sg1", "member-c", 0, None)["ErrorCode"] == ErrorCode.INVALID_REQUEST
+    left = share_beat(port, "sg1", "member-b", -1, None)
+    assert left["ErrorCode"] == 0 and left["MemberEpoch"] == -1
+    after = share_beat(port, "sg1", "member-a", a2["MemberEpoch"], None)
+    assert after["ErrorCode"] == 0 and partitions(after) == {0, 1, 2, 3}
+
+
+def test_share_apis_are_served_but_not_advertised(cluster):
+    port = cluster.brokers[0].port
+    hello = {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"}
+    listed = {k["ApiKey"] for k in request("127.0.0.1", port, ApiKey.API_VERSIONS, hello, 3)["ApiKeys"]}
+    assert ApiKey.CONSUMER_GROUP_HEARTBEAT in listed
+    assert not listed & {ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE,
+                         ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE}
+    unknown = share_describe(cluster.broker(coordinator_of(cluster, "nobody")).port, "nobody")
+    assert unknown["ErrorCode"] == ErrorCode.GROUP_ID_NOT_FOUND
