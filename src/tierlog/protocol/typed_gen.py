@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tierlog.protocol.api import ApiSpec
+from tierlog.protocol.generated import sync
 from tierlog.protocol.messages import _MODULES
 from tierlog.protocol.schema import ArrayOf, Field, FieldType, Struct
 
@@ -125,19 +126,7 @@ def render() -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    files = render()
-    if "--check" in argv:
-        current = {p.name: p.read_text() for p in TARGET.glob("*.py")} if TARGET.is_dir() else {}
-        if current != files:
-            print(f"{TARGET} is not current: run python -m tierlog.protocol.typed_gen", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.mkdir(exist_ok=True)
-    for stale in {p.name for p in TARGET.glob("*.py")} - set(files):
-        (TARGET / stale).unlink()
-    for name, text in files.items():
-        (TARGET / name).write_text(text)
-    return 0
+    return sync(TARGET, render(), 'tierlog.protocol.typed_gen', argv)
 
 
 if __name__ == "__main__":
