@@ -83,13 +83,12 @@ from tierlog.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
-    read_offsets,
-    write_offsets,
 )
 from tierlog.storage.cleaner_threads import CleanerConfig, LogDirCleaner
+from tierlog.storage.dir_checkpoints import CLEAN_SHUTDOWN_FILE, CheckpointFiles, read_dir_state, read_high_watermarks
 from tierlog.storage.dir_failure import LogDirFailureChannel
 from tierlog.storage.dir_writer import DirWriter
-from tierlog.storage.errors import CorruptCheckpointError, KafkaStorageError
+from tierlog.storage.errors import KafkaStorageError
 from tierlog.storage.files import (
     DELETE_DIR_SUFFIX,
     FUTURE_DIR_SUFFIX,
@@ -107,7 +106,6 @@ from tierlog.storage.timed_work import TimedWorkInbox
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
-CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 METADATA_LOG_DIR = "__cluster_metadata-0"   # Kafka's name; see tierlog.raft.file_log
 _log = logging.getLogger(__name__)
 
@@ -150,12 +148,10 @@ class LogManager:
         self._timed: set[TopicPartition] = set()      # the logs a tick visits (timed_work)
         self._pending_dir_deletes: list[tuple[int, Log]] = []
         self._writers = {log_dir: DirWriter(log_dir) for log_dir in self.log_dirs}
-        # (log dir, checkpoint file) -> the offsets last written there: an unchanged file is not
-        # written again (10,000 idle partitions rewrote and fsynced it every 5 s); set by the writers
-        self._written: dict[tuple[Path, str], dict[TopicPartition, int]] = {}
         self._unsynced: dict[Path, list[Path]] = {}   # log dir -> partition dirs created, not yet fsynced
         self._unsynced_lock = threading.Lock()        # not _lock: close() holds that while it waits for the writer
         self.failures = LogDirFailureChannel()   # I/O errors of any thread, drained by _take_failed_offline
+        self._checkpoint_files = CheckpointFiles(self.failures)    # written on the dirs' writers
         self._on_dir_offline = on_dir_offline
         self._verifier = SegmentVerifier(verify_bytes_per_second)
         self._on_corrupt = on_corrupt
@@ -199,8 +195,8 @@ class LogManager:
     def _load_dir(self, log_dir: Path, now_ms: int) -> None:
         try:
             log_dir.mkdir(parents=True, exist_ok=True)
-            clean, recovery_points, start_offsets = _read_dir_state(log_dir)
-            high_watermarks = _read_high_watermarks(log_dir)
+            clean, recovery_points, start_offsets = read_dir_state(log_dir)
+            high_watermarks = read_high_watermarks(log_dir)
             for entry in sorted(os.scandir(log_dir), key=lambda e: e.name):
                 self._load_entry(log_dir, entry, now_ms, clean, recovery_points, start_offsets)
             self._checkpointed_hw.update(
@@ -494,7 +490,7 @@ class LogManager:
                     continue
                 hws = {key: self._checkpointed_hw[key] for key, home in self._home.items()
                        if home == log_dir and key in self._checkpointed_hw}
-                self._writers[log_dir].submit(self._write_files, log_dir, [(REPLICATION_OFFSET_CHECKPOINT, hws)])
+                self._writers[log_dir].submit(self._checkpoint_files.write, log_dir, [(REPLICATION_OFFSET_CHECKPOINT, hws)])
             self._hw_files_stale.clear()
 
     def take_failed_offline(self) -> None:
@@ -601,24 +597,11 @@ class LogManager:
             logs = {key: log for key, log in self._logs.items() if self._home[key] == log_dir}
             files = [(RECOVERY_POINT_CHECKPOINT, {k: log.recovery_point for k, log in logs.items()}),
                      (LOG_START_OFFSET_CHECKPOINT, {k: log.log_start_offset for k, log in logs.items()})]
-            written = self._writers[log_dir].submit(self._write_files, log_dir, files)
+            written = self._writers[log_dir].submit(self._checkpoint_files.write, log_dir, files)
             if wait:
                 written.result()
         if wait:
             self._take_failed_offline()
-
-    def _write_files(self, log_dir: Path, files: list[tuple[str, dict[TopicPartition, int]]]) -> None:
-        """On ``log_dir``'s writer: write the checkpoint files that changed since last written;
-        a failure marks the directory."""
-        try:
-            for name, offsets in files:
-                if self._written.get((log_dir, name)) == offsets:
-                    continue
-                write_offsets(log_dir / name, offsets)
-                self._written[(log_dir, name)] = offsets
-        except OSError as exc:
-            _log.error("cannot write checkpoints in %s: %s", log_dir, exc)
-            self.failures.report(log_dir, f"writing checkpoints: {exc}")
 
     def _take_failed_offline(self) -> None:
         for log_dir in self.failures.take():
@@ -648,28 +631,3 @@ def _sync_new_log(partition_dir: Path) -> None:
 def _identity(path: Path) -> Path:
     """One spelling per directory (absolute, symlinks and ``..`` resolved), existing or not."""
     return path.resolve()
-
-
-def _read_high_watermarks(log_dir: Path) -> dict[TopicPartition, int]:
-    """The checkpointed high watermarks; absent or malformed reads as empty (every HW starts at 0)."""
-    try:
-        return read_offsets(log_dir / REPLICATION_OFFSET_CHECKPOINT)
-    except CorruptCheckpointError as exc:
-        _log.warning("%s: ignoring %s", log_dir, exc)
-        return {}
-
-
-def _read_dir_state(log_dir: Path) -> tuple[bool, dict[TopicPartition, int], dict[TopicPartition, int]]:
-    """(clean shutdown?, recovery points, log start offsets); bad checkpoints mean full recovery."""
-    clean = (log_dir / CLEAN_SHUTDOWN_FILE).exists()
-    try:
-        recovery_points = read_offsets(log_dir / RECOVERY_POINT_CHECKPOINT)
-    except CorruptCheckpointError as exc:
-        _log.warning("%s: ignoring %s, recovering every log", log_dir, exc)
-        return False, {}, {}
-    try:
-        start_offsets = read_offsets(log_dir / LOG_START_OFFSET_CHECKPOINT)
-    except CorruptCheckpointError as exc:
-        _log.warning("%s: ignoring %s", log_dir, exc)
-        start_offsets = {}
-    return clean, recovery_points, start_offsets
