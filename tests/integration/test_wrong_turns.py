@@ -7,7 +7,7 @@ import sys
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tierlog.spark import pipeline
+from tierlog.spark import pipeline, pipeline_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -32,5 +32,5 @@ def test_the_pipeline_refuses_an_events_topic_with_too_few_partitions(shared_nod
 def test_the_pipeline_takes_existing_topics_with_enough_partitions(shared_node):
     _create(shared_node.bootstrap, "enough", 4)
     args = pipeline._parse_args(["--events-topic", "enough", "--results-topic", "enough-counts"])
-    pipeline.create_topics(shared_node.bootstrap, pipeline.topics_of(args))
-    pipeline.create_topics(shared_node.bootstrap, pipeline.topics_of(args))     # both there now
+    pipeline_cluster.create_topics(shared_node.bootstrap, pipeline_cluster.topics_of(args))
+    pipeline_cluster.create_topics(shared_node.bootstrap, pipeline_cluster.topics_of(args))     # both there now

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from clients import consume_all, produce_all
 from confluent_kafka import Consumer, TopicPartition
 
-from tierlog.spark import pipeline
+from tierlog.spark import pipeline, pipeline_cluster
 
 ARGS = ["--rate", "0", "--window", "10 seconds", "--watermark", "1 second", "--trigger", "1 second"]
 EVENTS, EVENT_GAP_MS = 300, 100         # 30 s of event time: three 10 s windows, all closed by the last event
@@ -38,7 +38,7 @@ def write_fixed_events(bootstrap: str) -> None:
         records.append((i % 3, event["user"].encode(), json.dumps(event).encode(), None, t0 + i * EVENT_GAP_MS))
     records.append((0, b"user-0", json.dumps({"user": "user-0", "action": "view", "amount": 1.0}).encode(), None,
                     t0 + 600_000))
-    pipeline.create_topics(bootstrap, pipeline.topics_of(pipeline._parse_args([])))
+    pipeline_cluster.create_topics(bootstrap, pipeline_cluster.topics_of(pipeline._parse_args([])))
     produce_all(bootstrap, pipeline.EVENTS_TOPIC, records)
 
 
