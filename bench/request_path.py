@@ -62,6 +62,7 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
     ("authorization", (r"\(tierlog/broker/apis/authz\.py\)", r"\(tierlog/.*acl")),
     ("checks, partition, acks wait", (r"\(tierlog/broker/apis/api_00_produce\.py\)", r"\(tierlog/broker/partition/",
                                       r"\(tierlog/broker/replica_manager\.py\)", r"\(tierlog/broker/txn_verif",
+                                      r"\(tierlog/broker/(fetch_purgatory|partition_transitions|leader_ticker)\.py\)",
                                       r"\(tierlog/broker/broker\.py\)")),
     ("reads for the follower", (r"\(tierlog/broker/apis/api_01_fetch\.py\)", r"\(tierlog/broker/fetch_session")),
     ("fetcher logic", (r"\(tierlog/replication/", r"\(tierlog/broker/replica_fetcher\.py\)")),
@@ -73,7 +74,7 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
 _COMPILED = [(name, re.compile("|".join(pats))) for name, pats in STEPS]
 # steps named by a frame anywhere on the stack, before the innermost match: background work
 OUTER: list[tuple[str, re.Pattern]] = [
-    ("replica manager tick (200 ms)", re.compile(r"^ReplicaManager\.(tick|_tick_loop) ")),
+    ("replica manager tick (200 ms)", re.compile(r"^(ReplicaManager\.(tick|_tick_loop)|LeaderTicker\.tick) ")),
     ("other threads (raft log, metrics endpoint, cleaners)", re.compile(r"^Thread\._bootstrap ")),
 ]
 # which request a sample serves, by the outermost frame that tells

@@ -27,7 +27,7 @@ class FakeReplicas:
     def must_answer_now(self, replica_id, holds):
         return False
 
-    async def wait_for_data(self, keys, timeout_s, replica_id=None, view=None):
+    async def wait(self, keys, timeout_s, replica_id=None, view=None):     # the fetch purgatory's
         pass
 
 
@@ -39,6 +39,11 @@ class FakeBroker:
         self.replicas = replicas
         self.fetch_sessions = FetchSessionCache(10, random.Random(1))
         self.image = SimpleNamespace(topics={}, brokers={})
+
+    @property
+    def fetch_purgatory(self):
+        """The fake replicas also park fetches (``wait``)."""
+        return self.replicas
 
     def led_partition(self, topic, index):
         part = self.replicas.get(topic, index)

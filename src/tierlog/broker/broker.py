@@ -51,6 +51,7 @@ class Broker:
         self.api_versions = api_versions
         self.clock_ms = clock_ms
         self.fetch_sessions = replicas.fetch_sessions      # the replica manager marks partitions with news
+        self.fetch_purgatory = replicas.fetch_purgatory    # and wakes the fetches parked on them
         self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
         self.lifecycle = lifecycle          # registration and heartbeats: the broker epoch
         self.background = TaskSet(f"broker {self.node_id}")

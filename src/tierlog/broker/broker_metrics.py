@@ -2,7 +2,7 @@
 
 A prometheus-client custom collector: nothing is maintained per record or per
 partition between scrapes. Counters are plain integers their owners keep
-(``BrokerTopicStats`` per topic, ``ReplicaManager.isr_changes``, the remote
+(``BrokerTopicStats`` per topic, ``AlterPartitionSender.isr_changes``, the remote
 reader's chunk cache); gauges over partitions and groups are computed from the
 broker's state in one pass over its hosted partitions and its loaded group shards.
 
@@ -112,7 +112,7 @@ class BrokerMetricsCollector:
         self._stats.retain(self._image_fn().topics)
         topics = [(name, tuple(getattr(c, attr) for attr in COUNTERS)) for name, c in self._stats.items()]
         partitions = list(self._replicas.partitions.values())
-        changes = self._replicas.isr_changes
+        changes = self._replicas.alter_partitions.isr_changes
         return BrokerSnapshot(topics, [_row(p) for p in partitions], changes["shrink"], changes["expand"],
                               self._remote_numbers(partitions), self._group_offsets(), self._table_numbers(partitions))
 

@@ -3,9 +3,9 @@ executor of what partitions return.
 
 A ``Partition`` (``broker.partition``) owns its whole life; each of its calls returns a
 ``PartitionUpdate`` that ``_apply`` carries out: answer the completed acks=all and
-DeleteRecords futures, wake fetches parked on a moved high watermark, send an
-AlterPartition (``alter_partition_sender``), put a led partition on the next tick's
-list.  Appends wake fetches that long-poll on a partition (``wait_for_data``).
+DeleteRecords futures, wake fetches parked on a moved high watermark (``fetch_purgatory``),
+send an AlterPartition (``alter_partition_sender``), put a led partition on the next tick's
+list (``leader_ticker``).  Appends wake fetches that long-poll on a partition.
 
 Its separate concerns live beside it, each with its own tests:
 
@@ -20,6 +20,12 @@ Its separate concerns live beside it, each with its own tests:
 - ``tiering_hooks``: who hears of leadership (the RemoteLogManager, then the coordinators),
   and KIP-1023's ``follower.fetch.last.tiered.offset.enable`` and each followed partition's
   tiering traits, pushed to the fetchers with every image.
+- ``partition_transitions``: leader or follower per the image (``become_leader`` /
+  ``update_leader`` / ``become_follower``, the fetchers, the listeners).
+- ``fetch_purgatory``: fetches parked until a partition has news; ``leader_ticker``: the
+  leaders' periodic work, for the partitions where something can change;
+  ``hw_checkpoints``: ``replication-offset-checkpoint``; ``alter_partition_sender``:
+  AlterPartition to the controller and its answer back to the partition.
 
 Built with everything it uses (the controller channel for AlterPartition, the
 broker epoch, the image).  ``start`` begins replication once the broker is
@@ -44,12 +50,7 @@ from tierlog.metadata import MetadataImage, TopicInfo
 from tierlog.net.client import DEFAULT_ROUTE, PeerRoute
 from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
-from tierlog.replication import (
-    AlterPartitionItem,
-    FetcherConfig,
-    LeaderConfig,
-    ReplicaFetchers,
-)
+from tierlog.replication import FetcherConfig, ReplicaFetchers
 from tierlog.replication.leader_moves import LeaderMoves
 from tierlog.storage import LogConfig, LogManager
 
@@ -57,23 +58,22 @@ from .alter_partition_sender import AlterPartitionSender
 from .apply_slices import ApplySlices
 from .clean_limits import CleanLimits
 from .dir_assignments import DirAssignments, DirAssignmentSender
+from .fetch_purgatory import FetchPurgatory
 from .fetch_session import FetchSessionCache, SessionPartition
+from .hw_checkpoints import HighWatermarkCheckpoints
 from .image_follower import ImageFollower
+from .leader_ticker import TICK_S, LeaderTicker
 from .log_dir_failure import LogDirFailures
 from .log_dir_moves import LogDirMoves
 from .partition import AppendOrigin, AppendOutcome, Partition, PartitionUpdate
+from .partition_transitions import PartitionTransitions
 from .replica_fetcher import ReplicaFetcherTasks
-from .sweep import Sweep
 from .tiering_hooks import LAST_TIERED_OFFSET_ENABLE, LeadershipListener, TieringHooks, as_bool
 
 __all__ = ["LAST_TIERED_OFFSET_ENABLE", "LeadershipListener", "ReplicaManager"]
 
 log = logging.getLogger(__name__)
 
-
-TICK_S = 0.2
-SWEEP_MS = 30_000       # every led partition is ticked at least this often, quiet or not
-ELIGIBLE_BYTES = "leader.election.eligible.local.log.bytes"     # KIP-1303
 
 
 class ReplicaManager:
@@ -95,18 +95,16 @@ class ReplicaManager:
         self._broker_epoch = broker_epoch
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._clean_limits: CleanLimits | None = None       # start() makes it, for the log cleaners
-        self._watchers: dict[tuple[str, int], set[asyncio.Future]] = {}   # sessionless parked fetches
         self.fetch_sessions = FetchSessionCache(int_setting(cfg, "max.incremental.fetch.session.cache.slots", 1000),
                                                 random.Random())
+        self.fetch_purgatory = FetchPurgatory(self.fetch_sessions)
         self._replica_fetch_ms: dict[int, int] = {}     # each follower's latest Fetch here (any partition)
-        self._hw_moved: set[tuple[str, int]] = set()     # high watermarks to checkpoint (``Partition.hw_moved``)
-        self._active: set[tuple[str, int]] = set()      # led partitions the next tick visits
-        self._sweep: Sweep[tuple[str, int]] = Sweep(SWEEP_MS // int(TICK_S * 1000))
+        self.hw_checkpoints = HighWatermarkCheckpoints(
+            logs, self._high_watermark_of, int_setting(cfg, "replica.high.watermark.checkpoint.interval.ms", 5_000),
+            clock_ms())
+        self.ticker = LeaderTicker(self.partitions, self._apply, self._mark_for_followers)
         self._by_id: dict[tuple[bytes, int], Partition] = {}
-        self._lag_ms = int_setting(cfg, "replica.lag.time.max.ms", 30_000)
         self._request_timeout_ms = int_setting(cfg, "request.timeout.ms", 30_000)
-        self._hw_checkpoint_interval_ms = int_setting(cfg, "replica.high.watermark.checkpoint.interval.ms", 5_000)
-        self._last_hw_checkpoint_ms = clock_ms()
         self.fetchers = ReplicaFetchers(node_id, config=FetcherConfig(
             max_wait_ms=int_setting(cfg, "replica.fetch.wait.max.ms", 500),
             max_bytes=int_setting(cfg, "replica.fetch.response.max.bytes", 10 * 1024 * 1024),
@@ -115,8 +113,8 @@ class ReplicaManager:
         self.fetcher_tasks = ReplicaFetcherTasks(self, image_fn, clock_ms, inter_broker)
         self.leader_moves: LeaderMoves[tuple[str, int]] = LeaderMoves(int_setting(cfg, "replica.fetch.wait.max.ms", 500))
         self._tasks = TaskSet(f"replica manager {node_id}")     # the ticker and AlterPartition requests
-        self._alter_sender = AlterPartitionSender(controller_channel, node_id, broker_epoch,
-                                                  self._request_timeout_ms / 1000, self._tasks)
+        self.alter_partitions = AlterPartitionSender(controller_channel, node_id, broker_epoch,
+                                                     self._request_timeout_ms / 1000, self._tasks, clock_ms)
         self._dir_ids = dict(dir_ids or {})
         self.dir_assignments = DirAssignmentSender(DirAssignments(node_id), assignment_channel or controller_channel,
                                                    image_fn, broker_epoch, clock_ms, self._request_timeout_ms / 1000,
@@ -126,10 +124,12 @@ class ReplicaManager:
         # who follows leadership changes: tiered storage, then the coordinators (add_leadership_listener)
         self.tiering = TieringHooks(node_id, remote.log_manager if remote is not None else None,
                                     as_bool(cfg.get(LAST_TIERED_OFFSET_ENABLE, False)))
+        self.transitions = PartitionTransitions(
+            node_id, self.fetchers, self.leader_moves, self.tiering, self.fetch_purgatory, topic_defaults,
+            int_setting(cfg, "replica.lag.time.max.ms", 30_000), broker_epoch, clock_ms, self._apply)
         self._image_follower = ImageFollower(self)
         self._slices = ApplySlices()
         self.log_dirs = LogDirFailures(logs)            # partitions whose log dir failed
-        self.isr_changes = {"shrink": 0, "expand": 0}   # accepted AlterPartitions (IsrShrinks/ExpandsPerSec)
 
     def add_leadership_listener(self, listener: LeadershipListener) -> None:
         """``listener`` hears of every partition this broker starts or stops leading (the group and
@@ -145,6 +145,10 @@ class ReplicaManager:
         loop: the cleaner threads ask through CleanLimits)."""
         part = self.partitions.get(key)
         return None if part is None else part.last_stable_offset
+
+    def _high_watermark_of(self, key: tuple[str, int]) -> int | None:
+        part = self.partitions.get(key)
+        return None if part is None else part.high_watermark
 
     def log_config(self, topic: TopicInfo) -> LogConfig:
         return LogConfig.from_props({**self.topic_defaults, **topic.configs})
@@ -175,7 +179,7 @@ class ReplicaManager:
         part = self._ensure(topic, p, config)
         self._observe_dir(topic, p)
         try:
-            self._transition(image, part, p)
+            self.transitions.transition(image, part, p)
         except Exception:
             log.exception("%s-%d: leader/follower transition failed", *part.key)
 
@@ -244,7 +248,7 @@ class ReplicaManager:
                                                 config, self._clock_ms())
             part = self.partitions[key] = Partition(topic.name, p.partition, topic.topic_id, plog,
                                                     -1, -1, replica_fetch_ms=self._replica_fetch_ms,
-                                                    hw_moved=self._hw_moved)
+                                                    hw_moved=self.hw_checkpoints.moved)
             # Kafka's replication-offset-checkpoint: never start above what was
             # known committed (a restarted replica must not expose unreplicated records)
             part.follower_hw = self.logs.checkpointed_high_watermark(*key) if existing is not None else 0
@@ -264,9 +268,7 @@ class ReplicaManager:
             self.fetchers.stop_following((part.topic_id, part.index))
             self._apply(part, part.stop())
             self.notify_changed(part)
-        for fut in self._watchers.pop(key, ()):
-            if not fut.done():
-                fut.set_result(None)
+        self.fetch_purgatory.wake(key)
 
     # -- replication ------------------------------------------------------------
     def start(self) -> None:
@@ -275,7 +277,7 @@ class ReplicaManager:
         self._clean_limits = CleanLimits(asyncio.get_running_loop(), self._clean_limit)
         self.logs.start_cleaners(self._clean_limits.limits_of)
         self.fetchers.use_replica_epoch(self._broker_epoch())
-        self._last_hw_checkpoint_ms = self._clock_ms()
+        self.hw_checkpoints.restart(self._clock_ms())
         self._tasks.spawn(self._tick_loop(), name=f"replication-tick-{self.node_id}")
 
     async def stop(self) -> None:
@@ -285,65 +287,10 @@ class ReplicaManager:
             self._clean_limits.close()      # the cleaners stop next (LogManager.close): none waits for this loop
         await self._tasks.close()
         await self.fetcher_tasks.stop_all()
-        self.checkpoint_high_watermarks()
-
-    def checkpoint_high_watermarks(self) -> None:
-        """Write the high watermarks that moved since the last checkpoint to their log dirs'
-        replication-offset-checkpoint (the others keep theirs): an idle broker's checkpoint costs
-        nothing per partition."""
-        self._last_hw_checkpoint_ms = self._clock_ms()
-        moved = list(self._hw_moved)
-        self._hw_moved.clear()
-        try:
-            self.logs.write_high_watermarks({key: part.high_watermark for key in moved
-                                             if (part := self.partitions.get(key)) is not None})
-        except Exception:
-            log.exception("cannot checkpoint high watermarks")
+        self.hw_checkpoints.write(self._clock_ms())
 
     def by_id(self, key) -> Partition | None:
         return self._by_id.get(key)
-
-    def _transition(self, image: MetadataImage, part: Partition, p) -> None:
-        """Leader or follower per the image (``Partition.become_leader`` / ``become_follower``)."""
-        now = self._clock_ms()
-        id_key = (part.topic_id, part.index)
-        if p.leader == self.node_id:
-            fenced = frozenset(r for r in p.replicas
-                               if r not in image.brokers or not image.brokers[r].usable) - {self.node_id}
-            eligible_bytes = self._eligible_bytes(image, part)
-            if part.leads(p.leader_epoch):
-                self._apply(part, part.update_leader(p, eligible_bytes, fenced, now))
-                return
-            self.fetchers.stop_following(id_key)
-            config = LeaderConfig(replica_lag_time_max_ms=self._lag_ms,
-                                  min_insync_replicas=part.config.min_insync_replicas,
-                                  eligible_local_log_bytes=eligible_bytes)
-            upd = part.become_leader(p, config, self._broker_epoch(), fenced, now)
-            for replica in self.leader_moves.became_leader(part.key, p.replicas, self.node_id, now):
-                self._wake(("replica", replica))       # its parked fetch names its old partitions
-            self._apply(part, upd)
-            self.tiering.on_leader(part)
-            return
-        lost = part.become_follower(p.leader, p.leader_epoch)
-        if lost is not None:
-            self._apply(part, lost)
-            self.notify_changed(part)   # parked fetches of it learn at once that it moved
-        if p.leader >= 0:
-            if self.fetchers.become_follower(id_key, p.leader, p.leader_epoch, part.follower_view(),
-                                            self.tiering.topic_tiering(part)):
-                log.info("%s-%d: following %d at epoch %d", part.topic, part.index, p.leader, p.leader_epoch)
-                self.tiering.on_follower(part)
-        else:
-            self.fetchers.stop_following(id_key)
-
-    def _eligible_bytes(self, image: MetadataImage, part: Partition) -> int:
-        """Effective ``leader.election.eligible.local.log.bytes`` (topic > cluster-wide dynamic >
-        server.properties): the leader reports a size crossing it (``local_log_report``)."""
-        value = image.config(ELIGIBLE_BYTES, image.topics.get(part.topic), self.topic_defaults.get(ELIGIBLE_BYTES, -1))
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            return -1
 
     # leader side ---------------------------------------------------------------
     def append_records(self, part: Partition, records: bytearray, origin: AppendOrigin, required_acks: int,
@@ -390,12 +337,11 @@ class ReplicaManager:
             _answer(upd.acks, upd.deletes)
         if not part.is_leader:
             return
-        self._active.add(part.key)
+        self.ticker.activate(part.key)
         if upd.hw_advanced:
             self.notify_changed(part, records=False)
         if upd.alter_partition is not None:
-            self._tasks.spawn(self._alter_partition(part, upd.alter_partition),
-                              name=f"alter-partition-{part.topic}-{part.index}")
+            self.alter_partitions.propose(part, upd.alter_partition, self._apply)
 
     def delete_records(self, part: Partition, offset: int, timeout_ms: int) -> tuple[int, int, asyncio.Future | None]:
         """DeleteRecords on the leader (``Partition.delete_records_on_leader``): raise the log start to
@@ -413,22 +359,6 @@ class ReplicaManager:
         part.park_delete(fut, target, self._clock_ms(), timeout_ms)
         return ErrorCode.NONE, lw, fut
 
-    async def _alter_partition(self, part: Partition, item: AlterPartitionItem) -> None:
-        log.info("%s-%d: AlterPartition %s isr %s", part.topic, part.index, item.reason, list(item.isr_ids))
-        try:
-            error, answer = await self._alter_sender.send(item)
-        except Exception as e:     # noqa: BLE001 - any failure: retry after a backoff
-            log.info("%s-%d: AlterPartition failed: %s", part.topic, part.index, e)
-            part.on_alter_partition_failure(item, self._clock_ms())
-            return
-        if error == ErrorCode.NONE and item.reason in self.isr_changes:
-            self.isr_changes[item.reason] += 1
-        upd = part.on_alter_partition_response(item, error, answer.get("LeaderEpoch", -1),
-                                               answer.get("PartitionEpoch", -1), tuple(answer.get("Isr", ())),
-                                               self._clock_ms())
-        if upd is not None:
-            self._apply(part, upd)
-
     async def _tick_loop(self) -> None:
         while True:
             await asyncio.sleep(TICK_S)
@@ -438,66 +368,28 @@ class ReplicaManager:
                 log.exception("replication tick failed")
 
     def tick(self, now: int) -> None:
-        """Expire parked requests, check ISR shrinks and expands, retry AlterPartition, report local
-        logs (KIP-1303): for the *active* led partitions (anything happened since they were last
-        quiet) and a slice of the others, so every one is visited once per ``SWEEP_MS``."""
-        if now - self._last_hw_checkpoint_ms >= self._hw_checkpoint_interval_ms:
-            self.checkpoint_high_watermarks()
-        keys = self._active.union(self._sweep.take(self.partitions))
-        for key in keys:
-            part = self.partitions.get(key)
-            if part is None or not part.is_leader or part.offline:     # offline: mark_offline is due
-                self._active.discard(key)
-                continue
-            self._apply(part, part.tick(now))
-            if part.quiet:
-                self._active.discard(key)
-            elif not part.isr_complete:
-                # a follower outside the ISR may join once its fetch is read again (ISR expand)
-                self.fetch_sessions.mark_changed(((part.topic_id, part.index), part.key), wake=False)
+        """Checkpoint the high watermarks when due, then the leaders' periodic work (``LeaderTicker``)."""
+        if self.hw_checkpoints.due(now):
+            self.hw_checkpoints.write(now)
+        self.ticker.tick(now)
+
+    def _mark_for_followers(self, part: Partition) -> None:
+        self.fetch_purgatory.mark_only(part.key, (part.topic_id, part.index))
 
     # -- appends and long polls -------------------------------------------------
     def notify_changed(self, part: Partition, records: bool = True) -> None:
         """``part`` has news for fetchers (records, its high watermark or log start moved, leadership
-        lost): wake sessionless fetches parked on it and mark it in the fetch sessions holding it
-        (without ``records``, a watermark or log start move, followers' sessions are not woken)."""
-        self._wake(part.key)
-        self.fetch_sessions.mark_changed(((part.topic_id, part.index), part.key), records=records)
+        lost): ``FetchPurgatory.changed``."""
+        self.fetch_purgatory.changed(part.key, (part.topic_id, part.index), records)
 
     def on_replica_fetch(self, replica_id: int) -> None:
         """A follower's Fetch arrived: every partition of its session is fetched as of now."""
         self._replica_fetch_ms[replica_id] = self._clock_ms()
 
-    def _wake(self, key) -> None:
-        for fut in self._watchers.pop(key, ()):
-            if not fut.done():
-                fut.set_result(None)
-
     def must_answer_now(self, replica_id: int, holds: Callable[[tuple[str, int]], bool]) -> bool:
         """Whether a follower's fetch lacks a partition that just moved here (``LeaderMoves``);
         ``holds(key)``: the fetch (its session) has partition ``key``."""
         return self.leader_moves.must_answer_now(replica_id, holds, self._clock_ms())
-
-    async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float, replica_id: int = -1,
-                            view=None) -> None:
-        """Return when a partition of the fetch session ``view`` (without one: any of ``keys``) has
-        news, a partition ``replica_id`` follows moves here, or after ``timeout_s``."""
-        fut = asyncio.get_running_loop().create_future()
-        keys = [] if view is not None and view.park(fut) else list(keys)
-        keys += [("replica", replica_id)] if replica_id >= 0 else []
-        for k in keys:
-            self._watchers.setdefault(k, set()).add(fut)
-        try:
-            await asyncio.wait_for(fut, timeout_s)
-        except TimeoutError:
-            pass
-        finally:
-            for k in keys:
-                s = self._watchers.get(k)
-                if s is not None:
-                    s.discard(fut)
-                    if not s:
-                        del self._watchers[k]
 
 
 def _answer(acks, deletes):

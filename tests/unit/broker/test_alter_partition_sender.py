@@ -1,5 +1,6 @@
 """AlterPartitionSender: one request in flight; items queued meanwhile go out together."""
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -85,3 +86,48 @@ def test_every_item_is_answered(n):
     channel = Channel()
     results = asyncio.run(_run(channel, [item(i) for i in range(n)]))
     assert len(results) == n and sum(len(r) for r in channel.requests) == n
+
+
+class Part:
+    """Just enough of a Partition for ``propose``: it takes the answer or the failure."""
+
+    topic, index = "t", 0
+
+    def __init__(self):
+        self.answers, self.failures = [], []
+
+    def on_alter_partition_response(self, item, error, leader_epoch, partition_epoch, isr, now_ms):
+        self.answers.append((error, leader_epoch, partition_epoch, isr))
+        return "update"
+
+    def on_alter_partition_failure(self, item, now_ms):
+        self.failures.append(item)
+
+
+def _propose(channel: Channel, reason: str = "expand"):
+    async def scenario():
+        tasks, part, applied = TaskSet("test"), Part(), []
+        sender = AlterPartitionSender(channel, 1, lambda: 5, 1.0, tasks, clock_ms=lambda: 7)
+        sender.propose(part, dataclasses.replace(item(0), reason=reason), lambda p, upd: applied.append(upd))
+        await asyncio.sleep(0)
+        channel.release.set()
+        for _ in range(100):                # a few loop turns: the request, its answer, the partition's
+            if part.answers or part.failures:
+                break
+            await asyncio.sleep(0)
+        await tasks.close()
+        return sender, part, applied
+    return asyncio.run(scenario())
+
+
+def test_a_proposal_hands_the_answer_to_the_partition_and_counts_isr_changes():
+    sender, part, applied = _propose(Channel())
+    assert part.answers == [(0, 1, 1, (1,))] and applied == ["update"]
+    assert sender.isr_changes == {"shrink": 0, "expand": 1}
+    sender, part, applied = _propose(Channel(), reason="report")        # a KIP-1303 report: not an ISR change
+    assert sender.isr_changes == {"shrink": 0, "expand": 0} and applied == ["update"]
+
+
+def test_a_failed_proposal_backs_the_partition_off():
+    sender, part, applied = _propose(Channel(fail=TimeoutError("no answer")))
+    assert len(part.failures) == 1 and not part.answers and not applied

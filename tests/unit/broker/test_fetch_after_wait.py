@@ -49,7 +49,7 @@ class CountingReplicas(FakeReplicas):
         part.on_follower_fetch(replica_id, fetched.fetch_offset, NOW)
         return ErrorCode.NONE
 
-    async def wait_for_data(self, keys, timeout_s, replica_id=None, view=None):
+    async def wait(self, keys, timeout_s, replica_id=None, view=None):
         self.while_parked(self)
 
 

@@ -26,7 +26,7 @@ class ParkCounting(FakeReplicas):
         super().__init__([part])
         self.parked = 0
 
-    async def wait_for_data(self, keys, timeout_s, replica_id=None, view=None):
+    async def wait(self, keys, timeout_s, replica_id=None, view=None):
         self.parked += 1
 
 

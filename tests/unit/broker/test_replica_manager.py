@@ -4,6 +4,7 @@ tells the listeners; a failed log dir's partitions stay unhosted."""
 import asyncio
 from types import SimpleNamespace
 
+from follow_fakes import Fetchers, Listener
 from storage_helpers import NOW, batch, config
 
 from tierlog.broker.partition import AppendOrigin
@@ -17,20 +18,6 @@ TOPIC_ID = bytes(range(16))
 KEY = ("t", 0)
 
 
-class Fetchers:
-    """Just enough of ReplicaFetchers: who this broker follows."""
-
-    def __init__(self):
-        self.following = {}
-
-    def stop_following(self, key):
-        self.following.pop(key, None)
-
-    def become_follower(self, key, leader, epoch, log, tiering):
-        self.following[key] = (leader, epoch)
-        return True
-
-
 class FetcherTasks:
     def sync(self):
         pass
@@ -39,25 +26,11 @@ class FetcherTasks:
         pass
 
 
-class Listener:
-    def __init__(self):
-        self.heard = []
-
-    def on_leader(self, part):
-        self.heard.append(("leader", part.leader_epoch))
-
-    def on_follower(self, part):
-        self.heard.append(("follower", part.leader_epoch))
-
-    def on_stopped(self, part, topic_deleted):
-        self.heard.append(("stopped", topic_deleted))
-
-
 def _manager(tmp_path):
     logs = LogManager([tmp_path], NOW)
     rm = ReplicaManager(1, logs, {}, lambda: NOW, controller_channel=None, broker_epoch=lambda: 1,
                         image_fn=lambda: None)
-    rm.fetchers = Fetchers()
+    rm.fetchers = rm.transitions.fetchers = Fetchers()
     rm.fetcher_tasks = FetcherTasks()
     listener = Listener()
     rm.add_leadership_listener(listener)
@@ -79,7 +52,7 @@ def test_a_parked_acks_all_append_is_answered_once_the_follower_has_it(tmp_path)
         part = _host(rm, leader=1, epoch=1)
         outcome, waiter = rm.append_records(part, batch(3), AppendOrigin.CLIENT, -1, 30_000)
         assert outcome.appended and waiter is not None and not waiter.done()
-        parked_fetch = asyncio.ensure_future(rm.wait_for_data([KEY], 30))
+        parked_fetch = asyncio.ensure_future(rm.fetch_purgatory.wait([KEY], 30))
         await asyncio.sleep(0)
         fetched = SimpleNamespace(fetch_offset=3, log_start_offset=0, local_log_start_timestamp=-1,
                                   local_log_size_bytes=-1)

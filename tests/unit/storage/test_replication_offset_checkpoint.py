@@ -98,7 +98,7 @@ class _Fetchers:
 def _replicas(manager, clock=lambda: NOW):
     rm = ReplicaManager(1, manager, {}, clock, controller_channel=None, broker_epoch=lambda: 1,
                         image_fn=lambda: None)
-    rm.fetchers = _Fetchers()
+    rm.fetchers = rm.transitions.fetchers = _Fetchers()
     return rm
 
 
@@ -123,9 +123,9 @@ def test_restarted_replica_starts_from_checkpointed_hw(tmp_path):
     part = rm._ensure(topic, topic.partitions[0], rm.log_config(topic))
     image = SimpleNamespace(brokers={1: SimpleNamespace(usable=True), 2: SimpleNamespace(usable=True)},
                             topics={"t": topic}, config=lambda name, t, default: default)
-    rm._transition(image, part, topic.partitions[0])
+    rm.transitions.transition(image, part, topic.partitions[0])
     assert part.leads(topic.partitions[0].leader_epoch) and part.high_watermark == 12
-    rm.checkpoint_high_watermarks()
+    rm.hw_checkpoints.write(NOW)
     manager.wait_for_writes()
     assert read_offsets(tmp_path / FILE) == {("t", 0): 12}
     manager.close()
@@ -164,16 +164,16 @@ def test_a_checkpoint_carries_only_the_high_watermarks_that_moved(tmp_path):
     manager.write_high_watermarks = lambda hws: (asked.append(dict(hws)), write(hws))
     topic = _topic(leader=2)
     part = rm._ensure(topic, topic.partitions[0], rm.log_config(topic))     # a follower of t-0
-    rm.checkpoint_high_watermarks()
+    rm.hw_checkpoints.write(NOW)
     part.update_follower_high_watermark(20, 0)      # the leader's answer moves it
-    rm.checkpoint_high_watermarks()
+    rm.hw_checkpoints.write(NOW)
     part.update_follower_high_watermark(20, 0)      # and again to the same value
-    rm.checkpoint_high_watermarks()
+    rm.hw_checkpoints.write(NOW)
     manager.wait_for_writes()
     assert asked == [{("t", 0): 0}, {("t", 0): 20}, {}]     # an idle broker's checkpoint visits nothing
     assert read_offsets(tmp_path / FILE) == {("t", 0): 20}
     part.truncate_to(9)                             # a diverging follower: the high watermark follows
-    rm.checkpoint_high_watermarks()
+    rm.hw_checkpoints.write(NOW)
     manager.wait_for_writes()
     assert read_offsets(tmp_path / FILE) == {("t", 0): 9}
     manager.close()

@@ -98,7 +98,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: FetchRe
     elif wait_ms > 0 and not _satisfied(reads, request["MinBytes"]) and not _moved_here(broker, replica_id,
                                                                                           view, version):
         keys = [r.key for r in reads if r.key is not None]
-        await broker.replicas.wait_for_data(keys, wait_ms / 1000, replica_id, view)
+        await broker.fetch_purgatory.wait(keys, wait_ms / 1000, replica_id, view)
         reads = _after_wait(broker, view, reads, version, replica_id, isolation, max_bytes, may_read, follower)
     for r in reads:
         if r.size > 0 or r.more:

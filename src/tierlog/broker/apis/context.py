@@ -12,12 +12,13 @@ first, so the surface handlers depend on stays visible in one place.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union, runtime_checkable
 
 if TYPE_CHECKING:
     from tierlog.broker.client_telemetry import ClientTelemetry
-    from tierlog.broker.fetch_session import FetchSessionCache, SessionPartition, SessionView
+    from tierlog.broker.fetch_purgatory import FetchPurgatory
+    from tierlog.broker.fetch_session import FetchSessionCache, SessionPartition
     from tierlog.broker.log_dir_moves import LogDirMoves
     from tierlog.broker.partition import AppendOrigin, AppendOutcome, Partition
     from tierlog.broker.producer_ids import ProducerIdManager
@@ -75,9 +76,6 @@ class HostedReplicas(Protocol):
                           replica_epoch: int) -> int: ...
 
     def on_replica_fetch(self, replica_id: int) -> None: ...
-
-    async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float,
-                            replica_id: int = -1, view: SessionView | None = None) -> None: ...
 
     def must_answer_now(self, replica_id: int, holds: Callable[[tuple[str, int]], bool]) -> bool: ...
 
@@ -162,6 +160,7 @@ class HandlerContext(Protocol):
     api_versions: list[ApiVersion]
     clock_ms: Callable[[], int]
     fetch_sessions: FetchSessionCache
+    fetch_purgatory: FetchPurgatory     # fetches parked until a partition has news
     producer_ids: ProducerIdManager
     fetch_max_bytes: int
     fetch_wait_max_ms: int
