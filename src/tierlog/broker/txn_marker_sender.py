@@ -37,7 +37,7 @@ from tierlog.protocol.typed.write_txn_markers import (
     WritableTxnMarkerResult,
 )
 
-from .txn_marker_writer import write_markers
+from .txn_marker_writer import marker_of, result_of, write_markers
 
 __all__ = ["TxnMarkerSender"]
 
@@ -112,8 +112,10 @@ class TxnMarkerSender:
 
     async def _request(self, leader: int, markers: list[WritableTxnMarker]) -> list[WritableTxnMarkerResult]:
         if leader == self.node_id:
-            return await write_markers(self._replicas, self._led_partition, markers, self._timeout_ms,
-                                       self._clock_ms(), self._on_offsets_marker)
+            typed = [marker_of(m) for m in markers]
+            errors = await write_markers(self._replicas, self._led_partition, typed, self._timeout_ms,
+                                         self._clock_ms(), self._on_offsets_marker)
+            return [result_of(m, e) for m, e in zip(typed, errors, strict=True)]
         broker = self._image_fn().brokers.get(leader)
         address = self._route.address(broker) if broker is not None else None
         if address is None:

@@ -14,81 +14,102 @@ TRANSACTION_COORDINATOR_FENCED for one of an older coordinator epoch, NOT_ENOUGH
 REQUEST_TIMED_OUT when the ISR does not take it in time; one refused marker does not hold back
 the others of its write.  A committed marker on ``__consumer_offsets`` is handed to
 ``on_offsets_marker`` (the group coordinator applies or drops the transaction's offsets; KIP-98).
+
+No wire dict comes in: the WriteTxnMarkers handler and the coordinator's sender turn the wire's
+markers into ``TxnMarker``s (``marker_of``) and the error codes back (``result_of``).
 """
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, NamedTuple
 
 from tierlog.protocol.errors import ErrorCode
 from tierlog.records.control import build_marker
 
 if TYPE_CHECKING:
-    from tierlog.protocol.typed.write_txn_markers import (
-        WritableTxnMarker,
-        WritableTxnMarkerPartitionResult,
-        WritableTxnMarkerResult,
-        WritableTxnMarkerTopicResult,
-    )
+    from tierlog.protocol.typed.write_txn_markers import WritableTxnMarker, WritableTxnMarkerResult
 
-__all__ = ["write_markers"]
+__all__ = ["TxnMarker", "marker_of", "result_of", "write_markers"]
 
-_Entry = tuple["WritableTxnMarker", "WritableTxnMarkerPartitionResult"]
+Key = tuple[str, int]
 
 
-async def write_markers(replicas, led_partition, markers: list[WritableTxnMarker], timeout_ms: int, now_ms: int,
-                        on_offsets_marker: Callable | None = None) -> list[WritableTxnMarkerResult]:
-    """The WriteTxnMarkers answer (``Markers`` of the response) for the request's ``Markers``."""
-    results: list[WritableTxnMarkerResult] = []
-    by_partition: dict[tuple[str, int], list[_Entry]] = {}
-    for m in markers:
-        topics: list[WritableTxnMarkerTopicResult] = []
-        for t in m["Topics"]:
-            parts: list[WritableTxnMarkerPartitionResult] = []
-            for index in t["PartitionIndexes"]:
-                parts.append({"PartitionIndex": index, "ErrorCode": ErrorCode.NONE})
-                by_partition.setdefault((t["Name"], index), []).append((m, parts[-1]))
-            topics.append({"Name": t["Name"], "Partitions": parts})
-        results.append({"ProducerId": m["ProducerId"], "Topics": topics})
-    waits = [_write_partition(replicas, led_partition, key, entries, timeout_ms, now_ms, on_offsets_marker)
-             for key, entries in by_partition.items()]
+class TxnMarker(NamedTuple):
+    """One transaction's marker to write on the partitions named (WriteTxnMarkers' WritableTxnMarker)."""
+
+    producer_id: int
+    producer_epoch: int
+    committed: bool                       # TransactionResult: COMMIT (true) or ABORT
+    coordinator_epoch: int
+    transaction_version: int              # v2's TransactionVersion (KIP-1228); 0 before
+    partitions: tuple[Key, ...]
+
+
+def marker_of(m: WritableTxnMarker) -> TxnMarker:
+    """The wire's marker as the writer takes it."""
+    return TxnMarker(m["ProducerId"], m["ProducerEpoch"], bool(m["TransactionResult"]), m["CoordinatorEpoch"],
+                     m.get("TransactionVersion", 0),
+                     tuple((t["Name"], i) for t in m["Topics"] for i in t["PartitionIndexes"]))
+
+
+def result_of(marker: TxnMarker, errors: dict[Key, int]) -> WritableTxnMarkerResult:
+    """The wire's answer for ``marker``: its partitions' error codes, by topic in the marker's order."""
+    topics: dict[str, list] = {}
+    for key in marker.partitions:
+        topics.setdefault(key[0], []).append({"PartitionIndex": key[1], "ErrorCode": errors[key]})
+    return {"ProducerId": marker.producer_id,
+            "Topics": [{"Name": name, "Partitions": parts} for name, parts in topics.items()]}
+
+
+async def write_markers(replicas, led_partition, markers: Iterable[TxnMarker], timeout_ms: int, now_ms: int,
+                        on_offsets_marker: Callable | None = None) -> list[dict[Key, int]]:
+    """Each marker's partitions' error codes (NONE: written and replicated), in order."""
+    markers = list(markers)
+    results: list[dict[Key, int]] = [dict.fromkeys(m.partitions, ErrorCode.NONE) for m in markers]
+    by_partition: dict[Key, list[int]] = {}
+    for i, m in enumerate(markers):
+        for key in m.partitions:
+            by_partition.setdefault(key, []).append(i)
+    waits = [_write_partition(replicas, led_partition, key, [markers[i] for i in ids], [results[i] for i in ids],
+                              timeout_ms, now_ms, on_offsets_marker)
+             for key, ids in by_partition.items()]
     await asyncio.gather(*(w for w in waits if w is not None))
     return results
 
 
-def _write_partition(replicas, led_partition, key: tuple[str, int], entries: list[_Entry], timeout_ms: int,
-                     now_ms: int, on_offsets_marker) -> Awaitable[None] | None:
-    """Append the partition's markers in one write; what to await for their replication (None: nothing)."""
+def _write_partition(replicas, led_partition, key: Key, markers: list[TxnMarker], errors: list[dict[Key, int]],
+                     timeout_ms: int, now_ms: int, on_offsets_marker) -> Awaitable[None] | None:
+    """Append the partition's markers in one write (``errors``: each marker's answer, filled in);
+    what to await for their replication (None: nothing)."""
     part, error = led_partition(*key)
     if error:
-        for _m, resp in entries:
-            resp["ErrorCode"] = error
+        for answer in errors:
+            answer[key] = error
         return None
-    batches = [(bytearray(build_marker(m["ProducerId"], m["ProducerEpoch"], m["TransactionResult"],
-                                       m["CoordinatorEpoch"], now_ms)), m.get("TransactionVersion", 0))
-               for m, _resp in entries]
+    batches = [(bytearray(build_marker(m.producer_id, m.producer_epoch, m.committed, m.coordinator_epoch,
+                                       now_ms)), m.transaction_version) for m in markers]
     codes, fut = replicas.append_markers(part, batches, timeout_ms)
     written = []
-    for (m, resp), code in zip(entries, codes, strict=True):
-        resp["ErrorCode"] = code
+    for m, answer, code in zip(markers, errors, codes, strict=True):
+        answer[key] = code
         if code == ErrorCode.NONE:
-            written.append((m, resp))
+            written.append((m, answer))
     if fut is None:
         _committed(part, written, on_offsets_marker)
         return None
-    return _then(fut, part, written, on_offsets_marker)
+    return _then(fut, part, key, written, on_offsets_marker)
 
 
-async def _then(fut: asyncio.Future, part, written: list[_Entry], on_offsets_marker) -> None:
+async def _then(fut: asyncio.Future, part, key: Key, written: list, on_offsets_marker) -> None:
     code = await fut
-    for _m, resp in written:
-        resp["ErrorCode"] = code
+    for _m, answer in written:
+        answer[key] = code
     if code == ErrorCode.NONE:
         _committed(part, written, on_offsets_marker)
 
 
-def _committed(part, written: list[_Entry], on_offsets_marker) -> None:
+def _committed(part, written: list, on_offsets_marker) -> None:
     if on_offsets_marker is not None:
-        for m, _resp in written:
-            on_offsets_marker(part, m["ProducerId"], m["TransactionResult"])
+        for m, _answer in written:
+            on_offsets_marker(part, m.producer_id, m.committed)

@@ -19,12 +19,15 @@ KIP-890 part 2 (Produce v12, a transaction.version 2 client): the client sends n
 AddPartitionsToTxn; the leader adds the partition to the transaction itself at the producer's
 first write there (its own coordinator in process, another with AddPartitionsToTxn v5,
 VerifyOnly false: Kafka's ``addPartition`` operation).
+
+The Produce handler hands over its typed partitions (``ProducedBatch``: topic, partition, the
+records' bytes), not the request.
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
+from typing import NamedTuple, Protocol
 
 from tierlog.net.client import DEFAULT_ROUTE, PeerRoute, PeerUnavailable
 from tierlog.net.node_batches import NodeBatches
@@ -34,7 +37,7 @@ from tierlog.records.header import HEADER_SIZE, parse_header
 
 from .transaction_coordinator import TXN_TOPIC
 
-__all__ = ["TxnVerifier"]
+__all__ = ["ProducedBatch", "TxnVerifier"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,17 @@ _FENCED = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH
                      ErrorCode.INVALID_PRODUCER_ID_MAPPING})
 
 
+class ProducedBatch(Protocol):
+    """One partition's records of a Produce request, as its handler typed them."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def records(self) -> bytearray: ...
+
+
 class TxnVerifier:
     def __init__(self, node_id: int, image_fn: Callable, replicas, transactions, route: PeerRoute = DEFAULT_ROUTE):
         self.node_id = node_id
@@ -59,36 +73,36 @@ class TxnVerifier:
         self._batches: NodeBatches[_Verification, dict[tuple[str, int], int]] = NodeBatches(
             self._send, {}, TXN_VERIFICATIONS_PER_REQUEST_MAX, "txn-verify")
 
-    async def verify(self, request: dict, version: int = VERIFY_VERSION) -> dict[tuple[str, int], int]:
+    async def verify(self, transactional_id: str | None, batches: Iterable[ProducedBatch],
+                     version: int = VERIFY_VERSION) -> dict[tuple[str, int], int]:
         """The partitions of a Produce (of ``version``) whose transactional batch must be refused,
         with the error; from v12 the partitions are added to the transaction instead."""
-        tid = request.get("TransactionalId")
+        tid = transactional_id
         if not tid:
             return {}
-        wanted, producer = self._unverified(request)
+        wanted, producer = self._unverified(batches)
         if not wanted:
             return {}
         errors = await self._ask(tid, *producer, wanted, version >= IMPLICIT_ADD_FROM)
         answered = {p: errors.get(p, ErrorCode.COORDINATOR_NOT_AVAILABLE) for p in wanted}
         return {p: _produce_error(code, version) for p, code in answered.items() if code != ErrorCode.NONE}
 
-    def _unverified(self, request: dict) -> tuple[list[tuple[str, int]], tuple[int, int]]:
+    def _unverified(self, batches: Iterable[ProducedBatch]) -> tuple[list[tuple[str, int]], tuple[int, int]]:
         """Partitions led here whose batch is transactional and whose producer has no open
         transaction there yet (its first write), and the (producer id, epoch)."""
         wanted, producer = [], (-1, -1)
-        for t in request["TopicData"]:
-            for p in t["PartitionData"]:
-                records = p["Records"]
-                if not records or len(records) < HEADER_SIZE:
-                    continue
-                h = parse_header(records, 0)
-                part = self._replicas.get(t["Name"], p["Index"])
-                if not h.is_transactional or h.producer_id < 0 or part is None or not part.is_leader:
-                    continue
-                if part.open_transaction_epoch(h.producer_id) == h.producer_epoch:
-                    continue
-                wanted.append((t["Name"], p["Index"]))
-                producer = (h.producer_id, h.producer_epoch)
+        for b in batches:
+            records = b.records
+            if not records or len(records) < HEADER_SIZE:
+                continue
+            h = parse_header(records, 0)
+            part = self._replicas.get(b.topic, b.partition)
+            if not h.is_transactional or h.producer_id < 0 or part is None or not part.is_leader:
+                continue
+            if part.open_transaction_epoch(h.producer_id) == h.producer_epoch:
+                continue
+            wanted.append((b.topic, b.partition))
+            producer = (h.producer_id, h.producer_epoch)
         return wanted, producer
 
     async def _ask(self, tid: str, producer_id: int, epoch: int, wanted: list,

@@ -59,15 +59,15 @@ def verifier() -> tuple[TxnVerifier, Peers]:
     return TxnVerifier(1, lambda: image, Replicas(), transactions, GatedRoute(peers)), peers
 
 
-def produce(tid: str, pid: int, epoch: int, partitions: list[int]) -> dict:
-    batch = bytes(build_batch([Record(0, 0, None, b"v")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
-                              transactional=True))
-    return {"TransactionalId": tid, "TopicData": [
-        {"Name": "t", "PartitionData": [{"Index": i, "Records": batch} for i in partitions]}]}
+def produce(tid: str, pid: int, epoch: int, partitions: list[int]) -> tuple[str, list[SimpleNamespace]]:
+    """A Produce's transactional id and its partitions as the handler types them."""
+    batch = bytearray(build_batch([Record(0, 0, None, b"v")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                                  transactional=True))
+    return tid, [SimpleNamespace(topic="t", partition=i, records=batch) for i in partitions]
 
 
-def verify(v: TxnVerifier, request: dict, version: int = PRODUCE_V9) -> asyncio.Task:
-    return asyncio.ensure_future(v.verify(request, version))
+def verify(v: TxnVerifier, produced: tuple[str, list], version: int = PRODUCE_V9) -> asyncio.Task:
+    return asyncio.ensure_future(v.verify(*produced, version))
 
 
 async def settle():

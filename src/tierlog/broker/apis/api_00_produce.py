@@ -69,8 +69,7 @@ class _Append(NamedTuple):
 async def handle(broker: HandlerContext, header: RequestHeader, request: ProduceRequest) -> ProduceResponse | None:
     acks, timeout_ms = request["Acks"], request.get("TimeoutMs", 30000)
     hints = LeaderHints(broker, header.listener)
-    txn = bool(request.get("TransactionalId"))
-    refused = await broker.txn_verifier.verify(request, header.api_version) if txn else {}   # KIP-890 parts 1 and 2
+    txn_id = request.get("TransactionalId")
     topics: list[TopicProduceResponse] = []
     appends: list[_Append] = []
     writable, denied = _writable(broker, header, request)
@@ -85,6 +84,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: Produce
                 parts.append(resp)
                 appends.append(_Append(name, p["Index"], p["Records"] or _NO_RECORDS, resp))
         topics.append({"Name": name, "PartitionResponses": parts})
+    refused = await broker.txn_verifier.verify(txn_id, appends, header.api_version) if txn_id else {}   # KIP-890
     waits: list[tuple[str, PartitionProduceResponse, asyncio.Future]] = []
     if acks not in (-1, 0, 1):
         for a in appends:
@@ -95,8 +95,8 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: Produce
         stale = _append_all(broker, appends, refused, acks, timeout_ms, waits, hints, may_retry=True)
         if stale:               # refused for what this broker may not know yet: catch up, then once more
             await catch_up_once(broker)
-            if txn:             # the partitions it only now leads are verified too (KIP-890)
-                refused = await broker.txn_verifier.verify(request, header.api_version)
+            if txn_id:          # the partitions it only now leads are verified too (KIP-890)
+                refused = await broker.txn_verifier.verify(txn_id, stale, header.api_version)
             _append_all(broker, stale, refused, acks, timeout_ms, waits, hints, may_retry=False)
     if waits:
         release_connection()        # appended in request order; the wait for followers need not hold the connection

@@ -39,7 +39,8 @@
 - ACLs: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic
   (else TOPIC_AUTHORIZATION_FAILED for its partitions; ``authz``).
 Records are file regions (the transport sends them with os.sendfile), or bytes
-read from remote storage.
+read from remote storage.  The request becomes a typed ``FetchParams`` first
+(``fetch_params``; per partition a ``SessionPartition``): no request dict goes further.
 """
 from __future__ import annotations
 
@@ -51,9 +52,9 @@ from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 from tierlog.tiered.read_rules import FetchSource, fetch_source
 
+from ..fetch_params import TOPIC_IDS_FROM, FetchParams
 from ..fetch_session import FetchSessionError, SessionPartition
 from ..leader_hint import HINTED_ERRORS, LeaderHints
-from ..partition import FetchIsolation
 from . import authz
 from .context import HandlerContext
 from .stale_metadata import catch_up_once, may_be_stale
@@ -69,44 +70,60 @@ if TYPE_CHECKING:
 READ_COMMITTED = 1
 
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FETCH, 4, 19
-TOPIC_IDS_FROM = 13
 
 
 async def handle(broker: HandlerContext, header: RequestHeader, request: FetchRequest) -> FetchResponse:
-    version = header.api_version
-    replica_id = _replica_id(request, version)
-    requested, forgotten = _session_inputs(request, version, replica_id >= 0)
+    params = fetch_params(request, header.api_version, broker.fetch_max_bytes, broker.fetch_wait_max_ms)
     try:
-        view = broker.fetch_sessions.open(request.get("SessionId", 0), request.get("SessionEpoch", -1),
-                                          requested, forgotten, replica=replica_id >= 0)
+        view = broker.fetch_sessions.open(params.session_id, params.session_epoch, params.partitions,
+                                          params.forgotten, replica=params.from_follower)
     except FetchSessionError as e:
         return {"ThrottleTimeMs": 0, "ErrorCode": e.error_code, "SessionId": 0, "Responses": []}
-    max_bytes = min(request.get("MaxBytes", broker.fetch_max_bytes), broker.fetch_max_bytes)
-    isolation = request.get("IsolationLevel", 0)
-    follower = None
-    if replica_id >= 0:
-        follower = _replica_epoch(request, version)
-        broker.replicas.on_replica_fetch(replica_id)
-    may_read = _may_read(broker, header, replica_id)
-    reads = _read_all(broker, view.partitions, version, replica_id, isolation, max_bytes, may_read, follower)
+    if params.from_follower:
+        broker.replicas.on_replica_fetch(params.replica_id)
+    may_read = _may_read(broker, header, params.replica_id)
+    reads = _read_all(broker, view.partitions, params, may_read)
     if any(may_be_stale(r.key and broker.replicas.get(*r.key), r.error) for r in reads if r.error):
         await catch_up_once(broker)
-        reads = _read_all(broker, view.partitions, version, replica_id, isolation, max_bytes, may_read, follower)
-    wait_ms = min(request["MaxWaitMs"], broker.fetch_wait_max_ms)
+        reads = _read_all(broker, view.partitions, params, may_read)
     if any(r.remote for r in reads):
-        await _read_remote(broker, reads, max_bytes)
-    elif wait_ms > 0 and not _satisfied(reads, request["MinBytes"]) and not _moved_here(broker, replica_id,
-                                                                                          view, version):
+        await _read_remote(broker, reads, params.max_bytes)
+    elif params.max_wait_ms > 0 and not _satisfied(reads, params.min_bytes) and not _moved_here(broker, params, view):
         keys = [r.key for r in reads if r.key is not None]
-        await broker.fetch_purgatory.wait(keys, wait_ms / 1000, replica_id, view)
-        reads = _after_wait(broker, view, reads, version, replica_id, isolation, max_bytes, may_read, follower)
+        await broker.fetch_purgatory.wait(keys, params.max_wait_ms / 1000, params.replica_id, view)
+        reads = _after_wait(broker, view, reads, params, may_read)
     for r in reads:
         if r.size > 0 or r.more:
             view.keep(r.sp)         # read again next time, named or not (applied, or the budget ran out)
-    return _response(broker, view, reads, version, header.listener)
+    return _response(broker, view, reads, params.version, header.listener)
 
 
-def _after_wait(broker, view, reads, version, replica_id, isolation, max_bytes, may_read, follower):
+def fetch_params(request: FetchRequest, version: int, fetch_max_bytes: int, fetch_wait_max_ms: int) -> FetchParams:
+    """The request as typed parameters (a follower's partitions also with their log start and
+    KIP-1303 local log), the broker's caps applied: no request dict travels further."""
+    replica_state = (request.get("ReplicaState") or {}) if version >= 15 else {}
+    replica_id = replica_state.get("ReplicaId", -1) if version >= 15 else request.get("ReplicaId", -1)
+    params = FetchParams(version, replica_id, replica_state.get("ReplicaEpoch", -1),
+                         min(request["MaxWaitMs"], fetch_wait_max_ms), request["MinBytes"],
+                         min(request.get("MaxBytes", fetch_max_bytes), fetch_max_bytes),
+                         request.get("IsolationLevel", 0), request.get("SessionId", 0), request.get("SessionEpoch", -1))
+    by_id, follower = params.by_topic_id, params.from_follower
+    for t in request["Topics"]:
+        topic_key = t["TopicId"] if by_id else t["Topic"]
+        for p in t["Partitions"]:
+            sp = SessionPartition(topic_key, p["Partition"], p["FetchOffset"], p["PartitionMaxBytes"],
+                                  p.get("CurrentLeaderEpoch", -1), p.get("LastFetchedEpoch", -1))
+            if follower:
+                sp.log_start_offset = p.get("LogStartOffset", -1)
+                sp.local_log_start_timestamp = p.get("LocalLogStartTimestamp", -1)
+                sp.local_log_size_bytes = p.get("LocalLogSizeBytes", -1)
+            params.partitions.append(sp)
+    params.forgotten = [(t["TopicId"] if by_id else t["Topic"], p)
+                        for t in request.get("ForgottenTopicsData", ()) for p in t["Partitions"]]
+    return params
+
+
+def _after_wait(broker, view, reads, params: FetchParams, may_read):
     """The reads of a parked fetch once woken. In a session (which marks every append, watermark
     move and lost leadership), a partition read empty and not marked since stands as read then
     while this broker still leads it at the fetch's epoch; a marked one with nothing new to read
@@ -116,20 +133,17 @@ def _after_wait(broker, view, reads, version, replica_id, isolation, max_bytes, 
     first = {id(r.sp): r for r in reads}
     marked = {id(sp): sp for sp in view.take_changed()}
     tracked = view.tracks_changes()
-    fetch_isolation = FetchIsolation.of(replica_id, isolation)
     kept, again = [], []
     for key, r in first.items():
         empty = not (r.size or r.more or r.error or r.diverging or r.remote)
-        if empty and tracked and _still_led(broker, r) and (key not in marked or
-                                                             _refreshed(broker, r, fetch_isolation, follower)):
+        if empty and tracked and _still_led(broker, r) and (key not in marked or _refreshed(broker, r, params)):
             kept.append(r)
         else:
             again.append(r.sp)
     fresh = [sp for key, sp in marked.items() if key not in first]
     if not again and not fresh:
         return kept
-    return kept + _read_all(broker, again + fresh, version, replica_id, isolation, max_bytes, may_read, follower,
-                            updated={id(sp) for sp in again})
+    return kept + _read_all(broker, again + fresh, params, may_read, updated={id(sp) for sp in again})
 
 
 def _still_led(broker, r: _Read) -> bool:
@@ -138,14 +152,14 @@ def _still_led(broker, r: _Read) -> bool:
             and not part.check_epoch(r.sp.current_leader_epoch))
 
 
-def _refreshed(broker, r: _Read, isolation: FetchIsolation, follower) -> bool:
+def _refreshed(broker, r: _Read, params: FetchParams) -> bool:
     """A partition read empty and marked since: when it still has nothing to read at the fetch's
     position, take its watermarks again (a follower's high watermark moved by this very fetch)."""
     part = broker.replicas.get(*r.key)
-    if r.sp.fetch_offset < part.max_offset(isolation) or r.sp.fetch_offset < part.log_start_offset:
+    if r.sp.fetch_offset < part.max_offset(params.isolation) or r.sp.fetch_offset < part.log_start_offset:
         return False
     r.hw, r.log_start = part.high_watermark, part.log_start_offset
-    r.lso = r.hw if follower is not None else part.last_stable_offset
+    r.lso = r.hw if params.from_follower else part.last_stable_offset
     return True
 
 
@@ -167,49 +181,18 @@ def _may_read(broker, header, replica_id: int):
     return may_read
 
 
-def _moved_here(broker, replica_id: int, view, version: int) -> bool:
+def _moved_here(broker, params: FetchParams, view) -> bool:
     """A follower's fetch whose session lacks a partition it just started to follow here is not
     parked (``replication.leader_moves``)."""
-    if replica_id < 0:
+    if not params.from_follower:
         return False
 
     def holds(key) -> bool:
-        if version < TOPIC_IDS_FROM:
+        if not params.by_topic_id:
             return view.contains(key)
         part = broker.replicas.get(*key)
         return part is not None and view.contains((part.topic_id, key[1]))
-    return broker.replicas.must_answer_now(replica_id, holds)
-
-
-def _session_inputs(request, version, from_follower: bool):
-    """The request as typed session partitions (a follower's also with its log start and KIP-1303
-    local log), and the forgotten ones: no request dict travels further."""
-    by_id = version >= TOPIC_IDS_FROM
-    requested = []
-    for t in request["Topics"]:
-        topic_key = t["TopicId"] if by_id else t["Topic"]
-        for p in t["Partitions"]:
-            sp = SessionPartition(topic_key, p["Partition"], p["FetchOffset"], p["PartitionMaxBytes"],
-                                  p.get("CurrentLeaderEpoch", -1), p.get("LastFetchedEpoch", -1))
-            if from_follower:
-                sp.log_start_offset = p.get("LogStartOffset", -1)
-                sp.local_log_start_timestamp = p.get("LocalLogStartTimestamp", -1)
-                sp.local_log_size_bytes = p.get("LocalLogSizeBytes", -1)
-            requested.append(sp)
-    forgotten = [(t["TopicId"] if by_id else t["Topic"], p)
-                 for t in request.get("ForgottenTopicsData", ()) for p in t["Partitions"]]
-    return requested, forgotten
-
-
-def _replica_epoch(request, version) -> int:
-    """A follower's ReplicaState.ReplicaEpoch (its broker epoch; v15+)."""
-    return (request.get("ReplicaState") or {}).get("ReplicaEpoch", -1) if version >= 15 else -1
-
-
-def _replica_id(request, version) -> int:
-    if version >= 15:
-        return (request.get("ReplicaState") or {}).get("ReplicaId", -1)
-    return request.get("ReplicaId", -1)
+    return broker.replicas.must_answer_now(params.replica_id, holds)
 
 
 class _Read:
@@ -232,23 +215,21 @@ def _satisfied(reads, min_bytes) -> bool:
     return any(r.error or r.diverging for r in reads) or sum(r.size for r in reads) >= min_bytes
 
 
-def _read_all(broker, partitions, version, replica_id, isolation, max_bytes, may_read, follower=None,
-              updated=()) -> list[_Read]:
-    """Read ``partitions`` in order within ``max_bytes``; ``follower`` (a replica's epoch): update
-    the leader's view of that replica for each, except those whose ``id`` is in ``updated``."""
-    reads, budget, first = [], max_bytes, True
+def _read_all(broker, partitions, params: FetchParams, may_read, updated=()) -> list[_Read]:
+    """Read ``partitions`` in order within the fetch's byte budget; a follower's fetch updates the
+    leader's view of that replica for each, except those whose ``id`` is in ``updated``."""
+    reads, budget, first = [], params.max_bytes, True
     for sp in partitions:
-        r = _read_one(broker, sp, version, replica_id, isolation, budget, first, may_read,
-                      None if id(sp) in updated else follower)
+        r = _read_one(broker, sp, params, budget, first, may_read, params.from_follower and id(sp) not in updated)
         budget -= r.size
         first = first and not r.size
         reads.append(r)
     return reads
 
 
-def _read_one(broker, sp, version, replica_id, isolation, budget, first, may_read, follower=None) -> _Read:
+def _read_one(broker, sp, params: FetchParams, budget, first, may_read, update_follower: bool) -> _Read:
     name = sp.topic_key
-    if version >= TOPIC_IDS_FROM:
+    if params.by_topic_id:
         info = broker.image.topic_by_id(sp.topic_key)
         if info is None:
             return _Read(sp, error=ErrorCode.UNKNOWN_TOPIC_ID)
@@ -265,26 +246,26 @@ def _read_one(broker, sp, version, replica_id, isolation, budget, first, may_rea
     if sp.last_fetched_epoch >= 0 and _diverges(part, sp, r):
         return r
     limit = min(sp.max_bytes, max(budget, 0))
-    source = _tiered_source(broker, part, sp.fetch_offset, replica_id)
+    source = _tiered_source(broker, part, sp.fetch_offset, params.replica_id)
     if source is FetchSource.REMOTE:
         r.remote = (part, limit, first)
         r.more = True
-        if isolation == READ_COMMITTED:
+        if params.isolation_level == READ_COMMITTED:
             r.aborted = []          # filled from the remote .txnindex with the records
         return r
     if source is FetchSource.OFFSET_MOVED_TO_TIERED_STORAGE:
         r.error = ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
         return r
-    read = part.read(sp.fetch_offset, limit, FetchIsolation.of(replica_id, isolation), min_one_batch=first)
+    read = part.read(sp.fetch_offset, limit, params.isolation, min_one_batch=first)
     r.error = read.error
     if not read.error:
         r.parts, r.size, r.more = read.parts, read.size, read.more
-        if isolation == READ_COMMITTED and replica_id < 0:
+        if params.read_committed_consumer:
             r.aborted = _aborted_field(read.aborted)
-        if follower is not None:
+        if update_follower:
             # a session partition the request does not name is fetched at the position it last named
             # (Kafka updates every session partition's follower state on every fetch)
-            r.error = broker.replicas.on_follower_fetch(part, replica_id, sp, follower)
+            r.error = broker.replicas.on_follower_fetch(part, params.replica_id, sp, params.replica_epoch)
             r.hw = r.lso = part.high_watermark
             if r.error:
                 r.parts, r.size, r.more = [], 0, False

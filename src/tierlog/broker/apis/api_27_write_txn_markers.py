@@ -16,7 +16,7 @@ from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
 
-from ..txn_marker_writer import write_markers
+from ..txn_marker_writer import marker_of, result_of, write_markers
 from . import authz
 from .context import HandlerContext
 
@@ -35,6 +35,7 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: WriteTx
             {"Name": t["Name"], "Partitions": [
                 {"PartitionIndex": i, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
                 for i in t["PartitionIndexes"]]} for t in m["Topics"]]} for m in request["Markers"]]}
-    results = await write_markers(broker.replicas, broker.led_partition, request["Markers"],
-                                  broker.config["request.timeout.ms"], broker.clock_ms(), broker.groups.on_txn_marker)
-    return {"Markers": results}
+    markers = [marker_of(m) for m in request["Markers"]]
+    errors = await write_markers(broker.replicas, broker.led_partition, markers,
+                                 broker.config["request.timeout.ms"], broker.clock_ms(), broker.groups.on_txn_marker)
+    return {"Markers": [result_of(m, e) for m, e in zip(markers, errors, strict=True)]}

@@ -12,7 +12,7 @@ first, so the surface handlers depend on stays visible in one place.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union, runtime_checkable
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tierlog.broker.log_dir_moves import LogDirMoves
     from tierlog.broker.partition import AppendOrigin, AppendOutcome, Partition
     from tierlog.broker.producer_ids import ProducerIdManager
+    from tierlog.broker.txn_verification import ProducedBatch
     from tierlog.config import NodeConfig
     from tierlog.metadata import BrokerInfo, MetadataImage
     from tierlog.metadata.authorizer import Authorizer
@@ -144,7 +145,8 @@ class TransactionCoordinatorService(Protocol):
 class TxnVerification(Protocol):
     """KIP-890 parts 1 and 2 at the leader (``broker.txn_verification.TxnVerifier``)."""
 
-    async def verify(self, request: Mapping[str, Any], version: int = ...) -> dict[tuple[str, int], int]: ...
+    async def verify(self, transactional_id: str | None, batches: Iterable[ProducedBatch],
+                     version: int = ...) -> dict[tuple[str, int], int]: ...
 
 
 @runtime_checkable
