@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from tierlog.clock import wall_clock_ms
 from tierlog.config import NodeConfig
+from tierlog.group.group_config import share_partition_config
 from tierlog.metadata import BrokerInfo, MetadataImage
 from tierlog.metadata.authorizer import authorizer_from_config
 from tierlog.net.client import DEFAULT_ROUTE, PeerRoute
@@ -21,10 +22,13 @@ from tierlog.protocol.errors import ErrorCode
 from .client_telemetry import ClientTelemetry
 from .controller_channel import ControllerUnavailable
 from .group_coordinator import GroupCoordinator
+from .internal_topics import create_share_state_topic
 from .lifecycle import BrokerLifecycleManager
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 from .share_coordinator import ShareCoordinator
+from .share_partitions import SharePartitions
+from .share_persister import SharePersister
 from .telemetry_series import TelemetrySeries
 from .transaction_coordinator import ProducerIdsUnavailable as TxnProducerIdsUnavailable
 from .transaction_coordinator import TransactionCoordinator
@@ -67,9 +71,15 @@ class Broker:
         self.transactions = TransactionCoordinator(config, replicas, self._txn_producer_id, markers, clock_ms,
                                                    self.image_leader)
         replicas.add_leadership_listener(self.transactions)     # transactions (__transaction_state)
-        # share-partition states (__share_group_state, KIP-932): hosted once the topic exists; no API serves it yet
+        # share groups (KIP-932): the share coordinator (__share_group_state, hosted once the topic exists)
+        # and the share-partitions this broker leads, whose state it keeps
         self.share_states = ShareCoordinator(config, replicas, clock_ms, self.image_leader)
         replicas.add_leadership_listener(self.share_states.runtime)
+        persister = SharePersister(self.node_id, lambda: self.image, self.share_states,
+                                   lambda: create_share_state_topic(self), clock_ms, inter_broker)
+        self.share_partitions = SharePartitions(share_partition_config(config),
+                                                config["group.share.max.share.sessions"], replicas, persister,
+                                                lambda: self.image, remote, clock_ms)
         self.txn_verifier = TxnVerifier(self.node_id, lambda: self.image, replicas, self.transactions, inter_broker)
         series = TelemetrySeries(lambda: self.telemetry.instance_count)
         self.telemetry = ClientTelemetry(lambda: self.image.client_metrics, config["telemetry.max.bytes"], series)
@@ -123,5 +133,6 @@ class Broker:
         await self.background.close()
         await self.groups.close()
         await self.transactions.close()
+        await self.share_partitions.close()
         await self.share_states.close()
         self.txn_verifier.close()

@@ -106,7 +106,11 @@ class ShareCoordinator:
 
     # -- finding a share-partition ------------------------------------------------------------------
     def partition_for(self, spk: SharePartitionKey) -> int:
-        return coordinator_partition(coordinator_key(spk), self.num_partitions)
+        return self.partition_for_key(coordinator_key(spk))
+
+    def partition_for_key(self, key: str) -> int:
+        """The partition of a share coordinator key "group:topicId:partition" (FindCoordinator key type 2)."""
+        return coordinator_partition(key, self.num_partitions)
 
     def _locate(self, spk: SharePartitionKey) -> tuple[_Part | None, int]:
         return self.runtime.locate(self.partition_for(spk))

@@ -17,8 +17,9 @@ from tierlog.metadata.group_rules import (
 )
 
 from .assignors import ASSIGNORS
+from .share_partition import SharePartitionConfig
 
-__all__ = ["GroupConfig", "NodeSettings"]
+__all__ = ["GroupConfig", "NodeSettings", "share_partition_config"]
 
 
 class NodeSettings(Protocol):
@@ -90,6 +91,13 @@ class GroupConfig:
                 k(SESSION_TIMEOUT): self.consumer_session_timeout_ms,
                 k(SESSION_TIMEOUT, "min"): self.consumer_min_session_timeout_ms,
                 k(SESSION_TIMEOUT, "max"): self.consumer_max_session_timeout_ms}
+
+
+def share_partition_config(cfg: NodeSettings) -> SharePartitionConfig:
+    """A partition leader's share-partition limits (KIP-932), each within its .min. and .max. settings."""
+    return SharePartitionConfig(record_lock_duration_ms=_within(cfg, "group.share.record.lock.duration.ms"),
+                                delivery_count_limit=_within(cfg, "group.share.delivery.count.limit"),
+                                max_record_locks=cfg["group.share.partition.max.record.locks"])
 
 
 def _within(cfg: NodeSettings, key: str) -> int:

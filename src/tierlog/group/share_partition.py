@@ -118,17 +118,21 @@ class SharePartition:
         """Offsets in flight: the range acquisition locks are bounded on."""
         return self.end_offset - self.start_offset
 
+    def next_fetch_offset(self) -> int:
+        """Where the next acquisition starts: the lowest AVAILABLE in-flight offset, else the end offset."""
+        return min((o for o, r in self._records.items() if r.state is RecordState.AVAILABLE), default=self.end_offset)
+
     def next_deadline_ms(self) -> int | None:
         """When the earliest acquisition lock expires (None: no record is acquired)."""
         return min((r.lock_deadline_ms for r in self._records.values() if r.lock_deadline_ms is not None), default=None)
 
     # -- acquiring -----------------------------------------------------------------------------------
     def acquire(self, member_id: str, log_end_offset: int, max_records: int, now_ms: int) -> list[Acquired]:
-        """Hand at most ``max_records`` records to ``member_id``: AVAILABLE in-flight ones first, then
-        new ones below ``log_end_offset`` (exclusive), within max.record.locks of in-flight offsets."""
+        """Hand at most ``max_records`` records below ``log_end_offset`` (exclusive) to ``member_id``:
+        AVAILABLE in-flight ones first, then new ones, within max.record.locks of in-flight offsets."""
         taken: list[int] = []
         for offset in sorted(o for o, r in self._records.items() if r.state is RecordState.AVAILABLE):
-            if len(taken) >= max_records:
+            if len(taken) >= max_records or offset >= log_end_offset:
                 break
             if self._records[offset].delivery_count >= self.config.delivery_count_limit:
                 self._settle(offset, RecordState.ARCHIVED)      # acquired at its last delivery when reloaded

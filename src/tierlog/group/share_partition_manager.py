@@ -61,19 +61,33 @@ class SharePartitionManager:
         keys = dict.fromkeys(SharePartitionKey(group_id, *tp) for tp in tps)
         return [k for k in keys if k not in self._partitions]
 
-    def install(self, key: SharePartitionKey, state: Mapping[str, Any], leader_epoch: int) -> SharePartition:
+    def install(self, key: SharePartitionKey, state: Mapping[str, Any], leader_epoch: int,
+                config: SharePartitionConfig | None = None) -> SharePartition:
         """The share-partition ReadShareGroupState's answer ({StateEpoch, StartOffset, StateBatches})
-        describes, led at ``leader_epoch``."""
+        describes, led at ``leader_epoch``, with ``config`` (its group's limits; default: the node's)."""
         snapshot = {"StateEpoch": state["StateEpoch"], "LeaderEpoch": leader_epoch,
                     "StartOffset": state["StartOffset"], "StateBatches": state["StateBatches"]}
-        part = self._partitions[key] = SharePartition.from_persisted(self.config, snapshot)
+        part = self._partitions[key] = SharePartition.from_persisted(config or self.config, snapshot)
         return part
+
+    def drop(self, key: SharePartitionKey) -> None:
+        """Forget one share-partition (its leader epoch moved, or the coordinator fenced its writes)."""
+        self._partitions.pop(key, None)
 
     def unload(self, tp: TopicPartition) -> None:
         """Leadership of ``tp`` lost: forget its share-partitions of every group (the new leader
         reads what was written; what was acquired here is redelivered there)."""
         for key in [k for k in self._partitions if (k.topic_id, k.partition) == tp]:
             del self._partitions[key]
+
+    def take_write(self, key: SharePartitionKey) -> tuple[int, dict[str, Any]] | None:
+        """(state epoch, ShareUpdateValue) of what changed in ``key``'s share-partition since the last take."""
+        part = self._partitions.get(key)
+        update = part.take_update() if part is not None else None
+        return (part.state_epoch, update) if part is not None and update is not None else None
+
+    def share_keys(self) -> list[SharePartitionKey]:
+        return list(self._partitions)
 
     def take_writes(self) -> list[tuple[SharePartitionKey, int, dict[str, Any]]]:
         """(key, state epoch, ShareUpdateValue) of every share-partition changed since the last call."""
@@ -99,16 +113,25 @@ class SharePartitionManager:
         if epoch == FINAL_EPOCH:
             self._release(group_id, member_id, session.partitions)
             return outcome
+        outcome.acquired = self.acquire(group_id, member_id, log_end, max_records, now_ms)
+        return outcome
+
+    def acquire(self, group_id: str, member_id: str, log_end: Callable[[TopicPartition], int], max_records: int,
+                now_ms: int) -> dict[TopicPartition, list[Acquired]]:
+        """Acquire for the member from every partition of its session, at most ``max_records`` in
+        all, below each partition's ``log_end`` (a long-polled ShareFetch tries again with this)."""
+        session = self.sessions.get(group_id, member_id)
+        acquired: dict[TopicPartition, list[Acquired]] = {}
         remaining = max_records
-        for tp in sorted(session.partitions):
+        for tp in sorted(session.partitions) if session is not None else ():
             part = self.get(group_id, tp)
             if part is None or remaining <= 0:
                 continue
             runs = part.acquire(member_id, log_end(tp), remaining, now_ms)
             remaining -= sum(r.last_offset - r.first_offset + 1 for r in runs)
             if runs:
-                outcome.acquired[tp] = runs
-        return outcome
+                acquired[tp] = runs
+        return acquired
 
     def acknowledge(self, group_id: str, member_id: str, epoch: int, acks: AckBatches, now_ms: int) -> FetchOutcome:
         """A ShareAcknowledge: session (never opened here), then the acknowledgements."""

@@ -1,7 +1,8 @@
 """FindCoordinator (10), v0-6: the broker leading a group's ``__consumer_offsets`` partition
-(key type 0) or a transactional id's ``__transaction_state`` partition (key type 1).
-
-Other key types (share groups) answer COORDINATOR_NOT_AVAILABLE per key.  v4+ is batched
+(key type 0), a transactional id's ``__transaction_state`` partition (key type 1) or a
+share-partition's ``__share_group_state`` partition (key type 2, KIP-932: the key is
+"group:topicId:partition", asked by brokers; CLUSTER_ACTION on the cluster, else
+CLUSTER_AUTHORIZATION_FAILED).  Other key types answer COORDINATOR_NOT_AVAILABLE per key.  v4+ is batched
 (CoordinatorKeys).  The first request of a key type creates its topic through the
 controller, answering COORDINATOR_NOT_AVAILABLE until its partition has a leader:
 ``__consumer_offsets`` with offsets.topic.num.partitions, offsets.topic.replication.factor
@@ -9,7 +10,10 @@ controller, answering COORDINATOR_NOT_AVAILABLE until its partition has a leader
 ``__transaction_state`` with transaction.state.log.num.partitions,
 transaction.state.log.replication.factor (or fewer brokers), min.insync.replicas
 transaction.state.log.min.isr (at most the replication factor), compact,
-transaction.state.log.segment.bytes.  Neither is ever tiered.  The coordinator's address is its endpoint on the listener the
+transaction.state.log.segment.bytes; ``__share_group_state`` with
+share.coordinator.state.topic.num.partitions, .replication.factor, .min.isr, .segment.bytes and
+cleanup.policy=delete with no retention (as Kafka: its ShareUpdate records share a key, so
+compaction would lose all but the last).  None is ever tiered.  The coordinator's address is its endpoint on the listener the
 request came in on (as in Kafka: a TLS or SASL client is never sent to another
 listener's port); a coordinator without one answers COORDINATOR_NOT_AVAILABLE.
 ACLs: DESCRIBE on the group (transactional id), else GROUP_AUTHORIZATION_FAILED
@@ -21,6 +25,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tierlog.broker.group_coordinator import OFFSETS_TOPIC
+from tierlog.broker.internal_topics import create_internal_topic, create_share_state_topic, replication_factor
+from tierlog.broker.share_coordinator import SHARE_STATE_TOPIC
 from tierlog.broker.transaction_coordinator import TXN_TOPIC
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
 API_KEY, MIN_VERSION, MAX_VERSION = ApiKey.FIND_COORDINATOR, 0, 6
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
 BATCHED_FROM = 4
 
 
@@ -60,6 +67,8 @@ def _find(broker, key: str, key_type: int, listener: str | None) -> Coordinator:
         name, coordinator, create = OFFSETS_TOPIC, broker.groups, _create_offsets_topic
     elif key_type == TRANSACTION_KEY_TYPE:
         name, coordinator, create = TXN_TOPIC, broker.transactions, _create_transaction_topic
+    elif key_type == SHARE_KEY_TYPE:
+        name, coordinator, create = SHARE_STATE_TOPIC, _ShareKeys(broker), create_share_state_topic
     else:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"no coordinator for key type {key_type}")
     topic = broker.image.topics.get(name)
@@ -78,12 +87,25 @@ def _find(broker, key: str, key_type: int, listener: str | None) -> Coordinator:
             "ErrorCode": ErrorCode.NONE, "ErrorMessage": None}
 
 
-_REFUSED = {GROUP_KEY_TYPE: ErrorCode.GROUP_AUTHORIZATION_FAILED, 1: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+_REFUSED = {GROUP_KEY_TYPE: ErrorCode.GROUP_AUTHORIZATION_FAILED, 1: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            SHARE_KEY_TYPE: ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+
+
+class _ShareKeys:
+    """A share-partition key's ``__share_group_state`` partition (the share coordinator's hash)."""
+
+    def __init__(self, broker):
+        self._coordinator = broker.share_states
+
+    def partition_for(self, key: str) -> int:
+        return self._coordinator.partition_for_key(key)
 
 
 def _may_describe(broker, header, key: str, key_type: int) -> bool:
     if key_type == GROUP_KEY_TYPE:
         return authz.group(broker, header, authz.Op.DESCRIBE, key)
+    if key_type == SHARE_KEY_TYPE:
+        return authz.cluster(broker, header, authz.Op.CLUSTER_ACTION)
     return authz.transactional_id(broker, header, authz.Op.DESCRIBE, key)
 
 
@@ -94,7 +116,7 @@ def _error(key: str, code: int, message: str | None) -> Coordinator:
 def _create_offsets_topic(broker) -> None:
     if broker.groups.should_create_topic():
         groups = broker.groups
-        _create(broker, OFFSETS_TOPIC, groups.num_partitions, _replication_factor(broker, groups.replication_factor),
+        create_internal_topic(broker, OFFSETS_TOPIC, groups.num_partitions, replication_factor(broker, groups.replication_factor),
                 {"cleanup.policy": "compact", "segment.bytes": str(groups.segment_bytes),
                  "compression.type": "producer"})
 
@@ -102,20 +124,7 @@ def _create_offsets_topic(broker) -> None:
 def _create_transaction_topic(broker) -> None:
     if broker.transactions.should_create_topic():
         txns = broker.transactions
-        rf = _replication_factor(broker, txns.replication_factor)
-        _create(broker, TXN_TOPIC, txns.num_partitions, rf,
+        rf = replication_factor(broker, txns.replication_factor)
+        create_internal_topic(broker, TXN_TOPIC, txns.num_partitions, rf,
                 {"cleanup.policy": "compact", "segment.bytes": str(txns.segment_bytes),
                  "min.insync.replicas": str(max(1, min(txns.min_isr, rf))), "compression.type": "producer"})
-
-
-def _replication_factor(broker, wanted: int) -> int:
-    live = sum(1 for b in broker.image.brokers.values() if not b.fenced)
-    return max(1, min(wanted, live))
-
-
-def _create(broker, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
-    configs = {**configs, "remote.storage.enable": "false"}      # internal: never tiered
-    body = {"Topics": [{"Name": name, "NumPartitions": partitions, "ReplicationFactor": replication_factor,
-                        "Assignments": [], "Configs": [{"Name": k, "Value": v} for k, v in configs.items()]}],
-            "timeoutMs": 10000, "validateOnly": False}
-    broker.background.spawn(broker.controller_channel.send(ApiKey.CREATE_TOPICS, body, 10.0, 7), name=f"create-{name}")

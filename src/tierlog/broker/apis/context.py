@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tierlog.broker.log_dir_moves import LogDirMoves
     from tierlog.broker.partition import AppendOrigin, AppendOutcome, Partition
     from tierlog.broker.producer_ids import ProducerIdManager
+    from tierlog.broker.share_coordinator import ShareCoordinator
     from tierlog.broker.txn_verification import ProducedBatch
     from tierlog.config import NodeConfig
     from tierlog.metadata import BrokerInfo, MetadataImage
@@ -173,6 +174,7 @@ class HandlerContext(Protocol):
     transactions: TransactionCoordinatorService
     txn_verifier: TxnVerification
     telemetry: ClientTelemetry          # KIP-714 client instances and their pushed metrics
+    share_states: ShareCoordinator      # KIP-932's share coordinator (__share_group_state)
 
     @property
     def image(self) -> MetadataImage: ...

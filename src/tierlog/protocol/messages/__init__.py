@@ -30,6 +30,7 @@ from tierlog.protocol.messages import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_state,
     delete_topics,
     describe_acls,
     describe_client_quotas,
@@ -52,6 +53,7 @@ from tierlog.protocol.messages import (
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    initialize_share_group_state,
     join_group,
     leave_group,
     list_client_metrics_resources,
@@ -66,6 +68,8 @@ from tierlog.protocol.messages import (
     offset_for_leader_epoch,
     produce,
     push_telemetry,
+    read_share_group_state,
+    read_share_group_state_summary,
     remove_raft_voter,
     sasl_authenticate,
     sasl_handshake,
@@ -78,6 +82,7 @@ from tierlog.protocol.messages import (
     unregister_broker,
     update_raft_voter,
     vote,
+    write_share_group_state,
     write_txn_markers,
 )
 
@@ -104,6 +109,8 @@ _MODULES = (
     get_telemetry_subscriptions, push_telemetry, list_client_metrics_resources,
     share_group_heartbeat, share_group_describe, share_fetch, share_acknowledge,
     add_raft_voter, remove_raft_voter, update_raft_voter,
+    initialize_share_group_state, read_share_group_state, write_share_group_state, delete_share_group_state,
+    read_share_group_state_summary,
 )
 
 #: every API with schemas, by key
