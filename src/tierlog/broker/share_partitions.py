@@ -163,7 +163,7 @@ class SharePartitions:
         keys = [p.key for tp in led if (p := self._partition(tp)) is not None]
         while (left := deadline - self._clock_ms()) > 0:
             released = self._released
-            data = asyncio.ensure_future(self._replicas.wait_for_data(keys, left / 1000))
+            data = asyncio.ensure_future(self._replicas.fetch_purgatory.wait(keys, left / 1000))
             freed = asyncio.ensure_future(released.wait())
             await asyncio.wait((data, freed), return_when=asyncio.FIRST_COMPLETED)
             data.cancel()
