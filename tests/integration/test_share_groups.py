@@ -79,3 +79,33 @@ def test_share_apis_are_served_but_not_advertised(cluster):
                          ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE}
     unknown = share_describe(cluster.broker(coordinator_of(cluster, "nobody")).port, "nobody")
     assert unknown["ErrorCode"] == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_share_members_survive_a_coordinator_kill_and_the_types_do_not_mix(cluster):
+    create_topic(cluster.bootstrap, "sf", 2)
+    _, a = share_join(cluster, "sg2", "member-a", ["sf"])
+    port, b = share_join(cluster, "sg2", "member-b", ["sf"])
+    a = share_beat(port, "sg2", "member-a", a["MemberEpoch"], None)
+    assert a["ErrorCode"] == 0 and a["MemberEpoch"] == b["MemberEpoch"]
+    join = {"GroupId": "sg2", "SessionTimeoutMs": 10000, "RebalanceTimeoutMs": 10000, "MemberId": "",
+            "GroupInstanceId": None, "ProtocolType": "consumer", "Protocols": [], "Reason": None}
+    joined = request("127.0.0.1", port, ApiKey.JOIN_GROUP, join, 9)
+    assert joined["ErrorCode"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    fetched = request("127.0.0.1", port, ApiKey.OFFSET_FETCH, {"Groups": [{"GroupId": "sg2", "MemberId": None,
+                                                                            "MemberEpoch": -1, "Topics": None}],
+                                                                "RequireStable": False}, 9)
+    assert fetched["Groups"][0]["ErrorCode"] == ErrorCode.GROUP_ID_NOT_FOUND
+    old = coordinator_of(cluster, "sg2")
+    cluster.broker(old).kill9()
+
+    def moved():
+        node = coordinator_of(cluster, "sg2")
+        if node == old:
+            return None
+        resp = share_beat(cluster.broker(node).port, "sg2", "member-a", a["MemberEpoch"], None)
+        return None if resp["ErrorCode"] in RETRIABLE else (node, resp)
+    node, again = wait_for(moved, 90, "a new coordinator answering member-a")
+    assert again["ErrorCode"] == 0 and again["MemberEpoch"] == a["MemberEpoch"]     # known, same epoch
+    desc = share_describe(cluster.broker(node).port, "sg2")
+    assert sorted(m["MemberId"] for m in desc["Members"]) == ["member-a", "member-b"]
+    assert desc["GroupEpoch"] == a["MemberEpoch"]

@@ -30,6 +30,7 @@ from tierlog.protocol.schema import Field, Struct
 __all__ = [
     "CONSUMER_KEY_VERSIONS",
     "ConsumerKey",
+    "RecordFamily",
     "decode_consumer_key",
     "decode_consumer_value",
     "encode_consumer_record",
@@ -43,14 +44,46 @@ _VALUE_VERSION = 0
 _VERSION = struct.Struct(">h")
 
 
-def _key(version: int) -> Struct:
-    fields = [Field("GroupId", "string", versions=str(version))]
-    if version in _WITH_MEMBER:
-        fields.append(Field("MemberId", "string", versions=str(version)))
-    return Struct(fields, name=f"ConsumerGroupKey{version}")
+class RecordFamily:
+    """The layouts of one group type's record types: keys {GroupId[, MemberId]} after the int16
+    type, values int16 version 0 and flexible (shared by the consumer and share groups' records)."""
 
+    def __init__(self, kind: str, values: Mapping[int, Struct], with_member: set[int]):
+        self.kind, self.values, self.with_member = kind, values, with_member
+        self.keys = {v: self._key(v) for v in values}
 
-_KEYS = {v: _key(v) for v in CONSUMER_KEY_VERSIONS}
+    def _key(self, version: int) -> Struct:
+        fields = [Field("GroupId", "string", versions=str(version))]
+        if version in self.with_member:
+            fields.append(Field("MemberId", "string", versions=str(version)))
+        return Struct(fields, name=f"{self.kind}Key{version}")
+
+    def encode(self, kind: int, group: str, member: str | None,
+               value: dict[str, Any] | None) -> tuple[bytes, bytes | None]:
+        fields: dict[str, str | None] = {"GroupId": group}
+        if kind in self.with_member:
+            fields["MemberId"] = member
+        kbytes = _VERSION.pack(kind) + bytes(encode_struct(self.keys[kind], kind, False, fields))
+        if value is None:
+            return kbytes, None
+        return kbytes, _VERSION.pack(_VALUE_VERSION) + bytes(encode_struct(self.values[kind], _VALUE_VERSION, True,
+                                                                           value))
+
+    def decode_key(self, version: int, buf: bytes) -> tuple[str, str | None]:
+        fields, _ = decode_struct(self.keys[version], version, False, buf, 2)
+        return fields["GroupId"], fields.get("MemberId")
+
+    def decode_value(self, kind: int, buf: bytes | None) -> dict[str, Any] | None:
+        """The value of a record of type ``kind``; None for a tombstone.  ValueError on an unknown version."""
+        if buf is None:
+            return None
+        if len(buf) < 2:
+            raise ValueError("a __consumer_offsets value needs a 2-byte version")
+        version = _VERSION.unpack_from(buf, 0)[0]
+        if version != _VALUE_VERSION:
+            raise ValueError(f"unknown value version {version} of {self.kind} record type {kind}")
+        fields, _ = decode_struct(self.values[kind], version, True, buf, 2)
+        return fields
 
 _TOPIC_PARTITIONS = Struct([
     Field("TopicId", "uuid"),
@@ -104,6 +137,9 @@ _VALUES = {
 }
 
 
+_FAMILY = RecordFamily("consumer group", _VALUES, _WITH_MEMBER)
+
+
 class ConsumerKey(NamedTuple):
     type: int               # the key version: GROUP_METADATA ... CURRENT_ASSIGNMENT
     group: str
@@ -112,31 +148,16 @@ class ConsumerKey(NamedTuple):
 
 def encode_consumer_record(key: ConsumerKey, value: dict[str, Any] | None) -> tuple[bytes, bytes | None]:
     """(key, value) bytes of one record; ``value`` None is a tombstone."""
-    fields: dict[str, str | None] = {"GroupId": key.group}
-    if key.type in _WITH_MEMBER:
-        fields["MemberId"] = key.member
-    kbytes = _VERSION.pack(key.type) + bytes(encode_struct(_KEYS[key.type], key.type, False, fields))
-    if value is None:
-        return kbytes, None
-    return kbytes, _VERSION.pack(_VALUE_VERSION) + bytes(encode_struct(_VALUES[key.type], _VALUE_VERSION, True, value))
+    return _FAMILY.encode(key.type, key.group, key.member, value)
 
 
 def decode_consumer_key(version: int, buf: bytes) -> ConsumerKey:
-    fields, _ = decode_struct(_KEYS[version], version, False, buf, 2)
-    return ConsumerKey(version, fields["GroupId"], fields.get("MemberId"))
+    return ConsumerKey(version, *_FAMILY.decode_key(version, buf))
 
 
 def decode_consumer_value(key: ConsumerKey, buf: bytes | None) -> dict[str, Any] | None:
     """The value under ``key``; None for a tombstone.  Raises ValueError on an unknown value version."""
-    if buf is None:
-        return None
-    if len(buf) < 2:
-        raise ValueError("a __consumer_offsets value needs a 2-byte version")
-    version = _VERSION.unpack_from(buf, 0)[0]
-    if version != _VALUE_VERSION:
-        raise ValueError(f"unknown value version {version} of consumer group record type {key.type}")
-    fields, _ = decode_struct(_VALUES[key.type], version, True, buf, 2)
-    return fields
+    return _FAMILY.decode_value(key.type, buf)
 
 
 def assignment_to_wire(assignment: Mapping[bytes, frozenset[int] | set[int]]) -> list[dict[str, Any]]:

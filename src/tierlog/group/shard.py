@@ -20,10 +20,12 @@ when a member of the other protocol joins it; a non-empty one refuses
 consumer heartbeat).  A consumer group's session timeout and heartbeat interval are
 its dynamic group configs (``group_configs``, KIP-848) where it has them.
 Share groups (KIP-932, ``ShareGroup`` in ``share_group.py``) are held
-apart in ``share_groups``, in memory only: their membership is not written to
-``__consumer_offsets`` yet (Kafka's ShareGroupMetadata / member / assignment records), so a
-coordinator failover forgets it and members join again.  A share heartbeat for a group id
-a classic or consumer group holds is GROUP_ID_NOT_FOUND, as in Kafka.
+apart in ``share_groups`` and written to ``__consumer_offsets`` as Kafka's share-group records
+(``share_group_records``), so a coordinator failover keeps their members; an empty one stays
+until DeleteGroups.  The types do not mix, as in Kafka: a share heartbeat for a group id a
+classic or consumer group holds is GROUP_ID_NOT_FOUND, and on a share group's id a JoinGroup is
+INCONSISTENT_GROUP_PROTOCOL, a ConsumerGroupHeartbeat, OffsetCommit, TxnOffsetCommit,
+OffsetFetch or OffsetDelete GROUP_ID_NOT_FOUND.
 """
 from __future__ import annotations
 
@@ -53,6 +55,16 @@ from .log_records import (
 from .offsets import OffsetStore
 from .output import Output
 from .share_group import ShareGroup
+from .share_group_records import (
+    GROUP_METADATA as SHARE_GROUP_METADATA,
+)
+from .share_group_records import (
+    SHARE_KEY_VERSIONS,
+    ShareGroupKey,
+    decode_share_key,
+    decode_share_value,
+    encode_share_record,
+)
 
 __all__ = ["GroupShard"]
 INT64_MAX = 2**63 - 1
@@ -69,7 +81,7 @@ class GroupShard:
         self._rng = rng
         self._group_configs = group_configs         # group id -> its dynamic configs (KIP-848, from the image)
         self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
-        self.share_groups: dict[str, ShareGroup] = {}   # KIP-932, in memory only (see above)
+        self.share_groups: dict[str, ShareGroup] = {}   # KIP-932 (see above)
         self.offsets = OffsetStore()
         self._next_retention_check_ms: int | None = None
         # producer id -> offsets awaiting its marker
@@ -81,6 +93,8 @@ class GroupShard:
         version = int.from_bytes(key[:2], "big", signed=True) if len(key) >= 2 else -1
         if version in CONSUMER_KEY_VERSIONS:
             return self._replay_consumer(version, key, value)
+        if version in SHARE_KEY_VERSIONS:
+            return self._replay_share(version, key, value)
         k = decode_key(key)
         if isinstance(k, OffsetKey):
             self.offsets.apply(k, decode_value(k, value))
@@ -108,8 +122,30 @@ class GroupShard:
             return
         group.replay(k, fields)
 
+    def _replay_share(self, version: int, key: bytes, value: bytes | None) -> None:
+        k = decode_share_key(version, key)
+        if k is None:
+            return
+        fields = decode_share_value(k, value)
+        if k.type == SHARE_GROUP_METADATA and fields is None:
+            self.share_groups.pop(k.group, None)
+            return
+        group = self.share_groups.get(k.group)
+        if group is None:
+            if fields is None:
+                return
+            group = self.share_groups[k.group] = self._new_share_group(k.group)
+        group.replay(k, fields)
+
+    def _new_share_group(self, group_id: str) -> ShareGroup:
+        cfg = self.group_config(group_id)
+        return ShareGroup(group_id, session_timeout_ms=cfg.share_session_timeout_ms,
+                          heartbeat_interval_ms=cfg.share_heartbeat_interval_ms, max_size=cfg.share_max_size)
+
     def loaded(self, now_ms: int) -> None:
         """Loading is over: loaded members' sessions start now."""
+        for share in self.share_groups.values():
+            share.loaded(now_ms)
         for group in self.groups.values():
             if isinstance(group, ConsumerGroup):
                 group.loaded(now_ms, self.group_config(group.group_id).consumer_session_timeout_ms)
@@ -165,6 +201,9 @@ class GroupShard:
         c = self._ctx(now_ms)
         group_id = req["GroupId"]
         group = self.groups.get(group_id)
+        if group_id in self.share_groups:
+            c.out.answer(token, classic.join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req["MemberId"]))
+            return c.out
         if isinstance(group, ConsumerGroup):
             if not group.is_empty():
                 c.out.answer(token, classic.join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req["MemberId"]))
@@ -215,6 +254,9 @@ class GroupShard:
     def consumer_heartbeat(self, req: dict[str, Any], token: object, now_ms: int, view: TopicsView) -> Output:
         """``req``: ConsumerGroupHeartbeat fields plus ``client_id``, ``client_host``."""
         c = self._ctx(now_ms, self.group_config(req["GroupId"]))
+        if req["GroupId"] in self.share_groups:
+            c.out.answer(token, _share_heartbeat_error(ErrorCode.GROUP_ID_NOT_FOUND, _not_consumer(req["GroupId"])))
+            return c.out
         c.out.answer(token, consumer.heartbeat(self.groups, req, c, view))
         return c.out
 
@@ -234,15 +276,17 @@ class GroupShard:
             c.out.answer(token, _share_heartbeat_error(ErrorCode.GROUP_ID_NOT_FOUND,
                                                        f"Group {group_id} is not a share group."))
             return c.out
-        cfg = self.config
-        group = self.share_groups.setdefault(group_id, ShareGroup(
-            group_id, session_timeout_ms=cfg.share_session_timeout_ms,
-            heartbeat_interval_ms=cfg.share_heartbeat_interval_ms, max_size=cfg.share_max_size))
+        group = self.share_groups.get(group_id)
+        created = group is None
+        if group is None:
+            group = self.share_groups[group_id] = self._new_share_group(group_id)
         beat = group.heartbeat(req["MemberId"], req["MemberEpoch"], req.get("SubscribedTopicNames"), view, now_ms,
                                rack_id=req.get("RackId"), client_id=req.get("client_id", ""),
                                client_host=req.get("client_host", ""))
-        if not group.members:
-            del self.share_groups[group_id]           # nothing of it is persisted: an empty one is gone
+        if created and not group.members:
+            del self.share_groups[group_id]           # refused before it had a member: never written
+        else:
+            c.out.records += _share_records(group.take_records(beat.member_id))
         if beat.error != ErrorCode.NONE:
             c.out.answer(token, _share_heartbeat_error(beat.error, None))
             return c.out
@@ -295,6 +339,8 @@ class GroupShard:
             "MemberId", "")
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
+        if group_id in self.share_groups:
+            return ErrorCode.GROUP_ID_NOT_FOUND         # a share group has no committed offsets (KIP-932)
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
@@ -318,6 +364,8 @@ class GroupShard:
                       require_stable: bool = False) -> dict[str, Any]:
         """One group's OffsetFetch answer (v8 shape); ``require_stable`` (KIP-447): a partition whose
         offset waits for a transaction answers UNSTABLE_OFFSET_COMMIT (the consumer retries)."""
+        if group_id in self.share_groups:
+            return {"GroupId": group_id, "Topics": [], "ErrorCode": ErrorCode.GROUP_ID_NOT_FOUND}
         answer = self.offsets.fetch(group_id, topics)
         if require_stable:
             pending = {(k.topic, k.partition) for offsets in self._txn_offsets.values() for k, _v in offsets
@@ -359,7 +407,13 @@ class GroupShard:
         results = []
         for group_id in group_ids:
             group = self.groups.get(group_id)
-            if group is None or (group.type != CONSUMER and group.state is _S.DEAD):
+            share = self.share_groups.get(group_id)
+            if share is not None:
+                code = ErrorCode.NON_EMPTY_GROUP if share.members else ErrorCode.NONE
+                if not code:
+                    c.out.records += _share_records(share.tombstones())
+                    del self.share_groups[group_id]
+            elif group is None or (group.type != CONSUMER and group.state is _S.DEAD):
                 code = ErrorCode.GROUP_ID_NOT_FOUND
             elif not _is_empty(group):
                 code = ErrorCode.NON_EMPTY_GROUP
@@ -412,10 +466,8 @@ class GroupShard:
         """The group's timeouts due at ``now_ms``: sessions, pending members, join and sync phases."""
         group, c = self.groups.get(group_id), self._ctx(now_ms)
         share = self.share_groups.get(group_id)
-        if share is not None:
-            share.expire(now_ms)
-            if not share.members:
-                del self.share_groups[group_id]       # nothing of it is persisted: an empty one is gone
+        if share is not None and share.expire(now_ms):
+            c.out.records += _share_records(share.take_records())
         if isinstance(group, ConsumerGroup):
             consumer.tick(group, c)
         elif group is not None:
@@ -468,6 +520,14 @@ class GroupShard:
             if group is not None and _is_empty(group) and not self.offsets.has_offsets(group_id):
                 self._delete_group(group, c)
         return c.out
+
+
+def _share_records(records: list[tuple[ShareGroupKey, dict[str, Any] | None]]) -> list[tuple[bytes, bytes | None]]:
+    return [encode_share_record(k, v) for k, v in records]
+
+
+def _not_consumer(group_id: str) -> str:
+    return f"Group {group_id} is not a consumer group."
 
 
 def _share_heartbeat_error(code: int, message: str | None) -> dict[str, Any]:

@@ -18,16 +18,34 @@ shows (served, not yet advertised: issue 37).
   members subscribed to it, sorted by member id; when there are more members than partitions,
   partition i % partitions goes to member i, so every member gets one and members share
   partitions.  Members joining or leaving move as few partitions as dealing allows.
+- Persisted in ``__consumer_offsets`` as Kafka's records (``share_group_records``): the group
+  epoch with a hash of the subscribed topics' metadata (KIP-1101), each member's subscription,
+  target and current assignment, the assignment epoch.  ``take_records`` gives what changed
+  since the last call (tombstones for members gone), ``replay`` rebuilds the group from them;
+  an empty group stays (state Empty) until it is deleted.  The metadata hash is tierlog's own
+  (64 bits of BLAKE2b over the topics' names, ids and partition counts), not Kafka's murmur.
 """
 from __future__ import annotations
 
+import hashlib
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
 
 from .consumer_group import TopicsView
+from .consumer_records import assignment_from_wire, assignment_to_wire
+from .share_group_records import (
+    CURRENT_ASSIGNMENT,
+    GROUP_METADATA,
+    MEMBER_METADATA,
+    STABLE,
+    TARGET_MEMBER,
+    TARGET_METADATA,
+    ShareGroupKey,
+)
 
 __all__ = ["SIMPLE_ASSIGNOR", "ShareGroup", "ShareHeartbeat", "ShareMember", "simple_assign"]
 
@@ -40,6 +58,7 @@ Assignment = dict[bytes, frozenset[int]]          # topic id -> partitions
 class ShareMember:
     member_id: str
     member_epoch: int = 0
+    previous_epoch: int = 0
     rack_id: str | None = None
     client_id: str = ""
     client_host: str = ""
@@ -85,7 +104,9 @@ class ShareGroup:
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
-    _topics_seen: tuple[tuple[str, bytes, int], ...] = ()     # the subscribed topics' (name, id, partitions) the target is of
+    metadata_hash: int = 0          # of the subscribed topics' (name, id, partitions) the target is of
+    _written: dict[ShareGroupKey, dict[str, Any]] = field(default_factory=dict)   # the records last taken
+    _written_epochs: tuple[int, int] = (-1, -1)
 
     @property
     def state(self) -> str:
@@ -123,6 +144,8 @@ class ShareGroup:
         self._reassign(topics)
         target = self.target.get(member.member_id, {})
         changed = target != member.assigned or member_epoch == JOIN
+        if member.member_epoch != self.assignment_epoch:
+            member.previous_epoch = member.member_epoch
         member.assigned, member.member_epoch = target, self.assignment_epoch
         return ShareHeartbeat(ErrorCode.NONE, member.member_id, member.member_epoch, target if changed else None)
 
@@ -135,9 +158,10 @@ class ShareGroup:
     def _reassign(self, topics: TopicsView) -> None:
         """A new target at the group epoch when the members, subscriptions or topics changed."""
         names = sorted({n for m in self.members.values() for n in m.topic_names})
-        seen = tuple((n, *topics.topics[n]) for n in names if n in topics.topics)
-        if seen != self._topics_seen:
-            self._topics_seen = seen
+        seen = repr(tuple((n, *topics.topics[n]) for n in names if n in topics.topics)).encode()
+        metadata_hash = int.from_bytes(hashlib.blake2b(seen, digest_size=8).digest(), "big", signed=True)
+        if metadata_hash != self.metadata_hash:
+            self.metadata_hash = metadata_hash
             if self.assignment_epoch == self.group_epoch:
                 self.group_epoch += 1            # a subscribed topic was created, deleted or grown
         if self.assignment_epoch != self.group_epoch:
@@ -168,3 +192,88 @@ class ShareGroup:
                              "SubscribedTopicNames": list(m.topic_names),
                              "Assignment": {"TopicPartitions": partitions(m.assigned)}}
                             for m in sorted(self.members.values(), key=lambda m: m.member_id)]}
+
+    # -- persistence (__consumer_offsets) ----------------------------------------------------------
+    def _records(self, members: list[str]) -> Iterator[tuple[ShareGroupKey, dict[str, Any]]]:
+        """The group's records as they are now: its own, then those of ``members``."""
+        g = self.group_id
+        yield ShareGroupKey(GROUP_METADATA, g), {"Epoch": self.group_epoch, "MetadataHash": self.metadata_hash}
+        yield ShareGroupKey(TARGET_METADATA, g), {"AssignmentEpoch": self.assignment_epoch}
+        for member_id in members:
+            m = self.members.get(member_id)
+            if m is None:
+                continue
+            yield ShareGroupKey(MEMBER_METADATA, g, member_id), {
+                "RackId": m.rack_id, "ClientId": m.client_id, "ClientHost": m.client_host,
+                "SubscribedTopicNames": list(m.topic_names)}
+            yield ShareGroupKey(TARGET_MEMBER, g, member_id), {
+                "TopicPartitions": assignment_to_wire(self.target.get(member_id, {}))}
+            yield ShareGroupKey(CURRENT_ASSIGNMENT, g, member_id), {
+                "MemberEpoch": m.member_epoch, "PreviousMemberEpoch": m.previous_epoch, "State": STABLE,
+                "AssignedPartitions": assignment_to_wire(m.assigned)}
+
+    def take_records(self, member_id: str | None = None) -> list[tuple[ShareGroupKey, dict[str, Any] | None]]:
+        """The records of what changed since the last call (None values: tombstones).  When the
+        epochs did not move only ``member_id``'s records can have changed; else all are compared."""
+        epochs = (self.group_epoch, self.assignment_epoch)
+        whole = epochs != self._written_epochs or member_id is None
+        self._written_epochs = epochs
+        members = list(self.members) if whole else [member_id] if member_id else []
+        now = dict(self._records(members))
+        gone = [k for k in self._written if k.member is not None and k.member not in self.members] if whole else []
+        out: list[tuple[ShareGroupKey, dict[str, Any] | None]] = [
+            (k, None) for k in sorted(gone, key=lambda k: -k.type)]       # current assignment first, as Kafka
+        for k in gone:
+            del self._written[k]
+        for k, v in sorted(now.items(), key=lambda kv: _ORDER[kv[0].type]):
+            if self._written.get(k) != v:
+                self._written[k] = v
+                out.append((k, v))
+        return out
+
+    def tombstones(self) -> list[tuple[ShareGroupKey, dict[str, Any] | None]]:
+        """Every record of the group as a tombstone (the group is deleted): members' first."""
+        keys = sorted(self._written, key=lambda k: (k.member is None, -k.type))
+        self._written.clear()
+        return [(k, None) for k in keys]
+
+    def replay(self, key: ShareGroupKey, value: dict[str, Any] | None) -> None:
+        """One record of the group (load); a group-metadata tombstone is the shard's to handle."""
+        if value is None:
+            self._written.pop(key, None)
+        else:
+            self._written[key] = value
+        if key.type == GROUP_METADATA and value is not None:
+            self.group_epoch, self.metadata_hash = value["Epoch"], value["MetadataHash"]
+        elif key.type == TARGET_METADATA and value is not None:
+            self.assignment_epoch = value["AssignmentEpoch"]
+        elif key.member is not None:
+            self._replay_member(key.type, key.member, value)
+        self._written_epochs = (self.group_epoch, self.assignment_epoch)
+
+    def _replay_member(self, kind: int, member_id: str, value: dict[str, Any] | None) -> None:
+        if kind == TARGET_MEMBER:
+            if value is None:
+                self.target.pop(member_id, None)
+            else:
+                self.target[member_id] = assignment_from_wire(value["TopicPartitions"])
+            return
+        if value is None:
+            if kind == MEMBER_METADATA:
+                self.members.pop(member_id, None)
+            return
+        m = self.members.setdefault(member_id, ShareMember(member_id))
+        if kind == MEMBER_METADATA:
+            m.rack_id, m.client_id, m.client_host = value["RackId"], value["ClientId"], value["ClientHost"]
+            m.topic_names = tuple(sorted(value["SubscribedTopicNames"]))
+        elif kind == CURRENT_ASSIGNMENT:
+            m.member_epoch, m.previous_epoch = value["MemberEpoch"], value["PreviousMemberEpoch"]
+            m.assigned = assignment_from_wire(value["AssignedPartitions"])
+
+    def loaded(self, now_ms: int) -> None:
+        """Loading is over: the loaded members' sessions start now."""
+        for m in self.members.values():
+            m.session_deadline_ms = now_ms + self.session_timeout_ms
+
+
+_ORDER = {MEMBER_METADATA: 0, GROUP_METADATA: 1, TARGET_MEMBER: 2, TARGET_METADATA: 3, CURRENT_ASSIGNMENT: 4}

@@ -1,4 +1,4 @@
-"""The group coordinator's timer of a share group (KIP-932, held by the shard in memory): each
+"""The group coordinator's timer of a share group (KIP-932): each
 member that stops heartbeating is removed at its group.share.session.timeout.ms deadline, one
 after another, without any other request re-arming the timer in between."""
 import asyncio
@@ -20,7 +20,15 @@ POLL_S = 10
 
 
 class Replicas:
-    """Share membership writes nothing; the coordinator only loads the (empty) partition."""
+    """Appends the share group's records to the leader's log (an ISR of the leader alone, min.insync.replicas
+    1, so each append is committed at once)."""
+
+    def append_records(self, part, records, origin, required_acks, timeout_ms):
+        waiter = asyncio.get_running_loop().create_future()
+        outcome = part.append_as_leader(records, origin, required_acks, NOW, waiter, timeout_ms)
+        if outcome.appended and not waiter.done():
+            waiter.set_result(E.NONE)
+        return outcome, waiter if outcome.appended else None
 
 
 def _heartbeat(coordinator, member: str, topics):
@@ -58,7 +66,7 @@ def test_share_members_expire_one_after_another(tmp_path):
             assert (await _heartbeat(coordinator, "c", None))["ErrorCode"] == E.INVALID_REQUEST   # arms at once
             await _until(lambda: list(shard.share_groups["s"].members) == ["b"])
             clock[0] = NOW + 1000 + SESSION_MS      # b's deadline: its timer was armed when a expired
-            await _until(lambda: "s" not in shard.share_groups)
+            await _until(lambda: not shard.share_groups["s"].members)       # an empty share group stays
         finally:
             await coordinator.close()
     asyncio.run(main())
