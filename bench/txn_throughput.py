@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +48,7 @@ sys.path.insert(0, str(HERE))
 import workload  # before spark_read, which takes bench/ off sys.path
 from confluent_kafka import Producer
 from machine import facts as machine_facts
+from profile import py_spy
 from prometheus_client.parser import text_string_to_metric_families
 from replication import Cluster
 from run import proc_cpu_s
@@ -62,9 +65,11 @@ CLIENT = {"linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.kbytes":
 class Phases:
     """Each phase on a topic of its own: ``<name>-<n>``."""
 
-    def __init__(self, bootstrap: str, partitions: int, broker_pids: list[int], metrics: list[str]):
+    def __init__(self, bootstrap: str, partitions: int, broker_pids: list[int], metrics: list[str],
+                 profile: str | None = None):
         self.bootstrap, self.partitions, self.count = bootstrap, partitions, 0
         self.broker_pids, self.metrics = broker_pids, metrics
+        self.profile = profile      # a results file stem: py-spy on every broker in the transactional phases
         self.value = os.urandom(RECORD)
 
     def topic(self, name: str) -> str:
@@ -91,13 +96,28 @@ class Phases:
                    for i in range(producers)]
         for p in clients:
             p.init_transactions(60)
+        spies = self._sample(topic) if records is not None else []
         t, cpu, requests = time.perf_counter(), self.broker_cpu_s(), self.requests()
         share = None if records is None else records // producers
         commits = side_by_side([lambda p=p: self._commit_loop(p, topic, per_txn, t, seconds, share)
                                 for p in clients])
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(120)
         return rates(time.perf_counter() - t, sum(commits) * per_txn, commits=sum(commits), per_txn=per_txn,
                      producers=producers, broker_cpu_s=self.broker_cpu_s() - cpu,
                      requests=dict(self.requests() - requests))
+
+    def _sample(self, topic: str) -> list[subprocess.Popen]:
+        """``--profile``: py-spy (--nonblocking: the brokers never paused) on each broker, one folded file each (idle threads left out)."""
+        if self.profile is None:
+            return []
+        spies = [subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--nonblocking", "--format", "raw",
+                                   "--rate", "200", "-o", str(HERE / "results" / f"{self.profile}-{topic}-b{i}.folded")],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for i, pid in enumerate(self.broker_pids)]
+        time.sleep(1.0)
+        return spies
 
     def _commit_loop(self, p: Producer, topic: str, per_txn: int, t: float, seconds: float | None,
                      records: int | None) -> int:
@@ -166,6 +186,8 @@ def main() -> int:
     ap.add_argument("--producers", type=int, default=8, help="the MiB/s phases also with this many producers")
     ap.add_argument("--quick", action="store_true", help="5 s phases, 20,000 records, no repeat")
     ap.add_argument("--focus", action="store_true", help="only the MiB/s phases with --producers producers")
+    ap.add_argument("--profile", metavar="STEM", help="py-spy each broker in the transactional MiB/s phases: "
+                                                       "results/STEM-<topic>-b<i>.folded")
     args = ap.parse_args()
     if args.quick:
         args.seconds, args.repeat = 5, 1
@@ -177,7 +199,7 @@ def main() -> int:
         try:
             brokers = [n for n in cluster.nodes.values() if "broker" in n["roles"]]
             phases = Phases(cluster.bootstrap, args.partitions, [n["pid"] for n in brokers],
-                            [n["metrics"] for n in brokers])
+                            [n["metrics"] for n in brokers], args.profile)
             phases.transactional(10, seconds=2)          # warm-up: __transaction_state, connections
             for per_txn in () if args.focus else PER_TXN:
                 out["commits"].append(phases.transactional(per_txn, seconds=args.seconds))

@@ -9,7 +9,10 @@ step), never to the size a peer declares before sending it.  Frames queue up to
 task per connection begins requests strictly in order, as Kafka does, and
 answers go out in request order; a handler may let the next request begin
 before it answers (``net.pipelining``: an acks=all Produce once appended), its
-answer then waits in line (at most ``queued_max_requests`` of them).
+answer then waits in line (at most ``queued_max_requests`` of them).  While the
+worker idles, the frames of a read are begun in the read's callback: answers
+given at once leave in one write per read, no task switch per request; the first
+awaitable, throttled answer or full write buffer hands the rest to the worker.
 
 Bounds (``Limits``; what happens at each):
 
@@ -151,6 +154,9 @@ class _Connection(asyncio.BufferedProtocol):
         self._handle: Callable[..., Any] = server.session(server.handler) if server.session else server.handler
         self._unmuted = asyncio.Event()         # clear while throttled (KIP-219)
         self._unmuted.set()
+        self._idle = False                      # the worker waits for frames: a read may begin them itself
+        self._handoff: tuple[Any, int] | None = None    # a request begun in a read that awaits: the worker's next
+        self._failed: BaseException | None = None       # what a handler begun in a read raised: the worker ends
 
     # -- asyncio protocol callbacks -------------------------------------------------
     def connection_made(self, transport):
@@ -245,6 +251,8 @@ class _Connection(asyncio.BufferedProtocol):
             self._rlen += nbytes
             self._parse_frames()
         self._server.received(self, self._frame is not None or self._rlen > 0)
+        if self._idle and self._queue:
+            self._begin_in_read()
         if self._pool.exhausted and not self._closed and not self._may_read_on():
             self._wait_for_memory()
 
@@ -365,37 +373,78 @@ class _Connection(asyncio.BufferedProtocol):
 
     # -- the worker: requests begin in order, answers go out in order ------------------
     async def _run(self):
-        handle = self._handle
         try:
             while not self._closed:
+                if self._failed is not None:
+                    raise self._failed
+                if self._handoff is not None:
+                    result, nbytes = self._handoff
+                    self._handoff = None
+                    await self._answer_in_turn(result, nbytes)
+                    continue
                 if not self._queue:
                     self._wake.clear()
+                    self._idle = True
                     await self._wake.wait()
+                    self._idle = False
                     continue
                 await self._room_to_begin()
                 if not self._unmuted.is_set():
                     await self._unmuted.wait()
                 if self._closed:
                     break
-                frame, received_ns = self._queue.popleft()
-                if len(self._queue) < self._limits.queued_max_requests // 2 + 1:
-                    self._resume(_QUEUE)
-                self._server.request_started(self)
-                nbytes = len(frame)
-                try:
-                    result = handle(frame, self.client_host, received_ns)
-                finally:
-                    del frame
-                if result is not None and not isinstance(result, list):
-                    result = await self._until_released(result, nbytes)
-                else:
-                    self._release(nbytes)
-                if self._answers or isinstance(result, asyncio.Task):
-                    self._answer_later(result)
-                else:
-                    await self._answer(result)
+                result, nbytes = self._begin()
+                await self._answer_in_turn(result, nbytes)
         except BaseException as e:       # noqa: BLE001 - CloseConnection, cancellation or a bug: see _ended
             await self._ended(e)
+
+    def _begin(self) -> tuple[Any, int]:
+        """Hand the first queued frame to the handler: (what it returned, the frame's bytes)."""
+        frame, received_ns = self._queue.popleft()
+        if len(self._queue) < self._limits.queued_max_requests // 2 + 1:
+            self._resume(_QUEUE)
+        self._server.request_started(self)
+        nbytes = len(frame)
+        try:
+            return self._handle(frame, self.client_host, received_ns), nbytes
+        finally:
+            del frame
+
+    async def _answer_in_turn(self, result, nbytes: int) -> None:
+        if result is not None and not isinstance(result, list):
+            result = await self._until_released(result, nbytes)
+        else:
+            self._release(nbytes)
+        if self._answers or isinstance(result, asyncio.Task):
+            self._answer_later(result)
+        else:
+            await self._answer(result)
+
+    def _begin_in_read(self) -> None:
+        """The frames of a read, begun in the read's callback while the worker is idle: the answers of
+        handlers that answer at once go out in one write, with no task switch per request.  The first
+        handler that returns an awaitable, a throttled answer or a full write buffer hands the rest to
+        the worker, which then goes on in order as it would have."""
+        out: list = []
+        try:
+            while self._queue and not self._closed and self._unmuted.is_set() and self._can_write.is_set():
+                result, nbytes = self._begin()
+                if result is not None and not isinstance(result, list):
+                    self._handoff = (result, nbytes)
+                    break
+                self._release(nbytes)
+                if result is not None:
+                    self._put(out, result)
+                    if type(result) is Throttled:
+                        self._flush(out)
+                        self._mute(result.throttle_ms)
+                self._server.request_done(self)
+        except BaseException as e:       # noqa: BLE001 - as in _run: the worker ends the connection
+            self._failed = e
+        self._flush(out)
+        if self._handoff is not None or self._failed is not None or self._queue:
+            self._idle = False
+            self._wake.set()
 
     async def _until_released(self, awaitable, nbytes: int):
         """Run a handler's awaitable until it answers (its parts) or releases the connection
@@ -473,25 +522,36 @@ class _Connection(asyncio.BufferedProtocol):
             raise e
 
     async def _send(self, parts: list):
+        out: list = []
+        self._put(out, parts)
+        self._flush(out)
+        if not self._can_write.is_set():
+            await self._can_write.wait()
+
+    def _put(self, out: list, parts: list) -> None:
+        """Add one answer (its size, then its parts) to ``out``, the bytes of a write to come; a large
+        file region is sent at once (after what ``out`` held), from the page cache when it may."""
         transport = self.transport
         assert transport is not None, "answers are sent once connected"
-        size = sum(len(p) for p in parts)
-        out: list[bytes | bytearray | memoryview] = [size.to_bytes(4, "big")]
+        out.append(sum(len(p) for p in parts).to_bytes(4, "big"))
         for p in parts:
             if isinstance(p, (bytes, bytearray, memoryview)):
                 out.append(p)
                 continue
             if self._zero_copy and len(p) >= SENDFILE_MIN_BYTES:
-                transport.writelines(out)
-                out = []
+                self._flush(out)
                 if transport.get_write_buffer_size() == 0:
                     self._sendfile(p)
                     continue
             out.append(p.read())
+
+    def _flush(self, out: list) -> None:
+        """One write of what ``out`` holds, emptied."""
         if out:
+            transport = self.transport
+            assert transport is not None, "answers are sent once connected"
             transport.writelines(out)
-        if not self._can_write.is_set():
-            await self._can_write.wait()
+            out.clear()
 
     def _sendfile(self, region):
         """Send a file region from the page cache; only called while the transport's buffer is empty,

@@ -31,6 +31,8 @@ transactional request also WRITE on its transactional id, else TRANSACTIONAL_ID_
 from __future__ import annotations
 
 import asyncio
+import inspect
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, NamedTuple
 
 from tierlog.net.pipelining import release_connection
@@ -66,7 +68,10 @@ class _Append(NamedTuple):
     resp: PartitionProduceResponse        # filled in place, answered in request order
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: ProduceRequest) -> ProduceResponse | None:
+def handle(broker: HandlerContext, header: RequestHeader,
+           request: ProduceRequest) -> ProduceResponse | None | Awaitable[ProduceResponse | None]:
+    """The answer, at once when nothing waits (no verification, no catch-up, acks 0 or 1: no task
+    per request), else an awaitable of it."""
     acks, timeout_ms = request["Acks"], request.get("TimeoutMs", 30000)
     hints = LeaderHints(broker, header.listener)
     txn_id = request.get("TransactionalId")
@@ -84,31 +89,67 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: Produce
                 parts.append(resp)
                 appends.append(_Append(name, p["Index"], p["Records"] or _NO_RECORDS, resp))
         topics.append({"Name": name, "PartitionResponses": parts})
-    refused = await broker.txn_verifier.verify(txn_id, appends, header.api_version) if txn_id else {}   # KIP-890
-    waits: list[tuple[str, PartitionProduceResponse, asyncio.Future]] = []
-    if acks not in (-1, 0, 1):
-        for a in appends:
-            txn_error = refused.get((a.topic, a.partition)) if refused else None
-            _refuse(a, txn_error or ErrorCode.INVALID_REQUIRED_ACKS,
-                    NOT_IN_TXN if txn_error else f"acks={acks} is not one of -1, 0, 1", hints)
-    else:
-        stale = _append_all(broker, appends, refused, acks, timeout_ms, waits, hints, may_retry=True)
+    produce = _Produce(broker, header.api_version, txn_id, acks, timeout_ms, hints,
+                       None if acks == 0 else {"Responses": topics, "ThrottleTimeMs": 0, "NodeEndpoints": []})
+    if txn_id:
+        return produce.verified(appends)
+    return produce.append(appends, {})
+
+
+class _Produce:
+    """One request's appends after its partitions became ``_Append``s: at once, or (verification,
+    catch-up, acks=all) through the coroutines that wait."""
+
+    def __init__(self, broker: HandlerContext, version: int, txn_id: str | None, acks: int, timeout_ms: int,
+                 hints: LeaderHints, answer: ProduceResponse | None):
+        self.broker, self.version, self.txn_id, self.acks, self.timeout_ms = broker, version, txn_id, acks, timeout_ms
+        self.hints, self.answer = hints, answer
+        self.waits: list[tuple[str, PartitionProduceResponse, asyncio.Future]] = []
+
+    async def verified(self, appends: list[_Append]) -> ProduceResponse | None:
+        assert self.txn_id
+        broker = self.broker
+        refused = await broker.txn_verifier.verify(self.txn_id, appends, self.version)   # KIP-890
+        answer = self.append(appends, refused)
+        return await answer if inspect.isawaitable(answer) else answer
+
+    def append(self, appends: list[_Append], refused: dict) -> ProduceResponse | None | Awaitable[ProduceResponse | None]:
+        if self.acks not in (-1, 0, 1):
+            for a in appends:
+                txn_error = refused.get((a.topic, a.partition)) if refused else None
+                _refuse(a, txn_error or ErrorCode.INVALID_REQUIRED_ACKS,
+                        NOT_IN_TXN if txn_error else f"acks={self.acks} is not one of -1, 0, 1", self.hints)
+            return self._answered()
+        stale = _append_all(self.broker, appends, refused, self.acks, self.timeout_ms, self.waits, self.hints,
+                            may_retry=True)
         if stale:               # refused for what this broker may not know yet: catch up, then once more
-            await catch_up_once(broker)
-            if txn_id:          # the partitions it only now leads are verified too (KIP-890)
-                refused = await broker.txn_verifier.verify(txn_id, stale, header.api_version)
-            _append_all(broker, stale, refused, acks, timeout_ms, waits, hints, may_retry=False)
-    if waits:
-        release_connection()        # appended in request order; the wait for followers need not hold the connection
+            return self._after_catch_up(stale)
+        return self._replicated() if self.waits else self._answered()
+
+    async def _after_catch_up(self, stale: list[_Append]) -> ProduceResponse | None:
+        broker = self.broker
+        await catch_up_once(broker)
+        refused = {}
+        if self.txn_id:         # the partitions it only now leads are verified too (KIP-890)
+            refused = await broker.txn_verifier.verify(self.txn_id, stale, self.version)
+        _append_all(self.broker, stale, refused, self.acks, self.timeout_ms, self.waits, self.hints, may_retry=False)
+        return await self._replicated() if self.waits else self._answered()
+
+    async def _replicated(self) -> ProduceResponse | None:
+        release_connection()    # appended in request order; the wait for followers need not hold the connection
+        waits = self.waits
         errors = [await waits[0][2]] if len(waits) == 1 else await asyncio.gather(*(fut for _, _, fut in waits))
         for (topic, resp, _), error in zip(waits, errors):
             if error:
                 resp["ErrorCode"] = error
                 if error in HINTED_ERRORS:
-                    resp["CurrentLeader"] = hints.current_leader(topic, resp["Index"])
-    if acks == 0:
-        return None
-    return {"Responses": topics, "ThrottleTimeMs": 0, "NodeEndpoints": hints.node_endpoints()}
+                    resp["CurrentLeader"] = self.hints.current_leader(topic, resp["Index"])
+        return self._answered()
+
+    def _answered(self) -> ProduceResponse | None:
+        if self.answer is not None:
+            self.answer["NodeEndpoints"] = self.hints.node_endpoints()     # KIP-951: the leaders named above
+        return self.answer
 
 
 def _response(index: int, code: ErrorCode = ErrorCode.NONE) -> PartitionProduceResponse:

@@ -1,0 +1,110 @@
+"""Frames of one read are begun in the read's callback while the worker idles: the answers of
+handlers that answer at once leave in one write, and the first awaitable, throttled answer or
+failure hands the rest to the worker, in order."""
+import asyncio
+
+from tierlog.net import server as server_module
+from tierlog.net.connection_quotas import ConnectionQuotas
+from tierlog.net.memory_pool import MemoryPool
+from tierlog.net.server import CloseConnection, Limits, Server, Throttled, bind
+
+
+def _frame(body: bytes) -> bytes:
+    return len(body).to_bytes(4, "big") + body
+
+
+async def _answers(reader, n: int) -> list[bytes]:
+    out = []
+    for _ in range(n):
+        size = int.from_bytes(await reader.readexactly(4), "big")
+        out.append(await reader.readexactly(size))
+    return out
+
+
+async def _exchange(handler, frames: list[bytes], n_answers: int, on_server=None) -> tuple[list[bytes], bool]:
+    """Send ``frames`` in one write; (the answers, whether the server closed the connection after them)."""
+    server = Server(handler, Limits(1 << 20, 16, ConnectionQuotas(8, 8), MemoryPool(1 << 22)))
+    port = await server.serve(bind("127.0.0.1", 0))
+    if on_server is not None:
+        on_server(server)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"".join(_frame(f) for f in frames))
+    answers = await asyncio.wait_for(_answers(reader, n_answers), 10)
+    closed = await asyncio.wait_for(reader.read(1), 0.5) == b"" if n_answers < len(frames) else False
+    writer.close()
+    await server.stop()
+    return answers, closed
+
+
+def _count_writes(server: Server, writes: list[int]) -> None:
+    """Count the writes each connection makes (wrapping its transport once it exists)."""
+    real_opened = server.opened
+
+    def opened(conn):
+        real_opened(conn)
+        real = conn.transport.writelines
+
+        def writelines(data):
+            writes.append(len(data))
+            real(data)
+        conn.transport.writelines = writelines
+    server.opened = opened
+
+
+def test_answers_given_at_once_leave_in_request_order_in_one_write():
+    writes: list[int] = []
+    frames = [f"r{i}".encode() for i in range(6)]
+    answers, _ = asyncio.run(_exchange(lambda f, *_: [b"re:" + bytes(f)], frames, 6,
+                                       lambda s: _count_writes(s, writes)))
+    assert answers == [b"re:" + f for f in frames]
+    assert writes == [12]        # one write: a size and a part per answer
+
+
+def test_an_awaitable_hands_the_rest_to_the_worker_in_order():
+    began = []
+
+    def handler(frame, *_):
+        name = bytes(frame)
+        began.append(name)
+        if name.startswith(b"wait"):
+            async def later():
+                await asyncio.sleep(0.01)
+                return [b"re:" + name]
+            return later()
+        return [b"re:" + name]
+
+    frames = [b"a", b"wait1", b"b", b"wait2", b"c"]
+    answers, _ = asyncio.run(_exchange(handler, frames, 5))
+    assert answers == [b"re:" + f for f in frames]
+    assert began == frames
+
+
+def test_a_handler_that_closes_ends_the_connection_after_the_answers_before_it():
+    def handler(frame, *_):
+        if bytes(frame) == b"bad":
+            raise CloseConnection("a protocol violation")
+        return [b"re:" + bytes(frame)]
+
+    answers, closed = asyncio.run(_exchange(handler, [b"a", b"b", b"bad", b"never"], 2))
+    assert answers == [b"re:a", b"re:b"]
+    assert closed
+
+
+def test_a_throttled_answer_mutes_the_connection_before_the_next_request_begins(monkeypatch):
+    seen: list[bytes] = []
+    unmute = server_module._Connection._unmute
+
+    def unmuted(conn):
+        seen.append(b"<unmuted>")
+        unmute(conn)
+    monkeypatch.setattr(server_module._Connection, "_unmute", unmuted)
+
+    def handler(frame, *_):
+        seen.append(bytes(frame))
+        if bytes(frame) == b"over":
+            return Throttled([b"re:over"], 50)
+        return [b"re:" + bytes(frame)]
+
+    answers, _ = asyncio.run(_exchange(handler, [b"a", b"over", b"after"], 3))
+    assert answers == [b"re:a", b"re:over", b"re:after"]
+    assert seen == [b"a", b"over", b"<unmuted>", b"after"]
