@@ -26,8 +26,9 @@ def _discover() -> dict:
 
 REGISTRY = _discover()
 
-SHARE_APIS = frozenset({76, 77, 78, 79})    # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
-SHARE_APIS_ADVERTISED = False               # the one switch: on when the four serve end to end
+SHARE_APIS = frozenset({76, 77, 78, 79,      # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
+                        83, 84, 85, 86, 87})  # and the share coordinator's, between brokers (InitializeShareGroupState...)
+SHARE_APIS_ADVERTISED = False              # the one switch: on when the four serve end to end
 
 
 def advertised(registry: dict) -> dict:
