@@ -218,10 +218,11 @@ def test_static_members_expire_by_session_timeout_and_bad_session_timeouts_are_r
 
 # -- KIP-848 group configs ---------------------------------------------------------------------
 
-def group_configs(node, group: str) -> dict:
+def group_configs(node, group: str, prefix: str = "consumer.") -> dict:
+    """The group's configs whose names start with ``prefix`` (the consumer protocol's by default)."""
     res = ConfigResource(ResourceType.GROUP, group)
     entries = admin(node).describe_configs([res])[res].result(timeout=30)
-    return {name: (e.value, e.source) for name, e in entries.items()}
+    return {name: (e.value, e.source) for name, e in entries.items() if name.startswith(prefix)}
 
 
 def alter_group(node, group: str, **values) -> None:

@@ -6,6 +6,15 @@ from __future__ import annotations
 import pytest
 from clients import create_topic
 from cluster import FAST_REPLICATION, request, wait_for
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    ResourceType,
+)
 from test_consumer_group_faults import coordinator_of
 
 from tierlog.protocol.api import ApiKey
@@ -109,3 +118,39 @@ def test_share_members_survive_a_coordinator_kill_and_the_types_do_not_mix(clust
     desc = share_describe(cluster.broker(node).port, "sg2")
     assert sorted(m["MemberId"] for m in desc["Members"]) == ["member-a", "member-b"]
     assert desc["GroupEpoch"] == a["MemberEpoch"]
+
+
+def alter_group(admin: AdminClient, group: str, values: dict[str, str]) -> None:
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in values.items()])
+    admin.incremental_alter_configs([res])[res].result(timeout=30)
+
+
+def test_share_group_configs_are_described_altered_and_used(cluster):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    res = ConfigResource(ResourceType.GROUP, "sg3")
+
+    def described() -> dict:
+        entries = admin.describe_configs([res])[res].result(timeout=30)
+        return {n: (e.value, e.source) for n, e in entries.items() if n.startswith(("share.", "errors."))}
+    default = ConfigSource.DEFAULT_CONFIG.value
+    assert described() == {"share.session.timeout.ms": ("6000", default), "share.heartbeat.interval.ms": ("500", default),
+                           "share.record.lock.duration.ms": ("30000", default),
+                           "share.delivery.count.limit": ("5", default), "share.auto.offset.reset": ("latest", default),
+                           "share.isolation.level": ("read_uncommitted", default),
+                           "errors.deadletterqueue.topic.name": ("", default)}
+    for bad in ({"share.isolation.level": "dirty"}, {"share.auto.offset.reset": "none"},
+                {"share.delivery.count.limit": "1"}, {"share.heartbeat.interval.ms": "7000"}):
+        with pytest.raises(KafkaException) as raised:
+            alter_group(admin, "sg3", bad)
+        assert raised.value.args[0].code() == KafkaError.INVALID_CONFIG, (bad, raised.value)
+    alter_group(admin, "sg3", {"share.heartbeat.interval.ms": "1000", "share.auto.offset.reset": "earliest",
+                               "share.isolation.level": "read_committed", "share.delivery.count.limit": "3",
+                               "errors.deadletterqueue.topic.name": "dlq.sg3"})
+    mine = ConfigSource.GROUP_CONFIG.value
+    got = described()
+    assert got["share.auto.offset.reset"] == ("earliest", mine) and got["share.heartbeat.interval.ms"] == ("1000", mine)
+    assert got["errors.deadletterqueue.topic.name"] == ("dlq.sg3", mine)
+    create_topic(cluster.bootstrap, "sc", 1)
+    _, joined = share_join(cluster, "sg3", "member-a", ["sc"])
+    assert joined["ErrorCode"] == 0 and joined["HeartbeatIntervalMs"] == 1000

@@ -6,13 +6,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tierlog.metadata.group_rules import (
+    GROUP_CONFIG_BROKER_KEYS,
     HEARTBEAT_INTERVAL,
     SESSION_TIMEOUT,
+    SHARE_HEARTBEAT_INTERVAL,
+    SHARE_SESSION_TIMEOUT,
     broker_default_key,
+    broker_group_settings,
     effective_group_configs,
 )
 
@@ -50,6 +54,8 @@ class GroupConfig:
     share_heartbeat_interval_ms: int = 5000         # group.share.heartbeat.interval.ms
     share_session_timeout_ms: int = 45000           # group.share.session.timeout.ms
     share_max_size: int = 200                       # group.share.max.size
+    # the node's defaults and bounds of every group config (metadata.group_rules)
+    rule_settings: Mapping[str, int] = field(default_factory=lambda: broker_group_settings({}))
 
     @classmethod
     def from_node_config(cls, cfg: NodeSettings) -> GroupConfig:
@@ -72,20 +78,27 @@ class GroupConfig:
             share_heartbeat_interval_ms=_within(cfg, "group.share.heartbeat.interval.ms"),
             share_session_timeout_ms=_within(cfg, "group.share.session.timeout.ms"),
             share_max_size=cfg["group.share.max.size"],
+            rule_settings={key: cfg[key] for key in GROUP_CONFIG_BROKER_KEYS},
         )
 
     def for_group(self, overrides: Mapping[str, str]) -> GroupConfig:
         """These settings with a group's dynamic configs (KIP-848 ``consumer.session.timeout.ms``,
-        ``consumer.heartbeat.interval.ms``; ``metadata.group_rules``) in place of the broker's."""
+        ``consumer.heartbeat.interval.ms``, KIP-932 ``share.session.timeout.ms``,
+        ``share.heartbeat.interval.ms``; ``metadata.group_rules``) in place of the broker's."""
         if not overrides:
             return self
         values = effective_group_configs(overrides, self._group_settings())
         return replace(self, consumer_session_timeout_ms=values[SESSION_TIMEOUT],
-                       consumer_heartbeat_interval_ms=values[HEARTBEAT_INTERVAL])
+                       consumer_heartbeat_interval_ms=values[HEARTBEAT_INTERVAL],
+                       share_session_timeout_ms=values[SHARE_SESSION_TIMEOUT],
+                       share_heartbeat_interval_ms=values[SHARE_HEARTBEAT_INTERVAL])
 
     def _group_settings(self) -> dict[str, int]:
         k = broker_default_key
-        return {k(HEARTBEAT_INTERVAL): self.consumer_heartbeat_interval_ms,
+        return {**self.rule_settings,
+                k(SHARE_HEARTBEAT_INTERVAL): self.share_heartbeat_interval_ms,
+                k(SHARE_SESSION_TIMEOUT): self.share_session_timeout_ms,
+                k(HEARTBEAT_INTERVAL): self.consumer_heartbeat_interval_ms,
                 k(HEARTBEAT_INTERVAL, "min"): self.consumer_min_heartbeat_interval_ms,
                 k(HEARTBEAT_INTERVAL, "max"): self.consumer_max_heartbeat_interval_ms,
                 k(SESSION_TIMEOUT): self.consumer_session_timeout_ms,

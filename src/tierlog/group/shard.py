@@ -280,6 +280,8 @@ class GroupShard:
         created = group is None
         if group is None:
             group = self.share_groups[group_id] = self._new_share_group(group_id)
+        cfg = self.group_config(group_id)           # the group's share.* configs may have changed
+        group.session_timeout_ms, group.heartbeat_interval_ms = cfg.share_session_timeout_ms, cfg.share_heartbeat_interval_ms
         beat = group.heartbeat(req["MemberId"], req["MemberEpoch"], req.get("SubscribedTopicNames"), view, now_ms,
                                rack_id=req.get("RackId"), client_id=req.get("client_id", ""),
                                client_host=req.get("client_host", ""))

@@ -168,3 +168,12 @@ def test_delete_refuses_a_group_with_members_and_tombstones_an_empty_one():
     assert out.answers[0][1]["Results"] == [{"GroupId": "s", "ErrorCode": 0}] and "s" not in s.share_groups
     assert all(v is None for _k, v in out.records) and int.from_bytes(out.records[-1][0][:2], "big") in (11, 12)
     assert _reloaded(s).share_groups == {}
+
+
+def test_the_groups_share_configs_replace_the_nodes():
+    configs = {"s": {"share.session.timeout.ms": "50000", "share.heartbeat.interval.ms": "6000"}}
+    s = GroupShard(0, GroupConfig(), random.Random(1), lambda group_id: configs.get(group_id, {}))
+    s.log = []
+    assert _hb(s, "a", 0)["HeartbeatIntervalMs"] == 6000 and s.next_deadline_ms("s") == 50000
+    configs["s"] = {}                                 # deleted: the node's again at the next heartbeat
+    assert _hb(s, "a", 1, topics=None, now=10)["HeartbeatIntervalMs"] == 5000 and s.next_deadline_ms("s") == 45010

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from tierlog.config import BROKER_CONFIGS, PLUGIN_PREFIXES
 from tierlog.metadata.client_metrics_rules import CLIENT_METRICS_CONFIGS
 from tierlog.metadata.group_rules import (
-    GROUP_CONFIG_NAMES,
+    GROUP_CONFIGS,
     broker_default_key,
     broker_group_settings,
 )
@@ -179,18 +179,23 @@ def plugin_config_entries(config) -> list[DescribeConfigsResourceResult]:
 
 
 def group_config_entries(broker, group_id: str) -> list[DescribeConfigsResourceResult]:
-    """A group's configs (KIP-848, ``metadata.group_rules``): GROUP_CONFIG when the group has its own
-    value, else DEFAULT_CONFIG with this broker's group.consumer.* setting (Kafka's createGroupConfigEntry)."""
+    """A group's configs (KIP-848, KIP-932, ``metadata.group_rules``): GROUP_CONFIG when the group has
+    its own value, else DEFAULT_CONFIG with this broker's group.<protocol>.* setting or the string's
+    default (Kafka's createGroupConfigEntry)."""
     overrides, settings = broker.image.group_config(group_id), broker_group_settings(broker.config)
     entries: list[DescribeConfigsResourceResult] = []
-    for name in GROUP_CONFIG_NAMES:
-        key = broker_default_key(name)
+    for name, spec in GROUP_CONFIGS.items():
         source = GROUP_CONFIG if name in overrides else DEFAULT_CONFIG
-        value = overrides[name] if name in overrides else str(settings[key])
+        if spec.type == "int":
+            key = broker_default_key(name)
+            default, doc = str(settings[key]), BROKER_CONFIGS[key].doc
+        else:
+            default, doc = spec.default, spec.doc
+        value = overrides.get(name, default)
         entries.append({"Name": name, "Value": value, "ReadOnly": False, "IsDefault": source == DEFAULT_CONFIG,
                         "ConfigSource": source, "IsSensitive": False,
                         "Synonyms": [{"Name": name, "Value": value, "Source": source}],
-                        "ConfigType": CONFIG_TYPES["int"], "Documentation": BROKER_CONFIGS[key].doc})
+                        "ConfigType": CONFIG_TYPES[spec.type], "Documentation": doc})
     return entries
 
 
