@@ -79,13 +79,18 @@ def test_share_members_split_a_topic_and_are_described(cluster):
     assert after["ErrorCode"] == 0 and partitions(after) == {0, 1, 2, 3}
 
 
-def test_share_apis_are_served_but_not_advertised(cluster):
+def test_share_apis_and_the_share_version_feature_are_advertised(cluster):
     port = cluster.brokers[0].port
     hello = {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"}
-    listed = {k["ApiKey"] for k in request("127.0.0.1", port, ApiKey.API_VERSIONS, hello, 3)["ApiKeys"]}
-    assert ApiKey.CONSUMER_GROUP_HEARTBEAT in listed
-    assert not listed & {ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE,
-                         ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE}
+    versions = request("127.0.0.1", port, ApiKey.API_VERSIONS, hello, 3)
+    listed = {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in versions["ApiKeys"]}
+    assert {k: listed.get(k) for k in (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE,
+                                        ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)} == \
+        {ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1), ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
+         ApiKey.SHARE_FETCH: (1, 2), ApiKey.SHARE_ACKNOWLEDGE: (1, 2)}
+    assert listed.get(ApiKey.READ_SHARE_GROUP_STATE) == (0, 0)       # between brokers, listed as Kafka does
+    assert {"Name": "share.version", "MinVersion": 0, "MaxVersion": 1} in versions["SupportedFeatures"]
+    assert {"Name": "share.version", "MaxVersionLevel": 1, "MinVersionLevel": 1} in versions["FinalizedFeatures"]
     unknown = share_describe(cluster.broker(coordinator_of(cluster, "nobody")).port, "nobody")
     assert unknown["ErrorCode"] == ErrorCode.GROUP_ID_NOT_FOUND
 

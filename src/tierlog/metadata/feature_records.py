@@ -1,11 +1,13 @@
 """Finalized feature levels (KIP-584 in KRaft): Kafka's FeatureLevelRecord (12), v0, flexible.
 
-Each record sets one feature's finalized level; level 0 removes it. tierlog knows one
-feature, ``transaction.version`` (KIP-890 part 2: 2 means clients end every transaction
-with an epoch bump, EndTxn v5, and let the leaders add their partitions, Produce v12).
+Each record sets one feature's finalized level; level 0 removes it. tierlog knows two
+features: ``transaction.version`` (KIP-890 part 2: 2 means clients end every transaction
+with an epoch bump, EndTxn v5, and let the leaders add their partitions, Produce v12) and
+``share.version`` (KIP-932: 1 means share groups are served, as Kafka 4.2 finalizes it).
 A new cluster's first active controller writes ``DEFAULT_FEATURE_LEVELS`` with its
 bootstrap records (``with_default_features``, added by the node to what ``tierlog format`` wrote), as ``kafka-storage format`` of
-Kafka 4.x does (transaction.version 2 for a 4.0 cluster). ``records`` registers ``SCHEMAS`` with the other metadata records.
+Kafka 4.x does (transaction.version 2 for a 4.0 cluster, share.version 1 for 4.2).
+``records`` registers ``SCHEMAS`` with the other metadata records.
 """
 from __future__ import annotations
 
@@ -20,12 +22,14 @@ if TYPE_CHECKING:
 
     from .cluster_records import MetadataRecord  # which imports this module's schemas
 
-__all__ = ["DEFAULT_FEATURE_LEVELS", "SCHEMAS", "SUPPORTED_FEATURES", "TRANSACTION_VERSION", "FeatureLevelRecord",
+__all__ = ["DEFAULT_FEATURE_LEVELS", "SCHEMAS", "SHARE_VERSION", "SUPPORTED_FEATURES", "TRANSACTION_VERSION",
+           "FeatureLevelRecord",
            "api_versions_features", "with_default_features"]
 
 TRANSACTION_VERSION = "transaction.version"
+SHARE_VERSION = "share.version"
 #: feature -> (min, max) level this build supports (ApiVersions SupportedFeatures)
-SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2)}
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2), SHARE_VERSION: (0, 1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +39,7 @@ class FeatureLevelRecord:
     feature_level: int
 
 
-DEFAULT_FEATURE_LEVELS = (FeatureLevelRecord(TRANSACTION_VERSION, 2),)
+DEFAULT_FEATURE_LEVELS = (FeatureLevelRecord(TRANSACTION_VERSION, 2), FeatureLevelRecord(SHARE_VERSION, 1))
 
 SCHEMAS: dict[type, tuple[Struct, int, int]] = {
     FeatureLevelRecord: (Struct([

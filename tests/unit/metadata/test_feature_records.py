@@ -3,6 +3,7 @@ snapshots carry the levels, a node's bootstrap adds the defaults it was not give
 ApiVersions' feature fields."""
 from tierlog.metadata.delta import MetadataDelta
 from tierlog.metadata.feature_records import (
+    SHARE_VERSION,
     TRANSACTION_VERSION,
     FeatureLevelRecord,
     api_versions_features,
@@ -27,13 +28,15 @@ def test_levels_are_set_removed_and_kept_by_snapshots():
 
 
 def test_defaults_are_added_to_the_bootstrap_unless_it_sets_them():
-    assert with_default_features([]) == [FeatureLevelRecord(TRANSACTION_VERSION, 2)]
+    assert with_default_features([]) == [FeatureLevelRecord(TRANSACTION_VERSION, 2),
+                                         FeatureLevelRecord(SHARE_VERSION, 1)]
     assert with_default_features([FeatureLevelRecord(TRANSACTION_VERSION, 1)]) == \
-        [FeatureLevelRecord(TRANSACTION_VERSION, 1)]
+        [FeatureLevelRecord(TRANSACTION_VERSION, 1), FeatureLevelRecord(SHARE_VERSION, 1)]
 
 
 def test_api_versions_answers_supported_and_finalized_levels():
     assert api_versions_features({TRANSACTION_VERSION: 2}, 41) == {
-        "SupportedFeatures": [{"Name": TRANSACTION_VERSION, "MinVersion": 0, "MaxVersion": 2}],
+        "SupportedFeatures": [{"Name": SHARE_VERSION, "MinVersion": 0, "MaxVersion": 1},
+                              {"Name": TRANSACTION_VERSION, "MinVersion": 0, "MaxVersion": 2}],
         "FinalizedFeaturesEpoch": 41,
         "FinalizedFeatures": [{"Name": TRANSACTION_VERSION, "MaxVersionLevel": 2, "MinVersionLevel": 2}]}

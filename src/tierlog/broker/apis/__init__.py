@@ -2,11 +2,10 @@
 
 ``REGISTRY`` maps API key -> module; the ApiVersions answer is built from it.
 Every ``api_*`` module of this package is registered: adding an API is adding
-its module.  ``advertised`` is what ApiVersions lists: every registered API but the share
-APIs (KIP-932) while ``SHARE_APIS_ADVERTISED`` is off; they are served all the same (tests
-reach them), but a client learns of share groups only once ShareFetch and ShareAcknowledge
-work too, all four at once (issue 37: a half-served share protocol would look to a client
-like an empty queue).
+its module.  ``advertised`` is what ApiVersions lists: every registered API, the share APIs
+(KIP-932: 76-79, and the share coordinator's 83-87 between brokers) only while
+``SHARE_APIS_ADVERTISED`` is on -- the one switch, on since confluent-kafka's ShareConsumer works
+end to end (issue 37: a half-served share protocol would look to a client like an empty queue).
 """
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ REGISTRY = _discover()
 
 SHARE_APIS = frozenset({76, 77, 78, 79,      # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
                         83, 84, 85, 86, 87})  # and the share coordinator's, between brokers (InitializeShareGroupState...)
-SHARE_APIS_ADVERTISED = False              # the one switch: on when the four serve end to end
+SHARE_APIS_ADVERTISED = True                # the one switch: share groups served end to end
 
 
 def advertised(registry: dict) -> dict:

@@ -1,0 +1,210 @@
+"""Share groups (KIP-932) end to end with confluent-kafka's ShareConsumer against a 3-broker cluster:
+members splitting a topic, accept / release / reject, acquisition locks expiring when a member stops
+polling or is killed -9, and a partition leader and the share coordinator killed -9 mid-stream."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from clients import create_topic, produce_all
+from cluster import FAST_REPLICATION, request, wait_for
+from confluent_kafka import AcknowledgeType, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tierlog.protocol.api import ApiKey
+
+LOCK_MS = 2000
+SHARE_PROPS = {**FAST_REPLICATION, "offsets.topic.num.partitions": "3",
+               "share.coordinator.state.topic.num.partitions": "3",
+               "group.share.heartbeat.interval.ms": "500", "group.share.min.heartbeat.interval.ms": "500",
+               "group.share.record.lock.duration.ms": str(LOCK_MS), "group.share.min.record.lock.duration.ms": "1000"}
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(controllers=1, brokers=3, props=SHARE_PROPS)]
+TOPIC, PARTITIONS = "work", 6
+
+
+def share_consumer(bootstrap: str, group: str, **conf) -> ShareConsumer:
+    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **conf})
+    c.subscribe([TOPIC])
+    return c
+
+
+def start_at_zero(cluster, group: str, topic: str, partitions: int) -> None:
+    """Initialize ``group``'s share-partitions of the empty ``topic`` (a share group starts at the
+    high watermark: records produced before a member's first fetch would not be delivered) by one
+    ShareFetch per partition leader, whose session is closed again."""
+    meta = cluster.metadata(cluster.brokers[0], [topic])["Topics"][0]
+    by_leader: dict[int, list[int]] = {}
+    for p in meta["Partitions"]:
+        by_leader.setdefault(p["LeaderId"], []).append(p["PartitionIndex"])
+    for leader, indexes in by_leader.items():
+        port = cluster.broker(leader).port
+        topics = [{"TopicId": meta["TopicId"], "Partitions": [{"PartitionIndex": i, "AcknowledgementBatches": []}
+                                                             for i in indexes]}]
+
+        def loaded(port=port, topics=topics):
+            body = {"GroupId": group, "MemberId": "initializer", "ShareSessionEpoch": 0, "MaxWaitMs": 200,
+                    "MinBytes": 1, "MaxBytes": 1 << 20, "MaxRecords": 1, "BatchSize": 1, "Topics": topics,
+                    "ForgottenTopicsData": []}
+            resp = request("127.0.0.1", port, ApiKey.SHARE_FETCH, body, version=1, timeout_s=10)
+            return resp["ErrorCode"] == 0 and all(p["ErrorCode"] == 0 for t in resp["Responses"]
+                                                  for p in t["Partitions"])
+        wait_for(loaded, 30, f"share-partitions of {group} on node {leader}")
+    # a partition's state is loaded once its first fetch answered without error: now it exists
+
+
+def records(n: int, partitions: int = PARTITIONS) -> list:
+    return [(i % partitions, None, f"r{i}".encode(), None, None) for i in range(n)]
+
+
+def poll_all(consumers, want, what: str, timeout_s: float = 60, on_message=None) -> None:
+    """Poll each consumer in turn (0.2 s each) until ``want()``; ``on_message(consumer_index, msg)``."""
+    deadline = time.monotonic() + timeout_s
+    while not want():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        for i, c in enumerate(consumers):
+            for m in c.poll(0.2):
+                assert m.error() is None, m.error()
+                if on_message:
+                    on_message(i, m)
+
+
+def test_members_split_a_topic_each_record_once(cluster):
+    boot = cluster.bootstrap
+    create_topic(boot, TOPIC, PARTITIONS)
+    start_at_zero(cluster, "split", TOPIC, PARTITIONS)
+    members = [share_consumer(boot, "split") for _ in range(3)]
+    seen: dict[bytes, list[int]] = {}
+    produce_all(boot, TOPIC, records(300))
+    poll_all(members, lambda: len(seen) == 300, "300 records",
+             on_message=lambda i, m: seen.setdefault(m.value(), []).append(i))
+    for c in members:
+        c.close()
+    assert all(len(who) == 1 for who in seen.values()), "a record was delivered twice"
+    assert len({who[0] for who in seen.values()}) >= 2, "one member took everything"
+
+
+def test_accept_release_reject(cluster):
+    boot = cluster.bootstrap
+    create_topic(boot, TOPIC, 1)
+    start_at_zero(cluster, "acks", TOPIC, 1)
+    c = share_consumer(boot, "acks", **{"share.acknowledgement.mode": "explicit"})
+    produce_all(boot, TOPIC, records(30, 1))
+    deliveries: dict[int, list[int]] = {}
+
+    def handle(_i, m):
+        deliveries.setdefault(m.offset(), []).append(m.delivery_count())
+        first = m.delivery_count() == 1
+        kind = m.offset() % 3
+        ack = AcknowledgeType.ACCEPT if kind == 2 or not first else \
+            AcknowledgeType.RELEASE if kind == 0 else AcknowledgeType.REJECT
+        c.acknowledge(m, ack)
+
+    def done():
+        c.commit_sync()
+        return all(len(deliveries.get(o, ())) == (2 if o % 3 == 0 else 1) for o in range(30))
+    poll_all([c], done, "every record settled", on_message=handle)
+    c.close()
+    assert deliveries == {o: [1, 2] if o % 3 == 0 else [1] for o in range(30)}
+
+
+def test_locks_expire_when_a_member_stops_polling(cluster):
+    boot = cluster.bootstrap
+    create_topic(boot, TOPIC, 1)
+    start_at_zero(cluster, "stall", TOPIC, 1)
+    produce_all(boot, TOPIC, records(20, 1))
+    stalled = share_consumer(boot, "stall", **{"share.acknowledgement.mode": "explicit"})
+    held: list[int] = []
+    poll_all([stalled], lambda: held, "the first member's records", on_message=lambda _i, m: held.append(m.offset()))
+    other = share_consumer(boot, "stall")
+    again: dict[int, int] = {}
+    poll_all([other], lambda: set(held) <= set(again), "the stalled member's records redelivered",
+             on_message=lambda _i, m: again.__setitem__(m.offset(), m.delivery_count()))
+    assert all(again[o] == 2 for o in held), again
+    other.close()
+    stalled.close()
+
+
+_MEMBER = textwrap.dedent("""
+    import sys
+    from confluent_kafka import ShareConsumer
+    c = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([sys.argv[3]])
+    while True:
+        for m in c.poll(0.5):
+            if m.error() is None:
+                print(m.offset(), flush=True)
+""")
+
+
+def test_records_of_a_member_killed_9_are_redelivered(cluster, tmp_path):
+    boot = cluster.bootstrap
+    create_topic(boot, TOPIC, 1)
+    start_at_zero(cluster, "killed", TOPIC, 1)
+    produce_all(boot, TOPIC, records(20, 1))
+    script = tmp_path / "member.py"
+    script.write_text(_MEMBER)
+    proc = subprocess.Popen([sys.executable, str(script), boot, "killed", TOPIC], stdout=subprocess.PIPE, text=True)
+    try:
+        first = int(proc.stdout.readline())
+    finally:
+        proc.kill()         # SIGKILL: it acknowledged nothing
+        proc.wait()
+    survivor = share_consumer(boot, "killed")
+    again: dict[int, int] = {}
+    poll_all([survivor], lambda: len(again) == 20, "all 20 records",
+             on_message=lambda _i, m: again.__setitem__(m.offset(), m.delivery_count()))
+    survivor.close()
+    assert again[first] == 2, again
+
+
+def test_leader_and_share_coordinator_killed_9_mid_stream(cluster):
+    boot = cluster.bootstrap
+    admin = AdminClient({"bootstrap.servers": boot})
+    admin.create_topics([NewTopic(TOPIC, 3, 3, config={"min.insync.replicas": "2"})])[TOPIC].result(20)
+    start_at_zero(cluster, "faults", TOPIC, 3)
+    produce_all(boot, TOPIC, records(600, 3))
+    c = share_consumer(boot, "faults", **{"share.acknowledgement.mode": "explicit"})
+    events: list[tuple[str, int, int]] = []        # ("delivered" | "confirmed", partition, offset), in order
+
+    def on_commit(offsets, exc):
+        if exc is None:
+            events.extend(("confirmed", tp.partition, o) for tp, offs in offsets.items() for o in sorted(offs))
+    c.set_acknowledgement_commit_callback(on_commit)
+
+    def accept(_i, m):
+        events.append(("delivered", m.partition(), m.offset()))
+        c.acknowledge(m, AcknowledgeType.ACCEPT)
+
+    def confirmed() -> set[tuple[int, int]]:
+        return {(p, o) for kind, p, o in events if kind == "confirmed"}
+
+    def settled(count: int):
+        def enough():
+            c.commit_sync()
+            return len(confirmed()) >= count
+        return enough
+    poll_all([c], settled(100), "the first 100 accepted", on_message=accept)
+    leader = cluster.partitions(cluster.brokers[0], TOPIC)[0]["LeaderId"]
+    coordinators = share_coordinator_nodes(cluster)
+    victim = cluster.broker(leader if leader in coordinators or not coordinators else sorted(coordinators)[0])
+    victim.kill9()      # partition 0's leader, and a share coordinator (the same broker when one is both)
+    if leader != victim.node_id:
+        cluster.broker(leader).kill9()
+    poll_all([c], settled(600), "every record accepted after the kills", timeout_s=180, on_message=accept)
+    c.close()
+    assert confirmed() == {(p, o) for p in range(3) for o in range(200)}, "an unacknowledged record was lost"
+    done: set[tuple[int, int]] = set()
+    for kind, p, o in events:
+        assert not (kind == "delivered" and (p, o) in done), f"{p}:{o} delivered again after its accept was confirmed"
+        if kind == "confirmed":
+            done.add((p, o))
+
+
+def share_coordinator_nodes(cluster) -> set[int]:
+    """The brokers leading a partition of __share_group_state."""
+    meta = cluster.metadata(cluster.brokers[0], ["__share_group_state"])["Topics"][0]
+    return {p["LeaderId"] for p in meta["Partitions"]} if meta["ErrorCode"] == 0 else set()
