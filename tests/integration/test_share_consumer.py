@@ -1,6 +1,7 @@
 """Share groups (KIP-932) end to end with confluent-kafka's ShareConsumer against a 3-broker cluster:
 members splitting a topic, accept / release / reject, acquisition locks expiring when a member stops
-polling or is killed -9, and a partition leader and the share coordinator killed -9 mid-stream."""
+polling or is killed -9, a poison record reaching the dead-letter topic (KIP-1191), and a partition
+leader and the share coordinator killed -9 mid-stream."""
 from __future__ import annotations
 
 import subprocess
@@ -11,8 +12,8 @@ import time
 import pytest
 from clients import create_topic, produce_all
 from cluster import FAST_REPLICATION, request, wait_for
-from confluent_kafka import AcknowledgeType, ShareConsumer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import AcknowledgeType, Consumer, ShareConsumer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from tierlog.protocol.api import ApiKey
 
@@ -208,3 +209,51 @@ def share_coordinator_nodes(cluster) -> set[int]:
     """The brokers leading a partition of __share_group_state."""
     meta = cluster.metadata(cluster.brokers[0], ["__share_group_state"])["Topics"][0]
     return {p["LeaderId"] for p in meta["Partitions"]} if meta["ErrorCode"] == 0 else set()
+
+
+def test_a_poison_record_reaches_the_dead_letter_topic(cluster):
+    """KIP-1191's shape: after share.delivery.count.limit deliveries a record is archived and copied
+    to the group's errors.deadletterqueue.topic.name with where it came from and why; a rejected
+    record too.  The group starts at the earliest offset (share.auto.offset.reset)."""
+    boot = cluster.bootstrap
+    create_topic(boot, TOPIC, 2)
+    create_topic(boot, "dead", 1)
+    produce_all(boot, TOPIC, [(1, b"k", b"poison", [("origin", b"test")], None),
+                              (0, None, b"bad", None, None), (0, None, b"good", None, None)])
+    alter_group(AdminClient({"bootstrap.servers": boot}), "poison",
+                {"share.delivery.count.limit": "2", "errors.deadletterqueue.topic.name": "dead",
+                 "share.auto.offset.reset": "earliest"})
+    c = share_consumer(boot, "poison", **{"share.acknowledgement.mode": "explicit"})
+    handled: list[tuple[bytes, int]] = []
+
+    def handle(_i, m):
+        handled.append((m.value(), m.delivery_count()))
+        ack = {b"poison": AcknowledgeType.RELEASE, b"bad": AcknowledgeType.REJECT}.get(m.value(), AcknowledgeType.ACCEPT)
+        c.acknowledge(m, ack)
+    letters: list = []
+    reader = Consumer({"bootstrap.servers": boot, "group.id": "dlq-reader", "auto.offset.reset": "earliest"})
+    reader.subscribe(["dead"])
+
+    def two_letters():
+        c.commit_sync()
+        letters.extend(m for m in reader.consume(10, 0.2) if m.error() is None)
+        return len(letters) >= 2
+    poll_all([c], two_letters, "two dead letters", on_message=handle)
+    c.close()
+    reader.close()
+    assert sorted(handled) == [(b"bad", 1), (b"good", 1), (b"poison", 1), (b"poison", 2)]
+    by_value = {m.value(): (m.key(), dict(m.headers())) for m in letters}
+    key, headers = by_value[b"poison"]
+    assert key == b"k" and headers["origin"] == b"test"
+    assert {k: v for k, v in headers.items() if k.startswith("__dlq.")} == {
+        "__dlq.errors.group": b"poison", "__dlq.errors.topic": TOPIC.encode(), "__dlq.errors.partition": b"1",
+        "__dlq.errors.offset": b"0", "__dlq.errors.delivery.count": b"2",
+        "__dlq.errors.reason": b"delivery count limit"}
+    assert by_value[b"bad"][1]["__dlq.errors.reason"] == b"rejected"
+    assert set(by_value) == {b"poison", b"bad"}
+
+
+def alter_group(admin: AdminClient, group: str, values: dict[str, str]) -> None:
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in values.items()])
+    admin.incremental_alter_configs([res])[res].result(timeout=30)

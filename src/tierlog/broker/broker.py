@@ -27,6 +27,7 @@ from .lifecycle import BrokerLifecycleManager
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 from .share_coordinator import ShareCoordinator
+from .share_dead_letters import DeadLetters
 from .share_partitions import SharePartitions
 from .share_persister import SharePersister
 from .telemetry_series import TelemetrySeries
@@ -79,7 +80,9 @@ class Broker:
                                    lambda: create_share_state_topic(self), clock_ms, inter_broker)
         self.share_partitions = SharePartitions(share_partition_config(config),
                                                 config["group.share.max.share.sessions"], replicas, persister,
-                                                lambda: self.image, remote, clock_ms)
+                                                lambda: self.image, remote, clock_ms,
+                                                dead_letters=DeadLetters(self.node_id, lambda: self.image,
+                                                                         inter_broker))
         self.txn_verifier = TxnVerifier(self.node_id, lambda: self.image, replicas, self.transactions, inter_broker)
         series = TelemetrySeries(lambda: self.telemetry.instance_count)
         self.telemetry = ClientTelemetry(lambda: self.image.client_metrics, config["telemetry.max.bytes"], series)

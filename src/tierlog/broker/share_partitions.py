@@ -20,6 +20,8 @@ ShareFetch and ShareAcknowledge over the sans-IO ``group.share_partition_manager
   the next one carry the whole in-flight state.  FENCED_LEADER_EPOCH drops the share-partition.
 - **Lock expiry**: one timer task wakes at the earliest acquisition lock deadline, releases what
   expired and writes it.
+- **Dead letters** (KIP-1191): records archived as failed are copied to the group's
+  ``errors.deadletterqueue.topic.name`` before the archiving is written (``share_dead_letters``).
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from tierlog.group.share_state_records import SharePartitionKey
 from tierlog.protocol.errors import ErrorCode
 
 from .partition import FetchIsolation
+from .share_dead_letters import DeadLetters
 from .share_metrics import ShareMetrics
 from .share_persister import SharePersister
 from .share_records import covered_end, select
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 
 LOAD_WAIT_MIN_MS = 500          # a fetch waits at least this long for the share-partitions it needs to load
 _NEVER_INITIALIZED = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+DLQ_TOPIC = "errors.deadletterqueue.topic.name"     # the group config naming its dead-letter topic (KIP-1191)
 
 
 @dataclass
@@ -77,7 +81,8 @@ class _Read:
 
 class SharePartitions:
     def __init__(self, config: SharePartitionConfig, max_sessions: int, replicas, persister: SharePersister,
-                 image_fn: Callable, remote, clock_ms: Callable[[], int], metrics: ShareMetrics | None = None):
+                 image_fn: Callable, remote, clock_ms: Callable[[], int], metrics: ShareMetrics | None = None,
+                 dead_letters: DeadLetters | None = None):
         self.config = config
         self.manager = SharePartitionManager(config, max_sessions)
         self._replicas = replicas
@@ -86,6 +91,7 @@ class SharePartitions:
         self._remote = remote
         self._clock_ms = clock_ms
         self.metrics = metrics or ShareMetrics()
+        self._dlq = dead_letters
         self._loading: dict[SharePartitionKey, asyncio.Task] = {}
         self._locks: dict[SharePartitionKey, asyncio.Lock] = {}
         self._unsynced: set[SharePartitionKey] = set()
@@ -328,6 +334,7 @@ class SharePartitions:
             share = self.manager.get(key.group, (key.topic_id, key.partition))
             if share is None:
                 return ErrorCode.NONE
+            await self._dead_letters(key, share)
             update = self._take(key, share)
             if update is None:
                 return ErrorCode.NONE
@@ -339,6 +346,15 @@ class SharePartitions:
                 self._unsynced.add(key)
                 self._timer_wake.set()
             return error
+
+    async def _dead_letters(self, key: SharePartitionKey, share: SharePartition) -> None:
+        """KIP-1191: copy what was archived as failed to the group's dead-letter topic, before the
+        archiving is written (``share_dead_letters``)."""
+        archived = share.take_archived()
+        topic = self._image_fn().group_config(key.group).get(DLQ_TOPIC) if archived else None
+        part = self._partition((key.topic_id, key.partition)) if topic else None
+        if topic and part is not None and self._dlq is not None:
+            self.metrics.dead_letters(key.group, await self._dlq.send(key.group, topic, part, archived))
 
     def _take(self, key: SharePartitionKey, share: SharePartition) -> dict[str, Any] | None:
         if key in self._unsynced:       # a write failed: send the whole state, which holds every change since
@@ -391,6 +407,8 @@ class SharePartitions:
             if task is not None:
                 task.cancel()
         self._persister.close()
+        if self._dlq is not None:
+            self._dlq.close()
 
 
 def _ack_error(write_error: int) -> int:

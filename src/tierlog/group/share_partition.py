@@ -37,7 +37,8 @@ from typing import Any
 
 from tierlog.protocol.errors import ErrorCode
 
-__all__ = ["AcknowledgeType", "Acquired", "RecordState", "SharePartition", "SharePartitionConfig"]
+__all__ = ["DELIVERY_LIMIT", "REJECTED", "AcknowledgeType", "Acquired", "RecordState", "SharePartition",
+           "SharePartitionConfig"]
 
 
 class RecordState(IntEnum):
@@ -58,6 +59,7 @@ class AcknowledgeType(IntEnum):
 
 
 _FINAL = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+REJECTED, DELIVERY_LIMIT = "rejected", "delivery count limit"      # why a record was archived as failed
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class SharePartition:
     _end_offset: int | None = None              # exclusive; None: start_offset (nothing in flight)
     _dirty: set[int] = field(default_factory=set)                    # offsets changed since the last update
     _start_moved: bool = False
+    _archived: list[tuple[int, int, str]] = field(default_factory=list)     # (offset, delivery count, reason)
 
     @property
     def end_offset(self) -> int:
@@ -135,7 +138,7 @@ class SharePartition:
             if len(taken) >= max_records or offset >= log_end_offset:
                 break
             if self._records[offset].delivery_count >= self.config.delivery_count_limit:
-                self._settle(offset, RecordState.ARCHIVED)      # acquired at its last delivery when reloaded
+                self._archive(offset, DELIVERY_LIMIT)       # found at its last delivery when reloaded
                 continue
             taken.append(offset)
         self._advance_start()
@@ -186,7 +189,9 @@ class SharePartition:
             self._settle(offset, RecordState.ACKNOWLEDGED)
         elif ack is AcknowledgeType.RELEASE:
             self._release(offset)
-        else:                                   # REJECT, GAP
+        elif ack is AcknowledgeType.REJECT:
+            self._archive(offset, REJECTED)
+        else:                                   # GAP: no record there
             self._settle(offset, RecordState.ARCHIVED)
 
     def _settle(self, offset: int, state: RecordState) -> None:
@@ -196,8 +201,21 @@ class SharePartition:
 
     def _release(self, offset: int) -> None:
         """Back to AVAILABLE, or ARCHIVED once delivered group.share.delivery.count.limit times."""
-        done = self._records[offset].delivery_count >= self.config.delivery_count_limit
-        self._settle(offset, RecordState.ARCHIVED if done else RecordState.AVAILABLE)
+        if self._records[offset].delivery_count >= self.config.delivery_count_limit:
+            self._archive(offset, DELIVERY_LIMIT)
+        else:
+            self._settle(offset, RecordState.AVAILABLE)
+
+    def _archive(self, offset: int, reason: str) -> None:
+        """ARCHIVED as a record that failed (KIP-1191: its group's dead-letter topic gets a copy)."""
+        self._archived.append((offset, self._records[offset].delivery_count, reason))
+        self._settle(offset, RecordState.ARCHIVED)
+
+    def take_archived(self) -> list[tuple[int, int, str]]:
+        """(offset, delivery count, reason) of the records archived as failed since the last call:
+        rejected by their member, or past group.share.delivery.count.limit (not gaps)."""
+        archived, self._archived = self._archived, []
+        return archived
 
     def _advance_start(self) -> None:
         start = self.start_offset

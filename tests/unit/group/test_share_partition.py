@@ -1,13 +1,15 @@
 """The share-partition state machine (KIP-932): acquisition locks, acknowledgements, delivery
 counts, the in-flight bound and the persisted ShareSnapshot / ShareUpdate form."""
 from tierlog.group.share_partition import (
-    AcknowledgeType as A,
-)
-from tierlog.group.share_partition import (
+    DELIVERY_LIMIT,
+    REJECTED,
     Acquired,
     RecordState,
     SharePartition,
     SharePartitionConfig,
+)
+from tierlog.group.share_partition import (
+    AcknowledgeType as A,
 )
 from tierlog.protocol.errors import ErrorCode as E
 
@@ -81,6 +83,26 @@ def test_a_record_is_archived_at_the_delivery_count_limit():
         sp.acknowledge("a", [(0, 0, [A.RELEASE])], 0)
     assert sp.state_of(0)[0] is RecordState.ACKNOWLEDGED and sp.start_offset == 1    # archived: done
     assert sp.acquire("a", 1, 1, 0) == []
+
+
+def test_failed_records_are_reported_for_the_dead_letter_topic_and_gaps_are_not():
+    sp = SharePartition(CONFIG)
+    assert sp.acquire("a", 3, 3, 0) == [Acquired(0, 2, 1)]
+    sp.acknowledge("a", [(0, 0, [A.REJECT]), (1, 1, [A.GAP]), (2, 2, [A.RELEASE])], 0)
+    assert sp.take_archived() == [(0, 1, REJECTED)] and sp.take_archived() == []
+    for delivery in (2, 3):
+        assert sp.acquire("a", 3, 1, 0) == [Acquired(2, 2, delivery)]
+        sp.expire_locks(LOCK)
+    assert sp.take_archived() == [(2, 3, DELIVERY_LIMIT)]
+
+
+def test_acquisition_stays_below_the_end_it_is_given_for_redeliveries_too():
+    sp = SharePartition(CONFIG)
+    assert sp.acquire("a", 5, 5, 0) == [Acquired(0, 4, 1)]
+    sp.acknowledge("a", [(0, 0, [A.ACCEPT]), (1, 4, [A.RELEASE])], 0)
+    assert sp.next_fetch_offset() == 1
+    assert sp.acquire("b", 3, 5, 0) == [Acquired(1, 2, 2)]     # 3 and 4 lie past what was read
+    assert sp.next_fetch_offset() == 3
 
 
 def test_in_flight_offsets_stay_within_max_record_locks():
