@@ -61,6 +61,7 @@ from tierlog.broker.lifecycle import BrokerLifecycleManager, Endpoint
 from tierlog.broker.remote.tier import RemoteTier
 from tierlog.broker.replica_manager import LAST_TIERED_OFFSET_ENABLE, ReplicaManager
 from tierlog.broker.role import LifecycleLoop, MetadataView
+from tierlog.broker.share_metrics import ShareMetricsCollector
 from tierlog.broker.topic_stats import BrokerTopicStats
 from tierlog.clock import monotonic_ms, wall_clock_ms
 from tierlog.config import BROKER_CONFIGS, ConfigError, NodeConfig, parse_properties
@@ -310,6 +311,9 @@ class Node:
         self.metrics_registry.register(collector)
         self._scrape_preparers.append(collector.prepare)
         self.metrics_registry.register(self.broker.telemetry.series)          # KIP-714 pushed client metrics
+        shares = ShareMetricsCollector(self.broker.share_partitions.metrics, self.broker.share_partitions.in_flight)
+        self.metrics_registry.register(shares)                                 # KIP-932 share-partitions led here
+        self._scrape_preparers.append(shares.prepare)
         self._scrape_preparers.append(lambda: self.broker.telemetry.prepare_scrape(wall_clock_ms()))
         observers = (self.request_metrics, topic_stats)
         rates = self._connection_rates(lambda ip: metadata_view.image.client_quotas.ip_rate(ip))

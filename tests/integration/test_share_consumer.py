@@ -8,12 +8,14 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 
 import pytest
 from clients import create_topic, produce_all
 from cluster import FAST_REPLICATION, request, wait_for
 from confluent_kafka import AcknowledgeType, Consumer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
+from prometheus_client.parser import text_string_to_metric_families
 
 from tierlog.protocol.api import ApiKey
 
@@ -21,7 +23,8 @@ LOCK_MS = 2000
 SHARE_PROPS = {**FAST_REPLICATION, "offsets.topic.num.partitions": "3",
                "share.coordinator.state.topic.num.partitions": "3",
                "group.share.heartbeat.interval.ms": "500", "group.share.min.heartbeat.interval.ms": "500",
-               "group.share.record.lock.duration.ms": str(LOCK_MS), "group.share.min.record.lock.duration.ms": "1000"}
+               "group.share.record.lock.duration.ms": str(LOCK_MS), "group.share.min.record.lock.duration.ms": "1000",
+               "metrics.prometheus.listener": "127.0.0.1:0"}
 pytestmark = [pytest.mark.integration, pytest.mark.cluster(controllers=1, brokers=3, props=SHARE_PROPS)]
 TOPIC, PARTITIONS = "work", 6
 
@@ -54,6 +57,18 @@ def start_at_zero(cluster, group: str, topic: str, partitions: int) -> None:
                                                   for p in t["Partitions"])
         wait_for(loaded, 30, f"share-partitions of {group} on node {leader}")
     # a partition's state is loaded once its first fetch answered without error: now it exists
+
+
+def metric(cluster, name: str, group: str) -> float:
+    """``name``{group} summed over the live brokers' /metrics."""
+    total = 0.0
+    for b in cluster.brokers:
+        if b.alive():
+            with urllib.request.urlopen(f"http://{b.announced['metrics']}/metrics", timeout=5) as resp:
+                body = resp.read().decode()
+            total += sum(s.value for f in text_string_to_metric_families(body) for s in f.samples
+                         if s.name == name and s.labels.get("group") == group)
+    return total
 
 
 def records(n: int, partitions: int = PARTITIONS) -> list:
@@ -124,6 +139,8 @@ def test_locks_expire_when_a_member_stops_polling(cluster):
     poll_all([other], lambda: set(held) <= set(again), "the stalled member's records redelivered",
              on_message=lambda _i, m: again.__setitem__(m.offset(), m.delivery_count()))
     assert all(again[o] == 2 for o in held), again
+    assert metric(cluster, "kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total", "stall") >= len(held)
+    assert metric(cluster, "tierlog_share_redeliveries_total", "stall") >= len(held)
     other.close()
     stalled.close()
 
@@ -251,6 +268,7 @@ def test_a_poison_record_reaches_the_dead_letter_topic(cluster):
         "__dlq.errors.reason": b"delivery count limit"}
     assert by_value[b"bad"][1]["__dlq.errors.reason"] == b"rejected"
     assert set(by_value) == {b"poison", b"bad"}
+    assert metric(cluster, "tierlog_share_dead_letters_total", "poison") == 2
 
 
 def alter_group(admin: AdminClient, group: str, values: dict[str, str]) -> None:

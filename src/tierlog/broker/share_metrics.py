@@ -41,24 +41,31 @@ class ShareMetrics:
 
 
 class ShareMetricsCollector:
-    """A prometheus-client collector over ``metrics`` and the in-flight counts ``in_flight`` gives by group."""
+    """A prometheus-client collector over ``metrics`` and the in-flight counts ``in_flight`` gives by
+    group: ``prepare`` (on the event loop, before a scrape) copies them, ``collect`` (on the
+    metrics endpoint's worker thread) reads the copy."""
 
     def __init__(self, metrics: ShareMetrics, in_flight: Callable[[], Mapping[str, int]]):
         self._metrics = metrics
         self._in_flight = in_flight
+        self._snapshot: tuple[dict[str, int], ...] = ({}, {}, {}, {})
+
+    def prepare(self) -> None:
+        m = self._metrics
+        self._snapshot = (dict(self._in_flight()), dict(m.lock_timeout_counts), dict(m.redelivery_counts),
+                          dict(m.dead_letter_counts))
 
     def collect(self) -> Iterator[Metric]:
+        in_flight, timeouts, redeliveries, dead = self._snapshot
         gauge = GaugeMetricFamily(_SPM + "inflightmessagecount", "Share-group offsets in flight on this leader",
                                   labels=["group"])
-        for group, n in sorted(self._in_flight().items()):
+        for group, n in sorted(in_flight.items()):
             gauge.add_metric([group], n)
         yield gauge
         for name, doc, counts in (
-                (_SPM + "acquisitionlocktimeout", "Share-group records released at acquisition lock expiry",
-                 self._metrics.lock_timeout_counts),
-                ("tierlog_share_redeliveries", "Share-group records delivered again", self._metrics.redelivery_counts),
-                ("tierlog_share_dead_letters", "Share-group records copied to the dead-letter topic",
-                 self._metrics.dead_letter_counts)):
+                (_SPM + "acquisitionlocktimeout", "Share-group records released at acquisition lock expiry", timeouts),
+                ("tierlog_share_redeliveries", "Share-group records delivered again", redeliveries),
+                ("tierlog_share_dead_letters", "Share-group records copied to the dead-letter topic", dead)):
             counter = CounterMetricFamily(name, doc, labels=["group"])
             for group, n in sorted(counts.items()):
                 counter.add_metric([group], n)
