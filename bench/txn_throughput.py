@@ -109,10 +109,10 @@ class Phases:
                      requests=dict(self.requests() - requests))
 
     def _sample(self, topic: str) -> list[subprocess.Popen]:
-        """``--profile``: py-spy (--nonblocking: the brokers never paused) on each broker, one folded file each (idle threads left out)."""
+        """``--profile``: py-spy --native (it pauses the brokers: their CPU split, not their speed) on each broker, one folded file each (idle threads left out)."""
         if self.profile is None:
             return []
-        spies = [subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--nonblocking", "--format", "raw",
+        spies = [subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--native", "--format", "raw",
                                    "--rate", "200", "-o", str(HERE / "results" / f"{self.profile}-{topic}-b{i}.folded")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for i, pid in enumerate(self.broker_pids)]

@@ -18,14 +18,14 @@
   every partition of the transaction and, once all are written, Complete* is appended (retried
   while this broker leads the partition; a new leader resumes from Prepare*).
 - AddPartitionsToTxn / AddOffsetsToTxn that find the id's previous transaction still completing
-  are held, for at most ``add.partitions.to.txn.retry.backoff.max.ms``; only then is
-  CONCURRENT_TRANSACTIONS answered.  Kafka's brokers retry that case on the server side (KIP-890
-  part 2) so the client need not back off (librdkafka's retry of a TV1 client costs it a round trip
-  and its backoff each time).  Held while the markers are written (Prepare*), they are decided
+  are held; only past the hold is CONCURRENT_TRANSACTIONS answered.  Kafka's brokers retry that
+  case on the server side (KIP-890 part 2) so the client need not back off (librdkafka's retry of a
+  TV1 client costs it a round trip and its backoff each time).  Held while the markers are written
+  (Prepare*), for at most ``MARKERS_HOLD_MAX_MS`` (capped by request.timeout.ms), they are decided
   on the metadata as Complete* will leave it and their Ongoing record is appended in the same
   batch as Complete* (``_write_complete``): a TV1 producer's next transaction starts with one
-  replicated write instead of two in a row.  Held while another transit is written, they are
-  decided again once it ends.
+  replicated write instead of two in a row.  Held while another transit is written, for at most
+  ``add.partitions.to.txn.retry.backoff.max.ms``, they are decided again once it ends.
 - Fencing: InitProducerId on an Ongoing transaction fences its producer (epoch + 1,
   PrepareEpochFence, never written on its own) and aborts it with that epoch, answering
   CONCURRENT_TRANSACTIONS (the client retries and gets the next epoch); the old producer's
@@ -69,6 +69,12 @@ log = logging.getLogger(__name__)
 
 TXN_TOPIC = "__transaction_state"
 COMPLETE_RETRY_BACKOFF_S = 0.1
+# How long an add waits for the previous transaction's markers and Complete* write. The markers of
+# a loaded cluster take longer than add.partitions.to.txn.retry.backoff.max.ms (100 ms), and an add
+# answered CONCURRENT_TRANSACTIONS before they end only comes back after the client's backoff (at 32
+# producers and load 25: 3.8 AddPartitionsToTxn a transaction with a 100 ms hold, 2.0 with this one);
+# 5 s stays well inside the clients' request timeouts (librdkafka 60 s, Java 30 s).
+MARKERS_HOLD_MAX_MS = 5000
 VALUE_VERSION = 0               # transaction.version 0/1 clients: TransactionLogValue v0
 TV2_VALUE_VERSION = 1           # a TV2 client's transaction keeps its ClientTransactionVersion (tagged, v1)
 CLIENT_TRANSACTION_VERSION = 0
@@ -107,7 +113,8 @@ class _TxnLoader:
 
 class TransactionCoordinator:
     def __init__(self, config, replicas, next_producer_id: Callable, markers, clock_ms: Callable[[], int],
-                 image_leader: Callable[[str, int], int] = lambda topic, index: -1):
+                 image_leader: Callable[[str, int], int] = lambda topic, index: -1,
+                 markers_hold_max_ms: int = MARKERS_HOLD_MAX_MS):
         self.node_id = config.node_id
         self.num_partitions = config["transaction.state.log.num.partitions"]
         self.replication_factor = config["transaction.state.log.replication.factor"]
@@ -120,6 +127,7 @@ class TransactionCoordinator:
         self._next_expiry_ms = clock_ms() + self._expire_interval_ms
         self._write_timeout_ms = config["request.timeout.ms"]
         self._add_wait_max_s = min(config["add.partitions.to.txn.retry.backoff.max.ms"], self._write_timeout_ms) / 1000
+        self._markers_hold_max_s = min(markers_hold_max_ms, self._write_timeout_ms) / 1000
         self._settled: dict[str, asyncio.Event] = {}     # transactional id -> its next transition's end
         self._held: dict[str, list[_Held]] = {}          # transactional id -> adds waiting for its Complete*
         self._next_producer_id = next_producer_id        # async () -> int
@@ -240,7 +248,8 @@ class TransactionCoordinator:
                              partitions: frozenset[tuple[str, int]]) -> int:
         """AddPartitionsToTxn (client versions) and AddOffsetsToTxn: one error for all."""
         _trace(transactional_id, "AddPartitionsToTxn received")
-        deadline = asyncio.get_running_loop().time() + self._add_wait_max_s
+        start = asyncio.get_running_loop().time()
+        deadline = start + self._add_wait_max_s
         while True:
             hosted, error = self.locate(transactional_id)
             if error:
@@ -252,11 +261,12 @@ class TransactionCoordinator:
                 break
             if _markers_pending(meta):
                 _trace(transactional_id, "AddPartitionsToTxn held for the Complete* write")
+                hold_until = max(deadline, start + self._markers_hold_max_s)
                 joined = await self._join_complete(transactional_id, rules.HeldAdd(producer_id, producer_epoch,
-                                                                                   partitions), deadline)
+                                                                                   partitions), hold_until)
                 if joined is not None:
                     return joined
-                if asyncio.get_running_loop().time() < deadline:
+                if asyncio.get_running_loop().time() < hold_until:
                     continue
                 break
             _trace(transactional_id, "AddPartitionsToTxn held: the previous transaction is completing")

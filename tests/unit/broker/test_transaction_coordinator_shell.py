@@ -79,9 +79,10 @@ async def _pid():
     return 1000
 
 
-def coordinator(now, **settings):
+def coordinator(now, markers_hold_max_ms=50, **settings):
     replicas, markers = Replicas(), Markers()
-    c = TransactionCoordinator(Config({**CONFIG, **settings}), replicas, _pid, markers, lambda: now[0])
+    c = TransactionCoordinator(Config({**CONFIG, **settings}), replicas, _pid, markers, lambda: now[0],
+                               markers_hold_max_ms=markers_hold_max_ms)
     part = Part()
     c.runtime._hosted[0] = Hosted(part, part.leader_epoch, None, {})      # loaded, with no transactional id
     return c, replicas, markers
@@ -185,7 +186,7 @@ def test_timed_out_transactions_are_aborted_and_idle_ids_expire():
 def test_add_partitions_waits_for_the_previous_transaction_to_complete():
     """KIP-890 part 2's server-side retry: the next transaction's AddPartitionsToTxn, sent while the
     previous one's markers are written, is held and then served instead of CONCURRENT_TRANSACTIONS;
-    once add.partitions.to.txn.retry.backoff.max.ms passes without completion it is answered."""
+    once the markers' hold (MARKERS_HOLD_MAX_MS) passes without completion it is answered."""
     async def run():
         c, replicas, markers = coordinator([1000])
         held = await add_behind_the_markers(c, markers)
@@ -204,7 +205,7 @@ def test_a_refused_complete_write_leaves_the_held_add_to_the_next_one():
     """The Complete* write that carries a held add's Ongoing is refused: neither is applied, the add
     waits on and is decided with the Complete* write that follows."""
     async def run():
-        c, replicas, markers = coordinator([1000], **{"add.partitions.to.txn.retry.backoff.max.ms": 1000})
+        c, replicas, markers = coordinator([1000], markers_hold_max_ms=1000)
         held = await add_behind_the_markers(c, markers)
         replicas.refuse = 1
         markers.gate.set()
