@@ -275,3 +275,24 @@ def alter_group(admin: AdminClient, group: str, values: dict[str, str]) -> None:
     res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
         ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in values.items()])
     admin.incremental_alter_configs([res])[res].result(timeout=30)
+
+
+def tierlog_cli(boot: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tierlog.cli.main", *args, "--bootstrap-server", boot],
+                          capture_output=True, timeout=120)
+
+
+def test_cli_consume_in_a_share_group_acknowledges_what_it_prints(cluster):
+    boot = cluster.bootstrap
+    create_topic(boot, TOPIC, 2)
+    alter_group(AdminClient({"bootstrap.servers": boot}), "cli", {"share.auto.offset.reset": "earliest"})
+    produce_all(boot, TOPIC, [(i % 2, None, f"job-{i}".encode(), None, None) for i in range(10)])
+    first = tierlog_cli(boot, "consume", TOPIC, "--share-group", "cli", "--max-messages", "4")
+    assert first.returncode == 0, first.stderr
+    rest = tierlog_cli(boot, "consume", TOPIC, "--share-group", "cli", "--timeout-ms", "3000")
+    assert rest.returncode == 0, rest.stderr
+    printed = first.stdout.decode().split() + rest.stdout.decode().split()
+    assert len(first.stdout.decode().split()) == 4
+    assert sorted(printed) == sorted(f"job-{i}" for i in range(10))      # each once: what was printed was accepted
+    refused = tierlog_cli(boot, "consume", TOPIC, "--share-group", "cli", "--partition", "1")
+    assert refused.returncode != 0 and b"--share-group" in refused.stderr

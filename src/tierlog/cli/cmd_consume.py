@@ -8,7 +8,8 @@ partitions, it starts where the group's committed offsets are (``--from
 earliest|latest`` only decides where a partition without one starts; an
 offset, a timestamp or ``--partition`` are refused), and the offset of every
 record once printed is committed (in the background and on exit), so a
-restarted member goes on after the last record it printed; ``--timeout-ms``
+restarted member goes on after the last record it printed (``--share-group G``: a member of
+share group G, acknowledging each record printed: `tierlog.cli.share_consume`); ``--timeout-ms``
 counts from its latest assignment (a member assigned nothing within
 ``--timeout`` is an error).  Runs until ``--max-messages`` records were printed, until
 no record arrived for ``--timeout-ms``, or until Ctrl-C. Record formats are
@@ -39,6 +40,7 @@ from tierlog.cli.errors import CliError, describe_kafka_error
 from tierlog.cli.options import connection_options, non_negative_int, positive_int
 from tierlog.cli.record_format import FORMATS, formatter
 from tierlog.cli.render import note
+from tierlog.cli.share_consume import run_share_group
 from tierlog.cli.start_position import StartPosition, assignments, start_position
 from tierlog.clock import monotonic_s
 
@@ -61,6 +63,7 @@ examples:
   tierlog consume orders --from @1700000000000 --format json --max-messages 10
   tierlog consume orders --partition 2 --from 1000 --format kv --print-headers
   tierlog consume orders --group billing --timeout-ms 5000
+  tierlog consume jobs --share-group workers --max-messages 10
   tierlog consume payments --isolation-level read_committed --timeout-ms 2000
   tierlog consume --topic orders --from-beginning --property print.key=true --property print.offset=true
 """
@@ -109,6 +112,8 @@ def _print_records(conn: Connection, args: argparse.Namespace, idle_from=None) -
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.share_group is not None:
+        return run_share_group(args)
     if args.group is not None:
         return _run_in_group(args)
     settings = dict(CONSUMER_SETTINGS, **{"auto.offset.reset": "error", "isolation.level": args.isolation_level})
@@ -176,6 +181,9 @@ def register(subparsers) -> None:
                         help="start value/kv lines with h1:v1,h2:v2<TAB>")
     parser.add_argument("--group", metavar="GROUP",
                         help="consume as a member of this consumer group, committing what was printed")
+    parser.add_argument("--share-group", metavar="GROUP",
+                        help="consume as a member of this share group (KIP-932), acknowledging each record "
+                             "printed")
     parser.add_argument("--isolation-level", choices=ISOLATION_LEVELS, default="read_uncommitted",
                         help="read_committed: only committed transactions' records, up to the last stable "
                              "offset; read_uncommitted (default): every record up to the high watermark")
