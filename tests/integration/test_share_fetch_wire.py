@@ -1,12 +1,15 @@
 """ShareFetch (78) / ShareAcknowledge (79) on the wire against a real broker (KIP-932), with
 tierlog's own codec: share sessions, acquisition, accept / release / reject, piggy-backed
 acknowledgements, acquisition lock expiry, and the state read back by a broker restarted from its
-``__share_group_state`` (nothing acknowledged delivered again, nothing unacknowledged lost)."""
+``__share_group_state`` (nothing acknowledged delivered again, nothing unacknowledged lost), and a
+read_committed group handed only committed records."""
 from __future__ import annotations
 
 import pytest
 from clients import create_topic, produce_all
 from cluster import FAST_REPLICATION, request, wait_for
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
@@ -136,3 +139,48 @@ def test_state_survives_a_broker_restart(cluster):
     b = Member(broker, "g2", "member-b", topic_id)
     got = fetch_until(b, acquired, "the unacknowledged records delivered again")
     assert acquired(got) == [(3, 5, 2)]
+
+
+def test_read_committed_share_group_skips_aborted_transactions(cluster):
+    broker = cluster.brokers[0]
+    create_topic(cluster.bootstrap, "t", 1)
+    topic_id = topic_id_of(broker, "t")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "tx-share"})
+    producer.init_transactions(30)
+    for batch, commit in (([b"a0", b"a1", b"a2"], False), ([b"c0", b"c1"], True)):
+        producer.begin_transaction()
+        for v in batch:
+            producer.produce("t", v, partition=0)
+        producer.flush(30)      # written before the abort: an abort drops what is still queued
+        producer.commit_transaction(30) if commit else producer.abort_transaction(30)
+    alter_group(cluster, "rc", {"share.isolation.level": "read_committed", "share.auto.offset.reset": "earliest"})
+    member = Member(broker, "rc", "m", topic_id)
+    got = fetch_until(member, acquired, "the committed records")
+    # offsets 0-2 aborted, 3 the ABORT marker, 4-5 committed, 6 the COMMIT marker: only 4-5 are handed out
+    assert acquired(got) == [(4, 5, 1)] and set(values(got).values()) == {b"c0", b"c1"}
+    done = member.fetch(acks=[(4, 5, ACCEPT)], wait_ms=200)
+    assert partition_errors(done, "AcknowledgeErrorCode") == [0] and acquired(done) == []
+
+
+def test_a_group_starts_by_duration(cluster):
+    """share.auto.offset.reset=by_duration:PT1H (KIP-1106): a new share-partition starts at the first
+    record at most an hour old; PT0S finds none that young and starts at the high watermark."""
+    broker = cluster.brokers[0]
+    create_topic(cluster.bootstrap, "d", 1)
+    topic_id = topic_id_of(broker, "d")
+    produce_all(cluster.bootstrap, "d", [(0, None, str(i).encode(), None, None) for i in range(3)])
+    alter_group(cluster, "hour", {"share.auto.offset.reset": "by_duration:PT1H"})
+    alter_group(cluster, "now", {"share.auto.offset.reset": "by_duration:PT0S"})
+    assert acquired(fetch_until(Member(broker, "hour", "m", topic_id), acquired, "the last hour's records")) == \
+        [(0, 2, 1)]
+    now = Member(broker, "now", "m", topic_id)
+    assert acquired(fetch_until(now, lambda r: True, "loaded")) == []
+    produce_all(cluster.bootstrap, "d", [(0, None, b"3", None, None)])
+    assert acquired(fetch_until(now, acquired, "the new record")) == [(3, 3, 1)]
+
+
+def alter_group(cluster, group: str, values: dict[str, str]) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in values.items()])
+    admin.incremental_alter_configs([res])[res].result(timeout=30)

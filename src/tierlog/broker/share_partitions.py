@@ -35,6 +35,7 @@ from tierlog.group.share_partition import AcknowledgeType, Acquired, SharePartit
 from tierlog.group.share_partition_manager import AckBatches, SharePartitionManager
 from tierlog.group.share_session import FINAL_EPOCH, TopicPartition
 from tierlog.group.share_state_records import SharePartitionKey
+from tierlog.metadata.group_rules import by_duration_ms
 from tierlog.protocol.errors import ErrorCode
 
 from .partition import FetchIsolation
@@ -298,9 +299,17 @@ class SharePartitions:
             self.manager.install(key, {**state, "StartOffset": start}, epoch, self.group_config(key.group))
 
     def _start_offset(self, group_id: str, part) -> int:
-        """Where a new share-partition starts: share.auto.offset.reset (latest by default, as Kafka)."""
+        """Where a new share-partition starts: share.auto.offset.reset (latest by default, as Kafka;
+        earliest; by_duration:<ISO-8601>, KIP-1106: the first record at most that old, else the
+        high watermark; the local log is searched)."""
         reset = self._image_fn().group_config(group_id).get("share.auto.offset.reset", "latest")
-        return part.log_start_offset if reset == "earliest" else part.high_watermark
+        if reset == "earliest":
+            return part.log_start_offset
+        duration_ms = by_duration_ms(reset)
+        if duration_ms is not None:
+            found = part.offset_for_timestamp(self._clock_ms() - duration_ms)
+            return min(found[0], part.high_watermark) if found is not None else part.high_watermark
+        return part.high_watermark
 
     # -- ShareAcknowledge ---------------------------------------------------------------------------------------
     async def acknowledge(self, group_id: str, member_id: str, epoch: int, acks: AckBatches) -> ShareFetchResult:
