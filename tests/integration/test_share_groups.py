@@ -3,6 +3,8 @@ ShareGroupDescribe as a share consumer sends them (raw requests: the share APIs 
 not advertised until ShareFetch works too)."""
 from __future__ import annotations
 
+import base64
+
 import pytest
 from clients import create_topic
 from cluster import FAST_REPLICATION, request, wait_for
@@ -159,3 +161,71 @@ def test_share_group_configs_are_described_altered_and_used(cluster):
     create_topic(cluster.bootstrap, "sc", 1)
     _, joined = share_join(cluster, "sg3", "member-a", ["sc"])
     assert joined["ErrorCode"] == 0 and joined["HeartbeatIntervalMs"] == 1000
+
+
+def describe_offsets(port: int, group: str, topics=None) -> dict:
+    return request("127.0.0.1", port, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+                   {"Groups": [{"GroupId": group, "Topics": topics}]}, 0)["Groups"][0]
+
+
+def alter_offsets(port: int, group: str, topic: str, offsets: dict[int, int]) -> dict:
+    return request("127.0.0.1", port, ApiKey.ALTER_SHARE_GROUP_OFFSETS, {"GroupId": group, "Topics": [
+        {"TopicName": topic, "Partitions": [{"PartitionIndex": p, "StartOffset": o} for p, o in offsets.items()]}]},
+        0, timeout_s=30)
+
+
+def starts(described: dict) -> dict[tuple[str, int], int]:
+    return {(t["TopicName"], p["PartitionIndex"]): p["StartOffset"] for t in described["Topics"] for p in t["Partitions"]}
+
+
+def state_summary(cluster, group: str, topic_id: bytes, partition: int) -> dict:
+    """The share coordinator's ReadShareGroupStateSummary of one share-partition."""
+    key = f"{group}:{base64.urlsafe_b64encode(topic_id).decode().rstrip('=')}:{partition}"
+
+    def found():
+        for b in cluster.brokers:
+            resp = request("127.0.0.1", b.port, ApiKey.FIND_COORDINATOR, {"KeyType": 2, "CoordinatorKeys": [key]}, 6)
+            c = resp["Coordinators"][0]
+            if c["ErrorCode"] == 0:
+                return c["Port"]
+        return None
+    port = wait_for(found, 60, "the share coordinator")
+    body = {"GroupId": group, "Topics": [{"TopicId": topic_id, "Partitions": [{"Partition": partition,
+                                                                              "LeaderEpoch": -1}]}]}
+    return request("127.0.0.1", port, ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, body, 0)["Results"][0]["Partitions"][0]
+
+
+def test_share_group_offsets_are_described_altered_deleted_and_the_group_listed_and_deleted(cluster):
+    create_topic(cluster.bootstrap, "so", 2)
+    port, a = share_join(cluster, "sg4", "member-a", ["so"])
+    assert starts(describe_offsets(port, "sg4")) == {("so", 0): -1, ("so", 1): -1}     # assigned, no state yet
+    busy = alter_offsets(port, "sg4", "so", {0: 5})
+    assert busy["ErrorCode"] == ErrorCode.NON_EMPTY_GROUP
+    listed = request("127.0.0.1", port, ApiKey.LIST_GROUPS, {"StatesFilter": [], "TypesFilter": ["share"]}, 5)
+    assert [(g["GroupId"], g["GroupType"], g["GroupState"]) for g in listed["Groups"]] == [("sg4", "share", "Stable")]
+    assert share_beat(port, "sg4", "member-a", a["MemberEpoch"], None)["ErrorCode"] == 0
+    assert share_beat(port, "sg4", "member-a", -1, None)["ErrorCode"] == 0
+    altered = wait_for(lambda: (r := alter_offsets(port, "sg4", "so", {0: 5, 1: 7, 9: 1}))["Responses"][0][
+        "Partitions"][0]["ErrorCode"] != ErrorCode.COORDINATOR_NOT_AVAILABLE and r, 60, "__share_group_state up")
+    assert {p["PartitionIndex"]: p["ErrorCode"] for p in altered["Responses"][0]["Partitions"]} == {
+        0: 0, 1: 0, 9: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert starts(describe_offsets(port, "sg4")) == {("so", 0): 5, ("so", 1): 7}
+    named = describe_offsets(port, "sg4", [{"TopicName": "so", "Partitions": [1]}, {"TopicName": "nope",
+                                                                                      "Partitions": [0]}])
+    assert [(t["TopicName"], [(p["PartitionIndex"], p["StartOffset"], p["ErrorCode"]) for p in t["Partitions"]])
+            for t in named["Topics"]] == [("so", [(1, 7, 0)]), ("nope", [(0, -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])]
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    groups = {g.group_id: g for g in admin.list_consumer_groups().result(timeout=30).valid}
+    assert "sg4" not in groups          # protocol type share: not a consumer group to librdkafka (nor Kafka's admin)
+    deleted = request("127.0.0.1", port, ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+                      {"GroupId": "sg4", "Topics": [{"TopicName": "so"}, {"TopicName": "nope"}]}, 0, timeout_s=30)
+    assert deleted["ErrorCode"] == 0 and [(t["TopicName"], t["ErrorCode"]) for t in deleted["Responses"]] == [
+        ("so", 0), ("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert describe_offsets(port, "sg4")["Topics"] == []
+    topic_id = altered["Responses"][0]["TopicId"]
+    assert state_summary(cluster, "sg4", topic_id, 0)["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert alter_offsets(port, "sg4", "so", {0: 3})["Responses"][0]["Partitions"][0]["ErrorCode"] == 0
+    assert state_summary(cluster, "sg4", topic_id, 0)["StartOffset"] == 3
+    admin.delete_consumer_groups(["sg4"])["sg4"].result(timeout=30)
+    assert describe_offsets(port, "sg4")["ErrorCode"] == ErrorCode.GROUP_ID_NOT_FOUND
+    assert state_summary(cluster, "sg4", topic_id, 0)["ErrorCode"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

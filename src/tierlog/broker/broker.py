@@ -76,8 +76,9 @@ class Broker:
         # and the share-partitions this broker leads, whose state it keeps
         self.share_states = ShareCoordinator(config, replicas, clock_ms, self.image_leader)
         replicas.add_leadership_listener(self.share_states.runtime)
-        persister = SharePersister(self.node_id, lambda: self.image, self.share_states,
-                                   lambda: create_share_state_topic(self), clock_ms, inter_broker)
+        self.share_persister = persister = SharePersister(self.node_id, lambda: self.image, self.share_states,
+                                                          lambda: create_share_state_topic(self), clock_ms,
+                                                          inter_broker)
         self.share_partitions = SharePartitions(share_partition_config(config),
                                                 config["group.share.max.share.sessions"], replicas, persister,
                                                 lambda: self.image, remote, clock_ms,

@@ -53,7 +53,7 @@ from .log_records import (
     group_metadata_record,
 )
 from .offsets import OffsetStore
-from .output import Output
+from .output import Output, with_error
 from .share_group import ShareGroup
 from .share_group_records import (
     GROUP_METADATA as SHARE_GROUP_METADATA,
@@ -309,6 +309,43 @@ class GroupShard:
                     "GroupState": "", "GroupEpoch": -1, "AssignmentEpoch": -1, "AssignorName": "", "Members": []}
         names = {tid: name for name, (tid, _count) in view.topics.items()}
         return {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, **group.describe(names)}
+
+    def share_state_topics(self, group_id: str) -> tuple[int, bool | None, dict[bytes, tuple[str, frozenset[int]]]]:
+        """(error, has members -- None when there is no such group --, topic id -> (name, partitions)
+        that may have share state) of a share group; GROUP_ID_NOT_FOUND for another type's id."""
+        group = self.share_groups.get(group_id)
+        if group is None:
+            return (ErrorCode.GROUP_ID_NOT_FOUND if group_id in self.groups else ErrorCode.NONE), None, {}
+        return ErrorCode.NONE, bool(group.members), dict(group.state_topics)
+
+    def share_offsets_altered(self, group_id: str, topics: list[tuple[bytes, str, frozenset[int]]],
+                              answer: dict[str, Any], token: object, now_ms: int) -> Output:
+        """AlterShareGroupOffsets wrote the share state of ``topics``: the group (created when it is
+        new, as Kafka does) records them; ``answer`` leaves once that is written.  A group that
+        gained members meanwhile or is another type's id answers NON_EMPTY_GROUP / GROUP_ID_NOT_FOUND."""
+        c = self._ctx(now_ms)
+        error, busy, _known = self.share_state_topics(group_id)
+        if error or busy:
+            c.out.answer(token, with_error(answer, error or ErrorCode.NON_EMPTY_GROUP))
+            return c.out
+        group = self.share_groups.get(group_id) or self.share_groups.setdefault(group_id, self._new_share_group(group_id))
+        for topic_id, name, partitions in topics:
+            group.add_state(topic_id, name, partitions)
+        c.out.records += _share_records(group.take_records())
+        c.out.answer(token, answer)
+        return c.out
+
+    def share_offsets_deleted(self, group_id: str, topic_ids: list[bytes], answer: dict[str, Any], token: object,
+                              now_ms: int) -> Output:
+        """DeleteShareGroupOffsets deleted the share state of ``topic_ids``: the group forgets them."""
+        c = self._ctx(now_ms)
+        group = self.share_groups.get(group_id)
+        if group is not None:
+            for topic_id in topic_ids:
+                group.remove_state(topic_id)
+            c.out.records += _share_records(group.take_records())
+        c.out.answer(token, answer)
+        return c.out
 
     # -- offsets ------------------------------------------------------------------------------
     def commit_offsets(self, req: dict[str, Any], token: object, now_ms: int) -> Output:

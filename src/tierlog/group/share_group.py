@@ -42,6 +42,7 @@ from .share_group_records import (
     GROUP_METADATA,
     MEMBER_METADATA,
     STABLE,
+    STATE_METADATA,
     TARGET_MEMBER,
     TARGET_METADATA,
     ShareGroupKey,
@@ -105,6 +106,8 @@ class ShareGroup:
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     metadata_hash: int = 0          # of the subscribed topics' (name, id, partitions) the target is of
+    # the share-partitions that may have state in the share coordinator: topic id -> (name, partitions)
+    state_topics: dict[bytes, tuple[str, frozenset[int]]] = field(default_factory=dict)
     _written: dict[ShareGroupKey, dict[str, Any]] = field(default_factory=dict)   # the records last taken
     _written_epochs: tuple[int, int] = (-1, -1)
 
@@ -167,6 +170,18 @@ class ShareGroup:
         if self.assignment_epoch != self.group_epoch:
             self.target = simple_assign({m.member_id: m.topic_names for m in self.members.values()}, topics)
             self.assignment_epoch = self.group_epoch
+            by_id = {tid: name for name, (tid, _count) in topics.topics.items()}
+            for assignment in self.target.values():
+                for tid, partitions in assignment.items():
+                    self.add_state(tid, by_id.get(tid, ""), partitions)
+
+    def add_state(self, topic_id: bytes, name: str, partitions: frozenset[int]) -> None:
+        """``partitions`` of the topic may have share state from now on (assigned, or offsets altered)."""
+        _old_name, known = self.state_topics.get(topic_id, (name, frozenset()))
+        self.state_topics[topic_id] = (name, known | partitions)
+
+    def remove_state(self, topic_id: bytes) -> None:
+        self.state_topics.pop(topic_id, None)
 
     def expire(self, now_ms: int) -> list[str]:
         """Remove the members whose session ended by ``now_ms``: their ids."""
@@ -199,6 +214,9 @@ class ShareGroup:
         g = self.group_id
         yield ShareGroupKey(GROUP_METADATA, g), {"Epoch": self.group_epoch, "MetadataHash": self.metadata_hash}
         yield ShareGroupKey(TARGET_METADATA, g), {"AssignmentEpoch": self.assignment_epoch}
+        yield ShareGroupKey(STATE_METADATA, g), {"InitializingTopics": [], "DeletingTopics": [], "InitializedTopics": [
+            {"TopicId": tid, "TopicName": name, "Partitions": sorted(ps), "CreateTimestamp": -1}
+            for tid, (name, ps) in sorted(self.state_topics.items())]}
         for member_id in members:
             m = self.members.get(member_id)
             if m is None:
@@ -247,6 +265,9 @@ class ShareGroup:
             self.group_epoch, self.metadata_hash = value["Epoch"], value["MetadataHash"]
         elif key.type == TARGET_METADATA and value is not None:
             self.assignment_epoch = value["AssignmentEpoch"]
+        elif key.type == STATE_METADATA:
+            self.state_topics = {bytes(t["TopicId"]): (t["TopicName"], frozenset(t["Partitions"]))
+                                 for t in (value or {}).get("InitializedTopics", [])}
         elif key.member is not None:
             self._replay_member(key.type, key.member, value)
         self._written_epochs = (self.group_epoch, self.assignment_epoch)
@@ -276,4 +297,5 @@ class ShareGroup:
             m.session_deadline_ms = now_ms + self.session_timeout_ms
 
 
-_ORDER = {MEMBER_METADATA: 0, GROUP_METADATA: 1, TARGET_MEMBER: 2, TARGET_METADATA: 3, CURRENT_ASSIGNMENT: 4}
+_ORDER = {MEMBER_METADATA: 0, GROUP_METADATA: 1, TARGET_MEMBER: 2, TARGET_METADATA: 3, CURRENT_ASSIGNMENT: 4,
+          STATE_METADATA: 5}

@@ -130,9 +130,9 @@ def test_a_failover_keeps_members_epochs_and_assignments():
 def test_the_records_are_kafkas_share_group_types():
     s = _shard()
     _hb(s, "a", 0)
-    assert [int.from_bytes(k[:2], "big") for k, _v in s.log] == [10, 11, 13, 12, 14]
+    assert [int.from_bytes(k[:2], "big") for k, _v in s.log] == [10, 11, 13, 12, 14, 15]
     _hb(s, "a", -1, now=5)
-    assert [(int.from_bytes(k[:2], "big"), v is None) for k, v in s.log[5:]] == [
+    assert [(int.from_bytes(k[:2], "big"), v is None) for k, v in s.log[6:]] == [
         (14, True), (13, True), (10, True), (11, False)]      # the target waits for the next heartbeat
 
 
@@ -177,3 +177,23 @@ def test_the_groups_share_configs_replace_the_nodes():
     assert _hb(s, "a", 0)["HeartbeatIntervalMs"] == 6000 and s.next_deadline_ms("s") == 50000
     configs["s"] = {}                                 # deleted: the node's again at the next heartbeat
     assert _hb(s, "a", 1, topics=None, now=10)["HeartbeatIntervalMs"] == 5000 and s.next_deadline_ms("s") == 45010
+
+
+def test_the_share_partitions_with_state_are_kept_altered_and_deleted():
+    s = _shard()
+    assert s.share_state_topics("s") == (ErrorCode.NONE, None, {})
+    _hb(s, "a", 0)
+    assert s.share_state_topics("s") == (ErrorCode.NONE, True, {T1: ("t", frozenset({0, 1, 2, 3}))})
+    (_, busy), = s.share_offsets_altered("s", [(T1, "t", frozenset({0}))], {"ErrorCode": 0, "Responses": []},
+                                         "tok", 1).answers
+    assert busy["ErrorCode"] == ErrorCode.NON_EMPTY_GROUP         # only while it has no members
+    _hb(s, "a", -1, now=2)
+    t2 = b"\x02" * 16
+    out = s.share_offsets_altered("s", [(t2, "u", frozenset({5}))], {"ErrorCode": 0, "Responses": []}, "tok", 3)
+    s.log += out.records
+    assert out.answers[0][1]["ErrorCode"] == 0
+    assert _reloaded(s).share_state_topics("s")[2] == {T1: ("t", frozenset({0, 1, 2, 3})), t2: ("u", frozenset({5}))}
+    s.log += s.share_offsets_deleted("s", [T1], {"ErrorCode": 0}, "tok", 4).records
+    assert _reloaded(s).share_state_topics("s")[2] == {t2: ("u", frozenset({5}))}
+    out = s.share_offsets_altered("new", [(t2, "u", frozenset({0}))], {"ErrorCode": 0}, "tok", 5)
+    assert out.records and s.share_state_topics("new") == (ErrorCode.NONE, False, {t2: ("u", frozenset({0}))})

@@ -3,7 +3,7 @@
 ``REGISTRY`` maps API key -> module; the ApiVersions answer is built from it.
 Every ``api_*`` module of this package is registered: adding an API is adding
 its module.  ``advertised`` is what ApiVersions lists: every registered API, the share APIs
-(KIP-932: 76-79, and the share coordinator's 83-87 between brokers) only while
+(KIP-932: 76-79, the share coordinator's 83-87 between brokers, the admin APIs 90-92) only while
 ``SHARE_APIS_ADVERTISED`` is on -- the one switch, on since confluent-kafka's ShareConsumer works
 end to end (issue 37: a half-served share protocol would look to a client like an empty queue).
 """
@@ -26,7 +26,8 @@ def _discover() -> dict:
 REGISTRY = _discover()
 
 SHARE_APIS = frozenset({76, 77, 78, 79,      # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
-                        83, 84, 85, 86, 87})  # and the share coordinator's, between brokers (InitializeShareGroupState...)
+                        83, 84, 85, 86, 87,   # the share coordinator's, between brokers (InitializeShareGroupState...)
+                        90, 91, 92})          # Describe/Alter/DeleteShareGroupOffsets (admin)
 SHARE_APIS_ADVERTISED = True                # the one switch: share groups served end to end
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from tierlog.broker.producer_ids import ProducerIdManager
     from tierlog.broker.share_coordinator import ShareCoordinator
     from tierlog.broker.share_partitions import SharePartitions
+    from tierlog.broker.share_persister import SharePersister
     from tierlog.broker.txn_verification import ProducedBatch
     from tierlog.config import NodeConfig
     from tierlog.metadata import BrokerInfo, MetadataImage
@@ -176,6 +177,7 @@ class HandlerContext(Protocol):
     txn_verifier: TxnVerification
     telemetry: ClientTelemetry          # KIP-714 client instances and their pushed metrics
     share_states: ShareCoordinator      # KIP-932's share coordinator (__share_group_state)
+    share_persister: SharePersister     # the way to any share-partition's state, wherever its coordinator is
     share_partitions: SharePartitions   # KIP-932's share-partitions this broker leads, and share sessions
 
     @property

@@ -16,6 +16,7 @@ from tierlog.protocol.messages import (
     alter_partition,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
     assign_replicas_to_dirs,
@@ -30,6 +31,7 @@ from tierlog.protocol.messages import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_offsets,
     delete_share_group_state,
     delete_topics,
     describe_acls,
@@ -40,6 +42,7 @@ from tierlog.protocol.messages import (
     describe_log_dirs,
     describe_producers,
     describe_quorum,
+    describe_share_group_offsets,
     describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
@@ -110,7 +113,8 @@ _MODULES = (
     share_group_heartbeat, share_group_describe, share_fetch, share_acknowledge,
     add_raft_voter, remove_raft_voter, update_raft_voter,
     initialize_share_group_state, read_share_group_state, write_share_group_state, delete_share_group_state,
-    read_share_group_state_summary,
+    read_share_group_state_summary, describe_share_group_offsets, alter_share_group_offsets,
+    delete_share_group_offsets,
 )
 
 #: every API with schemas, by key
