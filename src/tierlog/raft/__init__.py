@@ -29,6 +29,8 @@ Where each Raft rule lives (one small unit each; the module docstring states its
                        history of sets in the log (the latest is in effect)
     voter_log.py       keeps that history in step with appends, truncations, snapshots, restarts
     leader_voters.py   the leader's add / remove voter rules (one change at a time, caught up)
+    voter_changes.py   add / remove / update voter at the leader (the VotersRecord written), and
+                       DescribeQuorum's view of the quorum
     commits.py         the high watermark, what became committed for the Output, leader-change notices
     committed.py       the items of Output.committed (batches, snapshot loads, leader changes)
     log.py, snapshots.py, quorum_store.py    the storage interfaces (+ memory versions);

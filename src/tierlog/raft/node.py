@@ -44,9 +44,8 @@ from tierlog.raft.commits import CommitDelivery
 from tierlog.raft.committed import Committed
 from tierlog.raft.election import Election
 from tierlog.raft.follower_fetch import FollowerFetch
-from tierlog.raft.leader import LeaderProgress, ReplicaProgress
+from tierlog.raft.leader import LeaderProgress
 from tierlog.raft.leader_fetch import LeaderFetch, leader_id_or_none
-from tierlog.raft.leader_voters import change_allowed, voters_after_add, voters_after_remove
 from tierlog.raft.log import ReplicatedLog
 from tierlog.raft.messages import (
     BeginQuorumEpochRequest,
@@ -83,15 +82,12 @@ from tierlog.raft.types import (
     OffsetAndEpoch,
     QuorumInfo,
     RaftConfig,
-    ReplicaInfo,
 )
+from tierlog.raft.voter_changes import VoterChanges, describe
 from tierlog.raft.voter_log import VoterLog
 from tierlog.raft.voters import (
     KRAFT_VERSION,
     KRAFT_VOTERS,
-    NO_DIRECTORY,
-    Endpoint,
-    Voter,
     VoterSet,
     encode_kraft_version,
     encode_voters,
@@ -198,6 +194,10 @@ class RaftNode:
         self.follower_fetch = FollowerFetch(node_id, config, log, self.quorum, self.requests, self.snapshot_fetcher,
                                             self.retention, self.commits, self.metrics, self._request_flush,
                                             self.voter_log)
+        self.voter_changes = VoterChanges(config, log, self.quorum, self.voter_log, self.commits, self.leader_fetch,
+                                          self.kraft_version, self._voters_written)
+        self.add_voter, self.remove_voter = self.voter_changes.add, self.voter_changes.remove
+        self.update_voter, self.voter_change_committed = self.voter_changes.update, self.voter_changes.committed
         self._notify_leader_change()
         self._out.next_deadline_ms = now_ms  # the shell calls tick(now_ms) right after construction
 
@@ -251,23 +251,7 @@ class RaftNode:
         return self._out.next_deadline_ms
 
     def describe(self, now_ms: int) -> QuorumInfo:
-        s = self.quorum.state
-        if not isinstance(s, Leader):
-            return QuorumInfo(Err.NOT_LEADER_OR_FOLLOWER, _id(self.leader_and_epoch.leader_id), s.epoch,
-                              self.high_watermark, [], [])
-        prog: LeaderProgress = s.progress
-
-        voters = self.voter_set
-
-        def info(p: ReplicaProgress) -> ReplicaInfo:
-            v = voters.get(p.replica_id)
-            return ReplicaInfo(p.replica_id, p.end_offset, p.last_fetch_ms, p.last_caught_up_ms,
-                               v.directory_id if v is not None else NO_DIRECTORY)
-
-        nodes = {v.voter_id: tuple((e.name, e.host, e.port) for e in v.endpoints) for v in voters if v.endpoints}
-        return QuorumInfo(Err.NONE, self.node_id, s.epoch, self.high_watermark,
-                          [info(p) for _, p in sorted(prog.voters.items())],
-                          [info(p) for _, p in sorted(prog.observers.items())], nodes)
+        return describe(self.node_id, self.quorum, self.voter_set, self.high_watermark)
 
     # ------------------------------------------------------------------ public calls
 
@@ -379,59 +363,11 @@ class RaftNode:
         return SnapshotWriter(self.snapshots.create(sid), last_contained_ts_ms, self._on_snapshot_frozen,
                               self.config.max_batch_records, self._clock, voters)
 
-    # ------------------------------------------------------------------ voter changes (KIP-853)
-
-    def add_voter(self, voter: Voter, now_ms: int) -> tuple[int, int | None]:
-        """AddRaftVoter at the leader: (error, offset of the VotersRecord written)."""
-        error, s = self._may_change_voters()
-        if s is None:
-            return error, None
-        error, new = voters_after_add(self.voter_set, voter, s.progress, self.config, now_ms)
-        return self._write_voters(new, now_ms) if new is not None else (error, None)
-
-    def remove_voter(self, voter_id: int, directory_id: bytes, now_ms: int) -> tuple[int, int | None]:
-        """RemoveRaftVoter at the leader: (error, offset of the VotersRecord written)."""
-        error, s = self._may_change_voters()
-        if s is None:
-            return error, None
-        error, new = voters_after_remove(self.voter_set, voter_id, directory_id)
-        return self._write_voters(new, now_ms) if new is not None else (error, None)
-
-    def update_voter(self, voter_id: int, directory_id: bytes, endpoints: tuple[Endpoint, ...],
-                     now_ms: int) -> tuple[int, int | None]:
-        """UpdateRaftVoter at the leader: a voter's new endpoints."""
-        error, s = self._may_change_voters()
-        if s is None:
-            return error, None
-        v = self.voter_set.get(voter_id)
-        if v is None or v.directory_id != directory_id:
-            return Err.VOTER_NOT_FOUND, None
-        if v.endpoints == endpoints:
-            return Err.NONE, None
-        return self._write_voters(self.voter_set.with_endpoints(voter_id, endpoints), now_ms)
-
-    def voter_change_committed(self, offset: int) -> bool:
-        return self.high_watermark > offset
-
-    def _may_change_voters(self) -> tuple[int, Leader | None]:
-        s = self.quorum.state
-        if not isinstance(s, Leader):
-            return Err.NOT_LEADER_OR_FOLLOWER, None
-        if self.kraft_version < 1:
-            return Err.UNSUPPORTED_VERSION, None
-        error = change_allowed(self.voter_log.history, s.progress, self.high_watermark)
-        return error, (s if error == Err.NONE else None)
-
-    def _write_voters(self, voters: VoterSet, now_ms: int) -> tuple[int, int]:
-        self.leader_fetch.drain(now_ms)   # queued proposals go first, in their own batch
-        batch = self.log.append_as_leader([encode_voters(voters)], self.epoch, now_ms, control=True,
-                                          control_type=KRAFT_VOTERS)
-        self.voter_log.appended([batch])
-        self.voter_log.take_changed()
-        self._voters_changed(now_ms)   # the new set counts from now on, for the high watermark too
+    def _voters_written(self, now_ms: int) -> None:
+        """The leader wrote a VotersRecord (voter_changes.py): it counts from now on, for the HW too."""
+        self._voters_changed(now_ms)
         self._request_flush()
         self._wake(now_ms)
-        return Err.NONE, batch.base_offset
 
     def _voters_changed(self, now_ms: int) -> None:
         """The set in effect changed: fix the election timer; a leader moves progress."""
