@@ -72,7 +72,9 @@ _DEFS = [
        "unset: the first broker listener (Kafka's default is the one named PLAINTEXT)."),
     _d("controller.quorum.voters", "list", None,
        "Metadata quorum voters as id@host:port; unset on a lone combined node (it is its own quorum)."),
-    _d("controller.quorum.bootstrap.servers", "list", None, "Alias of the voters' endpoints (host:port)."),
+    _d("controller.quorum.bootstrap.servers", "list", None,
+       "HOST:PORT of some controllers of a dynamic quorum (KIP-853; instead of controller.quorum.voters): "
+       "asked for the leader, the voters then come from the metadata log."),
     _d("controller.quorum.election.timeout.ms", "int", 1000, "Base election timeout of the quorum."),
     _d("controller.quorum.election.backoff.max.ms", "int", 1000, "Longest backoff after a failed election."),
     _d("controller.quorum.fetch.timeout.ms", "int", 2000, "Time without a leader after which a voter elects."),
@@ -449,6 +451,8 @@ class NodeConfig:
         if not self.roles or not self.roles <= {"broker", "controller"}:
             raise ConfigError(f"process.roles: want broker, controller or both, got {','.join(self.roles)!r}")
         self.voters = parse_voters(self.optional_list_of("controller.quorum.voters") or [])
+        self.bootstrap_servers = [parse_host_port("controller.quorum.bootstrap.servers", v)
+                                  for v in self.optional_list_of("controller.quorum.bootstrap.servers") or []]
         self._check_quorum()
         self._check_inter_broker_listener()
         self._check_request_bounds()
@@ -486,10 +490,23 @@ class NodeConfig:
         pool = self.int_of("queued.max.request.bytes")
         return pool if pool > 0 else self.int_of("queued.max.requests") * self.int_of("socket.request.max.bytes")
 
+    @property
+    def dynamic_quorum(self) -> bool:
+        """KIP-853: the voters live in the metadata log (controller.quorum.bootstrap.servers)."""
+        return bool(self.bootstrap_servers) and not self.voters
+
     def _check_quorum(self) -> None:
+        if self.voters and self.bootstrap_servers:
+            raise ConfigError("controller.quorum.voters and controller.quorum.bootstrap.servers: set one "
+                              "(static voters, or a dynamic quorum found through bootstrap servers)")
+        if self.dynamic_quorum:
+            if "controller" in self.roles and not self.controller_listeners:
+                raise ConfigError("listeners: a controller needs a listener named in controller.listener.names")
+            return
         if not self.voters:
             if self.roles != {"broker", "controller"}:
-                raise ConfigError("controller.quorum.voters: required unless the node runs both roles alone")
+                raise ConfigError("controller.quorum.voters or controller.quorum.bootstrap.servers: required "
+                                  "unless the node runs both roles alone")
             return
         if "controller" in self.roles and self.node_id not in self.voters:
             raise ConfigError(f"controller.quorum.voters: node {self.node_id} has the controller role "

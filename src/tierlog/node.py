@@ -39,14 +39,13 @@ replica fetchers and the remote log metadata manager to other brokers'
 from __future__ import annotations
 
 import asyncio
-import base64
 import io
 import logging
-import os
 import random
 import signal
 import socket
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, ProcessCollector
@@ -64,7 +63,7 @@ from tierlog.broker.role import LifecycleLoop, MetadataView
 from tierlog.broker.share_metrics import ShareMetricsCollector
 from tierlog.broker.topic_stats import BrokerTopicStats
 from tierlog.clock import monotonic_ms, wall_clock_ms
-from tierlog.config import BROKER_CONFIGS, ConfigError, NodeConfig, parse_properties
+from tierlog.config import BROKER_CONFIGS, ConfigError, NodeConfig
 from tierlog.controller.controller_config import ControllerConfig
 from tierlog.controller.quorum_controller import QuorumController
 from tierlog.metadata.apply_metrics import ApplyMetrics
@@ -97,19 +96,18 @@ from tierlog.net.ssl_principal import (
     peer_principal,
 )
 from tierlog.net.tasks import TaskSet
-from tierlog.raft import Committed, FileQuorumStateStore, RaftConfig, RaftNode
-from tierlog.raft.file_log import METADATA_PARTITION_DIR, FileLog
-from tierlog.raft.file_snapshots import FileSnapshotStore
-from tierlog.raft.voters import Endpoint as VoterEndpoint
-from tierlog.raft.voters import Voter, VoterSet
+from tierlog.raft import Committed
+from tierlog.raft.file_log import METADATA_PARTITION_DIR
 from tierlog.server.applied_offset import AppliedOffset
 from tierlog.server.commit_applier import CommitApplier
 from tierlog.server.controller_metrics import ControllerMetricsCollector
 from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
 from tierlog.server.metrics_endpoint import MetricsEndpoint
 from tierlog.server.raft_driver import RaftDriver
+from tierlog.server.raft_replica import metadata_dir, open_raft_replica
 from tierlog.storage import CleanerConfig, LogManager
 from tierlog.storage.dir_lock import DirInUseError, DirLock
+from tierlog.storage.meta_properties import ensure_meta_properties
 
 __all__ = ["Node", "NodeFailure", "run_node"]
 
@@ -118,7 +116,6 @@ REPLICATION_SETTINGS = ("replica.lag.time.max.ms", "request.timeout.ms", "replic
                         "replica.fetch.response.max.bytes", "replica.fetch.max.bytes", "replica.fetch.backoff.ms",
                         "replica.high.watermark.checkpoint.interval.ms", "max.incremental.fetch.session.cache.slots",
                         LAST_TIERED_OFFSET_ENABLE)
-META_PROPERTIES = "meta.properties"
 TICK_MIN_MS = 50
 READY_TIMEOUT_S = 120
 
@@ -178,16 +175,14 @@ class Node:
     async def start(self) -> None:
         cfg = self.config
         self._dir_locks = _lock_dirs(_data_dirs(cfg))
-        cluster_id, self._dir_ids = _ensure_meta_properties(cfg)
+        cluster_id, dir_ids = ensure_meta_properties(_data_dirs(cfg), cfg.node_id, cfg["cluster.id"])
+        self._dir_ids = {d: dir_ids[d] for d in cfg.log_dirs}
         if cfg.metrics_listener is not None:
             self.metrics_endpoint = await MetricsEndpoint.start(self.metrics_registry, *cfg.metrics_listener,
                                                                 prepare=self._prepare_scrape)
-        voters: dict[int, tuple[str, int] | None] = {**cfg.voters} or {cfg.node_id: None}
-        self.peers = Peers(f"tierlog-node-{cfg.node_id}",
-                           {n: a for n, a in voters.items() if a is not None and n != cfg.node_id},
-                           self.security.controller)
+        replica = open_raft_replica(cfg, cluster_id, _dir_id_of(dir_ids, metadata_dir(cfg)), self.security.controller)
+        self.peers, raft, voters = replica.peers, replica.node, replica.controller_ids
         loader = self._loader = MetadataLoader(cluster_id=cluster_id)
-        raft = self._open_raft(cluster_id, voters)
         committed: asyncio.Queue[Committed] = asyncio.Queue()      # RaftDriver -> CommitApplier, in log order
         applied = AppliedOffset()
         self.driver = RaftDriver(self.peers, cfg["controller.quorum.request.timeout.ms"] / 1000, raft, committed,
@@ -212,48 +207,16 @@ class Node:
             await self._serve(listener_cfg, RequestDispatcher(self.controller_server, CONTROLLER_APIS,
                                                               listener_cfg.name, (self.request_metrics,)))
         if self.is_broker:
-            await self._start_broker(cluster_id, loader, list(voters))
+            await self._start_broker(cluster_id, loader, voters)
         self._tasks.spawn(self._ticker(generator, loader), name="node-ticker")
         log.info("node %d (%s) serving %s (cluster %s)", cfg.node_id, ",".join(sorted(cfg.roles)),
                  ", ".join(f"{h}:{p}" for h, p in self.bound), cluster_id)
 
-    def _static_voters(self, voters: dict[int, tuple[str, int] | None]) -> VoterSet:
-        """controller.quorum.voters as a static (kraft.version 0) voter set with each voter's
-        controller endpoint, for DescribeQuorum's Nodes; a quorum of one names its own."""
-        cfg = self.config
-        own = cfg.controller_listeners[0] if "controller" in cfg.roles and cfg.controller_listeners else None
-        name = cfg.controller_listener_names[0] if cfg.controller_listener_names else "CONTROLLER"
-
-        def endpoints(node_id: int, addr: tuple[str, int] | None) -> tuple[VoterEndpoint, ...]:
-            if addr is not None:
-                return (VoterEndpoint(name, addr[0], addr[1]),)
-            if node_id == cfg.node_id and own is not None:
-                return (VoterEndpoint(own.name, own.host or "localhost", own.port),)
-            return ()
-        return VoterSet(Voter(n, endpoints=endpoints(n, a)) for n, a in voters.items())
-
-    def _open_raft(self, cluster_id: str, voter_addresses: dict[int, tuple[str, int] | None]) -> RaftNode:
-        cfg = self.config
-        voters = frozenset(voter_addresses)
-        meta_dir = self._metadata_dir()
-        log_ = FileLog.open(meta_dir, segment_bytes=cfg["metadata.log.segment.bytes"])
-        raft_config = RaftConfig(
-            cluster_id=cluster_id,
-            election_timeout_ms=cfg["controller.quorum.election.timeout.ms"],
-            election_backoff_max_ms=cfg["controller.quorum.election.backoff.max.ms"],
-            fetch_timeout_ms=cfg["controller.quorum.fetch.timeout.ms"],
-            request_timeout_ms=cfg["controller.quorum.request.timeout.ms"],
-            append_linger_ms=0,     # the controller's records land at once, at the offsets it expects
-            max_replication_lag_ms=cfg["max.replication.lag.ms"])
-        return RaftNode(cfg.node_id, self._static_voters(voter_addresses), log_, FileSnapshotStore(meta_dir),
-                        FileQuorumStateStore(meta_dir, voters), raft_config, random.Random(), wall_clock_ms(),
-                        kraft_version=0)
-
     def _metadata_dir(self) -> Path:
         """The Raft replica's log directory, which no partition log may take (LogManager's reserved_dirs)."""
-        return Path(self.config["metadata.log.dir"] or self.config.log_dirs[0]) / METADATA_PARTITION_DIR
+        return metadata_dir(self.config) / METADATA_PARTITION_DIR
 
-    def _controller_channel(self, purpose: str, voters: list[int], loader: MetadataLoader) -> ControllerChannel:
+    def _controller_channel(self, purpose: str, voters: Callable[[], list[int]], loader: MetadataLoader) -> ControllerChannel:
         """A channel to the active controller with connections of its own, one per purpose as
         Kafka's NodeToControllerChannelManagers: a controller answers one request per
         connection at a time, so on the Raft driver's connections a forwarded request,
@@ -263,12 +226,14 @@ class Node:
         assert self.peers is not None, "start() opens the Raft peers before any controller channel"
         peers = Peers(f"tierlog-node-{cfg.node_id}-{purpose}", dict(self.peers.addresses), self.security.controller)
         self._channel_peers.append(peers)
+        if self.driver is not None:
+            self.driver.share_endpoints(peers)      # a dynamic quorum's voters, as the replica learns them
         return ControllerChannel(peers, voters, lambda: loader.image.controller_id if
                                  loader.image.controller_id >= 0 else None,
                                  cfg["controller.quorum.request.timeout.ms"] / 1000,
                                  cfg.node_id, self.controller_server)
 
-    async def _start_broker(self, cluster_id: str, loader: MetadataLoader, voters: list[int]) -> None:
+    async def _start_broker(self, cluster_id: str, loader: MetadataLoader, voters: Callable[[], list[int]]) -> None:
         cfg = self.config
         self.logs = LogManager(cfg.log_dirs, wall_clock_ms(), cfg["log.retention.check.interval.ms"],
                                cleaner=CleanerConfig.from_props(cfg.values), clock_ms=wall_clock_ms,
@@ -344,7 +309,7 @@ class Node:
         loader.subscribe(replicas.apply_image)
         loader.subscribe(self.broker.groups.on_image)       # a deleted topic's offsets leave its groups
 
-    def _assignment_channel(self, voters: list[int], loader: MetadataLoader) -> ControllerChannel | None:
+    def _assignment_channel(self, voters: Callable[[], list[int]], loader: MetadataLoader) -> ControllerChannel | None:
         """AssignReplicasToDirs gets a channel of its own (Kafka's "directory-assignments") when the broker
         has several log dirs; with one, the controller assigns new replicas to it at creation and only replicas
         recorded before KIP-858 are assigned (on the AlterPartition channel)."""
@@ -551,58 +516,9 @@ def _snapshot_settings(cfg: NodeConfig) -> dict:
     return out
 
 
-def _ensure_meta_properties(cfg: NodeConfig) -> tuple[str, dict[Path, bytes]]:
-    """Every log dir carries meta.properties with the same cluster and node id, as in Kafka,
-    and a ``directory.id`` of its own (KIP-858; added to a file that has none).
-    Returns the cluster id and each log dir's directory id."""
-    found = {}
-    for d in cfg.log_dirs:
-        path = d / META_PROPERTIES
-        if path.exists():
-            found[d] = parse_properties(path.read_text())
-    for d, props in found.items():
-        if props.get("node.id") != str(cfg.node_id):
-            raise ConfigError(f"{d / META_PROPERTIES}: node.id {props.get('node.id')} does not match "
-                              f"node.id {cfg.node_id} in the config")
-        if not props.get("cluster.id"):
-            raise ConfigError(f"{d / META_PROPERTIES}: no cluster.id")
-    ids = {p["cluster.id"] for p in found.values()} | ({cfg["cluster.id"]} if cfg["cluster.id"] else set())
-    if len(ids) > 1:
-        raise ConfigError(f"log dirs belong to different clusters: {sorted(i for i in ids if i)}")
-    cluster_id = ids.pop() if ids else _uuid_str(uuid.uuid4().bytes)
-    dir_ids = {}
-    for d in cfg.log_dirs:
-        dir_id = found.get(d, {}).get("directory.id")
-        if dir_id is None:
-            dir_id = _uuid_str(uuid.uuid4().bytes)
-            _write_atomically(d / META_PROPERTIES, f"version=1\ncluster.id={cluster_id}\nnode.id={cfg.node_id}\n"
-                                                   f"directory.id={dir_id}\n")
-        dir_ids[d] = _uuid_bytes(dir_id)
-    return cluster_id, dir_ids
-
-
-def _uuid_str(raw: bytes) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _uuid_bytes(text: str) -> bytes:
-    try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except ValueError:
-        raw = b""
-    if len(raw) != 16:
-        raise ConfigError(f"meta.properties: directory.id {text!r} is not a Kafka Uuid")
-    return raw
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def _dir_id_of(dir_ids: dict[Path, bytes], wanted: Path) -> bytes:
+    """The directory id of ``wanted`` among the data dirs (matched by resolved path)."""
+    return next(i for d, i in dir_ids.items() if d.resolve() == wanted.resolve())
 
 
 async def _serve(config: NodeConfig, on_ready) -> None:

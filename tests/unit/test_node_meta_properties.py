@@ -3,7 +3,7 @@
 import pytest
 
 from tierlog.config import ConfigError, NodeConfig
-from tierlog.node import _ensure_meta_properties
+from tierlog.storage.meta_properties import ensure_meta_properties
 
 
 def _config(tmp_path) -> NodeConfig:
@@ -13,10 +13,14 @@ def _config(tmp_path) -> NodeConfig:
 def test_a_meta_properties_without_cluster_id_is_a_config_error(tmp_path):
     (tmp_path / "meta.properties").write_text("version=1\nnode.id=1\n")
     with pytest.raises(ConfigError, match="no cluster.id"):
-        _ensure_meta_properties(_config(tmp_path))
+        _ensure(_config(tmp_path))
 
 
 def test_a_meta_properties_with_cluster_id_keeps_it(tmp_path):
     (tmp_path / "meta.properties").write_text("version=1\ncluster.id=abc\nnode.id=1\n")
-    cluster_id, dir_ids = _ensure_meta_properties(_config(tmp_path))
+    cluster_id, dir_ids = _ensure(_config(tmp_path))
     assert cluster_id == "abc" and list(dir_ids) == [tmp_path]
+
+
+def _ensure(cfg: NodeConfig):
+    return ensure_meta_properties(cfg.log_dirs, cfg.node_id, cfg["cluster.id"])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from collections.abc import Callable
 
 from tierlog.clock import monotonic_s
 from tierlog.net.client import Peers, PeerUnavailable
@@ -36,15 +37,20 @@ class ControllerUnavailable(Exception):
 
 
 class ControllerChannel:
-    def __init__(self, peers: Peers, voters: list[int], leader_id, attempt_timeout_s: float,
-                 node_id: int = -1, local=None):
+    def __init__(self, peers: Peers, voters: list[int] | Callable[[], list[int]], leader_id,
+                 attempt_timeout_s: float, node_id: int = -1, local=None):
         self.peers = peers
         self.node_id = node_id
         self.local = local                  # this process's ControllerServer, if it has the role
-        self.voters = sorted(voters)
+        fixed = sorted(voters) if not callable(voters) else []
+        self._voters = voters if callable(voters) else (lambda: fixed)
         self.leader_id = leader_id          # () -> int | None
         self.attempt_timeout_s = attempt_timeout_s
-        self._round_robin = itertools.cycle(self.voters)
+        self._turn = itertools.count()
+
+    @property
+    def voters(self) -> list[int]:
+        return sorted(self._voters())
 
     async def send(self, api_key: int, body: dict, timeout_s: float, version: int | None = None,
                    resend_after_timeout: bool = True) -> dict:
@@ -77,7 +83,8 @@ class ControllerChannel:
         leader = self.leader_id()
         if prefer_leader and leader is not None and (leader in self.peers.addresses or leader == self.node_id):
             return leader
-        return next(self._round_robin)
+        voters = self.voters
+        return voters[next(self._turn) % len(voters)]
 
 
 def _not_controller(resp: dict) -> bool:

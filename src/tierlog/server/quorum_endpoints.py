@@ -8,7 +8,9 @@ VotersRecord says, so:
   peer map whenever the voter set in effect changes;
 - a Fetch answer names the leader's endpoint (the response's NodeEndpoints tag, Fetch
   v16+, as Kafka's leader sends it), so a replica that only knows
-  ``controller.quorum.bootstrap.servers`` learns where the leader it was told of is.
+  ``controller.quorum.bootstrap.servers`` learns where the leader it was told of is;
+- every address learned also goes to the peer maps ``share_with`` names (the node's
+  controller channels, so a broker reaches the active controller the image names).
 """
 from __future__ import annotations
 
@@ -27,6 +29,13 @@ class QuorumEndpoints:
         self._node = node
         self._listener = listener_name.upper()
         self._seen: VoterSet | None = None
+        self._shared: list[Peers] = []
+
+    def share_with(self, peers: Peers) -> None:
+        """Keep ``peers`` told of every voter address learned from now on (and those known)."""
+        self._shared.append(peers)
+        for node_id, (host, port) in self._peers.addresses.items():
+            peers.set_address(node_id, host, port)
 
     @property
     def dynamic(self) -> bool:
@@ -43,7 +52,7 @@ class QuorumEndpoints:
         for voter in voters:
             endpoint = self._endpoint(voter.endpoints)
             if endpoint is not None and voter.voter_id != self._node.node_id:
-                self._peers.set_address(voter.voter_id, endpoint.host, endpoint.port)
+                self._set(voter.voter_id, endpoint.host, endpoint.port)
 
     def leader_endpoints(self, leader_id: int) -> list[dict[str, Any]]:
         """A Fetch answer's NodeEndpoints: the leader's controller endpoint, when the set names it."""
@@ -59,7 +68,11 @@ class QuorumEndpoints:
             return
         for e in fetch_response.get("NodeEndpoints") or []:
             if e["NodeId"] >= 0 and e["NodeId"] != self._node.node_id:
-                self._peers.set_address(e["NodeId"], e["Host"], e["Port"])
+                self._set(e["NodeId"], e["Host"], e["Port"])
+
+    def _set(self, node_id: int, host: str, port: int) -> None:
+        for peers in (self._peers, *self._shared):
+            peers.set_address(node_id, host, port)
 
     def _endpoint(self, endpoints: tuple[Endpoint, ...]) -> Endpoint | None:
         return next((e for e in endpoints if e.name.upper() == self._listener), None)

@@ -70,6 +70,10 @@ class RaftDriver:
         await cancel_and_wait([t for t in (self._task, *self._sends) if t is not None], "raft driver")
         self._writer.shutdown(wait=True)
 
+    def share_endpoints(self, peers: Peers) -> None:
+        """``peers`` (a controller channel's) follows the quorum's addresses as this replica learns them."""
+        self._endpoints.share_with(peers)
+
     def applied(self, next_offset: int) -> None:
         """The node applied every committed item below ``next_offset`` (CommitApplier, after each
         turn): the core hands out more if it held back for that (``RaftNode.handle_applied``)."""
