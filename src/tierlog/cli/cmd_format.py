@@ -1,5 +1,8 @@
-"""``tierlog format --config server.properties --add-scram 'SCRAM-SHA-512=[name=admin,password=...]'``:
-the bootstrap records of a new cluster (Kafka's ``kafka-storage.sh format --add-scram``, KIP-900).
+"""``tierlog format --config server.properties [--add-scram 'SCRAM-SHA-512=[name=admin,password=...]']
+[--standalone | --initial-controllers ID@HOST:PORT:DIR_ID,... | --no-initial-controllers]``:
+the bootstrap records of a new cluster (Kafka's ``kafka-storage.sh format --add-scram``, KIP-900)
+and, for a dynamic controller quorum (KIP-853), the node's meta.properties and the bootstrap
+checkpoint with the initial voters (cli/quorum_format.py).
 
 Writes ``<metadata dir>/bootstrap.records`` (metadata/bootstrap.py): one
 UserScramCredentialRecord per credential, salted and hashed here (salt from ``secrets``),
@@ -16,9 +19,11 @@ from tierlog.config import ConfigError, NodeConfig
 from tierlog.metadata.bootstrap import write_bootstrap
 from tierlog.metadata.scram import new_credential
 from tierlog.metadata.scram_records import UserScramCredentialRecord
+from tierlog.storage.meta_properties import kafka_uuid_str
 
 from .cmd_node import parse_overrides
 from .errors import CliError
+from .quorum_format import QuorumFormat, format_quorum
 from .scram_config import ScramEntry, parse_scram_config
 
 __all__ = ["format_node", "register", "run", "scram_records"]
@@ -28,16 +33,27 @@ METADATA_LOG = "__cluster_metadata-0"
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "format", help="write a new node's bootstrap records (SCRAM users)",
+        "format", help="prepare a new node: SCRAM users, a dynamic controller quorum's first voters",
         description="Prepare a node of a new cluster (like kafka-storage.sh format): write the SCRAM "
                     "credentials the first active controller puts in the metadata log before anything "
-                    "else, into <metadata.log.dir or first log dir>/bootstrap.records. Passwords are "
-                    "salted and hashed here; the file holds no password.")
+                    "else, into <metadata.log.dir or first log dir>/bootstrap.records (passwords are "
+                    "salted and hashed here; the file holds no password); and for a dynamic controller "
+                    "quorum (KIP-853, nodes configured with controller.quorum.bootstrap.servers) "
+                    "meta.properties with the metadata dir's directory.id and, with --standalone or "
+                    "--initial-controllers, the bootstrap checkpoint holding the first voter set.")
     p.add_argument("--config", required=True, metavar="FILE", help="the node's server.properties")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
-    p.add_argument("--add-scram", action="append", default=[], required=True,
+    p.add_argument("--add-scram", action="append", default=[],
                    metavar="'SCRAM-SHA-512=[name=USER,password=P]'",
                    help="a SCRAM credential (optionally iterations=N); repeatable")
+    quorum = p.add_mutually_exclusive_group()
+    quorum.add_argument("--standalone", action="store_true",
+                        help="dynamic quorum: this controller alone is the first voter")
+    quorum.add_argument("--initial-controllers", metavar="ID@HOST:PORT:DIRECTORY_ID,...",
+                        help="dynamic quorum: the first voters (format each of them with the same list)")
+    quorum.add_argument("--no-initial-controllers", action="store_true",
+                        help="dynamic quorum: a node that joins a running cluster (a controller is then "
+                             "added with `tierlog metadata quorum add-controller`)")
     p.set_defaults(func=run)
 
 
@@ -66,7 +82,16 @@ def run(args) -> int:
         config = NodeConfig.from_file(args.config, parse_overrides(args.set))
     except ConfigError as e:
         raise CliError(str(e)) from None
+    how = QuorumFormat(args.standalone, args.initial_controllers, args.no_initial_controllers)
+    if not args.add_scram and not how.chosen:
+        raise CliError("nothing to format: give --add-scram and/or one of --standalone, "
+                       "--initial-controllers, --no-initial-controllers")
     entries = [e for text in args.add_scram for e in parse_scram_config(text, "--add-scram", need_name=True)]
-    path = format_node(config, entries)
-    print(f"wrote {len(entries)} SCRAM credential(s) to {path}")
+    if entries:
+        path = format_node(config, entries)
+        print(f"wrote {len(entries)} SCRAM credential(s) to {path}")
+    if how.chosen:
+        cluster_id, dir_id, voters = format_quorum(config, how)
+        print(f"formatted node {config.node_id} of cluster {cluster_id}: directory.id={kafka_uuid_str(dir_id)}"
+              + ("" if voters is None else f" initial voters={','.join(str(v.voter_id) for v in voters)}"))
     return 0
