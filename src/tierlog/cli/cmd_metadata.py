@@ -35,7 +35,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tierlog.cli.broker_wire import BrokerWire
+from tierlog.cli import quorum_voters
+from tierlog.cli.broker_wire import BrokerWire, security_of
 from tierlog.cli.errors import CliError
 from tierlog.cli.options import (
     BOOTSTRAP_ENV,
@@ -61,6 +62,9 @@ _EPILOG = """\
 examples:
   tierlog metadata quorum                      # status and replication of the metadata quorum
   tierlog metadata quorum --json
+  tierlog metadata quorum --bootstrap-controller localhost:9193 add-controller --command-config node-4.properties
+  tierlog metadata quorum --bootstrap-controller localhost:9193 remove-controller \\
+      --controller-id 2 --controller-directory-id 2nIwt3bNQhq9CgBR9nMtrA
   tierlog metadata snapshots --dir tierlog-data/node-1/data
   tierlog metadata snapshots --dir tierlog-data/node-1/data --print latest
 """
@@ -113,7 +117,10 @@ def _check_errors(address: str, response: dict) -> None:
 
 
 def _query(args: argparse.Namespace) -> tuple[dict, str | None, list[dict]]:
-    with BrokerWire.from_args(args) as wire:
+    target = args.bootstrap_server
+    if args.bootstrap_controller:     # a controller answers only as the leader: ask it who leads
+        target = quorum_voters.leader_address(args.bootstrap_controller, args.timeout, args)
+    with BrokerWire(target, args.timeout, security_of(args)) as wire:
         return _describe_quorum(wire)
 
 
@@ -339,13 +346,21 @@ def run_snapshots(args: argparse.Namespace) -> int:
 
 # -- the parsers ------------------------------------------------------------------
 
-def _server_options(parser: argparse.ArgumentParser) -> None:
+def _server_options(parser: argparse.ArgumentParser, sub: bool = False) -> None:
+    """The connection options; ``sub``: on an action under ``quorum`` too (given there or before it)."""
     group = parser.add_argument_group("connection options")
+
+    def default(value):
+        return argparse.SUPPRESS if sub else value
     group.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT...]",
-                       default=os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP,
+                       default=default(os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP),
                        help=f"a broker, or a controller's CONTROLLER listener (env {BOOTSTRAP_ENV})")
+    group.add_argument("--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT...]", default=default(None),
+                       help="a controller's CONTROLLER listener (as kafka-metadata-quorum's)")
     add_command_config(group)
-    group.add_argument("--timeout", metavar="SECONDS", type=positive_float, default=DEFAULT_TIMEOUT_S,
+    if sub:
+        next(a for a in group._group_actions if a.dest == "command_config").default = argparse.SUPPRESS
+    group.add_argument("--timeout", metavar="SECONDS", type=positive_float, default=default(DEFAULT_TIMEOUT_S),
                        help="give up waiting for the cluster after this long")
 
 
@@ -365,6 +380,8 @@ def register(subparsers) -> None:
     shown.add_argument("--replication", action="store_true", help="only the replication table")
     quorum.add_argument("--json", action="store_true", help="print one JSON object")
     quorum.set_defaults(func=run_quorum)
+    quorum_voters.register(quorum.add_subparsers(title="voter changes (dynamic quorum, KIP-853)", metavar="ACTION"),
+                           lambda p: _server_options(p, sub=True))
 
     snaps = actions.add_parser(
         "snapshots", help="list a node's metadata snapshots, or print one",

@@ -254,6 +254,12 @@ class QuorumController:
         self._bootstrap_pending = is_active and bool(self._bootstrap) and _is_new_cluster(committed_image)
         self._next_offset = committed_image.high_watermark_offset if next_offset is None else next_offset
 
+    def skip_to(self, next_offset: int) -> None:
+        """The Raft leader appended control records of its own (a KIP-853 VotersRecord) after
+        this controller's: its next record lands at ``next_offset``."""
+        assert self.active and next_offset >= self._next_offset, (next_offset, self._next_offset)
+        self._next_offset = next_offset
+
     def replay(self, record: MetadataRecord, offset: int, timestamp_ms: int = 0, epoch: int = -1) -> None:
         """A standby follows the committed log one record at a time."""
         assert not self.active, "the active controller writes the log; it does not replay it"

@@ -22,14 +22,17 @@ if TYPE_CHECKING:
 
     from .cluster_records import MetadataRecord  # which imports this module's schemas
 
-__all__ = ["DEFAULT_FEATURE_LEVELS", "SCHEMAS", "SHARE_VERSION", "SUPPORTED_FEATURES", "TRANSACTION_VERSION",
-           "FeatureLevelRecord",
-           "api_versions_features", "with_default_features"]
+__all__ = ["DEFAULT_FEATURE_LEVELS", "KRAFT_VERSION", "SCHEMAS", "SHARE_VERSION", "SUPPORTED_FEATURES",
+           "TRANSACTION_VERSION", "FeatureLevelRecord", "api_versions_features", "with_default_features"]
 
 TRANSACTION_VERSION = "transaction.version"
 SHARE_VERSION = "share.version"
+#: KIP-853: 0 a static controller quorum (controller.quorum.voters), 1 a dynamic one. Its level is
+#: the metadata log's KRaftVersionRecord (the Raft replica's), not a FeatureLevelRecord.
+KRAFT_VERSION = "kraft.version"
 #: feature -> (min, max) level this build supports (ApiVersions SupportedFeatures)
-SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2), SHARE_VERSION: (0, 1)}
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {KRAFT_VERSION: (0, 1), TRANSACTION_VERSION: (0, 2),
+                                                  SHARE_VERSION: (0, 1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +57,12 @@ def with_default_features(records: list[MetadataRecord]) -> list[MetadataRecord]
     return records + [r for r in DEFAULT_FEATURE_LEVELS if r.name not in named]
 
 
-def api_versions_features(finalized: Mapping[str, int], epoch: int) -> ApiVersionsResponse:
+def api_versions_features(finalized: Mapping[str, int], epoch: int, kraft_version: int = 0) -> ApiVersionsResponse:
     """ApiVersions v3+'s feature fields (KIP-584): what this build supports, and the image's
-    finalized levels (min = max = the level, as Kafka answers) at ``epoch`` (the image's offset)."""
+    finalized levels (min = max = the level, as Kafka answers) at ``epoch`` (the image's offset),
+    with ``kraft.version`` when the quorum is dynamic (level 1)."""
+    if kraft_version > 0:
+        finalized = {**finalized, KRAFT_VERSION: kraft_version}
     return {"SupportedFeatures": [{"Name": n, "MinVersion": lo, "MaxVersion": hi}
                                   for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items())],
             "FinalizedFeaturesEpoch": epoch,

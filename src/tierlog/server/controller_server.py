@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tierlog.clock import wall_clock_ms
@@ -38,6 +38,7 @@ from tierlog.raft.types import LeaderAndEpoch, NotLeaderError
 
 from .applied_offset import AppliedOffset, NotLeaderAnymore
 from .raft_driver import RaftDriver
+from .voter_changes import add_raft_voter, remove_raft_voter, update_raft_voter
 
 if TYPE_CHECKING:
     from tierlog.protocol.typed.api_versions import (
@@ -124,6 +125,14 @@ class ControllerServer:
             f"metadata records landed at {last - len(records) + 1}, the controller expected {base_offset}"
         return last
 
+    def change_voters(self, change: Callable[[int], tuple[int, int | None]]) -> tuple[int, int | None]:
+        """A KIP-853 voter change at the Raft leader (``RaftDriver.change_voters``): the VotersRecord
+        takes an offset the controller did not count, so its next records move past it."""
+        error, offset = self.driver.change_voters(change)
+        if offset is not None and self.quorum_controller.active:
+            self.quorum_controller.skip_to(self.driver.node.log.end_offset)
+        return error, offset
+
     def start_ticker(self) -> None:
         self._tasks.spawn(self._ticker(), name=f"controller-tick-{self.node_id}")
 
@@ -200,7 +209,8 @@ def _controller_handler(server, header, request):
 def _api_versions(server, header, request: ApiVersionsRequest) -> ApiVersionsResponse:
     image = server.quorum_controller.committed_image
     return {"ErrorCode": ErrorCode.NONE, "ApiKeys": server.api_versions, "ThrottleTimeMs": 0,
-            **api_versions_features(image.features, image.provenance.last_contained_offset)}
+            **api_versions_features(image.features, image.provenance.last_contained_offset,
+                                    server.driver.node.kraft_version)}
 
 
 def _registry() -> dict:
@@ -211,6 +221,9 @@ def _registry() -> dict:
         reg[key] = _Api(key, wire.MIN_VERSIONS.get(key, wire.VERSIONS[key]), wire.VERSIONS[key], _raft_handler)
     for key, (lo, hi) in SUPPORTED_APIS.items():
         reg[key] = _Api(key, lo, hi, _controller_handler)
+    for key, handler in ((ApiKey.ADD_RAFT_VOTER, add_raft_voter), (ApiKey.REMOVE_RAFT_VOTER, remove_raft_voter),
+                         (ApiKey.UPDATE_RAFT_VOTER, update_raft_voter)):    # KIP-853
+        reg[key] = _Api(key, APIS[key].min_version, APIS[key].max_version, handler)
     return reg
 
 

@@ -1,4 +1,4 @@
-"""AddRaftVoter (80) and RemoveRaftVoter (81) at the active controller (KIP-853).
+"""AddRaftVoter (80), RemoveRaftVoter (81) and UpdateRaftVoter (82) at the active controller (KIP-853).
 
 The Raft leader checks Kafka's rules (raft/leader_voters.py: only the leader, only with
 kraft.version 1, one change at a time, a new voter caught up as an observer, the
@@ -6,10 +6,10 @@ kraft.version 1, one change at a time, a new voter caught up as an observer, the
 waits until the VotersRecord is committed (the high watermark passes it), or until
 the request's TimeoutMs (AddRaftVoter; at most ``MAX_VOTER_CHANGE_WAIT_S``) with
 REQUEST_TIMED_OUT. AddRaftVoter v1's AckWhenCommitted false answers once the leader
-wrote the record. Both need ALTER on the cluster, as Kafka's controller asks.
-
-Not advertised yet: the controller listener registers them once a controller can
-join a running quorum (controller.quorum.bootstrap.servers) end to end.
+wrote the record. Add and remove need ALTER on the cluster, as Kafka's controller asks;
+UpdateRaftVoter (a voter telling the leader its new listeners at start-up) comes from
+the nodes, so it needs CLUSTER_ACTION like the other quorum requests, and its answer
+names the leader (CurrentLeader) so a voter that asked another replica can turn to it.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tierlog.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
 from tierlog.protocol import ErrorCode
 from tierlog.raft.voters import NO_DIRECTORY, Endpoint, Voter
 
-__all__ = ["MAX_VOTER_CHANGE_WAIT_S", "add_raft_voter", "remove_raft_voter"]
+__all__ = ["MAX_VOTER_CHANGE_WAIT_S", "add_raft_voter", "remove_raft_voter", "update_raft_voter"]
 
 log = logging.getLogger(__name__)
 #: the longest a voter change's answer waits for the commit (AddRaftVoter's TimeoutMs is capped to it)
@@ -53,10 +53,30 @@ async def remove_raft_voter(server, header, request: Mapping[str, Any]) -> dict[
                          True, REMOVE_VOTER_WAIT_S, f"remove voter {voter_id}")
 
 
-def _refusal(server, header, request: Mapping[str, Any]) -> dict[str, Any] | None:
+async def update_raft_voter(server, header, request: Mapping[str, Any]) -> dict[str, Any]:
+    refused = _refusal(server, header, request, AclOperation.CLUSTER_ACTION)
+    if refused is None:
+        voter_id, directory_id = request["VoterId"], bytes(request["VoterDirectoryId"])
+        endpoints = tuple(Endpoint(x["Name"], x["Host"], x["Port"]) for x in request.get("Listeners") or [])
+        refused = await _change(server, lambda now: server.driver.node.update_voter(voter_id, directory_id,
+                                                                                   endpoints, now),
+                                True, REMOVE_VOTER_WAIT_S, f"update voter {voter_id}")
+    return {"ThrottleTimeMs": 0, "ErrorCode": refused["ErrorCode"], "CurrentLeader": _current_leader(server)}
+
+
+def _current_leader(server) -> dict[str, Any]:
+    leader = server.driver.node.leader_and_epoch
+    voter = server.driver.node.voter_set.get(leader.leader_id) if leader.leader_id is not None else None
+    endpoint = voter.endpoints[0] if voter is not None and voter.endpoints else None
+    return {"LeaderId": -1 if leader.leader_id is None else leader.leader_id, "LeaderEpoch": leader.epoch,
+            "Host": endpoint.host if endpoint else "", "Port": endpoint.port if endpoint else -1}
+
+
+def _refusal(server, header, request: Mapping[str, Any],
+             operation: AclOperation = AclOperation.ALTER) -> dict[str, Any] | None:
     principal = getattr(header, "principal", None)
     if server.authorizer is not None and principal is not None and not server.authorizer.authorize(
-            server.quorum_controller.committed_image.acls, principal, header.client_host, AclOperation.ALTER,
+            server.quorum_controller.committed_image.acls, principal, header.client_host, operation,
             ResourceType.CLUSTER, CLUSTER_NAME):
         return _answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     cluster_id = request.get("ClusterId")
@@ -69,7 +89,7 @@ def _refusal(server, header, request: Mapping[str, Any]) -> dict[str, Any] | Non
 
 async def _change(server, change: Callable[[int], tuple[int, int | None]], ack_when_committed: bool,
                   timeout_s: float, what: str) -> dict[str, Any]:
-    error, offset = server.driver.change_voters(change)
+    error, offset = server.change_voters(change)
     if error != ErrorCode.NONE or offset is None or not ack_when_committed:
         return _answer(error)
     try:

@@ -35,8 +35,17 @@ def test_defaults_are_added_to_the_bootstrap_unless_it_sets_them():
 
 
 def test_api_versions_answers_supported_and_finalized_levels():
+    supported = [{"Name": "kraft.version", "MinVersion": 0, "MaxVersion": 1},
+                 {"Name": SHARE_VERSION, "MinVersion": 0, "MaxVersion": 1},
+                 {"Name": TRANSACTION_VERSION, "MinVersion": 0, "MaxVersion": 2}]
     assert api_versions_features({TRANSACTION_VERSION: 2}, 41) == {
-        "SupportedFeatures": [{"Name": SHARE_VERSION, "MinVersion": 0, "MaxVersion": 1},
-                              {"Name": TRANSACTION_VERSION, "MinVersion": 0, "MaxVersion": 2}],
+        "SupportedFeatures": supported,
         "FinalizedFeaturesEpoch": 41,
         "FinalizedFeatures": [{"Name": TRANSACTION_VERSION, "MaxVersionLevel": 2, "MinVersionLevel": 2}]}
+
+
+def test_a_dynamic_quorum_finalizes_kraft_version_1():
+    """KIP-853: kraft.version comes from the Raft replica, not from a FeatureLevelRecord."""
+    finalized = api_versions_features({TRANSACTION_VERSION: 2}, 41, kraft_version=1)["FinalizedFeatures"]
+    assert finalized == [{"Name": "kraft.version", "MaxVersionLevel": 1, "MinVersionLevel": 1},
+                         {"Name": TRANSACTION_VERSION, "MaxVersionLevel": 2, "MinVersionLevel": 2}]

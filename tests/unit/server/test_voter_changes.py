@@ -49,7 +49,8 @@ async def _leader():
     driver = RaftDriver(_NoPeers(), 1.0, node, asyncio.Queue())
     driver.start()
     await _until(lambda: node.is_leader and node.high_watermark == node.log.end_offset > 0, "a committed leader")
-    return SimpleNamespace(driver=driver, authorizer=None, quorum_controller=None), node
+    return SimpleNamespace(driver=driver, authorizer=None, quorum_controller=None,
+                           change_voters=driver.change_voters), node
 
 
 async def _fetch_at_end(driver, node, replica_id):
