@@ -60,7 +60,7 @@ def test_up_runs_three_controllers_and_three_brokers(tmp_path):
         assert len(consume_all(bootstrap, "up-topic", 3, 9000)) == 9000
         props = (tmp_path / "d" / "node-4" / "server.properties").read_text()
         assert "log.segment.bytes=1048576" in props and f"listeners=PLAINTEXT://127.0.0.1:{port}" in props
-        assert "process.roles=broker" in props and "controller.quorum.voters=1@127.0.0.1:" in props
+        assert "process.roles=broker" in props and "controller.quorum.bootstrap.servers=127.0.0.1:" in props
         _kill9_one_broker_loses_nothing(proc, bootstrap)
     finally:
         _stop(proc)
@@ -113,6 +113,33 @@ def test_up_combined_single_process(tmp_path):
     scrape = (tmp_path / "d" / "monitoring" / "prometheus.yml").read_text()
     assert f"- targets: ['127.0.0.1:{port + 201}']" in scrape and "role: 'broker,controller'" in scrape
     assert json.loads((tmp_path / "d" / "monitoring" / "grafana-dashboard.json").read_text())["uid"]
+
+
+def test_up_adds_a_controller_to_a_running_cluster(tmp_path):
+    """KIP-853: a new `tierlog up` cluster is a dynamic quorum, `up --add-controller` makes one more
+    process a voter while it runs, and a later `up` of the data dir starts that voter too."""
+    proc, port, _, bootstrap = _up(tmp_path, "--controllers", "1", "--brokers", "1")
+    add = None
+    try:
+        add = subprocess.Popen([sys.executable, "-m", "tierlog.cli.main", "up", "--data-dir", str(tmp_path / "d"),
+                                "--add-controller"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        node_line = add.stdout.readline().strip()
+        assert NODE_LINE.match(node_line) and node_line.startswith("node 3 roles=controller "), node_line
+        added = add.stdout.readline().strip()
+        assert added.startswith("added controller 3 ") and added.endswith("voters now [1,3]"), \
+            added or add.stderr.read()
+        described = subprocess.run([sys.executable, "-m", "tierlog.cli.main", "metadata", "quorum",
+                                    "--bootstrap-controller", f"127.0.0.1:{port + 100}", "--json"],
+                                   capture_output=True, text=True, timeout=60, check=True)
+        assert {v["node_id"] for v in json.loads(described.stdout)["voters"]} == {1, 3}
+        create_topic(bootstrap, "after-add", 1)
+    finally:
+        if add is not None:
+            _stop(add)
+        _stop(proc)
+    again, _, nodes, _ = _up(tmp_path, "--controllers", "1", "--brokers", "1", port=port)
+    _stop(again)
+    assert nodes == [(1, "controller"), (2, "broker"), (3, "controller")]
 
 
 def test_up_on_port_0_takes_free_ports_below_the_ephemeral_range(tmp_path):

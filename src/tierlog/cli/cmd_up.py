@@ -55,7 +55,17 @@ from .cmd_node import parse_overrides
 from .errors import ERROR_PREFIX, CliError
 from .monitoring import write_monitoring
 from .up_layout import check_data_dir
-from .up_security import SECURITY_MODES, UpSecurity, prepare_security
+from .up_quorum import (
+    add_to_quorum,
+    added_controller_props,
+    added_controllers,
+    format_initial_controllers,
+    is_static,
+    kept_base_port,
+    quorum_props,
+    write_added_controller,
+)
+from .up_security import CLIENT_PROPERTIES, SECURITY_MODES, UpSecurity, prepare_security
 
 __all__ = ["register", "run"]
 
@@ -100,6 +110,13 @@ def register(subparsers) -> None:
                         "(StandardAuthorizer: other users need `tierlog acls --add`); prints "
                         "client.properties=PATH (Java form, for --command-config on every command) and "
                         "client-librdkafka.properties=PATH (confluent-kafka, kcat); see docs/security.md")
+    p.add_argument("--static-quorum", action="store_true",
+                   help="a fixed controller quorum (controller.quorum.voters) instead of a dynamic one (KIP-853, "
+                        "the default for a new cluster: controllers can be added and removed while it runs)")
+    p.add_argument("--add-controller", action="store_true",
+                   help="add one controller to the running dynamic cluster in --data-dir (next free node id, "
+                        "a free port), make it a voter once caught up, print the new voter set; keeps it "
+                        "running until Ctrl-C")
     p.set_defaults(func=run)
 
 
@@ -146,7 +163,9 @@ def _metrics_address(host: str, port: int, base: str) -> str:
 
 
 def node_properties(plan: NodePlan, host: str, voters: str, cluster_id: str, log_dir: Path,
-                    overrides: dict[str, str], metrics: str | None = None, broker_listener: str = "PLAINTEXT") -> str:
+                    overrides: dict[str, str], metrics: str | None = None, broker_listener: str = "PLAINTEXT",
+                    quorum: dict[str, str] | None = None) -> str:
+    """``voters``: controller.quorum.voters; ``quorum`` (up_quorum.quorum_props) replaces it."""
     listeners = []
     if plan.broker_port is not None:
         listeners.append(f"{broker_listener}://{host}:{plan.broker_port}")
@@ -158,7 +177,7 @@ def node_properties(plan: NodePlan, host: str, voters: str, cluster_id: str, log
         "cluster.id": cluster_id,
         "listeners": ",".join(listeners),
         "controller.listener.names": "CONTROLLER",
-        "controller.quorum.voters": voters,
+        **(quorum if quorum is not None else {"controller.quorum.voters": voters}),
         "log.dirs": str(log_dir),
         METRICS_LISTENER: f"{host}:0" if metrics is None else metrics,
     }
@@ -212,11 +231,14 @@ def _free_base(host: str, controllers: int, brokers: int, combined: bool) -> int
 
 def run(args) -> int:
     exit_with_parent()
+    if args.add_controller:
+        return run_add_controller(Path(args.data_dir).resolve())
     host, port = _parse_listen(args.listen)
-    if port == 0:
-        port = _free_base(host, args.controllers, args.brokers, args.combined)
-    plans = plan_cluster(args.controllers, args.brokers, args.combined, port)
     data_dir = Path(args.data_dir).resolve()
+    if port == 0:
+        port = kept_base_port(data_dir, CONTROLLER_PORT_OFFSET) or _free_base(host, args.controllers, args.brokers,
+                                                                              args.combined)
+    plans = plan_cluster(args.controllers, args.brokers, args.combined, port)
     refusal = check_data_dir(data_dir, {p.node_id: tuple(sorted(p.roles)) for p in plans})
     if refusal is not None:
         raise CliError(refusal)
@@ -228,6 +250,12 @@ def run(args) -> int:
     metrics = {p.node_id: metrics_listener(p.node_id, host, port, metrics_override) for p in plans}
     cluster_id = _cluster_id(data_dir)
     voters = ",".join(f"{p.node_id}@{host}:{p.controller_port}" for p in plans if "controller" in p.roles)
+    static = args.static_quorum or is_static(data_dir)
+    initial = [(p.node_id, p.controller_port) for p in plans if p.controller_port is not None]
+    quorum = quorum_props(static, initial, host)
+    texts = {plan.node_id: node_properties(plan, host, voters, cluster_id, data_dir / f"node-{plan.node_id}" / "data",
+                                           overrides, metrics[plan.node_id], security.broker_listener, quorum)
+             for plan in plans}
     procs = []
     stopping = False
 
@@ -238,14 +266,17 @@ def run(args) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     try:
         for plan in plans:
-            log_dir = data_dir / f"node-{plan.node_id}" / "data"
             if "controller" in plan.roles:
-                _bootstrap(log_dir, security)
-            text = node_properties(plan, host, voters, cluster_id, log_dir, overrides, metrics[plan.node_id],
-                                   security.broker_listener)
-            procs.append(_start_node(plan, data_dir, text))
-        targets = [(node.node_id, ",".join(plan.roles), _field(_wait_ready(node), "metrics"))
-                   for node, plan in zip(procs, plans, strict=True)]
+                _bootstrap(data_dir / f"node-{plan.node_id}" / "data", security)
+        if not static:
+            format_initial_controllers({n: t for n, t in texts.items() if n in dict(initial)}, initial, host)
+        for plan in plans:
+            procs.append(_start_node(plan, data_dir, texts[plan.node_id]))
+        for node_id in added_controllers(data_dir):      # voters `up --add-controller` added earlier
+            procs.append(_start_node(NodePlan(node_id, ("controller",), None, None), data_dir, None))
+        roles = {plan.node_id: ",".join(plan.roles) for plan in plans}
+        targets = [(node.node_id, roles.get(node.node_id, "controller"), _field(_wait_ready(node), "metrics"))
+                   for node in procs]
         brokers = [f"{host}:{p.broker_port}" for p in plans if p.broker_port is not None]
         print(f"bootstrap.servers={','.join(brokers)}", flush=True)
         write_monitoring(data_dir / "monitoring", targets)
@@ -260,6 +291,31 @@ def run(args) -> int:
         # brokers first, while the quorum is there to move their leadership away
         _stop_all([n.proc for n in procs if not n.controller_only])
         _stop_all([n.proc for n in procs if n.controller_only])
+    return 0
+
+
+def run_add_controller(data_dir: Path) -> int:
+    """``up --add-controller`` (cli/up_quorum.py): one more voter for the running cluster in ``data_dir``."""
+    node_id, props = added_controller_props(data_dir)
+    write_added_controller(data_dir, node_id, props)
+    node = _start_node(NodePlan(node_id, ("controller",), None, None), data_dir, None)
+    stopping = False
+
+    def on_signal(signum, frame):
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        _wait_ready(node)
+        client = data_dir / CLIENT_PROPERTIES
+        command_config = list(parse_properties(client.read_text()).items()) if client.exists() else []
+        print(add_to_quorum(props, command_config), flush=True)
+        _watch([node], lambda: stopping)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        _stop_all([node.proc])
     return 0
 
 
@@ -316,10 +372,12 @@ def _node_args(node_dir: Path) -> list[str]:
     return ["node", "--config", str(node_dir / "server.properties"), "--log-file", str(log)]
 
 
-def _start_node(plan: NodePlan, data_dir: Path, properties: str) -> _Node:
+def _start_node(plan: NodePlan, data_dir: Path, properties: str | None) -> _Node:
+    """Start node ``plan.node_id`` with ``properties`` (None: the server.properties already there)."""
     node_dir = data_dir / f"node-{plan.node_id}"
     node_dir.mkdir(parents=True, exist_ok=True)
-    (node_dir / "server.properties").write_text(properties)
+    if properties is not None:
+        (node_dir / "server.properties").write_text(properties)
     log = node_dir / "node.log"
     cmd = [sys.executable, "-m", "tierlog.cli.main", *_node_args(node_dir)]
     with open(log, "ab") as log_file:      # until the node opens it itself; the child keeps its own handle

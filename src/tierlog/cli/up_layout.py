@@ -1,7 +1,8 @@
 """Whether ``tierlog up`` may use a data dir: the nodes already there and their roles
 must be the ones its arguments plan, and no node may be running on it.
 
-Reusing the data of 3 controllers + 3 brokers with ``--combined --controllers 1``
+Controllers added with ``tierlog up --add-controller`` (an ``added-controller`` marker in their
+node dir) are not part of the layout. Reusing the data of 3 controllers + 3 brokers with ``--combined --controllers 1``
 would restart node 1 as a quorum of its own over data written by another quorum;
 so the existing layout must match: the same voters with the same roles, and
 every node already there planned again with its roles.  New broker-only nodes
@@ -15,13 +16,17 @@ from pathlib import Path
 from tierlog.config import ConfigError, parse_properties
 from tierlog.storage.dir_lock import DirInUseError, check_free
 
-__all__ = ["check_data_dir", "existing_layout", "layout_mismatch"]
+__all__ = ["ADDED_MARKER", "check_data_dir", "existing_layout", "layout_mismatch"]
+
+ADDED_MARKER = "added-controller"     # in node-<id>/: a controller `up --add-controller` started, not planned
 
 
 def existing_layout(data_dir: Path) -> dict[int, tuple[str, ...]]:
     """node id -> sorted roles, from the ``node-<id>/server.properties`` files a previous run wrote."""
     out = {}
     for conf in sorted(data_dir.glob("node-*/server.properties")):
+        if (conf.parent / ADDED_MARKER).exists():
+            continue        # a voter added to the running cluster: `up` does not plan it
         try:
             props = parse_properties(conf.read_text())
             out[int(props["node.id"])] = tuple(sorted(r.strip() for r in props["process.roles"].split(",")))
