@@ -24,8 +24,8 @@ from tierlog.cli.group_admin import (
     type_name,
 )
 from tierlog.cli.groups_describe import run_describe
-from tierlog.cli.groups_reset import run_reset_offsets
-from tierlog.cli.offset_reset_plan import parse_datetime_ms, parse_topic
+from tierlog.cli.groups_reset import add_reset_targets, run_reset_offsets
+from tierlog.cli.offset_reset_plan import parse_topic
 from tierlog.cli.options import connection_options
 from tierlog.cli.render import make_table, note, print_json, print_table
 
@@ -155,18 +155,7 @@ def _add_reset(actions, common) -> None:
                        help="a topic, or some of its partitions; repeatable")
     scope.add_argument("--all-topics", action="store_true",
                        help="every partition the group has a committed offset for")
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to-earliest", action="store_true", help="each partition's log start offset")
-    target.add_argument("--to-latest", action="store_true", help="each partition's log end offset")
-    target.add_argument("--to-offset", type=int, metavar="N", help="offset N (clamped to the log)")
-    target.add_argument("--to-datetime", type=parse_datetime_ms, metavar="DATETIME",
-                        help="the first offset at or after this ISO-8601 time, YYYY-MM-DDTHH:mm:SS.sss"
-                             " with an optional Z or +hh:mm (local time without one)")
-    target.add_argument("--shift-by", type=int, metavar="N", help="the committed offset plus N (may be negative)")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")
-    mode.add_argument("--execute", action="store_true", help="commit the planned offsets")
-    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    add_reset_targets(parser, "the committed offset", "commit the planned offsets")
     parser.set_defaults(func=run_reset_offsets)
 
 

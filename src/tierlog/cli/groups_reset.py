@@ -35,13 +35,32 @@ from tierlog.cli.offset_reset_plan import (
     Reset,
     Strategy,
     TopicSelection,
+    parse_datetime_ms,
     plan,
 )
 from tierlog.cli.render import make_table, note, print_json, print_table
 
-__all__ = ["run_reset_offsets", "strategy_of"]
+__all__ = ["add_reset_targets", "partition_offsets", "run_reset_offsets", "selected_partitions", "show_resets",
+           "strategy_of"]
 
 _INACTIVE = frozenset({"Empty", "Dead"})
+
+
+def add_reset_targets(parser: argparse.ArgumentParser, current: str, execute_help: str) -> None:
+    """The reset targets (one required), --dry-run / --execute and --json of a reset-offsets action;
+    ``current`` names the offset --shift-by moves from."""
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-earliest", action="store_true", help="each partition's log start offset")
+    target.add_argument("--to-latest", action="store_true", help="each partition's log end offset")
+    target.add_argument("--to-offset", type=int, metavar="N", help="offset N (clamped to the log)")
+    target.add_argument("--to-datetime", type=parse_datetime_ms, metavar="DATETIME",
+                        help="the first offset at or after this ISO-8601 time, YYYY-MM-DDTHH:mm:SS.sss"
+                             " with an optional Z or +hh:mm (local time without one)")
+    target.add_argument("--shift-by", type=int, metavar="N", help=f"{current} plus N (may be negative)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")
+    mode.add_argument("--execute", action="store_true", help=execute_help)
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
 
 
 def strategy_of(args: argparse.Namespace) -> Strategy:
@@ -57,7 +76,8 @@ def strategy_of(args: argparse.Namespace) -> Strategy:
     return Strategy(TO_DATETIME, args.to_datetime)
 
 
-def _selected(conn: Connection, selections: list[TopicSelection]) -> list[tuple[str, int]]:
+def selected_partitions(conn: Connection, selections: list[TopicSelection]) -> list[tuple[str, int]]:
+    """The partitions ``--topic T`` / ``--topic T:P,...`` name (a CliError for one that is not there)."""
     partitions: dict[tuple[str, int], None] = {}
     for selection in selections:
         existing = sorted(conn.topic_metadata(selection.topic).partitions)
@@ -77,22 +97,29 @@ def _partitions(conn: Connection, args: argparse.Namespace) -> tuple[list[tuple[
         if not committed:
             raise CliError(f"group {args.group!r} has no committed offsets: name the partitions with --topic")
         return sorted(committed), committed
-    partitions = _selected(conn, args.topic)
+    partitions = selected_partitions(conn, args.topic)
     return partitions, committed_offsets(conn, args.group)
 
 
 def _known(conn: Connection, args: argparse.Namespace, strategy: Strategy) -> list[PartitionOffsets]:
     partitions, committed = _partitions(conn, args)
+    return partition_offsets(conn, partitions, committed, strategy)
+
+
+def partition_offsets(conn: Connection, partitions: list[tuple[str, int]], current: dict[tuple[str, int], int],
+                      strategy: Strategy) -> list[PartitionOffsets]:
+    """What planning needs of ``partitions``: the current offsets given, the logs' start and end
+    (and the offsets at --to-datetime's time) from ListOffsets."""
     start = log_offsets(conn, partitions, OffsetSpec.earliest())
     end = log_offsets(conn, partitions, OffsetSpec.latest())
     at = (log_offsets(conn, partitions, OffsetSpec.for_timestamp(strategy.value))
           if strategy.kind == TO_DATETIME else {})
-    return [PartitionOffsets(t, p, committed.get((t, p)), start[(t, p)], end[(t, p)], at.get((t, p)))
+    return [PartitionOffsets(t, p, current.get((t, p)), start[(t, p)], end[(t, p)], at.get((t, p)))
             for t, p in partitions]
 
 
-def _show(group: str, resets: list[Reset]) -> None:
-    table = make_table("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET")
+def show_resets(group: str, resets: list[Reset], current: str = "CURRENT-OFFSET") -> None:
+    table = make_table("GROUP", "TOPIC", "PARTITION", current, "NEW-OFFSET")
     for r in resets:
         current = "-" if r.current_offset is None else str(r.current_offset)
         table.add_row(group, r.topic, str(r.partition), current, str(r.new_offset))
@@ -118,7 +145,7 @@ def run_reset_offsets(args: argparse.Namespace) -> int:
         print_json({"group": args.group, "state": state, "executed": bool(args.execute),
                     "partitions": [r.as_json() for r in resets]})
     else:
-        _show(args.group, resets)
+        show_resets(args.group, resets)
     if not args.execute:
         why = "" if state in _INACTIVE else f" (and would be refused: the group is {state}, not Empty)"
         note(f"dry run: no offset changed; add --execute to commit these offsets{why}")

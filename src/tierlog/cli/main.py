@@ -26,7 +26,7 @@ __all__ = ["build_parser", "main"]
 # Order is the order of `tierlog --help`. cmd_up and cmd_node are optional so
 # the client commands work in an install (or checkout) that lacks them.
 _COMMANDS = ("cmd_up", "cmd_node", "cmd_format", "cmd_topics", "cmd_configs", "cmd_users", "cmd_produce",
-             "cmd_consume", "cmd_groups", "cmd_transactions", "cmd_perf", "cmd_metadata", "cmd_elect_leaders",
+             "cmd_consume", "cmd_groups", "cmd_share_groups", "cmd_transactions", "cmd_perf", "cmd_metadata", "cmd_elect_leaders",
              "cmd_reassign", "cmd_remote", "cmd_table", "cmd_delete_records", "cmd_acls",
              "cmd_log_dirs")
 _OPTIONAL = frozenset({"cmd_up", "cmd_node", "cmd_format"})
