@@ -4,6 +4,7 @@ not advertised until ShareFetch works too)."""
 from __future__ import annotations
 
 import base64
+import urllib.request
 
 import pytest
 from clients import create_topic
@@ -17,12 +18,13 @@ from confluent_kafka.admin import (
     ConfigSource,
     ResourceType,
 )
+from prometheus_client.parser import text_string_to_metric_families
 from test_consumer_group_faults import coordinator_of
 
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
-SHARE_PROPS = {**FAST_REPLICATION, "offsets.topic.num.partitions": "3",
+SHARE_PROPS = {**FAST_REPLICATION, "offsets.topic.num.partitions": "3", "metrics.prometheus.listener": "127.0.0.1:0",
                "group.share.min.heartbeat.interval.ms": "500", "group.share.heartbeat.interval.ms": "500",
                "group.share.min.session.timeout.ms": "6000", "group.share.session.timeout.ms": "6000"}
 pytestmark = [pytest.mark.integration, pytest.mark.cluster(props=SHARE_PROPS)]
@@ -49,6 +51,14 @@ def share_describe(port: int, group: str) -> dict:
                    {"GroupIds": [group], "IncludeAuthorizedOperations": True}, 1)["Groups"][0]
 
 
+def metrics(node) -> dict:
+    """The node's /metrics: (sample name, sorted labels) -> value."""
+    with urllib.request.urlopen(f"http://{node.announced['metrics']}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
 def partitions(resp: dict) -> set[int]:
     return {p for t in resp["Assignment"]["TopicPartitions"] for p in t["Partitions"]}
 
@@ -72,6 +82,10 @@ def test_share_members_split_a_topic_and_are_described(cluster):
     assert members["member-a"]["SubscribedTopicNames"] == ["sq"]
     assert members["member-a"]["ClientHost"] == "/127.0.0.1"
     assert {t["TopicName"] for m in members.values() for t in m["Assignment"]["TopicPartitions"]} == {"sq"}
+    scraped = metrics(cluster.broker(coordinator_of(cluster, "sg1")))
+    assert scraped[("kafka_server_group_coordinator_metrics_group_count", (("protocol", "share"),))] == 1
+    assert scraped[("kafka_server_group_coordinator_metrics_share_group_count", (("state", "stable"),))] == 1
+    assert scraped[("kafka_server_group_coordinator_metrics_share_group_rebalance_total", ())] >= 2
     assert share_beat(port, "sg1", "member-a", 99, None)["ErrorCode"] == ErrorCode.FENCED_MEMBER_EPOCH
     assert share_beat(port, "sg1", "ghost", 1, None)["ErrorCode"] == ErrorCode.UNKNOWN_MEMBER_ID
     assert share_beat(port, "sg1", "member-c", 0, None)["ErrorCode"] == ErrorCode.INVALID_REQUEST

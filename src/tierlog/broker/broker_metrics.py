@@ -73,6 +73,7 @@ class BrokerSnapshot(NamedTuple):
     remote: tuple[dict[str, int], dict[str, int], dict[str, int]] | None   # log size, copy lag, chunk cache
     group_offsets: list[tuple[str, str, int, int, int | None]]   # group, topic, partition, offset, hw or None
     tables: TableNumbers | None = None
+    share_groups: tuple[dict[str, int], int] = ({}, 0)     # share groups by state, target assignments computed
 
 
 class TableNumbers(NamedTuple):
@@ -114,7 +115,8 @@ class BrokerMetricsCollector:
         partitions = list(self._replicas.partitions.values())
         changes = self._replicas.alter_partitions.isr_changes
         return BrokerSnapshot(topics, [_row(p) for p in partitions], changes["shrink"], changes["expand"],
-                              self._remote_numbers(partitions), self._group_offsets(), self._table_numbers(partitions))
+                              self._remote_numbers(partitions), self._group_offsets(), self._table_numbers(partitions),
+                              self._share_groups())
 
     def _table_numbers(self, partitions) -> TableNumbers | None:
         stats = None if self._remote is None else self._remote.tables.stats
@@ -153,6 +155,18 @@ class BrokerMetricsCollector:
         return out
 
 
+    def _share_groups(self) -> tuple[dict[str, int], int]:
+        """The share groups (KIP-932) of the shards loaded here, by state, and the target
+        assignments those shards computed since they loaded."""
+        states: dict[str, int] = {}
+        rebalances = 0
+        for shard in self._groups.loaded_shards()[0]:
+            rebalances += shard.share_rebalances
+            for group in shard.share_groups.values():
+                states[group.state.lower()] = states.get(group.state.lower(), 0) + 1
+        return states, rebalances
+
+
 def _row(p) -> PartitionRow:
     sizes = p.isr_sizes()
     isr, replicas, min_isr = (-1, 0, 0) if sizes is None else sizes
@@ -179,6 +193,7 @@ def _families(s: BrokerSnapshot) -> Iterator[Metric]:
     if s.remote is not None:
         yield from _remote(*s.remote)
     yield from _groups(s.group_offsets)
+    yield from _share_groups(*s.share_groups)
     if s.tables is not None:
         yield from _tables(s.tables)
 
@@ -266,6 +281,25 @@ def _groups(rows) -> Iterator[Metric]:
             lag.add_metric(key, max(0, hw - offset))
     yield current
     yield lag
+
+
+_GCM = "kafka_server_group_coordinator_metrics_"    # kafka.server:type=group-coordinator-metrics
+
+
+def _share_groups(states: dict[str, int], rebalances: int) -> Iterator[Metric]:
+    """Kafka's group coordinator metrics of share groups (KIP-932): group-count{protocol=share},
+    share-group-count{state}, share-group-rebalance-count."""
+    total = GaugeMetricFamily(_GCM + "group_count", "Groups coordinated by this broker, by protocol",
+                              labels=["protocol"])
+    total.add_metric(["share"], sum(states.values()))
+    yield total
+    by_state = GaugeMetricFamily(_GCM + "share_group_count", "Share groups coordinated by this broker, by state",
+                                 labels=["state"])
+    for state in ("empty", "stable"):
+        by_state.add_metric([state], states.get(state, 0))
+    yield by_state
+    yield CounterMetricFamily(_GCM + "share_group_rebalance", "Share-group target assignments computed by the "
+                              "group shards loaded here (since they loaded)", value=rebalances)
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:

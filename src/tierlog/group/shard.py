@@ -82,6 +82,7 @@ class GroupShard:
         self._group_configs = group_configs         # group id -> its dynamic configs (KIP-848, from the image)
         self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
         self.share_groups: dict[str, ShareGroup] = {}   # KIP-932 (see above)
+        self.share_rebalances = 0                       # share-group target assignments computed (a metric)
         self.offsets = OffsetStore()
         self._next_retention_check_ms: int | None = None
         # producer id -> offsets awaiting its marker
@@ -282,9 +283,11 @@ class GroupShard:
             group = self.share_groups[group_id] = self._new_share_group(group_id)
         cfg = self.group_config(group_id)           # the group's share.* configs may have changed
         group.session_timeout_ms, group.heartbeat_interval_ms = cfg.share_session_timeout_ms, cfg.share_heartbeat_interval_ms
+        epoch = group.assignment_epoch
         beat = group.heartbeat(req["MemberId"], req["MemberEpoch"], req.get("SubscribedTopicNames"), view, now_ms,
                                rack_id=req.get("RackId"), client_id=req.get("client_id", ""),
                                client_host=req.get("client_host", ""))
+        self.share_rebalances += group.assignment_epoch != epoch
         if created and not group.members:
             del self.share_groups[group_id]           # refused before it had a member: never written
         else:
