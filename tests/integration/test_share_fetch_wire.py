@@ -18,7 +18,10 @@ from tierlog.records.decoder import decode_batches
 SHARE_PROPS = {**FAST_REPLICATION, "share.coordinator.state.topic.replication.factor": "1",
                "share.coordinator.state.topic.min.isr": "1", "share.coordinator.state.topic.num.partitions": "3",
                "group.share.record.lock.duration.ms": "1500", "group.share.min.record.lock.duration.ms": "1000",
-               "group.share.delivery.count.limit": "3"}
+               "group.share.delivery.count.limit": "3", "group.share.max.share.sessions": "2",
+               "group.share.session.timeout.ms": "2000", "group.share.min.session.timeout.ms": "1000",
+               "group.share.max.session.timeout.ms": "3000", "group.share.heartbeat.interval.ms": "500",
+               "group.share.min.heartbeat.interval.ms": "500"}
 pytestmark = [pytest.mark.integration, pytest.mark.cluster(controllers=1, brokers=1, props=SHARE_PROPS)]
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 
@@ -184,3 +187,16 @@ def alter_group(cluster, group: str, values: dict[str, str]) -> None:
     res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
         ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in values.items()])
     admin.incremental_alter_configs([res])[res].result(timeout=30)
+
+
+def test_idle_sessions_are_dropped_and_free_their_slots(cluster):
+    """group.share.max.share.sessions (2 here): a third member is refused while two sessions are
+    open; sessions unused for group.share.max.session.timeout.ms (3 s here) are dropped."""
+    broker = cluster.brokers[0]
+    create_topic(cluster.bootstrap, "s", 1)
+    topic_id = topic_id_of(broker, "s")
+    for name in ("gone-1", "gone-2"):
+        assert Member(broker, "idle", name, topic_id).fetch()["ErrorCode"] == 0
+    third = Member(broker, "idle", "third", topic_id)
+    assert third.fetch()["ErrorCode"] == ErrorCode.SHARE_SESSION_LIMIT_REACHED
+    wait_for(lambda: third.fetch()["ErrorCode"] == 0, 30, "the idle sessions dropped")

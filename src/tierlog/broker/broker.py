@@ -83,7 +83,8 @@ class Broker:
                                                 config["group.share.max.share.sessions"], replicas, persister,
                                                 lambda: self.image, remote, clock_ms,
                                                 dead_letters=DeadLetters(self.node_id, lambda: self.image,
-                                                                         inter_broker))
+                                                                         inter_broker),
+                                                idle_session_ms=config["group.share.max.session.timeout.ms"])
         self.txn_verifier = TxnVerifier(self.node_id, lambda: self.image, replicas, self.transactions, inter_broker)
         series = TelemetrySeries(lambda: self.telemetry.instance_count)
         self.telemetry = ClientTelemetry(lambda: self.image.client_metrics, config["telemetry.max.bytes"], series)

@@ -19,7 +19,9 @@ ShareFetch and ShareAcknowledge over the sans-IO ``group.share_partition_manager
   leaves (one write in flight per share-partition, in the order taken); a write that fails makes
   the next one carry the whole in-flight state.  FENCED_LEADER_EPOCH drops the share-partition.
 - **Lock expiry**: one timer task wakes at the earliest acquisition lock deadline, releases what
-  expired and writes it.
+  expired and writes it.  It also drops share sessions unused for group.share.max.session.timeout.ms
+  (a killed member's: a live one fetches far more often), releasing what they held, so dead
+  members do not fill group.share.max.share.sessions.
 - **Dead letters** (KIP-1191): records archived as failed are copied to the group's
   ``errors.deadletterqueue.topic.name`` before the archiving is written (``share_dead_letters``).
 """
@@ -49,6 +51,7 @@ __all__ = ["ShareFetchResult", "SharePartitions"]
 log = logging.getLogger(__name__)
 
 LOAD_WAIT_MIN_MS = 500          # a fetch waits at least this long for the share-partitions it needs to load
+TIMER_IDLE_S = 1.0              # the timer's longest sleep while writes are to retry or sessions may go idle
 _NEVER_INITIALIZED = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 DLQ_TOPIC = "errors.deadletterqueue.topic.name"     # the group config naming its dead-letter topic (KIP-1191)
 
@@ -83,7 +86,7 @@ class _Read:
 class SharePartitions:
     def __init__(self, config: SharePartitionConfig, max_sessions: int, replicas, persister: SharePersister,
                  image_fn: Callable, remote, clock_ms: Callable[[], int], metrics: ShareMetrics | None = None,
-                 dead_letters: DeadLetters | None = None):
+                 dead_letters: DeadLetters | None = None, idle_session_ms: int = 60_000):
         self.config = config
         self.manager = SharePartitionManager(config, max_sessions)
         self._replicas = replicas
@@ -93,6 +96,8 @@ class SharePartitions:
         self._clock_ms = clock_ms
         self.metrics = metrics or ShareMetrics()
         self._dlq = dead_letters
+        self.idle_session_ms = idle_session_ms          # group.share.max.session.timeout.ms
+        self._last_seen: dict[tuple[str, str], int] = {}     # (group, member) -> its last request here
         self._loading: dict[SharePartitionKey, asyncio.Task] = {}
         self._locks: dict[SharePartitionKey, asyncio.Lock] = {}
         self._unsynced: set[SharePartitionKey] = set()
@@ -120,6 +125,7 @@ class SharePartitions:
                     forgotten: list[TopicPartition], acks: AckBatches, max_wait_ms: int, max_bytes: int,
                     max_records: int) -> ShareFetchResult:
         self._ensure_timer()
+        self._seen(group_id, member_id, epoch)
         result = ShareFetchResult(lock_timeout_ms=self.group_config(group_id).record_lock_duration_ms)
         session = self.manager.sessions.get(group_id, member_id)
         wanted = set(requested) | set(acks) | (session.partitions if session is not None and epoch else set())
@@ -141,6 +147,12 @@ class SharePartitions:
             await self._long_poll(group_id, member_id, led, max_wait_ms, max_bytes, max(max_records, 1), result)
         await self._persist_all(group_id, led | set(acks), result, acks)
         return result
+
+    def _seen(self, group_id: str, member_id: str, epoch: int) -> None:
+        if epoch == FINAL_EPOCH:
+            self._last_seen.pop((group_id, member_id), None)
+        else:
+            self._last_seen[(group_id, member_id)] = self._clock_ms()
 
     def _led(self, tps: Iterable[TopicPartition], result: ShareFetchResult) -> set[TopicPartition]:
         """The partitions of ``tps`` led here; the others get their error in ``result``."""
@@ -313,6 +325,7 @@ class SharePartitions:
 
     # -- ShareAcknowledge ---------------------------------------------------------------------------------------
     async def acknowledge(self, group_id: str, member_id: str, epoch: int, acks: AckBatches) -> ShareFetchResult:
+        self._seen(group_id, member_id, epoch)
         result = ShareFetchResult(lock_timeout_ms=self.group_config(group_id).record_lock_duration_ms)
         led = self._led(acks, result)
         outcome = self.manager.acknowledge(group_id, member_id, epoch,
@@ -384,23 +397,46 @@ class SharePartitions:
             self._timer = asyncio.ensure_future(self._run_timer())
 
     async def _run_timer(self) -> None:
-        """Release what outlived its acquisition lock, when it does; retry failed writes."""
+        """Release what outlived its acquisition lock, when it does; drop idle sessions; retry failed writes."""
         while True:
             deadline = self.manager.next_deadline_ms()
             timeout = None if deadline is None else max(deadline - self._clock_ms(), 0) / 1000
-            if self._unsynced:
-                timeout = min(timeout if timeout is not None else 1.0, 1.0)
+            if self._unsynced or self._last_seen:
+                timeout = min(timeout if timeout is not None else TIMER_IDLE_S, TIMER_IDLE_S)
             self._timer_wake.clear()
             try:
                 await asyncio.wait_for(self._timer_wake.wait(), timeout)
             except TimeoutError:
                 pass
-            expired = self.manager.expire_locks(self._clock_ms())
-            for key, offsets in expired.items():
-                self.metrics.lock_timeouts(key.group, len(offsets))
-            self._released_if(bool(expired))
-            for key in list(expired) + [k for k in self._unsynced if k not in expired]:
-                await self._persist(key)
+            try:
+                await self._expire()
+            except Exception:
+                log.exception("share-partition timer round failed")
+
+    async def _expire(self) -> None:
+        now = self._clock_ms()
+        released = self._drop_idle_sessions(now)
+        expired = self.manager.expire_locks(now)
+        for key, offsets in expired.items():
+            self.metrics.lock_timeouts(key.group, len(offsets))
+        self._released_if(bool(expired) or bool(released))
+        for key in [*expired, *(k for k in (*self._unsynced, *released) if k not in expired)]:
+            await self._persist(key)
+
+    def _drop_idle_sessions(self, now: int) -> set[SharePartitionKey]:
+        """Share sessions unused for ``idle_session_ms`` (longer than any member outlives its last
+        heartbeat: a killed member's) are dropped and release what their member held; the
+        share-partitions touched."""
+        touched: set[SharePartitionKey] = set()
+        for (group, member), seen in list(self._last_seen.items()):
+            if now - seen < self.idle_session_ms:
+                continue
+            del self._last_seen[(group, member)]
+            session = self.manager.sessions.get(group, member)
+            if session is not None:
+                touched.update(SharePartitionKey(group, *tp) for tp in session.partitions)
+                self.manager.member_left(group, member)
+        return touched
 
     def in_flight(self) -> dict[str, int]:
         """Offsets in flight by group (the metrics' gauge)."""
