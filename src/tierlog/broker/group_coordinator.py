@@ -128,7 +128,7 @@ class GroupCoordinator:
         for producer_id, commit in hosted.local.early_markers:      # a second completion is a no-op
             shard.complete_txn(producer_id, commit)
         log.info("%s-%d: loaded %d groups", OFFSETS_TOPIC, hosted.part.index, len(shard.groups))
-        for group_id in shard.groups:
+        for group_id in [*shard.groups, *shard.share_groups]:      # loaded members' sessions run from now
             self._arm(hosted, group_id)
         self._arm_retention(hosted)
 

@@ -499,7 +499,7 @@ class GroupShard:
     # -- time ----------------------------------------------------------------------------------
     def tick(self, now_ms: int) -> list[Output]:
         """Every timeout due at ``now_ms`` (what the per-group timers do, all at once)."""
-        outs = [self.tick_group(group_id, now_ms) for group_id in list(self.groups)]
+        outs = [self.tick_group(group_id, now_ms) for group_id in [*self.groups, *self.share_groups]]
         if self.next_retention_check_ms is not None and now_ms >= self.next_retention_check_ms:
             outs.append(self.check_retention(now_ms))
         return [out for out in outs if out]

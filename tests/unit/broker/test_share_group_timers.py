@@ -70,3 +70,36 @@ def test_share_members_expire_one_after_another(tmp_path):
         finally:
             await coordinator.close()
     asyncio.run(main())
+
+
+def test_a_loaded_share_member_expires_without_any_request(tmp_path):
+    """A new coordinator arms the timers of the share groups it loads: a member that died with the old
+    coordinator is removed at the load plus its session timeout, with no heartbeat to arm it."""
+    clock = [NOW]
+    short = 300                             # group.share.session.timeout.ms, for a real timer to fire soon
+
+    async def main():
+        config = NodeConfig({"node.id": "1", "offsets.topic.num.partitions": "1",
+                             "group.share.min.session.timeout.ms": "100", "group.share.session.timeout.ms": str(short)})
+        log = Log.open(tmp_path / f"{OFFSETS_TOPIC}-0", LogConfig.from_props({}), NOW)
+        part = Partition(OFFSETS_TOPIC, 0, b"\x05" * 16, log, leader_id=1, leader_epoch=1)
+        lead(part, min_isr=1)
+        old = GroupCoordinator(config, Replicas(), lambda: clock[0])
+        old.on_leader(part)
+        while old.locate("s")[1] == E.COORDINATOR_LOAD_IN_PROGRESS:
+            await asyncio.sleep(0)
+        assert (await _heartbeat(old, "a", ["t"]))["ErrorCode"] == E.NONE
+        await old.close()
+        clock[0] = NOW + 60_000                 # long past a's old deadline: only the load's counts
+        new = GroupCoordinator(config, Replicas(), lambda: clock[0])
+        new.on_leader(part)
+        try:
+            while new.locate("s")[1] == E.COORDINATOR_LOAD_IN_PROGRESS:
+                await asyncio.sleep(0)
+            hosted = new.locate("s")[0]
+            assert list(hosted.state.share_groups["s"].members) == ["a"] and "s" in hosted.timers
+            clock[0] += short                   # the load plus the session timeout
+            await _until(lambda: not hosted.state.share_groups["s"].members)
+        finally:
+            await new.close()
+    asyncio.run(main())
