@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from tierlog.net.client_security import client_security, to_librdkafka
 from tierlog.net.security import PLAINTEXT, Security, SecurityConfigError
 
-__all__ = ["ISOLATION_LEVELS", "REMOTE_AUTO", "REMOTE_OFF", "SOURCE_KAFKA_OPTIONS", "OffsetSpec", "OptionError", "SinkOptions",
+__all__ = ["ISOLATION_LEVELS", "REMOTE_AUTO", "REMOTE_OFF", "REMOTE_TABLE",
+           "SOURCE_KAFKA_OPTIONS", "OffsetSpec", "OptionError", "SinkOptions",
            "SourceOptions", "parse_sink_options",
            "parse_source_options", "tp_key"]
 
 EARLIEST, LATEST = -2, -1        # Spark's Kafka JSON: -2 earliest, -1 latest
 REMOTE_AUTO, REMOTE_OFF = "auto", "off"
+REMOTE_TABLE = "table"          # a table-mode topic's Iceberg table where it covers the range (spark/table_topic.py)
 REMOTE_PARTITION_BYTES = 128 * 1024 * 1024    # as Spark's spark.sql.files.maxPartitionBytes
 # remoteReadAheadChunks: ranged GETs (of 8 MiB) a direct read task keeps in flight while it decodes
 REMOTE_READ_AHEAD_CHUNKS, MAX_READ_AHEAD_CHUNKS = 2, 16
@@ -96,7 +98,8 @@ class SourceOptions:
     fetch_offset_retries: int = FETCH_OFFSET_RETRIES      # fetchOffset.numRetries, on the driver
     fetch_offset_retry_interval_s: float = FETCH_OFFSET_RETRY_INTERVAL_MS / 1000   # fetchOffset.retryIntervalMs
     security: Security = PLAINTEXT               # kafka.security.protocol, kafka.ssl.*
-    remote_storage: str = REMOTE_OFF             # off | auto | a DIR or s3://BUCKET/PREFIX
+    remote_storage: str = REMOTE_OFF             # off | auto | table | a DIR or s3://BUCKET/PREFIX
+    table_catalog: tuple[str, str] = ("sql", "")  # catalogType, catalogUri: remoteStorage=table's catalog
     remote_settings: tuple[tuple[str, str], ...] = ()    # rsm.config.* options, for the object store
     isolation_level: int = 0                     # kafka.isolation.level: 0 read_uncommitted, 1 read_committed
     remote_partition_bytes: int = REMOTE_PARTITION_BYTES  # remotePartitionBytes: a direct read task's target
@@ -345,6 +348,9 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
     if strategy not in ("error", "latest"):
         raise OptionError(f"startingOffsetsByTimestampStrategy: {strategy!r} is not 'error' or 'latest'")
     remote = _remote_storage(options)
+    if remote[0] == REMOTE_TABLE and not _isolation_level(options):
+        raise OptionError("remoteStorage: a table holds committed records only (no aborted transaction): "
+                          "remoteStorage=table needs kafka.isolation.level=read_committed")
     group_id = _group_id(options, streaming)
     return SourceOptions(
         bootstrap_servers=bootstrap, subscribe=subscribe, subscribe_pattern=pattern, assign=assign,
@@ -365,6 +371,8 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         fetch_offset_retry_interval_s=_retry_interval_ms(options) / 1000,
         security=_security(options),
         remote_storage=remote[0], remote_settings=remote[1],
+        table_catalog=(str(_get(options, "catalogType") or "sql").strip().lower(),
+                       str(_get(options, "catalogUri") or "").strip()),
         isolation_level=_isolation_level(options),
         remote_partition_bytes=_int(options, "remotePartitionBytes") or REMOTE_PARTITION_BYTES,
         remote_read_ahead_chunks=_bounded(options, "remoteReadAheadChunks", REMOTE_READ_AHEAD_CHUNKS,
@@ -393,15 +401,15 @@ def _retry_interval_ms(options: Mapping) -> int:
 
 
 def _remote_storage(options: Mapping) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """``remoteStorage`` (auto, off, a directory or s3://BUCKET/PREFIX) and the ``rsm.config.*`` options."""
+    """``remoteStorage`` (auto, off, table, a directory or s3://BUCKET/PREFIX) and the ``rsm.config.*`` options."""
     value = str(_get(options, "remoteStorage") or REMOTE_AUTO).strip()
     settings = tuple(sorted((str(k).lower(), str(v)) for k, v in options.items()
                             if str(k).lower().startswith(_RSM_PREFIX)))
-    if value.lower() in (REMOTE_AUTO, REMOTE_OFF):
+    if value.lower() in (REMOTE_AUTO, REMOTE_OFF, REMOTE_TABLE):
         return value.lower(), settings
     if value.startswith("s3://") and not value[len("s3://"):].partition("/")[0]:
         raise OptionError(f"remoteStorage: no bucket in {value!r} (want s3://BUCKET/PREFIX, a directory, "
-                          "auto or off)")
+                          "auto, off or table)")
     return value, settings
 
 

@@ -42,12 +42,13 @@ from tierlog.client import (
 )
 from tierlog.net.request_pipeline import PeerUnavailable
 from tierlog.spark.columns import chosen_columns, default_ddl
-from tierlog.spark.direct_plan import StoreFinder, plan_from_store, plan_partitions
+from tierlog.spark.direct_plan import StoreFinder, plan_from_store
 from tierlog.spark.fetch_offset import with_offset_retries
 from tierlog.spark.option_errors import option_errors_in_one_line
 from tierlog.spark.options import (
     REMOTE_AUTO,
     REMOTE_OFF,
+    REMOTE_TABLE,
     OptionError,
     SourceOptions,
     parse_source_options,
@@ -68,6 +69,7 @@ from tierlog.spark.remote_store import shared_store
 from tierlog.spark.runner_exit import quiet_runner_exit
 from tierlog.spark.sink import TierlogBatchWriter, TierlogStreamWriter
 from tierlog.spark.table_read import TierlogTableReader, arrow_schema, load_table, table_read_options
+from tierlog.spark.table_topic import TableRangePartition, plan_with_tables, read_table_range, segment_options
 from tierlog.spark.worker_gc import before_task
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "TierlogDataSource", "TierlogPartition"]
@@ -126,13 +128,16 @@ def _with_columns(opts: SourceOptions, schema: StructType | str) -> SourceOption
 
 def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.RecordBatch]:
     before_task(opts.freeze_worker_gc)
-    if not isinstance(part, TierlogPartition):
+    if isinstance(part, TableRangePartition):
+        read: Iterator[pa.RecordBatch] = read_table_range(part, opts.include_headers)
+    elif isinstance(part, TierlogPartition):
+        read = _read_remote(opts, part) if part.pieces else _read_brokers(opts, part)
+    else:
         return      # nothing to read: PySpark stands one default partition in for an empty plan
-    read = _read_remote if part.pieces else _read_brokers
     columns = opts.columns
 
     def batches() -> Iterator[pa.RecordBatch]:
-        for batch in read(opts, part):
+        for batch in read:
             yield batch if columns is None else batch.select(columns)
     yield from in_background(batches, opts.read_ahead_batches)
 
@@ -192,16 +197,17 @@ class TierlogBatchReader(_ClusterOnDriver, DataSourceReader):
     def __init__(self, opts: SourceOptions):
         self.opts = opts
 
-    def partitions(self) -> list[TierlogPartition]:
+    def partitions(self) -> list[InputPartition]:
         try:
             cluster = self._client()
-            return plan_partitions(self.opts, cluster, self._broker_ranges(cluster), StoreFinder(self.opts))
+            return plan_with_tables(self.opts, cluster, self._broker_ranges(cluster),
+                                    StoreFinder(segment_options(self.opts)))
         except PeerUnavailable as exc:
-            if self.opts.remote_storage in (REMOTE_OFF, REMOTE_AUTO):
+            if self.opts.remote_storage in (REMOTE_OFF, REMOTE_AUTO, REMOTE_TABLE):
                 raise
             log.warning("tierlog: no broker answers (%s); planning the read from %s alone", exc,
                         self.opts.remote_storage)
-            return plan_from_store(self.opts)
+            return [*plan_from_store(self.opts)]
         finally:
             self._close()
 
@@ -232,7 +238,7 @@ class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTrig
         self._target: dict | None = None       # Trigger.AvailableNow: do not read past these
         self._latest: dict | None = None
         self._clock = TriggerClock()
-        self._finder = StoreFinder(opts)
+        self._finder = StoreFinder(segment_options(opts))
 
     def initialOffset(self) -> dict:
         cluster = self._client()
@@ -280,7 +286,7 @@ class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTrig
         end.update(latest)
         return to_json(end)
 
-    def partitions(self, start: dict, end: dict) -> list[TierlogPartition]:
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         begin, stop = from_json(start), from_json(end)
         new = [tp for tp in stop if tp not in begin]
         if new:
@@ -296,7 +302,7 @@ class TierlogStreamReader(_ClusterOnDriver, DataSourceStreamReader, SupportsTrig
                 log.warning("tierlog: %s; reading from %s", message, end_offset)
                 continue
             ranges.append(OffsetRange(tp[0], tp[1], start_offset, end_offset))
-        return plan_partitions(self.opts, self._client(), ranges, self._finder)
+        return plan_with_tables(self.opts, self._client(), ranges, self._finder)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read_partition(self.opts, partition)

@@ -81,10 +81,16 @@ def load_table(opts: TableReadOptions) -> Any:
         require("table", "spark.read.format('tierlog').option('table', ...)")
     except MissingExtraError as e:
         raise OptionError(f"table: {e}") from None
-    from tierlog.tiered import RemoteStorageConfigError, RemoteStorageError, object_store_from_location
+    from tierlog.tiered import (
+        RemoteStorageConfigError,
+        RemoteStorageError,
+        object_store_from_config,
+        object_store_from_location,
+    )
     from tierlog.tiered.table.catalog import TableCatalog, s3_io, table_settings
-    try:
-        store = object_store_from_location(opts.storage, dict(opts.storage_settings))
+    try:                # storage "": the rsm.config.storage.* settings say where (remoteStorage=table)
+        store = object_store_from_location(opts.storage, dict(opts.storage_settings)) if opts.storage else \
+            object_store_from_config(dict(opts.storage_settings))
         settings = table_settings(store, {"tierlog.table.catalog.type": opts.catalog_type,
                                           "tierlog.table.catalog.uri": opts.catalog_uri}, s3_io(store))
         table = TableCatalog(settings).load(opts.table, dead_letter=opts.dead_letter)

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.io.pyarrow import pyarrow_to_schema
 from pyiceberg.partitioning import PartitionField, PartitionSpec
@@ -40,12 +41,13 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.name_mapping import MappedField, NameMapping
 from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import LongType
 
 from tierlog.tiered.object_store import ObjectStore, RemoteStorageError
 
 __all__ = ["CATALOG_TYPE", "CATALOG_URI", "DEAD_LETTER_NAMESPACE", "LAST_OFFSET_PREFIX", "LOG_START_PREFIX",
            "NAMESPACE", "WAREHOUSE_KEY",
-           "TableCatalog", "TableSettings", "covered_offsets", "s3_io", "store_uri", "table_settings"]
+           "TableCatalog", "TableSettings", "covered_offsets", "offset_bounds", "s3_io", "store_uri", "table_settings"]
 
 CATALOG_TYPE = "tierlog.table.catalog.type"
 CATALOG_URI = "tierlog.table.catalog.uri"
@@ -104,6 +106,22 @@ def s3_io(store: ObjectStore) -> dict[str, str]:
         out["s3.region"] = s3.region
     if s3.path_style:
         out["s3.force-virtual-addressing"] = "false"
+    return out
+
+
+def offset_bounds(table: Table, partitions: Sequence[int]) -> list[tuple[str, int, int, int, int]]:
+    """The data files of ``partitions`` as (path, partition, lowest offset, highest offset, bytes), from
+    the files' statistics in the table's current snapshot."""
+    field_id = table.schema().find_field("offset").field_id
+    listed = ", ".join(str(int(p)) for p in partitions)
+    out = []
+    for task in table.scan(row_filter=f"partition in ({listed})").plan_files():
+        f = task.file
+        lower, upper = f.lower_bounds.get(field_id), f.upper_bounds.get(field_id)
+        if lower is None or upper is None:
+            raise RemoteStorageError(f"{f.file_path}: no offset bounds in the table's statistics")
+        out.append((f.file_path, int(f.partition[0]), int(from_bytes(LongType(), lower)),
+                    int(from_bytes(LongType(), upper)), int(f.file_size_in_bytes)))
     return out
 
 
