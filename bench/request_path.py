@@ -190,7 +190,7 @@ CONNECTIONS = 4
 WINDOW = 8
 
 
-def _produce_frames(topic: str, count: int, connection: int) -> list[bytes]:
+def _produce_frames(topic: str, count: int, connection: int, acks: int = 1) -> list[bytes]:
     from tierlog.protocol import encode_request
     from tierlog.records.builder import build_batch
     from tierlog.records.record import Record
@@ -198,7 +198,7 @@ def _produce_frames(topic: str, count: int, connection: int) -> list[bytes]:
     frames = []
     for i in range(count):
         batch = build_batch([Record(0, 1_700_000_000_000, None, value)])
-        body = {"TransactionalId": None, "Acks": 1, "TimeoutMs": 30_000,
+        body = {"TransactionalId": None, "Acks": acks, "TimeoutMs": 30_000,
                 "TopicData": [{"Name": topic, "PartitionData": [{"Index": (i * CONNECTIONS + connection) % PARTITIONS,
                                                                  "Records": batch}]}]}
         frame = encode_request(0, 9, i, "request-path", body)
@@ -227,10 +227,10 @@ def _send_all(port: int, frames: list[bytes]) -> None:
         sock.close()
 
 
-def direct_produce(port: int, topic: str, requests: int) -> dict:
+def direct_produce(port: int, topic: str, requests: int, acks: int = 1) -> dict:
     import threading
     per = requests // CONNECTIONS
-    frames = [_produce_frames(topic, per, c) for c in range(CONNECTIONS)]
+    frames = [_produce_frames(topic, per, c, acks) for c in range(CONNECTIONS)]
     start = time.monotonic()
     threads = [threading.Thread(target=_send_all, args=(port, f)) for f in frames]
     for t in threads:
@@ -248,7 +248,8 @@ def run_direct(args) -> dict:
             from workload import ensure_topic
             ensure_topic(broker.bootstrap, "path", PARTITIONS)
             direct_produce(broker.port, "path", 2000)                            # warm up
-            return sampled(broker.pid, metrics, args.folded, lambda: direct_produce(broker.port, "path", args.requests))
+            return sampled(broker.pid, metrics, args.folded,
+                           lambda: direct_produce(broker.port, "path", args.requests, args.acks))
         finally:
             broker.stop()
 
@@ -294,6 +295,7 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=8.0)
     p.add_argument("--requests", type=int, default=20_000, help="direct: Produce requests to send")
     p.add_argument("--no-profile", action="store_true", help="CPU and requests only, no py-spy")
+    p.add_argument("--acks", type=int, default=1, choices=(-1, 0, 1), help="direct: the requests' acks")
     p.add_argument("--name", default=None, help="result file stem (default request_path-<mode>)")
     args = p.parse_args(argv)
     RESULTS.mkdir(exist_ok=True)

@@ -37,6 +37,7 @@ from tierlog.protocol import (
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 
+from .pipelining import Released
 from .server import CloseConnection, Throttled
 
 __all__ = ["ANONYMOUS", "RequestDispatcher", "api_versions_list"]
@@ -90,7 +91,8 @@ class RequestDispatcher:
         result = api.handle(self.context, header, body)
         timing = (started_ns if received_ns is None else received_ns, started_ns)
         if inspect.isawaitable(result):
-            return self._finish(header, body, result, timing, len(frame), monotonic_ns() - started_ns)
+            finish = self._finish(header, body, result, timing, len(frame), monotonic_ns() - started_ns)
+            return Released(finish) if type(result) is Released else finish
         self._observe(header, body, result, timing)
         if self.quotas is None or not self.quotas.active:
             return self._encode(header, result)

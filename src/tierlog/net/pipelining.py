@@ -14,17 +14,34 @@ Requests released and not yet answered are bounded per connection by ``queued.ma
 
 ``start(awaitable)`` runs a handler's awaitable as a task whose ``release_connection()`` resolves
 the returned future (as does the task's end, whatever it is).
+
+A handler whose ordered part is done before it returns (an acks=all Produce, appended) returns
+``Released(coroutine)``: the connection begins the next request at once, with no release to wait
+for and no context of its own for the task (``release_connection()`` in it does nothing).
 """
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 
-__all__ = ["release_connection", "start"]
+__all__ = ["Released", "release_connection", "start"]
 
 _RELEASE: contextvars.ContextVar[asyncio.Future | None] = contextvars.ContextVar("release_connection",
                                                                                default=None)
+
+
+class Released:
+    """What is left of a request once its ordered part is done: a coroutine to run as a task, whose
+    answer goes out in turn."""
+
+    __slots__ = ("coroutine",)
+
+    def __init__(self, coroutine: Coroutine):
+        self.coroutine = coroutine
+
+    def __await__(self):
+        return self.coroutine.__await__()
 
 
 def release_connection() -> None:

@@ -60,7 +60,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
 import socket
 import ssl
 from collections import deque
@@ -70,6 +69,7 @@ from typing import Any
 from tierlog.clock import monotonic_ms, monotonic_ns
 
 from . import pipelining
+from .answer_order import AnswerOrder, Throttled
 from .connection_deadlines import ConnectionDeadlines
 from .connection_quotas import ConnectionQuotas
 from .memory_pool import MemoryPool
@@ -81,19 +81,9 @@ log = logging.getLogger(__name__)
 RECV_BUFFER_BYTES = 16384           # per connection; frames that fit are parsed in place
 FRAME_CHUNK_MIN_BYTES = 16384       # a large frame's first buffer and smallest growth step
 FRAME_CHUNK_MAX_BYTES = 8 << 20     # its largest growth step (it doubles up to this)
-SENDFILE_MIN_BYTES = 65536          # smaller regions are cheaper to pread and write
 BACKLOG = 1024
 _QUEUE, _MEMORY = "queued.max.requests", "queued.max.request.bytes"   # why a connection stopped reading
 _THROTTLED = "throttled"
-
-
-class Throttled(list):
-    """An answer's parts from a client over its quota: once sent, the connection is muted
-    (reads and begins nothing) for ``throttle_ms`` (KIP-219)."""
-
-    def __init__(self, parts: list, throttle_ms: int):
-        super().__init__(parts)
-        self.throttle_ms = throttle_ms
 
 
 class CloseConnection(Exception):
@@ -125,7 +115,7 @@ class Limits:
 Handler = Callable[[bytearray, str, int], "list | Awaitable[list] | None"]
 
 
-class _Connection(asyncio.BufferedProtocol):
+class _Connection(AnswerOrder, asyncio.BufferedProtocol):
     def __init__(self, server: Server):
         self._server = server
         self._limits = server.limits
@@ -148,7 +138,6 @@ class _Connection(asyncio.BufferedProtocol):
         self._worker: asyncio.Task | None = None
         self._answers: deque = deque()          # released requests' tasks, then answers behind them, in order
         self._answered = asyncio.Event()
-        self._writer: asyncio.Task | None = None
         self._handling: set[asyncio.Task] = set()   # handlers' tasks not ended yet
         self._zero_copy = server.ssl_context is None      # sendfile bypasses TLS
         self._handle: Callable[..., Any] = server.session(server.handler) if server.session else server.handler
@@ -219,7 +208,7 @@ class _Connection(asyncio.BufferedProtocol):
 
     def tasks(self) -> list[asyncio.Task]:
         """The worker, the answer writer and the handlers in progress."""
-        return [t for t in (self._worker, self._writer, *self._handling) if t is not None]
+        return [t for t in (self._worker, *self._handling) if t is not None]
 
     def _free_buffers(self) -> None:
         self._pool.forget(self)
@@ -230,9 +219,6 @@ class _Connection(asyncio.BufferedProtocol):
 
     def pause_writing(self):
         self._can_write.clear()
-
-    def resume_writing(self):
-        self._can_write.set()
 
     def get_buffer(self, sizehint):
         if self._frame is not None:
@@ -411,6 +397,9 @@ class _Connection(asyncio.BufferedProtocol):
             del frame
 
     async def _answer_in_turn(self, result, nbytes: int) -> None:
+        if type(result) is pipelining.Released:
+            self._answer_later(self._start_released(result, nbytes))
+            return
         if result is not None and not isinstance(result, list):
             result = await self._until_released(result, nbytes)
         else:
@@ -427,12 +416,20 @@ class _Connection(asyncio.BufferedProtocol):
         the worker, which then goes on in order as it would have."""
         out: list = []
         try:
-            while self._queue and not self._closed and self._unmuted.is_set() and self._can_write.is_set():
+            while self._queue and not self._closed and self._unmuted.is_set() and self._can_write.is_set() \
+                    and len(self._answers) < self._limits.queued_max_requests:
                 result, nbytes = self._begin()
+                if type(result) is pipelining.Released:
+                    self._flush(out)
+                    self._answer_later(self._start_released(result, nbytes))
+                    continue
                 if result is not None and not isinstance(result, list):
                     self._handoff = (result, nbytes)
                     break
                 self._release(nbytes)
+                if self._answers:           # behind a released request's answer
+                    self._answer_later(result)
+                    continue
                 if result is not None:
                     self._put(out, result)
                     if type(result) is Throttled:
@@ -455,6 +452,13 @@ class _Connection(asyncio.BufferedProtocol):
         await released
         return task.result() if task.done() else task
 
+    def _start_released(self, released: pipelining.Released, nbytes: int) -> asyncio.Task:
+        """The task of a request released before its handler returned (``pipelining.Released``)."""
+        task = asyncio.get_running_loop().create_task(released.coroutine)
+        self._handling.add(task)
+        task.add_done_callback(lambda t: self._request_ended(t, nbytes))
+        return task
+
     def _request_ended(self, task: asyncio.Task, nbytes: int) -> None:
         self._handling.discard(task)
         self._release(nbytes)
@@ -466,31 +470,6 @@ class _Connection(asyncio.BufferedProtocol):
         while len(self._answers) >= self._limits.queued_max_requests and not self._closed:
             self._answered.clear()
             await self._answered.wait()
-
-    def _answer_later(self, result) -> None:
-        """Queue an answer behind the ones still pending."""
-        self._answers.append(result)
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.get_running_loop().create_task(self._write_answers())
-
-    async def _write_answers(self) -> None:
-        try:
-            while self._answers and not self._closed:
-                await self._answer(self._answers[0])
-                self._answers.popleft()
-                self._answered.set()
-        except BaseException as e:       # noqa: BLE001 - as in _run
-            await self._ended(e)
-
-    async def _answer(self, result) -> None:
-        """Send one request's answer: its parts, or what its task ends with (None: no answer, acks=0)."""
-        if isinstance(result, asyncio.Future):
-            result = await result
-        if result is not None and not self._closed:
-            await self._send(result)
-            if type(result) is Throttled:
-                self._mute(result.throttle_ms)
-        self._server.request_done(self)
 
     def _mute(self, throttle_ms: int) -> None:
         """Read and begin nothing more for ``throttle_ms`` (KIP-219: the client backs off meanwhile)."""
@@ -520,50 +499,6 @@ class _Connection(asyncio.BufferedProtocol):
             self.close()
         else:
             raise e
-
-    async def _send(self, parts: list):
-        out: list = []
-        self._put(out, parts)
-        self._flush(out)
-        if not self._can_write.is_set():
-            await self._can_write.wait()
-
-    def _put(self, out: list, parts: list) -> None:
-        """Add one answer (its size, then its parts) to ``out``, the bytes of a write to come; a large
-        file region is sent at once (after what ``out`` held), from the page cache when it may."""
-        transport = self.transport
-        assert transport is not None, "answers are sent once connected"
-        out.append(sum(len(p) for p in parts).to_bytes(4, "big"))
-        for p in parts:
-            if isinstance(p, (bytes, bytearray, memoryview)):
-                out.append(p)
-                continue
-            if self._zero_copy and len(p) >= SENDFILE_MIN_BYTES:
-                self._flush(out)
-                if transport.get_write_buffer_size() == 0:
-                    self._sendfile(p)
-                    continue
-            out.append(p.read())
-
-    def _flush(self, out: list) -> None:
-        """One write of what ``out`` holds, emptied."""
-        if out:
-            transport = self.transport
-            assert transport is not None, "answers are sent once connected"
-            transport.writelines(out)
-            out.clear()
-
-    def _sendfile(self, region):
-        """Send a file region from the page cache; only called while the transport's buffer is empty,
-        on a plaintext connection."""
-        sock = self.transport.get_extra_info("socket")
-        offset, remaining = region.offset, len(region)
-        try:
-            sent = os.sendfile(sock.fileno(), region.fd, offset, remaining)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        if sent < remaining:
-            self.transport.write(os.pread(region.fd, remaining - sent, offset + sent))
 
     def close(self):
         """Close after the responses already written are sent; the buffers go at once."""

@@ -273,7 +273,7 @@ def test_file_regions_go_through_tls_not_sendfile(certs, tmp_path):
     transport): sendfile would write cleartext past TLS and break the stream."""
     import os
 
-    from tierlog.net.server import SENDFILE_MIN_BYTES
+    from tierlog.net.answer_order import SENDFILE_MIN_BYTES
     data = os.urandom(SENDFILE_MIN_BYTES * 3)
     path = tmp_path / "region"
     path.write_bytes(data)

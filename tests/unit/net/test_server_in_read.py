@@ -6,6 +6,7 @@ import asyncio
 from tierlog.net import server as server_module
 from tierlog.net.connection_quotas import ConnectionQuotas
 from tierlog.net.memory_pool import MemoryPool
+from tierlog.net.pipelining import Released
 from tierlog.net.server import CloseConnection, Limits, Server, Throttled, bind
 
 
@@ -108,3 +109,43 @@ def test_a_throttled_answer_mutes_the_connection_before_the_next_request_begins(
     answers, _ = asyncio.run(_exchange(handler, [b"a", b"over", b"after"], 3))
     assert answers == [b"re:a", b"re:over", b"re:after"]
     assert seen == [b"a", b"over", b"<unmuted>", b"after"]
+
+
+def test_released_requests_begin_the_next_at_once_and_answer_in_order():
+    """A handler that returns ``Released`` (its ordered part done) lets the next request begin in
+    the same read; answers behind it wait for it and leave together once it ends."""
+    began: list[bytes] = []
+    gates: dict[bytes, asyncio.Event] = {}
+
+    def handler(frame, *_):
+        name = bytes(frame)
+        began.append(name)
+        if name.startswith(b"acks-all"):
+            gate = gates.setdefault(name, asyncio.Event())
+
+            async def replicated():
+                await gate.wait()
+                return [b"re:" + name]
+            return Released(replicated())
+        return [b"re:" + name]
+
+    async def main():
+        frames = [b"acks-all-1", b"a", b"acks-all-2", b"b"]
+
+        async def open_gates():
+            while len(began) < len(frames):     # every request began while the first still waits
+                await asyncio.sleep(0.01)
+            gates[b"acks-all-2"].set()          # the second ends first: its answer waits for the first's
+            await asyncio.sleep(0)
+            gates[b"acks-all-1"].set()
+        server = Server(handler, Limits(1 << 20, 16, ConnectionQuotas(8, 8), MemoryPool(1 << 22)))
+        port = await server.serve(bind("127.0.0.1", 0))
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"".join(_frame(f) for f in frames))
+        await asyncio.wait_for(open_gates(), 10)
+        answers = await asyncio.wait_for(_answers(reader, 4), 10)
+        writer.close()
+        await server.stop()
+        return answers
+    assert asyncio.run(main()) == [b"re:acks-all-1", b"re:a", b"re:acks-all-2", b"re:b"]
+    assert began == [b"acks-all-1", b"a", b"acks-all-2", b"b"]

@@ -35,7 +35,7 @@ import inspect
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, NamedTuple
 
-from tierlog.net.pipelining import release_connection
+from tierlog.net.pipelining import Released, release_connection
 from tierlog.protocol.api import ApiKey
 from tierlog.protocol.errors import ErrorCode
 from tierlog.protocol.header import RequestHeader
@@ -124,7 +124,7 @@ class _Produce:
                             may_retry=True)
         if stale:               # refused for what this broker may not know yet: catch up, then once more
             return self._after_catch_up(stale)
-        return self._replicated() if self.waits else self._answered()
+        return Released(self._replicated()) if self.waits else self._answered()   # appended: the rest waits
 
     async def _after_catch_up(self, stale: list[_Append]) -> ProduceResponse | None:
         broker = self.broker
