@@ -234,9 +234,10 @@ class GroupCoordinator:
         base = delta.image
         deleted = {name for name in delta.changed_topics if name in base.topics and (
             name not in image.topics or image.topics[name].topic_id != base.topics[name].topic_id)}
+        deleted_ids = {base.topics[name].topic_id for name in deleted}
         for hosted in self.runtime.led() if deleted else ():
             assert hosted.state is not None, "led() gives loaded partitions"
-            self._emit(hosted, hosted.state.delete_topic_offsets(deleted, self._clock_ms()))
+            self._emit(hosted, hosted.state.delete_topic_offsets(deleted, self._clock_ms(), deleted_ids))
 
     # -- time ------------------------------------------------------------------------------
     def _arm(self, hosted: _Part, group_id: str) -> None:

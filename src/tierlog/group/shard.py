@@ -548,11 +548,17 @@ class GroupShard:
                 self._delete_group(group, c)
 
     # -- metadata ------------------------------------------------------------------------------
-    def delete_topic_offsets(self, topics: Collection[str], now_ms: int) -> Output:
+    def delete_topic_offsets(self, topics: Collection[str], now_ms: int, topic_ids: Collection[bytes] = ()) -> Output:
         """Topics deleted from the cluster: every group's committed offsets of their partitions are
         tombstoned (Kafka's GroupCoordinator.onPartitionsDeleted), so a topic created again under the
-        name starts without them; an empty group left without offsets is deleted, as expiry does."""
+        name starts without them; an empty group left without offsets is deleted, as expiry does.
+        Share groups forget the deleted ``topic_ids`` among their share-partitions with state."""
         c = self._ctx(now_ms)
+        for share in self.share_groups.values() if topic_ids else ():
+            if any(tid in share.state_topics for tid in topic_ids):
+                for tid in topic_ids:
+                    share.remove_state(tid)
+                c.out.records += _share_records(share.take_records())
         for group_id in self.offsets.group_ids():
             keys = [key for key in self.offsets.all(group_id) if key[0] in topics]
             if not keys:

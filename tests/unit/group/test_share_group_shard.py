@@ -197,3 +197,13 @@ def test_the_share_partitions_with_state_are_kept_altered_and_deleted():
     assert _reloaded(s).share_state_topics("s")[2] == {t2: ("u", frozenset({5}))}
     out = s.share_offsets_altered("new", [(t2, "u", frozenset({0}))], {"ErrorCode": 0}, "tok", 5)
     assert out.records and s.share_state_topics("new") == (ErrorCode.NONE, False, {t2: ("u", frozenset({0}))})
+
+
+def test_a_deleted_topic_leaves_the_share_groups_state_topics():
+    s = _shard()
+    _hb(s, "a", 0)
+    out = s.delete_topic_offsets({"t"}, 5, {T1})
+    s.log += out.records
+    assert out.records and s.share_state_topics("s")[2] == {}
+    assert _reloaded(s).share_state_topics("s")[2] == {}
+    assert not s.delete_topic_offsets({"t"}, 6, {T1}).records            # nothing left to forget
