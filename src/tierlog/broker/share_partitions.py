@@ -8,7 +8,8 @@ ShareFetch and ShareAcknowledge over the sans-IO ``group.share_partition_manager
   again (what was acquired under the old epoch is redelivered).  A fetch waits for loads at most
   its MaxWaitMs; a partition not loaded by then answers no records.
 - **Reading**: each partition of the session is read at its next fetch offset (the lowest
-  AVAILABLE in-flight offset, else the share-partition end), within MaxBytes over the fetch, up to
+  AVAILABLE in-flight offset, else the share-partition end), at most ``SHARE_READ_BYTES_MAX`` per
+  partition (at least one batch) within MaxBytes over the fetch, up to
   the high watermark (the last stable offset when the group's ``share.isolation.level`` is
   read_committed), from remote storage below a tiered log's local start; acquisition stays within
   the batches read.  Offsets that are no deliverable record (markers, aborted transactions, gaps)
@@ -51,6 +52,7 @@ __all__ = ["ShareFetchResult", "SharePartitions"]
 log = logging.getLogger(__name__)
 
 LOAD_WAIT_MIN_MS = 500          # a fetch waits at least this long for the share-partitions it needs to load
+SHARE_READ_BYTES_MAX = 1 << 20  # bytes read per partition for one acquisition (as max.partition.fetch.bytes)
 TIMER_IDLE_S = 1.0              # the timer's longest sleep while writes are to retry or sessions may go idle
 _NEVER_INITIALIZED = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 DLQ_TOPIC = "errors.deadletterqueue.topic.name"     # the group config naming its dead-letter topic (KIP-1191)
@@ -209,7 +211,8 @@ class SharePartitions:
                 return 0
             read = reads.get(tp)
             if read is None:
-                read = reads[tp] = self._read_local(part, share.next_fetch_offset(), max(budget[0], 1), read_committed)
+                read = reads[tp] = self._read_local(part, share.next_fetch_offset(),
+                                                    max(min(budget[0], SHARE_READ_BYTES_MAX), 1), read_committed)
             budget[0] -= len(read.records)
             return read.end
         return log_end
@@ -240,7 +243,8 @@ class SharePartitions:
             offset = share.next_fetch_offset()
             if offset >= part.local_log_start_offset or offset < part.log_start_offset:
                 continue
-            answer = await self._remote.reader.read(part, offset, max_bytes, True, read_committed=read_committed)
+            answer = await self._remote.reader.read(part, offset, min(max_bytes, SHARE_READ_BYTES_MAX), True,
+                                                    read_committed=read_committed)
             read = reads[tp] = _Read(offset, end=offset)
             if not answer.error and answer.records:
                 read.records = bytes(answer.records)

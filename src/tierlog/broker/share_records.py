@@ -10,13 +10,13 @@ AcquiredRecords.  The records sent are the data batches overlapping what stays a
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from tierlog.group.share_partition import Acquired
-from tierlog.records.decoder import iter_batches
+from tierlog.records.header import HEADER_SIZE, BatchHeader, parse_header
 
-__all__ = ["Selection", "covered_end", "select"]
+__all__ = ["Selection", "covered_end", "headers", "select"]
 
 
 class Selection(NamedTuple):
@@ -25,10 +25,23 @@ class Selection(NamedTuple):
     gaps: list[tuple[int, int]]             # acquired (first, last inclusive) that are no records: archive them
 
 
+def headers(buf: bytes) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each whole batch of ``buf``, headers only: the log checked each
+    batch's CRC when it was appended (and a consumer checks it again), so this costs one
+    header parse per batch, not a pass over the bytes."""
+    pos = 0
+    while pos + HEADER_SIZE <= len(buf):
+        header = parse_header(buf, pos)
+        if header.batch_length <= 0 or pos + header.size > len(buf):
+            return
+        yield pos, header
+        pos += header.size
+
+
 def covered_end(buf: bytes) -> int | None:
     """The offset after the last whole batch of ``buf`` (None: no whole batch)."""
     end = None
-    for _pos, header in iter_batches(buf, partial_ok=True):
+    for _pos, header in headers(buf):
         end = header.next_offset
     return end
 
@@ -40,7 +53,7 @@ def select(buf: bytes, acquired: Sequence[Acquired], aborted: Iterable[tuple[int
     for producer_id, first, last in aborted:
         aborted_by_producer.setdefault(producer_id, []).append((first, last))
     data: list[tuple[int, int, int, int]] = []          # (first, last, pos, size) of each data batch
-    for pos, h in iter_batches(buf, partial_ok=True):
+    for pos, h in headers(buf):
         if h.is_control or (h.is_transactional and any(
                 f <= h.base_offset <= m for f, m in aborted_by_producer.get(h.producer_id, ()))):
             continue
