@@ -19,8 +19,8 @@ when a member of the other protocol joins it; a non-empty one refuses
 (INCONSISTENT_GROUP_PROTOCOL for a classic join, GROUP_ID_NOT_FOUND for a
 consumer heartbeat).  A consumer group's session timeout and heartbeat interval are
 its dynamic group configs (``group_configs``, KIP-848) where it has them.
-Share groups (KIP-932, ``ShareGroup`` in ``share_group.py``) are held
-apart in ``share_groups`` and written to ``__consumer_offsets`` as Kafka's share-group records
+Share groups (KIP-932, ``ShareGroup`` in ``share_group.py``; the shard's methods of them in
+``share_groups.py``) are held apart in ``share_groups`` and written to ``__consumer_offsets`` as Kafka's share-group records
 (``share_group_records``), so a coordinator failover keeps their members; an empty one stays
 until DeleteGroups.  The types do not mix, as in Kafka: a share heartbeat for a group id a
 classic or consumer group holds is GROUP_ID_NOT_FOUND, and on a share group's id a JoinGroup is
@@ -53,18 +53,10 @@ from .log_records import (
     group_metadata_record,
 )
 from .offsets import OffsetStore
-from .output import Output, with_error
+from .output import Output
 from .share_group import ShareGroup
-from .share_group_records import (
-    GROUP_METADATA as SHARE_GROUP_METADATA,
-)
-from .share_group_records import (
-    SHARE_KEY_VERSIONS,
-    ShareGroupKey,
-    decode_share_key,
-    decode_share_value,
-    encode_share_record,
-)
+from .share_group_records import SHARE_KEY_VERSIONS
+from .share_groups import ShareGroups, not_consumer, share_heartbeat_error, share_records
 
 __all__ = ["GroupShard"]
 INT64_MAX = 2**63 - 1
@@ -73,7 +65,7 @@ SHARE = "share"             # a share group's type and protocol type in ListGrou
 _S = GroupState
 
 
-class GroupShard:
+class GroupShard(ShareGroups):
     def __init__(self, partition: int, config: GroupConfig, rng: random.Random,
                  group_configs: Callable[[str], Mapping[str, str]] = lambda group_id: {}):
         self.partition = partition
@@ -122,26 +114,6 @@ class GroupShard:
                 self.groups[k.group] = ClassicGroup(k.group)
             return
         group.replay(k, fields)
-
-    def _replay_share(self, version: int, key: bytes, value: bytes | None) -> None:
-        k = decode_share_key(version, key)
-        if k is None:
-            return
-        fields = decode_share_value(k, value)
-        if k.type == SHARE_GROUP_METADATA and fields is None:
-            self.share_groups.pop(k.group, None)
-            return
-        group = self.share_groups.get(k.group)
-        if group is None:
-            if fields is None:
-                return
-            group = self.share_groups[k.group] = self._new_share_group(k.group)
-        group.replay(k, fields)
-
-    def _new_share_group(self, group_id: str) -> ShareGroup:
-        cfg = self.group_config(group_id)
-        return ShareGroup(group_id, session_timeout_ms=cfg.share_session_timeout_ms,
-                          heartbeat_interval_ms=cfg.share_heartbeat_interval_ms, max_size=cfg.share_max_size)
 
     def loaded(self, now_ms: int) -> None:
         """Loading is over: loaded members' sessions start now."""
@@ -256,7 +228,7 @@ class GroupShard:
         """``req``: ConsumerGroupHeartbeat fields plus ``client_id``, ``client_host``."""
         c = self._ctx(now_ms, self.group_config(req["GroupId"]))
         if req["GroupId"] in self.share_groups:
-            c.out.answer(token, _share_heartbeat_error(ErrorCode.GROUP_ID_NOT_FOUND, _not_consumer(req["GroupId"])))
+            c.out.answer(token, share_heartbeat_error(ErrorCode.GROUP_ID_NOT_FOUND, not_consumer(req["GroupId"])))
             return c.out
         c.out.answer(token, consumer.heartbeat(self.groups, req, c, view))
         return c.out
@@ -268,87 +240,6 @@ class GroupShard:
                     "group." if group else f"Group {group_id} not found.", "GroupId": group_id, "GroupState": "",
                     "GroupEpoch": -1, "AssignmentEpoch": -1, "AssignorName": "", "Members": []}
         return consumer.describe(group, view, self.config.consumer_assignors[0])
-
-    # -- share groups (KIP-932) -----------------------------------------------------------------
-    def share_heartbeat(self, req: dict[str, Any], token: object, now_ms: int, view: TopicsView) -> Output:
-        """``req``: ShareGroupHeartbeat fields plus ``client_id``, ``client_host``."""
-        c, group_id = self._ctx(now_ms), req["GroupId"]
-        if group_id in self.groups:
-            c.out.answer(token, _share_heartbeat_error(ErrorCode.GROUP_ID_NOT_FOUND,
-                                                       f"Group {group_id} is not a share group."))
-            return c.out
-        group = self.share_groups.get(group_id)
-        created = group is None
-        if group is None:
-            group = self.share_groups[group_id] = self._new_share_group(group_id)
-        cfg = self.group_config(group_id)           # the group's share.* configs may have changed
-        group.session_timeout_ms, group.heartbeat_interval_ms = cfg.share_session_timeout_ms, cfg.share_heartbeat_interval_ms
-        epoch = group.assignment_epoch
-        beat = group.heartbeat(req["MemberId"], req["MemberEpoch"], req.get("SubscribedTopicNames"), view, now_ms,
-                               rack_id=req.get("RackId"), client_id=req.get("client_id", ""),
-                               client_host=req.get("client_host", ""))
-        self.share_rebalances += group.assignment_epoch != epoch
-        if created and not group.members:
-            del self.share_groups[group_id]           # refused before it had a member: never written
-        else:
-            c.out.records += _share_records(group.take_records(beat.member_id))
-        if beat.error != ErrorCode.NONE:
-            c.out.answer(token, _share_heartbeat_error(beat.error, None))
-            return c.out
-        assignment = None if beat.assignment is None else {"TopicPartitions": [
-            {"TopicId": tid, "Partitions": sorted(ps)} for tid, ps in sorted(beat.assignment.items())]}
-        c.out.answer(token, {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, "MemberId": beat.member_id,
-                             "MemberEpoch": beat.member_epoch, "HeartbeatIntervalMs": group.heartbeat_interval_ms,
-                             "Assignment": assignment})
-        return c.out
-
-    def share_describe(self, group_id: str, view: TopicsView) -> dict[str, Any]:
-        """ShareGroupDescribe's DescribedGroup (without AuthorizedOperations)."""
-        group = self.share_groups.get(group_id)
-        if group is None:
-            message = f"Group {group_id} is not a share group." if group_id in self.groups \
-                else f"Group {group_id} not found."
-            return {"ErrorCode": ErrorCode.GROUP_ID_NOT_FOUND, "ErrorMessage": message, "GroupId": group_id,
-                    "GroupState": "", "GroupEpoch": -1, "AssignmentEpoch": -1, "AssignorName": "", "Members": []}
-        names = {tid: name for name, (tid, _count) in view.topics.items()}
-        return {"ErrorCode": ErrorCode.NONE, "ErrorMessage": None, **group.describe(names)}
-
-    def share_state_topics(self, group_id: str) -> tuple[int, bool | None, dict[bytes, tuple[str, frozenset[int]]]]:
-        """(error, has members -- None when there is no such group --, topic id -> (name, partitions)
-        that may have share state) of a share group; GROUP_ID_NOT_FOUND for another type's id."""
-        group = self.share_groups.get(group_id)
-        if group is None:
-            return (ErrorCode.GROUP_ID_NOT_FOUND if group_id in self.groups else ErrorCode.NONE), None, {}
-        return ErrorCode.NONE, bool(group.members), dict(group.state_topics)
-
-    def share_offsets_altered(self, group_id: str, topics: list[tuple[bytes, str, frozenset[int]]],
-                              answer: dict[str, Any], token: object, now_ms: int) -> Output:
-        """AlterShareGroupOffsets wrote the share state of ``topics``: the group (created when it is
-        new, as Kafka does) records them; ``answer`` leaves once that is written.  A group that
-        gained members meanwhile or is another type's id answers NON_EMPTY_GROUP / GROUP_ID_NOT_FOUND."""
-        c = self._ctx(now_ms)
-        error, busy, _known = self.share_state_topics(group_id)
-        if error or busy:
-            c.out.answer(token, with_error(answer, error or ErrorCode.NON_EMPTY_GROUP))
-            return c.out
-        group = self.share_groups.get(group_id) or self.share_groups.setdefault(group_id, self._new_share_group(group_id))
-        for topic_id, name, partitions in topics:
-            group.add_state(topic_id, name, partitions)
-        c.out.records += _share_records(group.take_records())
-        c.out.answer(token, answer)
-        return c.out
-
-    def share_offsets_deleted(self, group_id: str, topic_ids: list[bytes], answer: dict[str, Any], token: object,
-                              now_ms: int) -> Output:
-        """DeleteShareGroupOffsets deleted the share state of ``topic_ids``: the group forgets them."""
-        c = self._ctx(now_ms)
-        group = self.share_groups.get(group_id)
-        if group is not None:
-            for topic_id in topic_ids:
-                group.remove_state(topic_id)
-            c.out.records += _share_records(group.take_records())
-        c.out.answer(token, answer)
-        return c.out
 
     # -- offsets ------------------------------------------------------------------------------
     def commit_offsets(self, req: dict[str, Any], token: object, now_ms: int) -> Output:
@@ -453,7 +344,7 @@ class GroupShard:
             if share is not None:
                 code = ErrorCode.NON_EMPTY_GROUP if share.members else ErrorCode.NONE
                 if not code:
-                    c.out.records += _share_records(share.tombstones())
+                    c.out.records += share_records(share.tombstones())
                     del self.share_groups[group_id]
             elif group is None or (group.type != CONSUMER and group.state is _S.DEAD):
                 code = ErrorCode.GROUP_ID_NOT_FOUND
@@ -509,7 +400,7 @@ class GroupShard:
         group, c = self.groups.get(group_id), self._ctx(now_ms)
         share = self.share_groups.get(group_id)
         if share is not None and share.expire(now_ms):
-            c.out.records += _share_records(share.take_records())
+            c.out.records += share_records(share.take_records())
         if isinstance(group, ConsumerGroup):
             consumer.tick(group, c)
         elif group is not None:
@@ -558,7 +449,7 @@ class GroupShard:
             if any(tid in share.state_topics for tid in topic_ids):
                 for tid in topic_ids:
                     share.remove_state(tid)
-                c.out.records += _share_records(share.take_records())
+                c.out.records += share_records(share.take_records())
         for group_id in self.offsets.group_ids():
             keys = [key for key in self.offsets.all(group_id) if key[0] in topics]
             if not keys:
@@ -568,19 +459,6 @@ class GroupShard:
             if group is not None and _is_empty(group) and not self.offsets.has_offsets(group_id):
                 self._delete_group(group, c)
         return c.out
-
-
-def _share_records(records: list[tuple[ShareGroupKey, dict[str, Any] | None]]) -> list[tuple[bytes, bytes | None]]:
-    return [encode_share_record(k, v) for k, v in records]
-
-
-def _not_consumer(group_id: str) -> str:
-    return f"Group {group_id} is not a consumer group."
-
-
-def _share_heartbeat_error(code: int, message: str | None) -> dict[str, Any]:
-    return {"ErrorCode": code, "ErrorMessage": message, "MemberId": None, "MemberEpoch": 0,
-            "HeartbeatIntervalMs": 0, "Assignment": None}
 
 
 def _is_empty(group: ClassicGroup | ConsumerGroup) -> bool:
