@@ -15,6 +15,11 @@ segment's final largest timestamp.
 Segments opened without recovery (flushed before a crash, or after a clean
 shutdown) are trusted: their indexes, next offset and largest timestamp load
 lazily; an index failing its sanity checks is rebuilt by ``recover``.
+
+Tail reads without reading the file: the positions and headers of the last
+``TAIL_BATCHES_MAX`` batches appended are kept, so ``locate`` finds a batch among
+them (what followers and caught-up consumers read) without scanning headers from
+the index entry below it; a truncation or recovery forgets them.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ __all__ = ["INT32_MAX", "LogSegment"]
 
 INT32_MAX = 2**31 - 1
 _UNKNOWN = None
+TAIL_BATCHES_MAX = 4        # the last batches appended, located without reading the file
 
 
 class LogSegment:
@@ -81,6 +87,8 @@ class LogSegment:
         self._max_timestamp = NO_TIMESTAMP
         self._offset_of_max_timestamp = base_offset
         self._rolling_timestamp: int | None = NO_TIMESTAMP if new else _UNKNOWN
+        self._tail: list[tuple[int, BatchHeader]] = []     # (position, header) of the last batches appended
+        self._tail_floor = -1                               # the last offset before the first of them
 
     # --- construction ------------------------------------------------------------------------
 
@@ -223,10 +231,18 @@ class LogSegment:
             self._rolling_timestamp = headers[0].max_timestamp
         position = start
         last = self.next_offset - 1
+        tail = self._tail
+        if not tail:
+            self._tail_floor = last
         for header in headers:
             last = header.base_offset + header.last_offset_delta
             self._index_batch(header, last, position)
+            tail.append((position, header))
             position += header.batch_length + 12
+        if len(tail) > TAIL_BATCHES_MAX:
+            dropped = tail[-TAIL_BATCHES_MAX - 1][1]
+            self._tail_floor = dropped.base_offset + dropped.last_offset_delta
+            del tail[:-TAIL_BATCHES_MAX]
         self.size = position
         self._next_offset = last + 1
         self.dirty = True
@@ -275,6 +291,7 @@ class LogSegment:
         if found is None:
             return 0
         position, header = found
+        self._tail.clear()
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         os.ftruncate(self.fd, position)
@@ -305,6 +322,7 @@ class LogSegment:
         Returns the number of bytes truncated. New leader epochs seen in batch headers
         are assigned to ``epoch_cache`` (Kafka's ``LogSegment.recover``).
         """
+        self._tail.clear()
         self.offset_index.reset()
         self.time_index.reset()
         self._max_timestamp, self._offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
@@ -340,6 +358,11 @@ class LogSegment:
 
     def locate(self, offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset is >= ``offset``."""
+        if self._tail and offset > self._tail_floor:       # among the last batches appended
+            for pos, header in self._tail:
+                if header.base_offset + header.last_offset_delta >= offset:
+                    return pos, header
+            return None
         self.ensure_loaded()
         _, position = self.offset_index.lookup(offset)
         for pos, header in scan_headers(self.fd, position, self.size):
