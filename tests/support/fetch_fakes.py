@@ -18,7 +18,10 @@ class FakeReplicas:
     def get(self, topic, index):
         return self.parts.get((topic, index))
 
-    def on_follower_fetch(self, part, replica_id, fetched, epoch):
+    def apply_round(self, moved):
+        pass
+
+    def on_follower_fetch(self, part, replica_id, fetched, epoch, moved):
         return ErrorCode.NONE
 
     def on_replica_fetch(self, replica_id):

@@ -318,17 +318,40 @@ class ReplicaManager:
             self.notify_changed(part)
         return outcome
 
-    def on_follower_fetch(self, part: Partition, replica_id: int, fetched: SessionPartition, replica_epoch: int) -> int:
+    def on_follower_fetch(self, part: Partition, replica_id: int, fetched: SessionPartition, replica_epoch: int,
+                          moved: list[tuple[Partition, PartitionUpdate]]) -> int:
         """A follower's fetch of ``part`` at ``fetched`` (its position, log start and KIP-1303 local log):
-        the partition's follower state learns it; the error (NOT_LEADER_OR_FOLLOWER: not a replica)."""
+        the partition's follower state learns it; the error (NOT_LEADER_OR_FOLLOWER: not a replica).
+        What it changed goes to ``moved``, carried out for the whole fetch at once (``apply_round``)."""
         upd = part.on_follower_fetch(replica_id, fetched.fetch_offset, self._clock_ms(), replica_epoch,
                                      fetched.log_start_offset, fetched.local_log_start_timestamp,
                                      fetched.local_log_size_bytes)
         if upd is None:
             return 0
         self.leader_moves.fetched(replica_id, part.key)
-        self._apply(part, upd)
+        if upd.acks or upd.deletes or upd.hw_advanced or upd.alter_partition is not None:
+            moved.append((part, upd))
+        else:
+            self.ticker.activate(part.key)
         return upd.error
+
+    def apply_round(self, moved: list[tuple[Partition, PartitionUpdate]]) -> None:
+        """Carry out what one follower fetch changed, for all its partitions at once: the acks=all and
+        DeleteRecords waiters answered, the partitions whose high watermark moved marked in the fetch
+        sessions in one pass (their parked fetches woken), AlterPartitions sent."""
+        hw_moved = []
+        for part, upd in moved:
+            if upd.acks or upd.deletes:
+                _answer(upd.acks, upd.deletes)
+            if not part.is_leader:
+                continue
+            self.ticker.activate(part.key)
+            if upd.hw_advanced:
+                hw_moved.append(part)
+            if upd.alter_partition is not None:
+                self.alter_partitions.propose(part, upd.alter_partition, self._apply)
+        if hw_moved:
+            self.fetch_purgatory.changed_all([(p.key, (p.topic_id, p.index)) for p in hw_moved], records=False)
 
     def _apply(self, part: Partition, upd: PartitionUpdate) -> None:
         """Carry out what a partition call changed: answer its completed waiters, wake fetches parked

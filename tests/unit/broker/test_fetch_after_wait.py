@@ -45,7 +45,7 @@ class CountingReplicas(FakeReplicas):
             read = part.log.read
             part.log.read = lambda *a, _read=read, _key=part.key, **k: (self.reads.append(_key), _read(*a, **k))[1]
 
-    def on_follower_fetch(self, part, replica_id, fetched, epoch):
+    def on_follower_fetch(self, part, replica_id, fetched, epoch, moved):
         part.on_follower_fetch(replica_id, fetched.fetch_offset, NOW)
         return ErrorCode.NONE
 

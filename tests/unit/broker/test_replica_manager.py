@@ -56,7 +56,10 @@ def test_a_parked_acks_all_append_is_answered_once_the_follower_has_it(tmp_path)
         await asyncio.sleep(0)
         fetched = SimpleNamespace(fetch_offset=3, log_start_offset=0, local_log_start_timestamp=-1,
                                   local_log_size_bytes=-1)
-        assert rm.on_follower_fetch(part, 2, fetched, 1) == ErrorCode.NONE
+        moved = []
+        assert rm.on_follower_fetch(part, 2, fetched, 1, moved) == ErrorCode.NONE
+        assert not waiter.done() and [p for p, _ in moved] == [part]     # carried out once per fetch
+        rm.apply_round(moved)
         assert waiter.done() and waiter.result() == ErrorCode.NONE and part.high_watermark == 3
         await asyncio.wait_for(parked_fetch, 1)          # the moved high watermark woke it
         await rm.stop()

@@ -219,15 +219,21 @@ def _read_all(broker, partitions, params: FetchParams, may_read, updated=()) -> 
     """Read ``partitions`` in order within the fetch's byte budget; a follower's fetch updates the
     leader's view of that replica for each, except those whose ``id`` is in ``updated``."""
     reads, budget, first = [], params.max_bytes, True
+    moved: list = []            # what the follower's positions changed, carried out once for the fetch
     for sp in partitions:
-        r = _read_one(broker, sp, params, budget, first, may_read, params.from_follower and id(sp) not in updated)
+        r = _read_one(broker, sp, params, budget, first, may_read, moved if params.from_follower and
+                      id(sp) not in updated else None)
         budget -= r.size
         first = first and not r.size
         reads.append(r)
+    if moved:
+        broker.replicas.apply_round(moved)
     return reads
 
 
-def _read_one(broker, sp, params: FetchParams, budget, first, may_read, update_follower: bool) -> _Read:
+def _read_one(broker, sp, params: FetchParams, budget, first, may_read, moved: list | None) -> _Read:
+    """One partition's read; ``moved`` (a follower's fetch): the leader's view of the follower is
+    updated and what that changed is added to it."""
     name = sp.topic_key
     if params.by_topic_id:
         info = broker.image.topic_by_id(sp.topic_key)
@@ -262,10 +268,10 @@ def _read_one(broker, sp, params: FetchParams, budget, first, may_read, update_f
         r.parts, r.size, r.more = read.parts, read.size, read.more
         if params.read_committed_consumer:
             r.aborted = _aborted_field(read.aborted)
-        if update_follower:
+        if moved is not None:
             # a session partition the request does not name is fetched at the position it last named
             # (Kafka updates every session partition's follower state on every fetch)
-            r.error = broker.replicas.on_follower_fetch(part, params.replica_id, sp, params.replica_epoch)
+            r.error = broker.replicas.on_follower_fetch(part, params.replica_id, sp, params.replica_epoch, moved)
             r.hw = r.lso = part.high_watermark
             if r.error:
                 r.parts, r.size, r.more = [], 0, False

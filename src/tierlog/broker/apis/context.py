@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from tierlog.broker.fetch_purgatory import FetchPurgatory
     from tierlog.broker.fetch_session import FetchSessionCache, SessionPartition
     from tierlog.broker.log_dir_moves import LogDirMoves
-    from tierlog.broker.partition import AppendOrigin, AppendOutcome, Partition
+    from tierlog.broker.partition import AppendOrigin, AppendOutcome, Partition, PartitionUpdate
     from tierlog.broker.producer_ids import ProducerIdManager
     from tierlog.broker.share_coordinator import ShareCoordinator
     from tierlog.broker.share_partitions import SharePartitions
@@ -76,8 +76,10 @@ class HostedReplicas(Protocol):
     def append_markers(self, part: Partition, markers: list[tuple[bytearray, int]],
                        timeout_ms: int) -> tuple[list[int], asyncio.Future | None]: ...
 
+    def apply_round(self, moved: list[tuple[Partition, PartitionUpdate]]) -> None: ...
+
     def on_follower_fetch(self, part: Partition, replica_id: int, fetched: SessionPartition,
-                          replica_epoch: int) -> int: ...
+                          replica_epoch: int, moved: list[tuple[Partition, PartitionUpdate]]) -> int: ...
 
     def on_replica_fetch(self, replica_id: int) -> None: ...
 
