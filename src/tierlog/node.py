@@ -102,6 +102,7 @@ from tierlog.server.applied_offset import AppliedOffset
 from tierlog.server.commit_applier import CommitApplier
 from tierlog.server.controller_metrics import ControllerMetricsCollector
 from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
+from tierlog.server.heap import settle_heap
 from tierlog.server.metrics_endpoint import MetricsEndpoint
 from tierlog.server.raft_driver import RaftDriver
 from tierlog.server.raft_replica import metadata_dir, open_raft_replica
@@ -529,6 +530,7 @@ async def _serve(config: NodeConfig, on_ready) -> None:
     loop.add_signal_handler(signal.SIGUSR1, _log_task_stacks)
     try:
         await node.start()
+        settle_heap()
         on_ready(node)
         await node.wait_stopped()
     finally:
