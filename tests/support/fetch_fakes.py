@@ -18,7 +18,7 @@ class FakeReplicas:
     def get(self, topic, index):
         return self.parts.get((topic, index))
 
-    def apply_round(self, moved):
+    def apply_round(self, moved, session_id=0):
         pass
 
     def on_follower_fetch(self, part, replica_id, fetched, epoch, moved):

@@ -38,11 +38,14 @@ class FetchPurgatory:
         self.wake(key)
         self.sessions.mark_changed((id_key, key), records=records)
 
-    def changed_all(self, keys: list[tuple[tuple[str, int], tuple[bytes, int]]], records: bool = True) -> None:
-        """``changed`` for several partitions (key, id key) at once: the sessions are marked in one pass."""
+    def changed_all(self, keys: list[tuple[tuple[str, int], tuple[bytes, int]]], records: bool = True,
+                    answered: int = 0) -> None:
+        """``changed`` for several partitions (key, id key) at once: the sessions are marked in one
+        pass, but for session ``answered`` (the fetch answered on it carries the news already)."""
         for key, _ in keys:
             self.wake(key)
-        self.sessions.mark_changed([k for pair in keys for k in (pair[1], pair[0])], records=records)
+        self.sessions.mark_changed([k for pair in keys for k in (pair[1], pair[0])], records=records,
+                                   answered=answered)
 
     def mark_only(self, key: tuple[str, int], id_key: tuple[bytes, int]) -> None:
         """Mark ``key`` in the sessions holding it without waking them (read with their next fetch)."""

@@ -169,12 +169,15 @@ class FetchSessionCache:
         session.dirty.update(named)
         return SessionView(session_id, True, session.take_dirty(), named, session)
 
-    def mark_changed(self, keys, wake: bool = True, records: bool = True) -> None:
+    def mark_changed(self, keys, wake: bool = True, records: bool = True, answered: int = 0) -> None:
         """Partitions (topic key, partition) with news: every session holding one reads it next
         (at once when ``wake``, else with the session's next fetch). Without ``records`` (only a
-        watermark or the log start moved) followers' sessions are not woken."""
+        watermark or the log start moved) followers' sessions are not woken. Session ``answered``
+        is left out: the fetch being answered on it carries the news already."""
         for key in keys:
             for sid in self._holders.get(key, ()):
+                if sid == answered:
+                    continue
                 session = self._sessions[sid]
                 session.dirty.add(key)
                 if wake and (records or not session.replica):

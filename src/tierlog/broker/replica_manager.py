@@ -335,10 +335,13 @@ class ReplicaManager:
             self.ticker.activate(part.key)
         return upd.error
 
-    def apply_round(self, moved: list[tuple[Partition, PartitionUpdate]]) -> None:
+    def apply_round(self, moved: list[tuple[Partition, PartitionUpdate]], session_id: int = 0) -> None:
         """Carry out what one follower fetch changed, for all its partitions at once: the acks=all and
         DeleteRecords waiters answered, the partitions whose high watermark moved marked in the fetch
-        sessions in one pass (their parked fetches woken), AlterPartitions sent."""
+        sessions in one pass (their parked fetches woken), AlterPartitions sent.  The follower's own
+        session (``session_id``) is not marked: the answer to this fetch carries each partition's
+        new high watermark (read after its update), so marking it would only wake the fetch at once
+        for another round trip that says nothing new."""
         hw_moved = []
         for part, upd in moved:
             if upd.acks or upd.deletes:
@@ -351,7 +354,8 @@ class ReplicaManager:
             if upd.alter_partition is not None:
                 self.alter_partitions.propose(part, upd.alter_partition, self._apply)
         if hw_moved:
-            self.fetch_purgatory.changed_all([(p.key, (p.topic_id, p.index)) for p in hw_moved], records=False)
+            self.fetch_purgatory.changed_all([(p.key, (p.topic_id, p.index)) for p in hw_moved], records=False,
+                                             answered=session_id)
 
     def _apply(self, part: Partition, upd: PartitionUpdate) -> None:
         """Carry out what a partition call changed: answer its completed waiters, wake fetches parked

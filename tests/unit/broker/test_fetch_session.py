@@ -80,6 +80,18 @@ def test_a_followers_fetch_wakes_on_records_not_on_a_watermark_move():
     assert [p.partition for p in follower.take_changed()] == [0]         # the move is in its next answer
 
 
+
+def test_the_session_answered_is_not_marked_by_the_watermark_its_own_fetch_moved():
+    """A follower's fetch that moves the high watermark carries the new one in its answer: its own
+    session is not marked for it (no wake for a round trip that says nothing new); the other
+    follower's session is."""
+    c = cache()
+    own = c.open(c.open(0, 0, [sp(0)], [], replica=True).session_id, 1, [], [])
+    other = c.open(c.open(0, 0, [sp(0)], [], replica=True).session_id, 1, [], [])
+    c.mark_changed([("t", 0)], records=False, answered=own.session_id)
+    assert own.take_changed() == [] and [p.partition for p in other.take_changed()] == [0]
+
+
 class Waiter:
     def __init__(self):
         self.result = None

@@ -82,10 +82,10 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: FetchRe
     if params.from_follower:
         broker.replicas.on_replica_fetch(params.replica_id)
     may_read = _may_read(broker, header, params.replica_id)
-    reads = _read_all(broker, view.partitions, params, may_read)
+    reads = _read_all(broker, view.partitions, params, may_read, view.session_id)
     if any(may_be_stale(r.key and broker.replicas.get(*r.key), r.error) for r in reads if r.error):
         await catch_up_once(broker)
-        reads = _read_all(broker, view.partitions, params, may_read)
+        reads = _read_all(broker, view.partitions, params, may_read, view.session_id)
     if any(r.remote for r in reads):
         await _read_remote(broker, reads, params.max_bytes)
     elif params.max_wait_ms > 0 and not _satisfied(reads, params.min_bytes) and not _moved_here(broker, params, view):
@@ -143,7 +143,7 @@ def _after_wait(broker, view, reads, params: FetchParams, may_read):
     fresh = [sp for key, sp in marked.items() if key not in first]
     if not again and not fresh:
         return kept
-    return kept + _read_all(broker, again + fresh, params, may_read, updated={id(sp) for sp in again})
+    return kept + _read_all(broker, again + fresh, params, may_read, view.session_id, updated={id(sp) for sp in again})
 
 
 def _still_led(broker, r: _Read) -> bool:
@@ -215,9 +215,10 @@ def _satisfied(reads, min_bytes) -> bool:
     return any(r.error or r.diverging for r in reads) or sum(r.size for r in reads) >= min_bytes
 
 
-def _read_all(broker, partitions, params: FetchParams, may_read, updated=()) -> list[_Read]:
+def _read_all(broker, partitions, params: FetchParams, may_read, session_id: int, updated=()) -> list[_Read]:
     """Read ``partitions`` in order within the fetch's byte budget; a follower's fetch updates the
-    leader's view of that replica for each, except those whose ``id`` is in ``updated``."""
+    leader's view of that replica for each, except those whose ``id`` is in ``updated``, and what
+    that changed is carried out once (``apply_round``; its session ``session_id`` carries the news)."""
     reads, budget, first = [], params.max_bytes, True
     moved: list = []            # what the follower's positions changed, carried out once for the fetch
     for sp in partitions:
@@ -227,7 +228,7 @@ def _read_all(broker, partitions, params: FetchParams, may_read, updated=()) -> 
         first = first and not r.size
         reads.append(r)
     if moved:
-        broker.replicas.apply_round(moved)
+        broker.replicas.apply_round(moved, session_id)
     return reads
 
 
