@@ -251,6 +251,8 @@ def test_group_configs_are_described_altered_kept_and_used(node):
             "SubscribedTopicNames": ["nothing"], "TopicPartitions": []}
 
     def joined():
+        # as a client does: FindCoordinator first (it creates __consumer_offsets when this test runs alone)
+        request("127.0.0.1", node.port, ApiKey.FIND_COORDINATOR, {"Key": group, "KeyType": 0}, 2)
         resp = request("127.0.0.1", node.port, ApiKey.CONSUMER_GROUP_HEARTBEAT, join, 1)
         return resp if resp["ErrorCode"] == ErrorCode.NONE else None
     assert wait_for(joined, 30, "the member joined")["HeartbeatIntervalMs"] == 1000
