@@ -65,7 +65,7 @@ class FollowerFetch:
             return self._snapshot_fetcher.request(c.cluster_id, self._node_id, epoch)
         return FetchRequest(c.cluster_id, self._node_id, epoch, self._log.end_offset, self._log.last_fetched_epoch(),
                             self._log.start_offset, c.fetch_max_wait_ms, c.fetch_max_bytes,
-                            self._commits.high_watermark)
+                            self._commits.high_watermark, self._quorum.directory_id)
 
     def _following(self, sender_id: int, request_epoch: int) -> bool:
         s = self._quorum.state

@@ -9,7 +9,10 @@ Rules (KIP-595, KIP-630):
 - A Fetch position below the log begin offset gets the latest SnapshotId, one that
   diverges gets the DivergingEpoch (fetch.py); neither counts as progress.
 - A valid Fetch records the replica's progress (and, from a voter, that it knows
-  the epoch), which may move the high watermark; a Fetch with nothing to read
+  the epoch), which may move the high watermark; with kraft.version 1 (KIP-853) only a
+  replica whose directory id (Fetch's ReplicaDirectoryId) is not another one than the
+  voter's of its id counts: a controller whose disk was wiped, still listed under its
+  old directory, is answered but not counted until it is removed and added again; a Fetch with nothing to read
   waits in the FetchPurgatory, unless the replica's high watermark (KIP-1166, sent
   in the Fetch) is behind the leader's: then it is answered at once, so a replica
   whose fetch arrives just after the high watermark moved does not wait out
@@ -109,7 +112,7 @@ class LeaderFetch:
             return self._answer(Err.NONE, snapshot_id=self._snapshots.latest(), **common)
         if kind == DIVERGING:
             return self._answer(Err.NONE, diverging_epoch=diverging, **common)
-        if may_park:  # first receipt (not the completion of a parked fetch): record progress
+        if may_park and self._same_replica(req):  # first receipt (not a parked fetch's completion)
             if req.replica_id in self._quorum.voters:
                 self._quorum.ack_begin_epoch(req.replica_id)
             moved = s.progress.update_replica(req.replica_id, req.fetch_offset, log.end_offset, now_ms)
@@ -120,6 +123,12 @@ class LeaderFetch:
         if not batches and may_park and req.max_wait_ms > 0 and knows_hw:
             return None
         return self._answer(Err.NONE, batches=tuple(batches), **common)
+
+    def _same_replica(self, req: FetchRequest) -> bool:
+        """Not a replica that took a voter's id with another directory (KIP-853)."""
+        voter = self._quorum.history.latest().get(req.replica_id) if self._quorum.dynamic else None
+        return voter is None or req.replica_directory_id is None or voter.matches(req.replica_id,
+                                                                                   req.replica_directory_id)
 
     def answer_parked(self, parked: list[ParkedFetch], now_ms: int) -> None:
         for p in parked:

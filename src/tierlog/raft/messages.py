@@ -88,6 +88,8 @@ class FetchRequest:  # api key 1, version 18 shape
     max_wait_ms: int
     max_bytes: int
     high_watermark: int = HIGH_WATERMARK_UNKNOWN
+    #: KIP-853 (Fetch v17's partition tag 0): the replica's metadata directory id, None if unknown
+    replica_directory_id: bytes | None = None
 
 
 @dataclass(frozen=True, eq=False)

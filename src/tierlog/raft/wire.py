@@ -2,9 +2,9 @@
 
 Versions we send (``VERSIONS``): Vote 52 v2 (KIP-853's VoterDirectoryId, KIP-996's PreVote;
 v0-v2 are accepted, ``MIN_VERSIONS``), BeginQuorumEpoch 53 v0,
-EndQuorumEpoch 54 v0, Fetch 1 v18 (ReplicaState tag, topic ids, KIP-1166's HighWatermark tag), FetchSnapshot 59
-v0, DescribeQuorum 55 v1. The partition is ``__cluster_metadata``-0; Fetch uses
-its topic id (Kafka's METADATA_TOPIC_ID, 0...01). A peer answering with a
+EndQuorumEpoch 54 v0, Fetch 1 v18 (ReplicaState tag, topic ids, KIP-853's ReplicaDirectoryId
+tag, KIP-1166's HighWatermark tag), FetchSnapshot 59 v0, DescribeQuorum 55 v1. The partition
+is ``__cluster_metadata``-0; Fetch uses its topic id (Kafka's METADATA_TOPIC_ID, 0...01). A peer answering with a
 top-level error (e.g. INCONSISTENT_CLUSTER_ID, no partitions) decodes to a
 response with that error and leader -1 / epoch -1.
 
@@ -151,7 +151,8 @@ def request_to_dict(req: object) -> tuple[int, dict[str, Any]]:
             "Topics": _topic({
                 "Partition": 0, "CurrentLeaderEpoch": req.current_leader_epoch, "FetchOffset": req.fetch_offset,
                 "LastFetchedEpoch": req.last_fetched_epoch, "LogStartOffset": req.log_start_offset,
-                "PartitionMaxBytes": req.max_bytes, "HighWatermark": req.high_watermark},
+                "PartitionMaxBytes": req.max_bytes, "HighWatermark": req.high_watermark,
+                "ReplicaDirectoryId": req.replica_directory_id or NO_DIRECTORY},
                 "TopicId", METADATA_TOPIC_ID)}
     if isinstance(req, FetchSnapshotRequest):
         return ApiKey.FETCH_SNAPSHOT, {
@@ -183,13 +184,18 @@ def request_from_dict(api_key: int, body: dict[str, Any]) -> QuorumRequest:
         return FetchRequest(cluster, replica, p.get("CurrentLeaderEpoch", -1), p["FetchOffset"],
                             p.get("LastFetchedEpoch", -1), p.get("LogStartOffset", -1), body.get("MaxWaitMs", 0),
                             min(body.get("MaxBytes", 0x7FFFFFFF), p.get("PartitionMaxBytes", 0x7FFFFFFF)),
-                            p.get("HighWatermark", HIGH_WATERMARK_UNKNOWN))
+                            p.get("HighWatermark", HIGH_WATERMARK_UNKNOWN), _directory(p.get("ReplicaDirectoryId")))
     if api_key == ApiKey.FETCH_SNAPSHOT:
         sid = p["SnapshotId"]
         return FetchSnapshotRequest(cluster, body.get("ReplicaId", -1), p["CurrentLeaderEpoch"],
                                     OffsetAndEpoch(sid["EndOffset"], sid["Epoch"]), p["Position"],
                                     body.get("MaxBytes", 0x7FFFFFFF))
     raise ValueError(f"not a quorum api: {api_key}")
+
+
+def _directory(value: bytes | None) -> bytes | None:
+    """A directory id field: None when absent or Kafka's zero Uuid."""
+    return None if not value or bytes(value) == NO_DIRECTORY else bytes(value)
 
 
 # ---------------------------------------------------------------------------- responses

@@ -138,3 +138,25 @@ def test_a_vote_for_another_directory_of_our_id_is_refused():
     r = node.handle_request(1, asked_old, 0).response
     assert r.error == Err.INVALID_VOTER_KEY and not r.vote_granted
     assert node.handle_request(1, VoteRequest("t", 1, 1, 0, 0, voter_directory_id=D9), 0).response.vote_granted
+
+
+def test_a_fetch_from_another_directory_of_a_voters_id_is_not_counted():
+    """KIP-853: a controller whose disk was wiped comes back under its id with a new directory
+    (Fetch's ReplicaDirectoryId); until it is removed and added again its fetches are answered
+    but do not count as the voter's progress, so they cannot move the high watermark."""
+    node, now = _leader(_set((1, D1)))
+    _fetch(node, 2, now)                   # replica 2 caught up as an observer
+    assert node.add_voter(Voter(2, D2, EP), now)[0] == Err.NONE
+    node.tick(now)
+    node.log.flush()
+    node.handle_log_flushed(now)
+    hw, log = node.high_watermark, node.log
+    assert hw < log.end_offset             # voter 2 has not fetched it yet
+    wiped = FetchRequest("t", 2, node.epoch, log.end_offset, log.last_fetched_epoch(), log.start_offset, 0, 1 << 20,
+                         replica_directory_id=D9)
+    assert node.handle_request(2, wiped, now).response.error == Err.NONE
+    assert node.high_watermark == hw
+    same = FetchRequest("t", 2, node.epoch, log.end_offset, log.last_fetched_epoch(), log.start_offset, 0, 1 << 20,
+                        replica_directory_id=D2)
+    node.handle_request(2, same, now)
+    assert node.high_watermark == log.end_offset
