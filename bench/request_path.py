@@ -2,7 +2,7 @@
 
     python bench/request_path.py single      # one broker, P=300 round-robin, acks=1
     python bench/request_path.py replicated  # 3 brokers RF 3, P=300 round-robin, acks=all (broker 1 sampled)
-    python bench/request_path.py direct      # one broker, P=300, single-record Produce requests from a raw socket
+    python bench/request_path.py direct      # one broker, P=300, single-record Produce requests from a raw socket (--acks -1)
     python bench/request_path.py steps FOLDED   # classify saved samples again (their .json beside them)
 
 Starts the broker(s), creates a topic of 300 partitions, lets a fixed-rate librdkafka producer
