@@ -155,6 +155,9 @@ columns:
                        older records are read from remote storage
   HighestTieredOffset  the last offset copied to remote storage (ListOffsets -5);
                        "-": nothing copied (or the topic is not tiered)
+  TableOffset          topics with tierlog.table.mode on: the last offset the topic's
+                       Iceberg table covers (read from the tables' catalog); below
+                       HighestTieredOffset while a backfill runs, equal after
   LocalLog             per replica REPLICA:SIZE/AGE, its local log's size and the age of its
                        earliest local record as last reported to the controller (KIP-1303);
                        "?": not reported yet

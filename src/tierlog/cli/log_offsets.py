@@ -17,7 +17,7 @@ from tierlog.cli.errors import CliError
 from tierlog.net.request_pipeline import PeerUnavailable
 from tierlog.protocol.api import ApiKey
 
-__all__ = ["FIELDS", "add_log_offsets"]
+__all__ = ["FIELDS", "add_log_offsets", "broker_addresses"]
 
 EARLIEST, EARLIEST_LOCAL, LATEST_TIERED = -2, -4, -5
 FIELDS = {EARLIEST: "log_start_offset", EARLIEST_LOCAL: "local_log_start_offset", LATEST_TIERED: "highest_tiered_offset"}
@@ -40,16 +40,16 @@ def add_log_offsets(wire: BrokerWire, descriptions: list[dict]) -> None:
                 by_leader[p["leader"]].append((description["topic"], p))
     if not by_leader:
         return
-    addresses = _broker_addresses(wire)
+    addresses = broker_addresses(wire)
     for leader, partitions in by_leader.items():
         if leader in addresses:
             _ask_leader(wire, addresses[leader], partitions, version)
 
 
-def _broker_addresses(wire: BrokerWire) -> dict[int, str]:
+def broker_addresses(wire: BrokerWire) -> dict[int, str]:
     body = {"Topics": [], "AllowAutoTopicCreation": False, "IncludeTopicAuthorizedOperations": False}
     served = wire.version(ApiKey.METADATA)
-    assert served is not None, "add_log_offsets asks only a broker serving Metadata"
+    assert served is not None, "asked only of a broker serving Metadata"
     version = min(served, METADATA_VERSION)
     answer = wire.call(ApiKey.METADATA, body, version, "Metadata")
     return {b["NodeId"]: f"{b['Host']}:{b['Port']}" for b in answer["Brokers"]}

@@ -56,6 +56,8 @@ from tierlog.cli import broker_wire
 from tierlog.cli.connection import Connection
 from tierlog.cli.log_offsets import add_log_offsets
 from tierlog.cli.render import make_table, note, print_json, print_table
+from tierlog.cli.table_progress import FIELD as TABLE_OFFSET
+from tierlog.cli.table_progress import add_table_offsets
 from tierlog.cli.topic_partitions import (
     describe_partitions,
     missing_error,
@@ -165,6 +167,7 @@ def describe(args: argparse.Namespace, names: list[str]) -> list[dict]:
             if wire.version(ApiKey.DESCRIBE_TOPIC_PARTITIONS) is not None:
                 descriptions = describe_partitions(wire, names)
                 add_log_offsets(wire, descriptions)
+                add_table_offsets(wire, descriptions)
                 return descriptions
     return _describe_with_librdkafka(args, names)
 
@@ -198,6 +201,8 @@ def _columns(partitions: list[dict]) -> list[Column]:
     columns += [(heading, _ids_cell(key)) for heading, key in optional if present(key)]
     if partitions and all("highest_tiered_offset" in p for p in partitions):
         columns += [(heading, _offset_cell(key)) for heading, key in _OFFSET_COLUMNS]
+    if partitions and all(TABLE_OFFSET in p for p in partitions):
+        columns.append(("TableOffset", _offset_cell(TABLE_OFFSET)))
     if any(c["size_bytes"] >= 0 or c["start_timestamp"] >= 0 for p in partitions for c in p.get("local_log") or ()):
         now_ms = wall_clock_ms()
         columns += [("LocalLog", lambda p: _local_log_cell(p.get("local_log"), now_ms)),
