@@ -320,6 +320,10 @@ _DEFS = [
     _d("tierlog.table.catalog.type", "string", "sql", "The tables' Iceberg catalog: sql (SQLAlchemy) or rest."),
     _d("tierlog.table.catalog.uri", "string", "",
        "The catalog's URI; empty: SQLite in <remote storage root>/tierlog-tables (fs only)."),
+    _d("tierlog.table.maintenance.interval.ms", "long", 3600000,
+       "How often a leader expires its tables' old snapshots and deletes unreferenced Parquet files (>= 1000)."),
+    _d("tierlog.table.snapshot.retention.ms", "long", 432000000,
+       "Iceberg snapshots older than this are expired (Iceberg's default max snapshot age, 5 days)."),
 ]
 
 PLUGIN_PREFIXES = ("rsm.config.", "rlmm.config.")   # remote storage / metadata plugin settings, passed through

@@ -226,6 +226,12 @@ def test_turning_the_table_on_backfills_the_remote_segments_uploaded_before(tmp_
         values = dict(zip(rows.column("offset").to_pylist(), rows.column("value").to_pylist(), strict=True))
         assert len(values) == rows.num_rows
         assert {o: v for o, v in values.items() if o <= tiered} == log
+        described = subprocess.run([sys.executable, "-m", "tierlog.cli.main", "topics", "describe", topic, "--json",
+                                    "--bootstrap-server", cluster.bootstrap], capture_output=True, text=True,
+                                   timeout=120, check=True)
+        [partition] = json.loads(described.stdout)[0]["partitions"]
+        covered = covered_offsets(catalog.load(topic))[0]        # uploads go on: bounded by the reads around it
+        assert tiered <= partition["table_offset"] <= covered
 
         admin.delete_records([TopicPartition(topic, 0, 300)])[TopicPartition(topic, 0, 300)].result(20)
         wait_for(lambda: catalog.load(topic).properties.get("tierlog.log-start-offset.0") == "300", 60,
@@ -239,3 +245,55 @@ def _load(catalog, topic):
         return catalog.load(topic)
     except Exception:       # noqa: BLE001 -- the broker creates the catalog file meanwhile
         return None
+
+
+def test_upkeep_deletes_a_crashed_attempts_file_and_keep_expired_keeps_the_rows(tmp_path, monkeypatch):
+    """kill -9 between the Parquet put and the commit leaves an object no snapshot references; after
+    the restart the leader's upkeep (every second here, snapshots kept 0 ms) deletes it and expires the
+    old snapshots. With tierlog.table.keep.expired=true, DeleteRecords deletes the first remote segment
+    and the table keeps its rows."""
+    remote, crash_dir, topic = tmp_path / "remote-storage", tmp_path / "crashes", "kept"
+    crash_dir.mkdir()
+    (crash_dir / "after-commit").write_text("not this one")
+    monkeypatch.setenv(CRASH_DIR_ENV, str(crash_dir))
+    props = {**fs_props(remote), "tierlog.table.maintenance.interval.ms": "1000",
+             "tierlog.table.snapshot.retention.ms": "0"}
+    data = remote / "tierlog-tables" / "topics" / topic / "data" / "partition=0"
+    with running(Cluster(tmp_path, controllers=1, brokers=1, props=props)) as cluster:
+        broker = cluster.brokers[0]
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        config = {"remote.storage.enable": "true", "segment.bytes": str(1024 * 1024), "local.retention.bytes": "1",
+                  "tierlog.table.mode": "key_value", "tierlog.table.keep.expired": "true"}
+        admin.create_topics([NewTopic(topic, 1, 1, config=config)], request_timeout=15)[topic].result(20)
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
+        for i in range(1500):
+            p.produce(topic, b"%d:" % i + b"v" * 2000, partition=0)
+        assert p.flush(60) == 0
+        _restart_after_crash(broker, "before-commit", crash_dir)
+        crashed = {f.name for f in data.glob("*.parquet")}
+        assert len(crashed) == 1, crashed
+        catalog = TableCatalog(table_settings(FsObjectStore(remote), {}))
+        tiered = wait_for(lambda: (o := offsets(broker, topic, 0, LATEST_TIERED)) is not None and o > 900 and o,
+                          120, "two segments uploaded", interval_s=0.5)
+        wait_for(lambda: not crashed & {f.name for f in data.glob("*.parquet")} and
+                 len((t := catalog.load(topic)).snapshots()) == 1 and covered_offsets(t)[0] >= tiered, 120,
+                 "the crashed attempt's file deleted and old snapshots expired", interval_s=0.5)
+        referenced = {p.rsplit("/", 1)[1] for p in catalog.load(topic).inspect.all_files().column("file_path").to_pylist()}
+        assert {f.name for f in data.glob("*.parquet")} == referenced
+
+        second = min(o for o in catalog.load(topic).scan().to_arrow().column("offset").to_pylist() if o > 0
+                     and o in _segment_starts(remote, topic))
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})     # a fresh client after the kill -9
+        admin.delete_records([TopicPartition(topic, 0, second)])[TopicPartition(topic, 0, second)].result(20)
+        wait_for(lambda: 0 not in _segment_starts(remote, topic), 60, "the first remote segment deleted",
+                 interval_s=0.5)
+    table = catalog.load(topic)
+    kept = table.scan().to_arrow().column("offset").to_pylist()
+    assert min(kept) == 0 and len(kept) == len(set(kept)) and "tierlog.log-start-offset.0" not in table.properties
+
+
+def _segment_starts(remote, topic) -> set[int]:
+    """The start offsets of the topic's finished remote segments (the store's listing)."""
+    from tierlog.tiered import list_partitions
+    store = FsObjectStore(remote)
+    return {s.metadata.start_offset for p in list_partitions(store, topic) for s in p.segments}

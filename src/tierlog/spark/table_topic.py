@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -135,12 +136,19 @@ def _file_io(spec: TableReadOptions) -> Any:
     return load_table(spec).io
 
 
+def _open(path: str, spec: TableReadOptions) -> Any:
+    """A data file: a local one (fs store) opened as it is, so the worker needs no catalog and no
+    pyiceberg import (seconds on a busy worker); others through the table's file IO."""
+    if path.startswith("file://"):
+        return open(urllib.parse.unquote(urllib.parse.urlsplit(path).path), "rb")
+    return _file_io(spec).new_input(path).open()
+
+
 def read_table_range(part: TableRangePartition, include_headers: bool) -> Iterator[pa.RecordBatch]:
     """The rows of ``part``'s offsets from its files, in the source's schema (``KAFKA_SCHEMA``)."""
-    io = _file_io(part.table)
     columns = _READ_COLUMNS + (["headers"] if include_headers else [])
     for path in part.files:
-        with io.new_input(path).open() as f:
+        with _open(path, part.table) as f:
             for batch in pq.ParquetFile(f).iter_batches(batch_size=_BATCH_ROWS, columns=columns):
                 rows = _topic_rows(batch, part, include_headers)
                 if rows.num_rows:

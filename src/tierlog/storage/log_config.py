@@ -23,6 +23,7 @@ from typing import Any
 from tierlog.storage.table_config import (
     MODES,
     OFF,
+    TABLE_KEEP_EXPIRED,
     TABLE_MODE,
     TABLE_VALUE_SCHEMA,
     check_table_config,
@@ -159,6 +160,7 @@ _DEFS = [
     # tierlog's own (docs/tables.md): the topic as an Iceberg table; no broker-level default
     TopicConfigDef(TABLE_MODE, _S, OFF, "", _one_of(*MODES)),
     TopicConfigDef(TABLE_VALUE_SCHEMA, _S, "", ""),
+    TopicConfigDef(TABLE_KEEP_EXPIRED, _B, False, ""),
 ]
 
 _DOCS = {
@@ -202,6 +204,8 @@ _DOCS = {
     TABLE_MODE: "off, key_value or value_json: each uploaded segment is also committed to the topic's Iceberg "
                 "table (docs/tables.md).",
     TABLE_VALUE_SCHEMA: "value_json: the value's JSON Schema (a flat subset, docs/tables.md).",
+    TABLE_KEEP_EXPIRED: "true: offsets that remote retention or DeleteRecords remove from the log stay in the "
+                        "topic's table (false: the table is cut at the log start offset too).",
 }
 
 TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = MappingProxyType({d.name: replace(d, doc=_DOCS[d.name]) for d in _DEFS})

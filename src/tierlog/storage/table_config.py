@@ -38,6 +38,7 @@ __all__ = [
     "OFF",
     "SCHEMA_BYTES_MAX",
     "SCHEMA_FIELDS_MAX",
+    "TABLE_KEEP_EXPIRED",
     "TABLE_MODE",
     "TABLE_VALUE_SCHEMA",
     "VALUE_JSON",
@@ -51,6 +52,7 @@ __all__ = [
 
 TABLE_MODE = "tierlog.table.mode"
 TABLE_VALUE_SCHEMA = "tierlog.table.value.schema"
+TABLE_KEEP_EXPIRED = "tierlog.table.keep.expired"     # true: retention does not cut the table
 OFF, KEY_VALUE, VALUE_JSON = "off", "key_value", "value_json"
 MODES = (OFF, KEY_VALUE, VALUE_JSON)
 KEY_VALUE_COLUMNS = ("partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers")

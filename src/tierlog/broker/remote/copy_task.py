@@ -121,9 +121,10 @@ async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader)
         part.resume_uploads_after(upload_resume_offset(
             part.highest_offset_in_remote_storage, cache.finished_segments(), part.epoch_entries(),
             part.log_end_offset))
-    if part.config.values[TABLE_MODE] != OFF and ctx.tables is not None and \
-            not await backfill_pass(ctx, tip, part):
-        return 0                        # the table first covers what is uploaded already (table_backfill)
+    if part.config.values[TABLE_MODE] != OFF and ctx.tables is not None:
+        if not await backfill_pass(ctx, tip, part):
+            return 0                    # the table first covers what is uploaded already (table_backfill)
+        await _table_upkeep(ctx, tip, part)
     copied = 0
     for candidate in copy_candidates(local, highest_remote_offset=part.highest_offset_in_remote_storage,
                                      log_start_offset=part.log_start_offset,
@@ -167,6 +168,23 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
     ctx.stats.remote_copied(tip.topic, seg.size)
     log.info("%s-%d: copied [%d, %d] (%d bytes) to remote storage", tip.topic, tip.partition,
              metadata.start_offset, metadata.end_offset, seg.size)
+
+
+async def _table_upkeep(ctx: TaskContext, tip: TopicIdPartition, part) -> None:
+    """Expired snapshots and orphan Parquet objects out, when due (no upload of this partition runs now)."""
+    tables = ctx.tables
+    now = ctx.clock_ms()
+    if tables is None or not tables.upkeep_due(tip.topic, tip.partition, now):
+        return
+    try:
+        expired, removed = await asyncio.get_running_loop().run_in_executor(
+            ctx.pool, tables.upkeep, tip.topic, tip.partition, part.config.values, now)
+    except RemoteStorageError as e:         # upkeep never holds uploads back: tried again at the next interval
+        log.warning("%s", e)
+        return
+    if expired or removed:
+        log.info("%s-%d: table upkeep: %d snapshots expired, %d unreferenced Parquet objects deleted", tip.topic,
+                 tip.partition, expired, removed)
 
 
 def _table_commit(ctx: TaskContext, part, seg):

@@ -13,7 +13,8 @@ highest offset in remote storage) are deleted the same way.
 A topic with ``tierlog.table.mode`` on has its table cut at the log start offset
 before the segments go (``TableCommits.expire``: the rows below it deleted in one
 Iceberg commit per table), whether retention or DeleteRecords moved the start: the
-table never holds offsets the log no longer has (docs/tables.md). A failed cut fails
+table never holds offsets the log no longer has (docs/tables.md), unless the topic's
+``tierlog.table.keep.expired`` is true. A failed cut fails
 the pass, which is retried; the segments are deleted once it succeeds.
 """
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from tierlog.storage.table_config import OFF, TABLE_MODE
+from tierlog.storage.table_config import OFF, TABLE_KEEP_EXPIRED, TABLE_MODE
 from tierlog.tiered import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
@@ -71,7 +72,7 @@ async def expiration_pass(ctx, tip: TopicIdPartition, part) -> int:
 
 async def _expire_table(ctx, tip: TopicIdPartition, part) -> None:
     config, start = part.config.values, part.log_start_offset
-    if config[TABLE_MODE] == OFF or ctx.tables is None or start <= 0 or \
+    if config[TABLE_MODE] == OFF or config[TABLE_KEEP_EXPIRED] or ctx.tables is None or start <= 0 or \
             ctx.tables.known_expired(tip.topic, tip.partition) >= start:
         return
     await asyncio.get_running_loop().run_in_executor(ctx.pool, ctx.tables.expire, tip.topic, tip.partition, start,

@@ -21,9 +21,13 @@ from tierlog.storage.table_config import TABLE_MODE, TABLE_VALUE_SCHEMA
 from tierlog.storage.txn_index import AbortedTxn
 from tierlog.tiered import ObjectStore, RemoteLogSegmentMetadata, RemoteStorageError
 
-__all__ = ["CATALOG_TYPE", "CATALOG_URI", "TableCommits"]
+__all__ = ["CATALOG_TYPE", "CATALOG_URI", "MAINTENANCE_INTERVAL", "MAINTENANCE_INTERVAL_MIN_MS", "SNAPSHOT_RETENTION",
+           "TableCommits"]
 
 CATALOG_TYPE, CATALOG_URI = "tierlog.table.catalog.type", "tierlog.table.catalog.uri"   # as tiered/table/catalog.py
+MAINTENANCE_INTERVAL = "tierlog.table.maintenance.interval.ms"
+SNAPSHOT_RETENTION = "tierlog.table.snapshot.retention.ms"
+MAINTENANCE_INTERVAL_MIN_MS = 1000      # a smaller setting counts as this: upkeep reads every snapshot's manifests
 
 
 class TableCommits:
@@ -31,6 +35,27 @@ class TableCommits:
         self._store, self._config, self._staging = store, dict(broker_config), staging_dir
         self._writer: Any = None
         self._lock = threading.Lock()
+        self._interval_ms = max(MAINTENANCE_INTERVAL_MIN_MS, int(self._config.get(MAINTENANCE_INTERVAL, 3_600_000)))
+        self._retention_ms = max(0, int(self._config.get(SNAPSHOT_RETENTION, 432_000_000)))
+        self._upkept: dict[tuple[str, int], int] = {}     # (topic, partition) -> when its upkeep last ran
+
+    def upkeep_due(self, topic: str, partition: int, now_ms: int) -> bool:
+        """Whether the partition's table upkeep is due (once per ``tierlog.table.maintenance.interval.ms``;
+        the first pass after a broker starts, or becomes leader, runs it)."""
+        return now_ms - self._upkept.get((topic, partition), -self._interval_ms) >= self._interval_ms
+
+    def upkeep(self, topic: str, partition: int, topic_config: Mapping[str, Any], now_ms: int) -> tuple[int, int]:
+        """Expire old snapshots (partition 0) and delete the partition's orphan Parquet objects
+        (``tiered/table/maintenance.py``); returns (snapshots expired, objects deleted)."""
+        self._upkept[(topic, partition)] = now_ms     # a failure too: tried again at the next interval
+        writer = self._writer_now()
+        try:
+            return writer.upkeep(topic, partition, topic_config[TABLE_MODE], topic_config[TABLE_VALUE_SCHEMA], now_ms,
+                                self._retention_ms)
+        except RemoteStorageError:
+            raise
+        except Exception as e:
+            raise RemoteStorageError(f"{topic}-{partition}: table upkeep: {type(e).__name__}: {e}") from e
 
     @property
     def stats(self) -> Any:

@@ -58,6 +58,7 @@ from .catalog import (
     covered_offsets,
     store_uri,
 )
+from .maintenance import expire_snapshots, remove_orphans
 from .rows import committed_records
 
 __all__ = ["CRASH_DIR_ENV", "SegmentCommit", "TableStats", "TableWriter"]
@@ -143,6 +144,21 @@ class TableWriter:
             changed += 1
         self.stats.expired[(topic, partition)] = log_start_offset
         return changed
+
+    def upkeep(self, topic: str, partition: int, mode: str, value_schema: str, now_ms: int,
+               snapshot_retention_ms: int) -> tuple[int, int]:
+        """Snapshot expiry (partition 0's leader) and the partition's orphan Parquet objects
+        (``maintenance.py``); returns (snapshots expired, objects deleted)."""
+        expired = removed = 0
+        main, dead = self._tables(topic, mode, value_schema)
+        for table, folder in ((main, "topics"), (dead, "dead-letter")):
+            if table is None:
+                continue
+            if partition == 0:
+                expired += expire_snapshots(table, now_ms, snapshot_retention_ms)
+                table = table.refresh()
+            removed += len(remove_orphans(self.store, table, folder, topic, partition))
+        return expired, removed
 
     def _tables(self, topic: str, mode: str, value_schema: str) -> tuple[Table, Table | None]:
         schema = parse_value_schema(value_schema) if mode == VALUE_JSON else None
