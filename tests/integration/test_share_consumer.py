@@ -75,7 +75,7 @@ def records(n: int, partitions: int = PARTITIONS) -> list:
     return [(i % partitions, None, f"r{i}".encode(), None, None) for i in range(n)]
 
 
-def poll_all(consumers, want, what: str, timeout_s: float = 60, on_message=None) -> None:
+def poll_all(consumers, want, what: str, timeout_s: float = 120, on_message=None) -> None:
     """Poll each consumer in turn (0.2 s each) until ``want()``; ``on_message(consumer_index, msg)``."""
     deadline = time.monotonic() + timeout_s
     while not want():

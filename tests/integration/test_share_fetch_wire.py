@@ -92,7 +92,7 @@ def fetch_until(member: Member, want, what: str, acks=()) -> dict:
         state["acks"] = []
         assert resp["ErrorCode"] == ErrorCode.NONE, resp
         return resp if want(resp) else None
-    return wait_for(got, 30, what)
+    return wait_for(got, 60, what)
 
 
 def test_share_fetch_acknowledge_and_lock_expiry(cluster):
