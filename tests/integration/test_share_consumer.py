@@ -55,8 +55,11 @@ def start_at_zero(cluster, group: str, topic: str, partitions: int) -> None:
             resp = request("127.0.0.1", port, ApiKey.SHARE_FETCH, body, version=1, timeout_s=10)
             return resp["ErrorCode"] == 0 and all(p["ErrorCode"] == 0 for t in resp["Responses"]
                                                   for p in t["Partitions"])
-        wait_for(loaded, 30, f"share-partitions of {group} on node {leader}")
-    # a partition's state is loaded once its first fetch answered without error: now it exists
+        wait_for(loaded, 60, f"share-partitions of {group} on node {leader}")
+        close = {"GroupId": group, "MemberId": "initializer", "ShareSessionEpoch": -1, "MaxWaitMs": 0,
+                 "MinBytes": 1, "MaxBytes": 1 << 20, "MaxRecords": 1, "BatchSize": 1, "Topics": [],
+                 "ForgottenTopicsData": []}
+        assert request("127.0.0.1", port, ApiKey.SHARE_FETCH, close, version=1, timeout_s=10)["ErrorCode"] == 0
 
 
 def metric(cluster, name: str, group: str) -> float:
