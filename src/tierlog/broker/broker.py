@@ -84,7 +84,8 @@ class Broker:
                                                 lambda: self.image, remote, clock_ms,
                                                 dead_letters=DeadLetters(self.node_id, lambda: self.image,
                                                                          inter_broker),
-                                                idle_session_ms=config["group.share.max.session.timeout.ms"])
+                                                idle_session_ms=config["group.share.max.session.timeout.ms"],
+                                                group_settings=self.groups.config.rule_settings)
         self.txn_verifier = TxnVerifier(self.node_id, lambda: self.image, replicas, self.transactions, inter_broker)
         series = TelemetrySeries(lambda: self.telemetry.instance_count)
         self.telemetry = ClientTelemetry(lambda: self.image.client_metrics, config["telemetry.max.bytes"], series)

@@ -38,7 +38,16 @@ from tierlog.group.share_partition import AcknowledgeType, Acquired, SharePartit
 from tierlog.group.share_partition_manager import AckBatches, SharePartitionManager
 from tierlog.group.share_session import FINAL_EPOCH, TopicPartition
 from tierlog.group.share_state_records import SharePartitionKey
-from tierlog.metadata.group_rules import by_duration_ms
+from tierlog.metadata.group_rules import (
+    SHARE_AUTO_OFFSET_RESET,
+    SHARE_DELIVERY_COUNT_LIMIT,
+    SHARE_DLQ_TOPIC,
+    SHARE_ISOLATION_LEVEL,
+    SHARE_RECORD_LOCK_DURATION,
+    broker_group_settings,
+    by_duration_ms,
+    effective_group_configs,
+)
 from tierlog.protocol.errors import ErrorCode
 
 from .partition import FetchIsolation
@@ -55,7 +64,6 @@ LOAD_WAIT_MIN_MS = 500          # a fetch waits at least this long for the share
 SHARE_READ_BYTES_MAX = 1 << 20  # bytes read per partition for one acquisition (as max.partition.fetch.bytes)
 TIMER_IDLE_S = 1.0              # the timer's longest sleep while writes are to retry or sessions may go idle
 _NEVER_INITIALIZED = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-DLQ_TOPIC = "errors.deadletterqueue.topic.name"     # the group config naming its dead-letter topic (KIP-1191)
 
 
 @dataclass
@@ -88,7 +96,8 @@ class _Read:
 class SharePartitions:
     def __init__(self, config: SharePartitionConfig, max_sessions: int, replicas, persister: SharePersister,
                  image_fn: Callable, remote, clock_ms: Callable[[], int], metrics: ShareMetrics | None = None,
-                 dead_letters: DeadLetters | None = None, idle_session_ms: int = 60_000):
+                 dead_letters: DeadLetters | None = None, idle_session_ms: int = 60_000,
+                 group_settings: Mapping[str, int] | None = None):
         self.config = config
         self.manager = SharePartitionManager(config, max_sessions)
         self._replicas = replicas
@@ -98,6 +107,7 @@ class SharePartitions:
         self._clock_ms = clock_ms
         self.metrics = metrics or ShareMetrics()
         self._dlq = dead_letters
+        self._group_settings = group_settings or broker_group_settings({})     # group.share.* and their bounds
         self.idle_session_ms = idle_session_ms          # group.share.max.session.timeout.ms
         self._last_seen: dict[tuple[str, str], int] = {}     # (group, member) -> its last request here
         self._loading: dict[SharePartitionKey, asyncio.Task] = {}
@@ -108,19 +118,19 @@ class SharePartitions:
         self._timer: asyncio.Task | None = None
 
     # -- group settings ------------------------------------------------------------------------------
+    def group_values(self, group_id: str) -> dict[str, Any]:
+        """The group's share.* configs (GROUP configs), each clamped to this broker's bounds, else the
+        broker's default (``metadata.group_rules.effective_group_configs``)."""
+        return effective_group_configs(self._image_fn().group_config(group_id), self._group_settings)
+
     def group_config(self, group_id: str) -> SharePartitionConfig:
-        """The node's limits with the group's share.record.lock.duration.ms and
-        share.delivery.count.limit when set (GROUP configs)."""
-        overrides = self._image_fn().group_config(group_id)
-        lock = overrides.get("share.record.lock.duration.ms")
-        limit = overrides.get("share.delivery.count.limit")
-        if lock is None and limit is None:
-            return self.config
-        return replace(self.config, record_lock_duration_ms=int(lock or self.config.record_lock_duration_ms),
-                       delivery_count_limit=int(limit or self.config.delivery_count_limit))
+        """The node's limits with the group's share.record.lock.duration.ms and share.delivery.count.limit."""
+        values = self.group_values(group_id)
+        return replace(self.config, record_lock_duration_ms=values[SHARE_RECORD_LOCK_DURATION],
+                       delivery_count_limit=values[SHARE_DELIVERY_COUNT_LIMIT])
 
     def _read_committed(self, group_id: str) -> bool:
-        return self._image_fn().group_config(group_id).get("share.isolation.level") == "read_committed"
+        return self.group_values(group_id)[SHARE_ISOLATION_LEVEL] == "read_committed"
 
     # -- ShareFetch ------------------------------------------------------------------------------------
     async def fetch(self, group_id: str, member_id: str, epoch: int, requested: list[TopicPartition],
@@ -318,7 +328,7 @@ class SharePartitions:
         """Where a new share-partition starts: share.auto.offset.reset (latest by default, as Kafka;
         earliest; by_duration:<ISO-8601>, KIP-1106: the first record at most that old, else the
         high watermark; the local log is searched)."""
-        reset = self._image_fn().group_config(group_id).get("share.auto.offset.reset", "latest")
+        reset = self.group_values(group_id)[SHARE_AUTO_OFFSET_RESET]
         if reset == "earliest":
             return part.log_start_offset
         duration_ms = by_duration_ms(reset)
@@ -377,7 +387,7 @@ class SharePartitions:
         """KIP-1191: copy what was archived as failed to the group's dead-letter topic, before the
         archiving is written (``share_dead_letters``)."""
         archived = share.take_archived()
-        topic = self._image_fn().group_config(key.group).get(DLQ_TOPIC) if archived else None
+        topic = self.group_values(key.group)[SHARE_DLQ_TOPIC] if archived else None
         part = self._partition((key.topic_id, key.partition)) if topic else None
         if topic and part is not None and self._dlq is not None:
             self.metrics.dead_letters(key.group, await self._dlq.send(key.group, topic, part, archived))
