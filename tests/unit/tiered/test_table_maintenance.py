@@ -5,7 +5,7 @@ import uuid
 from tierlog.records import Record, build_batch
 from tierlog.storage.table_config import KEY_VALUE
 from tierlog.tiered import FsObjectStore
-from tierlog.tiered.table.catalog import TableCatalog, table_settings
+from tierlog.tiered.table.catalog import TableCatalog, store_uri, table_settings
 from tierlog.tiered.table.maintenance import orphan_keys
 from tierlog.tiered.table.writer import SegmentCommit, TableWriter
 
@@ -59,3 +59,22 @@ def test_upkeep_expires_old_snapshots_and_deletes_what_only_they_or_no_one_refer
     left = set(store.list_keys(DATA))
     assert under_way in left and len(left) == len(files_before) - 3
     assert sorted(table.scan().to_arrow().column("offset").to_pylist()) == list(range(150, 300))
+
+
+def test_two_attempts_at_one_segment_commit_it_once(tmp_path):
+    """A deposed leader's upload still committing while the new leader's commits the same segment: the
+    one that loses the race reloads, sees the segment covered and adds nothing (pyiceberg's own retry
+    would re-apply its append)."""
+    from tierlog.tiered.table.writer import _append
+    store, writer = _writer(tmp_path)
+    _commit(writer, tmp_path, 0, 99)
+    stale = writer.catalog.load("t")                      # the old attempt read the table here
+    _commit(writer, tmp_path, 100, 199)                   # the new leader's attempt lands first
+    [landed] = [k for k in store.list_keys(DATA) if "/00000000000000000100-" in k]
+    own = _name(100)                                      # the old attempt's own copy of the rows
+    store.put_bytes(own, store.get_range(landed, 0))
+    late = SegmentCommit("t", 0, uuid.uuid4(), 100, 199, tmp_path / "100.log", [], KEY_VALUE)
+    assert _append(stale, late, store_uri(store, own)) is False
+    table = writer.catalog.load("t")
+    assert len(list(table.scan().plan_files())) == 2 and table.properties["commit.retry.num-retries"] == "0"
+    assert sorted(table.scan().to_arrow().column("offset").to_pylist()) == list(range(200))

@@ -46,7 +46,7 @@ from pyiceberg.types import LongType
 from tierlog.tiered.object_store import ObjectStore, RemoteStorageError
 
 __all__ = ["CATALOG_TYPE", "CATALOG_URI", "DEAD_LETTER_NAMESPACE", "LAST_OFFSET_PREFIX", "LOG_START_PREFIX",
-           "NAMESPACE", "WAREHOUSE_KEY",
+           "NAMESPACE", "NO_PYICEBERG_RETRY", "WAREHOUSE_KEY",
            "TableCatalog", "TableSettings", "covered_offsets", "offset_bounds", "s3_io", "store_uri", "table_settings"]
 
 CATALOG_TYPE = "tierlog.table.catalog.type"
@@ -55,6 +55,7 @@ WAREHOUSE_KEY = "tierlog-tables"
 NAMESPACE, DEAD_LETTER_NAMESPACE = "tierlog", "tierlog_dead_letter"
 LAST_OFFSET_PREFIX = "tierlog.last-offset."
 LOG_START_PREFIX = "tierlog.log-start-offset."
+NO_PYICEBERG_RETRY = {"commit.retry.num-retries": "0"}   # the writer retries, checking what is covered (writer.py)
 _PARTITION_FIELD_ID = 1000
 _OPEN_ATTEMPTS = 5
 
@@ -172,7 +173,7 @@ class TableCatalog:
                 table = self.catalog.create_table(ident, _iceberg_schema(schema),
                                                   location=f"{self.settings.warehouse}/{folder}/{topic}",
                                                   partition_spec=_by_partition(),
-                                                  properties={"tierlog.topic": topic})
+                                                  properties={"tierlog.topic": topic, **NO_PYICEBERG_RETRY})
             except TableAlreadyExistsError:       # another broker's leader made it first
                 table = self.catalog.load_table(ident)
         missing = [f for f in schema if f.name not in table.schema().column_names]

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import mmap
 import os
+import random
 import signal
 import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table
 
 from tierlog.storage.table_config import (
@@ -53,6 +56,7 @@ from .arrow import RowGroups, dead_letter_schema, table_schema
 from .catalog import (
     LAST_OFFSET_PREFIX,
     LOG_START_PREFIX,
+    NO_PYICEBERG_RETRY,
     WAREHOUSE_KEY,
     TableCatalog,
     covered_offsets,
@@ -61,9 +65,10 @@ from .catalog import (
 from .maintenance import expire_snapshots, remove_orphans
 from .rows import committed_records
 
-__all__ = ["CRASH_DIR_ENV", "SegmentCommit", "TableStats", "TableWriter"]
+__all__ = ["COMMIT_ATTEMPTS", "CRASH_DIR_ENV", "SegmentCommit", "TableStats", "TableWriter"]
 
 CRASH_DIR_ENV = "TIERLOG_TEST_TABLE_CRASH_DIR"
+COMMIT_ATTEMPTS = 8     # races lost to other partitions' commits before the upload fails (and is retried)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,14 +275,31 @@ class _Files:
             path.unlink(missing_ok=True)
 
 
-def _append(table: Table, seg: SegmentCommit, uri: str | None) -> None:
-    """One commit: the file (if any rows) and the partition's covered offset, with the segment in its summary."""
+def _append(table: Table, seg: SegmentCommit, uri: str | None) -> bool:
+    """One commit: the file (if any rows) and the partition's covered offset, with the segment in its summary;
+    False when another attempt committed the segment first (this file is then left to the upkeep).
+
+    Conditional on what the table covers: pyiceberg's own retry of a commit that lost a race re-applies
+    the append to the new metadata without looking at our property, so two attempts at one segment (a
+    deposed leader's upload still running and the new leader's, on one broker or two) would both land.
+    The table is made with ``commit.retry.num-retries=0`` and the retry is here: reload, re-check the
+    covered offset, commit again, at most ``COMMIT_ATTEMPTS`` times."""
     key = f"{LAST_OFFSET_PREFIX}{seg.partition}"
     summary = {key: str(seg.end_offset), "tierlog.segment-id": str(seg.segment_id),
                "tierlog.partition": str(seg.partition), "tierlog.start-offset": str(seg.start_offset)}
-    with table.transaction() as tx:
-        tx.add_files([uri] if uri else [], snapshot_properties=summary)
-        tx.set_properties({key: str(seg.end_offset)})
+    for attempt in range(COMMIT_ATTEMPTS):
+        if covered_offsets(table).get(seg.partition, -1) >= seg.end_offset:
+            return False
+        try:
+            with table.transaction() as tx:
+                tx.add_files([uri] if uri else [], snapshot_properties=summary)
+                tx.set_properties({key: str(seg.end_offset), **NO_PYICEBERG_RETRY})
+            return True
+        except CommitFailedException:
+            time.sleep(min(1.0, 0.05 * 2 ** attempt) * (1 + random.random() / 10))
+            table = table.refresh()
+    raise RemoteStorageError(f"{seg.topic}-{seg.partition}: table commit of [{seg.start_offset}, {seg.end_offset}] "
+                             f"lost {COMMIT_ATTEMPTS} races with other commits")
 
 
 def _crash_point(name: str) -> None:
