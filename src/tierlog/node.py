@@ -98,6 +98,7 @@ from tierlog.net.ssl_principal import (
 from tierlog.net.tasks import TaskSet
 from tierlog.raft import Committed
 from tierlog.raft.file_log import METADATA_PARTITION_DIR
+from tierlog.raft.voters import Endpoint as VoterEndpoint
 from tierlog.server.applied_offset import AppliedOffset
 from tierlog.server.commit_applier import CommitApplier
 from tierlog.server.controller_metrics import ControllerMetricsCollector
@@ -106,6 +107,7 @@ from tierlog.server.heap import settle_heap
 from tierlog.server.metrics_endpoint import MetricsEndpoint
 from tierlog.server.raft_driver import RaftDriver
 from tierlog.server.raft_replica import metadata_dir, open_raft_replica
+from tierlog.server.voter_update import VoterUpdate
 from tierlog.storage import CleanerConfig, LogManager
 from tierlog.storage.dir_lock import DirInUseError, DirLock
 from tierlog.storage.meta_properties import ensure_meta_properties
@@ -204,6 +206,10 @@ class Node:
         self.driver.start()
         if self.controller_server is not None:
             self.controller_server.start_ticker()
+            if cfg.dynamic_quorum:      # KIP-853: a moved controller listener goes into the voter set
+                own = cfg.controller_listeners[0]
+                update = VoterUpdate(self.controller_server, VoterEndpoint(own.name, own.host or "localhost", own.port))
+                self._tasks.spawn(update.run(), name="voter-update")
         for listener_cfg in cfg.controller_listeners:
             await self._serve(listener_cfg, RequestDispatcher(self.controller_server, CONTROLLER_APIS,
                                                               listener_cfg.name, (self.request_metrics,)))
