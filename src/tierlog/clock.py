@@ -7,6 +7,10 @@ measuring elapsed time and deadlines inside one process only; ``monotonic_s``
 is the same clock in float seconds (blocking clients' deadlines, rate limits) and
 ``monotonic_ns`` in nanoseconds (request latency metrics).
 
+A test-only wall clock offset (``set_test_wall_offset_ms``) steps this process's wall clock as
+an NTP step would (the monotonic clock is never moved); only a node started with
+``tierlog.test.faults.file`` can be told to set it (server/test_faults.py), for the nemesis soak.
+
 This is the one module that reads the clocks: a unit test (tests/unit/test_clock.py)
 fails when another module of src/ calls ``time.time``, ``time.monotonic`` or
 ``time.perf_counter`` itself.
@@ -16,12 +20,20 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["monotonic_ms", "monotonic_ns", "monotonic_s", "wall_clock_ms"]
+__all__ = ["monotonic_ms", "monotonic_ns", "monotonic_s", "set_test_wall_offset_ms", "wall_clock_ms"]
+
+_wall_offset_ms = 0         # test only: 0 unless the nemesis stepped this node's clock
 
 
 def wall_clock_ms() -> int:
-    """Milliseconds since the Unix epoch."""
-    return time.time_ns() // 1_000_000
+    """Milliseconds since the Unix epoch (plus the test-only offset, normally 0)."""
+    return time.time_ns() // 1_000_000 + _wall_offset_ms
+
+
+def set_test_wall_offset_ms(offset_ms: int) -> None:
+    """Test only: from now on the wall clock reads ``offset_ms`` away from the system's."""
+    global _wall_offset_ms
+    _wall_offset_ms = int(offset_ms)
 
 
 def monotonic_ms() -> int:

@@ -96,6 +96,9 @@ _DEFS = [
     _d("metrics.prometheus.listener", "string", None,
        "HOST:PORT where the node serves its metrics to Prometheus (/metrics; port 0: any free port, "
        "empty host: every interface); unset: not served."),
+    _d("tierlog.test.faults.file", "string", None,
+       "Test only (the nemesis soak, bench/soak.py): a JSON file the node applies on SIGUSR2, its wall "
+       "clock offset and disk delay (server/test_faults.py); unset (always, outside tests): no fault can be injected."),
     _d("broker.heartbeat.interval.ms", "int", 2000, "How often a broker heartbeats to the controller."),
     _d("broker.session.timeout.ms", "int", 9000, "Heartbeat silence after which the controller fences a broker."),
     _d("log.segment.verify.bytes.per.second", "long", 1048576,

@@ -107,6 +107,7 @@ from tierlog.server.heap import settle_heap
 from tierlog.server.metrics_endpoint import MetricsEndpoint
 from tierlog.server.raft_driver import RaftDriver
 from tierlog.server.raft_replica import metadata_dir, open_raft_replica
+from tierlog.server.test_faults import TEST_FAULTS_FILE, apply_test_faults
 from tierlog.server.voter_update import VoterUpdate
 from tierlog.storage import CleanerConfig, LogManager
 from tierlog.storage.dir_lock import DirInUseError, DirLock
@@ -534,6 +535,8 @@ async def _serve(config: NodeConfig, on_ready) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, node.request_stop)
     loop.add_signal_handler(signal.SIGUSR1, _log_task_stacks)
+    if (faults_file := config.optional_str_of(TEST_FAULTS_FILE)) is not None:     # test only
+        loop.add_signal_handler(signal.SIGUSR2, apply_test_faults, Path(faults_file))
     try:
         await node.start()
         settle_heap()

@@ -53,3 +53,15 @@ def test_seconds_and_nanoseconds_are_the_same_monotonic_clock():
     ms, s, ns = clock.monotonic_ms(), clock.monotonic_s(), clock.monotonic_ns()
     assert isinstance(s, float) and isinstance(ns, int)
     assert ms <= s * 1000 + 1 and s * 1e9 <= ns + 1e6
+
+
+def test_a_test_wall_offset_steps_the_wall_clock_not_the_monotonic_one():
+    try:
+        clock.set_test_wall_offset_ms(60_000)
+        before_mono = clock.monotonic_ms()
+        now = clock.wall_clock_ms()
+        assert now - time.time_ns() // 1_000_000 >= 59_000
+        assert clock.monotonic_ms() - before_mono < 59_000
+    finally:
+        clock.set_test_wall_offset_ms(0)
+    assert abs(clock.wall_clock_ms() - time.time_ns() // 1_000_000) < 1000

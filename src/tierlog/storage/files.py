@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 
 __all__ = [
@@ -27,11 +28,14 @@ __all__ = [
     "TIME_INDEX_SUFFIX",
     "TMP_SUFFIX",
     "atomic_write",
+    "fsync",
     "fsync_dir",
     "parse_partition_dir",
     "parse_segment_base",
     "partition_dir_name",
     "segment_file",
+    "set_test_disk_delay_ms",
+    "slow_disk",
 ]
 
 LOG_SUFFIX = ".log"
@@ -89,7 +93,7 @@ def atomic_write(path: Path, data: bytes, sync: bool = True) -> None:
         while view:
             view = view[os.write(fd, view):]
         if sync:
-            os.fsync(fd)
+            fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -97,11 +101,33 @@ def atomic_write(path: Path, data: bytes, sync: bool = True) -> None:
         fsync_dir(path.parent)
 
 
+_test_disk_delay_s = 0.0        # test only: 0 unless the nemesis made this node's disk slow
+
+
+def set_test_disk_delay_ms(delay_ms: int) -> None:
+    """Test only: every log append and every fsync of the storage layer takes ``delay_ms`` longer
+    (a slow disk; server/test_faults.py, for a node started with ``tierlog.test.faults.file``)."""
+    global _test_disk_delay_s
+    _test_disk_delay_s = max(0, delay_ms) / 1000
+
+
+def slow_disk() -> None:
+    """The test-only disk delay, if one is set (a no-op otherwise)."""
+    if _test_disk_delay_s:
+        time.sleep(_test_disk_delay_s)
+
+
+def fsync(fd: int) -> None:
+    """``os.fsync`` after the test-only disk delay."""
+    slow_disk()
+    os.fsync(fd)
+
+
 def fsync_path(path: Path) -> None:
     """fsync a file by name (its contents and size)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        fsync(fd)
     finally:
         os.close(fd)
 
@@ -110,6 +136,6 @@ def fsync_dir(directory: Path) -> None:
     """fsync a directory so renames and new files in it are durable."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.fsync(fd)
+        fsync(fd)
     finally:
         os.close(fd)

@@ -17,13 +17,12 @@ delayed delete, the log closed or deleted) is skipped: ``sync_flush`` asks
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tierlog.storage.epoch_cache import EpochsToWrite, LeaderEpochCache
-from tierlog.storage.files import fsync_dir, fsync_path
+from tierlog.storage.files import fsync, fsync_dir, fsync_path
 from tierlog.storage.segment import LogSegment
 
 __all__ = ["FlushPlan", "sync_flush", "take_flush"]
@@ -62,7 +61,7 @@ def sync_flush(plan: FlushPlan, still_live: Callable[[LogSegment], bool], dir_li
     missing index anyway); any other OSError propagates."""
     for segment, fd in plan.files:
         try:
-            os.fsync(fd)
+            fsync(fd)
         except OSError:
             if still_live(segment):
                 raise

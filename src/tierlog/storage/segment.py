@@ -45,6 +45,7 @@ from tierlog.storage.files import (
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
     segment_file,
+    slow_disk,
 )
 from tierlog.storage.index import OffsetIndex, TimeIndex
 
@@ -226,6 +227,7 @@ class LogSegment:
         """Write contiguous batches ``data`` (described by ``headers``) at the end."""
         self.ensure_loaded()
         start = self.size
+        slow_disk()         # test only (storage.files): a no-op unless the nemesis slowed this disk
         _write_at(self.fd, data, start)
         if start == 0:
             self._rolling_timestamp = headers[0].max_timestamp
