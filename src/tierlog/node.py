@@ -104,6 +104,7 @@ from tierlog.server.commit_applier import CommitApplier
 from tierlog.server.controller_metrics import ControllerMetricsCollector
 from tierlog.server.controller_server import CONTROLLER_APIS, ControllerServer
 from tierlog.server.heap import settle_heap
+from tierlog.server.image_digest import ImageDigestCollector
 from tierlog.server.metrics_endpoint import MetricsEndpoint
 from tierlog.server.raft_driver import RaftDriver
 from tierlog.server.raft_replica import metadata_dir, open_raft_replica
@@ -201,6 +202,7 @@ class Node:
             self.metrics_registry.register(ControllerMetricsCollector(quorum_controller))
         generator = SnapshotGenerator.from_config(raft.create_snapshot, _snapshot_settings(cfg), wall_clock_ms())
         loader.subscribe(generator.publish)
+        self.metrics_registry.register(ImageDigestCollector(lambda: loader.image))
         applier = CommitApplier(committed, loader, generator, ApplyMetrics(self.metrics_registry, wall_clock_ms()),
                                 applied, self.controller_server, self.driver.applied)
         self._tasks.spawn(applier.run(), name="commit-applier")
