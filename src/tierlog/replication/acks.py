@@ -22,12 +22,15 @@ Rules:
 - ``expire``: entries past their deadline complete with REQUEST_TIMED_OUT.
 - ``fail_all``: on losing leadership all complete with NOT_LEADER_OR_FOLLOWER.
 
-Entries are appended in offset order, so completion pops from the left of a
-deque; deadlines go through a heap with lazy removal.
+Entries are kept in offset order, so completion pops from the left of a deque;
+appends come in offset order, except a producer's retry of a batch still waiting
+here (a duplicate, answered with its original offsets, KIP-98), which is inserted
+at its place; deadlines go through a heap with lazy removal.
 """
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -53,6 +56,10 @@ class _Entry:
     done: bool = False
 
 
+def _required(entry: _Entry) -> int:
+    return entry.required_offset
+
+
 class AcksPurgatory:
     def __init__(self, max_pending: int = MAX_PENDING_PRODUCES) -> None:
         assert max_pending > 0
@@ -75,10 +82,11 @@ class AcksPurgatory:
 
     def add(self, token: Hashable, required_offset: int, now_ms: int, timeout_ms: int) -> None:
         assert self._pending < self.max_pending, "check_before_append first"
-        if self._by_offset:
-            assert required_offset >= self._by_offset[-1].required_offset, "appends come in offset order"
         entry = _Entry(token, required_offset, now_ms + timeout_ms)
-        self._by_offset.append(entry)
+        if self._by_offset and required_offset < self._by_offset[-1].required_offset:      # a duplicate
+            self._by_offset.insert(bisect_right(self._by_offset, required_offset, key=_required), entry)
+        else:
+            self._by_offset.append(entry)
         self._seq += 1
         heapq.heappush(self._deadlines, (entry.deadline_ms, self._seq, entry))
         self._pending += 1

@@ -14,6 +14,22 @@ def test_completes_when_hw_passes_last_offset():
     assert len(p) == 0
 
 
+def test_a_duplicate_retry_waits_at_its_place_among_later_appends():
+    # found by the nemesis soak (bench/soak.py --short --seed 7): a producer's retry of a batch
+    # still waiting for its followers is answered with the original offsets, below later appends
+    # of other producers; it closed the connection with an AssertionError
+    p = AcksPurgatory()
+    p.add("a", 5, now_ms=0, timeout_ms=100)      # batch 0..4
+    p.add("b", 9, now_ms=0, timeout_ms=100)      # batch 5..8
+    p.add("c", 12, now_ms=0, timeout_ms=100)     # batch 9..11
+    p.add("a-retry", 5, now_ms=10, timeout_ms=100)
+    p.add("b-retry", 9, now_ms=10, timeout_ms=100)
+    assert [c.token for c in p.on_high_watermark(5, 3, 2)] == ["a", "a-retry"]
+    assert [c.token for c in p.on_high_watermark(9, 3, 2)] == ["b", "b-retry"]
+    assert [c.token for c in p.on_high_watermark(12, 3, 2)] == ["c"]
+    assert len(p) == 0
+
+
 def test_expiry_at_request_timeout():
     p = AcksPurgatory()
     p.add("a", 5, now_ms=0, timeout_ms=100)
