@@ -2,6 +2,11 @@
 
 Kafka's RLMExpirationTask over the partition's remote segments in offset order:
 
+- A segment whose last epoch is newer than the leader's last epoch is left alone and
+  out of everything below: this broker is a stale leader that has not yet learnt of
+  its successor, and the segment is the successor's (deleting it as outside the
+  lineage lost a segment of acknowledged records to the nemesis soak; Kafka deletes
+  as unreferenced only segments older than the leader's earliest epoch).
 - A COPY_SEGMENT_FINISHED segment outside the leader's epoch lineage
   (``lineage.within_leader_epochs``: a zombie upload of an old leader whose log
   diverged) is unreferenced: it is deleted and left out of everything below.
@@ -88,6 +93,7 @@ def plan_remote_expiration(segments: Sequence[RemoteLogSegmentMetadata], limits:
                            now_ms: int, log: PartitionLog, only_local_bytes: int,
                            being_copied: frozenset[RemoteLogSegmentId] = frozenset()) -> ExpirationPlan:
     """The plan for ``segments`` (every live segment of the partition, sorted by start offset)."""
+    segments = _without(segments, [m for m in segments if _from_a_newer_leader(m, log.epoch_entries)])
     zombies = [m for m in segments if m.state == _S.COPY_SEGMENT_FINISHED
                and not within_leader_epochs(m, log.epoch_entries, log.log_end_offset)]
     segments = _without(segments, zombies)
@@ -96,6 +102,13 @@ def plan_remote_expiration(segments: Sequence[RemoteLogSegmentMetadata], limits:
     segments = _without(segments, redundant)
     new_start, chosen = _walk(segments, limits, now_ms, log, only_local_bytes, being_copied)
     return ExpirationPlan(new_start, tuple(chosen + zombies + redundant))
+
+
+def _from_a_newer_leader(m: RemoteLogSegmentMetadata, epoch_entries: Sequence[tuple[int, int]]) -> bool:
+    """A segment whose last epoch is newer than this log's last one: this broker is the stale
+    one (it has not yet heard that it lost leadership), and the segment is its successor's."""
+    return bool(epoch_entries) and bool(m.segment_leader_epochs) and \
+        m.segment_leader_epochs[-1][0] > epoch_entries[-1][0]
 
 
 def _without(segments: Sequence[RemoteLogSegmentMetadata],

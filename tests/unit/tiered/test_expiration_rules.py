@@ -142,6 +142,18 @@ def test_a_finished_segment_outside_the_leaders_epoch_lineage_is_deleted():
     assert plan.new_log_start_offset is None
 
 
+def test_a_stale_leader_leaves_its_successors_segments_alone():
+    # found by the nemesis soak (bench/soak.py --short --seed 7): broker 5, leader in epoch 5, uploaded
+    # [2032, 3046]; broker 6, leader in epoch 6, uploaded the same offsets again; broker 5, not yet aware
+    # of epoch 6, deleted the epoch-6 segment as outside its lineage, and remote storage lost the offsets
+    ours = metadata(0, 99, epochs=((5, 0),), size=100, max_ts=NOW).with_state(S.COPY_SEGMENT_FINISHED)
+    theirs = metadata(0, 99, epochs=((5, 0), (6, 50)), size=100, max_ts=NOW).with_state(S.COPY_SEGMENT_FINISHED)
+    newer = metadata(100, 199, epochs=((6, 100),), size=100, max_ts=NOW).with_state(S.COPY_SEGMENT_FINISHED)
+    plan = plan_remote_expiration([ours, theirs, newer], RetentionLimits(-1, 100), now_ms=NOW,
+                                  log=_log(epoch_entries=((5, 0),)), only_local_bytes=0)
+    assert plan.to_delete == () and plan.new_log_start_offset is None
+
+
 def test_a_zombie_neither_counts_towards_retention_bytes_nor_hides_a_segment_it_overlaps():
     ours = _finished((0, 99), (100, 199))
     zombie = metadata(100, 199, epochs=((1, 100),), size=100, max_ts=NOW).with_state(S.COPY_SEGMENT_FINISHED)
