@@ -52,7 +52,7 @@ from tierlog.net.tasks import TaskSet
 from tierlog.protocol.errors import ErrorCode
 from tierlog.replication import FetcherConfig, ReplicaFetchers
 from tierlog.replication.leader_moves import LeaderMoves
-from tierlog.storage import LogConfig, LogManager
+from tierlog.storage import KafkaStorageError, LogConfig, LogManager
 
 from .alter_partition_sender import AlterPartitionSender
 from .apply_slices import ApplySlices
@@ -176,7 +176,11 @@ class ReplicaManager:
         """Host ``p`` (its log created if new) as leader or follower per the image."""
         if self.log_dirs.is_offline((topic.name, p.partition)):
             return
-        part = self._ensure(topic, p, config)
+        try:
+            part = self._ensure(topic, p, config)
+        except KafkaStorageError as e:      # no online log dir left (the broker is about to stop)
+            log.warning("%s-%d: not hosted here: %s", topic.name, p.partition, e)
+            return
         self._observe_dir(topic, p)
         try:
             self.transitions.transition(image, part, p)

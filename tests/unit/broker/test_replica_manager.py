@@ -1,6 +1,7 @@
 """``ReplicaManager`` as the executor of what partitions return: the waiters a partition completes
 are answered, a moved high watermark wakes parked fetches, losing leadership fails what waits and
-tells the listeners; a failed log dir's partitions stay unhosted."""
+tells the listeners; a failed log dir's partitions stay unhosted, and so does a new one when no
+log dir is online."""
 import asyncio
 from types import SimpleNamespace
 
@@ -94,4 +95,14 @@ def test_a_failed_log_dirs_partitions_stay_unhosted(tmp_path):
     assert rm.get(*KEY) is None and rm.log_dirs.is_offline(KEY)
     assert _host(rm, leader=2, epoch=2) is None                 # a later image does not host it again
     assert listener.heard == [("follower", 1), ("stopped", False)]
+    rm.logs.close()
+
+
+def test_a_new_partition_with_every_log_dir_offline_is_not_hosted(tmp_path, caplog):
+    # found by the nemesis soak (bench/soak.py --short --seed 7): a broker whose only log dir filled up
+    # applied images until it stopped, and each new partition assigned to it logged a traceback
+    rm, _ = _manager(tmp_path)
+    rm.logs._take_offline(tmp_path)
+    assert _host(rm, leader=1, epoch=0) is None
+    assert "t-0: not hosted here: no online log directory" in caplog.text and "Traceback" not in caplog.text
     rm.logs.close()
