@@ -264,7 +264,9 @@ def soak(args, cluster: lab.SoakCluster, net, moto, t0: float) -> dict:
     known = [a for a in found if known_duplicate(a, producers)]
     anomalies += [a for a in found if a not in known]
     anomalies += check_ctp(ctp, boot)
-    anomalies += [f"a node's traceback: {c}" for c in checker.crashes(cluster)]
+    tracebacks = [f"a node's traceback: {c}" for c in checker.crashes(cluster)]
+    known += [t for t in tracebacks if KNOWN_TRACEBACK.search(t)]
+    anomalies += [t for t in tracebacks if not KNOWN_TRACEBACK.search(t)]
     anomalies += checker.lost_object(remote_verify(LOSSY), nemesis.lost, boot, LOSSY, lossy.acks)
     acks = {p.name: p.acks for p in producers}
     rows, table = report.recovery(nemesis.faults, acks, health.samples, end_s)
@@ -350,6 +352,12 @@ KNOWN_DUPLICATE = re.compile(r"^soak-data-\d+: (?:b'(?P<a>ck-\d+):\d+' at \d+ an
                              r"|(?P<b>ck-\d+) seq \d+ at \d+ after seq \d+ at \d+ \(order\))$")
 
 
+# open bugs of bench/README.md's soak section, counted apart: a Fetch answer's file region read after
+# its log was closed (a leader that lost the partition meanwhile), and a client gone during sendfile
+# logged as an unexpected error
+KNOWN_TRACEBACK = re.compile(r": OSError: \[Errno 9\] Bad file descriptor$|: (BrokenPipeError|ConnectionResetError): ")
+
+
 def known_duplicate(anomaly: str, producers) -> bool:
     """The open bug of bench/README.md's soak section: a confluent-kafka producer's records written
     again after librdkafka bumped its epoch on OUT_OF_ORDER_SEQUENCE_NUMBER ("skipped sequence
@@ -400,8 +408,8 @@ def summary(out: dict) -> None:
         print(f"  {kind:17} x{entry['faults']:<3} produce {entry['produce_recovery_s']}  "
               f"replicated {entry['replicated_s']}")
     if out.get("known"):
-        print(f"KNOWN BUG ({len(out['known'])}): records written again after librdkafka's epoch bump, first "
-              f"{out['known'][0]}; bumps: {out.get('epoch_bumps')}")
+        print(f"KNOWN BUGS ({len(out['known'])}, bench/README.md), first {out['known'][0]}; "
+              f"epoch bumps: {out.get('epoch_bumps')}")
     if out.get("anomalies"):
         print(f"ANOMALIES ({len(out['anomalies'])}), seed {out['seed']} replays the schedule:")
         print("\n".join(f"  {a}" for a in out["anomalies"][:40]))
