@@ -98,7 +98,7 @@ def _by_partition(acks: dict[str, list[Ack]]) -> dict[int, list[Ack]]:
 
 COLORS = {"kill": "#d62728", "pause": "#ff7f0e", "isolate": "#9467bd", "controller-split": "#8c564b",
           "one-way": "#e377c2", "s3-outage": "#7f7f7f", "disk-full": "#bcbd22", "slow-disk": "#17becf",
-          "clock-step": "#1f77b4"}
+          "clock-step": "#1f77b4", "lost-object": "#000000"}
 
 
 def timeline(path, faults: list[Fault], acks: dict[str, list[Ack]], health, nodes: list[int], end_s: float,
