@@ -1,0 +1,167 @@
+"""Topics as Iceberg tables: upload throughput with the table on vs off, and Spark reading a topic
+from its table vs from its segments vs through the brokers.
+
+    .venv/bin/python bench/tables.py                 # 1 GiB per topic
+    .venv/bin/python bench/tables.py --mib 128       # smoke run
+
+One tierlog node (broker and controller), fs remote storage in a temp directory.
+
+1. **upload**: for ``tierlog.table.mode`` ``off`` then ``key_value``, a topic of 4 partitions
+   (16 MiB segments, copies held back with ``remote.log.copy.disable=true``) is filled with
+   ``--mib`` of 1 KiB random values; then copying is turned on (IncrementalAlterConfigs) and
+   the clock runs until every closed segment is uploaded (ListOffsets -5 reaches the offset
+   before each partition's active segment). MiB/s = closed segment bytes / that time; with
+   the table on, each upload includes its Parquet file and Iceberg commit. Ratio on/off.
+2. **spark** (``local[2]``, read_committed, ``sum(length(value))`` over the key_value topic,
+   every value reaching the JVM), after one unmeasured warm-up read: ``remoteStorage=table``
+   (the table's Parquet files where the table covers, the local tail through the broker),
+   ``remoteStorage=DIR`` (segments straight from the store, tail through the broker),
+   ``remoteStorage=off`` (all through the broker). Then ``option("table")`` with a filter on
+   ``timestamp`` keeping the last ~10 % of records: the files pyiceberg plans of all.
+
+Writes ``results/tables_<timestamp>.json`` and ``results/tables_latest.json``; the machine's
+load average at the start and end is in the file (the machine is shared).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]   # bench/profile.py shadows profile
+sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
+sys.path.append(str(HERE))
+
+from nodeproc import NodeProcess
+from spark_read import KAFKA_SESSION, RECORD, TIERED_SEGMENT_BYTES, fill, spark_session
+from tiered import fs_props
+
+MIB = 1 << 20
+PARTITIONS = 4
+TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": str(TIERED_SEGMENT_BYTES),
+                "remote.log.copy.disable": "true"}
+
+
+def _closed_ends(data_dir: Path, topic: str) -> dict[int, int]:
+    """Per partition, the last offset of its closed segments (the active segment's base offset - 1)."""
+    out = {}
+    for p in range(PARTITIONS):
+        bases = sorted(int(f.stem) for f in (data_dir / f"{topic}-{p}").glob("*.log"))
+        out[p] = bases[-1] - 1
+    return out
+
+
+def _closed_bytes(data_dir: Path, topic: str) -> int:
+    total = 0
+    for p in range(PARTITIONS):
+        logs = sorted((data_dir / f"{topic}-{p}").glob("*.log"), key=lambda f: int(f.stem))
+        total += sum(f.stat().st_size for f in logs[:-1])
+    return total
+
+
+def upload_phase(node, data_dir: Path, mode: str, n: int) -> dict:
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    from tierlog.client import Cluster
+    from tierlog.tiered.read_rules import LATEST_TIERED
+
+    topic = f"upload-{mode}"
+    fill(node.bootstrap, topic, PARTITIONS, n, {**TOPIC_CONFIG, "tierlog.table.mode": mode})
+    ends, size = _closed_ends(data_dir, topic), _closed_bytes(data_dir, topic)
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("remote.log.copy.disable", "false", incremental_operation=AlterConfigOpType.SET)])
+    cluster = Cluster(node.bootstrap)
+    t = time.perf_counter()
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    deadline = time.monotonic() + 1800
+    while True:
+        tiered = cluster.list_offsets([(topic, p) for p in range(PARTITIONS)], LATEST_TIERED)
+        if all(tiered[(topic, p)] >= ends[p] for p in range(PARTITIONS)):
+            break
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{topic}: not uploaded after 1800 s: {tiered} of {ends}")
+        time.sleep(0.1)
+    dt = time.perf_counter() - t
+    cluster.close()
+    print(f"upload, table {mode}: {size / MIB:.0f} MiB in {dt:.1f} s = {size / MIB / dt:.1f} MiB/s", flush=True)
+    return {"topic": topic, "closed_bytes": size, "seconds": dt, "mib_s": size / MIB / dt}
+
+
+def spark_phase(spark, node, topic: str, options: dict) -> dict:
+    reader = spark.read.format("tierlog").option("kafka.bootstrap.servers", node.bootstrap) \
+        .option("subscribe", topic).option("kafka.isolation.level", "read_committed")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    t = time.perf_counter()
+    row = reader.load().selectExpr("count(*) as n", "sum(length(value)) as b").collect()[0]
+    dt = time.perf_counter() - t
+    return {"options": options, "records": row.n, "value_bytes": row.b, "seconds": dt, "mib_s": row.b / MIB / dt}
+
+
+def filtered_table_read(spark, remote: Path, topic: str) -> dict:
+    """option("table") with a timestamp filter keeping the last ~10 %: files planned of all, and time."""
+    from tierlog.spark.table_read import TierlogTableReader, arrow_schema, load_table, table_read_options
+    opts = table_read_options({"table": topic, "storage": str(remote)})
+    table = load_table(opts)
+    ts = table.scan(selected_fields=("timestamp",)).to_arrow().column("timestamp")
+    cut = sorted(ts.to_pylist())[int(len(ts) * 0.9)]
+    where = f"timestamp >= timestamp'{cut.astimezone(datetime.UTC).strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+    reader = TierlogTableReader(opts, arrow_schema(table))
+    reader.row_filter = f"timestamp >= '{cut.isoformat()}'"
+    planned = sum(len(p.files) for p in reader.partitions())
+    files = len(list(table.scan().plan_files()))
+    t = time.perf_counter()
+    n = spark.read.format("tierlog").option("table", topic).option("storage", str(remote)).load() \
+        .where(where).selectExpr("count(*) as n").collect()[0].n
+    return {"filter": where, "files_planned": planned, "files": files, "records": n,
+            "seconds": time.perf_counter() - t}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--mib", type=float, default=1024.0, help="data per topic (default 1 GiB)")
+    p.add_argument("--out", type=Path, default=HERE / "results")
+    args = p.parse_args()
+    n = int(args.mib * MIB / RECORD)
+    root = Path(tempfile.mkdtemp(prefix="bench-tables-"))
+    remote = root / "remote-storage"
+    out: dict = {"mib": args.mib, "records": n, "record_bytes": RECORD, "partitions": PARTITIONS,
+                 "segment_bytes": TIERED_SEGMENT_BYTES, "machine": {"cpus": os.cpu_count(),
+                                                                    "load_avg_start": os.getloadavg()}}
+    node = NodeProcess(root / "node-1", props={**fs_props(remote), **KAFKA_SESSION}).start()
+    try:
+        data_dir = root / "node-1" / "data"
+        out["upload"] = {mode: upload_phase(node, data_dir, mode, n) for mode in ("off", "key_value")}
+        out["upload_on_vs_off"] = out["upload"]["key_value"]["mib_s"] / out["upload"]["off"]["mib_s"]
+        topic = out["upload"]["key_value"]["topic"]
+        spark = spark_session()
+        reads = {"table": {"remoteStorage": "table"}, "segments": {"remoteStorage": str(remote)},
+                 "brokers": {"remoteStorage": "off"}}
+        spark_phase(spark, node, topic, reads["segments"])         # the JVM's JIT warm-up, unmeasured
+        out["spark"] = {}
+        for name, options in reads.items():
+            out["spark"][name] = spark_phase(spark, node, topic, options)
+            print(f"spark from {name}: {out['spark'][name]['mib_s']:.1f} MiB/s "
+                  f"({out['spark'][name]['seconds']:.1f} s)", flush=True)
+        out["spark_filtered_table"] = filtered_table_read(spark, remote, topic)
+        print(f"table read with a timestamp filter: {out['spark_filtered_table']}", flush=True)
+        spark.stop()
+    finally:
+        node.stop()
+    out["machine"]["load_avg_end"] = os.getloadavg()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in (f"tables_{stamp}.json", "tables_latest.json"):
+        (args.out / name).write_text(json.dumps(out, indent=2, default=str) + "\n")
+    print(json.dumps({"upload_on_vs_off": out["upload_on_vs_off"], "load": out["machine"]}, default=str))
+
+
+if __name__ == "__main__":
+    main()
