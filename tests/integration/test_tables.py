@@ -297,3 +297,41 @@ def _segment_starts(remote, topic) -> set[int]:
     from tierlog.tiered import list_partitions
     store = FsObjectStore(remote)
     return {s.metadata.start_offset for p in list_partitions(store, topic) for s in p.segments}
+
+
+def test_on_a_moto_s3_store_the_table_matches_the_log(tmp_path, monkeypatch):
+    """The store is a moto S3 server process over sockets, the catalog a SQLite file every broker here
+    reaches (S3 has no default catalog): the broker's commits put Parquet and Iceberg metadata in the
+    bucket, and pyiceberg's scan through S3 reads what a consumer reads."""
+    from tiered import TIERED_BROKER, MotoServer, with_moto_credentials
+
+    from tierlog.tiered import object_store_from_config
+    from tierlog.tiered.table.catalog import s3_io
+
+    with_moto_credentials(monkeypatch)
+    topic, uri = "on-s3", f"sqlite:///{tmp_path / 'catalog.db'}"
+    with MotoServer(tmp_path / "moto") as moto:
+        props = {**TIERED_BROKER, **moto.settings(), "tierlog.table.catalog.uri": uri}
+        with running(Cluster(tmp_path, controllers=1, brokers=1, props=props)) as cluster:
+            broker = cluster.brokers[0]
+            admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+            config = {"remote.storage.enable": "true", "segment.bytes": str(1024 * 1024),
+                      "local.retention.bytes": "1", "tierlog.table.mode": "key_value"}
+            admin.create_topics([NewTopic(topic, 1, 1, config=config)], request_timeout=15)[topic].result(20)
+            p = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
+            for i in range(1200):
+                p.produce(topic, b"%d:" % i + b"s" * 2000, partition=0)
+            assert p.flush(60) == 0
+            tiered = wait_for(lambda: (o := offsets(broker, topic, 0, LATEST_TIERED)) is not None and o > 900 and o,
+                              120, "two segments uploaded", interval_s=0.5)
+            store = object_store_from_config(moto.settings())
+            catalog = TableCatalog(table_settings(store, {"tierlog.table.catalog.uri": uri}, s3_io(store)))
+            table = wait_for(lambda: (t := _load(catalog, topic)) is not None and covered_offsets(t).get(0, -1) >= tiered
+                             and t, 60, "the table committed", interval_s=0.5)
+            log = _consume(cluster.bootstrap, tiered + 1, topic)
+            keys = store.list_keys(f"tierlog-tables/topics/{topic}/")
+        rows = table.scan().to_arrow()            # through S3, with the moto server still up
+    values = dict(zip(rows.column("offset").to_pylist(), rows.column("value").to_pylist(), strict=True))
+    assert len(values) == rows.num_rows and {o: v for o, v in values.items() if o <= tiered} == log
+    assert table.location().startswith(f"s3://{moto.bucket}/cluster/tierlog-tables/")
+    assert any(k.endswith(".parquet") for k in keys) and any(k.endswith(".metadata.json") for k in keys)
