@@ -7,7 +7,8 @@ it queue behind it; whenever the head's task ends, the callback of that task wri
 every answer behind it that is ready (``_drain_answers``), in one write, and a connection whose
 transport stopped taking bytes (``pause_writing``) drains again once it takes them.  A throttled
 answer (``Throttled``) mutes the connection once sent (KIP-219); a handler's task that failed ends
-the connection as the worker would (``_ended``).
+the connection as the worker would (``_ended``), and so does a send that fails there (a peer gone
+during sendfile, a file region that cannot be read), after the whole answers before it.
 
 A mixin of ``net.server._Connection``: it works on the connection's transport and state.
 """
@@ -83,8 +84,16 @@ class AnswerOrder:
 
     def _drain_answers(self) -> None:
         """Send the answers at the head that are ready, in one write; stop at one still pending, at a
-        full transport (``resume_writing`` goes on) or at a throttled one (muted from then on)."""
+        full transport (``resume_writing`` goes on) or at a throttled one (muted from then on).  Run
+        from callbacks: what a send raises (a peer gone during sendfile, a file region that cannot
+        be read) ends the connection as the worker's sends do (``_ended``), not the event loop's."""
         out: list = []
+        try:
+            self._drain(out)
+        except Exception as e:           # noqa: BLE001 - handed to _ended, which logs and closes
+            self._end_with(e)
+
+    def _drain(self, out: list) -> None:
         answers = self._answers
         while answers and not self._closed and self._can_write.is_set():
             head = answers[0]
@@ -101,7 +110,7 @@ class AnswerOrder:
             answers.popleft()
             self._answered.set()
             if head is not None:
-                self._put(out, head)
+                self._put_whole(out, head)
                 if type(head) is Throttled:
                     self._flush(out)
                     self._mute(head.throttle_ms)
@@ -115,6 +124,16 @@ class AnswerOrder:
         task = asyncio.get_running_loop().create_task(self._ended(failed))
         self._handling.add(task)
         task.add_done_callback(self._handling.discard)
+
+    def _put_whole(self, out: list, parts: list) -> None:
+        """``_put``; when it fails, the answers before it in ``out`` go out whole, then it raises."""
+        mark = len(out)
+        try:
+            self._put(out, parts)
+        except Exception:
+            del out[mark:]
+            self._flush(out)
+            raise
 
     def _put(self, out: list, parts: list) -> None:
         """Add one answer (its size, then its parts) to ``out``, the bytes of a write to come; a large

@@ -431,7 +431,7 @@ class _Connection(AnswerOrder, asyncio.BufferedProtocol):
                     self._answer_later(result)
                     continue
                 if result is not None:
-                    self._put(out, result)
+                    self._put_whole(out, result)
                     if type(result) is Throttled:
                         self._flush(out)
                         self._mute(result.throttle_ms)

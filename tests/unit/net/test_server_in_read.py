@@ -149,3 +149,40 @@ def test_released_requests_begin_the_next_at_once_and_answer_in_order():
         return answers
     assert asyncio.run(main()) == [b"re:acks-all-1", b"re:a", b"re:acks-all-2", b"re:b"]
     assert began == [b"acks-all-1", b"a", b"acks-all-2", b"b"]
+
+
+class _Unreadable:
+    """A file region whose file was closed before its answer went out."""
+
+    def __len__(self):
+        return 10
+
+    def read(self):
+        raise OSError(9, "Bad file descriptor")
+
+
+def test_a_send_that_fails_behind_a_pending_answer_ends_the_connection():
+    """An answer sent from the callback of the task before it (a file region that cannot be read)
+    ends the connection, as a failed send of the worker does, not the event loop's callback."""
+    def handler(frame, *_):
+        if bytes(frame) == b"acks-all":
+            async def replicated():
+                await asyncio.sleep(0)
+                return [b"re:acks-all"]
+            return Released(replicated())
+        return [_Unreadable()]
+
+    answers, closed = asyncio.run(_exchange(handler, [b"acks-all", b"region"], 1))
+    assert answers == [b"re:acks-all"]
+    assert closed
+
+
+def test_a_send_that_fails_in_the_read_ends_the_connection_after_the_answers_before_it():
+    def handler(frame, *_):
+        if bytes(frame) == b"region":
+            return [b"head", _Unreadable()]
+        return [b"re:" + bytes(frame)]
+
+    answers, closed = asyncio.run(_exchange(handler, [b"a", b"region", b"never"], 1))
+    assert answers == [b"re:a"]
+    assert closed
