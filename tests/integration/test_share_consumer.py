@@ -137,6 +137,7 @@ def test_locks_expire_when_a_member_stops_polling(cluster):
     stalled = share_consumer(boot, "stall", **{"share.acknowledgement.mode": "explicit"})
     held: list[int] = []
     poll_all([stalled], lambda: held, "the first member's records", on_message=lambda _i, m: held.append(m.offset()))
+    assert metric(cluster, "kafka_server_sharepartitionmetrics_inflightmessagecount", "stall") >= len(held)
     other = share_consumer(boot, "stall")
     again: dict[int, int] = {}
     poll_all([other], lambda: set(held) <= set(again), "the stalled member's records redelivered",

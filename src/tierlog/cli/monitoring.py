@@ -17,7 +17,7 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["DASHBOARD_UID", "SCRAPE_INTERVAL", "dashboard", "dashboard_json", "dashboard_metrics",
+__all__ = ["DASHBOARD_UID", "SCRAPE_INTERVAL", "SHARE_TRAFFIC_METRICS", "dashboard", "dashboard_json", "dashboard_metrics",
            "prometheus_config", "write_monitoring"]
 
 DASHBOARD_UID = "tierlog-overview"
@@ -26,6 +26,8 @@ _BTM = "kafka_server_brokertopicmetrics_"
 _RM = "kafka_server_replicamanager_"
 _KC = "kafka_controller_kafkacontroller_"
 _RQ = "kafka_network_requestmetrics_"
+_GCM = "kafka_server_group_coordinator_metrics_"
+_SPM = "kafka_server_sharepartitionmetrics_"
 _INSTANCE = 'instance=~"$instance"'
 _TOPIC = 'topic=~"$topic"'
 
@@ -112,6 +114,15 @@ _ROWS: list[tuple[str, list[tuple[str, str, list[tuple[str, str]], str]]]] = [
         ("Log size by topic", "bytes", [(f"sum by (topic) (kafka_log_log_size{{{_TOPIC}}})", "{{topic}}")],
          "timeseries"),
     ]),
+    ("Share groups", [
+        ("Share groups by state", "none", [(f"sum by (state) ({_GCM}share_group_count)", "{{state}}")], "timeseries"),
+        ("Share records in flight", "short", [(f"sum by (group) ({_SPM}inflightmessagecount{{{_INSTANCE}}})",
+                                               "{{group}}")], "timeseries"),
+        ("Share lock timeouts / redeliveries / dead letters", "short", [
+            (_rate(_SPM + "acquisitionlocktimeout_total", "group", _INSTANCE), "lock timeouts {{group}}"),
+            (_rate("tierlog_share_redeliveries_total", "group", _INSTANCE), "redeliveries {{group}}"),
+            (_rate("tierlog_share_dead_letters_total", "group", _INSTANCE), "dead letters {{group}}")], "timeseries"),
+    ]),
     ("Tiered storage", [
         ("Remote copy / fetch bytes", "Bps", [
             (_rate(_BTM + "remotecopybytes_total", "topic", _TOPIC), "copy {{topic}}"),
@@ -168,6 +179,10 @@ def _variables() -> list[dict]:
 
 
 _PROMQL_WORDS = {"sum", "by", "rate", "histogram_quantile", "le", "request", "instance", "topic", "consumergroup"}
+#: dashboard metrics a broker serves only once a share group has fetched from it (families labelled by
+#: group, with no sample before); tests/integration/test_share_consumer.py checks them on a live scrape
+SHARE_TRAFFIC_METRICS = {_SPM + "inflightmessagecount", _SPM + "acquisitionlocktimeout_total",
+                         "tierlog_share_redeliveries_total", "tierlog_share_dead_letters_total"}
 
 
 def dashboard_metrics() -> set[str]:

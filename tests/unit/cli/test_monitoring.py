@@ -10,6 +10,7 @@ from tierlog.cli.cmd_up import METRICS_PORT_OFFSET, metrics_listener
 from tierlog.cli.errors import CliError
 from tierlog.cli.monitoring import (
     DASHBOARD_UID,
+    SHARE_TRAFFIC_METRICS,
     dashboard_json,
     dashboard_metrics,
     prometheus_config,
@@ -69,6 +70,7 @@ def test_every_metric_the_dashboard_reads_is_documented():
     documented = METRICS_DOC.read_text()
     names = dashboard_metrics()
     assert len(names) > 25 and "kafka_consumergroup_lag" in names
+    assert names >= SHARE_TRAFFIC_METRICS
     for name in names:
         assert f"`{name}" in documented, name
     for name, meter in TOPIC_COUNTERS.values():
