@@ -175,10 +175,10 @@ def _three_initial_controllers(tmp_path, brokers: int = 1) -> DynamicCluster:
 
 
 def test_a_controller_restarted_on_another_port_updates_its_voter_entry(tmp_path):
-    """UpdateRaftVoter at start-up: the voter set then lists the new port, and once every voter has
-    it the others reach the moved controller there (with the leader killed, it is needed for any
-    majority). Killing the leader before the third voter fetched the change is an open case
-    (docs/metadata.md)."""
+    """UpdateRaftVoter at start-up: the voter set then lists the new port, and with the leader killed
+    as soon as it lists the change (the third voter may not have fetched it, the change may not
+    have committed), the other two elect a leader; each is needed for any majority. Before the moved
+    controller waited to catch up, this failed in 2 of 3 runs (docs/metadata.md)."""
     cluster = _three_initial_controllers(tmp_path, brokers=0)
     start_all(cluster.controllers)
     try:
@@ -193,10 +193,11 @@ def test_a_controller_restarted_on_another_port_updates_its_voter_entry(tmp_path
         def listed_port():
             nodes = {n["NodeId"]: n["Listeners"] for n in cluster.quorum().get("Nodes", [])}
             return nodes.get(moved.node_id, [{}])[0].get("Port")
+        # the leader lists the change once written, before or as it commits: kill it then
         wait_for(lambda: listed_port() == moved.port, 30, "the voter set listing the new port")
-        wait_for(lambda: all(_caught_up(cluster, c.node_id) for c in cluster.controllers), 30, "every voter caught up")
         cluster.controller_by_id(leader).kill9()
         wait_for(lambda: cluster.quorum().get("LeaderId") not in (None, -1, leader), 30, "a new leader")
+        wait_for(lambda: listed_port() == moved.port, 30, "the new leader listing the new port")
     finally:
         cluster.stop()
 

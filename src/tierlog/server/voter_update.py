@@ -2,11 +2,12 @@
 
 With kraft.version 1 the voters' endpoints live in the metadata log, so a controller restarted
 on another host or port would otherwise be listed at its old address (the others could not
-send it Vote or BeginQuorumEpoch). Once this replica is a voter under its own directory id and
-knows a leader, it compares the endpoint the voter set gives its controller listener with the
-one it serves; if they differ it sends UpdateRaftVoter to the leader (or, leading, writes the
-change itself), asking again every ``RETRY_S`` until the leader answers NONE. Then it is done:
-a listener only moves across a restart.
+send it Vote or BeginQuorumEpoch). Once this replica is a voter under its own directory id,
+knows a leader and, following it, has caught up to the high watermark the leader named, it
+compares the endpoint the voter set gives its controller listener with the one it serves; if
+they differ it sends UpdateRaftVoter to the leader (or, leading, writes the change itself),
+asking again every ``RETRY_S`` until the leader answers NONE. Then it is done: a listener only
+moves across a restart.
 """
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ class VoterUpdate:
         leader = node.leader_and_epoch.leader_id
         if voter is None or voter.directory_id != node.directory_id or leader is None:
             return False                # not (yet) a voter under this directory, or no leader known
+        if leader != node.node_id and not self._caught_up():
+            return False
         listed = next((e for e in voter.endpoints if e.name == self._listener.name), None)
         if listed == self._listener:
             return True
@@ -58,6 +61,14 @@ class VoterUpdate:
             log.info("voter %d: the quorum now lists %s://%s:%d", node.node_id, self._listener.name,
                      self._listener.host, self._listener.port)
         return error == ErrorCode.NONE
+
+    def _caught_up(self) -> bool:
+        """This follower's log reaches the high watermark its leader last named. Asked earlier, the
+        change could commit on the leader and the voter that never saw us move while our own log is
+        behind theirs: with the leader gone, that voter refuses us (our log is shorter) and cannot
+        reach us (it asks our old address), and no leader can be elected."""
+        hw = self._server.driver.leader_high_watermark
+        return hw is not None and self._server.driver.node.log.end_offset >= hw
 
     async def _ask(self, leader: int, directory_id: bytes, endpoints: tuple[Endpoint, ...]) -> int:
         node = self._server.driver.node
