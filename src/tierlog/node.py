@@ -95,7 +95,7 @@ from tierlog.net.ssl_principal import (
     SslPrincipalMapper,
     peer_principal,
 )
-from tierlog.net.tasks import TaskSet
+from tierlog.net.tasks import TaskSet, cancel_and_wait
 from tierlog.raft import Committed
 from tierlog.raft.file_log import METADATA_PARTITION_DIR
 from tierlog.raft.voters import Endpoint as VoterEndpoint
@@ -540,14 +540,28 @@ async def _serve(config: NodeConfig, on_ready) -> None:
     if (faults_file := config.optional_str_of(TEST_FAULTS_FILE)) is not None:     # test only
         loop.add_signal_handler(signal.SIGUSR2, apply_test_faults, Path(faults_file))
     try:
-        await node.start()
-        settle_heap()
-        on_ready(node)
-        await node.wait_stopped()
+        if await _start_unless_stopped(node):
+            settle_heap()
+            on_ready(node)
+            await node.wait_stopped()
     finally:
         await node.stop()
     if node.failure is not None:
         raise NodeFailure(f"node {config.node_id}: {node.failure}")
+
+
+async def _start_unless_stopped(node: Node) -> bool:
+    """Start ``node``; False when a stop (SIGTERM, SIGINT, a fatal error) came first: the start is
+    cancelled, so a broker that cannot register stops at once, not after READY_TIMEOUT_S."""
+    start = asyncio.ensure_future(node.start())
+    stop = asyncio.ensure_future(node.wait_stopped())
+    await asyncio.wait({start, stop}, return_when=asyncio.FIRST_COMPLETED)
+    if start.done():
+        await cancel_and_wait([stop], "node stop watch")
+        start.result()          # a start that failed raises here
+        return True
+    await cancel_and_wait([start], "node start")
+    return False
 
 
 def _log_task_stacks() -> None:

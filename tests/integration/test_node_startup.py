@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,7 +17,8 @@ from pathlib import Path
 
 import boto3
 import pytest
-from nodeproc import READY_TIMEOUT_S, free_port, free_port_block
+from cluster import wait_for
+from nodeproc import READY_TIMEOUT_S, NodeProcess, free_port, free_port_block
 from tiered import MOTO_CREDENTIALS, MOTO_REGION, MotoServer
 
 pytestmark = pytest.mark.integration
@@ -174,3 +176,25 @@ def test_node_log_rotates_by_size(tmp_path):
     assert sorted(p.name for p in root.glob("node.log*")) == ["node.log", "node.log.1", "node.log.2", "node.log.3"]
     assert "node 1 stopped" in log.read_text()
     assert "SIGUSR1" in (root / "node.log.1").read_text()
+
+
+def test_a_broker_that_cannot_register_stops_on_sigterm(tmp_path):
+    """SIGTERM cancels the start: a broker whose controllers never answer waits up to 120 s
+    (tierlog.node.READY_TIMEOUT_S) to be unfenced, but stops at once when told to."""
+    port, nobody = free_port(), free_port()
+    props = {"node.id": "1", "process.roles": "broker", "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+             "log.dirs": str(tmp_path / "data"), "controller.listener.names": "CONTROLLER",
+             "controller.quorum.voters": f"2@127.0.0.1:{nobody}"}
+    node = NodeProcess(tmp_path / "node", 1, port, props).spawn()
+    try:
+        wait_for(lambda: _accepts(port), 60, "the broker listening while it tries to register")
+        node.proc.send_signal(signal.SIGTERM)
+        node.proc.wait(30)           # TimeoutExpired when it sits out the ready timeout
+        assert "node 1 stopped" in node.log_tail(), node.log_tail()
+    finally:
+        node.kill9()
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
