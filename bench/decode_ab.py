@@ -1,4 +1,4 @@
-"""Fetched record batches to Arrow (``client.arrow_records.decode_fetched``): a git revision's decoder
+"""Fetched record batches to Arrow (``records.arrow_records.decode_fetched``): a git revision's decoder
 against the working tree's, alternated in one process on the same chunks (A B A B ...).
 
     .venv/bin/python bench/decode_ab.py                 # HEAD vs the working tree
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-MODULE = "src/tierlog/client/arrow_records.py"
+MODULE = "src/tierlog/records/arrow_records.py"
 CHUNK = 8 * 1024 * 1024
 
 
@@ -69,7 +69,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     args = ap.parse_args()
     sys.path.insert(0, str(REPO / "src"))
-    from tierlog.client.arrow_records import decode_fetched
+    from tierlog.records.arrow_records import decode_fetched
 
     base = load_at(args.base).decode_fetched
     rng = random.Random(25)

@@ -8,7 +8,7 @@ transactional producer, ``--per-txn`` records per transaction (spread over the
 partitions), every ``--abort-every``-th transaction aborted. Then, in the same run,
 each reader reads every partition to its end once to warm up, then at both isolation levels:
 tierlog's own Fetch client (what each Spark task runs: whole batches into Arrow,
-aborted batches dropped with ``client.aborted``) and one confluent-kafka consumer.
+aborted batches dropped with ``records.aborted``) and one confluent-kafka consumer.
 MiB/s counts the value bytes each level delivers over the time it took; the ratio
 compares records delivered per second (read_committed delivers fewer: the
 aborted ones are left out). Results: ``bench/results/read_committed_<timestamp>.json``

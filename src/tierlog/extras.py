@@ -23,7 +23,7 @@ __all__ = ["EXTRA_MODULES", "MissingExtraError", "missing_module", "require"]
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "s3": ("boto3", "botocore"),
     "spark": ("pyspark", "pyarrow", "numpy"),
-    "table": ("pyiceberg", "pyarrow", "duckdb"),
+    "table": ("pyiceberg", "pyarrow", "numpy", "duckdb"),
 }
 
 

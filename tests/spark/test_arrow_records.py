@@ -4,7 +4,6 @@ import random
 import pyarrow as pa
 import pytest
 
-from tierlog.client.arrow_records import decode_fetched
 from tierlog.records import (
     CompressionType,
     Record,
@@ -12,6 +11,7 @@ from tierlog.records import (
     build_batch,
     decode_batches,
 )
+from tierlog.records.arrow_records import decode_fetched
 
 
 def _records(rng, base, n):
@@ -85,7 +85,7 @@ def _at(batch: bytes, base_offset: int) -> bytes:
 def test_read_committed_drops_aborted_transactions_and_every_marker():
     """Two producers interleave on one partition; producer 7 aborts its first transaction and
     commits its second, producer 8 commits one that straddles 7's abort."""
-    from tierlog.client.aborted import AbortedFilter
+    from tierlog.records.aborted import AbortedFilter
     from tierlog.records.control import build_marker
 
     def data(pid, base, *values):

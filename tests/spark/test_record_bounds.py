@@ -1,11 +1,10 @@
-"""client.record_bounds: every path (runs of one size, lockstep over many batches, the loop)
+"""records.record_bounds: every path (runs of one size, lockstep over many batches, the loop)
 gives the bounds a plain record-by-record walk gives, and rejects lengths that do not add up."""
 import random
 
 import numpy as np
 import pytest
 
-from tierlog.client import record_bounds as rb
 from tierlog.protocol.primitives import encode_varint
 from tierlog.records import (
     HEADER_SIZE,
@@ -14,6 +13,7 @@ from tierlog.records import (
     build_batch,
     validate_batch,
 )
+from tierlog.records import record_bounds as rb
 from tierlog.records.record import read_varint
 
 

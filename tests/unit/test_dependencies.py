@@ -27,7 +27,7 @@ from tierlog.extras import EXTRA_MODULES
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "tierlog"
 # Modules that need an extra, by path under src/tierlog (a directory: everything in it).
-AREAS = {"spark/": "spark", "client/arrow_records.py": "spark", "client/record_bounds.py": "spark",
+AREAS = {"spark/": "spark", "records/arrow_records.py": "spark", "records/record_bounds.py": "spark",
          "client/range_reader.py": "spark",
          "tiered/s3_store.py": "s3", "tiered/s3_check.py": "s3", "tiered/table/": "table",
          "cli/cmd_table.py": "table"}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 
-from tierlog.client.aborted import READ_COMMITTED, READ_UNCOMMITTED
 from tierlog.client.cluster import (
     EARLIEST,
     LATEST,
@@ -20,6 +19,7 @@ from tierlog.client.cluster import (
     parse_bootstrap,
 )
 from tierlog.extras import require
+from tierlog.records.aborted import READ_COMMITTED, READ_UNCOMMITTED
 
 __all__ = [
     "EARLIEST", "HEADERS_TYPE", "KAFKA_SCHEMA", "KAFKA_SCHEMA_WITH_HEADERS", "LATEST", "READ_COMMITTED",
@@ -29,9 +29,10 @@ __all__ = [
 ]
 
 _ARROW_NAMES = {
-    "HEADERS_TYPE": "arrow_records", "KAFKA_SCHEMA": "arrow_records",
-    "KAFKA_SCHEMA_WITH_HEADERS": "arrow_records", "decode_fetched": "arrow_records",
-    "DataLossError": "range_reader", "read_range": "range_reader", "receive_message_max_bytes_for": "range_reader",
+    "HEADERS_TYPE": "tierlog.records.arrow_records", "KAFKA_SCHEMA": "tierlog.records.arrow_records",
+    "KAFKA_SCHEMA_WITH_HEADERS": "tierlog.records.arrow_records", "decode_fetched": "tierlog.records.arrow_records",
+    "DataLossError": "tierlog.client.range_reader", "read_range": "tierlog.client.range_reader",
+    "receive_message_max_bytes_for": "tierlog.client.range_reader",
 }
 
 
@@ -40,4 +41,4 @@ def __getattr__(name: str):
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     require("spark", "tierlog's Arrow reader")
-    return getattr(importlib.import_module(f"tierlog.client.{module}"), name)
+    return getattr(importlib.import_module(module), name)

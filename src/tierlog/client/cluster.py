@@ -27,7 +27,6 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from tierlog.client.aborted import READ_UNCOMMITTED
 from tierlog.client.leader_hint import leader_update
 from tierlog.clock import monotonic_s
 from tierlog.net.blocking import BlockingConnection
@@ -35,6 +34,7 @@ from tierlog.net.request_pipeline import RECEIVE_MESSAGE_MAX_BYTES, PeerUnavaila
 from tierlog.net.security import PLAINTEXT, Security
 from tierlog.protocol import ApiKey, describe, is_retriable
 from tierlog.protocol.errors import ErrorCode
+from tierlog.records.aborted import READ_UNCOMMITTED
 
 __all__ = ["EARLIEST", "LATEST", "Cluster", "KafkaError", "TopicPartition", "parse_bootstrap"]
 

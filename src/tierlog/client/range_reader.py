@@ -14,7 +14,7 @@ it asks for happens after the new leader's first answer is handed out.
 
 At the cluster's isolation level read_committed (KIP-98) the leader answers up to
 the last stable offset with the aborted transactions overlapping the records, and
-their batches are dropped (``client.aborted``). Offsets with no record to show
+their batches are dropped (``records.aborted``). Offsets with no record to show
 (markers, aborted data) are stepped over by whole batches, never taken for lost
 data: only a log that ends (at the LSO for read_committed) before ``end`` is.
 """
@@ -26,14 +26,14 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from tierlog.client.aborted import READ_COMMITTED, AbortedFilter
-from tierlog.client.arrow_records import decode_fetched
 from tierlog.client.cluster import EARLIEST, Cluster, KafkaError
 from tierlog.client.leader_hint import HINTED_ERRORS
 from tierlog.clock import monotonic_s
 from tierlog.net.request_pipeline import RECEIVE_MESSAGE_MAX_BYTES, PeerUnavailable
 from tierlog.protocol import ApiKey, is_retriable
 from tierlog.protocol.errors import ErrorCode
+from tierlog.records.aborted import READ_COMMITTED, AbortedFilter
+from tierlog.records.arrow_records import decode_fetched
 from tierlog.records.header import (
     BASE_OFFSET_OFFSET,
     HEADER_SIZE,

@@ -5,7 +5,7 @@ relative to the file's own base offset, its first batch's); then the ``.log``
 is read with ranged GETs of ``READ_CHUNK_BYTES``, up to ``remoteReadAheadChunks`` of them in flight
 while the current chunk is decoded (``read_ahead``; a batch cut at a chunk's end is completed from
 the next chunk, a batch larger than a chunk spans several) and each run of whole batches is decoded into Arrow by the same
-decoder the broker path uses (``client.arrow_records.decode_fetched``: every
+decoder the broker path uses (``records.arrow_records.decode_fetched``: every
 batch's CRC-32C checked, payloads decompressed, control batches and records
 outside the range left out), so both paths produce the same rows.
 
@@ -24,9 +24,9 @@ from contextlib import closing
 import pyarrow as pa
 
 from tierlog.client import DataLossError
-from tierlog.client.aborted import AbortedFilter
-from tierlog.client.arrow_records import decode_fetched
 from tierlog.records import InvalidRecordError
+from tierlog.records.aborted import AbortedFilter
+from tierlog.records.arrow_records import decode_fetched
 from tierlog.records.header import (
     HEADER_SIZE,
     LENGTH_OFFSET,

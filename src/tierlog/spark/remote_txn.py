@@ -4,7 +4,7 @@ A broker serves a read_committed fetch from remote storage with the aborted tran
 overlapping what it returns, collected from the ``.txnindex`` of the segment read and of each
 later segment until an entry's lastStableOffset reaches the end of the read, then from its
 local log (Kafka's ``RemoteLogManager.collectAbortedTransactions``); the consumer drops the
-data batches of those transactions and every control batch (``client.aborted.AbortedFilter``).
+data batches of those transactions and every control batch (``records.aborted.AbortedFilter``).
 A direct read does the same from the uploaded objects alone, so it must never need the local
 log's index:
 

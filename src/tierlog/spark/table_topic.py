@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from pyspark.sql.datasource import InputPartition
 
 from tierlog.client import Cluster
-from tierlog.client.arrow_records import HEADERS_TYPE, KAFKA_SCHEMA, KAFKA_SCHEMA_WITH_HEADERS
+from tierlog.records.arrow_records import HEADERS_TYPE, KAFKA_SCHEMA, KAFKA_SCHEMA_WITH_HEADERS
 from tierlog.spark.direct_plan import StoreFinder, plan_partitions
 from tierlog.spark.options import REMOTE_AUTO, REMOTE_TABLE, OptionError, SourceOptions
 from tierlog.spark.planning import OffsetRange

@@ -30,7 +30,7 @@ every event.  The rules, exactly:
 """
 from __future__ import annotations
 
-from tierlog.client.aborted import AbortedFilter
+from tierlog.records.aborted import AbortedFilter
 from tierlog.records.control import COMMIT
 from tierlog.records.decoder import decode_records
 

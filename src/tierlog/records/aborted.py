@@ -12,6 +12,7 @@ are never data. Sans-IO: headers and bytes in, a decision out.
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 from tierlog.records.control import ABORT, read_marker
 from tierlog.records.header import BatchHeader
@@ -26,12 +27,12 @@ class AbortedFilter:
 
     __slots__ = ("_active", "_pending")
 
-    def __init__(self, aborted: list[dict] | None):
+    def __init__(self, aborted: list[dict[str, Any]] | None) -> None:
         self._pending = [(t["FirstOffset"], t["ProducerId"]) for t in aborted or ()]
         heapq.heapify(self._pending)
         self._active: set[int] = set()
 
-    def drops(self, header: BatchHeader, batch) -> bool:
+    def drops(self, header: BatchHeader, batch: memoryview) -> bool:
         """True when the batch (``batch`` spans exactly it) is data of an aborted transaction."""
         if header.producer_id < 0:
             return False

@@ -4,10 +4,10 @@ A fetch answer holds whole record batches. Per fetch:
 
 1. Walk the batch headers (CRC-32C checked in C); control batches, records
    outside ``[start, end)`` and, for a read_committed reader, the batches of
-   aborted transactions (``client.aborted.AbortedFilter``) are left out; compressed payloads are decompressed
+   aborted transactions (``records.aborted.AbortedFilter``) are left out; compressed payloads are decompressed
    in C. Uncompressed records stay in the fetch answer's buffer; decompressed
    payloads are joined into one buffer.
-2. ``client.record_bounds`` finds where each record starts and ends (each is
+2. ``records.record_bounds`` finds where each record starts and ends (each is
    led by its length): with numpy for batches of records of one size and for
    many batches in lockstep, else one tight Python loop per record.
 3. Every other field (timestamp delta, offset delta, key and value lengths,
@@ -23,12 +23,12 @@ Headers, when asked for, are parsed in Python for the records that have any.
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import numpy as np
 import pyarrow as pa
 from numpy.lib.stride_tricks import sliding_window_view
 
-from tierlog.client.aborted import AbortedFilter
-from tierlog.client.record_bounds import record_bounds, varints
 from tierlog.records import (
     HEADER_SIZE,
     InvalidRecordError,
@@ -36,10 +36,11 @@ from tierlog.records import (
 )
 from tierlog.records.compression import decompress
 from tierlog.records.errors import CORRUPT_MESSAGE
-from tierlog.records.header import LENGTH_OFFSET, LOG_OVERHEAD
+from tierlog.records.header import LENGTH_OFFSET, LOG_OVERHEAD, BatchHeader
 from tierlog.records.record import read_varint
+from tierlog.records.record_bounds import record_bounds, varints
 
-__all__ = ["HEADERS_TYPE", "KAFKA_SCHEMA", "KAFKA_SCHEMA_WITH_HEADERS", "DecodedChunk", "decode_fetched"]
+__all__ = ["HEADERS_TYPE", "BatchFilter", "KAFKA_SCHEMA", "KAFKA_SCHEMA_WITH_HEADERS", "DecodedChunk", "decode_fetched"]
 
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 _FIELDS = [
@@ -54,6 +55,13 @@ _CONTROL_BIT = 0x20
 _LOG_APPEND_TIME_BIT = 0x08
 
 
+class BatchFilter(Protocol):
+    """Which data batches a reader leaves out (``records.aborted.AbortedFilter`` for a Fetch answer,
+    the ``.txnindex`` rule of ``tiered.table.rows`` for a segment); asked in offset order."""
+
+    def drops(self, header: BatchHeader, batch: memoryview) -> bool: ...
+
+
 class DecodedChunk:
     """What one fetch answer gave: an Arrow batch (or None) and where to fetch next."""
 
@@ -65,12 +73,12 @@ class DecodedChunk:
         self.bytes = nbytes
 
 
-def decode_fetched(records, topic: str, partition: int, start: int, end: int,
-                   include_headers: bool = False, aborted: AbortedFilter | None = None) -> DecodedChunk:
+def decode_fetched(records: Any, topic: str, partition: int, start: int, end: int,
+                   include_headers: bool = False, aborted: BatchFilter | None = None) -> DecodedChunk:
     """Decode the whole batches in ``records`` (a fetch answer's Records field).
 
     Keeps records with ``start <= offset < end``, without the batches ``aborted`` drops
-    (read_committed). A truncated trailing batch (the fetch size limit cut it) is left
+    (read_committed; control batches are never data). A truncated trailing batch (the fetch size limit cut it) is left
     for the next fetch.
     """
     view = memoryview(records) if records is not None else memoryview(b"")
@@ -118,8 +126,9 @@ def decode_fetched(records, topic: str, partition: int, start: int, end: int,
     return DecodedChunk(batch, next_offset, nbytes)
 
 
-def _to_arrow(buf, spans, base_offsets, counts, base_ts, max_ts, log_append,
-              topic, partition, start, end, include_headers) -> pa.RecordBatch | None:
+def _to_arrow(buf: Any, spans: list[tuple[int, int, int]], base_offsets: list[int], counts: list[int],
+              base_ts: list[int], max_ts: list[int], log_append: list[bool], topic: str, partition: int,
+              start: int, end: int, include_headers: bool) -> pa.RecordBatch | None:
     starts, ends = record_bounds(buf, spans)
     raw = np.frombuffer(buf, dtype=np.uint8)
     counts_np = np.asarray(counts, dtype=np.int64)
@@ -183,7 +192,7 @@ def _binary(data: pa.Buffer, raw: np.ndarray, starts: np.ndarray, lengths: np.nd
     return arr.cast(pa.binary())
 
 
-def _long_views(views: np.ndarray, raw: np.ndarray, starts: np.ndarray, rows) -> None:
+def _long_views(views: np.ndarray, raw: np.ndarray, starts: np.ndarray, rows: Any) -> None:
     """Views of values over 12 bytes: their 4-byte prefix, buffer index 0 (bytes 8..12 stay
     zero) and their offset into the data buffer; a byte column at a time (no 2-D gather)."""
     for k in range(4):
@@ -212,16 +221,16 @@ def _constant_string(text: str, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(encoded * n)])
 
 
-def _headers(buf, raw: np.ndarray, positions: np.ndarray, ends: np.ndarray) -> pa.Array:
+def _headers(buf: Any, raw: np.ndarray, positions: np.ndarray, ends: np.ndarray) -> pa.Array:
     """Headers per record (null when a record has none), parsed in Python only where present."""
     count, p = varints(raw, positions.copy())
-    out: list = [None] * len(positions)
+    out: list[Any] = [None] * len(positions)
     for i in np.flatnonzero(count > 0).tolist():
         out[i] = _parse_headers(buf, int(p[i]), int(count[i]), int(ends[i]))
     return pa.array(out, type=HEADERS_TYPE)
 
 
-def _parse_headers(buf: bytes, pos: int, count: int, end: int) -> list[dict]:
+def _parse_headers(buf: Any, pos: int, count: int, end: int) -> list[dict[str, Any]]:
     headers = []
     for _ in range(count):
         klen, pos = read_varint(buf, pos)

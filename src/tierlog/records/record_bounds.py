@@ -25,6 +25,7 @@ up to the batch's size.
 from __future__ import annotations
 
 from array import array
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -51,13 +52,13 @@ class _Open:
 
     __slots__ = ("end", "left", "out", "pos")
 
-    def __init__(self, pos, end, out, left):
+    def __init__(self, pos: np.ndarray, end: np.ndarray, out: np.ndarray, left: np.ndarray) -> None:
         self.pos, self.end, self.out, self.left = pos, end, out, left
 
     def __len__(self) -> int:
         return len(self.pos)
 
-    def keep(self, mask) -> _Open:
+    def keep(self, mask: np.ndarray) -> _Open:
         return _Open(self.pos[mask], self.end[mask], self.out[mask], self.left[mask])
 
     def close_finished(self) -> _Open:
@@ -70,7 +71,7 @@ class _Open:
         return self.keep(~done)
 
 
-def record_bounds(buf, spans) -> tuple[np.ndarray, np.ndarray]:
+def record_bounds(buf: Any, spans: Any) -> tuple[np.ndarray, np.ndarray]:
     """Start (after the length varint) and end of every record, batch by batch.
 
     ``spans`` holds (payload start, payload end, record count) per batch in ``buf``.
@@ -99,7 +100,7 @@ def record_bounds(buf, spans) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends
 
 
-def _runs(raw, b: _Open, window: np.ndarray, starts, ends) -> tuple[_Open, np.ndarray]:
+def _runs(raw: np.ndarray, b: _Open, window: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[_Open, np.ndarray]:
     """One round of runs: each batch's records settled from its next record's size on (at
     most its ``window`` of them), and how many each settled (at least one)."""
     length, after = varints(raw, b.pos)
@@ -122,7 +123,7 @@ def _runs(raw, b: _Open, window: np.ndarray, starts, ends) -> tuple[_Open, np.nd
     return moved, settled
 
 
-def _step(raw, b: _Open, starts, ends) -> _Open:
+def _step(raw: np.ndarray, b: _Open, starts: np.ndarray, ends: np.ndarray) -> _Open:
     """Lockstep: the next record of every open batch."""
     if (b.pos >= b.end).any():
         _corrupt("record lengths do not add up to the batch size")
@@ -154,7 +155,7 @@ def _concat(parts: list[_Open]) -> _Open:
     return _Open(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("pos", "end", "out", "left")))
 
 
-def _loop(buf, pos: int, payload_end: int, left: int, out: int, starts, ends) -> None:
+def _loop(buf: Any, pos: int, payload_end: int, left: int, out: int, starts: np.ndarray, ends: np.ndarray) -> None:
     """The per-record loop over the last ``left`` records of one batch, stored from index ``out``."""
     lo, hi = array("q"), array("q")
     add_start, add_end = lo.append, hi.append
@@ -218,5 +219,5 @@ def _decode(raw: np.ndarray, p: np.ndarray, max_bytes: int) -> tuple[np.ndarray,
     return signed, p, idx
 
 
-def _corrupt(why: str):
+def _corrupt(why: str) -> NoReturn:
     raise InvalidRecordError(CORRUPT_MESSAGE, why)
