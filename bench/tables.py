@@ -3,6 +3,7 @@ from its table vs from its segments vs through the brokers.
 
     .venv/bin/python bench/tables.py                 # 1 GiB per topic
     .venv/bin/python bench/tables.py --mib 128       # smoke run
+    .venv/bin/python bench/tables.py --upload-only   # phase 1 only: results/tables_upload_*.json
 
 One tierlog node (broker and controller), fs remote storage in a temp directory.
 
@@ -128,6 +129,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--mib", type=float, default=1024.0, help="data per topic (default 1 GiB)")
     p.add_argument("--out", type=Path, default=HERE / "results")
+    p.add_argument("--upload-only", action="store_true", help="phase 1 only (results/tables_upload_*.json)")
     args = p.parse_args()
     n = int(args.mib * MIB / RECORD)
     root = Path(tempfile.mkdtemp(prefix="bench-tables-"))
@@ -140,27 +142,35 @@ def main() -> None:
         data_dir = root / "node-1" / "data"
         out["upload"] = {mode: upload_phase(node, data_dir, mode, n) for mode in ("off", "key_value")}
         out["upload_on_vs_off"] = out["upload"]["key_value"]["mib_s"] / out["upload"]["off"]["mib_s"]
-        topic = out["upload"]["key_value"]["topic"]
-        spark = spark_session()
-        reads = {"table": {"remoteStorage": "table"}, "segments": {"remoteStorage": str(remote)},
-                 "brokers": {"remoteStorage": "off"}}
-        spark_phase(spark, node, topic, reads["segments"])         # the JVM's JIT warm-up, unmeasured
-        out["spark"] = {}
-        for name, options in reads.items():
-            out["spark"][name] = spark_phase(spark, node, topic, options)
-            print(f"spark from {name}: {out['spark'][name]['mib_s']:.1f} MiB/s "
-                  f"({out['spark'][name]['seconds']:.1f} s)", flush=True)
-        out["spark_filtered_table"] = filtered_table_read(spark, remote, topic)
-        print(f"table read with a timestamp filter: {out['spark_filtered_table']}", flush=True)
-        spark.stop()
+        print(f"upload on/off: {out['upload_on_vs_off']:.2f}x", flush=True)
+        if not args.upload_only:
+            spark_phases(out, node, remote)
     finally:
         node.stop()
     out["machine"]["load_avg_end"] = os.getloadavg()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     args.out.mkdir(parents=True, exist_ok=True)
-    for name in (f"tables_{stamp}.json", "tables_latest.json"):
+    prefix = "tables_upload" if args.upload_only else "tables"
+    for name in (f"{prefix}_{stamp}.json", f"{prefix}_latest.json"):
         (args.out / name).write_text(json.dumps(out, indent=2, default=str) + "\n")
     print(json.dumps({"upload_on_vs_off": out["upload_on_vs_off"], "load": out["machine"]}, default=str))
+
+
+def spark_phases(out: dict, node, remote: Path) -> None:
+    """Phase 2: the Spark reads of the key_value topic, into ``out``."""
+    topic = out["upload"]["key_value"]["topic"]
+    spark = spark_session()
+    reads = {"table": {"remoteStorage": "table"}, "segments": {"remoteStorage": str(remote)},
+             "brokers": {"remoteStorage": "off"}}
+    spark_phase(spark, node, topic, reads["segments"])         # the JVM's JIT warm-up, unmeasured
+    out["spark"] = {}
+    for name, options in reads.items():
+        out["spark"][name] = spark_phase(spark, node, topic, options)
+        print(f"spark from {name}: {out['spark'][name]['mib_s']:.1f} MiB/s "
+              f"({out['spark'][name]['seconds']:.1f} s)", flush=True)
+    out["spark_filtered_table"] = filtered_table_read(spark, remote, topic)
+    print(f"table read with a timestamp filter: {out['spark_filtered_table']}", flush=True)
+    spark.stop()
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ from tierlog.records import Record, build_batch
 from tierlog.storage.table_config import KEY_VALUE, VALUE_JSON, parse_value_schema
 from tierlog.storage.txn_index import AbortedTxn
 from tierlog.tiered import FsObjectStore, RemoteStorageError
+from tierlog.tiered.table import rows
 from tierlog.tiered.table.catalog import TableCatalog, covered_offsets, table_settings
 from tierlog.tiered.table.json_values import parse_value
-from tierlog.tiered.table.rows import committed_records
+from tierlog.tiered.table.rows import committed_batches
 from tierlog.tiered.table.writer import SegmentCommit, TableWriter
 
 NOW = 1_700_000_000_000
@@ -47,13 +48,25 @@ def _segment() -> tuple[bytes, list[AbortedTxn]]:
     return data, [AbortedTxn(PID_ABORTED, 14, 16, 14)]
 
 
+def _committed(data, start, end, aborted) -> list[dict]:
+    return [row for batch in committed_batches(data, "t", 0, start, end, aborted) for row in batch.to_pylist()]
+
+
 def test_committed_records_leave_out_markers_aborted_data_and_offsets_outside_the_range():
     data, aborted = _segment()
-    assert [r.offset for r in committed_records(data, 10, 21, aborted)] == [10, 11, 12, 13, 17, 18, 20, 21]
-    assert [r.offset for r in committed_records(data, 12, 17, aborted)] == [12, 13, 17]
-    assert [r.offset for r in committed_records(data, 10, 21, [])] == [10, 11, 12, 13, 14, 15, 17, 18, 20, 21]
-    first = next(committed_records(data, 10, 21, aborted))
-    assert (first.key, first.headers, first.timestamp, first.timestamp_type) == (b"k10", [("h", b"v10")], NOW + 10, 0)
+    assert [r["offset"] for r in _committed(data, 10, 21, aborted)] == [10, 11, 12, 13, 17, 18, 20, 21]
+    assert [r["offset"] for r in _committed(data, 12, 17, aborted)] == [12, 13, 17]
+    assert [r["offset"] for r in _committed(data, 10, 21, [])] == [10, 11, 12, 13, 14, 15, 17, 18, 20, 21]
+    first = _committed(data, 10, 21, aborted)[0]
+    assert (first["key"], first["headers"], first["timestamp"].timestamp() * 1000, first["timestampType"]) == \
+        (b"k10", [{"key": "h", "value": b"v10"}], NOW + 10, 0)
+
+
+def test_committed_batches_are_decoded_in_bounded_chunks(monkeypatch):
+    data, aborted = _segment()
+    monkeypatch.setattr(rows, "CHUNK_BYTES", 1)        # every batch a chunk of its own
+    batches = list(committed_batches(data, "t", 0, 10, 21, aborted))
+    assert [b.column("offset").to_pylist() for b in batches] == [[10, 11, 12, 13], [17, 18], [20, 21]]
 
 
 @pytest.mark.parametrize(("value", "row", "error"), [

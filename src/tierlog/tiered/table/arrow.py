@@ -5,21 +5,20 @@ timestamp (UTC, microseconds; Kafka's are milliseconds), timestamp_type int32
 (Kafka's TimestampType id: 0 CreateTime, 1 LogAppendTime), key binary, value binary,
 headers list<struct<key string, value binary>>. ``value_json``: the same without
 ``value``, then one column per schema property; its dead-letter table is
-``key_value``'s columns plus ``error`` string. ``RowGroups`` routes records to the
-table (and the dead-letter table) and hands back Arrow tables of at most
-``ROW_GROUP_RECORDS`` rows, so a segment is written in bounded pieces.
+``key_value``'s columns plus ``error`` string. ``RowGroups`` routes decoded batches
+(the vectorised decoder's columns) to the table (and the dead-letter table) and hands
+back Arrow tables of about ``ROW_GROUP_RECORDS`` rows, so a segment is written in
+bounded pieces; only ``value_json`` parses values one by one (the JSON).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+import numpy as np
 import pyarrow as pa
 
 from tierlog.storage.table_config import KEY_VALUE, VALUE_JSON, ValueSchema
 
 from .json_values import parse_value
-from .rows import SegmentRecord
 
 __all__ = ["ROW_GROUP_RECORDS", "RowGroups", "dead_letter_schema", "key_value_schema", "table_schema",
            "value_json_schema"]
@@ -53,69 +52,64 @@ def table_schema(mode: str, schema: ValueSchema | None) -> pa.Schema:
     return value_json_schema(schema)
 
 
-class _Columns:
-    def __init__(self, schema: pa.Schema) -> None:
-        self.schema = schema
-        self.columns: dict[str, list[Any]] = {name: [] for name in schema.names}
-
-    def __len__(self) -> int:
-        return len(self.columns["offset"])
-
-    def take(self) -> pa.Table:
-        table = pa.table({n: pa.array(v, self.schema.field(n).type) for n, v in self.columns.items()},
-                         schema=self.schema)
-        for v in self.columns.values():
-            v.clear()
-        return table
-
-
 class RowGroups:
-    """Records in, Arrow tables out: ``add`` each record, ``full`` / ``take`` when a group is due."""
+    """Decoded batches in (``rows.committed_batches``), Arrow tables out: ``add`` each batch,
+    ``full`` / ``take`` when a group is due (the Parquet writer cuts ``ROW_GROUP_RECORDS`` groups)."""
 
     def __init__(self, mode: str, partition: int, schema: ValueSchema | None) -> None:
         self.mode, self.partition, self.value_schema = mode, partition, schema
-        self.main = _Columns(table_schema(mode, schema))
-        self.dead = _Columns(dead_letter_schema()) if mode == VALUE_JSON else None
+        self.schemas = {"main": table_schema(mode, schema), "dead": dead_letter_schema()}
+        self.pending: dict[str, list[pa.Table]] = {"main": [], "dead": []}
+        self.rows = {"main": 0, "dead": 0}
         self.dead_letters = 0
 
-    def add(self, r: SegmentRecord, main_above: int = -1, dead_above: int = -1) -> None:
-        """Route ``r`` to the table or the dead-letter table, unless that one covers it already
-        (offsets at or below ``main_above`` / ``dead_above``: an earlier attempt committed them)."""
+    def add(self, batch: pa.RecordBatch, main_above: int = -1, dead_above: int = -1) -> None:
+        """Route ``batch``'s records to the table or the dead-letter table, unless that one covers them
+        already (offsets at or below ``main_above`` / ``dead_above``: an earlier attempt committed them)."""
+        rows = _key_value_rows(batch)
+        offsets = batch.column("offset").to_numpy()
         if self.mode == KEY_VALUE:
-            if r.offset <= main_above:
-                return
-            _append_meta(self.main, self.partition, r)
-            self.main.columns["value"].append(r.value)
+            self._keep("main", rows, offsets > main_above)
             return
-        assert self.value_schema is not None and self.dead is not None
-        row, error = parse_value(r.value, self.value_schema)
-        if row is None:
-            if r.offset <= dead_above:
-                return
-            _append_meta(self.dead, self.partition, r)
-            self.dead.columns["value"].append(r.value)
-            self.dead.columns["error"].append(error)
-            self.dead_letters += 1
+        assert self.value_schema is not None
+        parsed = [parse_value(v, self.value_schema) for v in batch.column("value").to_pylist()]
+        ok = np.fromiter((row is not None for row, _ in parsed), dtype=bool, count=len(parsed))
+        main, dead = ok & (offsets > main_above), ~ok & (offsets > dead_above)
+        if main.any():
+            values = [row for (row, _), m in zip(parsed, main, strict=True) if m and row is not None]
+            columns = {f.name: pa.array([v[f.name] for v in values], _TYPES[f.type]) for f in self.value_schema.fields}
+            self._keep("main", rows.drop_columns(["value"]), main, columns)
+        if dead.any():
+            errors = [error for (_, error), d in zip(parsed, dead, strict=True) if d]
+            self._keep("dead", rows, dead, {"error": pa.array(errors, pa.string())})
+            self.dead_letters += len(errors)
+
+    def _keep(self, which: str, rows: pa.Table, mask: np.ndarray, extra: dict[str, pa.Array] | None = None) -> None:
+        if not mask.any():
             return
-        if r.offset <= main_above:
-            return
-        _append_meta(self.main, self.partition, r)
-        for name, v in row.items():
-            self.main.columns[name].append(v)
+        kept = rows if mask.all() else rows.filter(pa.array(mask))
+        columns = [*kept.columns, *(extra or {}).values()]
+        self.pending[which].append(pa.Table.from_arrays(columns, schema=self.schemas[which]))
+        self.rows[which] += kept.num_rows
 
     def full(self) -> bool:
-        return len(self.main) >= ROW_GROUP_RECORDS or (self.dead is not None and len(self.dead) >= ROW_GROUP_RECORDS)
+        return max(self.rows.values()) >= ROW_GROUP_RECORDS
 
     def take(self) -> tuple[pa.Table, pa.Table | None]:
         """The rows gathered since the last take: (table rows, dead-letter rows or None)."""
-        return self.main.take(), None if self.dead is None else self.dead.take()
+        main, dead = (pa.concat_tables(self.pending[w]) if self.pending[w] else self.schemas[w].empty_table()
+                      for w in ("main", "dead"))
+        for w in self.pending:
+            self.pending[w].clear()
+            self.rows[w] = 0
+        return main, dead if self.mode == VALUE_JSON else None
 
 
-def _append_meta(cols: _Columns, partition: int, r: SegmentRecord) -> None:
-    c = cols.columns
-    c["partition"].append(partition)
-    c["offset"].append(r.offset)
-    c["timestamp"].append(r.timestamp * 1000)
-    c["timestamp_type"].append(r.timestamp_type)
-    c["key"].append(r.key)
-    c["headers"].append([{"key": k, "value": v} for k, v in r.headers])
+def _key_value_rows(batch: pa.RecordBatch) -> pa.Table:
+    """The decoder's columns (``records.arrow_records.KAFKA_SCHEMA_WITH_HEADERS``) as ``key_value``'s:
+    headers a list (empty, not null) of non-null entries, the column order of the table."""
+    headers = batch.column("headers")
+    entries = pa.ListArray.from_arrays(headers.offsets, headers.values.cast(_HEADER), type=_HEADERS.type)
+    names = ["partition", "offset", "timestamp", "timestampType", "key", "value"]
+    columns = [batch.column(n) for n in names]
+    return pa.Table.from_arrays([*columns, entries], schema=key_value_schema())

@@ -8,7 +8,7 @@ verified and before its COPY_SEGMENT_FINISHED; docs/tables.md):
 2. read what each table already covers for the partition (``tierlog.last-offset.<p>``):
    a segment wholly covered is done (a retry, or a new leader re-uploading what the
    old one committed before it died);
-3. the committed records above that offset (``rows.committed_records``) into Parquet
+3. the committed records above that offset (``rows.committed_batches``) into Parquet
    files in ``<log dir>/table-staging``, row groups of ``ROW_GROUP_RECORDS``, each
    put into the store at ``tierlog-tables/<dir>/<topic>/data/partition=<p>/<20-digit
    start>-<segment id>.parquet`` and verified (size and CRC-32C) like segment objects;
@@ -52,7 +52,7 @@ from tierlog.storage.txn_index import AbortedTxn
 from tierlog.tiered.object_store import ObjectStore, RemoteStorageError
 from tierlog.tiered.segment_store import UploadVerificationError, file_checksum
 
-from .arrow import RowGroups, dead_letter_schema, table_schema
+from .arrow import ROW_GROUP_RECORDS, RowGroups, dead_letter_schema, table_schema
 from .catalog import (
     LAST_OFFSET_PREFIX,
     LOG_START_PREFIX,
@@ -63,7 +63,7 @@ from .catalog import (
     store_uri,
 )
 from .maintenance import expire_snapshots, remove_orphans
-from .rows import committed_records
+from .rows import committed_batches
 
 __all__ = ["COMMIT_ATTEMPTS", "CRASH_DIR_ENV", "SegmentCommit", "TableStats", "TableWriter"]
 
@@ -198,11 +198,12 @@ class TableWriter:
 
     def _write(self, seg: SegmentCommit, groups: RowGroups, files: _Files, main_above: int, dead_above: int) -> None:
         with open(seg.log_path, "rb") as f, _mapped(f) as data:
-            for r in committed_records(data, seg.start_offset, seg.end_offset, seg.aborted):
-                groups.add(r, main_above, dead_above)
+            for batch in committed_batches(data, seg.topic, seg.partition, seg.start_offset, seg.end_offset,
+                                           seg.aborted):
+                groups.add(batch, main_above, dead_above)
                 if groups.full():
                     files.write(*groups.take())
-        files.write(*groups.take())
+            files.write(*groups.take())
 
     def _uri(self, key: str | None) -> str | None:
         return None if key is None else store_uri(self.store, key)
@@ -246,7 +247,7 @@ class _Files:
                 continue
             if which not in self.writers:
                 self.writers[which] = pq.ParquetWriter(self.paths[which], table.schema, compression="zstd")
-            self.writers[which].write_table(table)
+            self.writers[which].write_table(table, row_group_size=ROW_GROUP_RECORDS)
             self.rows[which] += table.num_rows
 
     def upload(self, store: ObjectStore) -> tuple[str | None, str | None]:
