@@ -150,7 +150,7 @@ class AnswerOrder:
                 if transport.get_write_buffer_size() == 0:
                     self._sendfile(p)
                     continue
-            out.append(p.read())
+            out.append(_whole(p, p.read()))
 
     def _flush(self, out: list) -> None:
         """One write of what ``out`` holds, emptied."""
@@ -172,4 +172,12 @@ class AnswerOrder:
         except (BlockingIOError, InterruptedError):
             sent = 0
         if sent < remaining:
-            transport.write(os.pread(region.fd, remaining - sent, offset + sent))
+            transport.write(_whole(region, os.pread(region.fd, remaining - sent, offset + sent), sent))
+
+
+def _whole(region, data: bytes, before: int = 0) -> bytes:
+    """``data``, the rest of ``region`` after ``before`` bytes; a region cut short (its segment
+    truncated since the read) raises, ending the connection, rather than send a misframed answer."""
+    if before + len(data) != len(region):
+        raise OSError(f"{region!r} was truncated since it was read ({before + len(data)} bytes left)")
+    return data

@@ -31,7 +31,7 @@ def read_segment(segment: LogSegment, offset: int, budget: int, stop: int,
         if not (allow_oversize and start < bound):
             return None, True
         end = start + header.size
-    return FileRegion(segment.fd, start, end - start), end < segment.size
+    return FileRegion(segment.file, start, end - start), end < segment.size
 
 
 def search_timestamp(segment: LogSegment, timestamp: int, start_offset: int) -> tuple[int, int, int] | None:

@@ -6,23 +6,30 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from tierlog.storage.shared_fd import SharedFd
+
 __all__ = ["AppendResult", "CleaningView", "FileRegion", "ReadResult", "RolledSegment"]
 
 
 class FileRegion:
-    """``length`` bytes at ``offset`` of the open segment file descriptor ``fd``.
+    """``length`` bytes at ``offset`` of a segment's open descriptor ``fd``.
 
     Send it with ``os.sendfile(sock, region.fd, region.offset, len(region))`` or read
-    it with ``read()``. The descriptor stays open at least file.delete.delay.ms
-    after the segment is deleted, so use a region promptly after the read.
+    it with ``read()``. The region holds the segment's ``SharedFd``: the descriptor
+    stays open (and its number is not reused) while the region lives, even after the
+    segment was closed or deleted.
     """
 
-    __slots__ = ("fd", "length", "offset")
+    __slots__ = ("file", "length", "offset")
 
-    def __init__(self, fd: int, offset: int, length: int) -> None:
-        self.fd = fd
+    def __init__(self, file: SharedFd, offset: int, length: int) -> None:
+        self.file = file
         self.offset = offset
         self.length = length
+
+    @property
+    def fd(self) -> int:
+        return self.file.fd
 
     def __len__(self) -> int:
         return self.length

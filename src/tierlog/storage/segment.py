@@ -3,8 +3,10 @@
 The ``.log`` file is plain append-only (no preallocation, so its size is its data
 and nothing needs trimming on roll or after a crash). The segment keeps one
 read/write descriptor open for its life; fetches hand that descriptor out inside
-``FileRegion``s. Appends are ``os.pwrite`` at the tracked size; a failed write is
-cut back off with ``ftruncate`` so the file never keeps a torn batch.
+``FileRegion``s, which share it (``SharedFd``): closing the segment closes the descriptor
+only once no region of it is left, so a region read late never meets a reused number.
+Appends are ``os.pwrite`` at the tracked size; a failed write is cut back off with
+``ftruncate`` so the file never keeps a torn batch.
 
 Index entries follow Kafka's ``LogSegment.append``: before appending a batch, if
 more than index.interval.bytes were written since the last entry, the batch gets
@@ -48,11 +50,13 @@ from tierlog.storage.files import (
     slow_disk,
 )
 from tierlog.storage.index import OffsetIndex, TimeIndex
+from tierlog.storage.shared_fd import SharedFd
 
 __all__ = ["INT32_MAX", "LogSegment"]
 
 INT32_MAX = 2**31 - 1
 _UNKNOWN = None
+_CLOSED = SharedFd(-1)      # a closed segment's: a region of it reads nothing (EBADF)
 TAIL_BATCHES_MAX = 4        # the last batches appended, located without reading the file
 
 
@@ -73,6 +77,7 @@ class LogSegment:
         self.directory = directory
         self.base_offset = base_offset
         self.fd = fd
+        self.file = SharedFd(fd)    # what FileRegions hold: closed once they and this segment let go
         self.size = size
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
@@ -407,9 +412,9 @@ class LogSegment:
         self.close_fd()
 
     def close_fd(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        """Let go of the descriptor: it closes now, or when the last region read from it is gone."""
+        self.fd = -1
+        self.file = _CLOSED
 
     def mark_deleted(self) -> None:
         """Rename all three files with the ``.deleted`` suffix; the descriptor stays valid."""

@@ -257,3 +257,27 @@ def test_a_tiered_log_reloaded_before_its_config_is_known_keeps_its_log_start(tm
     reopened.update_config(config())                                              # a topic that is not tiered
     assert reopened.log_start_offset == first_local == reopened.epoch_entries()[0][1]
     reopened.close()
+
+
+# --- fetch regions outlive the log's descriptors ----------------------------------------------------
+
+
+@pytest.mark.parametrize("close", ["close_handlers", "delete", "close"])
+def test_region_read_after_its_log_closed_gives_its_own_bytes(tmp_path, close):
+    """A Fetch answer's regions are sent after the handler returned; the log may close meanwhile
+    (dir offline, replica deleted, shutdown). The region still reads its segment's bytes, never
+    another file's that reused the descriptor number (the nemesis soak's EBADF)."""
+    log = _log(tmp_path)
+    log.append(batch(5, NOW), 0, NOW)
+    result = log.read(0, 1 << 20)
+    expected = result.to_bytes()
+    getattr(log, close)()
+    others = [os.open(tmp_path / f"other-{i}", os.O_RDWR | os.O_CREAT, 0o644) for i in range(4)]
+    try:
+        for fd in others:
+            os.pwrite(fd, b"\xee" * len(expected), 0)
+        assert result.to_bytes() == expected
+    finally:
+        for fd in others:
+            os.close(fd)
+    del result
