@@ -68,10 +68,10 @@ class LogTransactions:
 
     def _rebuild_producers(self) -> None:
         """Idempotent producer state (``producer_snapshot_files.replay_source`` says from what)."""
-        headers, entries, start, markers = replay_source(self._snapshots, self._segments, self._bases,
-                                                         self.log_end_offset)
+        headers, entries, start, markers, history = replay_source(self._snapshots, self._segments, self._bases,
+                                                                  self.log_end_offset)
         self._txn_index.truncate_to(start)       # the replay indexes the aborts from ``start`` again
-        self._index_aborted(self._producers.rebuild(headers, entries, markers))
+        self._index_aborted(self._producers.rebuild(headers, entries, markers, history))
 
     def _index_aborted(self, ended: list[CompletedTxn]) -> None:
         """KIP-98: an ABORT marker of a non-empty transaction goes into the ``.txnindex`` of the

@@ -28,6 +28,8 @@ __all__ = ["ProducerSnapshots", "replay_source"]
 
 log = logging.getLogger(__name__)
 
+HISTORY_SEGMENTS = 2        # segments read below a snapshot for a producer's batches before its last
+
 
 class ProducerSnapshots:
     def __init__(self, directory: Path) -> None:
@@ -71,27 +73,35 @@ class ProducerSnapshots:
 
 def replay_source(snapshots: ProducerSnapshots, segments, bases: list[int], log_end_offset: int):
     """(batch headers to replay, snapshot entries, the offset the replay starts at, the markers
-    of the replayed control batches) that rebuild a log's producer state: the latest readable
-    snapshot and the batches from its offset on, or without one the last two segments.  The
-    markers dict (base offset -> (control type, coordinator epoch)) fills as the headers are
-    iterated."""
+    of the replayed control batches, the history) that rebuild a log's producer state: the latest
+    readable snapshot and the batches from its offset on, or without one the last two segments.
+    The markers dict (base offset -> (control type, coordinator epoch)) fills as the headers are
+    iterated.  A snapshot holds each producer's last batch only (Kafka's format), so the history
+    is the batches below it in the segment holding the offset before it and the one before that
+    (``HISTORY_SEGMENTS``, as the replay without a snapshot): what gives back the earlier of a
+    producer's last ``MAX_CACHED_BATCHES`` batches, whose retries are duplicates."""
     found = snapshots.latest(log_end_offset)
     markers: dict[int, tuple[int, int]] = {}
     entries: list[SnapshotEntry]
     if found is None:
-        chosen, offset, entries = segments[-2:], -1, []
+        chosen, offset, entries, history = segments[-2:], -1, [], iter(())
     else:
         offset, entries = found
-        chosen = segments[max(0, bisect.bisect_right(bases, offset) - 1):]
+        first = max(0, bisect.bisect_right(bases, offset) - 1)
+        chosen = segments[first:]
+        before = max(0, bisect.bisect_right(bases, offset - 1) - HISTORY_SEGMENTS)
+        history = _headers(segments[before:first + 1], -1, markers, below=offset)
     start = max(offset, chosen[0].base_offset) if chosen else offset
-    return _headers(chosen, offset, markers), entries, start, markers
+    return _headers(chosen, offset, markers), entries, start, markers, history
 
 
-def _headers(segments, from_offset: int, markers: dict):
+def _headers(segments, from_offset: int, markers: dict, below: int | None = None):
     for seg in segments:
         for pos, h in scan_headers(seg.fd, 0, seg.size):
             if h.base_offset < from_offset:
                 continue
+            if below is not None and h.base_offset >= below:
+                return
             if h.is_control:
                 markers[h.base_offset] = read_marker(read_exact(seg.fd, h.size, pos), h)
             yield h

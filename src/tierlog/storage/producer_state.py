@@ -270,12 +270,15 @@ class ProducerStateManager:
         return {pid: (self._producers[pid].epoch, first) for pid, first in sorted(self._open.items())}
 
     def rebuild(self, headers, snapshot: Sequence[SnapshotEntry] = (),
-                markers: dict[int, tuple[int, int]] | None = None) -> list[CompletedTxn]:
+                markers: dict[int, tuple[int, int]] | None = None, history=()) -> list[CompletedTxn]:
         """Forget everything, load ``snapshot`` and replay batch headers (after it) in log order;
-        the transactions the replay saw end."""
+        the transactions the replay saw end.  ``history``: batch headers below the snapshot (in log
+        order), which give back the batches before each producer's last one that the snapshot
+        lacks (``_earlier_batches``)."""
         self._producers.clear()
         self._unreplicated.clear()
         self._open.clear()
+        earlier = _earlier_batches(history, markers)
         for e in snapshot:
             first = (e.last_sequence - e.offset_delta) % (INT32_MAX + 1)
             p = self._producers[e.producer_id] = _Producer(e.epoch, last_timestamp=e.timestamp,
@@ -284,6 +287,7 @@ class ProducerStateManager:
             if e.current_txn_first_offset != NO_OFFSET:
                 self._open[e.producer_id] = e.current_txn_first_offset
             if e.last_sequence >= 0:
+                p.batches.extend(earlier.get((e.producer_id, e.epoch, e.last_offset), ()))
                 p.batches.append((first, e.last_sequence, e.last_offset - e.offset_delta, e.last_offset))
         ended = []
         for h in headers:
@@ -307,3 +311,16 @@ class ProducerStateManager:
                 out.append(SnapshotEntry(pid, p.epoch, -1, -1, 0, p.last_timestamp, p.coordinator_epoch,
                                          p.txn_first_offset))
         return out
+
+
+def _earlier_batches(history, markers: dict[int, tuple[int, int]] | None) -> dict[tuple, list]:
+    """(producer id, epoch, last offset of its last batch) -> the batches before that one, from
+    replaying ``history``: a snapshot keeps a producer's last batch only, so without them a retry
+    of one of its other in-flight batches after a restart or a truncation would be
+    OUT_OF_ORDER_SEQUENCE_NUMBER instead of a duplicate (and a client bumping its epoch on that
+    writes the batch again)."""
+    replay = ProducerStateManager()
+    for h in history:
+        replay.update((h,), markers)
+    return {(pid, p.epoch, p.batches[-1][3]): list(p.batches)[:-1]
+            for pid, p in replay._producers.items() if p.batches}

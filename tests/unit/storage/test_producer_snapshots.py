@@ -51,6 +51,24 @@ def test_producer_state_outlives_deleted_segments(tmp_path):
     assert (retry.base_offset, retry.last_offset) == (last.base_offset, last.last_offset)
 
 
+def test_retries_of_a_producers_last_five_batches_stay_duplicates_after_reopen_and_truncation(tmp_path):
+    """A snapshot holds a producer's last batch only: the batches before it come back from the
+    segment below the snapshot, so a retry of any of the last five is answered with its offsets
+    (it was OUT_OF_ORDER_SEQUENCE_NUMBER, and librdkafka wrote the batch again at a bumped epoch)."""
+    cfg = config(internal_segment_bytes=600)
+    log = Log.open(tmp_path / "t-0", cfg, NOW)
+    first = [log.append(_batch(5, seq), 0, NOW) for seq in range(0, 40, 2)]
+    assert log.segment_count > 2
+    log.close()
+    log = Log.open(tmp_path / "t-0", cfg, NOW, clean_shutdown=True)      # from the snapshot at the log end
+    assert [log.append(_batch(5, seq), 0, NOW).base_offset for seq in range(30, 40, 2)] == \
+        [r.base_offset for r in first[15:]]
+    base = log.rolled_segments()[-1].next_offset                          # a roll's snapshot
+    log.truncate_to(base + 2)
+    assert log.append(_batch(5, 2 * (base // 2 - 3)), 0, NOW).base_offset == base - 6
+    log.close()
+
+
 def test_rolled_segments_and_their_snapshot_files(tmp_path):
     cfg = config(internal_segment_bytes=300)
     log = Log.open(tmp_path / "t-0", cfg, NOW)
