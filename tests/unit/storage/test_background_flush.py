@@ -6,7 +6,7 @@ from concurrent.futures import Future
 from storage_helpers import NOW, batch, config
 
 from tierlog.storage import Log, LogManager
-from tierlog.storage import log_flush as log_flush_module
+from tierlog.storage import files as files_module  # its os.fsync: every fsync of the flush goes through it
 from tierlog.storage.dir_writer import DirWriter
 
 WAIT_S = 10.0
@@ -63,7 +63,7 @@ def test_a_roll_flush_is_queued_and_moves_the_recovery_point_only_when_done(tmp_
 
 def test_appends_proceed_while_the_writer_is_in_fsync(tmp_path, monkeypatch):
     entered, release = threading.Event(), threading.Event()
-    real_fsync = log_flush_module.os.fsync
+    real_fsync = files_module.os.fsync
 
     def slow_fsync(fd):
         entered.set()
@@ -73,7 +73,7 @@ def test_appends_proceed_while_the_writer_is_in_fsync(tmp_path, monkeypatch):
     writer = DirWriter(tmp_path)
     log = _rolled_log(tmp_path, writer)
     rolled_at = log.segment_infos()[-1].base_offset
-    monkeypatch.setattr(log_flush_module.os, "fsync", slow_fsync)
+    monkeypatch.setattr(files_module.os, "fsync", slow_fsync)
     log.tick(NOW)
     assert entered.wait(WAIT_S)
     end = log.log_end_offset
@@ -103,7 +103,7 @@ def test_a_segment_deleted_while_its_flush_is_queued_is_skipped(tmp_path):
 
 def test_a_truncation_during_the_fsync_keeps_the_recovery_point_below_it(tmp_path, monkeypatch):
     entered, release = threading.Event(), threading.Event()
-    real_fsync = log_flush_module.os.fsync
+    real_fsync = files_module.os.fsync
 
     def slow_fsync(fd):
         entered.set()
@@ -114,7 +114,7 @@ def test_a_truncation_during_the_fsync_keeps_the_recovery_point_below_it(tmp_pat
     log = Log.open(tmp_path / "t-0", config(flush_ms=0), NOW, writer=writer)
     for _ in range(4):
         log.append(batch(3), 0, NOW)
-    monkeypatch.setattr(log_flush_module.os, "fsync", slow_fsync)
+    monkeypatch.setattr(files_module.os, "fsync", slow_fsync)
     log.tick(NOW)                                  # flush.ms: a flush to 12 starts
     assert entered.wait(WAIT_S)
     log.truncate_to(6)
@@ -143,7 +143,7 @@ def test_a_failed_background_flush_takes_the_log_dir_offline(tmp_path, monkeypat
     def failing_fsync(fd):
         raise OSError(5, "I/O error")
 
-    monkeypatch.setattr(log_flush_module.os, "fsync", failing_fsync)
+    monkeypatch.setattr(files_module.os, "fsync", failing_fsync)
     manager.tick(NOW + 1)
     manager.wait_for_writes()
     assert log.offline
