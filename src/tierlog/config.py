@@ -153,6 +153,9 @@ _DEFS = [
        "ShareSnapshot instead (bounds loading and merging)."),
     _d("share.coordinator.write.timeout.ms", "int", 5000,
        "Longest a share-state write waits for the ISR before it is answered with an error."),
+    _d("share.coordinator.state.topic.prune.interval.ms", "int", 300000,
+       "How often the share coordinator deletes the records of __share_group_state that every "
+       "share-partition's latest ShareSnapshot makes redundant (raises the partition's log start)."),
     _d("transaction.max.timeout.ms", "int", 900000, "Longest transaction timeout a producer may ask for."),
     _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
        "How often the transaction coordinator looks for transactions past their timeout and aborts them."),
@@ -479,7 +482,7 @@ class NodeConfig:
         for key in ("socket.request.max.bytes", "queued.max.requests", "connections.max.idle.ms",
                     "socket.request.read.timeout.ms", "max.connections",
                     "share.coordinator.state.topic.num.partitions", "share.coordinator.snapshot.update.records.per.snapshot",
-                    "share.coordinator.write.timeout.ms"):
+                    "share.coordinator.write.timeout.ms", "share.coordinator.state.topic.prune.interval.ms"):
             if self.int_of(key) <= 0:
                 raise ConfigError(f"{key}: must be positive, got {self.int_of(key)}")
         for key in ("max.connections.per.ip", "connection.failed.authentication.delay.ms",

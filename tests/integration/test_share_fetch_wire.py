@@ -1,8 +1,8 @@
 """ShareFetch (78) / ShareAcknowledge (79) on the wire against a real broker (KIP-932), with
 tierlog's own codec: share sessions, acquisition, accept / release / reject, piggy-backed
 acknowledgements, acquisition lock expiry, and the state read back by a broker restarted from its
-``__share_group_state`` (nothing acknowledged delivered again, nothing unacknowledged lost), and a
-read_committed group handed only committed records."""
+``__share_group_state`` (nothing acknowledged delivered again, nothing unacknowledged lost), also
+once that topic was pruned, and a read_committed group handed only committed records."""
 from __future__ import annotations
 
 import pytest
@@ -21,7 +21,9 @@ SHARE_PROPS = {**FAST_REPLICATION, "share.coordinator.state.topic.replication.fa
                "group.share.delivery.count.limit": "3", "group.share.max.share.sessions": "2",
                "group.share.session.timeout.ms": "2000", "group.share.min.session.timeout.ms": "1000",
                "group.share.max.session.timeout.ms": "3000", "group.share.heartbeat.interval.ms": "500",
-               "group.share.min.heartbeat.interval.ms": "500"}
+               "group.share.min.heartbeat.interval.ms": "500",
+               "share.coordinator.snapshot.update.records.per.snapshot": "3",
+               "share.coordinator.state.topic.prune.interval.ms": "300"}
 pytestmark = [pytest.mark.integration, pytest.mark.cluster(controllers=1, brokers=1, props=SHARE_PROPS)]
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 
@@ -137,11 +139,40 @@ def test_state_survives_a_broker_restart(cluster):
     produce_all(cluster.bootstrap, "r", [(0, None, str(i).encode(), None, None) for i in range(6)])
     assert acquired(fetch_until(a, acquired, "acquired")) == [(0, 5, 1)]
     assert a.acknowledge([(0, 2, ACCEPT)])["ErrorCode"] == 0
-    broker.kill9()          # kill -9: offsets 3-5 were acquired, never acknowledged
+    # kill -9: offsets 3-5 were acquired, never acknowledged
+    assert redelivered_after_kill9(broker, "g2", topic_id) == [(3, 5, 2)]
+
+
+def redelivered_after_kill9(broker, group: str, topic_id: bytes) -> list[tuple[int, int, int]]:
+    """What a new member of ``group`` acquires once the broker is killed -9 and started again."""
+    broker.kill9()
     broker.start()
-    b = Member(broker, "g2", "member-b", topic_id)
-    got = fetch_until(b, acquired, "the unacknowledged records delivered again")
-    assert acquired(got) == [(3, 5, 2)]
+    b = Member(broker, group, "member-b", topic_id)
+    return acquired(fetch_until(b, acquired, "the unacknowledged records delivered again"))
+
+
+def share_state_log_start(broker) -> int:
+    """The highest log start offset among the __share_group_state partitions (ListOffsets EARLIEST)."""
+    body = {"ReplicaId": -1, "IsolationLevel": 0, "Topics": [{"Name": "__share_group_state", "Partitions": [
+        {"PartitionIndex": p, "CurrentLeaderEpoch": -1, "Timestamp": -2} for p in range(3)]}]}
+    parts = request("127.0.0.1", broker.port, ApiKey.LIST_OFFSETS, body, version=7)["Topics"][0]["Partitions"]
+    assert all(p["ErrorCode"] == ErrorCode.NONE for p in parts), parts
+    return max(p["Offset"] for p in parts)
+
+
+def test_pruned_share_state_survives_a_broker_restart(cluster):
+    broker = cluster.brokers[0]
+    create_topic(cluster.bootstrap, "pruned", 1)
+    topic_id = topic_id_of(broker, "pruned")
+    a = Member(broker, "g3", "member-a", topic_id)
+    fetch_until(a, lambda r: True, "the share-partition loaded")
+    produce_all(cluster.bootstrap, "pruned", [(0, None, str(i).encode(), None, None) for i in range(12)])
+    assert acquired(fetch_until(a, acquired, "acquired")) == [(0, 11, 1)]
+    for i in range(9):      # a write each: a snapshot every third, the records before it redundant
+        assert a.acknowledge([(i, i, ACCEPT)])["ErrorCode"] == 0
+    wait_for(lambda: share_state_log_start(broker) > 0, 30, "the share coordinator pruned its partition")
+    # offsets 9-11 acquired, never acknowledged; the reload reads the pruned partition
+    assert redelivered_after_kill9(broker, "g3", topic_id) == [(9, 11, 2)]
 
 
 def test_read_committed_share_group_skips_aborted_transactions(cluster):

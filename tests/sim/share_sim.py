@@ -57,6 +57,7 @@ class Sim:
     stats: dict[str, int] = field(default_factory=dict)
     coordinator: ShareStateShard = field(init=False)
     coordinator_log: list[tuple[bytes, bytes | None]] = field(default_factory=list)
+    coordinator_log_start: int = 0          # the offset of coordinator_log[0]: pruned below it
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -68,8 +69,8 @@ class Sim:
     def fail(self, what: str) -> None:
         raise SimFailure(f"SEED={self.seed} t={self.now}: {what}")
 
-    def count(self, key: str) -> None:
-        self.stats[key] = self.stats.get(key, 0) + 1
+    def count(self, key: str, n: int = 1) -> None:
+        self.stats[key] = self.stats.get(key, 0) + n
 
     # -- events -----------------------------------------------------------------------------------
     def run(self) -> dict[str, int]:
@@ -182,15 +183,25 @@ class Sim:
         self.coordinator_log += records
         return {"SnapshotEpoch": 0, "LeaderEpoch": leader_epoch, **state}
 
+    def prune_coordinator_log(self) -> None:
+        """The share coordinator's periodic prune: its records below ``prune_offset`` deleted."""
+        cut = self.coordinator.prune_offset() - self.coordinator_log_start
+        if cut < 0 or cut > len(self.coordinator_log):
+            self.fail(f"prune offset {self.coordinator.prune_offset()} outside the log")
+        del self.coordinator_log[:cut]
+        self.coordinator_log_start += cut
+        self.count("coordinator_records_pruned", cut)
+
     def failover(self) -> None:
         """A new leader loads what the share coordinator persisted (the coordinator itself
         rebuilt from its records first, half the time); the members' locks are gone."""
         self.persist_all()
         assert self.snapshot is not None, "a snapshot is written first"
         if self.rng.random() < 0.5:
+            self.prune_coordinator_log()
             self.coordinator = ShareStateShard(UPDATES_PER_SNAPSHOT)
-            for key, value in self.coordinator_log:
-                self.coordinator.replay(key, value)
+            for i, (key, value) in enumerate(self.coordinator_log):
+                self.coordinator.replay(key, value, self.coordinator_log_start + i)
             self.count("coordinator_failovers")
         epoch = self.sp.leader_epoch + 1
         self.sp = SharePartition.from_persisted(CONFIG, self.read_state(epoch))

@@ -21,7 +21,7 @@ def test_share_partition_simulation_all_seeds():
             totals[k] = totals.get(k, 0) + v
     if len(SEEDS) >= 20:
         for k in ("deliveries", "redeliveries", "accept", "release", "reject", "renew", "lock_expiries", "leaves",
-                  "snapshots", "updates", "failovers", "coordinator_failovers"):
+                  "snapshots", "updates", "failovers", "coordinator_failovers", "coordinator_records_pruned"):
             assert totals.get(k, 0) > 0, f"the simulation never exercised {k}: {totals}"
 
 

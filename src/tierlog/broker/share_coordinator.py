@@ -15,6 +15,11 @@ on the coordinator runtime (``coordinator_runtime``), driven by the sans-IO rule
   ``delete_state`` (DeleteShareGroupState).  A request's records are applied to the shard at
   once and answered once committed; a write that fails reloads the partition from its log, so
   the shard never keeps what the log does not hold.
+- Pruning (Kafka's share.coordinator.state.topic.prune.interval.ms): every interval, a loaded
+  partition waits for the writes in flight, then raises its log start to the shard's
+  ``prune_offset`` (at most the high watermark) through DeleteRecords' path on the leader
+  (``ReplicaManager.delete_records``: followers follow the leader's log start), so the topic
+  (cleanup.policy=delete, no retention) holds only what a reload needs.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ __all__ = ["SHARE_STATE_TOPIC", "ShareCoordinator"]
 log = logging.getLogger(__name__)
 
 SHARE_STATE_TOPIC = "__share_group_state"
+_PRUNE_TIMER = "prune"
 _Part = Hosted[ShareStateShard]
 Records = list[tuple[bytes, bytes | None]]
 
@@ -58,7 +64,7 @@ class _Loader:
             if r.key is None:
                 continue
             try:
-                self.shard.replay(r.key, r.value)
+                self.shard.replay(r.key, r.value, r.offset)
             except Exception as e:     # noqa: BLE001 - a bad record is skipped, not fatal to the load
                 log.warning("%s-%d: skipping unreadable record at offset %d: %s", SHARE_STATE_TOPIC, self.index,
                             r.offset, e)
@@ -76,6 +82,9 @@ class ShareCoordinator:
         self.min_isr = config["share.coordinator.state.topic.min.isr"]
         self.segment_bytes = config["share.coordinator.state.topic.segment.bytes"]
         self._updates_per_snapshot = config["share.coordinator.snapshot.update.records.per.snapshot"]
+        self._prune_interval_s = config["share.coordinator.state.topic.prune.interval.ms"] / 1000
+        self._write_timeout_ms = config["share.coordinator.write.timeout.ms"]
+        self._replicas = replicas
         self._clock_ms = clock_ms
         self.runtime: CoordinatorRuntime[ShareStateShard] = CoordinatorRuntime(
             SHARE_STATE_TOPIC, self, replicas, clock_ms, node_id=self.node_id,
@@ -92,6 +101,7 @@ class ShareCoordinator:
     def loaded(self, hosted: _Part) -> None:
         assert hosted.state is not None, "called once loaded"
         log.info("%s-%d: loaded %d share-partitions", SHARE_STATE_TOPIC, hosted.part.index, len(hosted.state))
+        self._arm_prune(hosted)
 
     def unloaded(self, hosted: _Part) -> None:
         pass            # writes in flight end NOT_COORDINATOR
@@ -104,6 +114,27 @@ class ShareCoordinator:
         if error and self.runtime.leading(hosted) and hosted.state is not None:
             self.runtime.reload(hosted)     # the shard applied what the log may not hold
 
+    # -- pruning ----------------------------------------------------------------------------------------
+    def _arm_prune(self, hosted: _Part) -> None:
+        self.runtime.schedule_in(hosted, _PRUNE_TIMER, self._prune_interval_s, lambda now_ms: self._prune_due(hosted))
+
+    def _prune_due(self, hosted: _Part) -> None:
+        self._arm_prune(hosted)
+        self.runtime.spawn(self.prune(hosted), f"{SHARE_STATE_TOPIC}-prune-{hosted.part.index}")
+
+    async def prune(self, hosted: _Part) -> int:
+        """Raise the partition's log start to its shard's prune offset once the writes applied so
+        far are committed; the log start after it."""
+        part = hosted.part
+        assert hosted.state is not None, "pruned once loaded"
+        offset = hosted.state.prune_offset()
+        if offset > part.log_start_offset and not await self._commit(hosted, []) and self.runtime.leading(hosted):
+            error, _lw, _wait = self._replicas.delete_records(part, min(offset, part.high_watermark),
+                                                             self._write_timeout_ms)
+            if error:
+                log.info("%s-%d: pruning below %d: %s", SHARE_STATE_TOPIC, part.index, offset, error.name)
+        return part.log_start_offset
+
     # -- finding a share-partition ------------------------------------------------------------------
     def partition_for(self, spk: SharePartitionKey) -> int:
         return self.partition_for_key(coordinator_key(spk))
@@ -113,7 +144,10 @@ class ShareCoordinator:
         return coordinator_partition(key, self.num_partitions)
 
     def _locate(self, spk: SharePartitionKey) -> tuple[_Part | None, int]:
-        return self.runtime.locate(self.partition_for(spk))
+        hosted, error = self.runtime.locate(self.partition_for(spk))
+        if hosted is not None and hosted.state is not None:
+            hosted.state.log_end_offset = hosted.part.log_end_offset   # the offsets of the records written next
+        return hosted, error
 
     async def _commit(self, hosted: _Part, records: Records) -> ErrorCode:
         """Write ``records`` and wait; without records, wait for the writes still in flight (their

@@ -19,6 +19,14 @@ leader reloads with).  Requests, named after Kafka's inter-broker APIs:
 - ReadShareGroupStateSummary: state epoch, leader epoch, start offset.
 - DeleteShareGroupState: tombstones of both keys.
 
+Pruning (Kafka's ShareCoordinatorShard.lastRedundantOffset): each share-partition remembers
+the log offset of its latest ShareSnapshot; a reload needs nothing of a key before it, nor
+anything of a deleted key (its tombstone ends it), so ``prune_offset`` -- the least of those
+offsets, or the log end when no share-partition is stored -- may become the log start once every
+record applied so far is committed.  Records this shard writes get a lower bound of their offset
+(``log_end_offset``, the partition's log end the coordinator sets before each request, counted on
+per record), so the prune offset is never past a record a reload would still need.
+
 A share-partition never initialized answers UNKNOWN_TOPIC_OR_PARTITION to everything but
 Initialize.  Every request returns (error, answer, records); the records are applied here at
 once (``replay``, as when loading) and must be written before the answer is given.
@@ -48,6 +56,7 @@ _MERGE_CONFIG = SharePartitionConfig()      # merging persisted states uses no l
 @dataclass
 class _Stored:
     snapshot: dict[str, Any]
+    snapshot_offset: int                    # its log offset (or a lower bound of it)
     updates: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -67,13 +76,16 @@ class ShareStateShard:
         assert updates_per_snapshot > 0, "a snapshot follows at most that many updates"
         self.updates_per_snapshot = updates_per_snapshot
         self._states: dict[SharePartitionKey, _Stored] = {}
+        self.log_end_offset = 0             # the next record's offset, or a lower bound of it
+
 
     def __len__(self) -> int:
         return len(self._states)
 
     # -- the log -------------------------------------------------------------------------------------
-    def replay(self, key: bytes, value: bytes | None) -> None:
-        """Apply one record of the partition's log (loading, or a write of this shard's)."""
+    def replay(self, key: bytes, value: bytes | None, offset: int) -> None:
+        """Apply the record at ``offset`` of the partition's log (loading, or a write of this shard's)."""
+        self.log_end_offset = offset + 1
         decoded = decode_key(key)
         if decoded is None:
             return
@@ -82,14 +94,18 @@ class ShareStateShard:
         if fields is None:
             self._states.pop(spk, None)
         elif type_ == SHARE_SNAPSHOT:
-            self._states[spk] = _Stored(fields)
+            self._states[spk] = _Stored(fields, offset)
         elif spk in self._states:       # an update without its snapshot (compacted away with a delete)
             self._states[spk].updates.append(fields)
 
     def _apply(self, records: Records) -> Records:
         for key, value in records:
-            self.replay(key, value)
+            self.replay(key, value, self.log_end_offset)
         return records
+
+    def prune_offset(self) -> int:
+        """Below this offset the log holds nothing a reload needs (once what was applied is committed)."""
+        return min((s.snapshot_offset for s in self._states.values()), default=self.log_end_offset)
 
     # -- requests ----------------------------------------------------------------------------------
     def initialize(self, spk: SharePartitionKey, state_epoch: int, start_offset: int,

@@ -16,7 +16,8 @@ from tierlog.records import decode_batches
 
 CONFIG = {"share.coordinator.state.topic.num.partitions": 1, "share.coordinator.state.topic.replication.factor": 1,
           "share.coordinator.state.topic.min.isr": 1, "share.coordinator.state.topic.segment.bytes": 1 << 20,
-          "share.coordinator.snapshot.update.records.per.snapshot": 3, "share.coordinator.write.timeout.ms": 1000}
+          "share.coordinator.snapshot.update.records.per.snapshot": 3, "share.coordinator.write.timeout.ms": 1000,
+          "share.coordinator.state.topic.prune.interval.ms": 3_600_000}
 KEY = SharePartitionKey("g", bytes(range(16)), 0)
 ACKED = {"FirstOffset": 0, "LastOffset": 1, "DeliveryState": 2, "DeliveryCount": 1}
 RELEASED = {"FirstOffset": 2, "LastOffset": 2, "DeliveryState": 0, "DeliveryCount": 1}
@@ -32,7 +33,13 @@ class Log:
     def __init__(self):
         self.batches: list[bytes] = []
         self.log_end_offset = 0
+        self.log_start_offset = 0
         self.refuse = 0
+
+    def delete_records(self, part, offset, timeout_ms):
+        assert offset <= self.log_end_offset, "past the high watermark"
+        self.log_start_offset = max(self.log_start_offset, offset)
+        return ErrorCode.NONE, offset, None
 
     def append_records(self, part, records, origin, acks, timeout_ms):
         if self.refuse:
@@ -54,7 +61,7 @@ class Log:
 
 
 class Part:
-    topic, index, log_start_offset, local_log_start_offset = SHARE_STATE_TOPIC, 0, 0, 0
+    topic, index, local_log_start_offset = SHARE_STATE_TOPIC, 0, 0
     config = SimpleNamespace(max_message_bytes=1 << 20)
 
     def __init__(self, log, leader_epoch=7):
@@ -63,6 +70,12 @@ class Part:
     @property
     def log_end_offset(self):
         return self.log.log_end_offset
+
+    high_watermark = log_end_offset         # every append commits at once here
+
+    @property
+    def log_start_offset(self):
+        return self.log.log_start_offset
 
     def read(self, offset, max_bytes, isolation):
         return self.log.read(offset, max_bytes, isolation)
@@ -112,6 +125,35 @@ def test_state_written_is_loaded_back_by_the_next_leader():
         assert await again.write_state(KEY, 0, 1, -1, []) == ErrorCode.FENCED_LEADER_EPOCH   # the old leader
         assert await again.delete_state(KEY) == ErrorCode.NONE
         assert await again.read_state(KEY, 2) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+        await again.close()
+    asyncio.run(run())
+
+
+def test_pruning_keeps_what_a_reload_needs():
+    async def run():
+        log = Log()
+        c, _part = coordinator(log)
+        other = SharePartitionKey("g2", bytes(16), 1)
+        for key in (KEY, other):
+            await c.initialize_state(key, 0, 0)                   # snapshots at 0 and 1
+        for batches in ([RELEASED], [ACKED], [], [RELEASED]):  # KEY: updates at 2, 3, snapshot at 4, update 5
+            await c.write_state(KEY, 0, 1, -1, batches)
+        assert await c.prune(c.runtime.hosted(0)) == 1           # the other key's snapshot holds it
+        await c.write_state(other, 0, 1, -1, [ACKED])
+        await c.write_state(other, 0, 1, -1, [])
+        await c.write_state(other, 0, 1, -1, [RELEASED])         # its snapshot at 8
+        assert await c.prune(c.runtime.hosted(0)) == 4
+        states = [await c.read_state(key, 1) for key in (KEY, other)]
+        await c.close()
+
+        again = ShareCoordinator(Config(CONFIG), log, lambda: 2000)
+        again.runtime.on_leader(Part(log, leader_epoch=8))
+        await until(lambda: again.runtime.locate(0)[1] == ErrorCode.NONE)
+        assert [await again.read_state(key, 1) for key in (KEY, other)] == states
+        assert states[0][1]["StateBatches"] == [RELEASED] and states[1][1]["StartOffset"] == 2
+        await again.delete_state(KEY)
+        await again.delete_state(other)
+        assert await again.prune(again.runtime.hosted(0)) == log.log_end_offset == 13
         await again.close()
     asyncio.run(run())
 

@@ -47,8 +47,8 @@ def initialized(per_snapshot=500):
 
 def replayed(shard, records, per_snapshot=500):
     copy = ShareStateShard(per_snapshot)
-    for k, v in records:
-        copy.replay(k, v)
+    for offset, (k, v) in enumerate(records):
+        copy.replay(k, v, offset)
     return copy
 
 
@@ -150,3 +150,44 @@ def test_a_leader_reloads_from_the_shard_rebuilt_from_its_log():
     assert follower.start_offset == 3
     redelivered = follower.acquire("n", 6, 10, 40)
     assert [(a.first_offset, a.last_offset, a.delivery_count) for a in redelivered] == [(3, 4, 2)]
+
+
+def _write(shard, key, log, start=-1):
+    error, records = shard.write(key, 0, 0, start, [], 1)
+    assert error == ErrorCode.NONE
+    log += records
+
+
+def test_prune_offset_is_the_least_latest_snapshot_offset():
+    other = SharePartitionKey("g2", bytes(16), 0)
+    shard = ShareStateShard(2)
+    log = []
+    for key in (KEY, other):
+        log += shard.initialize(key, 0, 0, 1)[1]           # snapshots at 0 and 1
+    assert shard.prune_offset() == 0
+    _write(shard, KEY, log)                                 # update at 2
+    _write(shard, KEY, log)                                 # snapshot at 3 (2 updates per snapshot)
+    assert shard.prune_offset() == 1                        # the other key's snapshot holds it
+    _write(shard, other, log)
+    _write(shard, other, log)                               # its snapshot at 5
+    assert shard.prune_offset() == 3
+    _write(shard, KEY, log)                                 # an update after KEY's snapshot keeps it
+    assert shard.prune_offset() == 3
+    pruned = ShareStateShard(2)                             # a reload of what is left equals the live state
+    for offset in range(shard.prune_offset(), len(log)):
+        pruned.replay(*log[offset], offset)
+    for key in (KEY, other):
+        assert pruned.read(key, 0)[1] == shard.read(key, 0)[1]
+    assert pruned.prune_offset() == shard.prune_offset()
+
+
+def test_a_deleted_share_partition_holds_nothing_back():
+    shard = ShareStateShard()
+    log = list(shard.initialize(KEY, 0, 0, 1)[1])
+    log += shard.delete(KEY)[1]
+    assert shard.prune_offset() == len(log) == 3            # the tombstones are the last records
+    log += shard.initialize(KEY, 1, 0, 1)[1]
+    assert shard.prune_offset() == 3
+    shard.log_end_offset = 10                               # other writes ended the log further on
+    assert shard.initialize(KEY, 2, 0, 1)[0] == ErrorCode.NONE
+    assert shard.prune_offset() == 10
