@@ -8,8 +8,7 @@ overlapping faults of every kind (kill -9, SIGSTOP, isolation, a controller mino
 one-way cut, an S3 outage, a log dir at ENOSPC, a slow disk, a clock step, a lost remote
 object), then the checker after healing.  A failure prints the seed and the schedule:
 ``bench/soak.py --short --seed <seed>`` replays it.  The open bugs listed in bench/README.md
-(records written again after librdkafka's epoch bump, a traceback, a lost remote object that
-nothing reported) are counted under
+(records written again after librdkafka's epoch bump, two kinds of traceback) are reported under
 ``known``, not failed on.
 """
 from __future__ import annotations
