@@ -18,7 +18,6 @@ from cluster import request
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from nodeproc import NodeProcess
-from test_cli import ok
 
 from tierlog.protocol import decode_response, encode_request
 
@@ -29,7 +28,7 @@ RUN_S = 6.0
 VALUE = b"x" * 1_000
 BURST_S = 3
 MUTATIONS = 1              # partitions/s; a burst of 2 (controller.quota.window.num=2)
-CREATE_TOPICS, THROTTLING_QUOTA_EXCEEDED, METADATA = 19, 89, 3
+CREATE_TOPICS, THROTTLING_QUOTA_EXCEEDED, METADATA, ALTER_CLIENT_QUOTAS = 19, 89, 3, 49
 LIMITS = {"controller_mutation_rate": MUTATIONS, "request_percentage": 0.01}   # 0.1 ms of handler time per s
 
 
@@ -41,11 +40,13 @@ def quota_node(tmp_path_factory):
     admin = AdminClient({"bootstrap.servers": n.bootstrap})
     for f in admin.create_topics([NewTopic("quota-in", 1, 1), NewTopic("quota-out", 1, 1)]).values():
         f.result(30)
-    for client, key in (("slow-producer", "producer_byte_rate"), ("slow-consumer", "consumer_byte_rate"),
-                        ("tierlog-tests", "controller_mutation_rate"), ("busy", "request_percentage")):
-        ok("configs", "--entity-type", "clients", "--entity-name", client, "--alter",
-           "--add-config", f"{key}={LIMITS.get(key, QUOTA)}",
-           "--bootstrap-server", n.bootstrap)
+    # one AlterClientQuotas request (the CLI's way there is test_client_quotas.py's)
+    entries = [{"Entity": [{"EntityType": "client-id", "EntityName": client}],
+                "Ops": [{"Key": key, "Value": float(LIMITS.get(key, QUOTA)), "Remove": False}]}
+               for client, key in (("slow-producer", "producer_byte_rate"), ("slow-consumer", "consumer_byte_rate"),
+                                   ("tierlog-tests", "controller_mutation_rate"), ("busy", "request_percentage"))]
+    answer = request("127.0.0.1", n.port, ALTER_CLIENT_QUOTAS, {"Entries": entries, "ValidateOnly": False}, version=1)
+    assert [e["ErrorCode"] for e in answer["Entries"]] == [0] * len(entries), answer
     yield n
     if n.alive():
         n.stop()
@@ -60,7 +61,8 @@ def _produce_for(bootstrap: str, client_id: str, seconds: float) -> tuple[int, l
         if err is None:
             acked[0] += len(msg.value())
     p = Producer({"bootstrap.servers": bootstrap, "client.id": client_id, "linger.ms": 5, "batch.size": 16384,
-                  "queue.buffering.max.kbytes": 2048,
+                  # a small queue: what is left in it at the end drains at the quota (2 MB took 20 s)
+                  "queue.buffering.max.kbytes": 256,
                   "throttle_cb": lambda event: throttles.append(event.throttle_time)})
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
