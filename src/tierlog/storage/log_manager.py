@@ -222,9 +222,14 @@ class LogManager:
             return          # the Raft replica owns the metadata log
         if key in self._logs:
             raise KafkaStorageError(f"duplicate log directories for {key}: {self._home[key]} and {log_dir}")
+        # A log the start checkpoint does not name yet (it is written every checkpoint_interval_ms:
+        # a broker killed before its first write) starts at 0, as in Kafka, not at its first local
+        # segment: a tiered log's older offsets are in remote storage, and as leader its remote
+        # expiration would delete every remote segment below that start (issue 40's lost records).
+        # The topic's config, once the metadata brings it, raises it for a topic that is not tiered.
         log = Log.open(
             Path(entry.path), self._config_for(key[0]), now_ms,
-            recovery_point=recovery_points.get(key), log_start_offset=start_offsets.get(key),
+            recovery_point=recovery_points.get(key), log_start_offset=start_offsets.get(key, 0),
             clean_shutdown=clean and key in recovery_points, writer=self._writers[log_dir], failures=self.failures,
             timed=self._inbox.for_log(key),
         )

@@ -230,3 +230,38 @@ def test_an_append_that_hits_enospc_takes_its_dir_offline_at_the_next_tick(tmp_p
     assert told == [full]                                          # told once
     manager.close()
     assert (good / CLEAN_SHUTDOWN_FILE).exists() and not (full / CLEAN_SHUTDOWN_FILE).exists()
+
+
+def test_a_tiered_log_killed_before_its_first_log_start_checkpoint_keeps_its_remote_offsets(tmp_path):
+    """The nemesis soak's data loss (issue 40): a broker killed -9 (or stopped by a full log dir)
+    before its first log-start-offset checkpoint (written every 60 s) that names a tiered log whose
+    local retention had deleted the first segment reloaded it with the log start at its first
+    local segment; as leader, its remote expiration then deleted the remote segments below that
+    (acknowledged records gone, and the lost-object fault's segments stopped being listed).  With
+    no checkpointed start the log starts at 0, as in Kafka (LogManager's getOrElse(tp, 0L)); the
+    config the metadata brings raises it for a topic that is not tiered."""
+    tiered = config(remote_storage_enable="true", local_retention_bytes=1)
+    manager = LogManager([tmp_path], NOW)
+    log = manager.create("tiered", 0, TOPIC_ID, tiered, NOW)
+    plain = manager.create("plain", 0, TOPIC_ID, config(retention_bytes=1), NOW)
+    for _ in range(40):
+        log.append(batch(3), 0, NOW)
+        plain.append(batch(3), 0, NOW)
+    log.highest_offset_in_remote_storage.set(log.rolled_segments()[-1].next_offset - 1)
+    log.enforce_retention(NOW)
+    plain.enforce_retention(NOW)
+    first_local, plain_first = log.local_log_start_offset, plain.log_start_offset
+    assert first_local > 0 and log.log_start_offset == 0 and plain_first > 0
+    manager.flush_all(NOW)
+    (tmp_path / "log-start-offset-checkpoint").unlink()     # killed before the first periodic write
+    for segment in log._segments + plain._segments:
+        segment.close_fd()
+    again = LogManager([tmp_path], NOW)
+    reloaded = again.get("tiered", 0)
+    assert reloaded.log_start_offset == 0 and reloaded.epoch_entries()[0] == (0, 0)
+    reloaded.update_config(tiered)                           # the metadata arrives
+    assert reloaded.log_start_offset == 0 and reloaded.local_log_start_offset == first_local
+    untiered = again.get("plain", 0)
+    untiered.update_config(config(retention_bytes=1))
+    assert untiered.log_start_offset == plain_first == untiered.epoch_entries()[0][1]
+    again.close()
