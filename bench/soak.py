@@ -261,7 +261,7 @@ def soak(args, cluster: lab.SoakCluster, net, moto, t0: float) -> dict:
     if not tiered_on.is_set():
         anomalies.append(f"{TIERED}: remote.storage.enable could not be turned on")
     found = check(cluster, producers, tiered, members, watch, churn, rec, boot)
-    known = [a for a in found if known_duplicate(a, producers)]
+    known = [a for a in found if known_duplicate(a, [*producers, tiered])]
     anomalies += [a for a in found if a not in known]
     anomalies += check_ctp(ctp, boot)
     tracebacks = [f"a node's traceback: {c}" for c in checker.crashes(cluster)]
@@ -273,7 +273,7 @@ def soak(args, cluster: lab.SoakCluster, net, moto, t0: float) -> dict:
     out = {"healed_at_s": round(healed, 1), "converged_s": round(converged - healed, 1),
            "acknowledged": {p.name: len(p.acks) for p in [*producers, tiered, lossy]},
            "known": known, "epoch_bumps": {p.name: [line for line in p.idemp_log if "bumped epoch" in line]
-                                           for p in producers if p.client == "confluent"},
+                                           for p in [*producers, tiered] if p.client == "confluent"},
            "acknowledged_without_offset": {p.name: sum(1 for a in p.acks if a.offset is None)
                                            for p in [*producers, tiered, lossy]},
            "lost_segments": nemesis.lost,
@@ -348,8 +348,10 @@ def remote_verify(topic: str) -> list[list[str]]:
     return [line.split("\t") for line in run.stdout.splitlines()[1:] if line.strip()]
 
 
-KNOWN_DUPLICATE = re.compile(r"^soak-data-\d+: (?:b'(?P<a>ck-\d+):\d+' at \d+ and again at \d+ \(duplicate\)"
-                             r"|(?P<b>ck-\d+) seq \d+ at \d+ after seq \d+ at \d+ \(order\))$")
+# the confluent-kafka producers: ck-N on soak-data, tiered-0 on soak-tiered (its values padded with x)
+KNOWN_DUPLICATE = re.compile(rf"^(?:{DATA}|{TIERED})-\d+: (?:b'(?P<a>(?:ck|tiered)-\d+):\d+(?:\|x*)?' at \d+ and "
+                             r"again at \d+ \(duplicate\)|(?P<b>(?:ck|tiered)-\d+) seq \d+ at \d+ after seq \d+ at \d+ "
+                             r"\(order\))$")
 
 
 # the open bug of bench/README.md's soak section, counted apart: a client gone during sendfile logged
