@@ -67,6 +67,7 @@ BUCKET = "tierlog-soak"
 MOTO_MAIN = ("import sys; from tierlog.parent_watch import exit_with_parent; exit_with_parent(); "
              "from moto.server import main; main(sys.argv[1:])")     # moto ends with the soak, however it ends
 CONVERGE_S = 240            # after the faults stop, the cluster converges within this
+SHORT_ENOUGH_S = 90         # --short: the faults stop here once each kind was applied (else up to 120 s)
 NODE_PROPS = {**FAST_REPLICATION, **txn_workload.CLUSTER_PROPS,
               "remote.log.storage.system.enable": "true", "remote.log.manager.task.interval.ms": "500",
               "log.retention.check.interval.ms": "1000", "log.segment.delete.delay.ms": "1000",
@@ -81,7 +82,9 @@ def parse() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=1800, help="how long the faults go on")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--short", action="store_true", help="the suite's soak: 120 s of faults, one every 5-10 s")
+    ap.add_argument("--short", action="store_true",
+                    help=f"the suite's soak: faults one every 5-10 s, for {SHORT_ENOUGH_S:.0f} s once every kind "
+                         f"was applied, at most 120 s")
     ap.add_argument("--overlap", type=int, default=2, help="at most this many faults at once")
     ap.add_argument("--rate", type=float, default=40, help="records/s of each sequence producer")
     ap.add_argument("--root", help="where the nodes' dirs go (default: a new temporary dir)")
@@ -235,7 +238,7 @@ def soak(args, cluster: lab.SoakCluster, net, moto, t0: float) -> dict:
     the_plan = [type(p)(p.at_s + faults_from, p.kind, p.role, p.pick, p.duration_s) for p in plan(args)]
     store = {k: v for k, v in NODE_PROPS.items() if k.startswith("rsm.config.")}
     nemesis = Nemesis(cluster, net, store, LOSSY, list(GROUPS), TIDS, t0, args.overlap)
-    nemesis.run(the_plan, faults_from + args.seconds)
+    nemesis.run(the_plan, faults_from + args.seconds, faults_from + SHORT_ENOUGH_S if args.short else None)
     healed = time.monotonic() - t0
     anomalies: list[str] = []
     try:
@@ -268,9 +271,13 @@ def soak(args, cluster: lab.SoakCluster, net, moto, t0: float) -> dict:
     known += [t for t in tracebacks if KNOWN_TRACEBACK.search(t)]
     anomalies += [t for t in tracebacks if not KNOWN_TRACEBACK.search(t)]
     anomalies += checker.lost_object(remote_verify(LOSSY), nemesis.lost, boot, LOSSY, lossy.acks)
+    checked = time.monotonic() - t0
     acks = {p.name: p.acks for p in producers}
     rows, table = report.recovery(nemesis.faults, acks, health.samples, end_s)
     out = {"healed_at_s": round(healed, 1), "converged_s": round(converged - healed, 1),
+           "phases_s": {k: round(v, 1) for k, v in (("start", faults_from), ("faults", healed - faults_from),
+                                                    ("converge", converged - healed), ("stop", end_s - converged),
+                                                    ("checks", checked - end_s))},
            "acknowledged": {p.name: len(p.acks) for p in [*producers, tiered, lossy]},
            "known": known, "epoch_bumps": {p.name: [line for line in p.idemp_log if "bumped epoch" in line]
                                            for p in [*producers, tiered] if p.client == "confluent"},
@@ -291,7 +298,7 @@ def soak(args, cluster: lab.SoakCluster, net, moto, t0: float) -> dict:
     png = Path(args.results) / (args.png or f"soak_{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.png")
     Path(args.results).mkdir(parents=True, exist_ok=True)
     report.timeline(png, nemesis.faults, acks, health.samples, sorted(cluster.nodes), end_s,
-                    f"tierlog soak, seed {args.seed}, {args.seconds:.0f} s of faults (overlap {args.overlap}); "
+                    f"tierlog soak, seed {args.seed}, {healed - faults_from:.0f} s of faults (overlap {args.overlap}); "
                     f"{sum(len(p.acks) for p in producers)} acks, {len(anomalies)} anomalies")
     out["png"] = str(png)
     if anomalies or known:
@@ -404,7 +411,8 @@ def _count(items) -> dict[str, int]:
 def summary(out: dict) -> None:
     print(f"soak seed {out['seed']}: {out.get('wall_s')} s, acknowledged {out.get('acknowledged')}, "
           f"transactions {out.get('txn_outcomes')}, faults {len(out.get('faults', []))} "
-          f"({', '.join(out.get('kinds_done', []))}), converged {out.get('converged_s')} s after healing")
+          f"({', '.join(out.get('kinds_done', []))}), converged {out.get('converged_s')} s after healing; "
+          f"phases (s) {out.get('phases_s')}")
     for kind, entry in out.get("recovery", {}).items():
         print(f"  {kind:17} x{entry['faults']:<3} produce {entry['produce_recovery_s']}  "
               f"replicated {entry['replicated_s']}")

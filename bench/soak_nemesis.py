@@ -123,11 +123,12 @@ class Nemesis:
             self.events.append(f"{self.now():7.1f} {what}")
 
     # -- the loop
-    def run(self, plan: list[Planned], until_s: float) -> None:
+    def run(self, plan: list[Planned], until_s: float, enough_at_s: float | None = None) -> None:
+        """Apply ``plan`` until ``until_s``, or from ``enough_at_s`` on once every kind was applied."""
         queue: list[tuple[float, int, str, object]] = [(p.at_s, i, "begin", p) for i, p in enumerate(plan)]
         heapq.heapify(queue)
         seq = len(plan)
-        while queue and queue[0][0] < until_s:
+        while queue and queue[0][0] < until_s and not self._enough(enough_at_s):
             if queue[0][0] > self.now():
                 time.sleep(min(1.0, queue[0][0] - self.now()))
                 self.restart_stopped()
@@ -153,6 +154,10 @@ class Nemesis:
                 assert isinstance(item, Fault)
                 self.end(item)
         self.heal()
+
+    def _enough(self, enough_at_s: float | None) -> bool:
+        return enough_at_s is not None and self.now() >= enough_at_s and \
+            set(KINDS) <= {f.planned.kind for f in self.faults}
 
     def restart_stopped(self) -> None:
         """A node that stopped by itself (a broker whose every log dir failed), outside any fault of
