@@ -1,15 +1,15 @@
 """The suite's nemesis soak (issue 40): ``bench/soak.py --short``, seeded.
 
-3 controllers and 4 brokers, each in a network namespace of its own, remote storage on a moto
-S3 server; idempotent producers (confluent-kafka and kafka-python), classic and KIP-848 groups
+3 controllers and 4 brokers, each in a network namespace of its own, remote storage on a moto S3
+server; idempotent producers (confluent-kafka and kafka-python), classic and KIP-848 groups
 committing, transactional producers and read_committed readers, a consume-transform-produce
-loop, a topic turned tiered, topics created, reassigned and deleted; meanwhile two minutes of
-overlapping faults of every kind (kill -9, SIGSTOP, isolation, a controller minority split, a
-one-way cut, an S3 outage, a log dir at ENOSPC, a slow disk, a clock step, a lost remote
-object), then the checker after healing.  A failure prints the seed and the schedule:
-``bench/soak.py --short --seed <seed>`` replays it.  The open bugs listed in bench/README.md
-(records written again after librdkafka's epoch bump, two kinds of traceback) are reported under
-``known``, not failed on.
+loop, a topic turned tiered, topics created, reassigned and deleted; meanwhile 90 s (up to 120 s
+until every kind was applied) of overlapping faults of every kind (kill -9, SIGSTOP, isolation,
+a controller minority split, a one-way cut, an S3 outage, a log dir at ENOSPC, a slow disk, a
+clock step, a lost remote object), then the checker after healing. A failure prints the seed and
+the schedule: ``bench/soak.py --short --seed <seed>`` replays it. The open bugs listed in
+bench/README.md (records written again after librdkafka's epoch bump, a client gone during
+sendfile logged as unexpected) are reported under ``known``, not failed on.
 """
 from __future__ import annotations
 
@@ -39,14 +39,7 @@ def _can_make_namespaces() -> bool:
 
 
 @pytest.mark.skipif(not _can_make_namespaces(), reason="needs root, ip and unshare (network namespaces, tmpfs)")
-@pytest.mark.timeout(1000)      # about 4 minutes: 2 of faults, the cluster's start, the checks
-# OPEN BUG (issue 40), found by this test at a94d30a, a21c2eb and df34421 (which had passed once; so not
-# brought by the commits between them): the first remote segment of the tiered topics leaves the log
-# (soak-tiered-0/1 start at 968: 1,936 acknowledged records lost) and the lossy topic's deleted segments are no longer listed
-# (`remote verify` reports none missing; a consumer at offset 0 gets neither a record nor an error).
-# Not strict: the run still reports every anomaly, and an XPASS shows when it is gone.
-@pytest.mark.xfail(reason="open bug of issue 40: tiered topics' first remote segment dropped under the seed-7 "
-                          "faults (bench/README.md, soak section)", strict=False)
+@pytest.mark.timeout(1000)      # about 3 minutes: 1.5 of faults, the cluster's start, the checks
 def test_short_seeded_soak_finds_no_anomaly(tmp_path):
     run = subprocess.run([sys.executable, str(SOAK), "--short", "--seed", str(SEED), "--root", str(tmp_path / "nodes"),
                           "--results", str(tmp_path), "--png", "soak.png"],
