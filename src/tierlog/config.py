@@ -323,7 +323,8 @@ _DEFS = [
        "Replication factor of __remote_log_metadata (the broker count if smaller)."),
     _d("remote.log.metadata.topic.retention.ms", "long", -1, "Retention of __remote_log_metadata."),
     # --- topics as Iceberg tables (tierlog's own; docs/tables.md) ---
-    _d("tierlog.table.catalog.type", "string", "sql", "The tables' Iceberg catalog: sql (SQLAlchemy) or rest."),
+    _d("tierlog.table.catalog.type", "string", "sql", "The tables' Iceberg catalog: sql (SQLAlchemy) or rest "
+       "(other tierlog.table.catalog.<property> settings go to the catalog as pyiceberg properties)."),
     _d("tierlog.table.catalog.uri", "string", "",
        "The catalog's URI; empty: SQLite in <remote storage root>/tierlog-tables (fs only)."),
     _d("tierlog.table.maintenance.interval.ms", "long", 3600000,
@@ -333,6 +334,8 @@ _DEFS = [
 ]
 
 PLUGIN_PREFIXES = ("rsm.config.", "rlmm.config.")   # remote storage / metadata plugin settings, passed through
+# the tables' Iceberg catalog properties (tiered/table/catalog.py), given to pyiceberg as they are
+PASSED_THROUGH_PREFIXES = ("tierlog.table.catalog.",)
 # transport security settings, checked by the node's security spec (net.node_security) at start:
 # never unknown-and-ignored, each one honoured or refused
 SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.", "security.")
@@ -449,7 +452,7 @@ class NodeConfig:
         for name, d in BROKER_CONFIGS.items():
             self.values[name] = self._parse(d, props.get(name))
         self.unknown = sorted(k for k in props if k not in BROKER_CONFIGS
-                              and not k.startswith(PLUGIN_PREFIXES + SECURITY_PREFIXES))
+                              and not k.startswith(PLUGIN_PREFIXES + SECURITY_PREFIXES + PASSED_THROUGH_PREFIXES))
         if self.values["node.id"] is None:
             raise ConfigError("node.id: required")
         self.listeners = parse_listeners(self.list_of("listeners"))

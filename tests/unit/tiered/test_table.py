@@ -132,7 +132,7 @@ def test_value_json_rows_and_dead_letters_read_by_pyiceberg_and_duckdb(tmp_path)
     table = writer.catalog.catalog.load_table(("tierlog", "orders.v1"))
     assert covered_offsets(table) == {0: 21}
     summary = table.current_snapshot().summary
-    assert summary["tierlog.last-offset.0"] == "21" and summary["tierlog.start-offset"] == "10"
+    assert summary["tierlog.last-offset.0"] == "21" and summary["tierlog.start-offset.0"] == "10"
     files = [t.file.file_path for t in table.scan().plan_files()]
     assert len(files) == 1 and files[0].startswith("file://")
     con = duckdb.connect()
@@ -170,11 +170,11 @@ def test_a_crash_between_the_dead_letter_and_the_table_commit_is_repaired_by_the
     real = writer_module._append
     calls = []
 
-    def crash_on_main(table, seg, uri):
+    def crash_on_main(table, topic, pending):
         calls.append(table.name()[0])
         if table.name()[0] == "tierlog":
             raise OSError("killed")
-        real(table, seg, uri)
+        return real(table, topic, pending)
     monkeypatch.setattr(writer_module, "_append", crash_on_main)
     with pytest.raises(RemoteStorageError, match="table commit of \\[10, 21\\] failed: OSError: killed"):
         _commit(tmp_path, writer, VALUE_JSON)
@@ -202,6 +202,27 @@ def test_s3_without_a_catalog_uri_is_refused_with_the_setting_named():
             return "s3://bucket/prefix/"
     with pytest.raises(RemoteStorageError, match="tierlog.table.catalog.uri is required for tables on s3://"):
         table_settings(S3Like(), {})
+
+
+def test_catalog_properties_pass_through_and_an_unreachable_rest_catalog_is_one_line(tmp_path):
+    import socket
+    store = FsObjectStore(tmp_path / "remote")
+    store.root.mkdir()
+    with socket.socket() as s:                  # a port nothing listens on: a real connection refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = {"tierlog.table.catalog.type": "rest", "tierlog.table.catalog.uri": f"http://127.0.0.1:{port}",
+              "tierlog.table.catalog.credential": "client:secret", "tierlog.table.catalog.warehouse": "prod",
+              "tierlog.table.catalog.header.X-Iceberg-Access-Delegation": "vended-credentials"}
+    settings = table_settings(store, config)
+    assert settings.catalog["credential"] == "client:secret" and settings.catalog["warehouse"] == "prod"
+    assert settings.catalog["header.X-Iceberg-Access-Delegation"] == "vended-credentials"
+    assert settings.catalog["type"] == "rest" and "tierlog.table.catalog.type" not in settings.catalog
+    with pytest.raises(RemoteStorageError) as caught:
+        _ = TableCatalog(settings).catalog
+    message = str(caught.value)
+    assert message.startswith(f"table catalog (tierlog.table.catalog.type=rest, tierlog.table.catalog.uri="
+                              f"http://127.0.0.1:{port}): ") and "\n" not in message
 
 
 def test_the_cli_lists_describes_and_queries_the_tables(tmp_path, capsys):

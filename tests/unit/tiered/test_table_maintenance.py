@@ -6,6 +6,7 @@ from tierlog.records import Record, build_batch
 from tierlog.storage.table_config import KEY_VALUE
 from tierlog.tiered import FsObjectStore
 from tierlog.tiered.table.catalog import TableCatalog, store_uri, table_settings
+from tierlog.tiered.table.group_commit import Pending
 from tierlog.tiered.table.maintenance import orphan_keys
 from tierlog.tiered.table.writer import SegmentCommit, TableWriter
 
@@ -73,8 +74,8 @@ def test_two_attempts_at_one_segment_commit_it_once(tmp_path):
     [landed] = [k for k in store.list_keys(DATA) if "/00000000000000000100-" in k]
     own = _name(100)                                      # the old attempt's own copy of the rows
     store.put_bytes(own, store.get_range(landed, 0))
-    late = SegmentCommit("t", 0, uuid.uuid4(), 100, 199, tmp_path / "100.log", [], KEY_VALUE)
-    assert _append(stale, late, store_uri(store, own)) is False
+    late = Pending(0, 100, 199, 99, str(uuid.uuid4()), store_uri(store, own))
+    assert _append(stale, "t", [late]) == {}              # done: nothing refused, nothing added
     table = writer.catalog.load("t")
     assert len(list(table.scan().plan_files())) == 2 and table.properties["commit.retry.num-retries"] == "0"
     assert sorted(table.scan().to_arrow().column("offset").to_pylist()) == list(range(200))

@@ -121,10 +121,9 @@ async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader)
         part.resume_uploads_after(upload_resume_offset(
             part.highest_offset_in_remote_storage, cache.finished_segments(), part.epoch_entries(),
             part.log_end_offset))
-    if part.config.values[TABLE_MODE] != OFF and ctx.tables is not None:
-        if not await backfill_pass(ctx, tip, part):
-            return 0                    # the table first covers what is uploaded already (table_backfill)
-        await _table_upkeep(ctx, tip, part)
+    table = part.config.values[TABLE_MODE] != OFF and ctx.tables is not None
+    if table and not await backfill_pass(ctx, tip, part):
+        return 0                        # the table first covers what is uploaded already (table_backfill)
     copied = 0
     for candidate in copy_candidates(local, highest_remote_offset=part.highest_offset_in_remote_storage,
                                      log_start_offset=part.log_start_offset,
@@ -133,6 +132,8 @@ async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader)
             break
         await _copy_one(ctx, tip, part, by_base[candidate.base_offset])
         copied += 1
+    if table and still_leader():        # after the uploads: upkeep never holds them back
+        await _table_upkeep(ctx, tip, part)
     return copied
 
 

@@ -39,7 +39,7 @@ from ..topic_stats import BrokerTopicStats
 from .metadata_manager import RemoteLogMetadataManager
 from .reader import RemoteReader
 from .remote_log_manager import RemoteLogManager
-from .tables import CATALOG_TYPE, CATALOG_URI, MAINTENANCE_INTERVAL, SNAPSHOT_RETENTION, TableCommits
+from .tables import CATALOG_PREFIX, CATALOG_TYPE, CATALOG_URI, MAINTENANCE_INTERVAL, SNAPSHOT_RETENTION, TableCommits
 
 __all__ = ["RemoteTier"]
 
@@ -56,8 +56,9 @@ class RemoteTier:
         self.segments = RemoteSegmentStore(store, encryption, Path(config.log_dirs[0]) / "remote-log-upload-staging")
         self.metadata = RemoteLogMetadataManager(config.node_id, config, metadata_view, controller_channel, clock_ms,
                                                  inter_broker)
-        self.tables = TableCommits(store, {k: config[k] for k in (CATALOG_TYPE, CATALOG_URI, MAINTENANCE_INTERVAL,
-                                                                  SNAPSHOT_RETENTION)},
+        self.tables = TableCommits(store, {**config.prefixed(CATALOG_PREFIX),
+                                           **{k: config[k] for k in (CATALOG_TYPE, CATALOG_URI, MAINTENANCE_INTERVAL,
+                                                                     SNAPSHOT_RETENTION)}},
                                    Path(config.log_dirs[0]) / "table-staging")
         self.log_manager = RemoteLogManager(config.node_id, config, self.segments, self.metadata, clock_ms, stats,
                                             self.tables)

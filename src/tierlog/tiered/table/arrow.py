@@ -20,8 +20,8 @@ from tierlog.storage.table_config import KEY_VALUE, VALUE_JSON, ValueSchema
 
 from .json_values import parse_value
 
-__all__ = ["ROW_GROUP_RECORDS", "RowGroups", "dead_letter_schema", "key_value_schema", "table_schema",
-           "value_json_schema"]
+__all__ = ["ROW_GROUP_RECORDS", "RowGroups", "dead_letter_schema", "key_value_schema", "parquet_options",
+           "table_schema", "value_json_schema"]
 
 ROW_GROUP_RECORDS = 65536
 _HEADER = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
@@ -43,6 +43,30 @@ def dead_letter_schema() -> pa.Schema:
 def value_json_schema(schema: ValueSchema) -> pa.Schema:
     return pa.schema([*_META, _HEADERS, *(pa.field(f.name, _TYPES[f.type], nullable=not f.required)
                                           for f in schema.fields)])
+
+
+_NO_DICTIONARY = ("offset", "timestamp", "value", "headers.list.element.value")   # unique or large per record
+_NO_STATISTICS = ("key", "value", "headers.list.element.key", "headers.list.element.value", "error")
+
+
+def parquet_options(schema: pa.Schema) -> dict[str, object]:
+    """The Parquet writer's per-column choices for a table of ``schema``: dictionary encoding only where
+    values repeat (a dictionary of unique offsets or values is built, then dropped, for every row group:
+    a third of the write), statistics only where a reader prunes by them (offsets, timestamps, the value
+    schema's columns; Iceberg takes a data file's bounds from them), none of the record bytes."""
+    paths = _leaf_paths(schema)
+    return {"compression": "zstd", "use_dictionary": [p for p in paths if p not in _NO_DICTIONARY],
+            "write_statistics": [p for p in paths if p not in _NO_STATISTICS]}
+
+
+def _leaf_paths(schema: pa.Schema) -> list[str]:
+    out = []
+    for f in schema:
+        if f.name == "headers":
+            out += ["headers.list.element.key", "headers.list.element.value"]
+        else:
+            out.append(f.name)
+    return out
 
 
 def table_schema(mode: str, schema: ValueSchema | None) -> pa.Schema:

@@ -17,9 +17,8 @@ Where things are (docs/tables.md):
 What a table holds of the log: table property ``tierlog.last-offset.<partition>``, the
 last log offset the table covers for that partition (control and aborted offsets
 included), set in the same commit as the data files; each commit's snapshot summary
-carries the same key with ``tierlog.segment-id``, ``tierlog.start-offset``. A
-commit touches only its partition's key, so pyiceberg's retry of a commit that
-lost a race with another partition's leader re-applies it unchanged.
+carries, per partition in it, the same key with ``tierlog.start-offset.<p>`` and
+``tierlog.segment-id.<p>`` (writer.py, group_commit.py).
 """
 
 from __future__ import annotations
@@ -45,17 +44,23 @@ from pyiceberg.types import LongType
 
 from tierlog.tiered.object_store import ObjectStore, RemoteStorageError
 
-__all__ = ["CATALOG_TYPE", "CATALOG_URI", "DEAD_LETTER_NAMESPACE", "LAST_OFFSET_PREFIX", "LOG_START_PREFIX",
-           "NAMESPACE", "NO_PYICEBERG_RETRY", "WAREHOUSE_KEY",
-           "TableCatalog", "TableSettings", "covered_offsets", "offset_bounds", "s3_io", "store_uri", "table_settings"]
+__all__ = ["CATALOG_PREFIX", "CATALOG_TYPE", "CATALOG_URI", "DEAD_LETTER_NAMESPACE", "LAST_OFFSET_PREFIX",
+           "LOG_START_PREFIX", "METADATA_VERSIONS_MAX", "NAMESPACE", "TABLE_PROPERTIES", "WAREHOUSE_KEY", "TableCatalog",
+           "TableSettings", "catalog_properties", "covered_offsets", "offset_bounds", "s3_io", "store_uri",
+           "table_settings"]
 
-CATALOG_TYPE = "tierlog.table.catalog.type"
-CATALOG_URI = "tierlog.table.catalog.uri"
+CATALOG_PREFIX = "tierlog.table.catalog."
+CATALOG_TYPE = CATALOG_PREFIX + "type"
+CATALOG_URI = CATALOG_PREFIX + "uri"
 WAREHOUSE_KEY = "tierlog-tables"
 NAMESPACE, DEAD_LETTER_NAMESPACE = "tierlog", "tierlog_dead_letter"
 LAST_OFFSET_PREFIX = "tierlog.last-offset."
 LOG_START_PREFIX = "tierlog.log-start-offset."
-NO_PYICEBERG_RETRY = {"commit.retry.num-retries": "0"}   # the writer retries, checking what is covered (writer.py)
+# the writer retries, checking what is covered (writer.py); a commit deletes the metadata JSON files
+# beyond the last METADATA_VERSIONS_MAX (Iceberg's own properties: otherwise one file per commit, forever)
+METADATA_VERSIONS_MAX = 20
+TABLE_PROPERTIES = {"commit.retry.num-retries": "0", "write.metadata.delete-after-commit.enabled": "true",
+                    "write.metadata.previous-versions-max": str(METADATA_VERSIONS_MAX)}
 _PARTITION_FIELD_ID = 1000
 _OPEN_ATTEMPTS = 5
 
@@ -92,7 +97,17 @@ def table_settings(store: ObjectStore, broker_config: Mapping[str, Any],
         local_dir = Path(store.describe()).resolve() / WAREHOUSE_KEY
         uri = f"sqlite:///{local_dir / 'catalog.db'}"
     io = dict(s3_io or {})
-    return TableSettings({"type": kind, "uri": uri, "warehouse": warehouse, **io}, warehouse, local_dir, io)
+    passed = catalog_properties(broker_config)
+    return TableSettings({"type": kind, "uri": uri, "warehouse": warehouse, **io, **passed}, warehouse, local_dir, io)
+
+
+def catalog_properties(config: Mapping[str, Any]) -> dict[str, str]:
+    """The pyiceberg catalog properties given as ``tierlog.table.catalog.<property>`` (as Iceberg's Kafka
+    Connect sink takes ``iceberg.catalog.<property>``): a REST catalog's ``credential``, ``token``,
+    ``scope``, ``warehouse``, ``header.<name>``, ... passed to ``load_catalog`` as they are; ``type``
+    and ``uri`` are the settings above."""
+    return {k[len(CATALOG_PREFIX):]: str(v) for k, v in config.items()
+            if k.startswith(CATALOG_PREFIX) and k not in (CATALOG_TYPE, CATALOG_URI) and len(k) > len(CATALOG_PREFIX)}
 
 
 def s3_io(store: ObjectStore) -> dict[str, str]:
@@ -133,12 +148,19 @@ def covered_offsets(table: Table) -> dict[int, int]:
 
 
 class TableCatalog:
-    """Open (create, evolve) a topic's table and dead-letter table."""
+    """Open (create, evolve) a topic's table and dead-letter table.
+
+    The tables opened are kept (``table(..., cached=True)`` returns the kept one): a commit
+    updates its Table in place, and one that another process changed meanwhile fails
+    with CommitFailedException, after which the committer reloads it (``Table.refresh``).
+    So the upload path reads the catalog and the metadata JSON once, not per segment."""
 
     def __init__(self, settings: TableSettings) -> None:
         self.settings = settings
         self._catalog: Catalog | None = None
         self._lock = threading.Lock()       # copier threads open it at once
+        self._tables: dict[tuple[str, str], Table] = {}
+        self._tables_lock = threading.Lock()
 
     @property
     def catalog(self) -> Catalog:
@@ -153,19 +175,40 @@ class TableCatalog:
         for attempt in range(_OPEN_ATTEMPTS):     # brokers opening one SQLite file at once race on its tables
             try:
                 catalog = load_catalog("tierlog", **self.settings.catalog)
+                if self.settings.local_catalog_dir is not None:
+                    _sqlite_wal(catalog)
                 for ns in (NAMESPACE, DEAD_LETTER_NAMESPACE):
                     catalog.create_namespace_if_not_exists(ns)
                 return catalog
             except Exception as e:
                 if attempt == _OPEN_ATTEMPTS - 1:
-                    raise RemoteStorageError(f"table catalog {self.settings.catalog['uri']}: {e}") from e
+                    raise RemoteStorageError(f"table catalog ({CATALOG_TYPE}={self.settings.catalog['type']}, "
+                                             f"{CATALOG_URI}={self.settings.catalog['uri']}): {type(e).__name__}: "
+                                             f"{_one_line(e)}") from e
                 time.sleep(0.1 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    def table(self, topic: str, schema: pa.Schema, dead_letter: bool = False) -> Table:
-        """The table of ``topic`` with at least the columns of ``schema`` (created or evolved)."""
+    def table(self, topic: str, schema: pa.Schema, dead_letter: bool = False, cached: bool = False) -> Table:
+        """The table of ``topic`` with at least the columns of ``schema`` (created or evolved); with
+        ``cached`` the one kept from before when it has them (it may be behind the catalog)."""
         ns, folder = (DEAD_LETTER_NAMESPACE, "dead-letter") if dead_letter else (NAMESPACE, "topics")
         ident = (ns, topic)
+        with self._tables_lock:         # one Table object per table: every thread sees every commit's metadata
+            kept = self._tables.get(ident)
+            if kept is None:
+                kept = self._tables[ident] = self._open_table(ident, folder, schema)
+            elif not cached or not all(name in kept.schema().column_names for name in schema.names):
+                fresh = self._open_table(ident, folder, schema)
+                kept.metadata, kept.metadata_location = fresh.metadata, fresh.metadata_location   # as Table.refresh
+                kept.io, kept.config = fresh.io, fresh.config
+            return kept
+
+    def kept(self, topic: str, dead_letter: bool = False) -> Table:
+        """The table of ``topic`` opened last (by ``table``), as it is now."""
+        return self._tables[(DEAD_LETTER_NAMESPACE if dead_letter else NAMESPACE, topic)]
+
+    def _open_table(self, ident: tuple[str, str], folder: str, schema: pa.Schema) -> Table:
+        topic = ident[1]
         try:
             table = self.catalog.load_table(ident)
         except NoSuchTableError:
@@ -173,7 +216,7 @@ class TableCatalog:
                 table = self.catalog.create_table(ident, _iceberg_schema(schema),
                                                   location=f"{self.settings.warehouse}/{folder}/{topic}",
                                                   partition_spec=_by_partition(),
-                                                  properties={"tierlog.topic": topic, **NO_PYICEBERG_RETRY})
+                                                  properties={"tierlog.topic": topic, **TABLE_PROPERTIES})
             except TableAlreadyExistsError:       # another broker's leader made it first
                 table = self.catalog.load_table(ident)
         missing = [f for f in schema if f.name not in table.schema().column_names]
@@ -192,6 +235,34 @@ class TableCatalog:
 
     def list_tables(self) -> list[tuple[str, ...]]:
         return [tuple(t) for ns in (NAMESPACE, DEAD_LETTER_NAMESPACE) for t in self.catalog.list_tables(ns)]
+
+
+def _one_line(e: Exception) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _sqlite_wal(catalog: Catalog) -> None:
+    """The default SQLite catalog in write-ahead-log mode, synced at checkpoints rather than at each commit.
+
+    A commit then survives a crash of the process (kill -9: the log is on disk), as the fs store's own
+    objects do, which are renamed into place but not synced either; an operating system crash may lose
+    the last commits, and with them the table's record of segments it may also have lost. Without it each
+    commit waits for two or three syncs of the file (about 45 ms here: the largest single cost of an
+    upload's commit). WAL needs every process using the file on one host (shared memory), as the fs store
+    of several brokers needs one shared directory."""
+    from sqlalchemy import event
+
+    engine = catalog.engine     # type: ignore[attr-defined]
+
+    def pragmas(connection: Any, _record: Any) -> None:
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=10000")
+        cursor.close()
+    event.listen(engine, "connect", pragmas)
+    engine.dispose()            # the connection opened to make the catalog's tables had none of it
 
 
 def _iceberg_schema(schema: pa.Schema) -> Schema:

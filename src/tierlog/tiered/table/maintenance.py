@@ -1,6 +1,6 @@
 """Table upkeep: Iceberg snapshot expiry and the removal of Parquet objects no snapshot references.
 
-Run by a partition's leader from its copy pass, between uploads (so no commit of its own
+Run by a partition's leader at the end of its copy pass, after its uploads (so no commit of its own
 for the partition is under way), at most once per ``tierlog.table.maintenance.interval.ms``
 (``broker/remote/tables.py``; docs/tables.md, "Upkeep"):
 

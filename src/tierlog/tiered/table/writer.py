@@ -4,7 +4,7 @@
 verified and before its COPY_SEGMENT_FINISHED; docs/tables.md):
 
 1. open the topic's table (and dead-letter table for ``value_json``), creating or
-   evolving it;
+   evolving it (kept open between segments: ``TableCatalog.table(cached=True)``);
 2. read what each table already covers for the partition (``tierlog.last-offset.<p>``):
    a segment wholly covered is done (a retry, or a new leader re-uploading what the
    old one committed before it died);
@@ -13,7 +13,10 @@ verified and before its COPY_SEGMENT_FINISHED; docs/tables.md):
    put into the store at ``tierlog-tables/<dir>/<topic>/data/partition=<p>/<20-digit
    start>-<segment id>.parquet`` and verified (size and CRC-32C) like segment objects;
 4. the dead-letter table's commit, then the table's: ``add_files`` and the partition's
-   ``tierlog.last-offset.<p>`` in one Iceberg commit, the summary carrying the segment.
+   ``tierlog.last-offset.<p>`` in one Iceberg commit, the summary carrying the segment;
+   segments of other partitions of the topic that are ready at the same time go into
+   the same commits (``group_commit.CommitQueue``), each still checked against what
+   the table covers for its partition.
 
 Idempotent by offset: a crash before step 4 leaves an unreferenced Parquet object
 (the retry writes its own); a crash between the two commits or after them makes the
@@ -52,18 +55,20 @@ from tierlog.storage.txn_index import AbortedTxn
 from tierlog.tiered.object_store import ObjectStore, RemoteStorageError
 from tierlog.tiered.segment_store import UploadVerificationError, file_checksum
 
-from .arrow import ROW_GROUP_RECORDS, RowGroups, dead_letter_schema, table_schema
+from .arrow import ROW_GROUP_RECORDS, RowGroups, dead_letter_schema, parquet_options, table_schema
 from .catalog import (
     LAST_OFFSET_PREFIX,
     LOG_START_PREFIX,
-    NO_PYICEBERG_RETRY,
+    TABLE_PROPERTIES,
     WAREHOUSE_KEY,
     TableCatalog,
     covered_offsets,
     store_uri,
 )
+from .group_commit import CommitQueue, Pending, plan_commit
 from .maintenance import expire_snapshots, remove_orphans
 from .rows import committed_batches
+from .transaction import transaction
 
 __all__ = ["COMMIT_ATTEMPTS", "CRASH_DIR_ENV", "SegmentCommit", "TableStats", "TableWriter"]
 
@@ -114,6 +119,8 @@ class TableWriter:
     def __init__(self, store: ObjectStore, catalog: TableCatalog, staging_dir: Path) -> None:
         self.store, self.catalog, self.staging_dir = store, catalog, staging_dir
         self.stats = TableStats()
+        self._queues: dict[str, CommitQueue[_Ready, None]] = {}     # per topic: its segments' group commits
+        self._queues_lock = threading.Lock()
 
     def commit_segment(self, seg: SegmentCommit) -> None:
         """Commit ``seg`` to its table(s); RemoteStorageError when it cannot (the upload is then retried)."""
@@ -165,15 +172,16 @@ class TableWriter:
             removed += len(remove_orphans(self.store, table, folder, topic, partition))
         return expired, removed
 
-    def _tables(self, topic: str, mode: str, value_schema: str) -> tuple[Table, Table | None]:
+    def _tables(self, topic: str, mode: str, value_schema: str, cached: bool = False) -> tuple[Table, Table | None]:
         schema = parse_value_schema(value_schema) if mode == VALUE_JSON else None
-        main = self.catalog.table(topic, table_schema(mode, schema))
-        dead = self.catalog.table(topic, dead_letter_schema(), dead_letter=True) if mode == VALUE_JSON else None
+        main = self.catalog.table(topic, table_schema(mode, schema), cached=cached)
+        dead = self.catalog.table(topic, dead_letter_schema(), dead_letter=True, cached=cached) \
+            if mode == VALUE_JSON else None
         return main, dead
 
     def _commit(self, seg: SegmentCommit) -> None:
         schema = parse_value_schema(seg.value_schema) if seg.mode == VALUE_JSON else None
-        main, dead = self._tables(seg.topic, seg.mode, seg.value_schema)
+        main, dead = self._tables(seg.topic, seg.mode, seg.value_schema, cached=True)
         main_above = covered_offsets(main).get(seg.partition, -1)
         dead_above = covered_offsets(dead).get(seg.partition, -1) if dead is not None else seg.end_offset
         if min(main_above, dead_above) >= seg.end_offset:
@@ -186,15 +194,37 @@ class TableWriter:
             self._write(seg, groups, files, main_above, dead_above)
             main_key, dead_key = files.upload(self.store)
             _crash_point("before-commit")
-            if dead is not None and dead_above < seg.end_offset:
-                _append(dead, seg, self._uri(dead_key))
-            if main_above < seg.end_offset:
-                _append(main, seg, self._uri(main_key))
+            ready = _Ready(seg, _pending(seg, main_above, self._uri(main_key)),
+                           _pending(seg, dead_above, self._uri(dead_key)) if dead is not None else None)
+            self._queue(seg.topic).submit(ready)
         finally:
             files.remove()
         self.stats.add(seg.topic, 1, files.bytes, groups.dead_letters)
         self.stats.covered[(seg.topic, seg.partition)] = seg.end_offset
         _crash_point("after-commit")
+
+    def _queue(self, topic: str) -> CommitQueue[_Ready, None]:
+        with self._queues_lock:
+            queue = self._queues.get(topic)
+            if queue is None:
+                queue = self._queues[topic] = CommitQueue(lambda ready: self._commit_group(topic, ready))
+            return queue
+
+    def _commit_group(self, topic: str, group: list[_Ready]) -> list[None | BaseException]:
+        """One commit to the dead-letter table (value_json), then one to the table, of the segments of
+        ``group``; a segment the dead-letter commit refused is left out of the table's."""
+        out: list[None | BaseException] = [None] * len(group)
+        for dead_letter in (True, False):
+            todo = [i for i, r in enumerate(group) if out[i] is None and r.pending(dead_letter) is not None]
+            if not todo:
+                continue
+            table = self.catalog.kept(topic, dead_letter)
+            refused = _append(table, topic, [group[i].pending(dead_letter) for i in todo])  # type: ignore[misc]
+            for j, why in refused.items():
+                seg = group[todo[j]].seg
+                out[todo[j]] = RemoteStorageError(f"{topic}-{seg.partition}: table commit of [{seg.start_offset}, "
+                                                  f"{seg.end_offset}]: {why}")
+        return out
 
     def _write(self, seg: SegmentCommit, groups: RowGroups, files: _Files, main_above: int, dead_above: int) -> None:
         with open(seg.log_path, "rb") as f, _mapped(f) as data:
@@ -246,7 +276,7 @@ class _Files:
             if table is None or table.num_rows == 0:
                 continue
             if which not in self.writers:
-                self.writers[which] = pq.ParquetWriter(self.paths[which], table.schema, compression="zstd")
+                self.writers[which] = pq.ParquetWriter(self.paths[which], table.schema, **parquet_options(table.schema))
             self.writers[which].write_table(table, row_group_size=ROW_GROUP_RECORDS)
             self.rows[which] += table.num_rows
 
@@ -276,31 +306,52 @@ class _Files:
             path.unlink(missing_ok=True)
 
 
-def _append(table: Table, seg: SegmentCommit, uri: str | None) -> bool:
-    """One commit: the file (if any rows) and the partition's covered offset, with the segment in its summary;
-    False when another attempt committed the segment first (this file is then left to the upkeep).
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    """A segment whose Parquet files are in the store, waiting for its commits."""
+
+    seg: SegmentCommit
+    main: Pending | None
+    dead: Pending | None
+
+    def pending(self, dead_letter: bool) -> Pending | None:
+        return self.dead if dead_letter else self.main
+
+
+def _pending(seg: SegmentCommit, above: int, uri: str | None) -> Pending | None:
+    """The segment's file for one table; None when that table covers the segment already."""
+    if above >= seg.end_offset:
+        return None
+    return Pending(seg.partition, seg.start_offset, seg.end_offset, above, str(seg.segment_id), uri)
+
+
+def _append(table: Table, topic: str, pending: list[Pending]) -> dict[int, str]:
+    """One commit of the ``pending`` files that still fit (``group_commit.plan_commit``) and each partition's
+    covered offset, the segments in the snapshot summary; returns index -> why, of those refused.
 
     Conditional on what the table covers: pyiceberg's own retry of a commit that lost a race re-applies
     the append to the new metadata without looking at our property, so two attempts at one segment (a
     deposed leader's upload still running and the new leader's, on one broker or two) would both land.
-    The table is made with ``commit.retry.num-retries=0`` and the retry is here: reload, re-check the
-    covered offset, commit again, at most ``COMMIT_ATTEMPTS`` times."""
-    key = f"{LAST_OFFSET_PREFIX}{seg.partition}"
-    summary = {key: str(seg.end_offset), "tierlog.segment-id": str(seg.segment_id),
-               "tierlog.partition": str(seg.partition), "tierlog.start-offset": str(seg.start_offset)}
+    The table is made with ``commit.retry.num-retries=0`` and the retry is here: reload, plan again
+    against the covered offsets, commit again, at most ``COMMIT_ATTEMPTS`` times. A segment another
+    attempt committed first is done (its file is left to the upkeep). ``check_duplicate_files`` is off:
+    every file name holds its segment's id, and the check reads every manifest of the table."""
     for attempt in range(COMMIT_ATTEMPTS):
-        if covered_offsets(table).get(seg.partition, -1) >= seg.end_offset:
-            return False
+        plan = plan_commit(pending, covered_offsets(table))
+        if not plan.accepted:
+            return plan.refused
+        uris = [u for u in (pending[i].uri for i in plan.accepted) if u is not None]
         try:
-            with table.transaction() as tx:
-                tx.add_files([uri] if uri else [], snapshot_properties=summary)
-                tx.set_properties({key: str(seg.end_offset), **NO_PYICEBERG_RETRY})
-            return True
+            with transaction(table) as tx:
+                tx.add_files(uris, snapshot_properties=plan.summary(pending), check_duplicate_files=False)
+                tx.set_properties({**{f"{LAST_OFFSET_PREFIX}{p}": str(o) for p, o in plan.last_offsets.items()},
+                                   **TABLE_PROPERTIES})
+            return plan.refused
         except CommitFailedException:
             time.sleep(min(1.0, 0.05 * 2 ** attempt) * (1 + random.random() / 10))
             table = table.refresh()
-    raise RemoteStorageError(f"{seg.topic}-{seg.partition}: table commit of [{seg.start_offset}, {seg.end_offset}] "
-                             f"lost {COMMIT_ATTEMPTS} races with other commits")
+    raise RemoteStorageError(f"{topic}: table commit of {len(pending)} segments lost {COMMIT_ATTEMPTS} races "
+                             "with other commits")
 
 
 def _crash_point(name: str) -> None:

@@ -1,0 +1,92 @@
+"""Group commit of a topic's segments: the plan against the covered offsets, the queue, the writer from threads."""
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tierlog.records import Record, build_batch
+from tierlog.storage.table_config import KEY_VALUE
+from tierlog.tiered import FsObjectStore
+from tierlog.tiered.table.catalog import TableCatalog, covered_offsets, table_settings
+from tierlog.tiered.table.group_commit import CommitQueue, Pending, plan_commit
+from tierlog.tiered.table.writer import SegmentCommit, TableWriter
+
+NOW = 1_700_000_000_000
+
+
+def _p(partition: int, start: int, end: int, above: int) -> Pending:
+    return Pending(partition, start, end, above, f"s{partition}-{start}", f"file:///{partition}-{start}")
+
+
+def test_the_plan_takes_what_follows_the_covered_offset_and_refuses_an_overlap():
+    pending = [_p(1, 100, 199, 99), _p(0, 100, 199, 99), _p(0, 0, 99, -1), _p(2, 0, 99, -1), _p(3, 50, 99, 49)]
+    plan = plan_commit(pending, {1: 99, 2: 120, 3: 70})
+    assert sorted(plan.accepted) == [0, 1, 2]             # partition 0's two segments in offset order
+    assert plan.covered == [3]                            # partition 2 covers 120 already: done by another attempt
+    assert list(plan.refused) == [4] and "covers partition 3 to 70" in plan.refused[4]
+    assert plan.last_offsets == {0: 199, 1: 199}
+    summary = plan.summary(pending)
+    assert summary["tierlog.last-offset.0"] == "199" and summary["tierlog.start-offset.0"] == "0"
+    assert summary["tierlog.segment-id.0"] == "s0-0,s0-100" and summary["tierlog.last-offset.1"] == "199"
+    assert "tierlog.last-offset.3" not in summary
+
+
+def test_the_queue_commits_what_waits_in_one_group_and_hands_each_thread_its_outcome():
+    calls: list[list[int]] = []
+    first_in = threading.Event()
+    release = threading.Event()
+
+    def commit(items: list[int]) -> list[object]:
+        calls.append(list(items))
+        if len(calls) == 1:
+            first_in.set()
+            assert release.wait(30)
+        return [ValueError(f"bad {i}") if i == 3 else i * 10 for i in items]
+
+    queue: CommitQueue[int, int] = CommitQueue(commit, max_items=2)
+    with ThreadPoolExecutor(5) as pool:
+        first = pool.submit(queue.submit, 0)
+        assert first_in.wait(30)
+        later = [pool.submit(queue.submit, i) for i in (1, 2, 3, 4)]
+        deadline = time.monotonic() + 30
+        while len(queue._queue) < 4:                      # all four wait behind the first commit
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        release.set()
+        assert first.result(30) == 0
+        assert [f.result(30) for f in later[:2]] == [10, 20]
+        with pytest.raises(ValueError, match="bad 3"):
+            later[2].result(30)
+        assert later[3].result(30) == 40
+    assert calls == [[0], [1, 2], [3, 4]]                 # groups of at most max_items, in arrival order
+
+
+def test_segments_of_many_partitions_from_threads_are_committed_exactly(tmp_path):
+    store = FsObjectStore(tmp_path / "remote")
+    store.root.mkdir()
+    writer = TableWriter(store, TableCatalog(table_settings(store, {})), tmp_path / "staging")
+    segments = []
+    for p in range(4):
+        for start in (0, 50, 100):
+            log = tmp_path / f"{p}-{start}.log"
+            log.write_bytes(build_batch([Record(o, NOW + o, None, b"%d-%d" % (p, o)) for o in range(start, start + 50)],
+                                        base_offset=start))
+            segments.append(SegmentCommit("t", p, uuid.uuid4(), start, start + 49, log, [], KEY_VALUE))
+
+    def upload(p: int) -> None:                           # each partition in offset order, as its copy pass does
+        for seg in (s for s in segments if s.partition == p):
+            writer.commit_segment(seg)
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(upload, range(4)))
+    table = writer.catalog.load("t")
+    assert covered_offsets(table) == {p: 149 for p in range(4)}
+    rows = table.scan().to_arrow()
+    got = sorted(zip(rows.column("partition").to_pylist(), rows.column("offset").to_pylist(), strict=True))
+    assert got == [(p, o) for p in range(4) for o in range(150)]
+    assert writer.stats.commits == {"t": 12}
+    for snap in table.snapshots():                        # each commit names its partitions' segments
+        parts = {k.rsplit(".", 1)[1] for k in snap.summary.additional_properties if k.startswith("tierlog.last-offset.")}
+        assert parts and all(f"tierlog.segment-id.{p}" in snap.summary.additional_properties for p in parts)
+    assert len(table.snapshots()) <= 12
