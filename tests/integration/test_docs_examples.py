@@ -25,6 +25,9 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "<!-- runnable -->"
 README_UP_SETTINGS = {"remote.log.manager.task.interval.ms": "1000", "log.retention.check.interval.ms": "1000"}
+# not the sessions' business: the README's `consume --group billing` waited Kafka's 3 s before its
+# group's first assignment
+FAST_GROUPS = {"group.initial.rebalance.delay.ms": "100"}
 
 
 def documents() -> list[Path]:
@@ -64,7 +67,7 @@ def test_the_marked_blocks_are_the_sessions_this_test_checks():
 
 @pytest.mark.timeout(600)      # about 25 commands, a 6 MB produce and its read back from remote storage
 def test_the_runnable_blocks_run_as_written(tmp_path):
-    props = {**fs_props(tmp_path / "tierlog-data" / "remote-storage"), **README_UP_SETTINGS}
+    props = {**fs_props(tmp_path / "tierlog-data" / "remote-storage"), **README_UP_SETTINGS, **FAST_GROUPS}
     with running(Cluster(tmp_path / "cluster", controllers=1, brokers=4, props=props)) as cluster:
         cluster.wait_leader()
         env = {**os.environ, "TIERLOG_BOOTSTRAP": cluster.brokers[0].bootstrap,
