@@ -13,6 +13,7 @@ continue the log with increasing offsets.
 from __future__ import annotations
 
 from itertools import pairwise
+from pathlib import Path
 
 from tierlog.records.decoder import decode_records
 from tierlog.records.errors import (
@@ -40,10 +41,10 @@ __all__ = ["check_follower_offsets", "check_produced", "stamp", "writable"]
 
 
 def check_produced(validated: ValidatedRecords, config: LogConfig, now_ms: int, records=b"",
-                   partition: str = "") -> None:
+                   directory: Path | None = None) -> None:
     """Raise ``InvalidRecordError`` unless this is an acceptable producer append
     (``records``: the validated bytes, decoded for compacted topics' key check;
-    ``partition``: the ``topic-partition`` its messages name)."""
+    ``directory``: the log's, whose name is the ``topic-partition`` its messages name)."""
     if len(validated.headers) != 1:
         raise InvalidRecordError(
             INVALID_RECORD, f"a produce request must carry exactly one v2 batch, got {len(validated.headers)}"
@@ -55,7 +56,7 @@ def check_produced(validated: ValidatedRecords, config: LogConfig, now_ms: int, 
     for header in validated.headers:
         _check_timestamps(header, config, now_ms)
     if config.compact_enabled:
-        _check_keys(records, validated, partition)
+        _check_keys(records, validated, "" if directory is None else directory.name)
 
 
 MAX_ERRORS_SHOWN = 3        # Kafka's LogValidator names at most three record errors in its message
@@ -112,11 +113,12 @@ def stamp(records: bytearray, validated: ValidatedRecords, base_offset: int, lea
     for position, header in zip(validated.positions, validated.headers):
         set_base_offset(records, position, next_offset)
         set_partition_leader_epoch(records, position, leader_epoch)
-        changes = {"base_offset": next_offset, "partition_leader_epoch": leader_epoch}
+        # baseOffset, batchLength, partitionLeaderEpoch, then the rest as it was (the CRC covers none of these three)
+        header = BatchHeader(next_offset, header.batch_length, leader_epoch, *header[3:])
         if append_time != NO_TIMESTAMP:
             set_log_append_time(records, position, append_time)
-            changes.update(max_timestamp=append_time, attributes=header.attributes | TIMESTAMP_TYPE_BIT)
-        stamped.append(header._replace(**changes))
+            header = header._replace(max_timestamp=append_time, attributes=header.attributes | TIMESTAMP_TYPE_BIT)
+        stamped.append(header)
         next_offset += header.last_offset_delta + 1
     return stamped
 

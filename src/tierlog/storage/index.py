@@ -66,7 +66,9 @@ class _IndexFile(ABC):
 
     @property
     def is_full(self) -> bool:
-        return len(self) >= self.max_entries
+        if not self._loaded:
+            self.ensure_loaded()
+        return len(self._keys()) >= self.max_entries
 
     def resize(self, max_index_size: int) -> None:
         self.max_entries = max_index_size // self.ENTRY_SIZE

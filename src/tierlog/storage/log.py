@@ -235,7 +235,7 @@ class Log(LogDurability, LogEpochs, LogTransactions):
         with self._lock, self._io():
             self._clock_ms = now_ms
             validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=client)
-            check_produced(validated, self.config, now_ms, records, self.directory.name)
+            check_produced(validated, self.config, now_ms, records, self.directory)
             duplicate = self._producers.check(validated.headers)
             if duplicate is not None:       # a producer's retry of a batch already in the log
                 return AppendResult(duplicate.base_offset, duplicate.last_offset, NO_TIMESTAMP,
@@ -248,10 +248,12 @@ class Log(LogDurability, LogEpochs, LogTransactions):
             max_timestamp = append_time if append_time != NO_TIMESTAMP else validated.max_timestamp
             result = AppendResult(base, base + validated.record_count - 1, append_time, self.log_start_offset,
                                   max_timestamp, validated.record_count)
-        self._maybe_flush_by_messages(now_ms)
+            flush = self._flush_due()
+        if flush:
+            self.flush(now_ms)
         return result
 
-    def append_as_follower(self, records: bytearray, now_ms: int) -> AppendResult:
+    def append_as_follower(self, records: bytes | bytearray | memoryview, now_ms: int) -> AppendResult:
         """Append replicated batches as they are (offsets and epochs already set)."""
         with self._lock, self._io():
             self._clock_ms = now_ms
@@ -266,7 +268,9 @@ class Log(LogDurability, LogEpochs, LogTransactions):
             append_time = last.max_timestamp if last.timestamp_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
             result = AppendResult(first.base_offset, last.last_offset, append_time, self.log_start_offset,
                                   validated.max_timestamp, validated.record_count)
-        self._maybe_flush_by_messages(now_ms)
+            flush = self._flush_due()
+        if flush:
+            self.flush(now_ms)
         return result
 
     def append_marker(self, records: bytearray, leader_epoch: int, now_ms: int,
@@ -301,7 +305,9 @@ class Log(LogDurability, LogEpochs, LogTransactions):
                             for i, o in r.written.items())
                 todo = r.deferred
             out = [done[i] for i in range(len(markers))]
-        self._maybe_flush_by_messages(now_ms)
+            flush = self._flush_due()
+        if flush:
+            self.flush(now_ms)
         return out
 
     def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
@@ -318,19 +324,24 @@ class Log(LogDurability, LogEpochs, LogTransactions):
     def _append_batches(self, records, headers: list[BatchHeader], now_ms: int) -> None:
         """Write batches, rolling between groups that would overflow segment.bytes."""
         view = memoryview(records)
-        position, i = 0, 0
-        while i < len(headers):
+        position, i, count = 0, 0, len(headers)
+        segment_bytes = self.config.segment_bytes
+        while i < count:
             j, size, max_timestamp = i, 0, NO_TIMESTAMP
-            while j < len(headers) and (j == i or size + headers[j].size <= self.config.segment_bytes):
-                size += headers[j].size
-                max_timestamp = max(max_timestamp, headers[j].max_timestamp)
+            while j < count and (j == i or size + headers[j].size <= segment_bytes):
+                h = headers[j]
+                size += h.size
+                if h.max_timestamp > max_timestamp:
+                    max_timestamp = h.max_timestamp
                 j += 1
             segment = self._maybe_roll(size, max_timestamp, headers[i].base_offset, headers[j - 1].last_offset, now_ms)
-            segment.append(view[position:position + size], headers[i:j])
-            markers = {h.base_offset: read_marker(view[p:p + h.size], h) for h, p in
-                       _control_positions(headers[i:j], position)}
+            group = headers if i == 0 and j == count else headers[i:j]
+            segment.append(view[position:position + size], group)
+            markers = _markers(view, group, position)
             # after a roll's snapshot, which is of the state before
-            self._index_aborted(self._producers.update(headers[i:j], markers))
+            ended = self._producers.update(group, markers)
+            if ended:
+                self._index_aborted(ended)
             position, i = position + size, j
 
     # --- rolling -------------------------------------------------------------------------------
@@ -636,9 +647,14 @@ class Log(LogDurability, LogEpochs, LogTransactions):
                 f"segments={len(self._segments)})")
 
 
-def _control_positions(headers: list[BatchHeader], position: int):
-    """(header, position in the appended bytes) of each control batch among ``headers``."""
+def _markers(view: memoryview, headers: list[BatchHeader], position: int) -> dict[int, tuple[int, int]] | None:
+    """The (control type, coordinator epoch) of each control batch among ``headers`` (written from
+    ``position`` of ``view`` on), by base offset; None when there is none (most appends)."""
+    markers = None
     for h in headers:
         if h.is_control:
-            yield h, position
+            if markers is None:
+                markers = {}
+            markers[h.base_offset] = read_marker(view[position:position + h.size], h)
         position += h.size
+    return markers

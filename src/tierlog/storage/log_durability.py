@@ -93,12 +93,10 @@ class LogDurability:
         with self._lock:
             self._epochs.write_through = False
 
-    def _maybe_flush_by_messages(self, now_ms: int) -> None:
-        """flush.messages: synchronous, so the append's answer waits for it (as in Kafka)."""
-        with self._lock:
-            due = self.log_end_offset - self.recovery_point >= self.config.flush_messages
-        if due:
-            self.flush(now_ms)
+    def _flush_due(self) -> bool:
+        """flush.messages unflushed messages (asked under the log's lock, by an append): the append
+        then flushes before it returns, so its answer waits for the fsync (as in Kafka)."""
+        return self.log_end_offset - self.recovery_point >= self.config.flush_messages
 
     @property
     def offline(self) -> bool:
