@@ -109,9 +109,9 @@ class ReplicaFetcherTasks:
                     if self.replicas.fetchers.fetchers.get(leader) is not state:
                         continue            # the fetcher was rebuilt meanwhile: a stale answer
                     actions = state.handle_fetch_response(response, self.clock_ms())
-                for action in actions:
-                    if not self._apply_now(action):         # the rest may wait on the leader
-                        await self._apply(state, conn, leader, action)
+                later = self._apply_round(actions)
+                for action in later:                        # in order, after the answer's appends
+                    await self._apply(state, conn, leader, action)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -120,21 +120,39 @@ class ReplicaFetcherTasks:
             if conn is not None:
                 conn.close()
 
-    def _apply_now(self, action) -> bool:
-        """Apply the actions of every fetch answer (records, a high watermark) without a coroutine
-        each; False for the rest (``_apply``)."""
-        if not isinstance(action, (Append, UpdateHighWatermark)):
-            return False
-        part = self.replicas.by_id(action.key)
-        if part is None:
-            return True
-        try:
-            if isinstance(action, Append):
-                part.append_as_follower(bytearray(action.records), self.clock_ms())
+    def _apply_round(self, actions: list) -> list:
+        """Apply a fetch answer's appends and high watermarks in one pass, at one clock reading and
+        without a coroutine each; the other actions, in their order, for ``_apply``.  Those are
+        never about a partition that also has an append in the same answer (an answer gives a
+        partition either its records and high watermark, or one other action)."""
+        now = self.clock_ms()
+        by_id = self.replicas.by_id
+        later = []
+        for action in actions:
+            kind = type(action)
+            if kind is Append:
+                part = by_id(action.key)
+                if part is not None:
+                    try:
+                        part.append_as_follower(action.records, now)   # read only: the answer's bytes
+                    except Exception as e:  # noqa: BLE001 - as in _apply
+                        self._failed(part, action, e)
+            elif kind is UpdateHighWatermark:
+                part = by_id(action.key)
+                if part is not None:
+                    try:
+                        part.update_follower_high_watermark(action.high_watermark, action.leader_log_start_offset)
+                    except Exception as e:  # noqa: BLE001 - as in _apply
+                        self._failed(part, action, e)
             else:
-                part.update_follower_high_watermark(action.high_watermark, action.leader_log_start_offset)
-        except Exception as e:      # noqa: BLE001 - as in _apply
-            self._failed(part, action, e)
+                later.append(action)
+        return later
+
+    def _apply_now(self, action) -> bool:
+        """Apply an append or a high watermark at once (a follow-up of ``_apply``); False for the rest."""
+        if type(action) not in (Append, UpdateHighWatermark):
+            return False
+        self._apply_round([action])
         return True
 
     def _failed(self, part, action, e: Exception) -> None:

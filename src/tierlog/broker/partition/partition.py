@@ -546,7 +546,7 @@ class Partition:
         return AppendOutcome(ErrorCode.NONE, None, base, end, log_append_time_ms, self.log.log_start_offset,
                              appended=True, parked=parked, update=update)
 
-    def append_as_follower(self, records: bytearray, now_ms: int) -> None:
+    def append_as_follower(self, records: bytes | bytearray | memoryview, now_ms: int) -> None:
         """The leader's batches as they are (AppendOrigin.REPLICATION: offsets and epochs already set)."""
         self.log.append_as_follower(records, now_ms)
 
