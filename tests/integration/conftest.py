@@ -24,9 +24,11 @@ def node(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def shared_node(tmp_path_factory):
-    """One node shared by a module's tests (each test uses its own topics)."""
-    n = NodeProcess(tmp_path_factory.mktemp("shared") / "node-1").start()
+def shared_node(request, tmp_path_factory):
+    """One node shared by a module's tests (each test uses its own topics), with the module's
+    ``SHARED_NODE_PROPS`` if it has some."""
+    props = getattr(request.module, "SHARED_NODE_PROPS", None)
+    n = NodeProcess(tmp_path_factory.mktemp("shared") / "node-1", props=props).start()
     yield n
     if n.alive():
         n.stop()

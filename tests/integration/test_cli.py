@@ -23,6 +23,8 @@ from nodeproc import free_port
 pytestmark = pytest.mark.integration
 
 RUN_TIMEOUT_S = 90
+# `consume --group` into an empty group waited Kafka's 3 s initial rebalance delay each time
+SHARED_NODE_PROPS = {"group.initial.rebalance.delay.ms": "100"}
 ERROR_PREFIX = "tierlog: error: "
 
 

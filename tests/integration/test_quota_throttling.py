@@ -36,6 +36,7 @@ LIMITS = {"controller_mutation_rate": MUTATIONS, "request_percentage": 0.01}   #
 def quota_node(tmp_path_factory):
     n = NodeProcess(tmp_path_factory.mktemp("quotas") / "node-1",
                     props={"quota.window.num": "4", "controller.quota.window.num": "2",
+                           "group.initial.rebalance.delay.ms": "100",     # the consumer's group
                            "metrics.prometheus.listener": "127.0.0.1:0"}).start()
     admin = AdminClient({"bootstrap.servers": n.bootstrap})
     for f in admin.create_topics([NewTopic("quota-in", 1, 1), NewTopic("quota-out", 1, 1)]).values():
