@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -248,14 +249,19 @@ def soak(args, cluster: lab.SoakCluster, net, moto, t0: float) -> dict:
     converged = time.monotonic() - t0
     # the workloads stop only now: what was sent during the faults must get through
     unsent = {p.name: p.finish(120) for p in [*producers, tiered, lossy]}
+    flushed = time.monotonic() - t0
     for m in members:
         m.stopping.set()
     watch.stopping.set()
     churn.stopping.set()
     txn_stop.set()
     ctp.stopping.set()
-    for t in [*members, watch, churn, *txn_threads, ctp]:
-        t.join(60)
+    workloads = [*members, watch, churn, *txn_threads, ctp]
+    stop_deadline = time.monotonic() + 60          # they stop at once, so they are waited for together
+    for t in workloads:
+        t.join(max(0.0, stop_deadline - time.monotonic()))
+    stuck = {t.name: where(t) for t in workloads if t.is_alive()}
+    joined = time.monotonic() - t0
     for tid in TIDS:
         txn_workload.new_producer(boot, tid, rec.note)
     converge(cluster, CONVERGE_S, "convergence after the workloads")
@@ -276,8 +282,11 @@ def soak(args, cluster: lab.SoakCluster, net, moto, t0: float) -> dict:
     rows, table = report.recovery(nemesis.faults, acks, health.samples, end_s)
     out = {"healed_at_s": round(healed, 1), "converged_s": round(converged - healed, 1),
            "phases_s": {k: round(v, 1) for k, v in (("start", faults_from), ("faults", healed - faults_from),
-                                                    ("converge", converged - healed), ("stop", end_s - converged),
-                                                    ("checks", checked - end_s))},
+                                                    ("converge", converged - healed),
+                                                    ("stop_producers", flushed - converged),
+                                                    ("stop_workloads", joined - flushed),
+                                                    ("stop_rest", end_s - joined), ("checks", checked - end_s))},
+           "not_stopped_in_60s": stuck,
            "acknowledged": {p.name: len(p.acks) for p in [*producers, tiered, lossy]},
            "known": known, "epoch_bumps": {p.name: [line for line in p.idemp_log if "bumped epoch" in line]
                                            for p in [*producers, tiered] if p.client == "confluent"},
@@ -333,6 +342,14 @@ def check(cluster, producers, tiered, members, watch, churn, rec, boot) -> list[
     existing = {t["Name"] for t in checker.metadata(cluster.brokers[0])["Topics"]}
     out += checker.churn(churn.state, existing)
     return out
+
+
+def where(thread: threading.Thread) -> list[str]:
+    """The innermost calls ``thread`` is in (why a workload did not stop)."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    if frame is None:
+        return []
+    return [f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in traceback.extract_stack(frame)[-4:]]
 
 
 def converge(cluster, timeout_s: float, what: str) -> None:
