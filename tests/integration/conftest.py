@@ -2,7 +2,8 @@
 
 ``node`` / ``shared_node``: one tierlog process (broker and controller) per test / per module.
 ``cluster``: a fresh multi-process cluster per test, 1 controller + 3 brokers with
-``FAST_REPLICATION`` unless the module or the test asks for another shape::
+``FAST_REPLICATION`` unless the module or the test asks for another shape; ``shared_cluster``:
+one of the module's shape for the module's tests that leave every node running::
 
     pytestmark = pytest.mark.cluster(controllers=3, brokers=3, props=FAST)
     @pytest.mark.cluster(brokers=4)
@@ -34,10 +35,21 @@ def shared_node(request, tmp_path_factory):
         n.stop()
 
 
+def _shape(request) -> dict:
+    marker = request.node.get_closest_marker("cluster")
+    return {**CLUSTER_DEFAULTS, **(marker.kwargs if marker else {})}
+
+
 @pytest.fixture
 def cluster(request, tmp_path):
     """A started Cluster of the shape ``@pytest.mark.cluster(...)`` gives (else CLUSTER_DEFAULTS); stopped after."""
-    marker = request.node.get_closest_marker("cluster")
-    shape = {**CLUSTER_DEFAULTS, **(marker.kwargs if marker else {})}
-    with running(Cluster(tmp_path, **shape)) as c:
+    with running(Cluster(tmp_path, **_shape(request))) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def shared_cluster(request, tmp_path_factory):
+    """One Cluster of the module's shape for the module's tests that kill, stop or restart no node
+    and use topics and groups of their own (a test that does kill one takes ``cluster``)."""
+    with running(Cluster(tmp_path_factory.mktemp("cluster"), **_shape(request))) as c:
         yield c

@@ -1,7 +1,8 @@
 """Share groups (KIP-932) end to end with confluent-kafka's ShareConsumer against a 3-broker cluster:
 members splitting a topic, accept / release / reject, acquisition locks expiring when a member stops
 polling or is killed -9, a poison record reaching the dead-letter topic (KIP-1191), and a partition
-leader and the share coordinator killed -9 mid-stream."""
+leader and the share coordinator killed -9 mid-stream. Only that last test has a cluster of its own: the others
+share one (``shared_cluster``), each with a topic of its own."""
 from __future__ import annotations
 
 import subprocess
@@ -29,9 +30,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.cluster(controllers=1, broker
 TOPIC, PARTITIONS = "work", 6
 
 
-def share_consumer(bootstrap: str, group: str, **conf) -> ShareConsumer:
+def topic_of(group: str) -> str:
+    """The topic of ``group``'s test: the tests on ``shared_cluster`` each have their own."""
+    return f"{TOPIC}-{group}"
+
+
+def share_consumer(bootstrap: str, group: str, topic: str = TOPIC, **conf) -> ShareConsumer:
     c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **conf})
-    c.subscribe([TOPIC])
+    c.subscribe([topic])
     return c
 
 
@@ -90,13 +96,13 @@ def poll_all(consumers, want, what: str, timeout_s: float = 120, on_message=None
                     on_message(i, m)
 
 
-def test_members_split_a_topic_each_record_once(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
-    start_at_zero(cluster, "split", TOPIC, PARTITIONS)
-    members = [share_consumer(boot, "split") for _ in range(3)]
+def test_members_split_a_topic_each_record_once(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, topic_of("split")
+    create_topic(boot, topic, PARTITIONS)
+    start_at_zero(shared_cluster, "split", topic, PARTITIONS)
+    members = [share_consumer(boot, "split", topic) for _ in range(3)]
     seen: dict[bytes, list[int]] = {}
-    produce_all(boot, TOPIC, records(300))
+    produce_all(boot, topic, records(300))
     poll_all(members, lambda: len(seen) == 300, "300 records",
              on_message=lambda i, m: seen.setdefault(m.value(), []).append(i))
     for c in members:
@@ -105,12 +111,12 @@ def test_members_split_a_topic_each_record_once(cluster):
     assert len({who[0] for who in seen.values()}) >= 2, "one member took everything"
 
 
-def test_accept_release_reject(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, 1)
-    start_at_zero(cluster, "acks", TOPIC, 1)
-    c = share_consumer(boot, "acks", **{"share.acknowledgement.mode": "explicit"})
-    produce_all(boot, TOPIC, records(30, 1))
+def test_accept_release_reject(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, topic_of("acks")
+    create_topic(boot, topic, 1)
+    start_at_zero(shared_cluster, "acks", topic, 1)
+    c = share_consumer(boot, "acks", topic, **{"share.acknowledgement.mode": "explicit"})
+    produce_all(boot, topic, records(30, 1))
     deliveries: dict[int, list[int]] = {}
 
     def handle(_i, m):
@@ -129,16 +135,17 @@ def test_accept_release_reject(cluster):
     assert deliveries == {o: [1, 2] if o % 3 == 0 else [1] for o in range(30)}
 
 
-def test_locks_expire_when_a_member_stops_polling(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, 1)
-    start_at_zero(cluster, "stall", TOPIC, 1)
-    produce_all(boot, TOPIC, records(20, 1))
-    stalled = share_consumer(boot, "stall", **{"share.acknowledgement.mode": "explicit"})
+def test_locks_expire_when_a_member_stops_polling(shared_cluster):
+    cluster = shared_cluster
+    boot, topic = cluster.bootstrap, topic_of("stall")
+    create_topic(boot, topic, 1)
+    start_at_zero(cluster, "stall", topic, 1)
+    produce_all(boot, topic, records(20, 1))
+    stalled = share_consumer(boot, "stall", topic, **{"share.acknowledgement.mode": "explicit"})
     held: list[int] = []
     poll_all([stalled], lambda: held, "the first member's records", on_message=lambda _i, m: held.append(m.offset()))
     assert metric(cluster, "kafka_server_sharepartitionmetrics_inflightmessagecount", "stall") >= len(held)
-    other = share_consumer(boot, "stall")
+    other = share_consumer(boot, "stall", topic)
     again: dict[int, int] = {}
     poll_all([other], lambda: set(held) <= set(again), "the stalled member's records redelivered",
              on_message=lambda _i, m: again.__setitem__(m.offset(), m.delivery_count()))
@@ -162,20 +169,20 @@ _MEMBER = textwrap.dedent("""
 """)
 
 
-def test_records_of_a_member_killed_9_are_redelivered(cluster, tmp_path):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, 1)
-    start_at_zero(cluster, "killed", TOPIC, 1)
-    produce_all(boot, TOPIC, records(20, 1))
+def test_records_of_a_member_killed_9_are_redelivered(shared_cluster, tmp_path):
+    boot, topic = shared_cluster.bootstrap, topic_of("killed")
+    create_topic(boot, topic, 1)
+    start_at_zero(shared_cluster, "killed", topic, 1)
+    produce_all(boot, topic, records(20, 1))
     script = tmp_path / "member.py"
     script.write_text(_MEMBER)
-    proc = subprocess.Popen([sys.executable, str(script), boot, "killed", TOPIC], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(script), boot, "killed", topic], stdout=subprocess.PIPE, text=True)
     try:
         first = int(proc.stdout.readline())
     finally:
         proc.kill()         # SIGKILL: it acknowledged nothing
         proc.wait()
-    survivor = share_consumer(boot, "killed")
+    survivor = share_consumer(boot, "killed", topic)
     again: dict[int, int] = {}
     poll_all([survivor], lambda: len(again) == 20, "all 20 records",
              on_message=lambda _i, m: again.__setitem__(m.offset(), m.delivery_count()))
@@ -232,19 +239,19 @@ def share_coordinator_nodes(cluster) -> set[int]:
     return {p["LeaderId"] for p in meta["Partitions"]} if meta["ErrorCode"] == 0 else set()
 
 
-def test_a_poison_record_reaches_the_dead_letter_topic(cluster):
+def test_a_poison_record_reaches_the_dead_letter_topic(shared_cluster):
     """KIP-1191's shape: after share.delivery.count.limit deliveries a record is archived and copied
     to the group's errors.deadletterqueue.topic.name with where it came from and why; a rejected
     record too.  The group starts at the earliest offset (share.auto.offset.reset)."""
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, 2)
+    boot, topic = shared_cluster.bootstrap, topic_of("poison")
+    create_topic(boot, topic, 2)
     create_topic(boot, "dead", 1)
-    produce_all(boot, TOPIC, [(1, b"k", b"poison", [("origin", b"test")], None),
+    produce_all(boot, topic, [(1, b"k", b"poison", [("origin", b"test")], None),
                               (0, None, b"bad", None, None), (0, None, b"good", None, None)])
     alter_group(AdminClient({"bootstrap.servers": boot}), "poison",
                 {"share.delivery.count.limit": "2", "errors.deadletterqueue.topic.name": "dead",
                  "share.auto.offset.reset": "earliest"})
-    c = share_consumer(boot, "poison", **{"share.acknowledgement.mode": "explicit"})
+    c = share_consumer(boot, "poison", topic, **{"share.acknowledgement.mode": "explicit"})
     handled: list[tuple[bytes, int]] = []
 
     def handle(_i, m):
@@ -267,12 +274,12 @@ def test_a_poison_record_reaches_the_dead_letter_topic(cluster):
     key, headers = by_value[b"poison"]
     assert key == b"k" and headers["origin"] == b"test"
     assert {k: v for k, v in headers.items() if k.startswith("__dlq.")} == {
-        "__dlq.errors.group": b"poison", "__dlq.errors.topic": TOPIC.encode(), "__dlq.errors.partition": b"1",
+        "__dlq.errors.group": b"poison", "__dlq.errors.topic": topic.encode(), "__dlq.errors.partition": b"1",
         "__dlq.errors.offset": b"0", "__dlq.errors.delivery.count": b"2",
         "__dlq.errors.reason": b"delivery count limit"}
     assert by_value[b"bad"][1]["__dlq.errors.reason"] == b"rejected"
     assert set(by_value) == {b"poison", b"bad"}
-    assert metric(cluster, "tierlog_share_dead_letters_total", "poison") == 2
+    assert metric(shared_cluster, "tierlog_share_dead_letters_total", "poison") == 2
 
 
 def alter_group(admin: AdminClient, group: str, values: dict[str, str]) -> None:
@@ -286,17 +293,17 @@ def tierlog_cli(boot: str, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, timeout=120)
 
 
-def test_cli_consume_in_a_share_group_acknowledges_what_it_prints(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, 2)
+def test_cli_consume_in_a_share_group_acknowledges_what_it_prints(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, topic_of("cli")
+    create_topic(boot, topic, 2)
     alter_group(AdminClient({"bootstrap.servers": boot}), "cli", {"share.auto.offset.reset": "earliest"})
-    produce_all(boot, TOPIC, [(i % 2, None, f"job-{i}".encode(), None, None) for i in range(10)])
-    first = tierlog_cli(boot, "consume", TOPIC, "--share-group", "cli", "--max-messages", "4")
+    produce_all(boot, topic, [(i % 2, None, f"job-{i}".encode(), None, None) for i in range(10)])
+    first = tierlog_cli(boot, "consume", topic, "--share-group", "cli", "--max-messages", "4")
     assert first.returncode == 0, first.stderr
-    rest = tierlog_cli(boot, "consume", TOPIC, "--share-group", "cli", "--timeout-ms", "3000")
+    rest = tierlog_cli(boot, "consume", topic, "--share-group", "cli", "--timeout-ms", "3000")
     assert rest.returncode == 0, rest.stderr
     printed = first.stdout.decode().split() + rest.stdout.decode().split()
     assert len(first.stdout.decode().split()) == 4
     assert sorted(printed) == sorted(f"job-{i}" for i in range(10))      # each once: what was printed was accepted
-    refused = tierlog_cli(boot, "consume", TOPIC, "--share-group", "cli", "--partition", "1")
+    refused = tierlog_cli(boot, "consume", topic, "--share-group", "cli", "--partition", "1")
     assert refused.returncode != 0 and b"--share-group" in refused.stderr
