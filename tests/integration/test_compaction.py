@@ -6,7 +6,8 @@ key (tombstones gone after delete.retention.ms), at increasing offsets with gaps
 a kill -9 of the leader a follower (compacted on its own) serves the same. A record
 without a key is refused with INVALID_RECORD. With transactions: a clean while a
 transaction is open stops at the last stable offset, aborted data goes and then, after
-delete.retention.ms, its ABORT marker, on every replica.
+delete.retention.ms, its ABORT marker, on every replica. The test that kills a broker has a cluster
+of its own; the other two share one (``shared_cluster``).
 """
 
 import time
@@ -192,8 +193,8 @@ def _read_isolated(bootstrap: str, topic: str, isolation: str) -> dict[bytes, by
     return {k: v for _o, k, v in _read_confluent(bootstrap, topic, isolation) if k != FILLER}
 
 
-def test_aborted_data_then_its_markers_are_cleaned_and_an_open_transaction_is_not(cluster):
-    topic = "compacted-txn"
+def test_aborted_data_then_its_markers_are_cleaned_and_an_open_transaction_is_not(shared_cluster):
+    cluster, topic = shared_cluster, "compacted-txn"
     _create(cluster, topic)
     plain = _producer(cluster.bootstrap)
     _send(plain, [(b"k0", b"committed-v1")], topic)
@@ -225,14 +226,15 @@ def test_aborted_data_then_its_markers_are_cleaned_and_an_open_transaction_is_no
     assert _read_isolated(cluster.bootstrap, topic, "read_committed") == expected
 
 
-def test_a_record_without_a_key_is_refused_by_a_compacted_topic(cluster):
-    _create(cluster)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "message.timeout.ms": 20000,
+def test_a_record_without_a_key_is_refused_by_a_compacted_topic(shared_cluster):
+    topic = "compacted-keys"
+    _create(shared_cluster, topic)
+    producer = Producer({"bootstrap.servers": shared_cluster.bootstrap, "acks": "all", "message.timeout.ms": 20000,
                          "retries": 0})
     errors = []
-    producer.produce(TOPIC, value=b"no key", partition=0, on_delivery=lambda e, _m: errors.append(e))
+    producer.produce(topic, value=b"no key", partition=0, on_delivery=lambda e, _m: errors.append(e))
     assert producer.flush(30) == 0
-    producer.produce(TOPIC, key=b"k", value=b"with key", partition=0, on_delivery=lambda e, _m: errors.append(e))
+    producer.produce(topic, key=b"k", value=b"with key", partition=0, on_delivery=lambda e, _m: errors.append(e))
     assert producer.flush(30) == 0
     assert errors[0] is not None and errors[0].code() == KafkaError.INVALID_RECORD, errors
     assert errors[1] is None, errors
