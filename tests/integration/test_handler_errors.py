@@ -4,7 +4,7 @@ Kafka error code on the wire; the connection stays open and the node logs no tra
 Found by fuzzing (issue 21): Metadata v10+ with a null topic name or an unknown TopicId, OffsetCommit
 v2-4 with a RetentionTimeMs past the int64 range of the record's expire timestamp, and quorum
 requests (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot) naming no partition or
-another partition than ``__cluster_metadata``-0.
+another partition than ``__cluster_metadata``-0. The tests share one 1+1 cluster (``shared_cluster``).
 """
 import socket
 import struct
@@ -58,8 +58,8 @@ def assert_no_traceback(*nodes):
 
 
 @pytest.mark.parametrize("version", [10, 11, 12, 13])
-def test_metadata_by_null_name_or_unknown_topic_id(cluster, version):
-    broker = cluster.brokers[0]
+def test_metadata_by_null_name_or_unknown_topic_id(shared_cluster, version):
+    broker = shared_cluster.brokers[0]
     conn = Connection(broker.port)
     unknown_id = bytes(range(1, 17))
     answer = conn.request(ApiKey.METADATA, version, {
@@ -74,8 +74,8 @@ def test_metadata_by_null_name_or_unknown_topic_id(cluster, version):
     assert_no_traceback(broker)
 
 
-def test_offset_commit_with_a_retention_past_int64(cluster):
-    broker = cluster.brokers[0]
+def test_offset_commit_with_a_retention_past_int64(shared_cluster):
+    broker = shared_cluster.brokers[0]
     conn = Connection(broker.port)
     topic = "retention-forever"
     conn.request(ApiKey.CREATE_TOPICS, 4, {"Topics": [{"Name": topic, "NumPartitions": 1, "ReplicationFactor": 1,
@@ -93,7 +93,7 @@ def test_offset_commit_with_a_retention_past_int64(cluster):
 
     wait_for(committed, what="the commit is accepted")
     conn.close()
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "forever"})
+    consumer = Consumer({"bootstrap.servers": shared_cluster.bootstrap, "group.id": "forever"})
     try:
         assert consumer.committed([TopicPartition(topic, 0)], timeout=20)[0].offset == 42
     finally:
@@ -113,8 +113,8 @@ QUORUM_VERSIONS = {ApiKey.VOTE: 0, ApiKey.BEGIN_QUORUM_EPOCH: 0, ApiKey.END_QUOR
                    ApiKey.FETCH_SNAPSHOT: 0}
 
 
-def test_quorum_requests_without_our_partition(cluster):
-    controller = cluster.controllers[0]
+def test_quorum_requests_without_our_partition(shared_cluster):
+    controller = shared_cluster.controllers[0]
     conn = Connection(controller.port)
     for api_key, body in QUORUM_BODIES.items():
         assert conn.request(api_key, QUORUM_VERSIONS[api_key], body)["ErrorCode"] == ErrorCode.INVALID_REQUEST
