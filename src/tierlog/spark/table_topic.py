@@ -21,9 +21,7 @@ otherwise, or when no store or catalog answers, its ranges go the ``auto`` way (
 
 from __future__ import annotations
 
-import functools
 import logging
-import urllib.parse
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -40,7 +38,7 @@ from tierlog.spark.options import REMOTE_AUTO, REMOTE_TABLE, OptionError, Source
 from tierlog.spark.planning import OffsetRange
 from tierlog.spark.remote_auto import detect
 from tierlog.spark.table_cover import DataFile, cut_range, group_files
-from tierlog.spark.table_read import TableReadOptions, load_table
+from tierlog.spark.table_read import TableReadOptions, load_table, open_data_file
 from tierlog.storage.table_config import KEY_VALUE_COLUMNS
 
 __all__ = ["TableRangePartition", "plan_with_tables", "read_table_range", "segment_options"]
@@ -130,25 +128,11 @@ def _data_files(table: Any, partitions: list[int]) -> dict[int, list[DataFile]]:
     return out
 
 
-@functools.lru_cache(maxsize=8)
-def _file_io(spec: TableReadOptions) -> Any:
-    """The table's file IO, once per Python worker (the tasks it runs share it)."""
-    return load_table(spec).io
-
-
-def _open(path: str, spec: TableReadOptions) -> Any:
-    """A data file: a local one (fs store) opened as it is, so the worker needs no catalog and no
-    pyiceberg import (seconds on a busy worker); others through the table's file IO."""
-    if path.startswith("file://"):
-        return open(urllib.parse.unquote(urllib.parse.urlsplit(path).path), "rb")
-    return _file_io(spec).new_input(path).open()
-
-
 def read_table_range(part: TableRangePartition, include_headers: bool) -> Iterator[pa.RecordBatch]:
     """The rows of ``part``'s offsets from its files, in the source's schema (``KAFKA_SCHEMA``)."""
     columns = _READ_COLUMNS + (["headers"] if include_headers else [])
     for path in part.files:
-        with _open(path, part.table) as f:
+        with open_data_file(path, part.table) as f:
             for batch in pq.ParquetFile(f).iter_batches(batch_size=_BATCH_ROWS, columns=columns):
                 rows = _topic_rows(batch, part, include_headers)
                 if rows.num_rows:
@@ -160,7 +144,7 @@ def _topic_rows(batch: pa.RecordBatch, part: TableRangePartition, include_header
     batch = batch.filter(pc.and_(pc.greater_equal(offsets, part.start), pc.less(offsets, part.end)))
     n = batch.num_rows
     columns = [batch.column("key").cast(pa.binary()), batch.column("value").cast(pa.binary()),
-               pa.array([part.topic] * n, pa.string()),
+               pa.repeat(pa.scalar(part.topic, pa.string()), n),
                batch.column("partition"), batch.column("offset"),
                batch.column("timestamp").cast(pa.timestamp("us", tz="UTC")), batch.column("timestamp_type")]
     if include_headers:
