@@ -11,14 +11,19 @@ One tierlog node (broker and controller), fs remote storage in a temp directory.
    (16 MiB segments, copies held back with ``remote.log.copy.disable=true``) is filled with
    ``--mib`` of 1 KiB random values; then copying is turned on (IncrementalAlterConfigs) and
    the clock runs until every closed segment is uploaded (ListOffsets -5 reaches the offset
-   before each partition's active segment). MiB/s = closed segment bytes / that time; with
-   the table on, each upload includes its Parquet file and Iceberg commit. Ratio on/off.
+   before each partition's active segment). Before both, unmeasured, a small table topic is
+   uploaded: the broker's first table commit imports pyiceberg and opens the catalog, once per
+   process (seconds under load), which is not upload throughput. MiB/s = closed segment bytes /
+   that time, and the broker's CPU seconds over it (/proc: steadier than time on a shared
+   machine); with the table on, each upload includes its Parquet file and Iceberg commit.
+   ``--rounds N`` alternates off and key_value N times; the ratio on/off is the median.
 2. **spark** (``local[2]``, read_committed, ``sum(length(value))`` over the key_value topic,
-   every value reaching the JVM), after one unmeasured warm-up read: ``remoteStorage=table``
-   (the table's Parquet files where the table covers, the local tail through the broker),
-   ``remoteStorage=DIR`` (segments straight from the store, tail through the broker),
-   ``remoteStorage=off`` (all through the broker). Then ``option("table")`` with a filter on
-   ``timestamp`` keeping the last ~10 % of records: the files pyiceberg plans of all.
+   every value reaching the JVM), after unmeasured warm-up reads (segments, then table):
+   ``remoteStorage=table`` (the table's Parquet files where the table covers, the local tail
+   through the broker), ``remoteStorage=DIR`` (segments straight from the store, tail through
+   the broker), ``remoteStorage=off`` (all through the broker), ``--rounds`` times in turn
+   (the median). Then ``option("table")`` with a filter on ``timestamp`` keeping the last
+   ~10 % of records: the files pyiceberg plans of all.
 
 Writes ``results/tables_<timestamp>.json`` and ``results/tables_latest.json``; the machine's
 load average at the start and end is in the file (the machine is shared).
@@ -29,6 +34,7 @@ import argparse
 import datetime
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -39,6 +45,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]   # benc
 sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
 sys.path.append(str(HERE))
 
+from cputree import own_cpu_s
 from nodeproc import NodeProcess
 from spark_read import KAFKA_SESSION, RECORD, TIERED_SEGMENT_BYTES, fill, spark_session
 from tiered import fs_props
@@ -66,19 +73,21 @@ def _closed_bytes(data_dir: Path, topic: str) -> int:
     return total
 
 
-def upload_phase(node, data_dir: Path, mode: str, n: int) -> dict:
+def upload_phase(node, data_dir: Path, mode: str, n: int, name: str = "upload") -> dict:
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
     from tierlog.client import Cluster
     from tierlog.tiered.read_rules import LATEST_TIERED
 
-    topic = f"upload-{mode}"
+    topic = f"{name}-{mode}"
     fill(node.bootstrap, topic, PARTITIONS, n, {**TOPIC_CONFIG, "tierlog.table.mode": mode})
     ends, size = _closed_ends(data_dir, topic), _closed_bytes(data_dir, topic)
     admin = AdminClient({"bootstrap.servers": node.bootstrap})
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
         ConfigEntry("remote.log.copy.disable", "false", incremental_operation=AlterConfigOpType.SET)])
     cluster = Cluster(node.bootstrap)
+    pid = int(node.announced["pid"])
+    cpu = own_cpu_s(pid)
     t = time.perf_counter()
     admin.incremental_alter_configs([resource])[resource].result(30)
     deadline = time.monotonic() + 1800
@@ -90,9 +99,12 @@ def upload_phase(node, data_dir: Path, mode: str, n: int) -> dict:
             raise SystemExit(f"{topic}: not uploaded after 1800 s: {tiered} of {ends}")
         time.sleep(0.1)
     dt = time.perf_counter() - t
+    cpu = own_cpu_s(pid) - cpu
     cluster.close()
-    print(f"upload, table {mode}: {size / MIB:.0f} MiB in {dt:.1f} s = {size / MIB / dt:.1f} MiB/s", flush=True)
-    return {"topic": topic, "closed_bytes": size, "seconds": dt, "mib_s": size / MIB / dt}
+    print(f"upload, table {mode}: {size / MIB:.0f} MiB in {dt:.1f} s = {size / MIB / dt:.1f} MiB/s, broker CPU "
+          f"{cpu:.1f} s ({cpu / (size / MIB / 1024):.1f} s/GiB)", flush=True)
+    return {"topic": topic, "closed_bytes": size, "seconds": dt, "mib_s": size / MIB / dt, "broker_cpu_s": cpu,
+            "broker_cpu_s_per_gib": cpu / (size / MIB / 1024)}
 
 
 def spark_phase(spark, node, topic: str, options: dict) -> dict:
@@ -130,19 +142,29 @@ def main() -> None:
     p.add_argument("--mib", type=float, default=1024.0, help="data per topic (default 1 GiB)")
     p.add_argument("--out", type=Path, default=HERE / "results")
     p.add_argument("--upload-only", action="store_true", help="phase 1 only (results/tables_upload_*.json)")
+    p.add_argument("--rounds", type=int, default=1, help="upload off / key_value rounds, alternated (the median ratio)")
     args = p.parse_args()
     n = int(args.mib * MIB / RECORD)
     root = Path(tempfile.mkdtemp(prefix="bench-tables-"))
     remote = root / "remote-storage"
-    out: dict = {"mib": args.mib, "records": n, "record_bytes": RECORD, "partitions": PARTITIONS,
+    out: dict = {"mib": args.mib, "records": n, "rounds": args.rounds, "record_bytes": RECORD, "partitions": PARTITIONS,
                  "segment_bytes": TIERED_SEGMENT_BYTES, "machine": {"cpus": os.cpu_count(),
                                                                     "load_avg_start": os.getloadavg()}}
     node = NodeProcess(root / "node-1", props={**fs_props(remote), **KAFKA_SESSION}).start()
     try:
         data_dir = root / "node-1" / "data"
-        out["upload"] = {mode: upload_phase(node, data_dir, mode, n) for mode in ("off", "key_value")}
-        out["upload_on_vs_off"] = out["upload"]["key_value"]["mib_s"] / out["upload"]["off"]["mib_s"]
-        print(f"upload on/off: {out['upload_on_vs_off']:.2f}x", flush=True)
+        # unmeasured: the broker's first table commit loads pyiceberg and the catalog, once per process
+        upload_phase(node, data_dir, "key_value", int(1.5 * PARTITIONS * TIERED_SEGMENT_BYTES / RECORD), name="warm-up")
+        rounds = [{mode: upload_phase(node, data_dir, mode, n, name=f"upload{r or ''}") for mode in ("off", "key_value")}
+                  for r in range(args.rounds)]           # A B A B: the machine's load moves between phases
+        out["upload"], out["upload_rounds"] = rounds[-1], rounds
+        ratios = sorted(r["key_value"]["mib_s"] / r["off"]["mib_s"] for r in rounds)
+        out["upload_on_vs_off"] = statistics.median(ratios)
+        out["upload_on_vs_off_rounds"] = ratios
+        out["upload_cpu_on_vs_off"] = statistics.median(r["off"]["broker_cpu_s"] / r["key_value"]["broker_cpu_s"]
+                                                        for r in rounds)
+        print(f"upload on/off: {out['upload_on_vs_off']:.2f}x (rounds {', '.join(f'{x:.2f}' for x in ratios)}); "
+              f"broker CPU off/on {out['upload_cpu_on_vs_off']:.2f}x", flush=True)
         if not args.upload_only:
             spark_phases(out, node, remote)
     finally:
@@ -156,18 +178,27 @@ def main() -> None:
     print(json.dumps({"upload_on_vs_off": out["upload_on_vs_off"], "load": out["machine"]}, default=str))
 
 
+def args_rounds(out: dict) -> int:
+    return int(out.get("rounds", 1))
+
+
 def spark_phases(out: dict, node, remote: Path) -> None:
     """Phase 2: the Spark reads of the key_value topic, into ``out``."""
     topic = out["upload"]["key_value"]["topic"]
     spark = spark_session()
     reads = {"table": {"remoteStorage": "table"}, "segments": {"remoteStorage": str(remote)},
              "brokers": {"remoteStorage": "off"}}
-    spark_phase(spark, node, topic, reads["segments"])         # the JVM's JIT warm-up, unmeasured
-    out["spark"] = {}
-    for name, options in reads.items():
-        out["spark"][name] = spark_phase(spark, node, topic, options)
-        print(f"spark from {name}: {out['spark'][name]['mib_s']:.1f} MiB/s "
-              f"({out['spark'][name]['seconds']:.1f} s)", flush=True)
+    for warm in ("segments", "table"):      # unmeasured: the JVM's JIT, the driver's first pyiceberg import
+        spark_phase(spark, node, topic, reads[warm])
+    out["spark"], out["spark_rounds"] = {}, []
+    for _ in range(args_rounds(out)):
+        out["spark_rounds"].append({})
+        for name, options in reads.items():
+            out["spark_rounds"][-1][name] = run = spark_phase(spark, node, topic, options)
+            print(f"spark from {name}: {run['mib_s']:.1f} MiB/s ({run['seconds']:.1f} s)", flush=True)
+    for name in reads:
+        runs = [r[name] for r in out["spark_rounds"]]
+        out["spark"][name] = {"runs": runs, "mib_s": statistics.median(r["mib_s"] for r in runs)}
     out["spark_filtered_table"] = filtered_table_read(spark, remote, topic)
     print(f"table read with a timestamp filter: {out['spark_filtered_table']}", flush=True)
     spark.stop()
