@@ -5,7 +5,7 @@ import threading
 import time
 import uuid
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -13,6 +13,26 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, configs: dict |
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(name, partitions, 1, config=configs or {})], request_timeout=15)
     futures[name].result(timeout=20)
+
+
+def refused_metadata(conf: dict, *wanted: str, timeout_s: float = 4.0) -> str:
+    """The errors librdkafka reports (error_cb) to an AdminClient of ``conf`` whose every Metadata
+    request fails: polled until they name each of ``wanted`` (without any, until ``timeout_s``),
+    instead of waiting out one long list_topics."""
+    errors: list = []
+    admin = AdminClient({**conf, "log_level": 0, "error_cb": errors.append})
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin.list_topics(timeout=0.5)
+        except KafkaException:
+            pass
+        else:
+            raise AssertionError(f"{conf.get('sasl.username', 'the client')} was served metadata")
+        admin.poll(0.1)         # serves error_cb
+        text = " ".join(str(e) for e in errors)
+        if (wanted and all(w in text for w in wanted)) or time.monotonic() >= deadline:
+            return text
 
 
 def produce_all(bootstrap: str, topic: str, records, **conf) -> list:

@@ -20,6 +20,7 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
+from clients import refused_metadata
 from cluster import log_end_offset, wait_for
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
@@ -194,24 +195,16 @@ async def _aiokafka_round_trip(cluster, topic) -> None:
         assert f"aio-{user}".encode() in values
 
 
-def _refusal(conf) -> str:
-    errors = []
-    admin = AdminClient({**conf, "log_level": 0, "error_cb": errors.append})
-    with pytest.raises(KafkaException):
-        admin.list_topics(timeout=4)
-    admin.poll(0.5)
-    return " ".join(str(e) for e in errors)
-
-
 def test_failed_logins_and_clients_without_credentials_are_refused(secured):
     for user, mechanism, password in (("admin", "SCRAM-SHA-512", "wrong"), ("mallory", "SCRAM-SHA-512", "x"),
                                       ("admin", "SCRAM-SHA-256", "wrong")):
-        text = _refusal(_user_conf(secured, user, mechanism, password))
-        assert ("Authentication failed during authentication due to invalid credentials with SASL mechanism "
-                f"{mechanism}") in text, text
-    _refusal({"bootstrap.servers": secured.bootstrap, "security.protocol": "SSL",      # no metadata without SASL
-              "ssl.ca.location": str(secured.ca)})
-    mechanism = _refusal({**_user_conf(secured, "admin"), "sasl.mechanisms": "PLAIN"})
+        failed = ("Authentication failed during authentication due to invalid credentials with SASL mechanism "
+                  f"{mechanism}")
+        text = refused_metadata(_user_conf(secured, user, mechanism, password), failed)
+        assert failed in text, text
+    refused_metadata({"bootstrap.servers": secured.bootstrap, "security.protocol": "SSL",   # no metadata without SASL
+                      "ssl.ca.location": str(secured.ca)})
+    mechanism = refused_metadata({**_user_conf(secured, "admin"), "sasl.mechanisms": "PLAIN"}, "PLAIN", "SCRAM-SHA-512")
     assert "PLAIN" in mechanism and "SCRAM-SHA-512" in mechanism, mechanism      # not enabled: the list is named
     _kafka_python_refusal(secured)
 
