@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
+from tierlog.net.tasks import expire_after
+
 from .fetch_session import FetchSessionCache
 
 __all__ = ["FetchPurgatory"]
@@ -71,11 +73,11 @@ class FetchPurgatory:
             watched.append(("replica", replica_id))
         for k in watched:
             self._watchers.setdefault(k, set()).add(fut)
+        timer = expire_after(fut, timeout_s)
         try:
-            await asyncio.wait_for(fut, timeout_s)
-        except TimeoutError:
-            pass
+            await fut
         finally:
+            timer.cancel()
             for k in watched:
                 s = self._watchers.get(k)
                 if s is not None:

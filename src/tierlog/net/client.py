@@ -36,6 +36,7 @@ from tierlog.net.request_pipeline import (
     RequestPipeline,
 )
 from tierlog.net.security import PLAINTEXT, Security
+from tierlog.net.tasks import expire_after
 from tierlog.protocol import APIS
 
 __all__ = ["DEFAULT_ROUTE", "PeerConnection", "PeerRoute", "PeerUnavailable", "Peers"]
@@ -113,13 +114,15 @@ class PeerConnection:
         async with self._slots:
             await self._until_ready(timeout_s)
             cid, answer = self._write(api_key, version, body)
+            timer = expire_after(answer, timeout_s, TimeoutError)
             try:
-                return await asyncio.wait_for(answer, timeout_s)
+                return await answer
             except TimeoutError:
                 self._give_up(cid)
                 raise PeerUnavailable(f"{self.address}: api {api_key} timed out after {timeout_s:g}s") \
                     from None
             finally:
+                timer.cancel()
                 self._pending.pop(cid, None)
 
     def _write(self, api_key: int, version: int, body: dict) -> tuple[int, asyncio.Future]:
@@ -203,12 +206,14 @@ class PeerConnection:
     async def _exchange(self, api_key: int, version: int, body: dict, timeout_s: float = CONNECT_TIMEOUT_S) -> dict:
         """One request of a login (no slot: the caller holds one)."""
         cid, answer = self._write(api_key, version, body)
+        timer = expire_after(answer, timeout_s, TimeoutError)
         try:
-            return await asyncio.wait_for(answer, timeout_s)
+            return await answer
         except TimeoutError:
             raise PeerUnavailable(f"{self.address}: no SASL answer within {timeout_s:g}s", "timed out") \
                 from None
         finally:
+            timer.cancel()
             self._pending.pop(cid, None)
 
     def _on_frame(self, frame: bytes) -> None:

@@ -15,6 +15,11 @@ cancellation and run on; awaiting it once would then hang shutdown.  A task that
 outlives ``CLOSE_TIMEOUT_S`` anyway is logged by name and left behind.
 
 ``wait_until`` waits for a condition that an event announces changes of.
+
+``expire_after`` bounds the wait for a future the caller owns (a request's answer, a parked
+fetch) by ending it at the deadline, so the caller awaits the future itself: its task wakes in
+the loop iteration that completes it, where ``asyncio.wait_for`` adds a waiter future of its own
+and one more iteration, on every inter-broker answer and every parked fetch woken.
 """
 from __future__ import annotations
 
@@ -22,12 +27,28 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine
 
-__all__ = ["CLOSE_TIMEOUT_S", "TaskSet", "cancel_and_wait", "wait_until"]
+__all__ = ["CLOSE_TIMEOUT_S", "TaskSet", "cancel_and_wait", "expire_after", "wait_until"]
 
 log = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT_S = 10.0      # how long close waits for cancelled tasks before logging them
 RECANCEL_EVERY_S = 0.05     # a task still running after this is cancelled again
+
+
+def expire_after(fut: asyncio.Future, timeout_s: float,
+                 error: type[BaseException] | None = None) -> asyncio.TimerHandle:
+    """A timer that ends ``fut`` after ``timeout_s`` unless it ended first: with ``error`` raised to
+    its awaiter, or None as its result.  Cancel the timer once ``fut`` is done."""
+    return asyncio.get_running_loop().call_later(timeout_s, _expire, fut, error)
+
+
+def _expire(fut: asyncio.Future, error: type[BaseException] | None) -> None:
+    if fut.done():
+        return
+    if error is None:
+        fut.set_result(None)
+    else:
+        fut.set_exception(error())
 
 
 async def wait_until(holds: Callable[[], bool], changed: asyncio.Event, timeout_s: float) -> bool:
