@@ -90,3 +90,23 @@ def test_segments_of_many_partitions_from_threads_are_committed_exactly(tmp_path
         parts = {k.rsplit(".", 1)[1] for k in snap.summary.additional_properties if k.startswith("tierlog.last-offset.")}
         assert parts and all(f"tierlog.segment-id.{p}" in snap.summary.additional_properties for p in parts)
     assert len(table.snapshots()) <= 12
+
+
+def test_the_transaction_computes_the_staged_metadata_once_per_change(tmp_path):
+    from tierlog.tiered.table.transaction import transaction
+    store = FsObjectStore(tmp_path / "remote")
+    store.root.mkdir()
+    writer = TableWriter(store, TableCatalog(table_settings(store, {})), tmp_path / "staging")
+    log = tmp_path / "0.log"
+    log.write_bytes(build_batch([Record(o, NOW + o, None, b"v") for o in range(10)], base_offset=0))
+    writer.commit_segment(SegmentCommit("t", 0, uuid.uuid4(), 0, 9, log, [], KEY_VALUE))
+    table = writer.catalog.load("t")
+    tx = transaction(table)
+    first = tx.table_metadata
+    assert tx.table_metadata is first                     # no change staged: the same object, not a copy
+    tx.set_properties({"tierlog.test": "1"})
+    staged = tx.table_metadata
+    assert staged is not first and staged.properties["tierlog.test"] == "1"
+    assert tx.table_metadata is staged
+    tx.commit_transaction()
+    assert writer.catalog.load("t").properties["tierlog.test"] == "1"
