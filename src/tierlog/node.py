@@ -98,7 +98,6 @@ from tierlog.net.ssl_principal import (
 from tierlog.net.tasks import TaskSet, cancel_and_wait
 from tierlog.raft import Committed
 from tierlog.raft.file_log import METADATA_PARTITION_DIR
-from tierlog.raft.voters import Endpoint as VoterEndpoint
 from tierlog.server.applied_offset import AppliedOffset
 from tierlog.server.commit_applier import CommitApplier
 from tierlog.server.controller_metrics import ControllerMetricsCollector
@@ -210,9 +209,7 @@ class Node:
         if self.controller_server is not None:
             self.controller_server.start_ticker()
             if cfg.dynamic_quorum:      # KIP-853: a moved controller listener goes into the voter set
-                own = cfg.controller_listeners[0]
-                update = VoterUpdate(self.controller_server, VoterEndpoint(own.name, own.host or "localhost", own.port))
-                self._tasks.spawn(update.run(), name="voter-update")
+                self._tasks.spawn(VoterUpdate(self.controller_server).run(), name="voter-update")
         for listener_cfg in cfg.controller_listeners:
             await self._serve(listener_cfg, RequestDispatcher(self.controller_server, CONTROLLER_APIS,
                                                               listener_cfg.name, (self.request_metrics,)))

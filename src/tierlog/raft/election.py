@@ -11,7 +11,9 @@ Rules (KIP-595):
 - A candidate that gathers a majority becomes leader; one that can no longer win
   (too many rejections) backs off (vote.py's randomized exponential backoff).
 - BeginQuorumEpoch teaches the leader of an epoch; its answer tells the leader the
-  voter knows (no more BeginQuorumEpoch to it).
+  voter knows (no more BeginQuorumEpoch to it). KIP-853 (v1): the voter learns where
+  the leader serves (LeaderEndpoints; its own voter set may list an old address), and
+  one meant for another directory of our id is refused (INVALID_VOTER_KEY).
 - EndQuorumEpoch from the resigning leader: a voter following it stands for
   election after a delay set by its place among the preferred successors; the
   answers tell the resigned leader who has heard.
@@ -193,10 +195,18 @@ class Election:
     # ---- Begin/EndQuorumEpoch
 
     def on_begin_epoch(self, req: BeginQuorumEpochRequest, now_ms: int) -> BeginQuorumEpochResponse:
-        error = self._refusal(req.cluster_id, req.leader_id in self._quorum.voters, req.leader_epoch)
-        if error == Err.NONE:
-            self._observe_leader(req.leader_id, req.leader_epoch, now_ms)
-        return self._answer(BeginQuorumEpochResponse, error)
+        q = self._quorum
+        error = self._refusal(req.cluster_id, req.leader_id in q.voters, req.leader_epoch)
+        if error == Err.NONE and q.dynamic and not _same_directory(req.voter_directory_id, q.directory_id):
+            error = Err.INVALID_VOTER_KEY   # KIP-853 (v1): meant for another directory of our id
+        if error != Err.NONE:
+            return self._answer(BeginQuorumEpochResponse, error)
+        self._observe_leader(req.leader_id, req.leader_epoch, now_ms)
+        s = q.state
+        if req.leader_endpoints and isinstance(s, Follower) and (s.epoch, s.leader_id) == (req.leader_epoch,
+                                                                                           req.leader_id):
+            s.leader_endpoints = req.leader_endpoints   # KIP-853: where it serves, whatever our set lists
+        return self._answer(BeginQuorumEpochResponse, Err.NONE)
 
     def on_begin_epoch_response(self, sender_id: int, req: BeginQuorumEpochRequest,
                                 resp: BeginQuorumEpochResponse) -> None:

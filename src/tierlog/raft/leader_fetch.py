@@ -156,6 +156,10 @@ class LeaderFetch:
         if hw_moved and isinstance(s, Leader) and self._commits.raise_to(s.progress.high_watermark):
             self.answer_parked(self._purgatory.take_all(), now_ms)
 
+    def wake_parked(self, now_ms: int) -> None:
+        """Answer every parked Fetch now (the leader appended outside ``drain``)."""
+        self.answer_parked(self._purgatory.take_all(), now_ms)
+
     def drain(self, now_ms: int) -> None:
         """Append queued proposals as batches and ask for a flush; parked fetches get them.
         (Followers may replicate before the leader's flush; the leader counts itself

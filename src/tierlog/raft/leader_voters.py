@@ -13,6 +13,15 @@ UpdateRaftVoter), as Kafka applies them; each answers a Kafka error code.
   last voter cannot be removed (VOTER_NOT_FOUND, as Kafka answers). A leader that
   removes itself keeps leading, outside the majority, until the change commits, and
   then resigns (node.py).
+- Update (ours, stricter than Kafka): the record is written only while the voter has
+  fetched up to the leader's log end; asked earlier, the leader answers
+  REQUEST_TIMED_OUT and writes it when that voter's next Fetch reaches its log end
+  (``VoterChanges.fetched``; a busy leader is seldom caught with every voter at its
+  end, so waiting for the voter's own Fetch is what gets it through). Then any
+  voter that misses the record holds no entry the moved voter lacks, so it grants the
+  moved voter its vote; had the record been written while the moved voter lagged, a
+  voter that missed it but holds more would refuse the moved one and could not reach
+  it to ask for a vote (it would ask the old address): no leader could be elected.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tierlog.raft.types import LogBatch, OffsetAndEpoch
+from tierlog.raft.voters import Endpoint
 
 __all__ = [
     "BeginQuorumEpochRequest", "BeginQuorumEpochResponse", "EndQuorumEpochRequest",
@@ -46,6 +47,12 @@ class BeginQuorumEpochRequest:  # api key 53
     cluster_id: str
     leader_id: int
     leader_epoch: int
+    #: KIP-853 (v1): the receiver's voter key as the leader's voter set has it (-1 / None: unknown)
+    voter_id: int = -1
+    voter_directory_id: bytes | None = None
+    #: KIP-853 (v1 LeaderEndpoints): where the leader serves, so a voter whose voter set lists
+    #: it elsewhere (it missed the VotersRecord that moved it) still reaches it
+    leader_endpoints: tuple[Endpoint, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

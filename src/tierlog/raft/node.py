@@ -11,7 +11,8 @@ The shell (asyncio in a real process, the simulator in tests) calls:
   ``create_snapshot(end_offset, epoch, last_contained_ts_ms)``, ``describe(now_ms)``
 - with kraft.version 1 (KIP-853): ``add_voter``, ``remove_voter``, ``update_voter``
   -> (error, offset of the VotersRecord); the change is done once the high
-  watermark passes that offset (``voter_change_committed``)
+  watermark passes that offset (``voter_change_committed``); ``leader_endpoints()``,
+  ``endpoints_to_update()`` (what a moved voter asks its leader to list)
 
 Persistence contract (etcd's ``Ready``; docs/architecture.md, "The pattern"): the Output says what
 must become durable - ``quorum_state`` (the ElectionState to write) and
@@ -85,13 +86,7 @@ from tierlog.raft.types import (
 )
 from tierlog.raft.voter_changes import VoterChanges, describe
 from tierlog.raft.voter_log import VoterLog
-from tierlog.raft.voters import (
-    KRAFT_VERSION,
-    KRAFT_VOTERS,
-    VoterSet,
-    encode_kraft_version,
-    encode_voters,
-)
+from tierlog.raft.voters import Endpoint, VoterSet
 
 __all__ = ["Output", "RaftNode", "RequestOutcome"]
 
@@ -143,14 +138,16 @@ class RaftNode:
     def __init__(self, node_id: int, voters: frozenset[int] | VoterSet, log: ReplicatedLog,
                  snapshots: SnapshotStore, quorum_store: QuorumStateStore, config: RaftConfig, rng: random.Random,
                  now_ms: int, *, clock: Callable[[], float] | None = None, directory_id: bytes | None = None,
-                 bootstrap_ids: Sequence[int] = (), kraft_version: int | None = None):
+                 bootstrap_ids: Sequence[int] = (), kraft_version: int | None = None,
+                 endpoints: tuple[Endpoint, ...] = ()):
         """``voters``: a frozenset of ids is kraft.version 0, the static
         controller.quorum.voters; a VoterSet is kraft.version 1 (KIP-853), the bootstrap
         set (empty for a controller that joins a running quorum), overridden by the
         VotersRecords in the log. ``directory_id`` is this replica's metadata directory
         id; ``bootstrap_ids`` are asked for the leader while no voter is known
         (controller.quorum.bootstrap.servers). ``kraft_version`` 0 with a VoterSet: the
-        static voters with their endpoints (for DescribeQuorum)."""
+        static voters with their endpoints (for DescribeQuorum). ``endpoints``: where this
+        replica serves (its controller listeners; KIP-853 UpdateRaftVoter, LeaderEndpoints)."""
         self.node_id = node_id
         if kraft_version is None:
             kraft_version = 1 if isinstance(voters, VoterSet) else 0
@@ -195,9 +192,12 @@ class RaftNode:
                                             self.retention, self.commits, self.metrics, self._request_flush,
                                             self.voter_log)
         self.voter_changes = VoterChanges(config, log, self.quorum, self.voter_log, self.commits, self.leader_fetch,
-                                          self.kraft_version, self._voters_written)
+                                          self.kraft_version, self._voters_written, node_id, directory_id,
+                                          endpoints)
         self.add_voter, self.remove_voter = self.voter_changes.add, self.voter_changes.remove
         self.update_voter, self.voter_change_committed = self.voter_changes.update, self.voter_changes.committed
+        # KIP-853: where the leader serves; what to send in UpdateRaftVoter (None: nothing)
+        self.leader_endpoints, self.endpoints_to_update = self.voter_changes.leader_endpoints, self.voter_changes.to_update
         self._notify_leader_change()
         self._out.next_deadline_ms = now_ms  # the shell calls tick(now_ms) right after construction
 
@@ -271,6 +271,7 @@ class RaftNode:
             response = self.leader_fetch.on_fetch(request, now_ms, may_park=True)
             if response is None:
                 token = self.purgatory.park(sender_id, request, now_ms)
+            self.voter_changes.fetched(request.replica_id, now_ms)   # KIP-853: an update waiting for it
         elif isinstance(request, FetchSnapshotRequest):
             response = self.leader_fetch.on_fetch_snapshot(request, now_ms)
         else:
@@ -457,14 +458,7 @@ class RaftNode:
         self.metrics["elections-won"] += 1
         value = leader_change_value(self.node_id, self.voters, granted)
         self.log.append_as_leader([value], s.epoch, now_ms, control=True)
-        if self.kraft_version == 1 and self.voter_log.history.latest_offset < 0:
-            # KIP-853: the first leader writes the bootstrap set, so the log describes itself
-            self.log.append_as_leader([encode_kraft_version(1)], s.epoch, now_ms, control=True,
-                                      control_type=KRAFT_VERSION)
-            batch = self.log.append_as_leader([encode_voters(self.voter_set)], s.epoch, now_ms, control=True,
-                                              control_type=KRAFT_VOTERS)
-            self.voter_log.appended([batch])
-            self.voter_log.take_changed()
+        self.voter_changes.epoch_started(s.epoch, now_ms)   # KIP-853: the set, our endpoints
         self._request_flush()
         self.retention.leader_elected(now_ms)
         self.leader_fetch.progress_changed(progress.update_local(self.log.flushed_end_offset, now_ms), now_ms)
@@ -554,7 +548,10 @@ class RaftNode:
             self._wake(wake)
         for v in sorted(self.voters - {self.node_id} - s.acked_begin):
             if self.requests.can_send(v, now_ms):
-                self._send(v, BeginQuorumEpochRequest(self.config.cluster_id, self.node_id, s.epoch), now_ms)
+                voter = self.voter_set.get(v)
+                self._send(v, BeginQuorumEpochRequest(self.config.cluster_id, self.node_id, s.epoch, v,
+                                                      voter.directory_id if voter is not None else None,
+                                                      self.voter_changes.endpoints), now_ms)
 
     def _poll_candidate(self, s: Candidate, now_ms: int) -> None:
         if len(s.granted) >= self.quorum.majority():

@@ -64,7 +64,7 @@ from typing import TypeVar
 from tierlog.raft.leader import LeaderProgress
 from tierlog.raft.quorum_store import ElectionState, QuorumStateStore
 from tierlog.raft.types import LeaderAndEpoch, RaftConfig
-from tierlog.raft.voters import VoterHistory, VoterSet
+from tierlog.raft.voters import Endpoint, VoterHistory, VoterSet
 
 __all__ = ["Candidate", "Follower", "Leader", "Prospective", "QuorumState", "Resigned", "Unattached"]
 
@@ -119,6 +119,8 @@ class Follower:
     leader_id: int
     fetch_deadline_ms: int
     leader_resigned: bool = False   # EndQuorumEpoch heard: the leader is going away
+    #: KIP-853: where the leader said it serves (BeginQuorumEpoch v1 LeaderEndpoints); () = as listed
+    leader_endpoints: tuple[Endpoint, ...] = ()
 
     def leader_alive(self, now_ms: int) -> bool:
         return now_ms < self.fetch_deadline_ms and not self.leader_resigned

@@ -9,6 +9,11 @@ as an observer, the (id, directory id) of a removed or updated voter. The record
 its own control batch, after the proposals queued before it; the new set counts for
 the high watermark from the moment it is written (``on_written``).
 
+A voter's listeners move only across a restart (KIP-853 UpdateRaftVoter): ``to_update``
+tells a voter whether the latest set in its log lists it elsewhere (the shell keeps
+asking its leader while it does, server/voter_update.py); a new leader lists its own
+endpoints itself at the start of its epoch (``epoch_started``).
+
 ``describe`` is DescribeQuorum's view: the leader lists its voters' and observers'
 progress; every replica names each voter's endpoints (``Nodes``), so a tool that
 asked a follower learns where the leader is.
@@ -23,10 +28,20 @@ from tierlog.raft.leader import LeaderProgress, ReplicaProgress
 from tierlog.raft.leader_fetch import LeaderFetch, leader_id_or_none
 from tierlog.raft.leader_voters import change_allowed, voters_after_add, voters_after_remove
 from tierlog.raft.log import ReplicatedLog
-from tierlog.raft.state import Leader, QuorumState
+from tierlog.raft.state import Follower, Leader, QuorumState
 from tierlog.raft.types import Err, QuorumInfo, RaftConfig, ReplicaInfo
 from tierlog.raft.voter_log import VoterLog
-from tierlog.raft.voters import KRAFT_VOTERS, NO_DIRECTORY, Endpoint, Voter, VoterSet, encode_voters
+from tierlog.raft.voters import (
+    KRAFT_VERSION,
+    KRAFT_VOTERS,
+    NO_DIRECTORY,
+    Endpoint,
+    Voter,
+    VoterSet,
+    encode_kraft_version,
+    encode_voters,
+    relisted,
+)
 
 __all__ = ["VoterChanges", "describe"]
 
@@ -34,7 +49,11 @@ __all__ = ["VoterChanges", "describe"]
 class VoterChanges:
     def __init__(self, config: RaftConfig, log: ReplicatedLog, quorum: QuorumState, voter_log: VoterLog,
                  commits: CommitDelivery, leader_fetch: LeaderFetch, kraft_version: int,
-                 on_written: Callable[[int], None]):
+                 on_written: Callable[[int], None], node_id: int, directory_id: bytes | None,
+                 endpoints: tuple[Endpoint, ...]):
+        self._node_id = node_id
+        self._directory_id = directory_id
+        self.endpoints = endpoints        # where this replica serves (its controller listeners)
         self._config = config
         self._log = log
         self._quorum = quorum
@@ -43,6 +62,8 @@ class VoterChanges:
         self._leader_fetch = leader_fetch
         self._kraft_version = kraft_version
         self._on_written = on_written     # (now_ms): the set in effect changed; flush and wake
+        #: an endpoint update waiting for the voter's Fetch to reach our log end: (epoch, id, directory, endpoints)
+        self._waiting: tuple[int, int, bytes, tuple[Endpoint, ...]] | None = None
 
     def add(self, voter: Voter, now_ms: int) -> tuple[int, int | None]:
         """AddRaftVoter at the leader: (error, offset of the VotersRecord written)."""
@@ -71,7 +92,71 @@ class VoterChanges:
             return Err.VOTER_NOT_FOUND, None
         if v.endpoints == endpoints:
             return Err.NONE, None
+        self._leader_fetch.drain(now_ms)   # queued proposals go first: the voter must hold them too
+        p = s.progress.progress_of(voter_id)
+        if p is None or p.end_offset < self._log.end_offset:
+            self._waiting = (s.epoch, voter_id, directory_id, endpoints)   # written by ``fetched``
+            return Err.REQUEST_TIMED_OUT, None
+        self._waiting = None
         return self._write(self._voters.with_endpoints(voter_id, endpoints), now_ms)
+
+    def fetched(self, replica_id: int, now_ms: int) -> None:
+        """A Fetch from ``replica_id`` was taken: the endpoint update waiting for that voter to reach
+        our log end is written now if it has (the shell's controller moves past the record)."""
+        w = self._waiting
+        if w is None or w[1] != replica_id:
+            return
+        if not isinstance(self._quorum.state, Leader) or self._quorum.epoch != w[0]:
+            self._waiting = None
+            return
+        error, _ = self.update(w[1], w[2], w[3], now_ms)
+        if error != Err.REQUEST_TIMED_OUT:
+            self._waiting = None
+
+    def epoch_started(self, epoch: int, now_ms: int) -> None:
+        """A new leader's first records after its LeaderChange (KIP-853): the bootstrap set when
+        the log holds none (so the log describes itself), and the set with this leader's own
+        endpoints when it lists it elsewhere (it moved and the update was lost), as Kafka's
+        leader writes at the start of its epoch. Only endpoints change: no membership."""
+        if self._kraft_version < 1:
+            return
+        voters = self._voters
+        own = voters.get(self._node_id)
+        moved = relisted(own, self.endpoints) if own is not None and own.directory_id == self._directory_id \
+            else None
+        first = self._voter_log.history.latest_offset < 0
+        if first:
+            self._log.append_as_leader([encode_kraft_version(1)], epoch, now_ms, control=True,
+                                       control_type=KRAFT_VERSION)
+        if first or moved is not None:
+            batch = self._log.append_as_leader(
+                [encode_voters(voters if moved is None else voters.with_endpoints(self._node_id, moved))],
+                epoch, now_ms, control=True, control_type=KRAFT_VOTERS)
+            self._voter_log.appended([batch])
+            self._voter_log.take_changed()
+
+    def leader_endpoints(self) -> tuple[Endpoint, ...]:
+        """Where the leader of the epoch serves: our own endpoints when leading, what it said in
+        BeginQuorumEpoch (KIP-853 LeaderEndpoints), else what the voter set lists; () unknown."""
+        s = self._quorum.state
+        if isinstance(s, Leader) and self.endpoints:
+            return self.endpoints
+        if isinstance(s, Follower) and s.leader_endpoints:
+            return s.leader_endpoints
+        leader_id = self._quorum.leader_and_epoch().leader_id
+        leader = self._voters.get(leader_id) if leader_id is not None else None
+        return leader.endpoints if leader is not None else ()
+
+    def to_update(self) -> tuple[Endpoint, ...] | None:
+        """The endpoints this voter should ask its leader to list (KIP-853 UpdateRaftVoter): its
+        listeners when the latest voter set in its log lists it elsewhere; None when they agree,
+        or when it is not a voter under its own directory, or leads (it writes its own)."""
+        if self._kraft_version < 1 or isinstance(self._quorum.state, Leader) or not self.endpoints:
+            return None
+        own = self._voters.get(self._node_id)
+        if own is None or own.directory_id != self._directory_id:
+            return None
+        return relisted(own, self.endpoints)
 
     def committed(self, offset: int) -> bool:
         return self._commits.high_watermark > offset
@@ -96,6 +181,7 @@ class VoterChanges:
         self._voter_log.appended([batch])
         self._voter_log.take_changed()
         self._on_written(now_ms)
+        self._leader_fetch.wake_parked(now_ms)   # the voters fetch it at once
         return Err.NONE, batch.base_offset
 
 

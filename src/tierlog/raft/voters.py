@@ -34,7 +34,7 @@ from tierlog.protocol.messages.control_records import (
 __all__ = [
     "KRAFT_VERSION", "KRAFT_VERSION_DYNAMIC", "KRAFT_VERSION_STATIC", "KRAFT_VOTERS", "MAX_VOTERS",
     "NO_DIRECTORY", "Endpoint", "Voter", "VoterHistory", "VoterSet", "decode_kraft_version", "decode_voters",
-    "encode_kraft_version", "encode_voters",
+    "encode_kraft_version", "encode_voters", "relisted",
 ]
 
 NO_DIRECTORY = bytes(16)   # Kafka's Uuid.ZERO: a voter known by id only (kraft.version 0)
@@ -117,6 +117,16 @@ class VoterSet:
 
     def __repr__(self) -> str:
         return f"VoterSet({sorted(self._by_id)})"
+
+
+def relisted(voter: Voter, listeners: tuple[Endpoint, ...]) -> tuple[Endpoint, ...] | None:
+    """The endpoints a voter serving ``listeners`` should be listed with (its other listeners'
+    entries kept, these replaced), or None when its listing already names every one of them."""
+    listed = {e.name: e for e in voter.endpoints}
+    if all(listed.get(e.name) == e for e in listeners):
+        return None
+    names = {e.name for e in listeners}
+    return tuple(e for e in voter.endpoints if e.name not in names) + listeners
 
 
 def encode_voters(voters: VoterSet) -> bytes:

@@ -1,7 +1,8 @@
 """The quorum's dataclasses <-> tierlog protocol dicts (Kafka's field names).
 
 Versions we send (``VERSIONS``): Vote 52 v2 (KIP-853's VoterDirectoryId, KIP-996's PreVote;
-v0-v2 are accepted, ``MIN_VERSIONS``), BeginQuorumEpoch 53 v0,
+v0-v2 are accepted, ``MIN_VERSIONS``), BeginQuorumEpoch 53 v1 (KIP-853's VoterId,
+VoterDirectoryId and LeaderEndpoints; v0 accepted),
 EndQuorumEpoch 54 v0, Fetch 1 v18 (ReplicaState tag, topic ids, KIP-853's ReplicaDirectoryId
 tag, KIP-1166's HighWatermark tag), FetchSnapshot 59 v0, DescribeQuorum 55 v1. The partition
 is ``__cluster_metadata``-0; Fetch uses its topic id (Kafka's METADATA_TOPIC_ID, 0...01). A peer answering with a
@@ -42,7 +43,7 @@ from tierlog.raft.messages import (
     VoteResponse,
 )
 from tierlog.raft.types import OffsetAndEpoch, QuorumInfo, ReplicaInfo
-from tierlog.raft.voters import NO_DIRECTORY
+from tierlog.raft.voters import NO_DIRECTORY, Endpoint
 
 if TYPE_CHECKING:
     from tierlog.protocol.typed.describe_quorum import (
@@ -71,10 +72,10 @@ __all__ = [
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_TOPIC_ID = bytes(15) + b"\x01"
-VERSIONS = {ApiKey.FETCH: 18, ApiKey.VOTE: 2, ApiKey.BEGIN_QUORUM_EPOCH: 0, ApiKey.END_QUORUM_EPOCH: 0,
+VERSIONS = {ApiKey.FETCH: 18, ApiKey.VOTE: 2, ApiKey.BEGIN_QUORUM_EPOCH: 1, ApiKey.END_QUORUM_EPOCH: 0,
             ApiKey.DESCRIBE_QUORUM: 1, ApiKey.FETCH_SNAPSHOT: 0}
 #: the oldest version each quorum API is answered at (default: the one version we send)
-MIN_VERSIONS = {ApiKey.VOTE: 0}
+MIN_VERSIONS = {ApiKey.VOTE: 0, ApiKey.BEGIN_QUORUM_EPOCH: 0}
 API_KEYS = {
     FetchRequest: ApiKey.FETCH, FetchResponse: ApiKey.FETCH, VoteRequest: ApiKey.VOTE, VoteResponse: ApiKey.VOTE,
     BeginQuorumEpochRequest: ApiKey.BEGIN_QUORUM_EPOCH, BeginQuorumEpochResponse: ApiKey.BEGIN_QUORUM_EPOCH,
@@ -137,8 +138,11 @@ def request_to_dict(req: object) -> tuple[int, dict[str, Any]]:
             "ReplicaDirectoryId": NO_DIRECTORY, "VoterDirectoryId": req.voter_directory_id or NO_DIRECTORY,
             "LastOffsetEpoch": req.last_offset_epoch, "LastOffset": req.last_offset, "PreVote": req.pre_vote})}
     if isinstance(req, BeginQuorumEpochRequest):
-        return ApiKey.BEGIN_QUORUM_EPOCH, {"ClusterId": req.cluster_id, "Topics": _topic({
-            "PartitionIndex": 0, "LeaderId": req.leader_id, "LeaderEpoch": req.leader_epoch})}
+        return ApiKey.BEGIN_QUORUM_EPOCH, {
+            "ClusterId": req.cluster_id, "VoterId": req.voter_id, "Topics": _topic({
+                "PartitionIndex": 0, "VoterDirectoryId": req.voter_directory_id or NO_DIRECTORY,
+                "LeaderId": req.leader_id, "LeaderEpoch": req.leader_epoch}),
+            "LeaderEndpoints": [{"Name": e.name, "Host": e.host, "Port": e.port} for e in req.leader_endpoints]}
     if isinstance(req, EndQuorumEpochRequest):
         return ApiKey.END_QUORUM_EPOCH, {"ClusterId": req.cluster_id, "Topics": _topic({
             "PartitionIndex": 0, "LeaderId": req.leader_id, "LeaderEpoch": req.leader_epoch,
@@ -174,7 +178,10 @@ def request_from_dict(api_key: int, body: dict[str, Any]) -> QuorumRequest:
                            None if voter_directory == NO_DIRECTORY else bytes(voter_directory),
                            bool(p.get("PreVote", False)))
     if api_key == ApiKey.BEGIN_QUORUM_EPOCH:
-        return BeginQuorumEpochRequest(cluster, p["LeaderId"], p["LeaderEpoch"])
+        return BeginQuorumEpochRequest(cluster, p["LeaderId"], p["LeaderEpoch"], body.get("VoterId", -1),
+                                       _directory(p.get("VoterDirectoryId")),
+                                       tuple(Endpoint(e["Name"], e["Host"], e["Port"])
+                                             for e in body.get("LeaderEndpoints") or ()))
     if api_key == ApiKey.END_QUORUM_EPOCH:
         return EndQuorumEpochRequest(cluster, p["LeaderId"], p["LeaderEpoch"],
                                      tuple(p.get("PreferredSuccessors") or ()))

@@ -7,8 +7,13 @@ VotersRecord says, so:
 - each voter's endpoint on the controller listener (``listener_name``) is put in the
   peer map whenever the voter set in effect changes;
 - a Fetch answer names the leader's endpoint (the response's NodeEndpoints tag, Fetch
-  v16+, as Kafka's leader sends it), so a replica that only knows
-  ``controller.quorum.bootstrap.servers`` learns where the leader it was told of is;
+  v16+, as Kafka's leader sends it: a leader its own listener, whatever its voter set
+  lists), so a replica that only knows ``controller.quorum.bootstrap.servers`` learns
+  where the leader it was told of is;
+- the leader of the epoch is reached where the Raft core says it serves
+  (``RaftNode.leader_endpoints``: what it said in BeginQuorumEpoch v1), over what the
+  voter set lists: a voter that missed the VotersRecord moving the new leader's port
+  still fetches from it;
 - every address learned also goes to the peer maps ``share_with`` names (the node's
   controller channels, so a broker reaches the active controller the image names).
 """
@@ -54,10 +59,28 @@ class QuorumEndpoints:
             if endpoint is not None and voter.voter_id != self._node.node_id:
                 self._set(voter.voter_id, endpoint.host, endpoint.port)
 
+    def follow_leader(self) -> None:
+        """Reach the leader of the epoch where the core says it serves (over the voter set's listing)."""
+        leader_id = self._node.leader_and_epoch.leader_id
+        if not self.dynamic or leader_id is None or leader_id == self._node.node_id:
+            return
+        endpoint = self._endpoint(self._node.leader_endpoints())
+        voter = self._node.voter_set.get(leader_id)
+        if endpoint is None or (voter is not None and endpoint == self._endpoint(voter.endpoints)):
+            return          # what the set lists (follow_voters), or a Fetch answer taught us better
+        if self._peers.addresses.get(leader_id) != (endpoint.host, endpoint.port):
+            self._set(leader_id, endpoint.host, endpoint.port)
+
     def leader_endpoints(self, leader_id: int) -> list[dict[str, Any]]:
-        """A Fetch answer's NodeEndpoints: the leader's controller endpoint, when the set names it."""
-        voter = self._node.voter_set.get(leader_id) if self.dynamic and leader_id >= 0 else None
-        endpoint = self._endpoint(voter.endpoints) if voter is not None else None
+        """A Fetch answer's NodeEndpoints: the leader's controller endpoint, when known."""
+        if not self.dynamic or leader_id < 0:
+            return []
+        if leader_id == self._node.leader_and_epoch.leader_id:
+            endpoints = self._node.leader_endpoints()
+        else:
+            voter = self._node.voter_set.get(leader_id)
+            endpoints = voter.endpoints if voter is not None else ()
+        endpoint = self._endpoint(endpoints)
         if endpoint is None:
             return []
         return [{"NodeId": leader_id, "Host": endpoint.host, "Port": endpoint.port, "Rack": None}]

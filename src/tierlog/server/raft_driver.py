@@ -29,7 +29,6 @@ from tierlog.net.tasks import cancel_and_wait
 from tierlog.protocol.api import ApiKey
 from tierlog.raft import wire
 from tierlog.raft.committed import Committed
-from tierlog.raft.messages import FetchResponse
 from tierlog.raft.node import Output, RaftNode
 
 from .quorum_endpoints import QuorumEndpoints
@@ -58,7 +57,6 @@ class RaftDriver:
         self._held = 0                                # Outputs waiting for a write
         self._write_failed = False
         self._hw_waiters: list[tuple[int, asyncio.Future]] = []   # (offset, future): until the HW passes it
-        self.leader_high_watermark: int | None = None   # the last a leader's Fetch answer named
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -102,6 +100,7 @@ class RaftDriver:
         for item in out.committed:          # committed is durable on a majority: no need to wait
             self._committed.put_nowait(item)
         self._endpoints.follow_voters()
+        self._endpoints.follow_leader()
         if out.must_persist:
             self._write(out)
         if self._held or (self._written is not None and not self._written.done()):
@@ -175,8 +174,6 @@ class RaftDriver:
             response = wire.response_from_dict(api_key, resp)
             if api_key == ApiKey.FETCH:
                 self._endpoints.learn(resp)
-                if isinstance(response, FetchResponse) and response.error == 0 and response.leader_id == dest:
-                    self.leader_high_watermark = response.high_watermark
         except (TimeoutError, PeerUnavailable) as e:
             log.debug("quorum request %s to node %d failed: %s", type(request).__name__, dest, e)
             self._apply(self.node.handle_send_failure(dest, request, wall_clock_ms()))

@@ -67,7 +67,7 @@ def open_raft_replica(cfg: NodeConfig, cluster_id: str, directory_id: bytes, sec
         node = RaftNode(cfg.node_id, VoterSet([]), log, FileSnapshotStore(meta_dir),
                         FileQuorumStateStore(meta_dir), raft_config, random.Random(), wall_clock_ms(),
                         directory_id=directory_id, bootstrap_ids=sorted(bootstrap, reverse=True),
-                        kraft_version=KRAFT_VERSION_DYNAMIC)
+                        kraft_version=KRAFT_VERSION_DYNAMIC, endpoints=_own_endpoints(cfg))
         first = sorted(bootstrap, reverse=True)
         return RaftReplica(node, Peers(client_id, bootstrap, security), lambda: sorted(node.voters) or first)
     voters: dict[int, tuple[str, int] | None] = {**cfg.voters} or {cfg.node_id: None}
@@ -79,16 +79,22 @@ def open_raft_replica(cfg: NodeConfig, cluster_id: str, directory_id: bytes, sec
     return RaftReplica(node, peers, lambda: ids)
 
 
+def _own_endpoints(cfg: NodeConfig) -> tuple[Endpoint, ...]:
+    """Where this controller serves the quorum (its first controller listener, as AddRaftVoter
+    lists it; KIP-853); () for a broker."""
+    if "controller" not in cfg.roles or not cfg.controller_listeners:
+        return ()
+    own = cfg.controller_listeners[0]
+    return (Endpoint(own.name, own.host or "localhost", own.port),)
+
+
 def _static_voters(cfg: NodeConfig, voters: dict[int, tuple[str, int] | None]) -> VoterSet:
     """controller.quorum.voters as a static (kraft.version 0) voter set with each voter's
     controller endpoint, for DescribeQuorum's Nodes; a quorum of one names its own."""
-    own = cfg.controller_listeners[0] if "controller" in cfg.roles and cfg.controller_listeners else None
     name = cfg.controller_listener_names[0] if cfg.controller_listener_names else "CONTROLLER"
 
     def endpoints(node_id: int, addr: tuple[str, int] | None) -> tuple[Endpoint, ...]:
         if addr is not None:
             return (Endpoint(name, addr[0], addr[1]),)
-        if node_id == cfg.node_id and own is not None:
-            return (Endpoint(own.name, own.host or "localhost", own.port),)
-        return ()
+        return _own_endpoints(cfg) if node_id == cfg.node_id else ()
     return VoterSet(Voter(n, endpoints=endpoints(n, a)) for n, a in voters.items())

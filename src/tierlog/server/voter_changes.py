@@ -7,9 +7,10 @@ waits until the VotersRecord is committed (the high watermark passes it), or unt
 the request's TimeoutMs (AddRaftVoter; at most ``MAX_VOTER_CHANGE_WAIT_S``) with
 REQUEST_TIMED_OUT. AddRaftVoter v1's AckWhenCommitted false answers once the leader
 wrote the record. Add and remove need ALTER on the cluster, as Kafka's controller asks;
-UpdateRaftVoter (a voter telling the leader its new listeners at start-up) comes from
-the nodes, so it needs CLUSTER_ACTION like the other quorum requests, and its answer
-names the leader (CurrentLeader) so a voter that asked another replica can turn to it.
+UpdateRaftVoter (a voter telling the leader its new listeners) comes from the nodes, so
+it needs CLUSTER_ACTION like the other quorum requests, and its answer names the leader
+(CurrentLeader) so a voter that asked another replica can turn to it. It is answered once
+written, as Kafka does (the voter keeps comparing its log's voter set, server/voter_update.py).
 """
 from __future__ import annotations
 
@@ -58,9 +59,11 @@ async def update_raft_voter(server, header, request: Mapping[str, Any]) -> dict[
     if refused is None:
         voter_id, directory_id = request["VoterId"], bytes(request["VoterDirectoryId"])
         endpoints = tuple(Endpoint(x["Name"], x["Host"], x["Port"]) for x in request.get("Listeners") or [])
+        # answered once written, as Kafka does: held until the commit, the answer would hold up the
+        # voter's Fetch answers queued behind it on the same connection, the fetches that commit it
         refused = await _change(server, lambda now: server.driver.node.update_voter(voter_id, directory_id,
                                                                                    endpoints, now),
-                                True, REMOVE_VOTER_WAIT_S, f"update voter {voter_id}")
+                                False, REMOVE_VOTER_WAIT_S, f"update voter {voter_id}")
     return {"ThrottleTimeMs": 0, "ErrorCode": refused["ErrorCode"], "CurrentLeader": _current_leader(server)}
 
 

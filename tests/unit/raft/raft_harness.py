@@ -91,12 +91,16 @@ class Cluster:
     def start(self, i):
         self.open_stores(i)
         self.listeners[i] = Recorder()
-        self.nodes[i] = listened_node(i, self.voters, self.logs[i], self.snaps[i], self.stores[i], self.config,
-                                      random.Random(self.rng.random()), self.listeners[i], self.now)
+        self.nodes[i] = Delivering(self.make_node(i), self.listeners[i])
         self.listeners[i].node = self.nodes[i]
         self.down.discard(i)
         self.tokens[i] = {}
         self.apply(i, self.nodes[i].tick(self.now))
+
+    def make_node(self, i) -> RaftNode:
+        """Hook for other node set-ups (a dynamic quorum's voter set, directory, endpoints)."""
+        return RaftNode(i, self.voters, self.logs[i], self.snaps[i], self.stores[i], self.config,
+                        random.Random(self.rng.random()), self.now)
 
     def open_stores(self, i):
         """Hook for file-backed stores (re-opened on every start)."""

@@ -23,6 +23,7 @@ from tierlog.raft.messages import (
     VoteResponse,
 )
 from tierlog.raft.types import LogBatch, OffsetAndEpoch, QuorumInfo, ReplicaInfo
+from tierlog.raft.voters import Endpoint
 
 
 def _request_round_trip(req):
@@ -48,6 +49,7 @@ REQUESTS = [
     VoteRequest("c1", 5, 2, 4, 100),
     VoteRequest("c1", 5, 2, 4, 100, bytes(range(16)), pre_vote=True),   # KIP-853 / KIP-996 (Vote v2)
     BeginQuorumEpochRequest("c1", 3, 6),
+    BeginQuorumEpochRequest("c1", 3, 6, 2, bytes(range(16)), (Endpoint("CONTROLLER", "h", 9093),)),  # KIP-853 v1
     EndQuorumEpochRequest("c1", 3, 6, (2, 1)),
     FetchRequest("c1", 4, 6, 120, 5, 40, 500, 1 << 20),
     FetchSnapshotRequest("c1", 4, 6, OffsetAndEpoch(100, 5), 64, 4096),

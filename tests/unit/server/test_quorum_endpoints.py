@@ -1,5 +1,6 @@
 """A dynamic quorum's addresses (server/quorum_endpoints.py through RaftDriver): the voters'
-endpoints from the set in effect, the leader's from a Fetch answer's NodeEndpoints; a
+endpoints from the set in effect, the leader's from a Fetch answer's NodeEndpoints and from
+BeginQuorumEpoch v1's LeaderEndpoints; a
 static quorum's peer map and answers are left as they were."""
 
 import asyncio
@@ -7,6 +8,7 @@ import random
 
 from tierlog.protocol import ErrorCode
 from tierlog.raft import (
+    BeginQuorumEpochRequest,
     FetchRequest,
     FetchResponse,
     MemoryLog,
@@ -75,7 +77,7 @@ def test_a_dynamic_leader_names_its_endpoint_in_fetch_answers():
     asyncio.run(run())
 
 
-def test_the_voters_in_effect_are_peers_at_their_controller_endpoint():
+def test_the_voters_are_peers_at_their_controller_endpoint_and_a_moved_leader_where_it_says():
     async def run():
         other = Endpoint("REPLICATION", "c1.example", 9999)
         node = _node(2, VoterSet([Voter(1, D1, (other, LEADER_EP)), Voter(2, D2, (Endpoint("CONTROLLER", "c2", 1),))]),
@@ -86,6 +88,13 @@ def test_the_voters_in_effect_are_peers_at_their_controller_endpoint():
         try:
             await _until(lambda: 1 in peers.addresses, "voter 1 in the peer map")
             assert peers.addresses == {1: ("c1.example", 9093)}
+            # KIP-853: voter 1 leads from another port, and this voter missed the VotersRecord saying so:
+            # BeginQuorumEpoch v1's LeaderEndpoints win over what the voter set lists
+            moved = (Endpoint("CONTROLLER", "c1.example", 9193),)
+            await driver.handle(*wire.request_to_dict(BeginQuorumEpochRequest("t", 1, 5, 2, D2, moved)))
+            assert node.leader_and_epoch.leader_id == 1 and peers.addresses[1] == ("c1.example", 9193)
+            body = await _fetch_answer(driver, node)   # a follower names the leader where it serves
+            assert body["NodeEndpoints"] == [{"NodeId": 1, "Host": "c1.example", "Port": 9193, "Rack": None}]
         finally:
             await driver.stop()
     asyncio.run(run())
