@@ -50,8 +50,15 @@ def new_topic(boot: str, partitions: int = 2) -> str:
     return name
 
 
+# librdkafka's 60 s transaction.timeout.ms is shorter than a test that keeps a transaction open
+# across several CLI runs takes on a loaded machine (68-87 s at load 25): the coordinator then
+# aborts it under the test. Tests of the timeout itself set their own.
+TXN_TIMEOUT_MS = 300_000
+
+
 def txn_producer(boot: str, tid: str, **conf) -> Producer:
-    p = Producer({"bootstrap.servers": boot, "transactional.id": tid, "linger.ms": 5, **conf})
+    p = Producer({"bootstrap.servers": boot, "transactional.id": tid, "linger.ms": 5,
+                  "transaction.timeout.ms": TXN_TIMEOUT_MS, **conf})
     p.init_transactions(30)
     return p
 
