@@ -1,5 +1,6 @@
 """Consumer groups under restarts and faults: static members, cooperative rebalancing,
-kill -9 of the coordinator, a frozen (SIGSTOPped) member; kafka-python as a group member."""
+kill -9 of the coordinator, a frozen (SIGSTOPped) member; kafka-python as a group member.
+The tests that kill no broker share one cluster (``shared_cluster``), each with a topic of its own."""
 from __future__ import annotations
 
 import os
@@ -43,17 +44,17 @@ class Rebalances:
         self.assigned += 1
 
 
-def test_static_member_restart_within_session_timeout_does_not_rebalance(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
+def test_static_member_restart_within_session_timeout_does_not_rebalance(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, f"{TOPIC}-static"
+    create_topic(boot, topic, PARTITIONS)
     watch = Rebalances()
-    a = consumer(boot, "static", **{"group.instance.id": "a", "session.timeout.ms": 30000})
-    a.subscribe([TOPIC], on_assign=watch.on_assign)
-    b = consumer(boot, "static", **{"group.instance.id": "b", "session.timeout.ms": 30000})
+    a = consumer(boot, "static", topic, **{"group.instance.id": "a", "session.timeout.ms": 30000})
+    a.subscribe([topic], on_assign=watch.on_assign)
+    b = consumer(boot, "static", topic, **{"group.instance.id": "b", "session.timeout.ms": 30000})
     poll_until([a, b], lambda: split_evenly([a, b]) and len(a.assignment()) == 3, "a static pair")
     before, b_parts = watch.assigned, sorted(p.partition for p in b.assignment())
     b.close()           # a static member's close sends no LeaveGroup: the group waits for it
-    b = consumer(boot, "static", **{"group.instance.id": "b", "session.timeout.ms": 30000})
+    b = consumer(boot, "static", topic, **{"group.instance.id": "b", "session.timeout.ms": 30000})
     poll_until([a, b], lambda: sorted(p.partition for p in b.assignment()) == b_parts, "b back with its partitions")
     for _ in range(20):
         a.poll(0.1)
@@ -62,14 +63,14 @@ def test_static_member_restart_within_session_timeout_does_not_rebalance(cluster
     b.close()
 
 
-def test_cooperative_sticky_assignor(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
+def test_cooperative_sticky_assignor(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, f"{TOPIC}-coop"
+    create_topic(boot, topic, PARTITIONS)
     conf = {"partition.assignment.strategy": "cooperative-sticky"}
-    a = consumer(boot, "coop", **conf)
+    a = consumer(boot, "coop", topic, **conf)
     poll_until([a], lambda: len(a.assignment()) == PARTITIONS, "one member with everything")
     kept = {p.partition for p in a.assignment()}
-    b = consumer(boot, "coop", **conf)
+    b = consumer(boot, "coop", topic, **conf)
     poll_until([a, b], lambda: split_evenly([a, b]) and len(a.assignment()) == 3, "an incremental split")
     assert {p.partition for p in a.assignment()} <= kept
     a.close()
@@ -103,13 +104,13 @@ def test_kill9_of_the_coordinator_keeps_every_acknowledged_commit(cluster):
     a.close()
 
 
-def test_sigstopped_member_is_expelled_and_its_partitions_move(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
-    child = subprocess.Popen([sys.executable, "-c", _MEMBER, boot, TOPIC], stdout=subprocess.PIPE, text=True)
+def test_sigstopped_member_is_expelled_and_its_partitions_move(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, f"{TOPIC}-frozen"
+    create_topic(boot, topic, PARTITIONS)
+    child = subprocess.Popen([sys.executable, "-c", _MEMBER, boot, topic], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "subscribed"
-        a = consumer(boot, "frozen")
+        a = consumer(boot, "frozen", topic)
         poll_until([a], lambda: len(a.assignment()) == 3, "the split with the child member")
         os.kill(child.pid, signal.SIGSTOP)
         poll_until([a], lambda: len(a.assignment()) == PARTITIONS, "the frozen member's partitions", 90)
@@ -138,10 +139,10 @@ class _KafkaPythonMember(threading.Thread):
     assignment: kafka-python's ``commit()`` commits the positions it knows, and a partition whose
     reset to the earliest offset is still in flight has none yet."""
 
-    def __init__(self, conf: dict):
+    def __init__(self, topic: str, conf: dict):
         super().__init__(daemon=True)
         from kafka import KafkaConsumer
-        self.consumer = KafkaConsumer(TOPIC, **conf)
+        self.consumer = KafkaConsumer(topic, **conf)
         self.stopping = threading.Event()
         self.partitions: set[int] = set()
         self.consumed: set[int] = set()
@@ -162,13 +163,13 @@ class _KafkaPythonMember(threading.Thread):
         self.consumer.close()
 
 
-def test_kafka_python_members_split_and_commit(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
-    produce_all(boot, TOPIC, [(p, None, b"x", None, None) for p in range(PARTITIONS)])
+def test_kafka_python_members_split_and_commit(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, f"{TOPIC}-kp"
+    create_topic(boot, topic, PARTITIONS)
+    produce_all(boot, topic, [(p, None, b"x", None, None) for p in range(PARTITIONS)])
     conf = {"bootstrap_servers": boot, "group_id": "kp", "auto_offset_reset": "earliest",
             "enable_auto_commit": False, "session_timeout_ms": 6000, "heartbeat_interval_ms": 500}
-    members = [_KafkaPythonMember(conf), _KafkaPythonMember(conf)]
+    members = [_KafkaPythonMember(topic, conf), _KafkaPythonMember(topic, conf)]
     for m in members:
         m.start()
     try:

@@ -18,10 +18,10 @@ pytestmark = [pytest.mark.integration,
 TOPIC, PARTITIONS = "events", 6
 
 
-def consumer(bootstrap: str, group: str, **conf) -> Consumer:
+def consumer(bootstrap: str, group: str, topic: str = TOPIC, **conf) -> Consumer:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                   "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, **conf})
-    c.subscribe([TOPIC])
+    c.subscribe([topic])
     return c
 
 
