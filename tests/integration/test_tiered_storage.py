@@ -12,6 +12,9 @@
 5. Bad tiered configs are refused with INVALID_CONFIG.
 6. An empty follower rebuilds its state from remote storage (KIP-405's follower path).
 7. Remote storage that cannot be reached: retried uploads, nothing deleted locally, a clear log line.
+
+1 and 5 share a cluster (``fs_cluster``); the others change theirs (a kill, a wipe, a deleted
+topic whose every remote object must go) or need another store.
 """
 from __future__ import annotations
 
@@ -116,12 +119,19 @@ def _check_whole_topic_reads_back(cluster, topic: str, settings: dict) -> None:
     assert _read_kafka_python(cluster, topic, ends) == acked
 
 
-def test_whole_topic_reads_back_from_local_directory_storage(tmp_path):
-    remote = tmp_path / "remote-storage"
-    props = fs_props(remote)
-    with running(Cluster(tmp_path, controllers=1, brokers=3, props=props)) as cluster:
-        _create(cluster, "tiered", PARTITIONS)
-        _check_whole_topic_reads_back(cluster, "tiered", props)
+@pytest.fixture(scope="module")
+def fs_cluster(tmp_path_factory):
+    """(cluster, its broker settings): 1 controller + 3 brokers tiering to a directory."""
+    root = tmp_path_factory.mktemp("tiered-fs")
+    props = fs_props(root / "remote-storage")
+    with running(Cluster(root, controllers=1, brokers=3, props=props)) as cluster:
+        yield cluster, props
+
+
+def test_whole_topic_reads_back_from_local_directory_storage(fs_cluster):
+    cluster, props = fs_cluster
+    _create(cluster, "tiered", PARTITIONS)
+    _check_whole_topic_reads_back(cluster, "tiered", props)
 
 
 def test_whole_topic_reads_back_from_s3(tmp_path, monkeypatch):
@@ -199,15 +209,14 @@ BAD_CONFIGS = [({"cleanup.policy": "compact"}, "cleanup.policy=delete"),
                ({"local.retention.bytes": "5000000", "retention.bytes": "1000000"}, "local.retention.bytes")]
 
 
-def test_bad_tiered_topic_configs_are_refused(tmp_path):
-    props = fs_props(tmp_path / "remote-storage")
-    with running(Cluster(tmp_path, controllers=1, brokers=3, props=props)) as cluster:
-        for configs, words in BAD_CONFIGS:
-            with pytest.raises(KafkaException) as refused:
-                _create(cluster, "bad", 1, configs=configs)
-            assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG, refused.value
-            assert words in refused.value.args[0].str()
-        assert "bad" not in AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10).topics
+def test_bad_tiered_topic_configs_are_refused(fs_cluster):
+    cluster, _ = fs_cluster
+    for configs, words in BAD_CONFIGS:
+        with pytest.raises(KafkaException) as refused:
+            _create(cluster, "bad", 1, configs=configs)
+        assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG, refused.value
+        assert words in refused.value.args[0].str()
+    assert "bad" not in AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10).topics
 
 
 def test_an_empty_follower_rebuilds_from_remote_storage_instead_of_copying(tmp_path):
