@@ -13,6 +13,7 @@ one-line error that names the extra.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import re
 import subprocess
@@ -89,8 +90,14 @@ def _third_party_imports() -> dict[str, dict[str, set[str]]]:
     return out
 
 
+@functools.cache
+def _packages_distributions() -> dict[str, list[str]]:
+    """Read once: each call walks every installed distribution's file list (about 1 s)."""
+    return importlib.metadata.packages_distributions()
+
+
 def _distributions_of(module: str) -> set[str]:
-    return {_normalize(d) for d in importlib.metadata.packages_distributions().get(module, ())}
+    return {_normalize(d) for d in _packages_distributions().get(module, ())}
 
 
 def test_every_import_is_declared_in_its_areas_section():
