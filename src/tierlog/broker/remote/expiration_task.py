@@ -1,5 +1,7 @@
 """One expiration pass of a leader (Kafka's RLMExpirationTask).
 
+Nothing is done while the partition's remote log metadata is not caught up (being read again
+from the start: an upload's FINISHED record not read back yet would make it look abandoned).
 The plan comes from ``tiered.expiration_rules``: remote segments past
 retention.ms / retention.bytes (local-only bytes + remote bytes) wholly below the
 partition's high watermark, or wholly below the log start offset; finished
@@ -46,7 +48,9 @@ _S = RemoteLogSegmentState
 async def expiration_pass(ctx, tip: TopicIdPartition, part) -> int:
     """Delete what is due; returns how many segments went. Raises RemoteStorageError."""
     cache = ctx.metadata.cache(tip)
-    if cache is None:
+    if cache is None or not ctx.metadata.is_ready(tip):
+        # the metadata is being read again (another partition of its metadata partition was just
+        # assigned): a finished upload whose FINISHED record is not read back yet looks abandoned
         return 0
     config, highest = part.config, part.highest_offset_in_remote_storage
     only_local = sum(s.size for s in part.rolled_segments() if s.base_offset > highest)

@@ -381,3 +381,32 @@ def test_a_led_partition_whose_topic_turns_tiered_starts_uploading(tmp_path):
 
     cache = asyncio.run(scenario())
     assert cache is not None and len(cache.finished_segments()) == len(part.log.rolled_segments())
+
+
+class ReplayingMetadata(InMemoryMetadata):
+    """A metadata partition being consumed again from offset 0 (``RemoteLogMetadataManager._replay``,
+    when another partition of it is assigned): the caches start afresh, not ready until caught up."""
+
+    def __init__(self):
+        super().__init__()
+        self.replaying = False
+
+    def is_ready(self, tip):
+        return not self.replaying and super().is_ready(tip)
+
+
+def test_expiration_waits_while_the_remote_log_metadata_is_read_again(tmp_path):
+    """Half way through a replay, a finished upload may still look COPY_SEGMENT_STARTED (its FINISHED
+    record not read back yet): the pass would take it for an upload another leader abandoned and delete
+    it. A pass whose metadata is not caught up deletes nothing and moves no log start."""
+    part, metadata = _partition(tmp_path, local_retention_bytes=2000), ReplayingMetadata()
+    store = FsObjectStore(tmp_path / "remote")
+    ctx = _ctx(store, metadata)
+    _copy(ctx, part)
+    uploaded = metadata.cache(TIP).finished_segments()
+    metadata.replaying, metadata.caches[TIP] = True, RemoteLogMetadataCache(TIP)
+    for m in uploaded:                                              # the STARTED records read back so far
+        metadata.caches[TIP].apply(replace(m, state=S.COPY_SEGMENT_STARTED))
+    assert asyncio.run(expiration_pass(ctx, TIP, part)) == 0
+    [listing] = list_partitions(store)
+    assert len(listing.segments) == len(uploaded) and part.log.log_start_offset == 0
