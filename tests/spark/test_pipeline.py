@@ -1,12 +1,13 @@
 """The example pipeline (./dev pipeline), briefly, against the test node: windows come out.
 
-Slow for a unit test: about 30 s on 2 cores (a run until windows are out, 6-10 s with 4 s windows,
+Slow for a unit test: about 40-55 s on 2 cores (a run of at least 18 s, until windows are out,
 plus topic creation, query start and a clean stop), one of the longest Spark tests.
 """
 import io
 import json
 import sys
 import threading
+import time
 import types
 
 from clients import consume_all
@@ -14,17 +15,18 @@ from confluent_kafka import Consumer, TopicPartition
 
 from tierlog.spark import pipeline
 
-MAX_RUN_S = 240
+MIN_RUN_S, MAX_RUN_S = 18, 240
 
 
 def _stop_once_windows_are_out(bootstrap: str, out, stopping: threading.Event) -> None:
-    """Stop the run once a closed window is in Parquet and a running count in the results topic:
-    a loaded machine (other Spark JVMs beside this one) takes longer for the first micro-batches,
-    so the run's length follows what came out, not a fixed time."""
+    """Stop the run after ``MIN_RUN_S`` once a closed window is in Parquet and a running count in
+    the results topic: a loaded machine (other Spark JVMs beside this one) takes longer for the
+    first micro-batches, so the run's length follows what came out, not a fixed time."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "pipeline-test-watch"})
     try:
+        t0 = time.monotonic()
         while not stopping.wait(0.5):
-            if not pipeline.parquet_rows(out / "parquet")[1]:
+            if time.monotonic() - t0 < MIN_RUN_S or not pipeline.parquet_rows(out / "parquet")[1]:
                 continue
             if c.get_watermark_offsets(TopicPartition(pipeline.RESULTS_TOPIC, 0), timeout=10)[1] > 0:
                 stopping.set()
