@@ -494,6 +494,9 @@ class _Connection(AnswerOrder, asyncio.BufferedProtocol):
             self.close()
         elif isinstance(e, asyncio.CancelledError):
             pass
+        elif isinstance(e, ConnectionError):       # the peer went away mid-send (sendfile, a write)
+            log.info("closing %s: the peer went away (%s)", self.peer, e)
+            self.close()
         elif isinstance(e, Exception):
             log.error("closing %s after an unexpected error", self.peer, exc_info=e)
             self.close()

@@ -186,3 +186,20 @@ def test_a_send_that_fails_in_the_read_ends_the_connection_after_the_answers_bef
     answers, closed = asyncio.run(_exchange(handler, [b"a", b"region", b"never"], 1))
     assert answers == [b"re:a"]
     assert closed
+
+
+def test_a_peer_gone_mid_send_closes_the_connection_with_one_line_not_a_traceback(caplog):
+    """A client that closes while its answer is sent (sendfile's EPIPE, a reset) is an ordinary end
+    of a connection: one INFO line naming the peer, no ERROR with a traceback (the soak's
+    "unexpected error" lines, issue 40)."""
+    def handler(frame, *_):
+        if bytes(frame) == b"gone":
+            raise BrokenPipeError(32, "Broken pipe")
+        return [b"re:" + bytes(frame)]
+
+    with caplog.at_level("INFO", logger=server_module.__name__):
+        answers, closed = asyncio.run(_exchange(handler, [b"a", b"gone", b"never"], 1))
+    assert answers == [b"re:a"] and closed
+    ours = [r for r in caplog.records if r.name == server_module.__name__ and "went away" in r.getMessage()]
+    assert [(r.levelname, r.exc_info) for r in ours] == [("INFO", None)]
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
