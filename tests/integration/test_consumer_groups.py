@@ -1,4 +1,5 @@
-"""Consumer groups (classic protocol) over sockets: real node processes, real clients."""
+"""Consumer groups (classic protocol) over sockets: real node processes, real clients. The tests
+kill no node: they share one cluster (``shared_cluster``), each with a topic and groups of its own."""
 from __future__ import annotations
 
 import time
@@ -14,7 +15,8 @@ from tierlog.protocol.errors import ErrorCode
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.cluster(props={**FAST_REPLICATION, "group.initial.rebalance.delay.ms": "100",
-                                         "offsets.topic.num.partitions": "6"})]
+                                         "offsets.topic.num.partitions": "6",
+                                         "group.min.session.timeout.ms": "1000"})]
 TOPIC, PARTITIONS = "events", 6
 
 
@@ -42,13 +44,13 @@ def split_evenly(consumers) -> bool:
     return flat == list(range(PARTITIONS)) and max(map(len, parts)) - min(map(len, parts)) <= 1
 
 
-def test_members_split_partitions_and_rebalance_on_join_and_leave(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
-    a, b = consumer(boot, "g1"), consumer(boot, "g1")
+def test_members_split_partitions_and_rebalance_on_join_and_leave(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, f"{TOPIC}-split"
+    create_topic(boot, topic, PARTITIONS)
+    a, b = consumer(boot, "g1", topic), consumer(boot, "g1", topic)
     poll_until([a, b], lambda: split_evenly([a, b]) and all(len(c.assignment()) == 3 for c in (a, b)),
                "two members with 3 partitions each")
-    c = consumer(boot, "g1")
+    c = consumer(boot, "g1", topic)
     poll_until([a, b, c], lambda: split_evenly([a, b, c]) and all(len(x.assignment()) == 2 for x in (a, b, c)),
                "three members with 2 partitions each")
     c.close()
@@ -64,15 +66,15 @@ def test_members_split_partitions_and_rebalance_on_join_and_leave(cluster):
     b.close()
 
 
-def test_commits_survive_restart_and_consumer_resumes_after_them(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
-    produce_all(boot, TOPIC, [(i % PARTITIONS, None, b"v%d" % i, None, None) for i in range(60)])
-    c = consumer(boot, "g2")
+def test_commits_survive_restart_and_consumer_resumes_after_them(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, f"{TOPIC}-commits"
+    create_topic(boot, topic, PARTITIONS)
+    produce_all(boot, topic, [(i % PARTITIONS, None, b"v%d" % i, None, None) for i in range(60)])
+    c = consumer(boot, "g2", topic)
     committed = {m.partition(): m.offset() + 1 for m in poll_records(c, 30)}
-    c.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in committed.items()], asynchronous=False)
+    c.commit(offsets=[TopicPartition(topic, p, o) for p, o in committed.items()], asynchronous=False)
     c.close()
-    c = consumer(boot, "g2")
+    c = consumer(boot, "g2", topic)
     unread = [p for p in range(PARTITIONS) if committed.get(p, 0) < 10]     # 10 records per partition
     firsts = first_offsets(c, len(unread))          # a fully read partition sends nothing more
     assert sorted(firsts) == unread
@@ -84,18 +86,18 @@ def test_commits_survive_restart_and_consumer_resumes_after_them(cluster):
     offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g2")])["g2"].result(timeout=30)
     assert {tp.partition: tp.offset for tp in offsets.topic_partitions if tp.offset >= 0} == committed
     admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
-        "g2", [TopicPartition(TOPIC, 0, 3)])])["g2"].result(timeout=30)
+        "g2", [TopicPartition(topic, 0, 3)])])["g2"].result(timeout=30)
     offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(
-        "g2", [TopicPartition(TOPIC, 0)])])["g2"].result(timeout=30)
+        "g2", [TopicPartition(topic, 0)])])["g2"].result(timeout=30)
     assert offsets.topic_partitions[0].offset == 3
     admin.delete_consumer_groups(["g2"])["g2"].result(timeout=30)
     listed = admin.list_consumer_groups().result(timeout=30)
     assert "g2" not in [g.group_id for g in listed.valid]
 
 
-def test_group_apis_on_the_wire(cluster):
+def test_group_apis_on_the_wire(shared_cluster):
     """FindCoordinator v4 batches, NOT_COORDINATOR elsewhere, the two-step join, errors, admin APIs."""
-    groups = ["wire-a", "wire-b"]
+    cluster, groups = shared_cluster, ["wire-a", "wire-b"]
 
     def find_all():
         b = cluster.brokers[0]
@@ -129,22 +131,22 @@ def test_group_apis_on_the_wire(cluster):
     hb = {"GroupId": "wire-a", "GenerationId": 0, "MemberId": member}
     assert request("127.0.0.1", port[coord], ApiKey.HEARTBEAT, hb, 3)["ErrorCode"] == ErrorCode.ILLEGAL_GENERATION
     listed = request("127.0.0.1", port[coord], ApiKey.LIST_GROUPS, {"StatesFilter": ["stable"]}, 4)
-    assert [g["GroupId"] for g in listed["Groups"]] == ["wire-a"]
+    assert [g["GroupId"] for g in listed["Groups"] if g["GroupId"].startswith("wire-")] == ["wire-a"]
     deleted = request("127.0.0.1", port[coord], ApiKey.DELETE_GROUPS, {"GroupsNames": ["wire-a"]}, 2)
     assert deleted["Results"][0]["ErrorCode"] == ErrorCode.NON_EMPTY_GROUP
     left = request("127.0.0.1", port[coord], ApiKey.LEAVE_GROUP, {"GroupId": "wire-a", "Members": [
         {"MemberId": member, "GroupInstanceId": None}]}, 3)
     assert left["ErrorCode"] == 0 and left["Members"][0]["ErrorCode"] == 0
-    create_topic(cluster.bootstrap, "t")     # offsets of unknown topics are refused (UNKNOWN_TOPIC_OR_PARTITION)
+    create_topic(cluster.bootstrap, "wire-t")     # offsets of unknown topics are refused (UNKNOWN_TOPIC_OR_PARTITION)
     commit = request("127.0.0.1", port[coord], ApiKey.OFFSET_COMMIT, {
         "GroupId": "wire-a", "GenerationIdOrMemberEpoch": -1, "MemberId": "", "Topics": [
-            {"Name": "t", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": 7, "CommittedMetadata": "m"}]}]}, 8)
+            {"Name": "wire-t", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": 7, "CommittedMetadata": "m"}]}]}, 8)
     assert commit["Topics"][0]["Partitions"][0]["ErrorCode"] == 0
     fetched = request("127.0.0.1", port[coord], ApiKey.OFFSET_FETCH, {"Groups": [
         {"GroupId": "wire-a", "Topics": None}], "RequireStable": False}, 8)
     assert fetched["Groups"][0]["Topics"][0]["Partitions"][0]["CommittedOffset"] == 7
     gone = request("127.0.0.1", port[coord], ApiKey.OFFSET_DELETE, {"GroupId": "wire-a", "Topics": [
-        {"Name": "t", "Partitions": [{"PartitionIndex": 0}]}]}, 0)
+        {"Name": "wire-t", "Partitions": [{"PartitionIndex": 0}]}]}, 0)
     assert gone["ErrorCode"] == 0 and gone["Topics"][0]["Partitions"][0]["ErrorCode"] == 0
     deleted = request("127.0.0.1", port[coord], ApiKey.DELETE_GROUPS, {"GroupsNames": ["wire-a", "nope"]}, 2)
     assert [r["ErrorCode"] for r in deleted["Results"]] == [0, ErrorCode.GROUP_ID_NOT_FOUND]
@@ -155,16 +157,14 @@ def test_group_apis_on_the_wire(cluster):
 SESSION_MS, EXPIRY_SLACK_S = 5000, 1.0      # librdkafka's test 0081: static members, DeleteGroups 6 s after close
 
 
-@pytest.mark.cluster(props={**FAST_REPLICATION, "offsets.topic.num.partitions": "6",
-                            "group.min.session.timeout.ms": "1000"})
-def test_static_members_expire_at_their_session_timeout_so_their_groups_can_be_deleted(cluster):
+def test_static_members_expire_at_their_session_timeout_so_their_groups_can_be_deleted(shared_cluster):
     """A static member's close sends no LeaveGroup: the coordinator removes it when its session
     times out (a timer at that deadline), so DeleteGroups succeeds right after the timeout."""
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
-    produce_all(boot, TOPIC, [(p, None, b"v", None, None) for p in range(PARTITIONS)])
+    boot, topic = shared_cluster.bootstrap, f"{TOPIC}-static"
+    create_topic(boot, topic, PARTITIONS)
+    produce_all(boot, topic, [(p, None, b"v", None, None) for p in range(PARTITIONS)])
     groups = [f"static-{i}" for i in range(3)]
-    members = [consumer(boot, g, **{"group.instance.id": f"{g}-0", "session.timeout.ms": SESSION_MS,
+    members = [consumer(boot, g, topic, **{"group.instance.id": f"{g}-0", "session.timeout.ms": SESSION_MS,
                                      "heartbeat.interval.ms": 3000, "enable.auto.commit": True}) for g in groups]
     for c in members:
         poll_records(c, PARTITIONS)
