@@ -1,5 +1,6 @@
 """KIP-848 consumer groups over sockets: confluent-kafka with group.protocol=consumer
-(ConsumerGroupHeartbeat, server-side assignment) against real node processes."""
+(ConsumerGroupHeartbeat, server-side assignment) against real node processes. The tests that kill
+no node share one cluster (``shared_cluster``), each with a topic and groups of its own."""
 from __future__ import annotations
 
 import pytest
@@ -28,10 +29,10 @@ pytestmark = [pytest.mark.integration,
                                          "group.consumer.min.session.timeout.ms": "6000"})]
 
 
-def consumer(bootstrap: str, group: str, **conf) -> Consumer:
+def consumer(bootstrap: str, group: str, topic: str = TOPIC, **conf) -> Consumer:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False, **conf})
-    c.subscribe([TOPIC])
+    c.subscribe([topic])
     return c
 
 
@@ -39,12 +40,12 @@ def sizes(consumers) -> list[int]:
     return sorted(len(c.assignment()) for c in consumers)
 
 
-def test_members_split_partitions_and_rebalance_on_join_and_leave(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
-    a, b = consumer(boot, "k1"), consumer(boot, "k1")
+def test_members_split_partitions_and_rebalance_on_join_and_leave(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, f"{TOPIC}-split"
+    create_topic(boot, topic, PARTITIONS)
+    a, b = consumer(boot, "k1", topic), consumer(boot, "k1", topic)
     poll_until([a, b], lambda: split_evenly([a, b]) and sizes([a, b]) == [3, 3], "two members with 3 each")
-    c = consumer(boot, "k1")
+    c = consumer(boot, "k1", topic)
     poll_until([a, b, c], lambda: split_evenly([a, b, c]) and sizes([a, b, c]) == [2, 2, 2], "three with 2 each")
     c.close()
     poll_until([a, b], lambda: split_evenly([a, b]) and sizes([a, b]) == [3, 3], "the leaver's partitions moved")
@@ -60,15 +61,15 @@ def test_members_split_partitions_and_rebalance_on_join_and_leave(cluster):
     b.close()
 
 
-def test_commits_survive_a_restart_and_the_consumer_resumes_after_them(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
-    produce_all(boot, TOPIC, [(i % PARTITIONS, None, b"v%d" % i, None, None) for i in range(60)])
-    c = consumer(boot, "k2")
+def test_commits_survive_a_restart_and_the_consumer_resumes_after_them(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, f"{TOPIC}-commits"
+    create_topic(boot, topic, PARTITIONS)
+    produce_all(boot, topic, [(i % PARTITIONS, None, b"v%d" % i, None, None) for i in range(60)])
+    c = consumer(boot, "k2", topic)
     committed = {m.partition(): m.offset() + 1 for m in poll_records(c, 30)}
-    c.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in committed.items()], asynchronous=False)
+    c.commit(offsets=[TopicPartition(topic, p, o) for p, o in committed.items()], asynchronous=False)
     c.close()
-    c = consumer(boot, "k2")
+    c = consumer(boot, "k2", topic)
     unread = [p for p in range(PARTITIONS) if committed.get(p, 0) < 10]     # 10 records per partition
     firsts = first_offsets(c, len(unread))          # a fully read partition sends nothing more
     assert sorted(firsts) == unread
@@ -113,14 +114,14 @@ def test_kill9_of_the_coordinator_the_group_continues_with_its_commits(cluster):
         x.close()
 
 
-def test_classic_and_consumer_groups_side_by_side(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
-    produce_all(boot, TOPIC, [(i % PARTITIONS, None, b"v%d" % i, None, None) for i in range(12)])
-    new, old = consumer(boot, "side-new"), classic_consumer(boot, "side-old")
+def test_classic_and_consumer_groups_side_by_side(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, f"{TOPIC}-side"
+    create_topic(boot, topic, PARTITIONS)
+    produce_all(boot, topic, [(i % PARTITIONS, None, b"v%d" % i, None, None) for i in range(12)])
+    new, old = consumer(boot, "side-new", topic), classic_consumer(boot, "side-old", topic)
     poll_until([new, old], lambda: sizes([new]) == [PARTITIONS] and sizes([old]) == [PARTITIONS], "both assigned")
     for c, off in ((new, 1), (old, 2)):
-        c.commit(offsets=[TopicPartition(TOPIC, p, off) for p in range(PARTITIONS)], asynchronous=False)
+        c.commit(offsets=[TopicPartition(topic, p, off) for p in range(PARTITIONS)], asynchronous=False)
     admin = AdminClient({"bootstrap.servers": boot})
     listed = {g.group_id: g.type for g in admin.list_consumer_groups().result(timeout=30).valid}
     assert listed["side-new"] == ConsumerGroupType.CONSUMER and listed["side-old"] == ConsumerGroupType.CLASSIC
@@ -131,8 +132,8 @@ def test_classic_and_consumer_groups_side_by_side(cluster):
     old.close()
 
 
-def test_consumer_group_heartbeat_errors_on_the_wire(cluster):
-    group = "k-wire"
+def test_consumer_group_heartbeat_errors_on_the_wire(shared_cluster):
+    cluster, group = shared_cluster, "k-wire"
     coord = coordinator_of(cluster, group)
     port = cluster.broker(coord).port
     join = {"GroupId": group, "MemberId": "m-1", "MemberEpoch": 0, "RebalanceTimeoutMs": 5000,
@@ -161,16 +162,16 @@ def test_consumer_group_heartbeat_errors_on_the_wire(cluster):
     assert unknown[0]["ErrorCode"] == ErrorCode.GROUP_ID_NOT_FOUND
 
 
-def test_new_partitions_and_topics_matching_a_regex_are_assigned(cluster):
-    boot = cluster.bootstrap
-    create_topic(boot, TOPIC, PARTITIONS)
+def test_new_partitions_and_topics_matching_a_regex_are_assigned(shared_cluster):
+    boot, topic = shared_cluster.bootstrap, f"{TOPIC}-grown"
+    create_topic(boot, topic, PARTITIONS)
     create_topic(boot, "rx-one", 2)
-    a = consumer(boot, "k4")
+    a = consumer(boot, "k4", topic)
     poll_until([a], lambda: sizes([a]) == [PARTITIONS], "every partition")
     admin = AdminClient({"bootstrap.servers": boot})
-    admin.create_partitions([NewPartitions(TOPIC, PARTITIONS + 2)])[TOPIC].result(timeout=30)
+    admin.create_partitions([NewPartitions(topic, PARTITIONS + 2)])[topic].result(timeout=30)
     poll_until([a], lambda: sizes([a]) == [PARTITIONS + 2], "the new partitions assigned")
-    r = consumer(boot, "k5")
+    r = consumer(boot, "k5", topic)
     r.subscribe(["^rx-.*"])
     poll_until([r], lambda: {(p.topic, p.partition) for p in r.assignment()} == {("rx-one", 0), ("rx-one", 1)},
                "the regex's topic")
