@@ -10,6 +10,8 @@ whose older segments live only in remote storage, deleting up to an offset
 in the remote range moves the log start there too: ListOffsets -2 answers it,
 a consumer from earliest is served from remote storage from it, and the remote
 segments wholly below it are expired.
+
+The first two tests share one cluster (``shared_cluster``), each on a topic of its own.
 """
 import pytest
 from clients import produce_all
@@ -64,7 +66,8 @@ def _delete_raw(broker, topic: str, offset: int, timeout_ms: int = 30000) -> dic
                    timeout_s=timeout_ms / 1000 + 10)["Topics"][0]["Partitions"][0]
 
 
-def test_both_clients_raise_the_log_start_on_every_replica(cluster):
+def test_both_clients_raise_the_log_start_on_every_replica(shared_cluster):
+    cluster = shared_cluster
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(30)
     produce_all(cluster.bootstrap, TOPIC, [(0, None, b"v%d" % i, None, None) for i in range(RECORDS)])
@@ -99,7 +102,8 @@ def test_both_clients_raise_the_log_start_on_every_replica(cluster):
     assert _earliest(leader, TOPIC) == RECORDS
 
 
-def test_bad_input_gets_kafka_error_codes(cluster):
+def test_bad_input_gets_kafka_error_codes(shared_cluster):
+    cluster = shared_cluster
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic("deletes-bad", 1, 1)])["deletes-bad"].result(30)
     produce_all(cluster.bootstrap, "deletes-bad", [(0, None, b"x", None, None)] * 5)
