@@ -58,14 +58,11 @@ from tierlog.storage.loader import load_log
 from tierlog.storage.log_config import LogConfig
 from tierlog.storage.log_durability import LogDurability
 from tierlog.storage.log_epochs import LogEpochs
+from tierlog.storage.log_lookups import LogLookups
 from tierlog.storage.log_read import (
     SegmentInfo,
-    first_timestamp,
-    max_timestamp_offset,
-    offset_for_timestamp,
     read_from,
     segment_index,
-    segment_infos,
 )
 from tierlog.storage.log_transactions import LogTransactions
 from tierlog.storage.marker_rounds import MarkerError, marker_round
@@ -78,7 +75,6 @@ from tierlog.storage.results import (
     AppendResult,
     CleaningView,
     ReadResult,
-    RolledSegment,
 )
 from tierlog.storage.roll import roll_jitter_ms, should_roll
 from tierlog.storage.segment import LogSegment
@@ -91,7 +87,7 @@ _EMPTY = ReadResult([], 0)
 _log = logging.getLogger(__name__)
 
 
-class Log(LogDurability, LogEpochs, LogTransactions):
+class Log(LogDurability, LogEpochs, LogLookups, LogTransactions):
     """A partition's log. Build with ``Log.open``."""
 
     def __init__(self, directory: Path, config: LogConfig, topic_id: bytes | None, segments: list[LogSegment],
@@ -194,32 +190,6 @@ class Log(LogDurability, LogEpochs, LogTransactions):
     @property
     def segment_count(self) -> int:
         return len(self._segments)
-
-    # --- KIP-1303 local log state (read by the follower fetcher for Fetch v19) ------------------
-
-    @property
-    def local_log_start_timestamp(self) -> int:
-        """KIP-1303 LocalLogStartTimestamp; -1 when the local log holds no record
-        (``log_read.first_timestamp`` says how it is read)."""
-        with self._lock, self._io():
-            start = self.local_log_start_offset
-            if start >= self.log_end_offset:
-                return NO_TIMESTAMP
-            first = self._segment_index(start)
-            # the batch holding ``start`` changes only when the start moves, a truncation
-            # rewrites the tail or its segment is replaced: read its header once per change,
-            # not on every fetch of every partition
-            key = (start, self._truncations, id(self._segments[first]))
-            if self._first_timestamp is None or self._first_timestamp[0] != key:
-                self._first_timestamp = (key, first_timestamp(self._segments, first, start))
-            return self._first_timestamp[1]
-
-    @property
-    def local_log_size_bytes(self) -> int:
-        """KIP-1303 LocalLogSizeBytes: "the sum of local log segment sizes" ("Broker Side
-        Changes"), i.e. ``size_in_bytes``; remote-only data is not counted."""
-        with self._lock:
-            return self.size_in_bytes
 
     # --- appends -----------------------------------------------------------------------------
 
@@ -395,35 +365,7 @@ class Log(LogDurability, LogEpochs, LogTransactions):
     def _segment_index(self, offset: int) -> int:
         return segment_index(self._bases, offset)
 
-    # --- offset lookups ------------------------------------------------------------------------
-
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
-        """(offset, timestamp, leader epoch) of the first record with timestamp >= ``timestamp``.
-
-        Record-level like Kafka: the time index narrows the search to one batch, whose
-        records are decoded (falls back to the batch's base offset if it cannot be).
-        """
-        with self._lock, self._io():
-            start = max(self.log_start_offset, self.local_log_start_offset)
-            return offset_for_timestamp(self._segments, timestamp, start)
-
-    def max_timestamp_offset(self) -> tuple[int, int, int] | None:
-        """(offset, timestamp, leader epoch) of the record with the largest timestamp."""
-        with self._lock, self._io():
-            return max_timestamp_offset(self._segments)
-
-    def segment_infos(self) -> list[SegmentInfo]:
-        with self._lock, self._io():
-            return segment_infos(self._segments)
-
     # --- tiered storage (KIP-405) ------------------------------------------------------------------
-
-    def rolled_segments(self) -> list[RolledSegment]:
-        """Every segment but the active one, oldest first, as an upload sees it."""
-        with self._lock, self._io():
-            return [RolledSegment(seg.base_offset, nxt.base_offset, seg.size, seg.largest_timestamp_or_mtime(),
-                                  seg.log_path, seg.offset_index.path, seg.time_index.path)
-                    for seg, nxt in zip(self._segments, self._segments[1:], strict=False)]
 
     def producer_snapshot_file(self, offset: int) -> Path | None:
         """The ``<offset>.snapshot`` file, if this log wrote one (at the roll to a segment based there)."""
