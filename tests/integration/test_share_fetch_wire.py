@@ -130,14 +130,22 @@ def test_share_fetch_acknowledge_and_lock_expiry(cluster):
     assert acquired(b.fetch()) == []
 
 
+def member_holding(cluster, topic: str, group: str, records: int) -> tuple[Member, bytes]:
+    """A member of ``group`` on a new one-partition ``topic`` that acquired its first ``records``
+    records (produced once its share-partition was loaded), and the topic's id."""
+    broker = cluster.brokers[0]
+    create_topic(cluster.bootstrap, topic, 1)
+    topic_id = topic_id_of(broker, topic)
+    member = Member(broker, group, "member-a", topic_id)
+    fetch_until(member, lambda r: True, "the share-partition loaded")
+    produce_all(cluster.bootstrap, topic, [(0, None, str(i).encode(), None, None) for i in range(records)])
+    assert acquired(fetch_until(member, acquired, "acquired")) == [(0, records - 1, 1)]
+    return member, topic_id
+
+
 def test_state_survives_a_broker_restart(cluster):
     broker = cluster.brokers[0]
-    create_topic(cluster.bootstrap, "r", 1)
-    topic_id = topic_id_of(broker, "r")
-    a = Member(broker, "g2", "member-a", topic_id)
-    fetch_until(a, lambda r: True, "the share-partition loaded")
-    produce_all(cluster.bootstrap, "r", [(0, None, str(i).encode(), None, None) for i in range(6)])
-    assert acquired(fetch_until(a, acquired, "acquired")) == [(0, 5, 1)]
+    a, topic_id = member_holding(cluster, "r", "g2", 6)
     assert a.acknowledge([(0, 2, ACCEPT)])["ErrorCode"] == 0
     # kill -9: offsets 3-5 were acquired, never acknowledged
     assert redelivered_after_kill9(broker, "g2", topic_id) == [(3, 5, 2)]
@@ -162,12 +170,7 @@ def share_state_log_start(broker) -> int:
 
 def test_pruned_share_state_survives_a_broker_restart(cluster):
     broker = cluster.brokers[0]
-    create_topic(cluster.bootstrap, "pruned", 1)
-    topic_id = topic_id_of(broker, "pruned")
-    a = Member(broker, "g3", "member-a", topic_id)
-    fetch_until(a, lambda r: True, "the share-partition loaded")
-    produce_all(cluster.bootstrap, "pruned", [(0, None, str(i).encode(), None, None) for i in range(12)])
-    assert acquired(fetch_until(a, acquired, "acquired")) == [(0, 11, 1)]
+    a, topic_id = member_holding(cluster, "pruned", "g3", 12)
     for i in range(9):      # a write each: a snapshot every third, the records before it redundant
         assert a.acknowledge([(i, i, ACCEPT)])["ErrorCode"] == 0
     wait_for(lambda: share_state_log_start(broker) > 0, 30, "the share coordinator pruned its partition")
