@@ -32,14 +32,12 @@ ACLs), and prints ``client.properties=<path>`` (Kafka's Java form) and
 """
 from __future__ import annotations
 
-import base64
 import os
 import shlex
 import signal
 import subprocess
 import sys
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +46,7 @@ from tierlog.config import ConfigError, format_properties, parse_properties
 from tierlog.extras import MissingExtraError, require
 from tierlog.net.free_ports import free_port_block
 from tierlog.parent_watch import child_env, exit_with_parent
+from tierlog.protocol.kafka_uuid import random_uuid, uuid_str
 from tierlog.tiered.factory import RemoteStorageConfigError, location_settings
 
 from .cmd_format import METADATA_LOG, scram_records
@@ -353,7 +352,7 @@ def _cluster_id(data_dir: Path) -> str:
             raise CliError(f"{conf}: {e}") from None
         if cluster_id:
             return cluster_id
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return uuid_str(random_uuid())
 
 
 @dataclass(frozen=True)

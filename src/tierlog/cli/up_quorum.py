@@ -23,12 +23,11 @@ endpoints are in the metadata log, so controllers that all moved could not find 
 from __future__ import annotations
 
 import argparse
-import uuid
 from pathlib import Path
 
 from tierlog.config import ConfigError, NodeConfig, format_properties, parse_properties
 from tierlog.net.free_ports import free_port_block
-from tierlog.storage.meta_properties import kafka_uuid_str
+from tierlog.protocol.kafka_uuid import random_uuid, uuid_str
 
 from .errors import CliError
 from .quorum_format import QuorumFormat, format_quorum
@@ -91,7 +90,7 @@ def format_initial_controllers(properties: dict[int, str], controllers: list[tup
     todo = {n: c for n, c in todo.items() if not _formatted(c)}
     if not todo:
         return
-    initial = ",".join(f"{n}@{host}:{p}:{kafka_uuid_str(uuid.uuid4().bytes)}" for n, p in controllers)
+    initial = ",".join(f"{n}@{host}:{p}:{uuid_str(random_uuid())}" for n, p in controllers)
     for config in todo.values():
         format_quorum(config, QuorumFormat(initial_controllers=initial))
 

@@ -12,7 +12,7 @@ brokers (INVALID_REPLICATION_FACTOR when there are too few).  ``validateOnly``
 runs every check and writes nothing.  Records: TopicRecord, one ConfigRecord
 per config, one PartitionRecord per partition (ISR = the usable replicas,
 leader = the first of them, epochs 0).  Topic ids are uuid4s drawn from the
-injected ``random.Random``.
+injected ``random.Random`` the way Kafka's Uuid.randomUuid draws them (protocol/kafka_uuid.py).
 
 DeleteTopics: by name (v0-5) or by name or id (v6); TOPIC_DELETION_DISABLED
 when ``delete.topic.enable`` is false; UNKNOWN_TOPIC_OR_PARTITION /
@@ -21,7 +21,6 @@ UNKNOWN_TOPIC_ID for unknown topics.  One RemoveTopicRecord per topic.
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -44,6 +43,7 @@ from tierlog.metadata.topic_rules import (
     validate_topic_configs,
 )
 from tierlog.protocol.errors import ErrorCode
+from tierlog.protocol.kafka_uuid import random_uuid
 from tierlog.storage import TOPIC_CONFIGS
 
 from .controller_config import ControllerConfig
@@ -110,7 +110,7 @@ class ReplicationControlManager:
                                TieringRules(name, self.config.remote_log_storage_system_enable,
                                             encryption_enabled=self.config.remote_storage_encryption_enable))
         usable = image.usable_brokers()
-        topic_id = uuid.UUID(int=self.rng.getrandbits(128), version=4).bytes
+        topic_id = random_uuid(lambda: self.rng.getrandbits(128))
         records: list[TopicRecord | ConfigRecord | PartitionRecord] = [TopicRecord(name=name, topic_id=topic_id)]
         records += [ConfigRecord(CONFIG_RESOURCE_TOPIC, name, k, v) for k, v in sorted(configs.items())]
         for index, replicas in enumerate(assignments):

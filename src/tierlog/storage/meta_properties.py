@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import base64
 import os
-import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from tierlog.config import ConfigError, parse_properties
+from tierlog.protocol.kafka_uuid import random_uuid, uuid_str
 
 __all__ = ["META_PROPERTIES", "ensure_meta_properties", "kafka_uuid_bytes", "kafka_uuid_str", "read_directory_id"]
 
@@ -42,12 +42,12 @@ def ensure_meta_properties(dirs: Iterable[Path], node_id: int, configured_cluste
     ids = {p["cluster.id"] for p in found.values()} | ({configured_cluster_id} if configured_cluster_id else set())
     if len(ids) > 1:
         raise ConfigError(f"log dirs belong to different clusters: {sorted(i for i in ids if i)}")
-    cluster_id = ids.pop() if ids else kafka_uuid_str(uuid.uuid4().bytes)
+    cluster_id = ids.pop() if ids else uuid_str(random_uuid())
     dir_ids = {}
     for d in dirs:
         dir_id = found.get(d, {}).get("directory.id")
         if dir_id is None:
-            dir_id = (fixed_ids or {}).get(d) or kafka_uuid_str(uuid.uuid4().bytes)
+            dir_id = (fixed_ids or {}).get(d) or uuid_str(random_uuid())
             d.mkdir(parents=True, exist_ok=True)
             _write_atomically(d / META_PROPERTIES, f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n"
                                                    f"directory.id={dir_id}\n")
@@ -64,9 +64,7 @@ def read_directory_id(data_dir: Path) -> bytes | None:
     return kafka_uuid_bytes(text) if text else None
 
 
-def kafka_uuid_str(raw: bytes) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+kafka_uuid_str = uuid_str
 
 
 def kafka_uuid_bytes(text: str) -> bytes:
