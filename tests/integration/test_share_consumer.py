@@ -17,6 +17,7 @@ from cluster import FAST_REPLICATION, request, wait_for
 from confluent_kafka import AcknowledgeType, Consumer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 from prometheus_client.parser import text_string_to_metric_families
+from test_consumer_group_faults import coordinator_of
 
 from tierlog.protocol.api import ApiKey
 
@@ -84,6 +85,24 @@ def records(n: int, partitions: int = PARTITIONS) -> list:
     return [(i % partitions, None, f"r{i}".encode(), None, None) for i in range(n)]
 
 
+def wait_assigned(cluster, members, group: str) -> None:
+    """Poll ``members`` until the group's coordinator describes each of them holding the current
+    assignment (its member epoch is the assignment epoch) with some partitions, then two rounds
+    more, so that a ShareFetch a member sent under an older, wider assignment has come back
+    (librdkafka waits fetch.wait.max.ms, 500 ms, on an empty one) before records are produced."""
+    def settled():
+        port = cluster.broker(coordinator_of(cluster, group)).port
+        desc = request("127.0.0.1", port, ApiKey.SHARE_GROUP_DESCRIBE,
+                       {"GroupIds": [group], "IncludeAuthorizedOperations": False}, 1)["Groups"][0]
+        held = [m for m in desc["Members"] if m["MemberEpoch"] == desc["AssignmentEpoch"]
+                and any(t["Partitions"] for t in m["Assignment"]["TopicPartitions"])]
+        return desc["ErrorCode"] == 0 and len(held) == len(members)
+    poll_all(members, settled, f"every member of {group} assigned")
+    for _ in range(2):
+        for c in members:
+            assert not c.poll(0.3), "records before any was produced"
+
+
 def poll_all(consumers, want, what: str, timeout_s: float = 120, on_message=None) -> None:
     """Poll each consumer in turn (0.2 s each) until ``want()``; ``on_message(consumer_index, msg)``."""
     deadline = time.monotonic() + timeout_s
@@ -101,6 +120,7 @@ def test_members_split_a_topic_each_record_once(shared_cluster):
     create_topic(boot, topic, PARTITIONS)
     start_at_zero(shared_cluster, "split", topic, PARTITIONS)
     members = [share_consumer(boot, "split", topic) for _ in range(3)]
+    wait_assigned(shared_cluster, members, "split")
     seen: dict[bytes, list[int]] = {}
     produce_all(boot, topic, records(300))
     poll_all(members, lambda: len(seen) == 300, "300 records",
