@@ -43,6 +43,10 @@ def _client_config(args: argparse.Namespace, settings: dict) -> dict:
         "bootstrap.servers": args.bootstrap_server,
         "log_level": 0,
         "socket.connection.setup.timeout.ms": timeout_ms,
+        # Kafka's tools back off at most 1 s between connection attempts (reconnect.backoff.max.ms);
+        # librdkafka's 10 s default made a command wait that long to ask again for a group's
+        # coordinator after a kill -9 of the old one (librdkafka asks on a failed reconnect).
+        "reconnect.backoff.max.ms": 1000,
     }
     config.update(settings)
     user = _librdkafka_settings(dict(args.command_config))
@@ -50,7 +54,6 @@ def _client_config(args: argparse.Namespace, settings: dict) -> dict:
         config["log_level"] = 7
     config.update(user)
     return config
-
 
 
 def _librdkafka_settings(user: dict) -> dict:

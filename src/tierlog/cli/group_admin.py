@@ -47,6 +47,7 @@ STATE_NAMES = {ConsumerGroupState.STABLE: "Stable", ConsumerGroupState.PREPARING
 TYPE_NAMES = {ConsumerGroupType.CLASSIC: "classic", ConsumerGroupType.CONSUMER: "consumer",
               ConsumerGroupType.UNKNOWN: "unknown"}
 _BACKOFF_FIRST_S, _BACKOFF_MAX_S = 0.1, 1.0
+_OFFSETS_ROUND_S = 3.0      # a ListOffsets round waits this long at most for the partitions' leaders
 
 
 def state_name(state) -> str:
@@ -209,8 +210,9 @@ def log_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: Offse
 def _ask_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: OffsetSpec,
                  offsets: dict) -> dict[tuple[str, int], BaseException]:
     """One ListOffsets round: fills ``offsets``, returns the failures."""
+    round_s = max(1.0, min(_OFFSETS_ROUND_S, conn.deadline() - monotonic_s()))
     futures = conn.client.list_offsets({TopicPartition(t, p): spec for t, p in partitions},
-                                       request_timeout=conn.timeout_s)
+                                       request_timeout=round_s)
     conn.wait(futures.values(), "the partitions' offsets")
     failed = {}
     for tp, future in futures.items():
@@ -223,7 +225,10 @@ def _ask_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: Offs
 
 
 def _retriable(error: BaseException) -> bool:
-    return error_code(error) is not None and error.args[0].retriable()
+    """A leader election under way, or a leader that did not answer within the round (a dead one
+    that librdkafka's metadata still names: the next round looks the leader up again)."""
+    code = error_code(error)
+    return code is not None and (code == KafkaError._TIMED_OUT or error.args[0].retriable())
 
 
 def _error_text(error: BaseException) -> str:
