@@ -47,7 +47,7 @@ STATE_NAMES = {ConsumerGroupState.STABLE: "Stable", ConsumerGroupState.PREPARING
 TYPE_NAMES = {ConsumerGroupType.CLASSIC: "classic", ConsumerGroupType.CONSUMER: "consumer",
               ConsumerGroupType.UNKNOWN: "unknown"}
 _BACKOFF_FIRST_S, _BACKOFF_MAX_S = 0.1, 1.0
-_OFFSETS_ROUND_S = 3.0      # a ListOffsets round waits this long at most for the partitions' leaders
+_OFFSETS_ROUND_S = 3.0      # a first ListOffsets round waits this long at most for the leaders; later ones double
 
 
 def state_name(state) -> str:
@@ -187,13 +187,15 @@ def log_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: Offse
     """ListOffsets of ``partitions`` (earliest, latest or for a timestamp) from their leaders.
 
     A partition whose leader answers a retriable error (a leader election
-    under way) is asked again until --timeout. Then, or on another error,
+    under way) or does not answer within the round (a dead leader still in
+    librdkafka's metadata; rounds of 3 s, then 6, 12...) is asked again until --timeout. Then, or on another error,
     ``strict`` makes it a `CliError`; otherwise its offset is None.
     """
     offsets: dict[tuple[str, int], int | None] = {}
-    pending, deadline, backoff = list(partitions), conn.deadline(), _BACKOFF_FIRST_S
+    pending, deadline, backoff, round_s = list(partitions), conn.deadline(), _BACKOFF_FIRST_S, _OFFSETS_ROUND_S
     while pending:
-        failed = _ask_offsets(conn, pending, spec, offsets)
+        failed = _ask_offsets(conn, pending, spec, offsets, round_s)
+        round_s *= 2
         pending = [key for key, error in failed.items() if _retriable(error)]
         if pending and monotonic_s() + backoff < deadline:
             time.sleep(backoff)     # backoff while the partitions' leaders are elected
@@ -208,9 +210,9 @@ def log_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: Offse
 
 
 def _ask_offsets(conn: Connection, partitions: list[tuple[str, int]], spec: OffsetSpec,
-                 offsets: dict) -> dict[tuple[str, int], BaseException]:
-    """One ListOffsets round: fills ``offsets``, returns the failures."""
-    round_s = max(1.0, min(_OFFSETS_ROUND_S, conn.deadline() - monotonic_s()))
+                 offsets: dict, round_s: float) -> dict[tuple[str, int], BaseException]:
+    """One ListOffsets round of at most ``round_s``: fills ``offsets``, returns the failures."""
+    round_s = max(1.0, min(round_s, conn.deadline() - monotonic_s()))
     futures = conn.client.list_offsets({TopicPartition(t, p): spec for t, p in partitions},
                                        request_timeout=round_s)
     conn.wait(futures.values(), "the partitions' offsets")
