@@ -327,6 +327,8 @@ _DEFS = [
        "(other tierlog.table.catalog.<property> settings go to the catalog as pyiceberg properties)."),
     _d("tierlog.table.catalog.uri", "string", "",
        "The catalog's URI; empty: SQLite in <remote storage root>/tierlog-tables (fs only)."),
+    _d("tierlog.table.namespace", "string", "tierlog", "The tables' Iceberg namespace, levels separated by dots "
+       "(e.g. bronze.tierlog); the dead-letter tables' is the same with _dead_letter added to its last level."),
     _d("tierlog.table.maintenance.interval.ms", "long", 3600000,
        "How often a leader expires its tables' old snapshots and deletes unreferenced Parquet files (>= 1000)."),
     _d("tierlog.table.snapshot.retention.ms", "long", 432000000,

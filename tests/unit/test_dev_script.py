@@ -1,8 +1,9 @@
 """`./dev`: its usage lists every command (and nothing else); each command installs the extras it needs, once.
 
-The script runs in a scratch copy of the checkout whose ``.venv/bin/python`` and
-``.venv/bin/tierlog`` are stand-ins that log their arguments, and whose Java is a
-stand-in too, so nothing is installed and nothing is started.
+The script runs in a scratch copy of the checkout whose ``.venv/bin/python``,
+``.venv/bin/tierlog`` and ``.venv-rest/bin/python`` (the REST catalog server's venv) are
+stand-ins that log their arguments, and whose Java is a stand-in too, so nothing is
+installed and nothing is started.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ _STAND_IN = '#!/bin/sh\necho "$(basename "$0") $*" >> "$DEV_CALLS"\n'
 def checkout(tmp_path):
     for name in ("dev", "pyproject.toml"):
         shutil.copy2(ROOT / name, tmp_path / name)
-    for tool in (".venv/bin/python", ".venv/bin/tierlog", "jdk/bin/java"):
+    for tool in (".venv/bin/python", ".venv/bin/tierlog", ".venv-rest/bin/python", "jdk/bin/java"):
         path = tmp_path / tool
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_STAND_IN)
@@ -72,6 +73,12 @@ def test_test_installs_dev_after_up_and_dev_then_serves_every_command(checkout):
     assert calls[-1].startswith("python -m pytest") and calls[-1].endswith("-k x")
     for command in ("up", "pipeline", "setup"):
         assert _installs(_dev(checkout, command)[1]) == [], command
+
+
+def test_setup_installs_the_rest_catalog_server_into_its_own_venv_once(checkout):
+    server = [c for c in _dev(checkout, "setup")[1] if "lakana-server" in c]
+    assert server == ["python -m pip install --quiet lakana-server==0.20.0"], server
+    assert [c for c in _dev(checkout, "setup")[1] if "pip" in c] == []         # its stamp names the version
 
 
 def test_pipeline_installs_spark_and_checks_it(checkout):

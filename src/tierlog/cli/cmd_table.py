@@ -3,7 +3,8 @@
 Like `tierlog remote`, the command reads the remote store (``--storage DIR`` or
 ``s3://BUCKET/PREFIX``, other S3 settings as ``--set rsm.config.storage.s3.*=...``) and
 the tables' catalog (``--catalog-uri``/``--catalog-type``, the brokers'
-``tierlog.table.catalog.*``; on a directory store the default is the SQLite catalog in
+``tierlog.table.catalog.*``, other catalog properties and ``tierlog.table.namespace`` as
+``--set KEY=VALUE``; on a directory store the default is the SQLite catalog in
 it), so it works on a stopped cluster. docs/tables.md has the tables' layout.
 
 - ``ls``: one row per table: topic, kind (table / dead-letter), mode, rows, data files,
@@ -50,16 +51,26 @@ examples:
 
 def _catalog(args: argparse.Namespace):
     require("table", "tierlog table")
-    from tierlog.tiered.table.catalog import TableCatalog, s3_io, table_settings
+    from tierlog.tiered.table.catalog import (
+        CATALOG_PREFIX,
+        CATALOG_TYPE,
+        CATALOG_URI,
+        NAMESPACE_CONFIG,
+        TableCatalog,
+        s3_io,
+        table_settings,
+    )
     settings = dict(args.set or [])
-    foreign = sorted(k for k in settings if not k.startswith("rsm.config.storage."))
+    foreign = sorted(k for k in settings if not k.startswith(("rsm.config.storage.", CATALOG_PREFIX, NAMESPACE_CONFIG)))
     if foreign:
-        raise CliError(f"--set takes rsm.config.storage.* settings only, not {', '.join(foreign)}")
+        raise CliError(f"--set takes rsm.config.storage.*, {CATALOG_PREFIX}* and {NAMESPACE_CONFIG} settings only, "
+                       f"not {', '.join(foreign)}")
     if not args.storage.startswith("s3://") and not Path(args.storage).is_dir():
         raise CliError(f"no remote storage directory {args.storage}")
     try:
-        store = object_store_from_location(args.storage, settings)
-        config = {"tierlog.table.catalog.type": args.catalog_type, "tierlog.table.catalog.uri": args.catalog_uri}
+        store = object_store_from_location(args.storage, {k: v for k, v in settings.items()
+                                                          if k.startswith("rsm.config.storage.")})
+        config = {**settings, CATALOG_TYPE: args.catalog_type, CATALOG_URI: args.catalog_uri}
         table_config = table_settings(store, config, s3_io(store))
     except (RemoteStorageConfigError, RemoteStorageError) as exc:
         raise CliError(str(exc)) from None
@@ -88,11 +99,11 @@ def _time(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S") + "Z"
 
 
-def _summary(table) -> dict[str, Any]:
-    from tierlog.tiered.table.catalog import DEAD_LETTER_NAMESPACE, covered_offsets
+def _summary(table, dead_letter: bool) -> dict[str, Any]:
+    from tierlog.tiered.table.catalog import covered_offsets
     snap = table.current_snapshot()
     props = {} if snap is None else snap.summary.additional_properties
-    return {"topic": table.name()[-1], "kind": "dead-letter" if table.name()[0] == DEAD_LETTER_NAMESPACE else "table",
+    return {"topic": table.name()[-1], "kind": "dead-letter" if dead_letter else "table",
             "rows": int(props.get("total-records", 0)), "data_files": int(props.get("total-data-files", 0)),
             "bytes": int(props.get("total-files-size", 0)),
             "covered": {str(p): o for p, o in sorted(covered_offsets(table).items())},
@@ -103,7 +114,8 @@ def _summary(table) -> dict[str, Any]:
 def run_ls(args: argparse.Namespace) -> int:
     catalog = _catalog(args)
     try:
-        tables = [_summary(catalog.catalog.load_table(ident)) for ident in catalog.list_tables()]
+        loaded = [catalog.catalog.load_table(ident) for ident in catalog.list_tables()]
+        tables = [_summary(table, catalog.is_dead_letter(table)) for table in loaded]
     except RemoteStorageError as exc:
         raise CliError(str(exc)) from None
     if args.topic:
@@ -128,7 +140,7 @@ def run_describe(args: argparse.Namespace) -> int:
     for task in table.scan().plan_files():
         part = task.file.partition[0]
         files.setdefault(part, []).append(task.file.record_count)
-    info = _summary(table)
+    info = _summary(table, args.dead_letter)
     info["columns"] = [{"name": f.name, "type": str(f.field_type), "required": f.required}
                        for f in table.schema().fields]
     info["partitions"] = [{"partition": p, "last_offset": covered.get(p), "rows": sum(files.get(p, [])),
@@ -201,7 +213,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="the tables' catalog (tierlog.table.catalog.uri); default: SQLite in a directory store")
     p.add_argument("--catalog-type", default="sql", choices=("sql", "rest"), help="the catalog's kind")
     p.add_argument("--set", action="append", type=key_value, metavar="KEY=VALUE",
-                   help="a remote storage setting (rsm.config.storage.*), repeatable")
+                   help="a remote storage setting (rsm.config.storage.*), a catalog property as the brokers have it "
+                        "(tierlog.table.catalog.*, e.g. a REST catalog's token or prefix) or tierlog.table.namespace; "
+                        "repeatable")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 

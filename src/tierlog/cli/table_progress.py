@@ -30,6 +30,7 @@ __all__ = ["FIELD", "add_table_offsets"]
 
 FIELD = "table_offset"
 _TOPIC, _BROKER = 2, 4          # DescribeConfigs resource types
+_CATALOG_KEYS = ("tierlog.table.catalog.type", "tierlog.table.catalog.uri", "tierlog.table.namespace")
 
 
 def add_table_offsets(wire: BrokerWire, descriptions: list[dict]) -> None:
@@ -88,16 +89,20 @@ def _covered(wire: BrokerWire, leader: int, topics: list[str]) -> tuple[dict[str
     storage = {k: v for k, v in shown.items() if k in STORAGE_KEYS}
     if not storage:
         return None, "the broker shows no rsm.config.storage.* settings"
-    return _read_catalog(storage, topics)
+    # the catalog the broker shows (type, URI, namespace; its other properties, a REST catalog's credential
+    # among them, are not shown: such a catalog answers with an error, noted as why)
+    catalog = {k: v for k, v in shown.items() if k in _CATALOG_KEYS}
+    return _read_catalog(storage, catalog, topics)
 
 
-def _read_catalog(storage: dict[str, str], topics: list[str]) -> tuple[dict[str, dict[int, int]] | None, str]:
+def _read_catalog(storage: dict[str, str], catalog_config: dict[str, str],
+                  topics: list[str]) -> tuple[dict[str, dict[int, int]] | None, str]:
     from tierlog.tiered import RemoteStorageConfigError, RemoteStorageError, object_store_from_config
     from tierlog.tiered.table.catalog import TableCatalog, covered_offsets, s3_io, table_settings
     out: dict[str, dict[int, int]] = {}
     try:
         store = object_store_from_config(storage)
-        catalog = TableCatalog(table_settings(store, {}, s3_io(store)))
+        catalog = TableCatalog(table_settings(store, catalog_config, s3_io(store)))
         for topic in topics:
             table: Any = catalog.load(topic)
             out[topic] = {} if table is None else covered_offsets(table)

@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from tierlog.net.client_security import client_security, to_librdkafka
 from tierlog.net.security import PLAINTEXT, Security, SecurityConfigError
 
-__all__ = ["ISOLATION_LEVELS", "REMOTE_AUTO", "REMOTE_OFF", "REMOTE_TABLE",
+__all__ = ["CATALOG_OPTIONS", "ISOLATION_LEVELS", "REMOTE_AUTO", "REMOTE_OFF", "REMOTE_TABLE",
            "SOURCE_KAFKA_OPTIONS", "OffsetSpec", "OptionError", "SinkOptions",
-           "SourceOptions", "parse_sink_options",
+           "SourceOptions", "catalog_settings", "parse_sink_options",
            "parse_source_options", "tp_key"]
 
 EARLIEST, LATEST = -2, -1        # Spark's Kafka JSON: -2 earliest, -1 latest
 REMOTE_AUTO, REMOTE_OFF = "auto", "off"
 REMOTE_TABLE = "table"          # a table-mode topic's Iceberg table where it covers the range (spark/table_topic.py)
+CATALOG_OPTIONS = ("tierlog.table.catalog.", "tierlog.table.namespace")   # the brokers' names (docs/tables.md)
 REMOTE_PARTITION_BYTES = 128 * 1024 * 1024    # as Spark's spark.sql.files.maxPartitionBytes
 # remoteReadAheadChunks: ranged GETs (of 8 MiB) a direct read task keeps in flight while it decodes
 REMOTE_READ_AHEAD_CHUNKS, MAX_READ_AHEAD_CHUNKS = 2, 16
@@ -99,7 +100,8 @@ class SourceOptions:
     fetch_offset_retry_interval_s: float = FETCH_OFFSET_RETRY_INTERVAL_MS / 1000   # fetchOffset.retryIntervalMs
     security: Security = PLAINTEXT               # kafka.security.protocol, kafka.ssl.*
     remote_storage: str = REMOTE_OFF             # off | auto | table | a DIR or s3://BUCKET/PREFIX
-    table_catalog: tuple[str, str] = ("sql", "")  # catalogType, catalogUri: remoteStorage=table's catalog
+    # catalogType, catalogUri, tierlog.table.catalog.<property> / tierlog.table.namespace: remoteStorage=table's catalog
+    table_catalog: tuple[str, str, tuple[tuple[str, str], ...]] = ("sql", "", ())
     remote_settings: tuple[tuple[str, str], ...] = ()    # rsm.config.* options, for the object store
     isolation_level: int = 0                     # kafka.isolation.level: 0 read_uncommitted, 1 read_committed
     remote_partition_bytes: int = REMOTE_PARTITION_BYTES  # remotePartitionBytes: a direct read task's target
@@ -118,6 +120,13 @@ class SinkOptions:
     transactional: bool = False                  # transactional: one Kafka transaction per task
     transactional_id_prefix: str | None = None   # transactionalIdPrefix (else one per query / per write)
     freeze_worker_gc: bool = True                 # freezeWorkerGc: gc.freeze() before each write task
+
+
+def catalog_settings(options: Mapping) -> tuple[tuple[str, str], ...]:
+    """The tables' catalog properties and namespace among ``options``, named as the brokers' settings
+    (``tierlog.table.catalog.<property>``, ``tierlog.table.namespace``; keys in lower case, as pyiceberg's are)."""
+    return tuple(sorted((str(k).lower(), str(v)) for k, v in options.items()
+                        if str(k).lower().startswith(CATALOG_OPTIONS)))
 
 
 def _get(options: Mapping, name: str):
@@ -372,7 +381,7 @@ def parse_source_options(options: Mapping, *, streaming: bool) -> SourceOptions:
         security=_security(options),
         remote_storage=remote[0], remote_settings=remote[1],
         table_catalog=(str(_get(options, "catalogType") or "sql").strip().lower(),
-                       str(_get(options, "catalogUri") or "").strip()),
+                       str(_get(options, "catalogUri") or "").strip(), catalog_settings(options)),
         isolation_level=_isolation_level(options),
         remote_partition_bytes=_int(options, "remotePartitionBytes") or REMOTE_PARTITION_BYTES,
         remote_read_ahead_chunks=_bounded(options, "remoteReadAheadChunks", REMOTE_READ_AHEAD_CHUNKS,

@@ -2,7 +2,9 @@
 
 docs/tables.md has the tables; docs/spark.md the options. The driver opens the catalog
 (``storage`` = the remote store, ``catalogUri`` / ``catalogType`` as the brokers'
-``tierlog.table.catalog.*``, ``rsm.config.storage.s3.*`` for S3), gives Spark the
+``tierlog.table.catalog.uri`` / ``.type``, the catalog's other properties and the namespace as the
+brokers' ``tierlog.table.catalog.<property>`` and ``tierlog.table.namespace`` options,
+``rsm.config.storage.s3.*`` for S3), gives Spark the
 table's schema, and plans with pyiceberg: the filters Spark pushes (comparisons,
 ``IN``, null checks on the table's columns: ``partition``, ``offset``, ``timestamp``
 and the value's) become the scan's row filter, so only the data files whose partition
@@ -40,7 +42,7 @@ from pyspark.sql.datasource import (
 )
 
 from tierlog.extras import MissingExtraError, require
-from tierlog.spark.options import OptionError
+from tierlog.spark.options import CATALOG_OPTIONS, OptionError, catalog_settings
 
 __all__ = ["TASK_BYTES_MAX", "TablePartition", "TableReadOptions", "TierlogTableReader", "open_data_file",
            "table_read_options"]
@@ -59,23 +61,27 @@ class TableReadOptions:
     catalog_type: str = "sql"
     dead_letter: bool = False
     storage_settings: tuple[tuple[str, str], ...] = ()
+    catalog_settings: tuple[tuple[str, str], ...] = ()     # tierlog.table.catalog.<property>, tierlog.table.namespace
 
 
 def table_read_options(options: Mapping[str, str]) -> TableReadOptions:
     """The table read's options; OptionError naming a missing or foreign one."""
     given = {k.lower(): str(v) for k, v in options.items()}
-    foreign = sorted(k for k in given if k not in _OPTIONS and not k.startswith("rsm.config.storage."))
+    foreign = sorted(k for k in given if k not in _OPTIONS and not k.startswith(("rsm.config.storage.",
+                                                                                 *CATALOG_OPTIONS)))
     if foreign:
         raise OptionError(f"{foreign[0]}: not an option of a table read (table, storage, catalogUri, catalogType, "
-                          "deadLetter, rsm.config.storage.*)")
+                          "deadLetter, rsm.config.storage.*, tierlog.table.catalog.*, tierlog.table.namespace)")
     if not given.get("storage"):
         raise OptionError("storage: a table read needs the remote storage (a directory or s3://BUCKET/PREFIX)")
     dead = given.get("deadletter", "false").strip().lower()
     if dead not in ("true", "false"):
         raise OptionError(f"deadLetter: true or false, got {dead!r}")
-    return TableReadOptions(given["table"], given["storage"], given.get("cataloguri", ""),
-                            given.get("catalogtype", "sql"), dead == "true",
-                            tuple(sorted((k, v) for k, v in given.items() if k.startswith("rsm.config.storage."))))
+    return TableReadOptions(given["table"], given["storage"],
+                            given.get("cataloguri") or given.get("tierlog.table.catalog.uri", ""),
+                            given.get("catalogtype") or given.get("tierlog.table.catalog.type", "sql"), dead == "true",
+                            tuple(sorted((k, v) for k, v in given.items() if k.startswith("rsm.config.storage."))),
+                            catalog_settings(given))
 
 
 def load_table(opts: TableReadOptions) -> Any:
@@ -104,7 +110,7 @@ def _catalog(where: TableReadOptions) -> Any:
     # storage "": the rsm.config.storage.* settings say where (remoteStorage=table)
     store = object_store_from_location(where.storage, dict(where.storage_settings)) if where.storage else \
         object_store_from_config(dict(where.storage_settings))
-    settings = table_settings(store, {"tierlog.table.catalog.type": where.catalog_type,
+    settings = table_settings(store, {**dict(where.catalog_settings), "tierlog.table.catalog.type": where.catalog_type,
                                       "tierlog.table.catalog.uri": where.catalog_uri}, s3_io(store))
     catalog = TableCatalog(settings)
     _ = catalog.catalog         # opened now: a failure is not cached (lru_cache keeps only results)

@@ -101,11 +101,11 @@ def _open_tables(cluster: Cluster, topics: list[str], opts: SourceOptions) -> di
         log.info("tierlog: remoteStorage=table: no store found for %s: read as remoteStorage=auto", ", ".join(topics))
         return {}
     storage = tuple((k, v) for k, v in found[0].settings if k.startswith("rsm.config.storage."))
-    catalog_type, catalog_uri = opts.table_catalog
+    catalog_type, catalog_uri, catalog = opts.table_catalog
     from tierlog.tiered.table.catalog import covered_offsets
     out = {}
     for topic in topics:
-        spec = TableReadOptions(topic, "", catalog_uri, catalog_type, storage_settings=storage)
+        spec = TableReadOptions(topic, "", catalog_uri, catalog_type, storage_settings=storage, catalog_settings=catalog)
         try:
             table = load_table(spec)
         except OptionError as exc:

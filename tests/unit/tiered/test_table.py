@@ -254,6 +254,34 @@ def test_the_cli_lists_describes_and_queries_the_tables(tmp_path, capsys):
     assert "no tables in" in capsys.readouterr().err
 
 
+def test_a_namespace_of_several_levels_holds_both_tables_and_the_cli_takes_it_with_set(tmp_path, capsys):
+    from tierlog.cli.main import main
+    store = FsObjectStore(tmp_path / "remote")
+    store.root.mkdir()
+    settings = table_settings(store, {"tierlog.table.namespace": "bronze.tierlog"})
+    assert (settings.namespace, settings.dead_letter_namespace) == (("bronze", "tierlog"), ("bronze", "tierlog_dead_letter"))
+    assert settings.chooses_locations            # a SQL catalog's tables are where tierlog puts them
+    writer = TableWriter(store, TableCatalog(settings), tmp_path / "staging")
+    _commit(tmp_path, writer, VALUE_JSON)
+    table = writer.catalog.catalog.load_table(("bronze", "tierlog", "orders.v1"))
+    assert covered_offsets(table) == {0: 21} and table.location().endswith("/tierlog-tables/topics/orders.v1")
+    assert writer.catalog.list_tables() == [("bronze", "tierlog", "orders.v1"),
+                                            ("bronze", "tierlog_dead_letter", "orders.v1")]
+    where = ["--storage", str(store.root), "--json"]
+    assert main(["table", "ls", *where, "--set", "tierlog.table.namespace=bronze.tierlog"]) == 0
+    assert [(t["kind"], t["rows"]) for t in json.loads(capsys.readouterr().out)["tables"]] == [
+        ("table", 6), ("dead-letter", 2)]
+    assert main(["table", "ls", *where]) == 0            # the default namespace has none
+    assert json.loads(capsys.readouterr().out)["tables"] == []
+    assert main(["table", "ls", *where, "--set", "segment.bytes=1"]) == 1
+    assert "--set takes rsm.config.storage.*, tierlog.table.catalog.* and tierlog.table.namespace" in \
+        capsys.readouterr().err
+    with pytest.raises(RemoteStorageError, match="tierlog.table.namespace must be namespace levels"):
+        table_settings(store, {"tierlog.table.namespace": "bronze..x"})
+    assert not table_settings(store, {"tierlog.table.catalog.type": "rest",
+                                      "tierlog.table.catalog.uri": "http://catalog"}).chooses_locations
+
+
 def test_on_s3_the_parquet_files_go_through_the_store_and_pyiceberg_reads_them_back(s3_store, s3_settings, tmp_path,
                                                                                      monkeypatch):
     monkeypatch.setenv("AWS_REGION", s3_settings.region)

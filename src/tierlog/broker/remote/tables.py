@@ -5,7 +5,8 @@ with ``tierlog.table.mode`` on, before its COPY_SEGMENT_FINISHED. The writer (an
 pyiceberg, pyarrow) are loaded at the first such segment, so a broker without the
 ``table`` extra runs every other topic as before and fails only those uploads, with
 one line naming the extra. Settings: ``tierlog.table.catalog.type`` / ``.uri`` and any
-other ``tierlog.table.catalog.<property>``, passed to pyiceberg (``tiered/table/catalog.py``);
+other ``tierlog.table.catalog.<property>``, passed to pyiceberg, and ``tierlog.table.namespace``
+(``tiered/table/catalog.py``);
 on S3 the catalog's file IO gets the store's endpoint, region and path style (``catalog.s3_io``).
 """
 
@@ -22,10 +23,11 @@ from tierlog.storage.txn_index import AbortedTxn
 from tierlog.tiered import ObjectStore, RemoteLogSegmentMetadata, RemoteStorageError
 
 __all__ = ["CATALOG_PREFIX", "CATALOG_TYPE", "CATALOG_URI", "MAINTENANCE_INTERVAL", "MAINTENANCE_INTERVAL_MIN_MS",
-           "SNAPSHOT_RETENTION", "TableCommits"]
+           "NAMESPACE", "SNAPSHOT_RETENTION", "TableCommits"]
 
 CATALOG_PREFIX = "tierlog.table.catalog."            # as tiered/table/catalog.py (not imported: the table extra)
 CATALOG_TYPE, CATALOG_URI = CATALOG_PREFIX + "type", CATALOG_PREFIX + "uri"
+NAMESPACE = "tierlog.table.namespace"
 MAINTENANCE_INTERVAL = "tierlog.table.maintenance.interval.ms"
 SNAPSHOT_RETENTION = "tierlog.table.snapshot.retention.ms"
 MAINTENANCE_INTERVAL_MIN_MS = 1000      # a smaller setting counts as this: upkeep reads every snapshot's manifests

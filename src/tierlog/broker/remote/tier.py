@@ -39,7 +39,15 @@ from ..topic_stats import BrokerTopicStats
 from .metadata_manager import RemoteLogMetadataManager
 from .reader import RemoteReader
 from .remote_log_manager import RemoteLogManager
-from .tables import CATALOG_PREFIX, CATALOG_TYPE, CATALOG_URI, MAINTENANCE_INTERVAL, SNAPSHOT_RETENTION, TableCommits
+from .tables import (
+    CATALOG_PREFIX,
+    CATALOG_TYPE,
+    CATALOG_URI,
+    MAINTENANCE_INTERVAL,
+    NAMESPACE,
+    SNAPSHOT_RETENTION,
+    TableCommits,
+)
 
 __all__ = ["RemoteTier"]
 
@@ -57,8 +65,8 @@ class RemoteTier:
         self.metadata = RemoteLogMetadataManager(config.node_id, config, metadata_view, controller_channel, clock_ms,
                                                  inter_broker)
         self.tables = TableCommits(store, {**config.prefixed(CATALOG_PREFIX),
-                                           **{k: config[k] for k in (CATALOG_TYPE, CATALOG_URI, MAINTENANCE_INTERVAL,
-                                                                     SNAPSHOT_RETENTION)}},
+                                           **{k: config[k] for k in (CATALOG_TYPE, CATALOG_URI, NAMESPACE,
+                                                                     MAINTENANCE_INTERVAL, SNAPSHOT_RETENTION)}},
                                    Path(config.log_dirs[0]) / "table-staging")
         self.log_manager = RemoteLogManager(config.node_id, config, self.segments, self.metadata, clock_ms, stats,
                                             self.tables)

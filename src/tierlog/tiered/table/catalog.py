@@ -10,9 +10,14 @@ Where things are (docs/tables.md):
   on SQLite at ``<root>/tierlog-tables/catalog.db`` (no server; every broker sharing the
   directory shares it, as they share the store); on S3 there is no default (each
   broker's own SQLite file would be a different catalog of the same files): the
-  URI of a catalog every broker reaches is required;
-- identifiers ``tierlog.<topic>`` and ``tierlog_dead_letter.<topic>`` (the topic name
-  is one identifier part, dots and all); partitioned by the Kafka partition (identity).
+  URI of a catalog every broker reaches is required. A SQL catalog's tables are made at
+  the locations above; a REST catalog chooses its tables' locations (their metadata files
+  go there; the data files are still the writer's, under ``tierlog-tables/``);
+- identifiers ``<namespace>.<topic>`` and ``<namespace>_dead_letter.<topic>``, the namespace
+  ``tierlog.table.namespace`` (default ``tierlog``; dots separate its levels, e.g.
+  ``bronze.tierlog`` for a catalog that wants tables under a namespace of its own; the
+  topic name is one identifier part, dots and all); partitioned by the Kafka partition
+  (identity).
 
 What a table holds of the log: table property ``tierlog.last-offset.<partition>``, the
 last log offset the table covers for that partition (control and aborted offsets
@@ -44,16 +49,17 @@ from pyiceberg.types import LongType
 
 from tierlog.tiered.object_store import ObjectStore, RemoteStorageError
 
-__all__ = ["CATALOG_PREFIX", "CATALOG_TYPE", "CATALOG_URI", "DEAD_LETTER_NAMESPACE", "LAST_OFFSET_PREFIX",
-           "LOG_START_PREFIX", "METADATA_VERSIONS_MAX", "NAMESPACE", "TABLE_PROPERTIES", "WAREHOUSE_KEY", "TableCatalog",
-           "TableSettings", "catalog_properties", "covered_offsets", "offset_bounds", "s3_io", "store_uri",
-           "table_settings"]
+__all__ = ["CATALOG_PREFIX", "CATALOG_TYPE", "CATALOG_URI", "DEAD_LETTER_SUFFIX", "LAST_OFFSET_PREFIX",
+           "LOG_START_PREFIX", "METADATA_VERSIONS_MAX", "NAMESPACE", "NAMESPACE_CONFIG", "TABLE_PROPERTIES",
+           "WAREHOUSE_KEY", "TableCatalog", "TableSettings", "catalog_properties", "covered_offsets", "offset_bounds",
+           "s3_io", "store_uri", "table_settings"]
 
 CATALOG_PREFIX = "tierlog.table.catalog."
 CATALOG_TYPE = CATALOG_PREFIX + "type"
 CATALOG_URI = CATALOG_PREFIX + "uri"
 WAREHOUSE_KEY = "tierlog-tables"
-NAMESPACE, DEAD_LETTER_NAMESPACE = "tierlog", "tierlog_dead_letter"
+NAMESPACE_CONFIG = "tierlog.table.namespace"
+NAMESPACE, DEAD_LETTER_SUFFIX = "tierlog", "_dead_letter"     # the default; its dead-letter one: tierlog_dead_letter
 LAST_OFFSET_PREFIX = "tierlog.last-offset."
 LOG_START_PREFIX = "tierlog.log-start-offset."
 # the writer retries, checking what is covered (writer.py); a commit deletes the metadata JSON files
@@ -79,6 +85,17 @@ class TableSettings:
     warehouse: str                          # URI of tierlog-tables/
     local_catalog_dir: Path | None = None   # the SQLite file's directory, made on first use
     io: dict[str, str] = field(default_factory=dict)
+    namespace: tuple[str, ...] = (NAMESPACE,)
+
+    @property
+    def dead_letter_namespace(self) -> tuple[str, ...]:
+        return (*self.namespace[:-1], self.namespace[-1] + DEAD_LETTER_SUFFIX)
+
+    @property
+    def chooses_locations(self) -> bool:
+        """Whether tables are made at tierlog's locations (a SQL catalog) rather than the catalog's own
+        (a REST catalog owns its warehouse: Lakana refuses a location given, Polaris confines it)."""
+        return self.catalog["type"] == "sql"
 
 
 def table_settings(store: ObjectStore, broker_config: Mapping[str, Any],
@@ -98,7 +115,16 @@ def table_settings(store: ObjectStore, broker_config: Mapping[str, Any],
         uri = f"sqlite:///{local_dir / 'catalog.db'}"
     io = dict(s3_io or {})
     passed = catalog_properties(broker_config)
-    return TableSettings({"type": kind, "uri": uri, "warehouse": warehouse, **io, **passed}, warehouse, local_dir, io)
+    return TableSettings({"type": kind, "uri": uri, "warehouse": warehouse, **io, **passed}, warehouse, local_dir, io,
+                         _namespace(broker_config))
+
+
+def _namespace(config: Mapping[str, Any]) -> tuple[str, ...]:
+    given = str(config.get(NAMESPACE_CONFIG) or NAMESPACE).strip()
+    levels = tuple(level.strip() for level in given.split("."))
+    if not all(levels):
+        raise RemoteStorageError(f"{NAMESPACE_CONFIG} must be namespace levels separated by dots, got {given!r}")
+    return levels
 
 
 def catalog_properties(config: Mapping[str, Any]) -> dict[str, str]:
@@ -159,7 +185,7 @@ class TableCatalog:
         self.settings = settings
         self._catalog: Catalog | None = None
         self._lock = threading.Lock()       # copier threads open it at once
-        self._tables: dict[tuple[str, str], Table] = {}
+        self._tables: dict[tuple[str, ...], Table] = {}
         self._tables_lock = threading.Lock()
 
     @property
@@ -177,8 +203,9 @@ class TableCatalog:
                 catalog = load_catalog("tierlog", **self.settings.catalog)
                 if self.settings.local_catalog_dir is not None:
                     _sqlite_wal(catalog)
-                for ns in (NAMESPACE, DEAD_LETTER_NAMESPACE):
-                    catalog.create_namespace_if_not_exists(ns)
+                for ns in self.namespaces():
+                    for depth in range(1, len(ns) + 1):         # a REST catalog makes each level itself
+                        catalog.create_namespace_if_not_exists(ns[:depth])
                 return catalog
             except Exception as e:
                 if attempt == _OPEN_ATTEMPTS - 1:
@@ -191,8 +218,7 @@ class TableCatalog:
     def table(self, topic: str, schema: pa.Schema, dead_letter: bool = False, cached: bool = False) -> Table:
         """The table of ``topic`` with at least the columns of ``schema`` (created or evolved); with
         ``cached`` the one kept from before when it has them (it may be behind the catalog)."""
-        ns, folder = (DEAD_LETTER_NAMESPACE, "dead-letter") if dead_letter else (NAMESPACE, "topics")
-        ident = (ns, topic)
+        ident, folder = self.identifier(topic, dead_letter), "dead-letter" if dead_letter else "topics"
         with self._tables_lock:         # one Table object per table: every thread sees every commit's metadata
             kept = self._tables.get(ident)
             if kept is None:
@@ -205,16 +231,26 @@ class TableCatalog:
 
     def kept(self, topic: str, dead_letter: bool = False) -> Table:
         """The table of ``topic`` opened last (by ``table``), as it is now."""
-        return self._tables[(DEAD_LETTER_NAMESPACE if dead_letter else NAMESPACE, topic)]
+        return self._tables[self.identifier(topic, dead_letter)]
 
-    def _open_table(self, ident: tuple[str, str], folder: str, schema: pa.Schema) -> Table:
-        topic = ident[1]
+    def namespaces(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The tables' namespace and the dead-letter tables'."""
+        return self.settings.namespace, self.settings.dead_letter_namespace
+
+    def identifier(self, topic: str, dead_letter: bool = False) -> tuple[str, ...]:
+        return (*self.namespaces()[dead_letter], topic)
+
+    def is_dead_letter(self, table: Table) -> bool:
+        return tuple(table.name()[:-1]) == self.settings.dead_letter_namespace
+
+    def _open_table(self, ident: tuple[str, ...], folder: str, schema: pa.Schema) -> Table:
+        topic = ident[-1]
         try:
             table = self.catalog.load_table(ident)
         except NoSuchTableError:
+            location = f"{self.settings.warehouse}/{folder}/{topic}" if self.settings.chooses_locations else None
             try:
-                table = self.catalog.create_table(ident, _iceberg_schema(schema),
-                                                  location=f"{self.settings.warehouse}/{folder}/{topic}",
+                table = self.catalog.create_table(ident, _iceberg_schema(schema), location=location,
                                                   partition_spec=_by_partition(),
                                                   properties={"tierlog.topic": topic, **TABLE_PROPERTIES})
             except TableAlreadyExistsError:       # another broker's leader made it first
@@ -229,12 +265,12 @@ class TableCatalog:
     def load(self, topic: str, dead_letter: bool = False) -> Table | None:
         """The table of ``topic`` as it is (None when there is none)."""
         try:
-            return self.catalog.load_table((DEAD_LETTER_NAMESPACE if dead_letter else NAMESPACE, topic))
+            return self.catalog.load_table(self.identifier(topic, dead_letter))
         except NoSuchTableError:
             return None
 
     def list_tables(self) -> list[tuple[str, ...]]:
-        return [tuple(t) for ns in (NAMESPACE, DEAD_LETTER_NAMESPACE) for t in self.catalog.list_tables(ns)]
+        return [tuple(t) for ns in self.namespaces() for t in self.catalog.list_tables(ns)]
 
 
 def _one_line(e: Exception) -> str:
