@@ -13,7 +13,8 @@ before the upload counts as done, each time restarted. Then a pyiceberg RestCata
 and ``tierlog table query`` (the CLI over the same catalog properties) hold exactly what a
 read_committed consumer reads from offset 0 up to each partition's covered offset, offset
 for offset; each snapshot's summary carries the last offset per partition; the Spark
-table read's planning finds the table through the same properties.
+table read's planning finds the table through the same properties. And the writer's
+retention cut commits through the server, whose refusal of a snapshot expiry is one line.
 """
 from __future__ import annotations
 
@@ -42,11 +43,13 @@ CONFIG = {"remote.storage.enable": "true", "segment.bytes": str(1024 * 1024), "l
           "remote.log.copy.disable": "true", "tierlog.table.mode": "key_value"}
 
 
-@pytest.fixture
-def rest_catalog(tmp_path) -> Iterator[tuple[RestCatalog, Path]]:
-    """The REST catalog server whose warehouse is tierlog-tables/ of the remote store, and the store's root."""
-    remote = tmp_path / "remote-storage"
-    with rest_catalog_server(tmp_path / "rest-catalog", remote / "tierlog-tables") as catalog:
+@pytest.fixture(scope="module")
+def rest_catalog(tmp_path_factory) -> Iterator[tuple[RestCatalog, Path]]:
+    """The REST catalog server whose warehouse is tierlog-tables/ of the remote store, and the store's root
+    (the module's tests use topics of their own)."""
+    root = tmp_path_factory.mktemp("rest")
+    remote = root / "remote-storage"
+    with rest_catalog_server(root / "rest-catalog", remote / "tierlog-tables") as catalog:
         yield catalog, remote
 
 
@@ -120,6 +123,12 @@ def test_a_rest_catalog_holds_the_log_to_the_offset_across_crashes(rest_catalog,
                            60, "the table covering what was tiered")
         table = catalog.load_table(ident)
         log = {p: _consume(cluster.bootstrap, p, covered[p]) for p in range(PARTITIONS)}
+        described = subprocess.run([sys.executable, "-m", "tierlog.cli.main", "topics", "describe", TOPIC, "--json",
+                                    "--bootstrap-server", cluster.bootstrap], capture_output=True, text=True,
+                                   timeout=120, check=True)
+    # the broker shows the catalog's type, URI and namespace, not its token: the server's refusal is the note
+    assert [p["table_offset"] for p in json.loads(described.stdout)[0]["partitions"]] == [None] * PARTITIONS
+    assert "table offsets unknown: table catalog (tierlog.table.catalog.type=rest" in described.stderr, described.stderr
 
     scanned = table.scan(selected_fields=("partition", "offset", "key", "value", "headers")).to_arrow()
     rows = sorted(zip(*(scanned.column(c).to_pylist() for c in ("partition", "offset", "key", "value")), strict=True))
@@ -142,3 +151,29 @@ def test_a_rest_catalog_holds_the_log_to_the_offset_across_crashes(rest_catalog,
     from tierlog.spark.table_read import load_table, table_read_options
     spark_table = load_table(table_read_options({"table": TOPIC, "storage": str(remote), **rest.properties()}))
     assert spark_table.metadata_location == table.metadata_location
+
+
+def test_the_retention_cut_commits_through_it_and_its_refusal_of_snapshot_expiry_is_one_line(rest_catalog, tmp_path):
+    from tierlog.broker.remote.tables import SNAPSHOT_RETENTION, TableCommits
+    from tierlog.records import Record, build_batch
+    from tierlog.storage.table_config import KEY_VALUE, TABLE_MODE, TABLE_VALUE_SCHEMA
+    from tierlog.tiered import FsObjectStore, RemoteStorageError
+    from tierlog.tiered.table.catalog import TableCatalog, table_settings
+    from tierlog.tiered.table.writer import SegmentCommit, TableWriter
+    rest, remote = rest_catalog
+    store, topic = FsObjectStore(remote), "kept"
+    writer = TableWriter(store, TableCatalog(table_settings(store, rest.properties())), tmp_path / "staging")
+    for start in (0, 10):
+        log = tmp_path / f"{start}.log"
+        log.write_bytes(build_batch([Record(o, 1000 + o, None, b"v%d" % o) for o in range(start, start + 10)],
+                                    base_offset=start))
+        writer.commit_segment(SegmentCommit(topic, 0, uuid.uuid4(), start, start + 9, log, [], KEY_VALUE))
+    assert writer.expire(topic, 0, 15, KEY_VALUE, "") == 1
+    table = writer.catalog.load(topic)
+    assert sorted(table.scan().to_arrow().column("offset").to_pylist()) == list(range(15, 20))
+    assert table.properties["tierlog.log-start-offset.0"] == "15" and covered_offsets(table) == {0: 19}
+    # the broker's upkeep, every snapshot old enough to expire: Lakana keeps snapshots for its own maintenance
+    upkeep = TableCommits(store, {**rest.properties(), SNAPSHOT_RETENTION: "0"}, tmp_path / "staging")
+    with pytest.raises(RemoteStorageError) as refused:
+        upkeep.upkeep(topic, 0, {TABLE_MODE: KEY_VALUE, TABLE_VALUE_SCHEMA: ""}, now_ms=2**42)
+    assert str(refused.value).startswith("kept-0: table upkeep: ForbiddenError: ") and "\n" not in str(refused.value)
