@@ -8,7 +8,7 @@ import pytest
 
 from tierlog.records import Record, build_batch
 from tierlog.storage.table_config import KEY_VALUE
-from tierlog.tiered import FsObjectStore
+from tierlog.tiered import FsObjectStore, RemoteStorageError
 from tierlog.tiered.table.catalog import TableCatalog, covered_offsets, table_settings
 from tierlog.tiered.table.group_commit import CommitQueue, Pending, plan_commit
 from tierlog.tiered.table.writer import SegmentCommit, TableWriter
@@ -110,3 +110,48 @@ def test_the_transaction_computes_the_staged_metadata_once_per_change(tmp_path):
     assert tx.table_metadata is staged
     tx.commit_transaction()
     assert writer.catalog.load("t").properties["tierlog.test"] == "1"
+
+
+def _writer_and_segments(tmp_path, starts=(0, 50, 100)) -> tuple[TableWriter, list[SegmentCommit]]:
+    store = FsObjectStore(tmp_path / "remote")
+    store.root.mkdir()
+    writer = TableWriter(store, TableCatalog(table_settings(store, {})), tmp_path / "staging")
+    segments = []
+    for start in starts:
+        log = tmp_path / f"{start}.log"
+        log.write_bytes(build_batch([Record(o, NOW + o, None, b"%d" % o) for o in range(start, start + 50)],
+                                    base_offset=start))
+        segments.append(SegmentCommit("t", 0, uuid.uuid4(), start, start + 49, log, [], KEY_VALUE))
+    return writer, segments
+
+
+def test_a_pipelined_segment_is_written_before_the_one_ahead_lands_and_committed_after_it(tmp_path):
+    writer, (first, second, third) = _writer_and_segments(tmp_path)
+    handoffs = [threading.Event() for _ in range(3)]
+    with ThreadPoolExecutor(3) as pool:                   # the later ones reach the writer first
+        later = [pool.submit(writer.commit_segment, third, handoffs[1], handoffs[2]),
+                 pool.submit(writer.commit_segment, second, handoffs[0], handoffs[1])]
+        deadline = time.monotonic() + 30
+        while not list((tmp_path / "remote").rglob("*.parquet")):   # a pipelined file is in the store already
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert covered_offsets(writer.catalog.load("t")) == {}
+        writer.commit_segment(first, None, handoffs[0])
+        for f in later:
+            f.result(30)
+    table = writer.catalog.load("t")
+    assert covered_offsets(table) == {0: 149}
+    assert sorted(table.scan().to_arrow().column("offset").to_pylist()) == list(range(150))
+    assert all(h.is_set() for h in handoffs)
+
+
+def test_a_pipelined_segment_whose_predecessor_never_lands_is_refused(tmp_path):
+    writer, (first, second) = _writer_and_segments(tmp_path, starts=(0, 50))
+    ahead = threading.Event()
+    ahead.set()                                           # the upload before it failed: it never queues
+    with pytest.raises(RemoteStorageError, match="the table covers partition 0 to -1"):
+        writer.commit_segment(second, ahead, threading.Event())
+    assert covered_offsets(writer.catalog.load("t")) == {}
+    writer.commit_segment(first)                          # the retry, in order
+    writer.commit_segment(second)
+    assert sorted(writer.catalog.load("t").scan().to_arrow().column("offset").to_pylist()) == list(range(100))

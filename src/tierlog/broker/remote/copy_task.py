@@ -20,7 +20,11 @@ A segment of a topic with ``tierlog.table.mode`` on is also committed to the top
 Iceberg table on the same copier thread right after its objects are verified
 (``tables.TableCommits``, docs/tables.md): the upload is complete, and FINISHED
 published, only once the commit is; a failed commit deletes the uploaded objects
-and fails the upload like any other failure.
+and fails the upload like any other failure. Such a topic's pass runs
+``TABLE_PIPELINE_SEGMENTS`` uploads of the partition at once: the next segment uploads
+(objects and Parquet file) while the one before waits for its commit; the writer queues
+it behind that one (``TableWriter.commit_segment``'s ``behind``), FINISHED goes out in
+offset order, and an upload behind one that failed is deleted and marked deleted.
 
 A segment that begins below where uploads stopped (a new leader whose segments
 roll at other offsets than the old leader's) is uploaded whole, but its metadata
@@ -35,8 +39,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import uuid
+from collections import deque
 from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 
 from tierlog.storage.table_config import OFF, TABLE_MODE
 from tierlog.tiered import (
@@ -62,10 +69,11 @@ from .rate_limit import ByteRateLimit
 from .table_backfill import backfill_pass
 from .tables import TableCommits
 
-__all__ = ["TaskContext", "copy_pass", "metadata_update"]
+__all__ = ["TABLE_PIPELINE_SEGMENTS", "TaskContext", "copy_pass", "metadata_update"]
 
 log = logging.getLogger(__name__)
 _S = RemoteLogSegmentState
+TABLE_PIPELINE_SEGMENTS = 2     # a table topic's uploads running at once per partition (one commits, one uploads)
 
 
 class TaskContext:
@@ -82,25 +90,30 @@ class TaskContext:
         self.uploads: dict[TopicIdPartition, set[Future]] = {}
 
     async def upload(self, tip: TopicIdPartition, metadata: RemoteLogSegmentMetadata,
-                     data: LogSegmentData, table_commit=None) -> SegmentManifest:
+                     data: LogSegmentData, table_commit=None, handoff: threading.Event | None = None) -> SegmentManifest:
         """The verified upload (then ``table_commit(metadata)``, if any) on the copier pool, tracked
-        until its worker thread is done with it."""
-        future = self.pool.submit(self._upload_and_commit, metadata, data, table_commit)
+        until its worker thread is done with it; ``handoff`` set when the thread is past its turn
+        in the table's commit queue (``TableWriter.commit_segment``)."""
+        future = self.pool.submit(self._upload_and_commit, metadata, data, table_commit, handoff)
         running = self.uploads.setdefault(tip, set())
         running.add(future)
         future.add_done_callback(running.discard)
         return await asyncio.wrap_future(future)
 
     def _upload_and_commit(self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData,
-                           table_commit) -> SegmentManifest:
-        manifest = self.segments.copy_log_segment(metadata, data)
-        if table_commit is not None:
-            try:
-                table_commit(metadata)
-            except RemoteStorageError:
-                self.segments.delete_log_segment(metadata)
-                raise
-        return manifest
+                           table_commit, handoff: threading.Event | None) -> SegmentManifest:
+        try:
+            manifest = self.segments.copy_log_segment(metadata, data)
+            if table_commit is not None:
+                try:
+                    table_commit(metadata)
+                except RemoteStorageError:
+                    self.segments.delete_log_segment(metadata)
+                    raise
+            return manifest
+        finally:
+            if handoff is not None:     # a failed upload never queues: the next one stops waiting
+                handoff.set()
 
     async def uploads_finished(self, tip: TopicIdPartition) -> None:
         """Wait until no worker thread runs an upload of ``tip`` (a cancelled copy task's keeps going)."""
@@ -125,19 +138,54 @@ async def copy_pass(ctx: TaskContext, tip: TopicIdPartition, part, still_leader)
     if table and not await backfill_pass(ctx, tip, part):
         return 0                        # the table first covers what is uploaded already (table_backfill)
     copied = 0
-    for candidate in copy_candidates(local, highest_remote_offset=part.highest_offset_in_remote_storage,
-                                     log_start_offset=part.log_start_offset,
-                                     last_stable_offset=part.last_stable_offset):
-        if not still_leader():
-            break
-        await _copy_one(ctx, tip, part, by_base[candidate.base_offset])
-        copied += 1
+    depth = TABLE_PIPELINE_SEGMENTS if table else 1
+    started: deque[_Started] = deque()          # uploads running, finished in offset order
+    try:
+        for candidate in copy_candidates(local, highest_remote_offset=part.highest_offset_in_remote_storage,
+                                         log_start_offset=part.log_start_offset,
+                                         last_stable_offset=part.last_stable_offset):
+            if not still_leader():
+                break
+            try:
+                next_one = await _start(ctx, tip, part, by_base[candidate.base_offset],
+                                        started[-1] if started else None)
+            except RemoteStorageError:
+                while started:          # the uploads before it still count
+                    await _finish(ctx, tip, part, started.popleft())
+                raise
+            started.append(next_one)
+            if len(started) >= depth:
+                await _finish(ctx, tip, part, started.popleft())
+                copied += 1
+        while started:
+            await _finish(ctx, tip, part, started.popleft())
+            copied += 1
+    except RemoteStorageError:
+        for later in started:           # uploaded behind one that failed: never finished, deleted
+            await _discard(ctx, later)
+        raise
+    finally:
+        for later in started:           # cancelled: their threads go on (tracked by ctx.uploads), never finished
+            later.upload.cancel()
+            ctx.in_flight.discard(later.metadata.segment_id)
     if table and still_leader():        # after the uploads: upkeep never holds them back
         await _table_upkeep(ctx, tip, part)
     return copied
 
 
-async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
+@dataclass(frozen=True, slots=True)
+class _Started:
+    """An upload running on the copier pool (its COPY_SEGMENT_STARTED published)."""
+
+    metadata: RemoteLogSegmentMetadata
+    size: int
+    upload: asyncio.Future
+    handoff: threading.Event        # set once its table commit is queued (or never will be)
+
+
+async def _start(ctx: TaskContext, tip: TopicIdPartition, part, seg, behind: _Started | None) -> _Started:
+    """Publish COPY_SEGMENT_STARTED for ``seg`` and start its upload (after the rate limit's wait);
+    ``behind``: the upload of the segment before it, still running."""
     start = max(seg.base_offset, part.highest_offset_in_remote_storage + 1, part.log_start_offset)
     entries = part.epoch_entries()
     epochs = segment_leader_epochs(entries, start, seg.next_offset)
@@ -156,7 +204,21 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
         wait = ctx.limit.delay_s(seg.size, asyncio.get_running_loop().time())
         if wait > 0:
             await asyncio.sleep(wait)
-        manifest = await ctx.upload(tip, metadata, data, _table_commit(ctx, part, seg))
+        handoff = threading.Event()
+        commit = _table_commit(ctx, part, seg, None if behind is None else behind.handoff, handoff)
+        upload = asyncio.ensure_future(ctx.upload(tip, metadata, data, commit, handoff))
+    except BaseException:
+        ctx.in_flight.discard(metadata.segment_id)
+        raise
+    return _Started(metadata, seg.size, upload, handoff)
+
+
+async def _finish(ctx: TaskContext, tip: TopicIdPartition, part, started: _Started) -> None:
+    """Wait for the upload, then COPY_SEGMENT_FINISHED and the highest offset in remote storage moves;
+    a failed upload is abandoned (its STARTED id marked deleted) and its error raised."""
+    metadata = started.metadata
+    try:
+        manifest = await started.upload
     except RemoteStorageError:
         ctx.stats.remote_copy_failed(tip.topic)
         await _abandon(ctx, metadata)
@@ -166,9 +228,23 @@ async def _copy_one(ctx: TaskContext, tip: TopicIdPartition, part, seg) -> None:
     await ctx.metadata.publish(metadata_update(ctx, metadata, _S.COPY_SEGMENT_FINISHED,
                                                manifest.metadata.custom_metadata))   # encrypted: the key id
     part.segment_uploaded(metadata.end_offset)
-    ctx.stats.remote_copied(tip.topic, seg.size)
+    ctx.stats.remote_copied(tip.topic, started.size)
     log.info("%s-%d: copied [%d, %d] (%d bytes) to remote storage", tip.topic, tip.partition,
-             metadata.start_offset, metadata.end_offset, seg.size)
+             metadata.start_offset, metadata.end_offset, started.size)
+
+
+async def _discard(ctx: TaskContext, started: _Started) -> None:
+    """An upload that ran behind a failed one: once its thread is done, its objects deleted and its
+    STARTED id marked deleted (its table commit, if it landed, is covered by the retry's)."""
+    try:
+        await started.upload
+        await asyncio.get_running_loop().run_in_executor(ctx.delete_pool, ctx.segments.delete_log_segment,
+                                                         started.metadata)
+    except RemoteStorageError as e:     # a failed upload deleted what it wrote; else the expiration pass does
+        log.debug("%s: not deleted now: %s", started.metadata.segment_id, e)
+    finally:
+        ctx.in_flight.discard(started.metadata.segment_id)
+    await _abandon(ctx, started.metadata)
 
 
 async def _table_upkeep(ctx: TaskContext, tip: TopicIdPartition, part) -> None:
@@ -188,8 +264,9 @@ async def _table_upkeep(ctx: TaskContext, tip: TopicIdPartition, part) -> None:
                  tip.partition, expired, removed)
 
 
-def _table_commit(ctx: TaskContext, part, seg):
-    """The table commit of ``seg``'s upload (on the copier thread), None when the topic has no table."""
+def _table_commit(ctx: TaskContext, part, seg, behind: threading.Event | None, handoff: threading.Event):
+    """The table commit of ``seg``'s upload (on the copier thread), None when the topic has no table;
+    ``behind`` / ``handoff``: its place in the partition's pipeline (``TableWriter.commit_segment``)."""
     config = part.config.values
     if config[TABLE_MODE] == OFF:
         return None
@@ -199,7 +276,7 @@ def _table_commit(ctx: TaskContext, part, seg):
     aborted = part.aborted_transactions(seg.base_offset, seg.next_offset)    # their markers may be later
 
     def commit(metadata: RemoteLogSegmentMetadata) -> None:
-        tables.commit(metadata, seg.log_path, aborted, config)
+        tables.commit(metadata, seg.log_path, aborted, config, behind, handoff)
     return commit
 
 

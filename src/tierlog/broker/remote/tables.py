@@ -66,14 +66,16 @@ class TableCommits:
         return None if self._writer is None else self._writer.stats
 
     def commit(self, metadata: RemoteLogSegmentMetadata, log_path: Path, aborted: Sequence[AbortedTxn],
-               topic_config: Mapping[str, Any]) -> None:
-        """Commit the uploaded segment to its table; RemoteStorageError when it cannot."""
+               topic_config: Mapping[str, Any], behind: threading.Event | None = None,
+               handoff: threading.Event | None = None) -> None:
+        """Commit the uploaded segment to its table; RemoteStorageError when it cannot. ``behind`` /
+        ``handoff``: the partition's pipeline (``TableWriter.commit_segment``)."""
         writer = self._writer_now()     # checks the table extra first
         from tierlog.tiered.table.writer import SegmentCommit
         tip = metadata.segment_id.topic_id_partition
         writer.commit_segment(SegmentCommit.of(tip.topic, tip.partition, metadata.segment_id.id,
                                                metadata.start_offset, metadata.end_offset, log_path, aborted,
-                                               topic_config))
+                                               topic_config), behind, handoff)
 
     def covered(self, topic: str, partition: int, topic_config: Mapping[str, Any]) -> int:
         """The last offset the topic's table(s) cover for ``partition`` (-1: none); creates missing tables."""

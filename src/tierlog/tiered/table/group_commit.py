@@ -110,10 +110,14 @@ class CommitQueue(Generic[T, R]):
         self._queue: list[_Entry[T, R]] = []
         self._busy = False
 
-    def submit(self, item: T) -> R:
+    def submit(self, item: T, queued: threading.Event | None = None) -> R:
+        """Queue ``item`` (then set ``queued``: an item queued after it is committed in its group or a
+        later one), wait for its group's commit, return its outcome."""
         entry: _Entry[T, R] = _Entry(item)
         with self._cond:
             self._queue.append(entry)
+            if queued is not None:
+                queued.set()
         while True:
             with self._cond:
                 while self._busy and not entry.done:

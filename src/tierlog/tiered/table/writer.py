@@ -70,10 +70,11 @@ from .maintenance import expire_snapshots, remove_orphans
 from .rows import committed_batches
 from .transaction import transaction
 
-__all__ = ["COMMIT_ATTEMPTS", "CRASH_DIR_ENV", "SegmentCommit", "TableStats", "TableWriter"]
+__all__ = ["COMMIT_ATTEMPTS", "CRASH_DIR_ENV", "HANDOFF_WAIT_S", "SegmentCommit", "TableStats", "TableWriter"]
 
 CRASH_DIR_ENV = "TIERLOG_TEST_TABLE_CRASH_DIR"
 COMMIT_ATTEMPTS = 8     # races lost to other partitions' commits before the upload fails (and is retried)
+HANDOFF_WAIT_S = 600.0  # how long a segment waits for the one before it to be queued (it always is, or fails)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,15 +123,25 @@ class TableWriter:
         self._queues: dict[str, CommitQueue[_Ready, None]] = {}     # per topic: its segments' group commits
         self._queues_lock = threading.Lock()
 
-    def commit_segment(self, seg: SegmentCommit) -> None:
-        """Commit ``seg`` to its table(s); RemoteStorageError when it cannot (the upload is then retried)."""
+    def commit_segment(self, seg: SegmentCommit, behind: threading.Event | None = None,
+                       handoff: threading.Event | None = None) -> None:
+        """Commit ``seg`` to its table(s); RemoteStorageError when it cannot (the upload is then retried).
+
+        ``behind``: the segment ending just before ``seg`` is being uploaded and committed meanwhile
+        (``broker/remote/copy_task``'s pipeline); set once that one is in the commit queue (or will
+        never be). ``seg``'s file is then written from its start, and queued only after that one:
+        the two go in one commit or in order, and ``plan_commit`` refuses ``seg``'s file if that one
+        did not land. ``handoff`` is set once ``seg`` is queued (or will never be), for the next."""
         try:
-            self._commit(seg)
+            self._commit(seg, behind, handoff)
         except RemoteStorageError:
             raise
         except Exception as e:
             raise RemoteStorageError(f"{seg.topic}-{seg.partition}: table commit of [{seg.start_offset}, "
                                      f"{seg.end_offset}] failed: {type(e).__name__}: {e}") from e
+        finally:
+            if handoff is not None:
+                handoff.set()
 
     def covered(self, topic: str, partition: int, mode: str, value_schema: str) -> int:
         """The last offset both of the topic's tables cover for ``partition`` (-1: none yet)."""
@@ -179,11 +190,13 @@ class TableWriter:
             if mode == VALUE_JSON else None
         return main, dead
 
-    def _commit(self, seg: SegmentCommit) -> None:
+    def _commit(self, seg: SegmentCommit, behind: threading.Event | None,
+                handoff: threading.Event | None) -> None:
         schema = parse_value_schema(seg.value_schema) if seg.mode == VALUE_JSON else None
         main, dead = self._tables(seg.topic, seg.mode, seg.value_schema, cached=True)
-        main_above = covered_offsets(main).get(seg.partition, -1)
-        dead_above = covered_offsets(dead).get(seg.partition, -1) if dead is not None else seg.end_offset
+        main_above = _above(covered_offsets(main).get(seg.partition, -1), seg, behind)
+        dead_above = _above(covered_offsets(dead).get(seg.partition, -1), seg, behind) if dead is not None \
+            else seg.end_offset
         if min(main_above, dead_above) >= seg.end_offset:
             self.stats.covered[(seg.topic, seg.partition)] = seg.end_offset
             return
@@ -196,7 +209,9 @@ class TableWriter:
             _crash_point("before-commit")
             ready = _Ready(seg, _pending(seg, main_above, self._uri(main_key)),
                            _pending(seg, dead_above, self._uri(dead_key)) if dead is not None else None)
-            self._queue(seg.topic).submit(ready)
+            if behind is not None:      # a timeout: plan_commit refuses the file if the one before is not in
+                behind.wait(HANDOFF_WAIT_S)
+            self._queue(seg.topic).submit(ready, queued=handoff)
         finally:
             files.remove()
         self.stats.add(seg.topic, 1, files.bytes, groups.dead_letters)
@@ -316,6 +331,12 @@ class _Ready:
 
     def pending(self, dead_letter: bool) -> Pending | None:
         return self.dead if dead_letter else self.main
+
+
+def _above(covered: int, seg: SegmentCommit, behind: threading.Event | None) -> int:
+    """The offset ``seg``'s file starts after: what the table covers, or, with the segment before it
+    still on its way (``behind``), at least that one's end."""
+    return covered if behind is None else max(covered, seg.start_offset - 1)
 
 
 def _pending(seg: SegmentCommit, above: int, uri: str | None) -> Pending | None:

@@ -410,3 +410,48 @@ def test_expiration_waits_while_the_remote_log_metadata_is_read_again(tmp_path):
     assert asyncio.run(expiration_pass(ctx, TIP, part)) == 0
     [listing] = list_partitions(store)
     assert len(listing.segments) == len(uploaded) and part.log.log_start_offset == 0
+
+
+class FailsAtLogPut(FsObjectStore):
+    """Fails the upload of the ``.log`` whose segment starts at ``fail_start`` (once)."""
+
+    fail_start = -1
+
+    def put_file(self, key, path):
+        if key.endswith(".log") and f"/{self.fail_start:020d}-" in key:
+            self.fail_start = -1
+            raise RemoteStorageError("connection reset")
+        super().put_file(key, path)
+
+
+def _table_ctx(tmp_path, store, metadata) -> TaskContext:
+    from tierlog.broker.remote.tables import TableCommits
+    pool = ThreadPoolExecutor(4)
+    return TaskContext(1, RemoteSegmentStore(store), metadata, pool, pool, ByteRateLimit(UNLIMITED, 0.0),
+                       lambda: NOW, tables=TableCommits(store, {}, tmp_path / "staging"))
+
+
+def test_a_table_topics_pipelined_uploads_finish_in_order_and_one_that_fails_stops_the_ones_behind(tmp_path):
+    pytest.importorskip("pyiceberg")
+    from tierlog.tiered.table.catalog import covered_offsets
+    part, metadata = _partition(tmp_path, tierlog_table_mode="key_value"), InMemoryMetadata()
+    rolled = part.log.rolled_segments()
+    assert len(rolled) >= 4
+    store = FailsAtLogPut(tmp_path / "remote")
+    store.fail_start = rolled[2].base_offset
+    ctx = _table_ctx(tmp_path, store, metadata)
+    with pytest.raises(RemoteStorageError, match="connection reset"):
+        _copy(ctx, part)
+    finished = metadata.cache(TIP).finished_segments()
+    assert [m.start_offset for m in finished] == [s.base_offset for s in rolled[:2]]
+    assert [m.state for m in metadata.cache(TIP).segments()] == [S.COPY_SEGMENT_FINISHED] * 2   # no STARTED left
+    assert part.log.highest_offset_in_remote_storage.value == rolled[1].next_offset - 1
+    table = ctx.tables._writer_now().catalog.load("t")
+    assert covered_offsets(table) == {0: rolled[1].next_offset - 1}
+    assert not ctx.in_flight
+    assert _copy(ctx, part) == len(rolled) - 2                   # the retry takes the rest, in order
+    table = table.refresh()
+    offsets = sorted(table.scan().to_arrow().column("offset").to_pylist())
+    assert offsets == list(range(rolled[-1].next_offset))          # every offset once
+    [listing] = list_partitions(FsObjectStore(tmp_path / "remote"))
+    assert [s.metadata.start_offset for s in listing.segments] == [s.base_offset for s in rolled]
