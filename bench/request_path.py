@@ -63,7 +63,10 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
     ("checks, partition, acks wait", (r"\(tierlog/broker/apis/api_00_produce\.py\)", r"\(tierlog/broker/partition/",
                                       r"\(tierlog/broker/replica_manager\.py\)", r"\(tierlog/broker/txn_verif",
                                       r"\(tierlog/broker/(fetch_purgatory|partition_transitions|leader_ticker)\.py\)",
-                                      r"\(tierlog/broker/broker\.py\)")),
+                                      r"\(tierlog/broker/broker\.py\)",
+                                      # the leader's side of replication (not the fetcher's)
+                                      r"\(tierlog/replication/(leader_state|acks|delete_records|isr_state|"
+                                      r"replica_state|alter_partition|leader_moves|local_log_report|backoff)\.py\)")),
     ("reads for the follower", (r"\(tierlog/broker/apis/api_01_fetch\.py\)", r"\(tierlog/broker/fetch_session")),
     ("fetcher logic", (r"\(tierlog/replication/", r"\(tierlog/broker/replica_fetcher\.py\)")),
     ("dispatch", (r"\(tierlog/net/dispatch\.py\)",)),

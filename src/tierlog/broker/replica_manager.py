@@ -317,8 +317,16 @@ class ReplicaManager:
         return codes, waiter if outcome.parked else None
 
     def _after_append(self, part: Partition, outcome: AppendOutcome) -> AppendOutcome:
+        """``_apply`` for an append as the leader: the fetchers hear of the records and the high
+        watermark in one mark; the tick visits the partition only if it can change something there."""
         if outcome.appended:
-            self._apply(part, outcome.update)
+            upd = outcome.update
+            if upd.acks or upd.deletes:
+                _answer(upd.acks, upd.deletes)
+            if upd.tick:
+                self.ticker.activate(part.key)
+            if upd.alter_partition is not None:
+                self.alter_partitions.propose(part, upd.alter_partition, self._apply)
             self.notify_changed(part)
         return outcome
 
@@ -368,7 +376,8 @@ class ReplicaManager:
             _answer(upd.acks, upd.deletes)
         if not part.is_leader:
             return
-        self.ticker.activate(part.key)
+        if upd.tick:
+            self.ticker.activate(part.key)
         if upd.hw_advanced:
             self.notify_changed(part, records=False)
         if upd.alter_partition is not None:

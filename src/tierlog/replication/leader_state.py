@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tierlog.protocol.errors import ErrorCode
 
@@ -79,9 +80,9 @@ class LeaderConfig:
         default_factory=lambda: ExponentialBackoff(initial_ms=100, max_ms=10_000))
 
 
-@dataclass(frozen=True, slots=True)
-class LeaderUpdate:
-    """What an entry point changed: the high watermark and an AlterPartition to send, if any."""
+class LeaderUpdate(NamedTuple):
+    """What an entry point changed: the high watermark and an AlterPartition to send, if any (a
+    tuple: one is made on every append)."""
     high_watermark: int
     hw_advanced: bool = False
     alter_partition: AlterPartitionItem | None = None
@@ -100,8 +101,8 @@ class LeaderState:
         self.topic_id, self.partition = topic_id, partition
         self.leader_id, self.leader_epoch = leader_id, leader_epoch
         self.leader_broker_epoch = leader_broker_epoch
-        self.config = config
         self.replicas = tuple(replicas)
+        self.config = config                       # after the replicas: it sets effective_min_isr
         self.fenced = frozenset(fenced)
         self.epoch_start_offset = log_end_offset   # first offset of this leader epoch
         self._leader_leo = log_end_offset          # as of the latest append (``on_leader_append``)
@@ -135,12 +136,32 @@ class LeaderState:
         return self.isr_state.maximal_isr
 
     @property
-    def effective_min_isr(self) -> int:
-        return max(1, min(self.config.min_insync_replicas, len(self.replicas)))
+    def config(self) -> LeaderConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: LeaderConfig) -> None:
+        self._config = config
+        self._set_min_isr()
+
+    def _set_min_isr(self) -> None:
+        """``effective_min_isr``, computed when the config or the replicas change, not per append."""
+        self.effective_min_isr = max(1, min(self._config.min_insync_replicas, len(self.replicas)))
 
     @property
     def under_min_isr(self) -> bool:
-        return len(self.isr) < self.effective_min_isr
+        return len(self.isr_state.isr) < self.effective_min_isr
+
+    def report_due(self, now_ms: int) -> bool:
+        """A KIP-1303 report may be proposed by a tick now (none sent yet, or the interval passed)."""
+        last = self._last_report_ms
+        return last is None or now_ms - last >= self._config.report_interval_ms
+
+    def needs_tick(self, leader_leo: int, now_ms: int) -> bool:
+        """Whether a tick could change anything now: not ``settled``, or a report may be due (a
+        settled leader's tick only refreshes the leader's local-log figures, which it reads again
+        before any report)."""
+        return self.report_due(now_ms) or not self.settled(leader_leo)
 
     def low_watermark(self, leader_log_start: int) -> int:
         """DeleteRecords' low watermark: the smallest log start over the leader and the ISR followers."""
@@ -175,7 +196,7 @@ class LeaderState:
         here; a follower in a fetch session names a partition only when its position moves, so one
         that had the whole log before this append was caught up as of that Fetch (Kafka's rule,
         applied now instead of on a fetch that would name the partition)."""
-        if replica_fetch_ms is not None:
+        if replica_fetch_ms is not None and self.followers:
             for rid, r in self.followers.items():
                 r.credit_unnamed_fetch(self._leader_leo, replica_fetch_ms.get(rid, UNKNOWN))
         self._leader_leo = leader_leo
@@ -188,8 +209,8 @@ class LeaderState:
         fetch, an append or a metadata update unsettles it; KIP-1303 reports still need a tick
         now and then)."""
         return (self.isr_state.proposal is None and not self.recovering and self._hw == leader_leo
-                and len(self.isr) == len(self.replicas)
-                and all(r.log_end_offset == leader_leo for r in self.followers.values()))
+                and len(self.isr_state.isr) == len(self.replicas)
+                and (not self.followers or all(r.log_end_offset == leader_leo for r in self.followers.values())))
 
     def tick(self, now_ms: int, leader_leo: int, leader_local_log: LocalLog | None = None) -> LeaderUpdate:
         if leader_local_log is not None:
@@ -234,6 +255,7 @@ class LeaderState:
         if partition_epoch > self.partition_epoch:
             assert self.leader_id in isr, (self.leader_id, isr)
             self.replicas = tuple(replicas)
+            self._set_min_isr()
             self.isr_state.commit(tuple(isr), partition_epoch)
             self._sync_followers(now_ms)
         advanced = self._maybe_increment_hw(leader_leo, now_ms)
@@ -255,17 +277,18 @@ class LeaderState:
         return replica_id in self.replicas and replica_id not in self.fenced
 
     def _maybe_increment_hw(self, leader_leo: int, now_ms: int) -> bool:
-        if self.under_min_isr:
+        if len(self.isr_state.isr) < self.effective_min_isr:
             return False
-        maximal = self.maximal_isr
-        lag = self.config.replica_lag_time_max_ms
         new_hw = leader_leo
-        for rid, r in self.followers.items():
-            if r.log_end_offset >= new_hw:
-                continue
-            waits = rid in maximal or (r.is_caught_up(leader_leo, now_ms, lag) and self._eligible(rid))
-            if waits:
-                new_hw = r.log_end_offset
+        if self.followers:
+            maximal = self.maximal_isr
+            lag = self._config.replica_lag_time_max_ms
+            for rid, r in self.followers.items():
+                if r.log_end_offset >= new_hw:
+                    continue
+                waits = rid in maximal or (r.is_caught_up(leader_leo, now_ms, lag) and self._eligible(rid))
+                if waits:
+                    new_hw = r.log_end_offset
         if new_hw > self._hw:
             self._hw = new_hw
             return True

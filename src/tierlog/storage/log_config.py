@@ -245,18 +245,70 @@ def _number(convert, raw: Any, kind: str):
         raise ValueError(f"not a number of type {kind}") from None
 
 
+# attribute -> topic config, the values ``LogConfig`` carries as plain attributes
+_HOT = {
+    "segment_ms": "segment.ms", "segment_jitter_ms": "segment.jitter.ms", "segment_index_bytes": "segment.index.bytes",
+    "retention_ms": "retention.ms", "retention_bytes": "retention.bytes",
+    "index_interval_bytes": "index.interval.bytes", "flush_messages": "flush.messages", "flush_ms": "flush.ms",
+    "max_message_bytes": "max.message.bytes", "file_delete_delay_ms": "file.delete.delay.ms",
+    "cleanup_policy": "cleanup.policy", "message_timestamp_type": "message.timestamp.type",
+    "message_timestamp_before_max_ms": "message.timestamp.before.max.ms",
+    "message_timestamp_after_max_ms": "message.timestamp.after.max.ms", "compression_type": "compression.type",
+    "min_insync_replicas": "min.insync.replicas", "unclean_leader_election_enable": "unclean.leader.election.enable",
+    "remote_storage_enable": "remote.storage.enable", "min_cleanable_ratio": "min.cleanable.dirty.ratio",
+    "delete_retention_ms": "delete.retention.ms", "min_compaction_lag_ms": "min.compaction.lag.ms",
+    "max_compaction_lag_ms": "max.compaction.lag.ms",
+}
+
+
 class LogConfig:
     """Resolved topic config. Attributes carry the values the log acts on."""
 
-    __slots__ = ("overrides", "values")
+    # the values the log acts on, read on every append: plain attributes set once (issue 36: a
+    # property and a mapping lookup each were a dozen Python calls per single-record Produce)
+    __slots__ = ("overrides", "values", *_HOT, "segment_bytes", "log_append_time", "delete_enabled", "compact_enabled")
     values: Mapping[str, Any]
     overrides: frozenset[str]
+    segment_bytes: int
+    log_append_time: bool
+    delete_enabled: bool                 # cleanup.policy contains delete: time and size retention apply
+    compact_enabled: bool
+    segment_ms: int
+    segment_jitter_ms: int
+    segment_index_bytes: int
+    retention_ms: int
+    retention_bytes: int
+    index_interval_bytes: int
+    flush_messages: int
+    flush_ms: int
+    max_message_bytes: int
+    file_delete_delay_ms: int
+    cleanup_policy: tuple[str, ...]
+    message_timestamp_type: str
+    message_timestamp_before_max_ms: int
+    message_timestamp_after_max_ms: int
+    compression_type: str
+    min_insync_replicas: int
+    unclean_leader_election_enable: bool
+    remote_storage_enable: bool
+    min_cleanable_ratio: float
+    delete_retention_ms: int
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
 
     def __init__(self, values: Mapping[str, Any] | None = None, overrides: frozenset[str] = frozenset()) -> None:
         resolved = {name: d.default for name, d in _ALL_DEFS.items()}
         resolved.update(values or {})
-        object.__setattr__(self, "values", MappingProxyType(resolved))
-        object.__setattr__(self, "overrides", frozenset(overrides))
+        init = object.__setattr__
+        init(self, "values", MappingProxyType(resolved))
+        init(self, "overrides", frozenset(overrides))
+        for attribute, name in _HOT.items():
+            init(self, attribute, resolved[name])
+        internal = resolved[INTERNAL_SEGMENT_BYTES]
+        init(self, "segment_bytes", resolved["segment.bytes"] if internal is None else internal)
+        init(self, "log_append_time", self.message_timestamp_type == "LogAppendTime")
+        init(self, "delete_enabled", "delete" in self.cleanup_policy)
+        init(self, "compact_enabled", "compact" in self.cleanup_policy)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("LogConfig is immutable; build a new one with with_overrides")
@@ -283,48 +335,7 @@ class LogConfig:
             _check_local_retention("local.retention.bytes", self.values["local.retention.bytes"], self.retention_bytes)
         check_table_config(self.values)
 
-    # --- values the storage layer acts on -------------------------------------------------
-
-    @property
-    def segment_bytes(self) -> int:
-        internal = self.values[INTERNAL_SEGMENT_BYTES]
-        return self.values["segment.bytes"] if internal is None else internal
-
-    segment_ms = property(lambda self: self.values["segment.ms"])
-    segment_jitter_ms = property(lambda self: self.values["segment.jitter.ms"])
-    segment_index_bytes = property(lambda self: self.values["segment.index.bytes"])
-    retention_ms = property(lambda self: self.values["retention.ms"])
-    retention_bytes = property(lambda self: self.values["retention.bytes"])
-    index_interval_bytes = property(lambda self: self.values["index.interval.bytes"])
-    flush_messages = property(lambda self: self.values["flush.messages"])
-    flush_ms = property(lambda self: self.values["flush.ms"])
-    max_message_bytes = property(lambda self: self.values["max.message.bytes"])
-    file_delete_delay_ms = property(lambda self: self.values["file.delete.delay.ms"])
-    cleanup_policy = property(lambda self: self.values["cleanup.policy"])
-    message_timestamp_type = property(lambda self: self.values["message.timestamp.type"])
-    message_timestamp_before_max_ms = property(lambda self: self.values["message.timestamp.before.max.ms"])
-    message_timestamp_after_max_ms = property(lambda self: self.values["message.timestamp.after.max.ms"])
-    compression_type = property(lambda self: self.values["compression.type"])
-    min_insync_replicas = property(lambda self: self.values["min.insync.replicas"])
-    unclean_leader_election_enable = property(lambda self: self.values["unclean.leader.election.enable"])
-    remote_storage_enable = property(lambda self: self.values["remote.storage.enable"])
-    min_cleanable_ratio = property(lambda self: self.values["min.cleanable.dirty.ratio"])
-    delete_retention_ms = property(lambda self: self.values["delete.retention.ms"])
-    min_compaction_lag_ms = property(lambda self: self.values["min.compaction.lag.ms"])
-    max_compaction_lag_ms = property(lambda self: self.values["max.compaction.lag.ms"])
-
-    @property
-    def log_append_time(self) -> bool:
-        return self.message_timestamp_type == "LogAppendTime"
-
-    @property
-    def delete_enabled(self) -> bool:
-        """cleanup.policy contains delete: time and size retention apply."""
-        return "delete" in self.cleanup_policy
-
-    @property
-    def compact_enabled(self) -> bool:
-        return "compact" in self.cleanup_policy
+    # --- values the storage layer acts on (the attributes above, and these) ----------------------
 
     @property
     def local_retention_ms(self) -> int:

@@ -169,3 +169,19 @@ def test_uploads_resume_where_told_and_finished_uploads_only_raise_it(tmp_path):
     assert part.highest_offset_in_remote_storage == 10
     part.resume_uploads_after(4)                   # a new leader's lineage may go down
     assert part.highest_offset_in_remote_storage == 4
+
+
+def test_an_append_asks_for_a_tick_only_when_a_tick_could_change_something(tmp_path):
+    alone = Partition("alone", 0, b"\x01" * 16, Log.open(tmp_path / "alone-0", LogConfig(), NOW), 1, 5)
+    lead(alone, replicas=(1,), isr=(1,))
+    assert _append(alone, acks=1).update.tick       # no KIP-1303 report sent yet: the tick may send one
+    report = alone.tick(NOW).alter_partition
+    assert report is not None
+    alone.on_alter_partition_response(report, E.NONE, 5, 1, (1,), NOW)
+    # settled (the ISR is every replica, the high watermark at the log end, nothing parked) and the
+    # next report not due for LOCAL_LOG_REPORT_INTERVAL_MS: nothing for a tick to do
+    assert not _append(alone, acks=1).update.tick
+    later = alone.append_as_leader(_batch(), AppendOrigin.CLIENT, 1, NOW + 30_000, None, 0)
+    assert later.update.tick                        # the report interval passed
+    pair = _partition(tmp_path, topic="pair", isr=(1, FOLLOWER), min_isr=1)
+    assert _append(pair, acks=1).update.tick        # the follower lacks the batch (ISR shrink, HW)

@@ -47,13 +47,15 @@ class PartitionUpdate(NamedTuple):
     operations completed by ``Partition``): the acks=all and DeleteRecords waiters to answer, whether
     the high watermark moved (parked fetches to wake; the partition already marked it for the
     checkpoint), an AlterPartition to send; ``error``: a follower fetch's (NOT_LEADER_OR_FOLLOWER
-    for a replica outside the assignment)."""
+    for a replica outside the assignment); ``tick``: the leaders' next tick visits the partition
+    (false only when it could change nothing there: ``LeaderState.needs_tick``)."""
 
     acks: tuple[Completion, ...] | list[Completion] = ()
     deletes: tuple[DeleteCompletion, ...] | list[DeleteCompletion] = ()
     hw_advanced: bool = False
     alter_partition: AlterPartitionItem | None = None
     error: int = ErrorCode.NONE
+    tick: bool = True
 
 
 NO_UPDATE = PartitionUpdate()

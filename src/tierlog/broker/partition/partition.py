@@ -477,9 +477,11 @@ class Partition:
         """Kafka's ``Partition.appendRecordsToLeader``; ``waiter`` (acks=all) is parked in the
         purgatory until the high watermark passes the batch or ``timeout_ms`` passes."""
         assert origin in (AppendOrigin.CLIENT, AppendOrigin.COORDINATOR), "markers: append_markers_as_leader"
-        refused = self._refuse_leader_write(origin, required_acks, not records)
-        if refused is not None:
-            return refused
+        if (self._leader is None or not records or required_acks == ACKS_ALL
+                or (origin is AppendOrigin.CLIENT and self.topic in CLIENT_UNWRITABLE_TOPICS)):
+            refused = self._refuse_leader_write(origin, required_acks, not records)     # each check in its order
+            if refused is not None:
+                return refused
         try:
             result = self.log.append(records, self.leader_epoch, now_ms, origin is AppendOrigin.CLIENT)
         except InvalidRecordError as e:
@@ -535,16 +537,24 @@ class Partition:
 
     def _appended(self, base: int, end: int, log_append_time_ms: int, required_acks: int, now_ms: int,
                   waiter: Hashable | None, timeout_ms: int) -> AppendOutcome:
-        """Park an acks=all ``waiter`` until the high watermark reaches ``end``; the leader state
-        learns the new log end."""
+        """Park an acks=all ``waiter`` until the high watermark reaches ``end``; the leader state learns
+        the new log end; the update's ``tick``: whether a tick could change anything (``needs_tick``)."""
         ls = self._leader
         assert ls is not None
         parked = required_acks == ACKS_ALL and waiter is not None and ls.high_watermark < end
         if parked:
             self._acks.add(waiter, end, now_ms, timeout_ms)
-        update = self._settle(ls.on_leader_append(self.log.log_end_offset, now_ms, self.replica_fetch_ms))
+        leo = self.log.log_end_offset
+        upd = ls.on_leader_append(leo, now_ms, self.replica_fetch_ms)
+        if self._acks or self._deletes:
+            update = self._settle(upd)
+        else:                   # nothing waits (most appends): what moved, and whether a tick may matter
+            if upd.hw_advanced:
+                self.hw_moved.add((self.topic, self.index))
+            update = PartitionUpdate((), (), upd.hw_advanced, upd.alter_partition, upd.error,
+                                     ls.needs_tick(leo, now_ms))
         return AppendOutcome(ErrorCode.NONE, None, base, end, log_append_time_ms, self.log.log_start_offset,
-                             appended=True, parked=parked, update=update)
+                             True, parked, update)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview, now_ms: int) -> None:
         """The leader's batches as they are (AppendOrigin.REPLICATION: offsets and epochs already set)."""
