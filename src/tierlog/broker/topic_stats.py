@@ -22,6 +22,7 @@ their metrics.
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable
 
 from tierlog.net.request_metrics import fetch_replica_id
@@ -33,6 +34,7 @@ __all__ = ["COUNTERS", "BrokerTopicStats", "TopicCounters", "record_count"]
 COUNTERS = ("bytes_in", "bytes_out", "messages_in", "produce_requests", "failed_produce_requests",
             "fetch_requests", "failed_fetch_requests", "remote_copy_bytes", "remote_copy_requests",
             "remote_copy_errors", "remote_fetch_bytes", "remote_fetch_requests", "remote_fetch_errors")
+_INT32, _UINT32 = struct.Struct(">i"), struct.Struct(">I")
 
 
 class TopicCounters:
@@ -59,13 +61,12 @@ class TopicCounters:
 
 def record_count(records) -> int:
     """Records in a run of v2 batches, from each batch header (a torn tail is ignored)."""
-    view = memoryview(records)
-    count, pos, end = 0, 0, len(view)
+    count, pos, end = 0, 0, len(records)
     while end - pos >= RECORDS_COUNT_OFFSET + 4:
-        length = int.from_bytes(view[pos + LENGTH_OFFSET:pos + LENGTH_OFFSET + 4], "big", signed=True)
+        (length,) = _INT32.unpack_from(records, pos + LENGTH_OFFSET)
         if length < RECORDS_COUNT_OFFSET + 4 - LOG_OVERHEAD:
             break                   # not a batch: nothing more to count
-        count += int.from_bytes(view[pos + RECORDS_COUNT_OFFSET:pos + RECORDS_COUNT_OFFSET + 4], "big")
+        count += _UINT32.unpack_from(records, pos + RECORDS_COUNT_OFFSET)[0]
         pos += LOG_OVERHEAD + length
     return count
 
@@ -118,6 +119,10 @@ class BrokerTopicStats:
             self._fetched(request, response, header.api_version)
 
     def _produced(self, request: dict, response) -> None:
+        topics = request["TopicData"]
+        if len(topics) == 1 and len(topics[0]["PartitionData"]) == 1:      # librdkafka's keyed traffic
+            self._produced_one(topics[0], response)
+            return
         errors = {} if response is None else {
             (t["Name"], p["Index"]): p["ErrorCode"] for t in response["Responses"] for p in t["PartitionResponses"]}
         for t in request["TopicData"]:
@@ -129,6 +134,18 @@ class BrokerTopicStats:
                 elif p["Records"] is not None:
                     counters.bytes_in += len(p["Records"])
                     counters.messages_in += record_count(p["Records"])
+
+    def _produced_one(self, topic: dict, response) -> None:
+        """``_produced`` of a request for one partition (its answer, if any, names that one alone)."""
+        counters = self.topic(topic["Name"])
+        counters.produce_requests += 1
+        if response is not None and response["Responses"][0]["PartitionResponses"][0]["ErrorCode"]:
+            counters.failed_produce_requests += 1
+            return
+        records = topic["PartitionData"][0]["Records"]
+        if records is not None:
+            counters.bytes_in += len(records)
+            counters.messages_in += record_count(records)
 
     def _fetched(self, request: dict, response: dict, version: int) -> None:
         consumer = fetch_replica_id(request, version) < 0

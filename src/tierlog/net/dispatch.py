@@ -90,7 +90,7 @@ class RequestDispatcher:
                 from None
         result = api.handle(self.context, header, body)
         timing = (started_ns if received_ns is None else received_ns, started_ns)
-        if inspect.isawaitable(result):
+        if type(result) is not dict and result is not None and inspect.isawaitable(result):  # most answer at once
             finish = self._finish(header, body, result, timing, len(frame), monotonic_ns() - started_ns)
             return Released(finish) if type(result) is Released else finish
         self._observe(header, body, result, timing)

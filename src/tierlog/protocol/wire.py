@@ -7,8 +7,8 @@ engine; both produce the same bytes and dicts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 from tierlog.protocol import hot
 from tierlog.protocol.api import ApiSpec
@@ -93,15 +93,32 @@ def _decode_static(decode: hot.Decoder, buf: Buffer, pos: int, api_key: int, api
 def encode_response(api_key: int, api_version: int, correlation_id: int,
                     body: Mapping[str, Any]) -> list[Any]:
     """Header + body of a response as a list of parts (see Output.parts)."""
-    spec = _spec_to_encode(api_key, api_version)
+    plan = _RESPONSE_PLANS.get((api_key, api_version)) or _response_plan(api_key, api_version)
     out = Output()
-    out += encode_response_header(correlation_id, spec.response_header_version(api_version))
+    out += encode_response_header(correlation_id, plan.header_version)
+    plan.encode(out, body)
+    return out.parts()
+
+
+class _ResponsePlan(NamedTuple):
+    header_version: int
+    encode: Callable[[Output, Mapping[str, Any]], None]      # the body's: static, else the generic codec
+
+
+_RESPONSE_PLANS: dict[tuple[int, int], _ResponsePlan] = {}     # bounded by the APIs and their versions
+
+
+def _response_plan(api_key: int, api_version: int) -> _ResponsePlan:
+    """How a response of ``api_key`` at ``api_version`` is encoded, found once (one lookup per answer)."""
+    spec = _spec_to_encode(api_key, api_version)
     static = hot.codecs(api_key, api_version)
     if static is not None:
-        static.encode_response(out, body)
+        encode = static.encode_response
     else:
-        encode_struct(spec.response, api_version, spec.is_flexible(api_version), body, out)
-    return out.parts()
+        def encode(out: Output, body: Mapping[str, Any]) -> None:
+            encode_struct(spec.response, api_version, spec.is_flexible(api_version), body, out)
+    plan = _RESPONSE_PLANS[api_key, api_version] = _ResponsePlan(spec.response_header_version(api_version), encode)
+    return plan
 
 
 def decode_response(api_key: int, api_version: int, buf: Buffer) -> tuple[int, dict[str, Any]]:

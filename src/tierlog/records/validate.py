@@ -32,11 +32,14 @@ from tierlog.records.errors import (
 )
 from tierlog.records.header import (
     ATTRIBUTES_OFFSET,
+    CODEC_MASK,
+    CONTROL_BIT,
     HEADER,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     MAGIC_V2,
+    NO_PRODUCER_ID,
     NO_TIMESTAMP,
     BatchHeader,
 )
@@ -81,7 +84,7 @@ def validate(buf: bytes | bytearray | memoryview, *, max_batch_bytes: int | None
 def validate_batch(view: memoryview, pos: int, max_batch_bytes: int | None = None, client: bool = False) -> BatchHeader:
     """Validate the one batch at ``pos`` of ``view`` and return its header."""
     remaining = len(view) - pos
-    if remaining > MAGIC_OFFSET:
+    if remaining > MAGIC_OFFSET and view[pos + MAGIC_OFFSET] != MAGIC_V2:
         _check_magic(view[pos + MAGIC_OFFSET], pos)
     if remaining < HEADER_SIZE:
         raise InvalidRecordError(CORRUPT_MESSAGE, f"truncated batch header at position {pos}")
@@ -97,8 +100,14 @@ def validate_batch(view: memoryview, pos: int, max_batch_bytes: int | None = Non
         )
     if crc32c(view[pos + ATTRIBUTES_OFFSET:pos + size]) != header.crc:
         raise InvalidRecordError(CORRUPT_MESSAGE, f"CRC mismatch in batch at offset {header.base_offset}")
-    _check_counts(header, size)
-    if client:
+    # the checks below in one expression each for a good batch (most): their functions say which failed
+    attributes, count, delta = header.attributes, header.records_count, header.last_offset_delta
+    codec = attributes & CODEC_MASK
+    if codec > _MAX_CODEC or delta < 0 or count < 0 or \
+            (codec == 0 and count * _MIN_UNCOMPRESSED_RECORD > size - HEADER_SIZE):
+        _check_counts(header, size)
+    if client and (count <= 0 or count != delta + 1 or attributes & CONTROL_BIT
+                   or (header.producer_id > NO_PRODUCER_ID and header.base_sequence < 0)):
         _check_client_batch(header)
     return header
 

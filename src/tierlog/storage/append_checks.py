@@ -26,7 +26,6 @@ from tierlog.records.header import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_BIT,
     BatchHeader,
-    TimestampType,
 )
 from tierlog.records.stamp import (
     set_base_offset,
@@ -82,7 +81,7 @@ def _check_keys(records, validated: ValidatedRecords, partition: str) -> None:
 
 
 def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int) -> None:
-    if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
+    if header.attributes & TIMESTAMP_TYPE_BIT:         # LogAppendTime
         raise InvalidRecordError(INVALID_TIMESTAMP, "producers must not set the LogAppendTime timestamp type")
     if config.log_append_time:
         return

@@ -39,7 +39,7 @@ import threading
 from pathlib import Path
 
 from tierlog.records.control import read_marker
-from tierlog.records.header import NO_TIMESTAMP, BatchHeader, TimestampType
+from tierlog.records.header import CONTROL_BIT, NO_TIMESTAMP, BatchHeader, TimestampType
 from tierlog.records.validate import validate
 from tierlog.storage import retention
 from tierlog.storage.append_checks import (
@@ -594,7 +594,7 @@ def _markers(view: memoryview, headers: list[BatchHeader], position: int) -> dic
     ``position`` of ``view`` on), by base offset; None when there is none (most appends)."""
     markers = None
     for h in headers:
-        if h.is_control:
+        if h.attributes & CONTROL_BIT:
             if markers is None:
                 markers = {}
             markers[h.base_offset] = read_marker(view[position:position + h.size], h)
