@@ -12,7 +12,8 @@ Parquet file is in the store and before the REST commit, and once after the comm
 before the upload counts as done, each time restarted. Then a pyiceberg RestCatalog scan
 and ``tierlog table query`` (the CLI over the same catalog properties) hold exactly what a
 read_committed consumer reads from offset 0 up to each partition's covered offset, offset
-for offset; each snapshot's summary carries the last offset per partition; the Spark
+for offset (``table ls`` and ``describe`` agree on rows and covered offsets); each snapshot's
+summary carries the last offset per partition; the Spark
 table read's planning finds the table through the same properties. And the writer's
 retention cut commits through the server, whose refusal of a snapshot expiry is one line.
 """
@@ -86,14 +87,14 @@ def _restart_after_crash(broker, point: str, crash_dir: Path) -> None:
     broker.start()
 
 
-def _cli_query(rest: RestCatalog, remote: Path) -> list[list]:
+def _cli(rest: RestCatalog, remote: Path, *args: str) -> dict:
+    """``tierlog table ARGS --json`` with the REST catalog's settings as the brokers have them."""
     sets = [a for k, v in rest.properties().items() if not k.endswith((".type", ".uri")) for a in ("--set", f"{k}={v}")]
-    out = subprocess.run([sys.executable, "-m", "tierlog.cli.main", "table", "query", TOPIC,
-                          'SELECT "partition", "offset", key, value FROM t ORDER BY 1, 2', "--storage", str(remote),
+    out = subprocess.run([sys.executable, "-m", "tierlog.cli.main", "table", *args, "--storage", str(remote),
                           "--catalog-type", "rest", "--catalog-uri", rest.uri, *sets, "--json"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)["rows"]
+    return json.loads(out.stdout)
 
 
 def test_a_rest_catalog_holds_the_log_to_the_offset_across_crashes(rest_catalog, tmp_path, monkeypatch):
@@ -145,8 +146,13 @@ def test_a_rest_catalog_holds_the_log_to_the_offset_across_crashes(rest_catalog,
         ends = [int(s[f"tierlog.last-offset.{p}"]) for s in summaries if f"tierlog.last-offset.{p}" in s]
         assert ends and ends == sorted(set(ends)) and ends[-1] == covered[p], summaries
 
-    cli = _cli_query(rest, remote)
-    assert [(part, o, k.encode(), v.encode()) for part, o, k, v in cli] == expected
+    cli = _cli(rest, remote, "query", TOPIC, 'SELECT "partition", "offset", key, value FROM t ORDER BY 1, 2')
+    assert [(part, o, k.encode(), v.encode()) for part, o, k, v in cli["rows"]] == expected
+    [listed] = _cli(rest, remote, "ls", "--topic", TOPIC)["tables"]
+    assert (listed["kind"], listed["rows"], listed["covered"]) == ("table", len(rows), {str(p): covered[p] for p in covered})
+    info = _cli(rest, remote, "describe", TOPIC)
+    assert [(p["partition"], p["last_offset"], p["rows"]) for p in info["partitions"]] == [
+        (p, covered[p], len(log[p])) for p in range(PARTITIONS)]
 
     from tierlog.spark.table_read import load_table, table_read_options
     spark_table = load_table(table_read_options({"table": TOPIC, "storage": str(remote), **rest.properties()}))
