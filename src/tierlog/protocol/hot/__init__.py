@@ -31,6 +31,9 @@ MODULES: dict[int, tuple[str, int, int]] = {
     1: ('fetch', 0, 19),
     3: ('metadata', 0, 13),
     18: ('api_versions', 0, 4),
+    24: ('add_partitions_to_txn', 0, 5),
+    26: ('end_txn', 0, 5),
+    27: ('write_txn_markers', 0, 2),
 }
 _LOADED: dict[tuple[int, int], Codecs] = {}
 
