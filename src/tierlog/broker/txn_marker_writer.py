@@ -21,7 +21,7 @@ markers into ``TxnMarker``s (``marker_of``) and the error codes back (``result_o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from tierlog.protocol.errors import ErrorCode
@@ -71,17 +71,20 @@ async def write_markers(replicas, led_partition, markers: Iterable[TxnMarker], t
     for i, m in enumerate(markers):
         for key in m.partitions:
             by_partition.setdefault(key, []).append(i)
-    waits = [_write_partition(replicas, led_partition, key, [markers[i] for i in ids], [results[i] for i in ids],
-                              timeout_ms, now_ms, on_offsets_marker)
-             for key, ids in by_partition.items()]
-    await asyncio.gather(*(w for w in waits if w is not None))
+    waits = [w for w in (_write_partition(replicas, led_partition, key, [markers[i] for i in ids],
+                                          [results[i] for i in ids], timeout_ms, now_ms, on_offsets_marker)
+                         for key, ids in by_partition.items()) if w is not None]
+    if len(waits) == 1:
+        await waits[0]
+    elif waits:
+        await asyncio.gather(*waits)
     return results
 
 
 def _write_partition(replicas, led_partition, key: Key, markers: list[TxnMarker], errors: list[dict[Key, int]],
-                     timeout_ms: int, now_ms: int, on_offsets_marker) -> Awaitable[None] | None:
+                     timeout_ms: int, now_ms: int, on_offsets_marker) -> asyncio.Future | None:
     """Append the partition's markers in one write (``errors``: each marker's answer, filled in);
-    what to await for their replication (None: nothing)."""
+    the future of their replication, whose end fills in the answers (None: nothing to wait for)."""
     part, error = led_partition(*key)
     if error:
         for answer in errors:
@@ -98,11 +101,16 @@ def _write_partition(replicas, led_partition, key: Key, markers: list[TxnMarker]
     if fut is None:
         _committed(part, written, on_offsets_marker)
         return None
-    return _then(fut, part, key, written, on_offsets_marker)
+    fut.add_done_callback(lambda done: _replicated(done, part, key, written, on_offsets_marker))
+    return fut
 
 
-async def _then(fut: asyncio.Future, part, key: Key, written: list, on_offsets_marker) -> None:
-    code = await fut
+def _replicated(fut: asyncio.Future, part, key: Key, written: list, on_offsets_marker) -> None:
+    """The write's replication ended (a callback of its future, run before its awaiter resumes):
+    its error code is the answer of every marker it wrote."""
+    if fut.cancelled() or fut.exception() is not None:
+        return                  # the awaiter gets the cancellation or the error
+    code = fut.result()
     for _m, answer in written:
         answer[key] = code
     if code == ErrorCode.NONE:

@@ -21,6 +21,7 @@ write does not hold the others.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from tierlog.protocol.api import ApiKey
@@ -43,14 +44,23 @@ PRODUCER_FENCED_FROM = 2           # older clients do not know PRODUCER_FENCED (
 BATCHED_FROM = 4
 
 
-async def handle(broker: HandlerContext, header: RequestHeader, request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+def handle(broker: HandlerContext, header: RequestHeader, request: AddPartitionsToTxnRequest
+           ) -> AddPartitionsToTxnResponse | Awaitable[AddPartitionsToTxnResponse]:
+    """The answer; at once for a leaders' request of VerifyOnly transactions only (each decided from
+    the coordinator's state in process: no task per request), else an awaitable of it."""
     if header.api_version >= BATCHED_FROM:
         if not authz.cluster(broker, header, authz.Op.CLUSTER_ACTION):
             return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                     "ResultsByTransaction": []}
-        return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE,
-                "ResultsByTransaction": list(await asyncio.gather(*(_batched(broker, t)
-                                                                     for t in request["Transactions"])))}
+        transactions = request["Transactions"]
+        if all(t["VerifyOnly"] for t in transactions):
+            return _batched_answer([_verified(broker, t) for t in transactions])
+        return _batched_async(broker, transactions)
+    return _add(broker, header, request)
+
+
+async def _add(broker, header: RequestHeader, request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+    """A producer's own request (v0-3): the partitions added, after the coordinator's write."""
     topics = request["V3AndBelowTopics"]
     wanted = [(t["Name"], index) for t in topics for index in t["Partitions"]]
     refused = _refused(broker, header, request["V3AndBelowTransactionalId"], wanted)
@@ -69,14 +79,34 @@ async def handle(broker: HandlerContext, header: RequestHeader, request: AddPart
         for t in topics]}
 
 
+async def _batched_async(broker, transactions: list[AddPartitionsToTxnTransaction]) -> AddPartitionsToTxnResponse:
+    """A leaders' request with transactions to add (v5, a transaction.version 2 client's first
+    write): they are decided side by side."""
+    return _batched_answer(list(await asyncio.gather(*(_batched(broker, t) for t in transactions))))
+
+
+def _batched_answer(results: list[AddPartitionsToTxnResult]) -> AddPartitionsToTxnResponse:
+    return {"ThrottleTimeMs": 0, "ErrorCode": ErrorCode.NONE, "ResultsByTransaction": results}
+
+
 async def _batched(broker, txn: AddPartitionsToTxnTransaction) -> AddPartitionsToTxnResult:
-    wanted = [(t["Name"], index) for t in txn["Topics"] for index in t["Partitions"]]
-    tid, pid, epoch = txn["TransactionalId"], txn["ProducerId"], txn["ProducerEpoch"]
     if txn["VerifyOnly"]:
-        errors = broker.transactions.verify_partitions(tid, pid, epoch, wanted)
-    else:
-        errors = dict.fromkeys(wanted, await broker.transactions.add_partitions(tid, pid, epoch, frozenset(wanted)))
-    return {"TransactionalId": tid, "TopicResults": [
+        return _verified(broker, txn)
+    wanted = [(t["Name"], index) for t in txn["Topics"] for index in t["Partitions"]]
+    error = await broker.transactions.add_partitions(txn["TransactionalId"], txn["ProducerId"],
+                                                     txn["ProducerEpoch"], frozenset(wanted))
+    return _result(txn, dict.fromkeys(wanted, error))
+
+
+def _verified(broker, txn: AddPartitionsToTxnTransaction) -> AddPartitionsToTxnResult:
+    """A VerifyOnly transaction's answer (KIP-890 part 1), from the coordinator's state as it is."""
+    wanted = [(t["Name"], index) for t in txn["Topics"] for index in t["Partitions"]]
+    return _result(txn, broker.transactions.verify_partitions(txn["TransactionalId"], txn["ProducerId"],
+                                                              txn["ProducerEpoch"], wanted))
+
+
+def _result(txn: AddPartitionsToTxnTransaction, errors: dict) -> AddPartitionsToTxnResult:
+    return {"TransactionalId": txn["TransactionalId"], "TopicResults": [
         {"Name": t["Name"], "ResultsByPartition": [
             {"PartitionIndex": i, "PartitionErrorCode": errors[(t["Name"], i)]} for i in t["Partitions"]]}
         for t in txn["Topics"]]}
