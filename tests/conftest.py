@@ -13,7 +13,8 @@ import pytest
 # longest single test first (seconds on 2 cores, the CI run of 2026-11-29)
 LONG_FIRST = (
     "integration/test_soak.py",                  # 230
-    "integration/test_cli_groups.py",            # 67, a coordinator killed -9
+    "integration/test_tables_rest.py",           # 52-66, a REST catalog server and two kill -9s
+    "spark/test_table_read_rest.py",             # 60 with Spark's start
     "spark/test_spark_cluster.py",               # 55 + 41, a standalone Spark cluster
     "integration/test_docs_examples.py",         # 54
     "spark/test_pipeline.py",                    # 39
