@@ -49,6 +49,9 @@ RECORD_SIZE = 1024
 SAMPLE_HZ = 250
 RESULTS = HERE / "results"
 
+# the follower's side of replication (the rest of tierlog/replication/ is the leader's, a Produce's)
+_FOLLOWER_SIDE = (r"\(tierlog/replication/"
+                  r"(fetcher|fetcher_manager|follower|follower_session|fetch_actions|divergence|tiered_start)\.py\)")
 # (step, patterns on 'function (file)' frames); the innermost frame matching a step names the sample's step
 STEPS: list[tuple[str, tuple[str, ...]]] = [
     ("socket write", (r"^_SelectorSocketTransport\.write ", r"^writelines ", r"^_sendfile ")),
@@ -68,7 +71,7 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
                                       r"\(tierlog/replication/(leader_state|acks|delete_records|isr_state|"
                                       r"replica_state|alter_partition|leader_moves|local_log_report|backoff)\.py\)")),
     ("reads for the follower", (r"\(tierlog/broker/apis/api_01_fetch\.py\)", r"\(tierlog/broker/fetch_session")),
-    ("fetcher logic", (r"\(tierlog/replication/", r"\(tierlog/broker/replica_fetcher\.py\)")),
+    ("fetcher logic", (_FOLLOWER_SIDE, r"\(tierlog/broker/replica_fetcher\.py\)")),
     ("dispatch", (r"\(tierlog/net/dispatch\.py\)",)),
     ("framing, connection loop", (r"\(tierlog/net/",)),
     ("socket read", (r"_read_ready",)),
@@ -82,7 +85,7 @@ OUTER: list[tuple[str, re.Pattern]] = [
 ]
 # which request a sample serves, by the outermost frame that tells
 CONTEXTS: list[tuple[str, re.Pattern]] = [
-    ("fetcher", re.compile(r"\(tierlog/replication/|replica_fetcher\.py")),
+    ("fetcher", re.compile(_FOLLOWER_SIDE + r"|replica_fetcher\.py")),
     ("Fetch", re.compile(r"api_01_fetch\.py|<codec Fetch(Request|Response) |protocol/hot/fetch_v")),
     ("Produce", re.compile(r"api_00_produce\.py|<codec Produce(Request|Response) |protocol/hot/produce_v")),
 ]

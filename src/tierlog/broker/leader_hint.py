@@ -49,6 +49,8 @@ class LeaderHints:
 
     def node_endpoints(self) -> list[FetchNodeEndpoint]:
         out: list[FetchNodeEndpoint] = []
+        if not self._nodes:             # no leader named (most answers)
+            return out
         for node_id in sorted(self._nodes):
             b = self._broker.endpoint(node_id)
             address = None if b is None or b.fenced else b.address(self._listener)

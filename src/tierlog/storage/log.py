@@ -201,7 +201,8 @@ class Log(LogDurability, LogEpochs, LogLookups, LogTransactions):
         ``records`` is stamped in place: pass a bytearray or a writable memoryview
         (a read-only buffer is copied first).
         """
-        records = writable(records)
+        if type(records) is not bytearray:
+            records = writable(records)
         with self._lock, self._io():
             self._clock_ms = now_ms
             validated = validate(records, max_batch_bytes=self.config.max_message_bytes, client=client)

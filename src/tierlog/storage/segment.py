@@ -256,6 +256,8 @@ class LogSegment:
         self._start_writeback()
 
     def _start_writeback(self) -> None:
+        if self.size - self._writeback_from < writeback.STEP_BYTES:
+            return                  # not due (most appends): writeback_end would say None
         end = writeback.writeback_end(self._writeback_from, self.size)
         if end is not None:
             writeback.schedule(self.fd, self._writeback_from, end - self._writeback_from)

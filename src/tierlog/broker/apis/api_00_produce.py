@@ -80,7 +80,7 @@ def handle(broker: HandlerContext, header: RequestHeader,
     writable, denied = _writable(broker, header, request)
     for t in request["TopicData"]:
         name = t["Name"]
-        if name not in writable:
+        if writable is not None and name not in writable:
             parts = [_response(p["Index"], denied) for p in t["PartitionData"]]
         else:
             parts = []
@@ -157,8 +157,11 @@ def _response(index: int, code: ErrorCode = ErrorCode.NONE) -> PartitionProduceR
             "LogAppendTimeMs": -1, "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None}
 
 
-def _writable(broker, header, request: ProduceRequest) -> tuple[set, ErrorCode]:
-    """The topics this request may write, and the error of the others (Kafka's handleProduceRequest)."""
+def _writable(broker, header, request: ProduceRequest) -> tuple[set | None, ErrorCode]:
+    """The topics this request may write (None: all, there is no authorizer), and the error of the
+    others (Kafka's handleProduceRequest)."""
+    if broker.authorizer is None:
+        return None, ErrorCode.NONE
     txn_id = request.get("TransactionalId")
     if txn_id is not None and not authz.transactional_id(broker, header, authz.Op.WRITE, txn_id):
         return set(), ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
