@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = ["GROUP_COMMIT_SEGMENTS_MAX", "CommitQueue", "Pending", "Plan", "plan_commit"]
 
@@ -46,6 +46,7 @@ class Pending:
     above: int              # the file holds the segment's offsets above this (what the table covered then)
     segment_id: str
     uri: str | None         # None: no rows for this table (the covered offset still moves)
+    written: Any = None     # what the writer knows of the file (its footer, size): opaque here
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ verified and before its COPY_SEGMENT_FINISHED; docs/tables.md):
    files in ``<log dir>/table-staging``, row groups of ``ROW_GROUP_RECORDS``, each
    put into the store at ``tierlog-tables/<dir>/<topic>/data/partition=<p>/<20-digit
    start>-<segment id>.parquet`` and verified (size and CRC-32C) like segment objects;
-4. the dead-letter table's commit, then the table's: ``add_files`` and the partition's
+4. the dead-letter table's commit, then the table's: the files appended and the partition's
    ``tierlog.last-offset.<p>`` in one Iceberg commit, the summary carrying the segment;
    segments of other partitions of the topic that are ready at the same time go into
    the same commits (``group_commit.CommitQueue``), each still checked against what
@@ -65,6 +65,7 @@ from .catalog import (
     covered_offsets,
     store_uri,
 )
+from .data_files import WrittenFile, append_written
 from .group_commit import CommitQueue, Pending, plan_commit
 from .maintenance import expire_snapshots, remove_orphans
 from .rows import committed_batches
@@ -205,10 +206,10 @@ class TableWriter:
         files = _Files(self.staging_dir, seg)
         try:
             self._write(seg, groups, files, main_above, dead_above)
-            main_key, dead_key = files.upload(self.store)
+            main_file, dead_file = files.upload(self.store)
             _crash_point("before-commit")
-            ready = _Ready(seg, _pending(seg, main_above, self._uri(main_key)),
-                           _pending(seg, dead_above, self._uri(dead_key)) if dead is not None else None)
+            ready = _Ready(seg, _pending(seg, main_above, main_file),
+                           _pending(seg, dead_above, dead_file) if dead is not None else None)
             if behind is not None:      # a timeout: plan_commit refuses the file if the one before is not in
                 behind.wait(HANDOFF_WAIT_S)
             self._queue(seg.topic).submit(ready, queued=handoff)
@@ -249,9 +250,6 @@ class TableWriter:
                 if groups.full():
                     files.write(*groups.take())
             files.write(*groups.take())
-
-    def _uri(self, key: str | None) -> str | None:
-        return None if key is None else store_uri(self.store, key)
 
 
 class _mapped:
@@ -295,9 +293,9 @@ class _Files:
             self.writers[which].write_table(table, row_group_size=ROW_GROUP_RECORDS)
             self.rows[which] += table.num_rows
 
-    def upload(self, store: ObjectStore) -> tuple[str | None, str | None]:
-        """Put each non-empty file and verify it: (main key, dead-letter key), None where no rows."""
-        out: dict[str, str | None] = {"main": None, "dead": None}
+    def upload(self, store: ObjectStore) -> tuple[WrittenFile | None, WrittenFile | None]:
+        """Put each non-empty file and verify it: (main file, dead-letter file), None where no rows."""
+        out: dict[str, WrittenFile | None] = {"main": None, "dead": None}
         for which, writer in self.writers.items():
             writer.close()
             if self.rows[which] == 0:
@@ -310,7 +308,7 @@ class _Files:
                 raise UploadVerificationError(f"{key}: stored {stored.size} bytes crc32c {stored.crc32c:#010x}, "
                                               f"sent {expected.size} bytes crc32c {expected.crc32c:#010x}")
             self.bytes += expected.size
-            out[which] = key
+            out[which] = WrittenFile(store_uri(store, key), writer.writer.metadata, expected.size)
         self.writers.clear()
         return out["main"], out["dead"]
 
@@ -339,11 +337,12 @@ def _above(covered: int, seg: SegmentCommit, behind: threading.Event | None) -> 
     return covered if behind is None else max(covered, seg.start_offset - 1)
 
 
-def _pending(seg: SegmentCommit, above: int, uri: str | None) -> Pending | None:
+def _pending(seg: SegmentCommit, above: int, written: WrittenFile | None) -> Pending | None:
     """The segment's file for one table; None when that table covers the segment already."""
     if above >= seg.end_offset:
         return None
-    return Pending(seg.partition, seg.start_offset, seg.end_offset, above, str(seg.segment_id), uri)
+    return Pending(seg.partition, seg.start_offset, seg.end_offset, above, str(seg.segment_id),
+                   None if written is None else written.uri, written)
 
 
 def _append(table: Table, topic: str, pending: list[Pending]) -> dict[int, str]:
@@ -355,16 +354,17 @@ def _append(table: Table, topic: str, pending: list[Pending]) -> dict[int, str]:
     deposed leader's upload still running and the new leader's, on one broker or two) would both land.
     The table is made with ``commit.retry.num-retries=0`` and the retry is here: reload, plan again
     against the covered offsets, commit again, at most ``COMMIT_ATTEMPTS`` times. A segment another
-    attempt committed first is done (its file is left to the upkeep). ``check_duplicate_files`` is off:
-    every file name holds its segment's id, and the check reads every manifest of the table."""
+    attempt committed first is done (its file is left to the upkeep). The files are appended from their
+    footers (``data_files.append_written``), without ``add_files``' duplicate check (every file name holds
+    its segment's id, and the check reads every manifest of the table) or its second read of each file."""
     for attempt in range(COMMIT_ATTEMPTS):
         plan = plan_commit(pending, covered_offsets(table))
         if not plan.accepted:
             return plan.refused
-        uris = [u for u in (pending[i].uri for i in plan.accepted) if u is not None]
+        files = [f for f in (pending[i].written for i in plan.accepted) if f is not None]
         try:
             with transaction(table) as tx:
-                tx.add_files(uris, snapshot_properties=plan.summary(pending), check_duplicate_files=False)
+                append_written(tx, files, plan.summary(pending))
                 tx.set_properties({**{f"{LAST_OFFSET_PREFIX}{p}": str(o) for p, o in plan.last_offsets.items()},
                                    **TABLE_PROPERTIES})
             return plan.refused
