@@ -215,7 +215,7 @@ class Log(LogDurability, LogEpochs, LogLookups, LogTransactions):
             append_time = now_ms if self.config.log_append_time else NO_TIMESTAMP
             headers = stamp(records, validated, base, leader_epoch, append_time)
             self._epochs.assign_leader_epoch(leader_epoch, base)
-            self._append_batches(records, headers, now_ms)
+            self._append_one(records, headers, now_ms)
             max_timestamp = append_time if append_time != NO_TIMESTAMP else validated.max_timestamp
             result = AppendResult(base, base + validated.record_count - 1, append_time, self.log_start_offset,
                                   max_timestamp, validated.record_count)
@@ -314,6 +314,18 @@ class Log(LogDurability, LogEpochs, LogLookups, LogTransactions):
             if ended:
                 self._index_aborted(ended)
             position, i = position + size, j
+
+    def _append_one(self, records, headers: list[BatchHeader], now_ms: int) -> None:
+        """``_append_batches`` of a leader's append: one batch (``check_produced`` allows no other)
+        of at most segment.bytes, so no grouping."""
+        h = headers[0]
+        segment = self._maybe_roll(len(records), h.max_timestamp, h.base_offset, h.base_offset + h.last_offset_delta,
+                                   now_ms)
+        segment.append(records, headers)
+        markers = _markers(memoryview(records), headers, 0) if h.attributes & CONTROL_BIT else None
+        ended = self._producers.update(headers, markers)
+        if ended:
+            self._index_aborted(ended)
 
     # --- rolling -------------------------------------------------------------------------------
 
