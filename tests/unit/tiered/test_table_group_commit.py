@@ -93,6 +93,8 @@ def test_segments_of_many_partitions_from_threads_are_committed_exactly(tmp_path
 
 
 def test_the_transaction_computes_the_staged_metadata_once_per_change(tmp_path):
+    from pyiceberg.table.update import update_table_metadata
+
     from tierlog.tiered.table.transaction import transaction
     store = FsObjectStore(tmp_path / "remote")
     store.root.mkdir()
@@ -108,6 +110,8 @@ def test_the_transaction_computes_the_staged_metadata_once_per_change(tmp_path):
     staged = tx.table_metadata
     assert staged is not first and staged.properties["tierlog.test"] == "1"
     assert tx.table_metadata is staged
+    expected = update_table_metadata(table.metadata, tx._updates)     # pyiceberg's own, deep-copied
+    assert staged.model_copy(update={"last_updated_ms": expected.last_updated_ms}) == expected
     tx.commit_transaction()
     assert writer.catalog.load("t").properties["tierlog.test"] == "1"
 
