@@ -4,6 +4,7 @@ from its table vs from its segments vs through the brokers.
     .venv/bin/python bench/tables.py                 # 1 GiB per topic
     .venv/bin/python bench/tables.py --mib 128       # smoke run
     .venv/bin/python bench/tables.py --upload-only   # phase 1 only: results/tables_upload_*.json
+    .venv/bin/python bench/tables.py --spark-only    # phase 2 only: results/tables_spark_*.json
 
 One tierlog node (broker and controller), fs remote storage in a temp directory.
 
@@ -23,7 +24,8 @@ One tierlog node (broker and controller), fs remote storage in a temp directory.
    through the broker), ``remoteStorage=DIR`` (segments straight from the store, tail through
    the broker), ``remoteStorage=off`` (all through the broker), ``--rounds`` times in turn
    (the median). Then ``option("table")`` with a filter on ``timestamp`` keeping the last
-   ~10 % of records: the files pyiceberg plans of all.
+   ~10 % of records: the files pyiceberg plans of all. ``--spark-only`` fills and uploads (unmeasured)
+   only the key_value topic, then runs this phase.
 
 Writes ``results/tables_<timestamp>.json`` and ``results/tables_latest.json``; the machine's
 load average at the start and end is in the file (the machine is shared).
@@ -142,6 +144,7 @@ def main() -> None:
     p.add_argument("--mib", type=float, default=1024.0, help="data per topic (default 1 GiB)")
     p.add_argument("--out", type=Path, default=HERE / "results")
     p.add_argument("--upload-only", action="store_true", help="phase 1 only (results/tables_upload_*.json)")
+    p.add_argument("--spark-only", action="store_true", help="phase 2 only (results/tables_spark_*.json)")
     p.add_argument("--rounds", type=int, default=1, help="upload off / key_value rounds, alternated (the median ratio)")
     args = p.parse_args()
     n = int(args.mib * MIB / RECORD)
@@ -153,18 +156,10 @@ def main() -> None:
     node = NodeProcess(root / "node-1", props={**fs_props(remote), **KAFKA_SESSION}).start()
     try:
         data_dir = root / "node-1" / "data"
-        # unmeasured: the broker's first table commit loads pyiceberg and the catalog, once per process
-        upload_phase(node, data_dir, "key_value", int(1.5 * PARTITIONS * TIERED_SEGMENT_BYTES / RECORD), name="warm-up")
-        rounds = [{mode: upload_phase(node, data_dir, mode, n, name=f"upload{r or ''}") for mode in ("off", "key_value")}
-                  for r in range(args.rounds)]           # A B A B: the machine's load moves between phases
-        out["upload"], out["upload_rounds"] = rounds[-1], rounds
-        ratios = sorted(r["key_value"]["mib_s"] / r["off"]["mib_s"] for r in rounds)
-        out["upload_on_vs_off"] = statistics.median(ratios)
-        out["upload_on_vs_off_rounds"] = ratios
-        out["upload_cpu_on_vs_off"] = statistics.median(r["off"]["broker_cpu_s"] / r["key_value"]["broker_cpu_s"]
-                                                        for r in rounds)
-        print(f"upload on/off: {out['upload_on_vs_off']:.2f}x (rounds {', '.join(f'{x:.2f}' for x in ratios)}); "
-              f"broker CPU off/on {out['upload_cpu_on_vs_off']:.2f}x", flush=True)
+        if args.spark_only:          # the key_value topic only, its upload not measured
+            out["upload"] = {"key_value": upload_phase(node, data_dir, "key_value", n)}
+        else:
+            upload_rounds(out, node, data_dir, n)
         if not args.upload_only:
             spark_phases(out, node, remote)
     finally:
@@ -172,10 +167,26 @@ def main() -> None:
     out["machine"]["load_avg_end"] = os.getloadavg()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     args.out.mkdir(parents=True, exist_ok=True)
-    prefix = "tables_upload" if args.upload_only else "tables"
+    prefix = "tables_upload" if args.upload_only else "tables_spark" if args.spark_only else "tables"
     for name in (f"{prefix}_{stamp}.json", f"{prefix}_latest.json"):
         (args.out / name).write_text(json.dumps(out, indent=2, default=str) + "\n")
-    print(json.dumps({"upload_on_vs_off": out["upload_on_vs_off"], "load": out["machine"]}, default=str))
+    print(json.dumps({"upload_on_vs_off": out.get("upload_on_vs_off"), "load": out["machine"]}, default=str))
+
+
+def upload_rounds(out: dict, node, data_dir: Path, n: int) -> None:
+    """Phase 1: off and key_value uploads alternated ``rounds`` times, into ``out``."""
+    # unmeasured: the broker's first table commit loads pyiceberg and the catalog, once per process
+    upload_phase(node, data_dir, "key_value", int(1.5 * PARTITIONS * TIERED_SEGMENT_BYTES / RECORD), name="warm-up")
+    rounds = [{mode: upload_phase(node, data_dir, mode, n, name=f"upload{r or ''}") for mode in ("off", "key_value")}
+              for r in range(args_rounds(out))]           # A B A B: the machine's load moves between phases
+    out["upload"], out["upload_rounds"] = rounds[-1], rounds
+    ratios = sorted(r["key_value"]["mib_s"] / r["off"]["mib_s"] for r in rounds)
+    out["upload_on_vs_off"] = statistics.median(ratios)
+    out["upload_on_vs_off_rounds"] = ratios
+    out["upload_cpu_on_vs_off"] = statistics.median(r["off"]["broker_cpu_s"] / r["key_value"]["broker_cpu_s"]
+                                                    for r in rounds)
+    print(f"upload on/off: {out['upload_on_vs_off']:.2f}x (rounds {', '.join(f'{x:.2f}' for x in ratios)}); "
+          f"broker CPU off/on {out['upload_cpu_on_vs_off']:.2f}x", flush=True)
 
 
 def args_rounds(out: dict) -> int:
