@@ -140,8 +140,12 @@ def read_table_range(part: TableRangePartition, include_headers: bool) -> Iterat
 
 
 def _topic_rows(batch: pa.RecordBatch, part: TableRangePartition, include_headers: bool) -> pa.RecordBatch:
-    offsets = batch.column("offset")
-    batch = batch.filter(pc.and_(pc.greater_equal(offsets, part.start), pc.less(offsets, part.end)))
+    """``batch``'s rows of ``part``'s offsets as the source's rows; a batch wholly inside them (all but a
+    range's first and last file) is not filtered: a filter copies every column, values too."""
+    bounds = pc.min_max(batch.column("offset"))
+    if batch.num_rows and (bounds["min"].as_py() < part.start or bounds["max"].as_py() >= part.end):
+        offsets = batch.column("offset")
+        batch = batch.filter(pc.and_(pc.greater_equal(offsets, part.start), pc.less(offsets, part.end)))
     n = batch.num_rows
     columns = [batch.column("key").cast(pa.binary()), batch.column("value").cast(pa.binary()),
                pa.repeat(pa.scalar(part.topic, pa.string()), n),
