@@ -1,6 +1,8 @@
-"""CPU of the leader's side of one follower round, in process (issue 36, item 3).
+"""CPU of one follower round, in process, the leader's side or the follower's (issue 36, item 3).
 
     python bench/follower_round.py                      # P=300, 10 partitions moved per round
+    python bench/follower_round.py --side follower      # the follower's side of the same rounds
+    python bench/follower_round.py --side follower --profile   # cProfile: Python calls per round
     PYTHONPATH=OTHER/src python bench/follower_round.py # the same against another tree (A/B)
 
 The cluster runs of ``partitions.py`` on a shared machine mix the broker's CPU with how long
@@ -14,6 +16,13 @@ moves the high watermark and answers the previous round's waiters.  Request deco
 encode are left out (``codec_ab.py`` has them).  CPU = ``time.process_time``; the best of
 ``--repeats`` runs of ``--rounds`` rounds, in ms per round; a JSON line per run is added to
 ``--out`` (``results/follower_round.jsonl``).
+
+``--side follower``: a real ``ReplicaManager`` following ``--partitions`` partitions of broker 1
+(its real ``FetcherState`` and KIP-227 session), and per round what the follower's fetcher does
+with a leader's answer naming ``--moved`` partitions with one 1 KiB record each (and the high
+watermark of the round before): ``handle_fetch_response``, the appends and high watermarks
+(``ReplicaFetcherTasks._apply_round``, as the fetcher task calls it), then the next incremental
+request (``build_fetch_request``).  Response decode and request encode are left out here too.
 """
 from __future__ import annotations
 
@@ -129,6 +138,88 @@ async def _run(partitions: int, moved: int, rounds: int, repeats: int) -> list[f
     return results
 
 
+def _follower(tmp: Path, partitions: int):
+    """Broker 2 following every partition of broker 1 (RF 2)."""
+    topic = TopicInfo("t", TOPIC_ID, tuple(PartitionInfo(i, 1, 1, (1, FOLLOWER), (1, FOLLOWER), partition_epoch=1)
+                                           for i in range(partitions)))
+    image = SimpleNamespace(brokers={1: SimpleNamespace(usable=True), FOLLOWER: SimpleNamespace(usable=True)},
+                            topics={"t": topic}, config=lambda name, t, default: default,
+                            topic_by_id=lambda tid: topic if tid == TOPIC_ID else None)
+    rm = ReplicaManager(FOLLOWER, LogManager([tmp], NOW), {}, lambda: NOW, controller_channel=None,
+                        broker_epoch=lambda: 1, image_fn=lambda: image)
+    config = LogConfig.from_props({"min.insync.replicas": "2", "segment.bytes": str(1 << 30)})
+    for p in topic.partitions:
+        rm.host(image, topic, p, config)
+    return rm
+
+
+def _answer(parts: list[tuple[int, int, bytes | None]]) -> dict:
+    """The leader's Fetch answer: (index, high watermark, records) per partition with news."""
+    return {"ThrottleTimeMs": 0, "ErrorCode": 0, "SessionId": 7, "NodeEndpoints": [], "Responses": [
+        {"TopicId": TOPIC_ID, "Partitions": [
+            {"PartitionIndex": i, "ErrorCode": 0, "HighWatermark": hw, "LastStableOffset": hw, "LogStartOffset": 0,
+             "DivergingEpoch": {"Epoch": -1, "EndOffset": -1}, "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1},
+             "SnapshotId": {"EndOffset": -1, "Epoch": -1}, "AbortedTransactions": None, "PreferredReadReplica": -1,
+             "Records": records} for i, hw, records in parts]}]}
+
+
+def _profiler():
+    """cProfile's profiler (bench/profile.py shadows the stdlib module cProfile imports)."""
+    here = str(Path(__file__).resolve().parent)
+    saved = sys.path[:]
+    sys.path[:] = [p for p in sys.path if p and str(Path(p).resolve()) != here]
+    sys.modules.pop("profile", None)
+    try:
+        import cProfile
+        return cProfile.Profile()
+    finally:
+        sys.path[:] = saved
+
+
+def _run_follower(partitions: int, moved: int, rounds: int, repeats: int, profile: bool) -> list[float]:
+    results = []
+    with tempfile.TemporaryDirectory(prefix="tierlog-follower-side-") as tmp:
+        rm = _follower(Path(tmp), partitions)
+        state, tasks = rm.fetchers.fetchers[1], rm.fetcher_tasks
+        assert state.build_fetch_request(NOW) is not None
+        tasks._apply_round(state.handle_fetch_response(_answer([(i, 0, None) for i in range(partitions)]), NOW))
+        order = list(range(partitions))
+        random.Random(1).shuffle(order)
+        ends, step, previous = [0] * partitions, 0, []
+        profiler = _profiler() if profile else None
+        for _ in range(repeats):
+            answers = []                # built before the clock starts: the leader's bytes
+            for _ in range(rounds):
+                news = []
+                for _ in range(moved):
+                    i = order[step % partitions]
+                    step += 1
+                    news.append((i, ends[i], build_batch([Record(ends[i], NOW, None, VALUE)], base_offset=ends[i],
+                                                         partition_leader_epoch=1)))
+                    ends[i] += 1
+                hws = [(i, ends[i], None) for i in previous if all(i != j for j, _, _ in news)]
+                answers.append(_answer(news + hws))
+                previous = [i for i, _, _ in news]
+            start = time.process_time()
+            if profiler is not None:
+                profiler.enable()
+            for answer in answers:
+                assert state.build_fetch_request(NOW) is not None
+                tasks._apply_round(state.handle_fetch_response(answer, NOW))
+            if profiler is not None:
+                profiler.disable()
+            results.append((time.process_time() - start) * 1000 / rounds)
+        assert all(rm.get("t", i).log_end_offset == ends[i] for i in range(partitions))
+        if profiler is not None:
+            import pstats
+            stats = pstats.Stats(profiler)
+            calls = sum(v[1] for v in stats.stats.values())      # type: ignore[attr-defined]
+            print(f"{calls / (rounds * repeats):.1f} Python calls per round", file=sys.stderr)
+            stats.sort_stats(os.environ.get("FR_SORT", "tottime")).print_stats(int(os.environ.get("FR_TOP", "25")))
+        rm.logs.close()
+    return results
+
+
 def part_leo(rm: ReplicaManager, index: int) -> int:
     """The follower appended what it read: its position is the leader's log end."""
     return rm.get("t", index).log_end_offset
@@ -140,11 +231,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--moved", type=int, default=10, help="partitions with a new record per round")
     p.add_argument("--rounds", type=int, default=400)
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--side", choices=("leader", "follower"), default="leader")
+    p.add_argument("--profile", action="store_true", help="--side follower: count Python calls (cProfile)")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "follower_round.jsonl")
     args = p.parse_args(argv)
     gc.collect()
-    runs = asyncio.run(_run(args.partitions, args.moved, args.rounds, args.repeats))
+    if args.side == "follower":
+        runs = _run_follower(args.partitions, args.moved, args.rounds, args.repeats, args.profile)
+    else:
+        runs = asyncio.run(_run(args.partitions, args.moved, args.rounds, args.repeats))
     row = {"date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "pythonpath": os.environ.get("PYTHONPATH"),
+           "side": args.side,
            "partitions": args.partitions, "moved": args.moved, "rounds": args.rounds,
            "ms_per_round_best": round(min(runs), 4), "ms_per_round_median": round(sorted(runs)[len(runs) // 2], 4),
            "load": os.getloadavg()[0]}

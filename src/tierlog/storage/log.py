@@ -229,13 +229,20 @@ class Log(LogDurability, LogEpochs, LogLookups, LogTransactions):
         with self._lock, self._io():
             self._clock_ms = now_ms
             validated = validate(records)
-            if not validated.headers:
+            headers = validated.headers
+            if not headers:
                 return AppendResult(-1, -1, NO_TIMESTAMP, self.log_start_offset, NO_TIMESTAMP, 0)
-            check_follower_offsets(validated.headers, self.log_end_offset)
-            for header in validated.headers:
-                self._epochs.assign_from_batch(header.partition_leader_epoch, header.base_offset)
-            self._append_batches(records, validated.headers, now_ms)
-            first, last = validated.headers[0], validated.headers[-1]
+            first, last = headers[0], headers[-1]
+            if len(headers) == 1:       # most fetch answers of a partition: one batch, no grouping
+                if first.base_offset < self._segments[-1].next_offset:
+                    check_follower_offsets(headers, self.log_end_offset)     # raises, with the offsets
+                self._epochs.assign_from_batch(first.partition_leader_epoch, first.base_offset)
+                self._append_one(records, headers, now_ms)
+            else:
+                check_follower_offsets(headers, self.log_end_offset)
+                for header in headers:
+                    self._epochs.assign_from_batch(header.partition_leader_epoch, header.base_offset)
+                self._append_batches(records, headers, now_ms)
             append_time = last.max_timestamp if last.timestamp_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
             result = AppendResult(first.base_offset, last.last_offset, append_time, self.log_start_offset,
                                   validated.max_timestamp, validated.record_count)
@@ -316,8 +323,8 @@ class Log(LogDurability, LogEpochs, LogLookups, LogTransactions):
             position, i = position + size, j
 
     def _append_one(self, records, headers: list[BatchHeader], now_ms: int) -> None:
-        """``_append_batches`` of a leader's append: one batch (``check_produced`` allows no other)
-        of at most segment.bytes, so no grouping."""
+        """``_append_batches`` of one batch (a leader's append: ``check_produced`` allows no other;
+        a follower's of one batch), written alone whatever its size, so no grouping."""
         h = headers[0]
         segment = self._maybe_roll(len(records), h.max_timestamp, h.base_offset, h.base_offset + h.last_offset_delta,
                                    now_ms)
