@@ -289,17 +289,40 @@ class FetcherState:
         members = self.session.members
         self.session.on_response(response.get("SessionId", 0))
         actions: list[FetchAction] = []
+        partitions, dirty, fetching = self.partitions, self._dirty, FetchStatus.FETCHING
         for topic in response.get("Responses", ()):
+            topic_id = topic["TopicId"]
             for data in topic["Partitions"]:
-                key = (topic["TopicId"], data["PartitionIndex"])
-                p, sent = self.partitions.get(key), members.get(key)
-                if p is None or sent is None or p.status is not FetchStatus.FETCHING:
+                key = (topic_id, data["PartitionIndex"])
+                p, sent = partitions.get(key), members.get(key)
+                if p is None or sent is None or p.status is not fetching:
                     continue
-                if not _watermarks_only(p, data):
-                    self._dirty.add(key)
-                if sent.current_leader_epoch != p.leader_epoch:
-                    continue                        # asked at an older epoch
-                actions.extend(self._handle_partition(p, sent, data, now_ms))
+                diverging = data.get("DivergingEpoch")
+                if data.get("ErrorCode") or (diverging and diverging.get("Epoch", -1) >= 0):
+                    dirty.add(key)              # an error or a divergence: never watermarks only
+                    if sent.current_leader_epoch == p.leader_epoch:     # else asked at an older epoch
+                        actions.extend(self._handle_partition(p, sent, data, now_ms))
+                    continue
+                # most answers, inline (``_handle_data``'s): records and/or the high watermark.  One
+                # that moves only the high watermark leaves the partition's next request entry as the
+                # leader has it (the log end, its epoch and log start stay): not dirty.  Half the
+                # answers of partitions with records spread thin are these (the leader's high
+                # watermark moves after the follower's next fetch)
+                log = p.log
+                records = data.get("Records")
+                if records is not None and len(records) > 0:
+                    dirty.add(key)
+                elif data.get("LogStartOffset", -1) > log.log_start_offset:
+                    dirty.add(key)              # not ``_watermarks_only``
+                    records = None
+                else:
+                    records = None
+                if sent.current_leader_epoch != p.leader_epoch or log.log_end_offset != sent.fetch_offset:
+                    continue                    # asked at an older epoch, or our log changed meanwhile
+                p.errors = p.delay_until_ms = 0
+                if records is not None:
+                    actions.append(Append(key, records))
+                actions.append(UpdateHighWatermark(key, data.get("HighWatermark", -1), data.get("LogStartOffset", -1)))
         return actions
 
     def _handle_partition(self, p: PartitionFetchState, sent: FetchFields, data: dict[str, Any],
@@ -428,17 +451,6 @@ class FetcherState:
         if offset > local_end:
             return [TruncateFullyAndStartAt(key, offset)]
         return []
-
-
-def _watermarks_only(p: PartitionFetchState, data: dict[str, Any]) -> bool:
-    """An answer that moves only the high watermark: the partition's next request entry is the one
-    the leader has (nothing to compare again: the log end, its epoch and log start stay). Half the
-    answers of a partition with records spread thin are these (the leader's high watermark moves
-    after the follower's next fetch)."""
-    records = data.get("Records")
-    diverging = data.get("DivergingEpoch") or {}
-    return (data.get("ErrorCode", ErrorCode.NONE) == ErrorCode.NONE and (records is None or len(records) == 0)
-            and diverging.get("Epoch", -1) < 0 and data.get("LogStartOffset", -1) <= p.log.log_start_offset)
 
 
 def _by_topic(entries: Iterable[tuple[PartitionKey, object]]) -> list[dict[str, Any]]:
