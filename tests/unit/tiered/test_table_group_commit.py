@@ -159,3 +159,33 @@ def test_a_pipelined_segment_whose_predecessor_never_lands_is_refused(tmp_path):
     writer.commit_segment(first)                          # the retry, in order
     writer.commit_segment(second)
     assert sorted(writer.catalog.load("t").scan().to_arrow().column("offset").to_pylist()) == list(range(100))
+
+
+def test_a_group_waits_for_an_announced_item_and_not_longer_than_its_bound():
+    calls: list[list[int]] = []
+    queue: CommitQueue[int, int] = CommitQueue(lambda items: calls.append(list(items)) or items, wait_s=30)
+    announced = threading.Event()
+    release = threading.Event()
+
+    def late() -> int:
+        with queue.coming() as arrival:
+            announced.set()
+            assert release.wait(30)                       # its file still being written
+            return queue.submit(2, arrival=arrival)
+    with ThreadPoolExecutor(2) as pool:
+        second = pool.submit(late)
+        assert announced.wait(30)
+        first = pool.submit(queue.submit, 1)
+        deadline = time.monotonic() + 30
+        while not queue._busy:                            # the first item's thread holds the group open
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert calls == []
+        release.set()
+        assert (first.result(30), second.result(30)) == (1, 2)
+    assert calls == [[1, 2]]                              # one commit for both
+
+    bounded: CommitQueue[int, int] = CommitQueue(lambda items: items, wait_s=0.05)
+    with bounded.coming():                                # announced, never submitted: the group goes anyway
+        assert bounded.submit(3) == 3
+    assert bounded._coming == 0

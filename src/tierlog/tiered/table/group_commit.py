@@ -8,7 +8,9 @@ while another commits waits; when that commit ends, one of the waiting threads t
 everything queued (at most ``GROUP_COMMIT_SEGMENTS_MAX``) and commits it in one
 Iceberg commit; each thread returns when the commit holding its segment is done (or
 raises what failed it), so the upload of a segment is still complete only once its
-commit is.
+commit is. A segment whose file is being written is announced (``coming``); the thread
+about to commit waits for the announced ones, at most ``GROUP_COMMIT_WAIT_S``, so they
+go in the same commit.
 
 ``plan_commit`` (sans-IO) decides, against what the table covers now, which queued
 segments go in: a segment is written from the offset after what the table covered
@@ -24,13 +26,16 @@ offset order, each checked against the one before.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-__all__ = ["GROUP_COMMIT_SEGMENTS_MAX", "CommitQueue", "Pending", "Plan", "plan_commit"]
+__all__ = ["GROUP_COMMIT_SEGMENTS_MAX", "GROUP_COMMIT_WAIT_S", "CommitQueue", "Pending", "Plan", "plan_commit"]
 
 GROUP_COMMIT_SEGMENTS_MAX = 64      # segments in one Iceberg commit: bounds its metadata and its summary
+GROUP_COMMIT_WAIT_S = 0.1           # how long a group waits for segments whose files are being written
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -100,18 +105,46 @@ class _Entry(Generic[T, R]):
         self.error: BaseException | None = None
 
 
+class _Arrival:
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending = True
+
+
 class CommitQueue(Generic[T, R]):
     """Items from many threads, committed in groups by ``commit`` (items -> one outcome each, an
     exception for an item that failed); ``submit`` returns its item's outcome or raises its error."""
 
     def __init__(self, commit: Callable[[list[T]], list[R | BaseException]],
-                 max_items: int = GROUP_COMMIT_SEGMENTS_MAX) -> None:
-        self._commit, self._max = commit, max_items
+                 max_items: int = GROUP_COMMIT_SEGMENTS_MAX, wait_s: float = GROUP_COMMIT_WAIT_S) -> None:
+        self._commit, self._max, self._wait_s = commit, max_items, wait_s
         self._cond = threading.Condition()
         self._queue: list[_Entry[T, R]] = []
         self._busy = False
+        self._coming = 0        # items announced (``coming``) and not queued yet
 
-    def submit(self, item: T, queued: threading.Event | None = None) -> R:
+    @contextmanager
+    def coming(self) -> Iterator[_Arrival]:
+        """Announce an item on its way (its file being written): a group about to be committed waits
+        for it, at most ``wait_s``, so that one commit takes it too. Pass the arrival to ``submit``
+        within the block; leaving the block without it withdraws the announcement."""
+        arrival = _Arrival()
+        with self._cond:
+            self._coming += 1
+        try:
+            yield arrival
+        finally:
+            with self._cond:
+                self._arrived(arrival)
+
+    def _arrived(self, arrival: _Arrival | None) -> None:
+        if arrival is not None and arrival.pending:
+            arrival.pending = False
+            self._coming -= 1
+            self._cond.notify_all()
+
+    def submit(self, item: T, queued: threading.Event | None = None, arrival: _Arrival | None = None) -> R:
         """Queue ``item`` (then set ``queued``: an item queued after it is committed in its group or a
         later one), wait for its group's commit, return its outcome."""
         entry: _Entry[T, R] = _Entry(item)
@@ -119,6 +152,7 @@ class CommitQueue(Generic[T, R]):
             self._queue.append(entry)
             if queued is not None:
                 queued.set()
+            self._arrived(arrival)
         while True:
             with self._cond:
                 while self._busy and not entry.done:
@@ -126,6 +160,9 @@ class CommitQueue(Generic[T, R]):
                 if entry.done:
                     break
                 self._busy = True       # this thread commits the next group (its own item in it or ahead of it)
+                deadline = time.monotonic() + self._wait_s
+                while self._coming and len(self._queue) < self._max and (left := deadline - time.monotonic()) > 0:
+                    self._cond.wait(left)
                 batch, self._queue = self._queue[:self._max], self._queue[self._max:]
             self._run(batch)
         if entry.error is not None:

@@ -204,15 +204,17 @@ class TableWriter:
         groups = RowGroups(seg.mode, seg.partition, schema)
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         files = _Files(self.staging_dir, seg)
+        queue = self._queue(seg.topic)
         try:
-            self._write(seg, groups, files, main_above, dead_above)
-            main_file, dead_file = files.upload(self.store)
-            _crash_point("before-commit")
-            ready = _Ready(seg, _pending(seg, main_above, main_file),
-                           _pending(seg, dead_above, dead_file) if dead is not None else None)
-            if behind is not None:      # a timeout: plan_commit refuses the file if the one before is not in
-                behind.wait(HANDOFF_WAIT_S)
-            self._queue(seg.topic).submit(ready, queued=handoff)
+            with queue.coming() as arrival:     # a group committed meanwhile waits (briefly) for this file
+                self._write(seg, groups, files, main_above, dead_above)
+                main_file, dead_file = files.upload(self.store)
+                _crash_point("before-commit")
+                ready = _Ready(seg, _pending(seg, main_above, main_file),
+                               _pending(seg, dead_above, dead_file) if dead is not None else None)
+                if behind is not None:  # a timeout: plan_commit refuses the file if the one before is not in
+                    behind.wait(HANDOFF_WAIT_S)
+                queue.submit(ready, queued=handoff, arrival=arrival)
         finally:
             files.remove()
         self.stats.add(seg.topic, 1, files.bytes, groups.dead_letters)
