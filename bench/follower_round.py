@@ -2,7 +2,7 @@
 
     python bench/follower_round.py                      # P=300, 10 partitions moved per round
     python bench/follower_round.py --side follower      # the follower's side of the same rounds
-    python bench/follower_round.py --side follower --profile   # cProfile: Python calls per round
+    python bench/follower_round.py [--side follower] --profile # cProfile: Python calls per round
     PYTHONPATH=OTHER/src python bench/follower_round.py # the same against another tree (A/B)
 
 The cluster runs of ``partitions.py`` on a shared machine mix the broker's CPU with how long
@@ -99,7 +99,7 @@ def _fetch(session: tuple[int, int], named: dict[int, int], max_wait_ms: int = 0
             "ForgottenTopicsData": []}
 
 
-async def _run(partitions: int, moved: int, rounds: int, repeats: int) -> list[float]:
+async def _run(partitions: int, moved: int, rounds: int, repeats: int, profile: bool) -> list[float]:
     header = RequestHeader(ApiKey.FETCH, 19, 0, "bench", "PLAINTEXT")
     results = []
     with tempfile.TemporaryDirectory(prefix="tierlog-follower-round-") as tmp:
@@ -110,9 +110,12 @@ async def _run(partitions: int, moved: int, rounds: int, repeats: int) -> list[f
         order = list(range(partitions))
         random.Random(1).shuffle(order)
         step = 0
+        profiler = _profiler() if profile else None
         for _ in range(repeats):
             waiters, reported = [], {}
             start = time.process_time()
+            if profiler is not None:
+                profiler.enable()
             for _ in range(rounds):
                 for _ in range(moved):
                     index = order[step % partitions]
@@ -129,10 +132,13 @@ async def _run(partitions: int, moved: int, rounds: int, repeats: int) -> list[f
                     for p in t["Partitions"]:
                         if p["Records"]:
                             reported[p["PartitionIndex"]] = part_leo(rm, p["PartitionIndex"])
+            if profiler is not None:
+                profiler.disable()
             results.append((time.process_time() - start) * 1000 / rounds)
             await asyncio.sleep(0)
             answered = sum(1 for w in waiters if w.done() and w.result() == ErrorCode.NONE)
             assert answered >= len(waiters) - moved, (answered, len(waiters))
+        _report(profiler, rounds * repeats)
         await rm.stop()
         rm.logs.close()
     return results
@@ -176,6 +182,19 @@ def _profiler():
         sys.path[:] = saved
 
 
+def _report(profiler, rounds: int) -> None:
+    """Python calls per round, and the top functions (FR_SORT, FR_TOP; FR_CALLERS: whose callers)."""
+    if profiler is None:
+        return
+    import pstats
+    stats = pstats.Stats(profiler)
+    calls = sum(v[1] for v in stats.stats.values())      # type: ignore[attr-defined]
+    print(f"{calls / rounds:.1f} Python calls per round", file=sys.stderr)
+    stats.sort_stats(os.environ.get("FR_SORT", "tottime")).print_stats(int(os.environ.get("FR_TOP", "25")))
+    if os.environ.get("FR_CALLERS"):
+        stats.print_callers(os.environ["FR_CALLERS"])
+
+
 def _run_follower(partitions: int, moved: int, rounds: int, repeats: int, profile: bool) -> list[float]:
     results = []
     with tempfile.TemporaryDirectory(prefix="tierlog-follower-side-") as tmp:
@@ -210,12 +229,7 @@ def _run_follower(partitions: int, moved: int, rounds: int, repeats: int, profil
                 profiler.disable()
             results.append((time.process_time() - start) * 1000 / rounds)
         assert all(rm.get("t", i).log_end_offset == ends[i] for i in range(partitions))
-        if profiler is not None:
-            import pstats
-            stats = pstats.Stats(profiler)
-            calls = sum(v[1] for v in stats.stats.values())      # type: ignore[attr-defined]
-            print(f"{calls / (rounds * repeats):.1f} Python calls per round", file=sys.stderr)
-            stats.sort_stats(os.environ.get("FR_SORT", "tottime")).print_stats(int(os.environ.get("FR_TOP", "25")))
+        _report(profiler, rounds * repeats)
         rm.logs.close()
     return results
 
@@ -232,14 +246,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=400)
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--side", choices=("leader", "follower"), default="leader")
-    p.add_argument("--profile", action="store_true", help="--side follower: count Python calls (cProfile)")
+    p.add_argument("--profile", action="store_true", help="count Python calls per round (cProfile)")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "follower_round.jsonl")
     args = p.parse_args(argv)
     gc.collect()
     if args.side == "follower":
         runs = _run_follower(args.partitions, args.moved, args.rounds, args.repeats, args.profile)
     else:
-        runs = asyncio.run(_run(args.partitions, args.moved, args.rounds, args.repeats))
+        runs = asyncio.run(_run(args.partitions, args.moved, args.rounds, args.repeats, args.profile))
     row = {"date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "pythonpath": os.environ.get("PYTHONPATH"),
            "side": args.side,
            "partitions": args.partitions, "moved": args.moved, "rounds": args.rounds,

@@ -247,7 +247,10 @@ def _read_one(broker, sp, params: FetchParams, budget, first, may_read, moved: l
     if part is None:
         return _Read(sp, (name, sp.partition) if error == ErrorCode.NOT_LEADER_OR_FOLLOWER else None, error)
     r = _Read(sp, part.key, part.check_epoch(sp.current_leader_epoch) or error)
-    r.hw, r.lso, r.log_start = part.high_watermark, part.last_stable_offset, part.log_start_offset
+    # a follower reads no LastStableOffset (its fetcher takes the high watermark and log start): the
+    # high watermark stands for it, as after its update below, and the LSO is not computed
+    r.hw, r.log_start = part.high_watermark, part.log_start_offset
+    r.lso = r.hw if params.from_follower else part.last_stable_offset
     if r.error:
         return r
     if sp.last_fetched_epoch >= 0 and _diverges(part, sp, r):
