@@ -101,6 +101,9 @@ def _write_partition(replicas, led_partition, key: Key, markers: list[TxnMarker]
     if fut is None:
         _committed(part, written, on_offsets_marker)
         return None
+    if fut.done() and not fut.cancelled() and fut.exception() is None:     # settled within the append
+        _replicated(fut, part, key, written, on_offsets_marker)
+        return None
     fut.add_done_callback(lambda done: _replicated(done, part, key, written, on_offsets_marker))
     return fut
 
