@@ -19,11 +19,13 @@ One tierlog node (broker and controller), fs remote storage in a temp directory.
    machine); with the table on, each upload includes its Parquet file and Iceberg commit.
    ``--rounds N`` alternates off and key_value N times; the ratio on/off is the median.
 2. **spark** (``local[2]``, read_committed, ``sum(length(value))`` over the key_value topic,
-   every value reaching the JVM), after unmeasured warm-up reads (segments, then table):
+   every value reaching the JVM), after unmeasured warm-up reads (each way twice: a way's first
+   reads pay most of the JVM's JIT compiling):
    ``remoteStorage=table`` (the table's Parquet files where the table covers, the local tail
    through the broker), ``remoteStorage=DIR`` (segments straight from the store, tail through
-   the broker), ``remoteStorage=off`` (all through the broker), ``--rounds`` times in turn
-   (the median). Then ``option("table")`` with a filter on ``timestamp`` keeping the last
+   the broker), ``remoteStorage=off`` (all through the broker), ``--rounds`` times in turn,
+   each round starting with the next way (the median); with the CPU seconds of this process's
+   tree (the driver, Spark's JVM and its Python workers) and of the broker, per GiB. Then ``option("table")`` with a filter on ``timestamp`` keeping the last
    ~10 % of records: the files pyiceberg plans of all. ``--spark-only`` fills and uploads (unmeasured)
    only the key_value topic, then runs this phase.
 
@@ -47,7 +49,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]   # benc
 sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
 sys.path.append(str(HERE))
 
-from cputree import own_cpu_s
+from cputree import own_cpu_s, tree_cpu_s
 from nodeproc import NodeProcess
 from spark_read import KAFKA_SESSION, RECORD, TIERED_SEGMENT_BYTES, fill, spark_session
 from tiered import fs_props
@@ -114,10 +116,15 @@ def spark_phase(spark, node, topic: str, options: dict) -> dict:
         .option("subscribe", topic).option("kafka.isolation.level", "read_committed")
     for k, v in options.items():
         reader = reader.option(k, v)
+    pid = int(node.announced["pid"])
+    spark_cpu, broker_cpu = tree_cpu_s(os.getpid()), tree_cpu_s(pid)     # the node is in this tree too
     t = time.perf_counter()
     row = reader.load().selectExpr("count(*) as n", "sum(length(value)) as b").collect()[0]
     dt = time.perf_counter() - t
-    return {"options": options, "records": row.n, "value_bytes": row.b, "seconds": dt, "mib_s": row.b / MIB / dt}
+    broker_cpu = tree_cpu_s(pid) - broker_cpu
+    cpu = tree_cpu_s(os.getpid()) - spark_cpu - broker_cpu, broker_cpu
+    return {"options": options, "records": row.n, "value_bytes": row.b, "seconds": dt, "mib_s": row.b / MIB / dt,
+            "spark_cpu_s": cpu[0], "broker_cpu_s": cpu[1], "cpu_s_per_gib": sum(cpu) / (row.b / MIB / 1024)}
 
 
 def filtered_table_read(spark, remote: Path, topic: str) -> dict:
@@ -199,17 +206,21 @@ def spark_phases(out: dict, node, remote: Path) -> None:
     spark = spark_session()
     reads = {"table": {"remoteStorage": "table"}, "segments": {"remoteStorage": str(remote)},
              "brokers": {"remoteStorage": "off"}}
-    for warm in ("segments", "table"):      # unmeasured: the JVM's JIT, the driver's first pyiceberg import
-        spark_phase(spark, node, topic, reads[warm])
+    names = list(reads)
+    for _ in range(2):      # unmeasured: the JVM's JIT (a way's first reads compile most), the first pyiceberg import
+        for name in names:
+            spark_phase(spark, node, topic, reads[name])
     out["spark"], out["spark_rounds"] = {}, []
-    for _ in range(args_rounds(out)):
+    for r in range(args_rounds(out)):
         out["spark_rounds"].append({})
-        for name, options in reads.items():
-            out["spark_rounds"][-1][name] = run = spark_phase(spark, node, topic, options)
-            print(f"spark from {name}: {run['mib_s']:.1f} MiB/s ({run['seconds']:.1f} s)", flush=True)
+        for name in names[r % 3:] + names[:r % 3]:      # each round starts with another way
+            out["spark_rounds"][-1][name] = run = spark_phase(spark, node, topic, reads[name])
+            print(f"spark from {name}: {run['mib_s']:.1f} MiB/s ({run['seconds']:.1f} s), CPU {run['spark_cpu_s']:.2f} s "
+                  f"Spark + {run['broker_cpu_s']:.2f} s broker", flush=True)
     for name in reads:
         runs = [r[name] for r in out["spark_rounds"]]
-        out["spark"][name] = {"runs": runs, "mib_s": statistics.median(r["mib_s"] for r in runs)}
+        out["spark"][name] = {"runs": runs, "mib_s": statistics.median(r["mib_s"] for r in runs),
+                              "cpu_s_per_gib": statistics.median(r["cpu_s_per_gib"] for r in runs)}
     out["spark_filtered_table"] = filtered_table_read(spark, remote, topic)
     print(f"table read with a timestamp filter: {out['spark_filtered_table']}", flush=True)
     spark.stop()
