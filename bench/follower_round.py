@@ -22,7 +22,7 @@ encode are left out (``codec_ab.py`` has them).  CPU = ``time.process_time``; th
 with a leader's answer naming ``--moved`` partitions with one 1 KiB record each (and the high
 watermark of the round before): ``handle_fetch_response``, the appends and high watermarks
 (``ReplicaFetcherTasks._apply_round``, as the fetcher task calls it), then the next incremental
-request (``build_fetch_request``).  Response decode and request encode are left out here too.
+request (``take_probes``, ``build_fetch_request``).  Response decode and request encode are left out here too.
 """
 from __future__ import annotations
 
@@ -222,7 +222,8 @@ def _run_follower(partitions: int, moved: int, rounds: int, repeats: int, profil
             start = time.process_time()
             if profiler is not None:
                 profiler.enable()
-            for answer in answers:
+            for answer in answers:       # as ReplicaFetcherTasks._run: KIP-1023 probes, then the request
+                assert not state.take_probes(NOW)
                 assert state.build_fetch_request(NOW) is not None
                 tasks._apply_round(state.handle_fetch_response(answer, NOW))
             if profiler is not None:

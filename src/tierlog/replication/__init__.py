@@ -37,6 +37,7 @@ from .follower import (
     FETCH_BACKOFF_MAX_MS,
     FetchStatus,
     FollowerLog,
+    FollowerLogReads,
     PartitionFetchState,
 )
 from .isr_state import IsrState, Proposal, ProposalKind
@@ -76,6 +77,7 @@ __all__ = [
     "FetcherConfig",
     "FetcherState",
     "FollowerLog",
+    "FollowerLogReads",
     "IsrMember",
     "IsrState",
     "LeaderConfig",

@@ -41,6 +41,8 @@ class LogLookups:
         def local_log_start_offset(self) -> int: ...
         @property
         def size_in_bytes(self) -> int: ...
+        @property
+        def latest_epoch(self) -> int | None: ...
         def _io(self) -> IoGuard: ...
         def _segment_index(self, offset: int) -> int: ...
 
@@ -50,18 +52,32 @@ class LogLookups:
     def local_log_start_timestamp(self) -> int:
         """KIP-1303 LocalLogStartTimestamp; -1 when the local log holds no record
         (``log_read.first_timestamp`` says how it is read)."""
-        with self._lock, self._io():
-            start = self.local_log_start_offset
-            if start >= self.log_end_offset:
-                return NO_TIMESTAMP
-            first = self._segment_index(start)
-            # the batch holding ``start`` changes only when the start moves, a truncation
-            # rewrites the tail or its segment is replaced: read its header once per change,
-            # not on every fetch of every partition
-            key = (start, self._truncations, id(self._segments[first]))
-            if self._first_timestamp is None or self._first_timestamp[0] != key:
-                self._first_timestamp = (key, first_timestamp(self._segments, first, start))
-            return self._first_timestamp[1]
+        with self._lock:
+            return self._local_log_start_timestamp()
+
+    def _local_log_start_timestamp(self) -> int:
+        start = self.local_log_start_offset
+        if start >= self.log_end_offset:
+            return NO_TIMESTAMP
+        first = self._segment_index(start)
+        # the batch holding ``start`` changes only when the start moves, a truncation
+        # rewrites the tail or its segment is replaced: read its header once per change,
+        # not on every fetch of every partition
+        key = (start, self._truncations, id(self._segments[first]))
+        cached = self._first_timestamp
+        if cached is None or cached[0] != key:
+            with self._io():
+                cached = self._first_timestamp = (key, first_timestamp(self._segments, first, start))
+        return cached[1]
+
+    def fetch_position(self) -> tuple[int, int | None, int, int, int]:
+        """A follower's next Fetch entry of this log, read at once (``replication.FollowerLog``): log
+        end offset, latest epoch, log start offset, KIP-1303 LocalLogStartTimestamp and LocalLogSizeBytes."""
+        with self._lock:
+            segments = self._segments
+            size = segments[0].size if len(segments) == 1 else sum(segment.size for segment in segments)
+            return (segments[-1].next_offset, self.latest_epoch, self.log_start_offset,
+                    self._local_log_start_timestamp(), size)
 
     @property
     def local_log_size_bytes(self) -> int:

@@ -64,6 +64,7 @@ from tierlog.replication import (
     AcksPurgatory,
     Append,
     FetcherConfig,
+    FollowerLogReads,
     LeaderConfig,
     LeaderState,
     LocalLog,
@@ -95,7 +96,7 @@ class InvariantError(AssertionError):
 
 
 # --- the log -------------------------------------------------------------------------------
-class MemLog:
+class MemLog(FollowerLogReads):
     def __init__(self) -> None:
         self.entries: list[tuple[int, str]] = []     # offset -> (epoch, value)
         self.epochs: list[tuple[int, int]] = []      # (epoch, start offset), both increasing

@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from tierlog.replication import FollowerLogReads
 from tierlog.storage.epoch_cache import LeaderEpochCache
 from tierlog.tiered.copy_rules import LocalSegment
 
@@ -30,7 +31,7 @@ RECORD_BYTES = 10
 _NOWHERE = Path("/nonexistent/tierlog-sim")      # the cache never writes (write_through off)
 
 
-class TieredLog:
+class TieredLog(FollowerLogReads):
     def __init__(self, rng: random.Random, start_ms: int) -> None:
         self.rng = rng
         self.entries: list[tuple[int, str] | None] = []

@@ -12,6 +12,7 @@ from tierlog.replication import (
     FetcherConfig,
     FetcherState,
     FetchStatus,
+    FollowerLogReads,
     ListLeaderOffset,
     ReplicaFetchers,
     TruncateFullyAndStartAt,
@@ -23,7 +24,7 @@ T1, T2 = b"\x01" * 16, b"\x02" * 16
 
 
 @dataclass
-class FakeLog:
+class FakeLog(FollowerLogReads):
     log_end_offset: int = 0
     log_start_offset: int = 0
     latest_epoch: int | None = None

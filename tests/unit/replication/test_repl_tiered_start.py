@@ -18,6 +18,7 @@ from tierlog.replication import (
     FetcherConfig,
     FetcherState,
     FetchStatus,
+    FollowerLogReads,
     LeaderOffsets,
     ListLeaderOffset,
     ProbeTieredStart,
@@ -88,7 +89,7 @@ def test_a_non_empty_follower_fetches_as_usual():
 # --- the fetcher core: the probe before the first fetch, and after errors -----------------------------
 
 @dataclass
-class FakeLog:
+class FakeLog(FollowerLogReads):
     log_end_offset: int = 0
     log_start_offset: int = 0
     latest_epoch: int | None = None

@@ -88,3 +88,6 @@ class CurrentLogView:
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self._part.log.end_offset_for_epoch(epoch)
+
+    def fetch_position(self) -> tuple[int, int | None, int, int, int]:
+        return self._part.log.fetch_position()
