@@ -6,7 +6,8 @@ from its table vs from its segments vs through the brokers.
     .venv/bin/python bench/tables.py --upload-only   # phase 1 only: results/tables_upload_*.json
     .venv/bin/python bench/tables.py --spark-only    # phase 2 only: results/tables_spark_*.json
 
-One tierlog node (broker and controller), fs remote storage in a temp directory.
+One tierlog node (broker and controller), fs remote storage in a temp directory (deleted at the end;
+``--keep`` keeps it, with the node's log).
 
 1. **upload**: for ``tierlog.table.mode`` ``off`` then ``key_value``, a topic of 4 partitions
    (16 MiB segments, copies held back with ``remote.log.copy.disable=true``) is filled with
@@ -38,6 +39,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -153,6 +155,7 @@ def main() -> None:
     p.add_argument("--upload-only", action="store_true", help="phase 1 only (results/tables_upload_*.json)")
     p.add_argument("--spark-only", action="store_true", help="phase 2 only (results/tables_spark_*.json)")
     p.add_argument("--rounds", type=int, default=1, help="upload off / key_value rounds, alternated (the median ratio)")
+    p.add_argument("--keep", action="store_true", help="keep the node's directory (logs, store) instead of deleting it")
     args = p.parse_args()
     n = int(args.mib * MIB / RECORD)
     root = Path(tempfile.mkdtemp(prefix="bench-tables-"))
@@ -171,6 +174,10 @@ def main() -> None:
             spark_phases(out, node, remote)
     finally:
         node.stop()
+        if args.keep:
+            print(f"kept {root}", flush=True)
+        else:                       # GiBs per run: never left for others to delete by name
+            shutil.rmtree(root, ignore_errors=True)
     out["machine"]["load_avg_end"] = os.getloadavg()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     args.out.mkdir(parents=True, exist_ok=True)
