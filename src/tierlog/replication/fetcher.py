@@ -221,18 +221,16 @@ class FetcherState:
         max_bytes = self.config.partition_max_bytes
         for key in candidates:
             p = self.partitions.get(key)
-            fetchable = p is not None and p.ready(now_ms)
-            if p is not None and fetchable and self._probe_due(p):
+            if p is not None and p.ready(now_ms):
+                if not (p.tiering.tiered and self._probe_due(p)):       # only a tiered topic's probes
+                    fields = p.fields(max_bytes)
+                    if members.get(key) != fields:
+                        members[key] = fields
+                        changed.append((key, fields.request_entry(key[1])))
+                    continue
                 probe_due.add(key)
-                fetchable = False
-            if p is None or not fetchable:
-                if members.pop(key, None) is not None:
-                    forgotten.append((key, key[1]))
-                continue
-            fields = p.fields(max_bytes)
-            if members.get(key) != fields:
-                members[key] = fields
-                changed.append((key, fields.request_entry(key[1])))
+            if members.pop(key, None) is not None:      # gone, delayed or probing: not fetched
+                forgotten.append((key, key[1]))
         return changed, forgotten, probe_due
 
     def take_probes(self, now_ms: int) -> list[ProbeTieredStart]:
@@ -242,8 +240,8 @@ class FetcherState:
         probes = []
         for key in candidates:
             p = self.partitions.get(key)
-            if p is not None and p.ready(now_ms) and self._probe_due(p):
-                probes.append(p)
+            if p is not None and p.tiering.tiered and p.ready(now_ms) and self._probe_due(p):
+                probes.append(p)        # (only a tiered topic's partition is ever probed)
         for p in probes:
             p.move(FetchStatus.PROBING)
             p.probe_trigger = ErrorCode.NONE
