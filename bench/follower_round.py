@@ -75,13 +75,14 @@ class _Context:
         return None
 
 
-def _leader(tmp: Path, partitions: int):
+def _hosting(tmp: Path, partitions: int, node_id: int = 1):
+    """A ReplicaManager on ``node_id`` hosting ``partitions`` partitions led by broker 1 (RF 2, both in the ISR)."""
     topic = TopicInfo("t", TOPIC_ID, tuple(PartitionInfo(i, 1, 1, (1, FOLLOWER), (1, FOLLOWER), partition_epoch=1)
                                            for i in range(partitions)))
     image = SimpleNamespace(brokers={1: SimpleNamespace(usable=True), FOLLOWER: SimpleNamespace(usable=True)},
                             topics={"t": topic}, config=lambda name, t, default: default,
                             topic_by_id=lambda tid: topic if tid == TOPIC_ID else None)
-    rm = ReplicaManager(1, LogManager([tmp], NOW), {}, lambda: NOW, controller_channel=None,
+    rm = ReplicaManager(node_id, LogManager([tmp], NOW), {}, lambda: NOW, controller_channel=None,
                         broker_epoch=lambda: 1, image_fn=lambda: image)
     config = LogConfig.from_props({"min.insync.replicas": "2", "segment.bytes": str(1 << 30)})
     for p in topic.partitions:
@@ -103,7 +104,7 @@ async def _run(partitions: int, moved: int, rounds: int, repeats: int, profile: 
     header = RequestHeader(ApiKey.FETCH, 19, 0, "bench", "PLAINTEXT")
     results = []
     with tempfile.TemporaryDirectory(prefix="tierlog-follower-round-") as tmp:
-        rm, image = _leader(Path(tmp), partitions)
+        rm, image = _hosting(Path(tmp), partitions)
         ctx = _Context(rm, image)
         first = await api_01_fetch.handle(ctx, header, _fetch((0, 0), dict.fromkeys(range(partitions), 0)))
         session = (first["SessionId"], 1)
@@ -142,21 +143,6 @@ async def _run(partitions: int, moved: int, rounds: int, repeats: int, profile: 
         await rm.stop()
         rm.logs.close()
     return results
-
-
-def _follower(tmp: Path, partitions: int):
-    """Broker 2 following every partition of broker 1 (RF 2)."""
-    topic = TopicInfo("t", TOPIC_ID, tuple(PartitionInfo(i, 1, 1, (1, FOLLOWER), (1, FOLLOWER), partition_epoch=1)
-                                           for i in range(partitions)))
-    image = SimpleNamespace(brokers={1: SimpleNamespace(usable=True), FOLLOWER: SimpleNamespace(usable=True)},
-                            topics={"t": topic}, config=lambda name, t, default: default,
-                            topic_by_id=lambda tid: topic if tid == TOPIC_ID else None)
-    rm = ReplicaManager(FOLLOWER, LogManager([tmp], NOW), {}, lambda: NOW, controller_channel=None,
-                        broker_epoch=lambda: 1, image_fn=lambda: image)
-    config = LogConfig.from_props({"min.insync.replicas": "2", "segment.bytes": str(1 << 30)})
-    for p in topic.partitions:
-        rm.host(image, topic, p, config)
-    return rm
 
 
 def _answer(parts: list[tuple[int, int, bytes | None]]) -> dict:
@@ -198,7 +184,7 @@ def _report(profiler, rounds: int) -> None:
 def _run_follower(partitions: int, moved: int, rounds: int, repeats: int, profile: bool) -> list[float]:
     results = []
     with tempfile.TemporaryDirectory(prefix="tierlog-follower-side-") as tmp:
-        rm = _follower(Path(tmp), partitions)
+        rm, _ = _hosting(Path(tmp), partitions, FOLLOWER)     # broker 2, following broker 1
         state, tasks = rm.fetchers.fetchers[1], rm.fetcher_tasks
         assert state.build_fetch_request(NOW) is not None
         tasks._apply_round(state.handle_fetch_response(_answer([(i, 0, None) for i in range(partitions)]), NOW))
