@@ -311,7 +311,7 @@ class FetcherState:
                 if records is not None and len(records) > 0:
                     dirty.add(key)
                 elif data.get("LogStartOffset", -1) > log.log_start_offset:
-                    dirty.add(key)              # not ``_watermarks_only``
+                    dirty.add(key)              # the leader raised the log start: compare again
                     records = None
                 else:
                     records = None
