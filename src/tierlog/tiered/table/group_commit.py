@@ -26,11 +26,12 @@ offset order, each checked against the one before.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+
+from tierlog.clock import monotonic_s
 
 __all__ = ["GROUP_COMMIT_SEGMENTS_MAX", "GROUP_COMMIT_WAIT_S", "CommitQueue", "Pending", "Plan", "plan_commit"]
 
@@ -160,8 +161,8 @@ class CommitQueue(Generic[T, R]):
                 if entry.done:
                     break
                 self._busy = True       # this thread commits the next group (its own item in it or ahead of it)
-                deadline = time.monotonic() + self._wait_s
-                while self._coming and len(self._queue) < self._max and (left := deadline - time.monotonic()) > 0:
+                deadline = monotonic_s() + self._wait_s
+                while self._coming and len(self._queue) < self._max and (left := deadline - monotonic_s()) > 0:
                     self._cond.wait(left)
                 batch, self._queue = self._queue[:self._max], self._queue[self._max:]
             self._run(batch)
