@@ -233,16 +233,12 @@ class Log(LogDurability, LogEpochs, LogLookups, LogTransactions):
             if not headers:
                 return AppendResult(-1, -1, NO_TIMESTAMP, self.log_start_offset, NO_TIMESTAMP, 0)
             first, last = headers[0], headers[-1]
-            if len(headers) == 1:       # most fetch answers of a partition: one batch, no grouping
-                if first.base_offset < self._segments[-1].next_offset:
-                    check_follower_offsets(headers, self.log_end_offset)     # raises, with the offsets
-                self._epochs.assign_from_batch(first.partition_leader_epoch, first.base_offset)
-                self._append_one(records, headers, now_ms)
-            else:
-                check_follower_offsets(headers, self.log_end_offset)
-                for header in headers:
-                    self._epochs.assign_from_batch(header.partition_leader_epoch, header.base_offset)
-                self._append_batches(records, headers, now_ms)
+            one = len(headers) == 1     # most fetch answers of a partition: one batch, no grouping
+            if not one or first.base_offset < self.log_end_offset:
+                check_follower_offsets(headers, self.log_end_offset)     # raises on a bad one, with the offsets
+            for header in headers:
+                self._epochs.assign_from_batch(header.partition_leader_epoch, header.base_offset)
+            (self._append_one if one else self._append_batches)(records, headers, now_ms)
             append_time = last.max_timestamp if last.timestamp_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
             result = AppendResult(first.base_offset, last.last_offset, append_time, self.log_start_offset,
                                   validated.max_timestamp, validated.record_count)
