@@ -106,9 +106,13 @@ def _alter(admin, topic: str, **configs: str) -> None:
     admin.incremental_alter_configs([resource])[resource].result(20)
 
 
-def _restart_after_crash(broker, point: str, crash_dir) -> None:
+def _wait_crashed(broker, point: str, crash_dir) -> None:
     wait_for(lambda: not broker.alive(), 120, f"the broker killed at {point}")
     assert (crash_dir / point).exists(), broker.log_tail()
+
+
+def _restart_after_crash(broker, point: str, crash_dir) -> None:
+    _wait_crashed(broker, point, crash_dir)
     broker.start()
 
 
@@ -269,9 +273,10 @@ def test_upkeep_deletes_a_crashed_attempts_file_and_keep_expired_keeps_the_rows(
         for i in range(1500):
             p.produce(topic, b"%d:" % i + b"v" * 2000, partition=0)
         assert p.flush(60) == 0
-        _restart_after_crash(broker, "before-commit", crash_dir)
-        crashed = {f.name for f in data.glob("*.parquet")}
-        assert len(crashed) == 1, crashed
+        _wait_crashed(broker, "before-commit", crash_dir)
+        crashed = {f.name for f in data.glob("*.parquet")}     # read while it is down: the restarted
+        assert len(crashed) == 1, crashed                       # broker soon puts files of its own
+        broker.start()
         catalog = TableCatalog(table_settings(FsObjectStore(remote), {}))
         tiered = wait_for(lambda: (o := offsets(broker, topic, 0, LATEST_TIERED)) is not None and o > 900 and o,
                           120, "two segments uploaded", interval_s=0.5)
