@@ -10,7 +10,7 @@ One tierlog node (broker and controller), fs remote storage in a temp directory 
 ``--keep`` keeps it, with the node's log).
 
 1. **upload**: for ``tierlog.table.mode`` ``off`` then ``key_value``, a topic of 4 partitions
-   (16 MiB segments, copies held back with ``remote.log.copy.disable=true``) is filled with
+   (16 MiB segments, ``--segment-mib``; copies held back with ``remote.log.copy.disable=true``) is filled with
    ``--mib`` of 1 KiB random values; then copying is turned on (IncrementalAlterConfigs) and
    the clock runs until every closed segment is uploaded (ListOffsets -5 reaches the offset
    before each partition's active segment). Before both, unmeasured, a small table topic is
@@ -19,9 +19,12 @@ One tierlog node (broker and controller), fs remote storage in a temp directory 
    that time, and the broker's CPU seconds over it (/proc: steadier than time on a shared
    machine); with the table on, each upload includes its Parquet file and Iceberg commit.
    ``--rounds N`` alternates off and key_value N times; the ratio on/off is the median.
-2. **spark** (``local[2]``, read_committed, ``sum(length(value))`` over the key_value topic,
-   every value reaching the JVM), after unmeasured warm-up reads (each way twice: a way's first
-   reads pay most of the JVM's JIT compiling):
+2. **spark** (``local[2]``, read_committed, two aggregations over the key_value topic:
+   ``values``, ``sum(length(value))``, every value reaching the JVM; ``per_minute``, records per
+   partition and minute, with the schema ``partition int, timestamp timestamp``, so the table
+   reads two columns from its files while the segments and the brokers decode every record),
+   each after unmeasured warm-up reads (each way twice: a way's first reads pay most of the
+   JVM's JIT compiling):
    ``remoteStorage=table`` (the table's Parquet files where the table covers, the local tail
    through the broker), ``remoteStorage=DIR`` (segments straight from the store, tail through
    the broker), ``remoteStorage=off`` (all through the broker), ``--rounds`` times in turn,
@@ -58,7 +61,8 @@ from tiered import fs_props
 
 MIB = 1 << 20
 PARTITIONS = 4
-TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": str(TIERED_SEGMENT_BYTES),
+SEGMENT_BYTES = [TIERED_SEGMENT_BYTES]      # the run's segment.bytes (--segment-mib)
+TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": str(TIERED_SEGMENT_BYTES),     # --segment-mib
                 "remote.log.copy.disable": "true"}
 
 
@@ -86,7 +90,8 @@ def upload_phase(node, data_dir: Path, mode: str, n: int, name: str = "upload") 
     from tierlog.tiered.read_rules import LATEST_TIERED
 
     topic = f"{name}-{mode}"
-    fill(node.bootstrap, topic, PARTITIONS, n, {**TOPIC_CONFIG, "tierlog.table.mode": mode})
+    fill(node.bootstrap, topic, PARTITIONS, n, {**TOPIC_CONFIG, "segment.bytes": str(SEGMENT_BYTES[0]),
+                                                "tierlog.table.mode": mode})
     ends, size = _closed_ends(data_dir, topic), _closed_bytes(data_dir, topic)
     admin = AdminClient({"bootstrap.servers": node.bootstrap})
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
@@ -113,20 +118,32 @@ def upload_phase(node, data_dir: Path, mode: str, n: int, name: str = "upload") 
             "broker_cpu_s_per_gib": cpu / (size / MIB / 1024)}
 
 
-def spark_phase(spark, node, topic: str, options: dict) -> dict:
+# the two aggregations: every value's bytes to the JVM; records per partition and minute (no value:
+# the schema names two columns, so the table reads two from its files, the others decode every record)
+QUERIES = {"values": (None, ("count(*) as n", "sum(length(value)) as b")),
+           "per_minute": ("partition int, timestamp timestamp", ("count(*) as n", "count(distinct partition, "
+                                                                 "date_trunc('minute', timestamp)) as b"))}
+
+
+def spark_phase(spark, node, topic: str, options: dict, query: str = "values") -> dict:
+    schema, aggregate = QUERIES[query]
     reader = spark.read.format("tierlog").option("kafka.bootstrap.servers", node.bootstrap) \
         .option("subscribe", topic).option("kafka.isolation.level", "read_committed")
+    if schema:
+        reader = reader.schema(schema)
     for k, v in options.items():
         reader = reader.option(k, v)
     pid = int(node.announced["pid"])
     spark_cpu, broker_cpu = tree_cpu_s(os.getpid()), tree_cpu_s(pid)     # the node is in this tree too
     t = time.perf_counter()
-    row = reader.load().selectExpr("count(*) as n", "sum(length(value)) as b").collect()[0]
+    row = reader.load().selectExpr(*aggregate).collect()[0]
     dt = time.perf_counter() - t
     broker_cpu = tree_cpu_s(pid) - broker_cpu
     cpu = tree_cpu_s(os.getpid()) - spark_cpu - broker_cpu, broker_cpu
-    return {"options": options, "records": row.n, "value_bytes": row.b, "seconds": dt, "mib_s": row.b / MIB / dt,
-            "spark_cpu_s": cpu[0], "broker_cpu_s": cpu[1], "cpu_s_per_gib": sum(cpu) / (row.b / MIB / 1024)}
+    size = row.n * RECORD                   # the topic's value bytes (every value is RECORD bytes)
+    return {"options": options, "query": query, "records": row.n, "result": row.b, "seconds": dt,
+            "mib_s": size / MIB / dt, "spark_cpu_s": cpu[0], "broker_cpu_s": cpu[1],
+            "cpu_s_per_gib": sum(cpu) / (size / MIB / 1024)}
 
 
 def filtered_table_read(spark, remote: Path, topic: str) -> dict:
@@ -141,11 +158,15 @@ def filtered_table_read(spark, remote: Path, topic: str) -> dict:
     reader.row_filter = f"timestamp >= '{cut.isoformat()}'"
     planned = sum(len(p.files) for p in reader.partitions())
     files = len(list(table.scan().plan_files()))
-    t = time.perf_counter()
-    n = spark.read.format("tierlog").option("table", topic).option("storage", str(remote)).load() \
-        .where(where).selectExpr("count(*) as n").collect()[0].n
-    return {"filter": where, "files_planned": planned, "files": files, "records": n,
-            "seconds": time.perf_counter() - t}
+    timed = {}
+    for name, condition in (("unfiltered", "true"), ("filtered", where)) * 2:     # the first of each unmeasured
+        t = time.perf_counter()
+        n = spark.read.format("tierlog").option("table", topic).option("storage", str(remote)).load() \
+            .where(condition).selectExpr("count(*) as n").collect()[0].n
+        timed[name] = (n, time.perf_counter() - t)
+    return {"filter": where, "files_planned": planned, "files": files, "records": timed["filtered"][0],
+            "seconds": timed["filtered"][1], "unfiltered_records": timed["unfiltered"][0],
+            "unfiltered_seconds": timed["unfiltered"][1]}
 
 
 def main() -> None:
@@ -155,13 +176,16 @@ def main() -> None:
     p.add_argument("--upload-only", action="store_true", help="phase 1 only (results/tables_upload_*.json)")
     p.add_argument("--spark-only", action="store_true", help="phase 2 only (results/tables_spark_*.json)")
     p.add_argument("--rounds", type=int, default=1, help="upload off / key_value rounds, alternated (the median ratio)")
+    p.add_argument("--segment-mib", type=int, default=TIERED_SEGMENT_BYTES // MIB,
+                   help=f"segment.bytes of the topics in MiB (default {TIERED_SEGMENT_BYTES // MIB}; Kafka's is 1024)")
     p.add_argument("--keep", action="store_true", help="keep the node's directory (logs, store) instead of deleting it")
     args = p.parse_args()
     n = int(args.mib * MIB / RECORD)
+    SEGMENT_BYTES[0] = args.segment_mib * MIB
     root = Path(tempfile.mkdtemp(prefix="bench-tables-"))
     remote = root / "remote-storage"
     out: dict = {"mib": args.mib, "records": n, "rounds": args.rounds, "record_bytes": RECORD, "partitions": PARTITIONS,
-                 "segment_bytes": TIERED_SEGMENT_BYTES, "machine": {"cpus": os.cpu_count(),
+                 "segment_bytes": SEGMENT_BYTES[0], "machine": {"cpus": os.cpu_count(),
                                                                     "load_avg_start": os.getloadavg()}}
     node = NodeProcess(root / "node-1", props={**fs_props(remote), **KAFKA_SESSION}).start()
     try:
@@ -190,7 +214,7 @@ def main() -> None:
 def upload_rounds(out: dict, node, data_dir: Path, n: int) -> None:
     """Phase 1: off and key_value uploads alternated ``rounds`` times, into ``out``."""
     # unmeasured: the broker's first table commit loads pyiceberg and the catalog, once per process
-    upload_phase(node, data_dir, "key_value", int(1.5 * PARTITIONS * TIERED_SEGMENT_BYTES / RECORD), name="warm-up")
+    upload_phase(node, data_dir, "key_value", int(1.5 * PARTITIONS * SEGMENT_BYTES[0] / RECORD), name="warm-up")
     rounds = [{mode: upload_phase(node, data_dir, mode, n, name=f"upload{r or ''}") for mode in ("off", "key_value")}
               for r in range(args_rounds(out))]           # A B A B: the machine's load moves between phases
     out["upload"], out["upload_rounds"] = rounds[-1], rounds
@@ -208,26 +232,27 @@ def args_rounds(out: dict) -> int:
 
 
 def spark_phases(out: dict, node, remote: Path) -> None:
-    """Phase 2: the Spark reads of the key_value topic, into ``out``."""
+    """Phase 2: the Spark reads of the key_value topic, each query each way, into ``out``."""
     topic = out["upload"]["key_value"]["topic"]
     spark = spark_session()
     reads = {"table": {"remoteStorage": "table"}, "segments": {"remoteStorage": str(remote)},
              "brokers": {"remoteStorage": "off"}}
     names = list(reads)
-    for _ in range(2):      # unmeasured: the JVM's JIT (a way's first reads compile most), the first pyiceberg import
-        for name in names:
-            spark_phase(spark, node, topic, reads[name])
-    out["spark"], out["spark_rounds"] = {}, []
-    for r in range(args_rounds(out)):
-        out["spark_rounds"].append({})
-        for name in names[r % 3:] + names[:r % 3]:      # each round starts with another way
-            out["spark_rounds"][-1][name] = run = spark_phase(spark, node, topic, reads[name])
-            print(f"spark from {name}: {run['mib_s']:.1f} MiB/s ({run['seconds']:.1f} s), CPU {run['spark_cpu_s']:.2f} s "
-                  f"Spark + {run['broker_cpu_s']:.2f} s broker", flush=True)
-    for name in reads:
-        runs = [r[name] for r in out["spark_rounds"]]
-        out["spark"][name] = {"runs": runs, "mib_s": statistics.median(r["mib_s"] for r in runs),
-                              "cpu_s_per_gib": statistics.median(r["cpu_s_per_gib"] for r in runs)}
+    out["spark"], out["spark_rounds"] = {}, {}
+    for query in QUERIES:
+        for _ in range(2):      # unmeasured: the JVM's JIT (a way's first reads compile most), pyiceberg's import
+            for name in names:
+                spark_phase(spark, node, topic, reads[name], query)
+        rounds = out["spark_rounds"][query] = []
+        for r in range(args_rounds(out)):
+            rounds.append({})
+            for name in names[r % 3:] + names[:r % 3]:      # each round starts with another way
+                rounds[-1][name] = run = spark_phase(spark, node, topic, reads[name], query)
+                print(f"spark {query} from {name}: {run['mib_s']:.1f} MiB/s ({run['seconds']:.2f} s), CPU "
+                      f"{run['spark_cpu_s']:.2f} s Spark + {run['broker_cpu_s']:.2f} s broker", flush=True)
+        out["spark"][query] = {name: {"mib_s": statistics.median(r[name]["mib_s"] for r in rounds),
+                                      "cpu_s_per_gib": statistics.median(r[name]["cpu_s_per_gib"] for r in rounds)}
+                               for name in reads}
     out["spark_filtered_table"] = filtered_table_read(spark, remote, topic)
     print(f"table read with a timestamp filter: {out['spark_filtered_table']}", flush=True)
     spark.stop()

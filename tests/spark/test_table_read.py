@@ -86,3 +86,38 @@ def test_a_missing_table_is_one_line(store):
         load_table(table_read_options({"table": "nope", "storage": store}))
     with pytest.raises(OptionError, match="startingoffsets: not an option of a table read"):
         table_read_options({"table": "sales", "storage": store, "startingOffsets": "earliest"})
+
+
+def test_a_user_schema_prunes_the_columns_read(spark, store, monkeypatch):
+    df = spark.read.format("tierlog").schema("amount double, id bigint").option("table", "sales") \
+        .option("storage", store).load()
+    assert df.columns == ["amount", "id"]
+    assert df.selectExpr("sum(id)").collect()[0][0] == sum(p * 1000 + o for p in (0, 1) for o in range(200) if o != 50)
+
+    import pyarrow.parquet as pq
+    from pyspark.sql.types import DoubleType, StructField, StructType
+
+    from tierlog.spark.table_read import (
+        TierlogTableReader,
+        arrow_schema,
+        chosen_table_columns,
+        load_table,
+        table_read_options,
+    )
+    opts = table_read_options({"table": "sales", "storage": store})
+    reader = TierlogTableReader(opts, chosen_table_columns(StructType([StructField("amount", DoubleType())]),
+                                                           arrow_schema(load_table(opts))))
+    asked: list = []
+    iter_batches = pq.ParquetFile.iter_batches
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches",
+                        lambda self, **kw: (asked.append(kw["columns"]), iter_batches(self, **kw))[1])
+    batches = [b for p in reader.partitions() for b in reader.read(p)]
+    assert asked and all(c == ["amount"] for c in asked) and batches[0].schema.names == ["amount"]
+
+
+def test_a_user_schema_naming_what_the_table_lacks_is_one_line(spark, store):
+    from pyspark.errors import PySparkException
+    for ddl, error in (("nope string", "schema: the table has no column 'nope'; its columns are partition int, "),
+                       ("id string", "schema: column 'id' is bigint, not string; its columns are ")):
+        with pytest.raises(PySparkException, match=error):
+            spark.read.format("tierlog").schema(ddl).option("table", "sales").option("storage", store).load().collect()

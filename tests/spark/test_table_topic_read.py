@@ -129,3 +129,30 @@ def test_a_topic_without_a_table_is_read_as_auto_reads_it(spark, table_node):
     options = {**_options(table_node, "table"), "subscribe": "no-table"}
     assert [type(p).__name__ for p in _plan(options)] == ["TierlogPartition"]
     assert [r[4] for r in _rows(spark, options)] == list(range(30))
+
+
+def test_a_user_schema_reads_only_its_columns_from_the_table(spark, table_node, monkeypatch):
+    """``.schema("partition int, offset long")``: the Parquet files are read for those and ``offset``
+    only (no value is decompressed), and the rows equal the same columns read through the broker."""
+    ends = json.dumps({TOPIC: {"0": 1500, "1": 900}})
+    options = _options(table_node, "table", endingOffsets=ends)
+    [part, *_] = [p for p in _plan(options) if isinstance(p, TableRangePartition)]
+    import pyarrow.parquet as pq
+
+    from tierlog.spark.table_topic import read_table_range
+    asked: list = []
+    iter_batches = pq.ParquetFile.iter_batches
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches",
+                        lambda self, **kw: (asked.append(kw["columns"]), iter_batches(self, **kw))[1])
+    batches = list(read_table_range(part, True, ("timestamp", "partition")))
+    assert asked and all(c == ["partition", "offset", "timestamp"] for c in asked)
+    assert batches[0].schema.names == ["timestamp", "partition"]
+    assert sum(b.num_rows for b in batches) == part.end - part.start
+
+    def read(remote):
+        reader = spark.read.format("tierlog").schema("partition int, offset long")
+        for k, v in {**_options(table_node, remote, endingOffsets=ends), "includeHeaders": "false"}.items():
+            reader = reader.option(k, v)
+        return sorted(tuple(r) for r in reader.load().collect())
+    rows = read("table")
+    assert rows == read("off") == [(0, o) for o in range(1500)] + [(1, o) for o in range(900)]

@@ -68,7 +68,13 @@ from tierlog.spark.remote_read import read_segment_range
 from tierlog.spark.remote_store import shared_store
 from tierlog.spark.runner_exit import quiet_runner_exit
 from tierlog.spark.sink import TierlogBatchWriter, TierlogStreamWriter
-from tierlog.spark.table_read import TierlogTableReader, arrow_schema, load_table, table_read_options
+from tierlog.spark.table_read import (
+    TierlogTableReader,
+    arrow_schema,
+    chosen_table_columns,
+    load_table,
+    table_read_options,
+)
 from tierlog.spark.table_topic import TableRangePartition, plan_with_tables, read_table_range, segment_options
 from tierlog.spark.worker_gc import before_task
 
@@ -97,7 +103,7 @@ class TierlogDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         if "table" in self.options:
             opts = table_read_options(self.options)
-            return TierlogTableReader(opts, arrow_schema(load_table(opts)))
+            return TierlogTableReader(opts, chosen_table_columns(schema, arrow_schema(load_table(opts))))
         return TierlogBatchReader(_with_columns(parse_source_options(self.options, streaming=False), schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -129,7 +135,7 @@ def _with_columns(opts: SourceOptions, schema: StructType | str) -> SourceOption
 def _read_partition(opts: SourceOptions, part: InputPartition) -> Iterator[pa.RecordBatch]:
     before_task(opts.freeze_worker_gc)
     if isinstance(part, TableRangePartition):
-        read: Iterator[pa.RecordBatch] = read_table_range(part, opts.include_headers)
+        read: Iterator[pa.RecordBatch] = read_table_range(part, opts.include_headers, opts.columns)
     elif isinstance(part, TierlogPartition):
         read = _read_remote(opts, part) if part.pieces else _read_brokers(opts, part)
     else:

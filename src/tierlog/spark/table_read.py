@@ -40,12 +40,13 @@ from pyspark.sql.datasource import (
     LessThan,
     LessThanOrEqual,
 )
+from pyspark.sql.types import StructType
 
 from tierlog.extras import MissingExtraError, require
 from tierlog.spark.options import CATALOG_OPTIONS, OptionError, catalog_settings
 
-__all__ = ["TASK_BYTES_MAX", "TablePartition", "TableReadOptions", "TierlogTableReader", "open_data_file",
-           "table_read_options"]
+__all__ = ["TASK_BYTES_MAX", "TablePartition", "TableReadOptions", "TierlogTableReader", "chosen_table_columns",
+           "open_data_file", "table_read_options"]
 
 TASK_BYTES_MAX = 128 * 1024 * 1024
 _OPTIONS = frozenset({"table", "storage", "cataloguri", "catalogtype", "deadletter", "path"})   # Spark's are
@@ -167,10 +168,12 @@ class TierlogTableReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, TablePartition):
             return          # PySpark's stand-in partition of an empty plan
+        wanted = set(self.schema.names)
         for path in partition.files:
             with open_data_file(path, self.opts) as f:
                 parquet = pq.ParquetFile(f)
-                for batch in parquet.iter_batches(batch_size=65536):
+                columns = [n for n in parquet.schema_arrow.names if n in wanted]    # only what the schema names
+                for batch in parquet.iter_batches(batch_size=65536, columns=columns):
                     yield _conform(batch, self.schema)
 
 
@@ -188,6 +191,28 @@ def open_data_file(path: str, opts: TableReadOptions) -> Any:
     if path.startswith("file://"):
         return pa.memory_map(urllib.parse.unquote(urllib.parse.urlsplit(path).path))
     return _file_io(opts).new_input(path).open()
+
+
+def chosen_table_columns(schema: StructType, table_schema: pa.Schema) -> pa.Schema:
+    """The table's columns a user schema names (``.schema("customer string, amount double")``: column
+    pruning, only those are read from the Parquet files), in the schema's order; the whole table's
+    schema as Spark passes it when none was given. OptionError for a name the table does not have or a
+    type that differs."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    offer = ", ".join(f"{f.name} {from_arrow_type(f.type).simpleString()}" for f in table_schema)
+    fields = []
+    for f in schema.fields:
+        index = table_schema.get_field_index(f.name)
+        if index < 0:
+            raise OptionError(f"schema: the table has no column {f.name!r}; its columns are {offer}")
+        field = table_schema.field(index)
+        if from_arrow_type(field.type).simpleString() != f.dataType.simpleString():     # nullability aside
+            raise OptionError(f"schema: column {f.name!r} is {from_arrow_type(field.type).simpleString()}, not "
+                              f"{f.dataType.simpleString()}; its columns are {offer}")
+        if field.nullable and not f.nullable:
+            raise OptionError(f"schema: column {f.name!r} may be null in the table; declare it without NOT NULL")
+        fields.append(field.with_nullable(f.nullable))      # as Spark checks the batches
+    return pa.schema(fields)
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -45,7 +45,9 @@ __all__ = ["TableRangePartition", "plan_with_tables", "read_table_range", "segme
 
 log = logging.getLogger(__name__)
 _BATCH_ROWS = 65536
-_READ_COLUMNS = ["key", "value", "partition", "offset", "timestamp", "timestamp_type"]
+_TABLE_COLUMN = {"key": "key", "value": "value", "partition": "partition", "offset": "offset",
+                 "timestamp": "timestamp", "timestampType": "timestamp_type", "headers": "headers"}   # the source's
+_READ_ORDER = list(KEY_VALUE_COLUMNS)                                                    # -> the table's
 
 
 class TableRangePartition(InputPartition):
@@ -128,32 +130,41 @@ def _data_files(table: Any, partitions: list[int]) -> dict[int, list[DataFile]]:
     return out
 
 
-def read_table_range(part: TableRangePartition, include_headers: bool) -> Iterator[pa.RecordBatch]:
-    """The rows of ``part``'s offsets from its files, in the source's schema (``KAFKA_SCHEMA``)."""
-    columns = _READ_COLUMNS + (["headers"] if include_headers else [])
+def read_table_range(part: TableRangePartition, include_headers: bool,
+                     columns: tuple[str, ...] | None = None) -> Iterator[pa.RecordBatch]:
+    """The rows of ``part``'s offsets from its files, in the source's schema (``KAFKA_SCHEMA``), or
+    only ``columns`` of it (a user schema, ``spark/columns.py``): then only those are read from the
+    Parquet files (and ``offset``, to cut a range's first and last file), so a query without the
+    values never decompresses them."""
+    names = columns or tuple(f.name for f in (KAFKA_SCHEMA_WITH_HEADERS if include_headers else KAFKA_SCHEMA))
+    read = sorted({_TABLE_COLUMN[n] for n in names if n in _TABLE_COLUMN} | {"offset"}, key=_READ_ORDER.index)
     for path in part.files:
         with open_data_file(path, part.table) as f:
-            for batch in pq.ParquetFile(f).iter_batches(batch_size=_BATCH_ROWS, columns=columns):
-                rows = _topic_rows(batch, part, include_headers)
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=_BATCH_ROWS, columns=read):
+                rows = _topic_rows(batch, part, names)
                 if rows.num_rows:
                     yield rows
 
 
-def _topic_rows(batch: pa.RecordBatch, part: TableRangePartition, include_headers: bool) -> pa.RecordBatch:
-    """``batch``'s rows of ``part``'s offsets as the source's rows; a batch wholly inside them (all but a
-    range's first and last file) is not filtered: a filter copies every column, values too."""
+def _topic_rows(batch: pa.RecordBatch, part: TableRangePartition, names: tuple[str, ...]) -> pa.RecordBatch:
+    """``batch``'s rows of ``part``'s offsets as the source's columns ``names``; a batch wholly inside
+    them (all but a range's first and last file) is not filtered: a filter copies every column, values too."""
     bounds = pc.min_max(batch.column("offset"))
     if batch.num_rows and (bounds["min"].as_py() < part.start or bounds["max"].as_py() >= part.end):
         offsets = batch.column("offset")
         batch = batch.filter(pc.and_(pc.greater_equal(offsets, part.start), pc.less(offsets, part.end)))
-    n = batch.num_rows
-    columns = [batch.column("key").cast(pa.binary()), batch.column("value").cast(pa.binary()),
-               pa.repeat(pa.scalar(part.topic, pa.string()), n),
-               batch.column("partition"), batch.column("offset"),
-               batch.column("timestamp").cast(pa.timestamp("us", tz="UTC")), batch.column("timestamp_type")]
-    if include_headers:
-        columns.append(_headers(batch.column("headers")))
-    return pa.RecordBatch.from_arrays(columns, schema=KAFKA_SCHEMA_WITH_HEADERS if include_headers else KAFKA_SCHEMA)
+    fields = [KAFKA_SCHEMA_WITH_HEADERS.field(n) for n in names]
+    return pa.RecordBatch.from_arrays([_column(batch, n, part.topic) for n in names], schema=pa.schema(fields))
+
+
+def _column(batch: pa.RecordBatch, name: str, topic: str) -> pa.Array:
+    """The source's column ``name`` from the table's ``batch``."""
+    if name == "topic":
+        return pa.repeat(pa.scalar(topic, pa.string()), batch.num_rows)
+    column = batch.column(_TABLE_COLUMN[name])
+    if name == "headers":
+        return _headers(column)
+    return column.cast(KAFKA_SCHEMA_WITH_HEADERS.field(name).type)
 
 
 def _headers(table_headers: pa.Array) -> pa.Array:
