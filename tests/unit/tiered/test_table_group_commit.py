@@ -189,3 +189,26 @@ def test_a_group_waits_for_an_announced_item_and_not_longer_than_its_bound():
     with bounded.coming():                                # announced, never submitted: the group goes anyway
         assert bounded.submit(3) == 3
     assert bounded._coming == 0
+
+
+def test_the_sql_catalog_commits_on_the_metadata_the_table_holds_and_refuses_a_stale_one(tmp_path):
+    """``sql_commit.SqlCatalogOnBase``: no reload before a commit; what it writes is what a reader loads
+    (the metadata log naming the file before), and a table that is behind loses the conditional
+    update (CommitFailedException: the writer reloads and plans again) without moving the catalog."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    from tierlog.tiered.table.sql_commit import SqlCatalogOnBase
+    writer, [seg, *_] = _writer_and_segments(tmp_path)
+    writer.commit_segment(seg)
+    ahead, behind = writer.catalog.load("t"), writer.catalog.load("t")
+    assert isinstance(ahead.catalog, SqlCatalogOnBase)
+    before = ahead.metadata_location
+    with ahead.transaction() as tx:
+        tx.set_properties({"tierlog.test": "1"})
+    loaded = writer.catalog.load("t")
+    assert loaded.metadata_location == ahead.metadata_location != before
+    assert loaded.metadata == ahead.metadata and loaded.properties["tierlog.test"] == "1"
+    assert loaded.metadata.metadata_log[-1].metadata_file == before
+    with pytest.raises(CommitFailedException), behind.transaction() as tx:
+        tx.set_properties({"tierlog.test": "2"})
+    assert writer.catalog.load("t").metadata_location == loaded.metadata_location

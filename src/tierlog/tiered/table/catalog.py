@@ -200,7 +200,7 @@ class TableCatalog:
             self.settings.local_catalog_dir.mkdir(parents=True, exist_ok=True)
         for attempt in range(_OPEN_ATTEMPTS):     # brokers opening one SQLite file at once race on its tables
             try:
-                catalog = load_catalog("tierlog", **self.settings.catalog)
+                catalog = _load(self.settings.catalog)
                 if self.settings.local_catalog_dir is not None:
                     _sqlite_wal(catalog)
                 for ns in self.namespaces():
@@ -271,6 +271,15 @@ class TableCatalog:
 
     def list_tables(self) -> list[tuple[str, ...]]:
         return [tuple(t) for ns in self.namespaces() for t in self.catalog.list_tables(ns)]
+
+
+def _load(properties: dict[str, str]) -> Catalog:
+    """pyiceberg's catalog of ``properties``; a SQL one commits on the metadata its tables hold
+    (``sql_commit.py``)."""
+    if properties.get("type") == "sql":
+        from .sql_commit import SqlCatalogOnBase
+        return SqlCatalogOnBase("tierlog", **{k: v for k, v in properties.items() if k != "type"})
+    return load_catalog("tierlog", **properties)
 
 
 def _one_line(e: Exception) -> str:

@@ -10,8 +10,8 @@ frozen (pydantic ``frozen=True``) and each update builds new ones (``model_copy`
 changed fields, new lists), so the copy protects nothing: this one keeps the result until
 the staged updates change (``_updates`` is a tuple, replaced on each change), and applies
 the updates with pyiceberg's own ``_apply_table_update`` without the closing deep copy
-(``update_table_metadata`` otherwise: the same steps, the same checks). The catalog's
-commit still applies them once more, validated. The pyiceberg version is pinned below
+(``update_table_metadata`` otherwise: the same steps, the same checks). A SQL catalog's
+commit applies them once more the same way (``sql_commit.py``). The pyiceberg version is pinned below
 0.13 in pyproject.toml; a change of these internals fails the table tests rather than the
 data.
 """
@@ -23,7 +23,12 @@ from typing import Any
 
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.update import TableUpdate, _apply_table_update, _TableMetadataUpdateContext
+from pyiceberg.table.update import (
+    TableUpdate,
+    _apply_table_update,
+    _TableMetadataUpdateContext,
+    _update_table_metadata_log,
+)
 from pyiceberg.utils.datetime import datetime_to_millis
 
 __all__ = ["staged_metadata", "transaction"]
@@ -41,12 +46,16 @@ class _StagedOnce(Transaction):
         return staged[2]
 
 
-def staged_metadata(base: TableMetadata, updates: tuple[TableUpdate, ...]) -> TableMetadata:
-    """``base`` with ``updates`` applied (pyiceberg's ``update_table_metadata`` without its deep copy)."""
+def staged_metadata(base: TableMetadata, updates: tuple[TableUpdate, ...],
+                    base_location: str | None = None) -> TableMetadata:
+    """``base`` with ``updates`` applied (pyiceberg's ``update_table_metadata`` without its deep copy);
+    with ``base_location`` (a commit: where ``base`` is stored) that file goes into the metadata log."""
     context = _TableMetadataUpdateContext()
     metadata = base
     for update in updates:
         metadata = _apply_table_update(update, metadata, context)
+    if context.has_changes() and base_location:
+        metadata = _update_table_metadata_log(metadata, base_location, base.last_updated_ms)
     if context.has_changes() and base.last_updated_ms == metadata.last_updated_ms:
         metadata = metadata.model_copy(update={"last_updated_ms": datetime_to_millis(datetime.now().astimezone())})
     metadata.spec().check_compatible(metadata.schema())
