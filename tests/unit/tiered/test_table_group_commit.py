@@ -212,3 +212,16 @@ def test_the_sql_catalog_commits_on_the_metadata_the_table_holds_and_refuses_a_s
     with pytest.raises(CommitFailedException), behind.transaction() as tx:
         tx.set_properties({"tierlog.test": "2"})
     assert writer.catalog.load("t").metadata_location == loaded.metadata_location
+
+
+def test_manifests_are_merged_so_the_manifest_list_stays_short(tmp_path):
+    """Each append adds a manifest; from 100 on they are merged (commit.manifest-merge.enabled), so a
+    commit does not cost in proportion to the commits before it, and every row stays."""
+    writer, segments = _writer_and_segments(tmp_path, starts=tuple(range(0, 120 * 50, 50)))
+    for seg in segments:
+        writer.commit_segment(seg)
+    table = writer.catalog.load("t")
+    assert table.properties["commit.manifest-merge.enabled"] == "true"
+    assert len(table.current_snapshot().manifests(table.io)) < 30
+    assert sorted(table.scan().to_arrow().column("offset").to_pylist()) == list(range(120 * 50))
+    assert len(list(table.scan().plan_files())) == 120

@@ -65,8 +65,12 @@ LOG_START_PREFIX = "tierlog.log-start-offset."
 # the writer retries, checking what is covered (writer.py); a commit deletes the metadata JSON files
 # beyond the last METADATA_VERSIONS_MAX (Iceberg's own properties: otherwise one file per commit, forever)
 METADATA_VERSIONS_MAX = 20
+# commit.manifest-merge.enabled: each append adds a manifest and the manifest list names them all,
+# so without merging a commit costs in proportion to the commits before it (15 ms at 100, 52 at 600);
+# merged as Iceberg's Java writer does by default (100 or more small manifests into one)
 TABLE_PROPERTIES = {"commit.retry.num-retries": "0", "write.metadata.delete-after-commit.enabled": "true",
-                    "write.metadata.previous-versions-max": str(METADATA_VERSIONS_MAX)}
+                    "write.metadata.previous-versions-max": str(METADATA_VERSIONS_MAX),
+                    "commit.manifest-merge.enabled": "true"}
 _PARTITION_FIELD_ID = 1000
 _OPEN_ATTEMPTS = 5
 

@@ -81,11 +81,12 @@ def _plan(metadata: TableMetadata, footer: pq.FileMetaData) -> tuple[dict[int, S
 
 
 def append_written(tx: Transaction, files: list[WrittenFile], snapshot_properties: dict[str, str]) -> None:
-    """``tx.add_files`` of ``files`` (one fast append) without reading them again."""
+    """``tx.add_files`` of ``files`` without reading them again: one append, merging the table's
+    manifests once 100 or more have gathered (``catalog.TABLE_PROPERTIES``)."""
     if tx.table_metadata.name_mapping() is None:
         tx.set_properties({TableProperties.DEFAULT_NAME_MAPPING:
                            tx.table_metadata.schema().name_mapping.model_dump_json()})
     entries = [data_file(tx.table_metadata, f) for f in files]
-    with tx.update_snapshot(snapshot_properties=snapshot_properties).fast_append() as append:
+    with tx.update_snapshot(snapshot_properties=snapshot_properties).merge_append() as append:
         for entry in entries:
             append.append_data_file(entry)
