@@ -5,6 +5,7 @@ from its table vs from its segments vs through the brokers.
     .venv/bin/python bench/tables.py --mib 128       # smoke run
     .venv/bin/python bench/tables.py --upload-only   # phase 1 only: results/tables_upload_*.json
     .venv/bin/python bench/tables.py --spark-only    # phase 2 only: results/tables_spark_*.json
+    .venv/bin/python bench/tables.py --upload-only --store s3   # results/tables_upload_s3_*.json
 
 One tierlog node (broker and controller), fs remote storage in a temp directory (deleted at the end;
 ``--keep`` keeps it, with the node's log).
@@ -18,7 +19,9 @@ One tierlog node (broker and controller), fs remote storage in a temp directory 
    process (seconds under load), which is not upload throughput. MiB/s = closed segment bytes /
    that time, and the broker's CPU seconds over it (/proc: steadier than time on a shared
    machine); with the table on, each upload includes its Parquet file and Iceberg commit.
-   ``--rounds N`` alternates off and key_value N times; the ratio on/off is the median.
+   ``--rounds N`` alternates off and key_value N times; the ratio on/off is the median. Each
+   measured topic is deleted (and its segments waited for) before the next phase. ``--store s3``
+   (with ``--upload-only``): the remote storage a moto S3 server process, the catalog SQLite.
 2. **spark** (``local[2]``, read_committed, two aggregations over the key_value topic:
    ``values``, ``sum(length(value))``, every value reaching the JVM; ``per_minute``, records per
    partition and minute, with the schema ``partition int, timestamp timestamp``, so the table
@@ -39,6 +42,7 @@ load average at the start and end is in the file (the machine is shared).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -62,6 +66,7 @@ from tiered import fs_props
 MIB = 1 << 20
 PARTITIONS = 4
 SEGMENT_BYTES = [TIERED_SEGMENT_BYTES]      # the run's segment.bytes (--segment-mib)
+S3: list = [None]                           # the MotoServer of --store s3
 TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": str(TIERED_SEGMENT_BYTES),     # --segment-mib
                 "remote.log.copy.disable": "true"}
 
@@ -178,8 +183,12 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=1, help="upload off / key_value rounds, alternated (the median ratio)")
     p.add_argument("--segment-mib", type=int, default=TIERED_SEGMENT_BYTES // MIB,
                    help=f"segment.bytes of the topics in MiB (default {TIERED_SEGMENT_BYTES // MIB}; Kafka's is 1024)")
+    p.add_argument("--store", choices=("fs", "s3"), default="fs",
+                   help="remote storage: a directory (default) or a moto S3 server process (with --upload-only)")
     p.add_argument("--keep", action="store_true", help="keep the node's directory (logs, store) instead of deleting it")
     args = p.parse_args()
+    if args.store == "s3" and not args.upload_only:
+        p.error("--store s3 measures the upload only: add --upload-only")
     n = int(args.mib * MIB / RECORD)
     SEGMENT_BYTES[0] = args.segment_mib * MIB
     root = Path(tempfile.mkdtemp(prefix="bench-tables-"))
@@ -187,7 +196,17 @@ def main() -> None:
     out: dict = {"mib": args.mib, "records": n, "rounds": args.rounds, "record_bytes": RECORD, "partitions": PARTITIONS,
                  "segment_bytes": SEGMENT_BYTES[0], "machine": {"cpus": os.cpu_count(),
                                                                     "load_avg_start": os.getloadavg()}}
-    node = NodeProcess(root / "node-1", props={**fs_props(remote), **KAFKA_SESSION}).start()
+    out["store"] = args.store
+    with contextlib.ExitStack() as stack:
+        props = {**fs_props(remote), **KAFKA_SESSION} if args.store == "fs" else {**s3_props(stack, root), **KAFKA_SESSION}
+        run(args, out, root, props, n)
+    out["machine"]["load_avg_end"] = os.getloadavg()
+    write_results(args, out)
+
+
+def run(args, out: dict, root: Path, props: dict, n: int) -> None:
+    remote = root / "remote-storage"
+    node = NodeProcess(root / "node-1", props=props).start()
     try:
         data_dir = root / "node-1" / "data"
         if args.spark_only:          # the key_value topic only, its upload not measured
@@ -202,10 +221,22 @@ def main() -> None:
             print(f"kept {root}", flush=True)
         else:                       # GiBs per run: never left for others to delete by name
             shutil.rmtree(root, ignore_errors=True)
-    out["machine"]["load_avg_end"] = os.getloadavg()
+
+
+def s3_props(stack: contextlib.ExitStack, root: Path) -> dict:
+    """A moto S3 server process for the node's remote storage, the catalog a SQLite file beside it."""
+    from tiered import MOTO_CREDENTIALS, MOTO_REGION, TIERED_BROKER, MotoServer
+    os.environ.update({**MOTO_CREDENTIALS, "AWS_DEFAULT_REGION": MOTO_REGION})   # the node's boto3
+    moto = stack.enter_context(MotoServer(root / "moto"))
+    S3[0] = moto
+    return {**TIERED_BROKER, **moto.settings(), "tierlog.table.catalog.uri": f"sqlite:///{root / 'catalog.db'}"}
+
+
+def write_results(args, out: dict) -> None:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     args.out.mkdir(parents=True, exist_ok=True)
-    prefix = "tables_upload" if args.upload_only else "tables_spark" if args.spark_only else "tables"
+    upload = "tables_upload_s3" if args.store == "s3" else "tables_upload"
+    prefix = upload if args.upload_only else "tables_spark" if args.spark_only else "tables"
     for name in (f"{prefix}_{stamp}.json", f"{prefix}_latest.json"):
         (args.out / name).write_text(json.dumps(out, indent=2, default=str) + "\n")
     print(json.dumps({"upload_on_vs_off": out.get("upload_on_vs_off"), "load": out["machine"]}, default=str))
@@ -215,8 +246,13 @@ def upload_rounds(out: dict, node, data_dir: Path, n: int) -> None:
     """Phase 1: off and key_value uploads alternated ``rounds`` times, into ``out``."""
     # unmeasured: the broker's first table commit loads pyiceberg and the catalog, once per process
     upload_phase(node, data_dir, "key_value", int(1.5 * PARTITIONS * SEGMENT_BYTES[0] / RECORD), name="warm-up")
-    rounds = [{mode: upload_phase(node, data_dir, mode, n, name=f"upload{r or ''}") for mode in ("off", "key_value")}
-              for r in range(args_rounds(out))]           # A B A B: the machine's load moves between phases
+    rounds = []
+    for r in range(args_rounds(out)):                     # A B A B: the machine's load moves between phases
+        rounds.append({})
+        for mode in ("off", "key_value"):
+            rounds[-1][mode] = upload_phase(node, data_dir, mode, n, name=f"upload{r or ''}")
+            if r < args_rounds(out) - 1 or mode == "off":     # the last key_value topic is the Spark phase's
+                drop_topic(node, data_dir, rounds[-1][mode]["topic"])
     out["upload"], out["upload_rounds"] = rounds[-1], rounds
     ratios = sorted(r["key_value"]["mib_s"] / r["off"]["mib_s"] for r in rounds)
     out["upload_on_vs_off"] = statistics.median(ratios)
@@ -225,6 +261,36 @@ def upload_rounds(out: dict, node, data_dir: Path, n: int) -> None:
                                                     for r in rounds)
     print(f"upload on/off: {out['upload_on_vs_off']:.2f}x (rounds {', '.join(f'{x:.2f}' for x in ratios)}); "
           f"broker CPU off/on {out['upload_cpu_on_vs_off']:.2f}x", flush=True)
+
+
+def drop_topic(node, data_dir: Path, topic: str) -> None:
+    """Delete a measured topic and wait until its local and remote segments are gone: the next phase
+    then starts without a GiB more of page cache to write back and no deletion under way (the first
+    round's `off` was 2-3x faster than the later ones' while the topics stayed)."""
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})     # kept: the future needs its handle
+    admin.delete_topics([topic])[topic].result(30)
+    remote = data_dir.parent.parent / "remote-storage"
+    deadline = time.monotonic() + 300
+    while any(data_dir.glob(f"{topic}-*")) or any(remote.glob(f"{topic}-*/*.log")) or _in_s3(topic):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{topic}: its segments not deleted after 300 s")
+        time.sleep(0.2)
+    os.sync()
+
+
+def _in_s3(topic: str) -> bool:
+    """Whether the moto store (``--store s3``) still holds a segment of ``topic``."""
+    if S3[0] is None:
+        return False
+    import boto3
+
+    from tiered import MOTO_REGION
+    settings = S3[0].settings()
+    client = boto3.client("s3", endpoint_url=S3[0].endpoint, region_name=MOTO_REGION)
+    listed = client.list_objects_v2(Bucket=settings["rsm.config.storage.s3.bucket.name"],
+                                          Prefix=f"{settings['rsm.config.storage.s3.prefix']}{topic}-")
+    return any(o["Key"].endswith(".log") for o in listed.get("Contents", ()))
 
 
 def args_rounds(out: dict) -> int:
