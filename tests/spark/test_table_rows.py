@@ -5,6 +5,7 @@ import datetime
 import pyarrow as pa
 import pytest
 
+from tierlog.records.arrow_records import KAFKA_SCHEMA, KAFKA_SCHEMA_WITH_HEADERS
 from tierlog.spark.planning import OffsetRange
 from tierlog.spark.table_read import TableReadOptions
 from tierlog.spark.table_topic import TableRangePartition, _topic_rows
@@ -33,11 +34,17 @@ def _part(start: int, end: int) -> TableRangePartition:
     (20, 30, []),
 ])
 def test_only_the_ranges_offsets_become_rows(start, end, kept):
-    rows = _topic_rows(_batch(list(range(10, 20))), _part(start, end), include_headers=False)
+    rows = _topic_rows(_batch(list(range(10, 20))), _part(start, end), tuple(KAFKA_SCHEMA.names))
+    assert rows.schema == KAFKA_SCHEMA
     assert rows.column("offset").to_pylist() == kept
     assert rows.column("value").to_pylist() == [b"v%d" % o for o in kept]
     assert rows.column("topic").to_pylist() == ["t"] * len(kept)
 
 
 def test_an_empty_batch_is_no_rows():
-    assert _topic_rows(_batch([]), _part(0, 10), include_headers=True).num_rows == 0
+    assert _topic_rows(_batch([]), _part(0, 10), tuple(KAFKA_SCHEMA_WITH_HEADERS.names)).num_rows == 0
+
+
+def test_the_named_columns_only_in_their_order():
+    rows = _topic_rows(_batch([10, 11]).select(["offset", "timestamp"]), _part(0, 100), ("timestamp", "offset"))
+    assert rows.schema.names == ["timestamp", "offset"] and rows.column("offset").to_pylist() == [10, 11]

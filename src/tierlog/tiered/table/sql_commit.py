@@ -26,7 +26,7 @@ from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import CommitTableResponse, StagedTable, Table
 from pyiceberg.table.locations import load_location_provider
-from sqlalchemy import update
+from sqlalchemy import CursorResult, update
 from sqlalchemy.orm import Session
 
 from .transaction import staged_metadata
@@ -49,7 +49,7 @@ class SqlCatalogOnBase(SqlCatalog):
         ident = table.name()
         namespace, name = Catalog.namespace_to_string(Catalog.namespace_from(ident)), Catalog.table_name_from(ident)
         with Session(self.engine) as session:
-            moved = session.execute(
+            moved: CursorResult[Any] = session.execute(  # type: ignore[assignment]  # an UPDATE's result
                 update(IcebergTables)
                 .where(IcebergTables.catalog_name == self.name, IcebergTables.table_namespace == namespace,
                        IcebergTables.table_name == name, IcebergTables.metadata_location == base_location)
@@ -57,4 +57,4 @@ class SqlCatalogOnBase(SqlCatalog):
             if moved.rowcount < 1:
                 raise CommitFailedException(f"Table has been updated by another process: {namespace}.{name}")
             session.commit()
-        return CommitTableResponse(metadata=metadata, metadata_location=location)
+        return CommitTableResponse(metadata=metadata, metadata_location=location)  # type: ignore[call-arg]  # by name
