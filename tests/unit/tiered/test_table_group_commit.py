@@ -1,8 +1,10 @@
 """Group commit of a topic's segments: the plan against the covered offsets, the queue, the writer from threads."""
 import threading
 import time
+import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -191,12 +193,14 @@ def test_a_group_waits_for_an_announced_item_and_not_longer_than_its_bound():
     assert bounded._coming == 0
 
 
-def test_the_sql_catalog_commits_on_the_metadata_the_table_holds_and_refuses_a_stale_one(tmp_path):
+def test_the_sql_catalog_commits_on_the_metadata_the_table_holds_and_a_stale_one_as_pyiceberg_would(tmp_path):
     """``sql_commit.SqlCatalogOnBase``: no reload before a commit; what it writes is what a reader loads
-    (the metadata log naming the file before), and a table that is behind loses the conditional
-    update (CommitFailedException: the writer reloads and plans again) without moving the catalog."""
+    (the metadata log naming the file before). A table that is behind commits as pyiceberg's own path
+    would: a change of properties lands on the current metadata, an append planned on an older
+    snapshot is refused (CommitFailedException: the writer reloads and plans again)."""
     from pyiceberg.exceptions import CommitFailedException
 
+    from tierlog.tiered.table.data_files import append_written
     from tierlog.tiered.table.sql_commit import SqlCatalogOnBase
     writer, [seg, *_] = _writer_and_segments(tmp_path)
     writer.commit_segment(seg)
@@ -209,9 +213,18 @@ def test_the_sql_catalog_commits_on_the_metadata_the_table_holds_and_refuses_a_s
     assert loaded.metadata_location == ahead.metadata_location != before
     assert loaded.metadata == ahead.metadata and loaded.properties["tierlog.test"] == "1"
     assert loaded.metadata.metadata_log[-1].metadata_file == before
-    with pytest.raises(CommitFailedException), behind.transaction() as tx:
-        tx.set_properties({"tierlog.test": "2"})
-    assert writer.catalog.load("t").metadata_location == loaded.metadata_location
+    with behind.transaction() as tx:
+        tx.set_properties({"tierlog.other": "2"})
+    now = writer.catalog.load("t")
+    assert (now.properties["tierlog.test"], now.properties["tierlog.other"]) == ("1", "2")
+    metadata_files = set((tmp_path / "remote").rglob("*.metadata.json"))
+    stale = writer.catalog.load("t")
+    with ahead.transaction() as tx:                     # ahead is behind now, by the properties' commit
+        append_written(tx, [], {})
+    with pytest.raises(CommitFailedException), stale.transaction() as tx:
+        append_written(tx, [], {})
+    assert set((tmp_path / "remote").rglob("*.metadata.json")) - metadata_files == \
+        {Path(urllib.parse.urlsplit(writer.catalog.load("t").metadata_location).path)}
 
 
 def test_manifests_are_merged_so_the_manifest_list_stays_short(tmp_path):

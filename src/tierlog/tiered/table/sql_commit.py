@@ -11,10 +11,13 @@ the time, so the metadata it holds is nearly always the current one.
 updates applied to it (``transaction.staged_metadata``, no deep copy: the models are
 frozen and each update builds new ones), the new metadata file written, and the catalog
 row moved with the same conditional UPDATE pyiceberg uses (``metadata_location`` still
-the one the table holds). A table that is behind (another broker or process committed
-since) loses that UPDATE and gets ``CommitFailedException``, as a race lost in pyiceberg's
-own commit does; the writer then reloads and plans again (``writer._append``). A new
-table, a staged one, and a database without reliable row counts take pyiceberg's path.
+the one the table holds). A table that is behind (another broker or thread committed
+since) moves no row; its metadata file is deleted and the commit goes pyiceberg's way,
+on the current metadata, where the requirements decide as they always did: an append's
+(the branch still at the snapshot it was planned on) fails with ``CommitFailedException``
+and the writer reloads and plans again (``writer._append``); a change of properties alone
+lands. So the outcome of every commit is pyiceberg's; only the common case is cheaper. A
+new table, a staged one, and a database without reliable row counts take pyiceberg's path.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from typing import Any
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
-from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import CommitTableResponse, StagedTable, Table
 from pyiceberg.table.locations import load_location_provider
 from sqlalchemy import CursorResult, update
@@ -54,7 +56,8 @@ class SqlCatalogOnBase(SqlCatalog):
                 .where(IcebergTables.catalog_name == self.name, IcebergTables.table_namespace == namespace,
                        IcebergTables.table_name == name, IcebergTables.metadata_location == base_location)
                 .values(metadata_location=location, previous_metadata_location=base_location))
-            if moved.rowcount < 1:
-                raise CommitFailedException(f"Table has been updated by another process: {namespace}.{name}")
-            session.commit()
-        return CommitTableResponse(metadata=metadata, metadata_location=location)  # type: ignore[call-arg]  # by name
+            if moved.rowcount == 1:
+                session.commit()
+                return CommitTableResponse(metadata=metadata, metadata_location=location)  # type: ignore[call-arg]  # by name
+        table.io.delete(location)       # never referenced: the table was behind
+        return super().commit_table(table, requirements, updates)
