@@ -199,16 +199,20 @@ def chosen_table_columns(schema: StructType, table_schema: pa.Schema) -> pa.Sche
     schema as Spark passes it when none was given. OptionError for a name the table does not have or a
     type that differs."""
     from pyspark.sql.pandas.types import from_arrow_type
-    offer = ", ".join(f"{f.name} {from_arrow_type(f.type).simpleString()}" for f in table_schema)
+
+    def ddl(field: pa.Field) -> str:
+        return from_arrow_type(field.type).simpleString()
+
+    def refused(why: str) -> OptionError:
+        return OptionError(f"schema: {why}; its columns are " + ", ".join(f"{t.name} {ddl(t)}" for t in table_schema))
     fields = []
     for f in schema.fields:
         index = table_schema.get_field_index(f.name)
         if index < 0:
-            raise OptionError(f"schema: the table has no column {f.name!r}; its columns are {offer}")
+            raise refused(f"the table has no column {f.name!r}")
         field = table_schema.field(index)
-        if from_arrow_type(field.type).simpleString() != f.dataType.simpleString():     # nullability aside
-            raise OptionError(f"schema: column {f.name!r} is {from_arrow_type(field.type).simpleString()}, not "
-                              f"{f.dataType.simpleString()}; its columns are {offer}")
+        if ddl(field) != f.dataType.simpleString():     # nullability aside
+            raise refused(f"column {f.name!r} is {ddl(field)}, not {f.dataType.simpleString()}")
         if field.nullable and not f.nullable:
             raise OptionError(f"schema: column {f.name!r} may be null in the table; declare it without NOT NULL")
         fields.append(field.with_nullable(f.nullable))      # as Spark checks the batches

@@ -45,9 +45,7 @@ __all__ = ["TableRangePartition", "plan_with_tables", "read_table_range", "segme
 
 log = logging.getLogger(__name__)
 _BATCH_ROWS = 65536
-_TABLE_COLUMN = {"key": "key", "value": "value", "partition": "partition", "offset": "offset",
-                 "timestamp": "timestamp", "timestampType": "timestamp_type", "headers": "headers"}   # the source's
-_READ_ORDER = list(KEY_VALUE_COLUMNS)                                                    # -> the table's
+_TABLE_NAMES = {"timestampType": "timestamp_type"}     # the source's column names the table spells otherwise
 
 
 class TableRangePartition(InputPartition):
@@ -137,7 +135,8 @@ def read_table_range(part: TableRangePartition, include_headers: bool,
     Parquet files (and ``offset``, to cut a range's first and last file), so a query without the
     values never decompresses them."""
     names = columns or tuple(f.name for f in (KAFKA_SCHEMA_WITH_HEADERS if include_headers else KAFKA_SCHEMA))
-    read = sorted({_TABLE_COLUMN[n] for n in names if n in _TABLE_COLUMN} | {"offset"}, key=_READ_ORDER.index)
+    wanted = {_TABLE_NAMES.get(n, n) for n in names} | {"offset"}
+    read = [c for c in KEY_VALUE_COLUMNS if c in wanted]
     for path in part.files:
         with open_data_file(path, part.table) as f:
             for batch in pq.ParquetFile(f).iter_batches(batch_size=_BATCH_ROWS, columns=read):
@@ -161,7 +160,7 @@ def _column(batch: pa.RecordBatch, name: str, topic: str) -> pa.Array:
     """The source's column ``name`` from the table's ``batch``."""
     if name == "topic":
         return pa.repeat(pa.scalar(topic, pa.string()), batch.num_rows)
-    column = batch.column(_TABLE_COLUMN[name])
+    column = batch.column(_TABLE_NAMES.get(name, name))
     if name == "headers":
         return _headers(column)
     return column.cast(KAFKA_SCHEMA_WITH_HEADERS.field(name).type)
